@@ -1,0 +1,52 @@
+# The two commands a newcomer needs: `make dev` (run the product) and `make test` (the whole suite).
+# Both work from a fresh clone: they create .venv, install the package, build the Neo4j launcher and
+# start what they need, and stop what they started.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+LAUNCHER := infra/neo4j/target/neo4j-launcher.jar
+
+.PHONY: dev test lint typecheck unit bench install system-deps clean
+
+$(STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -e '.[dev]'
+	touch $(STAMP)
+
+install: $(STAMP)
+
+$(LAUNCHER): infra/neo4j/pom.xml $(wildcard infra/neo4j/src/main/java/dev/campaignengine/neo4j/*.java)
+	cd infra/neo4j && mvn -q -B package -DskipTests
+
+# Test-only system packages: Debian's Chromium for the unsubscribe-page browser test.
+system-deps:
+	@command -v chromium >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
+	  else echo "install Debian's chromium package (sudo apt-get install chromium)" >&2; exit 1; fi; }
+
+dev: $(STAMP) $(LAUNCHER)
+	$(BIN)/campaign-engine dev
+
+lint: $(STAMP)
+	$(BIN)/ruff check campaign_engine tests bench
+	$(BIN)/ruff format --check campaign_engine tests bench
+
+typecheck: $(STAMP)
+	$(BIN)/mypy
+
+test: $(STAMP) $(LAUNCHER) system-deps lint typecheck
+	$(BIN)/pytest -q
+
+unit: $(STAMP)
+	$(BIN)/pytest -q tests/unit
+
+bench: $(STAMP) $(LAUNCHER)
+	@for script in bench/*.py; do \
+	  case "$$script" in */__init__.py|*/_*) continue;; esac; \
+	  echo "== $$script"; $(BIN)/python $$script || exit 1; \
+	done
+
+clean:
+	rm -rf .local infra/neo4j/target

@@ -1,0 +1,145 @@
+"""Control of the local Neo4j launcher in ``infra/neo4j`` (for machines without Docker).
+
+``start`` builds the launcher with Maven when its jar is missing, runs it with a small explicit heap,
+and waits for its readiness line plus a driver ``verify_connectivity``. The child keeps a pipe on its
+stdin: when the parent dies the pipe closes and the launcher shuts down instead of orphaning the store.
+A detached start (``campaign-engine neo4j start``) records the pid in ``<data>/launcher.pid``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import signal
+import subprocess
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import neo4j
+
+__all__ = ["LocalNeo4j", "build_launcher", "launcher_jar", "repo_root"]
+
+
+def repo_root() -> Path:
+    return Path(__file__).resolve().parents[2]
+
+
+def launcher_jar() -> Path:
+    return repo_root() / "infra" / "neo4j" / "target" / "neo4j-launcher.jar"
+
+
+def build_launcher() -> Path:
+    jar = launcher_jar()
+    if jar.exists():
+        return jar
+    mvn = shutil.which("mvn")
+    if mvn is None:
+        raise RuntimeError("the local Neo4j launcher needs Maven (mvn) and a JDK 17 to build")
+    subprocess.run(  # noqa: S603 - fixed argv, no shell
+        [mvn, "-q", "-B", "package", "-DskipTests"], cwd=jar.parents[1], check=True
+    )
+    return jar
+
+
+@dataclass
+class LocalNeo4j:
+    data_dir: Path
+    port: int = 7687
+    heap: str = "1g"
+    pagecache: str = "256m"
+    process: subprocess.Popen[bytes] | None = None
+
+    @property
+    def uri(self) -> str:
+        return f"bolt://127.0.0.1:{self.port}"
+
+    @property
+    def pid_file(self) -> Path:
+        return self.data_dir / "launcher.pid"
+
+    def start(self, *, timeout: float = 120.0, detached: bool = False) -> None:
+        jar = build_launcher()
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        java = shutil.which("java")
+        if java is None:
+            raise RuntimeError("the local Neo4j launcher needs a Java 17 runtime (java on PATH)")
+        args = [
+            java, f"-Xmx{self.heap}", f"-Xms{self.heap}", "-XX:+UseG1GC",
+            "-jar", str(jar), "--data", str(self.data_dir), "--port", str(self.port),
+            "--pagecache", self.pagecache, "--watch-stdin", "false" if detached else "true",
+        ]  # fmt: skip
+        with (self.data_dir / "launcher.log").open("ab") as log:  # the child keeps its own descriptor
+            self.process = subprocess.Popen(  # noqa: S603 - fixed argv, no shell
+                args,
+                stdin=subprocess.DEVNULL if detached else subprocess.PIPE,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=detached,
+            )
+        if detached:
+            # A detached launcher must not die with us; stdin is /dev/null, so we stop it by pid.
+            self.pid_file.write_text(str(self.process.pid))
+        self._wait_ready(timeout)
+
+    def _wait_ready(self, timeout: float) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.process is not None and self.process.poll() is not None:
+                raise RuntimeError(f"Neo4j launcher exited early; see {self.data_dir / 'launcher.log'}")
+            if self.ready():
+                return
+            time.sleep(0.25)
+        raise TimeoutError(f"Neo4j did not become ready on {self.uri} within {timeout:.0f}s")
+
+    def ready(self) -> bool:
+        try:
+            with neo4j.GraphDatabase.driver(self.uri, auth=None) as driver:
+                driver.verify_connectivity()
+        except (neo4j.exceptions.ServiceUnavailable, OSError):
+            return False
+        return True
+
+    def stop(self, *, timeout: float = 60.0) -> None:
+        pid = self._pid()
+        if pid is None:
+            return
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGTERM)
+        if self.process is not None:
+            if self.process.stdin is not None:
+                self.process.stdin.close()
+            try:
+                self.process.wait(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+        else:
+            deadline = time.monotonic() + timeout
+            while time.monotonic() < deadline and _alive(pid):
+                time.sleep(0.2)
+        self.pid_file.unlink(missing_ok=True)
+        self.process = None
+
+    def status(self) -> str:
+        pid = self._pid()
+        if pid is None or not _alive(pid):
+            return "stopped"
+        return f"running pid={pid} uri={self.uri} ready={self.ready()}"
+
+    def _pid(self) -> int | None:
+        if self.process is not None:
+            return self.process.pid
+        try:
+            return int(self.pid_file.read_text().strip())
+        except (FileNotFoundError, ValueError):
+            return None
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True

@@ -1,0 +1,83 @@
+package dev.campaignengine.neo4j;
+
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.HashMap;
+import java.util.Map;
+import java.util.concurrent.CountDownLatch;
+import org.neo4j.dbms.api.DatabaseManagementService;
+import org.neo4j.dbms.api.DatabaseManagementServiceBuilder;
+import org.neo4j.graphdb.GraphDatabaseService;
+
+/**
+ * Runs Neo4j Community embedded with Bolt on 127.0.0.1 only and auth disabled, for local runs and tests.
+ *
+ * <p>Arguments: {@code --data DIR --port N [--pagecache 64m] [--tx-memory 512m] [--watch-stdin false]}; the heap is set by the
+ * caller with -Xmx. Prints {@code NEO4J READY bolt://127.0.0.1:N} once Bolt accepts queries. Shuts
+ * down cleanly on SIGTERM and when stdin closes, so a crashed parent never leaves an orphan holding
+ * the store lock.
+ */
+public final class Launcher {
+    private Launcher() {}
+
+    public static void main(String[] args) throws Exception {
+        Map<String, String> opts = parse(args);
+        Path data = Path.of(opts.getOrDefault("--data", ".local/neo4j")).toAbsolutePath();
+        int port = Integer.parseInt(opts.getOrDefault("--port", "7687"));
+        Files.createDirectories(data);
+
+        Map<String, String> config = new HashMap<>();
+        config.put("server.bolt.enabled", "true");
+        config.put("server.bolt.listen_address", "127.0.0.1:" + port);
+        config.put("server.bolt.advertised_address", "127.0.0.1:" + port);
+        config.put("server.default_listen_address", "127.0.0.1");
+        config.put("dbms.security.auth_enabled", "false");
+        config.put("server.memory.pagecache.size", opts.getOrDefault("--pagecache", "64m"));
+        config.put("dbms.memory.transaction.total.max", opts.getOrDefault("--tx-memory", "512m"));
+        config.put("dbms.usage_report.enabled", "false");
+        config.put("server.http.enabled", "false");
+        config.put("server.https.enabled", "false");
+        config.put("db.tx_log.rotation.retention_policy", "2 files");
+
+        // Raw setting names through a properties file: the typed Setting constants move between releases.
+        Path conf = data.resolve("neo4j.conf");
+        StringBuilder lines = new StringBuilder();
+        config.forEach((key, value) -> lines.append(key).append('=').append(value).append('\n'));
+        Files.writeString(conf, lines);
+        DatabaseManagementService service = new DatabaseManagementServiceBuilder(data)
+                .loadPropertiesFromFile(conf)
+                .build();
+        CountDownLatch stopped = new CountDownLatch(1);
+        Thread shutdown = new Thread(() -> {
+            service.shutdown();
+            stopped.countDown();
+        }, "neo4j-shutdown");
+        Runtime.getRuntime().addShutdownHook(shutdown);
+
+        GraphDatabaseService db = service.database("neo4j");
+        db.executeTransactionally("RETURN 1");
+        System.out.println("NEO4J READY bolt://127.0.0.1:" + port);
+        System.out.flush();
+
+        if ("false".equals(opts.get("--watch-stdin"))) {
+            stopped.await(); // detached: only SIGTERM stops us
+            return;
+        }
+        // Parent gone (stdin closed) -> exit, which runs the shutdown hook.
+        while (System.in.read() != -1) {
+            // discard anything written to stdin
+        }
+        System.exit(0);
+    }
+
+    private static Map<String, String> parse(String[] args) {
+        Map<String, String> opts = new HashMap<>();
+        for (int i = 0; i + 1 < args.length; i += 2) {
+            if (!args[i].startsWith("--")) {
+                throw new IllegalArgumentException("unexpected argument: " + args[i]);
+            }
+            opts.put(args[i], args[i + 1]);
+        }
+        return opts;
+    }
+}
