@@ -1,0 +1,117 @@
+"""Settings from the environment: one typed object, built once by each edge (API, worker, CLI, Lambda).
+
+Every variable the product reads is a field here, named as its environment variable. Each edge calls
+the ``require_*`` check for what it needs, so a missing or placeholder secret fails at start with a
+message that names the variable, never at the first request.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Literal
+
+from pydantic import Field, SecretStr, field_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+__all__ = ["ConfigError", "Settings"]
+
+_PLACEHOLDERS = {"", "changeme", "change-me", "secret", "placeholder", "xxx"}
+
+
+class ConfigError(ValueError):
+    """A setting is missing or unusable; the message names the environment variable."""
+
+
+def _check_secret(name: str, value: SecretStr | None, *, min_bytes: int) -> None:
+    raw = value.get_secret_value() if value is not None else ""
+    if raw.strip().lower() in _PLACEHOLDERS:
+        raise ConfigError(f"{name} must be set to a real secret")
+    if len(raw.encode()) < min_bytes:
+        raise ConfigError(f"{name} must be at least {min_bytes} bytes long")
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(case_sensitive=False, extra="ignore", frozen=True)
+
+    # --- graph ---------------------------------------------------------------------------------
+    neo4j_uri: str = "bolt://127.0.0.1:7687"
+    neo4j_user: str = "neo4j"
+    neo4j_password: SecretStr = SecretStr("")
+    neo4j_database: str = "neo4j"
+
+    # --- API and auth --------------------------------------------------------------------------
+    auth_jwt_secret: SecretStr | None = None
+    auth_jwks_url: str | None = None
+    auth_jwt_audience: str | None = None
+    campaign_admin_profile_ids: str = ""
+    campaign_default_tenant_id: str = "default"
+    campaign_user_rate_limit_per_minute: int = Field(default=60, ge=1)
+
+    # --- audience and policy -------------------------------------------------------------------
+    domain_name: str = "localhost"
+    campaign_adult_age: int = Field(default=18, ge=1, le=120)
+
+    # --- dispatch ------------------------------------------------------------------------------
+    campaign_dispatch_page_size: int = Field(default=1000, ge=1, le=10_000)
+    campaign_dispatch_delay_seconds: int = Field(default=60, ge=0)
+    campaign_email_page_size: int = Field(default=500, ge=1, le=1000)
+    campaign_preview_max_recipients: int = Field(default=10_000, ge=1)
+
+    # --- queue ---------------------------------------------------------------------------------
+    campaign_queue_backend: Literal["local", "sqs"] = "local"
+    campaign_local_queue_path: str = ".local/queue.sqlite3"
+    campaign_queue_max_receives: int = Field(default=5, ge=1)
+    campaign_dispatch_queue_url: str | None = None
+    campaign_delivery_queue_url: str | None = None
+    aws_endpoint_url_sqs: str | None = None
+
+    # --- notify --------------------------------------------------------------------------------
+    notifications_webhook_url: str | None = None
+    notifications_webhook_secret: SecretStr | None = None
+    notifications_sender: str = "campaign-engine"
+    campaign_allow_private_webhooks: bool = False
+    campaign_webhook_timeout_seconds: float = Field(default=5.0, gt=0)
+    campaign_webhook_concurrency: int = Field(default=32, ge=1)
+
+    # --- email ---------------------------------------------------------------------------------
+    campaign_email_provider: Literal["postmark", "smtp", "none"] = "none"
+    postmark_api_key: SecretStr | None = None
+    postmark_broadcast_stream: str = "broadcast"
+    postmark_api_url: str = "https://api.postmarkapp.com"
+    smtp_host: str = "127.0.0.1"
+    smtp_port: int = 1025
+    smtp_username: str | None = None
+    smtp_password: SecretStr | None = None
+    email_from: str = "announcements@localhost"
+    campaign_unsubscribe_secret: SecretStr | None = None
+    campaign_app_origins: str = "{}"
+    campaign_tenants: str = "{}"
+
+    @field_validator("campaign_app_origins", "campaign_tenants")
+    @classmethod
+    def _json_object(cls, value: str) -> str:
+        try:
+            parsed = json.loads(value or "{}")
+        except json.JSONDecodeError as exc:
+            raise ValueError(f"must be a JSON object: {exc.msg}") from exc
+        if not isinstance(parsed, dict):
+            raise ValueError("must be a JSON object")
+        return value
+
+    @property
+    def admin_profile_ids(self) -> frozenset[str]:
+        return frozenset(p.strip() for p in self.campaign_admin_profile_ids.split(",") if p.strip())
+
+    def require_api(self) -> None:
+        """The API verifies tokens: an HS256 secret or a JWKS URL must be configured."""
+        if self.auth_jwks_url:
+            return
+        _check_secret("AUTH_JWT_SECRET", self.auth_jwt_secret, min_bytes=32)
+
+    def require_webhooks(self) -> None:
+        _check_secret("NOTIFICATIONS_WEBHOOK_SECRET", self.notifications_webhook_secret, min_bytes=16)
+
+    def require_unsubscribe(self) -> None:
+        _check_secret("CAMPAIGN_UNSUBSCRIBE_SECRET", self.campaign_unsubscribe_secret, min_bytes=32)
+        if not self.domain_name.strip():
+            raise ConfigError("DOMAIN_NAME must name the public host of this service")

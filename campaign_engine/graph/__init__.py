@@ -1,0 +1,1 @@
+"""Neo4j access: driver lifecycle, managed transactions, locks, named Cypher and the schema."""
