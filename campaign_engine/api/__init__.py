@@ -1,0 +1,1 @@
+"""HTTP edge: the tRPC-compatible adapter, auth, rate limiting and the procedure routers."""

@@ -1,0 +1,84 @@
+"""Bearer JWT verification: HS256 with ``AUTH_JWT_SECRET``, or RS256 against ``AUTH_JWKS_URL``.
+
+``sub`` is the profileId, ``scope`` a space-separated list, ``exp`` is required. Admin rights need both
+the ``campaigns:admin`` scope and the profile in ``CAMPAIGN_ADMIN_PROFILE_IDS``: a leaked scope alone
+is not enough, and an allowlisted profile with an ordinary token is not an admin either.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+import jwt
+from jwt.types import Options
+
+from campaign_engine.config import Settings
+from campaign_engine.domain.errors import Unauthorized
+
+__all__ = ["ADMIN_SCOPE", "Caller", "TokenVerifier", "mint_token"]
+
+ADMIN_SCOPE = "campaigns:admin"
+
+
+@dataclass(frozen=True)
+class Caller:
+    profile_id: str
+    scopes: frozenset[str]
+    is_admin: bool
+    tenant_id: str | None
+
+
+class TokenVerifier:
+    def __init__(self, settings: Settings) -> None:
+        self._settings = settings
+        self._jwks = jwt.PyJWKClient(settings.auth_jwks_url) if settings.auth_jwks_url else None
+
+    def verify(self, authorization: str | None) -> Caller | None:
+        """None without an Authorization header; ``Unauthorized`` for anything malformed or invalid."""
+        if not authorization:
+            return None
+        scheme, _, token = authorization.partition(" ")
+        if scheme.lower() != "bearer" or not token.strip():
+            raise Unauthorized("expected 'Authorization: Bearer <token>'")
+        claims = self._decode(token.strip())
+        subject = claims.get("sub")
+        if not isinstance(subject, str) or not subject:
+            raise Unauthorized("token has no subject")
+        raw_scope = claims.get("scope", "")
+        scopes = frozenset(raw_scope.split()) if isinstance(raw_scope, str) else frozenset()
+        tenant = claims.get("tenantId") or claims.get("tenant_id")
+        return Caller(
+            profile_id=subject,
+            scopes=scopes,
+            is_admin=ADMIN_SCOPE in scopes and subject in self._settings.admin_profile_ids,
+            tenant_id=tenant if isinstance(tenant, str) else None,
+        )
+
+    def _decode(self, token: str) -> dict[str, object]:
+        options: Options = {"require": ["exp", "sub"]}
+        audience = self._settings.auth_jwt_audience
+        try:
+            if self._jwks is not None:
+                key = self._jwks.get_signing_key_from_jwt(token).key
+                return jwt.decode(token, key, algorithms=["RS256"], options=options, audience=audience)
+            secret = self._settings.auth_jwt_secret
+            assert secret is not None  # Settings.require_api() ran at start
+            return jwt.decode(
+                token, secret.get_secret_value(), algorithms=["HS256"], options=options, audience=audience
+            )
+        except jwt.ExpiredSignatureError as exc:
+            raise Unauthorized("token expired") from exc
+        except jwt.PyJWTError as exc:
+            raise Unauthorized("invalid token") from exc
+
+
+def mint_token(settings: Settings, *, profile_id: str, scope: str = "", ttl_seconds: int = 3600) -> str:
+    """An HS256 token from the configured secret, for local use and tests."""
+    settings.require_api()
+    assert settings.auth_jwt_secret is not None
+    now = int(time.time())
+    claims: dict[str, object] = {"sub": profile_id, "scope": scope, "iat": now, "exp": now + ttl_seconds}
+    if settings.auth_jwt_audience:
+        claims["aud"] = settings.auth_jwt_audience
+    return jwt.encode(claims, settings.auth_jwt_secret.get_secret_value(), algorithm="HS256")

@@ -1,0 +1,54 @@
+"""What a procedure handler receives: the services of this process and the resolved caller.
+
+``Services`` is built once per process by ``create_app`` (the composition root of the API edge) and
+carries the adapters; tests build it with their own clock or queue instead of patching modules.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from campaign_engine.api.auth import Caller, TokenVerifier
+from campaign_engine.config import Settings
+from campaign_engine.domain.errors import Forbidden, Unauthorized
+from campaign_engine.domain.types import Clock
+from campaign_engine.graph.graph import Graph
+
+__all__ = ["Context", "RateLimiter", "Services"]
+
+
+class RateLimiter(Protocol):
+    def hit(self, profile_id: str) -> None:
+        """Count one call; raise ``TooManyRequests`` past the limit, ``ServiceUnavailable`` if unsure."""
+
+
+@dataclass
+class Services:
+    settings: Settings
+    graph: Graph
+    clock: Clock
+    verifier: TokenVerifier
+    rate_limiter: RateLimiter | None = None
+    extras: dict[str, object] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Context:
+    services: Services
+    caller: Caller | None
+    tenant_id: str
+    auth_error: Exception | None = None  # a bad token fails only the procedures that need a caller
+
+    def user(self) -> Caller:
+        if self.auth_error is not None:
+            raise self.auth_error
+        if self.caller is None:
+            raise Unauthorized("sign in required")
+        return self.caller
+
+    def admin(self) -> Caller:
+        caller = self.user()
+        if not caller.is_admin:
+            raise Forbidden("campaign admin rights required")
+        return caller

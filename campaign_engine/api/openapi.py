@@ -1,0 +1,117 @@
+"""OpenAPI 3.1 document generated from the procedure registry, in the exact tRPC wire shape.
+
+One path per procedure: queries as GET with a JSON ``input`` query parameter, mutations as POST with
+a JSON body; every success is ``{"result": {"data": <output>}}`` and every error the shared envelope.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from pydantic import TypeAdapter
+
+from campaign_engine.api.errors import HTTP_STATUS, JSON_RPC_CODES
+from campaign_engine.api.trpc import Procedure
+
+__all__ = ["build_openapi"]
+
+_REF = "#/components/schemas/{model}"
+
+_ERROR_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "required": ["error"],
+    "properties": {
+        "error": {
+            "type": "object",
+            "required": ["message", "code", "data"],
+            "properties": {
+                "message": {"type": "string"},
+                "code": {"type": "integer", "enum": sorted(set(JSON_RPC_CODES.values()))},
+                "data": {
+                    "type": "object",
+                    "required": ["code", "httpStatus"],
+                    "properties": {
+                        "code": {"type": "string", "enum": list(HTTP_STATUS)},
+                        "httpStatus": {"type": "integer"},
+                        "path": {"type": "string"},
+                        "issues": {
+                            "type": "array",
+                            "items": {
+                                "type": "object",
+                                "properties": {
+                                    "path": {"type": "array", "items": {"type": ["string", "integer"]}},
+                                    "message": {"type": "string"},
+                                    "code": {"type": "string"},
+                                },
+                            },
+                        },
+                    },
+                },
+            },
+        }
+    },
+}
+
+
+def _schema(adapter: TypeAdapter[Any], components: dict[str, Any], mode: str) -> dict[str, Any]:
+    schema = adapter.json_schema(ref_template=_REF, mode=mode)  # type: ignore[arg-type]
+    components.update(schema.pop("$defs", {}))
+    return schema
+
+
+def build_openapi(procedures: Iterable[Procedure], *, title: str, version: str) -> dict[str, Any]:
+    components: dict[str, Any] = {"TrpcError": _ERROR_SCHEMA}
+    paths: dict[str, Any] = {}
+    for proc in sorted(procedures, key=lambda p: p.path):
+        success = {
+            "type": "object",
+            "required": ["result"],
+            "properties": {
+                "result": {
+                    "type": "object",
+                    "required": ["data"],
+                    "properties": {"data": _schema(proc.output_adapter, components, "serialization")},
+                }
+            },
+        }
+        operation: dict[str, Any] = {
+            "operationId": proc.path,
+            "summary": proc.summary or proc.path,
+            "tags": [proc.path.split(".")[0]],
+            "responses": {
+                "200": {"description": "Success", "content": {"application/json": {"schema": success}}},
+                "default": {
+                    "description": "tRPC error envelope",
+                    "content": {"application/json": {"schema": {"$ref": _REF.format(model="TrpcError")}}},
+                },
+            },
+        }
+        if proc.auth != "public":
+            operation["security"] = [{"bearer": []}]
+        if proc.input_model is not None:
+            input_schema = _schema(TypeAdapter(proc.input_model), components, "validation")
+            if proc.kind == "query":
+                operation["parameters"] = [
+                    {
+                        "name": "input",
+                        "in": "query",
+                        "required": False,
+                        "content": {"application/json": {"schema": input_schema}},
+                    }
+                ]
+            else:
+                operation["requestBody"] = {
+                    "required": False,
+                    "content": {"application/json": {"schema": input_schema}},
+                }
+        paths[f"/trpc/{proc.path}"] = {"get" if proc.kind == "query" else "post": operation}
+    return {
+        "openapi": "3.1.0",
+        "info": {"title": title, "version": version},
+        "paths": paths,
+        "components": {
+            "schemas": components,
+            "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer", "bearerFormat": "JWT"}},
+        },
+    }

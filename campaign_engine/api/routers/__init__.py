@@ -1,0 +1,1 @@
+"""Procedure routers, one per namespace and concern. Handlers only translate; use cases do the work."""

@@ -1,0 +1,225 @@
+"""A tRPC-compatible HTTP adapter driven by one procedure registry.
+
+Wire format (what an unmodified ``@trpc/client`` v10/v11 sends with httpLink or httpBatchLink and no
+transformer): queries ``GET /trpc/<path>?input=<json>``, mutations ``POST`` with a JSON body, batches
+``/trpc/a,b?batch=1`` with ``{"0": .., "1": ..}`` answered by an array (207 when statuses differ).
+Every answer under ``/trpc`` is a tRPC envelope, including unknown paths and wrong methods.
+
+Handlers are plain synchronous functions ``(ctx, input) -> output``; they run in the thread pool because
+the Neo4j driver is synchronous. Their type hints give the input model and the output schema.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal, TypeVar, get_type_hints
+
+from pydantic import BaseModel, TypeAdapter, ValidationError
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+
+from campaign_engine.api.context import Context, Services
+from campaign_engine.api.errors import envelope_for, error_envelope
+from campaign_engine.domain.errors import BadRequest, CampaignError, NotFound, TrpcCode
+
+__all__ = ["Procedure", "ProcedureRouter", "TrpcEndpoint", "validation_issues"]
+
+log = logging.getLogger(__name__)
+
+Kind = Literal["query", "mutation"]
+Auth = Literal["public", "user", "admin"]
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+@dataclass(frozen=True)
+class Procedure:
+    path: str
+    kind: Kind
+    auth: Auth
+    rate_limited: bool
+    input_model: type[BaseModel] | None
+    output_adapter: TypeAdapter[Any]
+    handler: Callable[..., Any]
+    summary: str
+
+
+class ProcedureRouter:
+    """Collects the procedures of one namespace, e.g. ``ProcedureRouter("campaigns")``."""
+
+    def __init__(self, namespace: str) -> None:
+        self.namespace = namespace
+        self.procedures: list[Procedure] = []
+
+    def query(self, name: str, *, auth: Auth, rate_limited: bool | None = None) -> Callable[[F], F]:
+        return self._register(name, "query", auth, rate_limited)
+
+    def mutation(self, name: str, *, auth: Auth, rate_limited: bool | None = None) -> Callable[[F], F]:
+        return self._register(name, "mutation", auth, rate_limited)
+
+    def _register(self, name: str, kind: Kind, auth: Auth, rate_limited: bool | None) -> Callable[[F], F]:
+        def decorate(handler: F) -> F:
+            hints = get_type_hints(handler)
+            input_model = hints.get("data")
+            if input_model is not None and not (
+                isinstance(input_model, type) and issubclass(input_model, BaseModel)
+            ):
+                raise TypeError(f"{handler.__name__}: 'data' must be annotated with a pydantic model")
+            self.procedures.append(
+                Procedure(
+                    path=f"{self.namespace}.{name}",
+                    kind=kind,
+                    auth=auth,
+                    # User and discovery procedures share the per-profile limit; admin ones are exempt.
+                    rate_limited=(auth == "user") if rate_limited is None else rate_limited,
+                    input_model=input_model,
+                    output_adapter=TypeAdapter(hints["return"]),
+                    handler=handler,
+                    summary=(handler.__doc__ or "").strip().splitlines()[0] if handler.__doc__ else "",
+                )
+            )
+            return handler
+
+        return decorate
+
+
+def validation_issues(exc: ValidationError) -> list[dict[str, Any]]:
+    return [
+        {"path": list(err["loc"]), "message": err["msg"], "code": err["type"]}
+        for err in exc.errors(include_url=False, include_input=False, include_context=False)
+    ]
+
+
+class _RequestError(Exception):
+    """A failure of the whole HTTP request (bad JSON, wrong content type), before any procedure runs."""
+
+    def __init__(self, code: TrpcCode, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+
+_NO_INPUT = object()
+
+
+class TrpcEndpoint:
+    """The ASGI-level handler mounted at ``/trpc/{path:path}`` for every method."""
+
+    def __init__(self, services: Services, routers: Sequence[ProcedureRouter]) -> None:
+        self.services = services
+        self.procedures: dict[str, Procedure] = {}
+        for router in routers:
+            for procedure in router.procedures:
+                if procedure.path in self.procedures:
+                    raise ValueError(f"duplicate procedure {procedure.path}")
+                self.procedures[procedure.path] = procedure
+
+    async def __call__(self, request: Request) -> Response:
+        if request.method == "HEAD":
+            return Response(status_code=204)
+        raw_path = request.path_params["path"]
+        batch = request.query_params.get("batch") in {"1", "true"}
+        paths = raw_path.split(",") if batch else [raw_path]
+        try:
+            if request.method not in {"GET", "POST"}:
+                raise _RequestError("METHOD_NOT_SUPPORTED", f"Unsupported {request.method} request")
+            inputs = await self._inputs(request, batch=batch, count=len(paths))
+        except _RequestError as exc:
+            status, body = error_envelope(exc.code, exc.message, path=raw_path)
+            return JSONResponse(body, status_code=status)
+
+        ctx = self._context(request)
+        results = [
+            await self._call(ctx, request.method, path, value)
+            for path, value in zip(paths, inputs, strict=True)
+        ]
+        if not batch:
+            status, body = results[0]
+            return JSONResponse(body, status_code=status)
+        statuses = {status for status, _ in results}
+        return JSONResponse(
+            [body for _, body in results], status_code=statuses.pop() if len(statuses) == 1 else 207
+        )
+
+    async def _inputs(self, request: Request, *, batch: bool, count: int) -> list[Any]:
+        if request.method == "GET":
+            text = request.query_params.get("input")
+        else:
+            body = await request.body()
+            content_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
+            if body and content_type != "application/json":
+                raise _RequestError("UNSUPPORTED_MEDIA_TYPE", "Content-Type must be application/json")
+            text = body.decode("utf-8", errors="strict") if body else None
+        if text is None or text == "":
+            return [_NO_INPUT] * count
+        try:
+            value = json.loads(text)
+        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+            raise _RequestError("PARSE_ERROR", "Input is not valid JSON") from exc
+        if not batch:
+            return [value]
+        if not isinstance(value, dict):
+            raise _RequestError("BAD_REQUEST", 'Batch input must be an object like {"0": ...}')
+        return [value.get(str(index), _NO_INPUT) for index in range(count)]
+
+    def _context(self, request: Request) -> Context:
+        settings = self.services.settings
+        try:
+            caller = self.services.verifier.verify(request.headers.get("authorization"))
+            auth_error: CampaignError | None = None
+        except CampaignError as exc:
+            caller, auth_error = None, exc
+        tenant = request.headers.get("x-tenant-id") or (caller.tenant_id if caller else None)
+        return Context(
+            services=self.services,
+            caller=caller,
+            tenant_id=tenant or settings.campaign_default_tenant_id,
+            auth_error=auth_error,
+        )
+
+    async def _call(self, ctx: Context, method: str, path: str, raw: Any) -> tuple[int, Any]:
+        try:
+            procedure = self._lookup(method, path)
+            output = await run_in_threadpool(self._run, procedure, ctx, raw)
+        except ValidationError as exc:
+            status, body = error_envelope(
+                "BAD_REQUEST", "Invalid input", path=path, issues=validation_issues(exc)
+            )
+            return status, body
+        except _RequestError as exc:
+            return error_envelope(exc.code, exc.message, path=path)
+        except CampaignError as exc:
+            return envelope_for(exc, path=path)
+        except Exception as exc:
+            log.exception("trpc.internal_error path=%s", path)
+            return envelope_for(exc, path=path)
+        return 200, {"result": {"data": output}}
+
+    def _lookup(self, method: str, path: str) -> Procedure:
+        procedure = self.procedures.get(path)
+        if procedure is None:
+            raise NotFound(f'No procedure found on path "{path}"')
+        expected = "GET" if procedure.kind == "query" else "POST"
+        if method != expected:
+            raise _RequestError(
+                "METHOD_NOT_SUPPORTED", f"Unsupported {method}-request to {procedure.kind} procedure"
+            )
+        return procedure
+
+    def _run(self, procedure: Procedure, ctx: Context, raw: Any) -> Any:
+        if procedure.auth != "public":
+            caller = ctx.admin() if procedure.auth == "admin" else ctx.user()
+            limiter = self.services.rate_limiter
+            if procedure.rate_limited and limiter is not None:
+                limiter.hit(caller.profile_id)
+        if procedure.input_model is None:
+            if raw is not _NO_INPUT and raw is not None:
+                raise BadRequest("This procedure takes no input")
+            result = procedure.handler(ctx)
+        else:
+            data = procedure.input_model.model_validate({} if raw is _NO_INPUT or raw is None else raw)
+            result = procedure.handler(ctx, data)
+        return procedure.output_adapter.dump_python(result, mode="json", by_alias=True)
