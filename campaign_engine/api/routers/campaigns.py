@@ -1,0 +1,72 @@
+"""``campaigns.*`` admin procedures for definitions and lifecycle."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from campaign_engine.api.context import Context
+from campaign_engine.api.routers.common import CampaignRef, Ok
+from campaign_engine.api.trpc import ProcedureRouter
+from campaign_engine.campaigns import definitions
+from campaign_engine.domain.campaign import CampaignCreate, CampaignPatch, CampaignPublic, CampaignStatus
+
+__all__ = ["router"]
+
+router = ProcedureRouter("campaigns")
+
+
+class ListInput(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    status: CampaignStatus | None = None
+    cursor: Annotated[str, Field(max_length=64)] | None = None
+    limit: Annotated[int, Field(ge=1, le=200)] = 50
+
+
+class StatusInput(CampaignRef):
+    status: CampaignStatus
+
+
+@router.mutation("create", auth="admin")
+def create(ctx: Context, data: CampaignCreate) -> CampaignPublic:
+    """Create a campaign in draft; its tenant comes from the request."""
+    return definitions.create_campaign(
+        ctx.services.graph, data=data, tenant_id=ctx.tenant_id, now=ctx.services.clock()
+    )
+
+
+@router.query("get", auth="admin")
+def get(ctx: Context, data: CampaignRef) -> CampaignPublic:
+    """One campaign with its definition and lifecycle fields."""
+    return definitions.get_campaign(ctx.services.graph, data.campaign_id)
+
+
+@router.query("list", auth="admin")
+def list_(ctx: Context, data: ListInput) -> definitions.CampaignPage:
+    """Campaigns ordered by id, keyset-paged."""
+    return definitions.list_campaigns(
+        ctx.services.graph, status=data.status, cursor=data.cursor, limit=data.limit
+    )
+
+
+@router.mutation("update", auth="admin")
+def update(ctx: Context, data: CampaignPatch) -> CampaignPublic:
+    """Partial patch; null clears optional fields; expectedUpdatedAt guards against lost updates."""
+    return definitions.update_campaign(ctx.services.graph, patch=data, now=ctx.services.clock())
+
+
+@router.mutation("setStatus", auth="admin")
+def set_status(ctx: Context, data: StatusInput) -> CampaignPublic:
+    """Move a campaign through draft -> live <-> paused -> archived."""
+    return definitions.set_status(
+        ctx.services.graph, campaign_id=data.campaign_id, status=data.status, now=ctx.services.clock()
+    )
+
+
+@router.mutation("delete", auth="admin")
+def delete(ctx: Context, data: CampaignRef) -> Ok:
+    """Delete a campaign with its audience, states, tests and dispatch records."""
+    definitions.delete_campaign(ctx.services.graph, campaign_id=data.campaign_id)
+    return Ok()

@@ -1,0 +1,221 @@
+"""Campaign definitions and lifecycle: create, read, list, patch, status changes, delete.
+
+Every write that changes a campaign takes the campaign lock first (``graph.locks.lock_campaign``), so
+optimistic checks such as ``expectedUpdatedAt`` compare against a value no other writer can change
+before commit. ``updatedAt`` advances strictly and ``revision`` counts every mutation.
+
+The definition is stored as JSON on the node, beside flat copies of the fields that queries filter on
+(status, window, channels, ...). ``node_properties`` is the one place that derives those copies.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime
+from typing import Annotated, Any
+
+from neo4j.exceptions import ConstraintError
+from pydantic import BaseModel, ConfigDict, Field
+
+from campaign_engine.domain.campaign import (
+    CLEARABLE_FIELDS,
+    CampaignCreate,
+    CampaignDefinition,
+    CampaignPatch,
+    CampaignPublic,
+    CampaignStatus,
+    allowed_transition,
+)
+from campaign_engine.domain.errors import BadRequest, Conflict, NotFound
+from campaign_engine.domain.types import format_ts, next_after
+from campaign_engine.graph.graph import Graph, Tx
+from campaign_engine.graph.locks import lock_campaign
+
+__all__ = [
+    "CampaignPage",
+    "campaign_from_node",
+    "create_campaign",
+    "delete_campaign",
+    "get_campaign",
+    "list_campaigns",
+    "load_definition",
+    "node_properties",
+    "set_status",
+    "update_campaign",
+]
+
+
+class CampaignPage(BaseModel):
+    model_config = ConfigDict(populate_by_name=True)
+
+    records: list[CampaignPublic]
+    cursor: str | None
+    has_more: Annotated[bool, Field(alias="hasMore")]
+
+
+def node_properties(definition: CampaignDefinition) -> dict[str, Any]:
+    """The stored JSON plus the flat, queryable copies derived from it."""
+    wire = definition.wire()
+    return {
+        "definition": json.dumps(wire, separators=(",", ":"), sort_keys=True),
+        "name": definition.name,
+        "channels": list(definition.channels),
+        "startsAt": wire.get("startsAt"),
+        "endsAt": wire.get("endsAt"),
+        "excludeMinors": definition.exclude_minors,
+        "discoverable": definition.discoverable,
+        "hasInAppMessage": definition.has_in_app_message(),
+        "messagePriority": definition.message.priority if definition.message else 0,
+    }
+
+
+def load_definition(node: dict[str, Any]) -> CampaignDefinition:
+    return CampaignDefinition.model_validate(json.loads(node["definition"]))
+
+
+def campaign_from_node(node: dict[str, Any]) -> CampaignPublic:
+    return CampaignPublic.model_validate(
+        {
+            **json.loads(node["definition"]),
+            "id": node["id"],
+            "status": node["status"],
+            "tenantId": node.get("tenantId"),
+            "createdAt": node["createdAt"],
+            "updatedAt": node["updatedAt"],
+            "revision": node["revision"],
+        }
+    )
+
+
+_CREATE = """
+CREATE (c:Campaign {id: $id, status: 'draft', tenantId: $tenantId, createdAt: $now, updatedAt: $now,
+                    revision: 1, campaignStateLock: 0})
+SET c += $props
+RETURN c {.*} AS campaign
+"""
+
+
+def create_campaign(graph: Graph, *, data: CampaignCreate, tenant_id: str, now: datetime) -> CampaignPublic:
+    definition = CampaignDefinition.model_validate(data.model_dump(by_alias=True, exclude={"id"}))
+    props = node_properties(definition)
+
+    def tx_fn(tx: Tx) -> dict[str, Any]:
+        record = tx.run(_CREATE, id=data.id, tenantId=tenant_id, now=format_ts(now), props=props).single()
+        assert record is not None
+        return dict(record["campaign"])
+
+    try:
+        node = graph.write(tx_fn)
+    except ConstraintError as exc:
+        raise Conflict(f"campaign '{data.id}' already exists") from exc
+    return campaign_from_node(node)
+
+
+def _read_node(tx: Tx, campaign_id: str) -> dict[str, Any] | None:
+    record = tx.run("MATCH (c:Campaign {id: $id}) RETURN c {.*} AS campaign", id=campaign_id).single()
+    return None if record is None else dict(record["campaign"])
+
+
+def get_campaign(graph: Graph, campaign_id: str) -> CampaignPublic:
+    node = graph.read(_read_node, campaign_id)
+    if node is None:
+        raise NotFound(f"campaign '{campaign_id}' not found")
+    return campaign_from_node(node)
+
+
+_LIST = """
+MATCH (c:Campaign)
+WHERE c.id > $cursor AND ($status IS NULL OR c.status = $status)
+RETURN c {.*} AS campaign
+ORDER BY c.id
+LIMIT $limit
+"""
+
+
+def list_campaigns(
+    graph: Graph, *, status: CampaignStatus | None, cursor: str | None, limit: int
+) -> CampaignPage:
+    def tx_fn(tx: Tx) -> list[dict[str, Any]]:
+        rows = tx.run(_LIST, cursor=cursor or "", status=status, limit=limit + 1)
+        return [dict(row["campaign"]) for row in rows]
+
+    nodes = graph.read(tx_fn)
+    page = [campaign_from_node(node) for node in nodes[:limit]]
+    has_more = len(nodes) > limit
+    return CampaignPage(records=page, cursor=page[-1].id if page and has_more else None, has_more=has_more)
+
+
+_SAVE = """
+MATCH (c:Campaign {id: $id})
+SET c += $props, c.updatedAt = $updatedAt, c.revision = c.revision + 1
+RETURN c {.*} AS campaign
+"""
+
+
+def _locked(tx: Tx, campaign_id: str) -> dict[str, Any]:
+    node = lock_campaign(tx, campaign_id)
+    if node is None:
+        raise NotFound(f"campaign '{campaign_id}' not found")
+    return node
+
+
+def _save(tx: Tx, node: dict[str, Any], props: dict[str, Any], now: datetime) -> dict[str, Any]:
+    record = tx.run(_SAVE, id=node["id"], props=props, updatedAt=next_after(now, node["updatedAt"])).single()
+    assert record is not None
+    return dict(record["campaign"])
+
+
+def _patched(current: CampaignDefinition, changes: dict[str, Any]) -> CampaignDefinition:
+    merged = current.wire()
+    for key, value in changes.items():
+        if value is None:
+            if key not in CLEARABLE_FIELDS:
+                raise BadRequest(
+                    f"'{key}' cannot be cleared", issues=[{"path": [key], "message": "cannot be null"}]
+                )
+            merged.pop(key, None)
+        else:
+            merged[key] = value
+    return CampaignDefinition.model_validate(merged)
+
+
+def update_campaign(graph: Graph, *, patch: CampaignPatch, now: datetime) -> CampaignPublic:
+    changes = patch.changes()
+
+    def tx_fn(tx: Tx) -> dict[str, Any]:
+        node = _locked(tx, patch.campaign_id)
+        if patch.expected_updated_at is not None and patch.expected_updated_at != node["updatedAt"]:
+            raise Conflict("the campaign changed since it was read (expectedUpdatedAt is stale)")
+        if node["status"] == "archived":
+            raise BadRequest("archived campaigns cannot be edited")
+        definition = _patched(load_definition(node), changes)
+        return _save(tx, node, node_properties(definition), now)
+
+    return campaign_from_node(graph.write(tx_fn))
+
+
+def set_status(graph: Graph, *, campaign_id: str, status: CampaignStatus, now: datetime) -> CampaignPublic:
+    def tx_fn(tx: Tx) -> dict[str, Any]:
+        node = _locked(tx, campaign_id)
+        if not allowed_transition(node["status"], status):
+            raise BadRequest(f"cannot change status from {node['status']} to {status}")
+        return _save(tx, node, {"status": status}, now)
+
+    return campaign_from_node(graph.write(tx_fn))
+
+
+_DELETE = """
+MATCH (c:Campaign {id: $id})
+OPTIONAL MATCH (d:Dispatch)-[:DISPATCH_OF]->(c)
+DETACH DELETE d, c
+"""
+
+
+def delete_campaign(graph: Graph, *, campaign_id: str) -> None:
+    """Removes the campaign with its audience, states, pending tests and dispatch records."""
+
+    def tx_fn(tx: Tx) -> None:
+        _locked(tx, campaign_id)
+        tx.run(_DELETE, id=campaign_id).consume()
+
+    graph.write(tx_fn)

@@ -1,0 +1,158 @@
+"""Profiles: batched idempotent upsert, read and delete (admin), plus streaming JSONL import.
+
+A batch is one transaction: every row is validated before anything is written, and a constraint
+violation (a DID already used by another profile) rolls the whole batch back.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any
+
+from neo4j.exceptions import ConstraintError
+from pydantic import ValidationError
+
+from campaign_engine.domain.errors import BadRequest, NotFound
+from campaign_engine.domain.profile import EmailContact, ProfileIn, ProfileOut, ProfileUpsert, UpsertResult
+from campaign_engine.graph.cypher import query
+from campaign_engine.graph.graph import Graph, Tx
+
+__all__ = ["delete_profile", "get_profile", "import_jsonl", "upsert_profiles"]
+
+
+def _row(profile: ProfileIn) -> dict[str, Any]:
+    return {
+        "profileId": profile.profile_id,
+        "did": profile.did,
+        "dob": profile.dob,
+        "locale": profile.locale,
+        "isManaged": profile.is_managed,
+        "isServiceProfile": profile.is_service_profile,
+        "notificationsWebhook": profile.notifications_webhook,
+        "emails": None if profile.emails is None else [e.model_dump() for e in profile.emails],
+        "tags": None if profile.tags is None else sorted(set(profile.tags)),
+        "connections": None if profile.connections is None else sorted(set(profile.connections)),
+    }
+
+
+def upsert_profiles(graph: Graph, batch: ProfileUpsert) -> UpsertResult:
+    rows = sorted((_row(p) for p in batch.profiles), key=lambda r: r["profileId"])
+    with_connections = [r for r in rows if r["connections"] is not None]
+
+    def tx_fn(tx: Tx) -> tuple[int, int, int]:
+        record = tx.run(query("upsert_profiles"), rows=rows).single()
+        assert record is not None
+        missing = 0
+        if with_connections:
+            linked = tx.run(query("upsert_connections"), rows=with_connections).single()
+            missing = int(linked["missing"]) if linked is not None else 0
+        return int(record["created"]), int(record["total"]), missing
+
+    try:
+        created, total, missing = graph.write(tx_fn)
+    except ConstraintError as exc:
+        raise BadRequest(
+            "a did is already used by another profile; nothing in this batch was written"
+        ) from exc
+    return UpsertResult(created=created, updated=total - created, missing_connections=missing)
+
+
+_GET = """
+MATCH (p:Profile {profileId: $profileId})
+RETURN p {.*} AS profile,
+       [(p)-[:HAS_CONTACT_METHOD]->(m:ContactMethod {type: 'email'}) |
+          {address: m.value, verified: m.isVerified, primary: m.isPrimary}] AS emails,
+       [(p)-[:HAS_TAG]->(t:Tag) | t.slug] AS tags,
+       [(p)-[:CONNECTED_WITH]-(o:Profile) | o.profileId] AS connections
+"""
+
+
+def get_profile(graph: Graph, profile_id: str) -> ProfileOut:
+    def tx_fn(tx: Tx) -> dict[str, Any] | None:
+        record = tx.run(_GET, profileId=profile_id).single()
+        return None if record is None else record.data()
+
+    found = graph.read(tx_fn)
+    if found is None:
+        raise NotFound(f"profile '{profile_id}' not found")
+    node = found["profile"]
+    return ProfileOut(
+        profile_id=node["profileId"],
+        did=node.get("did"),
+        dob=node.get("dob"),
+        locale=node.get("locale"),
+        is_managed=bool(node.get("isManaged")),
+        is_service_profile=bool(node.get("isServiceProfile")),
+        emails=[EmailContact.model_validate(e) for e in found["emails"]],
+        notifications_webhook=node.get("notificationsWebhook"),
+        tags=sorted(found["tags"]),
+        connections=sorted(set(found["connections"])),
+        announcement_email_opt_out=bool(node.get("announcementEmailOptOut")),
+        announcement_push_opt_out=bool(node.get("announcementPushOptOut")),
+    )
+
+
+_DELETE = """
+MATCH (p:Profile {profileId: $profileId})
+OPTIONAL MATCH (p)-[:HAS_CONTACT_METHOD]->(m:ContactMethod)
+DETACH DELETE m, p
+RETURN count(DISTINCT p) AS deleted
+"""
+
+
+def delete_profile(graph: Graph, profile_id: str) -> bool:
+    """Deletes the profile with its contact methods, memberships, states and pending tests."""
+
+    def tx_fn(tx: Tx) -> int:
+        record = tx.run(_DELETE, profileId=profile_id).single()
+        return int(record["deleted"]) if record is not None else 0
+
+    return graph.write(tx_fn) > 0
+
+
+def _batches(lines: Iterable[str], size: int) -> Iterator[tuple[int, list[Any]]]:
+    batch: list[Any] = []
+    first = 1
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        try:
+            batch.append(json.loads(line))
+        except json.JSONDecodeError as exc:
+            raise BadRequest(f"line {number}: not valid JSON ({exc.msg})") from exc
+        if len(batch) == size:
+            yield first, batch
+            batch, first = [], number + 1
+    if batch:
+        yield first, batch
+
+
+def import_jsonl(
+    graph: Graph,
+    lines: Iterable[str],
+    *,
+    batch_size: int = 1000,
+    progress: Callable[[int], None] | None = None,
+) -> UpsertResult:
+    """Streams a JSONL file of profiles in batches; an invalid row names its line and stops the import.
+
+    Batches before the bad one stay written (each batch is atomic); the message says where to resume.
+    """
+    created = updated = missing = 0
+    for first_line, rows in _batches(lines, batch_size):
+        try:
+            batch = ProfileUpsert.model_validate({"profiles": rows})
+        except ValidationError as exc:
+            err = exc.errors(include_url=False, include_input=False)[0]
+            loc = list(err["loc"])
+            line = first_line + loc[1] if len(loc) > 1 and isinstance(loc[1], int) else first_line
+            field = ".".join(str(part) for part in loc[2:]) or "row"
+            raise BadRequest(f"line {line}: {field}: {err['msg']} (earlier batches were imported)") from exc
+        result = upsert_profiles(graph, batch)
+        created += result.created
+        updated += result.updated
+        missing += result.missing_connections
+        if progress is not None:
+            progress(len(rows))
+    return UpsertResult(created=created, updated=updated, missing_connections=missing)

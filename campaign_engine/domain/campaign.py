@@ -1,0 +1,239 @@
+"""Campaign definitions: the content an admin authors, its invariants, and the status machine.
+
+One model per direction: ``CampaignCreate`` (input), ``CampaignPatch`` (partial update input),
+``CampaignPublic`` (what admins read back). ``CampaignDefinition`` is the validated whole that is
+stored; a patch is applied to it and the result is validated again, so every rule holds after every
+write, not only at creation.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Annotated, Any, Literal
+
+from pydantic import (
+    AfterValidator,
+    AwareDatetime,
+    BaseModel,
+    ConfigDict,
+    Field,
+    StringConstraints,
+    field_validator,
+    model_validator,
+)
+
+from campaign_engine.domain.types import format_ts
+
+__all__ = [
+    "CLEARABLE_FIELDS",
+    "CampaignCreate",
+    "CampaignDefinition",
+    "CampaignPatch",
+    "CampaignPublic",
+    "CampaignStatus",
+    "Channel",
+    "EmailCopy",
+    "Message",
+    "NotificationCopy",
+    "allowed_transition",
+]
+
+Channel = Literal["inApp", "notify", "email"]
+CampaignStatus = Literal["draft", "live", "paused", "archived"]
+
+_TRANSITIONS: dict[str, frozenset[str]] = {
+    "draft": frozenset({"live", "archived"}),
+    "live": frozenset({"paused", "archived"}),
+    "paused": frozenset({"live", "archived"}),
+    "archived": frozenset(),
+}
+
+
+def allowed_transition(current: str, target: str) -> bool:
+    return target in _TRANSITIONS.get(current, frozenset())
+
+
+def _https(url: str) -> str:
+    if not url.startswith("https://") or len(url) <= len("https://"):
+        raise ValueError("must be an https:// URL")
+    return url
+
+
+def _internal_path(path: str) -> str:
+    if not path.startswith("/") or path.startswith("//"):
+        raise ValueError("must be an app path starting with a single '/'")
+    return path
+
+
+def _utc(moment: datetime) -> datetime:
+    return moment.astimezone(UTC)
+
+
+Text = Annotated[str, StringConstraints(strip_whitespace=True)]
+HttpsUrl = Annotated[str, StringConstraints(max_length=2048), AfterValidator(_https)]
+CampaignId = Annotated[str, StringConstraints(pattern=r"^[a-z0-9](?:[a-z0-9-]{0,62}[a-z0-9])?$")]
+UtcDatetime = Annotated[AwareDatetime, AfterValidator(_utc)]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Media(_Strict):
+    type: Literal["image", "gif", "youtube"]
+    url: HttpsUrl
+    aspect: Annotated[str, StringConstraints(pattern=r"^\d{1,2}:\d{1,2}$")] | None = None
+    alt: Annotated[Text, Field(max_length=300)] | None = None
+
+
+class InternalLink(_Strict):
+    type: Literal["internalLink"]
+    path: Annotated[str, StringConstraints(max_length=500), AfterValidator(_internal_path)]
+
+
+class ExternalLink(_Strict):
+    type: Literal["externalLink"]
+    url: HttpsUrl
+
+
+class DismissAction(_Strict):
+    type: Literal["dismiss"]
+
+
+class Action(_Strict):
+    label: Annotated[Text, Field(min_length=1, max_length=40)]
+    style: Literal["primary", "secondary", "positive", "dismiss"] = "primary"
+    action: Annotated[InternalLink | ExternalLink | DismissAction, Field(discriminator="type")]
+
+
+class EveryDays(_Strict):
+    every_days: Annotated[int, Field(ge=1, le=365, alias="everyDays")]
+
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+
+
+class Message(_Strict):
+    """The in-app message. Limits keep it renderable as a toast on a small phone."""
+
+    title: Annotated[Text, Field(min_length=1, max_length=120)]
+    body: Annotated[str, Field(max_length=2000)] | None = None
+    presentation: Literal["modal", "banner", "toast"] = "modal"
+    dismissible: bool = True
+    frequency: Literal["once", "session", "always"] | EveryDays = "once"
+    priority: Annotated[int, Field(ge=0, le=1000)] = 0
+    media: Media | None = None
+    emoji: Annotated[str, Field(max_length=16)] | None = None
+    actions: Annotated[list[Action], Field(max_length=3)] = []
+    enabled: bool = True
+
+
+class NotificationCopy(_Strict):
+    """Inbox/push copy: push banners truncate around 65/240 characters."""
+
+    title: Annotated[Text, Field(min_length=1, max_length=65)]
+    body: Annotated[Text, Field(min_length=1, max_length=240)]
+
+
+class EmailCopy(_Strict):
+    subject: Annotated[Text, Field(min_length=1, max_length=150)]
+    title: Annotated[Text, Field(min_length=1, max_length=200)]
+    body: Annotated[str, Field(min_length=1, max_length=20_000)]
+    cta_label: Annotated[Text, Field(min_length=1, max_length=40, alias="ctaLabel")]
+    hero_image_url: Annotated[HttpsUrl | None, Field(alias="heroImageUrl")] = None
+
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+
+
+_CONTENT_FOR_CHANNEL: dict[str, str] = {"inApp": "message", "notify": "notification", "email": "email"}
+
+# Optional fields a patch may clear with null; the rest can only be replaced.
+CLEARABLE_FIELDS = frozenset({"description", "notification", "email", "startsAt", "endsAt"})
+
+
+class CampaignDefinition(_Strict):
+    """Everything an admin authors. Stored as JSON on the Campaign node; validated on every write."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+
+    name: Annotated[Text, Field(min_length=1, max_length=200)]
+    description: Annotated[str, Field(max_length=2000)] | None = None
+    channels: Annotated[list[Channel], Field(min_length=1, max_length=3)]
+    message: Message | None = None
+    notification: NotificationCopy | None = None
+    email: EmailCopy | None = None
+    starts_at: Annotated[UtcDatetime | None, Field(alias="startsAt")] = None
+    ends_at: Annotated[UtcDatetime | None, Field(alias="endsAt")] = None
+    exclude_minors: Annotated[bool, Field(alias="excludeMinors")] = True
+    discoverable: bool = False
+
+    @field_validator("channels")
+    @classmethod
+    def _unique_channels(cls, channels: list[Channel]) -> list[Channel]:
+        if len(set(channels)) != len(channels):
+            raise ValueError("channels must not repeat")
+        return channels
+
+    @model_validator(mode="after")
+    def _content_and_window(self) -> CampaignDefinition:
+        for channel in self.channels:
+            field = _CONTENT_FOR_CHANNEL[channel]
+            if getattr(self, field) is None:
+                raise ValueError(f"channel '{channel}' needs '{field}' content")
+        if self.starts_at and self.ends_at and self.ends_at <= self.starts_at:
+            raise ValueError("endsAt must be after startsAt")
+        return self
+
+    def wire(self) -> dict[str, Any]:
+        """The JSON form stored in the graph and returned to admins (camelCase, UTC ``Z`` times)."""
+        data = self.model_dump(mode="json", by_alias=True, exclude_none=True)
+        for key, moment in (("startsAt", self.starts_at), ("endsAt", self.ends_at)):
+            if moment is not None:
+                data[key] = format_ts(moment)
+        return data
+
+    def has_in_app_message(self) -> bool:
+        return "inApp" in self.channels and self.message is not None and self.message.enabled
+
+
+class CampaignCreate(CampaignDefinition):
+    id: CampaignId
+
+
+class CampaignPatch(BaseModel):
+    """A partial update: omitted fields are kept, ``null`` clears an optional field."""
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+    campaign_id: Annotated[str, Field(alias="campaignId", min_length=1, max_length=64)]
+    expected_updated_at: Annotated[str | None, Field(alias="expectedUpdatedAt")] = None
+    name: Any = None
+    description: Any = None
+    channels: Any = None
+    message: Any = None
+    notification: Any = None
+    email: Any = None
+    starts_at: Annotated[Any, Field(alias="startsAt")] = None
+    ends_at: Annotated[Any, Field(alias="endsAt")] = None
+    exclude_minors: Annotated[Any, Field(alias="excludeMinors")] = None
+    discoverable: Any = None
+
+    def changes(self) -> dict[str, Any]:
+        """The fields the caller sent, by wire name, with ``None`` meaning "clear"."""
+        skip = {"campaign_id", "expected_updated_at"}
+        fields = type(self).model_fields
+        return {
+            fields[name].alias or name: getattr(self, name)
+            for name in self.model_fields_set
+            if name not in skip
+        }
+
+
+class CampaignPublic(CampaignDefinition):
+    """A campaign as admins read it: the definition plus lifecycle fields."""
+
+    id: str
+    status: CampaignStatus
+    tenant_id: Annotated[str | None, Field(alias="tenantId")]
+    created_at: Annotated[str, Field(alias="createdAt")]
+    updated_at: Annotated[str, Field(alias="updatedAt")]
+    revision: int

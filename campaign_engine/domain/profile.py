@@ -1,0 +1,107 @@
+"""Profiles (the recipients) as admins write and read them."""
+
+from __future__ import annotations
+
+import re
+from datetime import date
+from typing import Annotated
+
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstraints, model_validator
+
+__all__ = ["EmailContact", "ProfileIn", "ProfileOut", "ProfileUpsert", "UpsertResult"]
+
+_EMAIL = re.compile(r"^[^@\s<>\"(),;:]+@[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?(?:\.[A-Za-z0-9-]+)+$")
+
+
+def _iso_date(value: str) -> str:
+    date.fromisoformat(value)  # raises ValueError for anything that is not YYYY-MM-DD
+    if not re.fullmatch(r"\d{4}-\d{2}-\d{2}", value):
+        raise ValueError("must be an ISO date YYYY-MM-DD")
+    return value
+
+
+def _webhook(url: str) -> str:
+    if not re.match(r"^https?://[^/\s]+", url):
+        raise ValueError("must be an http(s) URL")
+    return url
+
+
+def _email(address: str) -> str:
+    if not _EMAIL.fullmatch(address):
+        raise ValueError("not a valid email address")
+    return address
+
+
+ProfileIdStr = Annotated[str, StringConstraints(min_length=1, max_length=128, pattern=r"^[^\s,]+$")]
+Slug = Annotated[str, StringConstraints(pattern=r"^[a-z0-9][a-z0-9-_.]{0,63}$")]
+
+
+class EmailContact(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    address: Annotated[str, StringConstraints(max_length=254), AfterValidator(_email)]
+    verified: bool = False
+    primary: bool = False
+
+
+class ProfileIn(BaseModel):
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+    profile_id: Annotated[ProfileIdStr, Field(alias="profileId")]
+    did: (
+        Annotated[str, StringConstraints(min_length=5, max_length=512, pattern=r"^did:[a-z0-9]+:\S+$")] | None
+    ) = None
+    dob: Annotated[str, AfterValidator(_iso_date)] | None = None
+    locale: (
+        Annotated[str, StringConstraints(max_length=35, pattern=r"^[A-Za-z]{2,3}([-_][A-Za-z0-9]{2,8})*$")]
+        | None
+    ) = None
+    is_managed: Annotated[bool, Field(alias="isManaged")] = False
+    is_service_profile: Annotated[bool, Field(alias="isServiceProfile")] = False
+    emails: Annotated[list[EmailContact], Field(max_length=20)] | None = None
+    notifications_webhook: Annotated[
+        Annotated[str, StringConstraints(max_length=2048), AfterValidator(_webhook)] | None,
+        Field(alias="notificationsWebhook"),
+    ] = None
+    tags: Annotated[list[Slug], Field(max_length=200)] | None = None
+    connections: Annotated[list[ProfileIdStr], Field(max_length=5000)] | None = None
+
+
+class ProfileUpsert(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    profiles: Annotated[list[ProfileIn], Field(min_length=1, max_length=1000)]
+
+    @model_validator(mode="after")
+    def _unique_ids(self) -> ProfileUpsert:
+        seen: dict[str, int] = {}
+        for index, profile in enumerate(self.profiles):
+            if profile.profile_id in seen:
+                raise ValueError(f"profiles[{index}]: profileId repeats profiles[{seen[profile.profile_id]}]")
+            seen[profile.profile_id] = index
+        return self
+
+
+class UpsertResult(BaseModel):
+    model_config = ConfigDict(populate_by_name=True)
+
+    created: int
+    updated: int
+    missing_connections: Annotated[int, Field(alias="missingConnections")]
+
+
+class ProfileOut(BaseModel):
+    model_config = ConfigDict(populate_by_name=True)
+
+    profile_id: Annotated[str, Field(alias="profileId")]
+    did: str | None
+    dob: str | None
+    locale: str | None
+    is_managed: Annotated[bool, Field(alias="isManaged")]
+    is_service_profile: Annotated[bool, Field(alias="isServiceProfile")]
+    emails: list[EmailContact]
+    notifications_webhook: Annotated[str | None, Field(alias="notificationsWebhook")]
+    tags: list[str]
+    connections: list[str]
+    announcement_email_opt_out: Annotated[bool, Field(alias="announcementEmailOptOut")]
+    announcement_push_opt_out: Annotated[bool, Field(alias="announcementPushOptOut")]
