@@ -1,0 +1,99 @@
+"""Session fixtures shared by every test layer: one real Neo4j per test session, wiped per test.
+
+Neo4j comes from, in order: ``NEO4J_URI`` (+ ``NEO4J_USER``/``NEO4J_PASSWORD``) if set; a testcontainers
+``neo4j:5.26-community`` when a Docker engine answers a ping; else the local launcher in ``infra/neo4j``.
+If none can start, the tests that need the graph error out: a missing Neo4j is a failure, never a skip.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from campaign_engine.config import Settings
+from campaign_engine.graph.graph import Graph, open_graph
+from campaign_engine.graph.local_neo4j import LocalNeo4j, repo_root
+from campaign_engine.graph.schema import apply_schema
+
+TEST_JWT_SECRET = "test-jwt-secret-0123456789abcdef-0123456789"
+ADMIN_ID = "admin-1"
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _docker_answers() -> bool:
+    """A Docker engine answers ``GET /_ping`` on its socket (DOCKER_HOST over TCP is trusted as set)."""
+    if os.environ.get("DOCKER_HOST", "").startswith("tcp://"):
+        return True
+    path = os.environ.get("DOCKER_HOST", "unix:///var/run/docker.sock").removeprefix("unix://")
+    try:
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+            sock.settimeout(3)
+            sock.connect(path)
+            sock.sendall(b"GET /_ping HTTP/1.0\r\nHost: docker\r\n\r\n")
+            reply = sock.recv(64)
+    except OSError:
+        return False
+    return reply.startswith(b"HTTP/1.") and b" 200 " in reply
+
+
+@pytest.fixture(scope="session")
+def neo4j_uri(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    if os.environ.get("NEO4J_URI"):
+        yield os.environ["NEO4J_URI"]
+        return
+    if _docker_answers():
+        from testcontainers.neo4j import Neo4jContainer
+
+        with Neo4jContainer("neo4j:5.26-community") as container:
+            os.environ["NEO4J_USER"], os.environ["NEO4J_PASSWORD"] = "neo4j", container.password
+            yield container.get_connection_url()
+        return
+    data_dir = Path(os.environ.get("CAMPAIGN_TEST_NEO4J_DIR", tmp_path_factory.mktemp("neo4j")))
+    server = LocalNeo4j(data_dir=data_dir, port=free_port(), heap="1g", pagecache="128m")
+    server.start()
+    try:
+        yield server.uri
+    finally:
+        server.stop()
+
+
+@pytest.fixture(scope="session")
+def base_settings(neo4j_uri: str) -> Settings:
+    return Settings(
+        neo4j_uri=neo4j_uri,
+        neo4j_user=os.environ.get("NEO4J_USER", "neo4j"),
+        neo4j_password=os.environ.get("NEO4J_PASSWORD", ""),
+        auth_jwt_secret=TEST_JWT_SECRET,
+        campaign_admin_profile_ids=ADMIN_ID,
+        domain_name="campaigns.test",
+        _env_file=None,
+    )
+
+
+@pytest.fixture(scope="session")
+def session_graph(base_settings: Settings) -> Iterator[Graph]:
+    graph = open_graph(base_settings)
+    apply_schema(graph)
+    yield graph
+    graph.close()
+
+
+@pytest.fixture
+def graph(session_graph: Graph) -> Graph:
+    """The session's graph with every node and relationship removed before the test."""
+    session_graph.run("MATCH (n) DETACH DELETE n")
+    return session_graph
+
+
+@pytest.fixture(scope="session")
+def project_root() -> Path:
+    return repo_root()

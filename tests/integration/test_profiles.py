@@ -1,0 +1,139 @@
+"""Profiles: batched idempotent upsert, read, delete and JSONL import against a real Neo4j."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from campaign_engine.campaigns.profiles import import_jsonl
+from campaign_engine.config import Settings
+from campaign_engine.domain.errors import BadRequest
+from campaign_engine.graph.graph import Graph
+from tests.conftest import ADMIN_ID
+from tests.support.api import TrpcClient, api_client, error_code, ok
+
+
+@pytest.fixture
+def api(base_settings: Settings, graph: Graph) -> Iterator[TrpcClient]:
+    with api_client(base_settings, graph) as client:
+        yield client
+
+
+def upsert(api: TrpcClient, *profiles: dict[str, Any]) -> Any:
+    return api.mutate("profiles.upsert", {"profiles": list(profiles)}, as_=ADMIN_ID, admin=True)
+
+
+def get(api: TrpcClient, profile_id: str) -> Any:
+    return api.query("profiles.get", {"profileId": profile_id}, as_=ADMIN_ID, admin=True)
+
+
+def test_upsert_creates_then_updates_idempotently(api: TrpcClient) -> None:
+    row = {
+        "profileId": "p1",
+        "did": "did:plc:abc",
+        "dob": "2000-02-29",
+        "locale": "fr-CA",
+        "emails": [{"address": "a@example.org", "verified": True, "primary": True}],
+        "tags": ["teachers", "beta"],
+        "notificationsWebhook": "https://inbox.example.org/hook",
+    }
+    assert ok(upsert(api, row, {"profileId": "p2"})) == {"created": 2, "updated": 0, "missingConnections": 0}
+    assert ok(upsert(api, row)) == {"created": 0, "updated": 1, "missingConnections": 0}
+    profile = ok(get(api, "p1"))
+    assert profile["tags"] == ["beta", "teachers"]
+    assert profile["emails"] == [{"address": "a@example.org", "verified": True, "primary": True}]
+    assert profile["announcementEmailOptOut"] is False
+
+
+def test_omitted_lists_are_kept_and_provided_lists_replace(api: TrpcClient, graph: Graph) -> None:
+    ok(upsert(api, {"profileId": "p1", "tags": ["a"], "emails": [{"address": "a@example.org"}]}))
+    ok(upsert(api, {"profileId": "p1", "locale": "es"}))
+    assert ok(get(api, "p1"))["tags"] == ["a"]
+    ok(upsert(api, {"profileId": "p1", "tags": ["b"], "emails": []}))
+    profile = ok(get(api, "p1"))
+    assert (profile["tags"], profile["emails"]) == (["b"], [])
+    assert graph.run("MATCH (m:ContactMethod) RETURN count(m) AS n")[0]["n"] == 0
+
+
+def test_connections_link_existing_profiles_both_ways(api: TrpcClient) -> None:
+    result = ok(upsert(api, {"profileId": "a", "connections": ["b", "ghost"]}, {"profileId": "b"}))
+    assert result["missingConnections"] == 1
+    assert ok(get(api, "b"))["connections"] == ["a"]
+
+
+def test_invalid_row_names_its_index_and_writes_nothing(api: TrpcClient, graph: Graph) -> None:
+    response = upsert(api, {"profileId": "ok"}, {"profileId": "bad", "dob": "2001-02-30"})
+    assert error_code(response) == "BAD_REQUEST"
+    paths = [issue["path"] for issue in response.json()["error"]["data"]["issues"]]
+    assert ["profiles", 1, "dob"] in paths
+    assert graph.run("MATCH (p:Profile) RETURN count(p) AS n")[0]["n"] == 0
+
+
+@pytest.mark.parametrize(
+    "row",
+    [
+        {"profileId": "x", "emails": [{"address": "not-an-email"}]},
+        {"profileId": "x", "notificationsWebhook": "ftp://example.org"},
+        {"profileId": "x", "did": "plc:abc"},
+        {"profileId": "has space"},
+        {"profileId": "x", "tags": ["Upper"]},
+    ],
+)
+def test_field_rules(api: TrpcClient, row: dict[str, Any]) -> None:
+    assert error_code(upsert(api, row)) == "BAD_REQUEST"
+
+
+def test_batch_limits_and_duplicate_ids(api: TrpcClient) -> None:
+    assert error_code(upsert(api, *[{"profileId": f"p{i}"} for i in range(1001)])) == "BAD_REQUEST"
+    assert error_code(upsert(api, {"profileId": "p"}, {"profileId": "p"})) == "BAD_REQUEST"
+
+
+def test_a_did_taken_by_another_profile_rolls_back_the_batch(api: TrpcClient, graph: Graph) -> None:
+    ok(upsert(api, {"profileId": "owner", "did": "did:plc:same"}))
+    response = upsert(api, {"profileId": "new-1"}, {"profileId": "new-2", "did": "did:plc:same"})
+    assert error_code(response) == "BAD_REQUEST"
+    assert graph.run("MATCH (p:Profile) RETURN count(p) AS n")[0]["n"] == 1
+
+
+def test_delete_removes_profile_and_its_campaign_edges(api: TrpcClient, graph: Graph) -> None:
+    ok(upsert(api, {"profileId": "p1", "emails": [{"address": "a@example.org"}]}))
+    graph.run(
+        """
+        MATCH (p:Profile {profileId: 'p1'})
+        CREATE (c:Campaign {id: 'c'}), (p)-[:IN_CAMPAIGN_AUDIENCE]->(c), (p)-[:CAMPAIGN_STATE]->(c),
+               (p)-[:CAMPAIGN_TEST]->(c)
+        """
+    )
+    assert ok(api.mutate("profiles.delete", {"profileId": "p1"}, as_=ADMIN_ID, admin=True)) == {
+        "deleted": True
+    }
+    counts = graph.run("MATCH (n) WHERE n:Profile OR n:ContactMethod RETURN count(n) AS n")[0]["n"]
+    edges = graph.run("MATCH (:Campaign {id: 'c'})<-[r]-() RETURN count(r) AS n")[0]["n"]
+    assert (counts, edges) == (0, 0)
+    assert error_code(get(api, "p1")) == "NOT_FOUND"
+    assert (
+        error_code(api.mutate("profiles.delete", {"profileId": "p1"}, as_=ADMIN_ID, admin=True))
+        == "NOT_FOUND"
+    )
+
+
+def test_jsonl_import_streams_batches(graph: Graph, tmp_path: Path) -> None:
+    path = tmp_path / "profiles.jsonl"
+    path.write_text("\n".join(json.dumps({"profileId": f"p{i:05d}", "tags": ["all"]}) for i in range(2500)))
+    seen: list[int] = []
+    with path.open() as lines:
+        result = import_jsonl(graph, lines, batch_size=1000, progress=seen.append)
+    assert (result.created, result.updated, seen) == (2500, 0, [1000, 1000, 500])
+    assert graph.run("MATCH (:Profile)-[:HAS_TAG]->(:Tag {slug: 'all'}) RETURN count(*) AS n")[0]["n"] == 2500
+
+
+def test_jsonl_import_names_the_bad_line(graph: Graph, tmp_path: Path) -> None:
+    path = tmp_path / "profiles.jsonl"
+    path.write_text('{"profileId": "a"}\n{"profileId": "b", "dob": "yesterday"}\n')
+    with path.open() as lines, pytest.raises(BadRequest, match="line 2: dob"):
+        import_jsonl(graph, lines)
+    assert graph.run("MATCH (p:Profile) RETURN count(p) AS n")[0]["n"] == 0

@@ -1,0 +1,1 @@
+"""Real loopback peers and helpers shared by tests (servers, fixtures that start processes)."""
