@@ -1,0 +1,53 @@
+"""The queue port: what the dispatch and delivery workers need from SQS or the durable local queue.
+
+The shape follows SQS on purpose (at-least-once delivery, visibility timeout, receive count, delays
+capped at 900 s) so that code tested against the local queue behaves the same on AWS. Bodies are JSON
+text; message models validate them at the edge, the queue never looks inside.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+__all__ = ["MAX_DELAY_SECONDS", "Queue", "QueueError", "ReceivedMessage", "check_delay"]
+
+MAX_DELAY_SECONDS = 900
+"""SQS's ceiling for a per-message delay; longer gaps are scheduled in the graph by the sweeper."""
+
+
+@dataclass(frozen=True)
+class ReceivedMessage:
+    message_id: str
+    """The adapter's id (SQS MessageId, local row id): the Lambda ``itemIdentifier`` on partial failure."""
+    receipt: str
+    """Handle for ``delete`` and ``change_visibility`` of this particular receive."""
+    body: str
+    receive_count: int
+    """1 on first delivery; grows with every redelivery."""
+
+
+class QueueError(Exception):
+    """The queue could not do what was asked; adapters raise it ``from`` the vendor error."""
+
+
+class Queue(Protocol):
+    def send_batch(self, bodies: Sequence[str], *, delay_seconds: int = 0) -> None:
+        """Send every body or raise ``QueueError`` (some may have been sent: receivers deduplicate).
+
+        ``delay_seconds`` outside ``0..MAX_DELAY_SECONDS`` raises ``ValueError`` before any I/O.
+        """
+        ...
+
+    def receive(self, *, max_messages: int = 10, wait_seconds: float = 0.0) -> list[ReceivedMessage]: ...
+
+    def delete(self, receipt: str) -> None: ...
+
+    def change_visibility(self, receipt: str, *, timeout_seconds: int) -> None: ...
+
+
+def check_delay(delay_seconds: int) -> None:
+    """Shared argument check so both adapters refuse the same delays."""
+    if isinstance(delay_seconds, bool) or not 0 <= delay_seconds <= MAX_DELAY_SECONDS:
+        raise ValueError(f"delay_seconds must be 0..{MAX_DELAY_SECONDS}, got {delay_seconds!r}")

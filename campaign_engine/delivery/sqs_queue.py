@@ -1,0 +1,128 @@
+"""The SQS adapter of the queue port, plus the pure helpers the Lambda SQS handlers need.
+
+Every botocore failure becomes ``QueueError`` (chained with ``from``), so workers handle one error type
+whatever the backend. ``send_batch`` treats a partial batch failure as a failure: the caller (the page
+job) must not commit its cursor past recipients whose delivery was never enqueued ("duplicate over drop").
+Redelivery and dead-lettering are SQS's own (visibility timeout, queue RedrivePolicy).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+import boto3
+from botocore.config import Config
+from botocore.exceptions import BotoCoreError, ClientError
+
+from campaign_engine.delivery.queue import QueueError, ReceivedMessage, check_delay
+
+if TYPE_CHECKING:
+    from mypy_boto3_sqs import SQSClient
+    from mypy_boto3_sqs.type_defs import SendMessageBatchRequestEntryTypeDef
+
+__all__ = ["SqsQueue", "batch_item_failures", "make_sqs_client", "parse_sqs_event"]
+
+_BATCH = 10  # SendMessageBatch and ReceiveMessage ceiling
+_MAX_WAIT_SECONDS = 20  # long-poll ceiling
+_MAX_VISIBILITY_SECONDS = 43_200
+_VENDOR_ERRORS = (BotoCoreError, ClientError)
+
+
+class SqsQueue:
+    def __init__(self, client: SQSClient, queue_url: str) -> None:
+        self._client = client
+        self._url = queue_url
+
+    def send_batch(self, bodies: Sequence[str], *, delay_seconds: int = 0) -> None:
+        check_delay(delay_seconds)
+        for start in range(0, len(bodies), _BATCH):
+            entries: list[SendMessageBatchRequestEntryTypeDef] = [
+                {"Id": str(index), "MessageBody": body, "DelaySeconds": delay_seconds}
+                for index, body in enumerate(bodies[start : start + _BATCH])
+            ]
+            try:
+                response = self._client.send_message_batch(QueueUrl=self._url, Entries=entries)
+            except _VENDOR_ERRORS as exc:
+                raise QueueError("SQS SendMessageBatch failed") from exc
+            failed = response.get("Failed", [])
+            if failed:
+                codes = sorted({entry.get("Code", "?") for entry in failed})
+                raise QueueError(f"SQS refused {len(failed)} of {len(entries)} messages: {', '.join(codes)}")
+
+    def receive(self, *, max_messages: int = 10, wait_seconds: float = 0.0) -> list[ReceivedMessage]:
+        if not 1 <= max_messages <= _BATCH:
+            raise ValueError("max_messages must be 1..10")
+        wait = min(_MAX_WAIT_SECONDS, max(0, round(wait_seconds)))
+        try:
+            response = self._client.receive_message(
+                QueueUrl=self._url,
+                MaxNumberOfMessages=max_messages,
+                WaitTimeSeconds=wait,
+                MessageSystemAttributeNames=["ApproximateReceiveCount"],
+            )
+        except _VENDOR_ERRORS as exc:
+            raise QueueError("SQS ReceiveMessage failed") from exc
+        return [
+            ReceivedMessage(
+                message_id=message["MessageId"],
+                receipt=message["ReceiptHandle"],
+                body=message["Body"],
+                receive_count=int(message.get("Attributes", {}).get("ApproximateReceiveCount", "1")),
+            )
+            for message in response.get("Messages", [])
+        ]
+
+    def delete(self, receipt: str) -> None:
+        try:
+            self._client.delete_message(QueueUrl=self._url, ReceiptHandle=receipt)
+        except _VENDOR_ERRORS as exc:
+            raise QueueError("SQS DeleteMessage failed") from exc
+
+    def change_visibility(self, receipt: str, *, timeout_seconds: int) -> None:
+        if not 0 <= timeout_seconds <= _MAX_VISIBILITY_SECONDS:
+            raise ValueError(f"timeout_seconds must be 0..{_MAX_VISIBILITY_SECONDS}")
+        try:
+            self._client.change_message_visibility(
+                QueueUrl=self._url, ReceiptHandle=receipt, VisibilityTimeout=timeout_seconds
+            )
+        except _VENDOR_ERRORS as exc:
+            raise QueueError("SQS ChangeMessageVisibility failed") from exc
+
+
+def make_sqs_client(endpoint_url: str | None, region: str) -> SQSClient:
+    """A client with bounded timeouts and botocore's standard retry mode (throttling, 5xx).
+
+    ``endpoint_url`` points at a local SQS-compatible server (moto, ElasticMQ); ``None`` means AWS.
+    The read timeout exceeds the 20 s long-poll so a long poll is never cut short.
+    """
+    config = Config(connect_timeout=5, read_timeout=30, retries={"mode": "standard", "max_attempts": 3})
+    session = boto3.session.Session()
+    return session.client("sqs", region_name=region, endpoint_url=endpoint_url, config=config)
+
+
+def parse_sqs_event(event: Mapping[str, Any]) -> list[ReceivedMessage]:
+    """The records of a Lambda SQS event as ``ReceivedMessage``; a malformed event raises ``ValueError``."""
+    records = event.get("Records")
+    if not isinstance(records, list):
+        raise ValueError("not an SQS event: no Records list")
+    messages: list[ReceivedMessage] = []
+    for record in records:
+        try:
+            attributes = record.get("attributes") or {}
+            messages.append(
+                ReceivedMessage(
+                    message_id=str(record["messageId"]),
+                    receipt=str(record["receiptHandle"]),
+                    body=str(record["body"]),
+                    receive_count=int(attributes.get("ApproximateReceiveCount", "1")),
+                )
+            )
+        except (KeyError, TypeError, AttributeError, ValueError) as exc:
+            raise ValueError("malformed SQS record") from exc
+    return messages
+
+
+def batch_item_failures(message_ids: Iterable[str]) -> dict[str, Any]:
+    """The partial-batch answer (``ReportBatchItemFailures``): only these messages return to the queue."""
+    return {"batchItemFailures": [{"itemIdentifier": message_id} for message_id in message_ids]}
