@@ -1,0 +1,413 @@
+"""Safe egress: the policy matrix with a controllable resolver, and real loopback HTTP(S) servers.
+
+Blocked-destination tests use a short timeout, so that without the rule they would fail fast with a
+connect error or timeout instead of the expected ``EgressBlocked``.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import gzip
+import json
+import socket
+import ssl
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.x509.oid import NameOID
+
+from campaign_engine.delivery.safe_transport import (
+    MAX_RESPONSE_BYTES,
+    EgressBlocked,
+    ResponseTooLarge,
+    SafeTransport,
+    make_webhook_client,
+    system_resolver,
+)
+
+
+class DictResolver:
+    """host -> answers; an unknown host fails like NXDOMAIN. Records every call."""
+
+    def __init__(self, answers: dict[str, list[str]]) -> None:
+        self.answers = answers
+        self.calls: list[tuple[str, int]] = []
+
+    def __call__(self, host: str, port: int) -> list[str]:
+        self.calls.append((host, port))
+        if host not in self.answers:
+            raise socket.gaierror(socket.EAI_NONAME, "Name or service not known")
+        return self.answers[host]
+
+
+def _client(
+    answers: dict[str, list[str]], *, allow_private: bool = False
+) -> tuple[httpx.Client, DictResolver]:
+    resolver = DictResolver(answers)
+    return make_webhook_client(allow_private=allow_private, timeout=0.5, resolver=resolver), resolver
+
+
+# --- the blocked-destination matrix -------------------------------------------------------------
+
+BLOCKED_ADDRESSES = {
+    "0.0.0.0/8": "0.0.0.0",
+    "0.x": "0.1.2.3",
+    "10/8": "10.1.2.3",
+    "CGNAT 100.64/10": "100.64.0.1",
+    "CGNAT top": "100.127.255.254",
+    "loopback": "127.0.0.1",
+    "loopback other": "127.8.9.10",
+    "link-local metadata": "169.254.169.254",
+    "172.16/12": "172.16.0.1",
+    "172.31": "172.31.255.254",
+    "192.0.0/24": "192.0.0.8",
+    "TEST-NET-1": "192.0.2.1",
+    "6to4 relay": "192.88.99.1",
+    "192.168/16": "192.168.1.1",
+    "benchmarking": "198.18.0.1",
+    "TEST-NET-2": "198.51.100.7",
+    "TEST-NET-3": "203.0.113.9",
+    "multicast": "224.0.0.1",
+    "multicast top": "239.255.255.250",
+    "reserved": "240.0.0.1",
+    "broadcast": "255.255.255.255",
+    "v6 unspecified": "::",
+    "v6 loopback": "::1",
+    "v6 ipv4-mapped": "::ffff:8.8.8.8",
+    "v6 ipv4-mapped loopback": "::ffff:127.0.0.1",
+    "v6 ipv4-compatible": "::8.8.8.8",
+    "v6 NAT64": "64:ff9b::808:808",
+    "v6 local NAT64": "64:ff9b:1::1",
+    "v6 discard": "100::1",
+    "v6 ULA fc": "fc00::1",
+    "v6 ULA fd": "fd12:3456::1",
+    "v6 link-local": "fe80::1",
+    "v6 site-local": "fec0::1",
+    "v6 multicast": "ff02::1",
+    "v6 Teredo": "2001:0:4136:e378:8000:63bf:3fff:fdd2",
+    "v6 benchmarking": "2001:2::1",
+    "v6 ORCHIDv2": "2001:20::1",
+    "v6 documentation": "2001:db8::1",
+    "v6 documentation 3fff": "3fff::1",
+    "v6 6to4": "2002:c000:0201::1",
+    "v6 outside 2000::/3": "4000::1",
+}
+
+
+@pytest.mark.parametrize("address", BLOCKED_ADDRESSES.values(), ids=BLOCKED_ADDRESSES.keys())
+def test_every_blocked_range_is_refused(address: str) -> None:
+    client, resolver = _client({"hook.example": [address]})
+    with client, pytest.raises(EgressBlocked):
+        client.post("http://hook.example:8080/inbox", json={})
+    assert resolver.calls == [("hook.example", 8080)]
+
+
+@pytest.mark.parametrize(
+    "url",
+    ["http://10.0.0.1:8080/", "http://127.0.0.1:8080/", "http://[::1]:8080/", "http://[fe80::1]:8080/"],
+)
+def test_ip_literal_urls_are_checked_without_resolving(url: str) -> None:
+    client, resolver = _client({})
+    with client, pytest.raises(EgressBlocked):
+        client.post(url, json={})
+    assert resolver.calls == []
+
+
+@pytest.mark.parametrize(
+    "answers",
+    [["93.184.216.34", "10.0.0.1"], ["10.0.0.1", "93.184.216.34"], ["2606:4700::1", "fd00::1"]],
+    ids=["public then private", "private then public", "v6 public then ULA"],
+)
+def test_one_private_answer_blocks_the_lot(answers: list[str]) -> None:
+    client, _ = _client({"hook.example": answers})
+    with client, pytest.raises(EgressBlocked):
+        client.post("http://hook.example/", json={})
+
+
+@pytest.mark.parametrize(
+    "answers",
+    [{}, {"hook.example": []}, {"hook.example": ["not-an-ip"]}],
+    ids=["nxdomain", "no answers", "garbage answer"],
+)
+def test_resolution_errors_fail_closed(answers: dict[str, list[str]]) -> None:
+    client, _ = _client(answers)
+    with client, pytest.raises(httpx.ConnectError) as caught:
+        client.post("http://hook.example/", json={})
+    assert not isinstance(caught.value, EgressBlocked)  # retryable, not a policy verdict
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "http://user:secret@inbox.test/",
+        "http://user@inbox.test/",
+        "http://:secret@inbox.test/",
+        "ftp://inbox.test/",
+        "file:///etc/passwd",
+    ],
+)
+def test_request_level_rules_apply_before_resolution(url: str) -> None:
+    resolver = DictResolver({"inbox.test": ["127.0.0.1"]})
+    transport = SafeTransport(allow_private=True, resolver=resolver)
+    with pytest.raises(EgressBlocked):
+        transport.handle_request(httpx.Request("POST", url))
+    assert resolver.calls == []
+
+
+def test_credentials_in_url_are_refused_through_the_client() -> None:
+    client, resolver = _client({"inbox.test": ["127.0.0.1"]}, allow_private=True)
+    with client, pytest.raises(EgressBlocked, match="credentials"):
+        client.post("http://user:secret@inbox.test/", json={})
+    assert resolver.calls == []
+
+
+@pytest.mark.parametrize(
+    "address", ["169.254.169.254", "::ffff:127.0.0.1", "100.64.0.1", "224.0.0.1", "0.0.0.0"]
+)
+def test_allow_private_never_opens_metadata_or_special_ranges(address: str) -> None:
+    client, _ = _client({"hook.example": [address]}, allow_private=True)
+    with client, pytest.raises(EgressBlocked):
+        client.post("http://hook.example/", json={})
+
+
+def test_egress_errors_do_not_leak_the_url() -> None:
+    client, _ = _client({"hook.example": ["10.0.0.1"]})
+    with client, pytest.raises(EgressBlocked) as caught:
+        client.post("http://hook.example/t/SECRET-TOKEN", json={})
+    assert "SECRET" not in str(caught.value)
+    assert "hook.example" not in str(caught.value)
+
+
+def test_system_resolver_returns_ip_strings() -> None:
+    assert "127.0.0.1" in system_resolver("127.0.0.1", 80)
+
+
+# --- a real loopback server ---------------------------------------------------------------------
+
+
+@dataclass
+class Seen:
+    hosts: list[str] = field(default_factory=list)
+    paths: list[str] = field(default_factory=list)
+    connections: int = 0
+    sni: list[str | None] = field(default_factory=list)
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"  # keep-alive, so connection reuse is observable
+    server: _Server
+
+    def do_POST(self) -> None:
+        self.rfile.read(int(self.headers.get("Content-Length", "0")))
+        self.server.seen.hosts.append(self.headers["Host"])
+        self.server.seen.paths.append(self.path)
+        if self.path == "/redirect":
+            self._answer(302, b"", extra={"Location": "http://127.0.0.1:1/elsewhere"})
+        elif self.path == "/big":
+            self._answer(200, b"x" * (MAX_RESPONSE_BYTES + 1))
+        elif self.path == "/exactly-cap":
+            self._answer(200, b"x" * MAX_RESPONSE_BYTES)
+        elif self.path == "/gzip":
+            self._answer(200, gzip.compress(b"0" * 10_000_000), extra={"Content-Encoding": "gzip"})
+        elif self.path == "/close":
+            self._answer(200, b"true", extra={"Connection": "close"})
+            self.close_connection = True
+        else:
+            self._answer(200, json.dumps({"ok": True}).encode())
+
+    def _answer(self, status: int, body: bytes, *, extra: dict[str, str] | None = None) -> None:
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        for name, value in (extra or {}).items():
+            self.send_header(name, value)
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, format: str, *args: Any) -> None:
+        return
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def __init__(self, tls: ssl.SSLContext | None = None) -> None:
+        super().__init__(("127.0.0.1", 0), _Handler)
+        self.seen = Seen()
+        self.tls = tls
+
+    def get_request(self) -> tuple[socket.socket, Any]:
+        sock, address = super().get_request()
+        self.seen.connections += 1
+        if self.tls is not None:
+            sock = self.tls.wrap_socket(sock, server_side=True)
+        return sock, address
+
+
+def _serve(server: _Server) -> Iterator[_Server]:
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+    thread.start()
+    try:
+        yield server
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join()
+
+
+@pytest.fixture
+def inbox() -> Iterator[_Server]:
+    yield from _serve(_Server())
+
+
+def _url(server: _Server, path: str, host: str = "inbox.test", scheme: str = "http") -> str:
+    return f"{scheme}://{host}:{server.server_address[1]}{path}"
+
+
+def test_allowed_private_destination_is_pinned_and_keeps_the_host_name(inbox: _Server) -> None:
+    client, resolver = _client({"inbox.test": ["127.0.0.1"]}, allow_private=True)
+    with client:
+        response = client.post(_url(inbox, "/inbox"), json={"type": "ANNOUNCEMENT"})
+
+    assert response.json() == {"ok": True}
+    # "inbox.test" cannot be resolved by the system: the connection went to the validated literal IP,
+    # while the request still named the original host.
+    assert inbox.seen.hosts == [f"inbox.test:{inbox.server_address[1]}"]
+    assert resolver.calls == [("inbox.test", inbox.server_address[1])]
+
+
+def test_loopback_is_blocked_without_the_development_flag(inbox: _Server) -> None:
+    client, _ = _client({"inbox.test": ["127.0.0.1"]})
+    with client, pytest.raises(EgressBlocked):
+        client.post(_url(inbox, "/inbox"), json={})
+    assert inbox.seen.connections == 0
+
+
+def test_resolver_is_called_once_per_new_connection(inbox: _Server) -> None:
+    client, resolver = _client({"inbox.test": ["127.0.0.1"]}, allow_private=True)
+    with client:
+        client.post(_url(inbox, "/a"), json={})
+        client.post(_url(inbox, "/b"), json={})  # kept-alive connection: no new resolution
+        assert len(resolver.calls) == 1
+        client.post(_url(inbox, "/close"), json={})
+        client.post(_url(inbox, "/c"), json={})  # the server closed it: new connection, new resolution
+
+    assert inbox.seen.connections == 2
+    assert len(resolver.calls) == 2
+
+
+def test_redirect_is_returned_not_followed(inbox: _Server) -> None:
+    client, _ = _client({"inbox.test": ["127.0.0.1"]}, allow_private=True)
+    with client:
+        response = client.post(_url(inbox, "/redirect"), json={})
+
+    assert response.status_code == 302
+    assert response.headers["Location"] == "http://127.0.0.1:1/elsewhere"
+    assert inbox.seen.paths == ["/redirect"]
+
+
+def test_oversized_body_raises_response_too_large(inbox: _Server) -> None:
+    client, _ = _client({"inbox.test": ["127.0.0.1"]}, allow_private=True)
+    with client:
+        with pytest.raises(ResponseTooLarge):
+            client.post(_url(inbox, "/big"), json={})
+        assert len(client.post(_url(inbox, "/exactly-cap"), json={}).content) == MAX_RESPONSE_BYTES
+
+
+def test_encoded_body_is_neither_decoded_nor_uncapped(inbox: _Server) -> None:
+    client, _ = _client({"inbox.test": ["127.0.0.1"]}, allow_private=True)
+    with client:
+        response = client.post(_url(inbox, "/gzip"), json={})
+
+    assert len(response.content) < MAX_RESPONSE_BYTES  # the raw gzip bytes, not 10 MB of zeros
+    assert "content-encoding" not in response.headers
+
+
+# --- TLS: SNI and certificate verification use the original name --------------------------------
+
+
+def _self_signed(tmp_path: Path, name: str) -> tuple[Path, Path]:
+    key = ec.generate_private_key(ec.SECP256R1())
+    subject = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, name)])
+    now = dt.datetime.now(dt.UTC)
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(subject)
+        .issuer_name(subject)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - dt.timedelta(minutes=5))
+        .not_valid_after(now + dt.timedelta(hours=1))
+        .add_extension(x509.SubjectAlternativeName([x509.DNSName(name)]), critical=False)
+        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+        .sign(key, hashes.SHA256())
+    )
+    cert_path, key_path = tmp_path / "cert.pem", tmp_path / "key.pem"
+    cert_path.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    key_path.write_bytes(
+        key.private_bytes(
+            serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+        )
+    )
+    return cert_path, key_path
+
+
+@pytest.fixture
+def tls_inbox(tmp_path: Path) -> Iterator[tuple[_Server, ssl.SSLContext]]:
+    cert_path, key_path = _self_signed(tmp_path, "inbox.test")
+    server_ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    server_ctx.load_cert_chain(cert_path, key_path)
+    server = _Server(tls=server_ctx)
+
+    def record_sni(_sock: ssl.SSLObject, name: str | None, _ctx: ssl.SSLContext) -> None:
+        server.seen.sni.append(name)
+
+    server_ctx.sni_callback = record_sni
+    client_ctx = ssl.create_default_context(cafile=str(cert_path))
+    for running in _serve(server):
+        yield running, client_ctx
+
+
+def test_tls_uses_the_original_name_for_sni_and_verification(
+    tls_inbox: tuple[_Server, ssl.SSLContext],
+) -> None:
+    server, client_ctx = tls_inbox
+    resolver = DictResolver({"inbox.test": ["127.0.0.1"]})
+    transport = SafeTransport(allow_private=True, resolver=resolver, verify=client_ctx)
+    with httpx.Client(transport=transport, timeout=2) as client:
+        response = client.post(_url(server, "/inbox", scheme="https"), json={})
+
+    assert response.json() == {"ok": True}  # verified against a cert valid for "inbox.test" only
+    assert server.seen.sni == ["inbox.test"]
+
+
+def test_tls_certificate_for_another_name_is_rejected(tls_inbox: tuple[_Server, ssl.SSLContext]) -> None:
+    server, client_ctx = tls_inbox
+    resolver = DictResolver({"other.test": ["127.0.0.1"]})
+    transport = SafeTransport(allow_private=True, resolver=resolver, verify=client_ctx)
+    with httpx.Client(transport=transport, timeout=2) as client, pytest.raises(httpx.ConnectError):
+        client.post(_url(server, "/inbox", host="other.test", scheme="https"), json={})
+
+
+def test_timeout_is_passed_through_to_the_connection() -> None:
+    with socket.socket() as silent:  # accepts connections (backlog) but never answers
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(1)
+        port = silent.getsockname()[1]
+        client = make_webhook_client(
+            allow_private=True, timeout=0.3, resolver=DictResolver({"inbox.test": ["127.0.0.1"]})
+        )
+        started = time.monotonic()
+        with client, pytest.raises(httpx.ReadTimeout):
+            client.post(f"http://inbox.test:{port}/", json={})
+    assert time.monotonic() - started < 2
