@@ -1,0 +1,122 @@
+"""The reference inbox receiver: what ``make dev`` and the end-to-end tests deliver to.
+
+It is also the model for third-party receivers (see ``docs/receiver-contract.md``): verify the Standard
+Webhooks signature over the *raw* body, parse leniently, store durably with a deduplication key, and
+only then answer ``{"sent": true}`` — for a duplicate too, because the sender must stop retrying it.
+A refusal (bad signature, bad payload) is a 400 with ``{"sent": false}``, which the worker reads as a
+definite negative rather than retrying a request that can never succeed as sent.
+
+The listing endpoint is unauthenticated: this receiver is for local runs and tests on loopback.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Annotated, Any
+
+from fastapi import FastAPI, Query, Request
+from fastapi.responses import JSONResponse
+from pydantic import ValidationError
+from starlette.concurrency import run_in_threadpool
+
+from campaign_engine.domain.notification import AnnouncementPayload
+from campaign_engine.domain.types import Clock, system_clock
+from campaign_engine.domain.webhook_signature import DEFAULT_TOLERANCE_SECONDS, secret_bytes, verify
+from campaign_engine.inbox.store import InboxStore
+
+__all__ = ["MAX_BODY_BYTES", "create_inbox_app", "serve_inbox"]
+
+log = logging.getLogger(__name__)
+
+MAX_BODY_BYTES = 256 * 1024
+
+
+def create_inbox_app(
+    *,
+    db_path: Path,
+    secret: str,
+    clock: Clock = system_clock,
+    tolerance: int = DEFAULT_TOLERANCE_SECONDS,
+) -> FastAPI:
+    """Open (or create) the inbox at ``db_path``; the store closes when the app shuts down."""
+    secret_bytes(secret)  # fail at start on an empty or malformed secret, not at the first POST
+    store = InboxStore(db_path, clock=clock)
+
+    @asynccontextmanager
+    async def lifespan(_: FastAPI) -> AsyncIterator[None]:
+        yield
+        store.close()
+
+    app = FastAPI(title="campaign-engine inbox", lifespan=lifespan, docs_url=None, redoc_url=None)
+
+    @app.post("/api/notifications/send")
+    async def send_notification(request: Request) -> JSONResponse:
+        body = await _read_capped(request, MAX_BODY_BYTES)
+        if body is None:
+            return _refuse(413, "payload too large")
+        headers = request.headers
+        if not verify(
+            secret,
+            msg_id=headers.get("webhook-id", ""),
+            timestamp=headers.get("webhook-timestamp", ""),
+            signature_header=headers.get("webhook-signature", ""),
+            body=body,
+            now=int(clock().timestamp()),
+            tolerance=tolerance,
+        ):
+            log.warning("inbox.rejected reason=signature")
+            return _refuse(400, "invalid signature")
+        try:
+            payload = AnnouncementPayload.model_validate_json(body)
+        except ValidationError as exc:
+            log.warning("inbox.rejected reason=payload")
+            # loc + msg only: pydantic's "input" would echo the sender's data back.
+            issues = [{"path": list(e["loc"]), "message": e["msg"]} for e in exc.errors()]
+            return _refuse(400, "invalid payload", issues=issues)
+        is_new = await run_in_threadpool(store.store, payload)
+        log.info(
+            "inbox.stored campaign_id=%s profile_id=%s duplicate=%s",
+            payload.metadata.campaign_id,
+            payload.recipient,
+            not is_new,
+        )
+        return JSONResponse({"sent": True})
+
+    @app.get("/api/notifications")
+    async def list_notifications(
+        profile_id: Annotated[str, Query(alias="profileId", min_length=1, max_length=200)],
+    ) -> dict[str, Any]:
+        items = await run_in_threadpool(store.list_for, profile_id)
+        return {"profileId": profile_id, "notifications": items}
+
+    @app.get("/healthz")
+    async def healthz() -> dict[str, bool]:
+        return {"ok": True}
+
+    return app
+
+
+def serve_inbox(*, host: str, port: int, db_path: Path, secret: str) -> None:
+    """Run the inbox in the foreground until interrupted (``campaign-engine inbox``)."""
+    import uvicorn  # imported here: only this entry point needs the server
+
+    uvicorn.run(create_inbox_app(db_path=db_path, secret=secret), host=host, port=port, log_level="info")
+
+
+async def _read_capped(request: Request, limit: int) -> bytes | None:
+    received = bytearray()
+    async for chunk in request.stream():
+        received += chunk
+        if len(received) > limit:
+            return None
+    return bytes(received)
+
+
+def _refuse(status: int, error: str, *, issues: list[dict[str, Any]] | None = None) -> JSONResponse:
+    content: dict[str, Any] = {"sent": False, "error": error}
+    if issues is not None:
+        content["issues"] = issues
+    return JSONResponse(content, status_code=status)
