@@ -1,0 +1,89 @@
+"""The email provider port: hand a batch of rendered messages to a provider, get one outcome per message.
+
+The email worker claims each recipient durably *before* calling ``send_batch`` (DESIGN.md, "Email is at
+most one attempt"), then acts on each outcome:
+
+- ``accepted``: the provider took responsibility for the message; record ``emailedAt``.
+- ``throttled``: the provider proved the message was NOT accepted because of back-pressure (HTTP 429, a
+  per-message rate-limit code, an SMTP 4xx before DATA, or it was never sent at all because the
+  connection could not be made or the batch stopped early). Releasing the claim and rescheduling after
+  ``retry_after_seconds`` (or a back-off) cannot cause a duplicate.
+- ``rejected``: the provider definitely refused the message before accepting it (invalid, inactive or
+  suppressed recipient; account or sender not allowed to send). Releasing the claim is safe; sending the
+  same message again soon will not help.
+- ``uncertain``: the message may or may not have gone out (timeout or reset after the request was sent,
+  5xx, an answer we cannot read). The claim stays and the recipient is reported, never retried blindly.
+
+Classification is deliberately conservative: when in doubt an adapter answers ``uncertain``, because
+a kept claim costs one missed email while a wrongly released claim can send an announcement twice.
+
+``send_batch`` returns exactly one result per message, in order. It raises only when it sent nothing
+at all (a provider that fails ``verify``), so a caller may treat an exception as "nothing went out".
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Literal, Protocol
+
+from campaign_engine.domain.errors import ServiceUnavailable
+
+__all__ = [
+    "EmailProvider",
+    "Outcome",
+    "OutgoingEmail",
+    "ProviderConfigError",
+    "ProviderUnavailable",
+    "SendResult",
+]
+
+Outcome = Literal["accepted", "throttled", "rejected", "uncertain"]
+
+
+class ProviderConfigError(ServiceUnavailable):
+    """The provider cannot be used as configured (bad token, transactional stream, TLS not offered).
+
+    Retrying will not help until an operator changes the configuration; nothing was sent.
+    """
+
+
+class ProviderUnavailable(ServiceUnavailable):
+    """The provider could not be reached to check its configuration; nothing was sent."""
+
+
+@dataclass(frozen=True)
+class OutgoingEmail:
+    key: str
+    """The caller's id for this message (e.g. the profileId); outcomes come back keyed by it."""
+    to: str
+    subject: str
+    html: str
+    text: str
+    headers: Mapping[str, str]
+    """Extra headers such as List-Unsubscribe and List-Unsubscribe-Post."""
+    tag: str | None = None
+    metadata: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class SendResult:
+    key: str
+    outcome: Outcome
+    reason: str | None = None
+    """Provider error code or short message, safe to store: never contains an address."""
+    provider_message_id: str | None = None
+    retry_after_seconds: float | None = None
+    """Set for ``throttled`` when the provider said how long to wait."""
+
+
+class EmailProvider(Protocol):
+    def verify(self) -> None:
+        """Raise ProviderConfigError when the provider must not be used (or ProviderUnavailable)."""
+        ...
+
+    def send_batch(self, messages: Sequence[OutgoingEmail]) -> list[SendResult]:
+        """One result per message, same order. See the module docstring for the outcome contract."""
+        ...
+
+    def close(self) -> None: ...
