@@ -70,7 +70,9 @@ class LocalNeo4j:
             "-jar", str(jar), "--data", str(self.data_dir), "--port", str(self.port),
             "--pagecache", self.pagecache, "--watch-stdin", "false" if detached else "true",
         ]  # fmt: skip
-        with (self.data_dir / "launcher.log").open("ab") as log:  # the child keeps its own descriptor
+        log_path = self.data_dir / "launcher.log"
+        offset = log_path.stat().st_size if log_path.exists() else 0
+        with log_path.open("ab") as log:  # the child keeps its own descriptor
             self.process = subprocess.Popen(  # noqa: S603 - fixed argv, no shell
                 args,
                 stdin=subprocess.DEVNULL if detached else subprocess.PIPE,
@@ -81,14 +83,19 @@ class LocalNeo4j:
         if detached:
             # A detached launcher must not die with us; stdin is /dev/null, so we stop it by pid.
             self.pid_file.write_text(str(self.process.pid))
-        self._wait_ready(timeout)
+        self._wait_ready(timeout, log_path, offset)
 
-    def _wait_ready(self, timeout: float) -> None:
+    def _wait_ready(self, timeout: float, log_path: Path, offset: int) -> None:
+        """Ready = the launcher printed its readiness line (the database answered a query) and the
+        driver connects."""
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.process is not None and self.process.poll() is not None:
-                raise RuntimeError(f"Neo4j launcher exited early; see {self.data_dir / 'launcher.log'}")
-            if self.ready():
+                raise RuntimeError(f"Neo4j launcher exited early; see {log_path}")
+            with log_path.open("rb") as log:
+                log.seek(offset)
+                announced = b"NEO4J READY" in log.read()
+            if announced and self.ready():
                 return
             time.sleep(0.25)
         raise TimeoutError(f"Neo4j did not become ready on {self.uri} within {timeout:.0f}s")

@@ -1,0 +1,262 @@
+"""``campaign-engine``: the command-line edge (serve, worker, inbox, dev, migrate, token, neo4j, profiles).
+
+Settings come from the environment; ``CAMPAIGN_ENV_FILE`` names an optional dotenv file (``make dev``
+writes ``.local/dev.env`` with generated local secrets). Uvicorn access logs stay off: query strings
+carry unsubscribe tokens and tRPC inputs, which must never reach a log.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import secrets
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+from campaign_engine.config import ConfigError, Settings
+
+__all__ = ["main"]
+
+_LOCAL = Path(".local")
+
+
+def load_settings() -> Settings:
+    env_file = os.environ.get("CAMPAIGN_ENV_FILE")
+    return Settings(_env_file=env_file if env_file else None)
+
+
+def _serve(args: argparse.Namespace) -> int:
+    import uvicorn
+
+    from campaign_engine.api.app import create_app
+
+    settings = load_settings()
+    app = create_app(settings)
+    uvicorn.run(app, host=args.host, port=args.port, access_log=False, log_level="info")
+    return 0
+
+
+def _worker(args: argparse.Namespace) -> int:
+    from campaign_engine.delivery.runner import run_worker
+
+    run_worker(load_settings())
+    return 0
+
+
+def _sweep(args: argparse.Namespace) -> int:
+    from campaign_engine.delivery.runner import run_sweep
+
+    run_sweep(load_settings())
+    return 0
+
+
+def _inbox(args: argparse.Namespace) -> int:
+    from campaign_engine.inbox.app import serve_inbox
+
+    settings = load_settings()
+    settings.require_webhooks()
+    assert settings.notifications_webhook_secret is not None
+    serve_inbox(
+        host=args.host,
+        port=args.port,
+        db_path=Path(args.db),
+        secret=settings.notifications_webhook_secret.get_secret_value(),
+    )
+    return 0
+
+
+def _migrate(args: argparse.Namespace) -> int:
+    from campaign_engine.graph.graph import open_graph
+    from campaign_engine.graph.schema import apply_schema
+
+    graph = open_graph(load_settings())
+    try:
+        apply_schema(graph)
+    finally:
+        graph.close()
+    print("schema applied")
+    return 0
+
+
+def _token(args: argparse.Namespace) -> int:
+    from campaign_engine.api.auth import mint_token
+
+    print(mint_token(load_settings(), profile_id=args.profile_id, scope=args.scope, ttl_seconds=args.ttl))
+    return 0
+
+
+def _neo4j(args: argparse.Namespace) -> int:
+    from campaign_engine.graph.local_neo4j import LocalNeo4j
+
+    server = LocalNeo4j(data_dir=Path(args.data), port=args.port, heap=args.heap)
+    if args.action == "start":
+        server.start(detached=True)
+        print(f"Neo4j ready on {server.uri}")
+    elif args.action == "stop":
+        server.stop()
+        print("Neo4j stopped")
+    else:
+        print(server.status())
+    return 0
+
+
+def _profiles_import(args: argparse.Namespace) -> int:
+    from tqdm import tqdm
+
+    from campaign_engine.campaigns.profiles import import_jsonl
+    from campaign_engine.graph.graph import open_graph
+
+    graph = open_graph(load_settings())
+    try:
+        with Path(args.file).open(encoding="utf-8") as lines, tqdm(unit="profiles") as bar:
+            result = import_jsonl(graph, lines, batch_size=args.batch_size, progress=bar.update)
+    finally:
+        graph.close()
+    print(
+        f"created={result.created} updated={result.updated} missingConnections={result.missing_connections}"
+    )
+    return 0
+
+
+def _dev_env() -> Path:
+    """Local secrets for ``make dev``, generated once and kept under ``.local/``."""
+    path = _LOCAL / "dev.env"
+    if not path.exists():
+        _LOCAL.mkdir(exist_ok=True)
+        path.write_text(
+            "\n".join(
+                [
+                    f"AUTH_JWT_SECRET={secrets.token_urlsafe(48)}",
+                    f"NOTIFICATIONS_WEBHOOK_SECRET={secrets.token_urlsafe(32)}",
+                    f"CAMPAIGN_UNSUBSCRIBE_SECRET={secrets.token_urlsafe(48)}",
+                    "CAMPAIGN_ADMIN_PROFILE_IDS=admin",
+                    "",
+                ]
+            )
+        )
+        path.chmod(0o600)
+    return path
+
+
+def _dev(args: argparse.Namespace) -> int:
+    """Everything on one machine: local Neo4j, reference inbox, worker and API. Ctrl-C stops it all."""
+    from campaign_engine.graph.local_neo4j import LocalNeo4j
+
+    env_file = _dev_env()
+    inbox_port = int(os.environ.get("INBOX_PORT", "8025"))
+    neo4j_port = int(os.environ.get("NEO4J_PORT", "7687"))
+    env = {
+        **os.environ,
+        "CAMPAIGN_ENV_FILE": str(env_file),
+        "NEO4J_URI": f"bolt://127.0.0.1:{neo4j_port}",
+        "NOTIFICATIONS_WEBHOOK_URL": f"http://127.0.0.1:{inbox_port}/api/notifications/send",
+        "CAMPAIGN_ALLOW_PRIVATE_WEBHOOKS": "true",
+        "CAMPAIGN_QUEUE_BACKEND": "local",
+        "CAMPAIGN_LOCAL_QUEUE_PATH": str(_LOCAL / "queue.sqlite3"),
+    }
+    neo4j = LocalNeo4j(data_dir=_LOCAL / "neo4j", port=neo4j_port, heap="1g", pagecache="256m")
+    print(f"starting Neo4j on {neo4j.uri} ...", flush=True)
+    neo4j.start()
+    exe = [sys.executable, "-m", "campaign_engine.cli"]
+    children: list[subprocess.Popen[bytes]] = []
+    try:
+        children.append(
+            subprocess.Popen(  # noqa: S603 - our own entry point
+                [*exe, "inbox", "--port", str(inbox_port), "--db", str(_LOCAL / "inbox.sqlite3")], env=env
+            )
+        )
+        children.append(subprocess.Popen([*exe, "worker"], env=env))  # noqa: S603
+        print(
+            "\ncampaign-engine is starting on "
+            f"http://{args.host}:{args.port}  (reference inbox on http://127.0.0.1:{inbox_port})\n"
+            "Mint an admin token with:\n"
+            f"  CAMPAIGN_ENV_FILE={env_file} .venv/bin/campaign-engine token "
+            "--profile-id admin --scope campaigns:admin\n",
+            flush=True,
+        )
+        api = subprocess.Popen([*exe, "serve", "--host", args.host, "--port", str(args.port)], env=env)  # noqa: S603
+        children.append(api)
+        api.wait()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        for child in children:
+            if child.poll() is None:
+                child.send_signal(signal.SIGTERM)
+        deadline = time.monotonic() + 15
+        for child in children:
+            try:
+                child.wait(timeout=max(0.1, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                child.kill()
+        neo4j.stop()
+    return 0
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="campaign-engine", description=__doc__.splitlines()[0])
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    port = int(os.environ.get("PORT", "8000"))
+    serve = commands.add_parser("serve", help="run the API")
+    serve.add_argument("--host", default="127.0.0.1")
+    serve.add_argument("--port", type=int, default=port)
+    serve.set_defaults(run=_serve)
+
+    commands.add_parser("worker", help="run the queue worker (page, delivery and email jobs)").set_defaults(
+        run=_worker
+    )
+    commands.add_parser("sweep", help="re-arm stuck dispatches and enqueue waves that fell due").set_defaults(
+        run=_sweep
+    )
+
+    inbox = commands.add_parser("inbox", help="run the reference inbox receiver")
+    inbox.add_argument("--host", default="127.0.0.1")
+    inbox.add_argument("--port", type=int, default=8025)
+    inbox.add_argument("--db", default=str(_LOCAL / "inbox.sqlite3"))
+    inbox.set_defaults(run=_inbox)
+
+    dev = commands.add_parser("dev", help="run the whole product locally")
+    dev.add_argument("--host", default="127.0.0.1")
+    dev.add_argument("--port", type=int, default=port)
+    dev.set_defaults(run=_dev)
+
+    commands.add_parser("migrate", help="apply cypher/schema.cypher").set_defaults(run=_migrate)
+
+    token = commands.add_parser("token", help="mint a bearer token from AUTH_JWT_SECRET (local use)")
+    token.add_argument("--profile-id", required=True)
+    token.add_argument("--scope", default="")
+    token.add_argument("--ttl", type=int, default=3600)
+    token.set_defaults(run=_token)
+
+    neo4j = commands.add_parser("neo4j", help="control the local Neo4j launcher")
+    neo4j.add_argument("action", choices=["start", "stop", "status"])
+    neo4j.add_argument("--data", default=str(_LOCAL / "neo4j"))
+    neo4j.add_argument("--port", type=int, default=7687)
+    neo4j.add_argument("--heap", default="1g")
+    neo4j.set_defaults(run=_neo4j)
+
+    profiles = commands.add_parser("profiles", help="profile administration")
+    profile_commands = profiles.add_subparsers(dest="profiles_command", required=True)
+    importer = profile_commands.add_parser("import", help="stream a JSONL file of profiles into the graph")
+    importer.add_argument("file")
+    importer.add_argument("--batch-size", type=int, default=1000)
+    importer.set_defaults(run=_profiles_import)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    try:
+        return int(args.run(args))
+    except ConfigError as exc:
+        print(f"configuration error: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,61 @@
+"""Start-up checks name the variable; the token command mints what the API accepts."""
+
+from __future__ import annotations
+
+import jwt
+import pytest
+
+from campaign_engine.api.auth import ADMIN_SCOPE, TokenVerifier
+from campaign_engine.cli import main
+from campaign_engine.config import ConfigError, Settings
+
+GOOD = "x" * 40
+
+
+def test_api_needs_a_real_jwt_secret() -> None:
+    for secret in [None, "", "changeme", "short"]:
+        with pytest.raises(ConfigError, match="AUTH_JWT_SECRET"):
+            Settings(auth_jwt_secret=secret, _env_file=None).require_api()
+    Settings(auth_jwt_secret=GOOD, _env_file=None).require_api()
+    Settings(auth_jwks_url="https://id.example.org/jwks.json", _env_file=None).require_api()
+
+
+def test_unsubscribe_secret_is_checked() -> None:
+    with pytest.raises(ConfigError, match="CAMPAIGN_UNSUBSCRIBE_SECRET"):
+        Settings(campaign_unsubscribe_secret="too-short", _env_file=None).require_unsubscribe()
+
+
+def test_json_maps_are_validated_at_start() -> None:
+    with pytest.raises(ValueError, match="JSON object"):
+        Settings(campaign_app_origins="[1]", _env_file=None)
+
+
+def test_admin_allowlist_is_comma_separated() -> None:
+    settings = Settings(campaign_admin_profile_ids=" a, b ,,c", _env_file=None)
+    assert settings.admin_profile_ids == frozenset({"a", "b", "c"})
+
+
+def test_token_command_mints_an_admin_token(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("AUTH_JWT_SECRET", GOOD)
+    monkeypatch.setenv("CAMPAIGN_ADMIN_PROFILE_IDS", "boss")
+    assert main(["token", "--profile-id", "boss", "--scope", ADMIN_SCOPE, "--ttl", "60"]) == 0
+    token = capsys.readouterr().out.strip()
+    caller = TokenVerifier(Settings(_env_file=None)).verify(f"Bearer {token}")
+    assert caller is not None
+    assert (caller.profile_id, caller.is_admin) == ("boss", True)
+    assert (
+        jwt.decode(token, GOOD, algorithms=["HS256"])["exp"]
+        - jwt.decode(token, GOOD, algorithms=["HS256"])["iat"]
+        == 60
+    )
+
+
+def test_missing_secret_is_a_clear_cli_error(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.delenv("AUTH_JWT_SECRET", raising=False)
+    monkeypatch.delenv("CAMPAIGN_ENV_FILE", raising=False)
+    assert main(["token", "--profile-id", "x"]) == 2
+    assert "AUTH_JWT_SECRET" in capsys.readouterr().err
