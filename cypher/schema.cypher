@@ -10,3 +10,7 @@ CREATE CONSTRAINT rate_bucket_key IF NOT EXISTS FOR (b:RateBucket) REQUIRE b.key
 CREATE INDEX contact_method_value IF NOT EXISTS FOR (m:ContactMethod) ON (m.type, m.value);
 CREATE INDEX campaign_status IF NOT EXISTS FOR (c:Campaign) ON (c.status);
 CREATE INDEX dispatch_status IF NOT EXISTS FOR (d:Dispatch) ON (d.status);
+// Audience pages (getAudience, dispatch pages) seek and order memberships by (campaignId, profileId).
+CREATE INDEX audience_member IF NOT EXISTS FOR ()-[m:IN_CAMPAIGN_AUDIENCE]-() ON (m.campaignId, m.profileId);
+// The rate limiter sweeps expired per-minute buckets through this index.
+CREATE INDEX rate_bucket_expires IF NOT EXISTS FOR (b:RateBucket) ON (b.expiresAt);

@@ -18,7 +18,8 @@ from datetime import date
 
 __all__ = ["DOB_PATTERN", "adult_dob_cutoff", "campaign_allows", "email_allows", "known_dob"]
 
-DOB_PATTERN = r"^\d{4}-\d{2}-\d{2}$"
+# Month 01-12 and day 01-31; day-of-month overflow (2001-02-30) is rejected at upsert, not here.
+DOB_PATTERN = r"^\d{4}-(0[1-9]|1[0-2])-(0[1-9]|[12]\d|3[01])$"
 _DOB = re.compile(DOB_PATTERN)
 
 

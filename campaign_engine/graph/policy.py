@@ -13,14 +13,17 @@ from campaign_engine.domain.age_policy import DOB_PATTERN, adult_dob_cutoff
 
 __all__ = ["CAMPAIGN_AGE_OK", "EMAIL_AGE_OK", "policy_params"]
 
+# Both are wrapped in coalesce so they are never null (a missing dob would otherwise make the whole
+# predicate null, which is wrong under NOT).
 CAMPAIGN_AGE_OK = (
-    "(NOT coalesce(c.excludeMinors, true) OR "
-    "CASE WHEN p.dob =~ $dobPattern THEN p.dob <= $adultDob ELSE NOT coalesce(p.isManaged, false) END)"
+    "coalesce(NOT coalesce(c.excludeMinors, true) OR "
+    "CASE WHEN coalesce(p.dob =~ $dobPattern, false) THEN p.dob <= $adultDob "
+    "ELSE NOT coalesce(p.isManaged, false) END, false)"
 )
 
 EMAIL_AGE_OK = (
-    "(p.dob =~ $dobPattern AND p.dob <= $adultDob AND "
-    "(NOT coalesce(p.isManaged, false) OR coalesce(p.isServiceProfile, false)))"
+    "coalesce(p.dob =~ $dobPattern AND p.dob <= $adultDob AND "
+    "(NOT coalesce(p.isManaged, false) OR coalesce(p.isServiceProfile, false)), false)"
 )
 
 

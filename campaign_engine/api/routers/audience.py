@@ -1,0 +1,85 @@
+"""``campaigns.*`` admin procedures for audiences, stats and self-tests (exempt from the rate limit)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Annotated, cast
+
+from pydantic import Field
+
+from campaign_engine.api.context import Context
+from campaign_engine.api.routers.common import CampaignRef
+from campaign_engine.api.trpc import ProcedureRouter
+from campaign_engine.campaigns import audience, self_test, stats
+from campaign_engine.campaigns.audience import Policy
+from campaign_engine.domain.audience import AudienceSource
+
+__all__ = ["SELF_TEST_TESTERS", "router"]
+
+router = ProcedureRouter("campaigns")
+
+# Key in ``Services.extras`` under which the notify/email issues wire their ``ChannelTester``s.
+SELF_TEST_TESTERS = "selfTestTesters"
+
+
+class SourceInput(CampaignRef):
+    source: AudienceSource
+
+
+class AudiencePageInput(CampaignRef):
+    cursor: Annotated[str, Field(max_length=128)] | None = None
+    limit: Annotated[int, Field(ge=1, le=500)] = 100
+
+
+def _policy(ctx: Context) -> Policy:
+    return Policy.of(ctx.services.settings, ctx.services.clock())
+
+
+# A mutation only in transport: a source of 10,000 DIDs does not fit in a GET query string.
+@router.mutation("previewAudience", auth="admin")
+def preview_audience(ctx: Context, data: SourceInput) -> audience.AudienceCount:
+    """Count the distinct eligible profiles a source matches; writes nothing (POST for large sources)."""
+    return audience.preview_audience(
+        ctx.services.graph, campaign_id=data.campaign_id, source=data.source, policy=_policy(ctx)
+    )
+
+
+@router.mutation("addAudience", auth="admin")
+def add_audience(ctx: Context, data: SourceInput) -> audience.AudienceCount:
+    """Add the eligible profiles a source matches; `added` counts new memberships only."""
+    return audience.add_audience(
+        ctx.services.graph, campaign_id=data.campaign_id, source=data.source, policy=_policy(ctx)
+    )
+
+
+@router.mutation("removeAudience", auth="admin")
+def remove_audience(ctx: Context, data: SourceInput) -> audience.Removed:
+    """Remove the memberships of the profiles a source matches."""
+    return audience.remove_audience(
+        ctx.services.graph, campaign_id=data.campaign_id, source=data.source, policy=_policy(ctx)
+    )
+
+
+@router.query("getAudience", auth="admin")
+def get_audience(ctx: Context, data: AudiencePageInput) -> audience.AudiencePage:
+    """Eligible members ordered by profileId, keyset-paged."""
+    return audience.get_audience(
+        ctx.services.graph, campaign_id=data.campaign_id, cursor=data.cursor, limit=data.limit,
+        policy=_policy(ctx),
+    )  # fmt: skip
+
+
+@router.query("getStats", auth="admin")
+def get_stats(ctx: Context, data: CampaignRef) -> stats.CampaignStats:
+    """Distinct-profile counts: audience, enrolled, shown, clicked, dismissed, notified, emailed."""
+    return stats.get_stats(ctx.services.graph, campaign_id=data.campaign_id, policy=_policy(ctx))
+
+
+@router.mutation("sendTestToMe", auth="admin")
+def send_test_to_me(ctx: Context, data: CampaignRef) -> self_test.SelfTestResult:
+    """Send the campaign to the calling admin only, on every testable channel."""
+    testers = cast(Mapping[str, self_test.ChannelTester], ctx.services.extras.get(SELF_TEST_TESTERS, {}))
+    return self_test.send_test_to_me(
+        ctx.services.graph, admin_id=ctx.admin().profile_id, campaign_id=data.campaign_id,
+        now=ctx.services.clock(), testers=testers,
+    )  # fmt: skip

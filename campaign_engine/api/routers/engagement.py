@@ -1,0 +1,68 @@
+"""``campaigns.*`` user and discovery procedures. All of them share the per-profile rate limit
+(``auth="user"`` makes a procedure rate-limited in ``api/trpc.py``)."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from pydantic import Field
+
+from campaign_engine.api.context import Context
+from campaign_engine.api.routers.common import CampaignRef
+from campaign_engine.api.trpc import ProcedureRouter
+from campaign_engine.campaigns import engagement, enrollment
+from campaign_engine.campaigns.audience import Policy
+
+__all__ = ["router"]
+
+router = ProcedureRouter("campaigns")
+
+
+class EventInput(CampaignRef):
+    event: engagement.EventKind
+    action_id: Annotated[str | None, Field(alias="actionId", min_length=1, max_length=100)] = None
+    test_id: Annotated[str | None, Field(alias="testId", min_length=1, max_length=64)] = None
+
+
+def _policy(ctx: Context) -> Policy:
+    return Policy.of(ctx.services.settings, ctx.services.clock())
+
+
+@router.query("getMyCampaigns", auth="user")
+def get_my_campaigns(ctx: Context) -> engagement.MyCampaigns:
+    """The caller's live in-app campaigns with their own state (an admin also sees pending tests)."""
+    caller = ctx.user()
+    return engagement.my_campaigns(
+        ctx.services.graph, profile_id=caller.profile_id, include_tests=caller.is_admin, policy=_policy(ctx)
+    )
+
+
+@router.mutation("recordEvent", auth="user")
+def record_event(ctx: Context, data: EventInput) -> engagement.EventResult:
+    """Record shown/clicked/dismissed, or acknowledge a self-test with testId."""
+    return engagement.record_event(
+        ctx.services.graph, profile_id=ctx.user().profile_id, campaign_id=data.campaign_id,
+        event=data.event, action_id=data.action_id, test_id=data.test_id, policy=_policy(ctx),
+    )  # fmt: skip
+
+
+@router.query("discover", auth="user")
+def discover(ctx: Context) -> enrollment.Discovered:
+    """Live discoverable campaigns the caller may join and has not joined."""
+    return enrollment.discover(ctx.services.graph, profile_id=ctx.user().profile_id, policy=_policy(ctx))
+
+
+@router.mutation("enroll", auth="user")
+def enroll(ctx: Context, data: CampaignRef) -> enrollment.Enrolled:
+    """Join a discoverable campaign (idempotent)."""
+    caller = ctx.user()
+    return enrollment.enroll(
+        ctx.services.graph, profile_id=caller.profile_id, campaign_id=data.campaign_id, policy=_policy(ctx)
+    )
+
+
+@router.mutation("leave", auth="user")
+def leave(ctx: Context, data: CampaignRef) -> enrollment.Left:
+    """Leave a campaign the caller joined by themselves."""
+    caller = ctx.user()
+    return enrollment.leave(ctx.services.graph, profile_id=caller.profile_id, campaign_id=data.campaign_id)

@@ -1,0 +1,37 @@
+"""Campaign stats: distinct-profile counts, read in one query.
+
+Engagement counts come from CAMPAIGN_STATE only; admin self-tests live on CAMPAIGN_TEST and never
+count. ``notified`` and ``emailed`` are written by the delivery workers (zero until they run); no client
+procedure can set them.
+"""
+
+from __future__ import annotations
+
+from pydantic import BaseModel
+
+from campaign_engine.campaigns.audience import Policy, policy_query
+from campaign_engine.domain.errors import NotFound
+from campaign_engine.graph.graph import Graph, Tx
+
+__all__ = ["CampaignStats", "get_stats"]
+
+
+class CampaignStats(BaseModel):
+    audience: int
+    enrolled: int
+    shown: int
+    clicked: int
+    dismissed: int
+    notified: int
+    emailed: int
+
+
+def get_stats(graph: Graph, *, campaign_id: str, policy: Policy) -> CampaignStats:
+    def tx_fn(tx: Tx) -> CampaignStats | None:
+        record = tx.run(policy_query("campaign_stats"), campaignId=campaign_id, **policy.params()).single()
+        return None if record is None else CampaignStats.model_validate(record.data())
+
+    stats = graph.read(tx_fn)
+    if stats is None:
+        raise NotFound(f"campaign '{campaign_id}' not found")
+    return stats

@@ -1,0 +1,105 @@
+"""Audience sources (who an admin targets) and the one definition of a profile's did:web alias.
+
+A source is validated at the edge: explicit lists are capped at ``MAX_LIST`` entries so a single call
+stays a handful of UNWIND queries. A DID names a profile either by the profile's stored ``did`` or by
+the did:web alias this service mints for every profile (``did_web_for``); the inverse
+(``profile_id_from_did_web``) lets the graph resolve an alias through the ``profileId`` index instead of
+scanning for a computed string.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+from urllib.parse import quote, unquote
+
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints
+
+__all__ = [
+    "MAX_LIST",
+    "AllSource",
+    "AudienceSource",
+    "ConnectionsSource",
+    "DidsSource",
+    "ProfileIdsSource",
+    "TagSource",
+    "did_web_for",
+    "profile_id_from_did_web",
+    "source_label",
+]
+
+MAX_LIST = 10_000
+
+_Did = Annotated[str, StringConstraints(min_length=5, max_length=512, pattern=r"^did:[a-z0-9]+:\S+$")]
+_ProfileId = Annotated[str, StringConstraints(min_length=1, max_length=128, pattern=r"^[^\s,]+$")]
+_Slug = Annotated[str, StringConstraints(pattern=r"^[a-z0-9][a-z0-9-_.]{0,63}$")]
+
+
+class _Source(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+
+
+class DidsSource(_Source):
+    type: Literal["dids"]
+    dids: Annotated[list[_Did], Field(min_length=1, max_length=MAX_LIST)]
+
+
+class ProfileIdsSource(_Source):
+    type: Literal["profileIds"]
+    profile_ids: Annotated[list[_ProfileId], Field(alias="profileIds", min_length=1, max_length=MAX_LIST)]
+
+
+class TagSource(_Source):
+    type: Literal["tag"]
+    slug: _Slug
+
+
+class ConnectionsSource(_Source):
+    """Profiles connected with ``profileId`` (not the profile itself)."""
+
+    type: Literal["connections"]
+    profile_id: Annotated[_ProfileId, Field(alias="profileId")]
+
+
+class AllSource(_Source):
+    type: Literal["all"]
+
+
+AudienceSource = Annotated[
+    DidsSource | ProfileIdsSource | TagSource | ConnectionsSource | AllSource, Field(discriminator="type")
+]
+
+
+def _domain_segment(domain: str) -> str:
+    # did:web percent-encodes the port separator of the host (did:web:example.com%3A8443).
+    return quote(domain.strip().lower(), safe=".-")
+
+
+def did_web_for(profile_id: str, domain: str) -> str:
+    """The did:web alias of a profile: ``did:web:<domain>:<profileId>``.
+
+    The profileId is one path segment, percent-encoded (``:`` and ``/`` included) so the alias always
+    parses back to exactly one profileId; the domain is lower-cased with its port colon as ``%3A``.
+    """
+    return f"did:web:{_domain_segment(domain)}:{quote(profile_id, safe='')}"
+
+
+def profile_id_from_did_web(did: str, domain: str) -> str | None:
+    """The profileId whose did:web alias is ``did``, or None when ``did`` is not such an alias."""
+    prefix = f"did:web:{_domain_segment(domain)}:"
+    if did[: len(prefix)].lower() != prefix.lower():  # host names are case-insensitive
+        return None
+    segment = did[len(prefix) :]
+    if not segment or ":" in segment:
+        return None
+    profile_id = unquote(segment)
+    # Only the canonical encoding is an alias, so one profile has exactly one did:web form.
+    return profile_id if did_web_for(profile_id, domain) == prefix + segment else None
+
+
+def source_label(source: DidsSource | ProfileIdsSource | TagSource | ConnectionsSource | AllSource) -> str:
+    """What a membership records as its ``source``: the kind, plus the tag or anchor profile."""
+    if isinstance(source, TagSource):
+        return f"tag:{source.slug}"
+    if isinstance(source, ConnectionsSource):
+        return f"connections:{source.profile_id}"
+    return source.type

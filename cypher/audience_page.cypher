@@ -1,0 +1,10 @@
+// getAudience: one keyset page of eligible members, ordered by profileId. The seek and the order come
+// from the relationship index audience_member (campaignId, profileId); never SKIP. The campaign is not
+// looked up by id here on purpose: that would make the planner expand every membership and sort.
+// Ordering by both index keys lets it read the index in order and stop at LIMIT.
+MATCH (p:Profile)-[m:IN_CAMPAIGN_AUDIENCE]->(c)
+WHERE m.campaignId = $campaignId AND m.profileId > $cursor
+  AND {{CAMPAIGN_AGE_OK}}
+RETURN p.profileId AS profileId, p.did AS did
+ORDER BY m.campaignId, m.profileId
+LIMIT $limit

@@ -1,0 +1,18 @@
+// getStats: distinct-profile counts. Audience and enrolled count members that pass the age policy now;
+// engagement counts come from CAMPAIGN_STATE only (self-tests live on CAMPAIGN_TEST and never count).
+MATCH (c:Campaign {id: $campaignId})
+CALL (c) {
+  OPTIONAL MATCH (p:Profile)-[m:IN_CAMPAIGN_AUDIENCE]->(c)
+  WHERE {{CAMPAIGN_AGE_OK}}
+  RETURN count(DISTINCT p) AS audience,
+         count(DISTINCT CASE WHEN m.selfEnrolled THEN p END) AS enrolled
+}
+CALL (c) {
+  OPTIONAL MATCH (p:Profile)-[s:CAMPAIGN_STATE]->(c)
+  RETURN count(DISTINCT CASE WHEN s.shownCount > 0 THEN p END) AS shown,
+         count(DISTINCT CASE WHEN s.clickedCount > 0 THEN p END) AS clicked,
+         count(DISTINCT CASE WHEN s.dismissedCount > 0 THEN p END) AS dismissed,
+         count(DISTINCT CASE WHEN s.notifiedAt IS NOT NULL THEN p END) AS notified,
+         count(DISTINCT CASE WHEN s.emailedAt IS NOT NULL THEN p END) AS emailed
+}
+RETURN audience, enrolled, shown, clicked, dismissed, notified, emailed

@@ -1,0 +1,199 @@
+"""getMyCampaigns, recordEvent, discover/enroll/leave on real Neo4j (API and real threads)."""
+
+from __future__ import annotations
+
+import threading
+from datetime import UTC, datetime
+from typing import Any
+
+from campaign_engine.campaigns import definitions, engagement, profiles
+from campaign_engine.campaigns.audience import Policy
+from campaign_engine.config import Settings
+from campaign_engine.domain.campaign import CampaignCreate
+from campaign_engine.domain.profile import ProfileUpsert
+from campaign_engine.graph.graph import Graph
+from tests.support.api import api_client, error_code, ok
+
+NOW = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
+
+
+def clock() -> datetime:
+    return NOW
+
+
+def seed_profiles(graph: Graph, rows: list[dict[str, Any]]) -> None:
+    profiles.upsert_profiles(graph, ProfileUpsert.model_validate({"profiles": rows}))
+
+
+def live_campaign(graph: Graph, campaign_id: str, *, status: str = "live", **fields: Any) -> None:
+    data = {
+        "id": campaign_id,
+        "name": f"N-{campaign_id}",
+        "channels": ["inApp"],
+        "message": {"title": f"T-{campaign_id}"},
+        **fields,
+    }
+    definitions.create_campaign(graph, data=CampaignCreate.model_validate(data), tenant_id="t", now=NOW)
+    if status != "draft":
+        definitions.set_status(graph, campaign_id=campaign_id, status="live", now=NOW)
+    if status in {"paused", "archived"}:
+        definitions.set_status(graph, campaign_id=campaign_id, status=status, now=NOW)  # type: ignore[arg-type]
+
+
+def add_member(graph: Graph, campaign_id: str, profile_id: str) -> None:
+    graph.run(
+        "MATCH (p:Profile {profileId: $p}), (c:Campaign {id: $c}) "
+        "CREATE (p)-[:IN_CAMPAIGN_AUDIENCE {campaignId: $c, profileId: $p, addedAt: 'x', source: 'test', "
+        "selfEnrolled: false}]->(c)",
+        p=profile_id,
+        c=campaign_id,
+    )
+
+
+def test_get_my_campaigns_shows_only_visible_campaigns_in_order(
+    base_settings: Settings, graph: Graph
+) -> None:
+    seed_profiles(
+        graph, [{"profileId": "u1", "dob": "2000-01-01"}, {"profileId": "kid", "dob": "2015-01-01"}]
+    )
+    live_campaign(graph, "low", message={"title": "low", "priority": 1}, startsAt="2026-01-01T00:00:00Z")
+    live_campaign(graph, "high", message={"title": "high", "priority": 9})
+    live_campaign(graph, "early", message={"title": "early", "priority": 1}, startsAt="2025-01-01T00:00:00Z")
+    live_campaign(graph, "draft", status="draft")
+    live_campaign(graph, "paused", status="paused")
+    live_campaign(graph, "future", startsAt="2026-04-01T00:00:00Z")
+    live_campaign(graph, "ended", startsAt="2026-01-01T00:00:00Z", endsAt="2026-03-01T12:00:00Z")
+    live_campaign(graph, "disabled", message={"title": "off", "enabled": False})
+    live_campaign(
+        graph, "notify-only", channels=["notify"], message=None, notification={"title": "n", "body": "b"}
+    )
+    live_campaign(graph, "not-member")
+    for cid in ("low", "high", "early", "draft", "paused", "future", "ended", "disabled", "notify-only"):
+        add_member(graph, cid, "u1")
+        add_member(graph, cid, "kid")
+    with api_client(base_settings, graph, clock=clock) as api:
+        mine = ok(api.query("campaigns.getMyCampaigns", as_="u1"))["campaigns"]
+        assert [c["campaignId"] for c in mine] == ["high", "early", "low"]
+        assert set(mine[0]) == {"campaignId", "name", "message", "startsAt", "endsAt", "state", "testId"}
+        assert mine[0]["state"] is None and mine[0]["testId"] is None
+        assert ok(api.query("campaigns.getMyCampaigns", as_="kid"))["campaigns"] == []  # age policy
+        assert ok(api.query("campaigns.getMyCampaigns", as_="nobody"))["campaigns"] == []
+        assert error_code(api.query("campaigns.getMyCampaigns")) == "UNAUTHORIZED"
+        # Reading consumes nothing.
+        assert ok(api.query("campaigns.getMyCampaigns", as_="u1"))["campaigns"] == mine
+
+
+def test_record_event_counts_and_timestamps(base_settings: Settings, graph: Graph) -> None:
+    seed_profiles(graph, [{"profileId": "u1"}, {"profileId": "u2"}])
+    live_campaign(graph, "c1")
+    add_member(graph, "c1", "u1")
+    with api_client(base_settings, graph, clock=clock) as api:
+        first = ok(api.mutate("campaigns.recordEvent", {"campaignId": "c1", "event": "shown"}, as_="u1"))
+        assert first["recorded"] is True and first["state"]["shownCount"] == 1
+        ok(api.mutate("campaigns.recordEvent", {"campaignId": "c1", "event": "shown"}, as_="u1"))
+        clicked = ok(
+            api.mutate(
+                "campaigns.recordEvent", {"campaignId": "c1", "event": "clicked", "actionId": "a1"}, as_="u1"
+            )
+        )
+        state = clicked["state"]
+        assert state["shownCount"] == 2 and state["clickedCount"] == 1 and state["dismissedCount"] == 0
+        assert state["lastActionId"] == "a1"
+        assert state["shownFirstAt"] == state["shownLastAt"] == "2026-03-01T12:00:00.000000Z"
+        mine = ok(api.query("campaigns.getMyCampaigns", as_="u1"))["campaigns"]
+        assert mine[0]["state"]["shownCount"] == 2
+        # Non-members, unknown campaigns and bad events.
+        assert (
+            error_code(api.mutate("campaigns.recordEvent", {"campaignId": "c1", "event": "shown"}, as_="u2"))
+            == "NOT_FOUND"
+        )
+        assert (
+            error_code(api.mutate("campaigns.recordEvent", {"campaignId": "zz", "event": "shown"}, as_="u1"))
+            == "NOT_FOUND"
+        )
+        assert (
+            error_code(api.mutate("campaigns.recordEvent", {"campaignId": "c1", "event": "opened"}, as_="u1"))
+            == "BAD_REQUEST"
+        )
+        definitions.set_status(graph, campaign_id="c1", status="paused", now=NOW)
+        assert (
+            error_code(api.mutate("campaigns.recordEvent", {"campaignId": "c1", "event": "shown"}, as_="u1"))
+            == "NOT_FOUND"
+        )
+
+
+def test_twenty_concurrent_events_make_one_state_with_exact_counts(graph: Graph) -> None:
+    seed_profiles(graph, [{"profileId": "u1"}])
+    live_campaign(graph, "c1")
+    add_member(graph, "c1", "u1")
+    policy = Policy(now=NOW, adult_age=18, domain="campaigns.test")
+    kinds: list[engagement.EventKind] = ["shown"] * 10 + ["clicked"] * 6 + ["dismissed"] * 4
+    barrier = threading.Barrier(len(kinds))
+    errors: list[BaseException] = []
+
+    def worker(kind: engagement.EventKind) -> None:
+        try:
+            barrier.wait()
+            engagement.record_event(
+                graph,
+                profile_id="u1",
+                campaign_id="c1",
+                event=kind,
+                action_id=None,
+                test_id=None,
+                policy=policy,
+            )
+        except BaseException as exc:
+            errors.append(exc)
+
+    threads = [threading.Thread(target=worker, args=(kind,)) for kind in kinds]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert not errors
+    rows = graph.run(
+        "MATCH (:Profile {profileId: 'u1'})-[s:CAMPAIGN_STATE]->(:Campaign {id: 'c1'}) RETURN s {.*} AS s"
+    )
+    assert len(rows) == 1
+    state = rows[0]["s"]
+    assert (state["shownCount"], state["clickedCount"], state["dismissedCount"]) == (10, 6, 4)
+
+
+def test_discover_enroll_leave(base_settings: Settings, graph: Graph) -> None:
+    seed_profiles(
+        graph, [{"profileId": "u1", "dob": "2000-01-01"}, {"profileId": "kid", "dob": "2014-01-01"}]
+    )
+    live_campaign(graph, "open", discoverable=True)
+    live_campaign(graph, "hidden")
+    live_campaign(graph, "open-draft", status="draft", discoverable=True)
+    live_campaign(graph, "open-later", discoverable=True, startsAt="2027-01-01T00:00:00Z")
+    live_campaign(graph, "admin-added", discoverable=True)
+    add_member(graph, "admin-added", "u1")
+    with api_client(base_settings, graph, clock=clock) as api:
+        found = ok(api.query("campaigns.discover", as_="u1"))["campaigns"]
+        assert [c["campaignId"] for c in found] == ["open"]
+        assert ok(api.query("campaigns.discover", as_="kid"))["campaigns"] == []
+        assert error_code(api.mutate("campaigns.enroll", {"campaignId": "open"}, as_="kid")) == "NOT_FOUND"
+        for hidden in ("hidden", "open-draft", "open-later", "nope"):
+            assert error_code(api.mutate("campaigns.enroll", {"campaignId": hidden}, as_="u1")) == "NOT_FOUND"
+        assert ok(api.mutate("campaigns.enroll", {"campaignId": "open"}, as_="u1")) == {
+            "enrolled": True,
+            "created": True,
+        }
+        assert ok(api.mutate("campaigns.enroll", {"campaignId": "open"}, as_="u1"))["created"] is False
+        rel = graph.run(
+            "MATCH (:Profile {profileId: 'u1'})-[m:IN_CAMPAIGN_AUDIENCE]->(:Campaign {id: 'open'}) "
+            "RETURN m {.*} AS m"
+        )
+        assert len(rel) == 1 and rel[0]["m"]["selfEnrolled"] is True
+        assert ok(api.query("campaigns.discover", as_="u1"))["campaigns"] == []
+        assert [
+            c["campaignId"] for c in ok(api.query("campaigns.getMyCampaigns", as_="u1"))["campaigns"]
+        ] == ["admin-added", "open"]
+        assert ok(api.mutate("campaigns.leave", {"campaignId": "admin-added"}, as_="u1")) == {"left": False}
+        assert ok(api.mutate("campaigns.leave", {"campaignId": "open"}, as_="u1")) == {"left": True}
+        assert ok(api.mutate("campaigns.leave", {"campaignId": "open"}, as_="u1")) == {"left": False}
+        assert [c["campaignId"] for c in ok(api.query("campaigns.discover", as_="u1"))["campaigns"]] == [
+            "open"
+        ]

@@ -1,0 +1,73 @@
+"""The per-profile limit on user procedures, shared through the graph by separate API apps."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import neo4j
+import pytest
+
+from campaign_engine.campaigns.rate_limit import GraphRateLimiter
+from campaign_engine.config import Settings
+from campaign_engine.domain.errors import ServiceUnavailable
+from campaign_engine.graph.graph import Graph
+from tests.conftest import ADMIN_ID, free_port
+from tests.support.api import api_client, error_code, ok
+
+NOW = datetime(2026, 3, 1, 12, 0, 30, tzinfo=UTC)
+
+
+def test_two_app_instances_share_the_limit(base_settings: Settings, graph: Graph) -> None:
+    with (
+        api_client(base_settings, graph, clock=lambda: NOW) as a,
+        api_client(base_settings, graph, clock=lambda: NOW) as b,
+    ):
+        for i in range(60):
+            api = a if i % 2 else b
+            path = ("campaigns.getMyCampaigns", "campaigns.discover")[i % 2]
+            ok(api.query(path, as_="u1"))
+        refused = b.mutate("campaigns.enroll", {"campaignId": "x"}, as_="u1")
+        assert refused.status_code == 429 and error_code(refused) == "TOO_MANY_REQUESTS"
+        assert error_code(a.query("campaigns.getMyCampaigns", as_="u1")) == "TOO_MANY_REQUESTS"
+        # Another profile has its own budget; admin procedures are exempt.
+        ok(a.query("campaigns.getMyCampaigns", as_="u2"))
+        for _ in range(70):
+            ok(a.query("campaigns.list", {}, as_=ADMIN_ID, admin=True))
+
+
+def test_a_new_minute_opens_a_new_window_and_old_buckets_are_swept(graph: Graph) -> None:
+    moments = [NOW]
+    limiter = GraphRateLimiter(graph, limit_per_minute=2, clock=lambda: moments[0])
+    limiter.hit("u1")
+    limiter.hit("u1")
+    with pytest.raises(Exception, match="rate limit"):
+        limiter.hit("u1")
+    moments[0] = NOW + timedelta(minutes=1)
+    limiter.hit("u1")
+    moments[0] = NOW + timedelta(minutes=5)
+    limiter.hit("u2")  # a new bucket sweeps the expired ones
+    keys = [row["key"] for row in graph.run("MATCH (b:RateBucket) RETURN b.key AS key")]
+    assert keys == [f"u2|{int((NOW + timedelta(minutes=5)).timestamp() // 60)}"]
+
+
+def test_unreachable_store_fails_closed(base_settings: Settings) -> None:
+    driver = neo4j.GraphDatabase.driver(f"bolt://127.0.0.1:{free_port()}", auth=None, connection_timeout=2)
+    dead = Graph(driver, database="neo4j")
+    try:
+        limiter = GraphRateLimiter(dead, limit_per_minute=60, clock=lambda: NOW)
+        with pytest.raises(ServiceUnavailable):
+            limiter.hit("u1")
+    finally:
+        driver.close()
+
+
+def test_unreachable_store_is_a_503_for_user_calls(base_settings: Settings, graph: Graph) -> None:
+    driver = neo4j.GraphDatabase.driver(f"bolt://127.0.0.1:{free_port()}", auth=None, connection_timeout=2)
+    try:
+        limiter = GraphRateLimiter(Graph(driver, database="neo4j"), limit_per_minute=60, clock=lambda: NOW)
+        with api_client(base_settings, graph, clock=lambda: NOW, rate_limiter=limiter) as api:
+            response = api.query("campaigns.getMyCampaigns", as_="u1")
+            assert response.status_code == 503 and error_code(response) == "SERVICE_UNAVAILABLE"
+            ok(api.query("campaigns.list", {}, as_=ADMIN_ID, admin=True))
+    finally:
+        driver.close()

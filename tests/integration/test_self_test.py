@@ -1,0 +1,113 @@
+"""sendTestToMe (inApp part): private snapshot, replacement, stale acknowledgements, deletion."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from campaign_engine.api.routers.audience import SELF_TEST_TESTERS
+from campaign_engine.campaigns import definitions
+from campaign_engine.config import Settings
+from campaign_engine.domain.campaign import CampaignCreate, CampaignPublic
+from campaign_engine.graph.graph import Graph
+from tests.conftest import ADMIN_ID
+from tests.support.api import api_client, error_code, ok
+
+NOW = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
+
+
+def make(graph: Graph, campaign_id: str, **fields: object) -> None:
+    data = {"id": campaign_id, "name": "Draft", "channels": ["inApp"], "message": {"title": "v1"}, **fields}
+    definitions.create_campaign(graph, data=CampaignCreate.model_validate(data), tenant_id="t", now=NOW)
+
+
+def test_snapshot_is_private_replaced_and_acknowledged_only_when_current(
+    base_settings: Settings, graph: Graph
+) -> None:
+    graph.run("CREATE (:Profile {profileId: $a}), (:Profile {profileId: 'u1'})", a=ADMIN_ID)
+    make(graph, "c1")  # a draft with future dates: tests ignore status, dates and audience
+    with api_client(base_settings, graph, clock=lambda: NOW) as api:
+        first = ok(api.mutate("campaigns.sendTestToMe", {"campaignId": "c1"}, as_=ADMIN_ID, admin=True))
+        assert first["channels"] == ["inApp"]
+        mine = ok(api.query("campaigns.getMyCampaigns", as_=ADMIN_ID, admin=True))["campaigns"]
+        assert [(c["campaignId"], c["testId"], c["message"]["title"]) for c in mine] == [
+            ("c1", first["testId"], "v1")
+        ]
+        assert ok(api.query("campaigns.getMyCampaigns", as_="u1"))["campaigns"] == []
+        # An allowlisted admin calling with an ordinary token sees no tests either.
+        assert ok(api.query("campaigns.getMyCampaigns", as_=ADMIN_ID))["campaigns"] == []
+
+        definitions.update_campaign(
+            graph,
+            patch=definitions.CampaignPatch.model_validate({"campaignId": "c1", "message": {"title": "v2"}}),
+            now=NOW,
+        )
+        second = ok(api.mutate("campaigns.sendTestToMe", {"campaignId": "c1"}, as_=ADMIN_ID, admin=True))
+        assert second["testId"] != first["testId"]
+        mine = ok(api.query("campaigns.getMyCampaigns", as_=ADMIN_ID, admin=True))["campaigns"]
+        assert [(c["testId"], c["message"]["title"]) for c in mine] == [(second["testId"], "v2")]
+
+        stale = ok(
+            api.mutate(
+                "campaigns.recordEvent",
+                {"campaignId": "c1", "event": "dismissed", "testId": first["testId"]},
+                as_=ADMIN_ID,
+                admin=True,
+            )
+        )
+        assert stale == {"recorded": False, "state": None}
+        assert len(ok(api.query("campaigns.getMyCampaigns", as_=ADMIN_ID, admin=True))["campaigns"]) == 1
+        current = ok(
+            api.mutate(
+                "campaigns.recordEvent",
+                {"campaignId": "c1", "event": "dismissed", "testId": second["testId"]},
+                as_=ADMIN_ID,
+                admin=True,
+            )
+        )
+        assert current["recorded"] is True
+        assert ok(api.query("campaigns.getMyCampaigns", as_=ADMIN_ID, admin=True))["campaigns"] == []
+    # Neither enrolment nor engagement state was written.
+    assert graph.run("MATCH ()-[r:IN_CAMPAIGN_AUDIENCE|CAMPAIGN_STATE]->() RETURN count(r) AS n")[0]["n"] == 0
+
+
+def test_deleting_the_campaign_deletes_pending_tests(base_settings: Settings, graph: Graph) -> None:
+    graph.run("CREATE (:Profile {profileId: $a})", a=ADMIN_ID)
+    make(graph, "c1")
+    with api_client(base_settings, graph, clock=lambda: NOW) as api:
+        ok(api.mutate("campaigns.sendTestToMe", {"campaignId": "c1"}, as_=ADMIN_ID, admin=True))
+        ok(api.mutate("campaigns.delete", {"campaignId": "c1"}, as_=ADMIN_ID, admin=True))
+        make(graph, "c1")  # same id, new incarnation: the old snapshot must not come back
+        assert ok(api.query("campaigns.getMyCampaigns", as_=ADMIN_ID, admin=True))["campaigns"] == []
+    assert graph.run("MATCH ()-[t:CAMPAIGN_TEST]->() RETURN count(t) AS n")[0]["n"] == 0
+
+
+def test_untestable_campaigns_and_non_admins_are_refused(base_settings: Settings, graph: Graph) -> None:
+    graph.run("CREATE (:Profile {profileId: $a})", a=ADMIN_ID)
+    make(graph, "notify-only", channels=["notify"], message=None, notification={"title": "n", "body": "b"})
+    with api_client(base_settings, graph, clock=lambda: NOW) as api:
+        response = api.mutate(
+            "campaigns.sendTestToMe", {"campaignId": "notify-only"}, as_=ADMIN_ID, admin=True
+        )
+        assert error_code(response) == "BAD_REQUEST"
+        make(graph, "c1")
+        assert error_code(api.mutate("campaigns.sendTestToMe", {"campaignId": "c1"}, as_="u1")) == "FORBIDDEN"
+        assert (
+            error_code(api.mutate("campaigns.sendTestToMe", {"campaignId": "zz"}, as_=ADMIN_ID, admin=True))
+            == "NOT_FOUND"
+        )
+
+
+def test_other_channels_slot_in_as_testers(base_settings: Settings, graph: Graph) -> None:
+    sent: list[tuple[str, str, str]] = []
+
+    def notify_tester(*, admin_id: str, campaign: CampaignPublic, test_id: str) -> None:
+        sent.append((admin_id, campaign.id, test_id))
+
+    graph.run("CREATE (:Profile {profileId: $a})", a=ADMIN_ID)
+    make(graph, "both", channels=["inApp", "notify"], notification={"title": "n", "body": "b"})
+    with api_client(
+        base_settings, graph, clock=lambda: NOW, extras={SELF_TEST_TESTERS: {"notify": notify_tester}}
+    ) as api:
+        result = ok(api.mutate("campaigns.sendTestToMe", {"campaignId": "both"}, as_=ADMIN_ID, admin=True))
+    assert result["channels"] == ["inApp", "notify"]
+    assert sent == [(ADMIN_ID, "both", result["testId"])]
