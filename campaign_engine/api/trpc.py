@@ -120,7 +120,7 @@ class TrpcEndpoint:
     async def __call__(self, request: Request) -> Response:
         if request.method == "HEAD":
             return Response(status_code=204)
-        raw_path = request.path_params["path"]
+        raw_path = request.path_params.get("path", "")
         batch = request.query_params.get("batch") in {"1", "true"}
         paths = raw_path.split(",") if batch else [raw_path]
         try:
@@ -131,7 +131,8 @@ class TrpcEndpoint:
             status, body = error_envelope(exc.code, exc.message, path=raw_path)
             return JSONResponse(body, status_code=status)
 
-        ctx = self._context(request)
+        # Off the event loop: in JWKS mode, verifying may fetch the key set over the network.
+        ctx = await run_in_threadpool(self._context, request)
         results = [
             await self._call(ctx, request.method, path, value)
             for path, value in zip(paths, inputs, strict=True)
@@ -145,6 +146,7 @@ class TrpcEndpoint:
         )
 
     async def _inputs(self, request: Request, *, batch: bool, count: int) -> list[Any]:
+        text: str | bytes | None
         if request.method == "GET":
             text = request.query_params.get("input")
         else:
@@ -152,11 +154,11 @@ class TrpcEndpoint:
             content_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
             if body and content_type != "application/json":
                 raise _RequestError("UNSUPPORTED_MEDIA_TYPE", "Content-Type must be application/json")
-            text = body.decode("utf-8", errors="strict") if body else None
-        if text is None or text == "":
+            text = body or None
+        if not text:
             return [_NO_INPUT] * count
         try:
-            value = json.loads(text)
+            value = json.loads(text.decode("utf-8") if isinstance(text, bytes) else text)
         except (json.JSONDecodeError, UnicodeDecodeError) as exc:
             raise _RequestError("PARSE_ERROR", "Input is not valid JSON") from exc
         if not batch:
@@ -185,10 +187,8 @@ class TrpcEndpoint:
             procedure = self._lookup(method, path)
             output = await run_in_threadpool(self._run, procedure, ctx, raw)
         except ValidationError as exc:
-            status, body = error_envelope(
-                "BAD_REQUEST", "Invalid input", path=path, issues=validation_issues(exc)
-            )
-            return status, body
+            # The input, or a use case validating what the caller asked for (e.g. a merged patch).
+            return error_envelope("BAD_REQUEST", "Invalid input", path=path, issues=validation_issues(exc))
         except _RequestError as exc:
             return error_envelope(exc.code, exc.message, path=path)
         except CampaignError as exc:
@@ -222,4 +222,5 @@ class TrpcEndpoint:
         else:
             data = procedure.input_model.model_validate({} if raw is _NO_INPUT or raw is None else raw)
             result = procedure.handler(ctx, data)
-        return procedure.output_adapter.dump_python(result, mode="json", by_alias=True)
+        # warnings="error": output that does not match the declared type is a bug (500), never sent.
+        return procedure.output_adapter.dump_python(result, mode="json", by_alias=True, warnings="error")
