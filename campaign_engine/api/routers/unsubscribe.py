@@ -1,0 +1,41 @@
+"""``campaigns.unsubscribeFromAnnouncements``: the one-click opt-out for app clients.
+
+Anonymous like the RFC 8058 endpoint: the signed token is the only authority, and the answer is the
+same whether or not the token's profile still exists.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from campaign_engine.api.context import Context
+from campaign_engine.api.routers.common import Ok
+from campaign_engine.api.trpc import ProcedureRouter
+from campaign_engine.config import ConfigError
+from campaign_engine.domain.errors import ServiceUnavailable
+from campaign_engine.unsubscribe.optout import opt_out_by_unsubscribe_id
+from campaign_engine.unsubscribe.tokens import UnsubscribeTokens
+
+__all__ = ["router"]
+
+router = ProcedureRouter("campaigns")
+
+
+class UnsubscribeInput(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    token: Annotated[str, Field(min_length=1, max_length=512)]
+
+
+@router.mutation("unsubscribeFromAnnouncements", auth="public")
+def unsubscribe_from_announcements(ctx: Context, data: UnsubscribeInput) -> Ok:
+    """Opt the token's profile out of announcement email (idempotent)."""
+    try:
+        tokens = UnsubscribeTokens.from_settings(ctx.services.settings)
+    except ConfigError as exc:
+        raise ServiceUnavailable("unsubscribing is not configured on this server") from exc
+    unsubscribe_id = tokens.read(data.token)
+    opt_out_by_unsubscribe_id(ctx.services.graph, unsubscribe_id, now=ctx.services.clock())
+    return Ok()

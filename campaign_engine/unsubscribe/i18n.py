@@ -1,0 +1,130 @@
+"""The unsubscribe page's words in English, Spanish, French and Arabic, and the choice among them.
+
+The language comes only from ``Accept-Language`` (the page is anonymous: no profile locale may be looked
+up before the opt-out, and none is revealed after). English is the fallback for anything unmatched.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+__all__ = ["DEFAULT_LANGUAGE", "STRINGS", "PageStrings", "choose_language"]
+
+Direction = Literal["ltr", "rtl"]
+
+DEFAULT_LANGUAGE = "en"
+_MAX_HEADER_CHARS = 1024
+_MAX_ENTRIES = 32
+
+
+@dataclass(frozen=True)
+class PageStrings:
+    lang: str
+    dir: Direction
+    title: str
+    confirm_heading: str
+    confirm_text: str
+    button: str
+    done_heading: str
+    done_text: str
+    invalid_heading: str
+    invalid_text: str
+
+
+STRINGS: dict[str, PageStrings] = {
+    "en": PageStrings(
+        lang="en",
+        dir="ltr",
+        title="Unsubscribe from announcements",
+        confirm_heading="Stop announcement emails?",
+        confirm_text="Press the button to stop receiving announcement emails. "
+        "You can turn them back on at any time in your preferences.",
+        button="Unsubscribe",
+        done_heading="You are unsubscribed",
+        done_text="You will no longer receive announcement emails. "
+        "You can turn them back on in your preferences.",
+        invalid_heading="This link does not work",
+        invalid_text="The unsubscribe link is incomplete or no longer valid. Open the latest announcement "
+        "email and use its link, or change your preferences in the app.",
+    ),
+    "es": PageStrings(
+        lang="es",
+        dir="ltr",
+        title="Darse de baja de los anuncios",
+        confirm_heading="¿Dejar de recibir correos de anuncios?",
+        confirm_text="Pulsa el botón para dejar de recibir correos de anuncios. "
+        "Puedes volver a activarlos en cualquier momento en tus preferencias.",
+        button="Darse de baja",
+        done_heading="Te has dado de baja",
+        done_text="Ya no recibirás correos de anuncios. Puedes volver a activarlos en tus preferencias.",
+        invalid_heading="Este enlace no funciona",
+        invalid_text="El enlace para darse de baja está incompleto o ya no es válido. Abre el correo de "
+        "anuncios más reciente y usa su enlace, o cambia tus preferencias en la aplicación.",
+    ),
+    "fr": PageStrings(
+        lang="fr",
+        dir="ltr",
+        title="Se désabonner des annonces",
+        confirm_heading="Ne plus recevoir les e-mails d'annonces\u00a0?",
+        confirm_text="Appuyez sur le bouton pour ne plus recevoir les e-mails d'annonces. "
+        "Vous pourrez les réactiver à tout moment dans vos préférences.",
+        button="Se désabonner",
+        done_heading="Votre désabonnement est enregistré",
+        done_text="Vous ne recevrez plus d'e-mails d'annonces. "
+        "Vous pouvez les réactiver dans vos préférences.",
+        invalid_heading="Ce lien ne fonctionne pas",
+        invalid_text="Le lien de désabonnement est incomplet ou n'est plus valide. Ouvrez le dernier e-mail "
+        "d'annonce et utilisez son lien, ou modifiez vos préférences dans l'application.",
+    ),
+    "ar": PageStrings(
+        lang="ar",
+        dir="rtl",
+        title="إلغاء الاشتراك في الإعلانات",
+        confirm_heading="هل تريد إيقاف رسائل الإعلانات عبر البريد الإلكتروني؟",
+        confirm_text="اضغط على الزر لإيقاف تلقي رسائل الإعلانات عبر البريد الإلكتروني. "
+        "يمكنك إعادة تفعيلها في أي وقت من إعداداتك.",
+        button="إلغاء الاشتراك",
+        done_heading="تم إلغاء اشتراكك",
+        done_text="لن تصلك رسائل الإعلانات عبر البريد الإلكتروني بعد الآن. يمكنك إعادة تفعيلها من إعداداتك.",
+        invalid_heading="هذا الرابط لا يعمل",
+        invalid_text="رابط إلغاء الاشتراك غير مكتمل أو لم يعد صالحًا. افتح أحدث رسالة إعلان واستخدم "
+        "الرابط الموجود فيها، أو غيّر إعداداتك في التطبيق.",
+    ),
+}
+
+
+def _quality(params: list[str]) -> float | None:
+    """The q-value of one Accept-Language entry (1 when absent); None when malformed."""
+    for param in params:
+        name, _, value = param.partition("=")
+        if name.strip().lower() == "q":
+            try:
+                q = float(value.strip())
+            except ValueError:
+                return None
+            return q if 0.0 <= q <= 1.0 else None
+    return 1.0
+
+
+def choose_language(accept_language: str | None) -> str:
+    """The supported language the client prefers most (q-values, then header order); else English.
+
+    A region or script (``es-MX``, ``ar-EG``) matches its base language; ``q=0`` means "not this one".
+    """
+    if not accept_language:
+        return DEFAULT_LANGUAGE
+    ranked: list[tuple[float, int, str]] = []
+    for index, entry in enumerate(accept_language[:_MAX_HEADER_CHARS].split(",")[:_MAX_ENTRIES]):
+        tag, *params = entry.strip().split(";")
+        q = _quality(params)
+        if q is None or q <= 0.0:
+            continue
+        ranked.append((-q, index, tag.strip().lower()))
+    for _, _, tag in sorted(ranked):
+        if tag == "*":
+            return DEFAULT_LANGUAGE
+        base = tag.replace("_", "-").split("-")[0]
+        if base in STRINGS:
+            return base
+    return DEFAULT_LANGUAGE

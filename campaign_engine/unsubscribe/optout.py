@@ -1,0 +1,65 @@
+"""Opting a profile out of announcement email by its ``campaignUnsubscribeId``, and allocating those ids.
+
+The id is a random UUID given to a profile once (by the email claim, inside its locked transaction) and
+kept for the profile's life. It is never derived from the profileId, so a profile deleted and created
+again under the same profileId gets a new id and old links do nothing to it.
+"""
+
+from __future__ import annotations
+
+import uuid
+from datetime import datetime
+
+from campaign_engine.domain.types import format_ts
+from campaign_engine.graph.graph import Graph, Tx
+
+__all__ = ["allocate_unsubscribe_id", "ensure_unsubscribe_ids", "opt_out_by_unsubscribe_id"]
+
+_OPT_OUT = """
+MATCH (p:Profile {campaignUnsubscribeId: $unsubscribeId})
+SET p.campaignStateLock = coalesce(p.campaignStateLock, 0) + 1
+WITH p, coalesce(p.announcementEmailOptOut, false) AS already
+SET p.announcementEmailOptOut = true,
+    p.announcementEmailOptOutAt = CASE WHEN already THEN p.announcementEmailOptOutAt ELSE $now END
+RETURN already
+"""
+
+# The lock comes first so the coalesce reads a value no concurrent claim can still change; inside a
+# claim transaction that already holds the profile locks it is a harmless re-lock.
+_ENSURE_IDS = """
+UNWIND $rows AS row
+MATCH (p:Profile {profileId: row.profileId})
+SET p.campaignStateLock = coalesce(p.campaignStateLock, 0) + 1
+WITH p, row
+SET p.campaignUnsubscribeId = coalesce(p.campaignUnsubscribeId, row.candidate)
+RETURN p.profileId AS profileId, p.campaignUnsubscribeId AS unsubscribeId
+"""
+
+
+def allocate_unsubscribe_id() -> str:
+    return str(uuid.uuid4())
+
+
+def ensure_unsubscribe_ids(tx: Tx, profile_ids: list[str]) -> dict[str, str]:
+    """Give each existing profile among ``profile_ids`` an unsubscribe id if it has none; return all ids.
+
+    Meant for the email claim transaction (after ``lock_profiles``; it locks in ascending profileId order
+    itself too). An existing id is always kept; a re-run of the transaction only draws new candidates
+    for ids that were never committed.
+    """
+    rows = [{"profileId": pid, "candidate": allocate_unsubscribe_id()} for pid in sorted(set(profile_ids))]
+    return {record["profileId"]: record["unsubscribeId"] for record in tx.run(_ENSURE_IDS, rows=rows)}
+
+
+def opt_out_by_unsubscribe_id(graph: Graph, unsubscribe_id: str, *, now: datetime) -> bool:
+    """Set ``announcementEmailOptOut`` under the profile lock; idempotent (the first timestamp is kept).
+
+    False when no profile holds the id (deleted profile). Callers answer exactly as for True, so a link
+    never reveals whether its profile exists.
+    """
+    stamp = format_ts(now)
+
+    def tx_fn(tx: Tx) -> bool:
+        return tx.run(_OPT_OUT, unsubscribeId=unsubscribe_id, now=stamp).single() is not None
+
+    return graph.write(tx_fn)

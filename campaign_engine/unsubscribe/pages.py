@@ -1,0 +1,68 @@
+"""The anonymous unsubscribe pages: autoescaped templates and the headers every answer carries.
+
+The pages load nothing: no scripts, images, fonts or analytics. The one inline ``<style>`` block of
+``_layout.html`` is allowed by its SHA-256 hash, computed here at import from the template itself, so an
+edit to the style can never silently fall outside the Content-Security-Policy. The block must stay free
+of template syntax (checked at import) so the rendered bytes are the hashed bytes.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import re
+from pathlib import Path
+from typing import Literal
+
+from jinja2 import Environment, FileSystemLoader, StrictUndefined, select_autoescape
+
+from campaign_engine.unsubscribe.i18n import STRINGS
+
+__all__ = ["CONTENT_SECURITY_POLICY", "STYLE_HASH", "PageKind", "page_headers", "render_page"]
+
+PageKind = Literal["confirm", "done", "invalid"]
+
+_TEMPLATES = Path(__file__).parent / "templates"
+_env = Environment(
+    loader=FileSystemLoader(_TEMPLATES),
+    autoescape=select_autoescape(enabled_extensions=("html",), default_for_string=True),
+    undefined=StrictUndefined,
+)
+
+
+def _style_hash() -> str:
+    source = (_TEMPLATES / "_layout.html").read_text(encoding="utf-8")
+    blocks = re.findall(r"<style>(.*?)</style>", source, flags=re.DOTALL)
+    if len(blocks) != 1 or any(marker in blocks[0] for marker in ("{{", "{%", "{#")):
+        raise RuntimeError("_layout.html must hold exactly one <style> block without template syntax")
+    digest = hashlib.sha256(blocks[0].encode("utf-8")).digest()
+    return "sha256-" + base64.b64encode(digest).decode("ascii")
+
+
+STYLE_HASH = _style_hash()
+CONTENT_SECURITY_POLICY = (
+    f"default-src 'none'; style-src '{STYLE_HASH}'; form-action 'self'; "
+    "frame-ancestors 'none'; base-uri 'none'"
+)
+
+_COMMON_HEADERS = {
+    "Cache-Control": "no-store",
+    "Referrer-Policy": "no-referrer",
+    "X-Content-Type-Options": "nosniff",
+    "Content-Security-Policy": CONTENT_SECURITY_POLICY,
+    "X-Frame-Options": "DENY",
+    "Cross-Origin-Opener-Policy": "same-origin",
+    "Vary": "Accept-Language",
+}
+
+
+def page_headers(language: str) -> dict[str, str]:
+    """Headers for every unsubscribe answer, HTML or the one-click plain-text reply."""
+    return {**_COMMON_HEADERS, "Content-Language": language}
+
+
+def render_page(kind: PageKind, *, language: str, action: str | None = None) -> str:
+    """``action`` is the form target of the confirm page (same origin, token in the query)."""
+    if kind == "confirm" and not action:
+        raise ValueError("the confirm page needs a form action")
+    return _env.get_template(f"{kind}.html").render(t=STRINGS[language], action=action)

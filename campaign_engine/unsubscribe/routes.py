@@ -1,0 +1,137 @@
+"""HTTP edge of unsubscribing: the RFC 8058 one-click endpoint and the browser page.
+
+``POST /campaigns/unsubscribe?token=`` is what a mail client calls after the user pressed its own
+unsubscribe button: no login, cookies, redirects or script, body ``List-Unsubscribe=One-Click`` sent as
+``application/x-www-form-urlencoded`` or ``multipart/form-data`` (RFC 8058 section 3.2). A GET of the same
+URL never changes anything (link scanners and prefetchers fetch it): it renders the confirmation form,
+which posts to the browser page. Every answer is the same whether or not the token's profile still
+exists, and none carries profile data. The token lives in the query string, so access logs must not
+record it (see ``redaction.py``).
+"""
+
+from __future__ import annotations
+
+import email.policy
+from email.message import EmailMessage
+from email.parser import BytesParser
+from urllib.parse import parse_qsl, quote
+
+from fastapi import APIRouter
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, PlainTextResponse, Response
+
+from campaign_engine.config import Settings
+from campaign_engine.domain.types import Clock
+from campaign_engine.graph.graph import Graph
+from campaign_engine.unsubscribe.i18n import choose_language
+from campaign_engine.unsubscribe.optout import opt_out_by_unsubscribe_id
+from campaign_engine.unsubscribe.pages import PageKind, page_headers, render_page
+from campaign_engine.unsubscribe.tokens import InvalidUnsubscribeToken, UnsubscribeTokens
+
+__all__ = ["BROWSER_PATH", "ONE_CLICK_PATH", "unsubscribe_router"]
+
+ONE_CLICK_PATH = "/campaigns/unsubscribe"
+BROWSER_PATH = "/campaigns/unsubscribe/browser"
+_MAX_BODY_BYTES = 16 * 1024
+_ONE_CLICK_FIELD, _ONE_CLICK_VALUE = "List-Unsubscribe", "One-Click"
+
+
+def _plain(text: str, *, status: int) -> Response:
+    return PlainTextResponse(text + "\n", status_code=status, headers=page_headers("en"))
+
+
+def _page(kind: PageKind, *, language: str, status: int, action: str | None = None) -> Response:
+    html = render_page(kind, language=language, action=action)
+    return HTMLResponse(html, status_code=status, headers=page_headers(language))
+
+
+async def _capped_body(request: Request) -> bytes | None:
+    """The request body, or None when it exceeds ``_MAX_BODY_BYTES`` (the RFC body is 26 bytes)."""
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > _MAX_BODY_BYTES:
+            return None
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def _form_fields(content_type: str, body: bytes) -> dict[str, str]:
+    media = content_type.split(";")[0].strip().lower()
+    if media == "application/x-www-form-urlencoded":
+        try:
+            return dict(parse_qsl(body.decode("ascii"), keep_blank_values=True))
+        except (UnicodeDecodeError, ValueError):
+            return {}
+    if media == "multipart/form-data":
+        head = f"Content-Type: {content_type}\r\nMIME-Version: 1.0\r\n\r\n".encode("latin-1", "replace")
+        message = BytesParser(_class=EmailMessage, policy=email.policy.HTTP).parsebytes(head + body)
+        if not message.is_multipart():
+            return {}
+        fields: dict[str, str] = {}
+        for part in message.iter_parts():
+            name = part.get_param("name", header="content-disposition")
+            payload = part.get_payload(decode=True)
+            if isinstance(name, str) and isinstance(payload, bytes):
+                fields[name] = payload.decode("utf-8", "replace").strip()
+        return fields
+    return {}
+
+
+def unsubscribe_router(*, graph: Graph, settings: Settings, clock: Clock) -> APIRouter:
+    """Routes for the app factory; fails at start when ``CAMPAIGN_UNSUBSCRIBE_SECRET`` is unusable."""
+    tokens = UnsubscribeTokens.from_settings(settings)
+    router = APIRouter(include_in_schema=False)
+
+    def read_token(request: Request) -> str | None:
+        try:
+            return tokens.read(request.query_params.get("token", ""))
+        except InvalidUnsubscribeToken:
+            return None
+
+    async def opt_out(unsubscribe_id: str) -> None:
+        # The result (profile found or not) is deliberately ignored: answers must not reveal it.
+        await run_in_threadpool(opt_out_by_unsubscribe_id, graph, unsubscribe_id, now=clock())
+
+    def confirm_page(request: Request) -> Response:
+        language = choose_language(request.headers.get("accept-language"))
+        if read_token(request) is None:
+            return _page("invalid", language=language, status=400)
+        token = request.query_params["token"]
+        action = f"{request.scope.get('root_path', '')}{BROWSER_PATH}?token={quote(token, safe='')}"
+        return _page("confirm", language=language, status=200, action=action)
+
+    @router.get(ONE_CLICK_PATH)
+    async def one_click_page(request: Request) -> Response:
+        return confirm_page(request)
+
+    @router.post(ONE_CLICK_PATH)
+    async def one_click(request: Request) -> Response:
+        unsubscribe_id = read_token(request)
+        if unsubscribe_id is None:
+            return _plain("This unsubscribe link is not valid.", status=400)
+        body = await _capped_body(request)
+        if body is None:
+            return _plain("Request body too large.", status=413)
+        fields = _form_fields(request.headers.get("content-type", ""), body)
+        if fields.get(_ONE_CLICK_FIELD) != _ONE_CLICK_VALUE:
+            return _plain("Expected the form body List-Unsubscribe=One-Click.", status=400)
+        await opt_out(unsubscribe_id)
+        return _plain("You are unsubscribed from announcement emails.", status=200)
+
+    @router.get(BROWSER_PATH)
+    async def browser_page(request: Request) -> Response:
+        return confirm_page(request)
+
+    @router.post(BROWSER_PATH)
+    async def browser_confirm(request: Request) -> Response:
+        language = choose_language(request.headers.get("accept-language"))
+        unsubscribe_id = read_token(request)
+        if unsubscribe_id is None:
+            return _page("invalid", language=language, status=400)
+        await opt_out(unsubscribe_id)
+        return _page("done", language=language, status=200)
+
+    return router

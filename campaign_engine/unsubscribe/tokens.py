@@ -1,0 +1,99 @@
+"""Unsubscribe tokens: the only authority the anonymous unsubscribe endpoints accept.
+
+A token is an itsdangerous signature (HMAC-SHA256, a dedicated salt) over ``{"v": 2, "u": <id>}``, where
+``u`` is the profile's ``campaignUnsubscribeId``: a random id allocated once per profile, never its
+profileId, name or address. So renaming a profile or changing its email keeps its links working, and a
+deleted profile's links can never act on another account (a recreated profile gets a fresh id).
+
+Tokens do not expire: a link in an old email must still work after the campaign is archived or deleted.
+Rotating ``CAMPAIGN_UNSUBSCRIBE_SECRET`` therefore invalidates every link already sent; do it only when
+the secret leaked. Version 1 tokens (legacy) and unknown versions are refused. A token grants exactly one
+power, opting its profile out of announcement email, and it must never be logged.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any
+from urllib.parse import quote
+
+from itsdangerous import BadSignature, URLSafeSerializer
+
+from campaign_engine.config import Settings
+from campaign_engine.domain.errors import BadRequest
+
+__all__ = [
+    "TOKEN_VERSION",
+    "UNSUBSCRIBE_SALT",
+    "InvalidUnsubscribeToken",
+    "UnsubscribeTokens",
+    "list_unsubscribe_headers",
+    "unsubscribe_url",
+]
+
+UNSUBSCRIBE_SALT = "campaign-engine/announcement-unsubscribe"
+TOKEN_VERSION = 2
+_MAX_TOKEN_CHARS = 512  # a v2 token for a UUID is ~110 characters; anything far longer is not ours
+_MAX_ID_CHARS = 128
+
+
+class InvalidUnsubscribeToken(BadRequest):
+    """Tampered, truncated, signed with another secret or purpose, or of a version we do not accept."""
+
+    def __init__(self) -> None:
+        super().__init__("this unsubscribe link is not valid")
+
+
+class UnsubscribeTokens:
+    """Issues and reads version-2 unsubscribe tokens under one secret."""
+
+    def __init__(self, secret: str) -> None:
+        if not secret:
+            raise ValueError("an unsubscribe secret is required")
+        self._serializer = URLSafeSerializer(
+            secret,
+            salt=UNSUBSCRIBE_SALT,
+            signer_kwargs={"digest_method": hashlib.sha256, "key_derivation": "hmac"},
+        )
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> UnsubscribeTokens:
+        settings.require_unsubscribe()
+        assert settings.campaign_unsubscribe_secret is not None  # checked by require_unsubscribe
+        return cls(settings.campaign_unsubscribe_secret.get_secret_value())
+
+    def issue(self, unsubscribe_id: str) -> str:
+        if not unsubscribe_id or len(unsubscribe_id) > _MAX_ID_CHARS:
+            raise ValueError("unsubscribe id must be 1-128 characters")
+        token = self._serializer.dumps({"v": TOKEN_VERSION, "u": unsubscribe_id})
+        return str(token)
+
+    def read(self, token: str) -> str:
+        """The ``campaignUnsubscribeId`` the token was issued for; ``InvalidUnsubscribeToken`` otherwise."""
+        if not isinstance(token, str) or not token or len(token) > _MAX_TOKEN_CHARS:
+            raise InvalidUnsubscribeToken()
+        try:
+            payload: Any = self._serializer.loads(token)
+        except BadSignature as exc:  # also covers BadPayload (valid signature, undecodable JSON)
+            raise InvalidUnsubscribeToken() from exc
+        if not isinstance(payload, dict) or set(payload) != {"v", "u"}:
+            raise InvalidUnsubscribeToken()
+        version, unsubscribe_id = payload["v"], payload["u"]
+        if type(version) is not int or version != TOKEN_VERSION:
+            raise InvalidUnsubscribeToken()
+        if not isinstance(unsubscribe_id, str) or not 0 < len(unsubscribe_id) <= _MAX_ID_CHARS:
+            raise InvalidUnsubscribeToken()
+        return unsubscribe_id
+
+
+def unsubscribe_url(domain_name: str, token: str) -> str:
+    """The https link for ``List-Unsubscribe`` and the email footer (the page renders a form on GET)."""
+    return f"https://{domain_name}/campaigns/unsubscribe?token={quote(token, safe='')}"
+
+
+def list_unsubscribe_headers(domain_name: str, token: str) -> dict[str, str]:
+    """RFC 8058 headers; the sender's DKIM signature must cover both of them."""
+    return {
+        "List-Unsubscribe": f"<{unsubscribe_url(domain_name, token)}>",
+        "List-Unsubscribe-Post": "List-Unsubscribe=One-Click",
+    }

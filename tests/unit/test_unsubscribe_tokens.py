@@ -1,0 +1,148 @@
+"""Unsubscribe tokens: what they are bound to, and every way a token must be refused."""
+
+from __future__ import annotations
+
+import hashlib
+
+import pytest
+from itsdangerous import URLSafeSerializer
+
+from campaign_engine.config import ConfigError, Settings
+from campaign_engine.unsubscribe.i18n import choose_language
+from campaign_engine.unsubscribe.tokens import (
+    UNSUBSCRIBE_SALT,
+    InvalidUnsubscribeToken,
+    UnsubscribeTokens,
+    list_unsubscribe_headers,
+    unsubscribe_url,
+)
+
+SECRET = "unit-test-unsubscribe-secret-0123456789abcdef"
+UID = "0f8e4f8e-3a65-4a4e-9d53-5a1d3f6b2c11"
+
+
+def _signer(secret: str = SECRET, salt: str = UNSUBSCRIBE_SALT) -> URLSafeSerializer:
+    return URLSafeSerializer(
+        secret, salt=salt, signer_kwargs={"digest_method": hashlib.sha256, "key_derivation": "hmac"}
+    )
+
+
+def test_round_trip_returns_the_unsubscribe_id() -> None:
+    tokens = UnsubscribeTokens(SECRET)
+    assert tokens.read(tokens.issue(UID)) == UID
+
+
+def test_token_is_bound_to_the_unsubscribe_id_only() -> None:
+    tokens = UnsubscribeTokens(SECRET)
+    token = tokens.issue(UID)
+    # Same id -> same token: nothing about a name, address or profileId goes in.
+    assert tokens.issue(UID) == token
+    assert tokens.issue("another-id") != token
+    assert _signer().loads(token) == {"v": 2, "u": UID}
+
+
+@pytest.mark.parametrize("position", [0, 10, -3, -8])  # not -1: its low bits are padding
+def test_tampered_token_is_rejected(position: int) -> None:
+    tokens = UnsubscribeTokens(SECRET)
+    token = tokens.issue(UID)
+    chars = list(token)
+    chars[position] = "A" if chars[position] != "A" else "B"
+    with pytest.raises(InvalidUnsubscribeToken):
+        tokens.read("".join(chars))
+
+
+def test_swapped_payload_with_old_signature_is_rejected() -> None:
+    tokens = UnsubscribeTokens(SECRET)
+    victim = tokens.issue("victim-id")
+    mine = tokens.issue(UID)
+    forged = victim.split(".")[0] + "." + mine.split(".")[1]
+    with pytest.raises(InvalidUnsubscribeToken):
+        tokens.read(forged)
+
+
+def test_rotating_the_secret_invalidates_old_links() -> None:
+    old = UnsubscribeTokens(SECRET).issue(UID)
+    with pytest.raises(InvalidUnsubscribeToken):
+        UnsubscribeTokens(SECRET + "-rotated").read(old)
+
+
+def test_token_signed_for_another_purpose_is_rejected() -> None:
+    other_purpose = _signer(salt="campaign-engine/something-else").dumps({"v": 2, "u": UID})
+    with pytest.raises(InvalidUnsubscribeToken):
+        UnsubscribeTokens(SECRET).read(other_purpose)
+
+
+@pytest.mark.parametrize(
+    "payload",
+    [
+        {"v": 1, "u": UID},  # legacy version
+        {"v": 3, "u": UID},  # unknown version
+        {"v": "2", "u": UID},
+        {"v": 2.0, "u": UID},
+        {"u": UID},
+        {"v": 2},
+        {"v": 2, "u": ""},
+        {"v": 2, "u": 12345},
+        {"v": 2, "u": UID, "e": "someone@example.com"},
+        [2, UID],
+        UID,
+    ],
+)
+def test_validly_signed_but_wrong_payload_is_rejected(payload: object) -> None:
+    with pytest.raises(InvalidUnsubscribeToken):
+        UnsubscribeTokens(SECRET).read(_signer().dumps(payload))
+
+
+@pytest.mark.parametrize("token", ["", "abc", "not.a.token", "." * 3, "x" * 600, "eyJ2IjoyfQ"])
+def test_malformed_tokens_are_rejected(token: str) -> None:
+    with pytest.raises(InvalidUnsubscribeToken):
+        UnsubscribeTokens(SECRET).read(token)
+
+
+def test_invalid_token_is_a_bad_request_without_details() -> None:
+    with pytest.raises(InvalidUnsubscribeToken) as info:
+        UnsubscribeTokens(SECRET).read("bogus")
+    assert info.value.code == "BAD_REQUEST"
+    assert "bogus" not in info.value.message
+
+
+def test_from_settings_requires_a_real_secret() -> None:
+    with pytest.raises(ConfigError, match="CAMPAIGN_UNSUBSCRIBE_SECRET"):
+        UnsubscribeTokens.from_settings(Settings(_env_file=None, campaign_unsubscribe_secret="short"))
+    tokens = UnsubscribeTokens.from_settings(Settings(_env_file=None, campaign_unsubscribe_secret=SECRET))
+    assert UnsubscribeTokens(SECRET).read(tokens.issue(UID)) == UID
+
+
+def test_rfc8058_headers() -> None:
+    token = UnsubscribeTokens(SECRET).issue(UID)
+    assert unsubscribe_url("mail.example.org", token) == (
+        f"https://mail.example.org/campaigns/unsubscribe?token={token}"
+    )
+    assert list_unsubscribe_headers("mail.example.org", token) == {
+        "List-Unsubscribe": f"<https://mail.example.org/campaigns/unsubscribe?token={token}>",
+        "List-Unsubscribe-Post": "List-Unsubscribe=One-Click",
+    }
+
+
+@pytest.mark.parametrize(
+    ("header", "expected"),
+    [
+        (None, "en"),
+        ("", "en"),
+        ("de-DE,de;q=0.9", "en"),
+        ("es", "es"),
+        ("es-MX,es;q=0.9,en;q=0.8", "es"),
+        ("fr-CA", "fr"),
+        ("ar-EG,ar;q=0.9", "ar"),
+        ("en;q=0.5, fr;q=0.9", "fr"),
+        ("de, ar;q=0.2, es;q=0.3", "es"),
+        ("fr;q=0, es;q=0.1", "es"),
+        ("fr;q=0", "en"),
+        ("*", "en"),
+        ("fr;q=abc, es;q=0.4", "es"),
+        ("fr;q=2, ar;q=0.4", "ar"),
+        ("zh_TW, fr_FR;q=0.5", "fr"),
+    ],
+)
+def test_language_choice_uses_q_values_and_falls_back_to_english(header: str | None, expected: str) -> None:
+    assert choose_language(header) == expected
