@@ -56,6 +56,9 @@ class Settings(BaseSettings):
     campaign_dispatch_delay_seconds: int = Field(default=60, ge=0)
     campaign_email_page_size: int = Field(default=500, ge=1, le=1000)
     campaign_preview_max_recipients: int = Field(default=10_000, ge=1)
+    # Page budget for the sweeper: a `sending` dispatch untouched for (wave delay <= 900 s) + this long
+    # is re-armed from its cursor.
+    campaign_dispatch_stuck_seconds: int = Field(default=300, ge=1)
 
     # --- queue ---------------------------------------------------------------------------------
     campaign_queue_backend: Literal["local", "sqs"] = "local"
@@ -64,6 +67,10 @@ class Settings(BaseSettings):
     campaign_dispatch_queue_url: str | None = None
     campaign_delivery_queue_url: str | None = None
     aws_endpoint_url_sqs: str | None = None
+    aws_region: str = "us-east-1"  # SQS region (Lambda sets AWS_REGION itself)
+    # Local queue visibility timeout: longer than one delivery batch (POST timeout + graph write).
+    campaign_queue_visibility_seconds: int = Field(default=60, ge=1, le=43_200)
+    campaign_worker_threads: int = Field(default=4, ge=1, le=64)  # delivery-polling threads per worker
 
     # --- notify --------------------------------------------------------------------------------
     notifications_webhook_url: str | None = None
@@ -72,6 +79,8 @@ class Settings(BaseSettings):
     campaign_allow_private_webhooks: bool = False
     campaign_webhook_timeout_seconds: float = Field(default=5.0, gt=0)
     campaign_webhook_concurrency: int = Field(default=32, ge=1)
+    # Back-off before an uncertain delivery is retried: base * 2^(receives-1), capped at 900 s.
+    campaign_delivery_retry_seconds: int = Field(default=30, ge=0, le=900)
 
     # --- email ---------------------------------------------------------------------------------
     campaign_email_provider: Literal["postmark", "smtp", "none"] = "none"

@@ -1,0 +1,75 @@
+"""``campaigns.*`` procedures of the reviewed dispatch: preview, confirm, and progress."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from campaign_engine.api.context import Context
+from campaign_engine.api.routers.common import CampaignRef
+from campaign_engine.api.trpc import ProcedureRouter
+from campaign_engine.campaigns import dispatch as dispatching
+from campaign_engine.delivery.queue import Queue
+from campaign_engine.domain.errors import ServiceUnavailable
+
+__all__ = ["router"]
+
+router = ProcedureRouter("campaigns")
+
+
+class DispatchInput(CampaignRef):
+    expected_preview_token: Annotated[str | None, Field(alias="expectedPreviewToken", max_length=200)] = None
+
+
+class DispatchRef(BaseModel):
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+    dispatch_id: Annotated[str, Field(alias="dispatchId", min_length=1, max_length=100)]
+
+
+def _queue(ctx: Context) -> Queue:
+    queue = ctx.services.dispatch_queue
+    if queue is None:
+        raise ServiceUnavailable("the dispatch queue is not configured")
+    return queue
+
+
+@router.query("previewDispatch", auth="admin")
+def preview_dispatch(ctx: Context, data: CampaignRef) -> dispatching.DispatchPreview:
+    """What a dispatch would send now, with the token that confirms exactly this."""
+    settings = ctx.services.settings
+    return dispatching.preview_dispatch(
+        ctx.services.graph,
+        campaign_id=data.campaign_id,
+        now=ctx.services.clock(),
+        adult_age=settings.campaign_adult_age,
+        max_recipients=settings.campaign_preview_max_recipients,
+    )
+
+
+@router.mutation("dispatch", auth="admin")
+def dispatch(ctx: Context, data: DispatchInput) -> dispatching.DispatchStarted:
+    """Confirm a send (stale token: CONFLICT) and start walking the audience in waves."""
+    settings = ctx.services.settings
+    return dispatching.dispatch(
+        ctx.services.graph,
+        _queue(ctx),
+        campaign_id=data.campaign_id,
+        expected_token=data.expected_preview_token,
+        now=ctx.services.clock(),
+        adult_age=settings.campaign_adult_age,
+        max_recipients=settings.campaign_preview_max_recipients,
+    )
+
+
+@router.query("getDispatch", auth="admin")
+def get_dispatch(ctx: Context, data: DispatchRef) -> dispatching.DispatchPublic:
+    """How far a send got, and why it stopped if it did."""
+    return dispatching.get_dispatch(ctx.services.graph, data.dispatch_id)
+
+
+@router.query("listDispatches", auth="admin")
+def list_dispatches(ctx: Context, data: CampaignRef) -> list[dispatching.DispatchPublic]:
+    """Every dispatch of a campaign, newest first."""
+    return dispatching.list_dispatches(ctx.services.graph, data.campaign_id)

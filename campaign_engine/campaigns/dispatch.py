@@ -1,0 +1,245 @@
+"""Reviewed dispatch: preview what a send would do, confirm it once, and read its progress.
+
+``preview_dispatch`` is read-only and returns a token that digests the definition, revision and the
+sorted eligible profile ids. ``dispatch`` recomputes the same thing under the campaign lock: a stale
+token is CONFLICT, and success advances the revision so one token confirms one send. The Dispatch
+record commits *before* the first page job is enqueued (the lock is released first); if that enqueue
+fails the dispatch still stands and the sweeper re-arms it ("duplicate over drop").
+
+A new dispatch supersedes a dispatch of the same campaign still ``sending`` (it is marked stopped), so
+two confirmations never leave two chains walking one audience.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from datetime import datetime
+from typing import Annotated, Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from campaign_engine.delivery.queue import Queue, QueueError
+from campaign_engine.domain.dispatch import DeliveryChannel, DispatchStatus, PageJob, job_json, preview_token
+from campaign_engine.domain.errors import BadRequest, Conflict, NotFound
+from campaign_engine.domain.types import format_ts
+from campaign_engine.graph.cypher import query
+from campaign_engine.graph.graph import Graph, Tx
+from campaign_engine.graph.locks import lock_campaign
+from campaign_engine.graph.policy import CAMPAIGN_AGE_OK, policy_params
+
+__all__ = [
+    "DispatchPreview",
+    "DispatchPublic",
+    "DispatchStarted",
+    "dispatch",
+    "get_dispatch",
+    "list_dispatches",
+    "preview_dispatch",
+]
+
+log = logging.getLogger(__name__)
+
+_WIRE = ConfigDict(populate_by_name=True)
+
+
+class DispatchPreview(BaseModel):
+    model_config = _WIRE
+
+    audience_count: Annotated[int, Field(alias="audienceCount")]
+    already_notified_count: Annotated[int, Field(alias="alreadyNotifiedCount")]
+    recipient_count: Annotated[int, Field(alias="recipientCount")]
+    notification_recipient_count: Annotated[int, Field(alias="notificationRecipientCount")]
+    email_recipient_count: Annotated[int, Field(alias="emailRecipientCount")]
+    preview_token: Annotated[str, Field(alias="previewToken")]
+    blocked_reason: Annotated[str | None, Field(alias="blockedReason")] = None
+
+
+class DispatchStarted(BaseModel):
+    model_config = _WIRE
+
+    dispatch_id: Annotated[str, Field(alias="dispatchId")]
+    channels: list[DeliveryChannel]
+
+
+class DispatchPublic(BaseModel):
+    model_config = _WIRE
+
+    dispatch_id: Annotated[str, Field(alias="dispatchId")]
+    campaign_id: Annotated[str, Field(alias="campaignId")]
+    campaign_created_at: Annotated[str, Field(alias="campaignCreatedAt")]
+    channel: str
+    status: DispatchStatus
+    pages: int
+    enqueued: int
+    acknowledged: int
+    rejected: int
+    suppressed: int
+    cursor: str | None = None
+    started_at: Annotated[str, Field(alias="startedAt")]
+    last_progress_at: Annotated[str, Field(alias="lastProgressAt")]
+    finished_at: Annotated[str | None, Field(alias="finishedAt")] = None
+    next_page_at: Annotated[str | None, Field(alias="nextPageAt")] = None
+    last_error: Annotated[str | None, Field(alias="lastError")] = None
+
+
+class _Computed(BaseModel):
+    campaign: dict[str, Any]
+    preview: DispatchPreview
+
+
+def _preview_cypher() -> str:
+    return query("dispatch_preview").replace("$$CAMPAIGN_AGE_OK$$", CAMPAIGN_AGE_OK)
+
+
+def blocked_reason(campaign: dict[str, Any], *, now: str) -> str | None:
+    """Why a campaign cannot be sent right now, before looking at recipients (issue order)."""
+    channels = campaign.get("channels") or []
+    if campaign.get("status") != "live":
+        return "not_live"
+    if "notify" not in channels and "email" not in channels:
+        return "notify_disabled"
+    if campaign.get("startsAt") and now < campaign["startsAt"]:
+        return "not_started"
+    if campaign.get("endsAt") and now >= campaign["endsAt"]:
+        return "ended"
+    return None
+
+
+def _compute(tx: Tx, *, campaign_id: str, now: datetime, adult_age: int, max_recipients: int) -> _Computed:
+    # The channel flag is read from the node in a first, cheap query so the recipient query can skip
+    # the audience walk entirely for campaigns without the notify channel.
+    record = tx.run("MATCH (c:Campaign {id: $id}) RETURN c.channels AS channels", id=campaign_id).single()
+    if record is None:
+        raise NotFound(f"campaign '{campaign_id}' not found")
+    row = tx.run(
+        _preview_cypher(),
+        campaignId=campaign_id,
+        notify="notify" in (record["channels"] or []),
+        cap=max_recipients + 1,
+        **policy_params(now.date(), adult_age),
+    ).single()
+    assert row is not None
+    campaign = dict(row["campaign"])
+    ids: list[str] = list(row["notifyIds"])
+    if len(ids) > max_recipients:
+        raise BadRequest(
+            f"more than {max_recipients} eligible recipients; raise CAMPAIGN_PREVIEW_MAX_RECIPIENTS to send"
+        )
+    token = preview_token(
+        campaign_id=campaign["id"],
+        created_at=campaign["createdAt"],
+        revision=int(campaign["revision"]),
+        definition=campaign["definition"],
+        profile_ids=ids,
+    )
+    reason = blocked_reason(campaign, now=format_ts(now))
+    if reason is None and not ids:
+        reason = "no_recipients"
+    preview = DispatchPreview(
+        audience_count=row["audienceCount"],
+        already_notified_count=row["alreadyNotifiedCount"],
+        recipient_count=len(ids),  # distinct across delivery channels: notify only until email lands
+        notification_recipient_count=len(ids),
+        email_recipient_count=0,
+        preview_token=token,
+        blocked_reason=reason,
+    )
+    return _Computed(campaign=campaign, preview=preview)
+
+
+def preview_dispatch(
+    graph: Graph, *, campaign_id: str, now: datetime, adult_age: int, max_recipients: int
+) -> DispatchPreview:
+    computed = graph.read(
+        _compute, campaign_id=campaign_id, now=now, adult_age=adult_age, max_recipients=max_recipients
+    )
+    return computed.preview
+
+
+_SUPERSEDE = """
+MATCH (old:Dispatch {status: 'sending'})-[:DISPATCH_OF]->(:Campaign {id: $campaignId})
+SET old.status = 'stopped', old.lastError = 'superseded', old.finishedAt = $now
+"""
+
+_CREATE = """
+MATCH (c:Campaign {id: $campaignId})
+SET c.revision = c.revision + 1
+CREATE (d:Dispatch {id: $dispatchId, channel: $channel, status: 'sending', cursor: null, pages: 0,
+                    enqueued: 0, acknowledged: 0, rejected: 0, suppressed: 0, startedAt: $now,
+                    lastProgressAt: $now, campaignCreatedAt: c.createdAt})-[:DISPATCH_OF]->(c)
+RETURN c.createdAt AS createdAt
+"""
+
+
+def dispatch(
+    graph: Graph,
+    queue: Queue,
+    *,
+    campaign_id: str,
+    expected_token: str | None,
+    now: datetime,
+    adult_age: int,
+    max_recipients: int,
+) -> DispatchStarted:
+    dispatch_id = f"dsp_{uuid.uuid4().hex}"  # outside the tx function: a driver retry keeps the id
+    stamp = format_ts(now)
+
+    def tx_fn(tx: Tx) -> str:
+        if lock_campaign(tx, campaign_id) is None:
+            raise NotFound(f"campaign '{campaign_id}' not found")
+        computed = _compute(
+            tx, campaign_id=campaign_id, now=now, adult_age=adult_age, max_recipients=max_recipients
+        )
+        preview = computed.preview
+        if expected_token is not None and expected_token != preview.preview_token:
+            raise Conflict("the dispatch preview is stale; preview again and confirm the new token")
+        if preview.blocked_reason is not None:
+            raise BadRequest(f"campaign cannot be dispatched: {preview.blocked_reason}")
+        tx.run(_SUPERSEDE, campaignId=campaign_id, now=stamp).consume()
+        row = tx.run(
+            _CREATE, campaignId=campaign_id, dispatchId=dispatch_id, channel="notify", now=stamp
+        ).single()
+        assert row is not None
+        return str(row["createdAt"])
+
+    created_at = graph.write(tx_fn)
+    # The lock is released and the Dispatch committed: queue I/O may now fail without losing the send.
+    job = PageJob(dispatch_id=dispatch_id, campaign_id=campaign_id, campaign_created_at=created_at)
+    try:
+        queue.send_batch([job_json(job)])
+    except QueueError:
+        log.warning(
+            "dispatch.first_page_enqueue_failed dispatch_id=%s campaign_id=%s", dispatch_id, campaign_id
+        )
+    log.info("dispatch.started dispatch_id=%s campaign_id=%s", dispatch_id, campaign_id)
+    return DispatchStarted(dispatch_id=dispatch_id, channels=["notify"])
+
+
+_GET = """
+MATCH (d:Dispatch {id: $dispatchId})-[:DISPATCH_OF]->(c:Campaign)
+RETURN d {.*, campaignId: c.id} AS dispatch
+"""
+
+_LIST = """
+MATCH (d:Dispatch)-[:DISPATCH_OF]->(c:Campaign {id: $campaignId})
+RETURN d {.*, campaignId: c.id} AS dispatch
+ORDER BY d.startedAt DESC, d.id
+LIMIT 200
+"""
+
+
+def dispatch_from_node(node: dict[str, Any]) -> DispatchPublic:
+    return DispatchPublic.model_validate({**node, "dispatchId": node["id"]})
+
+
+def get_dispatch(graph: Graph, dispatch_id: str) -> DispatchPublic:
+    rows = graph.read(lambda tx: [dict(r["dispatch"]) for r in tx.run(_GET, dispatchId=dispatch_id)])
+    if not rows:
+        raise NotFound(f"dispatch '{dispatch_id}' not found")
+    return dispatch_from_node(rows[0])
+
+
+def list_dispatches(graph: Graph, campaign_id: str) -> list[DispatchPublic]:
+    rows = graph.read(lambda tx: [dict(r["dispatch"]) for r in tx.run(_LIST, campaignId=campaign_id)])
+    return [dispatch_from_node(row) for row in rows]

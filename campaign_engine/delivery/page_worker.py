@@ -1,0 +1,224 @@
+"""The page worker: walk a dispatch's audience one keyset page at a time, enqueueing deliveries.
+
+Order of a page, each step load-bearing (DESIGN.md "Delivery pipeline"):
+
+1. Guard: the Dispatch is ``sending`` at this job's cursor, and the campaign is the same incarnation,
+   live, in window and still has the channel. Otherwise record why (status ``stopped``) and stop.
+2. Read members with ``profileId > cursor`` in order, rechecking eligibility in the same query.
+3. Enqueue one delivery per eligible recipient (deterministic delivery id).
+4. Compare-and-set the cursor from the value read in 1. Enqueue happens *before* the CAS, so a crash
+   re-sends at most one page (duplicate over drop). The loser of a CAS race enqueues no successor and
+   writes no finish, so two chains collapse into one.
+5. Full page -> schedule the next one after the wave delay (SQS delays stop at 900 s; longer gaps are
+   stored as ``nextPageAt`` for the sweeper); short page -> ``completed``.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any, Literal
+
+from campaign_engine.delivery.queue import MAX_DELAY_SECONDS, Queue
+from campaign_engine.domain.dispatch import DeliveryJob, PageJob, delivery_id, job_json
+from campaign_engine.domain.types import Clock, format_ts
+from campaign_engine.graph.cypher import query
+from campaign_engine.graph.graph import Graph, Tx
+from campaign_engine.graph.policy import CAMPAIGN_AGE_OK, policy_params
+
+__all__ = ["PageOutcome", "PageWorker", "guard_reason"]
+
+log = logging.getLogger(__name__)
+
+Outcome = Literal["next", "completed", "stopped", "stale", "lost_race", "waiting"]
+
+
+@dataclass(frozen=True)
+class PageOutcome:
+    outcome: Outcome
+    enqueued: int = 0
+    reason: str | None = None
+
+
+def guard_reason(
+    dispatch: dict[str, Any], campaign: dict[str, Any] | None, job: PageJob, *, now: str
+) -> str | None:
+    """Why this page must not send (``None``: go). Pure, so the rule reads in one place."""
+    if campaign is None or campaign.get("createdAt") != job.campaign_created_at:
+        return "campaign_gone"
+    if dispatch.get("campaignCreatedAt") != job.campaign_created_at:
+        return "campaign_gone"
+    if campaign.get("status") != "live":
+        return "not_live"
+    if job.channel not in (campaign.get("channels") or []):
+        return "channel_removed"
+    if campaign.get("startsAt") and now < campaign["startsAt"]:
+        return "not_started"
+    if campaign.get("endsAt") and now >= campaign["endsAt"]:
+        return "ended"
+    return None
+
+
+_READ_GUARD = """
+OPTIONAL MATCH (d:Dispatch {id: $dispatchId})
+OPTIONAL MATCH (c:Campaign {id: $campaignId})
+RETURN d {.*} AS dispatch, c {.id, .createdAt, .status, .channels, .startsAt, .endsAt} AS campaign
+"""
+
+# Each write locks the Dispatch (SET) *before* reading status and cursor: under read-committed
+# isolation a check made before taking the lock could pass in two transactions at once.
+_STOP = """
+MATCH (d:Dispatch {id: $dispatchId})
+SET d.casLock = coalesce(d.casLock, 0) + 1
+WITH d
+WHERE d.status = 'sending' AND coalesce(d.cursor, '') = $cursor
+SET d.status = 'stopped', d.lastError = $reason, d.finishedAt = $now, d.lastProgressAt = $now
+RETURN d.id AS id
+"""
+
+# The CAS: only the holder of the cursor this page read may move it (and schedule or finish).
+_ADVANCE = """
+MATCH (d:Dispatch {id: $dispatchId})
+SET d.casLock = coalesce(d.casLock, 0) + 1
+WITH d
+WHERE d.status = 'sending' AND coalesce(d.cursor, '') = $expected
+SET d.cursor = $cursor, d.pages = d.pages + 1, d.enqueued = d.enqueued + $enqueued,
+    d.lastProgressAt = $now, d.nextPageAt = $nextPageAt,
+    d.status = CASE WHEN $done THEN 'completed' ELSE d.status END,
+    d.finishedAt = CASE WHEN $done THEN $now ELSE d.finishedAt END
+RETURN d.id AS id
+"""
+
+
+class PageWorker:
+    def __init__(
+        self,
+        *,
+        graph: Graph,
+        delivery_queue: Queue,
+        dispatch_queue: Queue,
+        clock: Clock,
+        page_size: int,
+        delay_seconds: int,
+        adult_age: int,
+    ) -> None:
+        self._graph = graph
+        self._deliveries = delivery_queue
+        self._pages = dispatch_queue
+        self._clock = clock
+        self._page_size = page_size
+        self._delay = delay_seconds
+        self._adult_age = adult_age
+        self._page_query = query("dispatch_page").replace("$$CAMPAIGN_AGE_OK$$", CAMPAIGN_AGE_OK)
+
+    def handle_page(self, job: PageJob) -> PageOutcome:
+        """Process one page job. Raises ``QueueError`` when enqueueing fails: the job must be retried."""
+        now = self._clock()
+        stamp = format_ts(now)
+        expected = job.cursor or ""
+        dispatch, campaign = self._graph.read(self._read_guard, job)
+        if dispatch is None or dispatch.get("status") != "sending":
+            return PageOutcome("stale", reason="not_sending")
+        if (dispatch.get("cursor") or "") != expected:
+            return PageOutcome("stale", reason="cursor_moved")  # a duplicate of a page already done
+        next_page_at = dispatch.get("nextPageAt")
+        if next_page_at and stamp < next_page_at:
+            return PageOutcome("waiting", reason="wave_not_due")
+        reason = guard_reason(dispatch, campaign, job, now=stamp)
+        if reason is not None:
+            self._graph.write(
+                lambda tx: tx.run(
+                    _STOP, dispatchId=job.dispatch_id, cursor=expected, reason=reason, now=stamp
+                ).consume()
+            )
+            log.info("dispatch.stopped dispatch_id=%s reason=%s", job.dispatch_id, reason)
+            return PageOutcome("stopped", reason=reason)
+
+        rows = self._graph.read(self._read_page, job, now=now)
+        bodies = [
+            job_json(
+                DeliveryJob(
+                    delivery_id=delivery_id(
+                        campaign_id=job.campaign_id,
+                        campaign_created_at=job.campaign_created_at,
+                        profile_id=row["profileId"],
+                    ),
+                    dispatch_id=job.dispatch_id,
+                    campaign_id=job.campaign_id,
+                    campaign_created_at=job.campaign_created_at,
+                    profile_id=row["profileId"],
+                )
+            )
+            for row in rows
+            if row["eligible"]
+        ]
+        self._deliveries.send_batch(bodies)  # before the CAS: a crash here re-sends, never skips
+
+        full = len(rows) >= self._page_size
+        cursor = rows[-1]["profileId"] if rows else job.cursor
+        long_gap = full and self._delay > MAX_DELAY_SECONDS
+        next_at = format_ts(now + timedelta(seconds=self._delay)) if long_gap else None
+        won = self._graph.write(
+            self._advance,
+            job,
+            expected=expected,
+            cursor=cursor,
+            enqueued=len(bodies),
+            done=not full,
+            now=stamp,
+            next_page_at=next_at,
+        )
+        if not won:
+            log.info("dispatch.page_lost_race dispatch_id=%s", job.dispatch_id)
+            return PageOutcome("lost_race", enqueued=len(bodies))
+        if not full:
+            log.info("dispatch.completed dispatch_id=%s", job.dispatch_id)
+            return PageOutcome("completed", enqueued=len(bodies))
+        if not long_gap:
+            successor = job.model_copy(update={"cursor": cursor})
+            # If this send fails the cursor is already committed: the sweeper re-arms the dispatch.
+            self._pages.send_batch([job_json(successor)], delay_seconds=self._delay)
+        return PageOutcome("next", enqueued=len(bodies))
+
+    @staticmethod
+    def _read_guard(tx: Tx, job: PageJob) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
+        record = tx.run(_READ_GUARD, dispatchId=job.dispatch_id, campaignId=job.campaign_id).single()
+        assert record is not None
+        dispatch = record["dispatch"]
+        campaign = record["campaign"]
+        return (None if dispatch is None else dict(dispatch), None if campaign is None else dict(campaign))
+
+    def _read_page(self, tx: Tx, job: PageJob, *, now: datetime) -> list[dict[str, Any]]:
+        result = tx.run(
+            self._page_query,
+            campaignId=job.campaign_id,
+            cursor=job.cursor or "",
+            limit=self._page_size,
+            **policy_params(now.date(), self._adult_age),
+        )
+        return [record.data() for record in result]
+
+    @staticmethod
+    def _advance(
+        tx: Tx,
+        job: PageJob,
+        *,
+        expected: str,
+        cursor: str | None,
+        enqueued: int,
+        done: bool,
+        now: str,
+        next_page_at: str | None,
+    ) -> bool:
+        record = tx.run(
+            _ADVANCE,
+            dispatchId=job.dispatch_id,
+            expected=expected,
+            cursor=cursor,
+            enqueued=enqueued,
+            done=done,
+            now=now,
+            nextPageAt=next_page_at,
+        ).single()
+        return record is not None

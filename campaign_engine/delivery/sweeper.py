@@ -1,0 +1,95 @@
+"""The sweeper (every minute): re-arm dispatches whose page job was lost, and start long-delayed waves.
+
+A dispatch is *stuck* when it is still ``sending``, has no wave scheduled in the graph, and neither
+progressed nor was re-armed within the stuck window (the wave delay SQS can hold plus a page budget).
+That covers a first page whose enqueue failed after the dispatch committed, a successor lost after
+its cursor CAS, and messages that expired or dead-lettered. Waves longer than SQS's 900 s delay cap
+are stored as ``nextPageAt`` by the page worker and enqueued here once due.
+
+Re-arming sends a page job at the dispatch's *current* cursor. If the original job was only late, the
+two race and the cursor CAS keeps one chain, so a spurious re-arm is harmless.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any
+
+from campaign_engine.delivery.queue import Queue, QueueError
+from campaign_engine.domain.dispatch import PageJob, job_json
+from campaign_engine.domain.types import format_ts
+from campaign_engine.graph.graph import Graph, Tx
+
+__all__ = ["SweepResult", "stuck_window_seconds", "sweep"]
+
+log = logging.getLogger(__name__)
+
+_BATCH = 500
+
+_DUE = """
+MATCH (d:Dispatch {status: 'sending'})-[:DISPATCH_OF]->(c:Campaign)
+WITH d, c, CASE WHEN d.rearmedAt IS NOT NULL AND d.rearmedAt > d.lastProgressAt
+                THEN d.rearmedAt ELSE d.lastProgressAt END AS lastTouched
+WHERE (d.nextPageAt IS NOT NULL AND d.nextPageAt <= $now)
+   OR (d.nextPageAt IS NULL AND lastTouched < $stuckBefore)
+RETURN d.id AS dispatchId, c.id AS campaignId, d.campaignCreatedAt AS campaignCreatedAt,
+       d.channel AS channel, d.cursor AS cursor, d.nextPageAt IS NOT NULL AS wave
+ORDER BY d.id
+LIMIT $limit
+"""
+
+# Only if nothing moved since the sweep read it: a page that ran meanwhile keeps its own schedule.
+_MARK = """
+MATCH (d:Dispatch {id: $dispatchId})
+SET d.casLock = coalesce(d.casLock, 0) + 1
+WITH d
+WHERE d.status = 'sending' AND coalesce(d.cursor, '') = $cursor
+SET d.rearmedAt = $now, d.nextPageAt = null
+"""
+
+
+@dataclass
+class SweepResult:
+    rearmed: list[str] = field(default_factory=list)
+    waves: list[str] = field(default_factory=list)
+    failed: list[str] = field(default_factory=list)
+
+
+def stuck_window_seconds(*, delay_seconds: int, page_budget_seconds: int) -> int:
+    """How long a ``sending`` dispatch may sit untouched: the queued wave delay plus a page's budget."""
+    return min(delay_seconds, 900) + page_budget_seconds
+
+
+def sweep(graph: Graph, dispatch_queue: Queue, *, now: datetime, stuck_after_seconds: int) -> SweepResult:
+    stamp = format_ts(now)
+    stuck_before = format_ts(now - timedelta(seconds=stuck_after_seconds))
+
+    def read(tx: Tx) -> list[dict[str, Any]]:
+        return [r.data() for r in tx.run(_DUE, now=stamp, stuckBefore=stuck_before, limit=_BATCH)]
+
+    result = SweepResult()
+    for row in graph.read(read):
+        job = PageJob(
+            dispatch_id=row["dispatchId"],
+            campaign_id=row["campaignId"],
+            campaign_created_at=row["campaignCreatedAt"],
+            channel=row["channel"],
+            cursor=row["cursor"],
+        )
+        try:
+            dispatch_queue.send_batch([job_json(job)])
+        except QueueError:
+            log.warning("sweeper.enqueue_failed dispatch_id=%s", job.dispatch_id)
+            result.failed.append(job.dispatch_id)
+            continue
+        # Marked after the enqueue: a crash in between re-arms again next minute (the CAS absorbs it).
+        graph.write(_mark, dispatch_id=job.dispatch_id, cursor=job.cursor or "", now=stamp)
+        (result.waves if row["wave"] else result.rearmed).append(job.dispatch_id)
+        log.info("sweeper.enqueued dispatch_id=%s wave=%s", job.dispatch_id, row["wave"])
+    return result
+
+
+def _mark(tx: Tx, *, dispatch_id: str, cursor: str, now: str) -> None:
+    tx.run(_MARK, dispatchId=dispatch_id, cursor=cursor, now=now).consume()

@@ -1,0 +1,108 @@
+"""Dispatch job messages and the pure identities of a send: delivery ids and preview tokens.
+
+Every job carries ``campaignId`` *and* ``campaignCreatedAt`` so work queued for an older incarnation of
+a campaign id (delete + recreate) is recognised and dropped. Message ``type`` names are wire names and
+stay stable when modules move. Bodies are validated at the edge (``parse_job``) and trusted inside.
+
+The delivery id is a digest over the campaign incarnation and the profile: the same recipient gets the
+same id on every retry *and* on a re-dispatch, so it doubles as the Standard Webhooks ``webhook-id``
+that receivers may deduplicate on.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterable
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+
+__all__ = [
+    "DeliveryChannel",
+    "DeliveryJob",
+    "DispatchStatus",
+    "Job",
+    "PageJob",
+    "delivery_id",
+    "job_json",
+    "parse_job",
+    "preview_token",
+]
+
+DeliveryChannel = Literal["notify"]
+"""Channels that a Dispatch walks; ``email`` joins when the email page worker lands."""
+
+DispatchStatus = Literal["sending", "completed", "stopped", "failed"]
+
+_Id = Annotated[str, Field(min_length=1, max_length=200)]
+
+
+class _Message(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+
+
+class PageJob(_Message):
+    """Read the page of members after ``cursor`` (None = from the beginning) and enqueue deliveries."""
+
+    type: Literal["page"] = "page"
+    dispatch_id: Annotated[_Id, Field(alias="dispatchId")]
+    campaign_id: Annotated[_Id, Field(alias="campaignId")]
+    campaign_created_at: Annotated[str, Field(alias="campaignCreatedAt")]
+    channel: DeliveryChannel = "notify"
+    cursor: Annotated[str | None, Field(max_length=200)] = None
+
+
+class DeliveryJob(_Message):
+    """POST one announcement to one profile. ``campaignTestId`` marks an admin's send-to-me test."""
+
+    type: Literal["notify"] = "notify"
+    delivery_id: Annotated[_Id, Field(alias="deliveryId")]
+    dispatch_id: Annotated[_Id | None, Field(alias="dispatchId")] = None
+    campaign_id: Annotated[_Id, Field(alias="campaignId")]
+    campaign_created_at: Annotated[str, Field(alias="campaignCreatedAt")]
+    profile_id: Annotated[_Id, Field(alias="profileId")]
+    campaign_test_id: Annotated[_Id | None, Field(alias="campaignTestId")] = None
+
+
+Job = Annotated[PageJob | DeliveryJob, Field(discriminator="type")]
+_JOB: TypeAdapter[PageJob | DeliveryJob] = TypeAdapter(Job)
+
+
+def parse_job(body: str) -> PageJob | DeliveryJob:
+    """Validate a queue body; raises ``pydantic.ValidationError`` on anything else."""
+    return _JOB.validate_json(body)
+
+
+def job_json(job: PageJob | DeliveryJob) -> str:
+    return job.model_dump_json(by_alias=True, exclude_none=True)
+
+
+def delivery_id(
+    *, campaign_id: str, campaign_created_at: str, profile_id: str, test_id: str | None = None
+) -> str:
+    """Stable per (campaign incarnation, profile[, test]): retries and re-dispatches reuse it."""
+    parts = [campaign_id, campaign_created_at, profile_id] + ([test_id] if test_id else [])
+    digest = hashlib.sha256("\x1f".join(parts).encode()).hexdigest()
+    return f"dlv_{digest[:40]}"
+
+
+def preview_token(
+    *, campaign_id: str, created_at: str, revision: int, definition: str, profile_ids: Iterable[str]
+) -> str:
+    """Digest of what a dispatch would send; any change to the definition, revision or set differs.
+
+    ``profile_ids`` must be sorted by the caller (the query returns them ordered); they never leave
+    the server, only this digest does.
+    """
+    hasher = hashlib.sha256()
+    head = {
+        "campaignId": campaign_id,
+        "createdAt": created_at,
+        "revision": revision,
+        "definition": definition,
+    }
+    hasher.update(json.dumps(head, sort_keys=True, separators=(",", ":")).encode())
+    for profile_id in profile_ids:
+        hasher.update(b"\x1e" + profile_id.encode())
+    return f"pvw_{hasher.hexdigest()}"

@@ -1,0 +1,169 @@
+"""Notification worker rules with real Neo4j, a real local queue and real loopback receivers."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from campaign_engine.campaigns import definitions
+from campaign_engine.campaigns.dispatch import dispatch, get_dispatch
+from campaign_engine.config import Settings
+from campaign_engine.delivery.safe_transport import make_webhook_client
+from campaign_engine.delivery.wiring import Queues, build_notification_worker, build_page_worker
+from campaign_engine.domain.dispatch import DeliveryJob, delivery_id, job_json
+from campaign_engine.graph.graph import Graph
+from tests.support.delivery import (
+    NOW,
+    ScriptedReceiver,
+    StepClock,
+    ThreadServer,
+    add_members,
+    delivery_settings,
+    local_queues,
+    make_campaign,
+    notified,
+)
+
+
+def _page(settings: Settings, graph: Graph, queues: Queues) -> str:
+    started = dispatch(
+        graph,
+        queues.dispatch,
+        campaign_id="c1",
+        expected_token=None,
+        now=NOW,
+        adult_age=18,
+        max_recipients=100,
+    )
+    worker = build_page_worker(settings, graph, queues, clock=StepClock())
+    for message in queues.dispatch.receive(max_messages=10):
+        from campaign_engine.domain.dispatch import parse_job
+
+        job = parse_job(message.body)
+        worker.handle_page(job)  # type: ignore[arg-type]
+        queues.dispatch.delete(message.receipt)
+    return started.dispatch_id
+
+
+def test_only_a_positive_acknowledgement_sets_notified(
+    base_settings: Settings, graph: Graph, tmp_path: Path
+) -> None:
+    receiver = ScriptedReceiver(
+        [
+            (204, b"", None),
+            (200, b"true", "text/plain"),
+            (200, b'{"status":"ok"}', "application/json"),
+            (500, b'{"sent":true}', "application/json"),
+            3.0,
+            (200, b'{"data":{"sent":true}}', "application/json"),
+        ]
+    )
+    settings = delivery_settings(base_settings, campaign_webhook_timeout_seconds=0.5)
+    queues = local_queues(tmp_path / "q.sqlite3", max_receives=10)
+    make_campaign(graph, "c1", channels=["notify", "inApp"])
+    with ThreadServer(receiver.app()) as server:
+        add_members(graph, "c1", ["p1"], webhook=f"{server.url}/hook")
+        dispatch_id = _page(settings, graph, queues)
+        worker = build_notification_worker(settings, graph, clock=StepClock())
+        for attempt in range(5):  # 204, text, {"status":"ok"}, 500, timeout: all uncertain
+            batch = queues.delivery.receive(max_messages=10)
+            assert batch, (attempt, receiver.received, queues.delivery.depth())
+            result = worker.handle_batch(batch)
+            assert [m.message_id for m in result.retry] == [batch[0].message_id], attempt
+            queues.delivery.change_visibility(batch[0].receipt, timeout_seconds=0)  # as the runner's back-off
+            assert notified(graph, "c1") == []
+        result = worker.handle_batch(queues.delivery.receive(max_messages=10))
+        assert len(result.done) == 1 and notified(graph, "c1") == ["p1"]
+        worker.close()
+    ids = {r["headers"]["webhook-id"] for r in receiver.received}
+    assert ids == {
+        delivery_id(
+            campaign_id="c1",
+            campaign_created_at=json.loads(receiver.received[0]["body"])["metadata"]["campaignCreatedAt"],
+            profile_id="p1",
+        )
+    }  # stable across retries
+    assert json.loads(receiver.received[-1]["body"])["metadata"]["campaignHasInApp"] is True
+    assert get_dispatch(graph, dispatch_id).acknowledged == 1
+
+
+def test_negative_answer_is_rejected_not_retried(
+    base_settings: Settings, graph: Graph, tmp_path: Path
+) -> None:
+    receiver = ScriptedReceiver([(400, b'{"sent":false}', "application/json")])
+    settings = delivery_settings(base_settings)
+    queues = local_queues(tmp_path / "q.sqlite3")
+    make_campaign(graph, "c1")
+    with ThreadServer(receiver.app()) as server:
+        add_members(graph, "c1", ["p1"], webhook=f"{server.url}/hook")
+        dispatch_id = _page(settings, graph, queues)
+        worker = build_notification_worker(settings, graph, clock=StepClock())
+        result = worker.handle_batch(queues.delivery.receive(max_messages=10))
+        worker.close()
+    assert len(result.done) == 1 and result.retry == []
+    assert notified(graph, "c1") == []
+    assert get_dispatch(graph, dispatch_id).rejected == 1
+
+
+def test_blocked_egress_never_notifies(base_settings: Settings, graph: Graph, tmp_path: Path) -> None:
+    receiver = ScriptedReceiver([(200, b'{"sent":true}', "application/json")])
+    settings = delivery_settings(base_settings, campaign_allow_private_webhooks=False)
+    queues = local_queues(tmp_path / "q.sqlite3")
+    make_campaign(graph, "c1")
+    with ThreadServer(receiver.app()) as server:
+        add_members(graph, "c1", ["p1"], webhook=f"{server.url}/hook")
+        dispatch_id = _page(settings, graph, queues)
+        client = make_webhook_client(allow_private=False, timeout=1.0)
+        worker = build_notification_worker(settings, graph, client=client, clock=StepClock())
+        result = worker.handle_batch(queues.delivery.receive(max_messages=10))
+        worker.close()
+    assert result.verdicts and set(result.verdicts.values()) == {"blocked"}
+    assert receiver.received == [] and notified(graph, "c1") == []
+    assert get_dispatch(graph, dispatch_id).rejected == 1
+
+
+def test_pause_stops_unsent_deliveries(base_settings: Settings, graph: Graph, tmp_path: Path) -> None:
+    receiver = ScriptedReceiver([(200, b'{"sent":true}', "application/json")])
+    settings = delivery_settings(base_settings)
+    queues = local_queues(tmp_path / "q.sqlite3")
+    make_campaign(graph, "c1")
+    with ThreadServer(receiver.app()) as server:
+        add_members(graph, "c1", ["p1", "p2"], webhook=f"{server.url}/hook")
+        dispatch_id = _page(settings, graph, queues)
+        definitions.set_status(graph, campaign_id="c1", status="paused", now=NOW)
+        worker = build_notification_worker(settings, graph, clock=StepClock())
+        result = worker.handle_batch(queues.delivery.receive(max_messages=10))
+        worker.close()
+    assert len(result.done) == 2 and receiver.received == []
+    assert get_dispatch(graph, dispatch_id).suppressed == 2
+
+
+def test_self_test_delivery_never_sets_notified(
+    base_settings: Settings, graph: Graph, tmp_path: Path
+) -> None:
+    receiver = ScriptedReceiver([(200, b'{"sent":true}', "application/json")])
+    settings = delivery_settings(base_settings)
+    queues = local_queues(tmp_path / "q.sqlite3")
+    created_at = make_campaign(graph, "c1", channels=["notify", "inApp"], status="draft")
+    with ThreadServer(receiver.app()) as server:
+        add_members(graph, "admin-1", [], webhook=None)
+        graph.run(
+            "MERGE (p:Profile {profileId: 'admin-1'}) SET p.notificationsWebhook = $u", u=f"{server.url}/hook"
+        )
+        job = DeliveryJob(
+            delivery_id=delivery_id(
+                campaign_id="c1", campaign_created_at=created_at, profile_id="admin-1", test_id="t1"
+            ),
+            campaign_id="c1",
+            campaign_created_at=created_at,
+            profile_id="admin-1",
+            campaign_test_id="t1",
+        )
+        queues.delivery.send_batch([job_json(job)])
+        worker = build_notification_worker(settings, graph, clock=StepClock())
+        result = worker.handle_batch(queues.delivery.receive(max_messages=10))
+        worker.close()
+    assert set(result.verdicts.values()) == {"positive"}
+    metadata = json.loads(receiver.received[0]["body"])["metadata"]
+    assert metadata["campaignTestId"] == "t1" and metadata["campaignHasInApp"] is False
+    assert notified(graph, "c1") == []

@@ -1,0 +1,201 @@
+"""Page worker rules against real Neo4j and the real local queue: each test fails without its rule."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+
+from campaign_engine.campaigns import definitions
+from campaign_engine.campaigns.dispatch import dispatch, get_dispatch
+from campaign_engine.config import Settings
+from campaign_engine.delivery.queue import Queue, QueueError, ReceivedMessage
+from campaign_engine.delivery.sweeper import sweep
+from campaign_engine.delivery.wiring import Queues, build_page_worker
+from campaign_engine.domain.dispatch import PageJob, parse_job
+from campaign_engine.graph.cypher import query
+from campaign_engine.graph.graph import Graph
+from campaign_engine.graph.policy import CAMPAIGN_AGE_OK
+from tests.support.delivery import NOW, StepClock, add_members, delivery_settings, local_queues, make_campaign
+
+
+class FlakyQueue:
+    """A real queue whose sends can be made to fail (the port's failure mode, nothing else faked)."""
+
+    def __init__(self, inner: Queue) -> None:
+        self.inner = inner
+        self.fail = False
+
+    def send_batch(self, bodies: Sequence[str], *, delay_seconds: int = 0) -> None:
+        if self.fail:
+            raise QueueError("send refused")
+        self.inner.send_batch(bodies, delay_seconds=delay_seconds)
+
+    def receive(self, *, max_messages: int = 10, wait_seconds: float = 0.0) -> list[ReceivedMessage]:
+        return self.inner.receive(max_messages=max_messages, wait_seconds=wait_seconds)
+
+    def delete(self, receipt: str) -> None:
+        self.inner.delete(receipt)
+
+    def change_visibility(self, receipt: str, *, timeout_seconds: int) -> None:
+        self.inner.change_visibility(receipt, timeout_seconds=timeout_seconds)
+
+
+def _jobs(queue: Queue) -> list[PageJob]:
+    out = []
+    for message in queue.receive(max_messages=10):
+        job = parse_job(message.body)
+        assert isinstance(job, PageJob)
+        out.append(job)
+    return out
+
+
+def _delivery_profiles(queue: Queue) -> list[str]:
+    found: list[str] = []
+    while batch := queue.receive(max_messages=10):
+        found += [parse_job(m.body).profile_id for m in batch]  # type: ignore[union-attr]
+        for m in batch:
+            queue.delete(m.receipt)
+    return sorted(found)
+
+
+def _start(graph: Graph, queues: Queues, members: list[str]) -> PageJob:
+    make_campaign(graph, "c1")
+    add_members(graph, "c1", members, webhook="http://127.0.0.1:9/hook")
+    dispatch(
+        graph,
+        queues.dispatch,
+        campaign_id="c1",
+        expected_token=None,
+        now=NOW,
+        adult_age=18,
+        max_recipients=100,
+    )
+    (job,) = _jobs(queues.dispatch)
+    return job
+
+
+@pytest.fixture
+def queues(tmp_path: Path) -> Queues:
+    return local_queues(tmp_path / "q.sqlite3")
+
+
+def test_cursor_commits_only_after_enqueue(base_settings: Settings, graph: Graph, queues: Queues) -> None:
+    job = _start(graph, queues, ["p1", "p2", "p3"])
+    flaky = FlakyQueue(queues.delivery)
+    settings = delivery_settings(base_settings, campaign_dispatch_page_size=2)
+    worker = build_page_worker(
+        settings, graph, Queues(dispatch=queues.dispatch, delivery=flaky), clock=StepClock()
+    )
+    flaky.fail = True
+    with pytest.raises(QueueError):
+        worker.handle_page(job)
+    assert get_dispatch(graph, job.dispatch_id).cursor is None  # nothing skipped
+    flaky.fail = False
+    assert worker.handle_page(job).outcome == "next"  # the redelivered job redoes the page
+    assert get_dispatch(graph, job.dispatch_id).cursor == "p2"
+    assert _delivery_profiles(queues.delivery) == ["p1", "p2"]
+
+
+def test_two_chains_collapse_to_one(base_settings: Settings, graph: Graph, queues: Queues) -> None:
+    job = _start(graph, queues, [f"p{i}" for i in range(6)])
+    worker = build_page_worker(
+        delivery_settings(base_settings, campaign_dispatch_page_size=2), graph, queues, clock=StepClock()
+    )
+    outcomes: list[str] = []
+    barrier = threading.Barrier(4)
+
+    def run() -> None:
+        barrier.wait()
+        outcomes.append(worker.handle_page(job).outcome)
+
+    threads = [threading.Thread(target=run) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert outcomes.count("next") == 1, outcomes
+    assert len(_jobs(queues.dispatch)) == 1  # losers enqueue no successor
+    assert get_dispatch(graph, job.dispatch_id).pages == 1
+
+
+def test_pause_stops_the_walk_with_a_reason(base_settings: Settings, graph: Graph, queues: Queues) -> None:
+    job = _start(graph, queues, ["p1", "p2"])
+    definitions.set_status(graph, campaign_id="c1", status="paused", now=NOW)
+    worker = build_page_worker(delivery_settings(base_settings), graph, queues, clock=StepClock())
+    assert worker.handle_page(job).outcome == "stopped"
+    progress = get_dispatch(graph, job.dispatch_id)
+    assert (progress.status, progress.last_error) == ("stopped", "not_live")
+    assert _delivery_profiles(queues.delivery) == []
+
+
+def test_jobs_of_a_deleted_and_recreated_campaign_do_nothing(
+    base_settings: Settings, graph: Graph, queues: Queues
+) -> None:
+    job = _start(graph, queues, ["p1", "p2"])
+    definitions.delete_campaign(graph, campaign_id="c1")
+    make_campaign(graph, "c1", now=NOW + timedelta(seconds=5))
+    add_members(graph, "c1", ["p1", "p2"])
+    worker = build_page_worker(delivery_settings(base_settings), graph, queues, clock=StepClock())
+    assert worker.handle_page(job).outcome == "stale"
+    # Even a forged job for a live dispatch id must match the incarnation.
+    assert _delivery_profiles(queues.delivery) == []
+
+
+def test_waves_use_the_configured_delay(base_settings: Settings, graph: Graph, queues: Queues) -> None:
+    job = _start(graph, queues, ["p1", "p2", "p3"])
+    worker = build_page_worker(
+        delivery_settings(base_settings, campaign_dispatch_page_size=2, campaign_dispatch_delay_seconds=60),
+        graph,
+        queues,
+        clock=StepClock(),
+    )
+    assert worker.handle_page(job).outcome == "next"
+    assert _jobs(queues.dispatch) == []  # the next wave is delayed 60 s on the queue, not visible yet
+
+
+def test_gaps_beyond_the_sqs_cap_wait_in_the_graph_for_the_sweeper(
+    base_settings: Settings, graph: Graph, queues: Queues
+) -> None:
+    job = _start(graph, queues, ["p1", "p2", "p3"])
+    clock = StepClock()
+    settings = delivery_settings(
+        base_settings, campaign_dispatch_page_size=2, campaign_dispatch_delay_seconds=3600
+    )
+    worker = build_page_worker(settings, graph, queues, clock=clock)
+    assert worker.handle_page(job).outcome == "next"
+    assert get_dispatch(graph, job.dispatch_id).next_page_at == "2026-03-01T13:00:00.000000Z"
+    assert (
+        sweep(graph, queues.dispatch, now=NOW + timedelta(minutes=59), stuck_after_seconds=4000).waves == []
+    )
+    due = sweep(graph, queues.dispatch, now=NOW + timedelta(minutes=61), stuck_after_seconds=4000)
+    assert due.waves == [job.dispatch_id]
+    (successor,) = _jobs(queues.dispatch)
+    clock.now = NOW + timedelta(minutes=61)
+    assert successor.cursor == "p2" and worker.handle_page(successor).outcome == "completed"
+    assert get_dispatch(graph, job.dispatch_id).status == "completed"
+
+
+def test_page_query_is_an_ordered_index_seek(graph: Graph) -> None:
+    text = query("dispatch_page").replace("$$CAMPAIGN_AGE_OK$$", CAMPAIGN_AGE_OK)
+    with graph.driver.session(database=graph.database) as session:
+        plan = (
+            session.run(
+                "EXPLAIN " + text, campaignId="c", cursor="", limit=10, adultDob="2000-01-01", dobPattern=".*"
+            )
+            .consume()
+            .plan
+        )
+    operators: list[str] = []
+
+    def walk(node: dict[str, object]) -> None:
+        operators.append(str(node["operatorType"]))
+        for child in node.get("children", []):  # type: ignore[attr-defined]
+            walk(child)
+
+    walk(plan)  # type: ignore[arg-type]
+    assert any("IndexSeekByRange" in op for op in operators), operators
+    assert not any(op.startswith("Sort") for op in operators), operators

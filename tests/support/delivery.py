@@ -1,0 +1,196 @@
+"""Helpers for the delivery tests: campaigns and members in the real graph, loopback receivers.
+
+Receivers are real uvicorn servers on 127.0.0.1 in a thread (the reference inbox, or a scripted
+receiver whose answers a test lists), so every POST crosses a real socket through the safe transport.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import httpx
+import uvicorn
+from fastapi import FastAPI, Request
+from fastapi.responses import Response
+from pydantic import SecretStr
+
+from campaign_engine.campaigns import definitions
+from campaign_engine.config import Settings
+from campaign_engine.delivery.local_queue import LocalQueue
+from campaign_engine.delivery.wiring import Queues
+from campaign_engine.domain.campaign import CampaignCreate
+from campaign_engine.graph.graph import Graph
+from campaign_engine.inbox.app import create_inbox_app
+from tests.conftest import free_port
+
+WEBHOOK_SECRET = "test-webhook-secret-0123456789"
+NOW = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
+
+
+class StepClock:
+    def __init__(self, start: datetime = NOW) -> None:
+        self.now = start
+
+    def __call__(self) -> datetime:
+        return self.now
+
+
+def delivery_settings(base: Settings, **overrides: Any) -> Settings:
+    values: dict[str, Any] = {
+        "notifications_webhook_secret": SecretStr(WEBHOOK_SECRET),
+        "campaign_allow_private_webhooks": True,
+        "campaign_dispatch_delay_seconds": 0,
+        "campaign_dispatch_page_size": 1000,
+        "campaign_delivery_retry_seconds": 0,
+        "campaign_webhook_timeout_seconds": 2.0,
+        "campaign_webhook_concurrency": 8,
+    }
+    values.update(overrides)
+    return base.model_copy(update=values)
+
+
+def make_campaign(
+    graph: Graph,
+    campaign_id: str = "c1",
+    *,
+    channels: list[str] | None = None,
+    status: str = "live",
+    now: datetime = NOW,
+    **extra: Any,
+) -> str:
+    """Create a campaign (live by default); returns its createdAt."""
+    channels = channels or ["notify"]
+    data: dict[str, Any] = {"id": campaign_id, "name": "Hello", "channels": channels, **extra}
+    if "notify" in channels:
+        data.setdefault("notification", {"title": "Big news", "body": "Something happened"})
+    if "inApp" in channels:
+        data.setdefault("message", {"title": "In app"})
+    created = definitions.create_campaign(
+        graph, data=CampaignCreate.model_validate(data), tenant_id="t", now=now
+    )
+    if status != "draft":
+        definitions.set_status(graph, campaign_id=campaign_id, status="live", now=now)
+    if status in ("paused", "archived"):
+        definitions.set_status(graph, campaign_id=campaign_id, status=status, now=now)  # type: ignore[arg-type]
+    return created.created_at
+
+
+def add_members(
+    graph: Graph, campaign_id: str, profile_ids: list[str], *, webhook: str | None = None, **props: Any
+) -> None:
+    graph.run(
+        """
+        UNWIND $ids AS id
+        MERGE (p:Profile {profileId: id})
+          ON CREATE SET p.announcementPushOptOut = false, p.announcementEmailOptOut = false
+        SET p.notificationsWebhook = $webhook, p += $props
+        WITH p
+        MATCH (c:Campaign {id: $campaignId})
+        MERGE (p)-[:IN_CAMPAIGN_AUDIENCE {addedAt: '2026-01-01T00:00:00.000000Z', source: 'test',
+                                          selfEnrolled: false}]->(c)
+        """,
+        ids=profile_ids,
+        webhook=webhook,
+        props=props,
+        campaignId=campaign_id,
+    )
+
+
+def notified(graph: Graph, campaign_id: str) -> list[str]:
+    rows = graph.run(
+        "MATCH (p:Profile)-[s:CAMPAIGN_STATE]->(:Campaign {id: $id}) WHERE s.notifiedAt IS NOT NULL "
+        "RETURN p.profileId AS id ORDER BY id",
+        id=campaign_id,
+    )
+    return [row["id"] for row in rows]
+
+
+def local_queues(path: Path, *, visibility: int = 30, max_receives: int = 5) -> Queues:
+    return Queues(
+        dispatch=LocalQueue(path, "dispatch", visibility_timeout=visibility, max_receives=max_receives),
+        delivery=LocalQueue(path, "delivery", visibility_timeout=visibility, max_receives=max_receives),
+    )
+
+
+class ThreadServer:
+    def __init__(self, app: FastAPI) -> None:
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self._server = uvicorn.Server(
+            uvicorn.Config(app, host="127.0.0.1", port=self.port, log_level="warning")
+        )
+        self._thread = threading.Thread(target=self._server.run, daemon=True)
+
+    def __enter__(self) -> ThreadServer:
+        self._thread.start()
+        deadline = time.monotonic() + 10
+        while not self._server.started:
+            if time.monotonic() > deadline:
+                raise RuntimeError("server did not start")
+            time.sleep(0.01)
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self._server.should_exit = True
+        self._thread.join(timeout=10)
+
+
+@contextmanager
+def inbox_server(tmp_path: Path) -> Iterator[ThreadServer]:
+    with ThreadServer(create_inbox_app(db_path=tmp_path / "inbox.sqlite3", secret=WEBHOOK_SECRET)) as server:
+        yield server
+
+
+def inbox_records(server_url: str, profile_id: str) -> list[dict[str, Any]]:
+    answer = httpx.get(f"{server_url}/api/notifications", params={"profileId": profile_id}, timeout=5)
+    answer.raise_for_status()
+    return list(answer.json()["notifications"])
+
+
+@dataclass
+class ScriptedReceiver:
+    """Answers POSTs from a script of (status, body, content type); the last entry repeats."""
+
+    script: list[tuple[int, bytes, str | None] | float]
+    received: list[dict[str, Any]] = field(default_factory=list)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def app(self) -> FastAPI:
+        app = FastAPI()
+
+        @app.post("/hook")
+        async def hook(request: Request) -> Response:
+            body = await request.body()
+            with self.lock:
+                self.received.append({"headers": dict(request.headers), "body": body})
+                step = self.script[min(len(self.received), len(self.script)) - 1]
+            if isinstance(step, float):  # a hang longer than the worker's timeout
+                import asyncio
+
+                await asyncio.sleep(step)
+                return Response(b'{"sent": true}', media_type="application/json")
+            status, content, media = step
+            return Response(content, status_code=status, media_type=media)
+
+        return app
+
+
+def drain(handle: Callable[[Any, list[Any]], None], queues: Queues, *, rounds: int = 200) -> None:
+    """Process both queues until neither has a visible message."""
+    for _ in range(rounds):
+        busy = False
+        for queue in (queues.dispatch, queues.delivery):
+            messages = queue.receive(max_messages=10)
+            if messages:
+                busy = True
+                handle(queue, messages)
+        if not busy:
+            return
+    raise AssertionError("queues did not drain")
