@@ -41,16 +41,22 @@ def _serve(args: argparse.Namespace) -> int:
 
 
 def _worker(args: argparse.Namespace) -> int:
-    from campaign_engine.delivery.runner import run_worker
+    from campaign_engine.delivery.wiring import run_worker
 
     run_worker(load_settings())
     return 0
 
 
 def _sweep(args: argparse.Namespace) -> int:
-    from campaign_engine.delivery.runner import run_sweep
+    from campaign_engine.delivery.wiring import build_dispatch_queue, run_sweep
+    from campaign_engine.graph.graph import open_graph
 
-    run_sweep(load_settings())
+    settings = load_settings()
+    graph = open_graph(settings)
+    try:
+        print(run_sweep(settings, graph, build_dispatch_queue(settings)))
+    finally:
+        graph.close()
     return 0
 
 

@@ -67,8 +67,9 @@ def neo4j_uri(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 
 
 @pytest.fixture(scope="session")
-def base_settings(neo4j_uri: str) -> Settings:
+def base_settings(neo4j_uri: str, tmp_path_factory: pytest.TempPathFactory) -> Settings:
     return Settings(
+        campaign_local_queue_path=str(tmp_path_factory.mktemp("queue") / "queue.sqlite3"),
         neo4j_uri=neo4j_uri,
         neo4j_user=os.environ.get("NEO4J_USER", "neo4j"),
         neo4j_password=os.environ.get("NEO4J_PASSWORD", ""),

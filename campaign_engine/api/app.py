@@ -9,24 +9,30 @@ from __future__ import annotations
 
 import importlib
 import pkgutil
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
 
 from fastapi import FastAPI
 from fastapi.responses import JSONResponse
 from starlette.requests import Request
-from starlette.responses import Response
+from starlette.routing import Route
+from starlette.types import Receive, Scope, Send
 
 from campaign_engine.api import routers
 from campaign_engine.api.auth import TokenVerifier
 from campaign_engine.api.context import RateLimiter, Services
 from campaign_engine.api.openapi import build_openapi
 from campaign_engine.api.trpc import ProcedureRouter, TrpcEndpoint
-from campaign_engine.config import Settings
+from campaign_engine.campaigns.rate_limit import GraphRateLimiter
+from campaign_engine.campaigns.self_test import ChannelTester
+from campaign_engine.config import ConfigError, Settings
+from campaign_engine.delivery.queue import Queue
+from campaign_engine.delivery.wiring import build_dispatch_queue
 from campaign_engine.domain.types import Clock, system_clock
 from campaign_engine.graph.graph import Graph, open_graph
 from campaign_engine.graph.schema import apply_schema, schema_applied
+from campaign_engine.unsubscribe.routes import unsubscribe_router
 
 __all__ = ["ROUTERS", "create_app"]
 
@@ -45,13 +51,25 @@ def _discover_routers() -> Sequence[ProcedureRouter]:
 ROUTERS: Sequence[ProcedureRouter] = _discover_routers()
 
 
+class _TrpcApp:
+    """ASGI adapter for the tRPC endpoint, so its route accepts any HTTP method."""
+
+    def __init__(self, endpoint: TrpcEndpoint) -> None:
+        self.endpoint = endpoint
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        response = await self.endpoint(Request(scope, receive))
+        await response(scope, receive, send)
+
+
 def create_app(
     settings: Settings,
     *,
     graph: Graph | None = None,
     clock: Clock = system_clock,
     rate_limiter: RateLimiter | None = None,
-    extras: dict[str, object] | None = None,
+    dispatch_queue: Queue | None = None,
+    self_test_testers: Mapping[str, ChannelTester] | None = None,
 ) -> FastAPI:
     settings.require_api()
     owns_graph = graph is None
@@ -61,8 +79,14 @@ def create_app(
         graph=the_graph,
         clock=clock,
         verifier=TokenVerifier(settings),
-        rate_limiter=rate_limiter,
-        extras=dict(extras or {}),
+        # Shared across API processes through the graph; tests may inject their own limiter.
+        rate_limiter=rate_limiter
+        if rate_limiter is not None
+        else GraphRateLimiter(
+            the_graph, limit_per_minute=settings.campaign_user_rate_limit_per_minute, clock=clock
+        ),
+        dispatch_queue=dispatch_queue if dispatch_queue is not None else build_dispatch_queue(settings),
+        self_test_testers=dict(self_test_testers or {}),
     )
 
     @asynccontextmanager
@@ -76,22 +100,24 @@ def create_app(
     app.state.services = services
     endpoint = TrpcEndpoint(services, ROUTERS)
 
-    async def trpc(request: Request) -> Response:
-        return await endpoint(request)
-
-    # A plain Starlette route: FastAPI's own 404/405/422 bodies never appear under /trpc.
-    app.add_route(
-        "/trpc/{path:path}",
-        trpc,
-        methods=["GET", "POST", "HEAD", "PUT", "PATCH", "DELETE", "OPTIONS"],
-        include_in_schema=False,
-    )
+    # Plain Starlette routes to an ASGI app, which match every method: FastAPI's own 404/405/422
+    # bodies and slash redirects never appear under /trpc, the endpoint answers them all as envelopes.
+    trpc = _TrpcApp(endpoint)
+    app.router.routes.append(Route("/trpc/{path:path}", trpc, include_in_schema=False))
+    app.router.routes.append(Route("/trpc", trpc, include_in_schema=False))
     document = build_openapi(endpoint.procedures.values(), title=app.title, version=app.version)
 
     def openapi() -> dict[str, Any]:
         return document
 
     app.openapi = openapi  # type: ignore[method-assign]
+
+    try:  # the anonymous unsubscribe pages exist only where their token secret is configured
+        settings.require_unsubscribe()
+    except ConfigError:
+        pass
+    else:
+        app.include_router(unsubscribe_router(graph=the_graph, settings=settings, clock=clock))
 
     @app.get("/healthz", include_in_schema=False)
     def healthz() -> dict[str, str]:
@@ -100,6 +126,9 @@ def create_app(
     @app.get("/readyz", include_in_schema=False)
     def readyz() -> JSONResponse:
         try:
+            # Fails at once when the graph is unreachable; schema_applied alone would sit in the
+            # driver's transaction retries for ~30 s, longer than any readiness probe waits.
+            the_graph.driver.verify_connectivity()
             ready = schema_applied(the_graph)
         except Exception:  # any failure to answer means "not ready", never a 500 page
             ready = False

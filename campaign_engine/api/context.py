@@ -1,16 +1,19 @@
 """What a procedure handler receives: the services of this process and the resolved caller.
 
 ``Services`` is built once per process by ``create_app`` (the composition root of the API edge) and
-carries the adapters; tests build it with their own clock or queue instead of patching modules.
+carries the adapters; tests build it with their own clock, queue or testers instead of patching.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Protocol
 
 from campaign_engine.api.auth import Caller, TokenVerifier
+from campaign_engine.campaigns.self_test import ChannelTester
 from campaign_engine.config import Settings
+from campaign_engine.delivery.queue import Queue
 from campaign_engine.domain.errors import Forbidden, Unauthorized
 from campaign_engine.domain.types import Clock
 from campaign_engine.graph.graph import Graph
@@ -30,7 +33,8 @@ class Services:
     clock: Clock
     verifier: TokenVerifier
     rate_limiter: RateLimiter | None = None
-    extras: dict[str, object] = field(default_factory=dict)
+    dispatch_queue: Queue | None = None  # page jobs; the API enqueues the first page of a dispatch
+    self_test_testers: Mapping[str, ChannelTester] = field(default_factory=dict)  # notify, email
 
 
 @dataclass(frozen=True)

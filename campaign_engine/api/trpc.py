@@ -24,9 +24,9 @@ from starlette.responses import JSONResponse, Response
 
 from campaign_engine.api.context import Context, Services
 from campaign_engine.api.errors import envelope_for, error_envelope
-from campaign_engine.domain.errors import BadRequest, CampaignError, NotFound, TrpcCode
+from campaign_engine.domain.errors import BadRequest, CampaignError, NotFound, TrpcCode, bad_request_from
 
-__all__ = ["Procedure", "ProcedureRouter", "TrpcEndpoint", "validation_issues"]
+__all__ = ["Procedure", "ProcedureRouter", "TrpcEndpoint"]
 
 log = logging.getLogger(__name__)
 
@@ -84,13 +84,6 @@ class ProcedureRouter:
             return handler
 
         return decorate
-
-
-def validation_issues(exc: ValidationError) -> list[dict[str, Any]]:
-    return [
-        {"path": list(err["loc"]), "message": err["msg"], "code": err["type"]}
-        for err in exc.errors(include_url=False, include_input=False, include_context=False)
-    ]
 
 
 class _RequestError(Exception):
@@ -186,14 +179,11 @@ class TrpcEndpoint:
         try:
             procedure = self._lookup(method, path)
             output = await run_in_threadpool(self._run, procedure, ctx, raw)
-        except ValidationError as exc:
-            # The input, or a use case validating what the caller asked for (e.g. a merged patch).
-            return error_envelope("BAD_REQUEST", "Invalid input", path=path, issues=validation_issues(exc))
         except _RequestError as exc:
             return error_envelope(exc.code, exc.message, path=path)
         except CampaignError as exc:
             return envelope_for(exc, path=path)
-        except Exception as exc:
+        except Exception as exc:  # a bug, including a ValidationError a use case did not translate
             log.exception("trpc.internal_error path=%s", path)
             return envelope_for(exc, path=path)
         return 200, {"result": {"data": output}}
@@ -220,7 +210,10 @@ class TrpcEndpoint:
                 raise BadRequest("This procedure takes no input")
             result = procedure.handler(ctx)
         else:
-            data = procedure.input_model.model_validate({} if raw is _NO_INPUT or raw is None else raw)
+            try:
+                data = procedure.input_model.model_validate({} if raw is _NO_INPUT or raw is None else raw)
+            except ValidationError as exc:
+                raise bad_request_from(exc) from exc
             result = procedure.handler(ctx, data)
         # warnings="error": output that does not match the declared type is a bug (500), never sent.
         return procedure.output_adapter.dump_python(result, mode="json", by_alias=True, warnings="error")

@@ -15,7 +15,7 @@ from datetime import datetime
 from typing import Annotated, Any
 
 from neo4j.exceptions import ConstraintError
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from campaign_engine.domain.campaign import (
     CLEARABLE_FIELDS,
@@ -26,7 +26,7 @@ from campaign_engine.domain.campaign import (
     CampaignStatus,
     allowed_transition,
 )
-from campaign_engine.domain.errors import BadRequest, Conflict, NotFound
+from campaign_engine.domain.errors import BadRequest, Conflict, NotFound, bad_request_from
 from campaign_engine.domain.types import format_ts, next_after
 from campaign_engine.graph.graph import Graph, Tx
 from campaign_engine.graph.locks import lock_campaign
@@ -176,7 +176,10 @@ def _patched(current: CampaignDefinition, changes: dict[str, Any]) -> CampaignDe
             merged.pop(key, None)
         else:
             merged[key] = value
-    return CampaignDefinition.model_validate(merged)
+    try:
+        return CampaignDefinition.model_validate(merged)
+    except ValidationError as exc:
+        raise bad_request_from(exc, "the patched campaign is not valid") from exc
 
 
 def update_campaign(graph: Graph, *, patch: CampaignPatch, now: datetime) -> CampaignPublic:

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from typing import Any, ClassVar, Literal
 
+from pydantic import ValidationError
+
 __all__ = [
     "BadRequest",
     "CampaignError",
@@ -18,6 +20,8 @@ __all__ = [
     "TooManyRequests",
     "TrpcCode",
     "Unauthorized",
+    "bad_request_from",
+    "validation_issues",
 ]
 
 TrpcCode = Literal[
@@ -53,6 +57,19 @@ class CampaignError(Exception):
 
 class BadRequest(CampaignError):
     code = "BAD_REQUEST"
+
+
+def validation_issues(exc: ValidationError) -> list[dict[str, Any]]:
+    """Field paths and messages only: input values are never echoed back."""
+    return [
+        {"path": list(err["loc"]), "message": err["msg"], "code": err["type"]}
+        for err in exc.errors(include_url=False, include_input=False, include_context=False)
+    ]
+
+
+def bad_request_from(exc: ValidationError, message: str = "Invalid input") -> BadRequest:
+    """Caller input that failed validation inside a use case (e.g. a patch merged into a definition)."""
+    return BadRequest(message, issues=validation_issues(exc))
 
 
 class Unauthorized(CampaignError):

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from campaign_engine.api.routers.audience import SELF_TEST_TESTERS
 from campaign_engine.campaigns import definitions
 from campaign_engine.config import Settings
 from campaign_engine.domain.campaign import CampaignCreate, CampaignPublic
@@ -106,7 +105,7 @@ def test_other_channels_slot_in_as_testers(base_settings: Settings, graph: Graph
     graph.run("CREATE (:Profile {profileId: $a})", a=ADMIN_ID)
     make(graph, "both", channels=["inApp", "notify"], notification={"title": "n", "body": "b"})
     with api_client(
-        base_settings, graph, clock=lambda: NOW, extras={SELF_TEST_TESTERS: {"notify": notify_tester}}
+        base_settings, graph, clock=lambda: NOW, self_test_testers={"notify": notify_tester}
     ) as api:
         result = ok(api.mutate("campaigns.sendTestToMe", {"campaignId": "both"}, as_=ADMIN_ID, admin=True))
     assert result["channels"] == ["inApp", "notify"]

@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Annotated, cast
+from typing import Annotated
 
 from pydantic import Field
 
@@ -14,12 +13,9 @@ from campaign_engine.campaigns import audience, self_test, stats
 from campaign_engine.campaigns.audience import Policy
 from campaign_engine.domain.audience import AudienceSource
 
-__all__ = ["SELF_TEST_TESTERS", "router"]
+__all__ = ["router"]
 
 router = ProcedureRouter("campaigns")
-
-# Key in ``Services.extras`` under which the notify/email issues wire their ``ChannelTester``s.
-SELF_TEST_TESTERS = "selfTestTesters"
 
 
 class SourceInput(CampaignRef):
@@ -78,7 +74,7 @@ def get_stats(ctx: Context, data: CampaignRef) -> stats.CampaignStats:
 @router.mutation("sendTestToMe", auth="admin")
 def send_test_to_me(ctx: Context, data: CampaignRef) -> self_test.SelfTestResult:
     """Send the campaign to the calling admin only, on every testable channel."""
-    testers = cast(Mapping[str, self_test.ChannelTester], ctx.services.extras.get(SELF_TEST_TESTERS, {}))
+    testers = ctx.services.self_test_testers
     return self_test.send_test_to_me(
         ctx.services.graph, admin_id=ctx.admin().profile_id, campaign_id=data.campaign_id,
         now=ctx.services.clock(), testers=testers,
