@@ -11,21 +11,19 @@ import json
 import os
 import shutil
 import subprocess
-import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
 
 import pytest
-import uvicorn
 
 from campaign_engine.api.app import create_app
 from campaign_engine.api.auth import ADMIN_SCOPE, mint_token
 from campaign_engine.config import Settings
 from campaign_engine.graph.graph import Graph
-from tests.conftest import ADMIN_ID, free_port
+from tests.conftest import ADMIN_ID
+from tests.support.servers import serve_in_thread
 
 pytestmark = pytest.mark.e2e
 
@@ -60,21 +58,8 @@ def node_client() -> Path:
 @pytest.fixture
 def server_url(base_settings: Settings, graph: Graph) -> Iterator[str]:
     """The real app on a loopback port, served by uvicorn in a thread, stopped after the test."""
-    port = free_port()
-    app = create_app(base_settings, graph=graph)
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 30
-    while not server.started:
-        assert thread.is_alive(), "uvicorn exited during start-up"
-        assert time.monotonic() < deadline, "uvicorn did not start"
-        time.sleep(0.02)
-    try:
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        server.should_exit = True
-        thread.join(timeout=10)
+    with serve_in_thread(create_app(base_settings, graph=graph)) as url:
+        yield url
 
 
 def _run_clients(script: Path, url: str, token: str) -> list[dict[str, Any]]:

@@ -8,14 +8,11 @@ must apply, and no request may leave the page's origin.
 from __future__ import annotations
 
 import logging
-import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-import uvicorn
 from playwright.sync_api import Browser, Page, sync_playwright
 from pydantic import SecretStr
 
@@ -24,7 +21,7 @@ from campaign_engine.config import Settings
 from campaign_engine.graph.graph import Graph
 from campaign_engine.unsubscribe.redaction import install_access_log_redaction
 from campaign_engine.unsubscribe.tokens import UnsubscribeTokens
-from tests.conftest import free_port
+from tests.support.servers import serve_in_thread
 
 pytestmark = pytest.mark.e2e
 
@@ -55,31 +52,17 @@ LANGUAGES = [
 def server(base_settings: Settings, graph: Graph) -> Iterator[str]:
     """The real app on a loopback port, with uvicorn's access log on and token redaction installed."""
     settings = base_settings.model_copy(update={"campaign_unsubscribe_secret": SecretStr(SECRET)})
-    port = free_port()
-    config = uvicorn.Config(
+    install_access_log_redaction()
+    with serve_in_thread(
         create_app(settings, graph=graph),
-        host="127.0.0.1",
-        port=port,
         log_config=None,
         access_log=True,
         ws="none",
         http="h11",
-        lifespan="on",
         timeout_graceful_shutdown=2,
-    )
-    install_access_log_redaction()
-    uv = uvicorn.Server(config)
-    thread = threading.Thread(target=uv.run, name="uvicorn-unsubscribe", daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 20
-    while not uv.started:
-        assert thread.is_alive() and time.monotonic() < deadline, "uvicorn did not start"
-        time.sleep(0.02)
-    try:
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        uv.should_exit = True
-        thread.join(timeout=10)
+        log_level="info",
+    ) as url:
+        yield url
 
 
 @pytest.fixture(scope="module")

@@ -17,14 +17,13 @@ from typing import Any
 
 import httpx
 import pytest
-import uvicorn
 
 from campaign_engine.domain.acknowledgement import classify_acknowledgement
 from campaign_engine.domain.notification import AnnouncementPayload, payload_json
 from campaign_engine.domain.webhook_signature import signed_headers
 from campaign_engine.inbox.app import MAX_BODY_BYTES, create_inbox_app
 from campaign_engine.inbox.store import InboxStore
-from tests.conftest import free_port
+from tests.support.servers import serve_in_thread
 
 SECRET = "whsec_" + "c2VjcmV0LWZvci10aGUtaW5ib3gtdGVzdHMtMDEyMzQ1Njc4OQ=="
 CREATED_AT = "2026-01-02T03:04:05.000006Z"
@@ -33,21 +32,8 @@ CREATED_AT = "2026-01-02T03:04:05.000006Z"
 @contextmanager
 def running_inbox(db_path: Path) -> Iterator[str]:
     """Serve a fresh inbox app on a free loopback port; yield its base URL; stop it (and its store)."""
-    app = create_inbox_app(db_path=db_path, secret=SECRET)
-    port = free_port()
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 10
-    while not server.started:
-        if not thread.is_alive() or time.monotonic() > deadline:
-            raise RuntimeError("inbox server did not start")
-        time.sleep(0.01)
-    try:
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        server.should_exit = True
-        thread.join(timeout=10)
+    with serve_in_thread(create_inbox_app(db_path=db_path, secret=SECRET)) as url:
+        yield url
 
 
 @pytest.fixture
