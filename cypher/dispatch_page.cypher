@@ -1,12 +1,11 @@
-// One keyset page of campaign members after $cursor, in profileId order. The hint pins the plan to an
-// ordered range seek on the profileId index, so a page costs the profiles it scans, never a sort of the
-// whole audience. Every member read moves the cursor; only eligible ones get a delivery.
-MATCH (c:Campaign {id: $campaignId})
-MATCH (p:Profile)
-USING INDEX p:Profile(profileId)
-WHERE p.profileId > $cursor AND EXISTS { (p)-[:IN_CAMPAIGN_AUDIENCE]->(c) }
-WITH c, p
-ORDER BY p.profileId
+// One keyset page of campaign members after $cursor, in profileId order. The seek and the order come
+// from the relationship index audience_member (campaignId, profileId), so a page costs the members it
+// reads, whatever the share of the audience in all profiles; never SKIP, never a sort of the audience.
+// Every member read moves the cursor; only eligible ones get a delivery.
+MATCH (p:Profile)-[m:IN_CAMPAIGN_AUDIENCE]->(c:Campaign)
+WHERE m.campaignId = $campaignId AND m.profileId > $cursor
+WITH p, c, m
+ORDER BY m.campaignId, m.profileId
 LIMIT $limit
 OPTIONAL MATCH (p)-[s:CAMPAIGN_STATE]->(c)
 RETURN p.profileId AS profileId,

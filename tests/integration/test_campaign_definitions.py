@@ -213,7 +213,8 @@ def test_delete_removes_everything_and_recreate_is_a_new_incarnation(api: TrpcCl
     graph.run(
         """
         MATCH (c:Campaign {id: 'spring'})
-        CREATE (p:Profile {profileId: 'p1'})-[:IN_CAMPAIGN_AUDIENCE {addedAt: 'x'}]->(c),
+        CREATE (p:Profile {profileId: 'p1'})
+                 -[:IN_CAMPAIGN_AUDIENCE {campaignId: 'spring', profileId: 'p1'}]->(c),
                (p)-[:CAMPAIGN_STATE {shownCount: 1}]->(c),
                (p)-[:CAMPAIGN_TEST {testId: 't'}]->(c),
                (:Dispatch {id: 'd1'})-[:DISPATCH_OF]->(c)
