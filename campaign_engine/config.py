@@ -8,6 +8,7 @@ message that names the variable, never at the first request.
 from __future__ import annotations
 
 import json
+import re
 from typing import Literal
 
 from pydantic import Field, SecretStr, field_validator
@@ -95,6 +96,8 @@ class Settings(BaseSettings):
     campaign_unsubscribe_secret: SecretStr | None = None
     campaign_app_origins: str = "{}"
     campaign_tenants: str = "{}"
+    # Wait before a throttled email page is retried when the provider gave no Retry-After.
+    campaign_email_throttle_backoff_seconds: int = Field(default=60, ge=0, le=86_400)
 
     @field_validator("campaign_app_origins", "campaign_tenants")
     @classmethod
@@ -124,3 +127,30 @@ class Settings(BaseSettings):
         _check_secret("CAMPAIGN_UNSUBSCRIBE_SECRET", self.campaign_unsubscribe_secret, min_bytes=32)
         if not self.domain_name.strip():
             raise ConfigError("DOMAIN_NAME must name the public host of this service")
+
+    def require_email(self) -> None:
+        """With an email provider configured, everything a send needs must be usable before the first page:
+        the public host and unsubscribe secret (every message carries a link), the provider's settings
+        and the app origins (every message carries a CTA). Origin shapes are checked by the worker wiring.
+        """
+        if self.campaign_email_provider == "none":
+            return
+        self.require_unsubscribe()
+        if not re.fullmatch(
+            r"[A-Za-z0-9](?:[A-Za-z0-9.-]*[A-Za-z0-9])?(?::\d{1,5})?", self.domain_name.strip()
+        ):
+            raise ConfigError("DOMAIN_NAME must be the bare public host of this service (no scheme or path)")
+        if "@" not in self.email_from:
+            raise ConfigError("EMAIL_FROM must be an email address")
+        if self.campaign_email_provider == "postmark":
+            _check_secret("POSTMARK_API_KEY", self.postmark_api_key, min_bytes=8)
+            if not self.postmark_broadcast_stream.strip():
+                raise ConfigError("POSTMARK_BROADCAST_STREAM must name a Broadcasts message stream")
+        elif not self.smtp_host.strip() or not 0 < self.smtp_port < 65536:
+            raise ConfigError("SMTP_HOST and SMTP_PORT must name the SMTP relay")
+        origins = json.loads(self.campaign_app_origins or "{}")
+        if not origins.get(self.campaign_default_tenant_id):
+            raise ConfigError(
+                "CAMPAIGN_APP_ORIGINS must map the default tenant"
+                f' ({self.campaign_default_tenant_id!r}) to its app origin, e.g. {{"default": "https://app.example"}}'
+            )

@@ -24,6 +24,7 @@ from campaign_engine.domain.dispatch import DeliveryChannel, DispatchStatus, Pag
 from campaign_engine.domain.errors import BadRequest, Conflict, NotFound
 from campaign_engine.domain.types import format_ts
 from campaign_engine.graph.cypher import query
+from campaign_engine.graph.email_policy import email_params, email_query
 from campaign_engine.graph.graph import Graph, Tx
 from campaign_engine.graph.locks import lock_campaign
 from campaign_engine.graph.policy import CAMPAIGN_AGE_OK, policy_params
@@ -60,6 +61,7 @@ class DispatchStarted(BaseModel):
 
     dispatch_id: Annotated[str, Field(alias="dispatchId")]
     channels: list[DeliveryChannel]
+    dispatch_ids: Annotated[dict[str, str], Field(alias="dispatchIds")] = {}
 
 
 class DispatchPublic(BaseModel):
@@ -75,6 +77,11 @@ class DispatchPublic(BaseModel):
     acknowledged: int
     rejected: int
     suppressed: int
+    # Email dispatches: emailed = accepted by the provider; uncertain = claimed, fate unknown (an
+    # operator must look; never retried); throttled = deferred by back-pressure, not an error.
+    emailed: int = 0
+    throttled: int = 0
+    uncertain: int = 0
     cursor: str | None = None
     started_at: Annotated[str, Field(alias="startedAt")]
     last_progress_at: Annotated[str, Field(alias="lastProgressAt")]
@@ -122,7 +129,18 @@ def _compute(tx: Tx, *, campaign_id: str, now: datetime, adult_age: int, max_rec
     assert row is not None
     campaign = dict(row["campaign"])
     ids: list[str] = list(row["notifyIds"])
-    if len(ids) > max_recipients:
+    email_rows: list[tuple[str, str]] = []
+    if "email" in (record["channels"] or []):
+        email_rows = [
+            (r["profileId"], r["address"])
+            for r in tx.run(
+                email_query("email_preview"),
+                campaignId=campaign_id,
+                cap=max_recipients + 1,
+                **email_params(now.date(), adult_age),
+            )
+        ]
+    if len(ids) > max_recipients or len(email_rows) > max_recipients:
         raise BadRequest(
             f"more than {max_recipients} eligible recipients; raise CAMPAIGN_PREVIEW_MAX_RECIPIENTS to send"
         )
@@ -131,17 +149,19 @@ def _compute(tx: Tx, *, campaign_id: str, now: datetime, adult_age: int, max_rec
         created_at=campaign["createdAt"],
         revision=int(campaign["revision"]),
         definition=campaign["definition"],
-        profile_ids=ids,
+        # Email destinations (profile and address) join the digest: a changed address is a new preview.
+        profile_ids=[*ids, *(f"email\x1f{pid}\x1f{address}" for pid, address in email_rows)],
     )
+    recipients = set(ids) | {pid for pid, _ in email_rows}
     reason = blocked_reason(campaign, now=format_ts(now))
-    if reason is None and not ids:
+    if reason is None and not recipients:
         reason = "no_recipients"
     preview = DispatchPreview(
         audience_count=row["audienceCount"],
         already_notified_count=row["alreadyNotifiedCount"],
-        recipient_count=len(ids),  # distinct across delivery channels: notify only until email lands
+        recipient_count=len(recipients),  # distinct profiles across notify and email
         notification_recipient_count=len(ids),
-        email_recipient_count=0,
+        email_recipient_count=len(email_rows),
         preview_token=token,
         blocked_reason=reason,
     )
@@ -157,18 +177,24 @@ def preview_dispatch(
     return computed.preview
 
 
+_WALKED_CHANNELS: tuple[DeliveryChannel, ...] = ("notify", "email")
+
 _SUPERSEDE = """
 MATCH (old:Dispatch {status: 'sending'})-[:DISPATCH_OF]->(:Campaign {id: $campaignId})
 SET old.status = 'stopped', old.lastError = 'superseded', old.finishedAt = $now
 """
 
+# One Dispatch (own cursor) per delivery channel of the campaign; the revision advances once.
 _CREATE = """
 MATCH (c:Campaign {id: $campaignId})
 SET c.revision = c.revision + 1
-CREATE (d:Dispatch {id: $dispatchId, channel: $channel, status: 'sending', cursor: null, pages: 0,
-                    enqueued: 0, acknowledged: 0, rejected: 0, suppressed: 0, startedAt: $now,
-                    lastProgressAt: $now, campaignCreatedAt: c.createdAt})-[:DISPATCH_OF]->(c)
-RETURN c.createdAt AS createdAt
+WITH c
+UNWIND $dispatches AS row
+CREATE (d:Dispatch {id: row.id, channel: row.channel, status: 'sending', cursor: null, pages: 0,
+                    enqueued: 0, acknowledged: 0, rejected: 0, suppressed: 0, emailed: 0, throttled: 0,
+                    uncertain: 0, startedAt: $now, lastProgressAt: $now,
+                    campaignCreatedAt: c.createdAt})-[:DISPATCH_OF]->(c)
+RETURN DISTINCT c.createdAt AS createdAt
 """
 
 
@@ -182,10 +208,11 @@ def dispatch(
     adult_age: int,
     max_recipients: int,
 ) -> DispatchStarted:
-    dispatch_id = f"dsp_{uuid.uuid4().hex}"  # outside the tx function: a driver retry keeps the id
+    # Ids are drawn outside the tx function: a driver retry keeps them.
+    ids: dict[DeliveryChannel, str] = {ch: f"dsp_{uuid.uuid4().hex}" for ch in _WALKED_CHANNELS}
     stamp = format_ts(now)
 
-    def tx_fn(tx: Tx) -> str:
+    def tx_fn(tx: Tx) -> tuple[str, list[DeliveryChannel]]:
         if lock_campaign(tx, campaign_id) is None:
             raise NotFound(f"campaign '{campaign_id}' not found")
         computed = _compute(
@@ -197,23 +224,26 @@ def dispatch(
         if preview.blocked_reason is not None:
             raise BadRequest(f"campaign cannot be dispatched: {preview.blocked_reason}")
         tx.run(_SUPERSEDE, campaignId=campaign_id, now=stamp).consume()
-        row = tx.run(
-            _CREATE, campaignId=campaign_id, dispatchId=dispatch_id, channel="notify", now=stamp
-        ).single()
+        walked = [ch for ch in _WALKED_CHANNELS if ch in (computed.campaign.get("channels") or [])]
+        rows = [{"id": ids[ch], "channel": ch} for ch in walked]
+        row = tx.run(_CREATE, campaignId=campaign_id, dispatches=rows, now=stamp).single()
         assert row is not None
-        return str(row["createdAt"])
+        return str(row["createdAt"]), walked
 
-    created_at = graph.write(tx_fn)
+    created_at, channels = graph.write(tx_fn)
     # The lock is released and the Dispatch committed: queue I/O may now fail without losing the send.
-    job = PageJob(dispatch_id=dispatch_id, campaign_id=campaign_id, campaign_created_at=created_at)
+    jobs = [
+        PageJob(dispatch_id=ids[ch], campaign_id=campaign_id, campaign_created_at=created_at, channel=ch)
+        for ch in channels
+    ]
     try:
-        queue.send_batch([job_json(job)])
+        queue.send_batch([job_json(job) for job in jobs])
     except QueueError:
-        log.warning(
-            "dispatch.first_page_enqueue_failed dispatch_id=%s campaign_id=%s", dispatch_id, campaign_id
-        )
-    log.info("dispatch.started dispatch_id=%s campaign_id=%s", dispatch_id, campaign_id)
-    return DispatchStarted(dispatch_id=dispatch_id, channels=["notify"])
+        log.warning("dispatch.first_page_enqueue_failed campaign_id=%s", campaign_id)
+    log.info("dispatch.started dispatch_id=%s campaign_id=%s", ids[channels[0]], campaign_id)
+    return DispatchStarted(
+        dispatch_id=ids[channels[0]], channels=channels, dispatch_ids={ch: ids[ch] for ch in channels}
+    )
 
 
 _GET = """

@@ -22,6 +22,7 @@ from types import FrameType
 
 from pydantic import ValidationError
 
+from campaign_engine.delivery.email_worker import EmailWorker
 from campaign_engine.delivery.notification_worker import NotificationWorker
 from campaign_engine.delivery.page_worker import PageWorker
 from campaign_engine.delivery.queue import MAX_DELAY_SECONDS, Queue, QueueError, ReceivedMessage
@@ -51,8 +52,10 @@ class Worker:
         sweeper: Callable[[], object] | None = None,
         sweep_every: float = 60.0,
         wait_seconds: float = 1.0,
+        email_worker: EmailWorker | None = None,
     ) -> None:
         self._pages = page_worker
+        self._email = email_worker
         self._notify = notification_worker
         self._dispatch_queue = dispatch_queue
         self._delivery_queue = delivery_queue
@@ -79,6 +82,8 @@ class Worker:
 
     def close(self) -> None:
         self._notify.close()
+        if self._email is not None:
+            self._email.close()
 
     def handle(self, queue: Queue, messages: Sequence[ReceivedMessage]) -> None:
         """Process one received batch from ``queue`` and settle each message on it."""
@@ -106,6 +111,9 @@ class Worker:
                     )
 
     def _handle_page(self, queue: Queue, message: ReceivedMessage, job: PageJob) -> None:
+        if job.channel == "email":
+            self._handle_email_page(queue, message, job)
+            return
         try:
             outcome = self._pages.handle_page(job)
         except QueueError:
@@ -116,6 +124,26 @@ class Worker:
             job.dispatch_id,
             outcome.outcome,
             outcome.enqueued,
+        )
+        queue.delete(message.receipt)
+
+    def _handle_email_page(self, queue: Queue, message: ReceivedMessage, job: PageJob) -> None:
+        if self._email is None:
+            # Left on the queue (redelivered, then dead-lettered): a worker with email configured takes it.
+            log.warning("worker.email_not_configured dispatch_id=%s", job.dispatch_id)
+            return
+        try:
+            outcome = self._email.handle_page(job)
+        except Exception:
+            # Not deleted: redelivered after the visibility timeout. Claims already committed are found
+            # by the retry and never sent again.
+            log.exception("worker.email_page_failed dispatch_id=%s", job.dispatch_id)
+            return
+        log.info(
+            "worker.email_page dispatch_id=%s outcome=%s emailed=%d",
+            job.dispatch_id,
+            outcome.outcome,
+            outcome.emailed,
         )
         queue.delete(message.receipt)
 

@@ -30,8 +30,8 @@ __all__ = [
     "preview_token",
 ]
 
-DeliveryChannel = Literal["notify"]
-"""Channels that a Dispatch walks; ``email`` joins when the email page worker lands."""
+DeliveryChannel = Literal["notify", "email"]
+"""Channels that a Dispatch walks; each has its own Dispatch record, cursor and page worker."""
 
 DispatchStatus = Literal["sending", "completed", "stopped", "failed"]
 

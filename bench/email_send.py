@@ -1,0 +1,203 @@
+"""Email channel figures (not a test): prints them and ends with one RESULT line.
+
+    .venv/bin/python -m bench.email_send [--recipients 20000] [--page-size 500]
+
+Neo4j is the local launcher (``LocalNeo4j``, 2g heap, 1g page cache) unless ``NEO4J_URI`` names a
+database, which is then WIPED. The provider is the loopback Postmark stand-in (a real uvicorn HTTP
+server in a thread). ``--recipients`` email-eligible members are seeded, then one dispatch is confirmed
+and its email pages run through the real worker routing (local SQLite queue, page jobs, claim
+transaction, rendering, HMAC tokens, batch POST, outcome write, cursor CAS) until it completes:
+messages/s end to end. In the same run the same number of pre-rendered messages is POSTed to the
+stand-in in batches of the page size with nothing else around it: the raw batch-POST rate. The ratio
+of the two is the efficiency: how much of the provider's own speed the pipeline keeps.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import socket
+import tempfile
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from pathlib import Path
+
+from pydantic import SecretStr
+
+from campaign_engine.campaigns import definitions
+from campaign_engine.campaigns.dispatch import dispatch, list_dispatches
+from campaign_engine.config import Settings
+from campaign_engine.delivery.email_provider import OutgoingEmail
+from campaign_engine.delivery.local_queue import LocalQueue
+from campaign_engine.delivery.postmark import PostmarkProvider
+from campaign_engine.delivery.wiring import Queues, build_worker
+from campaign_engine.domain.campaign import CampaignCreate
+from campaign_engine.graph.graph import Graph, open_graph
+from campaign_engine.graph.local_neo4j import LocalNeo4j
+from campaign_engine.graph.schema import apply_schema
+from tests.support.postmark_standin import PostmarkStandin
+
+CAMPAIGN = "bench-email"
+NOW = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@contextmanager
+def neo4j_uri() -> Iterator[str]:
+    if os.environ.get("NEO4J_URI"):
+        yield os.environ["NEO4J_URI"]
+        return
+    data = tempfile.mkdtemp(prefix="bench-email-neo4j-")
+    server = LocalNeo4j(data_dir=Path(data), port=_free_port(), heap="2g", pagecache="1g")
+    server.start()
+    try:
+        yield server.uri
+    finally:
+        server.stop()
+        shutil.rmtree(data, ignore_errors=True)
+
+
+def seed(graph: Graph, count: int) -> None:
+    while graph.run("MATCH (n) WITH n LIMIT 10000 DETACH DELETE n RETURN count(*) AS n")[0]["n"]:
+        pass  # wiped in chunks: one huge delete would need a huge transaction
+    definitions.create_campaign(
+        graph,
+        data=CampaignCreate.model_validate(
+            {
+                "id": CAMPAIGN,
+                "name": "Bench",
+                "channels": ["email"],
+                "email": {"subject": "Bench news", "title": "Hello", "body": "One\nTwo", "ctaLabel": "Open"},
+            }
+        ),
+        tenant_id="default",
+        now=NOW,
+    )
+    definitions.set_status(graph, campaign_id=CAMPAIGN, status="live", now=NOW)
+    for start in range(0, count, 5000):
+        ids = [f"u{i:07d}" for i in range(start, min(start + 5000, count))]
+        graph.run(
+            """
+            MATCH (c:Campaign {id: $campaignId})
+            UNWIND $ids AS id
+            CREATE (p:Profile {profileId: id, dob: '1990-01-01', isManaged: false, isServiceProfile: false,
+                               announcementEmailOptOut: false, announcementPushOptOut: false})
+            CREATE (p)-[:HAS_CONTACT_METHOD]->(:ContactMethod {type: 'email', value: id + '@example.com',
+                                                              isPrimary: true, isVerified: true})
+            CREATE (p)-[:IN_CAMPAIGN_AUDIENCE {addedAt: '2026-01-01T00:00:00.000000Z', source: 'bench',
+                                               selfEnrolled: false}]->(c)
+            """,
+            ids=ids,
+            campaignId=CAMPAIGN,
+        )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--recipients", type=int, default=20_000)
+    parser.add_argument("--page-size", type=int, default=500)
+    args = parser.parse_args()
+    work = Path(tempfile.mkdtemp(prefix="bench-email-"))
+    with neo4j_uri() as uri, PostmarkStandin() as standin:
+        settings = Settings(
+            neo4j_uri=uri,
+            neo4j_user=os.environ.get("NEO4J_USER", "neo4j"),
+            neo4j_password=SecretStr(os.environ.get("NEO4J_PASSWORD", "")),
+            domain_name="bench.test",
+            campaign_local_queue_path=str(work / "queue.sqlite3"),
+            notifications_webhook_secret=SecretStr("bench-webhook-secret-0123456789"),
+            campaign_dispatch_delay_seconds=0,
+            campaign_email_page_size=args.page_size,
+            campaign_email_provider="postmark",
+            postmark_api_key=SecretStr(standin.token),
+            postmark_api_url=standin.url,
+            campaign_unsubscribe_secret=SecretStr("bench-unsubscribe-secret-0123456789abcdef"),
+            campaign_app_origins='{"default": "https://app.bench.test"}',
+            email_from="news@bench.test",
+            _env_file=None,  # type: ignore[call-arg]
+        )
+        graph = open_graph(settings)
+        try:
+            apply_schema(graph)
+            t0 = time.perf_counter()
+            seed(graph, args.recipients)
+            print(f"seeded {args.recipients} email-eligible recipients in {time.perf_counter() - t0:.1f} s")
+            end_to_end = run_dispatch(settings, graph, work)
+            print(f"end to end: {args.recipients} emails in {end_to_end:.2f} s")
+        finally:
+            graph.close()
+        accepted = len(standin.accepted)
+        assert accepted == args.recipients, f"stand-in accepted {accepted}, expected {args.recipients}"
+        assert len({m["To"] for m in standin.accepted}) == args.recipients, "an address was emailed twice"
+        sample = standin.accepted[: args.page_size]
+        standin.reset()
+        raw = raw_rate(standin, sample, args.recipients, args.page_size)
+    e2e_rate = args.recipients / end_to_end
+    ratio = e2e_rate / raw
+    print(f"end-to-end rate: {e2e_rate:,.0f} emails/s (pages of {args.page_size})")
+    print(f"raw batch-POST rate to the stand-in: {raw:,.0f} messages/s")
+    print(f"efficiency (end to end / raw): {ratio:.2f}")
+    shutil.rmtree(work, ignore_errors=True)
+    print(f"RESULT emails_per_s={e2e_rate:.0f} efficiency={ratio:.2f}")
+
+
+def run_dispatch(settings: Settings, graph: Graph, work: Path) -> float:
+    queues = Queues(
+        dispatch=LocalQueue(work / "queue.sqlite3", "dispatch", visibility_timeout=300),
+        delivery=LocalQueue(work / "queue.sqlite3", "delivery", visibility_timeout=300),
+    )
+    worker = build_worker(settings, graph, queues=queues, sweep_every=None)
+    start = time.perf_counter()
+    dispatch(graph, queues.dispatch, campaign_id=CAMPAIGN, expected_token=None, now=NOW, adult_age=18,
+             max_recipients=10**7)  # fmt: skip
+    try:
+        while True:
+            messages = queues.dispatch.receive(max_messages=10)
+            if not messages:
+                break
+            worker.handle(queues.dispatch, messages)
+    finally:
+        worker.close()
+    elapsed = time.perf_counter() - start
+    [record] = list_dispatches(graph, CAMPAIGN)
+    assert record.status == "completed", record.status
+    print(f"dispatch {record.status}: pages={record.pages} emailed={record.emailed} "
+          f"throttled={record.throttled} uncertain={record.uncertain}")  # fmt: skip
+    return elapsed
+
+
+def raw_rate(standin: PostmarkStandin, sample: list[dict[str, object]], total: int, page_size: int) -> float:
+    provider = PostmarkProvider(api_key=standin.token, stream="broadcast", sender="news@bench.test",
+                                base_url=standin.url)  # fmt: skip
+    messages = [
+        OutgoingEmail(
+            key=str(i),
+            to=f"raw{i}@example.com",
+            subject=str(sample[i % len(sample)]["Subject"]),
+            html=str(sample[i % len(sample)]["HtmlBody"]),
+            text=str(sample[i % len(sample)]["TextBody"]),
+            headers={"List-Unsubscribe": "<https://bench.test/campaigns/unsubscribe?token=x>"},
+        )
+        for i in range(total)
+    ]
+    provider.verify()
+    try:
+        start = time.perf_counter()
+        for offset in range(0, total, page_size):
+            results = provider.send_batch(messages[offset : offset + page_size])
+            assert all(r.outcome == "accepted" for r in results)
+        return total / (time.perf_counter() - start)
+    finally:
+        provider.close()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,117 @@
+"""The email part of ``sendTestToMe``: the campaign's real email, sent to the calling admin only.
+
+It bypasses the audience and the campaign status (a draft can be tested) and nothing else: the admin
+must be email-eligible (one primary verified address, the email age policy, no email opt-out), because
+a test that ignores preferences would teach the admin nothing true about a real send. It never writes
+CAMPAIGN_STATE, so it takes no production claim and changes no statistics; the message carries the
+fresh test id. The admin's ``campaignUnsubscribeId`` is allocated if missing, so the test's unsubscribe
+link is as real as a production one.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from datetime import datetime
+from typing import Any
+
+from campaign_engine.config import Settings
+from campaign_engine.delivery.email_provider import EmailProvider
+from campaign_engine.delivery.email_render import parse_json_object
+from campaign_engine.delivery.email_worker import compose_email, email_content_for
+from campaign_engine.delivery.wiring import build_email_provider
+from campaign_engine.domain.campaign import CampaignPublic
+from campaign_engine.domain.errors import BadRequest, NotFound, ServiceUnavailable
+from campaign_engine.domain.types import Clock, system_clock
+from campaign_engine.graph.email_policy import email_params, email_query
+from campaign_engine.graph.graph import Graph, Tx
+from campaign_engine.unsubscribe.optout import ensure_unsubscribe_ids
+from campaign_engine.unsubscribe.tokens import UnsubscribeTokens
+
+__all__ = ["EmailSelfTester", "email_tester_from_settings"]
+
+_REASONS = {
+    "opted_out": "you opted out of announcement email",
+    "age_policy": "your profile does not meet the email age policy",
+    "no_email": "your profile needs exactly one primary, verified email address",
+}
+
+
+class EmailSelfTester:
+    """A ``ChannelTester`` for ``email``."""
+
+    def __init__(
+        self,
+        *,
+        graph: Graph,
+        provider: EmailProvider,
+        tokens: UnsubscribeTokens,
+        domain_name: str,
+        app_origins: dict[str, Any],
+        tenants: dict[str, Any],
+        default_tenant: str,
+        adult_age: int,
+        clock: Clock = system_clock,
+    ) -> None:
+        self._graph = graph
+        self._provider = provider
+        self._tokens = tokens
+        self._domain = domain_name
+        self._origins = app_origins
+        self._tenants = tenants
+        self._default_tenant = default_tenant
+        self._adult_age = adult_age
+        self._clock = clock
+        self._query = email_query("email_test_recipient")
+
+    def __call__(self, *, admin_id: str, campaign: CampaignPublic, test_id: str) -> None:
+        content = email_content_for(
+            campaign, origins=self._origins, tenants=self._tenants, default_tenant=self._default_tenant
+        )
+        address, unsubscribe_id = self._graph.write(self._recipient, admin_id, now=self._clock())
+        content = dataclasses.replace(
+            content, copy=dataclasses.replace(content.copy, subject=f"[Test] {content.copy.subject}")
+        )
+        message = compose_email(
+            content,
+            key=test_id,
+            to=address,
+            unsubscribe_id=unsubscribe_id,
+            tokens=self._tokens,
+            domain_name=self._domain,
+            tag="announcement-test",
+            metadata={"campaignId": campaign.id, "campaignTestId": test_id},
+        )
+        [result] = self._provider.send_batch([message])
+        if result.outcome != "accepted":
+            raise ServiceUnavailable(
+                f"the email provider did not accept the test email ({result.outcome}: {result.reason})"
+            )
+
+    def _recipient(self, tx: Tx, admin_id: str, *, now: datetime) -> tuple[str, str]:
+        record = tx.run(self._query, profileId=admin_id, **email_params(now.date(), self._adult_age)).single()
+        if record is None:
+            raise NotFound("your profile is not in the graph; upsert it before sending yourself a test")
+        if record["blocked"] is not None:
+            raise BadRequest(f"cannot send you a test email: {_REASONS[record['blocked']]}")
+        ids = ensure_unsubscribe_ids(tx, [admin_id])
+        return str(record["address"]), ids[admin_id]
+
+
+def email_tester_from_settings(
+    settings: Settings, graph: Graph, *, clock: Clock = system_clock, provider: EmailProvider | None = None
+) -> EmailSelfTester | None:
+    """The email tester for the configured provider, or None when email is not configured."""
+    provider = provider or build_email_provider(settings)
+    if provider is None:
+        return None
+    return EmailSelfTester(
+        graph=graph,
+        provider=provider,
+        tokens=UnsubscribeTokens.from_settings(settings),
+        domain_name=settings.domain_name,
+        app_origins=parse_json_object(settings.campaign_app_origins, setting="CAMPAIGN_APP_ORIGINS"),
+        tenants=parse_json_object(settings.campaign_tenants, setting="CAMPAIGN_TENANTS"),
+        default_tenant=settings.campaign_default_tenant_id,
+        adult_age=settings.campaign_adult_age,
+        clock=clock,
+    )

@@ -1,0 +1,499 @@
+"""The email page worker: claim durably, then send once; never send twice to one recipient.
+
+Order of a page, each step load-bearing (DESIGN.md "Email is at most one attempt", "Back-pressure is
+not failure"):
+
+1. Guard: the Dispatch is ``sending`` at this job's cursor and the campaign is the same incarnation,
+   live, in window, with the email channel. Otherwise the dispatch stops.
+2. Resolve the tenant's CTA origin and branding. A misconfigured tenant fails the dispatch here,
+   *before* any claim, so no claim is burnt on a message that cannot be built.
+3. Read the page: members after the cursor that pass opt-out, age and contact (filtered before the
+   LIMIT).
+4. ONE transaction: lock the page's profiles (ascending), recheck the guard and every recipient rule,
+   set ``emailClaimedAt`` and allocate ``campaignUnsubscribeId``. It commits before any provider I/O,
+   so a crash after it can only lose an email, never duplicate one.
+5. Render and send the claimed messages in one provider batch.
+6. Record each outcome against this attempt's claim: accepted -> ``emailedAt``; throttled -> release
+   the claim; rejected / uncertain -> keep it, with the reason (uncertain is counted for an operator).
+7. Compare-and-set the cursor. Throttled: the cursor moves only over the contiguous prefix before the
+   first throttled recipient and the rest is rescheduled after Retry-After (or a back-off), not
+   counted as an error. Otherwise a full page schedules the next wave; a short page completes.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import uuid
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from datetime import datetime, timedelta
+from functools import cached_property
+from typing import Any, Literal
+
+from markupsafe import escape
+
+from campaign_engine.delivery.email_provider import EmailProvider, OutgoingEmail, SendResult
+from campaign_engine.delivery.email_render import (
+    Branding,
+    EmailConfigError,
+    RenderedEmail,
+    branding_for,
+    cta_url_for,
+    render_email,
+)
+from campaign_engine.delivery.page_worker import guard_reason
+from campaign_engine.delivery.queue import MAX_DELAY_SECONDS, Queue, QueueError
+from campaign_engine.domain.campaign import CampaignPublic, EmailCopy
+from campaign_engine.domain.dispatch import PageJob, job_json
+from campaign_engine.domain.types import Clock, format_ts
+from campaign_engine.graph.email_policy import email_params, email_query
+from campaign_engine.graph.graph import Graph, Tx
+from campaign_engine.graph.locks import lock_profiles
+from campaign_engine.unsubscribe.optout import ensure_unsubscribe_ids
+from campaign_engine.unsubscribe.tokens import UnsubscribeTokens, list_unsubscribe_headers, unsubscribe_url
+
+__all__ = ["EmailContent", "EmailPageOutcome", "EmailWorker", "compose_email", "email_content_for"]
+
+log = logging.getLogger(__name__)
+
+Outcome = Literal["next", "completed", "stopped", "failed", "stale", "lost_race", "waiting", "throttled"]
+
+
+@dataclass(frozen=True)
+class EmailPageOutcome:
+    outcome: Outcome
+    claimed: int = 0
+    emailed: int = 0
+    throttled: int = 0
+    rejected: int = 0
+    uncertain: int = 0
+    retry_in_seconds: int | None = None
+    reason: str | None = None
+
+
+@dataclass(frozen=True)
+class _Copy:
+    """``EmailCopy`` in the attribute shape ``render_email`` reads."""
+
+    subject: str
+    title: str
+    body: str
+    ctaLabel: str  # the EmailCopyLike protocol reads wire names
+    heroImageUrl: str | None
+
+
+_LINK_SLOT = "https://unsubscribe.invalid/slot-7f3c9a1e"
+"""Rendered in place of the unsubscribe link, then replaced per recipient (URL-safe: escaping is a no-op)."""
+
+
+@dataclass(frozen=True)
+class EmailContent:
+    """Everything of a message that is the same for every recipient of one campaign.
+
+    The templates are rendered once per page with a slot for the unsubscribe link, the only part that
+    differs between recipients; ``compose_email`` fills the slot. Rendering 500 times per page would
+    cost more than the provider call.
+    """
+
+    copy: _Copy
+    branding: Branding
+    cta_url: str
+    campaign_id: str
+
+    @cached_property
+    def template(self) -> RenderedEmail:
+        return render_email(
+            copy=self.copy, branding=self.branding, cta_url=self.cta_url, unsubscribe_url=_LINK_SLOT
+        )
+
+
+def email_content_for(
+    campaign: CampaignPublic, *, origins: Mapping[str, Any], tenants: Mapping[str, Any], default_tenant: str
+) -> EmailContent:
+    """Resolve copy, CTA and branding; raises ``EmailConfigError`` before anyone is claimed."""
+    email: EmailCopy | None = campaign.email
+    if email is None:
+        raise EmailConfigError("the campaign has no email content")
+    content = EmailContent(
+        copy=_Copy(email.subject, email.title, email.body, email.cta_label, email.hero_image_url),
+        branding=branding_for(tenants, campaign.tenant_id, default_tenant),
+        cta_url=cta_url_for(
+            origins=origins,
+            tenant_id=campaign.tenant_id,
+            default_tenant=default_tenant,
+            campaign_id=campaign.id,
+        ),
+        campaign_id=campaign.id,
+    )
+    content.template  # noqa: B018 - render now: a template error must surface before any claim
+    return content
+
+
+def compose_email(
+    content: EmailContent,
+    *,
+    key: str,
+    to: str,
+    unsubscribe_id: str,
+    tokens: UnsubscribeTokens,
+    domain_name: str,
+    tag: str = "announcement",
+    metadata: Mapping[str, str] | None = None,
+) -> OutgoingEmail:
+    """One recipient's message: the visible unsubscribe link and RFC 8058 headers carry its token."""
+    token = tokens.issue(unsubscribe_id)
+    link = unsubscribe_url(domain_name, token)
+    template = content.template
+    return OutgoingEmail(
+        key=key,
+        to=to,
+        subject=template.subject,
+        html=template.html.replace(_LINK_SLOT, str(escape(link))),
+        text=template.text.replace(_LINK_SLOT, link),
+        headers=list_unsubscribe_headers(domain_name, token),
+        tag=tag,
+        metadata=dict(metadata or {"campaignId": content.campaign_id}),
+    )
+
+
+_READ_GUARD = """
+OPTIONAL MATCH (d:Dispatch {id: $dispatchId})
+OPTIONAL MATCH (c:Campaign {id: $campaignId})
+RETURN d {.*} AS dispatch, c {.*} AS campaign
+"""
+
+# Each write locks the Dispatch (SET) before reading status and cursor (read-committed isolation).
+_STOP = """
+MATCH (d:Dispatch {id: $dispatchId})
+SET d.casLock = coalesce(d.casLock, 0) + 1
+WITH d
+WHERE d.status = 'sending' AND coalesce(d.cursor, '') = $cursor
+SET d.status = $status, d.lastError = $reason, d.finishedAt = $now, d.lastProgressAt = $now
+RETURN d.id AS id
+"""
+
+# Counters always count (those messages really went out, or really were refused); the cursor moves
+# only for the holder of the cursor this page read.
+_ADVANCE = """
+MATCH (d:Dispatch {id: $dispatchId})
+SET d.casLock = coalesce(d.casLock, 0) + 1,
+    d.emailed = coalesce(d.emailed, 0) + $emailed,
+    d.rejected = coalesce(d.rejected, 0) + $rejected,
+    d.uncertain = coalesce(d.uncertain, 0) + $uncertain,
+    d.throttled = coalesce(d.throttled, 0) + $throttled,
+    d.lastError = coalesce($lastError, d.lastError)
+WITH d
+WHERE d.status = 'sending' AND coalesce(d.cursor, '') = $expected
+SET d.cursor = $cursor, d.pages = d.pages + 1, d.enqueued = d.enqueued + $claimed,
+    d.lastProgressAt = $now, d.nextPageAt = $nextPageAt,
+    d.status = CASE WHEN $done THEN 'completed' ELSE d.status END,
+    d.finishedAt = CASE WHEN $done THEN $now ELSE d.finishedAt END
+RETURN d.id AS id
+"""
+
+
+def campaign_from_node(node: Mapping[str, Any]) -> CampaignPublic:
+    """The stored definition plus lifecycle fields (delivery does not import the campaigns layer)."""
+    return CampaignPublic.model_validate(
+        {
+            **json.loads(node["definition"]),
+            "id": node["id"],
+            "status": node["status"],
+            "tenantId": node.get("tenantId"),
+            "createdAt": node["createdAt"],
+            "updatedAt": node["updatedAt"],
+            "revision": node["revision"],
+        }
+    )
+
+
+@dataclass(frozen=True)
+class _Claimed:
+    profile_id: str
+    address: str
+    unsubscribe_id: str
+
+
+class EmailWorker:
+    def __init__(
+        self,
+        *,
+        graph: Graph,
+        provider: EmailProvider,
+        tokens: UnsubscribeTokens,
+        dispatch_queue: Queue,
+        clock: Clock,
+        page_size: int,
+        delay_seconds: int,
+        adult_age: int,
+        domain_name: str,
+        app_origins: Mapping[str, Any],
+        tenants: Mapping[str, Any],
+        default_tenant: str,
+        throttle_backoff_seconds: int = 30,
+    ) -> None:
+        self._graph = graph
+        self._provider = provider
+        self._tokens = tokens
+        self._pages = dispatch_queue
+        self._clock = clock
+        self._page_size = page_size
+        self._delay = delay_seconds
+        self._adult_age = adult_age
+        self._domain = domain_name
+        self._origins = dict(app_origins)
+        self._tenants = dict(tenants)
+        self._default_tenant = default_tenant
+        self._backoff = throttle_backoff_seconds
+        self._page_query = email_query("email_page")
+        self._claim_query = email_query("email_claim")
+        self._record_query = email_query("email_record")
+
+    def close(self) -> None:
+        self._provider.close()
+
+    def handle_page(self, job: PageJob) -> EmailPageOutcome:
+        """Process one email page job. Raises (message redelivered) only when nothing was claimed."""
+        now = self._clock()
+        stamp = format_ts(now)
+        expected = job.cursor or ""
+        dispatch, campaign_node = self._graph.read(self._read_guard, job)
+        if dispatch is None or dispatch.get("status") != "sending":
+            return EmailPageOutcome("stale", reason="not_sending")
+        if (dispatch.get("cursor") or "") != expected:
+            return EmailPageOutcome("stale", reason="cursor_moved")
+        next_page_at = dispatch.get("nextPageAt")
+        if next_page_at and stamp < next_page_at:
+            return EmailPageOutcome("waiting", reason="wave_not_due")
+        reason = guard_reason(dispatch, campaign_node, job, now=stamp)
+        if reason is not None:
+            return self._stop(job, expected, "stopped", reason, stamp)
+        assert campaign_node is not None
+        try:
+            content = email_content_for(
+                campaign_from_node(campaign_node),
+                origins=self._origins,
+                tenants=self._tenants,
+                default_tenant=self._default_tenant,
+            )
+        except EmailConfigError as exc:
+            log.error("email.config_invalid dispatch_id=%s error=%s", job.dispatch_id, exc)
+            return self._stop(job, expected, "failed", f"email_config: {exc}", stamp)
+        # Checked before the claim too: a provider that must not be used (transactional stream, bad
+        # token) or cannot be reached makes this raise with nothing claimed; the job is redelivered.
+        self._provider.verify()
+
+        page_ids = self._graph.read(self._read_page, job, now=now)
+        claim_id = uuid.uuid4().hex
+        claimed, guard = self._graph.write(self._claim, job, page_ids, claim_id=claim_id, now=now)
+        if guard is not None:
+            return self._stop(job, expected, "stopped", guard, stamp)
+
+        messages = [
+            compose_email(
+                content,
+                key=c.profile_id,
+                to=c.address,
+                unsubscribe_id=c.unsubscribe_id,
+                tokens=self._tokens,
+                domain_name=self._domain,
+                metadata={"campaignId": job.campaign_id, "dispatchId": job.dispatch_id},
+            )
+            for c in claimed
+        ]
+        results = self._send(messages)
+        return self._settle(job, page_ids, results, claim_id=claim_id, expected=expected, now=now)
+
+    # --- steps -------------------------------------------------------------------------------------
+
+    def _send(self, messages: Sequence[OutgoingEmail]) -> list[SendResult]:
+        if not messages:
+            return []
+        try:
+            return self._provider.send_batch(messages)
+        except Exception as exc:  # the port raises only when it sent nothing: safe to release
+            log.warning("email.provider_refused_batch error=%s count=%d", type(exc).__name__, len(messages))
+            return [SendResult(m.key, "throttled", reason=f"provider:{type(exc).__name__}") for m in messages]
+
+    def _settle(
+        self,
+        job: PageJob,
+        page_ids: list[str],
+        results: list[SendResult],
+        *,
+        claim_id: str,
+        expected: str,
+        now: datetime,
+    ) -> EmailPageOutcome:
+        stamp = format_ts(now)
+        counts = {
+            o: sum(1 for r in results if r.outcome == o)
+            for o in ("accepted", "throttled", "rejected", "uncertain")
+        }
+        throttled = [r for r in results if r.outcome == "throttled"]
+        if results:
+            self._graph.write(self._record, job, results, claim_id=claim_id, now=stamp)
+        problems = [r for r in results if r.outcome in ("uncertain", "rejected")]
+        last_error = f"{problems[-1].outcome}: {problems[-1].reason}" if problems else None
+
+        full = len(page_ids) >= self._page_size
+        retry_in: int | None = None
+        if throttled:
+            first = min(r.key for r in throttled)
+            before = [pid for pid in page_ids if pid < first]
+            cursor = before[-1] if before else job.cursor
+            hint = next((r.retry_after_seconds for r in throttled if r.retry_after_seconds is not None), None)
+            retry_in = math.ceil(hint) if hint is not None else self._backoff
+            delay, done = retry_in, False
+        else:
+            cursor = page_ids[-1] if page_ids else job.cursor
+            delay, done = self._delay, not full
+        long_gap = not done and delay > MAX_DELAY_SECONDS
+        next_at = format_ts(now + timedelta(seconds=delay)) if long_gap else None
+        won = self._graph.write(
+            self._advance,
+            job,
+            expected=expected,
+            cursor=cursor,
+            claimed=len(results),
+            counts=counts,
+            last_error=last_error,
+            done=done,
+            now=stamp,
+            next_page_at=next_at,
+        )
+        base = EmailPageOutcome(
+            "next",
+            claimed=len(results),
+            emailed=counts["accepted"],
+            throttled=counts["throttled"],
+            rejected=counts["rejected"],
+            uncertain=counts["uncertain"],
+            retry_in_seconds=retry_in,
+        )
+        log.info(
+            "email.page dispatch_id=%s claimed=%d emailed=%d throttled=%d rejected=%d uncertain=%d",
+            job.dispatch_id,
+            base.claimed,
+            base.emailed,
+            base.throttled,
+            base.rejected,
+            base.uncertain,
+        )
+        if not won:
+            return replace(base, outcome="lost_race")
+        if done:
+            return replace(base, outcome="completed")
+        if not long_gap:
+            successor = job.model_copy(update={"cursor": cursor})
+            try:  # the cursor is committed: if this fails the sweeper re-arms the dispatch
+                self._pages.send_batch([job_json(successor)], delay_seconds=delay)
+            except QueueError:
+                log.warning("email.successor_enqueue_failed dispatch_id=%s", job.dispatch_id)
+        return replace(base, outcome="throttled" if throttled else "next")
+
+    def _stop(self, job: PageJob, expected: str, status: str, reason: str, stamp: str) -> EmailPageOutcome:
+        self._graph.write(
+            lambda tx: tx.run(
+                _STOP, dispatchId=job.dispatch_id, cursor=expected, status=status, reason=reason, now=stamp
+            ).consume()
+        )
+        log.info("email.dispatch_%s dispatch_id=%s reason=%s", status, job.dispatch_id, reason.split(":")[0])
+        return EmailPageOutcome("failed" if status == "failed" else "stopped", reason=reason)
+
+    # --- transactions --------------------------------------------------------------------------------
+
+    @staticmethod
+    def _read_guard(tx: Tx, job: PageJob) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
+        record = tx.run(_READ_GUARD, dispatchId=job.dispatch_id, campaignId=job.campaign_id).single()
+        assert record is not None
+        dispatch, campaign = record["dispatch"], record["campaign"]
+        return (None if dispatch is None else dict(dispatch), None if campaign is None else dict(campaign))
+
+    def _read_page(self, tx: Tx, job: PageJob, *, now: datetime) -> list[str]:
+        result = tx.run(
+            self._page_query,
+            campaignId=job.campaign_id,
+            cursor=job.cursor or "",
+            limit=self._page_size,
+            **email_params(now.date(), self._adult_age),
+        )
+        return [record["profileId"] for record in result]
+
+    def _claim(
+        self, tx: Tx, job: PageJob, page_ids: list[str], *, claim_id: str, now: datetime
+    ) -> tuple[list[_Claimed], str | None]:
+        """Lock, recheck, claim, allocate unsubscribe ids: all or nothing, before any provider I/O."""
+        if not page_ids:
+            return [], None
+        lock_profiles(tx, page_ids)
+        stamp = format_ts(now)
+        # The campaign guard again, inside the claim: a pause, archive or delete committed since the
+        # page guard stops this page here.
+        dispatch, campaign = self._read_guard(tx, job)
+        if dispatch is None or dispatch.get("status") != "sending":
+            return [], "not_sending"
+        reason = guard_reason(dispatch, campaign, job, now=stamp)
+        if reason is not None:
+            return [], reason
+        rows = tx.run(
+            self._claim_query,
+            profileIds=sorted(page_ids),
+            campaignId=job.campaign_id,
+            campaignCreatedAt=job.campaign_created_at,
+            claimId=claim_id,
+            dispatchId=job.dispatch_id,
+            now=stamp,
+            **email_params(now.date(), self._adult_age),
+        ).data()
+        eligible = [(row["profileId"], row["address"]) for row in rows if row["blocked"] is None]
+        ids = ensure_unsubscribe_ids(tx, [pid for pid, _ in eligible])
+        return [_Claimed(pid, address, ids[pid]) for pid, address in eligible], None
+
+    def _record(self, tx: Tx, job: PageJob, results: list[SendResult], *, claim_id: str, now: str) -> None:
+        lock_profiles(tx, [r.key for r in results])
+        rows = [
+            {"profileId": r.key, "outcome": r.outcome, "reason": r.reason, "messageId": r.provider_message_id}
+            for r in results
+        ]
+        tx.run(
+            self._record_query,
+            rows=rows,
+            campaignId=job.campaign_id,
+            campaignCreatedAt=job.campaign_created_at,
+            claimId=claim_id,
+            now=now,
+        ).consume()
+
+    @staticmethod
+    def _advance(
+        tx: Tx,
+        job: PageJob,
+        *,
+        expected: str,
+        cursor: str | None,
+        claimed: int,
+        counts: dict[str, int],
+        last_error: str | None,
+        done: bool,
+        now: str,
+        next_page_at: str | None,
+    ) -> bool:
+        record = tx.run(
+            _ADVANCE,
+            dispatchId=job.dispatch_id,
+            expected=expected,
+            cursor=cursor,
+            claimed=claimed,
+            emailed=counts["accepted"],
+            rejected=counts["rejected"],
+            uncertain=counts["uncertain"],
+            throttled=counts["throttled"],
+            lastError=last_error,
+            done=done,
+            now=now,
+            nextPageAt=next_page_at,
+        ).single()
+        return record is not None
