@@ -24,11 +24,13 @@ from campaign_engine.api.auth import TokenVerifier
 from campaign_engine.api.context import RateLimiter, Services
 from campaign_engine.api.openapi import build_openapi
 from campaign_engine.api.trpc import ProcedureRouter, TrpcEndpoint
+from campaign_engine.campaigns.email_self_test import email_tester_from_settings
 from campaign_engine.campaigns.rate_limit import GraphRateLimiter
 from campaign_engine.campaigns.self_test import ChannelTester
 from campaign_engine.config import ConfigError, Settings
 from campaign_engine.delivery.queue import Queue
-from campaign_engine.delivery.wiring import build_dispatch_queue
+from campaign_engine.delivery.self_test_notify import NotifySelfTester
+from campaign_engine.delivery.wiring import build_delivery_queue, build_dispatch_queue
 from campaign_engine.domain.types import Clock, system_clock
 from campaign_engine.graph.graph import Graph, open_graph
 from campaign_engine.graph.schema import apply_schema, schema_applied
@@ -62,6 +64,20 @@ class _TrpcApp:
         await response(scope, receive, send)
 
 
+def _default_testers(settings: Settings, graph: Graph) -> dict[str, ChannelTester]:
+    """Notify is testable where this deployment can deliver notifications (a webhook secret is set);
+    email where an email provider is configured (a misconfigured one fails here, at start)."""
+    testers: dict[str, ChannelTester] = {}
+    email = email_tester_from_settings(settings, graph)
+    if email is not None:
+        testers["email"] = email
+    try:
+        settings.require_webhooks()
+    except ConfigError:
+        return testers
+    return {**testers, "notify": NotifySelfTester(graph=graph, delivery_queue=build_delivery_queue(settings))}
+
+
 def create_app(
     settings: Settings,
     *,
@@ -86,7 +102,9 @@ def create_app(
             the_graph, limit_per_minute=settings.campaign_user_rate_limit_per_minute, clock=clock
         ),
         dispatch_queue=dispatch_queue if dispatch_queue is not None else build_dispatch_queue(settings),
-        self_test_testers=dict(self_test_testers or {}),
+        self_test_testers=dict(
+            self_test_testers if self_test_testers is not None else _default_testers(settings, the_graph)
+        ),
     )
 
     @asynccontextmanager

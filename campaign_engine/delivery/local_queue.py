@@ -13,6 +13,7 @@ receive instead of being returned, like an SQS redrive policy with ``maxReceiveC
 
 from __future__ import annotations
 
+import json
 import os
 import secrets
 import sqlite3
@@ -167,15 +168,20 @@ class LocalQueue:
         claimed: list[ReceivedMessage] = []
         with self._transaction() as conn:
             now = self._clock()
+            # With a visibility timeout of 0 a row claimed here is visible again at once: exclude what
+            # this call already claimed, so one receive never returns a message twice (as SQS).
+            taken: list[int] = []
             while len(claimed) < max_messages:
                 candidates = conn.execute(
                     "SELECT id, body, receive_count, sent_at FROM messages"
-                    " WHERE name = ? AND visible_at <= ? ORDER BY visible_at, id LIMIT ?",
-                    (self._name, now, max_messages - len(claimed)),
+                    " WHERE name = ? AND visible_at <= ? AND id NOT IN (SELECT value FROM json_each(?))"
+                    " ORDER BY visible_at, id LIMIT ?",
+                    (self._name, now, json.dumps(taken), max_messages - len(claimed)),
                 ).fetchall()
                 if not candidates:
                     break
                 for row_id, body, receive_count, sent_at in candidates:
+                    taken.append(row_id)
                     if receive_count >= self._max_receives:
                         conn.execute(
                             "INSERT INTO dead_letters (id, name, body, sent_at, receive_count, dead_at)"

@@ -13,20 +13,29 @@ from dataclasses import dataclass
 import httpx
 
 from campaign_engine.config import ConfigError, Settings
+from campaign_engine.delivery.email_provider import EmailProvider
+from campaign_engine.delivery.email_render import EmailConfigError, cta_url_for, parse_json_object
+from campaign_engine.delivery.email_worker import EmailWorker
 from campaign_engine.delivery.local_queue import LocalQueue
 from campaign_engine.delivery.notification_worker import NotificationWorker
 from campaign_engine.delivery.page_worker import PageWorker
+from campaign_engine.delivery.postmark import PostmarkProvider
 from campaign_engine.delivery.queue import Queue
 from campaign_engine.delivery.runner import Worker, install_stop_signals
 from campaign_engine.delivery.safe_transport import make_webhook_client
+from campaign_engine.delivery.smtp_provider import SmtpProvider
 from campaign_engine.delivery.sqs_queue import SqsQueue, make_sqs_client
 from campaign_engine.delivery.sweeper import SweepResult, stuck_window_seconds, sweep
 from campaign_engine.domain.types import Clock, system_clock
 from campaign_engine.graph.graph import Graph, open_graph
+from campaign_engine.unsubscribe.tokens import UnsubscribeTokens
 
 __all__ = [
     "Queues",
+    "build_delivery_queue",
     "build_dispatch_queue",
+    "build_email_provider",
+    "build_email_worker",
     "build_notification_worker",
     "build_page_worker",
     "build_queues",
@@ -62,18 +71,21 @@ def _sqs(settings: Settings, url: str | None, variable: str) -> SqsQueue:
 
 
 def build_dispatch_queue(settings: Settings) -> Queue:
-    """The page-job queue: the only queue the API writes to (``Services.dispatch_queue``)."""
+    """The page-job queue: the API writes the first page of a dispatch (``Services.dispatch_queue``)."""
     if settings.campaign_queue_backend == "sqs":
         return _sqs(settings, settings.campaign_dispatch_queue_url, "CAMPAIGN_DISPATCH_QUEUE_URL")
     return _local(settings, DISPATCH_QUEUE)
 
 
-def build_queues(settings: Settings) -> Queues:
+def build_delivery_queue(settings: Settings) -> Queue:
+    """The per-recipient queue: the API writes only an admin's notify self-test to it."""
     if settings.campaign_queue_backend == "sqs":
-        delivery: Queue = _sqs(settings, settings.campaign_delivery_queue_url, "CAMPAIGN_DELIVERY_QUEUE_URL")
-    else:
-        delivery = _local(settings, DELIVERY_QUEUE)
-    return Queues(dispatch=build_dispatch_queue(settings), delivery=delivery)
+        return _sqs(settings, settings.campaign_delivery_queue_url, "CAMPAIGN_DELIVERY_QUEUE_URL")
+    return _local(settings, DELIVERY_QUEUE)
+
+
+def build_queues(settings: Settings) -> Queues:
+    return Queues(dispatch=build_dispatch_queue(settings), delivery=build_delivery_queue(settings))
 
 
 def build_webhook_client(settings: Settings) -> httpx.Client:
@@ -116,6 +128,64 @@ def build_notification_worker(
     )
 
 
+def build_email_provider(settings: Settings) -> EmailProvider | None:
+    """The provider named by CAMPAIGN_EMAIL_PROVIDER (None for ``none``), after ``require_email``."""
+    settings.require_email()
+    if settings.campaign_email_provider == "postmark":
+        assert settings.postmark_api_key is not None  # require_email checked it
+        return PostmarkProvider(
+            api_key=settings.postmark_api_key.get_secret_value(),
+            stream=settings.postmark_broadcast_stream,
+            sender=settings.email_from,
+            base_url=settings.postmark_api_url,
+        )
+    if settings.campaign_email_provider == "smtp":
+        return SmtpProvider(
+            host=settings.smtp_host,
+            port=settings.smtp_port,
+            sender=settings.email_from,
+            username=settings.smtp_username,
+            password=settings.smtp_password.get_secret_value() if settings.smtp_password else None,
+        )
+    return None
+
+
+def build_email_worker(
+    settings: Settings,
+    graph: Graph,
+    queues: Queues,
+    *,
+    provider: EmailProvider | None = None,
+    clock: Clock = system_clock,
+) -> EmailWorker | None:
+    """The email page worker, or None when no provider is configured (and none is passed)."""
+    provider = provider or build_email_provider(settings)
+    if provider is None:
+        return None
+    settings.require_email()
+    origins = parse_json_object(settings.campaign_app_origins, setting="CAMPAIGN_APP_ORIGINS")
+    try:  # every configured origin is checked at start, not at its first page
+        for tenant in origins:
+            cta_url_for(origins=origins, tenant_id=tenant, default_tenant=tenant, campaign_id="check")
+    except EmailConfigError as exc:
+        raise ConfigError(str(exc)) from exc
+    return EmailWorker(
+        graph=graph,
+        provider=provider,
+        tokens=UnsubscribeTokens.from_settings(settings),
+        dispatch_queue=queues.dispatch,
+        clock=clock,
+        page_size=settings.campaign_email_page_size,
+        delay_seconds=settings.campaign_dispatch_delay_seconds,
+        adult_age=settings.campaign_adult_age,
+        domain_name=settings.domain_name,
+        app_origins=origins,
+        tenants=parse_json_object(settings.campaign_tenants, setting="CAMPAIGN_TENANTS"),
+        default_tenant=settings.campaign_default_tenant_id,
+        throttle_backoff_seconds=settings.campaign_email_throttle_backoff_seconds,
+    )
+
+
 def run_sweep(settings: Settings, graph: Graph, queue: Queue, *, clock: Clock = system_clock) -> SweepResult:
     window = stuck_window_seconds(
         delay_seconds=settings.campaign_dispatch_delay_seconds,
@@ -133,6 +203,7 @@ def build_worker(
     clock: Clock = system_clock,
     sweep_every: float | None = 60.0,
     wait_seconds: float = 1.0,
+    email_provider: EmailProvider | None = None,
 ) -> Worker:
     queues = queues or build_queues(settings)
     sweeper = (
@@ -148,6 +219,7 @@ def build_worker(
         sweeper=sweeper,
         sweep_every=sweep_every or 60.0,
         wait_seconds=wait_seconds,
+        email_worker=build_email_worker(settings, graph, queues, provider=email_provider, clock=clock),
     )
 
 

@@ -61,5 +61,12 @@ def open_graph(settings: Settings) -> Graph:
     password = settings.neo4j_password.get_secret_value()
     if password:
         auth = (settings.neo4j_user, password)
-    driver = neo4j.GraphDatabase.driver(settings.neo4j_uri, auth=auth, max_connection_pool_size=100)
+    # Server notifications are advice (e.g. "property does not exist" for optional properties that
+    # our queries read with coalesce), logged as warnings for every such query: off. Errors still raise.
+    driver = neo4j.GraphDatabase.driver(
+        settings.neo4j_uri,
+        auth=auth,
+        max_connection_pool_size=100,
+        notifications_min_severity=neo4j.NotificationMinimumSeverity.OFF,
+    )
     return Graph(driver, database=settings.neo4j_database)
