@@ -45,7 +45,7 @@ unit: $(STAMP)
 bench: $(STAMP) $(LAUNCHER)
 	@for script in bench/*.py; do \
 	  case "$$script" in */__init__.py|*/_*) continue;; esac; \
-	  echo "== $$script"; $(BIN)/python $$script || exit 1; \
+	  echo "== $$script"; $(BIN)/python -m bench.$$(basename $$script .py) || exit 1; \
 	done
 
 clean:

@@ -2,12 +2,15 @@
 
     .venv/bin/python -m bench.audience [--profiles 100000] [--campaigns 200] [--concurrency 32]
 
-Starts its own local Neo4j (``LocalNeo4j``) unless ``NEO4J_URI`` is set (that database is wiped), and
-serves the real app with uvicorn on loopback so every figure includes HTTP, auth, the rate limiter
-(with a limit high enough not to refuse) and the graph.
+Three processes, as in production: Neo4j (the local launcher, ``LocalNeo4j`` with a 2g heap and 1g
+page cache, unless ``NEO4J_URI`` names a database, which is then wiped), the API served by
+``campaign-engine serve`` (uvicorn) in its own process, and this process, which seeds the graph and
+then generates load over loopback HTTP with one ``httpx.AsyncClient`` and ``--concurrency`` asyncio
+tasks. Latency is measured here, client-side, so every figure includes HTTP, auth, the rate limiter
+(with a limit high enough never to refuse, so its write still happens on every user call) and the graph.
 
-Figures: addAudience of ``--profiles`` DIDs in batches of 10,000 (half stored DIDs, half did:web
-aliases); previewAudience over the same batches; getMyCampaigns latency for users who are members of
+Figures: previewAudience and addAudience of ``--profiles`` DIDs in batches of 10,000 (half stored
+DIDs, half did:web aliases); getMyCampaigns latency for users who are members of 10 of
 ``--campaigns`` live campaigns; recordEvent throughput. Targets on 2 cores: add >= 10,000 profiles/s,
 getMyCampaigns p99 < 50 ms, recordEvent >= 500/s.
 """
@@ -15,37 +18,46 @@ getMyCampaigns p99 < 50 ms, recordEvent >= 500/s.
 from __future__ import annotations
 
 import argparse
-import json
+import asyncio
 import os
+import shutil
+import socket
 import statistics
+import subprocess
+import sys
 import tempfile
-import threading
 import time
-from collections.abc import Callable, Iterator
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import httpx
-import uvicorn
 
-from campaign_engine.api.app import create_app
 from campaign_engine.api.auth import ADMIN_SCOPE, mint_token
 from campaign_engine.campaigns import definitions, profiles
 from campaign_engine.config import Settings
 from campaign_engine.domain.audience import did_web_for
 from campaign_engine.domain.campaign import CampaignCreate
 from campaign_engine.domain.profile import ProfileUpsert
-from campaign_engine.graph.graph import open_graph
+from campaign_engine.graph.graph import Graph, open_graph
 from campaign_engine.graph.local_neo4j import LocalNeo4j
 from campaign_engine.graph.schema import apply_schema
 
 ADMIN = "bench-admin"
 DOMAIN = "bench.test"
+SECRET = "bench-secret-0123456789abcdef-0123456789abcdef"
 BATCH = 10_000
 MEMBERSHIPS = 10  # live campaigns each benchmark user belongs to (of --campaigns live ones)
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
 
 
 @contextmanager
@@ -54,8 +66,7 @@ def neo4j_uri() -> Iterator[str]:
         yield os.environ["NEO4J_URI"]
         return
     with tempfile.TemporaryDirectory(prefix="bench-neo4j-") as data:
-        port = _free_port()
-        server = LocalNeo4j(data_dir=Path(data), port=port, heap="1g", pagecache="512m")
+        server = LocalNeo4j(data_dir=Path(data), port=_free_port(), heap="2g", pagecache="1g")
         server.start()
         try:
             yield server.uri
@@ -63,35 +74,40 @@ def neo4j_uri() -> Iterator[str]:
             server.stop()
 
 
-def _free_port() -> int:
-    import socket
-
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 @contextmanager
-def serve(settings: Settings) -> Iterator[str]:
+def api_process(env: dict[str, str]) -> Iterator[str]:
+    """``campaign-engine serve`` in its own process (its own GIL), ready when /readyz answers 200."""
     port = _free_port()
-    app = create_app(settings)
-    config = uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", access_log=False)
-    server = uvicorn.Server(config)
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    while not server.started:
-        time.sleep(0.05)
+    exe = shutil.which("campaign-engine", path=str(Path(sys.executable).parent))
+    argv = [exe] if exe else [sys.executable, "-m", "campaign_engine.cli"]
+    log = tempfile.NamedTemporaryFile(prefix="bench-api-", suffix=".log", delete=False)  # noqa: SIM115
+    proc = subprocess.Popen(
+        [*argv, "serve", "--host", "127.0.0.1", "--port", str(port)],
+        env={**os.environ, **env}, stdout=log, stderr=subprocess.STDOUT,
+    )  # fmt: skip
+    base = f"http://127.0.0.1:{port}"
     try:
-        yield f"http://127.0.0.1:{port}"
+        deadline = time.monotonic() + 60
+        while True:
+            if proc.poll() is not None:
+                raise RuntimeError(f"the API process exited; see {log.name}")
+            try:
+                if httpx.get(f"{base}/readyz", timeout=2).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"the API did not become ready; see {log.name}")
+            time.sleep(0.2)
+        yield base
     finally:
-        server.should_exit = True
-        thread.join(timeout=10)
-
-
-def timed(fn: Callable[[], Any]) -> float:
-    start = time.perf_counter()
-    fn()
-    return time.perf_counter() - start
+        proc.terminate()
+        try:
+            proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        log.close()
 
 
 def main() -> None:
@@ -99,57 +115,56 @@ def main() -> None:
     parser.add_argument("--profiles", type=int, default=100_000)
     parser.add_argument("--campaigns", type=int, default=200)
     parser.add_argument("--concurrency", type=int, default=32)
-    parser.add_argument("--requests", type=int, default=3_000, help="per measured procedure")
+    parser.add_argument("--requests", type=int, default=5_000, help="per measured user procedure")
     args = parser.parse_args()
 
     with neo4j_uri() as uri:
+        env = {
+            "NEO4J_URI": uri,
+            "NEO4J_USER": os.environ.get("NEO4J_USER", "neo4j"),
+            "NEO4J_PASSWORD": os.environ.get("NEO4J_PASSWORD", ""),
+            "AUTH_JWT_SECRET": SECRET,
+            "CAMPAIGN_ADMIN_PROFILE_IDS": ADMIN,
+            "DOMAIN_NAME": DOMAIN,
+            # Measure the limiter's cost (its write happens on every user call), never refuse.
+            "CAMPAIGN_USER_RATE_LIMIT_PER_MINUTE": "1000000000",
+            "CAMPAIGN_ENV_FILE": "",
+        }
         settings = Settings(
             neo4j_uri=uri,
-            neo4j_user=os.environ.get("NEO4J_USER", "neo4j"),
-            neo4j_password=os.environ.get("NEO4J_PASSWORD", ""),
-            auth_jwt_secret="bench-secret-0123456789abcdef-0123456789abcdef",
+            neo4j_user=env["NEO4J_USER"],
+            neo4j_password=env["NEO4J_PASSWORD"],
+            auth_jwt_secret=SECRET,
             campaign_admin_profile_ids=ADMIN,
             domain_name=DOMAIN,
-            campaign_user_rate_limit_per_minute=1_000_000_000,  # measure the limiter's cost, never refuse
             _env_file=None,
         )
         graph = open_graph(settings)
-        with graph.driver.session(database=graph.database) as session:  # IN TRANSACTIONS needs auto-commit
-            session.run("MATCH (n) CALL (n) { DETACH DELETE n } IN TRANSACTIONS OF 10000 ROWS").consume()
-        apply_schema(graph)
-        run(settings, graph, args)
-        graph.close()
+        try:
+            with graph.driver.session(database=graph.database) as session:  # IN TRANSACTIONS: auto-commit
+                session.run("MATCH (n) CALL (n) { DETACH DELETE n } IN TRANSACTIONS OF 10000 ROWS").consume()
+            apply_schema(graph)
+            users = seed(graph, args)
+        finally:
+            graph.close()
+        with api_process(env) as base:
+            asyncio.run(measure(base, settings, users, args))
 
 
-def run(settings: Settings, graph: Any, args: argparse.Namespace) -> None:
+def seed(graph: Graph, args: argparse.Namespace) -> list[str]:
+    """Profiles and live campaigns, written directly (setup, not measured); returns the bench users."""
     now = datetime.now(UTC)
-    n = args.profiles
-    ids = [f"p{i:07d}" for i in range(n)]
-    seed = timed(
-        lambda: [
-            profiles.upsert_profiles(
-                graph,
-                ProfileUpsert.model_validate(
-                    {
-                        "profiles": [
-                            {
-                                "profileId": pid,
-                                "did": f"did:plc:{pid}" if i % 2 else None,
-                                "dob": "1990-01-01",
-                            }
-                            for i, pid in enumerate(ids[start : start + 1000], start=start)
-                        ]
-                    }
-                ),
-            )
-            for start in range(0, n, 1000)
+    start = time.perf_counter()
+    for first in range(0, args.profiles, 1_000):
+        rows = [
+            {"profileId": f"p{i:07d}", "did": f"did:plc:p{i:07d}" if i % 2 else None, "dob": "1990-01-01"}
+            for i in range(first, min(first + 1_000, args.profiles))
         ]
-    )
-    print(f"seeded {n} profiles in {seed:.1f}s")
+        profiles.upsert_profiles(graph, ProfileUpsert.model_validate({"profiles": rows}))
+    print(f"seeded {args.profiles} profiles in {time.perf_counter() - start:.1f}s", flush=True)
     users = [f"u{i:03d}" for i in range(args.concurrency)]
-    profiles.upsert_profiles(
-        graph, ProfileUpsert.model_validate({"profiles": [{"profileId": u} for u in [*users, ADMIN]]})
-    )
+    rows = [{"profileId": u, "dob": "1990-01-01"} for u in [*users, ADMIN]]
+    profiles.upsert_profiles(graph, ProfileUpsert.model_validate({"profiles": rows}))
     for i in range(args.campaigns + 1):
         cid = "audience" if i == args.campaigns else f"live-{i:03d}"
         data = {
@@ -157,93 +172,115 @@ def run(settings: Settings, graph: Any, args: argparse.Namespace) -> None:
             "name": f"Campaign {i}",
             "channels": ["inApp"],
             "message": {"title": f"Hello {i}", "body": "x" * 200, "priority": i % 7},
+            # A real window, so getMyCampaigns evaluates it (and no "unknown property" notices).
+            "startsAt": "2020-01-01T00:00:00Z",
+            "endsAt": "2099-01-01T00:00:00Z",
         }
         definitions.create_campaign(graph, data=CampaignCreate.model_validate(data), tenant_id="t", now=now)
         definitions.set_status(graph, campaign_id=cid, status="live", now=now)
-    admin_headers = {"authorization": f"Bearer {mint_token(settings, profile_id=ADMIN, scope=ADMIN_SCOPE)}"}
-    dids = [f"did:plc:{pid}" if i % 2 else did_web_for(pid, DOMAIN) for i, pid in enumerate(ids)]
+    return users
+
+
+def _percentile(sorted_values: list[float], q: float) -> float:
+    return sorted_values[min(len(sorted_values) - 1, int(len(sorted_values) * q))]
+
+
+async def _run_concurrently(n: int, concurrency: int, one: Callable[[int], Awaitable[float]]) -> list[float]:
+    """``n`` calls of ``one(i)`` from ``concurrency`` tasks; returns each call's latency in seconds."""
+    queue = iter(range(n))
+    latencies: list[float] = []
+
+    async def worker() -> None:
+        for i in queue:  # a shared iterator: each index is taken by exactly one task
+            latencies.append(await one(i))
+
+    await asyncio.gather(*(worker() for _ in range(concurrency)))
+    return latencies
+
+
+async def measure(base: str, settings: Settings, users: list[str], args: argparse.Namespace) -> None:
+    n = args.profiles
+    dids = [f"did:plc:p{i:07d}" if i % 2 else did_web_for(f"p{i:07d}", DOMAIN) for i in range(n)]
     batches = [dids[i : i + BATCH] for i in range(0, n, BATCH)]
+    admin_headers = {"authorization": f"Bearer {mint_token(settings, profile_id=ADMIN, scope=ADMIN_SCOPE)}"}
+    # keepalive_expiry below uvicorn's 5 s keep-alive timeout: never reuse a connection the server is
+    # closing (that race surfaces as httpx.ReadError under load).
+    limits = httpx.Limits(
+        max_connections=args.concurrency, max_keepalive_connections=args.concurrency, keepalive_expiry=2.0
+    )
+    async with httpx.AsyncClient(base_url=base, timeout=120, limits=limits) as client:
 
-    with serve(settings) as base, httpx.Client(base_url=base, timeout=120, headers=admin_headers) as admin:
-
-        def call(proc: str, data: dict[str, Any], *, query: bool = False) -> Any:
-            if query:
-                response = admin.get(f"/trpc/{proc}", params={"input": json.dumps(data)})
-            else:
-                response = admin.post(f"/trpc/{proc}", json=data)
+        async def admin(proc: str, data: dict[str, Any]) -> Any:
+            response = await client.post(f"/trpc/{proc}", json=data, headers=admin_headers)
             response.raise_for_status()
             return response.json()["result"]["data"]
 
-        preview_total = 0
         start = time.perf_counter()
+        preview_total = 0
         for batch in batches:
             source = {"type": "dids", "dids": batch}
-            preview_total += call(
-                "campaigns.previewAudience", {"campaignId": "audience", "source": source}, query=False
-            )["count"]
+            answer = await admin("campaigns.previewAudience", {"campaignId": "audience", "source": source})
+            preview_total += answer["count"]
         preview_s = time.perf_counter() - start
         assert preview_total == n, preview_total
         print(f"previewAudience: {n} dids in {len(batches)} calls, {preview_s:.2f}s ({n / preview_s:,.0f}/s)")
-        added = 0
+
         start = time.perf_counter()
+        added = 0
         for batch in batches:
             source = {"type": "dids", "dids": batch}
-            added += call("campaigns.addAudience", {"campaignId": "audience", "source": source})["added"]
+            added += (await admin("campaigns.addAudience", {"campaignId": "audience", "source": source}))[
+                "added"
+            ]
         add_s = time.perf_counter() - start
         add_rate = n / add_s
+        assert added == n, added
         print(f"addAudience: {added} added of {n} dids in {add_s:.2f}s ({add_rate:,.0f} profiles/s)")
+
         # Every user belongs to MEMBERSHIPS of the live campaigns; getMyCampaigns must not scan the rest.
-        for i in range(0, args.campaigns, args.campaigns // MEMBERSHIPS):
-            call(
-                "campaigns.addAudience",
-                {"campaignId": f"live-{i:03d}", "source": {"type": "profileIds", "profileIds": users}},
-            )
+        step = args.campaigns // MEMBERSHIPS
+        member_of = [f"live-{i:03d}" for i in range(0, step * MEMBERSHIPS, step)]
+        for cid in member_of:
+            source = {"type": "profileIds", "profileIds": users}
+            await admin("campaigns.addAudience", {"campaignId": cid, "source": source})
 
-        tokens = {u: f"Bearer {mint_token(settings, profile_id=u)}" for u in users}
-        local = threading.local()
+        tokens = {u: {"authorization": f"Bearer {mint_token(settings, profile_id=u)}"} for u in users}
 
-        def client() -> httpx.Client:
-            if not hasattr(local, "client"):
-                local.client = httpx.Client(base_url=base, timeout=60)
-            return local.client  # type: ignore[no-any-return]
-
-        def my_campaigns(i: int) -> float:
-            user = users[i % len(users)]
+        async def my_campaigns(i: int) -> float:
             t0 = time.perf_counter()
-            response = client().get("/trpc/campaigns.getMyCampaigns", headers={"authorization": tokens[user]})
+            response = await client.get(
+                "/trpc/campaigns.getMyCampaigns", headers=tokens[users[i % len(users)]]
+            )
             elapsed = time.perf_counter() - t0
             assert response.status_code == 200, response.text
             assert len(response.json()["result"]["data"]["campaigns"]) == MEMBERSHIPS
             return elapsed
 
-        def record(i: int) -> None:
-            user = users[i % len(users)]
-            response = client().post(
-                "/trpc/campaigns.recordEvent",
-                headers={"authorization": tokens[user]},
-                json={
-                    "campaignId": f"live-{(i % MEMBERSHIPS) * (args.campaigns // MEMBERSHIPS):03d}",
-                    "event": "shown",
-                },
-            )
+        async def record(i: int) -> float:
+            body = {"campaignId": member_of[i % MEMBERSHIPS], "event": "shown"}
+            t0 = time.perf_counter()
+            headers = tokens[users[i % len(users)]]
+            response = await client.post("/trpc/campaigns.recordEvent", json=body, headers=headers)
+            elapsed = time.perf_counter() - t0
             assert response.status_code == 200, response.text
+            return elapsed
 
-        with ThreadPoolExecutor(args.concurrency) as pool:
-            list(pool.map(my_campaigns, range(args.concurrency * 2)))  # warm up connections and plans
-            latencies = sorted(pool.map(my_campaigns, range(args.requests)))
-            p50 = statistics.median(latencies) * 1000
-            p99 = latencies[min(len(latencies) - 1, int(len(latencies) * 0.99))] * 1000
-            print(
-                f"getMyCampaigns ({args.campaigns} live campaigns, c={args.concurrency}): "
-                f"p50 {p50:.1f} ms, p99 {p99:.1f} ms"
-            )
-            list(pool.map(record, range(args.concurrency)))
-            record_s = timed(lambda: list(pool.map(record, range(args.requests))))
-            record_rate = args.requests / record_s
-            print(
-                f"recordEvent (c={args.concurrency}): {args.requests} in {record_s:.2f}s "
-                f"({record_rate:,.0f}/s)"
-            )
+        c = args.concurrency
+        await _run_concurrently(c * 4, c, my_campaigns)  # warm up connections and query plans
+        latencies = sorted(await _run_concurrently(args.requests, c, my_campaigns))
+        p50, p99 = _percentile(latencies, 0.5) * 1000, _percentile(latencies, 0.99) * 1000
+        print(f"getMyCampaigns ({args.campaigns} live campaigns, c={c}): p50 {p50:.1f} ms, p99 {p99:.1f} ms")
+
+        await _run_concurrently(c * 4, c, record)
+        start = time.perf_counter()
+        record_latencies = sorted(await _run_concurrently(args.requests, c, record))
+        record_s = time.perf_counter() - start
+        record_rate = args.requests / record_s
+        print(
+            f"recordEvent (c={c}): {args.requests} in {record_s:.2f}s ({record_rate:,.0f}/s), "
+            f"p50 {statistics.median(record_latencies) * 1000:.1f} ms, "
+            f"p99 {_percentile(record_latencies, 0.99) * 1000:.1f} ms"
+        )
 
     print(
         f"RESULT audience_add_per_s={add_rate:.0f} my_campaigns_p99_ms={p99:.1f} "

@@ -8,6 +8,8 @@ carry unsubscribe tokens and tRPC inputs, which must never reach a log.
 from __future__ import annotations
 
 import argparse
+import json
+import logging
 import os
 import secrets
 import signal
@@ -22,6 +24,14 @@ from campaign_engine.config import ConfigError, Settings
 __all__ = ["main"]
 
 _LOCAL = Path(".local")
+
+
+def configure_logging() -> None:
+    """INFO lines of our own modules (ids and outcomes only). httpx logs each request's full URL at
+    INFO, and webhook URLs may carry a receiver's secret path: keep its loggers at WARNING."""
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
+    for noisy in ("httpx", "httpcore"):
+        logging.getLogger(noisy).setLevel(logging.WARNING)
 
 
 def load_settings() -> Settings:
@@ -43,6 +53,7 @@ def _serve(args: argparse.Namespace) -> int:
 def _worker(args: argparse.Namespace) -> int:
     from campaign_engine.delivery.wiring import run_worker
 
+    configure_logging()
     run_worker(load_settings())
     return 0
 
@@ -72,6 +83,13 @@ def _inbox(args: argparse.Namespace) -> int:
         db_path=Path(args.db),
         secret=settings.notifications_webhook_secret.get_secret_value(),
     )
+    return 0
+
+
+def _smtp_catcher(args: argparse.Namespace) -> int:
+    from campaign_engine.delivery.smtp_catcher import serve_smtp_catcher
+
+    serve_smtp_catcher(args.host, args.port, args.mailbox)
     return 0
 
 
@@ -148,12 +166,17 @@ def _dev_env() -> Path:
     return path
 
 
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
+
+
 def _dev(args: argparse.Namespace) -> int:
     """Everything on one machine: local Neo4j, reference inbox, worker and API. Ctrl-C stops it all."""
     from campaign_engine.graph.local_neo4j import LocalNeo4j
 
     env_file = _dev_env()
     inbox_port = int(os.environ.get("INBOX_PORT", "8025"))
+    smtp_port = int(os.environ.get("SMTP_CATCHER_PORT", "1025"))
     neo4j_port = int(os.environ.get("NEO4J_PORT", "7687"))
     env = {
         **os.environ,
@@ -163,7 +186,19 @@ def _dev(args: argparse.Namespace) -> int:
         "CAMPAIGN_ALLOW_PRIVATE_WEBHOOKS": "true",
         "CAMPAIGN_QUEUE_BACKEND": "local",
         "CAMPAIGN_LOCAL_QUEUE_PATH": str(_LOCAL / "queue.sqlite3"),
+        # Email goes to the local SMTP catcher; each message lands in .local/mail as an .eml file.
+        "CAMPAIGN_EMAIL_PROVIDER": "smtp",
+        "SMTP_HOST": "127.0.0.1",
+        "SMTP_PORT": str(smtp_port),
+        "DOMAIN_NAME": os.environ.get("DOMAIN_NAME", f"127.0.0.1:{args.port}"),
+        "CAMPAIGN_APP_ORIGINS": os.environ.get(
+            "CAMPAIGN_APP_ORIGINS", json.dumps({"default": f"http://127.0.0.1:{args.port}"})
+        ),
     }
+    # Ctrl-C, a closed terminal or a plain `kill` all stop everything we started: installed
+    # explicitly because a shell that starts us in the background hands us SIGINT ignored.
+    for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(signum, _interrupt)
     neo4j = LocalNeo4j(data_dir=_LOCAL / "neo4j", port=neo4j_port, heap="1g", pagecache="256m")
     print(f"starting Neo4j on {neo4j.uri} ...", flush=True)
     neo4j.start()
@@ -175,10 +210,16 @@ def _dev(args: argparse.Namespace) -> int:
                 [*exe, "inbox", "--port", str(inbox_port), "--db", str(_LOCAL / "inbox.sqlite3")], env=env
             )
         )
+        children.append(
+            subprocess.Popen(  # noqa: S603 - our own entry point
+                [*exe, "smtp-catcher", "--port", str(smtp_port), "--mailbox", str(_LOCAL / "mail")], env=env
+            )
+        )
         children.append(subprocess.Popen([*exe, "worker"], env=env))  # noqa: S603
         print(
             "\ncampaign-engine is starting on "
-            f"http://{args.host}:{args.port}  (reference inbox on http://127.0.0.1:{inbox_port})\n"
+            f"http://{args.host}:{args.port}  (reference inbox on http://127.0.0.1:{inbox_port}; "
+            f"email is caught in {_LOCAL / 'mail'})\n"
             "Mint an admin token with:\n"
             f"  CAMPAIGN_ENV_FILE={env_file} .venv/bin/campaign-engine token "
             "--profile-id admin --scope campaigns:admin\n",
@@ -225,6 +266,12 @@ def _parser() -> argparse.ArgumentParser:
     inbox.add_argument("--port", type=int, default=8025)
     inbox.add_argument("--db", default=str(_LOCAL / "inbox.sqlite3"))
     inbox.set_defaults(run=_inbox)
+
+    catcher = commands.add_parser("smtp-catcher", help="local SMTP server that keeps mail as .eml files")
+    catcher.add_argument("--host", default="127.0.0.1")
+    catcher.add_argument("--port", type=int, default=1025)
+    catcher.add_argument("--mailbox", default=str(_LOCAL / "mail"))
+    catcher.set_defaults(run=_smtp_catcher)
 
     dev = commands.add_parser("dev", help="run the whole product locally")
     dev.add_argument("--host", default="127.0.0.1")

@@ -26,7 +26,7 @@ import smtplib
 import ssl
 from collections.abc import Sequence
 from email.message import EmailMessage
-from email.policy import SMTP as SMTP_POLICY
+from email.policy import SMTP
 from email.utils import formatdate, make_msgid, parseaddr
 from typing import Literal
 
@@ -37,6 +37,10 @@ from campaign_engine.delivery.email_provider import (
     ProviderUnavailable,
     SendResult,
 )
+
+# RFC 5322 allows 998-character lines. The default 78 makes the email package fold a long unsubscribe
+# URL into an RFC 2047 encoded word, which mail clients do not parse as List-Unsubscribe.
+SMTP_POLICY = SMTP.clone(max_line_length=998)
 
 __all__ = ["SmtpProvider"]
 

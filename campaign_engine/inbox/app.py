@@ -103,7 +103,14 @@ def serve_inbox(*, host: str, port: int, db_path: Path, secret: str) -> None:
     """Run the inbox in the foreground until interrupted (``campaign-engine inbox``)."""
     import uvicorn  # imported here: only this entry point needs the server
 
-    uvicorn.run(create_inbox_app(db_path=db_path, secret=secret), host=host, port=port, log_level="info")
+    # No access log: query strings name profiles.
+    uvicorn.run(
+        create_inbox_app(db_path=db_path, secret=secret),
+        host=host,
+        port=port,
+        log_level="info",
+        access_log=False,
+    )
 
 
 async def _read_capped(request: Request, limit: int) -> bytes | None:

@@ -209,6 +209,17 @@ def test_batch_goes_over_one_connection_as_multipart_alternative(smtp_server: Sm
     assert parts["text/html"].strip() == b"<p>Hello 1</p>"  # type: ignore[union-attr]
 
 
+def test_a_long_list_unsubscribe_url_is_sent_verbatim(smtp_server: SmtpServer) -> None:
+    """Mail clients parse ``List-Unsubscribe: <url>`` literally; a folded RFC 2047 word breaks one-click."""
+    url = "<https://campaigns.example.org/campaigns/unsubscribe?token=" + "x" * 150 + ">"
+    message = outgoing(
+        1, headers={"List-Unsubscribe": url, "List-Unsubscribe-Post": "List-Unsubscribe=One-Click"}
+    )
+    provider_for(smtp_server).send_batch([message])
+    raw = smtp_server.handler.received[0].content
+    assert f"List-Unsubscribe: {url}".encode() in raw
+
+
 def test_leading_dots_survive_transparency(smtp_server: SmtpServer) -> None:
     text = "line\n.\n..two\n.end"
     results = provider_for(smtp_server).send_batch([outgoing(1, text=text)])
