@@ -19,6 +19,8 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
+from pydantic import ValidationError
+
 from campaign_engine.config import ConfigError, Settings
 
 __all__ = ["main"]
@@ -308,6 +310,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         return int(args.run(args))
     except ConfigError as exc:
         print(f"configuration error: {exc}", file=sys.stderr)
+        return 2
+    except ValidationError as exc:  # a setting that does not parse, e.g. CAMPAIGN_APP_ORIGINS='[1]'
+        for error in exc.errors(include_url=False, include_input=False):
+            name = ".".join(str(part) for part in error["loc"]).upper()
+            print(f"configuration error: {name}: {error['msg']}", file=sys.stderr)
         return 2
 
 

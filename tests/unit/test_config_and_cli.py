@@ -59,3 +59,12 @@ def test_missing_secret_is_a_clear_cli_error(
     monkeypatch.delenv("CAMPAIGN_ENV_FILE", raising=False)
     assert main(["token", "--profile-id", "x"]) == 2
     assert "AUTH_JWT_SECRET" in capsys.readouterr().err
+
+
+def test_unparseable_setting_is_a_clear_cli_error(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("AUTH_JWT_SECRET", GOOD)
+    monkeypatch.setenv("CAMPAIGN_APP_ORIGINS", "[1]")
+    assert main(["token", "--profile-id", "x"]) == 2
+    assert "CAMPAIGN_APP_ORIGINS" in capsys.readouterr().err
