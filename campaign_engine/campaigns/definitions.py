@@ -25,6 +25,7 @@ from campaign_engine.domain.campaign import (
     CampaignPublic,
     CampaignStatus,
     allowed_transition,
+    campaign_from_node,
 )
 from campaign_engine.domain.errors import BadRequest, Conflict, NotFound, bad_request_from
 from campaign_engine.domain.types import format_ts, next_after
@@ -71,20 +72,6 @@ def node_properties(definition: CampaignDefinition) -> dict[str, Any]:
 
 def load_definition(node: dict[str, Any]) -> CampaignDefinition:
     return CampaignDefinition.model_validate(json.loads(node["definition"]))
-
-
-def campaign_from_node(node: dict[str, Any]) -> CampaignPublic:
-    return CampaignPublic.model_validate(
-        {
-            **json.loads(node["definition"]),
-            "id": node["id"],
-            "status": node["status"],
-            "tenantId": node.get("tenantId"),
-            "createdAt": node["createdAt"],
-            "updatedAt": node["updatedAt"],
-            "revision": node["revision"],
-        }
-    )
 
 
 _CREATE = """

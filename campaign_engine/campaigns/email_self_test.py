@@ -15,9 +15,9 @@ from datetime import datetime
 from typing import Any
 
 from campaign_engine.config import Settings
+from campaign_engine.delivery.email_compose import compose_email, email_content_for
 from campaign_engine.delivery.email_provider import EmailProvider
 from campaign_engine.delivery.email_render import parse_json_object
-from campaign_engine.delivery.email_worker import compose_email, email_content_for
 from campaign_engine.delivery.wiring import build_email_provider
 from campaign_engine.domain.campaign import CampaignPublic
 from campaign_engine.domain.errors import BadRequest, NotFound, ServiceUnavailable

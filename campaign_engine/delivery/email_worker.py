@@ -22,39 +22,29 @@ not failure"):
 
 from __future__ import annotations
 
-import json
 import logging
 import math
 import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
-from functools import cached_property
 from typing import Any, Literal
 
-from markupsafe import escape
-
+from campaign_engine.delivery.email_compose import compose_email, email_content_for
 from campaign_engine.delivery.email_provider import EmailProvider, OutgoingEmail, SendResult
-from campaign_engine.delivery.email_render import (
-    Branding,
-    EmailConfigError,
-    RenderedEmail,
-    branding_for,
-    cta_url_for,
-    render_email,
-)
+from campaign_engine.delivery.email_render import EmailConfigError
 from campaign_engine.delivery.page_worker import guard_reason
 from campaign_engine.delivery.queue import MAX_DELAY_SECONDS, Queue, QueueError
-from campaign_engine.domain.campaign import CampaignPublic, EmailCopy
+from campaign_engine.domain.campaign import campaign_from_node
 from campaign_engine.domain.dispatch import PageJob, job_json
 from campaign_engine.domain.types import Clock, format_ts
 from campaign_engine.graph.email_policy import email_params, email_query
 from campaign_engine.graph.graph import Graph, Tx
 from campaign_engine.graph.locks import lock_profiles
 from campaign_engine.unsubscribe.optout import ensure_unsubscribe_ids
-from campaign_engine.unsubscribe.tokens import UnsubscribeTokens, list_unsubscribe_headers, unsubscribe_url
+from campaign_engine.unsubscribe.tokens import UnsubscribeTokens
 
-__all__ = ["EmailContent", "EmailPageOutcome", "EmailWorker", "compose_email", "email_content_for"]
+__all__ = ["EmailPageOutcome", "EmailWorker"]
 
 log = logging.getLogger(__name__)
 
@@ -71,91 +61,6 @@ class EmailPageOutcome:
     uncertain: int = 0
     retry_in_seconds: int | None = None
     reason: str | None = None
-
-
-@dataclass(frozen=True)
-class _Copy:
-    """``EmailCopy`` in the attribute shape ``render_email`` reads."""
-
-    subject: str
-    title: str
-    body: str
-    ctaLabel: str  # the EmailCopyLike protocol reads wire names
-    heroImageUrl: str | None
-
-
-_LINK_SLOT = "https://unsubscribe.invalid/slot-7f3c9a1e"
-"""Rendered in place of the unsubscribe link, then replaced per recipient (URL-safe: escaping is a no-op)."""
-
-
-@dataclass(frozen=True)
-class EmailContent:
-    """Everything of a message that is the same for every recipient of one campaign.
-
-    The templates are rendered once per page with a slot for the unsubscribe link, the only part that
-    differs between recipients; ``compose_email`` fills the slot. Rendering 500 times per page would
-    cost more than the provider call.
-    """
-
-    copy: _Copy
-    branding: Branding
-    cta_url: str
-    campaign_id: str
-
-    @cached_property
-    def template(self) -> RenderedEmail:
-        return render_email(
-            copy=self.copy, branding=self.branding, cta_url=self.cta_url, unsubscribe_url=_LINK_SLOT
-        )
-
-
-def email_content_for(
-    campaign: CampaignPublic, *, origins: Mapping[str, Any], tenants: Mapping[str, Any], default_tenant: str
-) -> EmailContent:
-    """Resolve copy, CTA and branding; raises ``EmailConfigError`` before anyone is claimed."""
-    email: EmailCopy | None = campaign.email
-    if email is None:
-        raise EmailConfigError("the campaign has no email content")
-    content = EmailContent(
-        copy=_Copy(email.subject, email.title, email.body, email.cta_label, email.hero_image_url),
-        branding=branding_for(tenants, campaign.tenant_id, default_tenant),
-        cta_url=cta_url_for(
-            origins=origins,
-            tenant_id=campaign.tenant_id,
-            default_tenant=default_tenant,
-            campaign_id=campaign.id,
-        ),
-        campaign_id=campaign.id,
-    )
-    content.template  # noqa: B018 - render now: a template error must surface before any claim
-    return content
-
-
-def compose_email(
-    content: EmailContent,
-    *,
-    key: str,
-    to: str,
-    unsubscribe_id: str,
-    tokens: UnsubscribeTokens,
-    domain_name: str,
-    tag: str = "announcement",
-    metadata: Mapping[str, str] | None = None,
-) -> OutgoingEmail:
-    """One recipient's message: the visible unsubscribe link and RFC 8058 headers carry its token."""
-    token = tokens.issue(unsubscribe_id)
-    link = unsubscribe_url(domain_name, token)
-    template = content.template
-    return OutgoingEmail(
-        key=key,
-        to=to,
-        subject=template.subject,
-        html=template.html.replace(_LINK_SLOT, str(escape(link))),
-        text=template.text.replace(_LINK_SLOT, link),
-        headers=list_unsubscribe_headers(domain_name, token),
-        tag=tag,
-        metadata=dict(metadata or {"campaignId": content.campaign_id}),
-    )
 
 
 _READ_GUARD = """
@@ -192,21 +97,6 @@ SET d.cursor = $cursor, d.pages = d.pages + 1, d.enqueued = d.enqueued + $claime
     d.finishedAt = CASE WHEN $done THEN $now ELSE d.finishedAt END
 RETURN d.id AS id
 """
-
-
-def campaign_from_node(node: Mapping[str, Any]) -> CampaignPublic:
-    """The stored definition plus lifecycle fields (delivery does not import the campaigns layer)."""
-    return CampaignPublic.model_validate(
-        {
-            **json.loads(node["definition"]),
-            "id": node["id"],
-            "status": node["status"],
-            "tenantId": node.get("tenantId"),
-            "createdAt": node["createdAt"],
-            "updatedAt": node["updatedAt"],
-            "revision": node["revision"],
-        }
-    )
 
 
 @dataclass(frozen=True)

@@ -8,6 +8,8 @@ write, not only at creation.
 
 from __future__ import annotations
 
+import json
+from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Annotated, Any, Literal
 
@@ -36,6 +38,7 @@ __all__ = [
     "Message",
     "NotificationCopy",
     "allowed_transition",
+    "campaign_from_node",
 ]
 
 Channel = Literal["inApp", "notify", "email"]
@@ -237,3 +240,18 @@ class CampaignPublic(CampaignDefinition):
     created_at: Annotated[str, Field(alias="createdAt")]
     updated_at: Annotated[str, Field(alias="updatedAt")]
     revision: int
+
+
+def campaign_from_node(node: Mapping[str, Any]) -> CampaignPublic:
+    """A stored Campaign node (definition JSON plus lifecycle properties) as admins read it."""
+    return CampaignPublic.model_validate(
+        {
+            **json.loads(node["definition"]),
+            "id": node["id"],
+            "status": node["status"],
+            "tenantId": node.get("tenantId"),
+            "createdAt": node["createdAt"],
+            "updatedAt": node["updatedAt"],
+            "revision": node["revision"],
+        }
+    )

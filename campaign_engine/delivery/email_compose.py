@@ -1,0 +1,115 @@
+"""One announcement email per recipient, rendered once per campaign page.
+
+The templates are rendered once with a slot where the unsubscribe link goes, the only part that
+differs between recipients; ``compose_email`` fills the slot with the recipient's signed link and sets
+the RFC 8058 headers. Resolving the CTA origin and branding here, before any claim, means a
+misconfigured tenant fails a dispatch without burning anyone's single email attempt.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from functools import cached_property
+from typing import Any
+
+from markupsafe import escape
+
+from campaign_engine.delivery.email_provider import OutgoingEmail
+from campaign_engine.delivery.email_render import (
+    Branding,
+    EmailConfigError,
+    RenderedEmail,
+    branding_for,
+    cta_url_for,
+    render_email,
+)
+from campaign_engine.domain.campaign import CampaignPublic, EmailCopy
+from campaign_engine.unsubscribe.tokens import UnsubscribeTokens, list_unsubscribe_headers, unsubscribe_url
+
+__all__ = ["EmailContent", "compose_email", "email_content_for"]
+
+
+@dataclass(frozen=True)
+class _Copy:
+    """``EmailCopy`` in the attribute shape ``render_email`` reads."""
+
+    subject: str
+    title: str
+    body: str
+    ctaLabel: str  # the EmailCopyLike protocol reads wire names
+    heroImageUrl: str | None
+
+
+_LINK_SLOT = "https://unsubscribe.invalid/slot-7f3c9a1e"
+"""Rendered in place of the unsubscribe link, then replaced per recipient (URL-safe: escaping is a no-op)."""
+
+
+@dataclass(frozen=True)
+class EmailContent:
+    """Everything of a message that is the same for every recipient of one campaign.
+
+    The templates are rendered once per page with a slot for the unsubscribe link, the only part that
+    differs between recipients; ``compose_email`` fills the slot. Rendering 500 times per page would
+    cost more than the provider call.
+    """
+
+    copy: _Copy
+    branding: Branding
+    cta_url: str
+    campaign_id: str
+
+    @cached_property
+    def template(self) -> RenderedEmail:
+        return render_email(
+            copy=self.copy, branding=self.branding, cta_url=self.cta_url, unsubscribe_url=_LINK_SLOT
+        )
+
+
+def email_content_for(
+    campaign: CampaignPublic, *, origins: Mapping[str, Any], tenants: Mapping[str, Any], default_tenant: str
+) -> EmailContent:
+    """Resolve copy, CTA and branding; raises ``EmailConfigError`` before anyone is claimed."""
+    email: EmailCopy | None = campaign.email
+    if email is None:
+        raise EmailConfigError("the campaign has no email content")
+    content = EmailContent(
+        copy=_Copy(email.subject, email.title, email.body, email.cta_label, email.hero_image_url),
+        branding=branding_for(tenants, campaign.tenant_id, default_tenant),
+        cta_url=cta_url_for(
+            origins=origins,
+            tenant_id=campaign.tenant_id,
+            default_tenant=default_tenant,
+            campaign_id=campaign.id,
+        ),
+        campaign_id=campaign.id,
+    )
+    content.template  # noqa: B018 - render now: a template error must surface before any claim
+    return content
+
+
+def compose_email(
+    content: EmailContent,
+    *,
+    key: str,
+    to: str,
+    unsubscribe_id: str,
+    tokens: UnsubscribeTokens,
+    domain_name: str,
+    tag: str = "announcement",
+    metadata: Mapping[str, str] | None = None,
+) -> OutgoingEmail:
+    """One recipient's message: the visible unsubscribe link and RFC 8058 headers carry its token."""
+    token = tokens.issue(unsubscribe_id)
+    link = unsubscribe_url(domain_name, token)
+    template = content.template
+    return OutgoingEmail(
+        key=key,
+        to=to,
+        subject=template.subject,
+        html=template.html.replace(_LINK_SLOT, str(escape(link))),
+        text=template.text.replace(_LINK_SLOT, link),
+        headers=list_unsubscribe_headers(domain_name, token),
+        tag=tag,
+        metadata=dict(metadata or {"campaignId": content.campaign_id}),
+    )
