@@ -202,7 +202,10 @@ class NotificationWorker:
             log.info("notify.uncertain delivery_id=%s error=%s", send.job.delivery_id, type(exc).__name__)
             return "uncertain"
         verdict = classify_acknowledgement(response.status_code, answer, response.headers.get("content-type"))
-        log.info(
+        # Positives are recorded as notifiedAt (and counted on the Dispatch): logging each one too costs
+        # a formatted line per recipient on the hot path. Everything else stays visible at INFO.
+        log.log(
+            logging.DEBUG if verdict == "positive" else logging.INFO,
             "notify.answer delivery_id=%s http_status=%s verdict=%s",
             send.job.delivery_id,
             response.status_code,

@@ -1,4 +1,4 @@
-"""Durable, deduplicating storage for the reference inbox receiver (SQLite).
+"""Durable, deduplicating storage for the reference inbox receiver (SQLite), with group commit.
 
 The receiver's acknowledgement means "stored durably", so every write commits with WAL and
 ``synchronous=FULL`` before the handler answers. An announcement is one row per
@@ -6,23 +6,36 @@ The receiver's acknowledgement means "stored durably", so every write commits wi
 re-sent after a crash) keeps the first payload and only bumps ``receive_count``, which lets tests prove
 that a duplicate was seen yet had no second effect.
 
-The insert-or-count is one ``INSERT .. ON CONFLICT .. RETURNING`` statement in an immediate transaction,
-so it is atomic even across processes sharing the file; within a process one connection is shared
-behind a lock (SQLite serialises writers anyway).
+Group commit: an fsync per request caps a receiver at one durable write per fsync. Instead one writer
+thread takes every pending store (up to ``max_batch``), runs each ``INSERT .. ON CONFLICT .. RETURNING``
+inside ONE immediate transaction, commits (one fsync), and only then resolves every waiting future.
+Requests that arrive while a commit is in flight form the next batch, so batches grow with load and a
+lone request pays no extra wait. The guarantee is unchanged: nobody is answered before the COMMIT that
+contains their row has returned. Inside a batch the upserts run in arrival order, so two copies of one
+key in the same batch still yield exactly one first receipt. If a batch fails as a whole, each of its
+stores is retried alone so one bad row cannot fail its neighbours.
+
+``BEGIN IMMEDIATE`` takes the write lock up front, so another process holding the file waits on
+``busy_timeout`` instead of failing with a stale WAL snapshot; stores stay atomic across processes.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
+import queue
 import sqlite3
 import threading
+from collections.abc import Callable
+from concurrent.futures import Future, InvalidStateError
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from campaign_engine.domain.notification import AnnouncementPayload, payload_json
 from campaign_engine.domain.types import Clock, format_ts, system_clock
 
-__all__ = ["InboxStore"]
+__all__ = ["InboxStore", "StoreStats"]
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS notifications (
@@ -50,27 +63,63 @@ DO UPDATE SET receive_count = receive_count + 1, last_received_at = excluded.las
 RETURNING receive_count
 """
 
+_Row = tuple[str, str, str, str, str, str, str, str]
+_Pending = tuple[_Row, "Future[bool]"]
+_STOP = None
+
+
+@dataclass(frozen=True)
+class StoreStats:
+    commits: int
+    """Write transactions committed (each one fsync)."""
+    rows: int
+    """Stores acknowledged (first receipts and duplicates)."""
+    pending: int
+    """Stores waiting for the writer right now."""
+
 
 class InboxStore:
-    """One SQLite file; safe to call from many threads. Close it when done."""
+    """One SQLite file; safe to call from many threads. Close it when done.
 
-    def __init__(self, path: Path, *, clock: Clock = system_clock, busy_timeout_ms: int = 10_000) -> None:
+    ``before_commit`` (tests only) is called in the writer thread with the batch size after the batch's
+    rows are written and before COMMIT: a test can hold it to prove nobody is answered before the commit.
+    """
+
+    def __init__(
+        self,
+        path: Path,
+        *,
+        clock: Clock = system_clock,
+        busy_timeout_ms: int = 10_000,
+        max_batch: int = 256,
+        before_commit: Callable[[int], None] | None = None,
+    ) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
-        # isolation_level=None: autocommit, so each statement is its own durable transaction.
+        # isolation_level=None: transactions are explicit (BEGIN IMMEDIATE .. COMMIT) below.
         self._conn = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
-        self._lock = threading.Lock()
+        self._lock = threading.Lock()  # one connection: the writer and the readers take turns
         self._clock = clock
+        self._max_batch = max(1, max_batch)
+        self._before_commit = before_commit
+        self._pending: queue.SimpleQueue[_Pending | None] = queue.SimpleQueue()
+        self._commits = 0
+        self._rows = 0
+        self._closed = False
+        self._close_lock = threading.Lock()
         with self._lock:
             self._conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
             self._conn.execute("PRAGMA journal_mode = WAL")
             self._conn.execute("PRAGMA synchronous = FULL")
             self._conn.executescript(_SCHEMA)
+        self._writer = threading.Thread(target=self._write_loop, name="inbox-writer", daemon=True)
+        self._writer.start()
 
-    def store(self, payload: AnnouncementPayload) -> bool:
-        """Insert ``payload``, or count a duplicate of its key. True only for the first receipt."""
+    def submit(self, payload: AnnouncementPayload) -> Future[bool]:
+        """Queue ``payload`` for the next group commit. The future resolves only after that COMMIT:
+        True for the first receipt of its key, False for a duplicate (counted, no second effect)."""
         meta = payload.metadata
         now = format_ts(self._clock())
-        row = (
+        row: _Row = (
             payload.sender,
             payload.recipient,
             meta.campaign_id,
@@ -80,18 +129,19 @@ class InboxStore:
             now,
             now,
         )
-        with self._lock:
-            # BEGIN IMMEDIATE takes the write lock up front, so another process holding the file waits
-            # on busy_timeout instead of failing with a stale WAL snapshot. fetchall() steps RETURNING
-            # to completion before COMMIT; the acknowledgement is only sent after COMMIT returns.
-            self._conn.execute("BEGIN IMMEDIATE")
-            try:
-                [(count,)] = self._conn.execute(_UPSERT, row).fetchall()
-            except BaseException:
-                self._conn.execute("ROLLBACK")
-                raise
-            self._conn.execute("COMMIT")
-        return int(count) == 1
+        future: Future[bool] = Future()
+        with self._close_lock:
+            if self._closed:
+                raise RuntimeError("inbox store is closed")
+            self._pending.put((row, future))
+        return future
+
+    def store(self, payload: AnnouncementPayload) -> bool:
+        """Blocking form of ``submit``: returns once the row is durable."""
+        return self.submit(payload).result()
+
+    def stats(self) -> StoreStats:
+        return StoreStats(commits=self._commits, rows=self._rows, pending=self._pending.qsize())
 
     def list_for(self, profile_id: str) -> list[dict[str, Any]]:
         """A profile's inbox, newest first: each payload (wire names) plus receipt bookkeeping."""
@@ -119,6 +169,13 @@ class InboxStore:
         return str(mode), int(sync)
 
     def close(self) -> None:
+        """Finish every store already submitted, then stop the writer and close the file."""
+        with self._close_lock:
+            if self._closed:
+                return
+            self._closed = True
+            self._pending.put(_STOP)
+        self._writer.join()
         with self._lock:
             self._conn.close()
 
@@ -127,3 +184,65 @@ class InboxStore:
 
     def __exit__(self, *_: object) -> None:
         self.close()
+
+    # --- the writer --------------------------------------------------------------------------------
+
+    def _write_loop(self) -> None:
+        stopping = False
+        while not stopping:
+            first = self._pending.get()
+            if first is _STOP:
+                return
+            batch = [first]
+            # Whatever arrived while the previous commit was in flight joins this one (no extra wait).
+            while len(batch) < self._max_batch:
+                try:
+                    item = self._pending.get_nowait()
+                except queue.Empty:
+                    break
+                if item is _STOP:
+                    stopping = True
+                    break
+                batch.append(item)
+            self._commit(batch)
+
+    def _commit(self, batch: list[_Pending]) -> None:
+        try:
+            counts = self._transaction([row for row, _ in batch])
+        except Exception as exc:
+            if len(batch) == 1:
+                _settle(batch[0][1], exc)
+                return
+            for item in batch:  # isolate the failure: each store alone, in arrival order
+                self._commit([item])
+            return
+        for (_, future), count in zip(batch, counts, strict=True):
+            _settle(future, count == 1)
+
+    def _transaction(self, rows: list[_Row]) -> list[int]:
+        with self._lock:
+            self._conn.execute("BEGIN IMMEDIATE")
+            try:
+                # fetchall() steps each RETURNING to completion before the next statement and COMMIT.
+                counts = [int(self._conn.execute(_UPSERT, row).fetchall()[0][0]) for row in rows]
+                if self._before_commit is not None:
+                    self._before_commit(len(rows))
+                self._conn.execute("COMMIT")  # synchronous=FULL: durable when this returns
+            except BaseException:
+                if self._conn.in_transaction:
+                    self._conn.execute("ROLLBACK")
+                raise
+            self._commits += 1
+            self._rows += len(rows)
+        return counts
+
+
+def _settle(future: Future[bool], outcome: bool | Exception) -> None:
+    """Resolve a waiter; one whose request was cancelled meanwhile (client gone) is skipped."""
+    if future.done():
+        return
+    with contextlib.suppress(InvalidStateError):
+        if isinstance(outcome, Exception):
+            future.set_exception(outcome)
+        else:
+            future.set_result(outcome)
