@@ -9,6 +9,6 @@ ORDER BY m.campaignId, m.profileId
 LIMIT $limit
 OPTIONAL MATCH (p)-[s:CAMPAIGN_STATE]->(c)
 RETURN p.profileId AS profileId,
-       (NOT coalesce(p.announcementPushOptOut, false) AND s.notifiedAt IS NULL AND $$CAMPAIGN_AGE_OK$$)
+       (NOT coalesce(p.announcementPushOptOut, false) AND s.notifiedAt IS NULL AND {{CAMPAIGN_AGE_OK}})
          AS eligible
 ORDER BY profileId

@@ -12,7 +12,7 @@ CALL (c) {
   MATCH (p:Profile)-[:IN_CAMPAIGN_AUDIENCE]->(c)
   WHERE $notify
     AND NOT coalesce(p.announcementPushOptOut, false)
-    AND $$CAMPAIGN_AGE_OK$$
+    AND {{CAMPAIGN_AGE_OK}}
     AND NOT EXISTS { (p)-[s:CAMPAIGN_STATE]->(c) WHERE s.notifiedAt IS NOT NULL }
   WITH DISTINCT p.profileId AS profileId
   ORDER BY profileId

@@ -17,7 +17,7 @@ RETURN job.deliveryId AS deliveryId,
          WHEN c.endsAt IS NOT NULL AND $now >= c.endsAt THEN 'ended'
          WHEN NOT member THEN 'not_member'
          WHEN coalesce(p.announcementPushOptOut, false) THEN 'opted_out'
-         WHEN NOT $$CAMPAIGN_AGE_OK$$ THEN 'age_policy'
+         WHEN NOT {{CAMPAIGN_AGE_OK}} THEN 'age_policy'
          WHEN notified THEN 'already_notified'
          ELSE null
        END AS blocked,

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from functools import cache
 from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -34,7 +33,7 @@ from campaign_engine.domain.types import format_ts
 from campaign_engine.graph.cypher import query
 from campaign_engine.graph.graph import Graph, Tx
 from campaign_engine.graph.locks import lock_campaign
-from campaign_engine.graph.policy import CAMPAIGN_AGE_OK, EMAIL_AGE_OK, policy_params
+from campaign_engine.graph.policy import policy_params, policy_query
 
 __all__ = [
     "CHUNK",
@@ -46,7 +45,6 @@ __all__ = [
     "Source",
     "add_audience",
     "get_audience",
-    "policy_query",
     "preview_audience",
     "remove_audience",
 ]
@@ -70,13 +68,6 @@ class Policy:
 
     def params(self) -> dict[str, Any]:
         return policy_params(self.now.astimezone(UTC).date(), self.adult_age)
-
-
-@cache
-def policy_query(name: str) -> str:
-    """``cypher/<name>.cypher`` with the age-policy predicates of ``graph/policy.py`` filled in."""
-    text = query(name).replace("{{CAMPAIGN_AGE_OK}}", CAMPAIGN_AGE_OK)
-    return text.replace("{{EMAIL_AGE_OK}}", EMAIL_AGE_OK)
 
 
 class AudienceCount(BaseModel):

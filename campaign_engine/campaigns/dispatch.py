@@ -23,11 +23,9 @@ from campaign_engine.delivery.queue import Queue, QueueError
 from campaign_engine.domain.dispatch import DeliveryChannel, DispatchStatus, PageJob, job_json, preview_token
 from campaign_engine.domain.errors import BadRequest, Conflict, NotFound
 from campaign_engine.domain.types import format_ts
-from campaign_engine.graph.cypher import query
-from campaign_engine.graph.email_policy import email_params, email_query
 from campaign_engine.graph.graph import Graph, Tx
 from campaign_engine.graph.locks import lock_campaign
-from campaign_engine.graph.policy import CAMPAIGN_AGE_OK, policy_params
+from campaign_engine.graph.policy import policy_params, policy_query
 
 __all__ = [
     "DispatchPreview",
@@ -96,7 +94,7 @@ class _Computed(BaseModel):
 
 
 def _preview_cypher() -> str:
-    return query("dispatch_preview").replace("$$CAMPAIGN_AGE_OK$$", CAMPAIGN_AGE_OK)
+    return policy_query("dispatch_preview")
 
 
 def blocked_reason(campaign: dict[str, Any], *, now: str) -> str | None:
@@ -134,10 +132,10 @@ def _compute(tx: Tx, *, campaign_id: str, now: datetime, adult_age: int, max_rec
         email_rows = [
             (r["profileId"], r["address"])
             for r in tx.run(
-                email_query("email_preview"),
+                policy_query("email_preview"),
                 campaignId=campaign_id,
                 cap=max_recipients + 1,
-                **email_params(now.date(), adult_age),
+                **policy_params(now.date(), adult_age),
             )
         ]
     if len(ids) > max_recipients or len(email_rows) > max_recipients:

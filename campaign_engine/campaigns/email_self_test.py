@@ -22,8 +22,8 @@ from campaign_engine.delivery.wiring import build_email_provider
 from campaign_engine.domain.campaign import CampaignPublic
 from campaign_engine.domain.errors import BadRequest, NotFound, ServiceUnavailable
 from campaign_engine.domain.types import Clock, system_clock
-from campaign_engine.graph.email_policy import email_params, email_query
 from campaign_engine.graph.graph import Graph, Tx
+from campaign_engine.graph.policy import policy_params, policy_query
 from campaign_engine.unsubscribe.optout import ensure_unsubscribe_ids
 from campaign_engine.unsubscribe.tokens import UnsubscribeTokens
 
@@ -61,7 +61,7 @@ class EmailSelfTester:
         self._default_tenant = default_tenant
         self._adult_age = adult_age
         self._clock = clock
-        self._query = email_query("email_test_recipient")
+        self._query = policy_query("email_test_recipient")
 
     def __call__(self, *, admin_id: str, campaign: CampaignPublic, test_id: str) -> None:
         content = email_content_for(
@@ -88,7 +88,9 @@ class EmailSelfTester:
             )
 
     def _recipient(self, tx: Tx, admin_id: str, *, now: datetime) -> tuple[str, str]:
-        record = tx.run(self._query, profileId=admin_id, **email_params(now.date(), self._adult_age)).single()
+        record = tx.run(
+            self._query, profileId=admin_id, **policy_params(now.date(), self._adult_age)
+        ).single()
         if record is None:
             raise NotFound("your profile is not in the graph; upsert it before sending yourself a test")
         if record["blocked"] is not None:

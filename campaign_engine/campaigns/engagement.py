@@ -14,13 +14,14 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from campaign_engine.campaigns.audience import Policy, policy_query
+from campaign_engine.campaigns.audience import Policy
 from campaign_engine.domain.campaign import Message
 from campaign_engine.domain.errors import NotFound
 from campaign_engine.domain.types import format_ts
 from campaign_engine.graph.cypher import query
 from campaign_engine.graph.graph import Graph, Tx
 from campaign_engine.graph.locks import lock_profiles
+from campaign_engine.graph.policy import policy_query
 
 __all__ = [
     "CampaignCard",

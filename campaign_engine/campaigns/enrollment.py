@@ -10,13 +10,14 @@ from __future__ import annotations
 
 from pydantic import BaseModel
 
-from campaign_engine.campaigns.audience import Policy, policy_query
+from campaign_engine.campaigns.audience import Policy
 from campaign_engine.campaigns.engagement import CampaignCard, card_from_node
 from campaign_engine.domain.errors import NotFound
 from campaign_engine.domain.types import format_ts
 from campaign_engine.graph.cypher import query
 from campaign_engine.graph.graph import Graph, Tx
 from campaign_engine.graph.locks import lock_campaign
+from campaign_engine.graph.policy import policy_query
 
 __all__ = ["DISCOVER_LIMIT", "Discovered", "Enrolled", "Left", "discover", "enroll", "leave"]
 

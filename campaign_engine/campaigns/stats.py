@@ -9,9 +9,10 @@ from __future__ import annotations
 
 from pydantic import BaseModel
 
-from campaign_engine.campaigns.audience import Policy, policy_query
+from campaign_engine.campaigns.audience import Policy
 from campaign_engine.domain.errors import NotFound
 from campaign_engine.graph.graph import Graph, Tx
+from campaign_engine.graph.policy import policy_query
 
 __all__ = ["CampaignStats", "get_stats"]
 

@@ -38,9 +38,9 @@ from campaign_engine.delivery.queue import MAX_DELAY_SECONDS, Queue, QueueError
 from campaign_engine.domain.campaign import campaign_from_node
 from campaign_engine.domain.dispatch import PageJob, job_json
 from campaign_engine.domain.types import Clock, format_ts
-from campaign_engine.graph.email_policy import email_params, email_query
 from campaign_engine.graph.graph import Graph, Tx
 from campaign_engine.graph.locks import lock_profiles
+from campaign_engine.graph.policy import policy_params, policy_query
 from campaign_engine.unsubscribe.optout import ensure_unsubscribe_ids
 from campaign_engine.unsubscribe.tokens import UnsubscribeTokens
 
@@ -137,9 +137,9 @@ class EmailWorker:
         self._tenants = dict(tenants)
         self._default_tenant = default_tenant
         self._backoff = throttle_backoff_seconds
-        self._page_query = email_query("email_page")
-        self._claim_query = email_query("email_claim")
-        self._record_query = email_query("email_record")
+        self._page_query = policy_query("email_page")
+        self._claim_query = policy_query("email_claim")
+        self._record_query = policy_query("email_record")
 
     def close(self) -> None:
         self._provider.close()
@@ -308,7 +308,7 @@ class EmailWorker:
             campaignId=job.campaign_id,
             cursor=job.cursor or "",
             limit=self._page_size,
-            **email_params(now.date(), self._adult_age),
+            **policy_params(now.date(), self._adult_age),
         )
         return [record["profileId"] for record in result]
 
@@ -336,7 +336,7 @@ class EmailWorker:
             claimId=claim_id,
             dispatchId=job.dispatch_id,
             now=stamp,
-            **email_params(now.date(), self._adult_age),
+            **policy_params(now.date(), self._adult_age),
         ).data()
         eligible = [(row["profileId"], row["address"]) for row in rows if row["blocked"] is None]
         ids = ensure_unsubscribe_ids(tx, [pid for pid, _ in eligible])

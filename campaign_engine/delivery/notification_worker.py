@@ -38,7 +38,7 @@ from campaign_engine.domain.webhook_signature import signed_headers
 from campaign_engine.graph.cypher import query
 from campaign_engine.graph.graph import Graph, Tx
 from campaign_engine.graph.locks import lock_profiles
-from campaign_engine.graph.policy import CAMPAIGN_AGE_OK, policy_params
+from campaign_engine.graph.policy import policy_params, policy_query
 
 __all__ = ["BatchResult", "NotificationWorker", "Verdict"]
 
@@ -98,7 +98,7 @@ class NotificationWorker:
         self._adult_age = adult_age
         self._wall_clock = wall_clock
         self._pool = ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="webhook")
-        self._recheck = query("notify_recheck").replace("$$CAMPAIGN_AGE_OK$$", CAMPAIGN_AGE_OK)
+        self._recheck = policy_query("notify_recheck")
         self._record = query("notify_record")
 
     def close(self) -> None:

@@ -23,9 +23,8 @@ from typing import Any, Literal
 from campaign_engine.delivery.queue import MAX_DELAY_SECONDS, Queue
 from campaign_engine.domain.dispatch import DeliveryJob, PageJob, delivery_id, job_json
 from campaign_engine.domain.types import Clock, format_ts
-from campaign_engine.graph.cypher import query
 from campaign_engine.graph.graph import Graph, Tx
-from campaign_engine.graph.policy import CAMPAIGN_AGE_OK, policy_params
+from campaign_engine.graph.policy import policy_params, policy_query
 
 __all__ = ["PageOutcome", "PageWorker", "guard_reason"]
 
@@ -110,7 +109,7 @@ class PageWorker:
         self._page_size = page_size
         self._delay = delay_seconds
         self._adult_age = adult_age
-        self._page_query = query("dispatch_page").replace("$$CAMPAIGN_AGE_OK$$", CAMPAIGN_AGE_OK)
+        self._page_query = policy_query("dispatch_page")
 
     def handle_page(self, job: PageJob) -> PageOutcome:
         """Process one page job. Raises ``QueueError`` when enqueueing fails: the job must be retried."""

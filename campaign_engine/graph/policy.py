@@ -1,20 +1,34 @@
-"""The age policy as Cypher predicates (the twin of ``domain/age_policy.py``; tests hold them equal).
+"""Eligibility as Cypher, in one place: the age policy (the twin of ``domain/age_policy.py``; tests hold
+them equal) and the email contact rule, filled into named queries.
 
-Interpolate these into queries where ``p`` is the Profile and ``c`` the Campaign, and pass
-``adultDob`` (from ``adult_dob_cutoff``) and ``dobPattern`` (``DOB_PATTERN``) as parameters.
+Queries in ``cypher/`` write ``{{CAMPAIGN_AGE_OK}}``, ``{{EMAIL_AGE_OK}}``, ``{{EMAIL_CONTACT_OK}}`` or
+``{{PRIMARY_EMAILS}}`` where ``p`` is the Profile and ``c`` the Campaign; ``policy_query`` fills them
+and ``policy_params`` gives the parameters they read. The preview, the page reads, the delivery
+rechecks and the email claim all use the same predicates, so they can never disagree about who is
+eligible.
 """
 
 from __future__ import annotations
 
 from datetime import date
+from functools import cache
 from typing import Any
 
 from campaign_engine.domain.age_policy import DOB_PATTERN, adult_dob_cutoff
+from campaign_engine.graph.cypher import query
 
-__all__ = ["CAMPAIGN_AGE_OK", "EMAIL_AGE_OK", "policy_params"]
+__all__ = [
+    "CAMPAIGN_AGE_OK",
+    "EMAIL_AGE_OK",
+    "EMAIL_CONTACT_OK",
+    "EMAIL_PATTERN",
+    "PRIMARY_EMAILS",
+    "policy_params",
+    "policy_query",
+]
 
-# Both are wrapped in coalesce so they are never null (a missing dob would otherwise make the whole
-# predicate null, which is wrong under NOT).
+# Both age predicates are wrapped in coalesce so they are never null (a missing dob would otherwise
+# make the whole predicate null, which is wrong under NOT).
 CAMPAIGN_AGE_OK = (
     "coalesce(NOT coalesce(c.excludeMinors, true) OR "
     "CASE WHEN coalesce(p.dob =~ $dobPattern, false) THEN p.dob <= $adultDob "
@@ -26,6 +40,41 @@ EMAIL_AGE_OK = (
     "(NOT coalesce(p.isManaged, false) OR coalesce(p.isServiceProfile, false)), false)"
 )
 
+# The address grammar of domain/profile.py, in a form Java's regex engine reads the same way.
+EMAIL_PATTERN = r"^[^@\s<>\"(),;:]+@[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?(?:\.[A-Za-z0-9-]+)+$"
+
+PRIMARY_EMAILS = (
+    "[(p)-[:HAS_CONTACT_METHOD]->(em:ContactMethod {type: 'email'}) "
+    "WHERE em.isPrimary = true AND em.isVerified = true | em.value]"
+)
+
+# Exactly one primary verified address, and a plausible one: two primaries are ambiguous and fail
+# closed, like an unknown age.
+EMAIL_CONTACT_OK = (
+    f"(size({PRIMARY_EMAILS}) = 1 AND "
+    f"all(address IN {PRIMARY_EMAILS} WHERE coalesce(address =~ $emailPattern, false)))"
+)
+
+_FRAGMENTS = {
+    "{{CAMPAIGN_AGE_OK}}": CAMPAIGN_AGE_OK,
+    "{{EMAIL_AGE_OK}}": EMAIL_AGE_OK,
+    "{{EMAIL_CONTACT_OK}}": EMAIL_CONTACT_OK,
+    "{{PRIMARY_EMAILS}}": PRIMARY_EMAILS,
+}
+
+
+@cache
+def policy_query(name: str) -> str:
+    """``cypher/<name>.cypher`` with the eligibility predicates filled in."""
+    text = query(name)
+    for placeholder, fragment in _FRAGMENTS.items():
+        text = text.replace(placeholder, fragment)
+    return text
+
 
 def policy_params(today: date, adult_age: int) -> dict[str, Any]:
-    return {"adultDob": adult_dob_cutoff(today, adult_age), "dobPattern": DOB_PATTERN}
+    return {
+        "adultDob": adult_dob_cutoff(today, adult_age),
+        "dobPattern": DOB_PATTERN,
+        "emailPattern": EMAIL_PATTERN,
+    }

@@ -13,6 +13,7 @@ from campaign_engine.domain.audience import DidsSource, did_web_for
 from campaign_engine.domain.campaign import CampaignCreate
 from campaign_engine.domain.profile import ProfileUpsert
 from campaign_engine.graph.graph import Graph
+from campaign_engine.graph.policy import policy_query
 from tests.conftest import ADMIN_ID
 from tests.support.api import api_client, error_code, ok
 
@@ -231,7 +232,7 @@ def operators(plan: dict[str, Any]) -> list[str]:
 
 def test_get_audience_page_seeks_and_orders_by_the_membership_index(graph: Graph) -> None:
     plan = graph.driver.execute_query(
-        "EXPLAIN " + audience.policy_query("audience_page"),
+        "EXPLAIN " + policy_query("audience_page"),
         {"campaignId": "c1", "cursor": "", "limit": 10, **policy().params()},
         database_=graph.database,
     ).summary.plan

@@ -17,9 +17,8 @@ from campaign_engine.delivery.queue import Queue, QueueError, ReceivedMessage
 from campaign_engine.delivery.sweeper import sweep
 from campaign_engine.delivery.wiring import Queues, build_page_worker
 from campaign_engine.domain.dispatch import PageJob, parse_job
-from campaign_engine.graph.cypher import query
 from campaign_engine.graph.graph import Graph
-from campaign_engine.graph.policy import CAMPAIGN_AGE_OK
+from campaign_engine.graph.policy import policy_query
 from tests.support.delivery import NOW, StepClock, add_members, delivery_settings, local_queues, make_campaign
 
 
@@ -181,7 +180,7 @@ def test_gaps_beyond_the_sqs_cap_wait_in_the_graph_for_the_sweeper(
 
 
 def test_page_query_is_an_ordered_index_seek(graph: Graph) -> None:
-    text = query("dispatch_page").replace("$$CAMPAIGN_AGE_OK$$", CAMPAIGN_AGE_OK)
+    text = policy_query("dispatch_page")
     with graph.driver.session(database=graph.database) as session:
         plan = (
             session.run(
