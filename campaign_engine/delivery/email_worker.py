@@ -30,6 +30,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Any, Literal
 
+from campaign_engine.delivery.dispatch_cursor import advance, gate, read_guard, stop
 from campaign_engine.delivery.email_compose import compose_email, email_content_for
 from campaign_engine.delivery.email_provider import EmailProvider, OutgoingEmail, SendResult
 from campaign_engine.delivery.email_render import EmailConfigError
@@ -61,42 +62,6 @@ class EmailPageOutcome:
     uncertain: int = 0
     retry_in_seconds: int | None = None
     reason: str | None = None
-
-
-_READ_GUARD = """
-OPTIONAL MATCH (d:Dispatch {id: $dispatchId})
-OPTIONAL MATCH (c:Campaign {id: $campaignId})
-RETURN d {.*} AS dispatch, c {.*} AS campaign
-"""
-
-# Each write locks the Dispatch (SET) before reading status and cursor (read-committed isolation).
-_STOP = """
-MATCH (d:Dispatch {id: $dispatchId})
-SET d.casLock = coalesce(d.casLock, 0) + 1
-WITH d
-WHERE d.status = 'sending' AND coalesce(d.cursor, '') = $cursor
-SET d.status = $status, d.lastError = $reason, d.finishedAt = $now, d.lastProgressAt = $now
-RETURN d.id AS id
-"""
-
-# Counters always count (those messages really went out, or really were refused); the cursor moves
-# only for the holder of the cursor this page read.
-_ADVANCE = """
-MATCH (d:Dispatch {id: $dispatchId})
-SET d.casLock = coalesce(d.casLock, 0) + 1,
-    d.emailed = coalesce(d.emailed, 0) + $emailed,
-    d.rejected = coalesce(d.rejected, 0) + $rejected,
-    d.uncertain = coalesce(d.uncertain, 0) + $uncertain,
-    d.throttled = coalesce(d.throttled, 0) + $throttled,
-    d.lastError = coalesce($lastError, d.lastError)
-WITH d
-WHERE d.status = 'sending' AND coalesce(d.cursor, '') = $expected
-SET d.cursor = $cursor, d.pages = d.pages + 1, d.enqueued = d.enqueued + $claimed,
-    d.lastProgressAt = $now, d.nextPageAt = $nextPageAt,
-    d.status = CASE WHEN $done THEN 'completed' ELSE d.status END,
-    d.finishedAt = CASE WHEN $done THEN $now ELSE d.finishedAt END
-RETURN d.id AS id
-"""
 
 
 @dataclass(frozen=True)
@@ -148,18 +113,14 @@ class EmailWorker:
         """Process one email page job. Raises (message redelivered) only when nothing was claimed."""
         now = self._clock()
         stamp = format_ts(now)
-        expected = job.cursor or ""
-        dispatch, campaign_node = self._graph.read(self._read_guard, job)
-        if dispatch is None or dispatch.get("status") != "sending":
-            return EmailPageOutcome("stale", reason="not_sending")
-        if (dispatch.get("cursor") or "") != expected:
-            return EmailPageOutcome("stale", reason="cursor_moved")
-        next_page_at = dispatch.get("nextPageAt")
-        if next_page_at and stamp < next_page_at:
-            return EmailPageOutcome("waiting", reason="wave_not_due")
+        dispatch, campaign_node = self._graph.read(read_guard, job)
+        skip = gate(dispatch, job, now=stamp)
+        if skip is not None:
+            return EmailPageOutcome("waiting" if skip == "wave_not_due" else "stale", reason=skip)
+        assert dispatch is not None
         reason = guard_reason(dispatch, campaign_node, job, now=stamp)
         if reason is not None:
-            return self._stop(job, expected, "stopped", reason, stamp)
+            return self._stop(job, "stopped", reason, stamp)
         assert campaign_node is not None
         try:
             content = email_content_for(
@@ -170,7 +131,7 @@ class EmailWorker:
             )
         except EmailConfigError as exc:
             log.error("email.config_invalid dispatch_id=%s error=%s", job.dispatch_id, exc)
-            return self._stop(job, expected, "failed", f"email_config: {exc}", stamp)
+            return self._stop(job, "failed", f"email_config: {exc}", stamp)
         # Checked before the claim too: a provider that must not be used (transactional stream, bad
         # token) or cannot be reached makes this raise with nothing claimed; the job is redelivered.
         self._provider.verify()
@@ -179,7 +140,7 @@ class EmailWorker:
         claim_id = uuid.uuid4().hex
         claimed, guard = self._graph.write(self._claim, job, page_ids, claim_id=claim_id, now=now)
         if guard is not None:
-            return self._stop(job, expected, "stopped", guard, stamp)
+            return self._stop(job, "stopped", guard, stamp)
 
         messages = [
             compose_email(
@@ -194,7 +155,7 @@ class EmailWorker:
             for c in claimed
         ]
         results = self._send(messages)
-        return self._settle(job, page_ids, results, claim_id=claim_id, expected=expected, now=now)
+        return self._settle(job, page_ids, results, claim_id=claim_id, now=now)
 
     # --- steps -------------------------------------------------------------------------------------
 
@@ -214,7 +175,6 @@ class EmailWorker:
         results: list[SendResult],
         *,
         claim_id: str,
-        expected: str,
         now: datetime,
     ) -> EmailPageOutcome:
         stamp = format_ts(now)
@@ -243,12 +203,16 @@ class EmailWorker:
         long_gap = not done and delay > MAX_DELAY_SECONDS
         next_at = format_ts(now + timedelta(seconds=delay)) if long_gap else None
         won = self._graph.write(
-            self._advance,
+            advance,
             job,
-            expected=expected,
             cursor=cursor,
-            claimed=len(results),
-            counts=counts,
+            enqueued=len(results),
+            counters={
+                "emailed": counts["accepted"],
+                "rejected": counts["rejected"],
+                "uncertain": counts["uncertain"],
+                "throttled": counts["throttled"],
+            },
             last_error=last_error,
             done=done,
             now=stamp,
@@ -284,23 +248,12 @@ class EmailWorker:
                 log.warning("email.successor_enqueue_failed dispatch_id=%s", job.dispatch_id)
         return replace(base, outcome="throttled" if throttled else "next")
 
-    def _stop(self, job: PageJob, expected: str, status: str, reason: str, stamp: str) -> EmailPageOutcome:
-        self._graph.write(
-            lambda tx: tx.run(
-                _STOP, dispatchId=job.dispatch_id, cursor=expected, status=status, reason=reason, now=stamp
-            ).consume()
-        )
+    def _stop(self, job: PageJob, status: str, reason: str, stamp: str) -> EmailPageOutcome:
+        self._graph.write(stop, job, status=status, reason=reason, now=stamp)
         log.info("email.dispatch_%s dispatch_id=%s reason=%s", status, job.dispatch_id, reason.split(":")[0])
         return EmailPageOutcome("failed" if status == "failed" else "stopped", reason=reason)
 
     # --- transactions --------------------------------------------------------------------------------
-
-    @staticmethod
-    def _read_guard(tx: Tx, job: PageJob) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
-        record = tx.run(_READ_GUARD, dispatchId=job.dispatch_id, campaignId=job.campaign_id).single()
-        assert record is not None
-        dispatch, campaign = record["dispatch"], record["campaign"]
-        return (None if dispatch is None else dict(dispatch), None if campaign is None else dict(campaign))
 
     def _read_page(self, tx: Tx, job: PageJob, *, now: datetime) -> list[str]:
         result = tx.run(
@@ -322,7 +275,7 @@ class EmailWorker:
         stamp = format_ts(now)
         # The campaign guard again, inside the claim: a pause, archive or delete committed since the
         # page guard stops this page here.
-        dispatch, campaign = self._read_guard(tx, job)
+        dispatch, campaign = read_guard(tx, job)
         if dispatch is None or dispatch.get("status") != "sending":
             return [], "not_sending"
         reason = guard_reason(dispatch, campaign, job, now=stamp)
@@ -356,34 +309,3 @@ class EmailWorker:
             claimId=claim_id,
             now=now,
         ).consume()
-
-    @staticmethod
-    def _advance(
-        tx: Tx,
-        job: PageJob,
-        *,
-        expected: str,
-        cursor: str | None,
-        claimed: int,
-        counts: dict[str, int],
-        last_error: str | None,
-        done: bool,
-        now: str,
-        next_page_at: str | None,
-    ) -> bool:
-        record = tx.run(
-            _ADVANCE,
-            dispatchId=job.dispatch_id,
-            expected=expected,
-            cursor=cursor,
-            claimed=claimed,
-            emailed=counts["accepted"],
-            rejected=counts["rejected"],
-            uncertain=counts["uncertain"],
-            throttled=counts["throttled"],
-            lastError=last_error,
-            done=done,
-            now=now,
-            nextPageAt=next_page_at,
-        ).single()
-        return record is not None

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, Literal
 
+from campaign_engine.delivery.dispatch_cursor import advance, gate, read_guard, stop
 from campaign_engine.delivery.queue import MAX_DELAY_SECONDS, Queue
 from campaign_engine.domain.dispatch import DeliveryJob, PageJob, delivery_id, job_json
 from campaign_engine.domain.types import Clock, format_ts
@@ -59,37 +60,6 @@ def guard_reason(
     return None
 
 
-_READ_GUARD = """
-OPTIONAL MATCH (d:Dispatch {id: $dispatchId})
-OPTIONAL MATCH (c:Campaign {id: $campaignId})
-RETURN d {.*} AS dispatch, c {.id, .createdAt, .status, .channels, .startsAt, .endsAt} AS campaign
-"""
-
-# Each write locks the Dispatch (SET) *before* reading status and cursor: under read-committed
-# isolation a check made before taking the lock could pass in two transactions at once.
-_STOP = """
-MATCH (d:Dispatch {id: $dispatchId})
-SET d.casLock = coalesce(d.casLock, 0) + 1
-WITH d
-WHERE d.status = 'sending' AND coalesce(d.cursor, '') = $cursor
-SET d.status = 'stopped', d.lastError = $reason, d.finishedAt = $now, d.lastProgressAt = $now
-RETURN d.id AS id
-"""
-
-# The CAS: only the holder of the cursor this page read may move it (and schedule or finish).
-_ADVANCE = """
-MATCH (d:Dispatch {id: $dispatchId})
-SET d.casLock = coalesce(d.casLock, 0) + 1
-WITH d
-WHERE d.status = 'sending' AND coalesce(d.cursor, '') = $expected
-SET d.cursor = $cursor, d.pages = d.pages + 1, d.enqueued = d.enqueued + $enqueued,
-    d.lastProgressAt = $now, d.nextPageAt = $nextPageAt,
-    d.status = CASE WHEN $done THEN 'completed' ELSE d.status END,
-    d.finishedAt = CASE WHEN $done THEN $now ELSE d.finishedAt END
-RETURN d.id AS id
-"""
-
-
 class PageWorker:
     def __init__(
         self,
@@ -115,22 +85,14 @@ class PageWorker:
         """Process one page job. Raises ``QueueError`` when enqueueing fails: the job must be retried."""
         now = self._clock()
         stamp = format_ts(now)
-        expected = job.cursor or ""
-        dispatch, campaign = self._graph.read(self._read_guard, job)
-        if dispatch is None or dispatch.get("status") != "sending":
-            return PageOutcome("stale", reason="not_sending")
-        if (dispatch.get("cursor") or "") != expected:
-            return PageOutcome("stale", reason="cursor_moved")  # a duplicate of a page already done
-        next_page_at = dispatch.get("nextPageAt")
-        if next_page_at and stamp < next_page_at:
-            return PageOutcome("waiting", reason="wave_not_due")
+        dispatch, campaign = self._graph.read(read_guard, job)
+        skip = gate(dispatch, job, now=stamp)
+        if skip is not None:
+            return PageOutcome("waiting" if skip == "wave_not_due" else "stale", reason=skip)
+        assert dispatch is not None
         reason = guard_reason(dispatch, campaign, job, now=stamp)
         if reason is not None:
-            self._graph.write(
-                lambda tx: tx.run(
-                    _STOP, dispatchId=job.dispatch_id, cursor=expected, reason=reason, now=stamp
-                ).consume()
-            )
+            self._graph.write(stop, job, status="stopped", reason=reason, now=stamp)
             log.info("dispatch.stopped dispatch_id=%s reason=%s", job.dispatch_id, reason)
             return PageOutcome("stopped", reason=reason)
 
@@ -159,9 +121,8 @@ class PageWorker:
         long_gap = full and self._delay > MAX_DELAY_SECONDS
         next_at = format_ts(now + timedelta(seconds=self._delay)) if long_gap else None
         won = self._graph.write(
-            self._advance,
+            advance,
             job,
-            expected=expected,
             cursor=cursor,
             enqueued=len(bodies),
             done=not full,
@@ -180,14 +141,6 @@ class PageWorker:
             self._pages.send_batch([job_json(successor)], delay_seconds=self._delay)
         return PageOutcome("next", enqueued=len(bodies))
 
-    @staticmethod
-    def _read_guard(tx: Tx, job: PageJob) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
-        record = tx.run(_READ_GUARD, dispatchId=job.dispatch_id, campaignId=job.campaign_id).single()
-        assert record is not None
-        dispatch = record["dispatch"]
-        campaign = record["campaign"]
-        return (None if dispatch is None else dict(dispatch), None if campaign is None else dict(campaign))
-
     def _read_page(self, tx: Tx, job: PageJob, *, now: datetime) -> list[dict[str, Any]]:
         result = tx.run(
             self._page_query,
@@ -197,27 +150,3 @@ class PageWorker:
             **policy_params(now.date(), self._adult_age),
         )
         return [record.data() for record in result]
-
-    @staticmethod
-    def _advance(
-        tx: Tx,
-        job: PageJob,
-        *,
-        expected: str,
-        cursor: str | None,
-        enqueued: int,
-        done: bool,
-        now: str,
-        next_page_at: str | None,
-    ) -> bool:
-        record = tx.run(
-            _ADVANCE,
-            dispatchId=job.dispatch_id,
-            expected=expected,
-            cursor=cursor,
-            enqueued=enqueued,
-            done=done,
-            now=now,
-            nextPageAt=next_page_at,
-        ).single()
-        return record is not None

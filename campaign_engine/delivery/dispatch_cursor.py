@@ -1,0 +1,111 @@
+"""The Dispatch record's cursor protocol, shared by the notify and email page workers.
+
+A page job reads the Dispatch and the Campaign (``read_guard``), decides whether it may run at all
+(``gate`` for stale or early jobs, ``page_worker.guard_reason`` for the campaign), and at the end
+moves the cursor with a compare-and-set from the value it read (``advance``). Only the holder of that
+cursor may move it, schedule a successor or finish the walk, so two chains collapse into one. Outcome
+counters (emailed, rejected, ...) always count, because those messages really went out or really were
+refused, whoever wins the cursor.
+
+Each write locks the Dispatch (``SET d.casLock``) *before* it reads status and cursor: under
+read-committed isolation, a check made before taking the lock could pass in two transactions at once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from campaign_engine.domain.dispatch import PageJob
+from campaign_engine.graph.graph import Tx
+
+__all__ = ["advance", "gate", "read_guard", "stop"]
+
+_READ_GUARD = """
+OPTIONAL MATCH (d:Dispatch {id: $dispatchId})
+OPTIONAL MATCH (c:Campaign {id: $campaignId})
+RETURN d {.*} AS dispatch, c {.*} AS campaign
+"""
+
+_STOP = """
+MATCH (d:Dispatch {id: $dispatchId})
+SET d.casLock = coalesce(d.casLock, 0) + 1
+WITH d
+WHERE d.status = 'sending' AND coalesce(d.cursor, '') = $cursor
+SET d.status = $status, d.lastError = $reason, d.finishedAt = $now, d.lastProgressAt = $now
+RETURN d.id AS id
+"""
+
+_ADVANCE = """
+MATCH (d:Dispatch {id: $dispatchId})
+SET d.casLock = coalesce(d.casLock, 0) + 1,
+    d.emailed = coalesce(d.emailed, 0) + $emailed,
+    d.rejected = coalesce(d.rejected, 0) + $rejected,
+    d.uncertain = coalesce(d.uncertain, 0) + $uncertain,
+    d.throttled = coalesce(d.throttled, 0) + $throttled,
+    d.lastError = coalesce($lastError, d.lastError)
+WITH d
+WHERE d.status = 'sending' AND coalesce(d.cursor, '') = $expected
+SET d.cursor = $cursor, d.pages = d.pages + 1, d.enqueued = d.enqueued + $enqueued,
+    d.lastProgressAt = $now, d.nextPageAt = $nextPageAt,
+    d.status = CASE WHEN $done THEN 'completed' ELSE d.status END,
+    d.finishedAt = CASE WHEN $done THEN $now ELSE d.finishedAt END
+RETURN d.id AS id
+"""
+
+_COUNTERS = ("emailed", "rejected", "uncertain", "throttled")
+
+
+def read_guard(tx: Tx, job: PageJob) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
+    record = tx.run(_READ_GUARD, dispatchId=job.dispatch_id, campaignId=job.campaign_id).single()
+    assert record is not None
+    dispatch, campaign = record["dispatch"], record["campaign"]
+    return (None if dispatch is None else dict(dispatch), None if campaign is None else dict(campaign))
+
+
+def gate(dispatch: Mapping[str, Any] | None, job: PageJob, *, now: str) -> str | None:
+    """Why this job must do nothing at all (``None``: go on to the campaign guard)."""
+    if dispatch is None or dispatch.get("status") != "sending":
+        return "not_sending"
+    if (dispatch.get("cursor") or "") != (job.cursor or ""):
+        return "cursor_moved"  # a duplicate of a page already done
+    next_page_at = dispatch.get("nextPageAt")
+    if next_page_at and now < next_page_at:
+        return "wave_not_due"
+    return None
+
+
+def stop(tx: Tx, job: PageJob, *, status: str, reason: str, now: str) -> None:
+    """End the walk (``stopped`` or ``failed``) if this job still holds the cursor."""
+    tx.run(
+        _STOP, dispatchId=job.dispatch_id, cursor=job.cursor or "", status=status, reason=reason, now=now
+    ).consume()
+
+
+def advance(
+    tx: Tx,
+    job: PageJob,
+    *,
+    cursor: str | None,
+    enqueued: int,
+    done: bool,
+    now: str,
+    next_page_at: str | None,
+    counters: Mapping[str, int] | None = None,
+    last_error: str | None = None,
+) -> bool:
+    """The CAS from the cursor this job read. True when this job won (and may schedule or finish)."""
+    counts: dict[str, Any] = {name: (counters or {}).get(name, 0) for name in _COUNTERS}
+    record = tx.run(
+        _ADVANCE,
+        dispatchId=job.dispatch_id,
+        expected=job.cursor or "",
+        cursor=cursor,
+        enqueued=enqueued,
+        done=done,
+        now=now,
+        nextPageAt=next_page_at,
+        lastError=last_error,
+        **counts,
+    ).single()
+    return record is not None
