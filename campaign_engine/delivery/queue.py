@@ -44,6 +44,10 @@ class Queue(Protocol):
 
     def delete(self, receipt: str) -> None: ...
 
+    def delete_batch(self, receipts: Sequence[str]) -> None:
+        """Delete many settled messages in as few round trips as the backend allows."""
+        ...
+
     def change_visibility(self, receipt: str, *, timeout_seconds: int) -> None: ...
 
 

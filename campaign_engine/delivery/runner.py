@@ -101,8 +101,7 @@ class Worker:
                 self._handle_page(queue, message, job)
         if deliveries:
             result = self._notify.handle_batch(deliveries)
-            for message in result.done:
-                queue.delete(message.receipt)
+            queue.delete_batch([message.receipt for message in result.done])
             for message in result.retry:
                 # A receipt that expired meanwhile is fine: the message is visible again anyway.
                 with contextlib.suppress(QueueError):

@@ -79,6 +79,21 @@ class SqsQueue:
         except _VENDOR_ERRORS as exc:
             raise QueueError("SQS DeleteMessage failed") from exc
 
+    def delete_batch(self, receipts: Sequence[str]) -> None:
+        """DeleteMessageBatch in chunks of 10; any failed entry raises (the message comes back: harmless)."""
+        for start in range(0, len(receipts), _BATCH):
+            chunk = receipts[start : start + _BATCH]
+            try:
+                response = self._client.delete_message_batch(
+                    QueueUrl=self._url,
+                    Entries=[{"Id": str(i), "ReceiptHandle": r} for i, r in enumerate(chunk)],
+                )
+            except _VENDOR_ERRORS as exc:
+                raise QueueError("SQS DeleteMessageBatch failed") from exc
+            failed = response.get("Failed", [])
+            if failed:
+                raise QueueError(f"SQS did not delete {len(failed)} of {len(chunk)} messages")
+
     def change_visibility(self, receipt: str, *, timeout_seconds: int) -> None:
         if not 0 <= timeout_seconds <= _MAX_VISIBILITY_SECONDS:
             raise ValueError(f"timeout_seconds must be 0..{_MAX_VISIBILITY_SECONDS}")

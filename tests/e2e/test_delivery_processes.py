@@ -483,6 +483,9 @@ class _FailingQueue:
     def delete(self, receipt: str) -> None:
         raise QueueError("queue unreachable (test)")
 
+    def delete_batch(self, receipts: Sequence[str]) -> None:
+        raise QueueError("queue unreachable (test)")
+
     def change_visibility(self, receipt: str, *, timeout_seconds: int) -> None:
         raise QueueError("queue unreachable (test)")
 

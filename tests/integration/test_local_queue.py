@@ -98,6 +98,16 @@ def test_delay_outside_sqs_range_is_refused(db: Path, clock: SteppingClock, dela
     assert queue.depth() == 0
 
 
+def test_delete_batch_removes_only_the_receipts_it_is_given(db: Path, clock: SteppingClock) -> None:
+    queue = _queue(db, clock)
+    queue.send_batch(['"a"', '"b"', '"c"'])
+    got = queue.receive(max_messages=10)
+    queue.delete_batch([m.receipt for m in got if m.body != '"b"'])
+    assert queue.depth() == 1
+    queue.delete_batch([])
+    assert queue.depth() == 1
+
+
 def test_undeleted_message_is_redelivered_after_visibility_timeout(db: Path, clock: SteppingClock) -> None:
     queue = _queue(db, clock, visibility_timeout=30)
     queue.send_batch(['"x"'])

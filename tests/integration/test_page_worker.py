@@ -40,6 +40,9 @@ class FlakyQueue:
     def delete(self, receipt: str) -> None:
         self.inner.delete(receipt)
 
+    def delete_batch(self, receipts: Sequence[str]) -> None:
+        self.inner.delete_batch(receipts)
+
     def change_visibility(self, receipt: str, *, timeout_seconds: int) -> None:
         self.inner.change_visibility(receipt, timeout_seconds=timeout_seconds)
 

@@ -69,6 +69,21 @@ def test_delete_removes_the_message(client: SQSClient) -> None:
     assert queue.receive() == []
 
 
+def test_delete_batch_removes_every_message_in_chunks_of_ten(client: SQSClient) -> None:
+    url = _create(client, VisibilityTimeout="30")
+    queue = SqsQueue(client, url)
+    queue.send_batch([f'"{n}"' for n in range(25)])
+    received: dict[str, str] = {}
+    for _ in range(20):
+        received.update({m.message_id: m.receipt for m in queue.receive(max_messages=10)})
+        if len(received) == 25:
+            break
+    queue.delete_batch(list(received.values()))
+    attributes = client.get_queue_attributes(QueueUrl=url, AttributeNames=["All"])["Attributes"]
+    assert attributes["ApproximateNumberOfMessages"] == "0"
+    assert attributes["ApproximateNumberOfMessagesNotVisible"] == "0"
+
+
 def test_undeleted_message_comes_back_and_counts_receives(client: SQSClient) -> None:
     queue = SqsQueue(client, _create(client, VisibilityTimeout="30"))
     queue.send_batch(['"x"'])
