@@ -21,7 +21,6 @@ import argparse
 import asyncio
 import os
 import shutil
-import socket
 import statistics
 import subprocess
 import sys
@@ -35,6 +34,7 @@ from typing import Any
 
 import httpx
 
+from bench._support import free_port, neo4j_uri
 from campaign_engine.api.auth import ADMIN_SCOPE, mint_token
 from campaign_engine.campaigns import definitions, profiles
 from campaign_engine.config import Settings
@@ -42,7 +42,6 @@ from campaign_engine.domain.audience import did_web_for
 from campaign_engine.domain.campaign import CampaignCreate
 from campaign_engine.domain.profile import ProfileUpsert
 from campaign_engine.graph.graph import Graph, open_graph
-from campaign_engine.graph.local_neo4j import LocalNeo4j
 from campaign_engine.graph.schema import apply_schema
 
 ADMIN = "bench-admin"
@@ -54,30 +53,10 @@ MEMBERSHIPS = 10  # live campaigns each benchmark user belongs to (of --campaign
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-@contextmanager
-def neo4j_uri() -> Iterator[str]:
-    if os.environ.get("NEO4J_URI"):
-        yield os.environ["NEO4J_URI"]
-        return
-    with tempfile.TemporaryDirectory(prefix="bench-neo4j-") as data:
-        server = LocalNeo4j(data_dir=Path(data), port=_free_port(), heap="2g", pagecache="1g")
-        server.start()
-        try:
-            yield server.uri
-        finally:
-            server.stop()
-
-
 @contextmanager
 def api_process(env: dict[str, str]) -> Iterator[str]:
     """``campaign-engine serve`` in its own process (its own GIL), ready when /readyz answers 200."""
-    port = _free_port()
+    port = free_port()
     exe = shutil.which("campaign-engine", path=str(Path(sys.executable).parent))
     argv = [exe] if exe else [sys.executable, "-m", "campaign_engine.cli"]
     log = tempfile.NamedTemporaryFile(prefix="bench-api-", suffix=".log", delete=False)  # noqa: SIM115

@@ -20,14 +20,13 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 
 import httpx
 
+from bench._support import free_port, neo4j_uri
 from campaign_engine.campaigns import definitions
 from campaign_engine.campaigns.dispatch import dispatch, get_dispatch
 from campaign_engine.config import Settings
@@ -55,29 +54,6 @@ WORKER_THREADS = 4
 # 2-core loopback run 8 beats 32: the client is CPU-bound (httpx ~1 ms/POST) and 32 threads thrash the GIL.
 CONCURRENCY = 8
 BATCH = 10
-
-
-def free_port() -> int:
-    import socket
-
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-@contextmanager
-def neo4j_uri(tmp: Path) -> Iterator[str]:
-    if os.environ.get("NEO4J_URI"):
-        yield os.environ["NEO4J_URI"]
-        return
-    from campaign_engine.graph.local_neo4j import LocalNeo4j
-
-    server = LocalNeo4j(data_dir=tmp / "neo4j", port=free_port(), heap="1g", pagecache="256m")
-    server.start()
-    try:
-        yield server.uri
-    finally:
-        server.stop()
 
 
 def child_env(uri: str, queue_path: Path, inbox_url: str) -> dict[str, str]:
@@ -229,7 +205,10 @@ def main() -> int:
     args = parser.parse_args()
     n = args.profiles
 
-    with tempfile.TemporaryDirectory(prefix="bench-dispatch-") as tmp_name, neo4j_uri(Path(tmp_name)) as uri:
+    with (
+        tempfile.TemporaryDirectory(prefix="bench-dispatch-") as tmp_name,
+        neo4j_uri(heap="1g", pagecache="256m") as uri,
+    ):
         tmp = Path(tmp_name)
         settings = Settings(neo4j_uri=uri, _env_file=None)
         graph = open_graph(settings)

@@ -17,16 +17,14 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
-import socket
 import tempfile
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 
 from pydantic import SecretStr
 
+from bench._support import neo4j_uri
 from campaign_engine.campaigns import definitions
 from campaign_engine.campaigns.dispatch import dispatch, list_dispatches
 from campaign_engine.config import Settings
@@ -36,33 +34,11 @@ from campaign_engine.delivery.postmark import PostmarkProvider
 from campaign_engine.delivery.wiring import Queues, build_worker
 from campaign_engine.domain.campaign import CampaignCreate
 from campaign_engine.graph.graph import Graph, open_graph
-from campaign_engine.graph.local_neo4j import LocalNeo4j
 from campaign_engine.graph.schema import apply_schema
 from tests.support.postmark_standin import PostmarkStandin
 
 CAMPAIGN = "bench-email"
 NOW = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-@contextmanager
-def neo4j_uri() -> Iterator[str]:
-    if os.environ.get("NEO4J_URI"):
-        yield os.environ["NEO4J_URI"]
-        return
-    data = tempfile.mkdtemp(prefix="bench-email-neo4j-")
-    server = LocalNeo4j(data_dir=Path(data), port=_free_port(), heap="2g", pagecache="1g")
-    server.start()
-    try:
-        yield server.uri
-    finally:
-        server.stop()
-        shutil.rmtree(data, ignore_errors=True)
 
 
 def seed(graph: Graph, count: int) -> None:
