@@ -14,7 +14,7 @@ import jwt
 from jwt.types import Options
 
 from campaign_engine.config import Settings
-from campaign_engine.domain.errors import Unauthorized
+from campaign_engine.domain.errors import ServiceUnavailable, Unauthorized
 
 __all__ = ["ADMIN_SCOPE", "Caller", "TokenVerifier", "mint_token"]
 
@@ -32,7 +32,7 @@ class Caller:
 class TokenVerifier:
     def __init__(self, settings: Settings) -> None:
         self._settings = settings
-        self._jwks = jwt.PyJWKClient(settings.auth_jwks_url) if settings.auth_jwks_url else None
+        self._jwks = jwt.PyJWKClient(settings.auth_jwks_url, timeout=5) if settings.auth_jwks_url else None
 
     def verify(self, authorization: str | None) -> Caller | None:
         """None without an Authorization header; ``Unauthorized`` for anything malformed or invalid."""
@@ -67,6 +67,9 @@ class TokenVerifier:
             return jwt.decode(
                 token, secret.get_secret_value(), algorithms=["HS256"], options=options, audience=audience
             )
+        except jwt.PyJWKClientConnectionError as exc:
+            # Our identity provider is unreachable: the token may be fine, so this is not a 401.
+            raise ServiceUnavailable("the identity provider's key set is unreachable") from exc
         except jwt.ExpiredSignatureError as exc:
             raise Unauthorized("token expired") from exc
         except jwt.PyJWTError as exc:

@@ -31,7 +31,7 @@ from campaign_engine.api.trpc import ProcedureRouter, TrpcEndpoint
 from campaign_engine.config import Settings
 from campaign_engine.domain.types import system_clock
 from campaign_engine.graph.graph import Graph
-from tests.conftest import ADMIN_ID, TEST_JWT_SECRET
+from tests.conftest import ADMIN_ID, TEST_JWT_SECRET, free_port
 from tests.support.api import TrpcClient, api_client
 
 ADMIN_PROCEDURE = "/trpc/campaigns.list"
@@ -289,6 +289,16 @@ def test_rs256_tokens_are_verified_against_the_jwks_url(
         for case, token in rejected.items():
             response = api.http.get(ADMIN_PROCEDURE, headers=_bearer(token))
             assert _code(response) == (401, "UNAUTHORIZED"), case
+
+
+def test_an_unreachable_key_set_is_service_unavailable_not_unauthorized(
+    base_settings: Settings, graph: Graph, signing_key: rsa.RSAPrivateKey
+) -> None:
+    closed = f"http://127.0.0.1:{free_port()}/.well-known/jwks.json"  # nothing listens there
+    settings = base_settings.model_copy(update={"auth_jwks_url": closed, "auth_jwt_secret": None})
+    with api_client(settings, graph) as api:
+        response = api.http.get(ADMIN_PROCEDURE, headers=_bearer(_rs256(signing_key)))
+    assert _code(response) == (503, "SERVICE_UNAVAILABLE")
 
 
 def _hmac_signed(claims: dict[str, Any], secret: bytes) -> str:
