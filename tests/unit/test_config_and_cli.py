@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import jwt
 import pytest
 
@@ -68,3 +70,9 @@ def test_unparseable_setting_is_a_clear_cli_error(
     monkeypatch.setenv("CAMPAIGN_APP_ORIGINS", "[1]")
     assert main(["token", "--profile-id", "x"]) == 2
     assert "CAMPAIGN_APP_ORIGINS" in capsys.readouterr().err
+
+
+def test_readme_documents_every_setting(project_root: Path) -> None:
+    readme = (project_root / "README.md").read_text(encoding="utf-8")
+    missing = [name.upper() for name in Settings.model_fields if f"| `{name.upper()}` |" not in readme]
+    assert missing == [], f"add these to the README's configuration table: {missing}"
