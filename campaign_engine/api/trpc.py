@@ -96,6 +96,8 @@ class _RequestError(Exception):
 
 
 _NO_INPUT = object()
+MAX_BATCH = 100  # calls in one batch request; more is a client bug or abuse
+MAX_BODY_BYTES = 8 * 1024 * 1024  # a full profiles.upsert batch fits with room to spare
 
 
 class TrpcEndpoint:
@@ -119,6 +121,8 @@ class TrpcEndpoint:
         try:
             if request.method not in {"GET", "POST"}:
                 raise _RequestError("METHOD_NOT_SUPPORTED", f"Unsupported {request.method} request")
+            if len(paths) > MAX_BATCH:
+                raise _RequestError("BAD_REQUEST", f"A batch may hold at most {MAX_BATCH} calls")
             inputs = await self._inputs(request, batch=batch, count=len(paths))
         except _RequestError as exc:
             status, body = error_envelope(exc.code, exc.message, path=raw_path)
@@ -143,7 +147,7 @@ class TrpcEndpoint:
         if request.method == "GET":
             text = request.query_params.get("input")
         else:
-            body = await request.body()
+            body = await _read_body(request)
             content_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
             if body and content_type != "application/json":
                 raise _RequestError("UNSUPPORTED_MEDIA_TYPE", "Content-Type must be application/json")
@@ -217,3 +221,18 @@ class TrpcEndpoint:
             result = procedure.handler(ctx, data)
         # warnings="error": output that does not match the declared type is a bug (500), never sent.
         return procedure.output_adapter.dump_python(result, mode="json", by_alias=True, warnings="error")
+
+
+async def _read_body(request: Request) -> bytes:
+    """The request body, refused once it exceeds ``MAX_BODY_BYTES`` (read incrementally, never whole)."""
+    declared = request.headers.get("content-length", "")
+    if declared.isdigit() and int(declared) > MAX_BODY_BYTES:
+        raise _RequestError("PAYLOAD_TOO_LARGE", f"Request body exceeds {MAX_BODY_BYTES} bytes")
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > MAX_BODY_BYTES:
+            raise _RequestError("PAYLOAD_TOO_LARGE", f"Request body exceeds {MAX_BODY_BYTES} bytes")
+        chunks.append(chunk)
+    return b"".join(chunks)

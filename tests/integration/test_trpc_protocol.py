@@ -165,6 +165,23 @@ def test_unknown_batch_member_fails_alone(api: TrpcClient, admin: dict[str, str]
     _error(unknown, "NOT_FOUND", 404, path="nope.nothing")
 
 
+def test_oversized_batches_and_bodies_are_refused_before_anything_runs(
+    api: TrpcClient, admin: dict[str, str], graph: Graph
+) -> None:
+    too_many = ",".join(["campaigns.list"] * 101)
+    response = api.http.get(f"/trpc/{too_many}?batch=1", headers=admin)
+    assert response.status_code == 400
+    _error(response.json(), "BAD_REQUEST", 400)
+
+    huge = '{"profiles": [{"profileId": "' + "x" * (9 * 1024 * 1024) + '"}]}'
+    response = api.http.post(
+        "/trpc/profiles.upsert", content=huge, headers={**admin, "content-type": "application/json"}
+    )
+    assert response.status_code == 413
+    _error(response.json(), "PAYLOAD_TOO_LARGE", 413)
+    assert graph.run("MATCH (p:Profile) RETURN count(p) AS n")[0]["n"] == 0
+
+
 def test_batch_input_must_be_an_object(api: TrpcClient, admin: dict[str, str]) -> None:
     response = api.http.get("/trpc/campaigns.list?batch=1", params={"input": "[1]"}, headers=admin)
     assert response.status_code == 400
