@@ -1,7 +1,7 @@
 """The Dispatch record's cursor protocol, shared by the notify and email page workers.
 
 A page job reads the Dispatch and the Campaign (``read_guard``), decides whether it may run at all
-(``gate`` for stale or early jobs, ``page_worker.guard_reason`` for the campaign), and at the end
+(``gate`` for stale or early jobs, ``guard_reason`` for the campaign), and at the end
 moves the cursor with a compare-and-set from the value it read (``advance``). Only the holder of that
 cursor may move it, schedule a successor or finish the walk, so two chains collapse into one. Outcome
 counters (emailed, rejected, ...) always count, because those messages really went out or really were
@@ -19,7 +19,7 @@ from typing import Any
 from campaign_engine.domain.dispatch import PageJob
 from campaign_engine.graph.graph import Tx
 
-__all__ = ["advance", "gate", "read_guard", "stop"]
+__all__ = ["advance", "gate", "guard_reason", "read_guard", "stop"]
 
 _READ_GUARD = """
 OPTIONAL MATCH (d:Dispatch {id: $dispatchId})
@@ -72,6 +72,25 @@ def gate(dispatch: Mapping[str, Any] | None, job: PageJob, *, now: str) -> str |
     next_page_at = dispatch.get("nextPageAt")
     if next_page_at and now < next_page_at:
         return "wave_not_due"
+    return None
+
+
+def guard_reason(
+    dispatch: Mapping[str, Any], campaign: Mapping[str, Any] | None, job: PageJob, *, now: str
+) -> str | None:
+    """Why this page must not send (``None``: go). Pure, so the rule reads in one place."""
+    if campaign is None or campaign.get("createdAt") != job.campaign_created_at:
+        return "campaign_gone"
+    if dispatch.get("campaignCreatedAt") != job.campaign_created_at:
+        return "campaign_gone"
+    if campaign.get("status") != "live":
+        return "not_live"
+    if job.channel not in (campaign.get("channels") or []):
+        return "channel_removed"
+    if campaign.get("startsAt") and now < campaign["startsAt"]:
+        return "not_started"
+    if campaign.get("endsAt") and now >= campaign["endsAt"]:
+        return "ended"
     return None
 
 

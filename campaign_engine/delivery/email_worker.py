@@ -30,11 +30,10 @@ from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Any, Literal
 
-from campaign_engine.delivery.dispatch_cursor import advance, gate, read_guard, stop
+from campaign_engine.delivery.dispatch_cursor import advance, gate, guard_reason, read_guard, stop
 from campaign_engine.delivery.email_compose import compose_email, email_content_for
 from campaign_engine.delivery.email_provider import EmailProvider, OutgoingEmail, SendResult
 from campaign_engine.delivery.email_render import EmailConfigError
-from campaign_engine.delivery.page_worker import guard_reason
 from campaign_engine.delivery.queue import MAX_DELAY_SECONDS, Queue, QueueError
 from campaign_engine.domain.campaign import campaign_from_node
 from campaign_engine.domain.dispatch import PageJob, job_json

@@ -20,14 +20,14 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, Literal
 
-from campaign_engine.delivery.dispatch_cursor import advance, gate, read_guard, stop
+from campaign_engine.delivery.dispatch_cursor import advance, gate, guard_reason, read_guard, stop
 from campaign_engine.delivery.queue import MAX_DELAY_SECONDS, Queue
 from campaign_engine.domain.dispatch import DeliveryJob, PageJob, delivery_id, job_json
 from campaign_engine.domain.types import Clock, format_ts
 from campaign_engine.graph.graph import Graph, Tx
 from campaign_engine.graph.policy import policy_params, policy_query
 
-__all__ = ["PageOutcome", "PageWorker", "guard_reason"]
+__all__ = ["PageOutcome", "PageWorker"]
 
 log = logging.getLogger(__name__)
 
@@ -39,25 +39,6 @@ class PageOutcome:
     outcome: Outcome
     enqueued: int = 0
     reason: str | None = None
-
-
-def guard_reason(
-    dispatch: dict[str, Any], campaign: dict[str, Any] | None, job: PageJob, *, now: str
-) -> str | None:
-    """Why this page must not send (``None``: go). Pure, so the rule reads in one place."""
-    if campaign is None or campaign.get("createdAt") != job.campaign_created_at:
-        return "campaign_gone"
-    if dispatch.get("campaignCreatedAt") != job.campaign_created_at:
-        return "campaign_gone"
-    if campaign.get("status") != "live":
-        return "not_live"
-    if job.channel not in (campaign.get("channels") or []):
-        return "channel_removed"
-    if campaign.get("startsAt") and now < campaign["startsAt"]:
-        return "not_started"
-    if campaign.get("endsAt") and now >= campaign["endsAt"]:
-        return "ended"
-    return None
 
 
 class PageWorker:
