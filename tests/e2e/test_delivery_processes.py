@@ -346,7 +346,9 @@ def test_two_concurrent_dispatches_leave_one_chain(stack: Stack) -> None:
 def test_pause_stops_every_post_not_already_in_flight(stack: Stack) -> None:
     members = profile_ids("d", 400)
     campaign(stack.graph, "cd", members)
-    stack.worker(CAMPAIGN_WORKER_THREADS="1")
+    # Waves 1 s apart keep the walk going while we pause (at delay 0 a fast worker can finish enqueueing
+    # all 41 pages before the first ten notifications land, and then there is no walk left to stop).
+    stack.worker(CAMPAIGN_WORKER_THREADS="1", CAMPAIGN_DISPATCH_DELAY_SECONDS="1")
     dispatch_id = stack.dispatch("cd")
     wait_for("the first notifications", lambda: len(stack.inbox_rows("cd")) >= 10)
     definitions.set_status(stack.graph, campaign_id="cd", status="paused", now=utc_now())
