@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from datetime import UTC, datetime, timedelta
 
 import neo4j
@@ -9,7 +10,7 @@ import pytest
 
 from campaign_engine.campaigns.rate_limit import GraphRateLimiter
 from campaign_engine.config import Settings
-from campaign_engine.domain.errors import ServiceUnavailable
+from campaign_engine.domain.errors import ServiceUnavailable, TooManyRequests
 from campaign_engine.graph.graph import Graph
 from tests.conftest import ADMIN_ID, free_port
 from tests.support.api import api_client, error_code, ok
@@ -71,3 +72,29 @@ def test_unreachable_store_is_a_503_for_user_calls(base_settings: Settings, grap
             ok(api.query("campaigns.list", {}, as_=ADMIN_ID, admin=True))
     finally:
         driver.close()
+
+
+def test_concurrent_calls_in_two_processes_are_counted_exactly(graph: Graph) -> None:
+    """80 simultaneous calls through two limiters (two API processes), each batching its own callers:
+    exactly the limit gets through, because every call is told its own position in the count."""
+    limiters = [GraphRateLimiter(graph, limit_per_minute=50, clock=lambda: NOW) for _ in range(2)]
+    barrier = threading.Barrier(80)
+    outcomes: list[str] = []
+
+    def call(i: int) -> None:
+        barrier.wait()
+        try:
+            limiters[i % 2].hit("u1")
+            outcomes.append("ok")
+        except TooManyRequests:
+            outcomes.append("refused")
+
+    threads = [threading.Thread(target=call, args=(i,)) for i in range(80)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    for limiter in limiters:
+        limiter.close()
+    assert (outcomes.count("ok"), outcomes.count("refused")) == (50, 30)
+    assert graph.run("MATCH (b:RateBucket) RETURN b.count AS n") == [{"n": 80}]
