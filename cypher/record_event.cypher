@@ -1,10 +1,14 @@
-// recordEvent, after lock_profiles([$profileId]) in the same transaction: the profile lock serialises
-// every device of this profile, so "no state yet -> CREATE" cannot run twice and no increment is lost.
-// (Not MERGE: its locking variant also locks the campaign node, serialising every recipient's events.)
-// {{EVENT}} is one of shown|clicked|dismissed (a closed set checked in Python before substitution).
-// Two unique seeks, then the membership check as Expand(Into): cost is independent of audience size.
-MATCH (p:Profile {profileId: $profileId})
-MATCH (c:Campaign {id: $campaignId}) USING INDEX c:Campaign(id)
+// recordEvent for a batch of events, after lock_profiles(all their profiles) in the same transaction:
+// the profile lock serialises every device of a profile, so "no state yet -> CREATE" cannot run twice
+// and no increment is lost. (Not MERGE: its locking variant also locks the campaign node, serialising
+// every recipient's events.) The caller passes each (profile, campaign) pair at most once per run, so
+// no row can miss a state another row of the same statement created. {{EVENT}} is one of
+// shown|clicked|dismissed (a closed set checked in Python before substitution).
+// Two unique seeks per event, then the membership check as Expand(Into): cost is independent of
+// audience size.
+UNWIND $events AS event
+MATCH (p:Profile {profileId: event.profileId})
+MATCH (c:Campaign {id: event.campaignId}) USING INDEX c:Campaign(id)
 WHERE c.status = 'live' AND EXISTS { (p)-[:IN_CAMPAIGN_AUDIENCE]->(c) }
   AND (c.startsAt IS NULL OR c.startsAt <= $now) AND (c.endsAt IS NULL OR $now < c.endsAt)
   AND {{CAMPAIGN_AGE_OK}}
@@ -20,5 +24,5 @@ CALL (p, c, existing) {
 SET s.{{EVENT}}FirstAt = coalesce(s.{{EVENT}}FirstAt, $now),
     s.{{EVENT}}LastAt = $now,
     s.{{EVENT}}Count = coalesce(s.{{EVENT}}Count, 0) + 1,
-    s.lastActionId = coalesce($actionId, s.lastActionId)
-RETURN s {.*} AS state
+    s.lastActionId = coalesce(event.actionId, s.lastActionId)
+RETURN event.index AS index, s {.*} AS state

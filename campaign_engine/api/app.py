@@ -90,17 +90,16 @@ def create_app(
     settings.require_api()
     owns_graph = graph is None
     the_graph = graph if graph is not None else open_graph(settings)
+    # Shared across API processes through the graph; tests may inject their own limiter.
+    limiter = GraphRateLimiter(
+        the_graph, limit_per_minute=settings.campaign_user_rate_limit_per_minute, clock=clock
+    )
     services = Services(
         settings=settings,
         graph=the_graph,
         clock=clock,
         verifier=TokenVerifier(settings),
-        # Shared across API processes through the graph; tests may inject their own limiter.
-        rate_limiter=rate_limiter
-        if rate_limiter is not None
-        else GraphRateLimiter(
-            the_graph, limit_per_minute=settings.campaign_user_rate_limit_per_minute, clock=clock
-        ),
+        rate_limiter=rate_limiter if rate_limiter is not None else limiter,
         dispatch_queue=dispatch_queue if dispatch_queue is not None else build_dispatch_queue(settings),
         self_test_testers=dict(
             self_test_testers if self_test_testers is not None else _default_testers(settings, the_graph)
@@ -111,6 +110,8 @@ def create_app(
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
         apply_schema(the_graph)
         yield
+        services.engagement.close()  # their batch threads, before the graph they use
+        limiter.close()
         if owns_graph:
             the_graph.close()
 

@@ -11,6 +11,8 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from campaign_engine.api.auth import Caller, TokenVerifier
+from campaign_engine.campaigns.audience import Policy
+from campaign_engine.campaigns.engagement import EngagementService
 from campaign_engine.campaigns.self_test import ChannelTester
 from campaign_engine.config import Settings
 from campaign_engine.delivery.queue import Queue
@@ -25,6 +27,9 @@ class RateLimiter(Protocol):
     def hit(self, profile_id: str) -> None:
         """Count one call; raise ``TooManyRequests`` past the limit, ``ServiceUnavailable`` if unsure."""
 
+    async def hit_async(self, profile_id: str) -> None:
+        """The same for a procedure running on the event loop; must not block it."""
+
 
 @dataclass
 class Services:
@@ -35,6 +40,11 @@ class Services:
     rate_limiter: RateLimiter | None = None
     dispatch_queue: Queue | None = None  # page jobs; the API enqueues the first page of a dispatch
     self_test_testers: Mapping[str, ChannelTester] = field(default_factory=dict)  # notify, email
+    # getMyCampaigns/recordEvent, batched across the concurrent calls of this process.
+    engagement: EngagementService = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.engagement = EngagementService(self.graph, policy=lambda: Policy.of(self.settings, self.clock()))
 
 
 @dataclass(frozen=True)

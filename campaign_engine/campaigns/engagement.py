@@ -4,11 +4,22 @@ Reads consume nothing: showing a campaign is recorded only when the client says 
 the caller's profile lock first (DESIGN.md), which is what makes 20 devices recording at once produce
 one CAMPAIGN_STATE relationship with exact counts. Users only ever see the public projection
 (``CampaignCard``) plus their own state: never audiences, stats or other users' data.
+
+These are the hottest procedures (every app start), so the rules are written for many callers at once:
+``my_campaigns_of`` reads any number of profiles in one statement and ``record_events`` writes any
+number of events in one transaction. ``EngagementService`` feeds them the calls that arrive together
+in one API process (``graph/coalesce.py``); the single-call functions are the same code with one item.
+Cards are cached per process by (campaign id, updatedAt): a definition never changes without a new
+updatedAt, so a cached card is never stale, and the hot read need not load or parse definitions.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
+from collections import Counter
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
 from functools import cache
 from typing import Annotated, Any, Literal
 
@@ -18,6 +29,7 @@ from campaign_engine.campaigns.audience import Policy
 from campaign_engine.domain.campaign import Message
 from campaign_engine.domain.errors import NotFound
 from campaign_engine.domain.types import format_ts
+from campaign_engine.graph.coalesce import Coalescer
 from campaign_engine.graph.cypher import query
 from campaign_engine.graph.graph import Graph, Tx
 from campaign_engine.graph.locks import lock_profiles
@@ -25,14 +37,19 @@ from campaign_engine.graph.policy import policy_query
 
 __all__ = [
     "CampaignCard",
+    "CardCache",
+    "EngagementService",
     "EngagementState",
+    "EventCall",
     "EventKind",
     "EventResult",
     "MyCampaign",
     "MyCampaigns",
     "card_from_node",
     "my_campaigns",
+    "my_campaigns_of",
     "record_event",
+    "record_events",
 ]
 
 EventKind = Literal["shown", "clicked", "dismissed"]
@@ -67,10 +84,9 @@ class EngagementState(_Out):
 
     @classmethod
     def from_rel(cls, props: dict[str, Any] | None) -> EngagementState | None:
-        if props is None:
-            return None
-        names = {field.alias for field in cls.model_fields.values()}
-        return cls.model_validate({key: value for key, value in props.items() if key in names})
+        # Other properties of the relationship (delivery stamps) are not the caller's business:
+        # validation ignores them (pydantic's default for unknown keys).
+        return None if props is None else cls.model_validate(props)
 
 
 class MyCampaign(CampaignCard):
@@ -98,32 +114,79 @@ def card_from_node(node: dict[str, Any]) -> CampaignCard:
     )
 
 
-def _order_key(row: dict[str, Any]) -> tuple[int, str, str]:
-    campaign = row["campaign"]
+class CardCache:
+    """Campaign cards by (id, updatedAt), as stateless ``MyCampaign`` values; bounded, shared by the
+    threads of one process. Cached values are never mutated: a caller with state gets a copy."""
+
+    def __init__(self, max_entries: int = 4096) -> None:
+        self._cards: dict[tuple[str, str], tuple[int, MyCampaign]] = {}
+        self._max = max_entries
+
+    def fetch(self, tx: Tx, versions: Iterable[tuple[str, str]]) -> dict[str, tuple[int, MyCampaign]]:
+        """(message priority, card) per campaign id; loads only the versions not cached yet."""
+        wanted = set(versions)
+        found = {cid: self._cards[(cid, at)] for cid, at in wanted if (cid, at) in self._cards}
+        missing = sorted({cid for cid, _ in wanted} - found.keys())
+        if missing:
+            if len(self._cards) + len(missing) > self._max:
+                self._cards.clear()  # crude but bounded; refilled from the next reads
+            for record in tx.run(query("campaign_cards"), campaignIds=missing):
+                node = dict(record["campaign"])
+                card = MyCampaign.model_validate(card_from_node(node).model_dump(by_alias=True))
+                entry = (int(node.get("messagePriority") or 0), card)
+                self._cards[(node["id"], node["updatedAt"])] = entry
+                found[node["id"]] = entry
+        return found
+
+
+def _order_key(entry: tuple[int, MyCampaign]) -> tuple[int, str, str]:
+    priority, card = entry
     # Higher message priority first, then the earliest start (no start = started first), then id.
-    return (-int(campaign.get("messagePriority") or 0), campaign.get("startsAt") or "", campaign["id"])
+    return (-priority, card.starts_at or "", card.campaign_id)
 
 
-def my_campaigns(graph: Graph, *, profile_id: str, include_tests: bool, policy: Policy) -> MyCampaigns:
+def _with_state(card: MyCampaign, state: dict[str, Any] | None) -> MyCampaign:
+    return card if state is None else card.model_copy(update={"state": EngagementState.from_rel(state)})
+
+
+def my_campaigns_of(
+    tx: Tx, profile_ids: Sequence[str], *, policy: Policy, cards: CardCache
+) -> dict[str, list[MyCampaign]]:
+    """Each profile's visible campaigns, in display order, read in one statement; writes nothing."""
+    result = tx.run(policy_query("my_campaigns"), profileIds=list(profile_ids), now=format_ts(policy.now),
+                    **policy.params())  # fmt: skip
+    visible = {record["profileId"]: record["visible"] for record in result}
+    found = cards.fetch(tx, ((cid, at) for rows in visible.values() for cid, at, _ in rows))
+    return {
+        profile_id: [
+            _with_state(card, state)
+            for (_, card), state in sorted(
+                ((found[cid], state) for cid, _, state in rows if cid in found),  # deleted meanwhile: gone
+                key=lambda entry: _order_key(entry[0]),
+            )
+        ]
+        for profile_id, rows in visible.items()
+    }
+
+
+def my_campaigns(
+    graph: Graph, *, profile_id: str, include_tests: bool, policy: Policy, cards: CardCache | None = None
+) -> MyCampaigns:
     """The caller's visible campaigns (pending self-tests first for an admin); writes nothing."""
-    now = format_ts(policy.now)
+    card_cache = cards if cards is not None else CardCache()
 
-    def tx_fn(tx: Tx) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-        rows = [r.data() for r in tx.run(policy_query("my_campaigns"), profileId=profile_id, now=now,
-                                         **policy.params())]  # fmt: skip
+    def tx_fn(tx: Tx) -> tuple[list[MyCampaign], list[dict[str, Any]]]:
+        mine = my_campaigns_of(tx, [profile_id], policy=policy, cards=card_cache).get(profile_id, [])
         tests = [r.data() for r in tx.run(query("my_tests"), profileId=profile_id)] if include_tests else []
-        return rows, tests
+        return mine, tests
 
-    rows, tests = graph.read(tx_fn)
+    mine, tests = graph.read(tx_fn)
     out = [
         MyCampaign.model_validate({**json.loads(test["snapshot"]), "campaignId": test["campaignId"],
                                    "testId": test["testId"]})
         for test in tests
     ]  # fmt: skip
-    for row in sorted(rows, key=_order_key):
-        card = card_from_node(row["campaign"])
-        out.append(MyCampaign(**card.model_dump(), state=EngagementState.from_rel(row["state"])))
-    return MyCampaigns(campaigns=out)
+    return MyCampaigns(campaigns=[*out, *mine])
 
 
 @cache
@@ -131,6 +194,54 @@ def _record_query(event: str) -> str:
     if event not in _EVENTS:  # the event name becomes part of the query text: closed set only
         raise ValueError(f"unknown event {event!r}")
     return policy_query("record_event").replace("{{EVENT}}", event)
+
+
+@dataclass(frozen=True)
+class EventCall:
+    """One engagement event of one caller (never a self-test acknowledgement)."""
+
+    profile_id: str
+    campaign_id: str
+    event: EventKind
+    action_id: str | None = None
+
+
+def _rounds(events: Sequence[EventCall]) -> list[tuple[str, list[tuple[int, EventCall]]]]:
+    """Statements to run, in order: one event kind each, and each (profile, campaign) at most once per
+    statement (the n-th event of a pair goes in round n), so repeated events of a pair count one by one."""
+    seen: Counter[tuple[str, str]] = Counter()
+    rounds: dict[tuple[int, str], list[tuple[int, EventCall]]] = {}
+    for index, call in enumerate(events):
+        pair = (call.profile_id, call.campaign_id)
+        rounds.setdefault((seen[pair], call.event), []).append((index, call))
+        seen[pair] += 1
+    return [(kind, members) for (_, kind), members in sorted(rounds.items())]
+
+
+def record_events(
+    graph: Graph, events: Sequence[EventCall], *, policy: Policy
+) -> list[EventResult | NotFound]:
+    """Records every event in one transaction under the sorted locks of all their profiles. An event
+    whose caller may not record (no such live campaign, not a member, too young) gets ``NotFound``."""
+    now = format_ts(policy.now)
+
+    def tx_fn(tx: Tx) -> dict[int, EngagementState | None]:
+        lock_profiles(tx, [call.profile_id for call in events])
+        states: dict[int, EngagementState | None] = {}
+        for kind, members in _rounds(events):
+            rows = [{"index": index, "profileId": call.profile_id, "campaignId": call.campaign_id,
+                     "actionId": call.action_id} for index, call in members]  # fmt: skip
+            for record in tx.run(_record_query(kind), events=rows, now=now, **policy.params()):
+                states[int(record["index"])] = EngagementState.from_rel(dict(record["state"]))
+        return states
+
+    states = graph.write(tx_fn)
+    return [
+        EventResult(recorded=True, state=states[index])
+        if index in states
+        else NotFound(f"campaign '{call.campaign_id}' not found")
+        for index, call in enumerate(events)
+    ]
 
 
 def record_event(
@@ -148,25 +259,95 @@ def record_event(
     With ``test_id`` it only acknowledges that self-test: the snapshot goes away when the id is the
     current one, and no engagement state is written either way.
     """
-    now = format_ts(policy.now)
+    if test_id is None:
+        outcome = record_events(graph, [EventCall(profile_id, campaign_id, event, action_id)], policy=policy)[
+            0
+        ]
+        if isinstance(outcome, NotFound):
+            raise outcome
+        return outcome
 
-    def tx_fn(tx: Tx) -> EventResult:
+    def ack_fn(tx: Tx) -> EventResult:
         if not lock_profiles(tx, [profile_id]):
             raise NotFound(f"campaign '{campaign_id}' not found")
-        if test_id is not None:
-            record = tx.run(query("ack_test"), profileId=profile_id, campaignId=campaign_id,
-                            testId=test_id).single()  # fmt: skip
-            return EventResult(recorded=record is not None and int(record["removed"]) > 0)
         record = tx.run(
-            _record_query(event),
-            profileId=profile_id,
-            campaignId=campaign_id,
-            now=now,
-            actionId=action_id,
-            **policy.params(),
+            query("ack_test"), profileId=profile_id, campaignId=campaign_id, testId=test_id
         ).single()
-        if record is None:
-            raise NotFound(f"campaign '{campaign_id}' not found")
-        return EventResult(recorded=True, state=EngagementState.from_rel(dict(record["state"])))
+        return EventResult(recorded=record is not None and int(record["removed"]) > 0)
 
-    return graph.write(tx_fn)
+    return graph.write(ack_fn)
+
+
+class EngagementService:
+    """The API's entry to engagement: concurrent calls in this process share one transaction.
+
+    ``policy`` is read once per batch (its ``now`` is the batch's evaluation moment). Admin reads,
+    which include private self-test snapshots, and test acknowledgements take the single-call path.
+    """
+
+    def __init__(self, graph: Graph, *, policy: Callable[[], Policy]) -> None:
+        self._graph = graph
+        self._policy = policy
+        self._cards = CardCache()
+        self._reads: Coalescer[str, list[MyCampaign]] = Coalescer(self._read_batch, name="my-campaigns")
+        self._writes: Coalescer[EventCall, EventResult] = Coalescer(self._write_batch, name="record-event")
+
+    def my_campaigns(self, *, profile_id: str, include_tests: bool) -> MyCampaigns:
+        if include_tests:
+            return my_campaigns(
+                self._graph,
+                profile_id=profile_id,
+                include_tests=True,
+                policy=self._policy(),
+                cards=self._cards,
+            )
+        return MyCampaigns(campaigns=self._reads(profile_id))
+
+    def record_event(
+        self,
+        *,
+        profile_id: str,
+        campaign_id: str,
+        event: EventKind,
+        action_id: str | None,
+        test_id: str | None,
+    ) -> EventResult:
+        if test_id is not None:
+            return record_event(self._graph, profile_id=profile_id, campaign_id=campaign_id, event=event,
+                                action_id=action_id, test_id=test_id, policy=self._policy())  # fmt: skip
+        return self._writes(EventCall(profile_id, campaign_id, event, action_id))
+
+    async def my_campaigns_async(self, *, profile_id: str, include_tests: bool) -> MyCampaigns:
+        """``my_campaigns`` for the event loop: waits for its batch without holding a thread."""
+        if include_tests:
+            return await asyncio.to_thread(self.my_campaigns, profile_id=profile_id, include_tests=True)
+        return MyCampaigns(campaigns=await self._reads.submit(profile_id))
+
+    async def record_event_async(
+        self,
+        *,
+        profile_id: str,
+        campaign_id: str,
+        event: EventKind,
+        action_id: str | None,
+        test_id: str | None,
+    ) -> EventResult:
+        """``record_event`` for the event loop: waits for its batch without holding a thread."""
+        if test_id is not None:
+            return await asyncio.to_thread(self.record_event, profile_id=profile_id, campaign_id=campaign_id,
+                                           event=event, action_id=action_id, test_id=test_id)  # fmt: skip
+        return await self._writes.submit(EventCall(profile_id, campaign_id, event, action_id))
+
+    def close(self) -> None:
+        self._reads.close()
+        self._writes.close()
+
+    def _read_batch(self, profile_ids: list[str]) -> list[list[MyCampaign]]:
+        policy = self._policy()
+        found = self._graph.read(
+            lambda tx: my_campaigns_of(tx, sorted(set(profile_ids)), policy=policy, cards=self._cards)
+        )
+        return [found.get(profile_id, []) for profile_id in profile_ids]
+
+    def _write_batch(self, calls: list[EventCall]) -> list[EventResult | NotFound]:
+        return record_events(self._graph, calls, policy=self._policy())

@@ -9,7 +9,7 @@ from typing import Any
 from campaign_engine.campaigns import definitions, engagement, profiles
 from campaign_engine.campaigns.audience import Policy
 from campaign_engine.config import Settings
-from campaign_engine.domain.campaign import CampaignCreate
+from campaign_engine.domain.campaign import CampaignCreate, CampaignPatch
 from campaign_engine.domain.profile import ProfileUpsert
 from campaign_engine.graph.graph import Graph
 from tests.support.api import api_client, error_code, ok
@@ -197,3 +197,89 @@ def test_discover_enroll_leave(base_settings: Settings, graph: Graph) -> None:
         assert [c["campaignId"] for c in ok(api.query("campaigns.discover", as_="u1"))["campaigns"]] == [
             "open"
         ]
+
+
+def test_concurrent_events_through_two_batching_services_count_one_by_one(graph: Graph) -> None:
+    """Two API processes' services, 30 simultaneous events of one profile: batches hold several events
+    of the same pair, yet there is one state, exact counts, and each event saw its own count."""
+    seed_profiles(graph, [{"profileId": "u1"}])
+    live_campaign(graph, "c1")
+    add_member(graph, "c1", "u1")
+    services = [
+        engagement.EngagementService(graph, policy=lambda: Policy(now=NOW, adult_age=18, domain="x"))
+        for _ in range(2)
+    ]
+    kinds: list[engagement.EventKind] = ["shown"] * 16 + ["clicked"] * 8 + ["dismissed"] * 6
+    barrier = threading.Barrier(len(kinds))
+    results: list[tuple[str, engagement.EventResult]] = []
+
+    def worker(i: int, kind: engagement.EventKind) -> None:
+        barrier.wait()
+        result = services[i % 2].record_event(
+            profile_id="u1", campaign_id="c1", event=kind, action_id=f"a{i}", test_id=None
+        )
+        results.append((kind, result))
+
+    threads = [threading.Thread(target=worker, args=(i, kind)) for i, kind in enumerate(kinds)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    for service in services:
+        service.close()
+    rows = graph.run("MATCH (:Profile {profileId: 'u1'})-[s:CAMPAIGN_STATE]->() RETURN s {.*} AS s")
+    assert len(rows) == 1
+    state = rows[0]["s"]
+    assert (state["shownCount"], state["clickedCount"], state["dismissedCount"]) == (16, 8, 6)
+    for kind, n in (("shown", 16), ("clicked", 8), ("dismissed", 6)):
+        seen = sorted(getattr(r.state, f"{kind}_count") for k, r in results if k == kind and r.state)
+        assert seen == list(range(1, n + 1)), kind
+
+
+def test_a_batch_records_the_allowed_events_and_refuses_only_the_others(graph: Graph) -> None:
+    seed_profiles(graph, [{"profileId": "u1"}, {"profileId": "u2"}])
+    live_campaign(graph, "c1")
+    live_campaign(graph, "draft", status="draft")
+    add_member(graph, "c1", "u1")
+    add_member(graph, "draft", "u1")
+    calls = [
+        engagement.EventCall("u1", "c1", "shown"),
+        engagement.EventCall("u2", "c1", "shown"),  # not a member
+        engagement.EventCall("u1", "draft", "clicked"),  # not live
+        engagement.EventCall("ghost", "c1", "shown"),  # no such profile
+        engagement.EventCall("u1", "c1", "shown", "cta"),
+    ]
+    outcomes = engagement.record_events(graph, calls, policy=Policy(now=NOW, adult_age=18, domain="x"))
+    assert [type(outcome).__name__ for outcome in outcomes] == [
+        "EventResult", "NotFound", "NotFound", "NotFound", "EventResult",
+    ]  # fmt: skip
+    first, last = outcomes[0], outcomes[4]
+    assert isinstance(first, engagement.EventResult) and isinstance(last, engagement.EventResult)
+    assert first.state is not None and first.state.shown_count == 1
+    assert last.state is not None and (last.state.shown_count, last.state.last_action_id) == (2, "cta")
+    assert graph.run("MATCH ()-[s:CAMPAIGN_STATE]->() RETURN count(s) AS n") == [{"n": 1}]
+
+
+def test_batched_reads_keep_each_caller_apart_and_never_serve_a_stale_card(graph: Graph) -> None:
+    seed_profiles(graph, [{"profileId": "u1"}, {"profileId": "u2"}, {"profileId": "u3"}])
+    for cid in ("a", "b"):
+        live_campaign(graph, cid)
+    add_member(graph, "a", "u1")
+    add_member(graph, "a", "u2")
+    add_member(graph, "b", "u2")
+    cards = engagement.CardCache()
+    policy = Policy(now=NOW, adult_age=18, domain="x")
+    found = graph.read(
+        lambda tx: engagement.my_campaigns_of(tx, ["u1", "u2", "u3"], policy=policy, cards=cards)
+    )
+    assert {pid: [c.campaign_id for c in mine] for pid, mine in found.items()} == {
+        "u1": ["a"],
+        "u2": ["a", "b"],
+    }
+
+    later = datetime(2026, 3, 1, 12, 5, tzinfo=UTC)
+    patch = CampaignPatch.model_validate({"campaignId": "a", "message": {"title": "changed"}})
+    definitions.update_campaign(graph, patch=patch, now=later)
+    again = graph.read(lambda tx: engagement.my_campaigns_of(tx, ["u1"], policy=policy, cards=cards))
+    message = again["u1"][0].message
+    assert message is not None and message.title == "changed"

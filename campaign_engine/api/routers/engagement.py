@@ -1,5 +1,6 @@
 """``campaigns.*`` user and discovery procedures. All of them share the per-profile rate limit
-(``auth="user"`` makes a procedure rate-limited in ``api/trpc.py``)."""
+(``auth="user"`` makes a procedure rate-limited in ``api/trpc.py``). The two hottest are coroutines:
+their work is batched (``EngagementService``), so they wait on the event loop instead of in a thread."""
 
 from __future__ import annotations
 
@@ -29,20 +30,20 @@ def _policy(ctx: Context) -> Policy:
 
 
 @router.query("getMyCampaigns", auth="user")
-def get_my_campaigns(ctx: Context) -> engagement.MyCampaigns:
+async def get_my_campaigns(ctx: Context) -> engagement.MyCampaigns:
     """The caller's live in-app campaigns with their own state (an admin also sees pending tests)."""
     caller = ctx.user()
-    return engagement.my_campaigns(
-        ctx.services.graph, profile_id=caller.profile_id, include_tests=caller.is_admin, policy=_policy(ctx)
+    return await ctx.services.engagement.my_campaigns_async(
+        profile_id=caller.profile_id, include_tests=caller.is_admin
     )
 
 
 @router.mutation("recordEvent", auth="user")
-def record_event(ctx: Context, data: EventInput) -> engagement.EventResult:
+async def record_event(ctx: Context, data: EventInput) -> engagement.EventResult:
     """Record shown/clicked/dismissed, or acknowledge a self-test with testId."""
-    return engagement.record_event(
-        ctx.services.graph, profile_id=ctx.user().profile_id, campaign_id=data.campaign_id,
-        event=data.event, action_id=data.action_id, test_id=data.test_id, policy=_policy(ctx),
+    return await ctx.services.engagement.record_event_async(
+        profile_id=ctx.user().profile_id, campaign_id=data.campaign_id, event=data.event,
+        action_id=data.action_id, test_id=data.test_id,
     )  # fmt: skip
 
 
