@@ -3,6 +3,10 @@
 ``sub`` is the profileId, ``scope`` a space-separated list, ``exp`` is required. Admin rights need both
 the ``campaigns:admin`` scope and the profile in ``CAMPAIGN_ADMIN_PROFILE_IDS``: a leaked scope alone
 is not enough, and an allowlisted profile with an ordinary token is not an admin either.
+
+Verified tokens are remembered until they expire (bounded, per process): an app sends the same token
+on every call, and re-checking its signature and claims is a sizeable share of a cheap call's CPU.
+Only tokens that verified are kept, and a kept token stops counting at its ``exp`` like any other.
 """
 
 from __future__ import annotations
@@ -29,31 +33,50 @@ class Caller:
     tenant_id: str | None
 
 
+_REMEMBERED = 10_000  # verified tokens kept per process
+
+
 class TokenVerifier:
     def __init__(self, settings: Settings) -> None:
         self._settings = settings
         self._jwks = jwt.PyJWKClient(settings.auth_jwks_url, timeout=5) if settings.auth_jwks_url else None
+        self._verified: dict[str, tuple[Caller, float]] = {}  # token -> (caller, exp)
+
+    @property
+    def may_block(self) -> bool:
+        """True in JWKS mode, where verifying may fetch the key set over the network."""
+        return self._jwks is not None
 
     def verify(self, authorization: str | None) -> Caller | None:
         """None without an Authorization header; ``Unauthorized`` for anything malformed or invalid."""
         if not authorization:
             return None
         scheme, _, token = authorization.partition(" ")
-        if scheme.lower() != "bearer" or not token.strip():
+        token = token.strip()
+        if scheme.lower() != "bearer" or not token:
             raise Unauthorized("expected 'Authorization: Bearer <token>'")
-        claims = self._decode(token.strip())
+        remembered = self._verified.get(token)
+        if remembered is not None and time.time() < remembered[1]:
+            return remembered[0]
+        claims = self._decode(token)
         subject = claims.get("sub")
         if not isinstance(subject, str) or not subject:
             raise Unauthorized("token has no subject")
         raw_scope = claims.get("scope", "")
         scopes = frozenset(raw_scope.split()) if isinstance(raw_scope, str) else frozenset()
         tenant = claims.get("tenantId") or claims.get("tenant_id")
-        return Caller(
+        caller = Caller(
             profile_id=subject,
             scopes=scopes,
             is_admin=ADMIN_SCOPE in scopes and subject in self._settings.admin_profile_ids,
             tenant_id=tenant if isinstance(tenant, str) else None,
         )
+        expires = claims.get("exp")  # required and checked by _decode
+        if isinstance(expires, int | float):
+            if len(self._verified) >= _REMEMBERED:
+                self._verified.clear()
+            self._verified[token] = (caller, float(expires))
+        return caller
 
     def _decode(self, token: str) -> dict[str, object]:
         options: Options = {"require": ["exp", "sub"]}

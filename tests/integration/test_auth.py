@@ -29,6 +29,7 @@ from campaign_engine.api.auth import ADMIN_SCOPE, TokenVerifier
 from campaign_engine.api.context import Context, Services
 from campaign_engine.api.trpc import ProcedureRouter, TrpcEndpoint
 from campaign_engine.config import Settings
+from campaign_engine.domain.errors import Unauthorized
 from campaign_engine.domain.types import system_clock
 from campaign_engine.graph.graph import Graph
 from tests.conftest import ADMIN_ID, TEST_JWT_SECRET, free_port
@@ -311,3 +312,13 @@ def _hmac_signed(claims: dict[str, Any], secret: bytes) -> str:
     payload = b64(json.dumps(claims).encode())
     signature = hmac.new(secret, f"{header}.{payload}".encode(), hashlib.sha256).digest()
     return f"{header}.{payload}.{b64(signature)}"
+
+
+def test_a_remembered_token_still_expires(base_settings: Settings) -> None:
+    verifier = TokenVerifier(base_settings)
+    token = _hs256(exp=int(time.time()) + 2)
+    first = verifier.verify(f"Bearer {token}")
+    assert first is not None and verifier.verify(f"Bearer {token}") == first  # served from memory
+    time.sleep(3)
+    with pytest.raises(Unauthorized, match="token expired"):
+        verifier.verify(f"Bearer {token}")
