@@ -5,9 +5,11 @@
 Three processes, as in production: Neo4j (the local launcher, ``LocalNeo4j`` with a 2g heap and 1g
 page cache, unless ``NEO4J_URI`` names a database, which is then wiped), the API served by
 ``campaign-engine serve`` (uvicorn) in its own process, and this process, which seeds the graph and
-then generates load over loopback HTTP with one ``httpx.AsyncClient`` and ``--concurrency`` asyncio
-tasks. Latency is measured here, client-side, so every figure includes HTTP, auth, the rate limiter
-(with a limit high enough never to refuse, so its write still happens on every user call) and the graph.
+then generates load over loopback HTTP from ``--concurrency`` asyncio tasks, each with its own keep-alive
+connection (``bench/_http.py``: a client that costs ~0.1 ms of CPU per request, so the load generator
+does not eat the cores it measures). Latency is measured here, client-side, so every figure includes
+HTTP, auth, the rate limiter (with a limit high enough never to refuse, so its count still happens on
+every user call) and the graph.
 
 Figures: previewAudience and addAudience of ``--profiles`` DIDs in batches of 10,000 (half stored
 DIDs, half did:web aliases); getMyCampaigns latency for users who are members of 10 of
@@ -31,9 +33,11 @@ from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import httpx
 
+from bench._http import Connection
 from bench._support import free_port, neo4j_uri
 from campaign_engine.api.auth import ADMIN_SCOPE, mint_token
 from campaign_engine.campaigns import definitions, profiles
@@ -164,16 +168,18 @@ def _percentile(sorted_values: list[float], q: float) -> float:
     return sorted_values[min(len(sorted_values) - 1, int(len(sorted_values) * q))]
 
 
-async def _run_concurrently(n: int, concurrency: int, one: Callable[[int], Awaitable[float]]) -> list[float]:
-    """``n`` calls of ``one(i)`` from ``concurrency`` tasks; returns each call's latency in seconds."""
+async def _run_concurrently(
+    n: int, connections: list[Connection], one: Callable[[Connection, int], Awaitable[float]]
+) -> list[float]:
+    """``n`` calls of ``one(connection, i)``, one task per connection; returns each call's latency (s)."""
     queue = iter(range(n))
     latencies: list[float] = []
 
-    async def worker() -> None:
+    async def worker(connection: Connection) -> None:
         for i in queue:  # a shared iterator: each index is taken by exactly one task
-            latencies.append(await one(i))
+            latencies.append(await one(connection, i))
 
-    await asyncio.gather(*(worker() for _ in range(concurrency)))
+    await asyncio.gather(*(worker(connection) for connection in connections))
     return latencies
 
 
@@ -182,84 +188,93 @@ async def measure(base: str, settings: Settings, users: list[str], args: argpars
     dids = [f"did:plc:p{i:07d}" if i % 2 else did_web_for(f"p{i:07d}", DOMAIN) for i in range(n)]
     batches = [dids[i : i + BATCH] for i in range(0, n, BATCH)]
     admin_headers = {"authorization": f"Bearer {mint_token(settings, profile_id=ADMIN, scope=ADMIN_SCOPE)}"}
-    # keepalive_expiry below uvicorn's 5 s keep-alive timeout: never reuse a connection the server is
-    # closing (that race surfaces as httpx.ReadError under load).
-    limits = httpx.Limits(
-        max_connections=args.concurrency, max_keepalive_connections=args.concurrency, keepalive_expiry=2.0
+    url = urlsplit(base)
+    host, port = url.hostname or "127.0.0.1", url.port or 80
+    connections = [await Connection.open(host, port) for _ in range(args.concurrency)]
+    try:
+        await _measure(connections, settings, users, args, batches, admin_headers)
+    finally:
+        for connection in connections:
+            await connection.close()
+
+
+async def _measure(
+    connections: list[Connection],
+    settings: Settings,
+    users: list[str],
+    args: argparse.Namespace,
+    batches: list[list[str]],
+    admin_headers: dict[str, str],
+) -> None:
+    n = args.profiles
+    client = connections[0]
+
+    async def admin(proc: str, data: dict[str, Any]) -> Any:
+        reply = await client.post_json(f"/trpc/{proc}", data, admin_headers)
+        assert reply.status == 200, reply.body
+        return reply.json()["result"]["data"]
+
+    start = time.perf_counter()
+    preview_total = 0
+    for batch in batches:
+        source = {"type": "dids", "dids": batch}
+        answer = await admin("campaigns.previewAudience", {"campaignId": "audience", "source": source})
+        preview_total += answer["count"]
+    preview_s = time.perf_counter() - start
+    assert preview_total == n, preview_total
+    print(f"previewAudience: {n} dids in {len(batches)} calls, {preview_s:.2f}s ({n / preview_s:,.0f}/s)")
+
+    start = time.perf_counter()
+    added = 0
+    for batch in batches:
+        source = {"type": "dids", "dids": batch}
+        added += (await admin("campaigns.addAudience", {"campaignId": "audience", "source": source}))["added"]
+    add_s = time.perf_counter() - start
+    add_rate = n / add_s
+    assert added == n, added
+    print(f"addAudience: {added} added of {n} dids in {add_s:.2f}s ({add_rate:,.0f} profiles/s)")
+
+    # Every user belongs to MEMBERSHIPS of the live campaigns; getMyCampaigns must not scan the rest.
+    step = args.campaigns // MEMBERSHIPS
+    member_of = [f"live-{i:03d}" for i in range(0, step * MEMBERSHIPS, step)]
+    for cid in member_of:
+        source = {"type": "profileIds", "profileIds": users}
+        await admin("campaigns.addAudience", {"campaignId": cid, "source": source})
+
+    tokens = {u: {"authorization": f"Bearer {mint_token(settings, profile_id=u)}"} for u in users}
+
+    async def my_campaigns(connection: Connection, i: int) -> float:
+        t0 = time.perf_counter()
+        reply = await connection.get("/trpc/campaigns.getMyCampaigns", tokens[users[i % len(users)]])
+        elapsed = time.perf_counter() - t0
+        assert reply.status == 200, reply.body
+        assert len(reply.json()["result"]["data"]["campaigns"]) == MEMBERSHIPS
+        return elapsed
+
+    async def record(connection: Connection, i: int) -> float:
+        body = {"campaignId": member_of[i % MEMBERSHIPS], "event": "shown"}
+        t0 = time.perf_counter()
+        reply = await connection.post_json("/trpc/campaigns.recordEvent", body, tokens[users[i % len(users)]])
+        elapsed = time.perf_counter() - t0
+        assert reply.status == 200, reply.body
+        return elapsed
+
+    c = args.concurrency
+    await _run_concurrently(c * 4, connections, my_campaigns)  # warm up connections and query plans
+    latencies = sorted(await _run_concurrently(args.requests, connections, my_campaigns))
+    p50, p99 = _percentile(latencies, 0.5) * 1000, _percentile(latencies, 0.99) * 1000
+    print(f"getMyCampaigns ({args.campaigns} live campaigns, c={c}): p50 {p50:.1f} ms, p99 {p99:.1f} ms")
+
+    await _run_concurrently(c * 4, connections, record)
+    start = time.perf_counter()
+    record_latencies = sorted(await _run_concurrently(args.requests, connections, record))
+    record_s = time.perf_counter() - start
+    record_rate = args.requests / record_s
+    print(
+        f"recordEvent (c={c}): {args.requests} in {record_s:.2f}s ({record_rate:,.0f}/s), "
+        f"p50 {statistics.median(record_latencies) * 1000:.1f} ms, "
+        f"p99 {_percentile(record_latencies, 0.99) * 1000:.1f} ms"
     )
-    async with httpx.AsyncClient(base_url=base, timeout=120, limits=limits) as client:
-
-        async def admin(proc: str, data: dict[str, Any]) -> Any:
-            response = await client.post(f"/trpc/{proc}", json=data, headers=admin_headers)
-            response.raise_for_status()
-            return response.json()["result"]["data"]
-
-        start = time.perf_counter()
-        preview_total = 0
-        for batch in batches:
-            source = {"type": "dids", "dids": batch}
-            answer = await admin("campaigns.previewAudience", {"campaignId": "audience", "source": source})
-            preview_total += answer["count"]
-        preview_s = time.perf_counter() - start
-        assert preview_total == n, preview_total
-        print(f"previewAudience: {n} dids in {len(batches)} calls, {preview_s:.2f}s ({n / preview_s:,.0f}/s)")
-
-        start = time.perf_counter()
-        added = 0
-        for batch in batches:
-            source = {"type": "dids", "dids": batch}
-            added += (await admin("campaigns.addAudience", {"campaignId": "audience", "source": source}))[
-                "added"
-            ]
-        add_s = time.perf_counter() - start
-        add_rate = n / add_s
-        assert added == n, added
-        print(f"addAudience: {added} added of {n} dids in {add_s:.2f}s ({add_rate:,.0f} profiles/s)")
-
-        # Every user belongs to MEMBERSHIPS of the live campaigns; getMyCampaigns must not scan the rest.
-        step = args.campaigns // MEMBERSHIPS
-        member_of = [f"live-{i:03d}" for i in range(0, step * MEMBERSHIPS, step)]
-        for cid in member_of:
-            source = {"type": "profileIds", "profileIds": users}
-            await admin("campaigns.addAudience", {"campaignId": cid, "source": source})
-
-        tokens = {u: {"authorization": f"Bearer {mint_token(settings, profile_id=u)}"} for u in users}
-
-        async def my_campaigns(i: int) -> float:
-            t0 = time.perf_counter()
-            response = await client.get(
-                "/trpc/campaigns.getMyCampaigns", headers=tokens[users[i % len(users)]]
-            )
-            elapsed = time.perf_counter() - t0
-            assert response.status_code == 200, response.text
-            assert len(response.json()["result"]["data"]["campaigns"]) == MEMBERSHIPS
-            return elapsed
-
-        async def record(i: int) -> float:
-            body = {"campaignId": member_of[i % MEMBERSHIPS], "event": "shown"}
-            t0 = time.perf_counter()
-            headers = tokens[users[i % len(users)]]
-            response = await client.post("/trpc/campaigns.recordEvent", json=body, headers=headers)
-            elapsed = time.perf_counter() - t0
-            assert response.status_code == 200, response.text
-            return elapsed
-
-        c = args.concurrency
-        await _run_concurrently(c * 4, c, my_campaigns)  # warm up connections and query plans
-        latencies = sorted(await _run_concurrently(args.requests, c, my_campaigns))
-        p50, p99 = _percentile(latencies, 0.5) * 1000, _percentile(latencies, 0.99) * 1000
-        print(f"getMyCampaigns ({args.campaigns} live campaigns, c={c}): p50 {p50:.1f} ms, p99 {p99:.1f} ms")
-
-        await _run_concurrently(c * 4, c, record)
-        start = time.perf_counter()
-        record_latencies = sorted(await _run_concurrently(args.requests, c, record))
-        record_s = time.perf_counter() - start
-        record_rate = args.requests / record_s
-        print(
-            f"recordEvent (c={c}): {args.requests} in {record_s:.2f}s ({record_rate:,.0f}/s), "
-            f"p50 {statistics.median(record_latencies) * 1000:.1f} ms, "
-            f"p99 {_percentile(record_latencies, 0.99) * 1000:.1f} ms"
-        )
 
     print(
         f"RESULT audience_add_per_s={add_rate:.0f} my_campaigns_p99_ms={p99:.1f} "

@@ -44,10 +44,11 @@ def load_settings() -> Settings:
 def _serve(args: argparse.Namespace) -> int:
     import uvicorn
 
-    from campaign_engine.api.app import create_app
+    from campaign_engine.api.app import create_app, freeze_startup_heap
 
     settings = load_settings()
     app = create_app(settings)
+    freeze_startup_heap()
     uvicorn.run(app, host=args.host, port=args.port, access_log=False, log_level="info")
     return 0
 

@@ -7,6 +7,7 @@ clock; nothing here runs at import time.
 
 from __future__ import annotations
 
+import gc
 import importlib
 import pkgutil
 from collections.abc import AsyncIterator, Mapping, Sequence
@@ -36,7 +37,7 @@ from campaign_engine.graph.graph import Graph, open_graph
 from campaign_engine.graph.schema import apply_schema, schema_applied
 from campaign_engine.unsubscribe.routes import unsubscribe_router
 
-__all__ = ["ROUTERS", "create_app"]
+__all__ = ["ROUTERS", "create_app", "freeze_startup_heap"]
 
 
 def _discover_routers() -> Sequence[ProcedureRouter]:
@@ -156,3 +157,15 @@ def create_app(
         )
 
     return app
+
+
+def freeze_startup_heap() -> None:
+    """Call once the app is built, before serving: what exists now lives as long as the process.
+
+    CPython's full collections re-scan every tracked object; with the ~100k objects of our imports and
+    the app, each took ~80 ms on the 2-core machine and stalled every request in flight (the p99 of
+    getMyCampaigns). Frozen objects are skipped by the collector; garbage created later is collected
+    as usual. Not for test processes, which build many apps and drop them.
+    """
+    gc.collect()
+    gc.freeze()
