@@ -129,14 +129,9 @@ _RESOLVE_GRAPH = {
 
 def _resolve(tx: Tx, source: Source, domain: str) -> _Resolved:
     if isinstance(source, DidsSource | ProfileIdsSource):
-        found: set[str] = set()
-        missing: list[str] = []
-        for row in tx.run(query("audience_resolve_list"), items=_list_items(source, domain)):
-            hits = [pid for pid in (row["viaDid"], row["viaId"]) if pid is not None]
-            found.update(hits)
-            if not hits:
-                missing.append(row["input"])
-        return _Resolved(sorted(found), missing)
+        lists = tx.run(query("audience_resolve_list"), items=_list_items(source, domain)).single()
+        assert lists is not None  # an aggregation always returns one record
+        return _Resolved(sorted(set(lists["found"])), list(lists["missing"]))
     key = source.slug if isinstance(source, TagSource) else getattr(source, "profile_id", None)
     record = tx.run(_RESOLVE_GRAPH[source.type], key=key).single()
     assert record is not None
