@@ -125,7 +125,8 @@ class CardCache:
     def fetch(self, tx: Tx, versions: Iterable[tuple[str, str]]) -> dict[str, tuple[int, MyCampaign]]:
         """(message priority, card) per campaign id; loads only the versions not cached yet."""
         wanted = set(versions)
-        found = {cid: self._cards[(cid, at)] for cid, at in wanted if (cid, at) in self._cards}
+        cached = ((cid, self._cards.get((cid, at))) for cid, at in wanted)  # get(): another thread may clear
+        found = {cid: entry for cid, entry in cached if entry is not None}
         missing = sorted({cid for cid, _ in wanted} - found.keys())
         if missing:
             if len(self._cards) + len(missing) > self._max:
