@@ -276,6 +276,8 @@ async def _measure(
         f"p99 {_percentile(record_latencies, 0.99) * 1000:.1f} ms"
     )
 
+    # Figures from a 2-core machine mean little if something else was running: say so.
+    print("load average (1, 5, 15 min): " + ", ".join(f"{x:.2f}" for x in os.getloadavg()))
     print(
         f"RESULT audience_add_per_s={add_rate:.0f} my_campaigns_p99_ms={p99:.1f} "
         f"record_event_per_s={record_rate:.0f}"
