@@ -1,6 +1,7 @@
 """The long-running worker of ``campaign-engine worker``: poll both queues, route by message type.
 
-One thread polls the dispatch queue, ``delivery_threads`` threads poll the delivery queue, and an
+One thread polls the dispatch queue, ``delivery_threads`` threads poll the delivery queue (up to
+``delivery_batch`` messages per receive: 10 on SQS, more on the local queue), and an
 optional thread runs the sweeper every ``sweep_every`` seconds (single-machine deployments have no
 scheduler). Routing is by the message ``type``, not by the queue it came from.
 
@@ -48,6 +49,7 @@ class Worker:
         dispatch_queue: Queue,
         delivery_queue: Queue,
         delivery_threads: int = 4,
+        delivery_batch: int = 10,
         retry_base_seconds: int = 30,
         sweeper: Callable[[], object] | None = None,
         sweep_every: float = 60.0,
@@ -60,6 +62,7 @@ class Worker:
         self._dispatch_queue = dispatch_queue
         self._delivery_queue = delivery_queue
         self._delivery_threads = delivery_threads
+        self._delivery_batch = delivery_batch
         self._retry_base = retry_base_seconds
         self._sweeper = sweeper
         self._sweep_every = sweep_every
@@ -67,9 +70,13 @@ class Worker:
 
     def run(self, stop: threading.Event) -> None:
         """Run until ``stop`` is set; returns after every thread finished its current batch."""
-        threads = [threading.Thread(target=self._poll, args=(self._dispatch_queue, stop), name="pages")]
+        threads = [threading.Thread(target=self._poll, args=(self._dispatch_queue, 10, stop), name="pages")]
         threads += [
-            threading.Thread(target=self._poll, args=(self._delivery_queue, stop), name=f"deliveries-{i}")
+            threading.Thread(
+                target=self._poll,
+                args=(self._delivery_queue, self._delivery_batch, stop),
+                name=f"deliveries-{i}",
+            )
             for i in range(self._delivery_threads)
         ]
         if self._sweeper is not None:
@@ -146,10 +153,10 @@ class Worker:
         )
         queue.delete(message.receipt)
 
-    def _poll(self, queue: Queue, stop: threading.Event) -> None:
+    def _poll(self, queue: Queue, batch: int, stop: threading.Event) -> None:
         while not stop.is_set():
             try:
-                messages = queue.receive(max_messages=10, wait_seconds=self._wait)
+                messages = queue.receive(max_messages=batch, wait_seconds=self._wait)
                 if messages:
                     self.handle(queue, messages)
             except Exception:  # a worker thread must survive one bad batch; its messages redeliver

@@ -10,19 +10,17 @@ from __future__ import annotations
 import threading
 from dataclasses import dataclass
 
-import httpx
-
 from campaign_engine.config import ConfigError, Settings
 from campaign_engine.delivery.email_provider import EmailProvider
 from campaign_engine.delivery.email_render import EmailConfigError, cta_url_for, parse_json_object
 from campaign_engine.delivery.email_worker import EmailWorker
-from campaign_engine.delivery.local_queue import LocalQueue
+from campaign_engine.delivery.local_queue import MAX_RECEIVE_BATCH, LocalQueue
 from campaign_engine.delivery.notification_worker import NotificationWorker
 from campaign_engine.delivery.page_worker import PageWorker
 from campaign_engine.delivery.postmark import PostmarkProvider
 from campaign_engine.delivery.queue import Queue
 from campaign_engine.delivery.runner import Worker, install_stop_signals
-from campaign_engine.delivery.safe_transport import make_webhook_client
+from campaign_engine.delivery.safe_transport import AsyncSafeTransport, make_webhook_transport
 from campaign_engine.delivery.smtp_provider import SmtpProvider
 from campaign_engine.delivery.sqs_queue import SqsQueue, make_sqs_client
 from campaign_engine.delivery.sweeper import SweepResult, stuck_window_seconds, sweep
@@ -39,7 +37,7 @@ __all__ = [
     "build_notification_worker",
     "build_page_worker",
     "build_queues",
-    "build_webhook_client",
+    "build_webhook_transport",
     "build_worker",
     "run_sweep",
     "run_worker",
@@ -88,10 +86,10 @@ def build_queues(settings: Settings) -> Queues:
     return Queues(dispatch=build_dispatch_queue(settings), delivery=build_delivery_queue(settings))
 
 
-def build_webhook_client(settings: Settings) -> httpx.Client:
-    return make_webhook_client(
+def build_webhook_transport(settings: Settings) -> AsyncSafeTransport:
+    """The notification worker's safe transport; its ``WebhookPoster`` runs it on a private loop."""
+    return make_webhook_transport(
         allow_private=settings.campaign_allow_private_webhooks,
-        timeout=settings.campaign_webhook_timeout_seconds,
         max_connections=settings.campaign_webhook_concurrency,
     )
 
@@ -111,20 +109,25 @@ def build_page_worker(
 
 
 def build_notification_worker(
-    settings: Settings, graph: Graph, *, client: httpx.Client | None = None, clock: Clock = system_clock
+    settings: Settings,
+    graph: Graph,
+    *,
+    transport: AsyncSafeTransport | None = None,
+    clock: Clock = system_clock,
 ) -> NotificationWorker:
     settings.require_webhooks()
     secret = settings.notifications_webhook_secret
     assert secret is not None  # require_webhooks checked it
     return NotificationWorker(
         graph=graph,
-        client=client or build_webhook_client(settings),
+        transport=transport or build_webhook_transport(settings),
         clock=clock,
         secret=secret.get_secret_value(),
         sender=settings.notifications_sender,
         default_webhook=settings.notifications_webhook_url,
         adult_age=settings.campaign_adult_age,
         concurrency=settings.campaign_webhook_concurrency,
+        timeout=settings.campaign_webhook_timeout_seconds,
     )
 
 
@@ -199,7 +202,7 @@ def build_worker(
     graph: Graph,
     *,
     queues: Queues | None = None,
-    client: httpx.Client | None = None,
+    transport: AsyncSafeTransport | None = None,
     clock: Clock = system_clock,
     sweep_every: float | None = 60.0,
     wait_seconds: float = 1.0,
@@ -211,10 +214,12 @@ def build_worker(
     )
     return Worker(
         page_worker=build_page_worker(settings, graph, queues, clock=clock),
-        notification_worker=build_notification_worker(settings, graph, client=client, clock=clock),
+        notification_worker=build_notification_worker(settings, graph, transport=transport, clock=clock),
         dispatch_queue=queues.dispatch,
         delivery_queue=queues.delivery,
         delivery_threads=settings.campaign_worker_threads,
+        # SQS hands out at most 10 per receive; the local queue settles a larger batch per commit.
+        delivery_batch=MAX_RECEIVE_BATCH if isinstance(queues.delivery, LocalQueue) else 10,
         retry_base_seconds=settings.campaign_delivery_retry_seconds,
         sweeper=sweeper,
         sweep_every=sweep_every or 60.0,

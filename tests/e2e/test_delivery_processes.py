@@ -247,7 +247,8 @@ def total(dispatches: Sequence[DispatchPublic], counter: str) -> int:
 
 
 def test_worker_killed_mid_dispatch_loses_nothing_and_counts_exactly(stack: Stack) -> None:
-    members = profile_ids("a", 300)
+    # Enough recipients that the kill lands mid-walk: the worker settles ~1,000 deliveries a second.
+    members = profile_ids("a", 1500)
     created_at = campaign(stack.graph, "ca", members)
     worker = stack.worker()
     dispatch_id = stack.dispatch("ca")

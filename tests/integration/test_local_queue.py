@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from campaign_engine.delivery.local_queue import LocalQueue
+from campaign_engine.delivery.local_queue import MAX_RECEIVE_BATCH, LocalQueue
 from campaign_engine.delivery.queue import QueueError
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -61,11 +61,15 @@ def test_send_receive_delete(db: Path, clock: SteppingClock) -> None:
 
 def test_max_messages_is_honoured(db: Path, clock: SteppingClock) -> None:
     queue = _queue(db, clock)
-    queue.send_batch([str(i) for i in range(25)])
+    queue.send_batch([str(i) for i in range(125)])
     assert len(queue.receive(max_messages=10)) == 10
     assert len(queue.receive(max_messages=3)) == 3
+    # Larger than SQS's 10: the worker settles local deliveries MAX_RECEIVE_BATCH at a time.
+    got = queue.receive(max_messages=MAX_RECEIVE_BATCH)
+    assert len(got) == MAX_RECEIVE_BATCH == 100
+    assert len({m.message_id for m in got}) == MAX_RECEIVE_BATCH
     with pytest.raises(ValueError):
-        queue.receive(max_messages=11)
+        queue.receive(max_messages=MAX_RECEIVE_BATCH + 1)
 
 
 def test_queue_names_share_a_file_but_not_messages(db: Path, clock: SteppingClock) -> None:

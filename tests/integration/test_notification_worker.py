@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import json
+import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from campaign_engine.campaigns import definitions
 from campaign_engine.campaigns.dispatch import dispatch, get_dispatch
 from campaign_engine.config import Settings
-from campaign_engine.delivery.safe_transport import make_webhook_client
+from campaign_engine.delivery.safe_transport import make_webhook_transport
 from campaign_engine.delivery.wiring import Queues, build_notification_worker, build_page_worker
 from campaign_engine.domain.dispatch import DeliveryJob, delivery_id, job_json
 from campaign_engine.graph.graph import Graph
@@ -113,8 +115,8 @@ def test_blocked_egress_never_notifies(base_settings: Settings, graph: Graph, tm
     with ThreadServer(receiver.app()) as server:
         add_members(graph, "c1", ["p1"], webhook=f"{server.url}/hook")
         dispatch_id = _page(settings, graph, queues)
-        client = make_webhook_client(allow_private=False, timeout=1.0)
-        worker = build_notification_worker(settings, graph, client=client, clock=StepClock())
+        transport = make_webhook_transport(allow_private=False)
+        worker = build_notification_worker(settings, graph, transport=transport, clock=StepClock())
         result = worker.handle_batch(queues.delivery.receive(max_messages=10))
         worker.close()
     assert result.verdicts and set(result.verdicts.values()) == {"blocked"}
@@ -167,3 +169,35 @@ def test_self_test_delivery_never_sets_notified(
     metadata = json.loads(receiver.received[0]["body"])["metadata"]
     assert metadata["campaignTestId"] == "t1" and metadata["campaignHasInApp"] is False
     assert notified(graph, "c1") == []
+
+
+def test_a_pause_stops_rechecked_posts_still_waiting_for_a_slot(
+    base_settings: Settings, graph: Graph, tmp_path: Path
+) -> None:
+    """One POST slot, three rechecked deliveries: the first hangs while the campaign is paused, and the
+    two waiting behind it are never posted (the gate re-reads the campaign before each POST)."""
+    receiver = ScriptedReceiver([1.0, (200, b'{"sent":true}', "application/json")])
+    settings = delivery_settings(
+        base_settings, campaign_webhook_concurrency=1, campaign_webhook_timeout_seconds=5.0
+    )
+    queues = local_queues(tmp_path / "q.sqlite3")
+    make_campaign(graph, "c1")
+    with ThreadServer(receiver.app()) as server:
+        add_members(graph, "c1", ["p1", "p2", "p3"], webhook=f"{server.url}/hook")
+        dispatch_id = _page(settings, graph, queues)
+        worker = build_notification_worker(settings, graph, clock=StepClock())
+        batch = queues.delivery.receive(max_messages=10)
+        assert len(batch) == 3
+        with ThreadPoolExecutor(1) as pool:
+            handled = pool.submit(worker.handle_batch, batch)
+            deadline = time.monotonic() + 5
+            while not receiver.received and time.monotonic() < deadline:
+                time.sleep(0.01)
+            definitions.set_status(graph, campaign_id="c1", status="paused", now=NOW)
+            result = handled.result(timeout=10)
+        worker.close()
+    assert len(receiver.received) == 1
+    assert sorted(result.verdicts.values()) == ["positive", "suppressed", "suppressed"]
+    assert len(notified(graph, "c1")) == 1
+    record = get_dispatch(graph, dispatch_id)
+    assert (record.acknowledged, record.suppressed) == (1, 2)

@@ -1,14 +1,21 @@
 """Safe egress: the policy matrix with a controllable resolver, and real loopback HTTP(S) servers.
 
+Every test runs three times (``flavour``): through the sync ``SafeTransport``, through
+``AsyncSafeTransport`` under an ``httpx.AsyncClient``, and through ``AsyncSafeTransport.post``, the
+entry point the notification worker's ``WebhookPoster`` uses (both async ones driven from a private
+event loop, as the poster does), so every face of the one policy is held to the whole matrix.
+
 Blocked-destination tests use a short timeout, so that without the rule they would fail fast with a
 connect error or timeout instead of the expected ``EgressBlocked``.
 """
 
 from __future__ import annotations
 
+import asyncio
 import datetime as dt
 import gzip
 import json
+import json as jsonlib
 import socket
 import ssl
 import threading
@@ -17,7 +24,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import httpx
 import pytest
@@ -26,12 +33,16 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
+from campaign_engine.delivery.notification_worker import Answer, Outgoing, WebhookPoster
 from campaign_engine.delivery.safe_transport import (
     MAX_RESPONSE_BYTES,
+    AsyncSafeTransport,
     EgressBlocked,
     ResponseTooLarge,
     SafeTransport,
+    make_async_webhook_client,
     make_webhook_client,
+    make_webhook_transport,
     system_resolver,
 )
 
@@ -50,11 +61,96 @@ class DictResolver:
         return self.answers[host]
 
 
+class Client(Protocol):
+    def post(self, url: str, **kwargs: Any) -> httpx.Response: ...
+
+    def __enter__(self) -> Client: ...
+
+    def __exit__(self, *_: object) -> None: ...
+
+
+class LoopClient:
+    """An ``httpx.AsyncClient`` driven from sync test code on a private event loop."""
+
+    def __init__(self, client: httpx.AsyncClient) -> None:
+        self._client = client
+        self._loop = asyncio.new_event_loop()
+
+    def post(self, url: str, **kwargs: Any) -> httpx.Response:
+        return self._loop.run_until_complete(self._client.post(url, **kwargs))
+
+    def handle(self, transport: AsyncSafeTransport, request: httpx.Request) -> httpx.Response:
+        return self._loop.run_until_complete(transport.handle_async_request(request))
+
+    def __enter__(self) -> LoopClient:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self._loop.run_until_complete(self._client.aclose())
+        # Closing a transport completes on a later loop iteration (e.g. after a failed TLS handshake).
+        self._loop.run_until_complete(asyncio.sleep(0.05))
+        self._loop.close()
+
+
+class PostClient:
+    """``AsyncSafeTransport.post`` (the worker's entry point) behind the tests' client interface."""
+
+    def __init__(self, transport: AsyncSafeTransport, *, timeout: float) -> None:
+        self._transport = transport
+        self._timeout = timeout
+        self._loop = asyncio.new_event_loop()
+
+    def post(self, url: str, *, json: Any = None, headers: dict[str, str] | None = None) -> httpx.Response:
+        body = b"" if json is None else jsonlib.dumps(json).encode()
+        sent = [("content-type", "application/json"), *(headers or {}).items()]
+        status, answer_headers, content = self._loop.run_until_complete(
+            self._transport.post(url, body, sent, timeout=self._timeout)
+        )
+        return httpx.Response(status, headers=answer_headers, content=content)
+
+    def __enter__(self) -> PostClient:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self._loop.run_until_complete(self._transport.aclose())
+        self._loop.run_until_complete(asyncio.sleep(0.05))  # let closed transports finish closing
+        self._loop.close()
+
+
+@pytest.fixture(params=["sync", "async", "post"])
+def flavour(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
+def _webhook_client(flavour: str, *, allow_private: bool, timeout: float, resolver: DictResolver) -> Client:
+    if flavour == "sync":
+        return make_webhook_client(allow_private=allow_private, timeout=timeout, resolver=resolver)
+    if flavour == "post":
+        transport = make_webhook_transport(allow_private=allow_private, resolver=resolver)
+        return PostClient(transport, timeout=timeout)
+    return LoopClient(
+        make_async_webhook_client(allow_private=allow_private, timeout=timeout, resolver=resolver)
+    )
+
+
+def _transport_client(
+    flavour: str, *, resolver: DictResolver, verify: ssl.SSLContext | bool = True, timeout: float = 2
+) -> Client:
+    """A client over a transport built directly (allow_private, custom CA), of any flavour."""
+    if flavour == "sync":
+        transport = SafeTransport(allow_private=True, resolver=resolver, verify=verify)
+        return httpx.Client(transport=transport, timeout=timeout)
+    async_transport = AsyncSafeTransport(allow_private=True, resolver=resolver, verify=verify)
+    if flavour == "post":
+        return PostClient(async_transport, timeout=timeout)
+    return LoopClient(httpx.AsyncClient(transport=async_transport, timeout=timeout))
+
+
 def _client(
-    answers: dict[str, list[str]], *, allow_private: bool = False
-) -> tuple[httpx.Client, DictResolver]:
+    flavour: str, answers: dict[str, list[str]], *, allow_private: bool = False
+) -> tuple[Client, DictResolver]:
     resolver = DictResolver(answers)
-    return make_webhook_client(allow_private=allow_private, timeout=0.5, resolver=resolver), resolver
+    return _webhook_client(flavour, allow_private=allow_private, timeout=0.5, resolver=resolver), resolver
 
 
 # --- the blocked-destination matrix -------------------------------------------------------------
@@ -105,8 +201,8 @@ BLOCKED_ADDRESSES = {
 
 
 @pytest.mark.parametrize("address", BLOCKED_ADDRESSES.values(), ids=BLOCKED_ADDRESSES.keys())
-def test_every_blocked_range_is_refused(address: str) -> None:
-    client, resolver = _client({"hook.example": [address]})
+def test_every_blocked_range_is_refused(address: str, flavour: str) -> None:
+    client, resolver = _client(flavour, {"hook.example": [address]})
     with client, pytest.raises(EgressBlocked):
         client.post("http://hook.example:8080/inbox", json={})
     assert resolver.calls == [("hook.example", 8080)]
@@ -116,8 +212,8 @@ def test_every_blocked_range_is_refused(address: str) -> None:
     "url",
     ["http://10.0.0.1:8080/", "http://127.0.0.1:8080/", "http://[::1]:8080/", "http://[fe80::1]:8080/"],
 )
-def test_ip_literal_urls_are_checked_without_resolving(url: str) -> None:
-    client, resolver = _client({})
+def test_ip_literal_urls_are_checked_without_resolving(url: str, flavour: str) -> None:
+    client, resolver = _client(flavour, {})
     with client, pytest.raises(EgressBlocked):
         client.post(url, json={})
     assert resolver.calls == []
@@ -128,8 +224,8 @@ def test_ip_literal_urls_are_checked_without_resolving(url: str) -> None:
     [["93.184.216.34", "10.0.0.1"], ["10.0.0.1", "93.184.216.34"], ["2606:4700::1", "fd00::1"]],
     ids=["public then private", "private then public", "v6 public then ULA"],
 )
-def test_one_private_answer_blocks_the_lot(answers: list[str]) -> None:
-    client, _ = _client({"hook.example": answers})
+def test_one_private_answer_blocks_the_lot(answers: list[str], flavour: str) -> None:
+    client, _ = _client(flavour, {"hook.example": answers})
     with client, pytest.raises(EgressBlocked):
         client.post("http://hook.example/", json={})
 
@@ -139,8 +235,8 @@ def test_one_private_answer_blocks_the_lot(answers: list[str]) -> None:
     [{}, {"hook.example": []}, {"hook.example": ["not-an-ip"]}],
     ids=["nxdomain", "no answers", "garbage answer"],
 )
-def test_resolution_errors_fail_closed(answers: dict[str, list[str]]) -> None:
-    client, _ = _client(answers)
+def test_resolution_errors_fail_closed(answers: dict[str, list[str]], flavour: str) -> None:
+    client, _ = _client(flavour, answers)
     with client, pytest.raises(httpx.ConnectError) as caught:
         client.post("http://hook.example/", json={})
     assert not isinstance(caught.value, EgressBlocked)  # retryable, not a policy verdict
@@ -156,16 +252,24 @@ def test_resolution_errors_fail_closed(answers: dict[str, list[str]]) -> None:
         "file:///etc/passwd",
     ],
 )
-def test_request_level_rules_apply_before_resolution(url: str) -> None:
+def test_request_level_rules_apply_before_resolution(url: str, flavour: str) -> None:
     resolver = DictResolver({"inbox.test": ["127.0.0.1"]})
-    transport = SafeTransport(allow_private=True, resolver=resolver)
-    with pytest.raises(EgressBlocked):
-        transport.handle_request(httpx.Request("POST", url))
+    if flavour == "sync":
+        with pytest.raises(EgressBlocked):
+            SafeTransport(allow_private=True, resolver=resolver).handle_request(httpx.Request("POST", url))
+    elif flavour == "post":
+        client = PostClient(AsyncSafeTransport(allow_private=True, resolver=resolver), timeout=1)
+        with client, pytest.raises(EgressBlocked):
+            client.post(url, json={})
+    else:
+        transport = AsyncSafeTransport(allow_private=True, resolver=resolver)
+        with LoopClient(httpx.AsyncClient(transport=transport)) as loop, pytest.raises(EgressBlocked):
+            loop.handle(transport, httpx.Request("POST", url))
     assert resolver.calls == []
 
 
-def test_credentials_in_url_are_refused_through_the_client() -> None:
-    client, resolver = _client({"inbox.test": ["127.0.0.1"]}, allow_private=True)
+def test_credentials_in_url_are_refused_through_the_client(flavour: str) -> None:
+    client, resolver = _client(flavour, {"inbox.test": ["127.0.0.1"]}, allow_private=True)
     with client, pytest.raises(EgressBlocked, match="credentials"):
         client.post("http://user:secret@inbox.test/", json={})
     assert resolver.calls == []
@@ -174,14 +278,14 @@ def test_credentials_in_url_are_refused_through_the_client() -> None:
 @pytest.mark.parametrize(
     "address", ["169.254.169.254", "::ffff:127.0.0.1", "100.64.0.1", "224.0.0.1", "0.0.0.0"]
 )
-def test_allow_private_never_opens_metadata_or_special_ranges(address: str) -> None:
-    client, _ = _client({"hook.example": [address]}, allow_private=True)
+def test_allow_private_never_opens_metadata_or_special_ranges(address: str, flavour: str) -> None:
+    client, _ = _client(flavour, {"hook.example": [address]}, allow_private=True)
     with client, pytest.raises(EgressBlocked):
         client.post("http://hook.example/", json={})
 
 
-def test_egress_errors_do_not_leak_the_url() -> None:
-    client, _ = _client({"hook.example": ["10.0.0.1"]})
+def test_egress_errors_do_not_leak_the_url(flavour: str) -> None:
+    client, _ = _client(flavour, {"hook.example": ["10.0.0.1"]})
     with client, pytest.raises(EgressBlocked) as caught:
         client.post("http://hook.example/t/SECRET-TOKEN", json={})
     assert "SECRET" not in str(caught.value)
@@ -221,6 +325,23 @@ class _Handler(BaseHTTPRequestHandler):
             self._answer(200, gzip.compress(b"0" * 10_000_000), extra={"Content-Encoding": "gzip"})
         elif self.path == "/close":
             self._answer(200, b"true", extra={"Connection": "close"})
+            self.close_connection = True
+        elif self.path == "/quiet-close":  # looks kept alive, then the server drops the idle socket
+            self._answer(200, b"true")
+            self.close_connection = True
+        elif self.path == "/chunked":
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Transfer-Encoding", "chunked")
+            self.end_headers()
+            for part in (b'{"sent":', b" true}"):
+                self.wfile.write(b"%x\r\n%s\r\n" % (len(part), part))
+            self.wfile.write(b"0\r\n\r\n")
+        elif self.path == "/until-close":  # no length: the body ends when the connection does
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.end_headers()
+            self.wfile.write(b'{"sent": true}')
             self.close_connection = True
         else:
             self._answer(200, json.dumps({"ok": True}).encode())
@@ -274,8 +395,8 @@ def _url(server: _Server, path: str, host: str = "inbox.test", scheme: str = "ht
     return f"{scheme}://{host}:{server.server_address[1]}{path}"
 
 
-def test_allowed_private_destination_is_pinned_and_keeps_the_host_name(inbox: _Server) -> None:
-    client, resolver = _client({"inbox.test": ["127.0.0.1"]}, allow_private=True)
+def test_allowed_private_destination_is_pinned_and_keeps_the_host_name(inbox: _Server, flavour: str) -> None:
+    client, resolver = _client(flavour, {"inbox.test": ["127.0.0.1"]}, allow_private=True)
     with client:
         response = client.post(_url(inbox, "/inbox"), json={"type": "ANNOUNCEMENT"})
 
@@ -286,15 +407,15 @@ def test_allowed_private_destination_is_pinned_and_keeps_the_host_name(inbox: _S
     assert resolver.calls == [("inbox.test", inbox.server_address[1])]
 
 
-def test_loopback_is_blocked_without_the_development_flag(inbox: _Server) -> None:
-    client, _ = _client({"inbox.test": ["127.0.0.1"]})
+def test_loopback_is_blocked_without_the_development_flag(inbox: _Server, flavour: str) -> None:
+    client, _ = _client(flavour, {"inbox.test": ["127.0.0.1"]})
     with client, pytest.raises(EgressBlocked):
         client.post(_url(inbox, "/inbox"), json={})
     assert inbox.seen.connections == 0
 
 
-def test_resolver_is_called_once_per_new_connection(inbox: _Server) -> None:
-    client, resolver = _client({"inbox.test": ["127.0.0.1"]}, allow_private=True)
+def test_resolver_is_called_once_per_new_connection(inbox: _Server, flavour: str) -> None:
+    client, resolver = _client(flavour, {"inbox.test": ["127.0.0.1"]}, allow_private=True)
     with client:
         client.post(_url(inbox, "/a"), json={})
         client.post(_url(inbox, "/b"), json={})  # kept-alive connection: no new resolution
@@ -306,8 +427,33 @@ def test_resolver_is_called_once_per_new_connection(inbox: _Server) -> None:
     assert len(resolver.calls) == 2
 
 
-def test_redirect_is_returned_not_followed(inbox: _Server) -> None:
-    client, _ = _client({"inbox.test": ["127.0.0.1"]}, allow_private=True)
+def test_a_connection_the_server_dropped_while_idle_is_not_reused(inbox: _Server, flavour: str) -> None:
+    client, resolver = _client(flavour, {"inbox.test": ["127.0.0.1"]}, allow_private=True)
+    with client:
+        assert client.post(_url(inbox, "/quiet-close"), json={}).status_code == 200
+        time.sleep(0.2)  # the server has closed its end by now
+        assert client.post(_url(inbox, "/a"), json={}).json() == {"ok": True}
+    assert inbox.seen.connections == 2
+    assert len(resolver.calls) == 2
+
+
+@pytest.mark.parametrize("path", ["/chunked", "/until-close"])
+def test_chunked_and_close_delimited_answers_are_read_whole(inbox: _Server, flavour: str, path: str) -> None:
+    client, _ = _client(flavour, {"inbox.test": ["127.0.0.1"]}, allow_private=True)
+    with client:
+        assert client.post(_url(inbox, path), json={}).json() == {"sent": True}
+        assert client.post(_url(inbox, "/a"), json={}).json() == {"ok": True}  # and the client goes on
+
+
+def test_header_injection_is_refused_before_sending(inbox: _Server, flavour: str) -> None:
+    client, _ = _client(flavour, {"inbox.test": ["127.0.0.1"]}, allow_private=True)
+    with client, pytest.raises(httpx.LocalProtocolError):
+        client.post(_url(inbox, "/a"), json={}, headers={"webhook-id": "d-1\r\nX-Injected: 1"})
+    assert inbox.seen.paths == []
+
+
+def test_redirect_is_returned_not_followed(inbox: _Server, flavour: str) -> None:
+    client, _ = _client(flavour, {"inbox.test": ["127.0.0.1"]}, allow_private=True)
     with client:
         response = client.post(_url(inbox, "/redirect"), json={})
 
@@ -316,16 +462,16 @@ def test_redirect_is_returned_not_followed(inbox: _Server) -> None:
     assert inbox.seen.paths == ["/redirect"]
 
 
-def test_oversized_body_raises_response_too_large(inbox: _Server) -> None:
-    client, _ = _client({"inbox.test": ["127.0.0.1"]}, allow_private=True)
+def test_oversized_body_raises_response_too_large(inbox: _Server, flavour: str) -> None:
+    client, _ = _client(flavour, {"inbox.test": ["127.0.0.1"]}, allow_private=True)
     with client:
         with pytest.raises(ResponseTooLarge):
             client.post(_url(inbox, "/big"), json={})
         assert len(client.post(_url(inbox, "/exactly-cap"), json={}).content) == MAX_RESPONSE_BYTES
 
 
-def test_encoded_body_is_neither_decoded_nor_uncapped(inbox: _Server) -> None:
-    client, _ = _client({"inbox.test": ["127.0.0.1"]}, allow_private=True)
+def test_encoded_body_is_neither_decoded_nor_uncapped(inbox: _Server, flavour: str) -> None:
+    client, _ = _client(flavour, {"inbox.test": ["127.0.0.1"]}, allow_private=True)
     with client:
         response = client.post(_url(inbox, "/gzip"), json={})
 
@@ -379,35 +525,76 @@ def tls_inbox(tmp_path: Path) -> Iterator[tuple[_Server, ssl.SSLContext]]:
 
 
 def test_tls_uses_the_original_name_for_sni_and_verification(
-    tls_inbox: tuple[_Server, ssl.SSLContext],
+    tls_inbox: tuple[_Server, ssl.SSLContext], flavour: str
 ) -> None:
     server, client_ctx = tls_inbox
     resolver = DictResolver({"inbox.test": ["127.0.0.1"]})
-    transport = SafeTransport(allow_private=True, resolver=resolver, verify=client_ctx)
-    with httpx.Client(transport=transport, timeout=2) as client:
+    with _transport_client(flavour, resolver=resolver, verify=client_ctx) as client:
         response = client.post(_url(server, "/inbox", scheme="https"), json={})
 
     assert response.json() == {"ok": True}  # verified against a cert valid for "inbox.test" only
     assert server.seen.sni == ["inbox.test"]
 
 
-def test_tls_certificate_for_another_name_is_rejected(tls_inbox: tuple[_Server, ssl.SSLContext]) -> None:
+def test_tls_certificate_for_another_name_is_rejected(
+    tls_inbox: tuple[_Server, ssl.SSLContext], flavour: str
+) -> None:
     server, client_ctx = tls_inbox
     resolver = DictResolver({"other.test": ["127.0.0.1"]})
-    transport = SafeTransport(allow_private=True, resolver=resolver, verify=client_ctx)
-    with httpx.Client(transport=transport, timeout=2) as client, pytest.raises(httpx.ConnectError):
+    client = _transport_client(flavour, resolver=resolver, verify=client_ctx)
+    with client, pytest.raises(httpx.ConnectError):
         client.post(_url(server, "/inbox", host="other.test", scheme="https"), json={})
 
 
-def test_timeout_is_passed_through_to_the_connection() -> None:
+def test_timeout_is_passed_through_to_the_connection(flavour: str) -> None:
     with socket.socket() as silent:  # accepts connections (backlog) but never answers
         silent.bind(("127.0.0.1", 0))
         silent.listen(1)
         port = silent.getsockname()[1]
-        client = make_webhook_client(
-            allow_private=True, timeout=0.3, resolver=DictResolver({"inbox.test": ["127.0.0.1"]})
+        client = _webhook_client(
+            flavour, allow_private=True, timeout=0.3, resolver=DictResolver({"inbox.test": ["127.0.0.1"]})
         )
         started = time.monotonic()
         with client, pytest.raises(httpx.ReadTimeout):
             client.post(f"http://inbox.test:{port}/", json={})
     assert time.monotonic() - started < 2
+
+
+# --- the worker's poster: one event loop, bounded concurrency, kept-alive connections -------------
+
+
+def test_poster_bounds_concurrency_and_reuses_connections(inbox: _Server) -> None:
+    resolver = DictResolver({"inbox.test": ["127.0.0.1"]})
+    transport = make_webhook_transport(allow_private=True, resolver=resolver, max_connections=4)
+    poster = WebhookPoster(transport, secret="poster-test-secret-0123456789", concurrency=4, timeout=2)
+    try:
+        items = [Outgoing(url=_url(inbox, f"/p{i}"), body=b"{}", msg_id=f"d-{i}") for i in range(40)]
+        first = poster.post_all(items[:20])
+        second = poster.post_all(items[20:])
+    finally:
+        poster.close()
+
+    answers = first + second
+    assert all(isinstance(a, Answer) and a.status_code == 200 for a in answers)
+    assert sorted(inbox.seen.paths) == sorted(f"/p{i}" for i in range(40))
+    # Never more connections than POSTs in flight, each resolved once; the second batch reuses them.
+    assert 1 <= inbox.seen.connections <= 4
+    assert len(resolver.calls) == inbox.seen.connections
+
+
+def test_poster_returns_egress_verdicts_as_values() -> None:
+    transport = make_webhook_transport(
+        allow_private=False, resolver=DictResolver({"hook.example": ["10.0.0.1"]})
+    )
+    poster = WebhookPoster(transport, secret="poster-test-secret-0123456789", concurrency=2, timeout=0.5)
+    try:
+        [answer] = poster.post_all([Outgoing(url="http://hook.example/", body=b"{}", msg_id="d-1")])
+    finally:
+        poster.close()
+    assert isinstance(answer, EgressBlocked)
+
+
+def test_an_invalid_url_is_blocked_not_retried() -> None:
+    client = PostClient(make_webhook_transport(allow_private=True), timeout=0.5)
+    with client, pytest.raises(EgressBlocked):
+        client.post("http://[::1/hook", json={})
