@@ -31,7 +31,7 @@ from campaign_engine.domain.errors import NotFound
 from campaign_engine.domain.types import format_ts
 from campaign_engine.graph.coalesce import Coalescer
 from campaign_engine.graph.cypher import query
-from campaign_engine.graph.graph import Graph, Tx
+from campaign_engine.graph.graph import Graph, Statements, Tx
 from campaign_engine.graph.locks import lock_profiles
 from campaign_engine.graph.policy import policy_query
 
@@ -122,7 +122,7 @@ class CardCache:
         self._cards: dict[tuple[str, str], tuple[int, MyCampaign]] = {}
         self._max = max_entries
 
-    def fetch(self, tx: Tx, versions: Iterable[tuple[str, str]]) -> dict[str, tuple[int, MyCampaign]]:
+    def fetch(self, tx: Statements, versions: Iterable[tuple[str, str]]) -> dict[str, tuple[int, MyCampaign]]:
         """(message priority, card) per campaign id; loads only the versions not cached yet."""
         wanted = set(versions)
         cached = ((cid, self._cards.get((cid, at))) for cid, at in wanted)  # get(): another thread may clear
@@ -151,9 +151,10 @@ def _with_state(card: MyCampaign, state: dict[str, Any] | None) -> MyCampaign:
 
 
 def my_campaigns_of(
-    tx: Tx, profile_ids: Sequence[str], *, policy: Policy, cards: CardCache
+    tx: Statements, profile_ids: Sequence[str], *, policy: Policy, cards: CardCache
 ) -> dict[str, list[MyCampaign]]:
-    """Each profile's visible campaigns, in display order, read in one statement; writes nothing."""
+    """Each profile's visible campaigns, in display order, read in one statement; writes nothing.
+    A campaign deleted between that statement and the card read is simply left out."""
     result = tx.run(policy_query("my_campaigns"), profileIds=list(profile_ids), now=format_ts(policy.now),
                     **policy.params())  # fmt: skip
     visible = {record["profileId"]: record["visible"] for record in result}
@@ -344,10 +345,10 @@ class EngagementService:
         self._writes.close()
 
     def _read_batch(self, profile_ids: list[str]) -> list[list[MyCampaign]]:
-        policy = self._policy()
-        found = self._graph.read(
-            lambda tx: my_campaigns_of(tx, sorted(set(profile_ids)), policy=policy, cards=self._cards)
-        )
+        with self._graph.autocommit_reads() as session:
+            found = my_campaigns_of(
+                session, sorted(set(profile_ids)), policy=self._policy(), cards=self._cards
+            )
         return [found.get(profile_id, []) for profile_id in profile_ids]
 
     def _write_batch(self, calls: list[EventCall]) -> list[EventResult | NotFound]:

@@ -18,11 +18,12 @@ from neo4j import exceptions as neo4j_errors
 from campaign_engine.config import Settings
 from campaign_engine.domain.errors import ServiceUnavailable
 
-__all__ = ["Graph", "Tx", "open_graph"]
+__all__ = ["Graph", "Statements", "Tx", "open_graph"]
 
 P = ParamSpec("P")
 R = TypeVar("R")
 Tx = neo4j.ManagedTransaction
+Statements = neo4j.ManagedTransaction | neo4j.Session  # what a read helper may run its statements on
 
 
 @contextmanager
@@ -45,6 +46,21 @@ class Graph:
     def write(self, fn: Callable[Concatenate[Tx, P], R], *args: P.args, **kwargs: P.kwargs) -> R:
         with _unreachable_as_service_error(), self.driver.session(database=self.database) as session:
             return session.execute_write(fn, *args, **kwargs)
+
+    @contextmanager
+    def autocommit_reads(self) -> Iterator[neo4j.Session]:
+        """A read session whose ``run`` is one auto-commit statement: one round trip, no BEGIN/COMMIT,
+        about a third less driver CPU than ``read``. For hot batched reads that need neither several
+        statements in one snapshot nor the managed retry: a transient error is ``ServiceUnavailable``
+        (HTTP 503, "ask again") instead of a retry."""
+        try:
+            with (
+                _unreachable_as_service_error(),
+                self.driver.session(database=self.database, default_access_mode=neo4j.READ_ACCESS) as session,
+            ):
+                yield session
+        except neo4j_errors.TransientError as exc:
+            raise ServiceUnavailable("the graph database is busy; try again") from exc
 
     def run(self, cypher: str, **params: Any) -> list[dict[str, Any]]:
         """One auto-managed write query returning plain dicts (admin tasks, tests, benchmarks)."""
