@@ -79,7 +79,8 @@ class Settings(BaseSettings):
     notifications_sender: str = "campaign-engine"
     campaign_allow_private_webhooks: bool = False
     campaign_webhook_timeout_seconds: float = Field(default=5.0, gt=0)
-    campaign_webhook_concurrency: int = Field(default=32, ge=1)
+    # POSTs in flight at once per worker process, shared by all its delivery threads.
+    campaign_webhook_concurrency: int = Field(default=64, ge=1)
     # Back-off before an uncertain delivery is retried: base * 2^(receives-1), capped at 900 s.
     campaign_delivery_retry_seconds: int = Field(default=30, ge=0, le=900)
 
