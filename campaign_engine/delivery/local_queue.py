@@ -267,7 +267,7 @@ class LocalQueue:
             conn = sqlite3.connect(
                 self._path, timeout=_BUSY_TIMEOUT_SECONDS, isolation_level=None, check_same_thread=False
             )
-            conn.execute("PRAGMA journal_mode=WAL")
+            _use_wal(conn)
             conn.execute("PRAGMA synchronous=FULL")
         except sqlite3.Error as exc:
             raise QueueError("cannot open the local queue file") from exc
@@ -275,3 +275,22 @@ class LocalQueue:
         with self._connections_lock:
             self._all_connections.append(conn)
         return conn
+
+
+def _use_wal(conn: sqlite3.Connection) -> None:
+    """Switch the file to WAL (a persistent setting) unless it already is.
+
+    Switching needs the file alone for a moment, and when two connections open a brand-new file at
+    once SQLite answers the loser "database is locked" immediately instead of waiting out
+    ``busy_timeout``; so the switch is retried until that timeout.
+    """
+    deadline = time.monotonic() + _BUSY_TIMEOUT_SECONDS
+    while True:
+        try:
+            if conn.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
+                conn.execute("PRAGMA journal_mode=WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or time.monotonic() > deadline:
+                raise
+            time.sleep(0.01)

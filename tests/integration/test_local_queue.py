@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import sqlite3
 import subprocess
 import sys
 import threading
@@ -305,3 +306,25 @@ def test_two_processes_never_receive_the_same_message(db: Path, tmp_path: Path) 
     assert all(received), "both processes must have claimed some messages for the test to mean anything"
     assert set(received[0]).isdisjoint(received[1])
     assert len(received[0]) + len(received[1]) == total
+
+
+def test_opening_waits_while_another_connection_holds_the_new_file(tmp_path: Path) -> None:
+    """A brand-new file still in rollback-journal mode, locked by another connection: SQLite refuses the
+    switch to WAL at once ("database is locked") instead of waiting, which failed a dispatch that opened
+    the queue beside a busy worker. Opening must wait for the lock like any other write."""
+    path = tmp_path / "new.sqlite3"
+    holder = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+    holder.execute("CREATE TABLE early (x)")
+    holder.execute("BEGIN IMMEDIATE")
+    holder.execute("INSERT INTO early VALUES (1)")
+    release = threading.Timer(0.3, lambda: holder.execute("COMMIT"))
+    release.start()
+    try:
+        started = time.monotonic()
+        queue = LocalQueue(path, "dispatch")
+        waited = time.monotonic() - started
+        queue.send_batch(['{"i": 1}'])
+        assert queue.depth() == 1 and waited >= 0.2
+    finally:
+        release.join()
+        holder.close()
