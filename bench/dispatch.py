@@ -37,7 +37,13 @@ from campaign_engine.campaigns import definitions
 from campaign_engine.campaigns.dispatch import dispatch, get_dispatch
 from campaign_engine.config import Settings
 from campaign_engine.delivery.local_queue import MAX_RECEIVE_BATCH, LocalQueue
-from campaign_engine.delivery.notification_worker import Answer, Outgoing, SendGate, WebhookPoster
+from campaign_engine.delivery.notification_worker import (
+    Answer,
+    Outgoing,
+    SendGate,
+    WebhookPoster,
+    record_notified,
+)
 from campaign_engine.delivery.safe_transport import make_webhook_transport
 from campaign_engine.domain.campaign import CampaignCreate
 from campaign_engine.domain.dispatch import delivery_id
@@ -47,9 +53,7 @@ from campaign_engine.domain.notification import (
     payload_json,
 )
 from campaign_engine.domain.types import format_ts
-from campaign_engine.graph.cypher import query
 from campaign_engine.graph.graph import Graph, Tx, open_graph
-from campaign_engine.graph.locks import lock_profiles
 from campaign_engine.graph.schema import apply_schema
 
 REPO = Path(__file__).resolve().parents[1]
@@ -190,8 +194,7 @@ def run_dispatch(graph: Graph, queue: LocalQueue, campaign_id: str, n: int, give
 
 
 def write_ceiling(graph: Graph, campaign_id: str, created_at: str, profiles: int) -> float:
-    """The worker's notifiedAt write alone: its batches under sorted locks, from WORKER_THREADS threads."""
-    record = query("notify_record")
+    """The worker's notifiedAt write alone (``record_notified``): its batches, WORKER_THREADS threads."""
     ids = [f"bench-{i:07d}" for i in range(profiles)]
     stamp = format_ts(datetime.now(UTC))
     turn = threading.Lock()
@@ -203,8 +206,7 @@ def write_ceiling(graph: Graph, campaign_id: str, created_at: str, profiles: int
         ]
 
         def tx_fn(tx: Tx) -> None:
-            lock_profiles(tx, batch)
-            tx.run(record, acks=acks, now=stamp).consume()
+            record_notified(tx, acks, now=stamp)
 
         with turn:  # the worker's threads take turns on their outcome writes too
             graph.write(tx_fn)

@@ -44,7 +44,6 @@ from campaign_engine.domain.types import Clock, format_ts
 from campaign_engine.domain.webhook_signature import signed_headers
 from campaign_engine.graph.cypher import query
 from campaign_engine.graph.graph import Graph, Tx
-from campaign_engine.graph.locks import lock_profiles
 from campaign_engine.graph.policy import policy_params, policy_query
 
 __all__ = [
@@ -57,6 +56,7 @@ __all__ = [
     "Skipped",
     "Verdict",
     "WebhookPoster",
+    "record_notified",
 ]
 
 log = logging.getLogger(__name__)
@@ -291,7 +291,6 @@ class NotificationWorker:
         # costs no throughput and saves the database that CPU.
         self._write_turn = threading.Lock()
         self._recheck = policy_query("notify_recheck")
-        self._record = query("notify_record")
 
     def close(self) -> None:
         """Stop the POST loop and close the transport (the worker owns the transport it was given)."""
@@ -424,12 +423,8 @@ class NotificationWorker:
                 )
                 entry[key] += 1
 
-        if acks:
-            lock_profiles(tx, [str(a["profileId"]) for a in acks])  # ascending: no deadlocks between batches
-            acks.sort(key=lambda a: str(a["profileId"]))
-            for record in tx.run(self._record, acks=acks, now=now):
-                if record["first"]:
-                    bump(record["dispatchId"], "acknowledged")
+        for dispatch_id in record_notified(tx, acks, now=now):
+            bump(dispatch_id, "acknowledged")
         for job in jobs:
             if job.campaign_test_id is not None:
                 continue
@@ -440,6 +435,19 @@ class NotificationWorker:
                 bump(job.dispatch_id, "suppressed")
         if counts:
             tx.run(_COUNT, counts=[counts[k] for k in sorted(counts)]).consume()
+
+
+def record_notified(tx: Tx, acks: list[dict[str, Any]], *, now: str) -> list[str | None]:
+    """Sets ``notifiedAt`` for acknowledged deliveries under their profile locks (taken by the statement
+    itself, ascending); returns the dispatch id of each delivery that was the profile's first
+    acknowledgement. A (profile, campaign) acknowledged twice in one batch (two dispatches) is written
+    once: the statement must see each pair once, and only one of them can be first anyway."""
+    unique = {(a["profileId"], a["campaignId"]): a for a in reversed(acks)}  # reversed: the first wins
+    ordered = sorted(unique.values(), key=lambda a: str(a["profileId"]))
+    if not ordered:
+        return []
+    result = tx.run(query("notify_record"), acks=ordered, now=now)
+    return [record["dispatchId"] for record in result if record["first"]]
 
 
 def _verdict(delivery_id: str, answer: Answer | Skipped | httpx.HTTPError) -> Verdict:

@@ -685,9 +685,7 @@ def make_async_webhook_client(
     max_connections: int = 64,
 ) -> httpx.AsyncClient:
     """An async client over ``AsyncSafeTransport``; same rules as ``make_webhook_client``."""
-    transport = AsyncSafeTransport(
-        allow_private=allow_private,
-        resolver=resolver,
-        limits=httpx.Limits(max_connections=max_connections, max_keepalive_connections=max_connections),
+    transport = make_webhook_transport(
+        allow_private=allow_private, resolver=resolver, max_connections=max_connections
     )
     return httpx.AsyncClient(transport=transport, timeout=timeout, follow_redirects=False, trust_env=False)
