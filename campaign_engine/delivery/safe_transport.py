@@ -402,7 +402,28 @@ class AsyncSafeTransport(httpx.AsyncBaseTransport):
         connect_timeout: float | None,
         read_timeout: float | None,
     ) -> tuple[int, list[tuple[bytes, bytes]], bytes]:
-        connection = self._checkout(key) or await self._connect(key, connect_timeout)
+        connection = self._checkout(key)
+        if connection is not None:
+            try:
+                return await self._exchange_on(key, connection, head, body, read_timeout)
+            except httpx.RemoteProtocolError:
+                # A kept-alive connection the server closed while we picked it (the close was still
+                # in flight): nothing of an answer arrived, so try once more on a new connection, as
+                # HTTP clients do. A receiver that did get the request sees a duplicate, which the
+                # contract requires it to absorb.
+                if connection.heard:
+                    raise
+        connection = await self._connect(key, connect_timeout)
+        return await self._exchange_on(key, connection, head, body, read_timeout)
+
+    async def _exchange_on(
+        self,
+        key: tuple[str, str, int],
+        connection: _Http1,
+        head: bytes,
+        body: bytes,
+        read_timeout: float | None,
+    ) -> tuple[int, list[tuple[bytes, bytes]], bytes]:
         try:
             answer = await connection.exchange(
                 head, body, timeout=read_timeout, limit=self._max_response_bytes
@@ -542,6 +563,7 @@ class _Http1(asyncio.Protocol):
         self._keep_alive = False
         self.reusable = False
         self.idle_since = 0.0
+        self.heard = False  # any byte of an answer arrived during the current exchange
 
     async def exchange(
         self, head: bytes, body: bytes, *, timeout: float | None, limit: int
@@ -553,6 +575,7 @@ class _Http1(asyncio.Protocol):
         self._limit = limit
         self._status, self._headers, self._body = 0, [], bytearray()
         self._complete, self._length_known, self._error, self._overflow = False, False, None, False
+        self.heard = False
         self._waiter = asyncio.get_running_loop().create_future()
         transport.write(head + body if len(body) < 65536 else head)
         if len(body) >= 65536:
@@ -586,6 +609,7 @@ class _Http1(asyncio.Protocol):
         if self._waiter is None:  # bytes nobody asked for: the connection is no longer usable
             self.close()
             return
+        self.heard = True
         try:
             self._parser.feed_data(data)
         except httptools.HttpParserError as exc:

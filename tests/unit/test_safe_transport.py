@@ -315,7 +315,13 @@ class _Handler(BaseHTTPRequestHandler):
         self.rfile.read(int(self.headers.get("Content-Length", "0")))
         self.server.seen.hosts.append(self.headers["Host"])
         self.server.seen.paths.append(self.path)
-        if self.path == "/redirect":
+        if getattr(self, "drop_next", False):  # the idle close racing the client's next request
+            self.close_connection = True
+            return
+        if self.path == "/then-drop":  # answers as kept alive, then drops the next request unanswered
+            self._answer(200, b"true")
+            self.drop_next = True
+        elif self.path == "/redirect":
             self._answer(302, b"", extra={"Location": "http://127.0.0.1:1/elsewhere"})
         elif self.path == "/big":
             self._answer(200, b"x" * (MAX_RESPONSE_BYTES + 1))
@@ -435,6 +441,20 @@ def test_a_connection_the_server_dropped_while_idle_is_not_reused(inbox: _Server
         assert client.post(_url(inbox, "/a"), json={}).json() == {"ok": True}
     assert inbox.seen.connections == 2
     assert len(resolver.calls) == 2
+
+
+@pytest.mark.parametrize("async_flavour", ["async", "post"])
+def test_a_request_the_server_drops_on_a_reused_connection_is_retried_once_anew(
+    inbox: _Server, async_flavour: str
+) -> None:
+    """The server closes a kept-alive connection just as the next request goes out (no answer byte):
+    the worker's transport sends it again once, on a new connection resolved anew."""
+    client, resolver = _client(async_flavour, {"inbox.test": ["127.0.0.1"]}, allow_private=True)
+    with client:
+        assert client.post(_url(inbox, "/then-drop"), json={}).status_code == 200
+        assert client.post(_url(inbox, "/a"), json={}).json() == {"ok": True}
+    assert inbox.seen.paths == ["/then-drop", "/a", "/a"]
+    assert inbox.seen.connections == 2 and len(resolver.calls) == 2
 
 
 @pytest.mark.parametrize("path", ["/chunked", "/until-close"])
