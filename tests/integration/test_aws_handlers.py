@@ -15,19 +15,19 @@ from typing import Any
 import pytest
 
 from campaign_engine import aws
-from campaign_engine.campaigns.dispatch import dispatch, get_dispatch
+from campaign_engine.campaigns.dispatch import get_dispatch
 from campaign_engine.config import Settings
 from campaign_engine.delivery.queue import ReceivedMessage
 from campaign_engine.delivery.sqs_queue import SqsQueue, make_sqs_client
 from campaign_engine.graph.graph import Graph
 from tests.support.delivery import (
-    NOW,
     WEBHOOK_SECRET,
     ScriptedReceiver,
     ThreadServer,
     add_members,
     make_campaign,
     notified,
+    start_dispatch,
 )
 from tests.support.moto_server import MOTO_REGION, moto_endpoint, sqs_env  # noqa: F401 - fixtures
 
@@ -102,8 +102,7 @@ def test_page_and_delivery_handlers_report_partial_batch_failures(
     with ThreadServer(good.app()) as good_server, ThreadServer(bad.app()) as bad_server:
         add_members(graph, "c1", ["p1", "p3"], webhook=f"{good_server.url}/hook")
         add_members(graph, "c1", ["p2"], webhook=f"{bad_server.url}/hook")
-        started = dispatch(graph, dispatch_queue, campaign_id="c1", expected_token=None, now=NOW,
-                           adult_age=18, max_recipients=100)  # fmt: skip
+        started = start_dispatch(graph, dispatch_queue)
         pages = dispatch_queue.receive(max_messages=10, wait_seconds=1)
         assert len(pages) == 1
         assert aws.page_handler(_event(pages), None) == {"batchItemFailures": []}

@@ -19,6 +19,7 @@ from tests.support.delivery import (
     local_queues,
     make_campaign,
     notified,
+    start_dispatch,
 )
 
 
@@ -67,15 +68,7 @@ def test_dispatch_delivers_to_inbox_and_records_notified(
         # A re-dispatch starts from the beginning, sends to a member added with an earlier id, skips
         # everyone already notified.
         add_members(graph, "c1", ["a-new"], webhook=f"{inbox.url}/api/notifications/send")
-        again = dispatch(
-            graph,
-            queues.dispatch,
-            campaign_id="c1",
-            expected_token=None,
-            now=NOW,
-            adult_age=18,
-            max_recipients=100,
-        )
+        again = start_dispatch(graph, queues.dispatch)
         drain(worker.handle, queues)
         assert notified(graph, "c1") == ["a-new", *members]
         assert get_dispatch(graph, again.dispatch_id).enqueued == 1

@@ -12,12 +12,12 @@ from pathlib import Path
 
 import pytest
 
-from campaign_engine.campaigns.dispatch import dispatch, list_dispatches
+from campaign_engine.campaigns.dispatch import list_dispatches
 from campaign_engine.config import Settings
 from campaign_engine.delivery.wiring import Queues, build_worker
 from campaign_engine.graph.graph import Graph
 from tests.support.blocking_postmark import BlockingPostmark
-from tests.support.delivery import NOW, WEBHOOK_SECRET, StepClock, drain, local_queues
+from tests.support.delivery import WEBHOOK_SECRET, StepClock, drain, local_queues, start_dispatch
 from tests.support.email import (
     ORIGINS,
     UNSUBSCRIBE_SECRET,
@@ -38,8 +38,7 @@ def postmark() -> Iterator[PostmarkStandin]:
 
 
 def _dispatch(graph: Graph, queues: Queues) -> None:
-    dispatch(graph, queues.dispatch, campaign_id="c1", expected_token=None, now=NOW, adult_age=18,
-             max_recipients=10_000)  # fmt: skip
+    start_dispatch(graph, queues.dispatch, max_recipients=10_000)
 
 
 def _email_record(graph: Graph) -> dict[str, object]:

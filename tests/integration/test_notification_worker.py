@@ -8,11 +8,11 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from campaign_engine.campaigns import definitions
-from campaign_engine.campaigns.dispatch import dispatch, get_dispatch
+from campaign_engine.campaigns.dispatch import get_dispatch
 from campaign_engine.config import Settings
 from campaign_engine.delivery.safe_transport import make_webhook_transport
 from campaign_engine.delivery.wiring import Queues, build_notification_worker, build_page_worker
-from campaign_engine.domain.dispatch import DeliveryJob, delivery_id, job_json
+from campaign_engine.domain.dispatch import DeliveryJob, delivery_id, job_json, parse_job
 from campaign_engine.graph.graph import Graph
 from tests.support.delivery import (
     NOW,
@@ -24,23 +24,14 @@ from tests.support.delivery import (
     local_queues,
     make_campaign,
     notified,
+    start_dispatch,
 )
 
 
 def _page(settings: Settings, graph: Graph, queues: Queues) -> str:
-    started = dispatch(
-        graph,
-        queues.dispatch,
-        campaign_id="c1",
-        expected_token=None,
-        now=NOW,
-        adult_age=18,
-        max_recipients=100,
-    )
+    started = start_dispatch(graph, queues.dispatch)
     worker = build_page_worker(settings, graph, queues, clock=StepClock())
     for message in queues.dispatch.receive(max_messages=10):
-        from campaign_engine.domain.dispatch import parse_job
-
         job = parse_job(message.body)
         worker.handle_page(job)  # type: ignore[arg-type]
         queues.dispatch.delete(message.receipt)

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from campaign_engine.campaigns import definitions
-from campaign_engine.campaigns.dispatch import dispatch, get_dispatch
+from campaign_engine.campaigns.dispatch import get_dispatch
 from campaign_engine.config import Settings
 from campaign_engine.delivery.queue import Queue, QueueError, ReceivedMessage
 from campaign_engine.delivery.sweeper import sweep
@@ -19,7 +19,15 @@ from campaign_engine.delivery.wiring import Queues, build_page_worker
 from campaign_engine.domain.dispatch import PageJob, parse_job
 from campaign_engine.graph.graph import Graph
 from campaign_engine.graph.policy import policy_query
-from tests.support.delivery import NOW, StepClock, add_members, delivery_settings, local_queues, make_campaign
+from tests.support.delivery import (
+    NOW,
+    StepClock,
+    add_members,
+    delivery_settings,
+    local_queues,
+    make_campaign,
+    start_dispatch,
+)
 
 
 class FlakyQueue:
@@ -68,15 +76,7 @@ def _delivery_profiles(queue: Queue) -> list[str]:
 def _start(graph: Graph, queues: Queues, members: list[str]) -> PageJob:
     make_campaign(graph, "c1")
     add_members(graph, "c1", members, webhook="http://127.0.0.1:9/hook")
-    dispatch(
-        graph,
-        queues.dispatch,
-        campaign_id="c1",
-        expected_token=None,
-        now=NOW,
-        adult_age=18,
-        max_recipients=100,
-    )
+    start_dispatch(graph, queues.dispatch)
     (job,) = _jobs(queues.dispatch)
     return job
 

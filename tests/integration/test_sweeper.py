@@ -5,12 +5,12 @@ from __future__ import annotations
 from datetime import timedelta
 from pathlib import Path
 
-from campaign_engine.campaigns.dispatch import dispatch, get_dispatch
+from campaign_engine.campaigns.dispatch import get_dispatch
 from campaign_engine.delivery.sweeper import SweepResult, sweep
 from campaign_engine.delivery.wiring import Queues
 from campaign_engine.domain.dispatch import PageJob, parse_job
 from campaign_engine.graph.graph import Graph
-from tests.support.delivery import NOW, add_members, local_queues, make_campaign
+from tests.support.delivery import NOW, add_members, local_queues, make_campaign, start_dispatch
 
 WINDOW = 300
 
@@ -26,11 +26,9 @@ def test_stuck_dispatch_is_rearmed_at_its_cursor_and_a_fresh_one_is_not(graph: G
     for campaign_id in ("stuck", "fresh"):
         make_campaign(graph, campaign_id)
         add_members(graph, campaign_id, ["p1", "p2"])
-    stuck = dispatch(graph, queues.dispatch, campaign_id="stuck", expected_token=None, now=NOW,
-                     adult_age=18, max_recipients=100).dispatch_id  # fmt: skip
+    stuck = start_dispatch(graph, queues.dispatch, "stuck").dispatch_id
     later = NOW + timedelta(seconds=WINDOW - 10)
-    fresh = dispatch(graph, queues.dispatch, campaign_id="fresh", expected_token=None, now=later,
-                     adult_age=18, max_recipients=100).dispatch_id  # fmt: skip
+    fresh = start_dispatch(graph, queues.dispatch, "fresh", now=later).dispatch_id
     # Both first page jobs are lost (received and dropped); the stuck one also got a page in.
     for message in queues.dispatch.receive(max_messages=10):
         queues.dispatch.delete(message.receipt)

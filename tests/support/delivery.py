@@ -22,8 +22,10 @@ from fastapi.responses import Response
 from pydantic import SecretStr
 
 from campaign_engine.campaigns import definitions
+from campaign_engine.campaigns.dispatch import DispatchStarted, dispatch
 from campaign_engine.config import Settings
 from campaign_engine.delivery.local_queue import LocalQueue
+from campaign_engine.delivery.queue import Queue
 from campaign_engine.delivery.wiring import Queues
 from campaign_engine.domain.campaign import CampaignCreate
 from campaign_engine.graph.graph import Graph
@@ -102,6 +104,14 @@ def add_members(
         props=props,
         campaignId=campaign_id,
     )
+
+
+def start_dispatch(
+    graph: Graph, queue: Queue, campaign_id: str = "c1", *, now: datetime = NOW, max_recipients: int = 100
+) -> DispatchStarted:
+    """``campaigns.dispatch`` without a preview token (adult age 18), as most delivery tests need it."""
+    return dispatch(graph, queue, campaign_id=campaign_id, expected_token=None, now=now, adult_age=18,
+                    max_recipients=max_recipients)  # fmt: skip
 
 
 def notified(graph: Graph, campaign_id: str) -> list[str]:
