@@ -107,15 +107,19 @@ def create_app(
     owns_graph = graph is None
     the_graph = graph if graph is not None else open_graph(settings)
     # Shared across API processes through the graph; tests may inject their own limiter.
-    limiter = GraphRateLimiter(
-        the_graph, limit_per_minute=settings.campaign_user_rate_limit_per_minute, clock=clock
+    own_limiter = (
+        GraphRateLimiter(
+            the_graph, limit_per_minute=settings.campaign_user_rate_limit_per_minute, clock=clock
+        )
+        if rate_limiter is None
+        else None
     )
     services = Services(
         settings=settings,
         graph=the_graph,
         clock=clock,
         verifier=TokenVerifier(settings),
-        rate_limiter=rate_limiter if rate_limiter is not None else limiter,
+        rate_limiter=own_limiter or rate_limiter,
         dispatch_queue=dispatch_queue if dispatch_queue is not None else build_dispatch_queue(settings),
         self_test_testers=dict(
             self_test_testers if self_test_testers is not None else _default_testers(settings, the_graph)
@@ -127,7 +131,8 @@ def create_app(
         apply_schema(the_graph)
         yield
         services.engagement.close()  # their batch threads, before the graph they use
-        limiter.close()
+        if own_limiter is not None:
+            own_limiter.close()
         if owns_graph:
             the_graph.close()
 
