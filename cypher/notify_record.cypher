@@ -3,8 +3,10 @@
 // takes its profile lock (DESIGN.md) before it reads or creates the state, in ascending order, so
 // batches cannot deadlock and "no state yet -> CREATE" cannot run twice for one profile. (Not MERGE:
 // its locking variant also locks the campaign node, serialising every batch of the campaign, and it
-// costs Neo4j about a third more CPU per row.) Returns whether this write set notifiedAt, so counters
-// count first acknowledgements only.
+// costs Neo4j about a third more CPU per row.) Returns, per dispatch, how many rows this write was the
+// first to set notifiedAt for, so counters count first acknowledgements only. replan=skip: as in
+// notify_recheck, a plan of unique-key seeks that statistics cannot improve.
+CYPHER replan=skip
 UNWIND $acks AS ack
 MATCH (p:Profile {profileId: ack.profileId})
 SET p.campaignStateLock = coalesce(p.campaignStateLock, 0) + 1
@@ -22,4 +24,6 @@ CALL (p, c, existing) {
 }
 WITH ack, s, s.notifiedAt IS NULL AS first
 SET s.notifiedAt = coalesce(s.notifiedAt, $now)
-RETURN ack.dispatchId AS dispatchId, first
+WITH ack.dispatchId AS dispatchId, first
+WHERE first
+RETURN dispatchId, count(*) AS firsts

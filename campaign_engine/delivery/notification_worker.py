@@ -30,7 +30,7 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 import httpx
 from pydantic import ValidationError
@@ -82,6 +82,15 @@ class _Send:
     body: bytes
 
 
+class _Recheck(NamedTuple):
+    """One job's recheck: why it must not be sent (None = send), its own webhook, its campaign's copy."""
+
+    blocked: str | None
+    webhook: str | None
+    definition: str
+    has_in_app: bool
+
+
 @dataclass(frozen=True)
 class Outgoing:
     """One webhook POST: ``body`` is sent unchanged and signed with ``msg_id`` as ``webhook-id``.
@@ -105,6 +114,7 @@ class Skipped:
 GATE_TTL_SECONDS = 0.2
 
 _GATE = """
+CYPHER replan=skip
 MATCH (c:Campaign {id: $campaignId})
 RETURN c.createdAt = $createdAt AND c.status = 'live' AND 'notify' IN coalesce(c.channels, []) AS open
 """
@@ -248,6 +258,7 @@ class WebhookPoster:
 
 
 _COUNT = """
+CYPHER replan=skip
 UNWIND $counts AS k
 MATCH (d:Dispatch {id: k.dispatchId})
 SET d.acknowledged = d.acknowledged + k.acknowledged, d.rejected = d.rejected + k.rejected,
@@ -350,7 +361,7 @@ class NotificationWorker:
 
     # --- steps -----------------------------------------------------------------------------------
 
-    def _read_recheck(self, tx: Tx, jobs: list[DeliveryJob], *, now: Any) -> dict[str, dict[str, Any]]:
+    def _read_recheck(self, tx: Tx, jobs: list[DeliveryJob], *, now: Any) -> dict[str, _Recheck]:
         params = [
             {
                 "deliveryId": j.delivery_id,
@@ -361,23 +372,28 @@ class NotificationWorker:
             }
             for j in jobs
         ]
-        result = tx.run(
+        record = tx.run(
             self._recheck, jobs=params, now=format_ts(now), **policy_params(now.date(), self._adult_age)
-        )
-        return {record["deliveryId"]: record.data() for record in result}
+        ).single(strict=True)
+        copies = {campaign_id: (definition, has_in_app) for campaign_id, definition, has_in_app in record[3]}
+        rows: dict[str, _Recheck] = {}
+        for job, delivery_id, blocked, webhook in zip(jobs, record[0], record[1], record[2], strict=True):
+            definition, has_in_app = copies.get(job.campaign_id, ("", False))
+            rows[delivery_id] = _Recheck(blocked or None, webhook or None, definition, has_in_app)
+        return rows
 
     def _prepare(
         self,
         message: ReceivedMessage,
         job: DeliveryJob,
-        row: dict[str, Any] | None,
+        row: _Recheck | None,
         copies: dict[str, Any],
     ) -> _Send | None:
-        if row is None or row["blocked"] is not None:
-            log.info("notify.suppressed delivery_id=%s reason=%s", job.delivery_id, row and row["blocked"])
+        if row is None or row.blocked is not None:
+            log.info("notify.suppressed delivery_id=%s reason=%s", job.delivery_id, row and row.blocked)
             return None
-        url = row["webhook"] or self._default_webhook
-        definition = row["definition"]
+        url = row.webhook or self._default_webhook
+        definition = row.definition
         if definition not in copies:
             copies[definition] = json.loads(definition).get("notification")
         copy = copies[definition]
@@ -394,7 +410,7 @@ class NotificationWorker:
                 campaign_created_at=job.campaign_created_at,
                 dispatch_id=job.dispatch_id,
                 delivery_id=job.delivery_id,
-                campaign_has_in_app=bool(row["hasInApp"]) and job.campaign_test_id is None,
+                campaign_has_in_app=row.has_in_app and job.campaign_test_id is None,
                 campaign_test_id=job.campaign_test_id,
             ),
         )
@@ -415,16 +431,16 @@ class NotificationWorker:
         ]
         counts: dict[str, dict[str, Any]] = {}
 
-        def bump(dispatch_id: str | None, key: str) -> None:
+        def bump(dispatch_id: str | None, key: str, by: int = 1) -> None:
             if dispatch_id is not None:
                 entry = counts.setdefault(
                     dispatch_id,
                     {"dispatchId": dispatch_id, "acknowledged": 0, "rejected": 0, "suppressed": 0},
                 )
-                entry[key] += 1
+                entry[key] += by
 
-        for dispatch_id in record_notified(tx, acks, now=now):
-            bump(dispatch_id, "acknowledged")
+        for dispatch_id, firsts in record_notified(tx, acks, now=now).items():
+            bump(dispatch_id, "acknowledged", firsts)
         for job in jobs:
             if job.campaign_test_id is not None:
                 continue
@@ -437,17 +453,17 @@ class NotificationWorker:
             tx.run(_COUNT, counts=[counts[k] for k in sorted(counts)]).consume()
 
 
-def record_notified(tx: Tx, acks: list[dict[str, Any]], *, now: str) -> list[str | None]:
+def record_notified(tx: Tx, acks: list[dict[str, Any]], *, now: str) -> dict[str | None, int]:
     """Sets ``notifiedAt`` for acknowledged deliveries under their profile locks (taken by the statement
-    itself, ascending); returns the dispatch id of each delivery that was the profile's first
+    itself, ascending); returns, by dispatch id, how many of them were the profile's first
     acknowledgement. A (profile, campaign) acknowledged twice in one batch (two dispatches) is written
     once: the statement must see each pair once, and only one of them can be first anyway."""
     unique = {(a["profileId"], a["campaignId"]): a for a in reversed(acks)}  # reversed: the first wins
     ordered = sorted(unique.values(), key=lambda a: str(a["profileId"]))
     if not ordered:
-        return []
+        return {}
     result = tx.run(query("notify_record"), acks=ordered, now=now)
-    return [record["dispatchId"] for record in result if record["first"]]
+    return {record["dispatchId"]: record["firsts"] for record in result}
 
 
 def _verdict(delivery_id: str, answer: Answer | Skipped | httpx.HTTPError) -> Verdict:

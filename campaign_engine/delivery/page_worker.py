@@ -18,7 +18,7 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any, Literal
+from typing import Literal
 
 from campaign_engine.delivery.dispatch_cursor import advance, gate, guard_reason, read_guard, stop
 from campaign_engine.delivery.queue import MAX_DELAY_SECONDS, Queue
@@ -77,28 +77,27 @@ class PageWorker:
             log.info("dispatch.stopped dispatch_id=%s reason=%s", job.dispatch_id, reason)
             return PageOutcome("stopped", reason=reason)
 
-        rows = self._graph.read(self._read_page, job, now=now)
+        read, last, eligible = self._graph.read(self._read_page, job, now=now)
         bodies = [
             job_json(
                 DeliveryJob(
                     delivery_id=delivery_id(
                         campaign_id=job.campaign_id,
                         campaign_created_at=job.campaign_created_at,
-                        profile_id=row["profileId"],
+                        profile_id=profile_id,
                     ),
                     dispatch_id=job.dispatch_id,
                     campaign_id=job.campaign_id,
                     campaign_created_at=job.campaign_created_at,
-                    profile_id=row["profileId"],
+                    profile_id=profile_id,
                 )
             )
-            for row in rows
-            if row["eligible"]
+            for profile_id in eligible
         ]
         self._deliveries.send_batch(bodies)  # before the CAS: a crash here re-sends, never skips
 
-        full = len(rows) >= self._page_size
-        cursor = rows[-1]["profileId"] if rows else job.cursor
+        full = read >= self._page_size
+        cursor = last if read else job.cursor
         long_gap = full and self._delay > MAX_DELAY_SECONDS
         next_at = format_ts(now + timedelta(seconds=self._delay)) if long_gap else None
         won = self._graph.write(
@@ -122,12 +121,13 @@ class PageWorker:
             self._pages.send_batch([job_json(successor)], delay_seconds=self._delay)
         return PageOutcome("next", enqueued=len(bodies))
 
-    def _read_page(self, tx: Tx, job: PageJob, *, now: datetime) -> list[dict[str, Any]]:
-        result = tx.run(
+    def _read_page(self, tx: Tx, job: PageJob, *, now: datetime) -> tuple[int, str | None, list[str]]:
+        """(members read, the last of them, the eligible ones' ids)."""
+        read, last, eligible = tx.run(
             self._page_query,
             campaignId=job.campaign_id,
             cursor=job.cursor or "",
             limit=self._page_size,
             **policy_params(now.date(), self._adult_age),
-        )
-        return [record.data() for record in result]
+        ).single(strict=True)
+        return read, last, eligible

@@ -193,7 +193,7 @@ def test_page_query_is_an_ordered_index_seek(graph: Graph) -> None:
             .plan
         )
     # Below the LIMIT: a relationship-index seek on (campaignId, profileId) read in index order, and no
-    # sort, so a page costs the members it reads. (The sort above the LIMIT orders one page.)
+    # sort, so a page costs the members it reads.
     limit = _find(plan, "Limit")  # type: ignore[arg-type]
     below = _operators(limit)
     assert any("RelationshipIndexSeek" in op for op in below), below
