@@ -11,7 +11,7 @@ import pytest
 from campaign_engine.campaigns.rate_limit import GraphRateLimiter
 from campaign_engine.config import Settings
 from campaign_engine.domain.errors import ServiceUnavailable, TooManyRequests
-from campaign_engine.graph.graph import Graph
+from campaign_engine.graph.graph import Graph, open_graph
 from tests.conftest import ADMIN_ID, free_port
 from tests.support.api import api_client, error_code, ok
 
@@ -72,6 +72,19 @@ def test_unreachable_store_is_a_503_for_user_calls(base_settings: Settings, grap
             ok(api.query("campaigns.list", {}, as_=ADMIN_ID, admin=True))
     finally:
         driver.close()
+
+
+def test_a_refused_query_answers_429_even_when_its_work_failed(base_settings: Settings, graph: Graph) -> None:
+    """A query's count and its work overlap; when both fail, the refusal is the answer."""
+    limiter = GraphRateLimiter(graph, limit_per_minute=1, clock=lambda: NOW)
+    limiter.hit("u1")  # u1's budget for this minute is spent
+    work_graph = open_graph(base_settings)
+    with api_client(base_settings, work_graph, clock=lambda: NOW, rate_limiter=limiter) as api:
+        work_graph.close()  # from here on every query's work fails; the limiter's graph still answers
+        refused = api.query("campaigns.getMyCampaigns", as_="u1")
+        assert refused.status_code == 429 and error_code(refused) == "TOO_MANY_REQUESTS"
+        failed = api.query("campaigns.getMyCampaigns", as_="u2")  # counted and allowed: the work's error
+        assert failed.status_code >= 500, failed.text
 
 
 def test_concurrent_calls_in_two_processes_are_counted_exactly(graph: Graph) -> None:
