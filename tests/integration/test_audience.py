@@ -16,6 +16,7 @@ from campaign_engine.graph.graph import Graph
 from campaign_engine.graph.policy import policy_query
 from tests.conftest import ADMIN_ID
 from tests.support.api import api_client, error_code, ok
+from tests.support.plans import operators
 
 NOW = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 DOMAIN = "campaigns.test"
@@ -222,12 +223,6 @@ def test_get_audience_keyset_pages_and_reapplies_the_policy(base_settings: Setti
     assert seen == ["p00", "p01", "p02", "p04", "p05", "p06"]
     assert pages == 3
     assert page["records"][-1] == {"profileId": "p06", "did": "did:plc:06"}
-
-
-def operators(plan: dict[str, Any]) -> list[str]:
-    return [plan["operatorType"].split("@")[0]] + [
-        op for child in plan.get("children", []) for op in operators(child)
-    ]
 
 
 def test_get_audience_page_seeks_and_orders_by_the_membership_index(graph: Graph) -> None:

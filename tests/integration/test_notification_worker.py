@@ -7,6 +7,8 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+import pytest
+
 from campaign_engine.campaigns import definitions
 from campaign_engine.campaigns.dispatch import get_dispatch
 from campaign_engine.config import Settings
@@ -14,6 +16,7 @@ from campaign_engine.delivery.safe_transport import make_webhook_transport
 from campaign_engine.delivery.wiring import Queues, build_notification_worker, build_page_worker
 from campaign_engine.domain.dispatch import DeliveryJob, delivery_id, job_json, parse_job
 from campaign_engine.graph.graph import Graph
+from campaign_engine.graph.policy import policy_params, policy_query
 from tests.support.delivery import (
     NOW,
     ScriptedReceiver,
@@ -26,6 +29,7 @@ from tests.support.delivery import (
     notified,
     start_dispatch,
 )
+from tests.support.plans import operators
 
 
 def _page(settings: Settings, graph: Graph, queues: Queues) -> str:
@@ -192,3 +196,18 @@ def test_a_pause_stops_rechecked_posts_still_waiting_for_a_slot(
     assert len(notified(graph, "c1")) == 1
     record = get_dispatch(graph, dispatch_id)
     assert (record.acknowledged, record.suppressed) == (1, 2)
+
+
+@pytest.mark.parametrize("name", ["notify_recheck", "notify_record"])
+def test_hot_statements_seek_unique_keys_and_never_scan(graph: Graph, name: str) -> None:
+    """They run with replan=skip, so the plan they get first must be the one statistics cannot improve:
+    unique-key seeks for campaign and profile, expansions between bound nodes, no scans."""
+    plan = graph.driver.execute_query(
+        "EXPLAIN " + policy_query(name),
+        {"jobs": [], "acks": [], "now": "2026-01-01T00:00:00.000Z", **policy_params(NOW.date(), 18)},
+        database_=graph.database,
+    ).summary.plan
+    ops = operators(plan)
+    assert "CYPHER replan=skip" in policy_query(name)
+    assert sum(op.startswith("NodeUniqueIndexSeek") for op in ops) == 2, ops
+    assert not any("Scan" in op for op in ops), ops

@@ -28,6 +28,7 @@ from tests.support.delivery import (
     make_campaign,
     start_dispatch,
 )
+from tests.support.plans import operators
 
 
 class FlakyQueue:
@@ -195,16 +196,9 @@ def test_page_query_is_an_ordered_index_seek(graph: Graph) -> None:
     # Below the LIMIT: a relationship-index seek on (campaignId, profileId) read in index order, and no
     # sort, so a page costs the members it reads.
     limit = _find(plan, "Limit")  # type: ignore[arg-type]
-    below = _operators(limit)
+    below = operators(limit)
     assert any("RelationshipIndexSeek" in op for op in below), below
     assert not any(op.startswith(("Sort", "PartialSort", "Top")) for op in below), below
-
-
-def _operators(node: dict[str, Any]) -> list[str]:
-    ops = [str(node["operatorType"])]
-    for child in node.get("children", []):
-        ops += _operators(child)
-    return ops
 
 
 def _find(node: dict[str, Any], prefix: str) -> dict[str, Any]:
