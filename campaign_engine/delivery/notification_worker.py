@@ -113,6 +113,7 @@ class Skipped:
 
 GATE_TTL_SECONDS = 0.2
 
+# replan=skip here and in _COUNT: a unique-key seek, as in cypher/notify_recheck.cypher.
 _GATE = """
 CYPHER replan=skip
 MATCH (c:Campaign {id: $campaignId})
@@ -375,9 +376,10 @@ class NotificationWorker:
         record = tx.run(
             self._recheck, jobs=params, now=format_ts(now), **policy_params(now.date(), self._adult_age)
         ).single(strict=True)
-        copies = {campaign_id: (definition, has_in_app) for campaign_id, definition, has_in_app in record[3]}
+        copies = {campaign: (definition, in_app) for campaign, definition, in_app in record["campaigns"]}
         rows: dict[str, _Recheck] = {}
-        for job, delivery_id, blocked, webhook in zip(jobs, record[0], record[1], record[2], strict=True):
+        columns = (record["deliveryIds"], record["blocked"], record["webhooks"])
+        for job, delivery_id, blocked, webhook in zip(jobs, *columns, strict=True):
             definition, has_in_app = copies.get(job.campaign_id, ("", False))
             rows[delivery_id] = _Recheck(blocked or None, webhook or None, definition, has_in_app)
         return rows
