@@ -41,6 +41,7 @@ from campaign_engine.domain.dispatch import PageJob, parse_job
 from campaign_engine.domain.types import format_ts
 from campaign_engine.graph.graph import Graph
 from tests.conftest import free_port
+from tests.support.concurrency import at_once
 from tests.support.delivery import WEBHOOK_SECRET, ThreadServer, add_members, make_campaign, notified
 
 pytestmark = pytest.mark.e2e
@@ -313,18 +314,7 @@ def test_every_message_delivered_twice_creates_no_duplicates(stack: Stack) -> No
 def test_two_concurrent_dispatches_leave_one_chain(stack: Stack) -> None:
     members = profile_ids("c", 150)
     created_at = campaign(stack.graph, "cc", members)
-    barrier = threading.Barrier(2)
-    ids: list[str] = []
-
-    def confirm() -> None:
-        barrier.wait()
-        ids.append(stack.dispatch("cc"))
-
-    threads = [threading.Thread(target=confirm) for _ in range(2)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(timeout=DEADLINE)
+    ids = at_once(stack.dispatch, [("cc",), ("cc",)], timeout=DEADLINE)
     assert len(ids) == 2
     stack.worker()  # both first page jobs are queued: two chains would walk one audience
 

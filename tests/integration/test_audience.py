@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import threading
 from datetime import UTC, datetime
 from typing import Any
 
@@ -16,6 +15,7 @@ from campaign_engine.graph.graph import Graph
 from campaign_engine.graph.policy import policy_query
 from tests.conftest import ADMIN_ID
 from tests.support.api import api_client, error_code, ok
+from tests.support.concurrency import at_once
 from tests.support.plans import operators
 
 NOW = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
@@ -242,25 +242,13 @@ def test_concurrent_add_audience_retries_count_each_membership_once(graph: Graph
         seed_profiles(graph, [{"profileId": pid} for pid in ids[start : start + 1000]])
     seed_campaign(graph)
     dids = [did_web_for(pid, DOMAIN) for pid in ids]
-    results: list[int] = []
-    errors: list[BaseException] = []
-    barrier = threading.Barrier(8)
 
-    def worker(offset: int) -> None:
-        try:
-            barrier.wait()
-            # Overlapping slices: every call retries part of what the others add.
-            chunk = dids[offset * 30 : offset * 30 + 90] if offset < 7 else dids
-            src = DidsSource(type="dids", dids=chunk)
-            results.append(audience.add_audience(graph, campaign_id="c1", source=src, policy=policy()).added)
-        except BaseException as exc:
-            errors.append(exc)
+    def worker(offset: int) -> int:
+        # Overlapping slices: every call retries part of what the others add.
+        chunk = dids[offset * 30 : offset * 30 + 90] if offset < 7 else dids
+        src = DidsSource(type="dids", dids=chunk)
+        return audience.add_audience(graph, campaign_id="c1", source=src, policy=policy()).added
 
-    threads = [threading.Thread(target=worker, args=(i,)) for i in range(8)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    assert not errors
+    results = at_once(worker, [(i,) for i in range(8)])
     assert sum(results) == 300
     assert graph.run("MATCH ()-[m:IN_CAMPAIGN_AUDIENCE]->() RETURN count(m) AS n")[0]["n"] == 300

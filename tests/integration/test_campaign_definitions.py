@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from typing import Any
@@ -13,6 +12,7 @@ from campaign_engine.config import Settings
 from campaign_engine.graph.graph import Graph
 from tests.conftest import ADMIN_ID
 from tests.support.api import TrpcClient, api_client, error_code, ok
+from tests.support.concurrency import at_once
 
 NOTIFY_ONLY: dict[str, Any] = {
     "name": "Spring launch",
@@ -136,22 +136,15 @@ def test_stale_expected_updated_at_is_conflict(api: TrpcClient) -> None:
 
 def test_concurrent_updates_with_the_same_expected_updated_at_one_wins(api: TrpcClient) -> None:
     created = create(api)
-    barrier = threading.Barrier(2)
-    results: list[Any] = [None, None]
 
-    def update(index: int) -> None:
-        barrier.wait()
-        results[index] = admin_mutate(
+    def update(index: int) -> Any:
+        return admin_mutate(
             api,
             "campaigns.update",
             {"campaignId": "spring", "name": f"writer {index}", "expectedUpdatedAt": created["updatedAt"]},
         )
 
-    threads = [threading.Thread(target=update, args=(i,)) for i in range(2)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
+    results = at_once(update, [(0,), (1,)])
     statuses = sorted(r.status_code for r in results)
     assert statuses == [200, 409], [r.text for r in results]
     final = ok(api.query("campaigns.get", {"campaignId": "spring"}, as_=ADMIN_ID, admin=True))

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
@@ -22,6 +21,7 @@ from campaign_engine.domain.dispatch import PageJob, parse_job
 from campaign_engine.domain.errors import Conflict
 from campaign_engine.graph.graph import Graph
 from campaign_engine.unsubscribe.routes import unsubscribe_router
+from tests.support.concurrency import at_once
 from tests.support.delivery import NOW, StepClock, add_members, drain, local_queues
 from tests.support.email import (
     accepted_to,
@@ -385,18 +385,7 @@ def test_two_workers_on_the_same_page_claim_each_recipient_once(
     job = parse_job(message.body)
     assert isinstance(job, PageJob)
     workers = [_email_worker(settings, graph, queues) for _ in range(2)]
-    barrier = threading.Barrier(2)
-    outcomes: list[object] = []
-
-    def run(worker: EmailWorker) -> None:
-        barrier.wait()
-        outcomes.append(worker.handle_page(job))
-
-    threads = [threading.Thread(target=run, args=(w,)) for w in workers]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(timeout=60)
+    outcomes = at_once(lambda worker: worker.handle_page(job), [(w,) for w in workers])
     assert len(outcomes) == 2
     assert accepted_to(postmark) == sorted(address_of(p) for p in members)  # no address twice
     assert sum(o.claimed for o in outcomes) == 300  # type: ignore[attr-defined]

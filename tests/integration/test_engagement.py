@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import threading
 from datetime import UTC, datetime
 from typing import Any
 
@@ -13,6 +12,7 @@ from campaign_engine.domain.campaign import CampaignCreate, CampaignPatch
 from campaign_engine.domain.profile import ProfileUpsert
 from campaign_engine.graph.graph import Graph
 from tests.support.api import api_client, error_code, ok
+from tests.support.concurrency import at_once
 
 NOW = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 
@@ -128,30 +128,13 @@ def test_twenty_concurrent_events_make_one_state_with_exact_counts(graph: Graph)
     add_member(graph, "c1", "u1")
     policy = Policy(now=NOW, adult_age=18, domain="campaigns.test")
     kinds: list[engagement.EventKind] = ["shown"] * 10 + ["clicked"] * 6 + ["dismissed"] * 4
-    barrier = threading.Barrier(len(kinds))
-    errors: list[BaseException] = []
 
-    def worker(kind: engagement.EventKind) -> None:
-        try:
-            barrier.wait()
-            engagement.record_event(
-                graph,
-                profile_id="u1",
-                campaign_id="c1",
-                event=kind,
-                action_id=None,
-                test_id=None,
-                policy=policy,
-            )
-        except BaseException as exc:
-            errors.append(exc)
+    def worker(kind: engagement.EventKind) -> engagement.EventResult:
+        return engagement.record_event(
+            graph, profile_id="u1", campaign_id="c1", event=kind, action_id=None, test_id=None, policy=policy
+        )
 
-    threads = [threading.Thread(target=worker, args=(kind,)) for kind in kinds]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    assert not errors
+    at_once(worker, [(kind,) for kind in kinds])
     rows = graph.run(
         "MATCH (:Profile {profileId: 'u1'})-[s:CAMPAIGN_STATE]->(:Campaign {id: 'c1'}) RETURN s {.*} AS s"
     )
@@ -210,21 +193,14 @@ def test_concurrent_events_through_two_batching_services_count_one_by_one(graph:
         for _ in range(2)
     ]
     kinds: list[engagement.EventKind] = ["shown"] * 16 + ["clicked"] * 8 + ["dismissed"] * 6
-    barrier = threading.Barrier(len(kinds))
-    results: list[tuple[str, engagement.EventResult]] = []
 
-    def worker(i: int, kind: engagement.EventKind) -> None:
-        barrier.wait()
+    def worker(i: int, kind: engagement.EventKind) -> tuple[str, engagement.EventResult]:
         result = services[i % 2].record_event(
             profile_id="u1", campaign_id="c1", event=kind, action_id=f"a{i}", test_id=None
         )
-        results.append((kind, result))
+        return kind, result
 
-    threads = [threading.Thread(target=worker, args=(i, kind)) for i, kind in enumerate(kinds)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
+    results = at_once(worker, list(enumerate(kinds)))
     for service in services:
         service.close()
     rows = graph.run("MATCH (:Profile {profileId: 'u1'})-[s:CAMPAIGN_STATE]->() RETURN s {.*} AS s")

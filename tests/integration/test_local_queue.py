@@ -16,6 +16,7 @@ import pytest
 
 from campaign_engine.delivery.local_queue import MAX_RECEIVE_BATCH, LocalQueue
 from campaign_engine.delivery.queue import QueueError
+from tests.support.concurrency import at_once
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
@@ -206,12 +207,7 @@ def test_threads_never_share_a_claim(db: Path) -> None:
         while got := queue.receive(max_messages=3):
             seen[slot].extend(m.message_id for m in got)
 
-    threads = [threading.Thread(target=drain, args=(i,)) for i in range(6)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-
+    at_once(drain, [(i,) for i in range(6)])
     everything = [mid for slot in seen for mid in slot]
     assert len(everything) == 300
     assert len(set(everything)) == 300

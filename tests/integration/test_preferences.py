@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -18,6 +17,7 @@ from campaign_engine.config import Settings
 from campaign_engine.domain.errors import NotFound
 from campaign_engine.graph.graph import Graph
 from tests.support.api import TrpcClient, api_client, error_code, ok
+from tests.support.concurrency import at_once
 
 T0 = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 GET = "preferences.getAnnouncementPreferences"
@@ -127,25 +127,13 @@ def test_anonymous_and_invalid_calls_are_refused(api: TrpcClient, graph: Graph) 
 
 def _patch_concurrently(graph: Graph, profile_id: str) -> None:
     """Two threads start together: one switches email off, the other push."""
-    barrier = threading.Barrier(2)
-    errors: list[BaseException] = []
 
-    def patch(email: bool | None, push: bool | None) -> None:
-        try:
-            barrier.wait(timeout=10)
-            update_announcement_preferences(graph, profile_id, email_opt_out=email, push_opt_out=push, now=T0)
-        except BaseException as exc:
-            errors.append(exc)
+    def patch(email: bool | None, push: bool | None) -> object:
+        return update_announcement_preferences(
+            graph, profile_id, email_opt_out=email, push_opt_out=push, now=T0
+        )
 
-    threads = [
-        threading.Thread(target=patch, args=(True, None)),
-        threading.Thread(target=patch, args=(None, True)),
-    ]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(timeout=30)
-    assert errors == []
+    at_once(patch, [(True, None), (None, True)])
 
 
 def test_concurrent_partial_updates_lose_nothing(graph: Graph) -> None:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import threading
 from datetime import UTC, datetime, timedelta
 
 import neo4j
@@ -14,6 +13,7 @@ from campaign_engine.domain.errors import ServiceUnavailable, TooManyRequests
 from campaign_engine.graph.graph import Graph, open_graph
 from tests.conftest import ADMIN_ID, free_port
 from tests.support.api import api_client, error_code, ok
+from tests.support.concurrency import at_once
 
 NOW = datetime(2026, 3, 1, 12, 0, 30, tzinfo=UTC)
 
@@ -91,22 +91,15 @@ def test_concurrent_calls_in_two_processes_are_counted_exactly(graph: Graph) -> 
     """80 simultaneous calls through two limiters (two API processes), each batching its own callers:
     exactly the limit gets through, because every call is told its own position in the count."""
     limiters = [GraphRateLimiter(graph, limit_per_minute=50, clock=lambda: NOW) for _ in range(2)]
-    barrier = threading.Barrier(80)
-    outcomes: list[str] = []
 
-    def call(i: int) -> None:
-        barrier.wait()
+    def call(i: int) -> str:
         try:
             limiters[i % 2].hit("u1")
-            outcomes.append("ok")
         except TooManyRequests:
-            outcomes.append("refused")
+            return "refused"
+        return "ok"
 
-    threads = [threading.Thread(target=call, args=(i,)) for i in range(80)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
+    outcomes = at_once(call, [(i,) for i in range(80)])
     for limiter in limiters:
         limiter.close()
     assert (outcomes.count("ok"), outcomes.count("refused")) == (50, 30)

@@ -5,7 +5,6 @@ from __future__ import annotations
 import base64
 import hashlib
 import re
-import threading
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -19,6 +18,7 @@ from campaign_engine.unsubscribe.optout import ensure_unsubscribe_ids
 from campaign_engine.unsubscribe.tokens import UnsubscribeTokens
 from tests.conftest import ADMIN_ID
 from tests.support.api import TrpcClient, api_client, error_code, ok
+from tests.support.concurrency import at_once
 
 SECRET = "integration-unsubscribe-secret-0123456789abcdef"
 UID = "6c1f1c1e-2b7d-4c55-9d0e-7f1d2a3b4c5d"
@@ -337,19 +337,7 @@ def test_ensure_unsubscribe_ids_keeps_existing_ids(graph: Graph) -> None:
 
 
 def _allocate_concurrently(graph: Graph, ids: list[str]) -> list[dict[str, str]]:
-    barrier = threading.Barrier(2)
-    results: list[dict[str, str]] = []
-
-    def allocate(order: list[str]) -> None:
-        barrier.wait(timeout=10)
-        results.append(graph.write(ensure_unsubscribe_ids, order))
-
-    threads = [threading.Thread(target=allocate, args=(order,)) for order in (ids, ids[::-1])]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(timeout=30)
-    return results
+    return at_once(lambda order: graph.write(ensure_unsubscribe_ids, order), [(ids,), (ids[::-1],)])
 
 
 def test_concurrent_allocations_agree_on_one_id(graph: Graph) -> None:
