@@ -35,10 +35,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-import httpx
-
 from bench._http import Connection
-from bench._support import free_port, neo4j_uri
+from bench._support import free_port, neo4j_uri, wait_until_ok
 from campaign_engine.api.auth import ADMIN_SCOPE, mint_token
 from campaign_engine.campaigns import definitions, profiles
 from campaign_engine.config import Settings
@@ -70,18 +68,7 @@ def api_process(env: dict[str, str]) -> Iterator[str]:
     )  # fmt: skip
     base = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + 60
-        while True:
-            if proc.poll() is not None:
-                raise RuntimeError(f"the API process exited; see {log.name}")
-            try:
-                if httpx.get(f"{base}/readyz", timeout=2).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            if time.monotonic() > deadline:
-                raise TimeoutError(f"the API did not become ready; see {log.name}")
-            time.sleep(0.2)
+        wait_until_ok(f"{base}/readyz", proc, timeout=60, log=log.name)
         yield base
     finally:
         proc.terminate()

@@ -37,9 +37,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
-import httpx
-
-from bench._support import free_port, neo4j_uri
+from bench._support import free_port, neo4j_uri, wait_until_ok
 from campaign_engine.campaigns import definitions
 from campaign_engine.campaigns.dispatch import dispatch, get_dispatch
 from campaign_engine.config import Settings
@@ -372,19 +370,6 @@ def measure_round(
     return result
 
 
-def wait_for_inbox(url: str) -> None:
-    deadline = time.monotonic() + 30
-    while True:
-        try:
-            if httpx.get(f"{url}/healthz", timeout=1).status_code == 200:
-                return
-        except httpx.HTTPError:
-            pass
-        if time.monotonic() > deadline:
-            raise RuntimeError("inbox did not start")
-        time.sleep(0.1)
-
-
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--profiles", type=int, default=20_000)
@@ -407,7 +392,7 @@ def main() -> int:
         inbox = spawn(["inbox", "--port", port, "--db", str(tmp / "inbox.sqlite3")], env, tmp / "inbox.log")
         worker = None
         try:
-            wait_for_inbox(inbox_url)
+            wait_until_ok(f"{inbox_url}/healthz", inbox, timeout=30, log=str(tmp / "inbox.log"))
             worker = spawn(["worker"], env, tmp / "worker.log")
             procs = Processes(worker, inbox, inbox_url, neo4j_pid())
             queue = LocalQueue(queue_path, "dispatch")
