@@ -20,7 +20,14 @@ from typing import Annotated, Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from campaign_engine.delivery.queue import Queue, QueueError
-from campaign_engine.domain.dispatch import DeliveryChannel, DispatchStatus, PageJob, job_json, preview_token
+from campaign_engine.domain.dispatch import (
+    DeliveryChannel,
+    DispatchStatus,
+    PageJob,
+    job_json,
+    preview_token,
+    send_blocked,
+)
 from campaign_engine.domain.errors import BadRequest, Conflict, NotFound
 from campaign_engine.domain.types import format_ts
 from campaign_engine.graph.graph import Graph, Tx
@@ -99,16 +106,7 @@ def _preview_cypher() -> str:
 
 def blocked_reason(campaign: dict[str, Any], *, now: str) -> str | None:
     """Why a campaign cannot be sent right now, before looking at recipients (issue order)."""
-    channels = campaign.get("channels") or []
-    if campaign.get("status") != "live":
-        return "not_live"
-    if "notify" not in channels and "email" not in channels:
-        return "notify_disabled"
-    if campaign.get("startsAt") and now < campaign["startsAt"]:
-        return "not_started"
-    if campaign.get("endsAt") and now >= campaign["endsAt"]:
-        return "ended"
-    return None
+    return send_blocked(campaign, channels=["notify", "email"], missing="notify_disabled", now=now)
 
 
 def _compute(tx: Tx, *, campaign_id: str, now: datetime, adult_age: int, max_recipients: int) -> _Computed:

@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from campaign_engine.domain.dispatch import PageJob
+from campaign_engine.domain.dispatch import PageJob, send_blocked
 from campaign_engine.graph.graph import Tx
 
 __all__ = ["advance", "gate", "guard_reason", "read_guard", "stop"]
@@ -83,15 +83,7 @@ def guard_reason(
         return "campaign_gone"
     if dispatch.get("campaignCreatedAt") != job.campaign_created_at:
         return "campaign_gone"
-    if campaign.get("status") != "live":
-        return "not_live"
-    if job.channel not in (campaign.get("channels") or []):
-        return "channel_removed"
-    if campaign.get("startsAt") and now < campaign["startsAt"]:
-        return "not_started"
-    if campaign.get("endsAt") and now >= campaign["endsAt"]:
-        return "ended"
-    return None
+    return send_blocked(campaign, channels=[job.channel], missing="channel_removed", now=now)
 
 
 def stop(tx: Tx, job: PageJob, *, status: str, reason: str, now: str) -> None:

@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterable
-from typing import Annotated, Literal
+from collections.abc import Iterable, Mapping
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
@@ -28,6 +28,7 @@ __all__ = [
     "job_json",
     "parse_job",
     "preview_token",
+    "send_blocked",
 ]
 
 DeliveryChannel = Literal["notify", "email"]
@@ -106,3 +107,20 @@ def preview_token(
     for profile_id in profile_ids:
         hasher.update(b"\x1e" + profile_id.encode())
     return f"pvw_{hasher.hexdigest()}"
+
+
+def send_blocked(
+    campaign: Mapping[str, Any], *, channels: Iterable[str], missing: str, now: str
+) -> str | None:
+    """Why ``campaign`` (node properties) cannot send now: not live, none of ``channels`` enabled
+    (reported as ``missing``), or outside its window; ``None`` when it can. ``now`` is a stored
+    timestamp, compared as text like the graph's own."""
+    if campaign.get("status") != "live":
+        return "not_live"
+    if not set(channels) & set(campaign.get("channels") or []):
+        return missing
+    if campaign.get("startsAt") and now < campaign["startsAt"]:
+        return "not_started"
+    if campaign.get("endsAt") and now >= campaign["endsAt"]:
+        return "ended"
+    return None
