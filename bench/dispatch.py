@@ -41,15 +41,12 @@ from bench._support import free_port, neo4j_uri, wait_until_ok
 from campaign_engine.campaigns import definitions
 from campaign_engine.campaigns.dispatch import dispatch, get_dispatch
 from campaign_engine.config import Settings
-from campaign_engine.delivery.local_queue import MAX_RECEIVE_BATCH, LocalQueue
-from campaign_engine.delivery.notification_worker import (
-    Answer,
-    Outgoing,
-    SendGate,
-    WebhookPoster,
-    record_notified,
-)
-from campaign_engine.delivery.safe_transport import make_webhook_transport
+from campaign_engine.delivery.notify.gate import SendGate
+from campaign_engine.delivery.notify.poster import WebhookPoster
+from campaign_engine.delivery.notify.sender import Answered, Outgoing
+from campaign_engine.delivery.notify.transport import make_webhook_transport
+from campaign_engine.delivery.notify.worker import record_notified
+from campaign_engine.delivery.queue.local import MAX_RECEIVE_BATCH, LocalQueue
 from campaign_engine.domain.campaign import CampaignCreate
 from campaign_engine.domain.dispatch import delivery_id
 from campaign_engine.domain.notification import (
@@ -293,7 +290,7 @@ def post_ceiling(graph: Graph, inbox_url: str, count: int, gate_campaign: tuple[
 
     def post(batch: range) -> None:
         for answer in poster.post_all([outgoing(i) for i in batch]):
-            if not isinstance(answer, Answer) or answer.status_code != 200:
+            if not isinstance(answer, Answered) or answer.status_code != 200:
                 raise RuntimeError(f"ceiling POST failed: {answer!r}")
 
     batches = [range(i, min(i + BATCH, count)) for i in range(0, count, BATCH)]

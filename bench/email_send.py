@@ -28,9 +28,9 @@ from bench._support import neo4j_uri
 from campaign_engine.campaigns import definitions
 from campaign_engine.campaigns.dispatch import dispatch, list_dispatches
 from campaign_engine.config import Settings
-from campaign_engine.delivery.email_provider import OutgoingEmail
-from campaign_engine.delivery.local_queue import LocalQueue
-from campaign_engine.delivery.postmark import PostmarkProvider
+from campaign_engine.delivery.email.postmark import PostmarkProvider
+from campaign_engine.delivery.email.provider import OutgoingEmail
+from campaign_engine.delivery.queue.local import LocalQueue
 from campaign_engine.delivery.wiring import Queues, build_worker
 from campaign_engine.domain.campaign import CampaignCreate
 from campaign_engine.graph.graph import Graph, open_graph

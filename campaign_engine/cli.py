@@ -90,7 +90,7 @@ def _inbox(args: argparse.Namespace) -> int:
 
 
 def _smtp_catcher(args: argparse.Namespace) -> int:
-    from campaign_engine.delivery.smtp_catcher import serve_smtp_catcher
+    from campaign_engine.delivery.email.catcher import serve_smtp_catcher
 
     serve_smtp_catcher(args.host, args.port, args.mailbox)
     return 0

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import Field, SecretStr, field_validator
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 __all__ = ["ConfigError", "Settings"]
 
@@ -95,19 +95,23 @@ class Settings(BaseSettings):
     smtp_password: SecretStr | None = None
     email_from: str = "announcements@localhost"
     campaign_unsubscribe_secret: SecretStr | None = None
-    campaign_app_origins: str = "{}"
-    campaign_tenants: str = "{}"
+    # JSON maps from the environment, typed here once: tenant -> app origin (email CTAs), and
+    # tenant -> branding {"name", "logoUrl"?, "primaryColor"?, "textColor"?}.
+    campaign_app_origins: Annotated[dict[str, str], NoDecode] = Field(default_factory=dict)
+    campaign_tenants: Annotated[dict[str, dict[str, str]], NoDecode] = Field(default_factory=dict)
     # Wait before a throttled email page is retried when the provider gave no Retry-After.
     campaign_email_throttle_backoff_seconds: int = Field(default=60, ge=0, le=86_400)
 
-    @field_validator("campaign_app_origins", "campaign_tenants")
+    @field_validator("campaign_app_origins", "campaign_tenants", mode="before")
     @classmethod
-    def _json_object(cls, value: str) -> str:
-        try:
-            parsed = json.loads(value or "{}")
-        except json.JSONDecodeError as exc:
-            raise ValueError(f"must be a JSON object: {exc.msg}") from exc
-        if not isinstance(parsed, dict):
+    def _json_object(cls, value: object) -> object:
+        """The environment (and ``Settings(field="...")``) spells these maps as JSON text."""
+        if isinstance(value, str):
+            try:
+                value = json.loads(value or "{}")
+            except json.JSONDecodeError as exc:
+                raise ValueError(f"must be a JSON object: {exc.msg}") from exc
+        if not isinstance(value, dict):
             raise ValueError("must be a JSON object")
         return value
 
@@ -149,8 +153,7 @@ class Settings(BaseSettings):
                 raise ConfigError("POSTMARK_BROADCAST_STREAM must name a Broadcasts message stream")
         elif not self.smtp_host.strip() or not 0 < self.smtp_port < 65536:
             raise ConfigError("SMTP_HOST and SMTP_PORT must name the SMTP relay")
-        origins = json.loads(self.campaign_app_origins or "{}")
-        if not origins.get(self.campaign_default_tenant_id):
+        if not self.campaign_app_origins.get(self.campaign_default_tenant_id):
             raise ConfigError(
                 "CAMPAIGN_APP_ORIGINS must map the default tenant"
                 f' ({self.campaign_default_tenant_id!r}) to its app origin, e.g. {{"default": "https://app.example"}}'

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import gc
 import importlib
+import logging
 import pkgutil
 from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
@@ -24,19 +25,22 @@ from campaign_engine.api.auth import TokenVerifier
 from campaign_engine.api.context import RateLimiter, Services
 from campaign_engine.api.openapi import build_openapi
 from campaign_engine.api.trpc import ProcedureRouter, TrpcEndpoint
-from campaign_engine.campaigns.email_self_test import email_tester_from_settings
+from campaign_engine.campaigns.audience import Policy
+from campaign_engine.campaigns.engagement import EngagementService
 from campaign_engine.campaigns.rate_limit import GraphRateLimiter
 from campaign_engine.campaigns.self_test import ChannelTester
 from campaign_engine.config import ConfigError, Settings
-from campaign_engine.delivery.queue import Queue
-from campaign_engine.delivery.self_test_notify import NotifySelfTester
-from campaign_engine.delivery.wiring import build_delivery_queue, build_dispatch_queue
+from campaign_engine.delivery.queue.port import Queue
+from campaign_engine.delivery.wiring import build_dispatch_queue, build_self_testers
 from campaign_engine.domain.types import Clock, system_clock
 from campaign_engine.graph.graph import Graph, open_graph
 from campaign_engine.graph.schema import apply_schema, schema_applied
 from campaign_engine.unsubscribe.routes import unsubscribe_router
+from campaign_engine.unsubscribe.tokens import UnsubscribeTokens
 
 __all__ = ["ROUTERS", "create_app", "freeze_startup_heap"]
+
+log = logging.getLogger(__name__)
 
 
 def _discover_routers() -> Sequence[ProcedureRouter]:
@@ -80,20 +84,6 @@ class _TrpcFirst:
         await self.app(scope, receive, send)
 
 
-def _default_testers(settings: Settings, graph: Graph) -> dict[str, ChannelTester]:
-    """Notify is testable where this deployment can deliver notifications (a webhook secret is set);
-    email where an email provider is configured (a misconfigured one fails here, at start)."""
-    testers: dict[str, ChannelTester] = {}
-    email = email_tester_from_settings(settings, graph)
-    if email is not None:
-        testers["email"] = email
-    try:
-        settings.require_webhooks()
-    except ConfigError:
-        return testers
-    return {**testers, "notify": NotifySelfTester(graph=graph, delivery_queue=build_delivery_queue(settings))}
-
-
 def create_app(
     settings: Settings,
     *,
@@ -102,7 +92,10 @@ def create_app(
     rate_limiter: RateLimiter | None = None,
     dispatch_queue: Queue | None = None,
     self_test_testers: Mapping[str, ChannelTester] | None = None,
+    start_now: bool = False,
 ) -> FastAPI:
+    """The API app. It starts (applies the schema) in its lifespan, or here when ``start_now``: the
+    Lambda handler starts it once per container and serves it without lifespan events."""
     settings.require_api()
     owns_graph = graph is None
     the_graph = graph if graph is not None else open_graph(settings)
@@ -114,21 +107,32 @@ def create_app(
         if rate_limiter is None
         else None
     )
+    try:  # the anonymous unsubscribe pages exist only where their token secret is configured
+        tokens: UnsubscribeTokens | None = UnsubscribeTokens.from_settings(settings)
+    except ConfigError:
+        tokens = None
     services = Services(
         settings=settings,
         graph=the_graph,
         clock=clock,
         verifier=TokenVerifier(settings),
+        engagement=EngagementService(the_graph, policy=lambda: Policy.of(settings, clock())),
+        unsubscribe_tokens=tokens,
         rate_limiter=own_limiter or rate_limiter,
         dispatch_queue=dispatch_queue if dispatch_queue is not None else build_dispatch_queue(settings),
         self_test_testers=dict(
-            self_test_testers if self_test_testers is not None else _default_testers(settings, the_graph)
+            self_test_testers if self_test_testers is not None else build_self_testers(settings, the_graph)
         ),
     )
 
+    def start() -> None:
+        apply_schema(the_graph)
+        log.info("api.started")
+
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
-        apply_schema(the_graph)
+        if not start_now:
+            start()
         yield
         services.engagement.close()  # their batch threads, before the graph they use
         if own_limiter is not None:
@@ -136,6 +140,8 @@ def create_app(
         if owns_graph:
             the_graph.close()
 
+    if start_now:
+        start()
     app = FastAPI(title="campaign-engine", version="0.1.0", lifespan=lifespan, docs_url=None, redoc_url=None)
     app.state.services = services
     endpoint = TrpcEndpoint(services, ROUTERS)
@@ -148,12 +154,8 @@ def create_app(
 
     app.openapi = openapi  # type: ignore[method-assign]
 
-    try:  # the anonymous unsubscribe pages exist only where their token secret is configured
-        settings.require_unsubscribe()
-    except ConfigError:
-        pass
-    else:
-        app.include_router(unsubscribe_router(graph=the_graph, settings=settings, clock=clock))
+    if tokens is not None:
+        app.include_router(unsubscribe_router(graph=the_graph, tokens=tokens, clock=clock))
 
     @app.get("/healthz", include_in_schema=False)
     def healthz() -> dict[str, str]:

@@ -11,14 +11,14 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from campaign_engine.api.auth import Caller, TokenVerifier
-from campaign_engine.campaigns.audience import Policy
 from campaign_engine.campaigns.engagement import EngagementService
 from campaign_engine.campaigns.self_test import ChannelTester
 from campaign_engine.config import Settings
-from campaign_engine.delivery.queue import Queue
+from campaign_engine.delivery.queue.port import Queue
 from campaign_engine.domain.errors import Forbidden, Unauthorized
 from campaign_engine.domain.types import Clock
 from campaign_engine.graph.graph import Graph
+from campaign_engine.unsubscribe.tokens import UnsubscribeTokens
 
 __all__ = ["Context", "RateLimiter", "Services"]
 
@@ -37,14 +37,12 @@ class Services:
     graph: Graph
     clock: Clock
     verifier: TokenVerifier
+    # getMyCampaigns/recordEvent, batched across the concurrent calls of this process.
+    engagement: EngagementService
     rate_limiter: RateLimiter | None = None
     dispatch_queue: Queue | None = None  # page jobs; the API enqueues the first page of a dispatch
     self_test_testers: Mapping[str, ChannelTester] = field(default_factory=dict)  # notify, email
-    # getMyCampaigns/recordEvent, batched across the concurrent calls of this process.
-    engagement: EngagementService = field(init=False)
-
-    def __post_init__(self) -> None:
-        self.engagement = EngagementService(self.graph, policy=lambda: Policy.of(self.settings, self.clock()))
+    unsubscribe_tokens: UnsubscribeTokens | None = None  # None: CAMPAIGN_UNSUBSCRIBE_SECRET is not set
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,7 @@ Only profiles that pass the campaign age policy are added; the policy is evaluat
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -67,7 +67,7 @@ class Policy:
         return cls(now=now, adult_age=settings.campaign_adult_age, domain=settings.domain_name)
 
     def params(self) -> dict[str, Any]:
-        return policy_params(self.now.astimezone(UTC).date(), self.adult_age)
+        return policy_params(self.now, self.adult_age)
 
 
 class AudienceCount(BaseModel):

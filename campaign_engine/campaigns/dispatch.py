@@ -19,7 +19,7 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from campaign_engine.delivery.queue import Queue, QueueError
+from campaign_engine.delivery.queue.port import Queue, QueueError
 from campaign_engine.domain.dispatch import (
     DeliveryChannel,
     DispatchStatus,
@@ -120,7 +120,7 @@ def _compute(tx: Tx, *, campaign_id: str, now: datetime, adult_age: int, max_rec
         campaignId=campaign_id,
         notify="notify" in (record["channels"] or []),
         cap=max_recipients + 1,
-        **policy_params(now.date(), adult_age),
+        **policy_params(now, adult_age),
     ).single()
     assert row is not None
     campaign = dict(row["campaign"])
@@ -133,7 +133,7 @@ def _compute(tx: Tx, *, campaign_id: str, now: datetime, adult_age: int, max_rec
                 policy_query("email_preview"),
                 campaignId=campaign_id,
                 cap=max_recipients + 1,
-                **policy_params(now.date(), adult_age),
+                **policy_params(now, adult_age),
             )
         ]
     if len(ids) > max_recipients or len(email_rows) > max_recipients:

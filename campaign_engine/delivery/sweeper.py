@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
-from campaign_engine.delivery.queue import Queue, QueueError
+from campaign_engine.delivery.queue.port import Queue, QueueError
 from campaign_engine.domain.dispatch import PageJob, job_json
 from campaign_engine.domain.types import format_ts
 from campaign_engine.graph.graph import Graph, Tx

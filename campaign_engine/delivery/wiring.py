@@ -10,19 +10,25 @@ from __future__ import annotations
 import threading
 from dataclasses import dataclass
 
+from campaign_engine.campaigns.self_test import ChannelTester
 from campaign_engine.config import ConfigError, Settings
-from campaign_engine.delivery.email_provider import EmailProvider
-from campaign_engine.delivery.email_render import EmailConfigError, cta_url_for, parse_json_object
-from campaign_engine.delivery.email_worker import EmailWorker
-from campaign_engine.delivery.local_queue import MAX_RECEIVE_BATCH, LocalQueue
-from campaign_engine.delivery.notification_worker import NotificationWorker
-from campaign_engine.delivery.page_worker import PageWorker
-from campaign_engine.delivery.postmark import PostmarkProvider
-from campaign_engine.delivery.queue import Queue
+from campaign_engine.delivery.email.page_walk import EmailWorker
+from campaign_engine.delivery.email.postmark import PostmarkProvider
+from campaign_engine.delivery.email.provider import EmailProvider
+from campaign_engine.delivery.email.render import EmailConfigError, cta_url_for
+from campaign_engine.delivery.email.self_test import EmailSelfTester
+from campaign_engine.delivery.email.smtp import SmtpProvider
+from campaign_engine.delivery.jobs import JobTable, serve_deliveries, serve_email_pages, serve_notify_pages
+from campaign_engine.delivery.notify.gate import SendGate
+from campaign_engine.delivery.notify.page_walk import PageWorker
+from campaign_engine.delivery.notify.poster import WebhookPoster
+from campaign_engine.delivery.notify.self_test import NotifySelfTester
+from campaign_engine.delivery.notify.transport import AsyncSafeTransport, make_webhook_transport
+from campaign_engine.delivery.notify.worker import NotificationWorker
+from campaign_engine.delivery.queue.local import MAX_RECEIVE_BATCH, LocalQueue
+from campaign_engine.delivery.queue.port import Queue
+from campaign_engine.delivery.queue.sqs import SqsQueue, make_sqs_client
 from campaign_engine.delivery.runner import Worker, install_stop_signals
-from campaign_engine.delivery.safe_transport import AsyncSafeTransport, make_webhook_transport
-from campaign_engine.delivery.smtp_provider import SmtpProvider
-from campaign_engine.delivery.sqs_queue import SqsQueue, make_sqs_client
 from campaign_engine.delivery.sweeper import SweepResult, stuck_window_seconds, sweep
 from campaign_engine.domain.types import Clock, system_clock
 from campaign_engine.graph.graph import Graph, open_graph
@@ -33,10 +39,13 @@ __all__ = [
     "build_delivery_queue",
     "build_dispatch_queue",
     "build_email_provider",
+    "build_email_self_tester",
     "build_email_worker",
+    "build_job_table",
     "build_notification_worker",
     "build_page_worker",
     "build_queues",
+    "build_self_testers",
     "build_webhook_transport",
     "build_worker",
     "run_sweep",
@@ -115,19 +124,25 @@ def build_notification_worker(
     transport: AsyncSafeTransport | None = None,
     clock: Clock = system_clock,
 ) -> NotificationWorker:
+    """The worker with its sender: the safe transport (``transport`` in tests), the pause gate, the
+    signing poster. The worker owns the sender; ``worker.close()`` closes it and the transport."""
     settings.require_webhooks()
     secret = settings.notifications_webhook_secret
     assert secret is not None  # require_webhooks checked it
-    return NotificationWorker(
-        graph=graph,
-        transport=transport or build_webhook_transport(settings),
-        clock=clock,
+    sender = WebhookPoster(
+        transport or build_webhook_transport(settings),
         secret=secret.get_secret_value(),
-        sender=settings.notifications_sender,
-        default_webhook=settings.notifications_webhook_url,
-        adult_age=settings.campaign_adult_age,
         concurrency=settings.campaign_webhook_concurrency,
         timeout=settings.campaign_webhook_timeout_seconds,
+        gate=SendGate(graph),
+    )
+    return NotificationWorker(
+        graph=graph,
+        sender=sender,
+        clock=clock,
+        sender_name=settings.notifications_sender,
+        default_webhook=settings.notifications_webhook_url,
+        adult_age=settings.campaign_adult_age,
     )
 
 
@@ -153,6 +168,17 @@ def build_email_provider(settings: Settings) -> EmailProvider | None:
     return None
 
 
+def _checked_origins(settings: Settings) -> dict[str, str]:
+    """CAMPAIGN_APP_ORIGINS with every origin's shape checked at start, not at its first page."""
+    origins = settings.campaign_app_origins
+    try:
+        for tenant in origins:
+            cta_url_for(origins=origins, tenant_id=tenant, default_tenant=tenant, campaign_id="check")
+    except EmailConfigError as exc:
+        raise ConfigError(str(exc)) from exc
+    return origins
+
+
 def build_email_worker(
     settings: Settings,
     graph: Graph,
@@ -166,12 +192,6 @@ def build_email_worker(
     if provider is None:
         return None
     settings.require_email()
-    origins = parse_json_object(settings.campaign_app_origins, setting="CAMPAIGN_APP_ORIGINS")
-    try:  # every configured origin is checked at start, not at its first page
-        for tenant in origins:
-            cta_url_for(origins=origins, tenant_id=tenant, default_tenant=tenant, campaign_id="check")
-    except EmailConfigError as exc:
-        raise ConfigError(str(exc)) from exc
     return EmailWorker(
         graph=graph,
         provider=provider,
@@ -182,10 +202,70 @@ def build_email_worker(
         delay_seconds=settings.campaign_dispatch_delay_seconds,
         adult_age=settings.campaign_adult_age,
         domain_name=settings.domain_name,
-        app_origins=origins,
-        tenants=parse_json_object(settings.campaign_tenants, setting="CAMPAIGN_TENANTS"),
+        app_origins=_checked_origins(settings),
+        tenants=settings.campaign_tenants,
         default_tenant=settings.campaign_default_tenant_id,
         throttle_backoff_seconds=settings.campaign_email_throttle_backoff_seconds,
+    )
+
+
+def build_email_self_tester(
+    settings: Settings, graph: Graph, *, clock: Clock = system_clock, provider: EmailProvider | None = None
+) -> EmailSelfTester | None:
+    """The email part of ``sendTestToMe`` for the configured provider, or None without one."""
+    provider = provider or build_email_provider(settings)
+    if provider is None:
+        return None
+    return EmailSelfTester(
+        graph=graph,
+        provider=provider,
+        tokens=UnsubscribeTokens.from_settings(settings),
+        domain_name=settings.domain_name,
+        app_origins=_checked_origins(settings),
+        tenants=settings.campaign_tenants,
+        default_tenant=settings.campaign_default_tenant_id,
+        adult_age=settings.campaign_adult_age,
+        clock=clock,
+    )
+
+
+def build_self_testers(settings: Settings, graph: Graph) -> dict[str, ChannelTester]:
+    """The API's ``sendTestToMe`` channels: notify where this deployment can deliver notifications (a
+    webhook secret is set); email where a provider is configured (a misconfigured one fails here)."""
+    testers: dict[str, ChannelTester] = {}
+    email = build_email_self_tester(settings, graph)
+    if email is not None:
+        testers["email"] = email
+    try:
+        settings.require_webhooks()
+    except ConfigError:
+        return testers
+    return {**testers, "notify": NotifySelfTester(graph=graph, delivery_queue=build_delivery_queue(settings))}
+
+
+def build_job_table(
+    settings: Settings,
+    graph: Graph,
+    queues: Queues,
+    *,
+    transport: AsyncSafeTransport | None = None,
+    clock: Clock = system_clock,
+    email_provider: EmailProvider | None = None,
+) -> JobTable:
+    """Every handler this deployment can run: notify pages and deliveries always (they need the webhook
+    secret), email pages when an email provider is configured. The local worker and every Lambda
+    handler serve their messages through this one table."""
+    notify = build_notification_worker(settings, graph, transport=transport, clock=clock)
+    email = build_email_worker(settings, graph, queues, provider=email_provider, clock=clock)
+    pages = {"notify": serve_notify_pages(build_page_worker(settings, graph, queues, clock=clock))}
+    if email is not None:
+        pages["email"] = serve_email_pages(email)
+    return JobTable(
+        graph=graph,
+        clock=clock,
+        pages=pages,
+        deliveries=serve_deliveries(notify, retry_base_seconds=settings.campaign_delivery_retry_seconds),
+        closers=[notify.close] + ([email.close] if email is not None else []),
     )
 
 
@@ -213,18 +293,17 @@ def build_worker(
         None if sweep_every is None else (lambda: run_sweep(settings, graph, queues.dispatch, clock=clock))
     )
     return Worker(
-        page_worker=build_page_worker(settings, graph, queues, clock=clock),
-        notification_worker=build_notification_worker(settings, graph, transport=transport, clock=clock),
+        table=build_job_table(
+            settings, graph, queues, transport=transport, clock=clock, email_provider=email_provider
+        ),
         dispatch_queue=queues.dispatch,
         delivery_queue=queues.delivery,
         delivery_threads=settings.campaign_worker_threads,
         # SQS hands out at most 10 per receive; the local queue settles a larger batch per commit.
         delivery_batch=MAX_RECEIVE_BATCH if isinstance(queues.delivery, LocalQueue) else 10,
-        retry_base_seconds=settings.campaign_delivery_retry_seconds,
         sweeper=sweeper,
         sweep_every=sweep_every or 60.0,
         wait_seconds=wait_seconds,
-        email_worker=build_email_worker(settings, graph, queues, provider=email_provider, clock=clock),
     )
 
 

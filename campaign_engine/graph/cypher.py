@@ -1,12 +1,12 @@
 """Named Cypher from the top-level ``cypher/`` folder, read once and cached.
 
 Hot-path queries live in files so they can be read, EXPLAINed and reviewed as Cypher, not as Python
-strings. ``CAMPAIGN_CYPHER_DIR`` overrides the folder for packaged deployments.
+strings. The folder sits beside the package: in the repository, and at the root of the Lambda zip
+(``make lambda-package`` puts it there).
 """
 
 from __future__ import annotations
 
-import os
 from functools import cache
 from pathlib import Path
 
@@ -14,9 +14,6 @@ __all__ = ["cypher_dir", "query"]
 
 
 def cypher_dir() -> Path:
-    override = os.environ.get("CAMPAIGN_CYPHER_DIR")
-    if override:
-        return Path(override)
     return Path(__file__).resolve().parents[2] / "cypher"
 
 

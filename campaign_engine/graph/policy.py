@@ -10,7 +10,7 @@ eligible.
 
 from __future__ import annotations
 
-from datetime import date
+from datetime import UTC, datetime
 from functools import cache
 from typing import Any
 
@@ -72,9 +72,11 @@ def policy_query(name: str) -> str:
     return text
 
 
-def policy_params(today: date, adult_age: int) -> dict[str, Any]:
+def policy_params(now: datetime, adult_age: int) -> dict[str, Any]:
+    """The parameters of every policy-checked query. Ages count from the UTC date of ``now``, whatever
+    its zone, so the preview, the page walks and the rechecks agree about who turned 18 today."""
     return {
-        "adultDob": adult_dob_cutoff(today, adult_age),
+        "adultDob": adult_dob_cutoff(now.astimezone(UTC).date(), adult_age),
         "dobPattern": DOB_PATTERN,
         "emailPattern": EMAIL_PATTERN,
     }

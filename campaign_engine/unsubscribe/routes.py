@@ -21,7 +21,6 @@ from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, PlainTextResponse, Response
 
-from campaign_engine.config import Settings
 from campaign_engine.domain.types import Clock
 from campaign_engine.graph.graph import Graph
 from campaign_engine.unsubscribe.i18n import choose_language
@@ -80,9 +79,8 @@ def _form_fields(content_type: str, body: bytes) -> dict[str, str]:
     return {}
 
 
-def unsubscribe_router(*, graph: Graph, settings: Settings, clock: Clock) -> APIRouter:
-    """Routes for the app factory; fails at start when ``CAMPAIGN_UNSUBSCRIBE_SECRET`` is unusable."""
-    tokens = UnsubscribeTokens.from_settings(settings)
+def unsubscribe_router(*, graph: Graph, tokens: UnsubscribeTokens, clock: Clock) -> APIRouter:
+    """Routes for the app factory, which builds ``tokens`` once from ``CAMPAIGN_UNSUBSCRIBE_SECRET``."""
     router = APIRouter(include_in_schema=False)
 
     def read_token(request: Request) -> str | None:

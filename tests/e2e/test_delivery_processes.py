@@ -34,9 +34,9 @@ from fastapi.responses import Response
 from campaign_engine.campaigns import definitions
 from campaign_engine.campaigns.dispatch import DispatchPublic, dispatch, get_dispatch, list_dispatches
 from campaign_engine.config import Settings
-from campaign_engine.delivery.local_queue import LocalQueue
-from campaign_engine.delivery.page_worker import PageWorker
-from campaign_engine.delivery.queue import QueueError, ReceivedMessage
+from campaign_engine.delivery.notify.page_walk import PageWorker
+from campaign_engine.delivery.queue.local import LocalQueue
+from campaign_engine.delivery.queue.port import QueueError, ReceivedMessage
 from campaign_engine.domain.dispatch import PageJob, parse_job
 from campaign_engine.domain.types import format_ts
 from campaign_engine.graph.graph import Graph

@@ -51,7 +51,7 @@ def test_python_and_cypher_policies_agree(graph: Graph, today: date) -> None:
         # As a WHERE filter, null means "excluded": compare the filter outcome (EMAIL_AGE_OK is null
         # when dob is absent, which a WHERE treats as false).
         f"coalesce({CAMPAIGN_AGE_OK}, false) AS campaignOk, coalesce({EMAIL_AGE_OK}, false) AS emailOk",
-        **policy_params(today, 18),
+        **policy_params(datetime.combine(today, datetime.min.time(), tzinfo=UTC), 18),
     )
     assert len(rows) == 2 * len(PROFILES)
     cutoff = adult_dob_cutoff(today, 18)

@@ -28,6 +28,8 @@ from starlette.routing import Route
 from campaign_engine.api.auth import ADMIN_SCOPE, TokenVerifier
 from campaign_engine.api.context import Context, Services
 from campaign_engine.api.trpc import ProcedureRouter, TrpcEndpoint
+from campaign_engine.campaigns.audience import Policy
+from campaign_engine.campaigns.engagement import EngagementService
 from campaign_engine.config import Settings
 from campaign_engine.domain.errors import Unauthorized
 from campaign_engine.domain.types import system_clock
@@ -176,13 +178,19 @@ def _probe_router() -> ProcedureRouter:
 
 @pytest.fixture
 def probe(base_settings: Settings, graph: Graph) -> Iterator[TestClient]:
+    engagement = EngagementService(graph, policy=lambda: Policy.of(base_settings, system_clock()))
     services = Services(
-        settings=base_settings, graph=graph, clock=system_clock, verifier=TokenVerifier(base_settings)
+        settings=base_settings,
+        graph=graph,
+        clock=system_clock,
+        verifier=TokenVerifier(base_settings),
+        engagement=engagement,
     )
     endpoint = TrpcEndpoint(services, [_probe_router()])
     app = Starlette(routes=[Route("/trpc/{path:path}", endpoint.__call__, methods=["GET", "POST"])])
     with TestClient(app, raise_server_exceptions=False) as client:
         yield client
+    engagement.close()
 
 
 def test_user_procedures_need_a_valid_token_but_no_admin_rights(probe: TestClient) -> None:

@@ -17,8 +17,8 @@ import pytest
 from campaign_engine import aws
 from campaign_engine.campaigns.dispatch import get_dispatch
 from campaign_engine.config import Settings
-from campaign_engine.delivery.queue import ReceivedMessage
-from campaign_engine.delivery.sqs_queue import SqsQueue, make_sqs_client
+from campaign_engine.delivery.queue.port import ReceivedMessage
+from campaign_engine.delivery.queue.sqs import SqsQueue, make_sqs_client
 from campaign_engine.graph.graph import Graph
 from tests.support.delivery import (
     WEBHOOK_SECRET,
@@ -48,7 +48,7 @@ def _event(messages: list[ReceivedMessage]) -> dict[str, Any]:
 
 
 def _clear_caches() -> None:
-    for cached in (aws._settings, aws._graph, aws._queues, aws._page_worker, aws._notification_worker):
+    for cached in (aws._settings, aws._graph, aws._queues, aws._table, aws._api):
         cached.cache_clear()
 
 
@@ -85,8 +85,8 @@ def lambda_env(
     try:
         yield SqsQueue(client, urls[0]), SqsQueue(client, urls[1])
     finally:
-        if aws._notification_worker.cache_info().currsize:
-            aws._notification_worker().close()
+        if aws._table.cache_info().currsize:
+            aws._table().close()
         if aws._graph.cache_info().currsize:
             aws._graph().close()
         _clear_caches()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -14,13 +15,14 @@ from fastapi.testclient import TestClient
 from campaign_engine.campaigns import definitions
 from campaign_engine.campaigns.dispatch import dispatch, list_dispatches, preview_dispatch
 from campaign_engine.config import ConfigError, Settings
-from campaign_engine.delivery.email_provider import ProviderConfigError
-from campaign_engine.delivery.email_worker import EmailWorker
+from campaign_engine.delivery.email.page_walk import EmailWorker
+from campaign_engine.delivery.email.provider import ProviderConfigError
 from campaign_engine.delivery.wiring import Queues, build_email_worker, build_worker
 from campaign_engine.domain.dispatch import PageJob, parse_job
 from campaign_engine.domain.errors import Conflict
 from campaign_engine.graph.graph import Graph
 from campaign_engine.unsubscribe.routes import unsubscribe_router
+from campaign_engine.unsubscribe.tokens import UnsubscribeTokens
 from tests.support.concurrency import at_once
 from tests.support.delivery import NOW, StepClock, add_members, drain, local_queues
 from tests.support.email import (
@@ -217,7 +219,9 @@ def test_message_headers_links_and_one_click_unsubscribe(
     assert unsubscribe_id and unsubscribe_id not in token  # signed, and never the profile id
 
     app = FastAPI()
-    app.include_router(unsubscribe_router(graph=graph, settings=settings, clock=StepClock()))
+    app.include_router(
+        unsubscribe_router(graph=graph, tokens=UnsubscribeTokens.from_settings(settings), clock=StepClock())
+    )
     with TestClient(app) as client:
         answer = client.post(
             urlsplit(link).path + "?" + urlsplit(link).query,
@@ -341,7 +345,7 @@ def test_pause_between_pages_stops_the_email_dispatch(
 def test_invalid_origin_fails_before_any_claim(
     settings: Settings, graph: Graph, queues: Queues, postmark: PostmarkStandin
 ) -> None:
-    settings = settings.model_copy(update={"campaign_app_origins": '{"default": "https://app.example"}'})
+    settings = settings.model_copy(update={"campaign_app_origins": {"default": "https://app.example"}})
     make_email_campaign(graph)  # tenant "t" has no origin
     add_email_members(graph, "c1", ["p1"])
     _dispatch(graph, queues)
@@ -354,7 +358,7 @@ def test_invalid_origin_fails_before_any_claim(
 def test_malformed_origin_is_refused_at_start(settings: Settings, graph: Graph, queues: Queues) -> None:
     for bad in ('{"default": "https://user:pw@app.example"}', '{"default": "http://app.example"}',
                 '{"default": "https://app.example/path"}', '{"t": "https://t.example"}'):  # fmt: skip
-        broken = settings.model_copy(update={"campaign_app_origins": bad})
+        broken = settings.model_copy(update={"campaign_app_origins": json.loads(bad)})
         with pytest.raises(ConfigError, match="CAMPAIGN_APP_ORIGINS"):
             build_email_worker(broken, graph, queues)
 
@@ -398,11 +402,11 @@ def test_require_email_names_the_missing_setting(settings: Settings) -> None:
         "CAMPAIGN_UNSUBSCRIBE_SECRET": {"campaign_unsubscribe_secret": None},
         "DOMAIN_NAME": {"domain_name": "https://campaigns.test/x"},
         "POSTMARK_API_KEY": {"postmark_api_key": None},
-        "CAMPAIGN_APP_ORIGINS": {"campaign_app_origins": "{}"},
+        "CAMPAIGN_APP_ORIGINS": {"campaign_app_origins": {}},
     }
     for name, update in cases.items():
         with pytest.raises(ConfigError, match=name):
             settings.model_copy(update=update).require_email()
     settings.model_copy(
-        update={"campaign_email_provider": "none", "campaign_app_origins": "{}"}
+        update={"campaign_email_provider": "none", "campaign_app_origins": {}}
     ).require_email()

@@ -89,7 +89,7 @@ def test_worker_killed_between_claim_and_send_never_sends_twice(
             "CAMPAIGN_DISPATCH_DELAY_SECONDS": "0",
         }
         process = subprocess.Popen(
-            [sys.executable, "-m", "campaign_engine.delivery.runner"],
+            [sys.executable, "-m", "campaign_engine.cli", "worker"],
             env=env,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,

@@ -7,9 +7,10 @@ from collections.abc import Iterator
 import pytest
 
 from campaign_engine.api.app import create_app
-from campaign_engine.campaigns.email_self_test import EmailSelfTester, email_tester_from_settings
 from campaign_engine.campaigns.self_test import send_test_to_me
 from campaign_engine.config import Settings
+from campaign_engine.delivery.email.self_test import EmailSelfTester
+from campaign_engine.delivery.wiring import build_email_self_tester
 from campaign_engine.domain.errors import BadRequest
 from campaign_engine.graph.graph import Graph
 from tests.conftest import ADMIN_ID
@@ -31,7 +32,7 @@ def settings(base_settings: Settings, postmark: PostmarkStandin) -> Settings:
 
 @pytest.fixture
 def tester(settings: Settings, graph: Graph) -> Iterator[EmailSelfTester]:
-    built = email_tester_from_settings(settings, graph, clock=StepClock())
+    built = build_email_self_tester(settings, graph, clock=StepClock())
     assert built is not None
     yield built
     built._provider.close()

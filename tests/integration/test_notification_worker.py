@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -12,7 +13,19 @@ import pytest
 from campaign_engine.campaigns import definitions
 from campaign_engine.campaigns.dispatch import get_dispatch
 from campaign_engine.config import Settings
-from campaign_engine.delivery.safe_transport import make_webhook_transport
+from campaign_engine.delivery.notify.sender import (
+    Answered,
+    Blocked,
+    Outgoing,
+    PostResult,
+    Skipped,
+    TimedOut,
+    Unreachable,
+    Unreadable,
+)
+from campaign_engine.delivery.notify.transport import make_webhook_transport
+from campaign_engine.delivery.notify.worker import NotificationWorker
+from campaign_engine.delivery.queue.port import Received, ReceivedMessage
 from campaign_engine.delivery.wiring import Queues, build_notification_worker, build_page_worker
 from campaign_engine.domain.dispatch import DeliveryJob, delivery_id, job_json, parse_job
 from campaign_engine.graph.graph import Graph
@@ -30,6 +43,16 @@ from tests.support.delivery import (
     start_dispatch,
 )
 from tests.support.plans import operators
+
+
+def parsed(messages: Sequence[ReceivedMessage]) -> list[Received[DeliveryJob]]:
+    """What the job table hands the worker: each body parsed once."""
+    items = []
+    for message in messages:
+        job = parse_job(message.body)
+        assert isinstance(job, DeliveryJob)
+        items.append(Received(message, job))
+    return items
 
 
 def _page(settings: Settings, graph: Graph, queues: Queues) -> str:
@@ -65,11 +88,11 @@ def test_only_a_positive_acknowledgement_sets_notified(
         for attempt in range(5):  # 204, text, {"status":"ok"}, 500, timeout: all uncertain
             batch = queues.delivery.receive(max_messages=10)
             assert batch, (attempt, receiver.received, queues.delivery.depth())
-            result = worker.handle_batch(batch)
+            result = worker.handle_batch(parsed(batch))
             assert [m.message_id for m in result.retry] == [batch[0].message_id], attempt
             queues.delivery.change_visibility(batch[0].receipt, timeout_seconds=0)  # as the runner's back-off
             assert notified(graph, "c1") == []
-        result = worker.handle_batch(queues.delivery.receive(max_messages=10))
+        result = worker.handle_batch(parsed(queues.delivery.receive(max_messages=10)))
         assert len(result.done) == 1 and notified(graph, "c1") == ["p1"]
         worker.close()
     ids = {r["headers"]["webhook-id"] for r in receiver.received}
@@ -95,7 +118,7 @@ def test_negative_answer_is_rejected_not_retried(
         add_members(graph, "c1", ["p1"], webhook=f"{server.url}/hook")
         dispatch_id = _page(settings, graph, queues)
         worker = build_notification_worker(settings, graph, clock=StepClock())
-        result = worker.handle_batch(queues.delivery.receive(max_messages=10))
+        result = worker.handle_batch(parsed(queues.delivery.receive(max_messages=10)))
         worker.close()
     assert len(result.done) == 1 and result.retry == []
     assert notified(graph, "c1") == []
@@ -112,7 +135,7 @@ def test_blocked_egress_never_notifies(base_settings: Settings, graph: Graph, tm
         dispatch_id = _page(settings, graph, queues)
         transport = make_webhook_transport(allow_private=False)
         worker = build_notification_worker(settings, graph, transport=transport, clock=StepClock())
-        result = worker.handle_batch(queues.delivery.receive(max_messages=10))
+        result = worker.handle_batch(parsed(queues.delivery.receive(max_messages=10)))
         worker.close()
     assert result.verdicts and set(result.verdicts.values()) == {"blocked"}
     assert receiver.received == [] and notified(graph, "c1") == []
@@ -129,7 +152,7 @@ def test_pause_stops_unsent_deliveries(base_settings: Settings, graph: Graph, tm
         dispatch_id = _page(settings, graph, queues)
         definitions.set_status(graph, campaign_id="c1", status="paused", now=NOW)
         worker = build_notification_worker(settings, graph, clock=StepClock())
-        result = worker.handle_batch(queues.delivery.receive(max_messages=10))
+        result = worker.handle_batch(parsed(queues.delivery.receive(max_messages=10)))
         worker.close()
     assert len(result.done) == 2 and receiver.received == []
     assert get_dispatch(graph, dispatch_id).suppressed == 2
@@ -158,7 +181,7 @@ def test_self_test_delivery_never_sets_notified(
         )
         queues.delivery.send_batch([job_json(job)])
         worker = build_notification_worker(settings, graph, clock=StepClock())
-        result = worker.handle_batch(queues.delivery.receive(max_messages=10))
+        result = worker.handle_batch(parsed(queues.delivery.receive(max_messages=10)))
         worker.close()
     assert set(result.verdicts.values()) == {"positive"}
     metadata = json.loads(receiver.received[0]["body"])["metadata"]
@@ -184,7 +207,7 @@ def test_a_pause_stops_rechecked_posts_still_waiting_for_a_slot(
         batch = queues.delivery.receive(max_messages=10)
         assert len(batch) == 3
         with ThreadPoolExecutor(1) as pool:
-            handled = pool.submit(worker.handle_batch, batch)
+            handled = pool.submit(worker.handle_batch, parsed(batch))
             deadline = time.monotonic() + 5
             while not receiver.received and time.monotonic() < deadline:
                 time.sleep(0.01)
@@ -198,13 +221,79 @@ def test_a_pause_stops_rechecked_posts_still_waiting_for_a_slot(
     assert (record.acknowledged, record.suppressed) == (1, 2)
 
 
+class FakeSender:
+    """A ``WebhookSender`` answering each recipient's POST from a table; records what it was given."""
+
+    def __init__(self, results: dict[str, PostResult]) -> None:
+        self.results = results
+        self.posted: list[Outgoing] = []
+        self.closed = False
+
+    def post_all(self, items: Sequence[Outgoing]) -> list[PostResult]:
+        self.posted += items
+        return [self.results[json.loads(item.body)["recipient"]] for item in items]
+
+    def close(self) -> None:
+        self.closed = True
+
+
+def test_each_sender_result_maps_to_its_verdict(
+    base_settings: Settings, graph: Graph, tmp_path: Path
+) -> None:
+    """The worker's verdicts from the port's result types alone: only an acknowledged answer notifies,
+    a blocked destination or a stopped campaign is final, everything unsure goes back for retry."""
+    results: dict[str, PostResult] = {
+        "p1": Answered(200, b'{"sent":true}', "application/json"),
+        "p2": Blocked("destination address is private"),
+        "p3": Unreachable("ConnectError"),
+        "p4": Unreadable("ResponseTooLarge"),
+        "p5": TimedOut(),
+        "p6": Skipped(retry=False),
+        "p7": Skipped(retry=True),
+    }
+    expected = {
+        "p1": "positive",
+        "p2": "blocked",
+        "p3": "uncertain",
+        "p4": "uncertain",
+        "p5": "uncertain",
+        "p6": "suppressed",
+        "p7": "uncertain",
+    }
+    settings = delivery_settings(base_settings)
+    queues = local_queues(tmp_path / "q.sqlite3")
+    created_at = make_campaign(graph, "c1")
+    add_members(graph, "c1", sorted(results), webhook="http://inbox.test/hook")
+    dispatch_id = _page(settings, graph, queues)
+    sender = FakeSender(results)
+    worker = NotificationWorker(
+        graph=graph,
+        sender=sender,
+        clock=StepClock(),
+        sender_name=settings.notifications_sender,
+        default_webhook=None,
+        adult_age=18,
+    )
+    result = worker.handle_batch(parsed(queues.delivery.receive(max_messages=10)))
+    worker.close()
+
+    ids = {p: delivery_id(campaign_id="c1", campaign_created_at=created_at, profile_id=p) for p in results}
+    assert {p: result.verdicts[ids[p]] for p in results} == expected
+    assert len(result.retry) == 4 and len(result.done) == 3
+    assert notified(graph, "c1") == ["p1"]
+    record = get_dispatch(graph, dispatch_id)
+    assert (record.acknowledged, record.rejected, record.suppressed) == (1, 1, 1)
+    assert {item.campaign for item in sender.posted} == {("c1", created_at)}  # each POST asks the gate
+    assert sender.closed  # the worker owns the sender it was given
+
+
 @pytest.mark.parametrize("name", ["notify_recheck", "notify_record"])
 def test_hot_statements_seek_unique_keys_and_never_scan(graph: Graph, name: str) -> None:
     """They run with replan=skip, so the plan they get first must be the one statistics cannot improve:
     unique-key seeks for campaign and profile, expansions between bound nodes, no scans."""
     plan = graph.driver.execute_query(
         "EXPLAIN " + policy_query(name),
-        {"jobs": [], "acks": [], "now": "2026-01-01T00:00:00.000Z", **policy_params(NOW.date(), 18)},
+        {"jobs": [], "acks": [], "now": "2026-01-01T00:00:00.000Z", **policy_params(NOW, 18)},
         database_=graph.database,
     ).summary.plan
     ops = operators(plan)

@@ -13,7 +13,7 @@ import pytest
 from campaign_engine.campaigns import definitions
 from campaign_engine.campaigns.dispatch import get_dispatch
 from campaign_engine.config import Settings
-from campaign_engine.delivery.queue import Queue, QueueError, ReceivedMessage
+from campaign_engine.delivery.queue.port import Queue, QueueError, ReceivedMessage
 from campaign_engine.delivery.sweeper import sweep
 from campaign_engine.delivery.wiring import Queues, build_page_worker
 from campaign_engine.domain.dispatch import PageJob, parse_job

@@ -8,12 +8,12 @@ from datetime import UTC, datetime
 
 import pytest
 
-from campaign_engine.delivery.email_provider import (
+from campaign_engine.delivery.email.postmark import PostmarkProvider, parse_retry_after
+from campaign_engine.delivery.email.provider import (
     OutgoingEmail,
     ProviderConfigError,
     ProviderUnavailable,
 )
-from campaign_engine.delivery.postmark import PostmarkProvider, parse_retry_after
 from tests.support.postmark_standin import PostmarkStandin
 
 TOKEN = "pm-server-token-0123456789"

@@ -6,9 +6,9 @@ import email
 import email.policy
 from pathlib import Path
 
-from campaign_engine.delivery.email_provider import OutgoingEmail
-from campaign_engine.delivery.smtp_catcher import start_smtp_catcher
-from campaign_engine.delivery.smtp_provider import SmtpProvider
+from campaign_engine.delivery.email.catcher import start_smtp_catcher
+from campaign_engine.delivery.email.provider import OutgoingEmail
+from campaign_engine.delivery.email.smtp import SmtpProvider
 from tests.conftest import free_port
 
 

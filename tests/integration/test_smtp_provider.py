@@ -22,8 +22,8 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
-from campaign_engine.delivery.email_provider import OutgoingEmail, ProviderConfigError, SendResult
-from campaign_engine.delivery.smtp_provider import SmtpProvider
+from campaign_engine.delivery.email.provider import OutgoingEmail, ProviderConfigError, SendResult
+from campaign_engine.delivery.email.smtp import SmtpProvider
 from tests.conftest import free_port
 
 SENDER = "Announcements <news@sender.test>"

@@ -23,6 +23,8 @@ from campaign_engine.api.app import ROUTERS, create_app
 from campaign_engine.api.auth import TokenVerifier
 from campaign_engine.api.context import Context, Services
 from campaign_engine.api.trpc import ProcedureRouter, TrpcEndpoint
+from campaign_engine.campaigns.audience import Policy
+from campaign_engine.campaigns.engagement import EngagementService
 from campaign_engine.config import Settings
 from campaign_engine.domain.types import system_clock
 from campaign_engine.graph.graph import Graph, open_graph
@@ -359,13 +361,19 @@ def _probe_router() -> ProcedureRouter:
 
 @pytest.fixture
 def probe(base_settings: Settings, graph: Graph) -> Iterator[TestClient]:
+    engagement = EngagementService(graph, policy=lambda: Policy.of(base_settings, system_clock()))
     services = Services(
-        settings=base_settings, graph=graph, clock=system_clock, verifier=TokenVerifier(base_settings)
+        settings=base_settings,
+        graph=graph,
+        clock=system_clock,
+        verifier=TokenVerifier(base_settings),
+        engagement=engagement,
     )
     endpoint = TrpcEndpoint(services, [_probe_router()])
     app = Starlette(routes=[Route("/trpc/{path:path}", endpoint.__call__, methods=["GET", "POST", "HEAD"])])
     with TestClient(app, raise_server_exceptions=False) as client:
         yield client
+    engagement.close()
 
 
 @pytest.mark.parametrize("procedure", ["probe.boom", "probe.badOutput"])

@@ -24,8 +24,8 @@ from pydantic import SecretStr
 from campaign_engine.campaigns import definitions
 from campaign_engine.campaigns.dispatch import DispatchStarted, dispatch
 from campaign_engine.config import Settings
-from campaign_engine.delivery.local_queue import LocalQueue
-from campaign_engine.delivery.queue import Queue
+from campaign_engine.delivery.queue.local import LocalQueue
+from campaign_engine.delivery.queue.port import Queue
 from campaign_engine.delivery.wiring import Queues
 from campaign_engine.domain.campaign import CampaignCreate
 from campaign_engine.graph.graph import Graph

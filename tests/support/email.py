@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from pydantic import SecretStr
@@ -27,7 +28,7 @@ def email_settings(base: Settings, postmark_url: str, token: str, **overrides: A
         "postmark_api_url": postmark_url,
         "postmark_broadcast_stream": "broadcast",
         "campaign_unsubscribe_secret": SecretStr(UNSUBSCRIBE_SECRET),
-        "campaign_app_origins": ORIGINS,
+        "campaign_app_origins": json.loads(ORIGINS),
         "email_from": "news@campaigns.test",
         "campaign_email_throttle_backoff_seconds": 0,
     }

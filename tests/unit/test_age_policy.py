@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from datetime import date
+from datetime import UTC, date, datetime, timedelta, timezone
 
 import pytest
 
 from campaign_engine.domain.age_policy import adult_dob_cutoff, campaign_allows, email_allows
 from campaign_engine.domain.audience import did_web_for, profile_id_from_did_web
+from campaign_engine.graph.policy import policy_params
 
 
 def test_cutoff_is_the_eighteenth_birthday() -> None:
@@ -64,3 +65,11 @@ def test_did_web_alias_rejects_other_domains_and_paths() -> None:
     assert profile_id_from_did_web("did:web:other.test:p1", "campaigns.test") is None
     assert profile_id_from_did_web("did:web:campaigns.test:a:b", "campaigns.test") is None
     assert profile_id_from_did_web("did:plc:abc", "campaigns.test") is None
+
+
+def test_policy_params_count_ages_from_the_utc_date() -> None:
+    """One builder for every policy-checked query: 00:30 at UTC+2 on 1 March is still 28 February in
+    UTC, so someone born on 1 March 2008 is not 18 yet, whichever zone the caller's clock uses."""
+    plus_two = datetime(2026, 3, 1, 0, 30, tzinfo=timezone(timedelta(hours=2)))
+    assert policy_params(plus_two, 18)["adultDob"] == adult_dob_cutoff(date(2026, 2, 28), 18)
+    assert policy_params(plus_two.astimezone(UTC), 18) == policy_params(plus_two, 18)

@@ -27,9 +27,18 @@ def test_unsubscribe_secret_is_checked() -> None:
         Settings(campaign_unsubscribe_secret="too-short", _env_file=None).require_unsubscribe()
 
 
-def test_json_maps_are_validated_at_start() -> None:
+def test_json_maps_are_validated_at_start(monkeypatch: pytest.MonkeyPatch) -> None:
     with pytest.raises(ValueError, match="JSON object"):
         Settings(campaign_app_origins="[1]", _env_file=None)
+    assert Settings(campaign_app_origins="", _env_file=None).campaign_app_origins == {}
+    monkeypatch.setenv("CAMPAIGN_APP_ORIGINS", '{"a": "https://a.test"}')
+    monkeypatch.setenv("CAMPAIGN_TENANTS", '{"a": {"name": "A"}}')
+    settings = Settings(_env_file=None)
+    assert settings.campaign_app_origins == {"a": "https://a.test"}
+    assert settings.campaign_tenants == {"a": {"name": "A"}}
+    monkeypatch.setenv("CAMPAIGN_TENANTS", "{not json")
+    with pytest.raises(ValueError, match=r"(?i)campaign_tenants"):
+        Settings(_env_file=None)
 
 
 def test_admin_allowlist_is_comma_separated() -> None:

@@ -6,13 +6,12 @@ from dataclasses import dataclass
 
 import pytest
 
-from campaign_engine.delivery.email_render import (
+from campaign_engine.delivery.email.render import (
     DEFAULT_BRANDING,
     Branding,
     EmailConfigError,
     branding_for,
     cta_url_for,
-    parse_json_object,
     render_email,
 )
 from campaign_engine.domain.errors import BadRequest
@@ -203,12 +202,3 @@ def test_malformed_tenant_branding_is_a_config_error() -> None:
         branding_for({"t1": {"name": "X", "primaryColor": "blue"}}, "t1", "default")
     with pytest.raises(EmailConfigError):
         branding_for({"t1": "not an object"}, "t1", "default")
-
-
-def test_parse_json_object() -> None:
-    assert parse_json_object('{"a": "https://a.test"}', setting="CAMPAIGN_APP_ORIGINS") == {
-        "a": "https://a.test"
-    }
-    assert parse_json_object("", setting="X") == {}
-    with pytest.raises(EmailConfigError):
-        parse_json_object("[1]", setting="X")

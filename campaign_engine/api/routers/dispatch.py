@@ -10,7 +10,7 @@ from campaign_engine.api.context import Context
 from campaign_engine.api.routers.common import CampaignRef
 from campaign_engine.api.trpc import ProcedureRouter
 from campaign_engine.campaigns import dispatch as dispatching
-from campaign_engine.delivery.queue import Queue
+from campaign_engine.delivery.queue.port import Queue
 from campaign_engine.domain.errors import ServiceUnavailable
 
 __all__ = ["router"]

@@ -13,10 +13,8 @@ from pydantic import BaseModel, ConfigDict, Field
 from campaign_engine.api.context import Context
 from campaign_engine.api.routers.common import Ok
 from campaign_engine.api.trpc import ProcedureRouter
-from campaign_engine.config import ConfigError
 from campaign_engine.domain.errors import ServiceUnavailable
 from campaign_engine.unsubscribe.optout import opt_out_by_unsubscribe_id
-from campaign_engine.unsubscribe.tokens import UnsubscribeTokens
 
 __all__ = ["router"]
 
@@ -32,10 +30,9 @@ class UnsubscribeInput(BaseModel):
 @router.mutation("unsubscribeFromAnnouncements", auth="public")
 def unsubscribe_from_announcements(ctx: Context, data: UnsubscribeInput) -> Ok:
     """Opt the token's profile out of announcement email (idempotent)."""
-    try:
-        tokens = UnsubscribeTokens.from_settings(ctx.services.settings)
-    except ConfigError as exc:
-        raise ServiceUnavailable("unsubscribing is not configured on this server") from exc
+    tokens = ctx.services.unsubscribe_tokens
+    if tokens is None:
+        raise ServiceUnavailable("unsubscribing is not configured on this server")
     unsubscribe_id = tokens.read(data.token)
     opt_out_by_unsubscribe_id(ctx.services.graph, unsubscribe_id, now=ctx.services.clock())
     return Ok()

@@ -28,7 +28,7 @@ from urllib.parse import quote
 
 import httpx
 
-from campaign_engine.delivery.email_provider import (
+from campaign_engine.delivery.email.provider import (
     Outcome,
     OutgoingEmail,
     ProviderConfigError,

@@ -30,7 +30,7 @@ from email.policy import SMTP
 from email.utils import formatdate, make_msgid, parseaddr
 from typing import Literal
 
-from campaign_engine.delivery.email_provider import (
+from campaign_engine.delivery.email.provider import (
     Outcome,
     OutgoingEmail,
     ProviderConfigError,

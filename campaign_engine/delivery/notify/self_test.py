@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import logging
 
-from campaign_engine.delivery.queue import Queue, QueueError
+from campaign_engine.delivery.queue.port import Queue, QueueError
 from campaign_engine.domain.campaign import CampaignPublic
 from campaign_engine.domain.dispatch import DeliveryJob, delivery_id, job_json
 from campaign_engine.domain.errors import NotFound, ServiceUnavailable

@@ -15,8 +15,8 @@ from typing import Any
 
 from markupsafe import escape
 
-from campaign_engine.delivery.email_provider import OutgoingEmail
-from campaign_engine.delivery.email_render import (
+from campaign_engine.delivery.email.provider import OutgoingEmail
+from campaign_engine.delivery.email.render import (
     Branding,
     EmailConfigError,
     RenderedEmail,

@@ -14,11 +14,8 @@ import dataclasses
 from datetime import datetime
 from typing import Any
 
-from campaign_engine.config import Settings
-from campaign_engine.delivery.email_compose import compose_email, email_content_for
-from campaign_engine.delivery.email_provider import EmailProvider
-from campaign_engine.delivery.email_render import parse_json_object
-from campaign_engine.delivery.wiring import build_email_provider
+from campaign_engine.delivery.email.compose import compose_email, email_content_for
+from campaign_engine.delivery.email.provider import EmailProvider
 from campaign_engine.domain.campaign import CampaignPublic
 from campaign_engine.domain.errors import BadRequest, NotFound, ServiceUnavailable
 from campaign_engine.domain.types import Clock, system_clock
@@ -27,7 +24,7 @@ from campaign_engine.graph.policy import policy_params, policy_query
 from campaign_engine.unsubscribe.optout import ensure_unsubscribe_ids
 from campaign_engine.unsubscribe.tokens import UnsubscribeTokens
 
-__all__ = ["EmailSelfTester", "email_tester_from_settings"]
+__all__ = ["EmailSelfTester"]
 
 _REASONS = {
     "opted_out": "you opted out of announcement email",
@@ -88,32 +85,10 @@ class EmailSelfTester:
             )
 
     def _recipient(self, tx: Tx, admin_id: str, *, now: datetime) -> tuple[str, str]:
-        record = tx.run(
-            self._query, profileId=admin_id, **policy_params(now.date(), self._adult_age)
-        ).single()
+        record = tx.run(self._query, profileId=admin_id, **policy_params(now, self._adult_age)).single()
         if record is None:
             raise NotFound("your profile is not in the graph; upsert it before sending yourself a test")
         if record["blocked"] is not None:
             raise BadRequest(f"cannot send you a test email: {_REASONS[record['blocked']]}")
         ids = ensure_unsubscribe_ids(tx, [admin_id])
         return str(record["address"]), ids[admin_id]
-
-
-def email_tester_from_settings(
-    settings: Settings, graph: Graph, *, clock: Clock = system_clock, provider: EmailProvider | None = None
-) -> EmailSelfTester | None:
-    """The email tester for the configured provider, or None when email is not configured."""
-    provider = provider or build_email_provider(settings)
-    if provider is None:
-        return None
-    return EmailSelfTester(
-        graph=graph,
-        provider=provider,
-        tokens=UnsubscribeTokens.from_settings(settings),
-        domain_name=settings.domain_name,
-        app_origins=parse_json_object(settings.campaign_app_origins, setting="CAMPAIGN_APP_ORIGINS"),
-        tenants=parse_json_object(settings.campaign_tenants, setting="CAMPAIGN_TENANTS"),
-        default_tenant=settings.campaign_default_tenant_id,
-        adult_age=settings.campaign_adult_age,
-        clock=clock,
-    )

@@ -31,10 +31,10 @@ from datetime import datetime, timedelta
 from typing import Any, Literal
 
 from campaign_engine.delivery.dispatch_cursor import advance, gate, guard_reason, read_guard, stop
-from campaign_engine.delivery.email_compose import compose_email, email_content_for
-from campaign_engine.delivery.email_provider import EmailProvider, OutgoingEmail, SendResult
-from campaign_engine.delivery.email_render import EmailConfigError
-from campaign_engine.delivery.queue import MAX_DELAY_SECONDS, Queue, QueueError
+from campaign_engine.delivery.email.compose import compose_email, email_content_for
+from campaign_engine.delivery.email.provider import EmailProvider, OutgoingEmail, SendResult
+from campaign_engine.delivery.email.render import EmailConfigError
+from campaign_engine.delivery.queue.port import MAX_DELAY_SECONDS, Queue, QueueError
 from campaign_engine.domain.campaign import campaign_from_node
 from campaign_engine.domain.dispatch import PageJob, job_json
 from campaign_engine.domain.types import Clock, format_ts
@@ -260,7 +260,7 @@ class EmailWorker:
             campaignId=job.campaign_id,
             cursor=job.cursor or "",
             limit=self._page_size,
-            **policy_params(now.date(), self._adult_age),
+            **policy_params(now, self._adult_age),
         )
         return [record["profileId"] for record in result]
 
@@ -288,7 +288,7 @@ class EmailWorker:
             claimId=claim_id,
             dispatchId=job.dispatch_id,
             now=stamp,
-            **policy_params(now.date(), self._adult_age),
+            **policy_params(now, self._adult_age),
         ).data()
         eligible = [(row["profileId"], row["address"]) for row in rows if row["blocked"] is None]
         ids = ensure_unsubscribe_ids(tx, [pid for pid, _ in eligible])

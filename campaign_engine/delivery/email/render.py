@@ -12,7 +12,6 @@ instead of burning claims on emails that cannot be built.
 from __future__ import annotations
 
 import ipaddress
-import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -33,7 +32,6 @@ __all__ = [
     "RenderedEmail",
     "branding_for",
     "cta_url_for",
-    "parse_json_object",
     "render_email",
 ]
 
@@ -147,17 +145,6 @@ def branding_for(tenants: Mapping[str, Any], tenant_id: str | None, default_tena
         if entry is not None:
             return _branding_from(entry, candidate)
     return DEFAULT_BRANDING
-
-
-def parse_json_object(raw: str, *, setting: str) -> dict[str, Any]:
-    """Parse a JSON-object setting such as CAMPAIGN_APP_ORIGINS or CAMPAIGN_TENANTS."""
-    try:
-        value = json.loads(raw or "{}")
-    except json.JSONDecodeError as exc:
-        raise EmailConfigError(f"{setting} must be a JSON object") from exc
-    if not isinstance(value, dict):
-        raise EmailConfigError(f"{setting} must be a JSON object")
-    return value
 
 
 def _branding_from(entry: Any, tenant: str) -> Branding:

@@ -9,9 +9,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Generic, Protocol, TypeVar
 
-__all__ = ["MAX_DELAY_SECONDS", "Queue", "QueueError", "ReceivedMessage", "check_delay"]
+__all__ = ["MAX_DELAY_SECONDS", "Queue", "QueueError", "Received", "ReceivedMessage", "check_delay"]
+
+J = TypeVar("J")
 
 MAX_DELAY_SECONDS = 900
 """SQS's ceiling for a per-message delay; longer gaps are scheduled in the graph by the sweeper."""
@@ -26,6 +28,15 @@ class ReceivedMessage:
     body: str
     receive_count: int
     """1 on first delivery; grows with every redelivery."""
+
+
+@dataclass(frozen=True)
+class Received(Generic[J]):
+    """A received message with its body parsed once (by the job table): handlers read ``job`` and
+    are settled by ``message``."""
+
+    message: ReceivedMessage
+    job: J
 
 
 class QueueError(Exception):

@@ -21,7 +21,7 @@ from datetime import datetime, timedelta
 from typing import Literal
 
 from campaign_engine.delivery.dispatch_cursor import advance, gate, guard_reason, read_guard, stop
-from campaign_engine.delivery.queue import MAX_DELAY_SECONDS, Queue
+from campaign_engine.delivery.queue.port import MAX_DELAY_SECONDS, Queue
 from campaign_engine.domain.dispatch import DeliveryJob, PageJob, delivery_id, job_json
 from campaign_engine.domain.types import Clock, format_ts
 from campaign_engine.graph.graph import Graph, Tx
@@ -128,6 +128,6 @@ class PageWorker:
             campaignId=job.campaign_id,
             cursor=job.cursor or "",
             limit=self._page_size,
-            **policy_params(now.date(), self._adult_age),
+            **policy_params(now, self._adult_age),
         ).single(strict=True)
         return read, last, eligible

@@ -1,0 +1,208 @@
+"""The job table: which handler serves each queue message, and what then happens to the message.
+
+Both entry points, the local runner (``runner.py``) and the Lambda SQS handlers (``aws.py``), only
+receive messages, hand them to ``JobTable.handle`` and settle each one by its typed outcome:
+
+- ``Done``: finished for good (sent, refused, stale, a duplicate): delete it.
+- ``Retry(after_seconds)``: try again later; ``after_seconds`` is the back-off applied as a
+  per-message visibility change (``None``: the queue's own visibility timeout decides).
+- ``Dead(reason)``: can never be served (unreadable, or no handler is configured for it): delete it.
+  A page job that no handler can serve is recorded on its Dispatch (status ``failed``, ``lastError``),
+  so a walk that cannot run stops visibly instead of ending as a silent ``completed`` or looping
+  through the dead-letter queue while the sweeper re-arms it.
+
+Each body is parsed once, here. Handlers are keyed by (job type, channel) and take typed jobs: page
+jobs one at a time, notify deliveries as one batch (one recheck query, one outcome write).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+
+from pydantic import ValidationError
+
+from campaign_engine.delivery.dispatch_cursor import stop
+from campaign_engine.delivery.email.page_walk import EmailWorker
+from campaign_engine.delivery.notify.page_walk import PageWorker
+from campaign_engine.delivery.notify.worker import NotificationWorker
+from campaign_engine.delivery.queue.port import MAX_DELAY_SECONDS, QueueError, Received, ReceivedMessage
+from campaign_engine.domain.dispatch import DeliveryJob, PageJob, parse_job
+from campaign_engine.domain.types import Clock, format_ts
+from campaign_engine.graph.graph import Graph
+
+__all__ = [
+    "Dead",
+    "Done",
+    "JobKey",
+    "JobTable",
+    "Outcome",
+    "Received",
+    "Retry",
+    "job_key",
+    "retry_delay",
+    "serve_deliveries",
+    "serve_email_pages",
+    "serve_notify_pages",
+]
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Done:
+    """Finished for good: delete the message."""
+
+
+@dataclass(frozen=True)
+class Retry:
+    """Leave the message on the queue; it becomes visible again after ``after_seconds``."""
+
+    after_seconds: int | None = None
+
+
+@dataclass(frozen=True)
+class Dead:
+    """Never servable: delete the message (its Dispatch, if any, says why)."""
+
+    reason: str
+
+
+Outcome = Done | Retry | Dead
+
+JobKey = tuple[str, str]
+"""(message ``type``, channel): ``("page", "notify")``, ``("page", "email")``, ``("notify", "notify")``."""
+
+
+PageHandler = Callable[[Received[PageJob]], Outcome]
+DeliveryHandler = Callable[[Sequence[Received[DeliveryJob]]], list[Outcome]]
+
+
+def job_key(job: PageJob | DeliveryJob) -> JobKey:
+    return (job.type, job.channel) if isinstance(job, PageJob) else (job.type, "notify")
+
+
+def retry_delay(base_seconds: int, receive_count: int) -> int:
+    """Exponential back-off for uncertain work: ``base * 2^(receives-1)``, at most SQS's 900 s."""
+    if base_seconds <= 0:
+        return 0
+    return int(min(MAX_DELAY_SECONDS, base_seconds * 2 ** min(max(receive_count - 1, 0), 16)))
+
+
+class JobTable:
+    """Routes parsed messages to the configured handlers; one outcome per message, in input order."""
+
+    def __init__(
+        self,
+        *,
+        graph: Graph,
+        clock: Clock,
+        pages: Mapping[str, PageHandler],
+        deliveries: DeliveryHandler | None,
+        closers: Sequence[Callable[[], None]] = (),
+    ) -> None:
+        self._graph = graph
+        self._clock = clock
+        self._pages = dict(pages)
+        self._deliveries = deliveries
+        self._closers = tuple(closers)
+
+    def close(self) -> None:
+        """Close the handlers' adapters (the webhook loop, email provider connections)."""
+        for close in self._closers:
+            close()
+
+    @property
+    def keys(self) -> frozenset[JobKey]:
+        """The (type, channel) pairs this table serves."""
+        served = {("page", channel) for channel in self._pages}
+        return frozenset(served | ({("notify", "notify")} if self._deliveries else set()))
+
+    def handle(self, messages: Sequence[ReceivedMessage]) -> list[Outcome]:
+        outcomes: dict[int, Outcome] = {}
+        deliveries: list[tuple[int, Received[DeliveryJob]]] = []
+        for index, message in enumerate(messages):
+            try:
+                job = parse_job(message.body)
+            except ValidationError:
+                log.warning("jobs.invalid_message message_id=%s", message.message_id)
+                outcomes[index] = Dead("invalid_message")
+                continue
+            if isinstance(job, DeliveryJob) and self._deliveries is not None:
+                deliveries.append((index, Received(message, job)))
+            elif isinstance(job, PageJob) and job.channel in self._pages:
+                outcomes[index] = self._pages[job.channel](Received(message, job))
+            else:
+                outcomes[index] = self._unserved(job)
+        if deliveries and self._deliveries is not None:
+            results = self._deliveries([item for _, item in deliveries])
+            outcomes.update(zip((index for index, _ in deliveries), results, strict=True))
+        return [outcomes[index] for index in range(len(messages))]
+
+    def _unserved(self, job: PageJob | DeliveryJob) -> Dead:
+        kind, channel = job_key(job)
+        reason = f"not_configured: this deployment has no handler for {channel} {kind} jobs"
+        if channel == "email":
+            reason += " (set CAMPAIGN_EMAIL_PROVIDER and the email settings on the worker)"
+        log.error("jobs.unserved type=%s channel=%s dispatch_id=%s", kind, channel, job.dispatch_id)
+        if isinstance(job, PageJob):
+            # Only the holder of the cursor may stop the walk; a stale duplicate changes nothing.
+            self._graph.write(stop, job, status="failed", reason=reason, now=format_ts(self._clock()))
+        return Dead(reason)
+
+
+# --- the handlers the wiring puts in the table ---------------------------------------------------------
+
+
+def serve_notify_pages(worker: PageWorker) -> PageHandler:
+    def serve(item: Received[PageJob]) -> Outcome:
+        try:
+            outcome = worker.handle_page(item.job)
+        except QueueError:
+            # Cursor unchanged: the redelivered job enqueues the same page again (receivers dedupe).
+            log.warning("jobs.page_enqueue_failed dispatch_id=%s", item.job.dispatch_id)
+            return Retry()
+        log.info(
+            "jobs.page dispatch_id=%s outcome=%s enqueued=%d",
+            item.job.dispatch_id,
+            outcome.outcome,
+            outcome.enqueued,
+        )
+        return Done()
+
+    return serve
+
+
+def serve_email_pages(worker: EmailWorker) -> PageHandler:
+    def serve(item: Received[PageJob]) -> Outcome:
+        try:
+            outcome = worker.handle_page(item.job)
+        except Exception:
+            # Redelivered after the visibility timeout. Claims already committed are found by the
+            # retry and never sent again.
+            log.exception("jobs.email_page_failed dispatch_id=%s", item.job.dispatch_id)
+            return Retry()
+        log.info(
+            "jobs.email_page dispatch_id=%s outcome=%s emailed=%d",
+            item.job.dispatch_id,
+            outcome.outcome,
+            outcome.emailed,
+        )
+        return Done()
+
+    return serve
+
+
+def serve_deliveries(worker: NotificationWorker, *, retry_base_seconds: int) -> DeliveryHandler:
+    def serve(items: Sequence[Received[DeliveryJob]]) -> list[Outcome]:
+        retry = worker.handle_batch(items).retry
+        again = {message.receipt for message in retry}
+        return [
+            Retry(retry_delay(retry_base_seconds, item.message.receive_count))
+            if item.message.receipt in again
+            else Done()
+            for item in items
+        ]
+
+    return serve

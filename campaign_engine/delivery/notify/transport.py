@@ -1,0 +1,236 @@
+"""The webhook HTTP client: one POST at a time per connection, dialled only to policy-checked addresses.
+
+Every webhook POST goes through ``AsyncSafeTransport.post``. It applies the egress policy of
+``egress.py`` where connections are opened (``_connect``): the URL rules first, then one resolution
+per new connection with every answer checked, then a socket to the validated literal IP. The request
+still carries the original hostname, so ``Host``, TLS SNI and certificate verification use the name,
+never the IP. A transport never follows redirects: a 3xx is handed back as-is. Answers are read whole
+and capped at ``MAX_RESPONSE_BYTES`` while reading (``ResponseTooLarge``); content encodings are not
+decoded, because a decoded size cannot be capped (we ask for ``identity``).
+
+The HTTP/1.1 exchange is our own (``http1.Http1Connection``: one write per request, httptools' C
+parser for the answer) over asyncio connections. httpx's client layers and httpcore's async stack
+(pool scans, anyio streams, h11) cost ~1 ms of CPU per POST, most of the worker's budget; this costs a
+tenth of that. httpx is still the URL parser (``egress.checked_url``) and the vocabulary of transport
+errors (``httpx.ConnectError``, ``ReadTimeout``, ...); ``poster.py`` translates them, once, into the
+result types of ``sender.py``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import re
+import ssl
+import time
+from collections.abc import Sequence
+
+import httpx
+
+from campaign_engine.delivery.notify.egress import (
+    AddressPolicy,
+    ResolutionFailed,
+    Resolver,
+    checked_url,
+    system_resolver,
+)
+from campaign_engine.delivery.notify.http1 import Http1Connection, ResponseTooLarge
+
+__all__ = [
+    "MAX_RESPONSE_BYTES",
+    "AsyncSafeTransport",
+    "ResponseTooLarge",
+    "make_webhook_transport",
+]
+
+MAX_RESPONSE_BYTES = 64 * 1024
+
+_Key = tuple[str, str, int]  # (scheme, host, port): connections are pooled per destination
+_FORBIDDEN_IN_HEADERS = re.compile(rb"[\r\n\0]")
+
+
+class AsyncSafeTransport:
+    """Pooled, policy-checked HTTP/1.1 POSTs on the running event loop.
+
+    ``verify`` exists for tests with a private CA; production keeps the default CA bundle. Proxies are
+    not supported: a proxy would make the egress decision somewhere we cannot check. At most
+    ``max_idle_connections`` kept-alive connections per destination are kept, each for at most
+    ``keepalive_expiry`` seconds; how many POSTs run at once is the caller's bound (the poster's).
+    """
+
+    def __init__(
+        self,
+        *,
+        allow_private: bool = False,
+        resolver: Resolver | None = None,
+        verify: ssl.SSLContext | bool = True,
+        max_idle_connections: int = 64,
+        keepalive_expiry: float = 5.0,
+        max_response_bytes: int = MAX_RESPONSE_BYTES,
+    ) -> None:
+        self._ssl_context = httpx.create_ssl_context(verify=verify, trust_env=False)
+        self._policy = AddressPolicy(resolver=resolver or system_resolver, allow_private=allow_private)
+        self._max_response_bytes = max_response_bytes
+        self._max_idle = max_idle_connections
+        self._keepalive_expiry = keepalive_expiry
+        self._idle: dict[_Key, list[Http1Connection]] = {}
+        self._open: set[Http1Connection] = set()  # every connection not yet lost, idle or not
+
+    async def post(
+        self, url: str, body: bytes, headers: Sequence[tuple[str, str]], *, timeout: float | None
+    ) -> tuple[int, list[tuple[bytes, bytes]], bytes]:
+        """One POST: ``(status, headers, body)`` of the whole (capped) answer.
+
+        ``timeout`` bounds resolution-to-handshake, and separately the wait for the complete answer
+        after the request was written (a total, so a trickling receiver cannot hold a slot). Raises
+        ``EgressBlocked`` (final), ``ResponseTooLarge`` or another ``httpx.TransportError``.
+        """
+        key, prefix = _target(url)
+        lines = [prefix]
+        for name, value in headers:
+            encoded_name, encoded_value = name.encode("latin-1"), value.encode("latin-1")
+            if _FORBIDDEN_IN_HEADERS.search(encoded_name) or _FORBIDDEN_IN_HEADERS.search(encoded_value):
+                raise httpx.LocalProtocolError("illegal character in a request header")
+            lines += (encoded_name, b": ", encoded_value, b"\r\n")
+        lines += (b"Content-Length: ", str(len(body)).encode("ascii"), b"\r\n\r\n")
+        return await self._exchange(key, b"".join(lines), body, timeout)
+
+    async def aclose(self, *, grace: float = 1.0) -> None:
+        """Close every connection and return once they are gone, so the caller may close its event
+        loop right after (a TLS close waits for the peer's answer; after ``grace`` seconds it is cut)."""
+        self._idle = {}
+        connections, self._open = self._open, set()
+        for attempt in (Http1Connection.close, Http1Connection.abort):
+            waiting = [connection for connection in connections if not connection.lost.done()]
+            if not waiting:
+                return
+            for connection in waiting:
+                attempt(connection)
+            await asyncio.wait([connection.lost for connection in waiting], timeout=grace)
+
+    async def _exchange(
+        self, key: _Key, head: bytes, body: bytes, timeout: float | None
+    ) -> tuple[int, list[tuple[bytes, bytes]], bytes]:
+        connection = self._checkout(key)
+        if connection is not None:
+            try:
+                return await self._exchange_on(key, connection, head, body, timeout)
+            except httpx.RemoteProtocolError:
+                # A kept-alive connection the server closed while we picked it (the close was still
+                # in flight): nothing of an answer arrived, so try once more on a new connection, as
+                # HTTP clients do. A receiver that did get the request sees a duplicate, which the
+                # contract requires it to absorb.
+                if connection.heard:
+                    raise
+        connection = await self._connect(key, timeout)
+        return await self._exchange_on(key, connection, head, body, timeout)
+
+    async def _exchange_on(
+        self, key: _Key, connection: Http1Connection, head: bytes, body: bytes, timeout: float | None
+    ) -> tuple[int, list[tuple[bytes, bytes]], bytes]:
+        try:
+            answer = await connection.exchange(head, body, timeout=timeout, limit=self._max_response_bytes)
+        except BaseException:
+            connection.close()
+            raise
+        self._checkin(key, connection)
+        return answer
+
+    def _track(self, connection: Http1Connection) -> None:
+        self._open.add(connection)
+        connection.lost.add_done_callback(lambda _: self._open.discard(connection))
+
+    def _checkout(self, key: _Key) -> Http1Connection | None:
+        stack = self._idle.get(key)
+        now = time.monotonic()
+        while stack:
+            connection = stack.pop()
+            # The loop reports a server-side close or stray bytes as they happen (``reusable`` turns
+            # False), so an idle connection needs no readability poll before reuse.
+            if connection.reusable and now - connection.idle_since < self._keepalive_expiry:
+                return connection
+            connection.close()
+        return None
+
+    def _checkin(self, key: _Key, connection: Http1Connection) -> None:
+        stack = self._idle.setdefault(key, [])
+        if connection.reusable and len(stack) < self._max_idle:
+            connection.idle_since = time.monotonic()
+            stack.append(connection)
+        else:
+            connection.close()
+
+    async def _connect(self, key: _Key, timeout: float | None) -> Http1Connection:
+        """Resolve once, validate every answer, dial the validated IPs in turn; TLS uses the name."""
+        scheme, host, port = key
+        loop = asyncio.get_running_loop()
+        started = time.monotonic()
+        try:
+            if self._policy.needs_resolution(host):
+                addresses = await loop.run_in_executor(None, self._policy.validated_addresses, host, port)
+            else:
+                addresses = self._policy.validated_addresses(host, port)
+        except ResolutionFailed as exc:
+            raise httpx.ConnectError(str(exc)) from exc
+        tls = scheme == "https"
+        last_error: Exception | None = None
+        for address in addresses:
+            remaining = None if timeout is None else timeout - (time.monotonic() - started)
+            if remaining is not None and remaining <= 0:
+                raise httpx.ConnectTimeout("connect timeout")
+            try:
+                async with asyncio.timeout(remaining):
+                    _, protocol = await loop.create_connection(
+                        Http1Connection,
+                        host=address,
+                        port=port,
+                        ssl=self._ssl_context if tls else None,
+                        server_hostname=host.strip("[]") if tls else None,
+                    )
+                self._track(protocol)
+                return protocol
+            except TimeoutError as exc:
+                last_error = httpx.ConnectTimeout("connect timeout")
+                last_error.__cause__ = exc
+            except (OSError, ssl.SSLError, ssl.CertificateError) as exc:
+                last_error = httpx.ConnectError(f"connect failed: {type(exc).__name__}")
+                last_error.__cause__ = exc
+        assert last_error is not None  # validated_addresses never returns an empty list
+        raise last_error
+
+
+@functools.lru_cache(maxsize=1024)
+def _target(url: str) -> tuple[_Key, bytes]:
+    """Connection key and request head up to the caller's headers, for one checked webhook URL.
+
+    Cached: most deliveries go to one default receiver. Failures (``EgressBlocked``) are not cached.
+    """
+    parsed = checked_url(url)
+    key = (
+        parsed.scheme,
+        parsed.raw_host.decode("ascii"),
+        parsed.port or (443 if parsed.scheme == "https" else 80),
+    )
+    prefix = b"".join(
+        (
+            b"POST ",
+            parsed.raw_path,
+            b" HTTP/1.1\r\nHost: ",
+            parsed.netloc,
+            b"\r\nUser-Agent: campaign-engine\r\nAccept-Encoding: identity\r\n",
+        )
+    )
+    return key, prefix
+
+
+def make_webhook_transport(
+    *,
+    allow_private: bool,
+    resolver: Resolver | None = None,
+    max_connections: int = 64,
+) -> AsyncSafeTransport:
+    """The transport the notification worker's poster posts through; ``max_connections`` should match
+    the poster's concurrency, so every POST in flight can keep its connection alive."""
+    return AsyncSafeTransport(
+        allow_private=allow_private, resolver=resolver, max_idle_connections=max_connections
+    )
