@@ -1,7 +1,7 @@
 """What a signed-in user sees and records: ``getMyCampaigns`` and ``recordEvent``.
 
-Reads consume nothing: showing a campaign is recorded only when the client says so. Every write takes
-the caller's profile lock first (DESIGN.md), which is what makes 20 devices recording at once produce
+Reads consume nothing: showing a campaign is recorded only when the client says so. Every write takes the
+caller's profile lock first (docs/architecture.md), which is what makes 20 devices recording at once produce
 one CAMPAIGN_STATE relationship with exact counts. Users only ever see the public projection
 (``CampaignCard``) plus their own state: never audiences, stats or other users' data.
 

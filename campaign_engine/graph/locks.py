@@ -1,4 +1,4 @@
-"""The two locks of DESIGN.md, taken as the first write of a transaction.
+"""The two locks of docs/architecture.md, taken as the first write of a transaction.
 
 Incrementing a property takes Neo4j's node write lock until commit, so a second writer blocks (or is
 picked as a deadlock victim and retried by the managed transaction). Profiles are always locked in

@@ -1,7 +1,7 @@
 """The email page worker: claim durably, then send once; never send twice to one recipient.
 
-Order of a page, each step load-bearing (DESIGN.md "Email is at most one attempt", "Back-pressure is
-not failure"):
+Order of a page, each step load-bearing (docs/architecture.md "Email is at most one attempt", "Back-pressure
+is not failure"):
 
 1. Guard: the Dispatch is ``sending`` at this job's cursor and the campaign is the same incarnation,
    live, in window, with the email channel. Otherwise the dispatch stops.

@@ -1,7 +1,7 @@
 """The email provider port: hand a batch of rendered messages to a provider, get one outcome per message.
 
-The email worker claims each recipient durably *before* calling ``send_batch`` (DESIGN.md, "Email is at
-most one attempt"), then acts on each outcome:
+The email worker claims each recipient durably *before* calling ``send_batch`` (docs/architecture.md, "Email
+is at most one attempt"), then acts on each outcome:
 
 - ``accepted``: the provider took responsibility for the message; record ``emailedAt``.
 - ``throttled``: the provider proved the message was NOT accepted because of back-pressure (HTTP 429, a
@@ -9,8 +9,8 @@ most one attempt"), then acts on each outcome:
   connection could not be made or the batch stopped early). Releasing the claim and rescheduling after
   ``retry_after_seconds`` (or a back-off) cannot cause a duplicate.
 - ``rejected``: the provider definitely refused the message before accepting it (invalid, inactive or
-  suppressed recipient; account or sender not allowed to send). Releasing the claim is safe; sending the
-  same message again soon will not help.
+  suppressed recipient; account or sender not allowed to send). The worker keeps the claim with the
+  reason: sending the same message again would not help, and only ``throttled`` releases a claim.
 - ``uncertain``: the message may or may not have gone out (timeout or reset after the request was sent,
   5xx, an answer we cannot read). The claim stays and the recipient is reported, never retried blindly.
 

@@ -4,7 +4,7 @@ SMTP tells us exactly how far a message got, so the outcome follows the stage it
 
 - Connection, TLS or login failure before any message data: ``throttled`` for every message. Nothing
   was sent, so the message cannot have been accepted and releasing the claim cannot duplicate it; the
-  worker backs off as it would for a busy provider instead of counting failures (DESIGN.md
+  worker backs off as it would for a busy provider instead of counting failures (docs/architecture.md
   "Back-pressure is not failure"). The ``reason`` (``connect:...``) tells an operator it is not a 429.
 - MAIL/RCPT/DATA-command answered 421/450/451/452 (or any 4xx): ``throttled``; answered 5xx:
   ``rejected``. The server refused before it had the message.

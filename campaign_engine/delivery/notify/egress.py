@@ -1,4 +1,4 @@
-"""Safe egress policy: which webhook destinations a POST may reach (DESIGN.md "Safe egress").
+"""Safe egress policy: which webhook destinations a POST may reach (docs/architecture.md "Safe egress").
 
 Webhook URLs are user-supplied, so a POST must never become a request into our own network (SSRF).
 This module holds the rules and nothing that touches a socket, so they can be read (and tested) in one

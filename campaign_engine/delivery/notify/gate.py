@@ -2,7 +2,7 @@
 
 The worker's per-batch recheck is the full eligibility rule, but a batch's POSTs can wait for a free
 slot behind other batches. The gate catches a pause (or delete, or the notify channel going) that lands
-meanwhile (DESIGN.md "Cancel is a status": stop future work before each webhook POST): the campaign
+meanwhile (docs/architecture.md "Cancel is a status": stop future work before each webhook POST): the campaign
 incarnation must still be live with the notify channel, re-read at most every ``GATE_TTL_SECONDS``, so
 a pause stops every POST that starts more than that after it commits.
 """

@@ -1,6 +1,6 @@
 """The page worker: walk a dispatch's audience one keyset page at a time, enqueueing deliveries.
 
-Order of a page, each step load-bearing (DESIGN.md "Delivery pipeline"):
+Order of a page, each step load-bearing (docs/architecture.md "Delivery pipeline"):
 
 1. Guard: the Dispatch is ``sending`` at this job's cursor, and the campaign is the same incarnation,
    live, in window and still has the channel. Otherwise record why (status ``stopped``) and stop.

@@ -3,7 +3,7 @@
 The worker hands over a batch of ``Outgoing`` POSTs and gets one ``PostResult`` per item, in order.
 Results are values, never exceptions, and never vendor types: the adapter (``poster.WebhookPoster``)
 maps every transport failure (httpx errors, ``egress.EgressBlocked``) to one of these classes once, so
-the worker's verdict table (DESIGN.md "Acknowledgement grammar") reads only the cases that matter:
+the worker's verdict table (docs/architecture.md "Acknowledgement grammar") reads only the cases that matter:
 
 - ``Answered``: the receiver answered; the acknowledgement grammar decides what the answer means.
 - ``Blocked``: the egress policy refused the destination; final, retrying cannot change it.
