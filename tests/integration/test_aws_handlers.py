@@ -8,6 +8,7 @@ answers 500, so the delivery handler must report exactly that message as a batch
 from __future__ import annotations
 
 import json
+import logging
 import uuid
 from collections.abc import Iterator
 from typing import Any
@@ -77,14 +78,20 @@ def lambda_env(
         "CAMPAIGN_ALLOW_PRIVATE_WEBHOOKS": "true",
         "CAMPAIGN_DISPATCH_DELAY_SECONDS": "0",
         "CAMPAIGN_WEBHOOK_TIMEOUT_SECONDS": "2",
+        # No back-off: an uncertain delivery must be visible again at once, which only the handler's
+        # per-message visibility change makes happen (the queue's own timeout is 30 s).
+        "CAMPAIGN_DELIVERY_RETRY_SECONDS": "0",
     }
     for name, value in env.items():
         monkeypatch.setenv(name, value)
     monkeypatch.delenv("CAMPAIGN_ENV_FILE", raising=False)
     _clear_caches()
+    package_logger = logging.getLogger("campaign_engine")
+    level = package_logger.level
     try:
         yield SqsQueue(client, urls[0]), SqsQueue(client, urls[1])
     finally:
+        package_logger.setLevel(level)
         if aws._table.cache_info().currsize:
             aws._table().close()
         if aws._graph.cache_info().currsize:
@@ -119,3 +126,8 @@ def test_page_and_delivery_handlers_report_partial_batch_failures(
     assert notified(graph, "c1") == ["p1", "p3"]
     assert get_dispatch(graph, started.dispatch_id).acknowledged == 2
     assert len(bad.received) == 1 and len(good.received) == 2
+    # The retry's back-off is a per-message visibility change, as in the local runner.
+    [again] = delivery_queue.receive(max_messages=10, wait_seconds=2)
+    assert again.message_id == by_profile["p2"] and again.receive_count == 2
+    # Lambda's root logger stays at WARNING; the handlers must still emit the package's INFO events.
+    assert logging.getLogger("campaign_engine").getEffectiveLevel() == logging.INFO
