@@ -7,7 +7,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 LAUNCHER := infra/neo4j/target/neo4j-launcher.jar
 
-.PHONY: dev test lint typecheck unit bench install system-deps clean
+.PHONY: dev test lint typecheck unit bench install system-deps clean lambda-package
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -30,8 +30,8 @@ dev: $(STAMP) $(LAUNCHER)
 	$(BIN)/campaign-engine dev
 
 lint: $(STAMP)
-	$(BIN)/ruff check campaign_engine tests bench
-	$(BIN)/ruff format --check campaign_engine tests bench
+	$(BIN)/ruff check campaign_engine tests bench infra
+	$(BIN)/ruff format --check campaign_engine tests bench infra
 
 typecheck: $(STAMP)
 	$(BIN)/mypy
@@ -41,6 +41,10 @@ test: $(STAMP) $(LAUNCHER) system-deps lint typecheck
 
 unit: $(STAMP)
 	$(BIN)/pytest -q tests/unit
+
+# The AWS Lambda zip serverless.yml deploys (its package.artifact), for its runtime and architecture.
+lambda-package: $(STAMP)
+	$(BIN)/python infra/lambda/package.py
 
 bench: $(STAMP) $(LAUNCHER)
 	@for script in bench/*.py; do \

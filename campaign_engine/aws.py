@@ -71,7 +71,9 @@ def api_handler(event: Mapping[str, Any], context: Any) -> Any:
 
 def handle_sqs_event(table: JobTable, queue: Queue, event: Mapping[str, Any]) -> dict[str, Any]:
     """One SQS event through the job table; the messages to retry come back as batch item failures."""
-    kept = settle(table, queue, parse_sqs_event(event), delete_finished=False)
+    messages = parse_sqs_event(event)
+    kept = settle(table, queue, messages, delete_finished=False)
+    log.info("lambda.batch records=%d retry=%d", len(messages), len(kept))
     return batch_item_failures(message.message_id for message in kept)
 
 

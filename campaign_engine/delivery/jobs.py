@@ -4,8 +4,9 @@ Both entry points, the local runner (``runner.py``) and the Lambda SQS handlers 
 receive messages, hand them to ``JobTable.handle`` and settle each one by its typed outcome:
 
 - ``Done``: finished for good (sent, refused, stale, a duplicate): delete it.
-- ``Retry(after_seconds)``: try again later; ``after_seconds`` is the back-off applied as a
-  per-message visibility change (``None``: the queue's own visibility timeout decides).
+- ``Retry(after_seconds)``: try again later; ``after_seconds`` is the back-off, applied as a
+  per-message visibility change (``CAMPAIGN_DELIVERY_RETRY_SECONDS`` doubled per receive, at most
+  900 s), so a page job that failed does not wait out the dispatch queue's long visibility timeout.
 - ``Dead(reason)``: can never be served (unreadable, or no handler is configured for it): delete it.
   A page job that no handler can serve is recorded on its Dispatch (status ``failed``, ``lastError``),
   so a walk that cannot run stops visibly instead of ending as a silent ``completed`` or looping
@@ -59,7 +60,7 @@ class Done:
 class Retry:
     """Leave the message on the queue; it becomes visible again after ``after_seconds``."""
 
-    after_seconds: int | None = None
+    after_seconds: int
 
 
 @dataclass(frozen=True)
@@ -155,14 +156,14 @@ class JobTable:
 # --- the handlers the wiring puts in the table ---------------------------------------------------------
 
 
-def serve_notify_pages(worker: PageWorker) -> PageHandler:
+def serve_notify_pages(worker: PageWorker, *, retry_base_seconds: int) -> PageHandler:
     def serve(item: Received[PageJob]) -> Outcome:
         try:
             outcome = worker.handle_page(item.job)
         except QueueError:
             # Cursor unchanged: the redelivered job enqueues the same page again (receivers dedupe).
             log.warning("jobs.page_enqueue_failed dispatch_id=%s", item.job.dispatch_id)
-            return Retry()
+            return Retry(retry_delay(retry_base_seconds, item.message.receive_count))
         log.info(
             "jobs.page dispatch_id=%s outcome=%s enqueued=%d",
             item.job.dispatch_id,
@@ -174,15 +175,14 @@ def serve_notify_pages(worker: PageWorker) -> PageHandler:
     return serve
 
 
-def serve_email_pages(worker: EmailWorker) -> PageHandler:
+def serve_email_pages(worker: EmailWorker, *, retry_base_seconds: int) -> PageHandler:
     def serve(item: Received[PageJob]) -> Outcome:
         try:
             outcome = worker.handle_page(item.job)
         except Exception:
-            # Redelivered after the visibility timeout. Claims already committed are found by the
-            # retry and never sent again.
+            # Claims already committed are found by the retry and never sent again.
             log.exception("jobs.email_page_failed dispatch_id=%s", item.job.dispatch_id)
-            return Retry()
+            return Retry(retry_delay(retry_base_seconds, item.message.receive_count))
         log.info(
             "jobs.email_page dispatch_id=%s outcome=%s emailed=%d",
             item.job.dispatch_id,

@@ -44,10 +44,9 @@ def settle(
     for message, outcome in zip(messages, outcomes, strict=True):
         if isinstance(outcome, Retry):
             kept.append(message)
-            if outcome.after_seconds is not None:
-                # A receipt that expired meanwhile is fine: the message is visible again anyway.
-                with contextlib.suppress(QueueError):
-                    queue.change_visibility(message.receipt, timeout_seconds=outcome.after_seconds)
+            # A receipt that expired meanwhile is fine: the message is visible again anyway.
+            with contextlib.suppress(QueueError):
+                queue.change_visibility(message.receipt, timeout_seconds=outcome.after_seconds)
     return kept
 
 

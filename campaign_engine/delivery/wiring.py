@@ -257,14 +257,16 @@ def build_job_table(
     handler serve their messages through this one table."""
     notify = build_notification_worker(settings, graph, transport=transport, clock=clock)
     email = build_email_worker(settings, graph, queues, provider=email_provider, clock=clock)
-    pages = {"notify": serve_notify_pages(build_page_worker(settings, graph, queues, clock=clock))}
+    base = settings.campaign_delivery_retry_seconds
+    page_walk = build_page_worker(settings, graph, queues, clock=clock)
+    pages = {"notify": serve_notify_pages(page_walk, retry_base_seconds=base)}
     if email is not None:
-        pages["email"] = serve_email_pages(email)
+        pages["email"] = serve_email_pages(email, retry_base_seconds=base)
     return JobTable(
         graph=graph,
         clock=clock,
         pages=pages,
-        deliveries=serve_deliveries(notify, retry_base_seconds=settings.campaign_delivery_retry_seconds),
+        deliveries=serve_deliveries(notify, retry_base_seconds=base),
         closers=[notify.close] + ([email.close] if email is not None else []),
     )
 

@@ -1,0 +1,329 @@
+"""serverless.yml run as AWS Lambda would run it: a notify + email campaign to 1,200 recipients.
+
+``tests/support/lambda_emulator.py`` reads the deployment file itself: it creates the queues it declares
+on a real SQS-compatible server (moto) with their visibility timeouts and redrive policies, runs each
+function in its own process with its declared environment and handler, feeds the SQS workers the
+records Lambda's event source mapping would build (and deletes what they did not report as failed),
+calls the sweeper on its schedule and sends API Gateway 2.0 events to the API.
+
+The test talks to the product only through that emulation (tRPC over the emulated HTTP API) and reads
+results back through the API, the reference inbox and the Postmark stand-in; the ``graph`` fixture only
+wipes the session's Neo4j first. A first, small test holds the emulator itself to Lambda's rules for
+settling a batch (partial failures, errors, timeouts, redrive), which the campaign test relies on.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections import Counter
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from campaign_engine.api.auth import ADMIN_SCOPE, mint_token
+from campaign_engine.config import Settings
+from campaign_engine.graph.graph import Graph
+from tests.conftest import ADMIN_ID, TEST_JWT_SECRET
+from tests.support.delivery import WEBHOOK_SECRET, ThreadServer, inbox_server
+from tests.support.email import EMAIL_COPY, UNSUBSCRIBE_SECRET
+from tests.support.lambda_emulator import LambdaEmulator, load_serverless
+from tests.support.moto_server import MOTO_REGION, moto_endpoint  # noqa: F401 - fixture
+from tests.support.postmark_standin import PostmarkStandin
+
+pytestmark = pytest.mark.e2e
+
+PROFILES = 1200  # twelve notify waves of 100, three email pages (500 + 500 + 200)
+CAMPAIGN = "lambda-launch"
+STAGE = "test"
+EMAIL_FROM = "news@campaigns.test"
+QUEUES = {"DispatchQueue", "DispatchDeadLetterQueue", "DeliveryQueue", "DeliveryDeadLetterQueue"}
+
+
+def profile_id(index: int) -> str:
+    return f"lp{index:05d}"
+
+
+def address(index: int) -> str:
+    return f"{profile_id(index)}@example.com"
+
+
+def ssm_values(settings: Settings, inbox: ThreadServer, postmark: PostmarkStandin) -> dict[str, str]:
+    """A test value for every SSM parameter serverless.yml reads (the emulator refuses a missing one)."""
+    values = {
+        "neo4j-uri": settings.neo4j_uri,  # the session's test Neo4j
+        "neo4j-user": settings.neo4j_user,
+        "neo4j-password": settings.neo4j_password.get_secret_value(),
+        "auth-jwt-secret": TEST_JWT_SECRET,  # tokens minted below with the same secret
+        "admin-profile-ids": ADMIN_ID,
+        "notifications-webhook-url": f"{inbox.url}/api/notifications/send",  # the reference inbox
+        "notifications-webhook-secret": WEBHOOK_SECRET,  # the inbox verifies signatures with it
+        "unsubscribe-secret": UNSUBSCRIBE_SECRET,
+        "domain-name": "campaigns.test",
+        "postmark-api-key": postmark.token,  # the stand-in checks the server token
+        "postmark-broadcast-stream": "broadcast",  # a Broadcasts stream on the stand-in
+        "email-from": EMAIL_FROM,
+        "app-origins": '{"default": "https://app.example"}',  # the campaign's tenant is the default one
+    }
+    return {f"/campaign-engine/{STAGE}/{name}": value for name, value in values.items()}
+
+
+def overrides(moto: str, postmark: PostmarkStandin) -> dict[str, str]:
+    """Where the test's environment must differ from production's, and why."""
+    return {
+        "CAMPAIGN_ALLOW_PRIVATE_WEBHOOKS": "true",  # the reference inbox listens on loopback
+        "CAMPAIGN_DISPATCH_DELAY_SECONDS": "0",  # waves back to back instead of a minute apart
+        # moto's SQS scans the whole queue on every receive: waves of 100 (not 1000) keep the delivery
+        # queue shallow enough for the test's minute; the walk then crosses a dozen page cursors.
+        "CAMPAIGN_DISPATCH_PAGE_SIZE": "100",
+        "AWS_ENDPOINT_URL_SQS": moto,  # the queue URLs are moto's; the SDK must call it too
+        "POSTMARK_API_URL": postmark.url,  # the stand-in instead of api.postmarkapp.com
+    }
+
+
+SQS_RECORD_KEYS = {
+    "messageId", "receiptHandle", "body", "attributes", "messageAttributes", "md5OfBody", "eventSource",
+    "eventSourceARN", "awsRegion",
+}  # fmt: skip
+
+
+def report_odd_bodies(event: dict[str, Any], context: Any) -> dict[str, Any]:
+    """The emulator check's handler: odd bodies fail, ``boom`` raises, ``sleep`` outlives the timeout
+    (on its first receive only)."""
+    records = event["Records"]
+    for record in records:
+        assert set(record) == SQS_RECORD_KEYS, record
+        assert record["eventSource"] == "aws:sqs" and record["eventSourceARN"].startswith("arn:aws:sqs:")
+        assert {"ApproximateReceiveCount", "SentTimestamp"} <= set(record["attributes"]), record
+    assert 0 < context.get_remaining_time_in_millis() <= 2000
+    bodies = {record["body"] for record in records}
+    if "boom" in bodies:
+        raise RuntimeError("boom")
+    if any(r["body"] == "sleep" and r["attributes"]["ApproximateReceiveCount"] == "1" for r in records):
+        time.sleep(5)
+    odd = [r["messageId"] for r in records if r["body"].isdigit() and int(r["body"]) % 2]
+    return {"batchItemFailures": [{"itemIdentifier": message_id} for message_id in odd]}
+
+
+def test_emulated_event_source_settles_batches_like_lambda(
+    moto_endpoint: str,  # noqa: F811 - fixture
+    tmp_path: Path,
+) -> None:
+    queue = {"arn": {"Fn::GetAtt": ["Work", "Arn"]}, "functionResponseType": "ReportBatchItemFailures"}
+    config = {
+        "service": "emulator-check",
+        "provider": {"runtime": "python3.11", "timeout": 2},
+        "functions": {
+            "worker": {
+                "handler": f"{__name__}.report_odd_bodies",
+                "events": [{"sqs": {**queue, "batchSize": 10}}],
+            }
+        },
+        "resources": {
+            "Resources": {
+                "WorkDeadLetters": {"Type": "AWS::SQS::Queue"},
+                "Work": {
+                    "Type": "AWS::SQS::Queue",
+                    "Properties": {
+                        "VisibilityTimeout": 1,
+                        "RedrivePolicy": {
+                            "deadLetterTargetArn": {"Fn::GetAtt": ["WorkDeadLetters", "Arn"]},
+                            "maxReceiveCount": 2,
+                        },
+                    },
+                },
+            }
+        },
+    }
+    with LambdaEmulator(
+        config, sqs_endpoint=moto_endpoint, region=MOTO_REGION, ssm={}, overrides={}, log_dir=tmp_path
+    ) as aws:
+        aws.send("Work", ["0"])
+        assert aws.turn() == 1  # the cold start, before the one-second visibility timeouts below count
+        aws.send("Work", [str(n) for n in range(6)])
+        assert aws.turn() == 6
+        assert aws.errors == []
+        # Only the reported messages stay (in flight until their visibility timeout ends).
+        assert aws.queue_depths()["Work"] == {"Messages": 0, "MessagesNotVisible": 3, "MessagesDelayed": 0}
+        time.sleep(1.2)
+        assert aws.turn() == 3  # received a second time, reported again
+        time.sleep(1.2)
+        assert aws.turn() == 0  # a third receive is over maxReceiveCount: SQS moved them to the DLQ
+        assert aws.queue_depths()["WorkDeadLetters"]["Messages"] == 3
+
+        aws.send("Work", ["boom", "2"])
+        assert aws.turn() == 2
+        assert [e.error.splitlines()[0] for e in aws.errors if e.error] == ["RuntimeError: boom"]
+        assert aws.queue_depths()["Work"]["MessagesNotVisible"] == 2  # an error settles nothing
+        time.sleep(1.2)
+        assert aws.turn() == 2  # the same two again: still an error
+        time.sleep(1.2)
+        aws.turn()
+
+        aws.send("Work", ["sleep"])
+        assert aws.turn() == 1
+        assert aws.errors[-1].error == "Task timed out after 2 seconds"
+        assert aws.cold_starts["worker"] == 1  # the container is gone; the next call starts a new one
+        assert aws.turn() == 1  # visible again after the 1 s visibility timeout, its second receive
+        assert aws.cold_starts["worker"] == 2
+        assert aws.invocations[-1].result == {"batchItemFailures": []}
+        depths = aws.queue_depths()
+        assert not any(depths["Work"].values())
+        assert depths["WorkDeadLetters"]["Messages"] == 5  # three odd numbers, "boom" and "2"
+
+
+@dataclass
+class Trpc:
+    """tRPC over the emulated API Gateway: every call is one invocation of the ``api`` function."""
+
+    aws: LambdaEmulator
+    token: str
+    calls: int = 0
+
+    def _data(self, path: str, answer: Any) -> Any:
+        self.calls += 1
+        assert answer.status == 200, f"{path}: {answer.status} {answer.body[:500]!r} {self.aws.errors[-1:]}"
+        return answer.json()["result"]["data"]
+
+    def query(self, path: str, data: Any) -> Any:
+        headers = {"Authorization": f"Bearer {self.token}"}
+        answer = self.aws.http("GET", f"/trpc/{path}", query={"input": json.dumps(data)}, headers=headers)
+        return self._data(path, answer)
+
+    def mutate(self, path: str, data: Any) -> Any:
+        headers = {"Authorization": f"Bearer {self.token}", "Content-Type": "application/json"}
+        return self._data(
+            path, self.aws.http("POST", f"/trpc/{path}", headers=headers, body=json.dumps(data))
+        )
+
+
+@pytest.fixture
+def postmark() -> Iterator[PostmarkStandin]:
+    with PostmarkStandin() as server:
+        yield server
+
+
+@pytest.fixture
+def inbox(tmp_path: Path) -> Iterator[ThreadServer]:
+    with inbox_server(tmp_path) as server:
+        yield server
+
+
+@pytest.fixture
+def aws(
+    graph: Graph,  # wipes the session's Neo4j before the functions connect to it
+    base_settings: Settings,
+    moto_endpoint: str,  # noqa: F811 - fixture
+    inbox: ThreadServer,
+    postmark: PostmarkStandin,
+    tmp_path: Path,
+) -> Iterator[LambdaEmulator]:
+    with LambdaEmulator(
+        load_serverless(),
+        sqs_endpoint=moto_endpoint,
+        region=MOTO_REGION,
+        ssm=ssm_values(base_settings, inbox, postmark),
+        overrides=overrides(moto_endpoint, postmark),
+        log_dir=tmp_path,
+        stage=STAGE,
+        sweep_every_turns=5,
+        # The delivery worker drains its backlog between two pages, as a minute between waves allows
+        # in production; a page job is still one poll per turn.
+        polls_per_turn={"deliveryWorker": 200},
+    ) as emulator:
+        yield emulator
+
+
+def test_notify_and_email_campaign_through_the_emulated_deployment(
+    aws: LambdaEmulator, base_settings: Settings, inbox: ThreadServer, postmark: PostmarkStandin
+) -> None:
+    for name, timeout in (("DispatchQueue", "pageWorker"), ("DeliveryQueue", "deliveryWorker")):
+        attributes = aws.queue_attributes(name)  # as declared in serverless.yml, not as assumed here
+        assert int(attributes["VisibilityTimeout"]) == 6 * aws.functions[timeout].timeout
+        assert json.loads(attributes["RedrivePolicy"])["maxReceiveCount"] == 5
+    api = Trpc(aws, mint_token(base_settings, profile_id=ADMIN_ID, scope=ADMIN_SCOPE))
+
+    for start in range(0, PROFILES, 1000):  # profiles.upsert takes at most 1000 per call
+        batch = [
+            {
+                "profileId": profile_id(i),
+                "dob": "1990-01-01",
+                "emails": [{"address": address(i), "verified": True, "primary": True}],
+            }
+            for i in range(start, min(start + 1000, PROFILES))
+        ]
+        assert api.mutate("profiles.upsert", {"profiles": batch})["created"] == len(batch)
+    api.mutate(
+        "campaigns.create",
+        {
+            "id": CAMPAIGN,
+            "name": "Launch",
+            "channels": ["notify", "email"],
+            "notification": {"title": "Big news", "body": "Something happened"},
+            "email": EMAIL_COPY,
+        },
+    )
+    added = api.mutate("campaigns.addAudience", {"campaignId": CAMPAIGN, "source": {"type": "all"}})
+    assert added["added"] == PROFILES
+    api.mutate("campaigns.setStatus", {"campaignId": CAMPAIGN, "status": "live"})
+    preview = api.query("campaigns.previewDispatch", {"campaignId": CAMPAIGN})
+    assert preview["blockedReason"] is None
+    assert preview["notificationRecipientCount"] == preview["emailRecipientCount"] == PROFILES
+    started = api.mutate(
+        "campaigns.dispatch", {"campaignId": CAMPAIGN, "expectedPreviewToken": preview["previewToken"]}
+    )
+    assert set(started["dispatchIds"]) == {"notify", "email"}
+
+    def finished() -> bool:
+        if not aws.queues_empty():
+            return False
+        dispatches = api.query("campaigns.listDispatches", {"campaignId": CAMPAIGN})
+        return all(d["status"] != "sending" for d in dispatches)
+
+    aws.run_until(finished, timeout=600)
+    for name in aws.functions:  # shown with -s, or with a failure
+        calls = [i.seconds for i in aws.invocations if i.function == name]
+        print(f"{name}: {len(calls)} calls, max {max(calls, default=0):.2f} s, total {sum(calls):.1f} s")
+
+    assert aws.errors == []
+    dispatches = {d["channel"]: d for d in api.query("campaigns.listDispatches", {"campaignId": CAMPAIGN})}
+    assert set(dispatches) == {"notify", "email"}
+    for channel, dispatch_id in started["dispatchIds"].items():
+        assert dispatches[channel]["dispatchId"] == dispatch_id
+        got = api.query("campaigns.getDispatch", {"dispatchId": dispatch_id})
+        assert (got["status"], got["lastError"]) == ("completed", None), got
+    notify, email = dispatches["notify"], dispatches["email"]
+    assert (notify["enqueued"], notify["acknowledged"], notify["rejected"]) == (PROFILES, PROFILES, 0)
+    assert (email["emailed"], email["uncertain"], email["throttled"]) == (PROFILES, 0, 0)
+    stats = api.query("campaigns.getStats", {"campaignId": CAMPAIGN})
+    assert (stats["audience"], stats["notified"], stats["emailed"]) == (PROFILES, PROFILES, PROFILES)
+
+    with httpx.Client(base_url=inbox.url, timeout=10) as client:
+        for i in range(PROFILES):
+            answer = client.get("/api/notifications", params={"profileId": profile_id(i)})
+            answer.raise_for_status()
+            (stored,) = answer.json()["notifications"]
+            assert stored["receiveCount"] == 1  # one POST, not a deduplicated retry
+            assert stored["metadata"]["campaignId"] == CAMPAIGN
+    assert Counter(str(m["To"]) for m in postmark.accepted) == Counter(address(i) for i in range(PROFILES))
+    assert {(m["From"], m["MessageStream"]) for m in postmark.accepted} == {(EMAIL_FROM, "broadcast")}
+    for message in postmark.accepted:  # DOMAIN_NAME and the unsubscribe secret reached the page worker
+        headers = {h["Name"]: h["Value"] for h in message["Headers"]}
+        assert headers["List-Unsubscribe"].startswith("<https://campaigns.test/campaigns/unsubscribe?token=")
+
+    depths = aws.queue_depths()
+    assert set(depths) == QUEUES
+    assert all(not any(depth.values()) for depth in depths.values()), depths
+
+    # One container per function served everything (no timeout, no crash) and the API app started once.
+    assert aws.cold_starts == Counter(list(aws.functions))
+    assert sum(1 for i in aws.invocations if i.function == "api") == api.calls > 10
+    assert aws.log_text("api").count("api.started") == 1, aws.log_text("api")[-3000:]
+    assert any(i.function == "sweeper" for i in aws.invocations)
+    # Lambda's runtime leaves the root logger at WARNING: the handlers must still reach CloudWatch at INFO.
+    for name in ("pageWorker", "deliveryWorker", "sweeper"):
+        assert "[INFO]\tcampaign_engine." in aws.log_text(name), f"{name} logged nothing at INFO"
