@@ -1,14 +1,14 @@
 // Batched profile upsert. Rows arrive sorted by profileId, so profile locks are taken in ascending
-// order. List fields that are null are left untouched; a provided list replaces the stored one.
+// order. A row changes only what it named: `row.props` holds just the named properties (`+=` removes a
+// property whose value is null), and a list field that is null was omitted and is left untouched,
+// while a provided list (empty for an explicit null) replaces the stored one.
 UNWIND $rows AS row
 OPTIONAL MATCH (existing:Profile {profileId: row.profileId})
 WITH row, existing IS NULL AS created
 MERGE (p:Profile {profileId: row.profileId})
-  ON CREATE SET p.announcementEmailOptOut = false, p.announcementPushOptOut = false
-SET p.campaignStateLock = coalesce(p.campaignStateLock, 0) + 1,
-    p.did = row.did, p.dob = row.dob, p.locale = row.locale,
-    p.isManaged = row.isManaged, p.isServiceProfile = row.isServiceProfile,
-    p.notificationsWebhook = row.notificationsWebhook
+  ON CREATE SET p.announcementEmailOptOut = false, p.announcementPushOptOut = false,
+                p.isManaged = false, p.isServiceProfile = false
+SET p.campaignStateLock = coalesce(p.campaignStateLock, 0) + 1, p += row.props
 WITH p, row, created
 CALL (p, row) {
   WITH p, row WHERE row.emails IS NOT NULL

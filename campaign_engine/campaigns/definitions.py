@@ -2,7 +2,9 @@
 
 Every write that changes a campaign takes the campaign lock first (``graph.locks.lock_campaign``), so
 optimistic checks such as ``expectedUpdatedAt`` compare against a value no other writer can change
-before commit. ``updatedAt`` advances strictly and ``revision`` counts every mutation.
+before commit. ``revision`` counts every mutation, and ``updatedAt`` moves to a later millisecond on
+every write: clients echo it through JavaScript ``Date`` (milliseconds), so ``expectedUpdatedAt`` is
+compared as an instant truncated to the millisecond, and two versions never share one.
 
 The definition is stored as JSON on the node, beside flat copies of the fields that queries filter on
 (status, window, channels, ...). ``node_properties`` is the one place that derives those copies.
@@ -11,7 +13,7 @@ The definition is stored as JSON on the node, beside flat copies of the fields t
 from __future__ import annotations
 
 import json
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Annotated, Any
 
 from neo4j.exceptions import ConstraintError
@@ -28,7 +30,7 @@ from campaign_engine.domain.campaign import (
     campaign_from_node,
 )
 from campaign_engine.domain.errors import BadRequest, Conflict, NotFound, bad_request_from
-from campaign_engine.domain.types import format_ts, next_after
+from campaign_engine.domain.types import format_ts, next_after, parse_ts, truncated
 from campaign_engine.graph.graph import Graph, Tx
 from campaign_engine.graph.locks import lock_campaign
 
@@ -146,8 +148,20 @@ def _locked(tx: Tx, campaign_id: str) -> dict[str, Any]:
     return node
 
 
+_MILLISECOND = timedelta(milliseconds=1)
+
+
+def _is_current(expected: datetime, stored: str) -> bool:
+    return truncated(expected, _MILLISECOND) == truncated(parse_ts(stored), _MILLISECOND)
+
+
 def _save(tx: Tx, node: dict[str, Any], props: dict[str, Any], now: datetime) -> dict[str, Any]:
-    record = tx.run(_SAVE, id=node["id"], props=props, updatedAt=next_after(now, node["updatedAt"])).single()
+    record = tx.run(
+        _SAVE,
+        id=node["id"],
+        props=props,
+        updatedAt=next_after(now, node["updatedAt"], resolution=_MILLISECOND),
+    ).single()
     assert record is not None
     return dict(record["campaign"])
 
@@ -174,7 +188,8 @@ def update_campaign(graph: Graph, *, patch: CampaignPatch, now: datetime) -> Cam
 
     def tx_fn(tx: Tx) -> dict[str, Any]:
         node = _locked(tx, patch.campaign_id)
-        if patch.expected_updated_at is not None and patch.expected_updated_at != node["updatedAt"]:
+        expected = patch.expected_updated_at
+        if expected is not None and not _is_current(expected, node["updatedAt"]):
             raise Conflict("the campaign changed since it was read (expectedUpdatedAt is stale)")
         if node["status"] == "archived":
             raise BadRequest("archived campaigns cannot be edited")

@@ -1,7 +1,8 @@
 """Profiles: batched idempotent upsert, read and delete (admin), plus streaming JSONL import.
 
 A batch is one transaction: every row is validated before anything is written, and a constraint
-violation (a DID already used by another profile) rolls the whole batch back.
+violation (a DID already used by another profile) rolls the whole batch back. A row changes only the
+fields it names (``domain/profile.py``); the API and the JSONL import share this one path.
 """
 
 from __future__ import annotations
@@ -22,17 +23,15 @@ __all__ = ["delete_profile", "get_profile", "import_jsonl", "upsert_profiles"]
 
 
 def _row(profile: ProfileIn) -> dict[str, Any]:
+    """One statement row: ``props`` holds only the named properties; a list is ``None`` when omitted
+    (kept) and a list when named (replaces; a named ``null`` is the empty list)."""
+    emails, tags, connections = profile.emails or [], profile.tags or [], profile.connections or []
     return {
         "profileId": profile.profile_id,
-        "did": profile.did,
-        "dob": profile.dob,
-        "locale": profile.locale,
-        "isManaged": profile.is_managed,
-        "isServiceProfile": profile.is_service_profile,
-        "notificationsWebhook": profile.notifications_webhook,
-        "emails": None if profile.emails is None else [e.model_dump() for e in profile.emails],
-        "tags": None if profile.tags is None else sorted(set(profile.tags)),
-        "connections": None if profile.connections is None else sorted(set(profile.connections)),
+        "props": profile.properties(),
+        "emails": [e.model_dump() for e in emails] if profile.named("emails") else None,
+        "tags": sorted(set(tags)) if profile.named("tags") else None,
+        "connections": sorted(set(connections)) if profile.named("connections") else None,
     }
 
 

@@ -10,21 +10,23 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Annotated, Any, Literal
 
 from pydantic import (
     AfterValidator,
-    AwareDatetime,
     BaseModel,
+    BeforeValidator,
     ConfigDict,
     Field,
+    PlainSerializer,
     StringConstraints,
+    WithJsonSchema,
     field_validator,
     model_validator,
 )
 
-from campaign_engine.domain.types import format_ts
+from campaign_engine.domain.types import checked_instant, format_ts, parse_instant
 
 __all__ = [
     "CLEARABLE_FIELDS",
@@ -68,14 +70,25 @@ def _internal_path(path: str) -> str:
     return path
 
 
-def _utc(moment: datetime) -> datetime:
-    return moment.astimezone(UTC)
+def _instant(value: object) -> datetime:
+    """Any RFC 3339 instant with an offset, in range, as UTC (``domain/types.py:parse_instant``)."""
+    if isinstance(value, str):
+        return parse_instant(value)
+    if isinstance(value, datetime):
+        return checked_instant(value)
+    raise ValueError("must be an RFC 3339 timestamp string")
 
 
 Text = Annotated[str, StringConstraints(strip_whitespace=True)]
 HttpsUrl = Annotated[str, StringConstraints(max_length=2048), AfterValidator(_https)]
 CampaignId = Annotated[str, StringConstraints(pattern=r"^[a-z0-9](?:[a-z0-9-]{0,62}[a-z0-9])?$")]
-UtcDatetime = Annotated[AwareDatetime, AfterValidator(_utc)]
+# Read leniently, written in the one stored spelling, so admins read back exactly what Cypher compares.
+UtcDatetime = Annotated[
+    datetime,
+    BeforeValidator(_instant),
+    PlainSerializer(format_ts, return_type=str, when_used="json"),
+    WithJsonSchema({"type": "string", "format": "date-time"}),
+]
 
 
 class _Strict(BaseModel):
@@ -188,11 +201,7 @@ class CampaignDefinition(_Strict):
 
     def wire(self) -> dict[str, Any]:
         """The JSON form stored in the graph and returned to admins (camelCase, UTC ``Z`` times)."""
-        data = self.model_dump(mode="json", by_alias=True, exclude_none=True)
-        for key, moment in (("startsAt", self.starts_at), ("endsAt", self.ends_at)):
-            if moment is not None:
-                data[key] = format_ts(moment)
-        return data
+        return self.model_dump(mode="json", by_alias=True, exclude_none=True)
 
     def has_in_app_message(self) -> bool:
         return "inApp" in self.channels and self.message is not None and self.message.enabled
@@ -203,12 +212,15 @@ class CampaignCreate(CampaignDefinition):
 
 
 class CampaignPatch(BaseModel):
-    """A partial update: omitted fields are kept, ``null`` clears an optional field."""
+    """A partial update: omitted fields are kept, ``null`` clears an optional field.
+
+    ``expectedUpdatedAt`` is an instant, not a spelling: ``campaigns/definitions.py`` compares it to the
+    stored ``updatedAt`` to the millisecond, so a value echoed through a JavaScript ``Date`` matches."""
 
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
 
     campaign_id: Annotated[str, Field(alias="campaignId", min_length=1, max_length=64)]
-    expected_updated_at: Annotated[str | None, Field(alias="expectedUpdatedAt")] = None
+    expected_updated_at: Annotated[UtcDatetime | None, Field(alias="expectedUpdatedAt")] = None
     name: Any = None
     description: Any = None
     channels: Any = None

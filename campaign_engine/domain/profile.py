@@ -1,10 +1,16 @@
-"""Profiles (the recipients) as admins write and read them."""
+"""Profiles (the recipients) as admins write and read them.
+
+An upsert row changes only what it names: an omitted field keeps its stored value, an explicit ``null``
+clears it (flags become ``false``, lists become empty, the rest is removed). A row that omits ``isManaged``
+or ``dob`` must never turn a managed minor into an eligible recipient, so "omitted" and "null" are told
+apart with pydantic's ``model_fields_set``.
+"""
 
 from __future__ import annotations
 
 import re
 from datetime import date
-from typing import Annotated
+from typing import Annotated, Any
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstraints, model_validator
 
@@ -56,8 +62,8 @@ class ProfileIn(BaseModel):
         Annotated[str, StringConstraints(max_length=35, pattern=r"^[A-Za-z]{2,3}([-_][A-Za-z0-9]{2,8})*$")]
         | None
     ) = None
-    is_managed: Annotated[bool, Field(alias="isManaged")] = False
-    is_service_profile: Annotated[bool, Field(alias="isServiceProfile")] = False
+    is_managed: Annotated[bool | None, Field(alias="isManaged")] = None
+    is_service_profile: Annotated[bool | None, Field(alias="isServiceProfile")] = None
     emails: Annotated[list[EmailContact], Field(max_length=20)] | None = None
     notifications_webhook: Annotated[
         Annotated[str, StringConstraints(max_length=2048), AfterValidator(_webhook)] | None,
@@ -65,6 +71,25 @@ class ProfileIn(BaseModel):
     ] = None
     tags: Annotated[list[Slug], Field(max_length=200)] | None = None
     connections: Annotated[list[ProfileIdStr], Field(max_length=5000)] | None = None
+
+    def named(self, field: str) -> bool:
+        """Whether the row named ``field`` (by Python name), even as ``null``."""
+        return field in self.model_fields_set
+
+    def properties(self) -> dict[str, Any]:
+        """The stored node properties this row sets, by stored name; ``None`` removes one."""
+        fields = type(self).model_fields
+        changes: dict[str, Any] = {}
+        for name in _NODE_PROPERTIES & self.model_fields_set:
+            value = getattr(self, name)
+            changes[fields[name].alias or name] = False if value is None and name in _FLAGS else value
+        return changes
+
+
+_NODE_PROPERTIES = frozenset(
+    {"did", "dob", "locale", "is_managed", "is_service_profile", "notifications_webhook"}
+)
+_FLAGS = frozenset({"is_managed", "is_service_profile"})
 
 
 class ProfileUpsert(BaseModel):

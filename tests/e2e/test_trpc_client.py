@@ -128,6 +128,15 @@ def test_trpc_client_v10_and_v11_with_both_links(
         anonymous = r["anonymous"]["error"]
         assert anonymous["isTRPCClientError"] and anonymous["code"] == "UNAUTHORIZED", (label, anonymous)
 
+        # updatedAt echoed through a JavaScript Date matches; the same echo after that update is stale.
+        stored = r["create"]["data"]["updatedAt"]
+        assert r["echoed"] == stored[:23] + "Z" and r["echoed"] != stored, (label, r["echoed"], stored)
+        assert r["echo"]["ok"] and r["echo"]["data"]["description"] == "echoed", (label, r["echo"])
+        assert r["echo"]["data"]["revision"] == r["create"]["data"]["revision"] + 1, label
+        stale = r["stale"]["error"]
+        assert stale["isTRPCClientError"], (label, stale)
+        assert (stale["code"], stale["httpStatus"]) == ("CONFLICT", 409), (label, stale)
+
         _check_wire(label, r["link"], r["requests"], campaign_id)
 
 
@@ -136,7 +145,7 @@ def _check_wire(label: str, link: str, requests: list[dict[str, Any]], campaign_
     paths = [unquote(urlsplit(req["url"]).path) for req in requests]
     if link == "httpLink":
         assert all("batch=1" not in req["url"] for req in requests), label
-        assert len(requests) == 10, (label, paths)
+        assert len(requests) == 13, (label, paths)
         create = requests[1]
         assert (create["method"], paths[1], create["contentType"]) == (
             "POST",
@@ -157,4 +166,4 @@ def _check_wire(label: str, link: str, requests: list[dict[str, Any]], campaign_
     assert requests[3]["status"] == 200, label
     assert paths[4] == "/trpc/campaigns.get,campaigns.get", (label, paths)
     assert requests[4]["status"] == 207, label
-    assert len(requests) == 8, (label, paths)
+    assert len(requests) == 11, (label, paths)

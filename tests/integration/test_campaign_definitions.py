@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta, timezone
 from typing import Any
 
 import pytest
@@ -164,6 +164,39 @@ def test_updated_at_is_strictly_monotonic_within_one_millisecond(
                 ]
             )
     assert stamps == sorted(set(stamps)), stamps
+    # Distinct even to the millisecond, the precision clients echo them back at.
+    assert len({stamp[:23] for stamp in stamps}) == len(stamps), stamps
+
+
+def js_date_echo(stamp: str) -> str:
+    """What ``new Date(stamp).toISOString()`` sends back: milliseconds, truncated, ``Z``."""
+    return stamp[:23] + "Z"
+
+
+def test_expected_updated_at_is_compared_as_an_instant(api: TrpcClient) -> None:
+    created = create(api)
+
+    def update(name: str, expected: str) -> Any:
+        data = {"campaignId": "spring", "name": name, "expectedUpdatedAt": expected}
+        return admin_mutate(api, "campaigns.update", data)
+
+    echoed = ok(update("through a JavaScript Date", js_date_echo(created["updatedAt"])))
+    assert error_code(update("stale echo", js_date_echo(created["updatedAt"]))) == "CONFLICT"
+    in_paris = datetime.fromisoformat(echoed["updatedAt"]).astimezone(timezone(timedelta(hours=1)))
+    assert ok(update("another offset", in_paris.isoformat()))["revision"] == created["revision"] + 2
+    assert error_code(update("stale offset", in_paris.isoformat())) == "CONFLICT"
+
+
+def test_a_stale_echo_from_the_same_millisecond_is_still_a_conflict(
+    base_settings: Settings, graph: Graph
+) -> None:
+    frozen = datetime(2030, 1, 1, 0, 0, 0, 123456, tzinfo=UTC)
+    with api_client(base_settings, graph, clock=lambda: frozen) as api:
+        echo = js_date_echo(create(api)["updatedAt"])
+        first = {"campaignId": "spring", "name": "first", "expectedUpdatedAt": echo}
+        ok(admin_mutate(api, "campaigns.update", first))
+        second = {"campaignId": "spring", "name": "second", "expectedUpdatedAt": echo}
+        assert error_code(admin_mutate(api, "campaigns.update", second)) == "CONFLICT"
 
 
 def test_status_transitions(api: TrpcClient) -> None:

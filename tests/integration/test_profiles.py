@@ -4,15 +4,17 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from campaign_engine.campaigns.profiles import import_jsonl
+from campaign_engine.campaigns.profiles import get_profile, import_jsonl
 from campaign_engine.config import Settings
 from campaign_engine.domain.errors import BadRequest
 from campaign_engine.graph.graph import Graph
+from campaign_engine.graph.policy import CAMPAIGN_AGE_OK, EMAIL_AGE_OK, policy_params
 from tests.conftest import ADMIN_ID
 from tests.support.api import TrpcClient, api_client, error_code, ok
 
@@ -57,6 +59,103 @@ def test_omitted_lists_are_kept_and_provided_lists_replace(api: TrpcClient, grap
     profile = ok(get(api, "p1"))
     assert (profile["tags"], profile["emails"]) == (["b"], [])
     assert graph.run("MATCH (m:ContactMethod) RETURN count(m) AS n")[0]["n"] == 0
+
+
+# (field, a stored value, what profiles.get shows after an explicit null)
+FIELDS: list[tuple[str, Any, Any]] = [
+    ("did", "did:plc:kept", None),
+    ("dob", "2012-05-01", None),
+    ("locale", "fr-CA", None),
+    ("isManaged", True, False),
+    ("isServiceProfile", True, False),
+    ("notificationsWebhook", "https://inbox.example.org/hook", None),
+    ("emails", [{"address": "a@example.org", "verified": True, "primary": True}], []),
+    ("tags", ["beta"], []),
+    ("connections", ["friend"], []),
+]
+
+
+@pytest.mark.parametrize(("field", "value", "cleared"), FIELDS, ids=[f[0] for f in FIELDS])
+def test_an_omitted_field_keeps_its_value_and_null_clears_it(
+    api: TrpcClient, field: str, value: Any, cleared: Any
+) -> None:
+    ok(upsert(api, {"profileId": "friend"}, {"profileId": "p1", field: value}))
+    other = ("tags", ["other"]) if field != "tags" else ("locale", "es")
+    for row in (
+        {"profileId": "p1"},
+        {"profileId": "p1", other[0]: other[1]},
+        {"profileId": "p1", other[0]: None},
+    ):
+        ok(upsert(api, row))
+        assert ok(get(api, "p1"))[field] == value, row
+    ok(upsert(api, {"profileId": "p1", field: None}))
+    assert ok(get(api, "p1"))[field] == cleared
+
+
+@pytest.mark.parametrize(("field", "value", "cleared"), FIELDS, ids=[f[0] for f in FIELDS])
+def test_jsonl_import_changes_only_what_a_line_names(
+    graph: Graph, tmp_path: Path, field: str, value: Any, cleared: Any
+) -> None:
+    def run_import(*rows: dict[str, Any]) -> None:
+        path = tmp_path / "profiles.jsonl"
+        path.write_text("\n".join(json.dumps(row) for row in rows))
+        with path.open() as lines:
+            import_jsonl(graph, lines)
+
+    def stored() -> Any:
+        return get_profile(graph, "p1").model_dump(by_alias=True, mode="json")[field]
+
+    run_import({"profileId": "friend"}, {"profileId": "p1", field: value})
+    run_import({"profileId": "p1"})
+    assert stored() == value
+    run_import({"profileId": "p1", field: None})
+    assert stored() == cleared
+
+
+def test_an_upsert_that_omits_dob_and_flags_keeps_a_managed_minor_ineligible(
+    api: TrpcClient, graph: Graph
+) -> None:
+    ok(upsert(api, {"profileId": "minor", "dob": "2015-01-01", "isManaged": True, "isServiceProfile": True}))
+    graph.run("CREATE (:Campaign {id: 'strict', excludeMinors: true})")
+
+    def eligibility() -> dict[str, Any]:
+        return graph.run(
+            f"MATCH (p:Profile {{profileId: 'minor'}}), (c:Campaign {{id: 'strict'}}) "
+            f"RETURN coalesce({CAMPAIGN_AGE_OK}, false) AS campaign, "
+            f"coalesce({EMAIL_AGE_OK}, false) AS email",
+            **policy_params(datetime(2026, 3, 1, tzinfo=UTC), 18),
+        )[0]
+
+    assert eligibility() == {"campaign": False, "email": False}
+    ok(upsert(api, {"profileId": "minor", "locale": "es", "tags": ["beta"]}))
+    assert eligibility() == {"campaign": False, "email": False}
+    node = graph.run("MATCH (p:Profile {profileId: 'minor'}) RETURN p {.*} AS p")[0]["p"]
+    assert (node["dob"], node["isManaged"], node["isServiceProfile"]) == ("2015-01-01", True, True)
+
+
+def test_flags_are_stored_as_false_when_omitted_on_create_or_cleared(api: TrpcClient, graph: Graph) -> None:
+    ok(
+        upsert(
+            api, {"profileId": "new"}, {"profileId": "cleared", "isManaged": True, "isServiceProfile": True}
+        )
+    )
+    ok(upsert(api, {"profileId": "cleared", "isManaged": None, "isServiceProfile": None}))
+    rows = graph.run(
+        "MATCH (p:Profile) RETURN p.profileId AS id, p.isManaged AS managed, p.isServiceProfile AS service "
+        "ORDER BY id"
+    )
+    assert rows == [
+        {"id": "cleared", "managed": False, "service": False},
+        {"id": "new", "managed": False, "service": False},
+    ]
+
+
+def test_an_upsert_never_touches_the_opt_outs(api: TrpcClient, graph: Graph) -> None:
+    ok(upsert(api, {"profileId": "p1"}))
+    graph.run("MATCH (p:Profile) SET p.announcementEmailOptOut = true, p.announcementPushOptOut = true")
+    ok(upsert(api, {"profileId": "p1", "locale": None, "isManaged": None, "tags": None}))
+    profile = ok(get(api, "p1"))
+    assert (profile["announcementEmailOptOut"], profile["announcementPushOptOut"]) == (True, True)
 
 
 def test_connections_link_existing_profiles_both_ways(api: TrpcClient) -> None:

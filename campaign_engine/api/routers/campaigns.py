@@ -53,7 +53,10 @@ def list_(ctx: Context, data: ListInput) -> definitions.CampaignPage:
 
 @router.mutation("update", auth="admin")
 def update(ctx: Context, data: CampaignPatch) -> CampaignPublic:
-    """Partial patch; null clears optional fields; expectedUpdatedAt guards against lost updates."""
+    """Partial patch; null clears optional fields; expectedUpdatedAt guards against lost updates.
+
+    expectedUpdatedAt is an instant compared to the millisecond: a value echoed through a JavaScript
+    ``Date`` matches, an older one is CONFLICT."""
     return definitions.update_campaign(ctx.services.graph, patch=data, now=ctx.services.clock())
 
 

@@ -29,7 +29,9 @@ class Deleted(BaseModel):
 
 @router.mutation("upsert", auth="admin")
 def upsert(ctx: Context, data: ProfileUpsert) -> UpsertResult:
-    """Create or update up to 1000 profiles atomically."""
+    """Create or update up to 1000 profiles atomically.
+
+    A row changes only the fields it names: an omitted field keeps its value, an explicit null clears it."""
     return profiles.upsert_profiles(ctx.services.graph, data)
 
 

@@ -108,6 +108,18 @@ async function scenario(version, linkName) {
     E,
   );
   out.anonymous = await settle(anonymous.campaigns.list.query(), E);
+  // Optimistic concurrency through a JavaScript Date: the echoed updatedAt (milliseconds, "Z") is the
+  // same instant as the stored one, so the update succeeds; echoing it again afterwards is stale.
+  const read = await settle(client.campaigns.get.query({ campaignId: id }), E);
+  out.echoed = read.ok ? new Date(read.data.updatedAt).toISOString() : null;
+  out.echo = await settle(
+    client.campaigns.update.mutate({ campaignId: id, description: "echoed", expectedUpdatedAt: out.echoed }),
+    E,
+  );
+  out.stale = await settle(
+    client.campaigns.update.mutate({ campaignId: id, description: "stale", expectedUpdatedAt: out.echoed }),
+    E,
+  );
   out.requests = requests;
   return out;
 }
