@@ -2,6 +2,9 @@
 
 One path per procedure: queries as GET with a JSON ``input`` query parameter, mutations as POST with
 a JSON body; every success is ``{"result": {"data": <output>}}`` and every error the shared envelope.
+The document promises exactly what the adapter does (``tests/e2e/test_api_fuzz.py`` holds it to that):
+an input is required when its model refuses "no input", and otherwise may be absent or JSON ``null``,
+which the adapter reads as no input.
 """
 
 from __future__ import annotations
@@ -9,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from pydantic import TypeAdapter
+from pydantic import BaseModel, TypeAdapter, ValidationError
 
 from campaign_engine.api.errors import HTTP_STATUS, JSON_RPC_CODES
 from campaign_engine.api.trpc import Procedure
@@ -60,6 +63,23 @@ def _schema(adapter: TypeAdapter[Any], components: dict[str, Any], mode: str) ->
     return schema
 
 
+def _requires_input(model: type[BaseModel]) -> bool:
+    """Whether the adapter refuses a call without input: it validates "no input" as ``{}``."""
+    try:
+        model.model_validate({})
+    except ValidationError:
+        return True
+    return False
+
+
+def _input(model: type[BaseModel], components: dict[str, Any]) -> tuple[bool, dict[str, Any]]:
+    """The input's JSON schema and whether it is required; an optional input may also be ``null``."""
+    schema = _schema(TypeAdapter(model), components, "validation")
+    if _requires_input(model):
+        return True, schema
+    return False, {"anyOf": [schema, {"type": "null"}]}
+
+
 def build_openapi(procedures: Iterable[Procedure], *, title: str, version: str) -> dict[str, Any]:
     components: dict[str, Any] = {"TrpcError": _ERROR_SCHEMA}
     paths: dict[str, Any] = {}
@@ -90,19 +110,19 @@ def build_openapi(procedures: Iterable[Procedure], *, title: str, version: str) 
         if proc.auth != "public":
             operation["security"] = [{"bearer": []}]
         if proc.input_model is not None:
-            input_schema = _schema(TypeAdapter(proc.input_model), components, "validation")
+            required, input_schema = _input(proc.input_model, components)
             if proc.kind == "query":
                 operation["parameters"] = [
                     {
                         "name": "input",
                         "in": "query",
-                        "required": False,
+                        "required": required,
                         "content": {"application/json": {"schema": input_schema}},
                     }
                 ]
             else:
                 operation["requestBody"] = {
-                    "required": False,
+                    "required": required,
                     "content": {"application/json": {"schema": input_schema}},
                 }
         paths[f"/trpc/{proc.path}"] = {"get" if proc.kind == "query" else "post": operation}

@@ -3,7 +3,10 @@
 Wire format (what an unmodified ``@trpc/client`` v10/v11 sends with httpLink or httpBatchLink and no
 transformer): queries ``GET /trpc/<path>?input=<json>``, mutations ``POST`` with a JSON body, batches
 ``/trpc/a,b?batch=1`` with ``{"0": .., "1": ..}`` answered by an array (207 when statuses differ).
-Every answer under ``/trpc`` is a tRPC envelope, including unknown paths and wrong methods.
+Every answer under ``/trpc`` is a tRPC envelope, including unknown paths, wrong methods (405 with the
+``Allow`` header RFC 9110 requires) and hostile bodies: input is parsed by pydantic-core's strict JSON
+parser, whose nesting depth (200) and integer size (4,300 digits) are bounded and which refuses invalid
+UTF-8, lone surrogates and NaN, so every malformed input is one PARSE_ERROR, never an exception.
 
 Handlers are plain synchronous functions ``(ctx, input) -> output``; they run in the thread pool because
 the Neo4j driver is synchronous. A handler may instead be a coroutine when its work is handed to a
@@ -22,8 +25,9 @@ from dataclasses import dataclass
 from typing import Any, Literal, TypeVar, get_type_hints
 
 from pydantic import BaseModel, TypeAdapter, ValidationError
+from pydantic_core import from_json, to_json
 from starlette.concurrency import run_in_threadpool
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response
 
 from campaign_engine.api.context import Context, RateLimiter, Services
@@ -35,6 +39,7 @@ __all__ = ["Procedure", "ProcedureRouter", "TrpcEndpoint"]
 log = logging.getLogger(__name__)
 
 Kind = Literal["query", "mutation"]
+METHOD: dict[Kind, str] = {"query": "GET", "mutation": "POST"}  # the one HTTP method of each kind
 Auth = Literal["public", "user", "admin"]
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -122,6 +127,14 @@ class TrpcEndpoint:
         if request.method == "HEAD":
             return Response(status_code=204)
         raw_path = request.path_params.get("path", "")
+        try:
+            return await self._answer(request, raw_path)
+        except Exception:  # a bug outside any one call: still an envelope, never a plain-text 500
+            log.exception("trpc.internal_error path=%s", raw_path)
+            status, envelope = error_envelope("INTERNAL_SERVER_ERROR", "Internal server error", path=raw_path)
+            return JSONResponse(envelope, status_code=status)
+
+    async def _answer(self, request: Request, raw_path: str) -> Response:
         batch = request.query_params.get("batch") in {"1", "true"}
         paths = raw_path.split(",") if batch else [raw_path]
         try:
@@ -132,7 +145,7 @@ class TrpcEndpoint:
             inputs = await self._inputs(request, batch=batch, count=len(paths))
         except _RequestError as exc:
             status, envelope = error_envelope(exc.code, exc.message, path=raw_path)
-            return JSONResponse(envelope, status_code=status)
+            return JSONResponse(envelope, status_code=status, headers=self._allow(status, paths))
 
         # Off the event loop only when verifying may fetch a key set; an HS256 check is microseconds.
         if self.services.verifier.may_block:
@@ -145,13 +158,25 @@ class TrpcEndpoint:
         ]
         if not batch:
             status, encoded = results[0]
-            return Response(encoded, status_code=status, media_type="application/json")
-        statuses = {status for status, _ in results}
+        else:
+            statuses = {status for status, _ in results}
+            status = statuses.pop() if len(statuses) == 1 else 207
+            encoded = b"[" + b",".join(body for _, body in results) + b"]"
         return Response(
-            b"[" + b",".join(body for _, body in results) + b"]",
-            status_code=statuses.pop() if len(statuses) == 1 else 207,
-            media_type="application/json",
+            encoded, status_code=status, media_type="application/json", headers=self._allow(status, paths)
         )
+
+    def _allow(self, status: int, paths: Sequence[str]) -> dict[str, str] | None:
+        """RFC 9110 section 15.5.6: a 405 names the methods the target supports (HEAD always answers).
+
+        A known procedure supports its kind's method; a path naming none is answered by GET and POST
+        (as NOT_FOUND), so those are the methods it "supports".
+        """
+        if status != 405:
+            return None
+        known = [self.procedures[path] for path in paths if path in self.procedures]
+        methods = {METHOD[procedure.kind] for procedure in known} or {"GET", "POST"}
+        return {"allow": ", ".join(sorted({"HEAD", *methods}))}
 
     async def _inputs(self, request: Request, *, batch: bool, count: int) -> list[Any]:
         text: str | bytes | None
@@ -166,8 +191,9 @@ class TrpcEndpoint:
         if not text:
             return [_NO_INPUT] * count
         try:
-            value = json.loads(text.decode("utf-8") if isinstance(text, bytes) else text)
-        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+            # Every refusal is a ValueError: bad syntax or UTF-8, depth > 200, > 4,300 digits, NaN.
+            value = from_json(text, allow_inf_nan=False)
+        except ValueError as exc:
             raise _RequestError("PARSE_ERROR", "Input is not valid JSON") from exc
         if not batch:
             return [value]
@@ -211,8 +237,7 @@ class TrpcEndpoint:
         procedure = self.procedures.get(path)
         if procedure is None:
             raise NotFound(f'No procedure found on path "{path}"')
-        expected = "GET" if procedure.kind == "query" else "POST"
-        if method != expected:
+        if method != METHOD[procedure.kind]:
             raise _RequestError(
                 "METHOD_NOT_SUPPORTED", f"Unsupported {method}-request to {procedure.kind} procedure"
             )
@@ -264,8 +289,11 @@ class TrpcEndpoint:
             if raw is not _NO_INPUT and raw is not None:
                 raise BadRequest("This procedure takes no input")
             return (ctx,)
+        payload = {} if raw is _NO_INPUT or raw is None else raw
         try:
-            return (ctx, procedure.input_model.model_validate({} if raw is _NO_INPUT or raw is None else raw))
+            # Strict JSON semantics, as /openapi.json promises: 0 is no boolean and "5" no integer, while
+            # a timestamp string is still read by its field. Re-encoding costs microseconds per call.
+            return (ctx, procedure.input_model.model_validate_json(to_json(payload), strict=True))
         except ValidationError as exc:
             raise bad_request_from(exc) from exc
 
@@ -288,9 +316,12 @@ async def _read_body(request: Request) -> bytes:
         raise _RequestError("PAYLOAD_TOO_LARGE", f"Request body exceeds {MAX_BODY_BYTES} bytes")
     chunks: list[bytes] = []
     size = 0
-    async for chunk in request.stream():
-        size += len(chunk)
-        if size > MAX_BODY_BYTES:
-            raise _RequestError("PAYLOAD_TOO_LARGE", f"Request body exceeds {MAX_BODY_BYTES} bytes")
-        chunks.append(chunk)
+    try:
+        async for chunk in request.stream():
+            size += len(chunk)
+            if size > MAX_BODY_BYTES:
+                raise _RequestError("PAYLOAD_TOO_LARGE", f"Request body exceeds {MAX_BODY_BYTES} bytes")
+            chunks.append(chunk)
+    except ClientDisconnect as exc:  # nobody reads the answer; not a bug worth a traceback
+        raise _RequestError("BAD_REQUEST", "The request body ended early") from exc
     return b"".join(chunks)

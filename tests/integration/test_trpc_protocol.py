@@ -7,10 +7,11 @@ exercises: bad JSON, wrong methods, content types, handler bugs, health).
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
@@ -22,6 +23,7 @@ from starlette.routing import Route
 from campaign_engine.api.app import ROUTERS, create_app
 from campaign_engine.api.auth import TokenVerifier
 from campaign_engine.api.context import Context, Services
+from campaign_engine.api.errors import JSON_RPC_CODES
 from campaign_engine.api.trpc import ProcedureRouter, TrpcEndpoint
 from campaign_engine.campaigns.audience import Policy
 from campaign_engine.campaigns.engagement import EngagementService
@@ -323,6 +325,244 @@ def test_validation_errors_are_bad_request_with_field_paths(api: TrpcClient, adm
     assert error_code(not_an_object) == "BAD_REQUEST"
 
 
+# --- hostile requests: each one is a single 4xx envelope, and nothing runs -----------------------
+
+JSON = "application/json"
+
+
+def _oversize_in_chunks() -> Iterator[bytes]:
+    """9 MiB without a Content-Length (chunked): the limit must hold while the body arrives."""
+    yield b'{"profiles": [{"profileId": "'
+    for _ in range(9):
+        yield b"x" * (1024 * 1024)
+    yield b'"}]}'
+
+
+HOSTILE = [
+    # method, url, body, content type, status, tRPC code, Allow header on a 405
+    pytest.param(
+        "POST", "/trpc/campaigns.create", b"[" * 5000, JSON, 400, "PARSE_ERROR", None, id="deep-body"
+    ),
+    pytest.param(
+        "GET",
+        "/trpc/campaigns.list?input=" + "%5B" * 5000,
+        None,
+        None,
+        400,
+        "PARSE_ERROR",
+        None,
+        id="deep-query",
+    ),
+    pytest.param(
+        "POST",
+        "/trpc/campaigns.create,campaigns.create?batch=1",
+        b'{"0": ' + b"[" * 5000,
+        JSON,
+        400,
+        "PARSE_ERROR",
+        None,
+        id="deep-batch",
+    ),
+    pytest.param(
+        "POST",
+        "/trpc/profiles.upsert",
+        b'{"profiles": [' + b"9" * 5000 + b"]}",
+        JSON,
+        400,
+        "PARSE_ERROR",
+        None,
+        id="5000-digit-integer",
+    ),
+    pytest.param(
+        "GET",
+        "/trpc/campaigns.list?input=%7B%22limit%22%3A" + "9" * 5000 + "%7D",
+        None,
+        None,
+        400,
+        "PARSE_ERROR",
+        None,
+        id="5000-digit-integer-query",
+    ),
+    # Within the parser's bound, a huge number is the model's to refuse, with the field's path.
+    pytest.param(
+        "GET",
+        "/trpc/campaigns.list?input=%7B%22limit%22%3A" + "9" * 4000 + "%7D",
+        None,
+        None,
+        400,
+        "BAD_REQUEST",
+        None,
+        id="4000-digit-integer",
+    ),
+    pytest.param(
+        "POST", "/trpc/campaigns.create", b'{"id": "\xc3\x28"}', JSON, 400, "PARSE_ERROR", None, id="bad-utf8"
+    ),
+    pytest.param(
+        "POST",
+        "/trpc/campaigns.create",
+        b'{"id": "\\ud800"}',
+        JSON,
+        400,
+        "PARSE_ERROR",
+        None,
+        id="lone-surrogate",
+    ),
+    pytest.param(
+        "GET",
+        "/trpc/campaigns.list?input=%7B%22limit%22%3ANaN%7D",
+        None,
+        None,
+        400,
+        "PARSE_ERROR",
+        None,
+        id="nan",
+    ),
+    pytest.param(
+        "POST",
+        "/trpc/campaigns.create",
+        b"{}",
+        "text/plain",
+        415,
+        "UNSUPPORTED_MEDIA_TYPE",
+        None,
+        id="text-plain",
+    ),
+    pytest.param(
+        "POST",
+        "/trpc/profiles.upsert",
+        _oversize_in_chunks,
+        JSON,
+        413,
+        "PAYLOAD_TOO_LARGE",
+        None,
+        id="oversize",
+    ),
+    pytest.param(
+        "GET",
+        "/trpc/campaigns.create",
+        json.dumps(NEW_CAMPAIGN).encode(),
+        JSON,
+        405,
+        "METHOD_NOT_SUPPORTED",
+        "HEAD, POST",
+        id="get-with-body-to-mutation",
+    ),
+    pytest.param(
+        "POST",
+        "/trpc/campaigns.list",
+        b"{}",
+        JSON,
+        405,
+        "METHOD_NOT_SUPPORTED",
+        "GET, HEAD",
+        id="post-to-query",
+    ),
+    pytest.param(
+        "PUT", "/trpc/campaigns.create", b"{}", JSON, 405, "METHOD_NOT_SUPPORTED", "HEAD, POST", id="put"
+    ),
+    pytest.param(
+        "OPTIONS", "/trpc/campaigns.get", None, None, 405, "METHOD_NOT_SUPPORTED", "GET, HEAD", id="options"
+    ),
+    pytest.param(
+        "DELETE",
+        "/trpc/nope.nothing",
+        None,
+        None,
+        405,
+        "METHOD_NOT_SUPPORTED",
+        "GET, HEAD, POST",
+        id="unknown-path",
+    ),
+    pytest.param(
+        "GET",
+        "/trpc/campaigns.create,campaigns.delete?batch=1",
+        None,
+        None,
+        405,
+        "METHOD_NOT_SUPPORTED",
+        "HEAD, POST",
+        id="batch-of-mutations-by-get",
+    ),
+]
+
+
+@pytest.mark.parametrize(("method", "url", "body", "content_type", "status", "code", "allow"), HOSTILE)
+def test_hostile_requests_are_one_4xx_envelope_and_nothing_runs(
+    api: TrpcClient,
+    admin: dict[str, str],
+    graph: Graph,
+    method: str,
+    url: str,
+    body: bytes | Callable[[], Iterator[bytes]] | None,
+    content_type: str | None,
+    status: int,
+    code: str,
+    allow: str | None,
+) -> None:
+    headers = {**admin, **({"content-type": content_type} if content_type else {})}
+    content = body() if callable(body) else body
+    response = api.http.request(method, url, content=content, headers=headers)
+    assert response.status_code == status, response.text
+    assert response.headers["content-type"].startswith(JSON)
+    payload = response.json()
+    if isinstance(payload, list):  # a batch whose every call was refused alike
+        assert payload, payload
+        errors = [_error(item, code, status) for item in payload]
+    else:
+        errors = [_error(payload, code, status)]
+    assert all(error["code"] == JSON_RPC_CODES[code] for error in errors)
+    assert response.headers.get("allow") == allow
+    assert graph.run("MATCH (n) WHERE n:Campaign OR n:Profile RETURN count(n) AS n")[0]["n"] == 0
+
+
+def test_inputs_are_read_as_strictly_typed_json_as_documented(
+    api: TrpcClient, admin: dict[str, str], graph: Graph
+) -> None:
+    """The document says integer and boolean: "5" and 0 are neither (pydantic's lax mode coerced them)."""
+    query = api.http.get("/trpc/campaigns.list", params={"input": json.dumps({"limit": "5"})}, headers=admin)
+    assert [issue["path"] for issue in _error(query.json(), "BAD_REQUEST", 400)["data"]["issues"]] == [
+        ["limit"]
+    ]
+    upsert = api.http.post(
+        "/trpc/profiles.upsert",
+        json={"profiles": [{"profileId": "p1", "isServiceProfile": 0}]},
+        headers=admin,
+    )
+    issues = _error(upsert.json(), "BAD_REQUEST", 400)["data"]["issues"]
+    assert [issue["path"] for issue in issues] == [["profiles", 0, "isServiceProfile"]]
+    assert graph.run("MATCH (p:Profile) RETURN count(p) AS n")[0]["n"] == 0
+    # A timestamp has no JSON type of its own: its string is still read by the field.
+    created = ok(
+        api.http.post(
+            "/trpc/campaigns.create",
+            json={**NEW_CAMPAIGN, "startsAt": "2030-01-01T02:00:00+02:00"},
+            headers=admin,
+        )
+    )
+    assert created["startsAt"].startswith("2030-01-01T00:00:00")
+
+
+def test_openapi_requires_an_input_exactly_where_the_api_does(api: TrpcClient, admin: dict[str, str]) -> None:
+    """A call without input is refused (BAD_REQUEST naming fields) iff the document marks it required;
+    where it is optional the document also allows ``null``, which the adapter reads as no input."""
+    doc = api.http.get("/openapi.json").json()
+    optional = set()
+    for url, item in doc["paths"].items():
+        ((method, operation),) = item.items()
+        declared = operation["parameters"][0] if "parameters" in operation else operation.get("requestBody")
+        if declared is None:
+            continue
+        response = api.http.request(method.upper(), url, headers=admin)
+        refused = response.status_code == 400 and bool(response.json()["error"]["data"].get("issues"))
+        assert refused == declared["required"], (url, response.text)
+        if not declared["required"]:
+            optional.add(url)
+            schema = declared["content"]["application/json"]["schema"]
+            assert {"type": "null"} in schema["anyOf"], url
+    assert {"/trpc/campaigns.list", "/trpc/preferences.updateAnnouncementPreferences"} <= optional
+    assert "/trpc/campaigns.get" not in optional
+
+
 # --- handler bugs: a throwaway router, never part of the production registry ----------------------
 
 
@@ -360,7 +600,7 @@ def _probe_router() -> ProcedureRouter:
 
 
 @pytest.fixture
-def probe(base_settings: Settings, graph: Graph) -> Iterator[TestClient]:
+def probe_app(base_settings: Settings, graph: Graph) -> Iterator[Starlette]:
     engagement = EngagementService(graph, policy=lambda: Policy.of(base_settings, system_clock()))
     services = Services(
         settings=base_settings,
@@ -370,10 +610,70 @@ def probe(base_settings: Settings, graph: Graph) -> Iterator[TestClient]:
         engagement=engagement,
     )
     endpoint = TrpcEndpoint(services, [_probe_router()])
-    app = Starlette(routes=[Route("/trpc/{path:path}", endpoint.__call__, methods=["GET", "POST", "HEAD"])])
-    with TestClient(app, raise_server_exceptions=False) as client:
-        yield client
+    yield Starlette(routes=[Route("/trpc/{path:path}", endpoint.__call__, methods=["GET", "POST", "HEAD"])])
     engagement.close()
+
+
+@pytest.fixture
+def probe(probe_app: Starlette) -> Iterator[TestClient]:
+    with TestClient(probe_app, raise_server_exceptions=False) as client:
+        yield client
+
+
+def _raw_post(app: Starlette, *received: dict[str, Any]) -> tuple[int, dict[str, str], bytes]:
+    """POST /trpc/probe.echo straight through ASGI, with the server messages ``received`` as given."""
+    scope = {
+        "type": "http",
+        "asgi": {"version": "3.0"},
+        "http_version": "1.1",
+        "method": "POST",
+        "scheme": "http",
+        "path": "/trpc/probe.echo",
+        "raw_path": b"/trpc/probe.echo",
+        "root_path": "",
+        "query_string": b"",
+        "headers": [(b"content-type", b"application/json")],
+        "server": ("testserver", 80),
+        "client": ("testclient", 50000),
+    }
+    messages = iter(received)
+    sent: list[dict[str, Any]] = []
+
+    async def receive() -> dict[str, Any]:
+        return next(messages)
+
+    async def send(message: dict[str, Any]) -> None:
+        sent.append(message)
+
+    asyncio.run(app(scope, receive, send))
+    start, body = sent[0], b"".join(message.get("body", b"") for message in sent[1:])
+    return start["status"], {k.decode(): v.decode() for k, v in start["headers"]}, body
+
+
+def test_a_bug_outside_any_call_is_still_one_envelope(
+    probe_app: Starlette, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A server handing the body over as text (a bug, not a client error) fails before any call runs."""
+    with caplog.at_level(logging.ERROR, logger="campaign_engine.api.trpc"):
+        status, headers, body = _raw_post(probe_app, {"type": "http.request", "body": '{"word": "hi"}'})
+    assert status == 500
+    assert headers["content-type"] == JSON
+    _error(json.loads(body), "INTERNAL_SERVER_ERROR", 500, path="probe.echo")
+    assert any("probe.echo" in record.getMessage() for record in caplog.records)
+
+
+def test_a_client_gone_mid_body_is_a_bad_request_not_a_logged_bug(
+    probe_app: Starlette, caplog: pytest.LogCaptureFixture
+) -> None:
+    with caplog.at_level(logging.ERROR, logger="campaign_engine.api.trpc"):
+        status, _, body = _raw_post(
+            probe_app,
+            {"type": "http.request", "body": b'{"wo', "more_body": True},
+            {"type": "http.disconnect"},
+        )
+    assert status == 400
+    _error(json.loads(body), "BAD_REQUEST", 400)
+    assert caplog.records == []
 
 
 @pytest.mark.parametrize("procedure", ["probe.boom", "probe.badOutput"])

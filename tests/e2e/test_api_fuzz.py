@@ -1,0 +1,130 @@
+"""Schema-driven fuzzing of the API: schemathesis against ``/openapi.json``, with every check it has.
+
+The real app runs under uvicorn on a loopback port against the test Neo4j, and the calls carry an admin
+bearer token, so the authorised paths run too (the ``ignored_auth`` check also replays them without it).
+The document and the adapter come from one registry; this test holds them to each other: no 5xx, every
+answer in the documented shape, schema-valid input accepted, schema-invalid input refused with a 4xx
+envelope, undeclared methods answered 405 with ``Allow``. Per operation it runs schemathesis' coverage
+phase (boundaries, missing input, undeclared methods, wrong content types) and its fuzzing phase; a fixed
+seed and a bounded number of examples make it repeatable and about half a minute long (2 cores).
+
+The document is built at import from the same registry ``create_app`` serves (schemathesis generates
+one pytest test per operation at collection, before any server runs; its fixture-loaded variant does not
+run under pytest 9.2), and ``test_the_fuzzed_document_is_the_served_one`` proves it is the served one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+import pytest
+import schemathesis
+from pydantic import SecretStr
+from schemathesis.checks import CHECKS, load_all_checks
+
+from campaign_engine.api.app import ROUTERS, create_app
+from campaign_engine.api.auth import ADMIN_SCOPE, mint_token
+from campaign_engine.api.openapi import build_openapi
+from campaign_engine.config import Settings
+from campaign_engine.graph.graph import Graph
+from tests.conftest import ADMIN_ID
+from tests.support.servers import serve_in_thread
+
+pytestmark = pytest.mark.e2e
+
+SEED = 20261130
+EXAMPLES_PER_OPERATION = 10
+
+DOCUMENT = build_openapi(
+    [procedure for router in ROUTERS for procedure in router.procedures], title="campaign-engine", version="0"
+)
+# Known mismatches in code this test does not own, each reported with its failing example: the API
+# refuses (BAD_REQUEST) input the document calls valid. Only that status of the positive-data check is
+# waived, only for these operations; every other check still runs on them. Remove an entry once fixed.
+_POSITIVE_DATA_ALSO_REFUSED = {
+    # domain/campaign.py: "channel 'email' needs 'email' content" (a model validator, absent from the
+    # schema), e.g. {"id": "admin-1", "name": "0", "channels": ["email"], "email": null}
+    "campaigns.create": "channel content is required by a model validator the schema omits",
+    # domain/campaign.py + domain/types.py: expectedUpdatedAt "0326-08-27T11:56:10.289691-09:47" is a
+    # date-time, refused as outside 1970..9999; CampaignPatch fields are typed Any, then re-validated.
+    "campaigns.update": "timestamp range and Any-typed patch fields",
+    # domain/audience.py, domain/profile.py: the pattern ^[^\s,]+$ refuses U+0085 in pydantic (Rust \s)
+    # but allows it in JSON Schema (ECMA-262 \s), e.g. profileIds ["\u0085\u0017"].
+    "campaigns.previewAudience": "\\s differs between the schema's and pydantic's regex dialects",
+    "campaigns.addAudience": "as previewAudience",
+    "campaigns.removeAudience": "as previewAudience",
+    # unsubscribe/tokens.py: a token that fails its signature is BAD_REQUEST "this unsubscribe link is
+    # not valid"; a string is all the schema can say, and a forged credential reads as 401/403/404.
+    "campaigns.unsubscribeFromAnnouncements": "an unverifiable token is BAD_REQUEST",
+    # domain/profile.py: email, dob and notificationsWebhook rules are AfterValidators the schema omits,
+    # e.g. {"profiles": [{"profileId": "0", "notificationsWebhook": "0000"}]}; plus the \s pattern above.
+    "profiles.upsert": "validators the schema omits",
+}
+_DEFAULT_POSITIVE_STATUSES = ["2xx", "3xx", "401", "403", "404", "409", "429", "5xx"]
+
+CONFIG = schemathesis.Config.from_dict(
+    {
+        "seed": SEED,
+        # Positive and negative inputs; no example database, so every run draws the same cases.
+        "generation": {"max-examples": EXAMPLES_PER_OPERATION, "mode": "all", "database": "none"},
+        "operations": [
+            {
+                "include-operation-id": operation_id,
+                "checks": {
+                    "positive_data_acceptance": {"expected-statuses": [*_DEFAULT_POSITIVE_STATUSES, "400"]}
+                },
+            }
+            for operation_id in _POSITIVE_DATA_ALSO_REFUSED
+        ],
+    }
+)
+schema = schemathesis.openapi.from_dict(DOCUMENT, config=CONFIG)
+
+
+@dataclass(frozen=True)
+class Served:
+    url: str
+    headers: dict[str, str]
+
+
+@pytest.fixture(scope="module")
+def served(base_settings: Settings, session_graph: Graph) -> Iterator[Served]:
+    """One server for every operation's test; the graph starts empty and keeps what the calls made."""
+    session_graph.run("MATCH (n) DETACH DELETE n")
+    settings = base_settings.model_copy(
+        update={
+            # The real per-profile limit, high enough for hundreds of calls from one admin in a minute.
+            "campaign_user_rate_limit_per_minute": 1_000_000,
+            # Configured, so the anonymous unsubscribe procedure runs rather than answering 503.
+            "campaign_unsubscribe_secret": SecretStr("fuzz-unsubscribe-secret-0123456789abcdef"),
+        }
+    )
+    token = mint_token(settings, profile_id=ADMIN_ID, scope=ADMIN_SCOPE)
+    with serve_in_thread(create_app(settings, graph=session_graph)) as url:
+        yield Served(url=url, headers={"Authorization": f"Bearer {token}"})
+    session_graph.run("MATCH (n) DETACH DELETE n")
+
+
+@schema.parametrize()
+def test_every_operation_keeps_the_documented_contract(case: schemathesis.Case, served: Served) -> None:
+    # No `checks=`: schemathesis runs every check its configuration enables, and that is all of them.
+    case.call_and_validate(base_url=served.url, headers=served.headers)
+
+
+def test_the_fuzzed_document_is_the_served_one(served: Served) -> None:
+    document: dict[str, Any] = httpx.get(f"{served.url}/openapi.json").json()
+    assert {key: value for key, value in document.items() if key != "info"} == {
+        key: value for key, value in DOCUMENT.items() if key != "info"
+    }
+
+
+def test_the_fuzzer_runs_every_built_in_check() -> None:
+    """Guards the claim above: a schemathesis upgrade that turns a check off by default fails here."""
+    load_all_checks()
+    config = CONFIG.projects.default.checks_config_for()
+    names = {check.__name__ for check in CHECKS.get_all()}
+    assert {"not_a_server_error", "negative_data_rejection", "unsupported_method"} <= names
+    assert all(config.get_by_name(name=name).enabled for name in names)
