@@ -11,7 +11,8 @@ actually dialled.
 - Address rules (``AddressPolicy``): a host is resolved **once** per connection attempt with an
   injectable ``Resolver``, and *every* answer must be allowed (one private answer blocks the lot, so DNS
   rebinding across answers cannot slip through). The transport then dials those validated literal IPs
-  and nothing resolves the name a second time within the attempt.
+  and nothing resolves the name a second time within the attempt (attempts that overlap in time may
+  share one resolution; the transport also bounds how long an attempt waits for it).
 - ``allow_private`` (``CAMPAIGN_ALLOW_PRIVATE_WEBHOOKS``, development only) admits loopback, RFC 1918
   and IPv6 ULA destinations. Nothing else can opt out: link-local (cloud metadata), multicast, reserved
   and translation ranges stay blocked whatever the flag says.

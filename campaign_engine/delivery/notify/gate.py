@@ -31,7 +31,9 @@ class SendGate:
     """Whether a campaign incarnation may still be posted to; each answer is reused for ``ttl`` seconds.
 
     Used only from the poster's event loop (no locks needed): one read per campaign and ``ttl`` however
-    many POSTs ask, run in a worker thread so the loop keeps sending meanwhile.
+    many POSTs ask, run in the loop's default executor so the loop keeps sending meanwhile. Nothing a
+    receiver controls runs there (webhook DNS has the transport's own pool), so a hostile receiver
+    cannot make the gate wait.
     """
 
     def __init__(

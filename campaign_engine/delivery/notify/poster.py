@@ -52,7 +52,8 @@ class WebhookPoster:
 
     At most ``concurrency`` POSTs are in flight across all callers. Each request is signed right before
     it is sent (fresh ``webhook-timestamp`` per attempt, so a POST that waited for its slot is not
-    stale) and goes through ``AsyncSafeTransport.post`` (``timeout`` bounds connect and answer).
+    stale) and goes through ``AsyncSafeTransport.post`` (``timeout`` bounds resolution and connect, then
+    the answer).
     Transport failures come back as result values; anything else is a bug and raises in the caller
     after the batch's other POSTs are cancelled. The poster owns the transport and closes it.
     """

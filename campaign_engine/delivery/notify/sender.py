@@ -9,7 +9,8 @@ the worker's verdict table (docs/architecture.md "Acknowledgement grammar") read
 - ``Blocked``: the egress policy refused the destination; final, retrying cannot change it.
 - ``Unreachable``: no request reached the receiver (no address, refused, TLS failed, not sendable).
 - ``Unreadable``: the exchange broke after the request went out (answer cut off, malformed, or over
-  the 64 KiB cap): the receiver may have stored it, so a retry may be a duplicate it must absorb.
+  the 64 KiB body or 16 KiB head cap): the receiver may have stored it, so a retry may be a duplicate
+  it must absorb.
 - ``TimedOut``: no complete answer in time (connect or answer); as uncertain as ``Unreadable``.
 - ``Skipped``: not posted because the pause gate said no (``retry`` False) or could not tell (True).
 """

@@ -5,8 +5,18 @@ Every webhook POST goes through ``AsyncSafeTransport.post``. It applies the egre
 per new connection with every answer checked, then a socket to the validated literal IP. The request
 still carries the original hostname, so ``Host``, TLS SNI and certificate verification use the name,
 never the IP. A transport never follows redirects: a 3xx is handed back as-is. Answers are read whole
-and capped at ``MAX_RESPONSE_BYTES`` while reading (``ResponseTooLarge``); content encodings are not
-decoded, because a decoded size cannot be capped (we ask for ``identity``).
+and capped at ``MAX_RESPONSE_BYTES`` while reading (``ResponseTooLarge``; a head over the caps of
+``http1`` is ``HeadersTooLarge``); content encodings are not decoded, because a decoded size cannot be
+capped (we ask for ``identity``).
+
+A hostile receiver must not hold our resources either (issue 11):
+
+- Resolution runs on the transport's own small thread pool, never the loop's default executor (the
+  pause gate reads the graph there), and each POST waits for it at most its connect budget: a name
+  that never resolves is ``ConnectError`` (unreachable, retried), never a verdict. Concurrent attempts
+  for one name share one resolution, so a stuck name holds one thread, not one per POST.
+- Kept-alive connections wait in an ``idle_pool.IdlePool``: bounded in total across destinations and
+  reaped at ``keepalive_expiry``, so thousands of distinct hosts cannot pile up open sockets.
 
 The HTTP/1.1 exchange is our own (``http1.Http1Connection``: one write per request, httptools' C
 parser for the answer) over asyncio connections. httpx's client layers and httpcore's async stack
@@ -24,6 +34,7 @@ import re
 import ssl
 import time
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 
 import httpx
 
@@ -34,18 +45,20 @@ from campaign_engine.delivery.notify.egress import (
     checked_url,
     system_resolver,
 )
-from campaign_engine.delivery.notify.http1 import Http1Connection, ResponseTooLarge
+from campaign_engine.delivery.notify.http1 import HeadersTooLarge, Http1Connection, ResponseTooLarge
+from campaign_engine.delivery.notify.idle_pool import Destination, IdlePool
 
 __all__ = [
     "MAX_RESPONSE_BYTES",
     "AsyncSafeTransport",
+    "HeadersTooLarge",
     "ResponseTooLarge",
     "make_webhook_transport",
 ]
 
 MAX_RESPONSE_BYTES = 64 * 1024
 
-_Key = tuple[str, str, int]  # (scheme, host, port): connections are pooled per destination
+_Key = Destination  # (scheme, host, port): connections are pooled per destination
 _FORBIDDEN_IN_HEADERS = re.compile(rb"[\r\n\0]")
 
 
@@ -54,8 +67,9 @@ class AsyncSafeTransport:
 
     ``verify`` exists for tests with a private CA; production keeps the default CA bundle. Proxies are
     not supported: a proxy would make the egress decision somewhere we cannot check. At most
-    ``max_idle_connections`` kept-alive connections per destination are kept, each for at most
-    ``keepalive_expiry`` seconds; how many POSTs run at once is the caller's bound (the poster's).
+    ``max_idle_connections`` kept-alive connections are kept across all destinations, each for at most
+    ``keepalive_expiry`` seconds; how many POSTs run at once is the caller's bound (the poster's). At
+    most ``resolver_threads`` host names resolve at once.
     """
 
     def __init__(
@@ -67,14 +81,21 @@ class AsyncSafeTransport:
         max_idle_connections: int = 64,
         keepalive_expiry: float = 5.0,
         max_response_bytes: int = MAX_RESPONSE_BYTES,
+        resolver_threads: int = 16,
     ) -> None:
         self._ssl_context = httpx.create_ssl_context(verify=verify, trust_env=False)
         self._policy = AddressPolicy(resolver=resolver or system_resolver, allow_private=allow_private)
         self._max_response_bytes = max_response_bytes
-        self._max_idle = max_idle_connections
-        self._keepalive_expiry = keepalive_expiry
-        self._idle: dict[_Key, list[Http1Connection]] = {}
+        self._idle = IdlePool(max_idle=max_idle_connections, expiry=keepalive_expiry)
         self._open: set[Http1Connection] = set()  # every connection not yet lost, idle or not
+        self._resolver_threads = resolver_threads
+        self._resolver_pool: ThreadPoolExecutor | None = None  # started on first use
+        self._resolving: dict[tuple[str, int], asyncio.Future[list[str]]] = {}
+
+    @property
+    def open_connections(self) -> int:
+        """Connections whose socket is not closed yet, in flight or idle."""
+        return len(self._open)
 
     async def post(
         self, url: str, body: bytes, headers: Sequence[tuple[str, str]], *, timeout: float | None
@@ -83,7 +104,8 @@ class AsyncSafeTransport:
 
         ``timeout`` bounds resolution-to-handshake, and separately the wait for the complete answer
         after the request was written (a total, so a trickling receiver cannot hold a slot). Raises
-        ``EgressBlocked`` (final), ``ResponseTooLarge`` or another ``httpx.TransportError``.
+        ``EgressBlocked`` (final), ``ResponseTooLarge`` (``HeadersTooLarge`` for the head) or another
+        ``httpx.TransportError`` (a name that does not resolve in time is a ``ConnectError``).
         """
         key, prefix = _target(url)
         lines = [prefix]
@@ -98,7 +120,12 @@ class AsyncSafeTransport:
     async def aclose(self, *, grace: float = 1.0) -> None:
         """Close every connection and return once they are gone, so the caller may close its event
         loop right after (a TLS close waits for the peer's answer; after ``grace`` seconds it is cut)."""
-        self._idle = {}
+        self._idle.clear()
+        for pending in self._resolving.values():
+            pending.cancel()  # a resolver thread that answers after the loop closed then drops it
+        if self._resolver_pool is not None:
+            self._resolver_pool.shutdown(wait=False, cancel_futures=True)
+            self._resolver_pool = None
         connections, self._open = self._open, set()
         for attempt in (Http1Connection.close, Http1Connection.abort):
             waiting = [connection for connection in connections if not connection.lost.done()]
@@ -111,7 +138,7 @@ class AsyncSafeTransport:
     async def _exchange(
         self, key: _Key, head: bytes, body: bytes, timeout: float | None
     ) -> tuple[int, list[tuple[bytes, bytes]], bytes]:
-        connection = self._checkout(key)
+        connection = self._idle.checkout(key)
         if connection is not None:
             try:
                 return await self._exchange_on(key, connection, head, body, timeout)
@@ -133,32 +160,12 @@ class AsyncSafeTransport:
         except BaseException:
             connection.close()
             raise
-        self._checkin(key, connection)
+        self._idle.checkin(key, connection)
         return answer
 
     def _track(self, connection: Http1Connection) -> None:
         self._open.add(connection)
         connection.lost.add_done_callback(lambda _: self._open.discard(connection))
-
-    def _checkout(self, key: _Key) -> Http1Connection | None:
-        stack = self._idle.get(key)
-        now = time.monotonic()
-        while stack:
-            connection = stack.pop()
-            # The loop reports a server-side close or stray bytes as they happen (``reusable`` turns
-            # False), so an idle connection needs no readability poll before reuse.
-            if connection.reusable and now - connection.idle_since < self._keepalive_expiry:
-                return connection
-            connection.close()
-        return None
-
-    def _checkin(self, key: _Key, connection: Http1Connection) -> None:
-        stack = self._idle.setdefault(key, [])
-        if connection.reusable and len(stack) < self._max_idle:
-            connection.idle_since = time.monotonic()
-            stack.append(connection)
-        else:
-            connection.close()
 
     async def _connect(self, key: _Key, timeout: float | None) -> Http1Connection:
         """Resolve once, validate every answer, dial the validated IPs in turn; TLS uses the name."""
@@ -167,11 +174,14 @@ class AsyncSafeTransport:
         started = time.monotonic()
         try:
             if self._policy.needs_resolution(host):
-                addresses = await loop.run_in_executor(None, self._policy.validated_addresses, host, port)
+                async with asyncio.timeout(timeout):
+                    addresses = await asyncio.shield(self._resolution(host, port))
             else:
                 addresses = self._policy.validated_addresses(host, port)
         except ResolutionFailed as exc:
             raise httpx.ConnectError(str(exc)) from exc
+        except TimeoutError:  # the resolution goes on for later attempts; this one gives up
+            raise httpx.ConnectError("webhook host name resolution timed out") from None
         tls = scheme == "https"
         last_error: Exception | None = None
         for address in addresses:
@@ -197,6 +207,28 @@ class AsyncSafeTransport:
                 last_error.__cause__ = exc
         assert last_error is not None  # validated_addresses never returns an empty list
         raise last_error
+
+    def _resolution(self, host: str, port: int) -> asyncio.Future[list[str]]:
+        """The validated addresses of ``host``, from the resolution in flight for it or a new one."""
+        key = (host, port)
+        pending = self._resolving.get(key)
+        if pending is not None:
+            return pending
+        if self._resolver_pool is None:
+            self._resolver_pool = ThreadPoolExecutor(self._resolver_threads, thread_name_prefix="webhook-dns")
+        pending = asyncio.get_running_loop().run_in_executor(
+            self._resolver_pool, self._policy.validated_addresses, host, port
+        )
+        self._resolving[key] = pending
+
+        def forget(done: asyncio.Future[list[str]]) -> None:
+            if self._resolving.get(key) is done:
+                del self._resolving[key]
+            if not done.cancelled():
+                done.exception()  # retrieved: every POST that waited for it may have given up
+
+        pending.add_done_callback(forget)
+        return pending
 
 
 @functools.lru_cache(maxsize=1024)
@@ -229,8 +261,9 @@ def make_webhook_transport(
     resolver: Resolver | None = None,
     max_connections: int = 64,
 ) -> AsyncSafeTransport:
-    """The transport the notification worker's poster posts through; ``max_connections`` should match
-    the poster's concurrency, so every POST in flight can keep its connection alive."""
+    """The transport the notification worker's poster posts through. ``max_connections`` (idle ones,
+    across all destinations) should match the poster's concurrency, so every POST in flight can keep its
+    connection alive; open sockets then stay under twice that however many hosts there are."""
     return AsyncSafeTransport(
         allow_private=allow_private, resolver=resolver, max_idle_connections=max_connections
     )
