@@ -7,6 +7,11 @@ cursor may move it, schedule a successor or finish the walk, so two chains colla
 counters (emailed, rejected, ...) always count, because those messages really went out or really were
 refused, whoever wins the cursor.
 
+Retries are bounded (``record_failure``): ``pageFailures`` counts consecutive failed attempts at the
+page after the current cursor (a job that raised, a re-arm by the sweeper without progress since), a
+won ``advance`` resets it, and at the limit the Dispatch becomes ``failed`` instead of being retried
+forever. A failure never moves the cursor, so ``campaigns.resumeDispatch`` resumes exactly there.
+
 Each write locks the Dispatch (``SET d.casLock``) *before* it reads status and cursor: under
 read-committed isolation, a check made before taking the lock could pass in two transactions at once.
 """
@@ -14,12 +19,13 @@ read-committed isolation, a check made before taking the lock could pass in two 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from campaign_engine.domain.dispatch import PageJob, send_blocked
 from campaign_engine.graph.graph import Tx
 
-__all__ = ["advance", "gate", "guard_reason", "read_guard", "stop"]
+__all__ = ["PageFailure", "advance", "gate", "guard_reason", "read_guard", "record_failure", "stop"]
 
 _READ_GUARD = """
 OPTIONAL MATCH (d:Dispatch {id: $dispatchId})
@@ -47,13 +53,43 @@ SET d.casLock = coalesce(d.casLock, 0) + 1,
 WITH d
 WHERE d.status = 'sending' AND coalesce(d.cursor, '') = $expected
 SET d.cursor = $cursor, d.pages = d.pages + 1, d.enqueued = d.enqueued + $enqueued,
-    d.lastProgressAt = $now, d.nextPageAt = $nextPageAt,
+    d.lastProgressAt = $now, d.nextPageAt = $nextPageAt, d.pageFailures = 0,
     d.status = CASE WHEN $done THEN 'completed' ELSE d.status END,
     d.finishedAt = CASE WHEN $done THEN $now ELSE d.finishedAt END
 RETURN d.id AS id
 """
 
 _COUNTERS = ("emailed", "rejected", "uncertain", "throttled")
+
+# The lock first, then the check (module docstring): the count belongs to the holder of the cursor.
+_FAILURES = """
+MATCH (d:Dispatch {id: $dispatchId})
+SET d.casLock = coalesce(d.casLock, 0) + 1
+WITH d
+WHERE d.status = 'sending' AND coalesce(d.cursor, '') = $cursor
+RETURN coalesce(d.pageFailures, 0) AS failures
+"""
+
+_COUNT_FAILURE = """
+MATCH (d:Dispatch {id: $dispatchId})
+SET d.pageFailures = $failures, d.lastFailureAt = $now
+"""
+
+_FAIL = """
+MATCH (d:Dispatch {id: $dispatchId})
+SET d.pageFailures = $failures, d.lastFailureAt = $now, d.status = 'failed', d.lastError = $reason,
+    d.finishedAt = $now, d.lastProgressAt = $now
+"""
+
+
+@dataclass(frozen=True)
+class PageFailure:
+    failures: int
+    """Consecutive failed attempts at this page, the one just recorded included."""
+    failed: bool
+    """The limit was reached: the Dispatch is now ``failed`` and must not be retried."""
+    reason: str | None = None
+    """The ``lastError`` written when ``failed``."""
 
 
 def read_guard(tx: Tx, job: PageJob) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
@@ -91,6 +127,32 @@ def stop(tx: Tx, job: PageJob, *, status: str, reason: str, now: str) -> None:
     tx.run(
         _STOP, dispatchId=job.dispatch_id, cursor=job.cursor or "", status=status, reason=reason, now=now
     ).consume()
+
+
+def record_failure(
+    tx: Tx, job: PageJob, *, error: str, max_failures: int, now: str, only_if_final: bool = False
+) -> PageFailure | None:
+    """Count one failed attempt at ``job``'s page; the ``max_failures``-th in a row fails the Dispatch.
+
+    ``None`` when the job no longer holds the cursor (a page ran or the walk ended meanwhile): nothing
+    is counted. The cursor never moves here. ``only_if_final`` writes nothing unless this failure is
+    the last allowed one: the sweeper counts an ordinary re-arm in its mark, after the enqueue.
+    """
+    record = tx.run(_FAILURES, dispatchId=job.dispatch_id, cursor=job.cursor or "").single()
+    if record is None:
+        return None
+    failures = int(record["failures"]) + 1
+    if failures < max_failures:
+        if not only_if_final:
+            tx.run(_COUNT_FAILURE, dispatchId=job.dispatch_id, failures=failures, now=now).consume()
+        return PageFailure(failures=failures, failed=False)
+    where = f"after cursor '{job.cursor}'" if job.cursor else "at the start"
+    reason = (
+        f"page_failures: the {job.channel} page {where} failed {failures} times in a row "
+        f"(last: {error}); fix the cause, then resume with campaigns.resumeDispatch"
+    )
+    tx.run(_FAIL, dispatchId=job.dispatch_id, failures=failures, reason=reason, now=now).consume()
+    return PageFailure(failures=failures, failed=True, reason=reason)
 
 
 def advance(

@@ -7,6 +7,9 @@ receive messages, hand them to ``JobTable.handle`` and settle each one by its ty
 - ``Retry(after_seconds)``: try again later; ``after_seconds`` is the back-off, applied as a
   per-message visibility change (``CAMPAIGN_DELIVERY_RETRY_SECONDS`` doubled per receive, at most
   900 s), so a page job that failed does not wait out the dispatch queue's long visibility timeout.
+  A failed page job is counted on its Dispatch (``PageFailures``); the
+  ``CAMPAIGN_DISPATCH_MAX_PAGE_FAILURES``-th failure in a row fails the Dispatch (``lastError`` says
+  what failed and how often) and the job is ``Dead``, so a page that can never succeed stops visibly.
 - ``Dead(reason)``: can never be served (unreadable, or no handler is configured for it): delete it.
   A page job that no handler can serve is recorded on its Dispatch (status ``failed``, ``lastError``),
   so a walk that cannot run stops visibly instead of ending as a silent ``completed`` or looping
@@ -24,7 +27,7 @@ from dataclasses import dataclass
 
 from pydantic import ValidationError
 
-from campaign_engine.delivery.dispatch_cursor import stop
+from campaign_engine.delivery.dispatch_cursor import record_failure, stop
 from campaign_engine.delivery.email.page_walk import EmailWorker
 from campaign_engine.delivery.notify.page_walk import PageWorker
 from campaign_engine.delivery.notify.worker import NotificationWorker
@@ -39,6 +42,7 @@ __all__ = [
     "JobKey",
     "JobTable",
     "Outcome",
+    "PageFailures",
     "Received",
     "Retry",
     "job_key",
@@ -156,14 +160,44 @@ class JobTable:
 # --- the handlers the wiring puts in the table ---------------------------------------------------------
 
 
-def serve_notify_pages(worker: PageWorker, *, retry_base_seconds: int) -> PageHandler:
+@dataclass(frozen=True)
+class PageFailures:
+    """Where the page handlers count a failed attempt, and the bound on failures in a row."""
+
+    graph: Graph
+    clock: Clock
+    max_failures: int
+    retry_base_seconds: int
+
+    def settle(self, item: Received[PageJob], error: str) -> Outcome:
+        """Count the failure (only if the job still holds the cursor): ``Dead`` once the Dispatch has
+        failed for good, else ``Retry`` with back-off. The cursor does not move: a retry redoes the page."""
+        verdict = self.graph.write(
+            record_failure,
+            item.job,
+            error=error,
+            max_failures=self.max_failures,
+            now=format_ts(self.clock()),
+        )
+        if verdict is not None and verdict.failed:
+            log.error(
+                "jobs.page_failed_for_good dispatch_id=%s failures=%d", item.job.dispatch_id, verdict.failures
+            )
+            return Dead(verdict.reason or "page_failures")
+        return Retry(retry_delay(self.retry_base_seconds, item.message.receive_count))
+
+
+def serve_notify_pages(worker: PageWorker, *, failures: PageFailures) -> PageHandler:
     def serve(item: Received[PageJob]) -> Outcome:
         try:
             outcome = worker.handle_page(item.job)
         except QueueError:
             # Cursor unchanged: the redelivered job enqueues the same page again (receivers dedupe).
             log.warning("jobs.page_enqueue_failed dispatch_id=%s", item.job.dispatch_id)
-            return Retry(retry_delay(retry_base_seconds, item.message.receive_count))
+            return failures.settle(item, "QueueError: the deliveries could not be enqueued")
+        except Exception as exc:
+            log.exception("jobs.page_failed dispatch_id=%s", item.job.dispatch_id)
+            return failures.settle(item, type(exc).__name__)
         log.info(
             "jobs.page dispatch_id=%s outcome=%s enqueued=%d",
             item.job.dispatch_id,
@@ -175,14 +209,14 @@ def serve_notify_pages(worker: PageWorker, *, retry_base_seconds: int) -> PageHa
     return serve
 
 
-def serve_email_pages(worker: EmailWorker, *, retry_base_seconds: int) -> PageHandler:
+def serve_email_pages(worker: EmailWorker, *, failures: PageFailures) -> PageHandler:
     def serve(item: Received[PageJob]) -> Outcome:
         try:
             outcome = worker.handle_page(item.job)
-        except Exception:
+        except Exception as exc:
             # Claims already committed are found by the retry and never sent again.
             log.exception("jobs.email_page_failed dispatch_id=%s", item.job.dispatch_id)
-            return Retry(retry_delay(retry_base_seconds, item.message.receive_count))
+            return failures.settle(item, type(exc).__name__)
         log.info(
             "jobs.email_page dispatch_id=%s outcome=%s emailed=%d",
             item.job.dispatch_id,

@@ -1,13 +1,20 @@
 """The sweeper (every minute): re-arm dispatches whose page job was lost, and start long-delayed waves.
 
 A dispatch is *stuck* when it is still ``sending``, has no wave scheduled in the graph, and neither
-progressed nor was re-armed within the stuck window (the wave delay SQS can hold plus a page budget).
+progressed, failed (a job still being retried) nor was re-armed within the stuck window (the wave
+delay SQS can hold plus a page budget).
 That covers a first page whose enqueue failed after the dispatch committed, a successor lost after
 its cursor CAS, and messages that expired or dead-lettered. Waves longer than SQS's 900 s delay cap
 are stored as ``nextPageAt`` by the page worker and enqueued here once due.
 
 Re-arming sends a page job at the dispatch's *current* cursor. If the original job was only late, the
 two race and the cursor CAS keeps one chain, so a spurious re-arm is harmless.
+
+Re-arms are bounded: each one without progress since counts as a failed attempt at the page
+(``pageFailures``, see ``dispatch_cursor.record_failure``), so a page job that is lost, times out or
+dead-letters again and again ends ``failed`` with a ``lastError`` instead of being re-armed forever.
+The last allowed failure fails the Dispatch *before* any enqueue; an ordinary re-arm is counted in the
+mark written after its enqueue, so a queue that refuses the send costs no attempt.
 """
 
 from __future__ import annotations
@@ -17,6 +24,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
+from campaign_engine.delivery.dispatch_cursor import record_failure
 from campaign_engine.delivery.queue.port import Queue, QueueError
 from campaign_engine.domain.dispatch import PageJob, job_json
 from campaign_engine.domain.types import format_ts
@@ -30,8 +38,8 @@ _BATCH = 500
 
 _DUE = """
 MATCH (d:Dispatch {status: 'sending'})-[:DISPATCH_OF]->(c:Campaign)
-WITH d, c, CASE WHEN d.rearmedAt IS NOT NULL AND d.rearmedAt > d.lastProgressAt
-                THEN d.rearmedAt ELSE d.lastProgressAt END AS lastTouched
+WITH d, c, reduce(latest = d.lastProgressAt, t IN [d.rearmedAt, d.lastFailureAt] |
+                  CASE WHEN t IS NOT NULL AND t > latest THEN t ELSE latest END) AS lastTouched
 WHERE (d.nextPageAt IS NOT NULL AND d.nextPageAt <= $now)
    OR (d.nextPageAt IS NULL AND lastTouched < $stuckBefore)
 RETURN d.id AS dispatchId, c.id AS campaignId, d.campaignCreatedAt AS campaignCreatedAt,
@@ -46,7 +54,7 @@ MATCH (d:Dispatch {id: $dispatchId})
 SET d.casLock = coalesce(d.casLock, 0) + 1
 WITH d
 WHERE d.status = 'sending' AND coalesce(d.cursor, '') = $cursor
-SET d.rearmedAt = $now, d.nextPageAt = null
+SET d.rearmedAt = $now, d.nextPageAt = null, d.pageFailures = coalesce(d.pageFailures, 0) + $failed
 """
 
 
@@ -55,6 +63,9 @@ class SweepResult:
     rearmed: list[str] = field(default_factory=list)
     waves: list[str] = field(default_factory=list)
     failed: list[str] = field(default_factory=list)
+    """Dispatches whose re-arm could not be enqueued (tried again next sweep)."""
+    exhausted: list[str] = field(default_factory=list)
+    """Dispatches that reached the failure limit: now ``failed``, never re-armed again."""
 
 
 def stuck_window_seconds(*, delay_seconds: int, page_budget_seconds: int) -> int:
@@ -62,8 +73,19 @@ def stuck_window_seconds(*, delay_seconds: int, page_budget_seconds: int) -> int
     return min(delay_seconds, 900) + page_budget_seconds
 
 
-def sweep(graph: Graph, dispatch_queue: Queue, *, now: datetime, stuck_after_seconds: int) -> SweepResult:
+def sweep(
+    graph: Graph,
+    dispatch_queue: Queue,
+    *,
+    now: datetime,
+    stuck_after_seconds: int,
+    max_page_failures: int = 5,
+) -> SweepResult:
+    """One pass. ``max_page_failures`` is ``CAMPAIGN_DISPATCH_MAX_PAGE_FAILURES`` (its default here too)."""
     stamp = format_ts(now)
+    stuck_error = (
+        f"page_stuck: no progress for {stuck_after_seconds} s (job lost, timed out or dead-lettered)"
+    )
     stuck_before = format_ts(now - timedelta(seconds=stuck_after_seconds))
 
     def read(tx: Tx) -> list[dict[str, Any]]:
@@ -78,6 +100,24 @@ def sweep(graph: Graph, dispatch_queue: Queue, *, now: datetime, stuck_after_sec
             channel=row["channel"],
             cursor=row["cursor"],
         )
+        stuck = not row["wave"]
+        if stuck:
+            verdict = graph.write(
+                record_failure,
+                job,
+                error=stuck_error,
+                max_failures=max_page_failures,
+                now=stamp,
+                only_if_final=True,
+            )
+            if verdict is None:
+                continue  # a page ran since the read: not stuck after all
+            if verdict.failed:
+                log.error(
+                    "sweeper.dispatch_failed dispatch_id=%s failures=%d", job.dispatch_id, verdict.failures
+                )
+                result.exhausted.append(job.dispatch_id)
+                continue
         try:
             dispatch_queue.send_batch([job_json(job)])
         except QueueError:
@@ -85,11 +125,11 @@ def sweep(graph: Graph, dispatch_queue: Queue, *, now: datetime, stuck_after_sec
             result.failed.append(job.dispatch_id)
             continue
         # Marked after the enqueue: a crash in between re-arms again next minute (the CAS absorbs it).
-        graph.write(_mark, dispatch_id=job.dispatch_id, cursor=job.cursor or "", now=stamp)
+        graph.write(_mark, dispatch_id=job.dispatch_id, cursor=job.cursor or "", now=stamp, failed=int(stuck))
         (result.waves if row["wave"] else result.rearmed).append(job.dispatch_id)
         log.info("sweeper.enqueued dispatch_id=%s wave=%s", job.dispatch_id, row["wave"])
     return result
 
 
-def _mark(tx: Tx, *, dispatch_id: str, cursor: str, now: str) -> None:
-    tx.run(_MARK, dispatchId=dispatch_id, cursor=cursor, now=now).consume()
+def _mark(tx: Tx, *, dispatch_id: str, cursor: str, now: str, failed: int) -> None:
+    tx.run(_MARK, dispatchId=dispatch_id, cursor=cursor, now=now, failed=failed).consume()
