@@ -59,7 +59,7 @@ from campaign_engine.graph.graph import Graph, Tx, open_graph
 from campaign_engine.graph.schema import apply_schema
 
 REPO = Path(__file__).resolve().parents[1]
-SECRET = "bench-webhook-secret-0123456789"
+SECRET = "whsec_YmVuY2gtd2ViaG9vay1zZWNyZXQtMDEyMzQ1Njc4OWE="  # Standard Webhooks: whsec_ + base64
 PAGE_SIZE = 1000
 # Delivery-polling threads (CAMPAIGN_WORKER_THREADS), and the write/POST ceilings' threads. A batch
 # spends most of its time waiting (recheck, POSTs, its turn to write), so 8 keep 2 cores busy where 4

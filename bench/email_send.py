@@ -89,7 +89,7 @@ def main() -> None:
             neo4j_password=SecretStr(os.environ.get("NEO4J_PASSWORD", "")),
             domain_name="bench.test",
             campaign_local_queue_path=str(work / "queue.sqlite3"),
-            notifications_webhook_secret=SecretStr("bench-webhook-secret-0123456789"),
+            notifications_webhook_secret=SecretStr("whsec_YmVuY2gtd2ViaG9vay1zZWNyZXQtMDEyMzQ1Njc4OWE="),
             campaign_dispatch_delay_seconds=0,
             campaign_email_page_size=args.page_size,
             campaign_email_provider="postmark",

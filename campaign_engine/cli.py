@@ -8,6 +8,7 @@ carry unsubscribe tokens and tRPC inputs, which must never reach a log.
 from __future__ import annotations
 
 import argparse
+import base64
 import json
 import logging
 import os
@@ -149,8 +150,17 @@ def _profiles_import(args: argparse.Namespace) -> int:
     return 0
 
 
+_WEBHOOK_KEY = "NOTIFICATIONS_WEBHOOK_SECRET="
+
+
+def _webhook_secret_line() -> str:
+    """A Standard Webhooks secret: ``whsec_`` + base64 of 32 random bytes."""
+    return _WEBHOOK_KEY + "whsec_" + base64.b64encode(secrets.token_bytes(32)).decode()
+
+
 def _dev_env() -> Path:
-    """Local secrets for ``make dev``, generated once and kept under ``.local/``."""
+    """Local secrets for ``make dev``, generated once and kept under ``.local/``. A plain webhook secret
+    left by an older ``make dev`` is replaced: the worker and inbox now refuse it at start."""
     path = _LOCAL / "dev.env"
     if not path.exists():
         _LOCAL.mkdir(exist_ok=True)
@@ -158,7 +168,7 @@ def _dev_env() -> Path:
             "\n".join(
                 [
                     f"AUTH_JWT_SECRET={secrets.token_urlsafe(48)}",
-                    f"NOTIFICATIONS_WEBHOOK_SECRET={secrets.token_urlsafe(32)}",
+                    _webhook_secret_line(),
                     f"CAMPAIGN_UNSUBSCRIBE_SECRET={secrets.token_urlsafe(48)}",
                     "CAMPAIGN_ADMIN_PROFILE_IDS=admin",
                     "",
@@ -166,6 +176,16 @@ def _dev_env() -> Path:
             )
         )
         path.chmod(0o600)
+        return path
+    lines = path.read_text().splitlines()
+    kept = [
+        _webhook_secret_line()
+        if line.startswith(_WEBHOOK_KEY) and not line.removeprefix(_WEBHOOK_KEY).startswith("whsec_")
+        else line
+        for line in lines
+    ]
+    if kept != lines:
+        path.write_text("\n".join([*kept, ""]))
     return path
 
 
@@ -187,6 +207,8 @@ def _dev(args: argparse.Namespace) -> int:
         "NEO4J_URI": f"bolt://127.0.0.1:{neo4j_port}",
         "NOTIFICATIONS_WEBHOOK_URL": f"http://127.0.0.1:{inbox_port}/api/notifications/send",
         "CAMPAIGN_ALLOW_PRIVATE_WEBHOOKS": "true",
+        # How every process knows this is local development: email may link to the loopback DOMAIN_NAME.
+        "CAMPAIGN_LOCAL_DEVELOPMENT": "true",
         "CAMPAIGN_QUEUE_BACKEND": "local",
         "CAMPAIGN_LOCAL_QUEUE_PATH": str(_LOCAL / "queue.sqlite3"),
         # Email goes to the local SMTP catcher; each message lands in .local/mail as an .eml file.

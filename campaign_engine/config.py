@@ -7,12 +7,15 @@ message that names the variable, never at the first request.
 
 from __future__ import annotations
 
+import ipaddress
 import json
 import re
 from typing import Annotated, Literal
 
 from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
+
+from campaign_engine.domain.webhook_signature import secret_bytes  # a domain leaf: the one format rule
 
 __all__ = ["ConfigError", "Settings"]
 
@@ -31,6 +34,22 @@ def _check_secret(name: str, value: SecretStr | None, *, min_bytes: int) -> None
         raise ConfigError(f"{name} must be at least {min_bytes} bytes long")
 
 
+_LOCAL_SUFFIXES = (".localhost", ".local", ".internal", ".home.arpa")
+
+
+def _is_public_host(host_port: str) -> bool:
+    """False for names nobody else can reach: localhost, single labels, local suffixes, non-global IPs."""
+    host = host_port.rpartition(":")[0] if ":" in host_port else host_port
+    host = host.lower().rstrip(".")
+    try:
+        return ipaddress.ip_address(host).is_global
+    except ValueError:
+        pass
+    labels = host.split(".")
+    # One label, a numeric last label ("127.1" is an address to resolvers) or a local-only suffix.
+    return len(labels) > 1 and not labels[-1].isdigit() and not host.endswith(_LOCAL_SUFFIXES)
+
+
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(case_sensitive=False, extra="ignore", frozen=True)
 
@@ -44,12 +63,19 @@ class Settings(BaseSettings):
     auth_jwt_secret: SecretStr | None = None
     auth_jwks_url: str | None = None
     auth_jwt_audience: str | None = None
+    auth_jwt_issuer: str | None = None  # required `iss`, if set
+    # Clock skew tolerated on `exp`, `nbf` and `iat` between the identity provider and us.
+    auth_jwt_leeway_seconds: int = Field(default=30, ge=0, le=300)
+    # The JWKS is fetched at most once per this many seconds, whatever tokens name unknown `kid`s.
+    auth_jwks_min_refresh_seconds: int = Field(default=300, ge=1, le=86_400)
     campaign_admin_profile_ids: str = ""
     campaign_default_tenant_id: str = "default"
     campaign_user_rate_limit_per_minute: int = Field(default=60, ge=1)
 
     # --- audience and policy -------------------------------------------------------------------
     domain_name: str = "localhost"
+    # `make dev` only: email may then link to a loopback DOMAIN_NAME; anywhere else it must be public.
+    campaign_local_development: bool = False
     campaign_adult_age: int = Field(default=18, ge=1, le=120)
 
     # --- dispatch ------------------------------------------------------------------------------
@@ -60,6 +86,9 @@ class Settings(BaseSettings):
     # Page budget for the sweeper: a `sending` dispatch untouched for (wave delay <= 900 s) + this long
     # is re-armed from its cursor.
     campaign_dispatch_stuck_seconds: int = Field(default=300, ge=1)
+    # Consecutive failed attempts at one page (job raised, or re-armed by the sweeper without progress)
+    # before its Dispatch becomes `failed`; campaigns.resumeDispatch resumes it from its cursor.
+    campaign_dispatch_max_page_failures: int = Field(default=5, ge=1, le=1000)
 
     # --- queue ---------------------------------------------------------------------------------
     campaign_queue_backend: Literal["local", "sqs"] = "local"
@@ -126,7 +155,15 @@ class Settings(BaseSettings):
         _check_secret("AUTH_JWT_SECRET", self.auth_jwt_secret, min_bytes=32)
 
     def require_webhooks(self) -> None:
-        _check_secret("NOTIFICATIONS_WEBHOOK_SECRET", self.notifications_webhook_secret, min_bytes=16)
+        """Signing needs a Standard Webhooks secret (``whsec_`` + base64 of 24+ bytes), checked at start."""
+        secret = self.notifications_webhook_secret
+        raw = secret.get_secret_value() if secret is not None else ""
+        if raw.strip().lower() in _PLACEHOLDERS:
+            raise ConfigError("NOTIFICATIONS_WEBHOOK_SECRET must be set to a real secret")
+        try:
+            secret_bytes(raw)
+        except ValueError as exc:  # its message never quotes the secret
+            raise ConfigError(f"NOTIFICATIONS_WEBHOOK_SECRET: {exc}") from None
 
     def require_unsubscribe(self) -> None:
         _check_secret("CAMPAIGN_UNSUBSCRIBE_SECRET", self.campaign_unsubscribe_secret, min_bytes=32)
@@ -145,6 +182,11 @@ class Settings(BaseSettings):
             r"[A-Za-z0-9](?:[A-Za-z0-9.-]*[A-Za-z0-9])?(?::\d{1,5})?", self.domain_name.strip()
         ):
             raise ConfigError("DOMAIN_NAME must be the bare public host of this service (no scheme or path)")
+        if not self.campaign_local_development and not _is_public_host(self.domain_name.strip()):
+            raise ConfigError(
+                "DOMAIN_NAME must be the public host of this service: every email links to it to"
+                " unsubscribe (loopback or local names only with CAMPAIGN_LOCAL_DEVELOPMENT=true)"
+            )
         if "@" not in self.email_from:
             raise ConfigError("EMAIL_FROM must be an email address")
         if self.campaign_email_provider == "postmark":

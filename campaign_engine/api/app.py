@@ -61,9 +61,10 @@ class _TrpcFirst:
     """ASGI middleware that answers ``/trpc`` and ``/trpc/<path>`` itself, for every method.
 
     FastAPI's own 404/405/422 bodies and slash redirects never appear under /trpc: the endpoint answers
-    every outcome as a tRPC envelope. Serving it ahead of FastAPI's exception layers and router also
-    skips work that would do nothing for these calls (a few percent of a cheap call's CPU). It sits
-    inside FastAPI's ServerErrorMiddleware, so a crash is still a 500.
+    every outcome as a tRPC envelope (a 405 with its ``Allow`` header, a bug as an INTERNAL_SERVER_ERROR
+    envelope). Serving it ahead of FastAPI's exception layers and router also skips work that would do
+    nothing for these calls (a few percent of a cheap call's CPU). It sits inside FastAPI's
+    ServerErrorMiddleware, which only a failure while sending the answer can still reach.
     """
 
     def __init__(self, app: ASGIApp, endpoint: TrpcEndpoint) -> None:
@@ -120,6 +121,10 @@ def create_app(
         unsubscribe_tokens=tokens,
         rate_limiter=own_limiter or rate_limiter,
         dispatch_queue=dispatch_queue if dispatch_queue is not None else build_dispatch_queue(settings),
+        # Email is dispatched only where a provider is configured (require_email checked it at start).
+        dispatch_channels=frozenset(
+            ("notify", "email") if settings.campaign_email_provider != "none" else ("notify",)
+        ),
         self_test_testers=dict(
             self_test_testers if self_test_testers is not None else build_self_testers(settings, the_graph)
         ),

@@ -7,11 +7,19 @@ is not enough, and an allowlisted profile with an ordinary token is not an admin
 Verified tokens are remembered until they expire (bounded, per process): an app sends the same token
 on every call, and re-checking its signature and claims is a sizeable share of a cheap call's CPU.
 Only tokens that verified are kept, and a kept token stops counting at its ``exp`` like any other.
+
+``AUTH_JWT_ISSUER`` and ``AUTH_JWT_AUDIENCE`` are checked when set; ``exp``/``nbf``/``iat`` allow
+``AUTH_JWT_LEEWAY_SECONDS`` of clock skew. The key set is held by ``JwksKeys``: anyone can forge a token
+naming a ``kid`` we do not hold, so such tokens must not be able to make us fetch the key set on demand
+(issue 11): it is fetched at most once per ``AUTH_JWKS_MIN_REFRESH_SECONDS``.
 """
 
 from __future__ import annotations
 
+import logging
+import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import jwt
@@ -20,7 +28,9 @@ from jwt.types import Options
 from campaign_engine.config import Settings
 from campaign_engine.domain.errors import ServiceUnavailable, Unauthorized
 
-__all__ = ["ADMIN_SCOPE", "Caller", "TokenVerifier", "mint_token"]
+__all__ = ["ADMIN_SCOPE", "Caller", "JwksKeys", "TokenVerifier", "mint_token"]
+
+log = logging.getLogger(__name__)
 
 ADMIN_SCOPE = "campaigns:admin"
 
@@ -34,12 +44,84 @@ class Caller:
 
 
 _REMEMBERED = 10_000  # verified tokens kept per process
+_RETRY_UNLOADED_SECONDS = 5.0  # while no key set is held: one fetch attempt per this long, at most
+
+
+class JwksKeys:
+    """The identity provider's signing keys, fetched at most once per ``min_refresh_seconds``.
+
+    The held set serves every token for that long. After it, the next token refreshes it: one caller
+    fetches (under the lock), a caller whose ``kid`` is held goes on with the held keys meanwhile, and
+    callers with an unknown ``kid`` wait for that one fetch instead of starting their own. So a burst of
+    forged ``kid``s costs at most one fetch per interval, never one per request, and a key rotated in
+    at the provider is picked up within the interval. A failed fetch keeps the held keys and counts as
+    the interval's attempt. While no set is held (start, provider down) callers get SERVICE_UNAVAILABLE
+    and attempts are spaced by a few seconds instead, so recovery does not wait a whole interval.
+    """
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        min_refresh_seconds: float,
+        timeout: float = 5,
+        monotonic: Callable[[], float] = time.monotonic,
+    ) -> None:
+        # PyJWKClient only fetches and parses here; its own caches are off, the timing is ours.
+        self._client = jwt.PyJWKClient(url, cache_jwk_set=False, timeout=timeout)
+        self._interval = min_refresh_seconds
+        self._monotonic = monotonic
+        self._keys: dict[str, jwt.PyJWK] = {}  # replaced whole, never mutated: read without the lock
+        self._loaded_at: float | None = None
+        self._attempted_at: float | None = None
+        self._lock = threading.Lock()
+
+    def key_for(self, kid: str | None) -> jwt.PyJWK:
+        """The key named ``kid``; ``Unauthorized`` if the set has none, ``ServiceUnavailable`` if no set
+        is held at all (the token may be fine)."""
+        # A fresh set is the answer. Past the interval one caller fetches; a caller holding its key does
+        # not queue behind that fetch, the others wait for its result.
+        if not self._fresh() and self._lock.acquire(blocking=not (kid and kid in self._keys)):
+            try:
+                self._refresh_if_due()
+            finally:
+                self._lock.release()
+        key = self._keys.get(kid) if kid else None  # read after the freshness check: never an older set
+        if key is not None:
+            return key
+        if self._loaded_at is None:
+            raise ServiceUnavailable("the identity provider's key set is unreachable")
+        raise Unauthorized("invalid token")
+
+    def _fresh(self) -> bool:
+        loaded = self._loaded_at
+        return loaded is not None and self._monotonic() - loaded < self._interval
+
+    def _refresh_if_due(self) -> None:
+        """Fetch unless the last attempt is recent; the caller holds the lock."""
+        now = self._monotonic()
+        spacing = self._interval if self._loaded_at is not None else _RETRY_UNLOADED_SECONDS
+        if self._attempted_at is not None and now - self._attempted_at < min(spacing, self._interval):
+            return
+        self._attempted_at = now
+        try:
+            keys = self._client.get_signing_keys(refresh=True)
+        # Unreachable, cut off mid-body, not JSON, or no usable signing key.
+        except (jwt.PyJWTError, ValueError, OSError) as exc:
+            log.warning("auth.jwks_refresh_failed error=%s", type(exc).__name__)
+            return
+        self._keys = {str(key.key_id): key for key in keys}
+        self._loaded_at = now
 
 
 class TokenVerifier:
     def __init__(self, settings: Settings) -> None:
         self._settings = settings
-        self._jwks = jwt.PyJWKClient(settings.auth_jwks_url, timeout=5) if settings.auth_jwks_url else None
+        self._jwks = (
+            JwksKeys(settings.auth_jwks_url, min_refresh_seconds=settings.auth_jwks_min_refresh_seconds)
+            if settings.auth_jwks_url
+            else None
+        )
         self._verified: dict[str, tuple[Caller, float]] = {}  # token -> (caller, exp)
 
     @property
@@ -79,20 +161,33 @@ class TokenVerifier:
         return caller
 
     def _decode(self, token: str) -> dict[str, object]:
-        options: Options = {"require": ["exp", "sub"]}
-        audience = self._settings.auth_jwt_audience
+        settings = self._settings
+        issuer = settings.auth_jwt_issuer
+        options: Options = {"require": ["exp", "sub", "iss"] if issuer else ["exp", "sub"]}
         try:
             if self._jwks is not None:
-                key = self._jwks.get_signing_key_from_jwt(token).key
-                return jwt.decode(token, key, algorithms=["RS256"], options=options, audience=audience)
-            secret = self._settings.auth_jwt_secret
-            assert secret is not None  # Settings.require_api() ran at start
+                kid = jwt.get_unverified_header(token).get("kid")
+                # Unknown kid: Unauthorized; no key set held: ServiceUnavailable (the token may be fine).
+                public_key = self._jwks.key_for(kid if isinstance(kid, str) else None).key
+                return jwt.decode(
+                    token,
+                    public_key,
+                    algorithms=["RS256"],
+                    options=options,
+                    audience=settings.auth_jwt_audience,
+                    issuer=issuer,
+                    leeway=settings.auth_jwt_leeway_seconds,
+                )
+            assert settings.auth_jwt_secret is not None  # Settings.require_api() ran at start
             return jwt.decode(
-                token, secret.get_secret_value(), algorithms=["HS256"], options=options, audience=audience
+                token,
+                settings.auth_jwt_secret.get_secret_value(),
+                algorithms=["HS256"],
+                options=options,
+                audience=settings.auth_jwt_audience,
+                issuer=issuer,
+                leeway=settings.auth_jwt_leeway_seconds,
             )
-        except jwt.PyJWKClientConnectionError as exc:
-            # Our identity provider is unreachable: the token may be fine, so this is not a 401.
-            raise ServiceUnavailable("the identity provider's key set is unreachable") from exc
         except jwt.ExpiredSignatureError as exc:
             raise Unauthorized("token expired") from exc
         except jwt.PyJWTError as exc:

@@ -11,10 +11,12 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from campaign_engine.api.auth import Caller, TokenVerifier
+from campaign_engine.campaigns.dispatch import ALL_CHANNELS
 from campaign_engine.campaigns.engagement import EngagementService
 from campaign_engine.campaigns.self_test import ChannelTester
 from campaign_engine.config import Settings
 from campaign_engine.delivery.queue.port import Queue
+from campaign_engine.domain.dispatch import DeliveryChannel
 from campaign_engine.domain.errors import Forbidden, Unauthorized
 from campaign_engine.domain.types import Clock
 from campaign_engine.graph.graph import Graph
@@ -41,6 +43,7 @@ class Services:
     engagement: EngagementService
     rate_limiter: RateLimiter | None = None
     dispatch_queue: Queue | None = None  # page jobs; the API enqueues the first page of a dispatch
+    dispatch_channels: frozenset[DeliveryChannel] = ALL_CHANNELS  # what this deployment can deliver
     self_test_testers: Mapping[str, ChannelTester] = field(default_factory=dict)  # notify, email
     unsubscribe_tokens: UnsubscribeTokens | None = None  # None: CAMPAIGN_UNSUBSCRIBE_SECRET is not set
 

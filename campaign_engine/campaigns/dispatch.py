@@ -35,6 +35,7 @@ from campaign_engine.graph.locks import lock_campaign
 from campaign_engine.graph.policy import policy_params, policy_query
 
 __all__ = [
+    "ALL_CHANNELS",
     "DispatchPreview",
     "DispatchPublic",
     "DispatchStarted",
@@ -42,6 +43,7 @@ __all__ = [
     "get_dispatch",
     "list_dispatches",
     "preview_dispatch",
+    "resume_dispatch",
 ]
 
 log = logging.getLogger(__name__)
@@ -93,6 +95,10 @@ class DispatchPublic(BaseModel):
     finished_at: Annotated[str | None, Field(alias="finishedAt")] = None
     next_page_at: Annotated[str | None, Field(alias="nextPageAt")] = None
     last_error: Annotated[str | None, Field(alias="lastError")] = None
+    # Consecutive failed attempts at the page after `cursor` (CAMPAIGN_DISPATCH_MAX_PAGE_FAILURES fails
+    # the dispatch); pastErrors: the lastError of each failure a resumeDispatch cleared, oldest first.
+    page_failures: Annotated[int, Field(alias="pageFailures")] = 0
+    past_errors: Annotated[list[str], Field(alias="pastErrors")] = []
 
 
 class _Computed(BaseModel):
@@ -109,7 +115,33 @@ def blocked_reason(campaign: dict[str, Any], *, now: str) -> str | None:
     return send_blocked(campaign, channels=["notify", "email"], missing="notify_disabled", now=now)
 
 
-def _compute(tx: Tx, *, campaign_id: str, now: datetime, adult_age: int, max_recipients: int) -> _Computed:
+ALL_CHANNELS: frozenset[DeliveryChannel] = frozenset({"notify", "email"})
+
+# A channel of the campaign this deployment cannot deliver blocks the whole send (issue 11): its Dispatch
+# could only fail in the worker. The API passes the channels it can deliver, decided from its Settings.
+_HINTS = {"email_not_configured": "this deployment has no email provider; set CAMPAIGN_EMAIL_PROVIDER"}
+
+
+def _undeliverable(campaign: dict[str, Any], deliverable: frozenset[DeliveryChannel]) -> str | None:
+    channels = campaign.get("channels") or []
+    missing = [ch for ch in ("notify", "email") if ch in channels and ch not in deliverable]
+    return f"{missing[0]}_not_configured" if missing else None
+
+
+def _why(reason: str) -> str:
+    hint = _HINTS.get(reason)
+    return f"campaign cannot be dispatched: {reason}" + (f" ({hint})" if hint else "")
+
+
+def _compute(
+    tx: Tx,
+    *,
+    campaign_id: str,
+    now: datetime,
+    adult_age: int,
+    max_recipients: int,
+    deliverable: frozenset[DeliveryChannel] = ALL_CHANNELS,
+) -> _Computed:
     # The channel flag is read from the node in a first, cheap query so the recipient query can skip
     # the audience walk entirely for campaigns without the notify channel.
     record = tx.run("MATCH (c:Campaign {id: $id}) RETURN c.channels AS channels", id=campaign_id).single()
@@ -149,7 +181,7 @@ def _compute(tx: Tx, *, campaign_id: str, now: datetime, adult_age: int, max_rec
         profile_ids=[*ids, *(f"email\x1f{pid}\x1f{address}" for pid, address in email_rows)],
     )
     recipients = set(ids) | {pid for pid, _ in email_rows}
-    reason = blocked_reason(campaign, now=format_ts(now))
+    reason = blocked_reason(campaign, now=format_ts(now)) or _undeliverable(campaign, deliverable)
     if reason is None and not recipients:
         reason = "no_recipients"
     preview = DispatchPreview(
@@ -165,10 +197,22 @@ def _compute(tx: Tx, *, campaign_id: str, now: datetime, adult_age: int, max_rec
 
 
 def preview_dispatch(
-    graph: Graph, *, campaign_id: str, now: datetime, adult_age: int, max_recipients: int
+    graph: Graph,
+    *,
+    campaign_id: str,
+    now: datetime,
+    adult_age: int,
+    max_recipients: int,
+    deliverable: frozenset[DeliveryChannel] = ALL_CHANNELS,
 ) -> DispatchPreview:
+    """``deliverable``: the channels this deployment can deliver (the API's ``Services``)."""
     computed = graph.read(
-        _compute, campaign_id=campaign_id, now=now, adult_age=adult_age, max_recipients=max_recipients
+        _compute,
+        campaign_id=campaign_id,
+        now=now,
+        adult_age=adult_age,
+        max_recipients=max_recipients,
+        deliverable=deliverable,
     )
     return computed.preview
 
@@ -203,6 +247,7 @@ def dispatch(
     now: datetime,
     adult_age: int,
     max_recipients: int,
+    deliverable: frozenset[DeliveryChannel] = ALL_CHANNELS,
 ) -> DispatchStarted:
     # Ids are drawn outside the tx function: a driver retry keeps them.
     ids: dict[DeliveryChannel, str] = {ch: f"dsp_{uuid.uuid4().hex}" for ch in _WALKED_CHANNELS}
@@ -212,13 +257,18 @@ def dispatch(
         if lock_campaign(tx, campaign_id) is None:
             raise NotFound(f"campaign '{campaign_id}' not found")
         computed = _compute(
-            tx, campaign_id=campaign_id, now=now, adult_age=adult_age, max_recipients=max_recipients
+            tx,
+            campaign_id=campaign_id,
+            now=now,
+            adult_age=adult_age,
+            max_recipients=max_recipients,
+            deliverable=deliverable,
         )
         preview = computed.preview
         if expected_token is not None and expected_token != preview.preview_token:
             raise Conflict("the dispatch preview is stale; preview again and confirm the new token")
         if preview.blocked_reason is not None:
-            raise BadRequest(f"campaign cannot be dispatched: {preview.blocked_reason}")
+            raise BadRequest(_why(preview.blocked_reason))
         tx.run(_SUPERSEDE, campaignId=campaign_id, now=stamp).consume()
         walked = [ch for ch in _WALKED_CHANNELS if ch in (computed.campaign.get("channels") or [])]
         rows = [{"id": ids[ch], "channel": ch} for ch in walked]
@@ -269,3 +319,104 @@ def get_dispatch(graph: Graph, dispatch_id: str) -> DispatchPublic:
 def list_dispatches(graph: Graph, campaign_id: str) -> list[DispatchPublic]:
     rows = graph.read(lambda tx: [dict(r["dispatch"]) for r in tx.run(_LIST, campaignId=campaign_id)])
     return [dispatch_from_node(row) for row in rows]
+
+
+# --- resume a failed dispatch -------------------------------------------------------------------------
+
+_RESUME_FIND = "MATCH (d:Dispatch {id: $dispatchId})-[:DISPATCH_OF]->(c:Campaign) RETURN c.id AS campaignId"
+
+# Taken after the campaign lock (order campaign -> Dispatch), so a confirmation cannot interleave.
+_RESUME_LOCK = """
+MATCH (d:Dispatch {id: $dispatchId})-[:DISPATCH_OF]->(c:Campaign {id: $campaignId})
+SET d.casLock = coalesce(d.casLock, 0) + 1
+WITH d, c
+OPTIONAL MATCH (other:Dispatch {channel: d.channel})-[:DISPATCH_OF]->(c)
+WHERE other.id <> d.id AND (other.status = 'sending' OR other.startedAt > d.startedAt)
+WITH d, c, other ORDER BY other.startedAt DESC LIMIT 1
+RETURN d {.*, campaignId: c.id} AS dispatch, other {.id, .status} AS newer
+"""
+
+_RESUME = """
+MATCH (d:Dispatch {id: $dispatchId})
+SET d.status = 'sending', d.pageFailures = 0, d.nextPageAt = null, d.finishedAt = null,
+    d.pastErrors = (coalesce(d.pastErrors, []) + [$failedAt + ' ' + coalesce(d.lastError, 'failed')])[-20..],
+    d.lastError = null, d.lastProgressAt = $now, d.resumedAt = $now
+RETURN d {.*, campaignId: $campaignId} AS dispatch
+"""
+
+
+def resume_dispatch(graph: Graph, queue: Queue, *, dispatch_id: str, now: datetime) -> DispatchPublic:
+    """Resume a ``failed`` Dispatch from its durable cursor (``campaigns.resumeDispatch``).
+
+    Only ``failed`` resumes: ``completed`` has nothing left, and ``stopped`` means a pause, the
+    window, a deletion or a newer confirmation ended it, so the campaign's own status and a new
+    dispatch say what happens next (already notified or emailed recipients are skipped). The campaign
+    must be the same incarnation and able to send on the channel, and no newer Dispatch of the same
+    channel may exist (it walks, or walked, the audience itself). The failure count resets and
+    ``lastError`` moves to ``pastErrors``. The page job is enqueued after the commit: if that send
+    fails the sweeper re-arms the walk; a duplicate is absorbed by the cursor CAS.
+    """
+    stamp = format_ts(now)
+
+    def tx_fn(tx: Tx) -> DispatchPublic:
+        found = tx.run(_RESUME_FIND, dispatchId=dispatch_id).single()
+        campaign = None if found is None else lock_campaign(tx, found["campaignId"])
+        if campaign is None:
+            raise NotFound(f"dispatch '{dispatch_id}' not found")
+        row = tx.run(_RESUME_LOCK, dispatchId=dispatch_id, campaignId=campaign["id"]).single()
+        if row is None:  # the campaign was deleted or recreated before we held its lock
+            raise NotFound(f"dispatch '{dispatch_id}' not found")
+        current = dict(row["dispatch"])
+        _check_resumable(current, campaign, newer=row["newer"], now=stamp)
+        resumed = tx.run(
+            _RESUME,
+            dispatchId=dispatch_id,
+            campaignId=campaign["id"],
+            failedAt=current.get("finishedAt") or stamp,
+            now=stamp,
+        ).single(strict=True)
+        return dispatch_from_node(dict(resumed["dispatch"]))
+
+    resumed = graph.write(tx_fn)
+    job = PageJob.model_validate(
+        {
+            "dispatchId": resumed.dispatch_id,
+            "campaignId": resumed.campaign_id,
+            "campaignCreatedAt": resumed.campaign_created_at,
+            "channel": resumed.channel,
+            "cursor": resumed.cursor,
+        }
+    )
+    try:
+        queue.send_batch([job_json(job)])
+    except QueueError:
+        log.warning("dispatch.resume_enqueue_failed dispatch_id=%s", dispatch_id)
+    log.info("dispatch.resumed dispatch_id=%s campaign_id=%s", dispatch_id, resumed.campaign_id)
+    return resumed
+
+
+def _check_resumable(
+    dispatch_node: dict[str, Any], campaign: dict[str, Any], *, newer: dict[str, Any] | None, now: str
+) -> None:
+    """Why this Dispatch must not resume, as a CONFLICT the admin can act on (checked under the locks)."""
+    dispatch_id, status = dispatch_node["id"], dispatch_node.get("status")
+    if status != "failed":
+        advice = {
+            "sending": "it is still sending",
+            "completed": "it completed; there is nothing left to send",
+            "stopped": "a stopped dispatch is not resumed: once the campaign is live, dispatch again "
+            "(recipients already reached are skipped)",
+        }.get(str(status), f"its status is {status}")
+        raise Conflict(f"dispatch '{dispatch_id}' cannot be resumed: only a failed dispatch can; {advice}")
+    if dispatch_node.get("campaignCreatedAt") != campaign.get("createdAt"):
+        raise Conflict(
+            f"dispatch '{dispatch_id}' belongs to an earlier incarnation of campaign '{campaign['id']}'"
+        )
+    reason = send_blocked(campaign, channels=[dispatch_node["channel"]], missing="channel_removed", now=now)
+    if reason is not None:
+        raise Conflict(f"dispatch '{dispatch_id}' cannot be resumed: the campaign cannot send ({reason})")
+    if newer is not None:
+        raise Conflict(
+            f"dispatch '{dispatch_id}' cannot be resumed: the newer dispatch '{newer['id']}' of the same "
+            f"channel ({newer['status']}) supersedes it"
+        )

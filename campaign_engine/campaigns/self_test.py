@@ -5,8 +5,10 @@ so stats cannot see it. One fresh ``testId`` names the whole test. The inApp par
 snapshot on CAMPAIGN_TEST (the latest replaces a pending one; deleting the campaign deletes it).
 
 Other channels slot in as ``ChannelTester``s (the notify and email issues provide them): each one is
-called after the snapshot commits, outside any transaction, because it does network I/O. A channel is
-testable when the campaign has content for it and, for channels other than inApp, a tester is wired.
+called after the snapshot commits, outside any transaction, because it does network I/O. Every channel
+the campaign has content for is tested. One this API cannot test (no tester wired, because its setting
+is missing here) refuses the whole test with BAD_REQUEST naming that setting, before anything is
+written: a test that silently left out a channel would pass for one that reached it (issue 11).
 """
 
 from __future__ import annotations
@@ -42,15 +44,21 @@ class SelfTestResult(BaseModel):
     channels: list[Channel]
 
 
+# What wires each tester (delivery/wiring.py ``build_self_testers``), for the error that names it.
+_ENABLED_BY = {"notify": "NOTIFICATIONS_WEBHOOK_SECRET", "email": "CAMPAIGN_EMAIL_PROVIDER"}
+
+
 def testable_channels(campaign: CampaignPublic, testers: Mapping[str, ChannelTester]) -> list[Channel]:
-    channels: list[Channel] = []
-    for channel in campaign.channels:
-        content = {"inApp": campaign.message, "notify": campaign.notification, "email": campaign.email}[
-            channel
-        ]
-        # inApp is built in; the other channels are testable once their issue wires a tester.
-        if content is not None and (channel == "inApp" or channel in testers):
-            channels.append(channel)
+    """The channels the campaign has content for; ``BadRequest`` if one of them has no tester here."""
+    content = {"inApp": campaign.message, "notify": campaign.notification, "email": campaign.email}
+    channels = [channel for channel in campaign.channels if content[channel] is not None]
+    # inApp is built in; the other channels need a tester.
+    untestable = [channel for channel in channels if channel != "inApp" and channel not in testers]
+    if untestable:
+        missing = ", ".join(
+            f"{channel} (set {_ENABLED_BY.get(channel, 'its settings')})" for channel in untestable
+        )
+        raise BadRequest(f"this API is not configured to test every channel of the campaign: {missing}")
     return channels
 
 

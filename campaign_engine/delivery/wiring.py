@@ -18,7 +18,13 @@ from campaign_engine.delivery.email.provider import EmailProvider
 from campaign_engine.delivery.email.render import EmailConfigError, cta_url_for
 from campaign_engine.delivery.email.self_test import EmailSelfTester
 from campaign_engine.delivery.email.smtp import SmtpProvider
-from campaign_engine.delivery.jobs import JobTable, serve_deliveries, serve_email_pages, serve_notify_pages
+from campaign_engine.delivery.jobs import (
+    JobTable,
+    PageFailures,
+    serve_deliveries,
+    serve_email_pages,
+    serve_notify_pages,
+)
 from campaign_engine.delivery.notify.gate import SendGate
 from campaign_engine.delivery.notify.page_walk import PageWorker
 from campaign_engine.delivery.notify.poster import WebhookPoster
@@ -231,15 +237,16 @@ def build_email_self_tester(
 
 def build_self_testers(settings: Settings, graph: Graph) -> dict[str, ChannelTester]:
     """The API's ``sendTestToMe`` channels: notify where this deployment can deliver notifications (a
-    webhook secret is set); email where a provider is configured (a misconfigured one fails here)."""
+    webhook secret is set); email where a provider is configured. A misconfigured provider or a webhook
+    secret that is set but unusable fails here, at start; an unset one leaves its channel untestable."""
     testers: dict[str, ChannelTester] = {}
     email = build_email_self_tester(settings, graph)
     if email is not None:
         testers["email"] = email
-    try:
-        settings.require_webhooks()
-    except ConfigError:
+    secret = settings.notifications_webhook_secret
+    if secret is None or not secret.get_secret_value().strip():
         return testers
+    settings.require_webhooks()
     return {**testers, "notify": NotifySelfTester(graph=graph, delivery_queue=build_delivery_queue(settings))}
 
 
@@ -259,9 +266,15 @@ def build_job_table(
     email = build_email_worker(settings, graph, queues, provider=email_provider, clock=clock)
     base = settings.campaign_delivery_retry_seconds
     page_walk = build_page_worker(settings, graph, queues, clock=clock)
-    pages = {"notify": serve_notify_pages(page_walk, retry_base_seconds=base)}
+    failures = PageFailures(
+        graph=graph,
+        clock=clock,
+        max_failures=settings.campaign_dispatch_max_page_failures,
+        retry_base_seconds=base,
+    )
+    pages = {"notify": serve_notify_pages(page_walk, failures=failures)}
     if email is not None:
-        pages["email"] = serve_email_pages(email, retry_base_seconds=base)
+        pages["email"] = serve_email_pages(email, failures=failures)
     return JobTable(
         graph=graph,
         clock=clock,
@@ -276,7 +289,13 @@ def run_sweep(settings: Settings, graph: Graph, queue: Queue, *, clock: Clock = 
         delay_seconds=settings.campaign_dispatch_delay_seconds,
         page_budget_seconds=settings.campaign_dispatch_stuck_seconds,
     )
-    return sweep(graph, queue, now=clock(), stuck_after_seconds=window)
+    return sweep(
+        graph,
+        queue,
+        now=clock(),
+        stuck_after_seconds=window,
+        max_page_failures=settings.campaign_dispatch_max_page_failures,
+    )
 
 
 def build_worker(

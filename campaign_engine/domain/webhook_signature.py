@@ -1,9 +1,11 @@
 """Standard Webhooks signatures (https://www.standardwebhooks.com): HMAC-SHA256, ``v1,<base64>``.
 
-The signed content is ``"{webhook-id}.{webhook-timestamp}.{body}"``. A secret written ``whsec_<base64>``
-signs with the decoded bytes, any other secret with its UTF-8 bytes, so receivers that use an official
-Standard Webhooks library interoperate with ours. ``webhook-id`` is the delivery id and stays stable
-across retries; the timestamp is fresh on every attempt and bounds replays to the tolerance window.
+The signed content is ``"{webhook-id}.{webhook-timestamp}.{body}"``. The secret is written the
+standard way, ``whsec_<base64>``, and signs with its decoded bytes (at least 24, the spec's minimum). Any
+other spelling is refused: a plain text secret would be read as base64 by an official Standard Webhooks
+library and key a different HMAC, so a receiver using one could never verify us (issue 11).
+``webhook-id`` is the delivery id and stays stable across retries; the timestamp is fresh on every
+attempt and bounds replays to the tolerance window.
 
 Pure functions: the caller passes ``now`` (unix seconds), so tests need no clock tricks.
 """
@@ -17,6 +19,7 @@ import hmac
 
 __all__ = [
     "DEFAULT_TOLERANCE_SECONDS",
+    "MIN_SECRET_BYTES",
     "secret_bytes",
     "sign",
     "signed_headers",
@@ -24,23 +27,27 @@ __all__ = [
 ]
 
 DEFAULT_TOLERANCE_SECONDS = 300
+MIN_SECRET_BYTES = 24  # Standard Webhooks: secrets are 24 to 64 random bytes
 _PREFIX = "whsec_"
 _VERSION = "v1"
 
 
 def secret_bytes(secret: str) -> bytes:
-    """The HMAC key for ``secret``; raises ``ValueError`` (without echoing it) if it is unusable."""
+    """The HMAC key of a ``whsec_<base64>`` secret; ``ValueError`` (never echoing it) if it is unusable."""
     if not secret:
         raise ValueError("webhook secret is empty")
     if not secret.startswith(_PREFIX):
-        return secret.encode()
+        raise ValueError(
+            "webhook secret must be a Standard Webhooks secret: whsec_ followed by the base64 of"
+            f" {MIN_SECRET_BYTES}+ random bytes"
+        )
     try:
         key = base64.b64decode(secret[len(_PREFIX) :], validate=True)
     except binascii.Error:
         # ``from None``: the decoder's message could quote part of the secret.
         raise ValueError("webhook secret starts with whsec_ but the rest is not valid base64") from None
-    if not key:
-        raise ValueError("webhook secret starts with whsec_ but holds no key bytes")
+    if len(key) < MIN_SECRET_BYTES:
+        raise ValueError(f"webhook secret holds {len(key)} key bytes; at least {MIN_SECRET_BYTES} are needed")
     return key
 
 

@@ -1,7 +1,8 @@
 """Bearer JWT auth over the real app: HS256 with the shared secret, RS256 against a real JWKS server.
 
 Admin procedures need the ``campaigns:admin`` scope *and* the allowlist; anything wrong with the token
-itself is UNAUTHORIZED, a good token without admin rights is FORBIDDEN.
+itself is UNAUTHORIZED, a good token without admin rights is FORBIDDEN. The JWKS server counts its
+requests: forged ``kid``s, even in concurrent bursts, fetch the key set at most once per interval.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+import httpx
 import jwt
 import pytest
 from cryptography.hazmat.primitives import serialization
@@ -25,17 +27,20 @@ from jwt.algorithms import RSAAlgorithm
 from starlette.applications import Starlette
 from starlette.routing import Route
 
-from campaign_engine.api.auth import ADMIN_SCOPE, TokenVerifier
+from campaign_engine.api.app import create_app
+from campaign_engine.api.auth import ADMIN_SCOPE, JwksKeys, TokenVerifier
 from campaign_engine.api.context import Context, Services
 from campaign_engine.api.trpc import ProcedureRouter, TrpcEndpoint
 from campaign_engine.campaigns.audience import Policy
 from campaign_engine.campaigns.engagement import EngagementService
 from campaign_engine.config import Settings
-from campaign_engine.domain.errors import Unauthorized
+from campaign_engine.domain.errors import CampaignError, ServiceUnavailable, Unauthorized
 from campaign_engine.domain.types import system_clock
 from campaign_engine.graph.graph import Graph
 from tests.conftest import ADMIN_ID, TEST_JWT_SECRET, free_port
 from tests.support.api import TrpcClient, api_client
+from tests.support.concurrency import at_once
+from tests.support.servers import serve_in_thread
 
 ADMIN_PROCEDURE = "/trpc/campaigns.list"
 OTHER_SECRET = "another-secret-0123456789abcdef-0123456789"
@@ -217,17 +222,26 @@ def test_a_bad_token_fails_only_procedures_that_need_a_caller(probe: TestClient)
 
 
 class _JwksServer:
+    """Serves ``jwks`` (replaceable: key rotation) and counts every request, failed ones included."""
+
     def __init__(self, jwks: dict[str, Any]) -> None:
-        body = json.dumps(jwks).encode()
+        self.jwks = jwks
         self.hits = 0
+        self.failing = False  # answer 503, as an identity provider in trouble would
+        counter = threading.Lock()
         server_self = self
 
         class Handler(BaseHTTPRequestHandler):
             def do_GET(self) -> None:
-                server_self.hits += 1
+                with counter:
+                    server_self.hits += 1
                 if self.path != "/.well-known/jwks.json":
                     self.send_error(404)
                     return
+                if server_self.failing:
+                    self.send_error(503)
+                    return
+                body = json.dumps(server_self.jwks).encode()
                 self.send_response(200)
                 self.send_header("content-type", "application/json")
                 self.send_header("content-length", str(len(body)))
@@ -259,11 +273,15 @@ def signing_key() -> rsa.RSAPrivateKey:
     return _rsa_key()
 
 
+def _jwk(key: rsa.RSAPrivateKey, kid: str) -> dict[str, Any]:
+    public = RSAAlgorithm.to_jwk(key.public_key(), as_dict=True)
+    public.update({"kid": kid, "use": "sig", "alg": "RS256"})
+    return public
+
+
 @pytest.fixture
 def jwks_server(signing_key: rsa.RSAPrivateKey) -> Iterator[_JwksServer]:
-    public = RSAAlgorithm.to_jwk(signing_key.public_key(), as_dict=True)
-    public.update({"kid": KID, "use": "sig", "alg": "RS256"})
-    with _JwksServer({"keys": [public]}) as server:
+    with _JwksServer({"keys": [_jwk(signing_key, KID)]}) as server:
         yield server
 
 
@@ -323,10 +341,156 @@ def _hmac_signed(claims: dict[str, Any], secret: bytes) -> str:
 
 
 def test_a_remembered_token_still_expires(base_settings: Settings) -> None:
-    verifier = TokenVerifier(base_settings)
+    verifier = TokenVerifier(base_settings.model_copy(update={"auth_jwt_leeway_seconds": 0}))
     token = _hs256(exp=int(time.time()) + 2)
     first = verifier.verify(f"Bearer {token}")
     assert first is not None and verifier.verify(f"Bearer {token}") == first  # served from memory
     time.sleep(3)
     with pytest.raises(Unauthorized, match="token expired"):
         verifier.verify(f"Bearer {token}")
+
+
+# --- issuer and clock leeway --------------------------------------------------------------------
+
+
+def test_issuer_is_checked_when_configured(base_settings: Settings, graph: Graph) -> None:
+    settings = base_settings.model_copy(update={"auth_jwt_issuer": "https://id.example"})
+    with api_client(settings, graph) as api:
+        good = _hs256(iss="https://id.example")
+        assert api.http.get(ADMIN_PROCEDURE, headers=_bearer(good)).status_code == 200
+        for case, token in {"no iss": _hs256(), "other iss": _hs256(iss="https://evil.example")}.items():
+            assert _code(api.http.get(ADMIN_PROCEDURE, headers=_bearer(token))) == (401, "UNAUTHORIZED"), case
+
+
+def test_clock_skew_within_the_leeway_is_tolerated(base_settings: Settings) -> None:
+    now = int(time.time())
+    skewed = {
+        "expired 10 s ago": _hs256(exp=now - 10, iat=now - 600),
+        "not before 10 s from now": _hs256(nbf=now + 10),
+        "issued 10 s from now": _hs256(iat=now + 10),
+    }
+    lenient = TokenVerifier(base_settings)  # AUTH_JWT_LEEWAY_SECONDS defaults to 30
+    strict = TokenVerifier(base_settings.model_copy(update={"auth_jwt_leeway_seconds": 0}))
+    for case, token in skewed.items():
+        assert lenient.verify(f"Bearer {token}") is not None, case
+        with pytest.raises(Unauthorized):
+            strict.verify(f"Bearer {token}")
+    with pytest.raises(Unauthorized, match="token expired"):  # beyond the leeway
+        lenient.verify(f"Bearer {_hs256(exp=now - 60, iat=now - 600)}")
+
+
+# --- JWKS: forged kids never amplify into key-set fetches ---------------------------------------
+
+
+def test_a_burst_of_forged_kids_fetches_the_key_set_once(
+    base_settings: Settings, graph: Graph, jwks_server: _JwksServer, signing_key: rsa.RSAPrivateKey
+) -> None:
+    settings = base_settings.model_copy(update={"auth_jwks_url": jwks_server.url, "auth_jwt_secret": None})
+    forger = _rsa_key()
+    forged = [_rs256(forger, kid=f"forged-{i}") for i in range(40)]
+    with serve_in_thread(create_app(settings, graph=graph)) as url, httpx.Client(base_url=url) as http:
+
+        def call(token: str) -> tuple[int, str]:
+            return _code(http.get(ADMIN_PROCEDURE, headers=_bearer(token), timeout=30))
+
+        # Cold start: nobody holds a key set, 40 concurrent callers, one fetch.
+        assert at_once(call, [(t,) for t in forged]) == [(401, "UNAUTHORIZED")] * 40
+        assert jwks_server.hits == 1
+        admitted = http.get(ADMIN_PROCEDURE, headers=_bearer(_rs256(signing_key)), timeout=30)
+        assert admitted.status_code == 200, admitted.text
+        # Again, with other forged kids: the held set answers them, the JWKS server sees nothing.
+        again = [_rs256(forger, kid=f"forged-again-{i}") for i in range(40)]
+        assert at_once(call, [(t,) for t in again]) == [(401, "UNAUTHORIZED")] * 40
+        assert jwks_server.hits == 1
+
+
+def test_an_unreachable_key_set_is_not_hammered_either(
+    base_settings: Settings, graph: Graph, jwks_server: _JwksServer, signing_key: rsa.RSAPrivateKey
+) -> None:
+    jwks_server.failing = True
+    settings = base_settings.model_copy(update={"auth_jwks_url": jwks_server.url, "auth_jwt_secret": None})
+    forger = _rsa_key()
+    tokens = [_rs256(signing_key)] + [_rs256(forger, kid=f"forged-{i}") for i in range(19)]
+    with serve_in_thread(create_app(settings, graph=graph)) as url, httpx.Client(base_url=url) as http:
+        answers = at_once(
+            lambda token: _code(http.get(ADMIN_PROCEDURE, headers=_bearer(token), timeout=30)),
+            [(t,) for t in tokens],
+        )
+    # The good token may be fine: 503, not 401, for everyone; and one attempt, not twenty.
+    assert answers == [(503, "SERVICE_UNAVAILABLE")] * 20
+    assert jwks_server.hits == 1
+
+
+class _Clock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def _outcome(keys: JwksKeys, kid: str) -> str:
+    try:
+        return str(keys.key_for(kid).key_id)
+    except CampaignError as exc:
+        return exc.code
+
+
+def test_unknown_kids_refresh_the_key_set_at_most_once_per_interval(
+    jwks_server: _JwksServer, signing_key: rsa.RSAPrivateKey
+) -> None:
+    clock = _Clock()
+    keys = JwksKeys(jwks_server.url, min_refresh_seconds=300, monotonic=clock)
+    burst = [(keys, f"forged-{i}") for i in range(50)]
+    assert _outcome(keys, KID) == KID
+    assert jwks_server.hits == 1
+
+    clock.now += 299  # still inside the interval: the held set answers
+    assert set(at_once(_outcome, burst)) == {"UNAUTHORIZED"}
+    assert jwks_server.hits == 1
+
+    # A key rotated in at the provider waits for the interval, then the next caller picks it up.
+    rotated = _rsa_key()
+    jwks_server.jwks = {"keys": [_jwk(signing_key, KID), _jwk(rotated, "rotated")]}
+    assert _outcome(keys, "rotated") == "UNAUTHORIZED"
+    assert jwks_server.hits == 1
+    clock.now += 2
+    assert set(at_once(_outcome, [*burst, (keys, "rotated")])) == {"UNAUTHORIZED", "rotated"}
+    assert jwks_server.hits == 2  # one fetch for 51 concurrent callers
+    assert set(at_once(_outcome, burst)) == {"UNAUTHORIZED"}
+    assert jwks_server.hits == 2
+
+
+def test_a_failed_refresh_keeps_the_held_keys_and_waits_an_interval(
+    jwks_server: _JwksServer, signing_key: rsa.RSAPrivateKey
+) -> None:
+    clock = _Clock()
+    keys = JwksKeys(jwks_server.url, min_refresh_seconds=60, monotonic=clock)
+    assert _outcome(keys, KID) == KID
+    jwks_server.failing = True
+    clock.now += 61
+    assert [_outcome(keys, kid) for kid in (KID, "forged-1", KID, "forged-2")] == [
+        KID,
+        "UNAUTHORIZED",
+        KID,
+        "UNAUTHORIZED",
+    ]
+    assert jwks_server.hits == 2  # the one attempt of this interval
+    jwks_server.failing = False
+    clock.now += 61
+    assert _outcome(keys, KID) == KID
+    assert jwks_server.hits == 3
+
+
+def test_with_no_key_set_held_attempts_are_spaced_by_seconds(jwks_server: _JwksServer) -> None:
+    clock = _Clock()
+    jwks_server.failing = True
+    keys = JwksKeys(jwks_server.url, min_refresh_seconds=300, monotonic=clock)
+    with pytest.raises(ServiceUnavailable):
+        keys.key_for(KID)
+    assert set(at_once(_outcome, [(keys, f"forged-{i}") for i in range(20)])) == {"SERVICE_UNAVAILABLE"}
+    assert jwks_server.hits == 1
+    jwks_server.failing = False
+    clock.now += 5  # recovery does not wait a whole interval
+    assert _outcome(keys, KID) == KID
+    assert jwks_server.hits == 2

@@ -9,6 +9,7 @@ from campaign_engine.graph.graph import Graph
 from tests.conftest import ADMIN_ID
 from tests.support.api import api_client, error_code, ok
 from tests.support.delivery import NOW, StepClock, add_members, local_queues, make_campaign
+from tests.support.email import add_email_members, email_settings, make_email_campaign
 
 
 def test_preview_token_confirms_exactly_once(base_settings: Settings, graph: Graph, tmp_path: Path) -> None:
@@ -70,3 +71,66 @@ def test_blocked_and_oversized_dispatches_enqueue_nothing(
             answer = api.mutate("campaigns.dispatch", {"campaignId": cid}, as_=ADMIN_ID, admin=True)
             assert error_code(answer) == "BAD_REQUEST"
     assert queues.dispatch.receive(max_messages=10) == []
+
+
+def test_email_is_blocked_and_refused_without_an_email_provider(
+    base_settings: Settings, graph: Graph, tmp_path: Path
+) -> None:
+    queues = local_queues(tmp_path / "q.sqlite3")
+    make_email_campaign(graph, "mail")
+    make_email_campaign(graph, "both", channels=["notify", "email"])
+    for cid in ("mail", "both"):
+        add_email_members(graph, cid, [f"{cid}-member"])  # one address per profile
+    revisions = _revisions(graph)
+    assert base_settings.campaign_email_provider == "none"
+    with api_client(base_settings, graph, clock=StepClock(NOW), dispatch_queue=queues.dispatch) as api:
+        for cid in ("mail", "both"):
+            preview = ok(
+                api.query("campaigns.previewDispatch", {"campaignId": cid}, as_=ADMIN_ID, admin=True)
+            )
+            assert preview["blockedReason"] == "email_not_configured", cid
+            assert preview["emailRecipientCount"] == 1  # the preview still shows who it would reach
+            answer = api.mutate(
+                "campaigns.dispatch",
+                {"campaignId": cid, "expectedPreviewToken": preview["previewToken"]},
+                as_=ADMIN_ID,
+                admin=True,
+            )
+            assert error_code(answer) == "BAD_REQUEST", cid
+            assert "CAMPAIGN_EMAIL_PROVIDER" in answer.json()["error"]["message"]
+    # Nothing half-written: no Dispatch (not even for notify), no revision spent, no page job queued.
+    assert graph.run("MATCH (d:Dispatch) RETURN count(d) AS n")[0]["n"] == 0
+    assert _revisions(graph) == revisions
+    assert queues.dispatch.receive(max_messages=10) == []
+
+
+def test_email_dispatches_where_a_provider_is_configured(
+    base_settings: Settings, graph: Graph, tmp_path: Path
+) -> None:
+    queues = local_queues(tmp_path / "q.sqlite3")
+    make_email_campaign(graph, "mail")
+    add_email_members(graph, "mail", ["p1"])
+    settings = email_settings(base_settings, "http://127.0.0.1:9", "postmark-token")
+    # No self-testers: this test needs no provider client, only the deployment's deliverable channels.
+    with api_client(
+        settings, graph, clock=StepClock(NOW), dispatch_queue=queues.dispatch, self_test_testers={}
+    ) as api:
+        preview = ok(api.query("campaigns.previewDispatch", {"campaignId": "mail"}, as_=ADMIN_ID, admin=True))
+        assert preview.get("blockedReason") is None
+        started = ok(
+            api.mutate(
+                "campaigns.dispatch",
+                {"campaignId": "mail", "expectedPreviewToken": preview["previewToken"]},
+                as_=ADMIN_ID,
+                admin=True,
+            )
+        )
+    assert started["channels"] == ["email"]
+    assert len(queues.dispatch.receive(max_messages=10)) == 1
+
+
+def _revisions(graph: Graph) -> dict[str, int]:
+    return {
+        r["id"]: r["revision"]
+        for r in graph.run("MATCH (c:Campaign) RETURN c.id AS id, c.revision AS revision")
+    }

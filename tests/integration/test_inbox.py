@@ -160,7 +160,7 @@ def test_bad_signature_is_refused_and_nothing_stored(inbox: str, db_path: Path, 
     document = announcement()
     raw = payload_json(AnnouncementPayload.model_validate(document))
     if tamper == "wrong-secret":
-        response = post(inbox, document, secret="some-other-secret-0123456789")
+        response = post(inbox, document, secret="whsec_c29tZS1vdGhlci1rZXktb2YtMzItYnl0ZXMtMDEyMzQ=")
     elif tamper == "tampered-body":
         headers = signed_headers(SECRET, msg_id="del-1", body=raw, now=int(time.time()))
         forged = raw.replace(b"Hello", b"Pwned")

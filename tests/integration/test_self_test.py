@@ -110,3 +110,29 @@ def test_other_channels_slot_in_as_testers(base_settings: Settings, graph: Graph
         result = ok(api.mutate("campaigns.sendTestToMe", {"campaignId": "both"}, as_=ADMIN_ID, admin=True))
     assert result["channels"] == ["inApp", "notify"]
     assert sent == [(ADMIN_ID, "both", result["testId"])]
+
+
+def test_a_channel_this_api_cannot_test_is_refused_by_name_before_anything_is_written(
+    base_settings: Settings, graph: Graph
+) -> None:
+    graph.run("CREATE (:Profile {profileId: $a})", a=ADMIN_ID)
+    email = {"subject": "s", "title": "t", "body": "b", "ctaLabel": "Open"}
+    make(graph, "mail", channels=["inApp", "email"], email=email)
+    make(
+        graph,
+        "all",
+        channels=["inApp", "notify", "email"],
+        email=email,
+        notification={"title": "n", "body": "b"},
+    )
+    # No email provider and no webhook secret here: neither channel has a tester.
+    with api_client(base_settings, graph, clock=lambda: NOW, self_test_testers={}) as api:
+        mail = api.mutate("campaigns.sendTestToMe", {"campaignId": "mail"}, as_=ADMIN_ID, admin=True)
+        both = api.mutate("campaigns.sendTestToMe", {"campaignId": "all"}, as_=ADMIN_ID, admin=True)
+    assert error_code(mail) == "BAD_REQUEST"
+    assert "CAMPAIGN_EMAIL_PROVIDER" in mail.json()["error"]["message"]
+    assert error_code(both) == "BAD_REQUEST"
+    assert {"NOTIFICATIONS_WEBHOOK_SECRET", "CAMPAIGN_EMAIL_PROVIDER"} <= set(
+        both.json()["error"]["message"].replace("(", " ").replace(")", " ").split()
+    )
+    assert graph.run("MATCH ()-[t:CAMPAIGN_TEST]->() RETURN count(t) AS n")[0]["n"] == 0

@@ -8,7 +8,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from campaign_engine.config import Settings
+import pytest
+from pydantic import SecretStr
+
+from campaign_engine.api.app import create_app
+from campaign_engine.config import ConfigError, Settings
 from campaign_engine.delivery.runner import Worker
 from campaign_engine.delivery.wiring import build_queues, build_worker
 from campaign_engine.graph.graph import Graph
@@ -77,9 +81,24 @@ def test_notify_self_test_needs_the_admin_profile(
     assert build_queues(settings).delivery.receive(max_messages=10) == []
 
 
-def test_without_a_webhook_secret_notify_is_not_testable(base_settings: Settings, graph: Graph) -> None:
-    make_campaign(graph, "c1", channels=["notify"], now=NOW)
+def test_without_a_webhook_secret_notify_is_refused_by_name_and_nothing_is_written(
+    base_settings: Settings, graph: Graph
+) -> None:
+    # inApp alone could be tested: the test must not pass for one that silently left notify out.
+    make_campaign(graph, "c1", channels=["inApp", "notify"], now=NOW)
     graph.run("MERGE (:Profile {profileId: $a})", a=ADMIN_ID)
+    assert base_settings.notifications_webhook_secret is None
     with api_client(base_settings, graph, clock=StepClock()) as api:
         response = api.mutate("campaigns.sendTestToMe", {"campaignId": "c1"}, as_=ADMIN_ID, admin=True)
         assert error_code(response) == "BAD_REQUEST"
+        assert "NOTIFICATIONS_WEBHOOK_SECRET" in response.json()["error"]["message"]
+    assert graph.run("MATCH ()-[t:CAMPAIGN_TEST]->() RETURN count(t) AS n")[0]["n"] == 0
+
+
+def test_an_unusable_webhook_secret_stops_the_api_at_start(base_settings: Settings, graph: Graph) -> None:
+    plain = base_settings.model_copy(
+        update={"notifications_webhook_secret": SecretStr("a-plain-shared-secret-0123456789")}
+    )
+    with pytest.raises(ConfigError, match="NOTIFICATIONS_WEBHOOK_SECRET") as info:
+        create_app(plain, graph=graph)
+    assert "a-plain-shared" not in str(info.value)

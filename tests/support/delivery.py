@@ -32,7 +32,7 @@ from campaign_engine.graph.graph import Graph
 from campaign_engine.inbox.app import create_inbox_app
 from tests.conftest import free_port
 
-WEBHOOK_SECRET = "test-webhook-secret-0123456789"
+WEBHOOK_SECRET = "whsec_dGVzdC13ZWJob29rLXNlY3JldC0wMTIzNDU2Nzg5YWI="  # Standard Webhooks: whsec_ + base64
 NOW = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 
 

@@ -45,6 +45,7 @@ def preview_dispatch(ctx: Context, data: CampaignRef) -> dispatching.DispatchPre
         now=ctx.services.clock(),
         adult_age=settings.campaign_adult_age,
         max_recipients=settings.campaign_preview_max_recipients,
+        deliverable=ctx.services.dispatch_channels,
     )
 
 
@@ -60,6 +61,7 @@ def dispatch(ctx: Context, data: DispatchInput) -> dispatching.DispatchStarted:
         now=ctx.services.clock(),
         adult_age=settings.campaign_adult_age,
         max_recipients=settings.campaign_preview_max_recipients,
+        deliverable=ctx.services.dispatch_channels,
     )
 
 
@@ -67,6 +69,14 @@ def dispatch(ctx: Context, data: DispatchInput) -> dispatching.DispatchStarted:
 def get_dispatch(ctx: Context, data: DispatchRef) -> dispatching.DispatchPublic:
     """How far a send got, and why it stopped if it did."""
     return dispatching.get_dispatch(ctx.services.graph, data.dispatch_id)
+
+
+@router.mutation("resumeDispatch", auth="admin")
+def resume_dispatch(ctx: Context, data: DispatchRef) -> dispatching.DispatchPublic:
+    """Resume a failed dispatch from its cursor (anything else, or a newer dispatch: CONFLICT)."""
+    return dispatching.resume_dispatch(
+        ctx.services.graph, _queue(ctx), dispatch_id=data.dispatch_id, now=ctx.services.clock()
+    )
 
 
 @router.query("listDispatches", auth="admin")
