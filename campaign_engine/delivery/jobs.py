@@ -28,10 +28,10 @@ from dataclasses import dataclass
 from pydantic import ValidationError
 
 from campaign_engine.delivery.dispatch_cursor import record_failure, stop
-from campaign_engine.delivery.email.page_walk import EmailWorker
-from campaign_engine.delivery.notify.page_walk import PageWorker
+from campaign_engine.delivery.email.page_walk import EmailPageOutcome
+from campaign_engine.delivery.notify.page_walk import PageOutcome
 from campaign_engine.delivery.notify.worker import NotificationWorker
-from campaign_engine.delivery.queue.port import MAX_DELAY_SECONDS, QueueError, Received, ReceivedMessage
+from campaign_engine.delivery.queue.port import MAX_DELAY_SECONDS, Received, ReceivedMessage
 from campaign_engine.domain.dispatch import DeliveryJob, PageJob, parse_job
 from campaign_engine.domain.types import Clock, format_ts
 from campaign_engine.graph.graph import Graph
@@ -48,8 +48,7 @@ __all__ = [
     "job_key",
     "retry_delay",
     "serve_deliveries",
-    "serve_email_pages",
-    "serve_notify_pages",
+    "serve_pages",
 ]
 
 log = logging.getLogger(__name__)
@@ -187,42 +186,21 @@ class PageFailures:
         return Retry(retry_delay(self.retry_base_seconds, item.message.receive_count))
 
 
-def serve_notify_pages(worker: PageWorker, *, failures: PageFailures) -> PageHandler:
+def serve_pages(
+    handle_page: Callable[[PageJob], PageOutcome | EmailPageOutcome], *, failures: PageFailures
+) -> PageHandler:
+    """A page walk (notify or email) as a table handler. Any failure is counted and retried: the
+    cursor has not moved, so the retry redoes the page (notify deliveries are deduplicated by
+    receivers; email claims already committed are found and never sent again)."""
+
     def serve(item: Received[PageJob]) -> Outcome:
+        job = item.job
         try:
-            outcome = worker.handle_page(item.job)
-        except QueueError:
-            # Cursor unchanged: the redelivered job enqueues the same page again (receivers dedupe).
-            log.warning("jobs.page_enqueue_failed dispatch_id=%s", item.job.dispatch_id)
-            return failures.settle(item, "QueueError: the deliveries could not be enqueued")
+            outcome = handle_page(job)
         except Exception as exc:
-            log.exception("jobs.page_failed dispatch_id=%s", item.job.dispatch_id)
+            log.exception("jobs.page_failed channel=%s dispatch_id=%s", job.channel, job.dispatch_id)
             return failures.settle(item, type(exc).__name__)
-        log.info(
-            "jobs.page dispatch_id=%s outcome=%s enqueued=%d",
-            item.job.dispatch_id,
-            outcome.outcome,
-            outcome.enqueued,
-        )
-        return Done()
-
-    return serve
-
-
-def serve_email_pages(worker: EmailWorker, *, failures: PageFailures) -> PageHandler:
-    def serve(item: Received[PageJob]) -> Outcome:
-        try:
-            outcome = worker.handle_page(item.job)
-        except Exception as exc:
-            # Claims already committed are found by the retry and never sent again.
-            log.exception("jobs.email_page_failed dispatch_id=%s", item.job.dispatch_id)
-            return failures.settle(item, type(exc).__name__)
-        log.info(
-            "jobs.email_page dispatch_id=%s outcome=%s emailed=%d",
-            item.job.dispatch_id,
-            outcome.outcome,
-            outcome.emailed,
-        )
+        log.info("jobs.page channel=%s dispatch_id=%s outcome=%s", job.channel, job.dispatch_id, outcome)
         return Done()
 
     return serve

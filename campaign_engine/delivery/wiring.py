@@ -22,8 +22,7 @@ from campaign_engine.delivery.jobs import (
     JobTable,
     PageFailures,
     serve_deliveries,
-    serve_email_pages,
-    serve_notify_pages,
+    serve_pages,
 )
 from campaign_engine.delivery.notify.gate import SendGate
 from campaign_engine.delivery.notify.page_walk import PageWorker
@@ -272,9 +271,9 @@ def build_job_table(
         max_failures=settings.campaign_dispatch_max_page_failures,
         retry_base_seconds=base,
     )
-    pages = {"notify": serve_notify_pages(page_walk, failures=failures)}
+    pages = {"notify": serve_pages(page_walk.handle_page, failures=failures)}
     if email is not None:
-        pages["email"] = serve_email_pages(email, failures=failures)
+        pages["email"] = serve_pages(email.handle_page, failures=failures)
     return JobTable(
         graph=graph,
         clock=clock,

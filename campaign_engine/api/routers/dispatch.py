@@ -10,6 +10,7 @@ from campaign_engine.api.context import Context
 from campaign_engine.api.routers.common import CampaignRef
 from campaign_engine.api.trpc import ProcedureRouter
 from campaign_engine.campaigns import dispatch as dispatching
+from campaign_engine.campaigns.resume import resume_dispatch as resume
 from campaign_engine.delivery.queue.port import Queue
 from campaign_engine.domain.errors import ServiceUnavailable
 
@@ -74,9 +75,7 @@ def get_dispatch(ctx: Context, data: DispatchRef) -> dispatching.DispatchPublic:
 @router.mutation("resumeDispatch", auth="admin")
 def resume_dispatch(ctx: Context, data: DispatchRef) -> dispatching.DispatchPublic:
     """Resume a failed dispatch from its cursor (anything else, or a newer dispatch: CONFLICT)."""
-    return dispatching.resume_dispatch(
-        ctx.services.graph, _queue(ctx), dispatch_id=data.dispatch_id, now=ctx.services.clock()
-    )
+    return resume(ctx.services.graph, _queue(ctx), dispatch_id=data.dispatch_id, now=ctx.services.clock())
 
 
 @router.query("listDispatches", auth="admin")
