@@ -7,7 +7,6 @@ cannot enqueue its deliveries fails as a whole and must not move the cursor).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -16,7 +15,7 @@ from campaign_engine.campaigns.definitions import delete_campaign, set_status
 from campaign_engine.campaigns.dispatch import get_dispatch
 from campaign_engine.config import Settings
 from campaign_engine.delivery.queue.local import LocalQueue
-from campaign_engine.delivery.queue.port import Queue, QueueError, ReceivedMessage
+from campaign_engine.delivery.queue.port import Queue
 from campaign_engine.delivery.runner import settle
 from campaign_engine.delivery.wiring import Queues, build_job_table, build_worker, run_sweep
 from campaign_engine.graph.graph import Graph
@@ -24,6 +23,7 @@ from tests.conftest import ADMIN_ID
 from tests.support.api import TrpcClient, api_client, error_code, ok
 from tests.support.delivery import (
     NOW,
+    ScriptedQueue,
     StepClock,
     add_members,
     delivery_settings,
@@ -45,31 +45,6 @@ from tests.support.email import (
 from tests.support.postmark_standin import PostmarkStandin
 
 WINDOW = 300  # the stuck window with delivery_settings: wave delay 0 + CAMPAIGN_DISPATCH_STUCK_SECONDS
-
-
-class ScriptedQueue:
-    """A real queue whose sends follow a script (False = refused); past its end every send works."""
-
-    def __init__(self, inner: Queue, script: Sequence[bool] = ()) -> None:
-        self.inner = inner
-        self.script = list(script)
-
-    def send_batch(self, bodies: Sequence[str], *, delay_seconds: int = 0) -> None:
-        if self.script and not self.script.pop(0):
-            raise QueueError("send refused (test)")
-        self.inner.send_batch(bodies, delay_seconds=delay_seconds)
-
-    def receive(self, *, max_messages: int = 10, wait_seconds: float = 0.0) -> list[ReceivedMessage]:
-        return self.inner.receive(max_messages=max_messages, wait_seconds=wait_seconds)
-
-    def delete(self, receipt: str) -> None:
-        self.inner.delete(receipt)
-
-    def delete_batch(self, receipts: Sequence[str]) -> None:
-        self.inner.delete_batch(receipts)
-
-    def change_visibility(self, receipt: str, *, timeout_seconds: int) -> None:
-        self.inner.change_visibility(receipt, timeout_seconds=timeout_seconds)
 
 
 def _local(queue: Queue) -> LocalQueue:

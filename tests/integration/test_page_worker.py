@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import threading
-from collections.abc import Sequence
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -13,7 +12,7 @@ import pytest
 from campaign_engine.campaigns import definitions
 from campaign_engine.campaigns.dispatch import get_dispatch
 from campaign_engine.config import Settings
-from campaign_engine.delivery.queue.port import Queue, QueueError, ReceivedMessage
+from campaign_engine.delivery.queue.port import Queue, QueueError
 from campaign_engine.delivery.sweeper import sweep
 from campaign_engine.delivery.wiring import Queues, build_page_worker
 from campaign_engine.domain.dispatch import PageJob, parse_job
@@ -21,6 +20,7 @@ from campaign_engine.graph.graph import Graph
 from campaign_engine.graph.policy import policy_query
 from tests.support.delivery import (
     NOW,
+    ScriptedQueue,
     StepClock,
     add_members,
     delivery_settings,
@@ -29,31 +29,6 @@ from tests.support.delivery import (
     start_dispatch,
 )
 from tests.support.plans import operators
-
-
-class FlakyQueue:
-    """A real queue whose sends can be made to fail (the port's failure mode, nothing else faked)."""
-
-    def __init__(self, inner: Queue) -> None:
-        self.inner = inner
-        self.fail = False
-
-    def send_batch(self, bodies: Sequence[str], *, delay_seconds: int = 0) -> None:
-        if self.fail:
-            raise QueueError("send refused")
-        self.inner.send_batch(bodies, delay_seconds=delay_seconds)
-
-    def receive(self, *, max_messages: int = 10, wait_seconds: float = 0.0) -> list[ReceivedMessage]:
-        return self.inner.receive(max_messages=max_messages, wait_seconds=wait_seconds)
-
-    def delete(self, receipt: str) -> None:
-        self.inner.delete(receipt)
-
-    def delete_batch(self, receipts: Sequence[str]) -> None:
-        self.inner.delete_batch(receipts)
-
-    def change_visibility(self, receipt: str, *, timeout_seconds: int) -> None:
-        self.inner.change_visibility(receipt, timeout_seconds=timeout_seconds)
 
 
 def _jobs(queue: Queue) -> list[PageJob]:
@@ -89,7 +64,7 @@ def queues(tmp_path: Path) -> Queues:
 
 def test_cursor_commits_only_after_enqueue(base_settings: Settings, graph: Graph, queues: Queues) -> None:
     job = _start(graph, queues, ["p1", "p2", "p3"])
-    flaky = FlakyQueue(queues.delivery)
+    flaky = ScriptedQueue(queues.delivery)
     settings = delivery_settings(base_settings, campaign_dispatch_page_size=2)
     worker = build_page_worker(
         settings, graph, Queues(dispatch=queues.dispatch, delivery=flaky), clock=StepClock()

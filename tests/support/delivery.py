@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -25,7 +25,7 @@ from campaign_engine.campaigns import definitions
 from campaign_engine.campaigns.dispatch import DispatchStarted, dispatch
 from campaign_engine.config import Settings
 from campaign_engine.delivery.queue.local import LocalQueue
-from campaign_engine.delivery.queue.port import Queue
+from campaign_engine.delivery.queue.port import Queue, QueueError, ReceivedMessage
 from campaign_engine.delivery.wiring import Queues
 from campaign_engine.domain.campaign import CampaignCreate
 from campaign_engine.graph.graph import Graph
@@ -128,6 +128,34 @@ def local_queues(path: Path, *, visibility: int = 30, max_receives: int = 5) -> 
         dispatch=LocalQueue(path, "dispatch", visibility_timeout=visibility, max_receives=max_receives),
         delivery=LocalQueue(path, "delivery", visibility_timeout=visibility, max_receives=max_receives),
     )
+
+
+class ScriptedQueue:
+    """A real queue whose sends can be refused, the port's one failure mode (nothing else is faked):
+    while ``fail`` is set, or as the ``script`` says (False = refused; past its end every send works)."""
+
+    def __init__(self, inner: Queue, script: Sequence[bool] = ()) -> None:
+        self.inner = inner
+        self.script = list(script)
+        self.fail = False
+
+    def send_batch(self, bodies: Sequence[str], *, delay_seconds: int = 0) -> None:
+        scripted_refusal = bool(self.script) and not self.script.pop(0)
+        if self.fail or scripted_refusal:
+            raise QueueError("send refused (test)")
+        self.inner.send_batch(bodies, delay_seconds=delay_seconds)
+
+    def receive(self, *, max_messages: int = 10, wait_seconds: float = 0.0) -> list[ReceivedMessage]:
+        return self.inner.receive(max_messages=max_messages, wait_seconds=wait_seconds)
+
+    def delete(self, receipt: str) -> None:
+        self.inner.delete(receipt)
+
+    def delete_batch(self, receipts: Sequence[str]) -> None:
+        self.inner.delete_batch(receipts)
+
+    def change_visibility(self, receipt: str, *, timeout_seconds: int) -> None:
+        self.inner.change_visibility(receipt, timeout_seconds=timeout_seconds)
 
 
 class ThreadServer:
