@@ -12,7 +12,9 @@ from __future__ import annotations
 from typing import Annotated, Literal
 from urllib.parse import quote, unquote
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints
+from pydantic import BaseModel, ConfigDict, Field
+
+from campaign_engine.domain.patterns import DidStr, ProfileIdStr, Slug
 
 __all__ = [
     "MAX_LIST",
@@ -29,10 +31,6 @@ __all__ = [
 
 MAX_LIST = 10_000
 
-_Did = Annotated[str, StringConstraints(min_length=5, max_length=512, pattern=r"^did:[a-z0-9]+:\S+$")]
-_ProfileId = Annotated[str, StringConstraints(min_length=1, max_length=128, pattern=r"^[^\s,]+$")]
-_Slug = Annotated[str, StringConstraints(pattern=r"^[a-z0-9][a-z0-9-_.]{0,63}$")]
-
 
 class _Source(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
@@ -40,24 +38,24 @@ class _Source(BaseModel):
 
 class DidsSource(_Source):
     type: Literal["dids"]
-    dids: Annotated[list[_Did], Field(min_length=1, max_length=MAX_LIST)]
+    dids: Annotated[list[DidStr], Field(min_length=1, max_length=MAX_LIST)]
 
 
 class ProfileIdsSource(_Source):
     type: Literal["profileIds"]
-    profile_ids: Annotated[list[_ProfileId], Field(alias="profileIds", min_length=1, max_length=MAX_LIST)]
+    profile_ids: Annotated[list[ProfileIdStr], Field(alias="profileIds", min_length=1, max_length=MAX_LIST)]
 
 
 class TagSource(_Source):
     type: Literal["tag"]
-    slug: _Slug
+    slug: Slug
 
 
 class ConnectionsSource(_Source):
     """Profiles connected with ``profileId`` (not the profile itself)."""
 
     type: Literal["connections"]
-    profile_id: Annotated[_ProfileId, Field(alias="profileId")]
+    profile_id: Annotated[ProfileIdStr, Field(alias="profileId")]
 
 
 class AllSource(_Source):

@@ -87,7 +87,14 @@ UtcDatetime = Annotated[
     datetime,
     BeforeValidator(_instant),
     PlainSerializer(format_ts, return_type=str, when_used="json"),
-    WithJsonSchema({"type": "string", "format": "date-time"}),
+    WithJsonSchema(
+        {
+            "type": "string",
+            "format": "date-time",
+            "description": "An RFC 3339 instant with an offset, from 1970-01-01T00:00:00Z to "
+            "9999-12-31T23:59:59.999999Z; read back in UTC with microseconds.",
+        }
+    ),
 ]
 
 
@@ -166,14 +173,30 @@ _CONTENT_FOR_CHANNEL: dict[str, str] = {"inApp": "message", "notify": "notificat
 CLEARABLE_FIELDS = frozenset({"description", "notification", "email", "startsAt", "endsAt"})
 
 
+def _content_rule_schema(schema: dict[str, Any]) -> None:
+    """States ``_content_and_window``'s channel rule in the JSON Schema: a listed channel's content is
+    present and not null. (The window rule compares two values; JSON Schema cannot say it.)"""
+    schema["allOf"] = [
+        {
+            "if": {"required": ["channels"], "properties": {"channels": {"contains": {"const": channel}}}},
+            "then": {"required": [field], "properties": {field: {"not": {"type": "null"}}}},
+        }
+        for channel, field in _CONTENT_FOR_CHANNEL.items()
+    ]
+
+
 class CampaignDefinition(_Strict):
     """Everything an admin authors. Stored as JSON on the Campaign node; validated on every write."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+    model_config = ConfigDict(
+        extra="forbid", frozen=True, populate_by_name=True, json_schema_extra=_content_rule_schema
+    )
 
     name: Annotated[Text, Field(min_length=1, max_length=200)]
     description: Annotated[str, Field(max_length=2000)] | None = None
-    channels: Annotated[list[Channel], Field(min_length=1, max_length=3)]
+    channels: Annotated[
+        list[Channel], Field(min_length=1, max_length=3, json_schema_extra={"uniqueItems": True})
+    ]
     message: Message | None = None
     notification: NotificationCopy | None = None
     email: EmailCopy | None = None
@@ -211,36 +234,49 @@ class CampaignCreate(CampaignDefinition):
     id: CampaignId
 
 
+def _clearable_only_schema(schema: dict[str, Any]) -> None:
+    """A patch field may be ``null`` only when it is clearable: say so in the JSON Schema too."""
+    for name, prop in schema.get("properties", {}).items():
+        if name in CLEARABLE_FIELDS or name == "expectedUpdatedAt":
+            continue
+        variants = prop.get("anyOf", [])
+        kept = [v for v in variants if v != {"type": "null"}]
+        if len(kept) == 1 and len(variants) == 2:
+            prop.pop("anyOf")
+            prop.update(kept[0])
+        prop.pop("default", None)
+
+
 class CampaignPatch(BaseModel):
     """A partial update: omitted fields are kept, ``null`` clears an optional field.
 
-    ``expectedUpdatedAt`` is an instant, not a spelling: ``campaigns/definitions.py`` compares it to the
-    stored ``updatedAt`` to the millisecond, so a value echoed through a JavaScript ``Date`` matches."""
+    Each field has its definition's type, so a wrong type is refused with its path before the campaign is
+    read; the patched whole is validated again (``campaigns/definitions.py``) for the rules that span
+    fields. ``expectedUpdatedAt`` is an instant, not a spelling: it is compared to the stored
+    ``updatedAt`` to the millisecond, so a value echoed through a JavaScript ``Date`` matches."""
 
-    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+    model_config = ConfigDict(extra="forbid", populate_by_name=True, json_schema_extra=_clearable_only_schema)
 
     campaign_id: Annotated[str, Field(alias="campaignId", min_length=1, max_length=64)]
     expected_updated_at: Annotated[UtcDatetime | None, Field(alias="expectedUpdatedAt")] = None
-    name: Any = None
-    description: Any = None
-    channels: Any = None
-    message: Any = None
-    notification: Any = None
-    email: Any = None
-    starts_at: Annotated[Any, Field(alias="startsAt")] = None
-    ends_at: Annotated[Any, Field(alias="endsAt")] = None
-    exclude_minors: Annotated[Any, Field(alias="excludeMinors")] = None
-    discoverable: Any = None
+    name: Annotated[Text, Field(min_length=1, max_length=200)] | None = None
+    description: Annotated[str, Field(max_length=2000)] | None = None
+    channels: (
+        Annotated[list[Channel], Field(min_length=1, max_length=3, json_schema_extra={"uniqueItems": True})]
+        | None
+    ) = None
+    message: Message | None = None
+    notification: NotificationCopy | None = None
+    email: EmailCopy | None = None
+    starts_at: Annotated[UtcDatetime | None, Field(alias="startsAt")] = None
+    ends_at: Annotated[UtcDatetime | None, Field(alias="endsAt")] = None
+    exclude_minors: Annotated[bool | None, Field(alias="excludeMinors")] = None
+    discoverable: bool | None = None
 
     def changes(self) -> dict[str, Any]:
-        """The fields the caller sent, by wire name, with ``None`` meaning "clear"."""
-        skip = {"campaign_id", "expected_updated_at"}
-        fields = type(self).model_fields
-        return {
-            fields[name].alias or name: getattr(self, name)
-            for name in self.model_fields_set
-            if name not in skip
-        }
+        """The fields the caller sent, by wire name, in wire form, with ``None`` meaning "clear"."""
+        sent = self.model_fields_set - {"campaign_id", "expected_updated_at"}
+        return self.model_dump(mode="json", by_alias=True, include=sent)
 
 
 class CampaignPublic(CampaignDefinition):

@@ -12,11 +12,22 @@ import re
 from datetime import date
 from typing import Annotated, Any
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstraints, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    StringConstraints,
+    WithJsonSchema,
+    model_validator,
+)
+
+from campaign_engine.domain.patterns import EMAIL_PATTERN, WEBHOOK_PATTERN, DidStr, ProfileIdStr, Slug
 
 __all__ = ["EmailContact", "ProfileIn", "ProfileOut", "ProfileUpsert", "UpsertResult"]
 
-_EMAIL = re.compile(r"^[^@\s<>\"(),;:]+@[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?(?:\.[A-Za-z0-9-]+)+$")
+_EMAIL = re.compile(EMAIL_PATTERN)
+_WEBHOOK = re.compile(WEBHOOK_PATTERN)
 
 
 def _iso_date(value: str) -> str:
@@ -27,7 +38,7 @@ def _iso_date(value: str) -> str:
 
 
 def _webhook(url: str) -> str:
-    if not re.match(r"^https?://[^/\s]+", url):
+    if not _WEBHOOK.match(url):
         raise ValueError("must be an http(s) URL")
     return url
 
@@ -38,14 +49,27 @@ def _email(address: str) -> str:
     return address
 
 
-ProfileIdStr = Annotated[str, StringConstraints(min_length=1, max_length=128, pattern=r"^[^\s,]+$")]
-Slug = Annotated[str, StringConstraints(pattern=r"^[a-z0-9][a-z0-9-_.]{0,63}$")]
+# The rules below are checked by functions, for their error messages; each also states itself in the
+# JSON Schema, so /openapi.json calls valid exactly what these functions accept.
+EmailAddress = Annotated[
+    str,
+    StringConstraints(max_length=254),
+    AfterValidator(_email),
+    WithJsonSchema({"type": "string", "maxLength": 254, "pattern": EMAIL_PATTERN}),
+]
+IsoDate = Annotated[str, AfterValidator(_iso_date), WithJsonSchema({"type": "string", "format": "date"})]
+WebhookUrl = Annotated[
+    str,
+    StringConstraints(max_length=2048),
+    AfterValidator(_webhook),
+    WithJsonSchema({"type": "string", "maxLength": 2048, "pattern": WEBHOOK_PATTERN}),
+]
 
 
 class EmailContact(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    address: Annotated[str, StringConstraints(max_length=254), AfterValidator(_email)]
+    address: EmailAddress
     verified: bool = False
     primary: bool = False
 
@@ -54,10 +78,8 @@ class ProfileIn(BaseModel):
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
 
     profile_id: Annotated[ProfileIdStr, Field(alias="profileId")]
-    did: (
-        Annotated[str, StringConstraints(min_length=5, max_length=512, pattern=r"^did:[a-z0-9]+:\S+$")] | None
-    ) = None
-    dob: Annotated[str, AfterValidator(_iso_date)] | None = None
+    did: DidStr | None = None
+    dob: IsoDate | None = None
     locale: (
         Annotated[str, StringConstraints(max_length=35, pattern=r"^[A-Za-z]{2,3}([-_][A-Za-z0-9]{2,8})*$")]
         | None
@@ -66,7 +88,7 @@ class ProfileIn(BaseModel):
     is_service_profile: Annotated[bool | None, Field(alias="isServiceProfile")] = None
     emails: Annotated[list[EmailContact], Field(max_length=20)] | None = None
     notifications_webhook: Annotated[
-        Annotated[str, StringConstraints(max_length=2048), AfterValidator(_webhook)] | None,
+        WebhookUrl | None,
         Field(alias="notificationsWebhook"),
     ] = None
     tags: Annotated[list[Slug], Field(max_length=200)] | None = None
