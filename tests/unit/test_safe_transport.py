@@ -60,6 +60,10 @@ from campaign_engine.delivery.notify.transport import (
 SECRET = "whsec_cG9zdGVyLXRlc3Qtc2VjcmV0LTAxMjM0NTY3ODlhYmM="  # Standard Webhooks: whsec_ + base64
 
 
+# 10 MB of zeros, compressed once at import: compressing per request took longer than the client's
+# timeout on a loaded 2-core machine, and the test then measured the server's speed, not the cap.
+_GZIP_BOMB = gzip.compress(b"0" * 10_000_000)
+
 class DictResolver:
     """host -> answers; an unknown host fails like NXDOMAIN. Records every call."""
 
@@ -392,7 +396,7 @@ class _Handler(BaseHTTPRequestHandler):
         elif self.path == "/exactly-cap":
             self._answer(200, b"x" * MAX_RESPONSE_BYTES)
         elif self.path == "/gzip":
-            self._answer(200, gzip.compress(b"0" * 10_000_000), extra={"Content-Encoding": "gzip"})
+            self._answer(200, _GZIP_BOMB, extra={"Content-Encoding": "gzip"})
         elif self.path == "/close":
             self._answer(200, b"true", extra={"Connection": "close"})
             self.close_connection = True
