@@ -85,6 +85,7 @@ def get_profile(graph: Graph, profile_id: str) -> ProfileOut:
         is_service_profile=bool(node.get("isServiceProfile")),
         emails=[EmailContact.model_validate(e) for e in found["emails"]],
         notifications_webhook=node.get("notificationsWebhook"),
+        time_zone=node.get("timeZone"),
         tags=sorted(found["tags"]),
         connections=sorted(set(found["connections"])),
         announcement_email_opt_out=bool(node.get("announcementEmailOptOut")),

@@ -23,6 +23,7 @@ from pydantic import (
 )
 
 from campaign_engine.domain.patterns import EMAIL_PATTERN, WEBHOOK_PATTERN, DidStr, ProfileIdStr, Slug
+from campaign_engine.domain.schedule import ZONE_NAME_PATTERN, known_zone
 
 __all__ = ["EmailContact", "ProfileIn", "ProfileOut", "ProfileUpsert", "UpsertResult"]
 
@@ -56,6 +57,19 @@ EmailAddress = Annotated[
     StringConstraints(max_length=254),
     AfterValidator(_email),
     WithJsonSchema({"type": "string", "maxLength": 254, "pattern": EMAIL_PATTERN}),
+]
+
+
+def _time_zone(name: str) -> str:
+    if known_zone(name) is None:
+        raise ValueError("not an IANA time zone in the tz database (e.g. Europe/Paris)")
+    return name
+
+
+TimeZoneName = Annotated[
+    str,
+    AfterValidator(_time_zone),
+    WithJsonSchema({"type": "string", "maxLength": 64, "pattern": ZONE_NAME_PATTERN}),
 ]
 IsoDate = Annotated[str, AfterValidator(_iso_date), WithJsonSchema({"type": "string", "format": "date"})]
 WebhookUrl = Annotated[
@@ -91,6 +105,8 @@ class ProfileIn(BaseModel):
         WebhookUrl | None,
         Field(alias="notificationsWebhook"),
     ] = None
+    time_zone: Annotated[TimeZoneName | None, Field(alias="timeZone")] = None
+    """Where local-time schedules and quiet hours put this person's day; the campaign's zone if unset."""
     tags: Annotated[list[Slug], Field(max_length=200)] | None = None
     connections: Annotated[list[ProfileIdStr], Field(max_length=5000)] | None = None
 
@@ -109,7 +125,7 @@ class ProfileIn(BaseModel):
 
 
 _NODE_PROPERTIES = frozenset(
-    {"did", "dob", "locale", "is_managed", "is_service_profile", "notifications_webhook"}
+    {"did", "dob", "locale", "is_managed", "is_service_profile", "notifications_webhook", "time_zone"}
 )
 _FLAGS = frozenset({"is_managed", "is_service_profile"})
 
@@ -148,6 +164,7 @@ class ProfileOut(BaseModel):
     is_service_profile: Annotated[bool, Field(alias="isServiceProfile")]
     emails: list[EmailContact]
     notifications_webhook: Annotated[str | None, Field(alias="notificationsWebhook")]
+    time_zone: Annotated[str | None, Field(alias="timeZone")] = None
     tags: list[str]
     connections: list[str]
     announcement_email_opt_out: Annotated[bool, Field(alias="announcementEmailOptOut")]

@@ -24,6 +24,7 @@ from functools import lru_cache
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 __all__ = [
+    "ZONE_NAME_PATTERN",
     "QuietHours",
     "WallClock",
     "known_zone",
@@ -34,7 +35,9 @@ __all__ = [
     "zone_or",
 ]
 
-_ZONE_NAME = re.compile(r"^(?:[A-Za-z][A-Za-z0-9_+-]*)(?:/[A-Za-z0-9_+-]+){0,2}$")
+ZONE_NAME_PATTERN = r"^[A-Za-z][A-Za-z0-9_+-]*(?:/[A-Za-z0-9_+-]+){0,2}$"
+"""The shape of an IANA zone name (``America/Argentina/Buenos_Aires``, ``Etc/GMT+5``, ``UTC``)."""
+_ZONE_NAME = re.compile(ZONE_NAME_PATTERN)
 _WALL_CLOCK = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(?::\d{2})?$")
 
 

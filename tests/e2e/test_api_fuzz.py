@@ -54,8 +54,9 @@ _POSITIVE_DATA_ALSO_REFUSED = {
     # A token that fails its signature is BAD_REQUEST "this unsubscribe link is not valid": a string is
     # all a schema can say about an HMAC-signed credential.
     "campaigns.unsubscribeFromAnnouncements": "an unverifiable token is BAD_REQUEST",
-    # profileId must not repeat within one call: uniqueness of one property across items.
-    "profiles.upsert": "profileIds must not repeat across rows",
+    # profileId must not repeat within one call (uniqueness of one property across items), and
+    # timeZone must name a zone the tz database has (the schema gives its shape).
+    "profiles.upsert": "unique profileIds across rows; timeZone must exist in the tz database",
 }
 _DEFAULT_POSITIVE_STATUSES = ["2xx", "3xx", "401", "403", "404", "409", "429", "5xx"]
 

@@ -69,6 +69,7 @@ FIELDS: list[tuple[str, Any, Any]] = [
     ("isManaged", True, False),
     ("isServiceProfile", True, False),
     ("notificationsWebhook", "https://inbox.example.org/hook", None),
+    ("timeZone", "Pacific/Kiritimati", None),
     ("emails", [{"address": "a@example.org", "verified": True, "primary": True}], []),
     ("tags", ["beta"], []),
     ("connections", ["friend"], []),
@@ -180,6 +181,9 @@ def test_invalid_row_names_its_index_and_writes_nothing(api: TrpcClient, graph: 
         {"profileId": "x", "did": "plc:abc"},
         {"profileId": "has space"},
         {"profileId": "x", "tags": ["Upper"]},
+        {"profileId": "x", "timeZone": "Mars/Olympus_Mons"},
+        {"profileId": "x", "timeZone": "../../etc/passwd"},
+        {"profileId": "x", "timeZone": "+01:00"},
     ],
 )
 def test_field_rules(api: TrpcClient, row: dict[str, Any]) -> None:
