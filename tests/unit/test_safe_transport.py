@@ -64,6 +64,7 @@ SECRET = "whsec_cG9zdGVyLXRlc3Qtc2VjcmV0LTAxMjM0NTY3ODlhYmM="  # Standard Webhoo
 # timeout on a loaded 2-core machine, and the test then measured the server's speed, not the cap.
 _GZIP_BOMB = gzip.compress(b"0" * 10_000_000)
 
+
 class DictResolver:
     """host -> answers; an unknown host fails like NXDOMAIN. Records every call."""
 
