@@ -61,7 +61,9 @@ def _api() -> Any:
 
     from campaign_engine.api.app import create_app
 
-    app = create_app(_settings(), graph=_graph(), dispatch_queue=_queues().dispatch, start_now=True)
+    # The app opens its own graph: an API call waits about a second for an unreachable Neo4j (then
+    # 503), where the workers' graph waits out a restart (graph/graph.py, NEO4J_UNAVAILABLE_WAIT_SECONDS).
+    app = create_app(_settings(), dispatch_queue=_queues().dispatch, start_now=True)
     return Mangum(app, lifespan="off")
 
 

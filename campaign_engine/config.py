@@ -58,6 +58,9 @@ class Settings(BaseSettings):
     neo4j_user: str = "neo4j"
     neo4j_password: SecretStr = SecretStr("")
     neo4j_database: str = "neo4j"
+    # How long a worker's graph call waits for an unreachable Neo4j (a restart) before it fails and its
+    # job is redelivered; the API never waits more than about a second (a 503 at once). graph/graph.py
+    neo4j_unavailable_wait_seconds: float = Field(default=300, ge=0, le=3600)
 
     # --- API and auth --------------------------------------------------------------------------
     auth_jwt_secret: SecretStr | None = None

@@ -1,13 +1,31 @@
 """The ``Graph`` handle: one driver, one database, managed transactions.
 
-Use cases pass a transaction function to ``read`` or ``write``. The driver retries the whole function on
-transient errors (deadlocks, leader switches), so a transaction function must be safe to re-run: it
-may only touch the graph, never a queue, a socket or a clock read that must not change.
-Driver errors that mean "the graph is unreachable" become ``ServiceUnavailable``.
+Use cases pass a transaction function to ``read`` or ``write``. The whole function is re-run on
+transient errors (deadlock victims, leader switches), so a transaction function must be safe to re-run:
+it may only touch the graph, never a queue, a socket or a clock read that must not change.
+
+Every driver failure that means "the graph cannot answer now" becomes ``ServiceUnavailable`` here, and
+nowhere else (HTTP 503 at the API; a job that raises it is redelivered). The retries are ours, not the
+driver's, because the two causes want different budgets (issue 11, item 7):
+
+- a transient server error (deadlock victim) is retried with back-off for up to 30 s, as the driver
+  would;
+- an unreachable graph (refused, reset, killed, still starting) is retried for ``unavailable_wait``
+  seconds, which each edge chooses: the API answers 503 within about a second, so callers ask again
+  and no request thread sits in a retry loop during an outage; the worker edges ride out an outage of
+  up to ``NEO4J_UNAVAILABLE_WAIT_SECONDS`` (a restart), because a worker may hold what only memory
+  knows (a provider accepted an email, a receiver acknowledged a notification) and must still record
+  it rather than give the job back to be redone.
+
+A commit whose connection died after COMMIT was sent (``IncompleteCommit``) is never re-run: it may have
+committed. The driver's own timeouts are bounded too (connect, pool acquisition), so no call waits on a
+socket for the driver's 30 s and 60 s defaults.
 """
 
 from __future__ import annotations
 
+import random
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any, Concatenate, ParamSpec, TypeVar
@@ -18,71 +36,148 @@ from neo4j import exceptions as neo4j_errors
 from campaign_engine.config import Settings
 from campaign_engine.domain.errors import ServiceUnavailable
 
-__all__ = ["Graph", "Statements", "Tx", "open_graph"]
+__all__ = ["API_UNAVAILABLE_WAIT_SECONDS", "Graph", "Statements", "Tx", "open_graph"]
 
 P = ParamSpec("P")
 R = TypeVar("R")
 Tx = neo4j.ManagedTransaction
 Statements = neo4j.ManagedTransaction | neo4j.Session  # what a read helper may run its statements on
 
+API_UNAVAILABLE_WAIT_SECONDS = 1.0
+"""The API's wait for an unreachable graph: enough to replace pooled connections a restart left dead."""
+
+_TRANSIENT_RETRY_SECONDS = 30.0  # the driver's default budget, for deadlock victims and leader switches
+_FIRST_DELAY, _MULTIPLIER, _JITTER = 1.0, 2.0, 0.2  # the driver's back-off for transient errors
+_UNREACHABLE_POLL = 0.5  # how often an unreachable graph is tried again (the first retry is at once)
+_CONNECT_TIMEOUT = 5.0  # TCP + Bolt handshake of one new connection
+_ACQUISITION_TIMEOUT = 10.0  # waiting for a pooled connection, a new one's connect included
+
+# The driver's "the server is not there": refused, reset or killed mid-query (ServiceUnavailable and its
+# routing subclasses, SessionExpired), a socket error that escaped its wrapping, or a database that is
+# still starting (DatabaseUnavailable, a TransientError the server sends while it recovers).
+_UNREACHABLE = (
+    neo4j_errors.ServiceUnavailable,
+    neo4j_errors.SessionExpired,
+    neo4j_errors.DatabaseUnavailable,
+    OSError,
+)
+
+
+def _as_service_error(exc: BaseException) -> ServiceUnavailable | None:
+    """The one classification of driver failures as "the graph cannot answer now" (None: not one)."""
+    if isinstance(exc, neo4j_errors.IncompleteCommit):
+        return ServiceUnavailable("the graph database went away during a commit; try again")
+    if isinstance(exc, _UNREACHABLE):
+        return ServiceUnavailable("the graph database is unavailable")
+    if isinstance(exc, neo4j_errors.ConnectionPoolError):  # acquisition timed out: every connection busy
+        return ServiceUnavailable("the graph database is busy; try again")
+    if isinstance(exc, neo4j_errors.Neo4jError) and exc.is_retryable():
+        return ServiceUnavailable("the graph database is busy; try again")
+    return None
+
 
 @contextmanager
-def _unreachable_as_service_error() -> Iterator[None]:
+def _unavailable_as_service_error() -> Iterator[None]:
     try:
         yield
-    except (neo4j_errors.ServiceUnavailable, neo4j_errors.SessionExpired) as exc:
-        raise ServiceUnavailable("the graph database is unavailable") from exc
+    except (neo4j_errors.DriverError, neo4j_errors.Neo4jError, OSError) as exc:
+        mapped = _as_service_error(exc)
+        if mapped is None:
+            raise
+        raise mapped from exc
 
 
 class Graph:
-    def __init__(self, driver: neo4j.Driver, *, database: str) -> None:
+    def __init__(self, driver: neo4j.Driver, *, database: str, unavailable_wait: float = 0.0) -> None:
         self.driver = driver
         self.database = database
+        self.unavailable_wait = unavailable_wait
 
     def read(self, fn: Callable[Concatenate[Tx, P], R], *args: P.args, **kwargs: P.kwargs) -> R:
-        with _unreachable_as_service_error(), self.driver.session(database=self.database) as session:
-            return session.execute_read(fn, *args, **kwargs)
+        def attempt() -> R:
+            with self.driver.session(database=self.database) as session:
+                return session.execute_read(fn, *args, **kwargs)
+
+        return self._retrying(attempt)
 
     def write(self, fn: Callable[Concatenate[Tx, P], R], *args: P.args, **kwargs: P.kwargs) -> R:
-        with _unreachable_as_service_error(), self.driver.session(database=self.database) as session:
-            return session.execute_write(fn, *args, **kwargs)
+        def attempt() -> R:
+            with self.driver.session(database=self.database) as session:
+                return session.execute_write(fn, *args, **kwargs)
+
+        return self._retrying(attempt)
 
     @contextmanager
     def autocommit_reads(self) -> Iterator[neo4j.Session]:
         """A read session whose ``run`` is one auto-commit statement: one round trip, no BEGIN/COMMIT,
         about a third less driver CPU than ``read``. For hot batched reads that need neither several
-        statements in one snapshot nor the managed retry: a transient error is ``ServiceUnavailable``
-        (HTTP 503, "ask again") instead of a retry."""
-        try:
-            with (
-                _unreachable_as_service_error(),
-                self.driver.session(database=self.database, default_access_mode=neo4j.READ_ACCESS) as session,
-            ):
-                yield session
-        except neo4j_errors.TransientError as exc:
-            raise ServiceUnavailable("the graph database is busy; try again") from exc
+        statements in one snapshot nor the managed retry: any failure to answer is ``ServiceUnavailable``
+        (HTTP 503, "ask again") at once, never a retry."""
+        with (
+            _unavailable_as_service_error(),
+            self.driver.session(database=self.database, default_access_mode=neo4j.READ_ACCESS) as session,
+        ):
+            yield session
 
     def run(self, cypher: str, **params: Any) -> list[dict[str, Any]]:
         """One auto-managed write query returning plain dicts (admin tasks, tests, benchmarks)."""
-        with _unreachable_as_service_error():
+
+        def attempt() -> list[dict[str, Any]]:
             records, _, _ = self.driver.execute_query(cypher, params, database_=self.database)
-        return [record.data() for record in records]
+            return [record.data() for record in records]
+
+        return self._retrying(attempt)
 
     def close(self) -> None:
         self.driver.close()
 
+    def _retrying(self, attempt: Callable[[], R]) -> R:
+        """Run ``attempt`` (one driver attempt, see ``open_graph``) until it answers or its budget is
+        spent; then raise ``ServiceUnavailable``. Errors that are not about availability pass through."""
+        started = time.monotonic()
+        transient_delay = _FIRST_DELAY
+        unreachable_tries = 0
+        while True:
+            try:
+                return attempt()
+            except (neo4j_errors.DriverError, neo4j_errors.Neo4jError, OSError) as exc:
+                mapped = _as_service_error(exc)
+                if mapped is None:
+                    raise
+                if isinstance(exc, _UNREACHABLE) and not isinstance(exc, neo4j_errors.IncompleteCommit):
+                    budget = self.unavailable_wait
+                    pause = 0.0 if unreachable_tries == 0 else _UNREACHABLE_POLL
+                    unreachable_tries += 1
+                elif isinstance(exc, neo4j_errors.Neo4jError) and exc.is_retryable():
+                    budget = _TRANSIENT_RETRY_SECONDS
+                    pause = transient_delay * (1 + random.uniform(-_JITTER, _JITTER))  # noqa: S311
+                    transient_delay *= _MULTIPLIER
+                else:
+                    raise mapped from exc
+                if time.monotonic() + pause - started > budget:
+                    raise mapped from exc
+            time.sleep(pause)
 
-def open_graph(settings: Settings) -> Graph:
+
+def open_graph(settings: Settings, *, unavailable_wait: float | None = None) -> Graph:
+    """The graph of one edge. ``unavailable_wait``: how long a call waits for an unreachable Neo4j
+    (default ``NEO4J_UNAVAILABLE_WAIT_SECONDS``, the worker edges' wait; the API passes its own)."""
     auth = None
     password = settings.neo4j_password.get_secret_value()
     if password:
         auth = (settings.neo4j_user, password)
-    # Server notifications are advice (e.g. "property does not exist" for optional properties that
-    # our queries read with coalesce), logged as warnings for every such query: off. Errors still raise.
     driver = neo4j.GraphDatabase.driver(
         settings.neo4j_uri,
         auth=auth,
         max_connection_pool_size=100,
+        connection_timeout=_CONNECT_TIMEOUT,
+        connection_acquisition_timeout=_ACQUISITION_TIMEOUT,
+        # One attempt per execute_read/execute_write/execute_query: Graph._retrying retries, with a
+        # budget per cause (the driver's single budget would keep an API call 30 s on a down graph).
+        max_transaction_retry_time=0,
+        # Server notifications are advice (e.g. "property does not exist" for optional properties that
+        # our queries read with coalesce), logged as warnings for every such query: off. Errors still raise.
         notifications_min_severity=neo4j.NotificationMinimumSeverity.OFF,
     )
-    return Graph(driver, database=settings.neo4j_database)
+    wait = settings.neo4j_unavailable_wait_seconds if unavailable_wait is None else unavailable_wait
+    return Graph(driver, database=settings.neo4j_database, unavailable_wait=wait)

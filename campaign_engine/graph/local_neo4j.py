@@ -129,6 +129,25 @@ class LocalNeo4j:
         self.pid_file.unlink(missing_ok=True)
         self.process = None
 
+    def kill(self, *, timeout: float = 30.0) -> None:
+        """SIGKILL, no clean shutdown: what a crash or an OOM kill does (outage tests). The store
+        recovers on the next ``start`` with the same ``data_dir``."""
+        pid = self._pid()
+        if pid is None:
+            return
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+        if self.process is not None:
+            self.process.wait(timeout=timeout)
+            if self.process.stdin is not None:
+                self.process.stdin.close()
+        else:
+            deadline = time.monotonic() + timeout
+            while time.monotonic() < deadline and _alive(pid):
+                time.sleep(0.1)
+        self.pid_file.unlink(missing_ok=True)
+        self.process = None
+
     def status(self) -> str:
         pid = self._pid()
         if pid is None or not _alive(pid):

@@ -30,6 +30,8 @@ class PageStrings:
     done_text: str
     invalid_heading: str
     invalid_text: str
+    unavailable_heading: str
+    unavailable_text: str
 
 
 STRINGS: dict[str, PageStrings] = {
@@ -47,6 +49,9 @@ STRINGS: dict[str, PageStrings] = {
         invalid_heading="This link does not work",
         invalid_text="The unsubscribe link is incomplete or no longer valid. Open the latest announcement "
         "email and use its link, or change your preferences in the app.",
+        unavailable_heading="Please try again in a moment",
+        unavailable_text="We could not record your choice just now, and nothing has changed yet. "
+        "Please use the link again in a few minutes.",
     ),
     "es": PageStrings(
         lang="es",
@@ -61,6 +66,9 @@ STRINGS: dict[str, PageStrings] = {
         invalid_heading="Este enlace no funciona",
         invalid_text="El enlace para darse de baja está incompleto o ya no es válido. Abre el correo de "
         "anuncios más reciente y usa su enlace, o cambia tus preferencias en la aplicación.",
+        unavailable_heading="Inténtalo de nuevo en un momento",
+        unavailable_text="No hemos podido registrar tu elección ahora mismo y todavía no ha cambiado nada. "
+        "Vuelve a usar el enlace dentro de unos minutos.",
     ),
     "fr": PageStrings(
         lang="fr",
@@ -76,6 +84,9 @@ STRINGS: dict[str, PageStrings] = {
         invalid_heading="Ce lien ne fonctionne pas",
         invalid_text="Le lien de désabonnement est incomplet ou n'est plus valide. Ouvrez le dernier e-mail "
         "d'annonce et utilisez son lien, ou modifiez vos préférences dans l'application.",
+        unavailable_heading="Veuillez réessayer dans un instant",
+        unavailable_text="Nous n'avons pas pu enregistrer votre choix pour le moment et rien n'a encore "
+        "changé. Utilisez à nouveau le lien dans quelques minutes.",
     ),
     "ar": PageStrings(
         lang="ar",
@@ -90,6 +101,9 @@ STRINGS: dict[str, PageStrings] = {
         invalid_heading="هذا الرابط لا يعمل",
         invalid_text="رابط إلغاء الاشتراك غير مكتمل أو لم يعد صالحًا. افتح أحدث رسالة إعلان واستخدم "
         "الرابط الموجود فيها، أو غيّر إعداداتك في التطبيق.",
+        unavailable_heading="يُرجى المحاولة مرة أخرى بعد قليل",
+        unavailable_text="تعذّر علينا تسجيل اختيارك الآن، ولم يتغيّر شيء بعد. "
+        "يُرجى استخدام الرابط مرة أخرى بعد بضع دقائق.",
     ),
 }
 

@@ -20,7 +20,7 @@ from campaign_engine.unsubscribe.i18n import STRINGS
 
 __all__ = ["CONTENT_SECURITY_POLICY", "STYLE_HASH", "PageKind", "page_headers", "render_page"]
 
-PageKind = Literal["confirm", "done", "invalid"]
+PageKind = Literal["confirm", "done", "invalid", "unavailable"]
 
 _TEMPLATES = Path(__file__).parent / "templates"
 _env = Environment(

@@ -7,11 +7,17 @@ URL never changes anything (link scanners and prefetchers fetch it): it renders 
 which posts to the browser page. Every answer is the same whether or not the token's profile still
 exists, and none carries profile data. The token lives in the query string, so access logs must not
 record it (see ``redaction.py``).
+
+When the graph cannot record an opt-out (an outage: ``ServiceUnavailable``), both POSTs answer 503 with
+``Retry-After`` and the same headers as every other answer (CSP, no-store, no-referrer), the browser
+one with a translated "try again" page: nothing changed, and the link still works later (issue 11,
+item 7). The GETs never touch the graph, so they keep answering during an outage.
 """
 
 from __future__ import annotations
 
 import email.policy
+import logging
 from email.message import EmailMessage
 from email.parser import BytesParser
 from urllib.parse import parse_qsl, quote
@@ -21,6 +27,7 @@ from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, PlainTextResponse, Response
 
+from campaign_engine.domain.errors import ServiceUnavailable
 from campaign_engine.domain.types import Clock
 from campaign_engine.graph.graph import Graph
 from campaign_engine.unsubscribe.i18n import choose_language
@@ -34,15 +41,25 @@ ONE_CLICK_PATH = "/campaigns/unsubscribe"
 BROWSER_PATH = "/campaigns/unsubscribe/browser"
 _MAX_BODY_BYTES = 16 * 1024
 _ONE_CLICK_FIELD, _ONE_CLICK_VALUE = "List-Unsubscribe", "One-Click"
+_RETRY_AFTER_SECONDS = "60"
+
+log = logging.getLogger(__name__)
+
+
+def _headers(language: str, status: int) -> dict[str, str]:
+    headers = page_headers(language)
+    if status == 503:
+        headers["Retry-After"] = _RETRY_AFTER_SECONDS
+    return headers
 
 
 def _plain(text: str, *, status: int) -> Response:
-    return PlainTextResponse(text + "\n", status_code=status, headers=page_headers("en"))
+    return PlainTextResponse(text + "\n", status_code=status, headers=_headers("en", status))
 
 
 def _page(kind: PageKind, *, language: str, status: int, action: str | None = None) -> Response:
     html = render_page(kind, language=language, action=action)
-    return HTMLResponse(html, status_code=status, headers=page_headers(language))
+    return HTMLResponse(html, status_code=status, headers=_headers(language, status))
 
 
 async def _capped_body(request: Request) -> bytes | None:
@@ -89,9 +106,15 @@ def unsubscribe_router(*, graph: Graph, tokens: UnsubscribeTokens, clock: Clock)
         except InvalidUnsubscribeToken:
             return None
 
-    async def opt_out(unsubscribe_id: str) -> None:
-        # The result (profile found or not) is deliberately ignored: answers must not reveal it.
-        await run_in_threadpool(opt_out_by_unsubscribe_id, graph, unsubscribe_id, now=clock())
+    async def opt_out(unsubscribe_id: str) -> bool:
+        """False when the graph cannot record it now. Whether a profile was found is deliberately
+        ignored: answers must not reveal it."""
+        try:
+            await run_in_threadpool(opt_out_by_unsubscribe_id, graph, unsubscribe_id, now=clock())
+        except ServiceUnavailable:
+            log.warning("unsubscribe.graph_unavailable")
+            return False
+        return True
 
     def confirm_page(request: Request) -> Response:
         language = choose_language(request.headers.get("accept-language"))
@@ -116,7 +139,10 @@ def unsubscribe_router(*, graph: Graph, tokens: UnsubscribeTokens, clock: Clock)
         fields = _form_fields(request.headers.get("content-type", ""), body)
         if fields.get(_ONE_CLICK_FIELD) != _ONE_CLICK_VALUE:
             return _plain("Expected the form body List-Unsubscribe=One-Click.", status=400)
-        await opt_out(unsubscribe_id)
+        if not await opt_out(unsubscribe_id):
+            return _plain(
+                "Unsubscribing is unavailable right now; nothing changed. Try again later.", status=503
+            )
         return _plain("You are unsubscribed from announcement emails.", status=200)
 
     @router.get(BROWSER_PATH)
@@ -129,7 +155,8 @@ def unsubscribe_router(*, graph: Graph, tokens: UnsubscribeTokens, clock: Clock)
         unsubscribe_id = read_token(request)
         if unsubscribe_id is None:
             return _page("invalid", language=language, status=400)
-        await opt_out(unsubscribe_id)
+        if not await opt_out(unsubscribe_id):
+            return _page("unavailable", language=language, status=503)
         return _page("done", language=language, status=200)
 
     return router

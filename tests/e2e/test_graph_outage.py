@@ -1,0 +1,424 @@
+"""A graph that goes away (issue 11, item 7): Neo4j is killed mid-dispatch and under API load.
+
+Everything is real: this test's own Neo4j (the local launcher, its own port and store, so the session
+graph of other tests is untouched), the API served by uvicorn, the worker as an OS process
+(``python -m campaign_engine.cli worker``), the reference inbox and the SMTP catcher, on one durable
+local queue file. The dispatch walks both the notify and the email channel in paced waves (pages of 10,
+1 s apart), so "some but not all recipients reached" is a wide window, not a race.
+
+Neo4j gets SIGKILL (no clean shutdown, pooled connections die mid-use). While it is down:
+
+- concurrent API calls (queries, mutations, a batch, a user call through the graph-backed rate limit)
+  all answer 503 with the tRPC envelope (``SERVICE_UNAVAILABLE``), each within a bound: never a 500,
+  never a call that sits out the driver's 30 s retry budget;
+- both unsubscribe POSTs answer 503 with every header a normal answer carries (CSP, no-store,
+  no-referrer, ...) plus ``Retry-After``; the browser one is a readable page. The GETs need no graph
+  and still answer 200;
+- the worker process keeps running.
+
+Then Neo4j starts again on the same store and port, and the dispatch completes with exact counts: every
+member has one record at the inbox that was POSTed once, one email at the catcher, and both Dispatches
+count the audience exactly, with no page failure recorded for the outage.
+"""
+
+from __future__ import annotations
+
+import email
+import email.policy
+import json
+import os
+import signal
+import socket
+import sqlite3
+import subprocess
+import sys
+import time
+from collections import Counter
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from pydantic import SecretStr
+
+from campaign_engine.api.app import create_app
+from campaign_engine.api.auth import ADMIN_SCOPE, mint_token
+from campaign_engine.campaigns.dispatch import DispatchPublic, list_dispatches
+from campaign_engine.config import Settings
+from campaign_engine.delivery.email.catcher import start_smtp_catcher
+from campaign_engine.graph.graph import Graph, open_graph
+from campaign_engine.graph.local_neo4j import LocalNeo4j
+from campaign_engine.unsubscribe.tokens import UnsubscribeTokens
+from tests.conftest import ADMIN_ID, TEST_JWT_SECRET, free_port
+from tests.support.delivery import WEBHOOK_SECRET, inbox_server, make_campaign, notified
+from tests.support.email import EMAIL_COPY, ORIGINS, UNSUBSCRIBE_SECRET, address_of, emailed
+from tests.support.servers import serve_in_thread
+
+pytestmark = pytest.mark.e2e
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+CAMPAIGN = "c-outage"
+MEMBERS = [f"m{i:04d}" for i in range(80)]
+PAGE_SIZE = 10
+CALL_BOUND = 10.0  # seconds: one API answer while the graph is down (the API waits ~1 s for it)
+START_TIMEOUT = 240.0  # a JVM start on a loaded 2-core machine
+DEADLINE = 120.0
+
+
+def wait_for(what: str, check: Callable[[], bool], *, timeout: float = DEADLINE) -> None:
+    deadline = time.monotonic() + timeout
+    while not check():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout:.0f}s waiting for {what}")
+        time.sleep(0.1)
+
+
+@pytest.fixture
+def own_neo4j(tmp_path: Path) -> Iterator[LocalNeo4j]:
+    """A Neo4j of this test alone: killing it must not touch the session graph of other tests."""
+    server = LocalNeo4j(data_dir=tmp_path / "neo4j", port=free_port(), heap="512m", pagecache="64m")
+    server.start(timeout=START_TIMEOUT)
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@dataclass
+class Outage:
+    """The running system around ``neo4j``: what the test drives and reads back."""
+
+    neo4j: LocalNeo4j
+    settings: Settings
+    graph: Graph
+    api: str
+    inbox_db: Path
+    mailbox: Path
+    worker: subprocess.Popen[bytes]
+
+    def admin(self) -> dict[str, str]:
+        return {
+            "authorization": f"Bearer {mint_token(self.settings, profile_id=ADMIN_ID, scope=ADMIN_SCOPE)}"
+        }
+
+    def user(self, profile_id: str) -> dict[str, str]:
+        return {"authorization": f"Bearer {mint_token(self.settings, profile_id=profile_id)}"}
+
+    def inbox_rows(self) -> dict[str, int]:
+        """recipient -> how many POSTs the inbox received for its one durable record."""
+        conn = sqlite3.connect(f"file:{self.inbox_db}?mode=ro", uri=True, timeout=10)
+        try:
+            rows = conn.execute(
+                "SELECT recipient, receive_count FROM notifications WHERE campaign_id = ? AND test_id = ''",
+                (CAMPAIGN,),
+            ).fetchall()
+        except sqlite3.OperationalError:  # the table is created with the first notification
+            return {}
+        finally:
+            conn.close()
+        return {str(recipient): int(count) for recipient, count in rows}
+
+    def mail_to(self) -> Counter[str]:
+        """How many caught messages went to each address."""
+        counts: Counter[str] = Counter()
+        for path in self.mailbox.glob("*.eml"):
+            message = email.message_from_bytes(path.read_bytes(), policy=email.policy.default)
+            counts[str(message["To"])] += 1
+        return counts
+
+    def dispatches(self) -> dict[str, DispatchPublic]:
+        return {d.channel: d for d in list_dispatches(self.graph, CAMPAIGN)}
+
+
+def _worker_env(settings: Settings) -> dict[str, str]:
+    prefixes = ("CAMPAIGN_", "NOTIFICATIONS_", "NEO4J_", "AUTH_", "AWS_", "SMTP_", "EMAIL_", "POSTMARK_")
+    clean = {k: v for k, v in os.environ.items() if not k.startswith(prefixes)}
+    return {
+        **clean,
+        "NEO4J_URI": settings.neo4j_uri,
+        "CAMPAIGN_QUEUE_BACKEND": "local",
+        "CAMPAIGN_LOCAL_QUEUE_PATH": str(settings.campaign_local_queue_path),
+        "NOTIFICATIONS_WEBHOOK_URL": str(settings.notifications_webhook_url),
+        "NOTIFICATIONS_WEBHOOK_SECRET": WEBHOOK_SECRET,
+        "CAMPAIGN_ALLOW_PRIVATE_WEBHOOKS": "true",
+        "CAMPAIGN_EMAIL_PROVIDER": "smtp",
+        "SMTP_HOST": "127.0.0.1",
+        "SMTP_PORT": str(settings.smtp_port),
+        "EMAIL_FROM": settings.email_from,
+        "DOMAIN_NAME": settings.domain_name,
+        "CAMPAIGN_UNSUBSCRIBE_SECRET": UNSUBSCRIBE_SECRET,
+        "CAMPAIGN_APP_ORIGINS": ORIGINS,
+        "CAMPAIGN_DISPATCH_PAGE_SIZE": str(PAGE_SIZE),
+        "CAMPAIGN_EMAIL_PAGE_SIZE": str(PAGE_SIZE),
+        "CAMPAIGN_DISPATCH_DELAY_SECONDS": "1",
+        # Longer than the outage: a message comes back only if the worker gave up on work in hand,
+        # which is what this test must catch (as a second POST at the inbox or a second email).
+        "CAMPAIGN_QUEUE_VISIBILITY_SECONDS": "600",
+        "CAMPAIGN_DELIVERY_RETRY_SECONDS": "1",
+        "CAMPAIGN_WEBHOOK_TIMEOUT_SECONDS": "5",
+        "CAMPAIGN_WORKER_THREADS": "2",
+    }
+
+
+@pytest.fixture
+def outage(own_neo4j: LocalNeo4j, tmp_path: Path) -> Iterator[Outage]:
+    mailbox = tmp_path / "mail"
+    smtp_port = free_port()
+    catcher = start_smtp_catcher("127.0.0.1", smtp_port, mailbox)
+    try:
+        with inbox_server(tmp_path) as inbox:
+            settings = Settings(
+                neo4j_uri=own_neo4j.uri,
+                neo4j_password=SecretStr(""),
+                auth_jwt_secret=SecretStr(TEST_JWT_SECRET),
+                campaign_admin_profile_ids=ADMIN_ID,
+                domain_name="campaigns.test",
+                campaign_queue_backend="local",
+                campaign_local_queue_path=str(tmp_path / "queue.sqlite3"),
+                notifications_webhook_url=f"{inbox.url}/api/notifications/send",
+                notifications_webhook_secret=SecretStr(WEBHOOK_SECRET),
+                campaign_allow_private_webhooks=True,
+                campaign_email_provider="smtp",
+                smtp_host="127.0.0.1",
+                smtp_port=smtp_port,
+                email_from="news@campaigns.test",
+                campaign_unsubscribe_secret=SecretStr(UNSUBSCRIBE_SECRET),
+                campaign_app_origins=json.loads(ORIGINS),
+                _env_file=None,
+            )
+            graph = open_graph(settings)
+            log = (tmp_path / "worker.log").open("ab")
+            try:
+                with serve_in_thread(create_app(settings)) as api:  # its lifespan applies the schema
+                    worker = subprocess.Popen(
+                        [sys.executable, "-m", "campaign_engine.cli", "worker"],
+                        env=_worker_env(settings),
+                        cwd=REPO_ROOT,
+                        stdout=log,
+                        stderr=subprocess.STDOUT,
+                    )
+                    try:
+                        yield Outage(
+                            neo4j=own_neo4j,
+                            settings=settings,
+                            graph=graph,
+                            api=api,
+                            inbox_db=tmp_path / "inbox.sqlite3",
+                            mailbox=mailbox,
+                            worker=worker,
+                        )
+                    finally:
+                        _stop(worker)
+            finally:
+                log.close()
+                graph.close()
+    finally:
+        catcher.stop()
+
+
+def _stop(proc: subprocess.Popen[bytes]) -> None:
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=10)
+
+
+def _seed(graph: Graph) -> None:
+    """A live notify + email campaign; members are adults with a verified primary address."""
+    make_campaign(graph, CAMPAIGN, channels=["notify", "email"], email=EMAIL_COPY, now=datetime.now(UTC))
+    graph.run(
+        """
+        UNWIND $ids AS id
+        CREATE (p:Profile {profileId: id, dob: '1990-01-01', isManaged: false, isServiceProfile: false,
+                           announcementPushOptOut: false, announcementEmailOptOut: false})
+        CREATE (p)-[:HAS_CONTACT_METHOD]->(:ContactMethod {type: 'email', value: id + '@example.com',
+                                                           isPrimary: true, isVerified: true})
+        WITH p
+        MATCH (c:Campaign {id: $campaignId})
+        CREATE (p)-[:IN_CAMPAIGN_AUDIENCE {campaignId: c.id, profileId: p.profileId, source: 'test',
+                                           addedAt: '2026-01-01T00:00:00.000000Z', selfEnrolled: false}]->(c)
+        """,
+        ids=MEMBERS,
+        campaignId=CAMPAIGN,
+    )
+
+
+# --- what the API and the unsubscribe pages answer -----------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Call:
+    path: str
+    method: str
+    data: Any
+    who: str  # "admin" or a profile id
+
+
+def _calls() -> list[Call]:
+    ref = {"campaignId": CAMPAIGN}
+    return [
+        Call("campaigns.list", "GET", {}, "admin"),
+        Call("campaigns.get", "GET", ref, "admin"),
+        Call("campaigns.previewDispatch", "GET", ref, "admin"),
+        Call("profiles.upsert", "POST", {"profiles": [{"profileId": "newcomer"}]}, "admin"),
+        Call("campaigns.setStatus", "POST", {**ref, "status": "paused"}, "admin"),
+        Call("campaigns.getMyCampaigns", "GET", {}, MEMBERS[0]),  # rate limit + engagement batch
+        Call("campaigns.recordEvent", "POST", {**ref, "event": "shown"}, MEMBERS[1]),
+    ]
+
+
+def _send(outage: Outage, call: Call) -> tuple[Call, httpx.Response, float]:
+    headers = outage.admin() if call.who == "admin" else outage.user(call.who)
+    started = time.monotonic()
+    with httpx.Client(base_url=outage.api, timeout=60) as client:
+        if call.method == "GET":
+            answer = client.get(
+                f"/trpc/{call.path}", params={"input": json.dumps(call.data)}, headers=headers
+            )
+        else:
+            answer = client.post(f"/trpc/{call.path}", json=call.data, headers=headers)
+    return call, answer, time.monotonic() - started
+
+
+def _assert_unavailable_envelope(answer: httpx.Response, path: str) -> None:
+    assert answer.status_code == 503, (path, answer.status_code, answer.text)
+    error = answer.json()["error"]
+    assert error["code"] == -32603, (path, error)
+    assert error["data"]["code"] == "SERVICE_UNAVAILABLE", (path, error)
+    assert error["data"]["httpStatus"] == 503, (path, error)
+    assert error["data"]["path"] == path, (path, error)
+
+
+def _page_headers(answer: httpx.Response) -> dict[str, str]:
+    """What an unsubscribe answer promises the browser; per-answer values (length, date) left out."""
+    volatile = {"content-length", "date", "server", "retry-after"}
+    return {k: v for k, v in answer.headers.items() if k not in volatile}
+
+
+def _unsubscribe(outage: Outage, token: str, *, one_click: bool, language: str = "en") -> httpx.Response:
+    path = "/campaigns/unsubscribe" if one_click else "/campaigns/unsubscribe/browser"
+    with httpx.Client(base_url=outage.api, timeout=60) as client:
+        return client.post(
+            path,
+            params={"token": token},
+            content=b"List-Unsubscribe=One-Click",
+            headers={"content-type": "application/x-www-form-urlencoded", "accept-language": language},
+        )
+
+
+def _confirm_page(outage: Outage, token: str) -> httpx.Response:
+    return httpx.get(f"{outage.api}/campaigns/unsubscribe", params={"token": token}, timeout=60)
+
+
+def _refused(port: int) -> bool:
+    with socket.socket() as sock:
+        sock.settimeout(2)
+        return sock.connect_ex(("127.0.0.1", port)) != 0
+
+
+# --- the test -------------------------------------------------------------------------------------------
+
+
+def test_graph_killed_mid_dispatch_and_under_load_then_restarted(outage: Outage) -> None:
+    _seed(outage.graph)
+    # An id no profile holds: the opt-out still needs the graph, and answers never reveal the difference.
+    token = UnsubscribeTokens.from_settings(outage.settings).issue("no-such-unsubscribe-id")
+    normal_page = _unsubscribe(outage, token, one_click=False)
+    normal_one_click = _unsubscribe(outage, token, one_click=True)
+    normal_confirm = _confirm_page(outage, token)
+    assert (normal_page.status_code, normal_one_click.status_code, normal_confirm.status_code) == (
+        200,
+        200,
+        200,
+    )
+
+    with httpx.Client(base_url=outage.api, timeout=60) as client:
+        started = client.post(
+            "/trpc/campaigns.dispatch", json={"campaignId": CAMPAIGN}, headers=outage.admin()
+        )
+    assert started.status_code == 200, started.text
+    wait_for("the first two notify pages at the inbox", lambda: len(outage.inbox_rows()) >= 2 * PAGE_SIZE)
+
+    outage.neo4j.kill()
+    assert _refused(outage.neo4j.port)
+    at_kill_notified, at_kill_mailed = len(outage.inbox_rows()), len(outage.mail_to())
+    assert at_kill_notified < len(MEMBERS), "the notify walk finished before the graph went away"
+    assert at_kill_mailed < len(MEMBERS), "the email walk finished before the graph went away"
+
+    # API load during the outage: every procedure kind, from 8 threads at once, three rounds.
+    calls = _calls() * 3
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        answers = list(pool.map(lambda call: _send(outage, call), calls))
+    for call, answer, elapsed in answers:
+        _assert_unavailable_envelope(answer, call.path)
+        assert elapsed < CALL_BOUND, (call.path, elapsed)
+    with httpx.Client(base_url=outage.api, timeout=60) as client:
+        batch = client.get(
+            "/trpc/campaigns.list,campaigns.get",
+            params={"batch": "1", "input": json.dumps({"0": {}, "1": {"campaignId": CAMPAIGN}})},
+            headers=outage.admin(),
+        )
+        ready = client.get("/readyz")
+    assert batch.status_code == 503, batch.text
+    assert [item["error"]["data"]["code"] for item in batch.json()] == ["SERVICE_UNAVAILABLE"] * 2
+    assert (ready.status_code, ready.json()) == (503, {"status": "unavailable"})
+
+    # The unsubscribe POSTs need the graph: 503 with the usual headers; the GET needs none.
+    page = _unsubscribe(outage, token, one_click=False)
+    assert page.status_code == 503, page.text
+    assert _page_headers(page) == _page_headers(normal_page)
+    assert page.headers["retry-after"].isdigit()
+    assert "<h1>Please try again in a moment</h1>" in page.text
+    page_es = _unsubscribe(outage, token, one_click=False, language="es")
+    assert page_es.status_code == 503 and page_es.headers["content-language"] == "es"
+    assert '<html lang="es"' in page_es.text and "Inténtalo de nuevo" in page_es.text
+    one_click = _unsubscribe(outage, token, one_click=True)
+    assert one_click.status_code == 503, one_click.text
+    assert _page_headers(one_click) == _page_headers(normal_one_click)
+    assert one_click.headers["retry-after"].isdigit()
+    assert "try again later" in one_click.text.lower()
+    confirm = _confirm_page(outage, token)
+    assert confirm.status_code == 200
+    assert _page_headers(confirm) == _page_headers(normal_confirm)
+
+    assert outage.worker.poll() is None, "the worker exited while the graph was down"
+    assert len(outage.inbox_rows()) < len(MEMBERS) and len(outage.mail_to()) < len(MEMBERS)
+
+    outage.neo4j.start(timeout=START_TIMEOUT)  # same store, same port: crash recovery
+    with httpx.Client(base_url=outage.api, timeout=60) as client:
+        # The first call after the restart: the connections the kill left in the pool are replaced.
+        after = client.get(
+            "/trpc/campaigns.get",
+            params={"input": json.dumps({"campaignId": CAMPAIGN})},
+            headers=outage.admin(),
+        )
+        assert after.status_code == 200, after.text
+        assert client.get("/readyz").status_code == 200
+
+    def completed() -> bool:
+        found = outage.dispatches()
+        return set(found) == {"notify", "email"} and all(d.status == "completed" for d in found.values())
+
+    wait_for("both dispatches to complete after the restart", completed)
+    wait_for("every notification at the inbox", lambda: len(outage.inbox_rows()) == len(MEMBERS))
+    assert outage.worker.poll() is None, "the worker exited"
+
+    inbox = outage.inbox_rows()
+    assert sorted(inbox) == MEMBERS
+    assert {pid: n for pid, n in inbox.items() if n != 1} == {}  # each POSTed once: nothing redone
+    assert outage.mail_to() == Counter({address_of(pid): 1 for pid in MEMBERS})
+    assert notified(outage.graph, CAMPAIGN) == MEMBERS
+    assert emailed(outage.graph, CAMPAIGN) == MEMBERS
+    found = outage.dispatches()
+    n = len(MEMBERS)
+    notify, mail = found["notify"], found["email"]
+    assert (notify.enqueued, notify.acknowledged, notify.rejected, notify.suppressed) == (n, n, 0, 0)
+    assert (mail.enqueued, mail.emailed, mail.rejected, mail.uncertain, mail.throttled) == (n, n, 0, 0, 0)
+    assert (notify.page_failures, mail.page_failures) == (0, 0), "the outage counted as a failing page"
