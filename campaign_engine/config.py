@@ -133,6 +133,27 @@ class Settings(BaseSettings):
     campaign_tenants: Annotated[dict[str, dict[str, str]], NoDecode] = Field(default_factory=dict)
     # Wait before a throttled email page is retried when the provider gave no Retry-After.
     campaign_email_throttle_backoff_seconds: int = Field(default=60, ge=0, le=86_400)
+    # Consecutive back-pressure deferrals of an email page (throttled, or waiting out the provider's
+    # cooldown) before its Dispatch becomes `failed` (resume with campaigns.resumeDispatch).
+    campaign_email_max_deferrals: int = Field(default=30, ge=1, le=10_000)
+    # A claim older than this without an outcome (worker killed between claim and record) is counted
+    # `uncertain` on its Dispatch by the sweeper and listed by campaigns.listUncertainEmails.
+    campaign_email_uncertain_after_seconds: int = Field(default=3600, ge=60, le=604_800)
+    # With no wave delay, one email page job keeps walking the following pages for up to this long,
+    # claiming page n+1 while page n is with the provider; 0 = one page per job.
+    campaign_email_run_seconds: int = Field(default=10, ge=0, le=120)
+
+    # --- provider feedback (bounces, complaints, suppression) -----------------------------------
+    # HTTP basic auth of POST /webhooks/postmark; unset = the endpoint answers 404.
+    postmark_webhook_username: str | None = None
+    postmark_webhook_password: SecretStr | None = None
+    # Comma-separated SNS topic ARNs whose SES notifications POST /webhooks/ses accepts; unset = 404.
+    # Anyone can sign for their own topic, so only these are believed; the region in each ARN is the
+    # only SNS host its signing certificate and subscription confirmation are fetched from.
+    ses_feedback_topic_arns: str = ""
+    # Soft bounces suppress an address once this many arrive within the window.
+    campaign_soft_bounce_limit: int = Field(default=3, ge=1, le=100)
+    campaign_soft_bounce_window_hours: int = Field(default=168, ge=1, le=8760)
 
     @field_validator("campaign_app_origins", "campaign_tenants", mode="before")
     @classmethod

@@ -1,17 +1,55 @@
-// One keyset page of email candidates after $cursor, in profileId order (ordered index range seek).
-// Opt-out, age and contact are filtered BEFORE the LIMIT, so a page is made of people who can receive
-// email. Claims are deliberately not filtered here: the claim transaction skips claimed recipients
-// under their locks, and concurrent workers on one page then read the same page and claim once.
-MATCH (c:Campaign {id: $campaignId})
-MATCH (p:Profile)
-USING INDEX p:Profile(profileId)
-WHERE p.profileId > $cursor
-  AND EXISTS { (p)-[:IN_CAMPAIGN_AUDIENCE]->(c) }
-  AND NOT coalesce(p.announcementEmailOptOut, false)
-  AND {{EMAIL_AGE_OK}}
-  AND {{EMAIL_CONTACT_OK}}
-WITH p
-ORDER BY p.profileId
+// One email page, read AND claimed in one statement (docs/architecture.md "Email is at most one attempt").
+// The members after $cursor come from the relationship index audience_member (campaignId, profileId),
+// in order, LIMIT $limit: a page costs the members it reads, whatever the share of the audience in all
+// profiles. Every member read moves the cursor (as in dispatch_page); ineligible ones are read and
+// skipped, so a page of opted-out members still advances and no page is read forever.
+// Each member's profile lock is taken in ascending profileId order BEFORE its rules and its claim state
+// are read: two workers on one page claim each recipient once. Eligible members get emailClaimedAt plus
+// this attempt's claimId (what the outcome record must match) and, once for life, a
+// campaignUnsubscribeId. The caller checked the campaign guard in the same transaction.
+// CAMPAIGN_STATE is created, not MERGEd: MERGE's locking variant also locks the campaign node (see
+// notify_record). One record per page: members read, the last one, and [profileId, address,
+// unsubscribeId] of each claim.
+// replan=skip: a send moves the statistics fast enough that Neo4j would otherwise recompile this
+// statement every few seconds (seconds each on a loaded machine); its plan is fixed by its index
+// predicates (tests/integration/test_email_page_walk.py asserts it).
+CYPHER replan=skip
+MATCH (p:Profile)-[m:IN_CAMPAIGN_AUDIENCE]->(c:Campaign)
+WHERE m.campaignId = $campaignId AND m.profileId > $cursor
+WITH p, c, m
+ORDER BY m.campaignId, m.profileId
 LIMIT $limit
-RETURN p.profileId AS profileId
-ORDER BY profileId
+SET p.campaignStateLock = coalesce(p.campaignStateLock, 0) + 1
+WITH p, c, m
+OPTIONAL MATCH (p)-[s:CAMPAIGN_STATE]->(c)
+WITH p, c, m, s, {{PRIMARY_EMAILS}} AS emails
+WITH p, c, m, s, emails,
+     CASE
+       WHEN c.createdAt <> $campaignCreatedAt THEN 'campaign_gone'
+       WHEN coalesce(p.announcementEmailOptOut, false) THEN 'opted_out'
+       WHEN NOT {{EMAIL_AGE_OK}} THEN 'age_policy'
+       WHEN NOT {{EMAIL_CONTACT_OK}} THEN 'no_email'
+       WHEN s.emailClaimedAt IS NOT NULL OR s.emailedAt IS NOT NULL THEN 'already_claimed'
+       ELSE null
+     END AS blocked
+CALL (p, c, s, blocked) {
+  WITH p, c, s, blocked
+  WHERE blocked IS NULL AND s IS NULL
+  CREATE (p)-[st:CAMPAIGN_STATE]->(c)
+  SET st.emailClaimedAt = $now, st.emailClaimId = $claimId, st.emailDispatchId = $dispatchId,
+      st.emailOutcome = 'claimed'
+}
+CALL (s, blocked) {
+  WITH s, blocked
+  WHERE blocked IS NULL AND s IS NOT NULL
+  SET s.emailClaimedAt = $now, s.emailClaimId = $claimId, s.emailDispatchId = $dispatchId,
+      s.emailOutcome = 'claimed', s.emailOutcomeReason = null
+}
+CALL (p, blocked) {
+  WITH p, blocked
+  WHERE blocked IS NULL AND p.campaignUnsubscribeId IS NULL
+  SET p.campaignUnsubscribeId = randomUUID()
+}
+WITH m.profileId AS profileId, blocked, emails[0] AS address, p.campaignUnsubscribeId AS unsubscribeId
+RETURN count(*) AS read, max(profileId) AS last,
+       collect(CASE WHEN blocked IS NULL THEN [profileId, address, unsubscribeId] END) AS claimed

@@ -14,3 +14,14 @@ CREATE INDEX dispatch_status IF NOT EXISTS FOR (d:Dispatch) ON (d.status);
 CREATE INDEX audience_member IF NOT EXISTS FOR ()-[m:IN_CAMPAIGN_AUDIENCE]-() ON (m.campaignId, m.profileId);
 // The rate limiter sweeps expired per-minute buckets through this index.
 CREATE INDEX rate_bucket_expires IF NOT EXISTS FOR (b:RateBucket) ON (b.expiresAt);
+// Email claims by outcome: those without one past the horizon (the sweeper counts them uncertain),
+// and the uncertain ones an operator lists (campaigns.listUncertainEmails).
+CREATE INDEX campaign_state_email_outcome IF NOT EXISTS FOR ()-[s:CAMPAIGN_STATE]-() ON (s.emailOutcome, s.emailClaimedAt);
+// One provider-wide email cooldown per provider: every email page reads it before claiming.
+CREATE CONSTRAINT email_cooldown_provider IF NOT EXISTS FOR (x:EmailCooldown) REQUIRE x.provider IS UNIQUE;
+// Provider feedback: a suppression per normalized address (the email eligibility rule seeks it), soft
+// bounce counts, processed webhook records (idempotent retries), and sends found by provider message id.
+CREATE CONSTRAINT email_suppression_address IF NOT EXISTS FOR (s:EmailSuppression) REQUIRE s.address IS UNIQUE;
+CREATE CONSTRAINT email_soft_bounces_address IF NOT EXISTS FOR (b:EmailSoftBounces) REQUIRE b.address IS UNIQUE;
+CREATE CONSTRAINT feedback_record_key IF NOT EXISTS FOR (r:FeedbackRecord) REQUIRE r.key IS UNIQUE;
+CREATE INDEX campaign_state_provider_message IF NOT EXISTS FOR ()-[s:CAMPAIGN_STATE]-() ON (s.emailProviderMessageId);

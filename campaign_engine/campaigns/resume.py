@@ -1,7 +1,9 @@
 """``campaigns.resumeDispatch``: a ``failed`` Dispatch resumes from its durable cursor.
 
 A walk fails for good after ``CAMPAIGN_DISPATCH_MAX_PAGE_FAILURES`` failed attempts in a row
-(``delivery/jobs.py``, ``delivery/sweeper.py``); once an operator fixed the cause, this is the way back.
+(``delivery/jobs.py``, ``delivery/sweeper.py``), and an email walk after
+``CAMPAIGN_EMAIL_MAX_DEFERRALS`` back-pressure deferrals in a row; once an operator fixed the cause (or
+the provider accepts mail again), this is the way back: both counts reset.
 Lock order is campaign, then Dispatch, as for a confirmation.
 """
 
@@ -38,7 +40,8 @@ RETURN d {.*, campaignId: c.id} AS dispatch, other {.id, .status} AS newer
 
 _RESUME = """
 MATCH (d:Dispatch {id: $dispatchId})
-SET d.status = 'sending', d.pageFailures = 0, d.nextPageAt = null, d.finishedAt = null,
+SET d.status = 'sending', d.pageFailures = 0, d.emailDeferrals = null, d.nextPageAt = null,
+    d.finishedAt = null,
     d.pastErrors = (coalesce(d.pastErrors, []) + [$failedAt + ' ' + coalesce(d.lastError, 'failed')])[-20..],
     d.lastError = null, d.lastProgressAt = $now, d.resumedAt = $now
 RETURN d {.*, campaignId: $campaignId} AS dispatch

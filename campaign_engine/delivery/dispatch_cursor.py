@@ -12,6 +12,11 @@ page after the current cursor (a job that raised, a re-arm by the sweeper withou
 won ``advance`` resets it, and at the limit the Dispatch becomes ``failed`` instead of being retried
 forever. A failure never moves the cursor, so ``campaigns.resumeDispatch`` resumes exactly there.
 
+Back-pressure is bounded the same way (``defer``): an email page that is throttled, or finds the
+provider's cooldown open, is rescheduled (``nextPageAt``) and counted in ``emailDeferrals``; a page that
+ends without back-pressure resets it, and the ``CAMPAIGN_EMAIL_MAX_DEFERRALS``-th deferral in a row fails
+the Dispatch (resumable like any failure).
+
 Each write locks the Dispatch (``SET d.casLock``) *before* it reads status and cursor: under
 read-committed isolation, a check made before taking the lock could pass in two transactions at once.
 """
@@ -25,7 +30,17 @@ from typing import Any
 from campaign_engine.domain.dispatch import PageJob, send_blocked
 from campaign_engine.graph.graph import Tx
 
-__all__ = ["PageFailure", "advance", "gate", "guard_reason", "read_guard", "record_failure", "stop"]
+__all__ = [
+    "Deferral",
+    "PageFailure",
+    "advance",
+    "defer",
+    "gate",
+    "guard_reason",
+    "read_guard",
+    "record_failure",
+    "stop",
+]
 
 _READ_GUARD = """
 OPTIONAL MATCH (d:Dispatch {id: $dispatchId})
@@ -53,13 +68,35 @@ SET d.casLock = coalesce(d.casLock, 0) + 1,
 WITH d
 WHERE d.status = 'sending' AND coalesce(d.cursor, '') = $expected
 SET d.cursor = $cursor, d.pages = d.pages + 1, d.enqueued = d.enqueued + $enqueued,
-    d.lastProgressAt = $now, d.nextPageAt = $nextPageAt, d.pageFailures = 0,
+    d.lastProgressAt = $now, d.nextPageAt = $nextPageAt, d.pageFailures = 0, d.emailDeferrals = null,
     d.status = CASE WHEN $done THEN 'completed' ELSE d.status END,
     d.finishedAt = CASE WHEN $done THEN $now ELSE d.finishedAt END
 RETURN d.id AS id
 """
 
 _COUNTERS = ("emailed", "rejected", "uncertain", "throttled")
+
+# Back-pressure: counters always count; the holder of the cursor moves it (over the prefix the provider
+# took), schedules the retry in the graph and counts the deferral; the last allowed one fails the walk.
+_DEFER = """
+MATCH (d:Dispatch {id: $dispatchId})
+SET d.casLock = coalesce(d.casLock, 0) + 1,
+    d.emailed = coalesce(d.emailed, 0) + $emailed,
+    d.rejected = coalesce(d.rejected, 0) + $rejected,
+    d.uncertain = coalesce(d.uncertain, 0) + $uncertain,
+    d.throttled = coalesce(d.throttled, 0) + $throttled,
+    d.lastError = coalesce($lastError, d.lastError)
+WITH d
+WHERE d.status = 'sending' AND coalesce(d.cursor, '') = $expected
+WITH d, coalesce(d.emailDeferrals, 0) + 1 AS deferrals
+SET d.cursor = $cursor, d.enqueued = d.enqueued + $enqueued, d.lastProgressAt = $now,
+    d.nextPageAt = CASE WHEN deferrals >= $maxDeferrals THEN null ELSE $nextPageAt END,
+    d.pageFailures = 0, d.emailDeferrals = deferrals,
+    d.status = CASE WHEN deferrals >= $maxDeferrals THEN 'failed' ELSE d.status END,
+    d.lastError = CASE WHEN deferrals >= $maxDeferrals THEN $failure ELSE d.lastError END,
+    d.finishedAt = CASE WHEN deferrals >= $maxDeferrals THEN $now ELSE d.finishedAt END
+RETURN deferrals, d.status = 'failed' AS failed
+"""
 
 # The lock first, then the check (module docstring): the count belongs to the holder of the cursor.
 _FAILURES = """
@@ -90,6 +127,14 @@ class PageFailure:
     """The limit was reached: the Dispatch is now ``failed`` and must not be retried."""
     reason: str | None = None
     """The ``lastError`` written when ``failed``."""
+
+
+@dataclass(frozen=True)
+class Deferral:
+    deferrals: int
+    """Back-pressure deferrals of this walk in a row, this one included."""
+    failed: bool
+    """The limit was reached: the Dispatch is now ``failed`` (``lastError`` says why)."""
 
 
 def read_guard(tx: Tx, job: PageJob) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
@@ -182,3 +227,42 @@ def advance(
         **counts,
     ).single()
     return record is not None
+
+
+def defer(
+    tx: Tx,
+    job: PageJob,
+    *,
+    cursor: str | None,
+    retry_at: str,
+    reason: str,
+    max_deferrals: int,
+    now: str,
+    enqueued: int = 0,
+    counters: Mapping[str, int] | None = None,
+    last_error: str | None = None,
+) -> Deferral | None:
+    """Back-pressure CAS from the cursor this job read: move to ``cursor`` (the prefix the provider
+    took), wait in the graph until ``retry_at`` and count the deferral. None when this job lost."""
+    counts: dict[str, Any] = {name: (counters or {}).get(name, 0) for name in _COUNTERS}
+    where = f"after cursor '{cursor}'" if cursor else "at the start"
+    failure = (
+        f"back_pressure: the {job.channel} page {where} was deferred {max_deferrals} times in a row "
+        f"(last: {reason}); resume with campaigns.resumeDispatch once the provider accepts mail again"
+    )
+    record = tx.run(
+        _DEFER,
+        dispatchId=job.dispatch_id,
+        expected=job.cursor or "",
+        cursor=cursor,
+        enqueued=enqueued,
+        now=now,
+        nextPageAt=retry_at,
+        maxDeferrals=max_deferrals,
+        failure=failure,
+        lastError=last_error,
+        **counts,
+    ).single()
+    if record is None:
+        return None
+    return Deferral(deferrals=int(record["deferrals"]), failed=bool(record["failed"]))

@@ -15,6 +15,10 @@ Re-arms are bounded: each one without progress since counts as a failed attempt 
 dead-letters again and again ends ``failed`` with a ``lastError`` instead of being re-armed forever.
 The last allowed failure fails the Dispatch *before* any enqueue; an ordinary re-arm is counted in the
 mark written after its enqueue, so a queue that refuses the send costs no attempt.
+
+Email claims abandoned by a killed worker (claimed longer than ``uncertain_after_seconds`` ago, no
+outcome) are never re-sent; the sweep makes them ``uncertain`` and counts them once on their Dispatch
+(``cypher/email_abandoned.cypher``), where an operator sees and lists them.
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ from campaign_engine.delivery.dispatch_cursor import record_failure
 from campaign_engine.delivery.queue.port import Queue, QueueError
 from campaign_engine.domain.dispatch import PageJob, job_json
 from campaign_engine.domain.types import format_ts
+from campaign_engine.graph.cypher import query
 from campaign_engine.graph.graph import Graph, Tx
 
 __all__ = ["SweepResult", "stuck_window_seconds", "sweep"]
@@ -66,6 +71,8 @@ class SweepResult:
     """Dispatches whose re-arm could not be enqueued (tried again next sweep)."""
     exhausted: list[str] = field(default_factory=list)
     """Dispatches that reached the failure limit: now ``failed``, never re-armed again."""
+    abandoned: dict[str, int] = field(default_factory=dict)
+    """Dispatch id -> email claims this sweep counted ``uncertain`` (abandoned past the horizon)."""
 
 
 def stuck_window_seconds(*, delay_seconds: int, page_budget_seconds: int) -> int:
@@ -80,8 +87,10 @@ def sweep(
     now: datetime,
     stuck_after_seconds: int,
     max_page_failures: int = 5,
+    uncertain_after_seconds: int | None = None,
 ) -> SweepResult:
-    """One pass. ``max_page_failures`` is ``CAMPAIGN_DISPATCH_MAX_PAGE_FAILURES`` (its default here too)."""
+    """One pass. ``max_page_failures`` is ``CAMPAIGN_DISPATCH_MAX_PAGE_FAILURES`` (its default here too);
+    ``uncertain_after_seconds`` is ``CAMPAIGN_EMAIL_UNCERTAIN_AFTER_SECONDS`` (None: not counted)."""
     stamp = format_ts(now)
     stuck_error = (
         f"page_stuck: no progress for {stuck_after_seconds} s (job lost, timed out or dead-lettered)"
@@ -92,6 +101,15 @@ def sweep(
         return [r.data() for r in tx.run(_DUE, now=stamp, stuckBefore=stuck_before, limit=_BATCH)]
 
     result = SweepResult()
+    if uncertain_after_seconds is not None:
+        before = format_ts(now - timedelta(seconds=uncertain_after_seconds))
+        while True:
+            counted = graph.write(_count_abandoned, before=before, now=stamp)
+            for dispatch_id, n in counted:
+                result.abandoned[dispatch_id] = result.abandoned.get(dispatch_id, 0) + n
+                log.warning("sweeper.email_claims_abandoned dispatch_id=%s count=%d", dispatch_id, n)
+            if sum(n for _, n in counted) < _BATCH:
+                break
     for row in graph.read(read):
         job = PageJob(
             dispatch_id=row["dispatchId"],
@@ -133,3 +151,8 @@ def sweep(
 
 def _mark(tx: Tx, *, dispatch_id: str, cursor: str, now: str, failed: int) -> None:
     tx.run(_MARK, dispatchId=dispatch_id, cursor=cursor, now=now, failed=failed).consume()
+
+
+def _count_abandoned(tx: Tx, *, before: str, now: str) -> list[tuple[str, int]]:
+    rows = tx.run(query("email_abandoned"), before=before, now=now, limit=_BATCH)
+    return [(str(row["dispatchId"]), int(row["n"])) for row in rows]

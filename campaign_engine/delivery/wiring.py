@@ -211,6 +211,8 @@ def build_email_worker(
         tenants=settings.campaign_tenants,
         default_tenant=settings.campaign_default_tenant_id,
         throttle_backoff_seconds=settings.campaign_email_throttle_backoff_seconds,
+        max_deferrals=settings.campaign_email_max_deferrals,
+        run_seconds=settings.campaign_email_run_seconds,
     )
 
 
@@ -294,6 +296,7 @@ def run_sweep(settings: Settings, graph: Graph, queue: Queue, *, clock: Clock = 
         now=clock(),
         stuck_after_seconds=window,
         max_page_failures=settings.campaign_dispatch_max_page_failures,
+        uncertain_after_seconds=settings.campaign_email_uncertain_after_seconds,
     )
 
 

@@ -324,7 +324,7 @@ def test_throttle_inside_a_batch_commits_the_contiguous_prefix(
 def test_pause_between_pages_stops_the_email_dispatch(
     settings: Settings, graph: Graph, queues: Queues, postmark: PostmarkStandin
 ) -> None:
-    settings = settings.model_copy(update={"campaign_email_page_size": 2})
+    settings = settings.model_copy(update={"campaign_email_page_size": 2, "campaign_email_run_seconds": 0})
     make_email_campaign(graph)
     add_email_members(graph, "c1", [f"p{i}" for i in range(5)])
     _dispatch(graph, queues)

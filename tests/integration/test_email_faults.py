@@ -8,13 +8,15 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
 
 from campaign_engine.campaigns.dispatch import list_dispatches
+from campaign_engine.campaigns.uncertain_emails import list_uncertain_emails
 from campaign_engine.config import Settings
-from campaign_engine.delivery.wiring import Queues, build_worker
+from campaign_engine.delivery.wiring import Queues, build_worker, run_sweep
 from campaign_engine.graph.graph import Graph
 from tests.support.blocking_postmark import BlockingPostmark
 from tests.support.delivery import WEBHOOK_SECRET, StepClock, drain, local_queues, start_dispatch
@@ -109,6 +111,14 @@ def test_worker_killed_between_claim_and_send_never_sends_twice(
     _drain_until_settled(settings, graph, queues, seconds=30)
     assert postmark.accepted == []
     assert _email_record(graph)["status"] == "completed"
+    # Past the horizon the sweeper counts the killed worker's claims uncertain, once, for an operator.
+    horizon = timedelta(seconds=settings.campaign_email_uncertain_after_seconds + 5)
+    swept = run_sweep(settings, graph, queues.dispatch, clock=lambda: datetime.now(UTC) + horizon)
+    dispatch_id = str(_email_record(graph)["dispatch_id"])
+    assert swept.abandoned == {dispatch_id: 20}
+    assert _email_record(graph)["uncertain"] == 20
+    listed = list_uncertain_emails(graph, dispatch_id=dispatch_id, limit=500)
+    assert [item.profile_id for item in listed.items] == members
     # Re-dispatch: still nothing for the claimed recipients; a new member gets exactly one.
     add_email_members(graph, "c1", ["a-new"])
     _dispatch(graph, queues)

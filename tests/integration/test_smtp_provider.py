@@ -329,8 +329,9 @@ def test_starttls_required_but_not_offered_is_a_config_error(smtp_server: SmtpSe
     provider = provider_for(smtp_server, starttls="require")
     with pytest.raises(ProviderConfigError, match="STARTTLS"):
         provider.verify()
-    with pytest.raises(ProviderConfigError):
-        provider.send_batch([outgoing(1)])
+    # send_batch never raises (the port contract): nothing was sent, so every message is throttled.
+    [result] = provider.send_batch([outgoing(1)])
+    assert (result.outcome, result.reason) == ("throttled", "connect:ProviderConfigError")
     assert smtp_server.handler.received == []
 
 

@@ -73,7 +73,8 @@ def add_email_members(
         WITH p
         MATCH (c:Campaign {id: $campaignId})
         WHERE $member
-        MERGE (p)-[:IN_CAMPAIGN_AUDIENCE {addedAt: '2026-01-01T00:00:00.000000Z', source: 'test',
+        MERGE (p)-[:IN_CAMPAIGN_AUDIENCE {campaignId: c.id, profileId: p.profileId,
+                                          addedAt: '2026-01-01T00:00:00.000000Z', source: 'test',
                                           selfEnrolled: false}]->(c)
         """,
         ids=profile_ids,

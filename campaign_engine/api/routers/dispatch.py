@@ -11,6 +11,7 @@ from campaign_engine.api.routers.common import CampaignRef
 from campaign_engine.api.trpc import ProcedureRouter
 from campaign_engine.campaigns import dispatch as dispatching
 from campaign_engine.campaigns.resume import resume_dispatch as resume
+from campaign_engine.campaigns.uncertain_emails import UncertainEmailPage, list_uncertain_emails
 from campaign_engine.delivery.queue.port import Queue
 from campaign_engine.domain.errors import ServiceUnavailable
 
@@ -27,6 +28,11 @@ class DispatchRef(BaseModel):
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
 
     dispatch_id: Annotated[str, Field(alias="dispatchId", min_length=1, max_length=100)]
+
+
+class UncertainEmailsInput(DispatchRef):
+    after: Annotated[str | None, Field(max_length=200)] = None
+    limit: Annotated[int, Field(ge=1, le=500)] = 100
 
 
 def _queue(ctx: Context) -> Queue:
@@ -82,3 +88,11 @@ def resume_dispatch(ctx: Context, data: DispatchRef) -> dispatching.DispatchPubl
 def list_dispatches(ctx: Context, data: CampaignRef) -> list[dispatching.DispatchPublic]:
     """Every dispatch of a campaign, newest first."""
     return dispatching.list_dispatches(ctx.services.graph, data.campaign_id)
+
+
+@router.query("listUncertainEmails", auth="admin")
+def list_uncertain(ctx: Context, data: UncertainEmailsInput) -> UncertainEmailPage:
+    """Recipients of an email dispatch whose fate is unknown (never retried blindly), keyset-paged."""
+    return list_uncertain_emails(
+        ctx.services.graph, dispatch_id=data.dispatch_id, after=data.after, limit=data.limit
+    )

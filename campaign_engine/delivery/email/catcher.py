@@ -3,7 +3,9 @@
 With ``CAMPAIGN_EMAIL_PROVIDER=smtp`` pointed at it (``SMTP_HOST=127.0.0.1``, ``SMTP_PORT=1025``), a
 developer reads exactly what a real send would have handed to a relay, headers included
 (List-Unsubscribe and its token). It relays nothing, so it is safe to run against any data. Addresses
-are never logged; the files are the record.
+are never logged; the files are the record. It offers SMTPUTF8 like common relays (Postfix, Exim), so
+a non-ASCII address arrives as a real relay would take it; ``smtputf8=False`` stands in for a relay that
+does not (the provider then rejects that one recipient).
 """
 
 from __future__ import annotations
@@ -40,9 +42,11 @@ class MailboxHandler:
         return "250 Message accepted for delivery"
 
 
-def start_smtp_catcher(host: str, port: int, mailbox_dir: str | Path) -> Controller:
+def start_smtp_catcher(host: str, port: int, mailbox_dir: str | Path, *, smtputf8: bool = True) -> Controller:
     """Start the catcher in a background thread; call ``.stop()`` on the result to shut it down."""
-    controller = Controller(MailboxHandler(Path(mailbox_dir)), hostname=host, port=port)
+    controller = Controller(
+        MailboxHandler(Path(mailbox_dir)), hostname=host, port=port, enable_SMTPUTF8=smtputf8
+    )
     controller.start()
     return controller
 

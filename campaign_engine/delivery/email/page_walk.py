@@ -7,41 +7,48 @@ is not failure"):
    live, in window, with the email channel. Otherwise the dispatch stops.
 2. Resolve the tenant's CTA origin and branding. A misconfigured tenant fails the dispatch here,
    *before* any claim, so no claim is burnt on a message that cannot be built.
-3. Read the page: members after the cursor that pass opt-out, age and contact (filtered before the
-   LIMIT).
-4. ONE transaction: lock the page's profiles (ascending), recheck the guard and every recipient rule,
-   set ``emailClaimedAt`` and allocate ``campaignUnsubscribeId``. It commits before any provider I/O,
-   so a crash after it can only lose an email, never duplicate one.
-5. Render and send the claimed messages in one provider batch.
-6. Record each outcome against this attempt's claim: accepted -> ``emailedAt``; throttled -> release
-   the claim; rejected / uncertain -> keep it, with the reason (uncertain is counted for an operator).
-7. Compare-and-set the cursor. Throttled: the cursor moves only over the contiguous prefix before the
-   first throttled recipient and the rest is rescheduled after Retry-After (or a back-off), not
-   counted as an error. Otherwise a full page schedules the next wave; a short page completes.
+3. ONE transaction: the guard again, the provider's cooldown (open: defer the page to its end without
+   claiming), then ``cypher/email_page.cypher`` reads the members after the cursor from the membership
+   index, locks their profiles (ascending), rechecks every recipient rule, sets ``emailClaimedAt`` and
+   allocates ``campaignUnsubscribeId``. It commits before any provider I/O, so a crash after it can
+   only lose an email, never duplicate one (the sweeper counts such claims ``uncertain``).
+4. Render and send the claimed messages in one provider batch, through ``send_each``: one outcome per
+   message whatever the adapter does; an exception is never read as "nothing went out".
+5. ONE transaction: record each outcome against this attempt's claim (accepted -> ``emailedAt``;
+   throttled -> release the claim; rejected / uncertain -> keep it, with the reason), then
+   compare-and-set the cursor. Throttled: the cursor moves only over the contiguous prefix before the
+   first throttled recipient, the provider-wide cooldown opens for the longest Retry-After (or the
+   back-off), and the rest waits for it; ``CAMPAIGN_EMAIL_MAX_DEFERRALS`` deferrals in a row fail the
+   Dispatch. Otherwise a full page schedules the next wave; a short page completes.
+
+With no wave delay a job walks on for up to ``run_seconds``: page n+1 is claimed while page n is with
+the provider, and page n is recorded while page n+1 is (a pipeline of one page in flight). Page n+1
+is sent only once page n's answer showed no back-pressure; if page n was throttled, page n+1's claims
+are released (the cursor stays before them) without a send.
 """
 
 from __future__ import annotations
 
 import logging
 import math
+import time
 import uuid
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from typing import Any, Literal
 
-from campaign_engine.delivery.dispatch_cursor import advance, gate, guard_reason, read_guard, stop
-from campaign_engine.delivery.email.compose import compose_email, email_content_for
-from campaign_engine.delivery.email.provider import EmailProvider, OutgoingEmail, SendResult
+from campaign_engine.delivery.dispatch_cursor import advance, defer, gate, guard_reason, read_guard, stop
+from campaign_engine.delivery.email.compose import EmailContent, compose_email, email_content_for
+from campaign_engine.delivery.email.provider import EmailProvider, SendResult, send_each
 from campaign_engine.delivery.email.render import EmailConfigError
 from campaign_engine.delivery.queue.port import MAX_DELAY_SECONDS, Queue, QueueError
 from campaign_engine.domain.campaign import campaign_from_node
 from campaign_engine.domain.dispatch import PageJob, job_json
-from campaign_engine.domain.types import Clock, format_ts
+from campaign_engine.domain.types import Clock, format_ts, parse_ts
 from campaign_engine.graph.graph import Graph, Tx
-from campaign_engine.graph.locks import lock_profiles
 from campaign_engine.graph.policy import policy_params, policy_query
-from campaign_engine.unsubscribe.optout import ensure_unsubscribe_ids
 from campaign_engine.unsubscribe.tokens import UnsubscribeTokens
 
 __all__ = ["EmailPageOutcome", "EmailWorker"]
@@ -49,6 +56,20 @@ __all__ = ["EmailPageOutcome", "EmailWorker"]
 log = logging.getLogger(__name__)
 
 Outcome = Literal["next", "completed", "stopped", "failed", "stale", "lost_race", "waiting", "throttled"]
+
+_GUARD = """
+OPTIONAL MATCH (d:Dispatch {id: $dispatchId})
+OPTIONAL MATCH (c:Campaign {id: $campaignId})
+OPTIONAL MATCH (x:EmailCooldown {provider: $provider})
+RETURN d {.*} AS dispatch, c {.*} AS campaign, x.until AS cooldownUntil
+"""
+
+# The longest wait wins: a shorter Retry-After heard later never shortens the provider's cooldown.
+_COOLDOWN = """
+MERGE (x:EmailCooldown {provider: $provider})
+SET x.until = CASE WHEN x.until IS NULL OR x.until < $until THEN $until ELSE x.until END,
+    x.lastReason = $reason, x.updatedAt = $now
+"""
 
 
 @dataclass(frozen=True)
@@ -61,6 +82,8 @@ class EmailPageOutcome:
     uncertain: int = 0
     retry_in_seconds: int | None = None
     reason: str | None = None
+    pages: int = 0
+    """Pages this job walked (more than one when a run chained pages)."""
 
 
 @dataclass(frozen=True)
@@ -68,6 +91,65 @@ class _Claimed:
     profile_id: str
     address: str
     unsubscribe_id: str
+
+
+@dataclass(frozen=True)
+class _Page:
+    """What one claim transaction did: nothing (``skip`` / ``stop`` / ``cooldown``) or a claimed page."""
+
+    job: PageJob
+    """The job holding the cursor this page starts from (its ``cursor`` is the CAS's expected value)."""
+    claim_id: str
+    read: int = 0
+    last: str | None = None
+    claimed: list[_Claimed] = field(default_factory=list)
+    skip: str | None = None
+    stop: str | None = None
+    cooldown_until: str | None = None
+
+
+@dataclass
+class _Totals:
+    claimed: int = 0
+    emailed: int = 0
+    throttled: int = 0
+    rejected: int = 0
+    uncertain: int = 0
+    pages: int = 0
+    # Where the walk's wall time went: claim transactions, waiting for the provider (the pipeline's
+    # stall), record + CAS transactions. Logged once per job as ``email.walk``.
+    claim_s: float = 0.0
+    wait_s: float = 0.0
+    settle_s: float = 0.0
+
+    def add(self, results: Sequence[SendResult]) -> None:
+        self.pages += 1
+        self.claimed += len(results)
+        for r in results:
+            if r.outcome == "accepted":
+                self.emailed += 1
+            else:
+                setattr(self, r.outcome, getattr(self, r.outcome) + 1)
+
+    def outcome(self, outcome: Outcome, **extra: Any) -> EmailPageOutcome:
+        timings = {"claim_s": self.claim_s, "wait_s": self.wait_s, "settle_s": self.settle_s}
+        log.info(
+            "email.walk pages=%d emailed=%d claim_s=%.3f wait_s=%.3f settle_s=%.3f",
+            self.pages,
+            self.emailed,
+            *timings.values(),
+            extra={"pages": self.pages, **timings},
+        )
+        return EmailPageOutcome(
+            outcome,
+            claimed=self.claimed,
+            emailed=self.emailed,
+            throttled=self.throttled,
+            rejected=self.rejected,
+            uncertain=self.uncertain,
+            pages=self.pages,
+            **extra,
+        )
 
 
 class EmailWorker:
@@ -87,6 +169,8 @@ class EmailWorker:
         tenants: Mapping[str, Any],
         default_tenant: str,
         throttle_backoff_seconds: int = 30,
+        max_deferrals: int = 30,
+        run_seconds: float = 0.0,
     ) -> None:
         self._graph = graph
         self._provider = provider
@@ -101,15 +185,22 @@ class EmailWorker:
         self._tenants = dict(tenants)
         self._default_tenant = default_tenant
         self._backoff = throttle_backoff_seconds
+        self._max_deferrals = max_deferrals
+        self._run_seconds = run_seconds if delay_seconds == 0 else 0.0
         self._page_query = policy_query("email_page")
-        self._claim_query = policy_query("email_claim")
         self._record_query = policy_query("email_record")
+        # Provider calls run here so the graph work of the next page overlaps them.
+        self._sender = ThreadPoolExecutor(max_workers=1, thread_name_prefix="email-send")
 
     def close(self) -> None:
+        self._sender.shutdown(wait=True)
         self._provider.close()
 
     def handle_page(self, job: PageJob) -> EmailPageOutcome:
-        """Process one email page job. Raises (message redelivered) only when nothing was claimed."""
+        """Process one email page job (and, with no wave delay, the pages after it for a while).
+
+        Raises (message redelivered) only before anything is claimed; once a claim committed, every
+        message of it gets an outcome recorded, whatever the provider does."""
         now = self._clock()
         stamp = format_ts(now)
         dispatch, campaign_node = self._graph.read(read_guard, job)
@@ -134,13 +225,80 @@ class EmailWorker:
         # Checked before the claim too: a provider that must not be used (transactional stream, bad
         # token) or cannot be reached makes this raise with nothing claimed; the job is redelivered.
         self._provider.verify()
+        return self._walk(job, content)
 
-        page_ids = self._graph.read(self._read_page, job, now=now)
-        claim_id = uuid.uuid4().hex
-        claimed, guard = self._graph.write(self._claim, job, page_ids, claim_id=claim_id, now=now)
-        if guard is not None:
-            return self._stop(job, "stopped", guard, stamp)
+    # --- the pipeline ------------------------------------------------------------------------------
 
+    def _walk(self, job: PageJob, content: EmailContent) -> EmailPageOutcome:
+        deadline = time.monotonic() + self._run_seconds
+        totals = _Totals()
+        started = time.perf_counter()
+        page = self._claim_page(job, after=job.cursor)
+        totals.claim_s += time.perf_counter() - started
+        if page.skip is not None:
+            return EmailPageOutcome("waiting" if page.skip == "wave_not_due" else "stale", reason=page.skip)
+        if page.stop is not None:
+            return self._stop(job, "stopped", page.stop, format_ts(self._clock()))
+        if page.cooldown_until is not None:
+            return self._wait_for_cooldown(job, page.cooldown_until)
+        sending = self._submit(page, content)
+        walk_on = self._run_seconds > 0
+        while True:
+            ahead: _Page | None = None
+            if walk_on and page.read >= self._page_size and time.monotonic() < deadline:
+                started = time.perf_counter()
+                try:
+                    ahead = self._claim_page(page.job, after=page.last)  # overlaps this page's send
+                except Exception:  # rolled back, nothing claimed: record this page, the successor retries
+                    log.warning("email.claim_ahead_failed dispatch_id=%s", job.dispatch_id, exc_info=True)
+                totals.claim_s += time.perf_counter() - started
+            started = time.perf_counter()
+            results = sending.result()
+            totals.wait_s += time.perf_counter() - started
+            throttled = any(r.outcome == "throttled" for r in results)
+            next_job = page.job.model_copy(update={"cursor": page.last})
+            if ahead is not None and (ahead.skip or ahead.stop or ahead.cooldown_until):
+                ahead = None  # the successor job meets the same condition and acts on it
+            if ahead is not None:
+                ahead = replace(ahead, job=next_job)  # its CAS expects this page's end
+                if not throttled:
+                    sending = self._submit(ahead, content)  # overlaps this page's record and CAS
+            totals.add(results)
+            started = time.perf_counter()
+            verdict = self._settle(page, results)
+            totals.settle_s += time.perf_counter() - started
+            if ahead is None:
+                if verdict == "next":
+                    self._enqueue(next_job, delay=self._delay)
+                return totals.outcome(verdict, retry_in_seconds=self._retry_in(results))
+            if throttled and verdict in ("throttled", "failed"):
+                # Claimed but never sent into back-pressure; the cursor stays before these claims.
+                self._release(ahead)
+                return totals.outcome(verdict, retry_in_seconds=self._retry_in(results))
+            if throttled:
+                # Another chain took the cursor and may walk past these claims: they are ours alone,
+                # so they are sent rather than released, and nobody is skipped.
+                sending = self._submit(ahead, content)
+            if verdict != "next":
+                walk_on = False  # finish the page in hand, then leave the walk to its holder
+            page = ahead
+
+    def _retry_in(self, results: Sequence[SendResult]) -> int | None:
+        """The longest Retry-After among throttled results (issue 13), else the back-off."""
+        throttled = [r for r in results if r.outcome == "throttled"]
+        if not throttled:
+            return None
+        hints = [r.retry_after_seconds for r in throttled if r.retry_after_seconds is not None]
+        return math.ceil(max(hints)) if hints else self._backoff
+
+    def _submit(self, page: _Page, content: EmailContent) -> Future[list[SendResult]]:
+        job = page.job
+        return self._sender.submit(self._compose_and_send, page.claimed, content, job)
+
+    def _compose_and_send(
+        self, claimed: Sequence[_Claimed], content: EmailContent, job: PageJob
+    ) -> list[SendResult]:
+        metadata = {"campaignId": job.campaign_id, "dispatchId": job.dispatch_id}
         messages = [
             compose_email(
                 content,
@@ -149,162 +307,267 @@ class EmailWorker:
                 unsubscribe_id=c.unsubscribe_id,
                 tokens=self._tokens,
                 domain_name=self._domain,
-                metadata={"campaignId": job.campaign_id, "dispatchId": job.dispatch_id},
+                metadata=metadata,
             )
             for c in claimed
         ]
-        results = self._send(messages)
-        return self._settle(job, page_ids, results, claim_id=claim_id, now=now)
+        return send_each(self._provider, messages)
 
     # --- steps -------------------------------------------------------------------------------------
 
-    def _send(self, messages: Sequence[OutgoingEmail]) -> list[SendResult]:
-        if not messages:
-            return []
-        try:
-            return self._provider.send_batch(messages)
-        except Exception as exc:  # the port raises only when it sent nothing: safe to release
-            log.warning("email.provider_refused_batch error=%s count=%d", type(exc).__name__, len(messages))
-            return [SendResult(m.key, "throttled", reason=f"provider:{type(exc).__name__}") for m in messages]
-
-    def _settle(
-        self,
-        job: PageJob,
-        page_ids: list[str],
-        results: list[SendResult],
-        *,
-        claim_id: str,
-        now: datetime,
-    ) -> EmailPageOutcome:
+    def _settle(self, page: _Page, results: list[SendResult]) -> Outcome:
+        """Record the outcomes and move the cursor, in one transaction. A throttled page schedules its
+        own retry; after a plain page the caller enqueues the successor unless it walks on itself."""
+        job = page.job
+        now = self._clock()
         stamp = format_ts(now)
         counts = {
             o: sum(1 for r in results if r.outcome == o)
             for o in ("accepted", "throttled", "rejected", "uncertain")
         }
         throttled = [r for r in results if r.outcome == "throttled"]
-        if results:
-            self._graph.write(self._record, job, results, claim_id=claim_id, now=stamp)
         problems = [r for r in results if r.outcome in ("uncertain", "rejected")]
         last_error = f"{problems[-1].outcome}: {problems[-1].reason}" if problems else None
-
-        full = len(page_ids) >= self._page_size
-        retry_in: int | None = None
-        if throttled:
+        full = page.read >= self._page_size
+        retry_in = self._retry_in(results)
+        if retry_in is not None:
             first = min(r.key for r in throttled)
-            before = [pid for pid in page_ids if pid < first]
+            before = sorted(c.profile_id for c in page.claimed if c.profile_id < first)
+            # Unclaimed members between the prefix and the first throttled one are re-read next time
+            # and skipped again: the cursor may only cover recipients whose fate is settled.
             cursor = before[-1] if before else job.cursor
-            hint = next((r.retry_after_seconds for r in throttled if r.retry_after_seconds is not None), None)
-            retry_in = math.ceil(hint) if hint is not None else self._backoff
-            delay, done = retry_in, False
-        else:
-            cursor = page_ids[-1] if page_ids else job.cursor
-            delay, done = self._delay, not full
-        long_gap = not done and delay > MAX_DELAY_SECONDS
-        next_at = format_ts(now + timedelta(seconds=delay)) if long_gap else None
+            retry_at = format_ts(now + timedelta(seconds=retry_in))
+            reason = next((r.reason for r in throttled if r.reason), None)
+            verdict = self._graph.write(
+                self._record_and_defer,
+                page,
+                results,
+                cursor=cursor,
+                retry_at=retry_at,
+                reason=reason or "throttled",
+                last_error=last_error,
+                now=stamp,
+            )
+            self._log(job, results)
+            if verdict is None:
+                return "lost_race"
+            if verdict.failed:
+                log.error(
+                    "email.dispatch_failed dispatch_id=%s deferrals=%d", job.dispatch_id, verdict.deferrals
+                )
+                return "failed"
+            if retry_in <= MAX_DELAY_SECONDS:
+                self._enqueue(job.model_copy(update={"cursor": cursor}), delay=retry_in)
+            return "throttled"
+        cursor = page.last if page.read else job.cursor
+        done = not full
+        long_gap = not done and self._delay > MAX_DELAY_SECONDS
+        next_at = format_ts(now + timedelta(seconds=self._delay)) if long_gap else None
         won = self._graph.write(
-            advance,
-            job,
+            self._record_and_advance,
+            page,
+            results,
             cursor=cursor,
-            enqueued=len(results),
-            counters={
-                "emailed": counts["accepted"],
-                "rejected": counts["rejected"],
-                "uncertain": counts["uncertain"],
-                "throttled": counts["throttled"],
-            },
+            counts=counts,
             last_error=last_error,
             done=done,
-            now=stamp,
             next_page_at=next_at,
+            now=stamp,
         )
-        base = EmailPageOutcome(
-            "next",
-            claimed=len(results),
-            emailed=counts["accepted"],
-            throttled=counts["throttled"],
-            rejected=counts["rejected"],
-            uncertain=counts["uncertain"],
-            retry_in_seconds=retry_in,
-        )
-        log.info(
-            "email.page dispatch_id=%s claimed=%d emailed=%d throttled=%d rejected=%d uncertain=%d",
-            job.dispatch_id,
-            base.claimed,
-            base.emailed,
-            base.throttled,
-            base.rejected,
-            base.uncertain,
-        )
+        self._log(job, results)
         if not won:
-            return replace(base, outcome="lost_race")
+            return "lost_race"
         if done:
-            return replace(base, outcome="completed")
-        if not long_gap:
-            successor = job.model_copy(update={"cursor": cursor})
-            try:  # the cursor is committed: if this fails the sweeper re-arms the dispatch
-                self._pages.send_batch([job_json(successor)], delay_seconds=delay)
-            except QueueError:
-                log.warning("email.successor_enqueue_failed dispatch_id=%s", job.dispatch_id)
-        return replace(base, outcome="throttled" if throttled else "next")
+            return "completed"
+        if long_gap:
+            return "waiting"
+        return "next"
+
+    def _wait_for_cooldown(self, job: PageJob, until: str) -> EmailPageOutcome:
+        """The provider's cooldown is open: defer this page to its end without claiming anyone."""
+        now = self._clock()
+        wait = max(0, math.ceil((parse_ts(until) - now).total_seconds()))
+        verdict = self._graph.write(
+            defer,
+            job,
+            cursor=job.cursor,
+            retry_at=until,
+            reason="provider_cooldown",
+            max_deferrals=self._max_deferrals,
+            now=format_ts(now),
+        )
+        if verdict is None:
+            return EmailPageOutcome("lost_race", reason="provider_cooldown")
+        if verdict.failed:
+            return EmailPageOutcome("failed", reason="provider_cooldown")
+        if wait <= MAX_DELAY_SECONDS:
+            self._enqueue(job, delay=wait)
+        log.info("email.page_deferred dispatch_id=%s wait=%d", job.dispatch_id, wait)
+        return EmailPageOutcome("throttled", retry_in_seconds=wait, reason="provider_cooldown")
+
+    def _release(self, page: _Page) -> None:
+        """Give back claims that were never sent (the page before them was throttled)."""
+        rows = [SendResult(c.profile_id, "throttled", reason="not_sent") for c in page.claimed]
+        if rows:
+            self._graph.write(self._record, page, rows, now=format_ts(self._clock()))
+
+    def _enqueue(self, job: PageJob, *, delay: int) -> None:
+        try:  # the cursor is committed: if this fails the sweeper re-arms the dispatch
+            self._pages.send_batch([job_json(job)], delay_seconds=delay)
+        except QueueError:
+            log.warning("email.successor_enqueue_failed dispatch_id=%s", job.dispatch_id)
 
     def _stop(self, job: PageJob, status: str, reason: str, stamp: str) -> EmailPageOutcome:
         self._graph.write(stop, job, status=status, reason=reason, now=stamp)
         log.info("email.dispatch_%s dispatch_id=%s reason=%s", status, job.dispatch_id, reason.split(":")[0])
         return EmailPageOutcome("failed" if status == "failed" else "stopped", reason=reason)
 
+    def _log(self, job: PageJob, results: Sequence[SendResult]) -> None:
+        counts = {
+            o: sum(1 for r in results if r.outcome == o)
+            for o in ("accepted", "throttled", "rejected", "uncertain")
+        }
+        log.info(
+            "email.page dispatch_id=%s claimed=%d emailed=%d throttled=%d rejected=%d uncertain=%d",
+            job.dispatch_id,
+            len(results),
+            counts["accepted"],
+            counts["throttled"],
+            counts["rejected"],
+            counts["uncertain"],
+        )
+
     # --- transactions --------------------------------------------------------------------------------
 
-    def _read_page(self, tx: Tx, job: PageJob, *, now: datetime) -> list[str]:
-        result = tx.run(
-            self._page_query,
-            campaignId=job.campaign_id,
-            cursor=job.cursor or "",
-            limit=self._page_size,
-            **policy_params(now, self._adult_age),
-        )
-        return [record["profileId"] for record in result]
+    def _claim_page(self, job: PageJob, *, after: str | None) -> _Page:
+        claim_id = uuid.uuid4().hex
+        return self._graph.write(self._claim, job, after=after, claim_id=claim_id, now=self._clock())
 
-    def _claim(
-        self, tx: Tx, job: PageJob, page_ids: list[str], *, claim_id: str, now: datetime
-    ) -> tuple[list[_Claimed], str | None]:
-        """Lock, recheck, claim, allocate unsubscribe ids: all or nothing, before any provider I/O."""
-        if not page_ids:
-            return [], None
-        lock_profiles(tx, page_ids)
+    def _claim(self, tx: Tx, job: PageJob, *, after: str | None, claim_id: str, now: datetime) -> _Page:
+        """Guard, cooldown, then read-lock-recheck-claim the page: all or nothing, before any provider I/O.
+
+        ``job`` holds the cursor (its ``cursor`` must still be the Dispatch's); the page starts after
+        ``after`` (the same, or the end of the page this job is still sending)."""
         stamp = format_ts(now)
+        record = tx.run(
+            _GUARD, dispatchId=job.dispatch_id, campaignId=job.campaign_id, provider=self._provider.name
+        ).single()
+        assert record is not None
+        dispatch = None if record["dispatch"] is None else dict(record["dispatch"])
+        campaign = None if record["campaign"] is None else dict(record["campaign"])
+        skip = gate(dispatch, job, now=stamp)
+        if skip is not None:
+            return _Page(job, claim_id, skip=skip)
+        assert dispatch is not None
         # The campaign guard again, inside the claim: a pause, archive or delete committed since the
         # page guard stops this page here.
-        dispatch, campaign = read_guard(tx, job)
-        if dispatch is None or dispatch.get("status") != "sending":
-            return [], "not_sending"
         reason = guard_reason(dispatch, campaign, job, now=stamp)
         if reason is not None:
-            return [], reason
-        rows = tx.run(
-            self._claim_query,
-            profileIds=sorted(page_ids),
+            return _Page(job, claim_id, stop=reason)
+        until = record["cooldownUntil"]
+        if until is not None and until > stamp:
+            return _Page(job, claim_id, cooldown_until=str(until))
+        row = tx.run(
+            self._page_query,
             campaignId=job.campaign_id,
             campaignCreatedAt=job.campaign_created_at,
+            cursor=after or "",
+            limit=self._page_size,
             claimId=claim_id,
             dispatchId=job.dispatch_id,
             now=stamp,
             **policy_params(now, self._adult_age),
-        ).data()
-        eligible = [(row["profileId"], row["address"]) for row in rows if row["blocked"] is None]
-        ids = ensure_unsubscribe_ids(tx, [pid for pid, _ in eligible])
-        return [_Claimed(pid, address, ids[pid]) for pid, address in eligible], None
+        ).single(strict=True)
+        claimed = [_Claimed(str(pid), str(address), str(uid)) for pid, address, uid in row["claimed"]]
+        return _Page(job, claim_id, read=int(row["read"]), last=row["last"], claimed=claimed)
 
-    def _record(self, tx: Tx, job: PageJob, results: list[SendResult], *, claim_id: str, now: str) -> None:
-        lock_profiles(tx, [r.key for r in results])
-        rows = [
-            {"profileId": r.key, "outcome": r.outcome, "reason": r.reason, "messageId": r.provider_message_id}
-            for r in results
-        ]
-        tx.run(
+    def _record(self, tx: Tx, page: _Page, results: Sequence[SendResult], *, now: str) -> int:
+        """Outcomes against this attempt's claim; how many of them the sweeper had counted uncertain."""
+        rows = sorted(
+            (
+                {
+                    "profileId": r.key,
+                    "outcome": r.outcome,
+                    "reason": r.reason,
+                    "messageId": r.provider_message_id,
+                }
+                for r in results
+            ),
+            key=lambda row: str(row["profileId"]),
+        )
+        record = tx.run(
             self._record_query,
             rows=rows,
-            campaignId=job.campaign_id,
-            campaignCreatedAt=job.campaign_created_at,
-            claimId=claim_id,
+            campaignId=page.job.campaign_id,
+            campaignCreatedAt=page.job.campaign_created_at,
+            claimId=page.claim_id,
             now=now,
-        ).consume()
+        ).single()
+        return 0 if record is None else int(record["late"])
+
+    def _record_and_advance(
+        self,
+        tx: Tx,
+        page: _Page,
+        results: list[SendResult],
+        *,
+        cursor: str | None,
+        counts: Mapping[str, int],
+        last_error: str | None,
+        done: bool,
+        next_page_at: str | None,
+        now: str,
+    ) -> bool:
+        late = self._record(tx, page, results, now=now) if results else 0
+        return advance(
+            tx,
+            page.job,
+            cursor=cursor,
+            enqueued=len(results),
+            counters={
+                "emailed": counts["accepted"],
+                "rejected": counts["rejected"],
+                "uncertain": counts["uncertain"] - late,
+                "throttled": counts["throttled"],
+            },
+            last_error=last_error,
+            done=done,
+            now=now,
+            next_page_at=next_page_at,
+        )
+
+    def _record_and_defer(
+        self,
+        tx: Tx,
+        page: _Page,
+        results: list[SendResult],
+        *,
+        cursor: str | None,
+        retry_at: str,
+        reason: str,
+        last_error: str | None,
+        now: str,
+    ) -> Any:
+        late = self._record(tx, page, results, now=now)
+        tx.run(_COOLDOWN, provider=self._provider.name, until=retry_at, reason=reason, now=now).consume()
+        counts = {
+            o: sum(1 for r in results if r.outcome == o)
+            for o in ("accepted", "throttled", "rejected", "uncertain")
+        }
+        return defer(
+            tx,
+            page.job,
+            cursor=cursor,
+            retry_at=retry_at,
+            reason=reason,
+            max_deferrals=self._max_deferrals,
+            now=now,
+            enqueued=len(results),
+            counters={
+                "emailed": counts["accepted"],
+                "rejected": counts["rejected"],
+                "uncertain": counts["uncertain"] - late,
+                "throttled": counts["throttled"],
+            },
+            last_error=last_error,
+        )

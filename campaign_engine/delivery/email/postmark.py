@@ -10,7 +10,10 @@ Why the shape:
   the later requests are not sent and their messages come back ``throttled`` (never sent, so safe to
   release): a struggling provider gets back-pressure, not more traffic.
 - ``verify`` refuses any stream whose type is not ``Broadcasts``: announcements must never ride the
-  transactional stream, whose reputation protects password resets. ``send_batch`` verifies first.
+  transactional stream, whose reputation protects password resets. ``send_batch`` verifies first; a
+  failure there sends nothing, so every message comes back ``throttled`` (``send_batch`` never raises).
+- The longest Retry-After of the batch is the one every throttled message carries: the provider wants
+  the whole sender to wait that long.
 
 The API key and recipient addresses never reach logs or ``reason`` strings (Postmark messages quote
 addresses, so reasons are built from codes only).
@@ -21,6 +24,7 @@ from __future__ import annotations
 import logging
 import math
 from collections.abc import Sequence
+from dataclasses import replace
 from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
 from typing import Any
@@ -35,6 +39,7 @@ from campaign_engine.delivery.email.provider import (
     ProviderUnavailable,
     SendResult,
 )
+from campaign_engine.domain.errors import ServiceUnavailable
 
 __all__ = ["MAX_BATCH", "REJECTING_CODES", "PostmarkProvider", "parse_retry_after"]
 
@@ -109,6 +114,7 @@ class PostmarkProvider:
             raise ProviderConfigError("POSTMARK_BROADCAST_STREAM must name a Broadcasts message stream")
         self._stream = stream
         self._sender = sender
+        self.name = "postmark"
         self._verified = False
         self._client = httpx.Client(
             base_url=base_url,
@@ -153,19 +159,25 @@ class PostmarkProvider:
     def send_batch(self, messages: Sequence[OutgoingEmail]) -> list[SendResult]:
         if not messages:
             return []
-        self.verify()
+        try:
+            self.verify()
+        except ServiceUnavailable as exc:  # nothing was sent
+            return _all(messages, "throttled", reason=f"verify:{type(exc).__name__}")
         results: list[SendResult] = []
         stopped = False
         for start in range(0, len(messages), MAX_BATCH):
             chunk = messages[start : start + MAX_BATCH]
             if stopped:
-                retry_after = next((r.retry_after_seconds for r in results if r.outcome == "throttled"), None)
-                results.extend(_all(chunk, "throttled", reason="not_sent", retry_after=retry_after))
+                results.extend(_all(chunk, "throttled", reason="not_sent"))
                 continue
-            chunk_results, whole_request_failed = self._send_chunk(chunk)
+            try:
+                chunk_results, whole_request_failed = self._send_chunk(chunk)
+            except Exception as exc:  # a bug after the request may have left: fate unknown
+                log.error("postmark.unexpected_error", extra={"error": type(exc).__name__})
+                chunk_results, whole_request_failed = _all(chunk, "uncertain", reason="error"), True
             results.extend(chunk_results)
             stopped = whole_request_failed or any(r.outcome == "throttled" for r in chunk_results)
-        return results
+        return _longest_wait(results)
 
     def close(self) -> None:
         self._client.close()
@@ -240,6 +252,15 @@ def _classify_one(key: str, item: Any, retry_after: float | None) -> SendResult:
     if code in REJECTING_CODES:
         return SendResult(key, "rejected", reason=f"postmark:{code}")
     return SendResult(key, "uncertain", reason=f"postmark:{code}")
+
+
+def _longest_wait(results: list[SendResult]) -> list[SendResult]:
+    """Every throttled result carries the longest Retry-After the batch heard (issue 13)."""
+    hints = [r.retry_after_seconds for r in results if r.retry_after_seconds is not None]
+    if not hints:
+        return results
+    longest = max(hints)
+    return [replace(r, retry_after_seconds=longest) if r.outcome == "throttled" else r for r in results]
 
 
 def _all(

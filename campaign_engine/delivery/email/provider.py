@@ -17,17 +17,25 @@ is at most one attempt"), then acts on each outcome:
 Classification is deliberately conservative: when in doubt an adapter answers ``uncertain``, because
 a kept claim costs one missed email while a wrongly released claim can send an announcement twice.
 
-``send_batch`` returns exactly one result per message, in order. It raises only when it sent nothing
-at all (a provider that fails ``verify``), so a caller may treat an exception as "nothing went out".
+``send_batch`` returns exactly one result per message, in order, and does not raise: whatever goes
+wrong with one recipient's message (an address the relay cannot take, an encoding error, a bug) is that
+message's outcome, and the rest of the batch proceeds. The worker never infers "nothing went out" from an
+exception: it calls the port through ``send_each``, which turns an escaped exception, or a result missing
+for a message, into ``uncertain`` (claim kept) for every message without a result, so no failure can
+release the claim of a message the provider may already have accepted (issue 13: a relay's 250 followed
+by a ``UnicodeEncodeError`` used to release the whole page and send it again every back-off).
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal, Protocol
 
 from campaign_engine.domain.errors import ServiceUnavailable
+
+log = logging.getLogger(__name__)
 
 __all__ = [
     "EmailProvider",
@@ -36,6 +44,7 @@ __all__ = [
     "ProviderConfigError",
     "ProviderUnavailable",
     "SendResult",
+    "send_each",
 ]
 
 Outcome = Literal["accepted", "throttled", "rejected", "uncertain"]
@@ -78,6 +87,9 @@ class SendResult:
 
 
 class EmailProvider(Protocol):
+    name: str
+    """Who applies the back-pressure: the key of the provider-wide cooldown every worker respects."""
+
     def verify(self) -> None:
         """Raise ProviderConfigError when the provider must not be used (or ProviderUnavailable)."""
         ...
@@ -87,3 +99,26 @@ class EmailProvider(Protocol):
         ...
 
     def close(self) -> None: ...
+
+
+def send_each(provider: EmailProvider, messages: Sequence[OutgoingEmail]) -> list[SendResult]:
+    """One result per message, in order, whatever the adapter does: the port contract made structural.
+
+    A result whose key matches its message is kept; any other message (the adapter raised, returned too
+    few results, or out of order) is ``uncertain``: it may have gone out, so its claim stays.
+    """
+    if not messages:
+        return []
+    reason = "provider_error:no_result"
+    try:
+        results = list(provider.send_batch(messages))
+    except Exception as exc:  # the adapter broke its contract: anything may have been sent
+        log.error("email.provider_raised error=%s count=%d", type(exc).__name__, len(messages))
+        results, reason = [], f"provider_error:{type(exc).__name__}"
+    reported = {r.key: r for r in results}
+    if len(reported) != len(results):
+        reported = {}  # duplicate keys: no result can be trusted to belong to its message
+    missing = [m for m in messages if m.key not in reported]
+    if missing:
+        log.error("email.provider_results_missing count=%d", len(missing))
+    return [reported.get(m.key) or SendResult(m.key, "uncertain", reason=reason) for m in messages]

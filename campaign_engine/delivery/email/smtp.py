@@ -16,6 +16,13 @@ SMTP tells us exactly how far a message got, so the outcome follows the stage it
 
 We drive ``DATA`` ourselves instead of ``smtplib.SMTP.data`` because that raises the same exception
 for a refusal before 354 and after the final dot, and those two mean opposite things here.
+
+Addresses with a non-ASCII local part (``josé@example.com``, accepted by the address grammar) go out
+with ``SMTPUTF8`` (RFC 6531) when the relay offers it, headers in raw UTF-8; a relay that does not offer
+it gets no command for that message, which is ``rejected`` with reason ``smtputf8_not_offered`` while the
+rest of the batch proceeds. ``send_batch`` never raises (the port contract): any unexpected error while
+a message is in hand makes that message ``uncertain`` (claim kept) and the ones not yet started
+``throttled`` (``not_sent``); a failure to open or set up the session makes every message ``throttled``.
 """
 
 from __future__ import annotations
@@ -62,7 +69,9 @@ _MANAGED_HEADERS = frozenset(
     }
 )
 _LOOPBACK = frozenset({"127.0.0.1", "::1", "localhost"})
-_SAFE_ADDRESS = re.compile(r"^[^\s<>()\[\],;:\"\\@]+@[A-Za-z0-9.-]+$")
+_SAFE_ADDRESS = re.compile(r"^[^\s\x00-\x1f\x7f<>()\[\],;:\"\\@]+@[A-Za-z0-9.-]+$")
+# RFC 6531 lets the headers of an SMTPUTF8 message carry raw UTF-8.
+_UTF8_POLICY = SMTP_POLICY.clone(utf8=True)
 
 
 class _ConnectionLost(Exception):
@@ -90,7 +99,7 @@ class SmtpProvider:
         ssl_context: ssl.SSLContext | None = None,
     ) -> None:
         envelope_from = parseaddr(sender)[1]
-        if not _SAFE_ADDRESS.match(envelope_from):
+        if not (envelope_from.isascii() and _SAFE_ADDRESS.match(envelope_from)):
             raise ProviderConfigError("EMAIL_FROM must be a plain ASCII email address")
         self._host = host
         self._port = port
@@ -102,6 +111,7 @@ class SmtpProvider:
         self._starttls = starttls
         self._timeout = timeout
         self._ssl_context = ssl_context
+        self.name = f"smtp:{host}:{port}"
 
     def verify(self) -> None:
         """Connect, negotiate TLS and log in as a send would, then quit."""
@@ -116,7 +126,7 @@ class SmtpProvider:
         for index, message in enumerate(messages):
             try:
                 data, message_id = self._build(message)
-            except ValueError:
+            except Exception:  # nothing was sent for it: a refusal of this message alone
                 results[index] = SendResult(message.key, "rejected", reason="invalid_message")
                 continue
             built.append((index, message, data, message_id))
@@ -133,18 +143,24 @@ class SmtpProvider:
         results: dict[int, SendResult] = {}
         try:
             smtp = self._open()
-        except ProviderConfigError:
-            raise
-        except (ProviderUnavailable, smtplib.SMTPException, OSError) as exc:
+        except Exception as exc:  # no message was started: every one is "not now"
             log.warning("smtp.unreachable", extra={"error": _error_name(exc), "count": len(built)})
             reason = f"connect:{_error_name(exc)}"
             return {i: SendResult(m.key, "throttled", reason=reason) for i, m, _, _ in built}
+        utf8 = smtp.has_extn("smtputf8")
         try:
             for position, (index, message, data, message_id) in enumerate(built):
+                if not message.to.isascii() and not utf8:
+                    results[index] = SendResult(message.key, "rejected", reason="smtputf8_not_offered")
+                    continue
                 try:
-                    results[index] = self._send_one(smtp, message.key, message.to, data, message_id)
-                except _ConnectionLost as lost:
-                    outcome, reason = lost.args
+                    results[index] = self._send_one(smtp, message, data, message_id)
+                except Exception as exc:  # see the module docstring
+                    outcome, reason = (
+                        exc.args
+                        if isinstance(exc, _ConnectionLost)
+                        else ("uncertain", f"error:{_error_name(exc)}")
+                    )
                     results[index] = SendResult(message.key, outcome, reason=reason)
                     for later_index, later, _, _ in built[position + 1 :]:
                         results[later_index] = SendResult(later.key, "throttled", reason="not_sent")
@@ -154,8 +170,14 @@ class SmtpProvider:
             _quit(smtp)
         return results
 
-    def _send_one(self, smtp: smtplib.SMTP, key: str, to: str, data: bytes, message_id: str) -> SendResult:
-        code, _ = self._command(smtp, "mail", f"FROM:<{self._envelope_from}>")
+    def _send_one(
+        self, smtp: smtplib.SMTP, message: OutgoingEmail, data: bytes, message_id: str
+    ) -> SendResult:
+        key, to = message.key, message.to
+        utf8 = not to.isascii()
+        # smtplib encodes commands with ``command_encoding``; UTF-8 only inside an SMTPUTF8 transaction.
+        smtp.command_encoding = "utf-8" if utf8 else "ascii"
+        code, _ = self._command(smtp, "mail", f"FROM:<{self._envelope_from}>" + (" SMTPUTF8" if utf8 else ""))
         if not 200 <= code < 300:
             return self._refused(smtp, key, code, stage="mail")
         code, _ = self._command(smtp, "rcpt", f"TO:<{to}>")
@@ -233,8 +255,8 @@ class SmtpProvider:
 
     def _build(self, message: OutgoingEmail) -> tuple[bytes, str]:
         if not _SAFE_ADDRESS.match(message.to):
-            raise ValueError("recipient is not a plain ASCII address")
-        mime = EmailMessage(policy=SMTP_POLICY)
+            raise ValueError("recipient is not a plain address")
+        mime = EmailMessage(policy=SMTP_POLICY if message.to.isascii() else _UTF8_POLICY)
         message_id = make_msgid(domain=self._sender_domain)
         mime["From"] = self._sender
         mime["To"] = message.to

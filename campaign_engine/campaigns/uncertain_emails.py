@@ -1,0 +1,69 @@
+"""``campaigns.listUncertainEmails``: the recipients of an email Dispatch whose fate is unknown.
+
+An ``uncertain`` email (a timeout after the request left, an answer we cannot read, a claim abandoned by
+a killed worker) is never retried blindly: a second attempt could send the announcement twice. An
+operator looks at these recipients instead, in pages keyed by profileId (never an offset). The query
+seeks ``campaign_state_email_outcome`` (emailOutcome, emailClaimedAt), so it costs the uncertain
+recipients (rare by design), never the audience. Addresses are not returned: the profile id is the handle.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from campaign_engine.domain.errors import NotFound
+from campaign_engine.graph.graph import Graph, Tx
+
+__all__ = ["UncertainEmail", "UncertainEmailPage", "list_uncertain_emails"]
+
+_WIRE = ConfigDict(populate_by_name=True)
+
+_LIST = """
+OPTIONAL MATCH (d:Dispatch {id: $dispatchId})
+CALL (d) {
+  WITH d
+  WHERE d IS NOT NULL
+  MATCH (p:Profile)-[s:CAMPAIGN_STATE]->(:Campaign)
+  WHERE s.emailOutcome = 'uncertain' AND s.emailClaimedAt IS NOT NULL AND s.emailDispatchId = $dispatchId
+    AND p.profileId > $after
+  WITH p, s
+  ORDER BY p.profileId
+  LIMIT $limit
+  RETURN collect({profileId: p.profileId, reason: s.emailOutcomeReason, claimedAt: s.emailClaimedAt,
+                  outcomeAt: s.emailOutcomeAt}) AS items
+}
+RETURN d IS NOT NULL AS found, items
+"""
+
+
+class UncertainEmail(BaseModel):
+    model_config = _WIRE
+
+    profile_id: Annotated[str, Field(alias="profileId")]
+    reason: str | None = None
+    claimed_at: Annotated[str | None, Field(alias="claimedAt")] = None
+    outcome_at: Annotated[str | None, Field(alias="outcomeAt")] = None
+
+
+class UncertainEmailPage(BaseModel):
+    model_config = _WIRE
+
+    items: list[UncertainEmail]
+    next_after: Annotated[str | None, Field(alias="nextAfter")] = None
+    """Pass as ``after`` for the next page; null when this page is the last."""
+
+
+def list_uncertain_emails(
+    graph: Graph, *, dispatch_id: str, after: str | None = None, limit: int = 100
+) -> UncertainEmailPage:
+    def read(tx: Tx) -> tuple[bool, list[dict[str, object]]]:
+        record = tx.run(_LIST, dispatchId=dispatch_id, after=after or "", limit=limit).single(strict=True)
+        return bool(record["found"]), list(record["items"] or [])
+
+    found, rows = graph.read(read)
+    if not found:
+        raise NotFound(f"dispatch '{dispatch_id}' not found")
+    items = [UncertainEmail.model_validate(row) for row in rows]
+    return UncertainEmailPage(items=items, next_after=items[-1].profile_id if len(items) == limit else None)

@@ -1,0 +1,207 @@
+"""The email page walk's shape (issue 13 item 5): it seeks the campaign's membership, reads only
+members, moves the cursor over every member it read, and pipelines pages within one job.
+
+Real Neo4j, the real worker and the loopback Postmark stand-in.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from campaign_engine.campaigns.dispatch import list_dispatches
+from campaign_engine.config import Settings
+from campaign_engine.delivery.wiring import Queues, build_email_worker, build_worker
+from campaign_engine.domain.dispatch import PageJob, parse_job
+from campaign_engine.graph.graph import Graph
+from campaign_engine.graph.policy import policy_params, policy_query
+from tests.support.delivery import NOW, StepClock, drain, local_queues, start_dispatch
+from tests.support.email import (
+    accepted_to,
+    add_email_members,
+    address_of,
+    claimed,
+    email_settings,
+    emailed,
+    make_email_campaign,
+)
+from tests.support.plans import operators
+from tests.support.postmark_standin import PostmarkStandin
+
+_PROFILE_READS = ("NodeByLabelScan", "NodeIndexSeek", "NodeIndexScan", "NodeUniqueIndexSeek", "AllNodesScan")
+
+
+@pytest.fixture(scope="module")
+def standin() -> Iterator[PostmarkStandin]:
+    with PostmarkStandin() as server:
+        yield server
+
+
+@pytest.fixture
+def postmark(standin: PostmarkStandin) -> PostmarkStandin:
+    standin.reset()
+    return standin
+
+
+@pytest.fixture
+def settings(base_settings: Settings, postmark: PostmarkStandin) -> Settings:
+    return email_settings(base_settings, postmark.url, postmark.token)
+
+
+@pytest.fixture
+def queues(tmp_path: Path) -> Queues:
+    return local_queues(tmp_path / "q.sqlite3")
+
+
+def _page_params(campaign_id: str, created_at: str, *, limit: int) -> dict[str, Any]:
+    return {
+        "campaignId": campaign_id,
+        "campaignCreatedAt": created_at,
+        "cursor": "",
+        "limit": limit,
+        "claimId": "claim-1",
+        "dispatchId": "d-1",
+        "now": "2026-03-01T12:00:00.000000Z",
+        **policy_params(NOW, 18),
+    }
+
+
+def _find(node: Any, prefix: str) -> Any:
+    if str(node["operatorType"]).startswith(prefix):
+        return node
+    for child in node.get("children", []):
+        try:
+            return _find(child, prefix)
+        except LookupError:
+            continue
+    raise LookupError(prefix)
+
+
+def _db_hits(node: Any) -> int:
+    return int(node.get("dbHits", 0)) + sum(_db_hits(child) for child in node.get("children", []))
+
+
+def test_email_page_is_an_ordered_membership_seek_and_never_reads_all_profiles(graph: Graph) -> None:
+    with graph.driver.session(database=graph.database) as session:
+        plan = (
+            session.run("EXPLAIN " + policy_query("email_page"), **_page_params("c", "x", limit=10))
+            .consume()
+            .plan
+        )
+    assert plan is not None
+    below = operators(_find(plan, "Limit"))
+    # The members come from audience_member (campaignId, profileId) in index order: no sort, and no
+    # Profile label scan or Profile(profileId) seek, so a page costs the members it reads.
+    assert any("RelationshipIndexSeek" in op for op in below), below
+    assert not any(op.startswith(("Sort", "PartialSort", "Top")) for op in below), below
+    every = operators(plan)
+    assert not any(op.startswith(_PROFILE_READS) for op in every), every
+
+
+def test_a_small_audience_among_many_profiles_reads_only_its_members(
+    settings: Settings, graph: Graph, queues: Queues, postmark: PostmarkStandin
+) -> None:
+    created_at = make_email_campaign(graph)
+    members = [f"p{i:05d}" for i in range(0, 6000, 200)]  # 30 members spread over 6,000 profiles
+    graph.run(
+        "UNWIND range(0, 5999) AS i CREATE (:Profile {profileId: 'p' + right('0000' + toString(i), 5), "
+        "dob: '1990-01-01', isManaged: false, isServiceProfile: false})"
+    )
+    add_email_members(graph, "c1", members)
+    with graph.driver.session(database=graph.database) as session:
+        summary = session.run(
+            "PROFILE " + policy_query("email_page"), **_page_params("c1", created_at, limit=1000)
+        ).consume()
+    assert summary.profile is not None
+    hits = _db_hits(summary.profile)
+    # The 30 members cost their seek, lock, rules and claim; walking the 6,000 profiles after the
+    # cursor would cost at least a hit per profile on its own.
+    assert hits < 6000, hits
+    graph.run("MATCH ()-[s:CAMPAIGN_STATE]->() DELETE s")  # the PROFILE above claimed them
+
+    start_dispatch(graph, queues.dispatch, max_recipients=10_000)
+    _run(settings.model_copy(update={"campaign_email_page_size": 10}), graph, queues)
+    assert accepted_to(postmark) == sorted(address_of(p) for p in members)
+    [record] = list_dispatches(graph, "c1")
+    assert (record.status, record.emailed, record.pages) == ("completed", 30, 4)
+
+
+def test_a_page_of_ineligible_members_moves_the_cursor_past_them(
+    settings: Settings, graph: Graph, queues: Queues, postmark: PostmarkStandin
+) -> None:
+    make_email_campaign(graph)
+    add_email_members(graph, "c1", ["o1", "o2", "o3"], announcementEmailOptOut=True)
+    add_email_members(graph, "c1", ["p1"])
+    start_dispatch(graph, queues.dispatch, max_recipients=100)
+    _run(settings.model_copy(update={"campaign_email_page_size": 2}), graph, queues)
+    assert accepted_to(postmark) == [address_of("p1")]
+    [record] = list_dispatches(graph, "c1")
+    # Pages: [o1, o2] claims no one yet moves the cursor, [o3, p1], then an empty page completes.
+    assert (record.status, record.emailed, record.cursor, record.pages) == ("completed", 1, "p1", 3)
+
+
+def _run(settings: Settings, graph: Graph, queues: Queues) -> None:
+    worker = build_worker(settings, graph, queues=queues, clock=StepClock(), sweep_every=None)
+    try:
+        drain(worker.handle, queues)
+    finally:
+        worker.close()
+
+
+def _first_job(queues: Queues) -> PageJob:
+    [message] = queues.dispatch.receive(max_messages=10)
+    job = parse_job(message.body)
+    assert isinstance(job, PageJob)
+    return job
+
+
+def test_one_job_walks_pages_back_to_back_and_emails_each_member_once(
+    settings: Settings, graph: Graph, queues: Queues, postmark: PostmarkStandin
+) -> None:
+    members = [f"p{i:03d}" for i in range(95)]
+    make_email_campaign(graph)
+    add_email_members(graph, "c1", members)
+    start_dispatch(graph, queues.dispatch, max_recipients=1000)
+    settings = settings.model_copy(update={"campaign_email_page_size": 10, "campaign_email_run_seconds": 30})
+    worker = build_email_worker(settings, graph, queues, clock=StepClock())
+    assert worker is not None
+    try:
+        outcome = worker.handle_page(_first_job(queues))
+    finally:
+        worker.close()
+    assert (outcome.outcome, outcome.pages, outcome.emailed) == ("completed", 10, 95)
+    assert postmark.batch_calls == 10
+    assert accepted_to(postmark) == sorted(address_of(p) for p in members)
+    assert queues.dispatch.receive(max_messages=10) == []  # no successor job: the run walked on itself
+    [record] = list_dispatches(graph, "c1")
+    assert (record.status, record.emailed, record.pages, record.cursor) == ("completed", 95, 10, "p094")
+
+
+def test_a_throttle_inside_a_run_releases_the_page_claimed_ahead_and_still_emails_everyone_once(
+    settings: Settings, graph: Graph, queues: Queues, postmark: PostmarkStandin
+) -> None:
+    members = [f"p{i:03d}" for i in range(50)]
+    make_email_campaign(graph)
+    add_email_members(graph, "c1", members)
+    start_dispatch(graph, queues.dispatch, max_recipients=1000)
+    settings = settings.model_copy(update={"campaign_email_page_size": 10, "campaign_email_run_seconds": 30})
+    postmark.pass_next(2)
+    postmark.throttle_next(1, retry_after="0")  # the third page's batch
+    worker = build_email_worker(settings, graph, queues, clock=StepClock())
+    assert worker is not None
+    try:
+        outcome = worker.handle_page(_first_job(queues))
+        assert (outcome.outcome, outcome.emailed, outcome.throttled) == ("throttled", 20, 10)
+        # The fourth page was claimed while the third was with the provider; it was never sent, and
+        # its claims are released: only the first two pages are claimed now.
+        assert claimed(graph, "c1") == members[:20] == emailed(graph, "c1")
+        [record] = list_dispatches(graph, "c1")
+        assert (record.cursor, record.status) == ("p019", "sending")
+        assert worker.handle_page(_first_job(queues)).outcome == "completed"
+    finally:
+        worker.close()
+    assert accepted_to(postmark) == sorted(address_of(p) for p in members)  # each exactly once
+    assert postmark.batch_calls == 2 + 1 + 3
