@@ -1,5 +1,6 @@
 // getStats: distinct-profile counts. Audience and enrolled count members that pass the age policy now;
 // engagement counts come from CAMPAIGN_STATE only (self-tests live on CAMPAIGN_TEST and never count).
+// bounced/complained are set by provider feedback on the send it names (cypher/feedback_link.cypher).
 MATCH (c:Campaign {id: $campaignId})
 CALL (c) {
   OPTIONAL MATCH (p:Profile)-[m:IN_CAMPAIGN_AUDIENCE]->(c)
@@ -13,6 +14,8 @@ CALL (c) {
          count(DISTINCT CASE WHEN s.clickedCount > 0 THEN p END) AS clicked,
          count(DISTINCT CASE WHEN s.dismissedCount > 0 THEN p END) AS dismissed,
          count(DISTINCT CASE WHEN s.notifiedAt IS NOT NULL THEN p END) AS notified,
-         count(DISTINCT CASE WHEN s.emailedAt IS NOT NULL THEN p END) AS emailed
+         count(DISTINCT CASE WHEN s.emailedAt IS NOT NULL THEN p END) AS emailed,
+         count(DISTINCT CASE WHEN s.bouncedAt IS NOT NULL THEN p END) AS bounced,
+         count(DISTINCT CASE WHEN s.complainedAt IS NOT NULL THEN p END) AS complained
 }
-RETURN audience, enrolled, shown, clicked, dismissed, notified, emailed
+RETURN audience, enrolled, shown, clicked, dismissed, notified, emailed, bounced, complained

@@ -1,8 +1,9 @@
 """Campaign stats: distinct-profile counts, read in one query.
 
 Engagement counts come from CAMPAIGN_STATE only; admin self-tests live on CAMPAIGN_TEST and never
-count. ``notified`` and ``emailed`` are written by the delivery workers (zero until they run); no client
-procedure can set them.
+count. ``notified`` and ``emailed`` are written by the delivery workers (zero until they run); ``bounced``
+(hard bounces) and ``complained`` by provider feedback on the send it names, found by the provider's
+message id (``feedback/store.py``). No client procedure can set any of them.
 """
 
 from __future__ import annotations
@@ -25,6 +26,8 @@ class CampaignStats(BaseModel):
     dismissed: int
     notified: int
     emailed: int
+    bounced: int
+    complained: int
 
 
 def get_stats(graph: Graph, *, campaign_id: str, policy: Policy) -> CampaignStats:

@@ -1,11 +1,12 @@
 """Eligibility as Cypher, in one place: the age policy (the twin of ``domain/age_policy.py``; tests hold
 them equal) and the email contact rule, filled into named queries.
 
-Queries in ``cypher/`` write ``{{CAMPAIGN_AGE_OK}}``, ``{{EMAIL_AGE_OK}}``, ``{{EMAIL_CONTACT_OK}}`` or
-``{{PRIMARY_EMAILS}}`` where ``p`` is the Profile and ``c`` the Campaign; ``policy_query`` fills them
-and ``policy_params`` gives the parameters they read. The preview, the page reads, the delivery
-rechecks and the email claim all use the same predicates, so they can never disagree about who is
-eligible.
+Queries in ``cypher/`` write ``{{CAMPAIGN_AGE_OK}}``, ``{{EMAIL_AGE_OK}}``, ``{{EMAIL_CONTACT_OK}}``,
+``{{EMAIL_SUPPRESSED}}`` or ``{{PRIMARY_EMAILS}}`` where ``p`` is the Profile and ``c`` the Campaign;
+``policy_query`` fills them and ``policy_params`` gives the parameters they read. The preview, the page
+reads, the delivery rechecks, the email claim and the email self-test all use the same predicates, so
+they can never disagree about who is eligible. ``EMAIL_CONTACT_OK`` includes the address suppression;
+``EMAIL_SUPPRESSED`` exists only so a query can name that reason before the contact rule.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ __all__ = [
     "EMAIL_AGE_OK",
     "EMAIL_CONTACT_OK",
     "EMAIL_PATTERN",
+    "EMAIL_SUPPRESSED",
     "PRIMARY_EMAILS",
     "policy_params",
     "policy_query",
@@ -48,17 +50,24 @@ PRIMARY_EMAILS = (
     "WHERE em.isPrimary = true AND em.isVerified = true | em.value]"
 )
 
-# Exactly one primary verified address, and a plausible one: two primaries are ambiguous and fail
-# closed, like an unknown age.
+# A suppressed address (provider feedback: bounces, complaints, provider suppressions; feedback/) is
+# keyed by the whole address lowercased, the normal form of feedback/events.py. A seek of the unique
+# email_suppression_address index per candidate, never a scan.
+_SUPPRESSED = "EXISTS { MATCH (emailSuppression:EmailSuppression {address: toLower(address)}) }"
+EMAIL_SUPPRESSED = f"any(address IN {PRIMARY_EMAILS} WHERE {_SUPPRESSED})"
+
+# Exactly one primary verified address, a plausible one, and not suppressed: two primaries are
+# ambiguous and fail closed, like an unknown age.
 EMAIL_CONTACT_OK = (
     f"(size({PRIMARY_EMAILS}) = 1 AND "
-    f"all(address IN {PRIMARY_EMAILS} WHERE coalesce(address =~ $emailPattern, false)))"
+    f"all(address IN {PRIMARY_EMAILS} WHERE coalesce(address =~ $emailPattern, false) AND NOT {_SUPPRESSED}))"
 )
 
 _FRAGMENTS = {
     "{{CAMPAIGN_AGE_OK}}": CAMPAIGN_AGE_OK,
     "{{EMAIL_AGE_OK}}": EMAIL_AGE_OK,
     "{{EMAIL_CONTACT_OK}}": EMAIL_CONTACT_OK,
+    "{{EMAIL_SUPPRESSED}}": EMAIL_SUPPRESSED,
     "{{PRIMARY_EMAILS}}": PRIMARY_EMAILS,
 }
 

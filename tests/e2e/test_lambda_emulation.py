@@ -14,6 +14,7 @@ settling a batch (partial failures, errors, timeouts, redrive), which the campai
 
 from __future__ import annotations
 
+import base64
 import json
 import time
 from collections import Counter
@@ -68,6 +69,8 @@ def ssm_values(settings: Settings, inbox: ThreadServer, postmark: PostmarkStandi
         "postmark-broadcast-stream": "broadcast",  # a Broadcasts stream on the stand-in
         "email-from": EMAIL_FROM,
         "app-origins": '{"default": "https://app.example"}',  # the campaign's tenant is the default one
+        "postmark-webhook-username": "postmark-feedback",  # the bounce webhook below authenticates with it
+        "postmark-webhook-password": "lambda-emulation-webhook-password",
     }
     return {f"/campaign-engine/{STAGE}/{name}": value for name, value in values.items()}
 
@@ -315,13 +318,39 @@ def test_notify_and_email_campaign_through_the_emulated_deployment(
         headers = {h["Name"]: h["Value"] for h in message["Headers"]}
         assert headers["List-Unsubscribe"].startswith("<https://campaigns.test/campaigns/unsubscribe?token=")
 
+    # Postmark reports a hard bounce for one message it accepted: through API Gateway to the api
+    # function, authenticated with the credentials serverless.yml gives it; the address is suppressed
+    # and the send it was about counts as bounced.
+    bounced = next(m for m in postmark.accepted if m["To"] == address(0))
+    bounce = {
+        "RecordType": "Bounce",
+        "ID": 4323372036854775807,
+        "Type": "HardBounce",
+        "TypeCode": 1,
+        "MessageID": bounced["MessageID"],
+        "Email": address(0),
+        "BouncedAt": "2026-11-30T16:33:54.9070259Z",
+        "Inactive": True,
+    }
+    credentials = base64.b64encode(b"postmark-feedback:lambda-emulation-webhook-password").decode()
+    answer = aws.http(
+        "POST",
+        "/webhooks/postmark",
+        headers={"Authorization": f"Basic {credentials}", "Content-Type": "application/json"},
+        body=json.dumps(bounce),
+    )
+    assert answer.status == 200, answer.body[:500]
+    assert api.query("campaigns.getStats", {"campaignId": CAMPAIGN})["bounced"] == 1
+    assert api.query("suppressions.get", {"address": address(0)})["address"] == address(0).lower()
+
     depths = aws.queue_depths()
     assert set(depths) == QUEUES
     assert all(not any(depth.values()) for depth in depths.values()), depths
 
     # One container per function served everything (no timeout, no crash) and the API app started once.
     assert aws.cold_starts == Counter(list(aws.functions))
-    assert sum(1 for i in aws.invocations if i.function == "api") == api.calls > 10
+    # Every tRPC call and the one bounce webhook.
+    assert sum(1 for i in aws.invocations if i.function == "api") == api.calls + 1 > 10
     assert aws.log_text("api").count("api.started") == 1, aws.log_text("api")[-3000:]
     assert any(i.function == "sweeper" for i in aws.invocations)
     # Lambda's runtime leaves the root logger at WARNING: the handlers must still reach CloudWatch at INFO.

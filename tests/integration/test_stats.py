@@ -33,6 +33,8 @@ def test_stats_count_distinct_profiles(base_settings: Settings, graph: Graph) ->
             "dismissed": 0,
             "notified": 0,
             "emailed": 0,
+            "bounced": 0,
+            "complained": 0,
         }
         assert stats() == zero
         ok(
@@ -73,6 +75,8 @@ def test_stats_count_distinct_profiles(base_settings: Settings, graph: Graph) ->
             "dismissed": 0,
             "notified": 1,
             "emailed": 1,
+            "bounced": 0,
+            "complained": 0,
         }
         assert error_code(api.query("campaigns.getStats", {"campaignId": "c1"}, as_="u1")) == "FORBIDDEN"
         assert error_code(

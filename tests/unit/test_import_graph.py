@@ -1,9 +1,9 @@
 """The package's import graph: no cycles, and no module imports a layer above its own.
 
 Layers, lowest first (docs/architecture.md, "Layers"): ``domain`` and ``config`` import nothing of ours
-but each other's leaves; ``graph`` sits on them; ``campaigns``, ``delivery``, ``unsubscribe`` and
-``inbox`` are the use cases and adapters; ``api``, ``aws`` and ``cli`` are the edges, each with its own
-composition root. Every import counts, including the lazy ones inside functions.
+but each other's leaves; ``graph`` sits on them; ``campaigns``, ``delivery``, ``unsubscribe``,
+``feedback`` and ``inbox`` are the use cases and adapters; ``api``, ``aws`` and ``cli`` are the edges,
+each with its own composition root. Every import counts, including the lazy ones inside functions.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ LAYERS = {
     "delivery": 2,
     "unsubscribe": 2,
     "inbox": 2,
+    "feedback": 2,
     "api": 3,
     "aws": 3,
     "cli": 3,

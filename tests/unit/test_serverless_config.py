@@ -46,6 +46,8 @@ PLAUSIBLE_SSM = {
     "postmark-broadcast-stream": "broadcast",
     "email-from": "announcements@example.com",
     "app-origins": '{"default": "https://app.example.com"}',
+    "postmark-webhook-username": "postmark-feedback",
+    "postmark-webhook-password": "a-long-random-webhook-password",
 }
 EMAIL_FUNCTIONS = ("api", "pageWorker")
 
@@ -204,6 +206,12 @@ def test_email_is_configured_where_it_is_sent_and_nowhere_else(config: dict[str,
         env = function_environment(config, function)
         assert not {"POSTMARK_API_KEY", "CAMPAIGN_UNSUBSCRIBE_SECRET"} & env.keys(), function
         assert _settings(config, function).campaign_email_provider == "none"
+    # Bounce and complaint feedback reaches the API only, which alone holds the webhook credentials.
+    api = _settings(config, "api")
+    assert api.postmark_webhook_username == "postmark-feedback"
+    assert api.postmark_webhook_password is not None
+    for function in ("pageWorker", "deliveryWorker", "sweeper"):
+        assert "POSTMARK_WEBHOOK_PASSWORD" not in function_environment(config, function), function
 
 
 def test_timeouts_fit_the_work_and_the_edges(config: dict[str, Any]) -> None:

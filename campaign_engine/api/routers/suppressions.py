@@ -1,0 +1,61 @@
+"""``suppressions.*`` admin procedures: the addresses provider feedback stopped email to, and lifting one.
+
+Addresses are matched in their normal form (``feedback/events.py``), so any spelling of a suppressed
+address finds it.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from campaign_engine.api.context import Context
+from campaign_engine.api.routers.common import Ok
+from campaign_engine.api.trpc import ProcedureRouter
+from campaign_engine.domain.errors import NotFound
+from campaign_engine.feedback import store
+from campaign_engine.feedback.events import SuppressionReason
+
+__all__ = ["router"]
+
+router = ProcedureRouter("suppressions")
+
+# No \s in the pattern: JSON Schema's and pydantic's regex dialects disagree about which spaces it means.
+Address = Annotated[str, Field(min_length=3, max_length=254, pattern=r"^[^@]+@[^@]+$")]
+
+
+class ListInput(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    reason: SuppressionReason | None = None
+    cursor: Annotated[str, Field(max_length=254)] | None = None
+    limit: Annotated[int, Field(ge=1, le=500)] = 100
+
+
+class AddressInput(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    address: Address
+
+
+@router.query("list", auth="admin")
+def list_(ctx: Context, data: ListInput) -> store.SuppressionPage:
+    """Suppressed addresses in address order, keyset-paged, optionally of one reason."""
+    return store.list_suppressions(
+        ctx.services.graph, reason=data.reason, cursor=data.cursor, limit=data.limit
+    )
+
+
+@router.query("get", auth="admin")
+def get(ctx: Context, data: AddressInput) -> store.Suppression:
+    """The suppression of one address: why, from which provider, since when."""
+    return store.get_suppression(ctx.services.graph, data.address)
+
+
+@router.mutation("remove", auth="admin")
+def remove(ctx: Context, data: AddressInput) -> Ok:
+    """Lift the suppression of one address (e.g. the mailbox works again); its profiles' own opt-outs stay."""
+    if not store.remove_suppression(ctx.services.graph, data.address):
+        raise NotFound("this address is not suppressed")
+    return Ok()

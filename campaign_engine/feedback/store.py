@@ -1,0 +1,208 @@
+"""Feedback applied to the graph, once per provider record, and the suppressions admins read and lift.
+
+One write transaction per record: the dedup node first (``feedback_record``), then the suppressions,
+then the profiles it concerns under their locks (ascending ``profileId``, as every profile writer), so
+the order is feedback record -> suppression -> profiles -> their CAMPAIGN_STATE. The email claim locks
+profiles and only *reads* suppressions, so the two cannot deadlock. Ids and times are drawn before the
+transaction, which the driver may re-run.
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Annotated, Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from campaign_engine.domain.errors import NotFound
+from campaign_engine.domain.types import Clock, format_ts
+from campaign_engine.feedback.events import Feedback, SuppressionReason, normalize_address
+from campaign_engine.graph.cypher import query
+from campaign_engine.graph.graph import Graph, Tx
+from campaign_engine.graph.locks import lock_profiles
+
+__all__ = [
+    "Applied",
+    "FeedbackStore",
+    "Suppression",
+    "SuppressionPage",
+    "get_suppression",
+    "list_suppressions",
+    "remove_suppression",
+]
+
+_SUPPRESSING_ACTIONS: dict[str, SuppressionReason] = {
+    "hard_bounce": "hard_bounce",
+    "complaint": "spam_complaint",
+}
+
+
+@dataclass(frozen=True)
+class Applied:
+    duplicate: bool  # the record was applied before (a provider retry): nothing changed now
+    suppressed: int = 0
+    reactivated: int = 0
+
+
+class FeedbackStore:
+    def __init__(
+        self, graph: Graph, *, soft_bounce_limit: int, soft_bounce_window: timedelta, clock: Clock
+    ) -> None:
+        self._graph = graph
+        self._limit = soft_bounce_limit
+        self._window = soft_bounce_window
+        self._clock = clock
+
+    def apply(self, feedback: Feedback) -> Applied:
+        """Apply one provider record; a record already applied (same ``key``) changes nothing."""
+        now = self._clock()
+        params = {
+            "now": format_ts(now),
+            "windowStart": format_ts(now - self._window),
+            "attempt": str(uuid.uuid4()),
+        }
+        return self._graph.write(self._apply, feedback, params)
+
+    def _apply(self, tx: Tx, feedback: Feedback, params: dict[str, Any]) -> Applied:
+        now = params["now"]
+        record = tx.run(
+            query("feedback_record"),
+            key=feedback.key,
+            source=feedback.source,
+            now=now,
+            attempt=params["attempt"],
+        ).single()
+        if record is None or not record["fresh"]:
+            return Applied(duplicate=True)
+        reactivate = sorted({e.normalized for e in feedback.events if e.action == "reactivate"})
+        reactivated = 0
+        if reactivate:
+            reactivated = tx.run(query("suppression_remove"), addresses=reactivate).single(strict=True)[
+                "removed"
+            ]
+        suppress: dict[str, dict[str, str]] = {}
+        soft = sorted({e.normalized: e.detail for e in feedback.events if e.action == "soft_bounce"}.items())
+        if soft:
+            rows = [{"address": address, "detail": detail} for address, detail in soft]
+            for row in tx.run(
+                query("feedback_soft_bounce"),
+                rows=rows,
+                now=now,
+                windowStart=params["windowStart"],
+                limit=self._limit,
+            ):
+                suppress[row["address"]] = {
+                    "address": row["address"],
+                    "reason": "soft_bounce",
+                    "detail": row["detail"],
+                }
+        for event in feedback.events:
+            reason = _SUPPRESSING_ACTIONS.get(
+                event.action, event.reason if event.action == "suppress" else None
+            )
+            if reason is not None:
+                suppress[event.normalized] = {
+                    "address": event.normalized,
+                    "reason": reason,
+                    "detail": event.detail,
+                }
+        suppressed = 0
+        if suppress:
+            rows = [suppress[address] for address in sorted(suppress)]
+            suppressed = tx.run(
+                query("feedback_suppress"), rows=rows, source=feedback.source, now=now
+            ).single(strict=True)["suppressed"]
+        self._touch_profiles(tx, feedback, now)
+        return Applied(duplicate=False, suppressed=suppressed, reactivated=reactivated)
+
+    @staticmethod
+    def _touch_profiles(tx: Tx, feedback: Feedback, now: str) -> None:
+        """Stats marks on the sends (by provider message id) and, for a complaint, the opt-out of every
+        profile with the address: after the profile locks, like every other profile write."""
+        bounced = any(e.action == "hard_bounce" for e in feedback.events)
+        complaints = [e for e in feedback.events if e.action == "complaint"]
+        if not (bounced and feedback.message_ids) and not complaints:
+            return
+        # Exact stored values first (index seek); a case variant stored differently is still caught by
+        # the message id link, and its sends by the suppression, which compares normalized addresses.
+        values = sorted({v for e in complaints for v in (e.address.strip(), e.normalized)})
+        found = tx.run(
+            query("feedback_profiles"), values=values, messageIds=list(feedback.message_ids)
+        ).single()
+        profile_ids: list[str] = [] if found is None else list(found["profileIds"])
+        if not profile_ids:
+            return
+        lock_profiles(tx, profile_ids)
+        if feedback.message_ids:
+            tx.run(
+                query("feedback_link"),
+                messageIds=list(feedback.message_ids),
+                bounced=bounced,
+                complained=bool(complaints),
+                now=now,
+            ).consume()
+        if complaints:
+            tx.run(query("feedback_opt_out"), profileIds=sorted(profile_ids), now=now).consume()
+
+
+# --- admin reads and removal ------------------------------------------------------------------------
+
+
+class Suppression(BaseModel):
+    model_config = ConfigDict(populate_by_name=True)
+
+    address: str
+    reason: SuppressionReason
+    source: str
+    detail: str | None = None
+    suppressed_at: Annotated[str, Field(alias="suppressedAt")]
+    last_feedback_at: Annotated[str | None, Field(alias="lastFeedbackAt")] = None
+    feedback_count: Annotated[int, Field(alias="feedbackCount")] = 0
+
+
+class SuppressionPage(BaseModel):
+    model_config = ConfigDict(populate_by_name=True)
+
+    records: list[Suppression]
+    cursor: str | None
+    has_more: Annotated[bool, Field(alias="hasMore")]
+
+
+def list_suppressions(
+    graph: Graph, *, reason: SuppressionReason | None, cursor: str | None, limit: int
+) -> SuppressionPage:
+    def tx_fn(tx: Tx) -> list[dict[str, Any]]:
+        rows = tx.run(query("suppression_list"), reason=reason, cursor=cursor or "", limit=limit + 1)
+        return [dict(row["suppression"]) for row in rows]
+
+    nodes = graph.read(tx_fn)
+    page = [Suppression.model_validate(node) for node in nodes[:limit]]
+    has_more = len(nodes) > limit
+    return SuppressionPage(
+        records=page, cursor=page[-1].address if page and has_more else None, has_more=has_more
+    )
+
+
+def get_suppression(graph: Graph, address: str) -> Suppression:
+    def tx_fn(tx: Tx) -> dict[str, Any] | None:
+        record = tx.run(query("suppression_get"), address=normalize_address(address)).single()
+        return None if record is None else dict(record["suppression"])
+
+    node = graph.read(tx_fn)
+    if node is None:
+        raise NotFound("this address is not suppressed")
+    return Suppression.model_validate(node)
+
+
+def remove_suppression(graph: Graph, address: str) -> bool:
+    """Lift the suppression of ``address`` (and its soft-bounce count); False when there was none."""
+
+    def tx_fn(tx: Tx) -> int:
+        record = tx.run(query("suppression_remove"), addresses=[normalize_address(address)]).single(
+            strict=True
+        )
+        return int(record["removed"])
+
+    return graph.write(tx_fn) > 0

@@ -1,0 +1,12 @@
+// Suppress addresses (rows sorted by address, normalized). The first reason is kept, except that a spam
+// complaint outranks any other: it is the one a sender's reputation cannot afford to repeat.
+UNWIND $rows AS row
+MERGE (s:EmailSuppression {address: row.address})
+  ON CREATE SET s.reason = row.reason, s.source = $source, s.detail = row.detail, s.suppressedAt = $now
+WITH s, row, row.reason = 'spam_complaint' AND s.reason <> 'spam_complaint' AS upgrade
+SET s.reason = CASE WHEN upgrade THEN row.reason ELSE s.reason END,
+    s.detail = CASE WHEN upgrade THEN row.detail ELSE s.detail END,
+    s.source = CASE WHEN upgrade THEN $source ELSE s.source END,
+    s.lastFeedbackAt = $now,
+    s.feedbackCount = coalesce(s.feedbackCount, 0) + 1
+RETURN count(s) AS suppressed

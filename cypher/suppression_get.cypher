@@ -1,0 +1,2 @@
+MATCH (s:EmailSuppression {address: $address})
+RETURN s {.*} AS suppression
