@@ -6,8 +6,11 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 LAUNCHER := infra/neo4j/target/neo4j-launcher.jar
+# The admin console (admin/): npm ci from the committed lock, then esbuild into the package (gitignored).
+ADMIN_MODULES := admin/node_modules/.package-lock.json
+ADMIN_ASSETS := campaign_engine/api/admin_static/manifest.json
 
-.PHONY: dev test lint typecheck unit bench install system-deps clean lambda-package
+.PHONY: dev test lint typecheck unit bench install system-deps clean lambda-package admin-assets
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -20,23 +23,33 @@ install: $(STAMP)
 $(LAUNCHER): infra/neo4j/pom.xml $(wildcard infra/neo4j/src/main/java/dev/campaignengine/neo4j/*.java)
 	cd infra/neo4j && mvn -q -B package -DskipTests
 
+$(ADMIN_MODULES): admin/package.json admin/package-lock.json
+	cd admin && npm ci --no-audit --no-fund --loglevel=error
+	touch $@
+
+$(ADMIN_ASSETS): $(ADMIN_MODULES) admin/build.mjs $(wildcard admin/src/*)
+	cd admin && node build.mjs
+
+admin-assets: $(ADMIN_ASSETS)
+
 # Test-only system packages: Debian's Chromium for the unsubscribe-page browser test.
 system-deps:
 	@command -v chromium >/dev/null 2>&1 || { \
 	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
 	  else echo "install Debian's chromium package (sudo apt-get install chromium)" >&2; exit 1; fi; }
 
-dev: $(STAMP) $(LAUNCHER)
+dev: $(STAMP) $(LAUNCHER) $(ADMIN_ASSETS)
 	$(BIN)/campaign-engine dev
 
 lint: $(STAMP)
 	$(BIN)/ruff check campaign_engine tests bench infra
 	$(BIN)/ruff format --check campaign_engine tests bench infra
 
-typecheck: $(STAMP)
+typecheck: $(STAMP) $(ADMIN_MODULES)
 	$(BIN)/mypy
+	cd admin && node_modules/.bin/tsc --noEmit
 
-test: $(STAMP) $(LAUNCHER) system-deps lint typecheck
+test: $(STAMP) $(LAUNCHER) $(ADMIN_ASSETS) system-deps lint typecheck
 	$(BIN)/pytest -q
 
 unit: $(STAMP)
@@ -53,4 +66,4 @@ bench: $(STAMP) $(LAUNCHER)
 	done
 
 clean:
-	rm -rf .local infra/neo4j/target
+	rm -rf .local infra/neo4j/target campaign_engine/api/admin_static

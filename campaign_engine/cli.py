@@ -189,6 +189,18 @@ def _dev_env() -> Path:
     return path
 
 
+def _sign_in_link(env_file: Path, args: argparse.Namespace) -> str:
+    """The console URL for the local admin; the token rides in the fragment, which browsers never send
+    to a server or put in a Referer, and the console clears it from the address bar once read."""
+    from campaign_engine.api.auth import ADMIN_SCOPE, mint_token
+
+    token = mint_token(
+        Settings(_env_file=env_file), profile_id="admin", scope=ADMIN_SCOPE, ttl_seconds=12 * 3600
+    )
+    host = "127.0.0.1" if args.host in ("0.0.0.0", "::") else args.host
+    return f"http://{host}:{args.port}/admin#token={token}"
+
+
 def _interrupt(signum: int, frame: object) -> None:
     raise KeyboardInterrupt
 
@@ -202,6 +214,8 @@ def _dev(args: argparse.Namespace) -> int:
     smtp_port = int(os.environ.get("SMTP_CATCHER_PORT", "1025"))
     neo4j_port = int(os.environ.get("NEO4J_PORT", "7687"))
     env = {
+        # Passed through as set, among the rest: POSTMARK_WEBHOOK_USERNAME / POSTMARK_WEBHOOK_PASSWORD
+        # (POST /webhooks/postmark answers 404 without them) and SES_FEEDBACK_TOPIC_ARNS.
         **os.environ,
         "CAMPAIGN_ENV_FILE": str(env_file),
         "NEO4J_URI": f"bolt://127.0.0.1:{neo4j_port}",
@@ -248,6 +262,10 @@ def _dev(args: argparse.Namespace) -> int:
             "Mint an admin token with:\n"
             f"  CAMPAIGN_ENV_FILE={env_file} .venv/bin/campaign-engine token "
             "--profile-id admin --scope campaigns:admin\n",
+            flush=True,
+        )
+        print(
+            f"Admin console (signed in as 'admin' for 12 hours):\n  {_sign_in_link(env_file, args)}\n",
             flush=True,
         )
         api = subprocess.Popen([*exe, "serve", "--host", args.host, "--port", str(args.port)], env=env)  # noqa: S603

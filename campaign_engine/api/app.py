@@ -21,9 +21,11 @@ from starlette.requests import Request
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from campaign_engine.api import routers
+from campaign_engine.api.admin_console import admin_console_router
 from campaign_engine.api.auth import TokenVerifier
 from campaign_engine.api.context import RateLimiter, Services
 from campaign_engine.api.openapi import build_openapi
+from campaign_engine.api.routers.webhooks import webhooks_router
 from campaign_engine.api.trpc import ProcedureRouter, TrpcEndpoint
 from campaign_engine.campaigns.audience import Policy
 from campaign_engine.campaigns.engagement import EngagementService
@@ -33,7 +35,9 @@ from campaign_engine.config import ConfigError, Settings
 from campaign_engine.delivery.queue.port import Queue
 from campaign_engine.delivery.wiring import build_dispatch_queue, build_self_testers
 from campaign_engine.domain.types import Clock, system_clock
-from campaign_engine.graph.graph import Graph, open_graph
+from campaign_engine.feedback.config import FeedbackConfig
+from campaign_engine.feedback.sns_http import SnsHttp
+from campaign_engine.graph.graph import API_UNAVAILABLE_WAIT_SECONDS, Graph, open_graph
 from campaign_engine.graph.schema import apply_schema, schema_applied
 from campaign_engine.unsubscribe.routes import unsubscribe_router
 from campaign_engine.unsubscribe.tokens import UnsubscribeTokens
@@ -93,13 +97,18 @@ def create_app(
     rate_limiter: RateLimiter | None = None,
     dispatch_queue: Queue | None = None,
     self_test_testers: Mapping[str, ChannelTester] | None = None,
+    sns_http: SnsHttp | None = None,
     start_now: bool = False,
 ) -> FastAPI:
     """The API app. It starts (applies the schema) in its lifespan, or here when ``start_now``: the
     Lambda handler starts it once per container and serves it without lifespan events."""
     settings.require_api()
+    FeedbackConfig.from_settings(settings)  # webhook credentials and topics fail before anything opens
     owns_graph = graph is None
-    the_graph = graph if graph is not None else open_graph(settings)
+    # A caller can ask again: an unreachable graph is a 503 within about a second (graph/graph.py).
+    the_graph = (
+        graph if graph is not None else open_graph(settings, unavailable_wait=API_UNAVAILABLE_WAIT_SECONDS)
+    )
     # Shared across API processes through the graph; tests may inject their own limiter.
     own_limiter = (
         GraphRateLimiter(
@@ -161,6 +170,9 @@ def create_app(
 
     if tokens is not None:
         app.include_router(unsubscribe_router(graph=the_graph, tokens=tokens, clock=clock))
+    # Provider feedback (bounces, complaints); each endpoint answers 404 until configured.
+    app.include_router(webhooks_router(settings=settings, graph=the_graph, clock=clock, sns_http=sns_http))
+    app.include_router(admin_console_router())  # the console at /admin: static files, tRPC only
 
     @app.get("/healthz", include_in_schema=False)
     def healthz() -> dict[str, str]:

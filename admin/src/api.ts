@@ -1,0 +1,211 @@
+// The console's only way to the server: the public tRPC API through the real @trpc/client with
+// httpBatchLink (calls made in the same tick share one HTTP request). The API is a Python server with
+// no TypeScript router to infer from, so the procedures the console uses are typed by hand below.
+import { createTRPCUntypedClient, httpBatchLink, TRPCClientError } from "@trpc/client";
+import type { AnyRouter } from "@trpc/server";
+
+export type Status = "draft" | "live" | "paused" | "archived";
+export type Channel = "inApp" | "notify" | "email";
+
+export interface Action {
+  label: string;
+  style: "primary" | "secondary" | "positive" | "dismiss";
+  action: { type: "internalLink"; path: string } | { type: "externalLink"; url: string } | { type: "dismiss" };
+}
+export interface Media {
+  type: "image" | "gif" | "youtube";
+  url: string;
+  aspect?: string;
+  alt?: string;
+}
+export interface Message {
+  title: string;
+  body?: string;
+  presentation?: "modal" | "banner" | "toast";
+  dismissible?: boolean;
+  frequency?: "once" | "session" | "always" | { everyDays: number };
+  priority?: number;
+  media?: Media;
+  emoji?: string;
+  actions?: Action[];
+  enabled?: boolean;
+}
+export interface NotificationCopy {
+  title: string;
+  body: string;
+}
+export interface EmailCopy {
+  subject: string;
+  title: string;
+  body: string;
+  ctaLabel: string;
+  heroImageUrl?: string;
+}
+export interface Definition {
+  name: string;
+  description?: string;
+  channels: Channel[];
+  message?: Message;
+  notification?: NotificationCopy;
+  email?: EmailCopy;
+  startsAt?: string;
+  endsAt?: string;
+  excludeMinors: boolean;
+  discoverable: boolean;
+}
+export interface Campaign extends Definition {
+  id: string;
+  status: Status;
+  tenantId: string | null;
+  createdAt: string;
+  updatedAt: string;
+  revision: number;
+}
+export interface Stats {
+  audience: number;
+  enrolled: number;
+  shown: number;
+  clicked: number;
+  dismissed: number;
+  notified: number;
+  emailed: number;
+  bounced: number;
+  complained: number;
+}
+export type Source =
+  | { type: "dids"; dids: string[] }
+  | { type: "profileIds"; profileIds: string[] }
+  | { type: "tag"; slug: string }
+  | { type: "connections"; profileId: string }
+  | { type: "all" };
+export interface AudienceCount {
+  count: number;
+  added: number;
+  notFound: string[];
+}
+export interface AudiencePage {
+  records: { profileId: string; did: string | null }[];
+  cursor: string | null;
+  hasMore: boolean;
+}
+export interface DispatchPreview {
+  audienceCount: number;
+  alreadyNotifiedCount: number;
+  recipientCount: number;
+  notificationRecipientCount: number;
+  emailRecipientCount: number;
+  previewToken: string;
+  blockedReason?: string | null;
+}
+export interface Dispatch {
+  dispatchId: string;
+  campaignId: string;
+  channel: string;
+  status: "sending" | "completed" | "stopped" | "failed";
+  pages: number;
+  enqueued: number;
+  acknowledged: number;
+  rejected: number;
+  suppressed: number;
+  emailed: number;
+  throttled: number;
+  uncertain: number;
+  startedAt: string;
+  finishedAt?: string | null;
+  lastError?: string | null;
+}
+type Ref = { campaignId: string };
+
+/** Every procedure the console calls: its kind, input and output. */
+interface Procedures {
+  "campaigns.list": ["query", { status?: Status; cursor?: string; limit?: number }, { records: Campaign[]; cursor: string | null; hasMore: boolean }];
+  "campaigns.get": ["query", Ref, Campaign];
+  "campaigns.create": ["mutation", Definition & { id: string }, Campaign];
+  "campaigns.update": ["mutation", Record<string, unknown> & Ref & { expectedUpdatedAt: string }, Campaign];
+  "campaigns.setStatus": ["mutation", Ref & { status: Status }, Campaign];
+  "campaigns.getStats": ["query", Ref, Stats];
+  "campaigns.previewEmail": ["query", Ref, { subject: string; html: string; text: string }];
+  "campaigns.previewAudience": ["mutation", Ref & { source: Source }, AudienceCount];
+  "campaigns.addAudience": ["mutation", Ref & { source: Source }, AudienceCount];
+  "campaigns.removeAudience": ["mutation", Ref & { source: Source }, { removed: number }];
+  "campaigns.getAudience": ["query", Ref & { cursor?: string; limit?: number }, AudiencePage];
+  "campaigns.sendTestToMe": ["mutation", Ref, { testId: string; channels: Channel[] }];
+  "campaigns.previewDispatch": ["query", Ref, DispatchPreview];
+  "campaigns.dispatch": ["mutation", Ref & { expectedPreviewToken: string }, { dispatchId: string; channels: string[] }];
+  "campaigns.listDispatches": ["query", Ref, Dispatch[]];
+}
+type Path = keyof Procedures;
+
+export interface Issue {
+  path: (string | number)[];
+  message: string;
+}
+
+/** What a failed call tells the screen: the tRPC code, the message and any field issues. */
+export class ApiError extends Error {
+  constructor(
+    readonly code: string,
+    message: string,
+    readonly issues: Issue[],
+  ) {
+    super(message);
+  }
+}
+
+function toApiError(err: unknown): ApiError {
+  if (err instanceof TRPCClientError) {
+    const data: unknown = err.data;
+    const record = typeof data === "object" && data !== null ? (data as Record<string, unknown>) : {};
+    const code = typeof record["code"] === "string" ? record["code"] : "NETWORK_ERROR";
+    const issues = Array.isArray(record["issues"]) ? (record["issues"] as Issue[]) : [];
+    return new ApiError(code, err.message, issues);
+  }
+  return new ApiError("NETWORK_ERROR", err instanceof Error ? err.message : String(err), []);
+}
+
+export class Api {
+  private readonly client;
+
+  constructor(root: string, token: () => string | null) {
+    this.client = createTRPCUntypedClient<AnyRouter>({
+      links: [
+        httpBatchLink({
+          url: `${root}/trpc`,
+          maxURLLength: 4000, // a long list of getStats calls splits instead of failing
+          headers: () => {
+            const value = token();
+            return value ? { authorization: `Bearer ${value}` } : {};
+          },
+        }),
+      ],
+    });
+  }
+
+  async call<P extends Path>(path: P, input: Procedures[P][1]): Promise<Procedures[P][2]> {
+    const kind: "query" | "mutation" = PROCEDURE_KINDS[path];
+    try {
+      const result = kind === "query" ? await this.client.query(path, input) : await this.client.mutation(path, input);
+      return result as Procedures[P][2];
+    } catch (err) {
+      throw toApiError(err);
+    }
+  }
+}
+
+const PROCEDURE_KINDS: { [P in Path]: Procedures[P][0] } = {
+  "campaigns.list": "query",
+  "campaigns.get": "query",
+  "campaigns.create": "mutation",
+  "campaigns.update": "mutation",
+  "campaigns.setStatus": "mutation",
+  "campaigns.getStats": "query",
+  "campaigns.previewEmail": "query",
+  "campaigns.previewAudience": "mutation",
+  "campaigns.addAudience": "mutation",
+  "campaigns.removeAudience": "mutation",
+  "campaigns.getAudience": "query",
+  "campaigns.sendTestToMe": "mutation",
+  "campaigns.previewDispatch": "query",
+  "campaigns.dispatch": "mutation",
+  "campaigns.listDispatches": "query",
+};

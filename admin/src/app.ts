@@ -1,0 +1,479 @@
+// The admin console: sign-in, the campaign list, and one page per campaign (compose, audience, test,
+// review and send, live progress, stats). Routes live in the URL fragment (#/, #/new, #/c/<id>); the
+// sign-in link of `campaign-engine dev` carries `#token=...`, which is read once and then cleared.
+import { Api, ApiError, type Campaign, type Dispatch, type DispatchPreview, type Source, type Stats, type Status } from "./api";
+import { composer, type Composer } from "./composer";
+import { field, h, replace, svg } from "./dom";
+
+const TOKEN_KEY = "campaign-engine.admin-token";
+const root = document.body.dataset["root"] ?? "";
+const emailFrameUrl = document.body.dataset["emailFrame"] ?? `${root}/admin/email-frame`;
+const app = document.getElementById("app") as HTMLElement;
+
+// The token lives in session storage only: never in a query string, gone when the tab closes.
+function token(): string | null {
+  return sessionStorage.getItem(TOKEN_KEY);
+}
+const api = new Api(root, token);
+let generation = 0; // bumps on every navigation, so a stale poll or answer knows to stop
+
+function takeFragmentToken(): void {
+  const match = /^#token=([^&]+)/.exec(location.hash);
+  if (!match?.[1]) return;
+  sessionStorage.setItem(TOKEN_KEY, decodeURIComponent(match[1]));
+  history.replaceState(null, "", `${location.pathname}#/`); // the token leaves the address bar and history
+}
+
+const live = h("p", { id: "status", role: "status", "aria-live": "polite", className: "live" });
+function announce(message: string): void {
+  live.textContent = message;
+}
+
+function errorBox(err: unknown): HTMLElement {
+  const message = err instanceof ApiError ? `${err.code}: ${err.message}` : String(err);
+  return h("p", { role: "alert", className: "error" }, message);
+}
+
+function button(label: string, onclick: (ev: Event) => void, attrs: Record<string, string | boolean> = {}): HTMLButtonElement {
+  return h("button", { type: "button", ...attrs, onclick: onclick as EventListener }, label);
+}
+
+/** Runs an API call for a button: disables it meanwhile; sign-in problems return to the sign-in page. */
+async function guarded<T>(control: HTMLButtonElement | null, work: () => Promise<T>, onError: (err: unknown) => void): Promise<T | undefined> {
+  if (control) control.disabled = true;
+  try {
+    return await work();
+  } catch (err) {
+    if (err instanceof ApiError && (err.code === "UNAUTHORIZED" || err.code === "FORBIDDEN")) {
+      sessionStorage.removeItem(TOKEN_KEY);
+      renderSignIn(`${err.message}. Sign in again with an admin token.`);
+      return undefined;
+    }
+    onError(err);
+    return undefined;
+  } finally {
+    if (control) control.disabled = false;
+  }
+}
+
+function shell(title: string, ...content: (Node | null)[]): void {
+  const signOut = button("Sign out", () => {
+    sessionStorage.removeItem(TOKEN_KEY);
+    renderSignIn("Signed out.");
+  });
+  replace(app,
+    h("header", { className: "top" }, h("a", { href: "#/", className: "brand" }, "Campaigns admin"), h("nav", { "aria-label": "Main" }, h("a", { href: "#/" }, "Campaigns"), h("a", { href: "#/new" }, "New campaign")), signOut),
+    h("main", { id: "main" }, h("h1", {}, title), ...content),
+    live);
+  document.title = `${title} · Campaigns admin`;
+}
+
+// --- sign-in -------------------------------------------------------------------------------------
+
+function renderSignIn(notice?: string): void {
+  generation += 1;
+  const tokenInput = h("textarea", { rows: 4, required: true, autocomplete: "off", spellcheck: "false", name: "token" });
+  const { row } = field("Admin bearer token", tokenInput, "A JWT with the campaigns:admin scope. Kept in this tab's session storage only.");
+  const out = h("div", {});
+  const submit = h("button", { type: "submit" }, "Sign in");
+  const form = h("form", { className: "signin", "aria-label": "Sign in" }, row, submit, out);
+  form.addEventListener("submit", (ev) => {
+    ev.preventDefault();
+    sessionStorage.setItem(TOKEN_KEY, tokenInput.value.trim());
+    void guarded(submit, () => api.call("campaigns.list", { limit: 1 }), (err) => replace(out, errorBox(err))).then((ok) => {
+      if (ok) {
+        location.hash = "#/";
+        route();
+      }
+    });
+  });
+  replace(app, h("main", { id: "main", className: "narrow" }, h("h1", {}, "Sign in"), notice ? h("p", { role: "alert", className: "notice" }, notice) : null, form), live);
+  document.title = "Sign in · Campaigns admin";
+  tokenInput.focus();
+}
+
+// --- campaign list -------------------------------------------------------------------------------
+
+function windowText(c: { startsAt?: string; endsAt?: string }): string {
+  const fmt = (v?: string): string => (v ? new Date(v).toLocaleString() : "");
+  if (!c.startsAt && !c.endsAt) return "Always";
+  return `${fmt(c.startsAt) || "now"} → ${fmt(c.endsAt) || "open"}`;
+}
+
+async function renderList(): Promise<void> {
+  const mine = generation;
+  const filter = h("select", { name: "status" }, ...["", "draft", "live", "paused", "archived"].map((s) => h("option", { value: s }, s || "All")));
+  filter.value = new URLSearchParams(location.hash.split("?")[1] ?? "").get("status") ?? "";
+  filter.addEventListener("change", () => {
+    location.hash = filter.value ? `#/?status=${filter.value}` : "#/";
+  });
+  const { row } = field("Filter by status", filter);
+  const body = h("tbody", {});
+  const more = h("div", {});
+  const table = h("div", { className: "table-wrap" }, h("table", { id: "campaigns" },
+    h("caption", {}, "Campaigns"),
+    h("thead", {}, h("tr", {}, ...["Campaign", "Status", "Channels", "Window", "Audience", "Notified", "Emailed", "Shown", "Clicked"].map((t) => h("th", { scope: "col" }, t)))), body));
+  shell("Campaigns", h("div", { className: "toolbar" }, row, h("a", { href: "#/new", className: "button" }, "New campaign")), table, more);
+
+  async function load(cursor?: string): Promise<void> {
+    const status = (filter.value || undefined) as Status | undefined;
+    const page = await guarded(null, () => api.call("campaigns.list", { limit: 25, ...(status ? { status } : {}), ...(cursor ? { cursor } : {}) }), (err) => replace(more, errorBox(err)));
+    if (!page || mine !== generation) return;
+    // One batched request for every row's headline stats (httpBatchLink joins same-tick calls).
+    const stats = await Promise.all(page.records.map((c) => api.call("campaigns.getStats", { campaignId: c.id }).catch(() => null)));
+    if (mine !== generation) return;
+    page.records.forEach((c, i) => {
+      const s = stats[i] ?? null;
+      const n = (k: keyof Stats): string => (s ? String(s[k]) : "–");
+      body.appendChild(h("tr", {},
+        h("th", { scope: "row" }, h("a", { href: `#/c/${encodeURIComponent(c.id)}` }, c.name), h("span", { className: "muted id" }, c.id)),
+        h("td", {}, h("span", { className: `badge ${c.status}` }, c.status)),
+        h("td", {}, c.channels.join(", ")), h("td", {}, windowText(c)),
+        h("td", {}, n("audience")), h("td", {}, n("notified")), h("td", {}, n("emailed")), h("td", {}, n("shown")), h("td", {}, n("clicked"))));
+    });
+    if (!body.childElementCount) body.appendChild(h("tr", {}, h("td", { colspan: 9 }, "No campaigns yet.")));
+    replace(more, page.hasMore && page.cursor ? button("Load more", () => void load(page.cursor ?? undefined)) : null);
+  }
+  await load();
+}
+
+// --- new campaign --------------------------------------------------------------------------------
+
+function renderNew(): void {
+  const form = composer(null);
+  const out = h("div", {});
+  const save = button("Create campaign", () => {
+    form.clearIssues();
+    replace(out);
+    void guarded(save, () => api.call("campaigns.create", form.read()), (err) => showSaveError(err, form, out, null)).then((created) => {
+      if (created) {
+        announce(`Created ${created.id}.`);
+        location.hash = `#/c/${encodeURIComponent(created.id)}`;
+      }
+    });
+  });
+  shell("New campaign", out, form.element, h("div", { className: "actions" }, save));
+}
+
+function showSaveError(err: unknown, form: Composer, out: HTMLElement, reload: (() => void) | null): void {
+  if (err instanceof ApiError && err.code === "CONFLICT" && reload) {
+    // Optimistic concurrency: someone saved after this page loaded; their version wins until reloaded.
+    replace(out, h("div", { role: "alert", className: "conflict" },
+      h("p", {}, h("strong", {}, "This campaign changed since you opened it. "), "Someone (or another tab) saved a newer version, so your changes were not saved to avoid overwriting theirs."),
+      h("p", {}, "Reload to see the latest version (your unsaved edits here will be lost), or keep editing and copy what you need first."),
+      button("Reload latest version", reload), button("Keep editing", () => replace(out))));
+    return;
+  }
+  if (err instanceof ApiError && err.issues.length) {
+    const rest = form.showIssues(err.issues);
+    replace(out, h("div", { role: "alert", className: "error" }, h("p", {}, `${err.message}: fix the fields marked below.`), rest.length ? h("ul", {}, ...rest.map((m) => h("li", {}, m))) : null));
+    return;
+  }
+  replace(out, errorBox(err));
+}
+
+// --- one campaign --------------------------------------------------------------------------------
+
+async function renderCampaign(id: string): Promise<void> {
+  const mine = generation;
+  const campaign = await guarded(null, () => api.call("campaigns.get", { campaignId: id }), (err) => shell("Campaign", errorBox(err)));
+  if (!campaign || mine !== generation) return;
+  let current: Campaign = campaign;
+  let planned: DispatchPreview | null = null;
+
+  const statusBadge = h("span", { className: `badge ${current.status}`, id: "campaign-status" }, current.status);
+  const lifecycleOut = h("div", {});
+  const lifecycle = h("div", { className: "actions", role: "group", "aria-label": "Lifecycle" });
+  function renderLifecycle(): void {
+    statusBadge.className = `badge ${current.status}`;
+    statusBadge.textContent = current.status;
+    const to = (label: string, status: Status): HTMLButtonElement => {
+      const b: HTMLButtonElement = button(label, () => void guarded(b, () => api.call("campaigns.setStatus", { campaignId: id, status }), (err) => replace(lifecycleOut, errorBox(err))).then((c) => {
+        if (c) {
+          current = c;
+          replace(lifecycleOut);
+          renderLifecycle();
+          announce(`Campaign is ${c.status}.`);
+        }
+      }));
+      return b;
+    };
+    const s = current.status;
+    replace(lifecycle,
+      s === "draft" ? to("Go live", "live") : null,
+      s === "live" ? to("Pause", "paused") : null,
+      s === "paused" ? to("Resume", "live") : null,
+      s !== "archived" ? to("Archive", "archived") : null);
+  }
+  renderLifecycle();
+
+  // Definition
+  const defSection = h("section", { id: "definition", "aria-labelledby": "definition-h" });
+  function renderDefinition(): void {
+    const form = composer(current);
+    const out = h("div", {});
+    const save: HTMLButtonElement = button("Save changes", () => {
+      form.clearIssues();
+      replace(out);
+      const { id: _id, ...def } = form.read();
+      const patch: Record<string, unknown> = { ...def, campaignId: id, expectedUpdatedAt: current.updatedAt };
+      // Clearable fields are cleared with null; the message can only be replaced.
+      for (const key of ["description", "notification", "email", "startsAt", "endsAt"]) if (!(key in def)) patch[key] = null;
+      void guarded(save, () => api.call("campaigns.update", { ...patch, campaignId: id, expectedUpdatedAt: current.updatedAt }), (err) =>
+        showSaveError(err, form, out, () => void reloadCampaign()),
+      ).then((c) => {
+        if (c) {
+          current = c;
+          replace(out, h("p", { className: "ok" }, `Saved (revision ${c.revision}).`));
+          announce("Saved.");
+        }
+      });
+    });
+    const frameOut = h("div", { className: "email-preview" });
+    const previewBtn: HTMLButtonElement = button("Render email preview", () => void showEmail());
+    async function showEmail(): Promise<void> {
+      const preview = await guarded(previewBtn, () => api.call("campaigns.previewEmail", { campaignId: id }), (err) => replace(frameOut, errorBox(err)));
+      if (!preview) return;
+      // The email is styled inline, which this page's CSP forbids; it is shown in a sandboxed frame
+      // (opaque origin, no same-origin rights) with its own policy, posted in once the frame is ready.
+      const frame = h("iframe", { sandbox: "allow-scripts", src: emailFrameUrl, title: `Email preview: ${preview.subject}`, id: "email-frame" });
+      const onReady = (ev: MessageEvent<unknown>): void => {
+        if (ev.source !== frame.contentWindow) return;
+        window.removeEventListener("message", onReady);
+        frame.contentWindow?.postMessage({ html: preview.html }, "*");
+      };
+      window.addEventListener("message", onReady);
+      replace(frameOut, h("p", {}, h("strong", {}, "Subject: "), h("span", { id: "email-subject" }, preview.subject)), frame,
+        h("details", {}, h("summary", {}, "Plain-text part"), h("pre", { className: "email-text" }, preview.text)));
+    }
+    replace(defSection, h("h2", { id: "definition-h" }, "Definition"), out, form.element, h("div", { className: "actions" }, save),
+      h("h3", {}, "Email preview"), h("p", { className: "hint" }, "Rendered by the server with the same renderer the worker sends with (save first)."), previewBtn, frameOut);
+  }
+  async function reloadCampaign(): Promise<void> {
+    const fresh = await guarded(null, () => api.call("campaigns.get", { campaignId: id }), (err) => replace(lifecycleOut, errorBox(err)));
+    if (fresh) {
+      current = fresh;
+      renderLifecycle();
+      renderDefinition();
+      announce(`Reloaded revision ${fresh.revision}.`);
+    }
+  }
+  renderDefinition();
+
+  // Audience
+  const sourceType = h("select", { name: "source-type" }, ...[["profileIds", "Profile ids"], ["dids", "DIDs"], ["tag", "Tag"], ["connections", "Connections of a profile"], ["all", "Everyone"]].map(([v, l]) => h("option", { value: v ?? "" }, l ?? "")));
+  const sourceValue = h("textarea", { rows: 3, name: "source-value", spellcheck: "false" });
+  const valueField = field("Profile ids, DIDs, tag slug or profile id", sourceValue, "Lists: one per line or separated by commas.");
+  sourceType.addEventListener("change", () => {
+    valueField.row.hidden = sourceType.value === "all";
+  });
+  const audienceOut = h("div", { id: "audience-result", "aria-live": "polite" });
+  function source(): Source {
+    const items = sourceValue.value.split(/[\s,]+/).filter(Boolean);
+    switch (sourceType.value) {
+      case "dids":
+        return { type: "dids", dids: items };
+      case "tag":
+        return { type: "tag", slug: sourceValue.value.trim() };
+      case "connections":
+        return { type: "connections", profileId: sourceValue.value.trim() };
+      case "all":
+        return { type: "all" };
+      default:
+        return { type: "profileIds", profileIds: items };
+    }
+  }
+  function audienceAction(label: string, path: "campaigns.previewAudience" | "campaigns.addAudience" | "campaigns.removeAudience"): HTMLButtonElement {
+    const b: HTMLButtonElement = button(label, () => void guarded(b, async () => {
+      replace(audienceOut, h("p", { className: "muted" }, `${label}…`));
+      const changes = path !== "campaigns.previewAudience";
+      let result: Node;
+      if (path === "campaigns.removeAudience") {
+        const r = await api.call(path, { campaignId: id, source: source() });
+        result = h("p", {}, `Removed: ${r.removed}`);
+      } else {
+        const r = await api.call(path, { campaignId: id, source: source() });
+        result = h("dl", { className: "counts" },
+          h("dt", {}, "Matched"), h("dd", { id: "audience-count" }, String(r.count)),
+          h("dt", {}, "Added"), h("dd", { id: "audience-added" }, String(r.added)),
+          h("dt", {}, "Not found"), h("dd", { id: "audience-not-found" }, r.notFound.length ? r.notFound.join(", ") : "none"));
+      }
+      // The member list is reloaded before the result shows, so what the page shows agrees with itself.
+      if (changes) {
+        await loadMembers(true);
+        void refreshStats();
+      }
+      replace(audienceOut, result);
+    }, (err) => replace(audienceOut, errorBox(err))));
+    return b;
+  }
+  const members = h("tbody", {});
+  const pager = h("div", { className: "actions" });
+  const starts: (string | null)[] = [null]; // the cursor each page shown so far started from
+  let membersLoad = 0; // only the latest load may draw: an older answer arriving late is dropped
+  async function loadMembers(reset: boolean): Promise<void> {
+    if (reset) starts.splice(1);
+    const cursor = starts[starts.length - 1] ?? null;
+    const mineLoad = ++membersLoad;
+    const page = await api.call("campaigns.getAudience", { campaignId: id, limit: 10, ...(cursor ? { cursor } : {}) });
+    if (mineLoad !== membersLoad) return;
+    replace(members, ...page.records.map((r) => h("tr", {}, h("td", {}, r.profileId), h("td", {}, r.did ?? "–"))));
+    if (!page.records.length) members.appendChild(h("tr", {}, h("td", { colspan: 2 }, "No members yet.")));
+    replace(pager,
+      h("span", { className: "muted" }, `Page ${starts.length}`),
+      starts.length > 1 ? button("Previous page", () => { starts.pop(); void loadMembers(false); }) : null,
+      page.hasMore && page.cursor ? button("Next page", () => { starts.push(page.cursor); void loadMembers(false); }) : null);
+  }
+  const audienceSection = h("section", { id: "audience", "aria-labelledby": "audience-h" },
+    h("h2", { id: "audience-h" }, "Audience"),
+    field("Source type", sourceType).row, valueField.row,
+    h("div", { className: "actions" }, audienceAction("Preview count", "campaigns.previewAudience"), audienceAction("Add to audience", "campaigns.addAudience"), audienceAction("Remove from audience", "campaigns.removeAudience")),
+    audienceOut,
+    h("div", { className: "table-wrap" }, h("table", { id: "members" }, h("caption", {}, "Members"), h("thead", {}, h("tr", {}, h("th", { scope: "col" }, "Profile id"), h("th", { scope: "col" }, "DID"))), members)),
+    pager);
+
+  // Send test to me
+  const testOut = h("div", { id: "test-result", "aria-live": "polite" });
+  const testBtn: HTMLButtonElement = button("Send test to me", () => void guarded(testBtn, () => api.call("campaigns.sendTestToMe", { campaignId: id }), (err) => replace(testOut, errorBox(err))).then((r) => {
+    if (r) replace(testOut, h("p", { className: "ok" }, `Test ${r.testId} sent on: ${r.channels.join(", ")}.`));
+  }));
+  const testSection = h("section", { id: "test", "aria-labelledby": "test-h" }, h("h2", { id: "test-h" }, "Test"), h("p", { className: "hint" }, "Sends the saved campaign to you only, on every channel it has content for."), testBtn, testOut);
+
+  // Review and send
+  const reviewOut = h("div", { id: "review-result" });
+  const reviewBtn: HTMLButtonElement = button("Review dispatch", () => void guarded(reviewBtn, () => api.call("campaigns.previewDispatch", { campaignId: id }), (err) => replace(reviewOut, errorBox(err))).then((p) => {
+    if (!p) return;
+    planned = p;
+    const confirm: HTMLButtonElement = button(`Confirm and send to ${p.recipientCount}`, () => void guarded(confirm, () => api.call("campaigns.dispatch", { campaignId: id, expectedPreviewToken: p.previewToken }), (err) => replace(confirmOut, errorBox(err))).then((started) => {
+      if (started) {
+        replace(confirmOut, h("p", { className: "ok" }, `Dispatch ${started.dispatchId} started (${started.channels.join(", ")}).`));
+        confirm.disabled = true;
+        announce("Dispatch started.");
+        void poll();
+      }
+    }), { disabled: Boolean(p.blockedReason) || p.recipientCount === 0 });
+    const confirmOut = h("div", {});
+    replace(reviewOut, h("dl", { className: "counts" },
+      h("dt", {}, "Audience"), h("dd", { id: "review-audience" }, String(p.audienceCount)),
+      h("dt", {}, "Already notified"), h("dd", {}, String(p.alreadyNotifiedCount)),
+      h("dt", {}, "Recipients"), h("dd", { id: "review-recipients" }, String(p.recipientCount)),
+      h("dt", {}, "Notifications"), h("dd", { id: "review-notify" }, String(p.notificationRecipientCount)),
+      h("dt", {}, "Emails"), h("dd", { id: "review-email" }, String(p.emailRecipientCount))),
+      p.blockedReason ? h("p", { role: "alert", className: "error", id: "review-blocked" }, `Blocked: ${p.blockedReason}`) : null,
+      h("p", { className: "hint" }, "Confirming sends exactly this: if anything changed since the review, the server refuses and you review again."),
+      confirm, confirmOut);
+  }));
+  const reviewSection = h("section", { id: "review", "aria-labelledby": "review-h" }, h("h2", { id: "review-h" }, "Review and send"), reviewBtn, reviewOut);
+
+  // Live progress
+  const progressOut = h("div", { id: "progress-list", "aria-live": "polite" });
+  function renderProgress(dispatches: Dispatch[]): void {
+    if (!dispatches.length) {
+      replace(progressOut, h("p", { className: "muted" }, "Nothing sent yet."));
+      return;
+    }
+    replace(progressOut, ...dispatches.map((d) => {
+      const done = settled(d);
+      const plannedCount = planned ? (d.channel === "email" ? planned.emailRecipientCount : planned.notificationRecipientCount) : 0;
+      const total = Math.max(d.enqueued, done, d.status === "sending" ? plannedCount : 0, 1);
+      const value = done;
+      const barId = `bar-${d.dispatchId}`;
+      const cells: [string, number | string][] = [["Pages", d.pages], ["Enqueued", d.enqueued], ["Acknowledged", d.acknowledged], ["Rejected", d.rejected], ["Emailed", d.emailed], ["Suppressed", d.suppressed], ["Uncertain", d.uncertain], ["Throttled", d.throttled]];
+      return h("article", { className: `dispatch ${d.status}`, "data-channel": d.channel, "data-status": d.status },
+        h("h3", {}, `${d.channel === "email" ? "Email" : "Notifications"}: `, h("span", { className: "dispatch-status" }, d.status),
+          d.status !== "sending" && inFlight(d) ? ` (${d.enqueued - done} awaiting the receiver)` : ""),
+        h("label", { for: barId }, `${done} of ${total} settled`),
+        h("progress", { id: barId, max: total, value }),
+        h("dl", { className: "counts" }, ...cells.flatMap(([k, v]) => [h("dt", {}, k), h("dd", { "data-counter": k.toLowerCase() }, String(v))])),
+        d.lastError ? h("p", { className: "error" }, `Last error: ${d.lastError}`) : null);
+    }));
+  }
+  const progressSection = h("section", { id: "progress", "aria-labelledby": "progress-h" }, h("h2", { id: "progress-h" }, "Dispatch progress"), progressOut);
+
+  // Stats chart: distinct profiles at each step, plain SVG bars.
+  const statsOut = h("div", { id: "stats-chart" });
+  async function refreshStats(): Promise<void> {
+    const s = await api.call("campaigns.getStats", { campaignId: id }).catch((err: unknown) => {
+      replace(statsOut, errorBox(err));
+      return null;
+    });
+    if (s && mine === generation) replace(statsOut, chart(s));
+  }
+  const statsSection = h("section", { id: "stats", "aria-labelledby": "stats-h" }, h("h2", { id: "stats-h" }, "Stats"),
+    h("p", { className: "hint" }, "Distinct profiles at each step."), statsOut, button("Refresh stats", () => void refreshStats()));
+
+  async function poll(): Promise<void> {
+    if (mine !== generation) return;
+    const [dispatches] = await Promise.all([api.call("campaigns.listDispatches", { campaignId: id }).catch(() => null), refreshStats()]);
+    if (mine !== generation || !dispatches) return;
+    renderProgress(dispatches);
+    // Poll while anything is sending; the list and stats answer in one batched request.
+    if (dispatches.some((d) => d.status === "sending" || inFlight(d))) window.setTimeout(() => void poll(), 1000);
+    else announce("No dispatch is sending.");
+  }
+
+  shell(current.name,
+    h("div", { className: "campaign-head" }, h("p", {}, "Status: ", statusBadge, " · id ", h("code", {}, id)), lifecycle, lifecycleOut),
+    h("nav", { className: "sections", "aria-label": "Campaign sections" }, ...[["definition", "Definition"], ["audience", "Audience"], ["test", "Test"], ["review", "Review and send"], ["progress", "Progress"], ["stats", "Stats"]].map(([a, l]) => h("a", { href: `#/c/${encodeURIComponent(id)}`, "data-target": a ?? "", onclick: jump as EventListener }, l ?? ""))),
+    defSection, audienceSection, testSection, reviewSection, progressSection, statsSection);
+  await Promise.all([loadMembers(true).catch((err: unknown) => replace(pager, errorBox(err))), poll()]);
+}
+
+/** Recipients whose outcome is known: each counter belongs to one channel, so one sum serves both. */
+function settled(d: Dispatch): number {
+  return d.acknowledged + d.rejected + d.suppressed + d.emailed + d.uncertain;
+}
+
+/** Pages are all walked but deliveries are still out: a notification counts once its receiver
+ *  acknowledged it, after the page. Watched for ten minutes after the end, not forever. */
+function inFlight(d: Dispatch): boolean {
+  const recent = !d.finishedAt || Date.now() - Date.parse(d.finishedAt) < 10 * 60 * 1000;
+  return d.status === "completed" && recent && settled(d) < d.enqueued;
+}
+
+/** In-page section links keep the route in the fragment and move focus to the section heading. */
+function jump(ev: Event): void {
+  ev.preventDefault();
+  const target = (ev.currentTarget as HTMLElement).dataset["target"];
+  const heading = target ? document.getElementById(`${target}-h`) : null;
+  if (heading) {
+    heading.tabIndex = -1;
+    heading.focus();
+    heading.scrollIntoView();
+  }
+}
+
+function chart(s: Stats): Node {
+  const steps: [string, number][] = [["Audience", s.audience], ["Notified", s.notified], ["Emailed", s.emailed], ["Shown", s.shown], ["Clicked", s.clicked], ["Dismissed", s.dismissed]];
+  const max = Math.max(1, ...steps.map(([, v]) => v));
+  const rowH = 28;
+  const labelW = 90;
+  const barW = 200;
+  const graphic = svg("svg", { viewBox: `0 0 ${labelW + barW + 60} ${steps.length * rowH}`, role: "img", "aria-labelledby": "stats-title", class: "chart" },
+    svg("title", { id: "stats-title" }, `Distinct profiles: ${steps.map(([k, v]) => `${k} ${v}`).join(", ")}`),
+    ...steps.map(([label, value], i) => svg("g", { transform: `translate(0 ${i * rowH})` },
+      svg("text", { x: 0, y: 18, class: "chart-label" }, label),
+      svg("rect", { x: labelW, y: 4, width: Math.round((value / max) * barW), height: 18, class: `chart-bar bar-${label.toLowerCase()}` }),
+      svg("text", { x: labelW + Math.round((value / max) * barW) + 6, y: 18, class: "chart-value" }, String(value)))));
+  const table = h("table", { className: "visually-hidden" }, h("caption", {}, "Stats"), h("tbody", {}, ...steps.map(([k, v]) => h("tr", {}, h("th", { scope: "row" }, k), h("td", { "data-stat": k.toLowerCase() }, String(v))))));
+  return h("div", {}, graphic, table);
+}
+
+// --- routing -------------------------------------------------------------------------------------
+
+function route(): void {
+  generation += 1;
+  if (!token()) {
+    renderSignIn();
+    return;
+  }
+  const hash = location.hash.replace(/^#/, "");
+  if (hash === "/new") renderNew();
+  else if (hash.startsWith("/c/")) void renderCampaign(decodeURIComponent(hash.slice(3)));
+  else void renderList();
+  document.getElementById("main")?.querySelector("h1")?.focus();
+}
+
+takeFragmentToken();
+window.addEventListener("hashchange", route);
+route();

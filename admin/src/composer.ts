@@ -1,0 +1,308 @@
+// The campaign composer: every field of the definition, live previews, and the API's field errors
+// shown beside the fields they name (tRPC `data.issues[].path`).
+import type { Action, Campaign, Channel, Definition, Issue, Message } from "./api";
+import { field, h, replace } from "./dom";
+
+type Control = HTMLInputElement | HTMLSelectElement | HTMLTextAreaElement;
+const NOTIFY_TITLE_MAX = 65; // push banners truncate here (NotificationCopy in domain/campaign.py)
+const NOTIFY_BODY_MAX = 240;
+
+export interface Composer {
+  element: HTMLElement;
+  /** The definition as typed, with empty optional fields left out. */
+  read(): Definition & { id: string };
+  showIssues(issues: Issue[]): string[];
+  clearIssues(): void;
+}
+
+function input(type: string, attrs: Record<string, string | number | boolean> = {}): HTMLInputElement {
+  return h("input", { type, ...attrs });
+}
+function select(options: [string, string][], value: string): HTMLSelectElement {
+  const el = h("select", {}, ...options.map(([v, label]) => h("option", { value: v }, label)));
+  el.value = value;
+  return el;
+}
+function text(el: Control): string | undefined {
+  const value = el.value.trim();
+  return value === "" ? undefined : value;
+}
+/** `datetime-local` holds local wall time; the API wants an instant with an offset. */
+function instant(el: HTMLInputElement): string | undefined {
+  return el.value ? new Date(el.value).toISOString() : undefined;
+}
+function localInput(value: string | undefined): string {
+  if (!value) return "";
+  const d = new Date(value);
+  const pad = (n: number): string => String(n).padStart(2, "0");
+  return `${d.getFullYear()}-${pad(d.getMonth() + 1)}-${pad(d.getDate())}T${pad(d.getHours())}:${pad(d.getMinutes())}`;
+}
+export function truncate(value: string, max: number): string {
+  return value.length > max ? `${value.slice(0, max - 1)}…` : value;
+}
+
+export function composer(existing: Campaign | null): Composer {
+  const errors = new Map<string, HTMLElement>();
+  const rows: HTMLElement[] = [];
+  const onChange: (() => void)[] = [];
+  function add(path: string, label: string, control: Control, hint?: string): HTMLElement {
+    const { row, error } = field(label, control, hint);
+    control.dataset["path"] = path;
+    control.addEventListener("input", () => onChange.forEach((f) => f()));
+    errors.set(path, error);
+    rows.push(row);
+    return row;
+  }
+  const def = existing;
+  const msg: Message | undefined = def?.message;
+
+  const id = input("text", { required: true, maxlength: 64, autocomplete: "off", value: def?.id ?? "" });
+  if (def) id.readOnly = true;
+  const name = input("text", { required: true, maxlength: 200, value: def?.name ?? "" });
+  const description = h("textarea", { rows: 2, maxlength: 2000 });
+  description.value = def?.description ?? "";
+  const channelBoxes = (["inApp", "notify", "email"] as Channel[]).map((ch) => {
+    const box = input("checkbox", { value: ch });
+    box.checked = def ? def.channels.includes(ch) : ch !== "email";
+    box.id = `channel-${ch}`;
+    box.addEventListener("change", () => onChange.forEach((f) => f()));
+    return box;
+  });
+  const channelError = h("p", { className: "field-error", id: "channels-error", hidden: true });
+  errors.set("channels", channelError);
+  const channelLabels: Record<Channel, string> = { inApp: "In-app message", notify: "Notification (inbox/push)", email: "Email" };
+
+  // In-app message
+  const mTitle = input("text", { maxlength: 120, value: msg?.title ?? "" });
+  const mBody = h("textarea", { rows: 3, maxlength: 2000 });
+  mBody.value = msg?.body ?? "";
+  const mPresentation = select([["modal", "Modal"], ["banner", "Banner"], ["toast", "Toast"]], msg?.presentation ?? "modal");
+  const mEmoji = input("text", { maxlength: 16, value: msg?.emoji ?? "" });
+  const mPriority = input("number", { min: 0, max: 1000, value: msg?.priority ?? 0 });
+  const freq = msg?.frequency ?? "once";
+  const mFrequency = select([["once", "Once"], ["session", "Every session"], ["always", "Always"], ["everyDays", "Every N days"]], typeof freq === "string" ? freq : "everyDays");
+  const mEveryDays = input("number", { min: 1, max: 365, value: typeof freq === "object" ? freq.everyDays : 7 });
+  const mDismissible = input("checkbox");
+  mDismissible.checked = msg?.dismissible ?? true;
+  const mMediaType = select([["", "No media"], ["image", "Image"], ["gif", "GIF"], ["youtube", "YouTube"]], msg?.media?.type ?? "");
+  const mMediaUrl = input("url", { value: msg?.media?.url ?? "", placeholder: "https://" });
+  const mMediaAlt = input("text", { maxlength: 300, value: msg?.media?.alt ?? "" });
+  const mMediaAspect = input("text", { value: msg?.media?.aspect ?? "", placeholder: "16:9" });
+  const actionRows = [0, 1, 2].map((i) => {
+    const a: Action | undefined = msg?.actions?.[i];
+    const label = input("text", { maxlength: 40, value: a?.label ?? "" });
+    const style = select([["primary", "Primary"], ["secondary", "Secondary"], ["positive", "Positive"], ["dismiss", "Dismiss"]], a?.style ?? "primary");
+    const kind = select([["internalLink", "App path"], ["externalLink", "Web link"], ["dismiss", "Dismiss"]], a?.action.type ?? "internalLink");
+    const target = input("text", { value: a ? (a.action.type === "internalLink" ? a.action.path : a.action.type === "externalLink" ? a.action.url : "") : "" });
+    return { label, style, kind, target };
+  });
+
+  // Notification and email copy
+  // No maxlength here: the admin sees where the banner cuts longer copy, and the API says it is too long.
+  const nTitle = input("text", { value: def?.notification?.title ?? "" });
+  const nBody = h("textarea", { rows: 2 });
+  nBody.value = def?.notification?.body ?? "";
+  const eSubject = input("text", { maxlength: 150, value: def?.email?.subject ?? "" });
+  const eTitle = input("text", { maxlength: 200, value: def?.email?.title ?? "" });
+  const eBody = h("textarea", { rows: 5, maxlength: 20000 });
+  eBody.value = def?.email?.body ?? "";
+  const eCta = input("text", { maxlength: 40, value: def?.email?.ctaLabel ?? "" });
+  const eHero = input("url", { value: def?.email?.heroImageUrl ?? "", placeholder: "https://" });
+
+  const startsAt = input("datetime-local", { value: localInput(def?.startsAt) });
+  const endsAt = input("datetime-local", { value: localInput(def?.endsAt) });
+  const excludeMinors = input("checkbox");
+  excludeMinors.checked = def?.excludeMinors ?? true;
+  const discoverable = input("checkbox");
+  discoverable.checked = def?.discoverable ?? false;
+
+  const checkbox = (path: string, label: string, box: HTMLInputElement): HTMLElement => {
+    box.id ||= `cb-${path.replace(/\W/g, "-")}`;
+    box.dataset["path"] = path;
+    const error = h("p", { className: "field-error", id: `${box.id}-error`, hidden: true });
+    box.setAttribute("aria-describedby", error.id);
+    errors.set(path, error);
+    return h("div", { className: "field check" }, box, h("label", { for: box.id }, label), error);
+  };
+
+  const form = h(
+    "div",
+    { className: "composer" },
+    h("fieldset", {}, h("legend", {}, "Campaign"),
+      add("id", "Campaign id", id, "Lower-case letters, digits and dashes; fixed once created."),
+      add("name", "Name", name),
+      add("description", "Description (admins only)", description),
+      h("fieldset", { className: "channels" }, h("legend", {}, "Channels"),
+        ...channelBoxes.map((box) => h("div", { className: "check" }, box, h("label", { for: box.id }, channelLabels[box.value as Channel]))),
+        channelError)),
+    h("fieldset", {}, h("legend", {}, "In-app message"),
+      add("message.title", "Title", mTitle), add("message.body", "Body", mBody),
+      add("message.presentation", "Presentation", mPresentation), add("message.emoji", "Emoji", mEmoji),
+      add("message.frequency", "Frequency", mFrequency), add("message.frequency.everyDays", "Every N days", mEveryDays),
+      add("message.priority", "Priority (0-1000)", mPriority),
+      checkbox("message.dismissible", "Recipients can dismiss it", mDismissible),
+      h("fieldset", {}, h("legend", {}, "Media"),
+        add("message.media.type", "Media type", mMediaType), add("message.media.url", "Media URL (https)", mMediaUrl),
+        add("message.media.alt", "Alternative text", mMediaAlt), add("message.media.aspect", "Aspect ratio", mMediaAspect)),
+      ...actionRows.map((a, i) => h("fieldset", { className: "action" }, h("legend", {}, `Action ${i + 1}`),
+        add(`message.actions.${i}.label`, `Action ${i + 1} label`, a.label),
+        add(`message.actions.${i}.style`, `Action ${i + 1} style`, a.style),
+        add(`message.actions.${i}.action.type`, `Action ${i + 1} kind`, a.kind),
+        add(`message.actions.${i}.action.target`, `Action ${i + 1} path or URL`, a.target, "An app path like /news, or an https:// link.")))),
+    h("fieldset", {}, h("legend", {}, "Notification"),
+      add("notification.title", `Title (banner shows ${NOTIFY_TITLE_MAX} characters)`, nTitle),
+      add("notification.body", `Body (banner shows ${NOTIFY_BODY_MAX} characters)`, nBody)),
+    h("fieldset", {}, h("legend", {}, "Email"),
+      add("email.subject", "Subject", eSubject), add("email.title", "Heading", eTitle), add("email.body", "Body", eBody),
+      add("email.ctaLabel", "Button label", eCta), add("email.heroImageUrl", "Hero image URL (https)", eHero)),
+    h("fieldset", {}, h("legend", {}, "Window and audience policy"),
+      add("startsAt", "Starts at (your local time)", startsAt), add("endsAt", "Ends at (your local time)", endsAt),
+      checkbox("excludeMinors", "Exclude minors (age policy)", excludeMinors),
+      checkbox("discoverable", "Discoverable: people may join it themselves", discoverable)),
+  );
+
+  function channels(): Channel[] {
+    return channelBoxes.filter((b) => b.checked).map((b) => b.value as Channel);
+  }
+
+  function readMessage(): Message | undefined {
+    const title = text(mTitle);
+    if (!title && !channels().includes("inApp")) return undefined;
+    const message: Message = {
+      title: mTitle.value,
+      presentation: mPresentation.value as NonNullable<Message["presentation"]>,
+      dismissible: mDismissible.checked,
+      priority: Number(mPriority.value || 0),
+      frequency: mFrequency.value === "everyDays" ? { everyDays: Number(mEveryDays.value) } : (mFrequency.value as "once"),
+      actions: actionRows.flatMap((a): Action[] => {
+        if (!text(a.label)) return [];
+        const style = a.style.value as Action["style"];
+        const target = a.target.value.trim();
+        const action: Action["action"] =
+          a.kind.value === "dismiss" ? { type: "dismiss" } : a.kind.value === "externalLink" ? { type: "externalLink", url: target } : { type: "internalLink", path: target };
+        return [{ label: a.label.value, style, action }];
+      }),
+    };
+    const body = text(mBody);
+    if (body) message.body = body;
+    const emoji = text(mEmoji);
+    if (emoji) message.emoji = emoji;
+    if (mMediaType.value) {
+      message.media = { type: mMediaType.value as "image", url: mMediaUrl.value.trim() };
+      const alt = text(mMediaAlt);
+      if (alt) message.media.alt = alt;
+      const aspect = text(mMediaAspect);
+      if (aspect) message.media.aspect = aspect;
+    }
+    return message;
+  }
+
+  function read(): Definition & { id: string } {
+    const out: Definition & { id: string } = {
+      id: id.value.trim(),
+      name: name.value,
+      channels: channels(),
+      excludeMinors: excludeMinors.checked,
+      discoverable: discoverable.checked,
+    };
+    const desc = text(description);
+    if (desc) out.description = desc;
+    const message = readMessage();
+    if (message) out.message = message;
+    if (text(nTitle) || text(nBody) || out.channels.includes("notify")) out.notification = { title: nTitle.value, body: nBody.value };
+    if (text(eSubject) || text(eBody) || out.channels.includes("email")) {
+      out.email = { subject: eSubject.value, title: eTitle.value, body: eBody.value, ctaLabel: eCta.value };
+      const hero = text(eHero);
+      if (hero) out.email.heroImageUrl = hero;
+    }
+    const s = instant(startsAt);
+    if (s) out.startsAt = s;
+    const e = instant(endsAt);
+    if (e) out.endsAt = e;
+    return out;
+  }
+
+  // Live previews of the in-app card and the push banner, as the recipient's device shows them.
+  const card = h("div", { className: "preview-card", id: "preview-inapp" });
+  const banner = h("div", { className: "preview-banner", id: "preview-push" });
+  function renderPreviews(): void {
+    const m = readMessage();
+    if (m && m.title) {
+      replace(card,
+        m.media && m.media.type !== "youtube" && m.media.url.startsWith("https://")
+          ? h("img", { src: m.media.url, alt: m.media.alt ?? "", className: "media" })
+          : m.media ? h("p", { className: "media-placeholder" }, `Video: ${m.media.url}`) : null,
+        h("p", { className: "card-title" }, `${m.emoji ? `${m.emoji} ` : ""}${m.title}`),
+        m.body ? h("p", { className: "card-body" }, m.body) : null,
+        h("div", { className: "card-actions" }, ...(m.actions ?? []).map((a) => h("span", { className: `fake-button ${a.style}` }, a.label))),
+        m.dismissible ? h("span", { className: "card-dismiss" }, "×") : null);
+    } else replace(card, h("p", { className: "muted" }, "No in-app message."));
+    const nt = nTitle.value.trim();
+    if (nt) {
+      const nb = nBody.value.trim();
+      const over = nt.length > NOTIFY_TITLE_MAX || nb.length > NOTIFY_BODY_MAX;
+      replace(banner, h("p", { className: "banner-app" }, "Notification"), h("p", { className: "banner-title" }, truncate(nt, NOTIFY_TITLE_MAX)),
+        h("p", { className: "banner-body" }, truncate(nb, NOTIFY_BODY_MAX)),
+        h("p", { className: over ? "banner-count over" : "banner-count" }, `Title ${nt.length}/${NOTIFY_TITLE_MAX}, body ${nb.length}/${NOTIFY_BODY_MAX} characters${over ? ": the banner cuts the rest" : ""}`));
+    } else replace(banner, h("p", { className: "muted" }, "No notification."));
+  }
+  onChange.push(renderPreviews);
+  renderPreviews();
+
+  const element = h("div", { className: "composer-layout" }, form,
+    h("aside", { className: "previews", "aria-label": "Previews" },
+      h("h3", {}, "In-app card"), card, h("h3", {}, "Push banner"), banner));
+
+  function clearIssues(): void {
+    for (const el of errors.values()) {
+      el.hidden = true;
+      el.textContent = "";
+    }
+    element.querySelectorAll("[aria-invalid]").forEach((el) => el.removeAttribute("aria-invalid"));
+  }
+
+  /** Shows each issue beside the field its path names; returns the messages no field could take. */
+  function showIssues(issues: Issue[]): string[] {
+    clearIssues();
+    const unplaced: string[] = [];
+    for (const issue of issues) {
+      const key = bestKey(issue.path.map(String), [...errors.keys()]);
+      const slot = key ? errors.get(key) : undefined;
+      if (!slot || !key) {
+        unplaced.push(issue.path.length ? `${issue.path.join(".")}: ${issue.message}` : issue.message);
+        continue;
+      }
+      slot.hidden = false;
+      slot.textContent = slot.textContent ? `${slot.textContent} ${issue.message}` : issue.message;
+      element.querySelector(`[data-path="${CSS.escape(key)}"]`)?.setAttribute("aria-invalid", "true");
+    }
+    const first = element.querySelector<HTMLElement>("[aria-invalid]");
+    first?.focus();
+    return unplaced;
+  }
+
+  return { element, read, showIssues, clearIssues };
+}
+
+/**
+ * The registered field whose path segments appear, in order, in the issue's path, preferring the
+ * longest: pydantic puts union tags between segments (`message.actions.0.action.externalLink.url`).
+ */
+function bestKey(path: string[], keys: string[]): string | undefined {
+  // An action's url or path is typed in one "path or URL" box.
+  const inAction = path.includes("actions");
+  const target = path.map((p) => (inAction && (p === "url" || p === "path") ? "target" : p));
+  let best: string | undefined;
+  let bestLen = 0;
+  for (const key of keys) {
+    const parts = key.split(".");
+    if (parts[0] !== target[0]) continue;
+    let i = 0;
+    for (const seg of target) if (seg === parts[i]) i += 1;
+    if (i === parts.length && parts.length > bestLen) {
+      best = key;
+      bestLen = parts.length;
+    }
+  }
+  return best;
+}

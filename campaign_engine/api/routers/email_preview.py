@@ -1,0 +1,50 @@
+"""``campaigns.previewEmail`` (admin): a campaign's email as recipients will see it, for the console.
+
+It renders with the worker's own code (``delivery/email/compose.py``: the tenant's branding and CTA
+origin, the same templates), so the preview cannot drift from a real send. Only the unsubscribe link
+differs: a preview has no recipient, so it shows the link's shape with a token that opens nothing.
+"""
+
+from __future__ import annotations
+
+from pydantic import BaseModel
+
+from campaign_engine.api.context import Context
+from campaign_engine.api.routers.common import CampaignRef
+from campaign_engine.api.trpc import ProcedureRouter
+from campaign_engine.campaigns import definitions
+from campaign_engine.delivery.email.compose import email_content_for
+from campaign_engine.delivery.email.render import render_email
+from campaign_engine.unsubscribe.tokens import unsubscribe_url
+
+__all__ = ["router"]
+
+router = ProcedureRouter("campaigns")
+
+_PREVIEW_TOKEN = "preview"  # noqa: S105 - not a secret nor a signed token: the page says the link does not work
+
+
+class EmailPreview(BaseModel):
+    subject: str
+    html: str
+    text: str
+
+
+@router.query("previewEmail", auth="admin")
+def preview_email(ctx: Context, data: CampaignRef) -> EmailPreview:
+    """The campaign's email as the worker renders it (no email content or app origin: BAD_REQUEST)."""
+    settings = ctx.services.settings
+    campaign = definitions.get_campaign(ctx.services.graph, data.campaign_id)
+    content = email_content_for(
+        campaign,
+        origins=settings.campaign_app_origins,
+        tenants=settings.campaign_tenants,
+        default_tenant=settings.campaign_default_tenant_id,
+    )
+    rendered = render_email(
+        copy=content.copy,
+        branding=content.branding,
+        cta_url=content.cta_url,
+        unsubscribe_url=unsubscribe_url(settings.domain_name, _PREVIEW_TOKEN),
+    )
+    return EmailPreview(subject=rendered.subject, html=rendered.html, text=rendered.text)
