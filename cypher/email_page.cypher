@@ -28,6 +28,7 @@ WITH p, c, m, s, emails,
        WHEN c.createdAt <> $campaignCreatedAt THEN 'campaign_gone'
        WHEN coalesce(p.announcementEmailOptOut, false) THEN 'opted_out'
        WHEN NOT {{EMAIL_AGE_OK}} THEN 'age_policy'
+       WHEN {{EMAIL_SUPPRESSED}} THEN 'suppressed'
        WHEN NOT {{EMAIL_CONTACT_OK}} THEN 'no_email'
        WHEN s.emailClaimedAt IS NOT NULL OR s.emailedAt IS NOT NULL THEN 'already_claimed'
        ELSE null

@@ -4,6 +4,7 @@ MATCH (p:Profile {profileId: $profileId})
 RETURN CASE
          WHEN coalesce(p.announcementEmailOptOut, false) THEN 'opted_out'
          WHEN NOT {{EMAIL_AGE_OK}} THEN 'age_policy'
+         WHEN {{EMAIL_SUPPRESSED}} THEN 'suppressed'
          WHEN NOT {{EMAIL_CONTACT_OK}} THEN 'no_email'
          ELSE null
        END AS blocked,

@@ -10,6 +10,7 @@ from campaign_engine.api.context import Context
 from campaign_engine.api.routers.common import CampaignRef, Ok
 from campaign_engine.api.trpc import ProcedureRouter
 from campaign_engine.campaigns import definitions
+from campaign_engine.campaigns.explain import RecipientExplanation, explain_recipient
 from campaign_engine.domain.campaign import CampaignCreate, CampaignPatch, CampaignPublic, CampaignStatus
 
 __all__ = ["router"]
@@ -23,6 +24,10 @@ class ListInput(BaseModel):
     status: CampaignStatus | None = None
     cursor: Annotated[str, Field(max_length=64)] | None = None
     limit: Annotated[int, Field(ge=1, le=200)] = 50
+
+
+class RecipientRef(CampaignRef):
+    profile_id: Annotated[str, Field(alias="profileId", min_length=1, max_length=128)]
 
 
 class StatusInput(CampaignRef):
@@ -73,3 +78,16 @@ def delete(ctx: Context, data: CampaignRef) -> Ok:
     """Delete a campaign with its audience, states, tests and dispatch records."""
     definitions.delete_campaign(ctx.services.graph, campaign_id=data.campaign_id)
     return Ok()
+
+
+@router.query("explainRecipient", auth="admin")
+def explain(ctx: Context, data: RecipientRef) -> RecipientExplanation:
+    """Whether the profile would receive the campaign now, per channel, every rule with its verdict,
+    and what already happened to it; NOT_FOUND for an unknown campaign or profile."""
+    return explain_recipient(
+        ctx.services.graph,
+        campaign_id=data.campaign_id,
+        profile_id=data.profile_id,
+        now=ctx.services.clock(),
+        adult_age=ctx.services.settings.campaign_adult_age,
+    )

@@ -30,6 +30,7 @@ _REASONS = {
     "opted_out": "you opted out of announcement email",
     "age_policy": "your profile does not meet the email age policy",
     "no_email": "your profile needs exactly one primary, verified email address",
+    "suppressed": "your address is suppressed after a bounce or complaint (see suppressions.get)",
 }
 
 

@@ -1,0 +1,157 @@
+"""``campaigns.explainRecipient``: would this profile receive this campaign now, per channel, and why.
+
+Every verdict comes from the rules the sends use: the campaign-level rule is ``domain/dispatch.py``'s
+``send_blocked`` (what the preview and the page guard call), and the recipient rules are the policy
+fragments of ``graph/policy.py`` evaluated by ``cypher/explain_recipient.cypher``, listed in the order
+the page walks apply them. The rule names are the walks' own reason codes (``opted_out``,
+``age_policy``, ``suppressed``, ...), so ``blockedBy`` is what a send would have recorded. A test
+holds the explanation and the preview together for each rule (tests/integration/test_explain_recipient.py).
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from campaign_engine.domain.dispatch import send_blocked
+from campaign_engine.domain.errors import NotFound
+from campaign_engine.domain.types import format_ts
+from campaign_engine.graph.graph import Graph, Tx
+from campaign_engine.graph.policy import policy_params, policy_query
+
+__all__ = ["ChannelExplanation", "RecipientExplanation", "RuleVerdict", "explain_recipient"]
+
+_WIRE = ConfigDict(populate_by_name=True)
+ExplainedChannel = Literal["notify", "email"]
+
+
+class RuleVerdict(BaseModel):
+    model_config = _WIRE
+
+    rule: str
+    """The reason code a send records when this rule fails (``not_member``, ``opted_out``, ...)."""
+    ok: bool
+    detail: str | None = None
+
+
+class ChannelExplanation(BaseModel):
+    model_config = _WIRE
+
+    channel: ExplainedChannel
+    would_receive: Annotated[bool, Field(alias="wouldReceive")]
+    blocked_by: Annotated[str | None, Field(alias="blockedBy")] = None
+    """The first failing rule, as the walk checks them; None when the profile would receive it."""
+    rules: list[RuleVerdict]
+
+
+class PastSend(BaseModel):
+    """What already happened to this profile for this campaign (the CAMPAIGN_STATE relationship)."""
+
+    model_config = _WIRE
+
+    notified_at: Annotated[str | None, Field(alias="notifiedAt")] = None
+    email_claimed_at: Annotated[str | None, Field(alias="emailClaimedAt")] = None
+    emailed_at: Annotated[str | None, Field(alias="emailedAt")] = None
+    email_outcome: Annotated[str | None, Field(alias="emailOutcome")] = None
+    email_outcome_reason: Annotated[str | None, Field(alias="emailOutcomeReason")] = None
+    email_outcome_at: Annotated[str | None, Field(alias="emailOutcomeAt")] = None
+    bounced_at: Annotated[str | None, Field(alias="bouncedAt")] = None
+    complained_at: Annotated[str | None, Field(alias="complainedAt")] = None
+    shown_first_at: Annotated[str | None, Field(alias="shownFirstAt")] = None
+    clicked_first_at: Annotated[str | None, Field(alias="clickedFirstAt")] = None
+    dismissed_first_at: Annotated[str | None, Field(alias="dismissedFirstAt")] = None
+
+
+class RecipientExplanation(BaseModel):
+    model_config = _WIRE
+
+    campaign_id: Annotated[str, Field(alias="campaignId")]
+    profile_id: Annotated[str, Field(alias="profileId")]
+    member: bool
+    member_source: Annotated[str | None, Field(alias="memberSource")] = None
+    """How the profile joined the audience (``profileIds``, ``tag:beta``, ``selfEnrolled``...)."""
+    member_added_at: Annotated[str | None, Field(alias="memberAddedAt")] = None
+    channels: list[ChannelExplanation]
+    past: PastSend | None = None
+
+
+def _channel(channel: ExplainedChannel, rules: list[RuleVerdict]) -> ChannelExplanation:
+    failed = next((rule.rule for rule in rules if not rule.ok), None)
+    return ChannelExplanation(channel=channel, would_receive=failed is None, blocked_by=failed, rules=rules)
+
+
+def _campaign_rule(campaign: dict[str, Any], channel: str, now: str) -> RuleVerdict:
+    reason = send_blocked(campaign, channels=[channel], missing=f"{channel}_disabled", now=now)
+    return RuleVerdict(rule=reason or "campaign_can_send", ok=reason is None)
+
+
+def explain_recipient(
+    graph: Graph, *, campaign_id: str, profile_id: str, now: datetime, adult_age: int
+) -> RecipientExplanation:
+    def tx_fn(tx: Tx) -> dict[str, Any] | None:
+        record = tx.run(
+            policy_query("explain_recipient"),
+            campaignId=campaign_id,
+            profileId=profile_id,
+            **policy_params(now, adult_age),
+        ).single()
+        return None if record is None else record.data()
+
+    row = graph.read(tx_fn)
+    if row is None:
+        raise NotFound(f"campaign '{campaign_id}' not found")
+    if not row["profileFound"]:
+        raise NotFound(f"profile '{profile_id}' not found")
+    campaign, profile, membership = row["campaign"], row["profile"], row["membership"]
+    state: dict[str, Any] = row["state"] or {}
+    stamp = format_ts(now)
+    member = RuleVerdict(rule="not_member", ok=membership is not None)
+    notify = [
+        _campaign_rule(campaign, "notify", stamp),
+        member,
+        RuleVerdict(rule="opted_out", ok=not profile["pushOptOut"], detail="announcement push opt-out"),
+        RuleVerdict(rule="age_policy", ok=bool(profile["campaignAgeOk"]), detail=_age_detail(campaign)),
+        RuleVerdict(
+            rule="already_notified", ok=state.get("notifiedAt") is None, detail=state.get("notifiedAt")
+        ),
+    ]
+    suppressed = bool(profile["emailSuppressed"])
+    email = [
+        _campaign_rule(campaign, "email", stamp),
+        member,
+        RuleVerdict(rule="opted_out", ok=not profile["emailOptOut"], detail="announcement email opt-out"),
+        RuleVerdict(
+            rule="age_policy", ok=bool(profile["emailAgeOk"]), detail="email needs a known adult age"
+        ),
+        RuleVerdict(rule="suppressed", ok=not suppressed, detail="the address is on the suppression list"),
+        # The contact rule (EMAIL_CONTACT_OK) includes suppression, which the walk names first; so the
+        # address rule passes when suppression alone fails it: together the two are exactly
+        # EMAIL_CONTACT_OK, and blockedBy names what the walk would.
+        RuleVerdict(
+            rule="no_email",
+            ok=bool(profile["emailContactOk"]) or suppressed,
+            detail=f"{profile['primaryEmails']} primary verified address(es); exactly one is needed",
+        ),
+        RuleVerdict(
+            rule="already_claimed",
+            ok=state.get("emailClaimedAt") is None and state.get("emailedAt") is None,
+            detail=state.get("emailedAt") or state.get("emailClaimedAt"),
+        ),
+    ]
+    return RecipientExplanation(
+        campaign_id=campaign_id,
+        profile_id=profile_id,
+        member=membership is not None,
+        member_source=(membership or {}).get("source"),
+        member_added_at=(membership or {}).get("addedAt"),
+        channels=[_channel("notify", notify), _channel("email", email)],
+        past=PastSend.model_validate(state) if state else None,
+    )
+
+
+def _age_detail(campaign: dict[str, Any]) -> str:
+    if campaign.get("excludeMinors", True):
+        return "the campaign excludes minors: a known adult age, or an unmanaged profile"
+    return "the campaign does not exclude minors"
