@@ -1,8 +1,9 @@
 // getAudience: one keyset page of eligible members, ordered by profileId. The seek and the order come
 // from the relationship index audience_member (campaignId, profileId); never SKIP. The campaign is not
 // looked up by id here on purpose: that would make the planner expand every membership and sort.
-// Ordering by both index keys lets it read the index in order and stop at LIMIT.
-MATCH (p:Profile)-[m:IN_CAMPAIGN_AUDIENCE]->(c)
+// Ordering by both index keys lets it read the index in order and stop at LIMIT. The :Campaign label
+// skips the memberships of a deleted incarnation of the same id that are still being reaped.
+MATCH (p:Profile)-[m:IN_CAMPAIGN_AUDIENCE]->(c:Campaign)
 WHERE m.campaignId = $campaignId AND m.profileId > $cursor
   AND {{CAMPAIGN_AGE_OK}}
 RETURN p.profileId AS profileId, p.did AS did

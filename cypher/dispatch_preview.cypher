@@ -1,22 +1,31 @@
-// Reviewed-dispatch preview: audience counts plus the sorted eligible notify recipients, at most $cap
-// of them (the caller passes max + 1 so "too many" is detectable without transferring the rest).
-// The age placeholder below is replaced by graph.policy.CAMPAIGN_AGE_OK (the one age rule).
-MATCH (c:Campaign {id: $campaignId})
-CALL (c) {
-  OPTIONAL MATCH (p:Profile)-[:IN_CAMPAIGN_AUDIENCE]->(c)
-  OPTIONAL MATCH (p)-[s:CAMPAIGN_STATE]->(c)
-  RETURN count(DISTINCT p) AS audienceCount,
-         count(DISTINCT CASE WHEN s.notifiedAt IS NOT NULL THEN p END) AS alreadyNotifiedCount
-}
-CALL (c) {
-  MATCH (p:Profile)-[:IN_CAMPAIGN_AUDIENCE]->(c)
-  WHERE $notify
-    AND NOT coalesce(p.announcementPushOptOut, false)
-    AND {{CAMPAIGN_AGE_OK}}
-    AND NOT EXISTS { (p)-[s:CAMPAIGN_STATE]->(c) WHERE s.notifiedAt IS NOT NULL }
-  WITH DISTINCT p.profileId AS profileId
-  ORDER BY profileId
-  LIMIT $cap
-  RETURN collect(profileId) AS notifyIds
-}
-RETURN c {.*} AS campaign, audienceCount, alreadyNotifiedCount, notifyIds
+// Reviewed-dispatch preview, one keyset page of campaign members after $cursor in profileId order: the
+// seek and the order come from the relationship index audience_member (campaignId, profileId), as in
+// dispatch_page, so a page costs the members it reads and the whole preview is one pass over the
+// audience in bounded pages (issue 11: never the whole audience in one record or one sort).
+// One record per page: members read, the last one, how many were already notified, the notify
+// recipients and the email recipients with their one address. The email rule is the email claim's
+// (email_claim.cypher): opted in, adult by EMAIL_AGE_OK, one primary verified address, never claimed.
+// Placeholders are filled by graph.policy (the one definition of every eligibility rule).
+MATCH (p:Profile)-[m:IN_CAMPAIGN_AUDIENCE]->(c:Campaign)
+WHERE m.campaignId = $campaignId AND m.profileId > $cursor
+WITH p, c, m
+ORDER BY m.campaignId, m.profileId
+LIMIT $limit
+WITH p, c, EXISTS { (p)-[s:CAMPAIGN_STATE]->(c) WHERE s.notifiedAt IS NOT NULL } AS notified
+WITH p, notified,
+     CASE WHEN $notify AND NOT notified THEN
+       NOT coalesce(p.announcementPushOptOut, false) AND {{CAMPAIGN_AGE_OK}}
+     ELSE false END AS notifyOk,
+     CASE WHEN $email THEN
+       NOT coalesce(p.announcementEmailOptOut, false)
+       AND {{EMAIL_AGE_OK}}
+       AND {{EMAIL_CONTACT_OK}}
+       AND NOT EXISTS {
+         (p)-[s:CAMPAIGN_STATE]->(c) WHERE s.emailClaimedAt IS NOT NULL OR s.emailedAt IS NOT NULL
+       }
+     ELSE false END AS emailOk
+RETURN count(*) AS read,
+       max(p.profileId) AS last,
+       count(CASE WHEN notified THEN 1 END) AS notified,
+       collect(CASE WHEN notifyOk THEN p.profileId END) AS notifyIds,
+       collect(CASE WHEN emailOk THEN [p.profileId, {{PRIMARY_EMAILS}}[0]] END) AS emailRows

@@ -59,7 +59,7 @@ def neo4j_uri(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         return
     data_dir = Path(os.environ.get("CAMPAIGN_TEST_NEO4J_DIR", tmp_path_factory.mktemp("neo4j")))
     server = LocalNeo4j(data_dir=data_dir, port=free_port(), heap="1g", pagecache="128m")
-    server.start()
+    server.start(timeout=300)  # a JVM start on a loaded 2-core machine can outlast the 120 s default
     try:
         yield server.uri
     finally:

@@ -1,7 +1,9 @@
 """Campaign audiences: preview, add, remove and page through members.
 
-A source is first *resolved* to a sorted list of distinct profileIds (and the identifiers that named
-no profile), then *applied* in chunks of ``CHUNK`` ids, each one UNWIND query. Aliases collapse during
+A source is first *resolved* to sorted, distinct profileIds (and the identifiers that named no
+profile), then *applied* in chunks of ``CHUNK`` ids, each one UNWIND query. Graph sources (a tag, a
+profile's connections, every profile) are resolved lazily, one keyset page of ``CHUNK`` ids per read,
+so memory never grows with the audience. Aliases collapse during
 resolution (a DID and a did:web alias of the same profile give one id), so ``count`` and ``added``
 count profiles, not inputs. Adds and removes take the campaign lock first in every chunk transaction:
 concurrent adds, retries and self-enrolments serialise on it, which is what makes ``added`` exact.
@@ -12,6 +14,7 @@ Only profiles that pass the campaign age policy are added; the policy is evaluat
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Annotated, Any
@@ -99,7 +102,7 @@ class AudiencePage(BaseModel):
 
 @dataclass(frozen=True)
 class _Resolved:
-    profile_ids: list[str]  # sorted, distinct
+    chunks: Iterator[list[str]]  # sorted, distinct ids, at most CHUNK each, ascending across chunks
     not_found: list[str]
 
 
@@ -112,35 +115,95 @@ def _list_items(source: DidsSource | ProfileIdsSource, domain: str) -> list[dict
     ]
 
 
-_RESOLVE_GRAPH = {
+# Graph sources can name every profile there is: they are read in keyset pages of CHUNK ids, never
+# collected whole (issue 11). `all` walks the profileId index in order; a tag's or a profile's
+# neighbours are expanded from their one node and the page after the cursor kept.
+_KEY_EXISTS = {
+    "tag": "OPTIONAL MATCH (t:Tag {slug: $key}) RETURN t IS NOT NULL AS exists",
+    "connections": "OPTIONAL MATCH (a:Profile {profileId: $key}) RETURN a IS NOT NULL AS exists",
+}
+
+_GRAPH_PAGE = {
     "tag": """
-        OPTIONAL MATCH (t:Tag {slug: $key})
-        OPTIONAL MATCH (t)<-[:HAS_TAG]-(p:Profile)
-        RETURN t IS NOT NULL AS exists, collect(DISTINCT p.profileId) AS profileIds
+        MATCH (:Tag {slug: $key})<-[:HAS_TAG]-(p:Profile)
+        WHERE p.profileId > $cursor
+        WITH DISTINCT p.profileId AS profileId
+        ORDER BY profileId
+        LIMIT $limit
+        RETURN collect(profileId) AS profileIds
     """,
     "connections": """
-        OPTIONAL MATCH (a:Profile {profileId: $key})
-        OPTIONAL MATCH (a)-[:CONNECTED_WITH]-(p:Profile) WHERE p <> a
-        RETURN a IS NOT NULL AS exists, collect(DISTINCT p.profileId) AS profileIds
+        MATCH (a:Profile {profileId: $key})-[:CONNECTED_WITH]-(p:Profile)
+        WHERE p <> a AND p.profileId > $cursor
+        WITH DISTINCT p.profileId AS profileId
+        ORDER BY profileId
+        LIMIT $limit
+        RETURN collect(profileId) AS profileIds
     """,
-    "all": "MATCH (p:Profile) RETURN true AS exists, collect(p.profileId) AS profileIds",
+    "all": """
+        MATCH (p:Profile)
+        WHERE p.profileId > $cursor
+        WITH p.profileId AS profileId
+        ORDER BY profileId
+        LIMIT $limit
+        RETURN collect(profileId) AS profileIds
+    """,
 }
 
 
-def _resolve(tx: Tx, source: Source, domain: str) -> _Resolved:
-    if isinstance(source, DidsSource | ProfileIdsSource):
-        lists = tx.run(query("audience_resolve_list"), items=_list_items(source, domain)).single()
-        assert lists is not None  # an aggregation always returns one record
-        return _Resolved(sorted(set(lists["found"])), list(lists["missing"]))
-    key = source.slug if isinstance(source, TagSource) else getattr(source, "profile_id", None)
-    record = tx.run(_RESOLVE_GRAPH[source.type], key=key).single()
+def _resolve_list(
+    tx: Tx, campaign_id: str, source: DidsSource | ProfileIdsSource, domain: str
+) -> tuple[list[str], list[str]]:
+    _require_campaign(tx, campaign_id)
+    lists = tx.run(query("audience_resolve_list"), items=_list_items(source, domain)).single()
+    assert lists is not None  # an aggregation always returns one record
+    return sorted(set(lists["found"])), list(lists["missing"])
+
+
+def _key_exists(tx: Tx, campaign_id: str, kind: str, key: str | None) -> bool:
+    _require_campaign(tx, campaign_id)
+    if key is None:
+        return True
+    record = tx.run(_KEY_EXISTS[kind], key=key).single()
+    return record is not None and bool(record["exists"])
+
+
+def _graph_page(tx: Tx, kind: str, key: str | None, cursor: str) -> list[str]:
+    record = tx.run(_GRAPH_PAGE[kind], key=key, cursor=cursor, limit=CHUNK).single()
     assert record is not None
-    not_found = [] if record["exists"] or key is None else [key]
-    return _Resolved(sorted(record["profileIds"]), not_found)
+    return sorted(record["profileIds"])
 
 
-def _chunks(ids: list[str]) -> list[list[str]]:
-    return [ids[i : i + CHUNK] for i in range(0, len(ids), CHUNK)] or [[]]
+def _graph_pages(graph: Graph, kind: str, key: str | None) -> Iterator[list[str]]:
+    cursor = ""
+    while True:
+        ids = graph.read(_graph_page, kind, key, cursor)
+        if ids:
+            yield ids
+        if len(ids) < CHUNK:
+            return
+        cursor = ids[-1]
+
+
+def _at_least_one(chunks: Iterator[list[str]]) -> Iterator[list[str]]:
+    """An empty source still runs one (empty) chunk: its campaign checks answer NOT_FOUND or BAD_REQUEST."""
+    empty = True
+    for chunk in chunks:
+        empty = False
+        yield chunk
+    if empty:
+        yield []
+
+
+def _resolve(graph: Graph, campaign_id: str, source: Source, domain: str) -> _Resolved:
+    """Checks the campaign exists, then resolves ``source`` lazily, a chunk at a time."""
+    if isinstance(source, DidsSource | ProfileIdsSource):  # at most MAX_LIST ids: one chunk
+        ids, missing = graph.read(_resolve_list, campaign_id, source, domain)
+        return _Resolved(iter([ids[i : i + CHUNK] for i in range(0, len(ids), CHUNK)]), missing)
+    key = source.slug if isinstance(source, TagSource) else getattr(source, "profile_id", None)
+    exists = graph.read(_key_exists, campaign_id, source.type, key)
+    not_found = [] if exists or key is None else [key]
+    return _Resolved(_graph_pages(graph, source.type, key) if exists else iter([]), not_found)
 
 
 def _require_campaign(tx: Tx, campaign_id: str) -> dict[str, Any]:
@@ -150,26 +213,18 @@ def _require_campaign(tx: Tx, campaign_id: str) -> dict[str, Any]:
     return dict(record["c"])
 
 
-def _checked_resolve(tx: Tx, campaign_id: str, source: Source, domain: str) -> _Resolved:
-    _require_campaign(tx, campaign_id)
-    return _resolve(tx, source, domain)
-
-
 def preview_audience(graph: Graph, *, campaign_id: str, source: Source, policy: Policy) -> AudienceCount:
     """Counts distinct eligible matches without writing anything (``added`` is always 0)."""
+    resolved = _resolve(graph, campaign_id, source, policy.domain)
 
-    def tx_fn(tx: Tx) -> AudienceCount:
-        _require_campaign(tx, campaign_id)
-        resolved = _resolve(tx, source, policy.domain)
-        count = 0
-        for chunk in _chunks(resolved.profile_ids):
-            record = tx.run(
-                policy_query("audience_count"), campaignId=campaign_id, profileIds=chunk, **policy.params()
-            ).single()
-            count += int(record["count"]) if record is not None else 0
-        return AudienceCount(count=count, added=0, not_found=resolved.not_found)
+    def tx_fn(tx: Tx, chunk: list[str]) -> int:
+        record = tx.run(
+            policy_query("audience_count"), campaignId=campaign_id, profileIds=chunk, **policy.params()
+        ).single()
+        return int(record["count"]) if record is not None else 0
 
-    return graph.read(tx_fn)
+    count = sum(graph.read(tx_fn, chunk) for chunk in resolved.chunks)
+    return AudienceCount(count=count, added=0, not_found=resolved.not_found)
 
 
 def _locked_editable(tx: Tx, campaign_id: str) -> None:
@@ -186,7 +241,7 @@ def add_audience(graph: Graph, *, campaign_id: str, source: Source, policy: Poli
     Each chunk is its own transaction under the campaign lock, so a retry after a partial failure
     re-adds nothing that exists and reports only what it created.
     """
-    resolved = graph.read(_checked_resolve, campaign_id, source, policy.domain)
+    resolved = _resolve(graph, campaign_id, source, policy.domain)
     label, now = source_label(source), format_ts(policy.now)
 
     def chunk_fn(tx: Tx, chunk: list[str]) -> tuple[int, int]:
@@ -203,7 +258,7 @@ def add_audience(graph: Graph, *, campaign_id: str, source: Source, policy: Poli
         return int(record["count"]), int(record["added"])
 
     count = added = 0
-    for chunk in _chunks(resolved.profile_ids):
+    for chunk in _at_least_one(resolved.chunks):
         chunk_count, chunk_added = graph.write(chunk_fn, chunk)
         count += chunk_count
         added += chunk_added
@@ -211,14 +266,14 @@ def add_audience(graph: Graph, *, campaign_id: str, source: Source, policy: Poli
 
 
 def remove_audience(graph: Graph, *, campaign_id: str, source: Source, policy: Policy) -> Removed:
-    resolved = graph.read(_checked_resolve, campaign_id, source, policy.domain)
+    resolved = _resolve(graph, campaign_id, source, policy.domain)
 
     def chunk_fn(tx: Tx, chunk: list[str]) -> int:
         _locked_editable(tx, campaign_id)
         record = tx.run(query("audience_remove"), campaignId=campaign_id, profileIds=chunk).single()
         return int(record["removed"]) if record is not None else 0
 
-    return Removed(removed=sum(graph.write(chunk_fn, chunk) for chunk in _chunks(resolved.profile_ids)))
+    return Removed(removed=sum(graph.write(chunk_fn, chunk) for chunk in _at_least_one(resolved.chunks)))
 
 
 def get_audience(

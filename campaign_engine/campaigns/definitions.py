@@ -43,6 +43,8 @@ __all__ = [
     "list_campaigns",
     "load_definition",
     "node_properties",
+    "reap_deleted_campaigns",
+    "retire_campaign",
     "set_status",
     "update_campaign",
 ]
@@ -209,18 +211,75 @@ def set_status(graph: Graph, *, campaign_id: str, status: CampaignStatus, now: d
     return campaign_from_node(graph.write(tx_fn))
 
 
-_DELETE = """
+# Delete in two steps (issue 11): one small transaction under the campaign lock retires the campaign
+# (its Dispatches go, and the node loses the :Campaign label every reader matches on, which also frees
+# the id for a new incarnation); then its relationships, as many as its audience, are removed in
+# bounded transactions. Users see the first step only: after it the campaign is gone everywhere, and
+# the second never has to fit an audience in one transaction.
+_RETIRE = """
 MATCH (c:Campaign {id: $id})
 OPTIONAL MATCH (d:Dispatch)-[:DISPATCH_OF]->(c)
-DETACH DELETE d, c
+DETACH DELETE d
+WITH DISTINCT c
+REMOVE c:Campaign
+SET c:DeletedCampaign
 """
+
+# One bounded batch: relationships of retired campaigns (memberships, states, tests), then the retired
+# nodes left without any. A relationship a late writer attached after retirement is reaped the same way.
+_REAP = """
+CALL () {
+  MATCH (:DeletedCampaign)-[r]-()
+  WITH r LIMIT $limit
+  DELETE r
+  RETURN count(r) AS removed
+}
+CALL () {
+  MATCH (t:DeletedCampaign) WHERE NOT EXISTS { (t)--() }
+  DELETE t
+  RETURN count(t) AS dropped
+}
+RETURN removed, dropped
+"""
+
+# Relationships removed per reaping transaction: a transaction's memory stays bounded by this.
+REAP_BATCH = 10_000
 
 
 def delete_campaign(graph: Graph, *, campaign_id: str) -> None:
-    """Removes the campaign with its audience, states, pending tests and dispatch records."""
+    """Removes the campaign with its audience, states, pending tests and dispatch records.
+
+    Retirement is one transaction (all or nothing); the reaping after it can be interrupted and is
+    finished by the next ``reap_deleted_campaigns`` (every delete starts with one)."""
+    reap_deleted_campaigns(graph)
+    retire_campaign(graph, campaign_id=campaign_id)
+    reap_deleted_campaigns(graph)
+
+
+def retire_campaign(graph: Graph, *, campaign_id: str) -> None:
+    """The user-visible half of a delete: from its commit the campaign is gone for every reader and
+    its id free; what it leaves is for ``reap_deleted_campaigns``."""
 
     def tx_fn(tx: Tx) -> None:
         _locked(tx, campaign_id)
-        tx.run(_DELETE, id=campaign_id).consume()
+        tx.run(_RETIRE, id=campaign_id).consume()
 
     graph.write(tx_fn)
+
+
+def reap_deleted_campaigns(graph: Graph, *, batch: int = REAP_BATCH) -> int:
+    """Removes what retired campaigns left, ``batch`` relationships per transaction; returns how many
+    relationships it removed. Safe to run anywhere, any time, concurrently: it touches retired nodes
+    only."""
+
+    def tx_fn(tx: Tx) -> tuple[int, int]:
+        record = tx.run(_REAP, limit=batch).single()
+        assert record is not None
+        return int(record["removed"]), int(record["dropped"])
+
+    total = 0
+    while True:
+        removed, dropped = graph.write(tx_fn)
+        total += removed
+        if removed == 0 and dropped == 0:
+            return total

@@ -1,8 +1,11 @@
 """Reviewed dispatch: preview what a send would do, confirm it once, and read its progress.
 
 ``preview_dispatch`` is read-only and returns a token that digests the definition, revision and the
-sorted eligible profile ids. ``dispatch`` recomputes the same thing under the campaign lock: a stale
-token is CONFLICT, and success advances the revision so one token confirms one send. The Dispatch
+sorted eligible recipients, read in keyset pages as a running digest (memory bounded by a page, not
+the audience). ``dispatch`` recomputes the same thing and confirms it under the campaign lock: a stale
+token is CONFLICT, and success advances the revision so one token confirms one send. The recompute
+runs before the lock and is re-verified under it by the campaign's lock counter, so a long audience
+walk never holds the lock that audience edits wait for. The Dispatch
 record commits *before* the first page job is enqueued (the lock is released first); if that enqueue
 fails the dispatch still stands and the sweeper re-arms it ("duplicate over drop").
 
@@ -14,6 +17,8 @@ from __future__ import annotations
 
 import logging
 import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Annotated, Any
 
@@ -36,13 +41,18 @@ from campaign_engine.graph.policy import policy_params, policy_query
 
 __all__ = [
     "ALL_CHANNELS",
+    "PREVIEW_PAGE",
     "DispatchPreview",
     "DispatchPublic",
     "DispatchStarted",
+    "compute_preview",
     "dispatch",
+    "dispatch_from_node",
     "get_dispatch",
     "list_dispatches",
     "preview_dispatch",
+    "start_pages",
+    "why_blocked",
 ]
 
 log = logging.getLogger(__name__)
@@ -89,7 +99,8 @@ class DispatchPublic(BaseModel):
     throttled: int = 0
     uncertain: int = 0
     cursor: str | None = None
-    started_at: Annotated[str, Field(alias="startedAt")]
+    started_at: Annotated[str | None, Field(alias="startedAt")] = None
+    """When it started sending; None while ``scheduled`` (and for a schedule that never fired)."""
     last_progress_at: Annotated[str, Field(alias="lastProgressAt")]
     finished_at: Annotated[str | None, Field(alias="finishedAt")] = None
     next_page_at: Annotated[str | None, Field(alias="nextPageAt")] = None
@@ -98,6 +109,12 @@ class DispatchPublic(BaseModel):
     # the dispatch); pastErrors: the lastError of each failure a resumeDispatch cleared, oldest first.
     page_failures: Annotated[int, Field(alias="pageFailures")] = 0
     past_errors: Annotated[list[str], Field(alias="pastErrors")] = []
+    # Scheduled dispatches (campaigns/schedule.py): when, how late it may still start, and what a
+    # change since the confirmed preview does (hold for review, or send to the current recipients).
+    send_at: Annotated[str | None, Field(alias="sendAt")] = None
+    scheduled_at: Annotated[str | None, Field(alias="scheduledAt")] = None
+    max_late_seconds: Annotated[int | None, Field(alias="maxLateSeconds")] = None
+    on_change: Annotated[str | None, Field(alias="onChange")] = None
 
 
 class _Computed(BaseModel):
@@ -105,8 +122,8 @@ class _Computed(BaseModel):
     preview: DispatchPreview
 
 
-def _preview_cypher() -> str:
-    return policy_query("dispatch_preview")
+# Members per preview page (one record each): memory stays bounded by a page whatever the audience.
+PREVIEW_PAGE = 10_000
 
 
 def blocked_reason(campaign: dict[str, Any], *, now: str) -> str | None:
@@ -127,12 +144,67 @@ def _undeliverable(campaign: dict[str, Any], deliverable: frozenset[DeliveryChan
     return f"{missing[0]}_not_configured" if missing else None
 
 
-def _why(reason: str) -> str:
+def why_blocked(reason: str) -> str:
     hint = _HINTS.get(reason)
     return f"campaign cannot be dispatched: {reason}" + (f" ({hint})" if hint else "")
 
 
-def _compute(
+@dataclass
+class _Tally:
+    audience: int = 0
+    notified: int = 0
+    notify: int = 0
+    email: int = 0
+    recipients: int = 0  # distinct profiles across notify and email
+
+
+def _pinned(
+    tx: Tx, *, campaign: dict[str, Any], now: datetime, adult_age: int, max_recipients: int, tally: _Tally
+) -> Iterator[str]:
+    """The token's entries, one keyset page of members at a time, in ascending profileId and for each
+    profile its notify entry before its email entry: a function of the two recipient sets alone, so
+    page boundaries never change the digest. Counts go to ``tally`` as pages are read."""
+    channels = campaign.get("channels") or []
+    cursor = ""
+    while True:
+        row = tx.run(
+            policy_query("dispatch_preview"),
+            campaignId=campaign["id"],
+            cursor=cursor,
+            limit=PREVIEW_PAGE,
+            notify="notify" in channels,
+            email="email" in channels,
+            **policy_params(now, adult_age),
+        ).single()
+        assert row is not None  # an aggregation always returns one record
+        if row["read"] == 0:
+            return
+        notify_ids = set(row["notifyIds"])
+        addresses: dict[str, str] = dict(row["emailRows"])
+        tally.audience += int(row["read"])
+        tally.notified += int(row["notified"])
+        tally.notify += len(notify_ids)
+        tally.email += len(addresses)
+        if tally.notify > max_recipients or tally.email > max_recipients:
+            raise BadRequest(
+                f"more than {max_recipients} eligible recipients; "
+                "raise CAMPAIGN_PREVIEW_MAX_RECIPIENTS to send"
+            )
+        profiles = sorted(notify_ids | addresses.keys())
+        tally.recipients += len(profiles)
+        for pid in profiles:
+            if pid in notify_ids:
+                yield pid
+            if pid in addresses:
+                # Email destinations (profile and address) join the digest: a changed address is a new
+                # preview.
+                yield f"email\x1f{pid}\x1f{addresses[pid]}"
+        if row["read"] < PREVIEW_PAGE:
+            return
+        cursor = row["last"]
+
+
+def compute_preview(
     tx: Tx,
     *,
     campaign_id: str,
@@ -141,54 +213,32 @@ def _compute(
     max_recipients: int,
     deliverable: frozenset[DeliveryChannel] = ALL_CHANNELS,
 ) -> _Computed:
-    # The channel flag is read from the node in a first, cheap query so the recipient query can skip
-    # the audience walk entirely for campaigns without the notify channel.
-    record = tx.run("MATCH (c:Campaign {id: $id}) RETURN c.channels AS channels", id=campaign_id).single()
+    """The preview in one pass over the audience in keyset pages: the token is a running digest, so
+    no recipient list is ever held whole (issue 11). The campaign is read first; its
+    ``campaignStateLock`` is the version ``dispatch`` re-verifies under the lock."""
+    record = tx.run("MATCH (c:Campaign {id: $id}) RETURN c {.*} AS campaign", id=campaign_id).single()
     if record is None:
         raise NotFound(f"campaign '{campaign_id}' not found")
-    row = tx.run(
-        _preview_cypher(),
-        campaignId=campaign_id,
-        notify="notify" in (record["channels"] or []),
-        cap=max_recipients + 1,
-        **policy_params(now, adult_age),
-    ).single()
-    assert row is not None
-    campaign = dict(row["campaign"])
-    ids: list[str] = list(row["notifyIds"])
-    email_rows: list[tuple[str, str]] = []
-    if "email" in (record["channels"] or []):
-        email_rows = [
-            (r["profileId"], r["address"])
-            for r in tx.run(
-                policy_query("email_preview"),
-                campaignId=campaign_id,
-                cap=max_recipients + 1,
-                **policy_params(now, adult_age),
-            )
-        ]
-    if len(ids) > max_recipients or len(email_rows) > max_recipients:
-        raise BadRequest(
-            f"more than {max_recipients} eligible recipients; raise CAMPAIGN_PREVIEW_MAX_RECIPIENTS to send"
-        )
+    campaign = dict(record["campaign"])
+    tally = _Tally()
     token = preview_token(
         campaign_id=campaign["id"],
         created_at=campaign["createdAt"],
         revision=int(campaign["revision"]),
         definition=campaign["definition"],
-        # Email destinations (profile and address) join the digest: a changed address is a new preview.
-        profile_ids=[*ids, *(f"email\x1f{pid}\x1f{address}" for pid, address in email_rows)],
+        profile_ids=_pinned(
+            tx, campaign=campaign, now=now, adult_age=adult_age, max_recipients=max_recipients, tally=tally
+        ),
     )
-    recipients = set(ids) | {pid for pid, _ in email_rows}
     reason = blocked_reason(campaign, now=format_ts(now)) or _undeliverable(campaign, deliverable)
-    if reason is None and not recipients:
+    if reason is None and not tally.recipients:
         reason = "no_recipients"
     preview = DispatchPreview(
-        audience_count=row["audienceCount"],
-        already_notified_count=row["alreadyNotifiedCount"],
-        recipient_count=len(recipients),  # distinct profiles across notify and email
-        notification_recipient_count=len(ids),
-        email_recipient_count=len(email_rows),
+        audience_count=tally.audience,
+        already_notified_count=tally.notified,
+        recipient_count=tally.recipients,
+        notification_recipient_count=tally.notify,
+        email_recipient_count=tally.email,
         preview_token=token,
         blocked_reason=reason,
     )
@@ -206,7 +256,7 @@ def preview_dispatch(
 ) -> DispatchPreview:
     """``deliverable``: the channels this deployment can deliver (the API's ``Services``)."""
     computed = graph.read(
-        _compute,
+        compute_preview,
         campaign_id=campaign_id,
         now=now,
         adult_age=adult_age,
@@ -237,6 +287,26 @@ RETURN DISTINCT c.createdAt AS createdAt
 """
 
 
+# Outside-the-lock previews tried before ``dispatch`` falls back to computing under the lock: each one is
+# wasted only if a locked campaign write (audience chunk, enrolment, edit, another confirmation) commits
+# while it reads.
+_UNLOCKED_ATTEMPTS = 3
+
+
+class _Changed(Exception):
+    """The campaign was written between the unlocked preview and the lock: compute again."""
+
+
+def _same_version(read: dict[str, Any], locked: dict[str, Any]) -> bool:
+    """``locked`` is the node as ``lock_campaign`` returned it, after its own increment. Every write
+    that can change a campaign's recipients or definition takes that lock, so an unchanged counter (and
+    incarnation) means the preview read outside the lock is still the one a locked read would give."""
+    return (
+        locked["createdAt"] == read["createdAt"]
+        and locked.get("campaignStateLock") == (read.get("campaignStateLock") or 0) + 1
+    )
+
+
 def dispatch(
     graph: Graph,
     queue: Queue,
@@ -248,26 +318,33 @@ def dispatch(
     max_recipients: int,
     deliverable: frozenset[DeliveryChannel] = ALL_CHANNELS,
 ) -> DispatchStarted:
+    """Confirm a send. The preview (a pass over the whole audience) is read *before* the campaign lock
+    and re-verified under it by the lock counter, so adds, enrolments and edits of the campaign wait
+    for a node read, not for the audience walk (issue 11). After ``_UNLOCKED_ATTEMPTS`` lost races
+    it is computed under the lock, as before."""
     # Ids are drawn outside the tx function: a driver retry keeps them.
     ids: dict[DeliveryChannel, str] = {ch: f"dsp_{uuid.uuid4().hex}" for ch in _WALKED_CHANNELS}
     stamp = format_ts(now)
+    args: dict[str, Any] = {
+        "campaign_id": campaign_id,
+        "now": now,
+        "adult_age": adult_age,
+        "max_recipients": max_recipients,
+        "deliverable": deliverable,
+    }
 
-    def tx_fn(tx: Tx) -> tuple[str, list[DeliveryChannel]]:
-        if lock_campaign(tx, campaign_id) is None:
+    def tx_fn(tx: Tx, read: _Computed | None) -> tuple[str, list[DeliveryChannel]]:
+        locked = lock_campaign(tx, campaign_id)
+        if locked is None:
             raise NotFound(f"campaign '{campaign_id}' not found")
-        computed = _compute(
-            tx,
-            campaign_id=campaign_id,
-            now=now,
-            adult_age=adult_age,
-            max_recipients=max_recipients,
-            deliverable=deliverable,
-        )
+        if read is not None and not _same_version(read.campaign, locked):
+            raise _Changed
+        computed = read or compute_preview(tx, **args)
         preview = computed.preview
         if expected_token is not None and expected_token != preview.preview_token:
             raise Conflict("the dispatch preview is stale; preview again and confirm the new token")
         if preview.blocked_reason is not None:
-            raise BadRequest(_why(preview.blocked_reason))
+            raise BadRequest(why_blocked(preview.blocked_reason))
         tx.run(_SUPERSEDE, campaignId=campaign_id, now=stamp).consume()
         walked = [ch for ch in _WALKED_CHANNELS if ch in (computed.campaign.get("channels") or [])]
         rows = [{"id": ids[ch], "channel": ch} for ch in walked]
@@ -275,20 +352,33 @@ def dispatch(
         assert row is not None
         return str(row["createdAt"]), walked
 
-    created_at, channels = graph.write(tx_fn)
+    for _ in range(_UNLOCKED_ATTEMPTS):
+        try:
+            created_at, channels = graph.write(tx_fn, graph.read(compute_preview, **args))
+            break
+        except _Changed:
+            log.info("dispatch.preview_raced campaign_id=%s", campaign_id)
+    else:
+        created_at, channels = graph.write(tx_fn, None)
     # The lock is released and the Dispatch committed: queue I/O may now fail without losing the send.
     jobs = [
         PageJob(dispatch_id=ids[ch], campaign_id=campaign_id, campaign_created_at=created_at, channel=ch)
         for ch in channels
     ]
+    start_pages(queue, jobs, campaign_id=campaign_id)
+    return DispatchStarted(
+        dispatch_id=ids[channels[0]], channels=channels, dispatch_ids={ch: ids[ch] for ch in channels}
+    )
+
+
+def start_pages(queue: Queue, jobs: list[PageJob], *, campaign_id: str) -> None:
+    """Enqueue the first page job of each channel of a committed Dispatch. A failed enqueue loses nothing:
+    the Dispatch is ``sending`` and the sweeper re-arms it ("duplicate over drop")."""
     try:
         queue.send_batch([job_json(job) for job in jobs])
     except QueueError:
         log.warning("dispatch.first_page_enqueue_failed campaign_id=%s", campaign_id)
-    log.info("dispatch.started dispatch_id=%s campaign_id=%s", ids[channels[0]], campaign_id)
-    return DispatchStarted(
-        dispatch_id=ids[channels[0]], channels=channels, dispatch_ids={ch: ids[ch] for ch in channels}
-    )
+    log.info("dispatch.started dispatch_id=%s campaign_id=%s", jobs[0].dispatch_id, campaign_id)
 
 
 _GET = """
@@ -299,7 +389,7 @@ RETURN d {.*, campaignId: c.id} AS dispatch
 _LIST = """
 MATCH (d:Dispatch)-[:DISPATCH_OF]->(c:Campaign {id: $campaignId})
 RETURN d {.*, campaignId: c.id} AS dispatch
-ORDER BY d.startedAt DESC, d.id
+ORDER BY coalesce(d.startedAt, d.scheduledAt) DESC, d.id
 LIMIT 200
 """
 

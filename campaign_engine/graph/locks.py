@@ -13,9 +13,13 @@ from campaign_engine.graph.graph import Tx
 
 __all__ = ["lock_campaign", "lock_profiles"]
 
+# The label is checked again once the lock is held: a delete that committed while this waited has
+# retired the node (campaigns/definitions.py), and a retired campaign is not found.
 _LOCK_CAMPAIGN = """
 MATCH (c:Campaign {id: $campaignId})
 SET c.campaignStateLock = coalesce(c.campaignStateLock, 0) + 1
+WITH c
+WHERE c:Campaign
 RETURN c {.*} AS campaign
 """
 
