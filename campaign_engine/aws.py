@@ -92,9 +92,15 @@ def delivery_handler(event: Mapping[str, Any], context: Any) -> dict[str, Any]:
 def sweep_handler(event: Mapping[str, Any], context: Any) -> dict[str, Any]:
     result = run_sweep(_settings(), _graph(), _queues().dispatch)
     log.info(
-        "sweeper.ran rearmed=%d waves=%d failed=%d",
+        "sweeper.ran rearmed=%d waves=%d failed=%d scheduled=%d",
         len(result.rearmed),
         len(result.waves),
         len(result.failed),
+        len(result.scheduled),
     )
-    return {"rearmed": len(result.rearmed), "waves": len(result.waves), "failed": len(result.failed)}
+    return {
+        "rearmed": len(result.rearmed),
+        "waves": len(result.waves),
+        "failed": len(result.failed),
+        "scheduled": len(result.scheduled),
+    }

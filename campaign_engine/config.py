@@ -172,6 +172,13 @@ class Settings(BaseSettings):
     def admin_profile_ids(self) -> frozenset[str]:
         return frozenset(p.strip() for p in self.campaign_admin_profile_ids.split(",") if p.strip())
 
+    @property
+    def dispatch_channels(self) -> frozenset[Literal["notify", "email"]]:
+        """The delivery channels this deployment can send: email only where a provider is configured.
+        A dispatch (now or scheduled) of a campaign with another channel is refused, never left to fail
+        in the worker."""
+        return frozenset(("notify", "email") if self.campaign_email_provider != "none" else ("notify",))
+
     def require_api(self) -> None:
         """The API verifies tokens: an HS256 secret or a JWKS URL must be configured."""
         if self.auth_jwks_url:

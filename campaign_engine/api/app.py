@@ -130,10 +130,7 @@ def create_app(
         unsubscribe_tokens=tokens,
         rate_limiter=own_limiter or rate_limiter,
         dispatch_queue=dispatch_queue if dispatch_queue is not None else build_dispatch_queue(settings),
-        # Email is dispatched only where a provider is configured (require_email checked it at start).
-        dispatch_channels=frozenset(
-            ("notify", "email") if settings.campaign_email_provider != "none" else ("notify",)
-        ),
+        dispatch_channels=settings.dispatch_channels,
         self_test_testers=dict(
             self_test_testers if self_test_testers is not None else build_self_testers(settings, the_graph)
         ),

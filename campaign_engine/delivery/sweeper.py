@@ -73,6 +73,8 @@ class SweepResult:
     """Dispatches that reached the failure limit: now ``failed``, never re-armed again."""
     abandoned: dict[str, int] = field(default_factory=dict)
     """Dispatch id -> email claims this sweep counted ``uncertain`` (abandoned past the horizon)."""
+    scheduled: dict[str, str] = field(default_factory=dict)
+    """Schedule id -> what this sweep decided for it (``sending``, ``missed``, ``cancelled``, ...)."""
 
 
 def stuck_window_seconds(*, delay_seconds: int, page_budget_seconds: int) -> int:

@@ -8,8 +8,10 @@ Tests pass their own queues, clock or client instead of patching.
 from __future__ import annotations
 
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
+from campaign_engine.campaigns.definitions import reap_deleted_campaigns
+from campaign_engine.campaigns.schedule import fire_due
 from campaign_engine.campaigns.self_test import ChannelTester
 from campaign_engine.config import ConfigError, Settings
 from campaign_engine.delivery.email.page_walk import EmailWorker
@@ -290,14 +292,28 @@ def run_sweep(settings: Settings, graph: Graph, queue: Queue, *, clock: Clock = 
         delay_seconds=settings.campaign_dispatch_delay_seconds,
         page_budget_seconds=settings.campaign_dispatch_stuck_seconds,
     )
-    return sweep(
+    now = clock()
+    # Due schedules first: a schedule started here is an ordinary sending dispatch for the sweep below.
+    fired = fire_due(
         graph,
         queue,
-        now=clock(),
+        now=now,
+        adult_age=settings.campaign_adult_age,
+        max_recipients=settings.campaign_preview_max_recipients,
+        deliverable=settings.dispatch_channels,
+    )
+    result = sweep(
+        graph,
+        queue,
+        now=now,
         stuck_after_seconds=window,
         max_page_failures=settings.campaign_dispatch_max_page_failures,
         uncertain_after_seconds=settings.campaign_email_uncertain_after_seconds,
     )
+    # A delete retires its campaign at once and reaps the rest in bounded transactions; one cut short
+    # (a crash, a timeout) is finished here rather than by the next delete.
+    reap_deleted_campaigns(graph)
+    return replace(result, scheduled=fired)
 
 
 def build_worker(

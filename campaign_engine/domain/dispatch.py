@@ -34,7 +34,11 @@ __all__ = [
 DeliveryChannel = Literal["notify", "email"]
 """Channels that a Dispatch walks; each has its own Dispatch record, cursor and page worker."""
 
-DispatchStatus = Literal["sending", "completed", "stopped", "failed"]
+DispatchStatus = Literal[
+    "scheduled", "sending", "completed", "stopped", "failed", "missed", "cancelled", "needs_review"
+]
+"""``scheduled`` waits for its ``sendAt`` (campaigns/schedule.py), then becomes ``sending``, or ``missed``
+(too late), ``cancelled`` (by an admin, or the campaign stopped being live) or ``needs_review``."""
 
 _Id = Annotated[str, Field(min_length=1, max_length=200)]
 

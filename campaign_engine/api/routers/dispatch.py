@@ -7,10 +7,11 @@ from typing import Annotated
 from pydantic import BaseModel, ConfigDict, Field
 
 from campaign_engine.api.context import Context
-from campaign_engine.api.routers.common import CampaignRef
+from campaign_engine.api.routers.common import CampaignRef, Ok
 from campaign_engine.api.trpc import ProcedureRouter
 from campaign_engine.campaigns import dispatch as dispatching
 from campaign_engine.campaigns.resume import resume_dispatch as resume
+from campaign_engine.campaigns.schedule import ScheduleInput, cancel_scheduled, schedule_dispatch
 from campaign_engine.campaigns.uncertain_emails import UncertainEmailPage, list_uncertain_emails
 from campaign_engine.delivery.queue.port import Queue
 from campaign_engine.domain.errors import ServiceUnavailable
@@ -70,6 +71,30 @@ def dispatch(ctx: Context, data: DispatchInput) -> dispatching.DispatchStarted:
         max_recipients=settings.campaign_preview_max_recipients,
         deliverable=ctx.services.dispatch_channels,
     )
+
+
+@router.mutation("scheduleDispatch", auth="admin")
+def schedule(ctx: Context, data: ScheduleInput) -> list[dispatching.DispatchPublic]:
+    """Confirm a reviewed send for ``sendAt`` (an RFC 3339 instant, or ``{localTime, timeZone}``): one
+    Dispatch per channel, ``scheduled``. The sweeper starts it within a sweep period of ``sendAt``;
+    past ``sendAt + maxLateSeconds`` it is ``missed``; a change since the preview holds it as
+    ``needs_review`` unless ``onChange`` is ``send_current``. A stale token is CONFLICT."""
+    settings = ctx.services.settings
+    return schedule_dispatch(
+        ctx.services.graph,
+        data=data,
+        now=ctx.services.clock(),
+        adult_age=settings.campaign_adult_age,
+        max_recipients=settings.campaign_preview_max_recipients,
+        deliverable=ctx.services.dispatch_channels,
+    )
+
+
+@router.mutation("cancelScheduledDispatch", auth="admin")
+def cancel_schedule(ctx: Context, data: DispatchRef) -> Ok:
+    """Cancel a scheduled dispatch (every channel of it); CONFLICT once it has fired."""
+    cancel_scheduled(ctx.services.graph, dispatch_id=data.dispatch_id, now=ctx.services.clock())
+    return Ok()
 
 
 @router.query("getDispatch", auth="admin")

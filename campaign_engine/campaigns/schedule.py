@@ -1,0 +1,333 @@
+"""Scheduled dispatch: confirm a reviewed send now, let the sweeper start it at ``sendAt``, exactly once.
+
+``schedule_dispatch`` checks the preview token like ``dispatch`` does and records one Dispatch per
+delivery channel in status ``scheduled`` with ``sendAt``, ``maxLateSeconds``, ``onChange`` and the
+confirmed token. Nothing is enqueued: the sweeper (local worker loop, Lambda schedule) calls
+``fire_due``, which takes each due schedule under its campaign lock and decides, in one transaction:
+
+- already fired or cancelled (another sweeper won): nothing, so several sweepers fire it once;
+- past ``sendAt + maxLateSeconds`` (the machine was down): ``missed``, nothing sent; a stale
+  announcement is worse than none, and the admin sees why;
+- the campaign is no longer live (paused, archived; a deleted one takes its Dispatches with it):
+  ``cancelled`` with the reason;
+- the recomputed preview differs from the confirmed token (definition or recipients changed):
+  ``needs_review``, unless the admin chose ``onChange: "send_current"``;
+- otherwise ``sending``: from here it is an ordinary dispatch, and its first page jobs are enqueued
+  after the commit (a lost enqueue is re-armed by the sweeper, as for ``dispatch``).
+
+The schedule does not advance the campaign revision (``dispatch`` does): the token it holds must still
+match at fire time when nothing changed. One pending schedule per campaign keeps that token honest.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from datetime import datetime, timedelta
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from campaign_engine.campaigns.dispatch import (
+    ALL_CHANNELS,
+    DispatchPublic,
+    compute_preview,
+    dispatch_from_node,
+    start_pages,
+    why_blocked,
+)
+from campaign_engine.delivery.queue.port import Queue
+from campaign_engine.domain.dispatch import DeliveryChannel, PageJob
+from campaign_engine.domain.errors import BadRequest, Conflict, NotFound
+from campaign_engine.domain.schedule import known_zone, parse_wall_clock
+from campaign_engine.domain.types import format_ts, parse_instant, parse_ts
+from campaign_engine.graph.graph import Graph, Tx
+from campaign_engine.graph.locks import lock_campaign
+
+__all__ = [
+    "DEFAULT_MAX_LATE_SECONDS",
+    "OnChange",
+    "ScheduleInput",
+    "WallClockAt",
+    "cancel_scheduled",
+    "fire_due",
+    "schedule_dispatch",
+]
+
+log = logging.getLogger(__name__)
+
+DEFAULT_MAX_LATE_SECONDS = 3600
+OnChange = Literal["review", "send_current"]
+_WALKED: tuple[DeliveryChannel, ...] = ("notify", "email")
+
+
+class WallClockAt(BaseModel):
+    """A wall-clock time in an IANA zone, e.g. ``2026-12-07T09:00`` in ``Europe/Paris``."""
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+    local_time: Annotated[str, Field(alias="localTime", max_length=19)]
+    time_zone: Annotated[str, Field(alias="timeZone", max_length=64)]
+
+    def instant(self) -> datetime:
+        zone = known_zone(self.time_zone)
+        if zone is None:
+            raise ValueError("timeZone is not an IANA time zone in the tz database (e.g. Europe/Paris)")
+        return parse_wall_clock(self.local_time).at(zone)
+
+
+class ScheduleInput(BaseModel):
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+    campaign_id: Annotated[str, Field(alias="campaignId", min_length=1, max_length=64)]
+    send_at: Annotated[str | WallClockAt, Field(alias="sendAt")]
+    """An RFC 3339 instant with an offset, or a wall-clock time plus an IANA zone."""
+    expected_preview_token: Annotated[str, Field(alias="expectedPreviewToken", min_length=1, max_length=200)]
+    max_late_seconds: Annotated[int, Field(alias="maxLateSeconds", ge=0, le=7 * 86_400)] = (
+        DEFAULT_MAX_LATE_SECONDS
+    )
+    on_change: Annotated[OnChange, Field(alias="onChange")] = "review"
+
+    @model_validator(mode="after")
+    def _readable_send_at(self) -> ScheduleInput:
+        self.instant()  # a bad spelling or zone is a field error here, before anything is read
+        return self
+
+    def instant(self) -> datetime:
+        if isinstance(self.send_at, WallClockAt):
+            return self.send_at.instant()
+        return parse_instant(self.send_at)
+
+
+_PENDING = """
+MATCH (d:Dispatch {status: 'scheduled'})-[:DISPATCH_OF]->(:Campaign {id: $campaignId})
+RETURN d.id AS id LIMIT 1
+"""
+
+_CREATE_SCHEDULED = """
+MATCH (c:Campaign {id: $campaignId})
+UNWIND $dispatches AS row
+CREATE (d:Dispatch {id: row.id, scheduleId: $scheduleId, channel: row.channel, status: 'scheduled',
+                    sendAt: $sendAt, maxLateSeconds: $maxLateSeconds, onChange: $onChange,
+                    previewToken: $token, scheduledAt: $now, cursor: null, pages: 0, enqueued: 0,
+                    acknowledged: 0, rejected: 0, suppressed: 0, emailed: 0, throttled: 0, uncertain: 0,
+                    lastProgressAt: $now, campaignCreatedAt: c.createdAt})-[:DISPATCH_OF]->(c)
+RETURN d {.*, campaignId: c.id} AS dispatch
+ORDER BY d.channel DESC
+"""
+
+
+def schedule_dispatch(
+    graph: Graph,
+    *,
+    data: ScheduleInput,
+    now: datetime,
+    adult_age: int,
+    max_recipients: int,
+    deliverable: frozenset[DeliveryChannel] = ALL_CHANNELS,
+) -> list[DispatchPublic]:
+    """Confirm the reviewed preview for a send at ``sendAt``; one Dispatch per channel, ``scheduled``."""
+    send_at = data.instant()
+    if send_at <= now:
+        raise BadRequest("sendAt is in the past; dispatch now instead, or choose a later time")
+    ids = {ch: f"dsp_{uuid.uuid4().hex}" for ch in _WALKED}
+    schedule_id = f"sch_{uuid.uuid4().hex}"
+    stamp = format_ts(now)
+
+    def tx_fn(tx: Tx) -> list[dict[str, Any]]:
+        if lock_campaign(tx, data.campaign_id) is None:
+            raise NotFound(f"campaign '{data.campaign_id}' not found")
+        if tx.run(_PENDING, campaignId=data.campaign_id).single() is not None:
+            raise Conflict("this campaign already has a scheduled dispatch; cancel it first")
+        computed = compute_preview(
+            tx,
+            campaign_id=data.campaign_id,
+            now=now,
+            adult_age=adult_age,
+            max_recipients=max_recipients,
+            deliverable=deliverable,
+        )
+        if data.expected_preview_token != computed.preview.preview_token:
+            raise Conflict("the dispatch preview is stale; preview again and confirm the new token")
+        reason = computed.preview.blocked_reason
+        # The window is judged at sendAt: a campaign may be scheduled for the moment it starts.
+        ends_at = computed.campaign.get("endsAt")
+        if reason == "not_started" and send_at >= parse_ts(computed.campaign["startsAt"]):
+            reason = None
+        elif reason is None and ends_at and send_at >= parse_ts(ends_at):
+            reason = "ended"
+        if reason is not None:
+            raise BadRequest(why_blocked(reason))
+        channels = [ch for ch in _WALKED if ch in (computed.campaign.get("channels") or [])]
+        return [
+            dict(record["dispatch"])
+            for record in tx.run(
+                _CREATE_SCHEDULED,
+                campaignId=data.campaign_id,
+                dispatches=[{"id": ids[ch], "channel": ch} for ch in channels],
+                scheduleId=schedule_id,
+                sendAt=format_ts(send_at),
+                maxLateSeconds=data.max_late_seconds,
+                onChange=data.on_change,
+                token=data.expected_preview_token,
+                now=stamp,
+            )
+        ]
+
+    rows = graph.write(tx_fn)
+    log.info("dispatch.scheduled schedule_id=%s campaign_id=%s", schedule_id, data.campaign_id)
+    return [dispatch_from_node(row) for row in rows]
+
+
+_SCHEDULE_OF = """
+MATCH (d:Dispatch {id: $dispatchId})-[:DISPATCH_OF]->(c:Campaign)
+RETURN c.id AS campaignId, d.scheduleId AS scheduleId
+"""
+
+_SET_STATUS = """
+MATCH (d:Dispatch {scheduleId: $scheduleId, status: 'scheduled'})
+SET d.status = $status, d.lastError = $reason, d.finishedAt = $now, d.lastProgressAt = $now
+RETURN count(d) AS changed
+"""
+
+
+def cancel_scheduled(graph: Graph, *, dispatch_id: str, now: datetime) -> int:
+    """Cancel the schedule ``dispatch_id`` belongs to (all its channels); CONFLICT once it has fired."""
+
+    def tx_fn(tx: Tx) -> int:
+        found = tx.run(_SCHEDULE_OF, dispatchId=dispatch_id).single()
+        if found is None:
+            raise NotFound(f"dispatch '{dispatch_id}' not found")
+        if found["scheduleId"] is None:
+            raise BadRequest("this dispatch was not scheduled")
+        lock_campaign(tx, found["campaignId"])  # serialises with fire_due: one of the two wins
+        changed = tx.run(
+            _SET_STATUS,
+            scheduleId=found["scheduleId"],
+            status="cancelled",
+            reason="cancelled",
+            now=format_ts(now),
+        ).single()
+        assert changed is not None
+        if not changed["changed"]:
+            raise Conflict("this scheduled dispatch has already fired, been cancelled or missed")
+        return int(changed["changed"])
+
+    return graph.write(tx_fn)
+
+
+_DUE = """
+MATCH (d:Dispatch {status: 'scheduled'})-[:DISPATCH_OF]->(c:Campaign)
+WHERE d.sendAt <= $now
+RETURN DISTINCT d.scheduleId AS scheduleId, c.id AS campaignId
+ORDER BY scheduleId
+LIMIT $limit
+"""
+
+_SCHEDULED = """
+MATCH (d:Dispatch {scheduleId: $scheduleId, status: 'scheduled'})-[:DISPATCH_OF]->(c:Campaign)
+RETURN d {.*} AS dispatch, c.createdAt AS createdAt
+ORDER BY d.channel DESC
+"""
+
+# As ``dispatch``: the revision advances (the token confirmed one send) and a dispatch of the campaign
+# still sending is superseded by this one.
+_START = """
+MATCH (c:Campaign {id: $campaignId})
+SET c.revision = c.revision + 1
+WITH c
+CALL (c) {
+  MATCH (old:Dispatch {status: 'sending'})-[:DISPATCH_OF]->(c)
+  SET old.status = 'stopped', old.lastError = 'superseded', old.finishedAt = $now
+}
+MATCH (d:Dispatch {scheduleId: $scheduleId, status: 'scheduled'})-[:DISPATCH_OF]->(c)
+SET d.status = 'sending', d.startedAt = $now, d.lastProgressAt = $now
+RETURN d.id AS id, d.channel AS channel
+ORDER BY channel DESC
+"""
+
+
+def fire_due(
+    graph: Graph,
+    queue: Queue,
+    *,
+    now: datetime,
+    adult_age: int,
+    max_recipients: int,
+    deliverable: frozenset[DeliveryChannel] = ALL_CHANNELS,
+    limit: int = 100,
+) -> dict[str, str]:
+    """Start, miss, cancel or hold every schedule due at ``now``; returns scheduleId -> what happened.
+
+    Safe to run from several sweepers at once: each schedule is decided under its campaign lock, and
+    only a schedule still ``scheduled`` under that lock is decided at all."""
+    stamp = format_ts(now)
+    due = graph.read(lambda tx: tx.run(_DUE, now=stamp, limit=limit).data())
+    outcomes: dict[str, str] = {}
+    for row in due:
+        outcome, jobs = graph.write(
+            _fire_one,
+            row["scheduleId"],
+            row["campaignId"],
+            now=now,
+            adult_age=adult_age,
+            max_recipients=max_recipients,
+            deliverable=deliverable,
+        )
+        if jobs:  # committed: the first pages may now be enqueued (a lost enqueue is re-armed)
+            start_pages(queue, jobs, campaign_id=row["campaignId"])
+        outcomes[row["scheduleId"]] = outcome
+        log.info("dispatch.schedule_fired schedule_id=%s outcome=%s", row["scheduleId"], outcome)
+    return outcomes
+
+
+def _fire_one(
+    tx: Tx,
+    schedule_id: str,
+    campaign_id: str,
+    *,
+    now: datetime,
+    adult_age: int,
+    max_recipients: int,
+    deliverable: frozenset[DeliveryChannel],
+) -> tuple[str, list[PageJob]]:
+    """Decide one due schedule under its campaign lock (see the module docstring for the order)."""
+    stamp = format_ts(now)
+    lock_campaign(tx, campaign_id)
+    dispatches = tx.run(_SCHEDULED, scheduleId=schedule_id).data()
+    if not dispatches:
+        return "already_decided", []
+    first = dispatches[0]["dispatch"]
+    late_by = now - parse_ts(first["sendAt"])
+    if late_by > timedelta(seconds=int(first["maxLateSeconds"])):
+        reason = f"missed: the sweeper ran {int(late_by.total_seconds())} s after sendAt"
+        return _decide(tx, schedule_id, "missed", reason, stamp), []
+    computed = compute_preview(
+        tx,
+        campaign_id=campaign_id,
+        now=now,
+        adult_age=adult_age,
+        max_recipients=max_recipients,
+        deliverable=deliverable,
+    )
+    status = computed.campaign.get("status")
+    if status != "live":
+        return _decide(tx, schedule_id, "cancelled", f"campaign_{status}", stamp), []
+    if computed.preview.preview_token != first["previewToken"] and first.get("onChange") != "send_current":
+        reason = "the campaign or its recipients changed since the preview was confirmed"
+        return _decide(tx, schedule_id, "needs_review", reason, stamp), []
+    if computed.preview.blocked_reason is not None:
+        return _decide(tx, schedule_id, "failed", why_blocked(computed.preview.blocked_reason), stamp), []
+    created_at = str(dispatches[0]["createdAt"])
+    started = tx.run(_START, campaignId=campaign_id, scheduleId=schedule_id, now=stamp).data()
+    return "sending", [
+        PageJob(
+            dispatch_id=r["id"], campaign_id=campaign_id, campaign_created_at=created_at, channel=r["channel"]
+        )
+        for r in started
+    ]
+
+
+def _decide(tx: Tx, schedule_id: str, status: str, reason: str, stamp: str) -> str:
+    tx.run(_SET_STATUS, scheduleId=schedule_id, status=status, reason=reason, now=stamp).consume()
+    return status
