@@ -21,8 +21,8 @@ import re
 import signal
 import subprocess
 import sys
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -39,6 +39,7 @@ from campaign_engine.api.auth import ADMIN_SCOPE, mint_token
 from campaign_engine.config import Settings
 from campaign_engine.graph.graph import Graph
 from tests.conftest import ADMIN_ID, free_port
+from tests.support.concurrency import wait_for as wait_until
 from tests.support.delivery import WEBHOOK_SECRET, inbox_server
 from tests.support.servers import serve_in_thread
 
@@ -67,12 +68,7 @@ CAMPAIGN = "spring-launch"
 DEADLINE = 60.0
 
 
-def wait_for(what: str, check: Callable[[], bool], *, timeout: float = DEADLINE) -> None:
-    deadline = time.monotonic() + timeout
-    while not check():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout:.0f}s waiting for {what}")
-        time.sleep(0.1)
+wait_for = partial(wait_until, timeout=DEADLINE, every=0.1)
 
 
 class Child:

@@ -20,9 +20,10 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -42,6 +43,7 @@ from campaign_engine.domain.types import format_ts
 from campaign_engine.graph.graph import Graph
 from tests.conftest import free_port
 from tests.support.concurrency import at_once
+from tests.support.concurrency import wait_for as wait_until
 from tests.support.delivery import WEBHOOK_SECRET, ThreadServer, add_members, make_campaign, notified
 
 pytestmark = pytest.mark.e2e
@@ -51,12 +53,7 @@ PAGE_SIZE = 10
 DEADLINE = 30.0
 
 
-def wait_for(what: str, check: Callable[[], bool], *, timeout: float = DEADLINE) -> None:
-    deadline = time.monotonic() + timeout
-    while not check():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout:.0f}s waiting for {what}")
-        time.sleep(0.05)
+wait_for = partial(wait_until, timeout=DEADLINE, every=0.05)
 
 
 def utc_now() -> datetime:

@@ -34,10 +34,11 @@ import subprocess
 import sys
 import time
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -54,6 +55,7 @@ from campaign_engine.graph.graph import Graph, open_graph
 from campaign_engine.graph.local_neo4j import LocalNeo4j
 from campaign_engine.unsubscribe.tokens import UnsubscribeTokens
 from tests.conftest import ADMIN_ID, TEST_JWT_SECRET, free_port
+from tests.support.concurrency import wait_for as wait_until
 from tests.support.delivery import WEBHOOK_SECRET, inbox_server, make_campaign, notified
 from tests.support.email import EMAIL_COPY, ORIGINS, UNSUBSCRIBE_SECRET, address_of, emailed
 from tests.support.servers import serve_in_thread
@@ -69,12 +71,7 @@ START_TIMEOUT = 240.0  # a JVM start on a loaded 2-core machine
 DEADLINE = 120.0
 
 
-def wait_for(what: str, check: Callable[[], bool], *, timeout: float = DEADLINE) -> None:
-    deadline = time.monotonic() + timeout
-    while not check():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout:.0f}s waiting for {what}")
-        time.sleep(0.1)
+wait_for = partial(wait_until, timeout=DEADLINE, every=0.1)
 
 
 @pytest.fixture

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
-__all__ = ["at_once"]
+__all__ = ["at_once", "wait_for"]
 
 T = TypeVar("T")
 
@@ -27,3 +28,12 @@ def at_once(call: Callable[..., T], arguments: Sequence[tuple[Any, ...]], *, tim
     with ThreadPoolExecutor(max_workers=len(arguments)) as pool:
         futures = [pool.submit(run, args) for args in arguments]
         return [future.result(timeout=timeout) for future in futures]
+
+
+def wait_for(what: str, check: Callable[[], bool], *, timeout: float, every: float = 0.05) -> None:
+    """Poll ``check`` until it holds; past ``timeout`` seconds fail naming ``what`` (waits are bounded)."""
+    deadline = time.monotonic() + timeout
+    while not check():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout:.0f}s waiting for {what}")
+        time.sleep(every)
