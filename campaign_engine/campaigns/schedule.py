@@ -37,10 +37,16 @@ from campaign_engine.campaigns.dispatch import (
     why_blocked,
 )
 from campaign_engine.delivery.queue.port import Queue
+from campaign_engine.domain.campaign import UtcDatetime
 from campaign_engine.domain.dispatch import DeliveryChannel, PageJob
 from campaign_engine.domain.errors import BadRequest, Conflict, NotFound
-from campaign_engine.domain.schedule import known_zone, parse_wall_clock
-from campaign_engine.domain.types import format_ts, parse_instant, parse_ts
+from campaign_engine.domain.schedule import (
+    WALL_CLOCK_PATTERN,
+    ZONE_NAME_PATTERN,
+    known_zone,
+    parse_wall_clock,
+)
+from campaign_engine.domain.types import format_ts, parse_ts
 from campaign_engine.graph.graph import Graph, Tx
 from campaign_engine.graph.locks import lock_campaign
 
@@ -66,8 +72,8 @@ class WallClockAt(BaseModel):
 
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
 
-    local_time: Annotated[str, Field(alias="localTime", max_length=19)]
-    time_zone: Annotated[str, Field(alias="timeZone", max_length=64)]
+    local_time: Annotated[str, Field(alias="localTime", pattern=WALL_CLOCK_PATTERN)]
+    time_zone: Annotated[str, Field(alias="timeZone", max_length=64, pattern=ZONE_NAME_PATTERN)]
 
     def instant(self) -> datetime:
         zone = known_zone(self.time_zone)
@@ -80,7 +86,7 @@ class ScheduleInput(BaseModel):
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
 
     campaign_id: Annotated[str, Field(alias="campaignId", min_length=1, max_length=64)]
-    send_at: Annotated[str | WallClockAt, Field(alias="sendAt")]
+    send_at: Annotated[UtcDatetime | WallClockAt, Field(alias="sendAt")]
     """An RFC 3339 instant with an offset, or a wall-clock time plus an IANA zone."""
     expected_preview_token: Annotated[str, Field(alias="expectedPreviewToken", min_length=1, max_length=200)]
     max_late_seconds: Annotated[int, Field(alias="maxLateSeconds", ge=0, le=7 * 86_400)] = (
@@ -96,7 +102,7 @@ class ScheduleInput(BaseModel):
     def instant(self) -> datetime:
         if isinstance(self.send_at, WallClockAt):
             return self.send_at.instant()
-        return parse_instant(self.send_at)
+        return self.send_at
 
 
 _PENDING = """

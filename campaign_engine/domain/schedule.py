@@ -24,6 +24,7 @@ from functools import lru_cache
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 __all__ = [
+    "WALL_CLOCK_PATTERN",
     "ZONE_NAME_PATTERN",
     "QuietHours",
     "WallClock",
@@ -38,7 +39,9 @@ __all__ = [
 ZONE_NAME_PATTERN = r"^[A-Za-z][A-Za-z0-9_+-]*(?:/[A-Za-z0-9_+-]+){0,2}$"
 """The shape of an IANA zone name (``America/Argentina/Buenos_Aires``, ``Etc/GMT+5``, ``UTC``)."""
 _ZONE_NAME = re.compile(ZONE_NAME_PATTERN)
-_WALL_CLOCK = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(?::\d{2})?$")
+WALL_CLOCK_PATTERN = r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(?::\d{2})?$"
+"""A local date and time without an offset: ``2026-12-07T09:00`` or ``2026-12-07T09:00:30``."""
+_WALL_CLOCK = re.compile(WALL_CLOCK_PATTERN)
 
 
 @lru_cache(maxsize=1024)

@@ -54,6 +54,9 @@ _POSITIVE_DATA_ALSO_REFUSED = {
     # A token that fails its signature is BAD_REQUEST "this unsubscribe link is not valid": a string is
     # all a schema can say about an HMAC-signed credential.
     "campaigns.unsubscribeFromAnnouncements": "an unverifiable token is BAD_REQUEST",
+    # sendAt must lie in the future and a timeZone must exist in the tz database (the schema gives
+    # the shapes: a date-time, or a wall-clock time and a zone name).
+    "campaigns.scheduleDispatch": "sendAt in the future; timeZone must exist in the tz database",
     # profileId must not repeat within one call (uniqueness of one property across items), and
     # timeZone must name a zone the tz database has (the schema gives its shape).
     "profiles.upsert": "unique profileIds across rows; timeZone must exist in the tz database",
