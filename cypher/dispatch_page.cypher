@@ -5,6 +5,7 @@
 // members it read, the last one, the eligible ids): a record per member cost the worker more driver CPU
 // than the rest of the page's work.
 MATCH (p:Profile)-[m:IN_CAMPAIGN_AUDIENCE]->(c:Campaign)
+USING INDEX m:IN_CAMPAIGN_AUDIENCE(campaignId, profileId)
 WHERE m.campaignId = $campaignId AND m.profileId > $cursor
 WITH p, c, m
 ORDER BY m.campaignId, m.profileId

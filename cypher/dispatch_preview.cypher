@@ -4,9 +4,11 @@
 // audience in bounded pages (issue 11: never the whole audience in one record or one sort).
 // One record per page: members read, the last one, how many were already notified, the notify
 // recipients and the email recipients with their one address. The email rule is the email claim's
-// (email_claim.cypher): opted in, adult by EMAIL_AGE_OK, one primary verified address, never claimed.
-// Placeholders are filled by graph.policy (the one definition of every eligibility rule).
+// (email_page.cypher): opted in, adult by EMAIL_AGE_OK, one primary verified address, never claimed.
+// Placeholders are filled by graph.policy (the one definition of every eligibility rule). The index
+// hint keeps the seek on a young database whose statistics would otherwise favour a scan.
 MATCH (p:Profile)-[m:IN_CAMPAIGN_AUDIENCE]->(c:Campaign)
+USING INDEX m:IN_CAMPAIGN_AUDIENCE(campaignId, profileId)
 WHERE m.campaignId = $campaignId AND m.profileId > $cursor
 WITH p, c, m
 ORDER BY m.campaignId, m.profileId

@@ -15,6 +15,7 @@
 // predicates (tests/integration/test_email_page_walk.py asserts it).
 CYPHER replan=skip
 MATCH (p:Profile)-[m:IN_CAMPAIGN_AUDIENCE]->(c:Campaign)
+USING INDEX m:IN_CAMPAIGN_AUDIENCE(campaignId, profileId)
 WHERE m.campaignId = $campaignId AND m.profileId > $cursor
 WITH p, c, m
 ORDER BY m.campaignId, m.profileId

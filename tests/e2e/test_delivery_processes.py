@@ -261,7 +261,11 @@ def test_worker_killed_mid_dispatch_loses_nothing_and_counts_exactly(stack: Stac
     wait_for("the queues to drain", stack.queues_empty)
     assert_exactly_once(stack, "ca", members, created_at)
     record = get_dispatch(stack.graph, dispatch_id)
-    assert (record.acknowledged, record.rejected, record.enqueued) == (len(members), 0, len(members))
+    assert (record.acknowledged, record.rejected) == (len(members), 0)
+    # `enqueued` counts what pages that won their cursor CAS enqueued. The killed worker may have
+    # enqueued a page and died before its CAS: that page is walked again, and whoever was acknowledged
+    # in between is not enqueued again (nor needs to be). So at most one page goes uncounted there.
+    assert len(members) - PAGE_SIZE <= record.enqueued <= len(members)
     assert record.pages == len(members) // PAGE_SIZE + 1
 
 

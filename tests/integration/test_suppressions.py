@@ -148,7 +148,9 @@ def test_the_suppression_rule_seeks_its_index_and_never_scans(graph: Graph) -> N
             return _db_hits(result.consume().profile)
 
     def measure() -> tuple[int, int]:
-        return hits("email_preview", campaignId="c1", cap=100), hits("email_test_recipient", profileId="a")
+        return hits(
+            "dispatch_preview", campaignId="c1", cursor="", limit=100, notify=False, email=True
+        ), hits("email_test_recipient", profileId="a")
 
     graph.run("UNWIND range(1, 10) AS i CREATE (:EmailSuppression {address: 'x' + i + '@example.com'})")
     few = measure()
