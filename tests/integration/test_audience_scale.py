@@ -108,6 +108,13 @@ def test_preview_pages_the_audience_and_pins_the_same_recipients(graph: Graph) -
 
 
 def test_preview_page_is_an_ordered_index_seek(graph: Graph) -> None:
+    # Statistics of a database with real memberships, fresh, and no plan cached from an emptier graph
+    # (on an empty one a scan of the whole index is as cheap as a seek, and a full test session had
+    # cached exactly that plan).
+    create_members(graph, "c1", 2000)
+    create_members(graph, "c2", 2000, prefix="n")
+    graph.run("CALL db.prepareForReplanning()")
+    graph.run("CALL db.clearQueryCaches()")
     plan = graph.driver.execute_query(
         "EXPLAIN " + policy_query("dispatch_preview"),
         {
@@ -122,7 +129,10 @@ def test_preview_page_is_an_ordered_index_seek(graph: Graph) -> None:
     ).summary.plan
     assert plan is not None
     ops = operators(plan)
-    assert "DirectedRelationshipIndexSeek" in ops, ops
+    # The seek's operator name depends on what the planner knows (plain or ByRange seek); what matters
+    # is that the page is a relationship index seek and nothing scans or sorts the audience.
+    assert any("RelationshipIndexSeek" in op for op in ops), ops
+    assert not any(op.endswith("Scan") for op in ops), ops
     assert "Sort" not in ops and "Top" not in ops, ops
 
 
