@@ -33,6 +33,7 @@ import logging
 import math
 import time
 import uuid
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
@@ -321,10 +322,6 @@ class EmailWorker:
         job = page.job
         now = self._clock()
         stamp = format_ts(now)
-        counts = {
-            o: sum(1 for r in results if r.outcome == o)
-            for o in ("accepted", "throttled", "rejected", "uncertain")
-        }
         throttled = [r for r in results if r.outcome == "throttled"]
         problems = [r for r in results if r.outcome in ("uncertain", "rejected")]
         last_error = f"{problems[-1].outcome}: {problems[-1].reason}" if problems else None
@@ -368,7 +365,6 @@ class EmailWorker:
             page,
             results,
             cursor=cursor,
-            counts=counts,
             last_error=last_error,
             done=done,
             next_page_at=next_at,
@@ -423,10 +419,7 @@ class EmailWorker:
         return EmailPageOutcome("failed" if status == "failed" else "stopped", reason=reason)
 
     def _log(self, job: PageJob, results: Sequence[SendResult]) -> None:
-        counts = {
-            o: sum(1 for r in results if r.outcome == o)
-            for o in ("accepted", "throttled", "rejected", "uncertain")
-        }
+        counts = _tally(results)
         log.info(
             "email.page dispatch_id=%s claimed=%d emailed=%d throttled=%d rejected=%d uncertain=%d",
             job.dispatch_id,
@@ -512,7 +505,6 @@ class EmailWorker:
         results: list[SendResult],
         *,
         cursor: str | None,
-        counts: Mapping[str, int],
         last_error: str | None,
         done: bool,
         next_page_at: str | None,
@@ -524,12 +516,7 @@ class EmailWorker:
             page.job,
             cursor=cursor,
             enqueued=len(results),
-            counters={
-                "emailed": counts["accepted"],
-                "rejected": counts["rejected"],
-                "uncertain": counts["uncertain"] - late,
-                "throttled": counts["throttled"],
-            },
+            counters=_counters(results, late=late),
             last_error=last_error,
             done=done,
             now=now,
@@ -550,10 +537,6 @@ class EmailWorker:
     ) -> Any:
         late = self._record(tx, page, results, now=now)
         tx.run(_COOLDOWN, provider=self._provider.name, until=retry_at, reason=reason, now=now).consume()
-        counts = {
-            o: sum(1 for r in results if r.outcome == o)
-            for o in ("accepted", "throttled", "rejected", "uncertain")
-        }
         return defer(
             tx,
             page.job,
@@ -563,11 +546,22 @@ class EmailWorker:
             max_deferrals=self._max_deferrals,
             now=now,
             enqueued=len(results),
-            counters={
-                "emailed": counts["accepted"],
-                "rejected": counts["rejected"],
-                "uncertain": counts["uncertain"] - late,
-                "throttled": counts["throttled"],
-            },
+            counters=_counters(results, late=late),
             last_error=last_error,
         )
+
+
+def _tally(results: Sequence[SendResult]) -> Counter[str]:
+    return Counter(r.outcome for r in results)
+
+
+def _counters(results: Sequence[SendResult], *, late: int) -> dict[str, int]:
+    """The Dispatch counters of one page's outcomes; ``late`` of its uncertain ones were already counted
+    by the sweeper as abandoned claims, so they are not counted twice."""
+    counts = _tally(results)
+    return {
+        "emailed": counts["accepted"],
+        "rejected": counts["rejected"],
+        "uncertain": counts["uncertain"] - late,
+        "throttled": counts["throttled"],
+    }
