@@ -16,9 +16,9 @@ hits per bucket, adds them in one ``MERGE`` per bucket (buckets in key order, so
 cannot deadlock on each other) and hands each call its own position in the count: the k-th of n hits on
 a bucket that ends at C saw ``C - n + k``, exactly what n separate statements would have returned.
 
-Fail closed: if the store cannot answer, the call is refused with ``ServiceUnavailable``. The query
-runs as an auto-commit statement with a short retry on transient errors only, so an unreachable
-graph fails the call quickly instead of waiting out the driver's 30 s transaction retry budget.
+Fail closed: if the store cannot answer, the call is refused with ``ServiceUnavailable``. Which driver
+failures mean "cannot answer" and how long to retry them is ``Graph``'s one rule (graph/graph.py): the
+API's graph gives up on an unreachable store within about a second.
 """
 
 from __future__ import annotations
@@ -27,8 +27,6 @@ import logging
 from collections import Counter
 from dataclasses import dataclass
 from datetime import timedelta
-
-from neo4j import exceptions as neo4j_errors
 
 from campaign_engine.domain.errors import ServiceUnavailable, TooManyRequests
 from campaign_engine.domain.types import Clock, format_ts
@@ -40,7 +38,6 @@ __all__ = ["SWEEP", "GraphRateLimiter"]
 log = logging.getLogger(__name__)
 
 SWEEP = 100
-_ATTEMPTS = 3
 
 _HIT = """
 UNWIND $buckets AS bucket
@@ -102,21 +99,11 @@ class GraphRateLimiter:
         return counts
 
     def _add(self, buckets: list[dict[str, object]], *, expires_at: str) -> dict[str, int]:
-        for attempt in range(_ATTEMPTS):
-            try:
-                with self._graph.driver.session(database=self._graph.database) as session:
-                    result = session.run(_HIT, buckets=buckets, expiresAt=expires_at)
-                    return {record["key"]: int(record["count"]) for record in result}
-            except neo4j_errors.TransientError:
-                if attempt + 1 == _ATTEMPTS:
-                    break
-            except (neo4j_errors.Neo4jError, neo4j_errors.DriverError, OSError) as exc:
-                raise ServiceUnavailable("the rate-limit store is unavailable; try again later") from exc
-        raise ServiceUnavailable("the rate-limit store is busy; try again later")
+        rows = self._graph.run(_HIT, buckets=buckets, expiresAt=expires_at)
+        return {row["key"]: int(row["count"]) for row in rows}
 
     def _sweep(self, now: str) -> None:
         try:
-            with self._graph.driver.session(database=self._graph.database) as session:
-                session.run(_SWEEP, now=now, limit=SWEEP).consume()
-        except (neo4j_errors.Neo4jError, neo4j_errors.DriverError, OSError):
-            log.info("rate_limit.sweep_skipped")
+            self._graph.run(_SWEEP, now=now, limit=SWEEP)
+        except ServiceUnavailable:
+            log.info("rate_limit.sweep_skipped")  # best effort: a failed sweep only delays cleanup

@@ -52,7 +52,9 @@ def test_a_new_minute_opens_a_new_window_and_old_buckets_are_swept(graph: Graph)
 
 
 def test_unreachable_store_fails_closed(base_settings: Settings) -> None:
-    driver = neo4j.GraphDatabase.driver(f"bolt://127.0.0.1:{free_port()}", auth=None, connection_timeout=2)
+    driver = neo4j.GraphDatabase.driver(
+        f"bolt://127.0.0.1:{free_port()}", auth=None, connection_timeout=2, max_transaction_retry_time=0
+    )  # as open_graph builds it: Graph does the retrying
     dead = Graph(driver, database="neo4j")
     try:
         limiter = GraphRateLimiter(dead, limit_per_minute=60, clock=lambda: NOW)
@@ -63,7 +65,9 @@ def test_unreachable_store_fails_closed(base_settings: Settings) -> None:
 
 
 def test_unreachable_store_is_a_503_for_user_calls(base_settings: Settings, graph: Graph) -> None:
-    driver = neo4j.GraphDatabase.driver(f"bolt://127.0.0.1:{free_port()}", auth=None, connection_timeout=2)
+    driver = neo4j.GraphDatabase.driver(
+        f"bolt://127.0.0.1:{free_port()}", auth=None, connection_timeout=2, max_transaction_retry_time=0
+    )  # as open_graph builds it: Graph does the retrying
     try:
         limiter = GraphRateLimiter(Graph(driver, database="neo4j"), limit_per_minute=60, clock=lambda: NOW)
         with api_client(base_settings, graph, clock=lambda: NOW, rate_limiter=limiter) as api:
