@@ -13,17 +13,23 @@ Mangum's lifespan support would run the app's start-up and shut-down around ever
 from __future__ import annotations
 
 import logging
+import sys
 from collections.abc import Mapping
 from functools import cache
 from typing import Any
 
+from structlog.contextvars import bound_contextvars
+
 from campaign_engine.config import Settings
+from campaign_engine.delivery.gauges import scrape_gauges
 from campaign_engine.delivery.jobs import JobTable
 from campaign_engine.delivery.queue.port import Queue
 from campaign_engine.delivery.queue.sqs import batch_item_failures, parse_sqs_event
 from campaign_engine.delivery.runner import settle
 from campaign_engine.delivery.wiring import Queues, build_job_table, build_queues, run_sweep
 from campaign_engine.graph.graph import Graph, open_graph
+from campaign_engine.observability import metrics
+from campaign_engine.observability.logs import configure_logging
 
 __all__ = ["api_handler", "delivery_handler", "handle_sqs_event", "page_handler", "sweep_handler"]
 
@@ -32,12 +38,18 @@ log = logging.getLogger(__name__)
 
 @cache
 def _settings() -> Settings:
-    # Lambda's runtime gives the root logger its handler but leaves the level at WARNING, which would
-    # drop every INFO event (dispatch.completed, jobs.page, ...) before it reached CloudWatch.
-    if not logging.getLogger().handlers:
-        logging.basicConfig(format="%(levelname)s %(name)s %(message)s")
-    logging.getLogger("campaign_engine").setLevel(logging.INFO)
-    return Settings()
+    # Our handler replaces the one Lambda's runtime gives the root logger (plain text, root at
+    # WARNING): one JSON line per event in CloudWatch, redacted, at LOG_LEVEL.
+    settings = Settings()
+    configure_logging(settings)
+    metrics.record_to(metrics.EmfRecorder(sys.stdout))  # no scrape reaches a Lambda: EMF lines instead
+    return settings
+
+
+def _invocation(context: Any) -> Any:
+    """Binds this invocation's id as ``requestId`` on every line it logs (page and delivery jobs bind
+    their campaign, dispatch and delivery ids per record in ``delivery/jobs.py``)."""
+    return bound_contextvars(requestId=getattr(context, "aws_request_id", None))
 
 
 @cache
@@ -63,44 +75,44 @@ def _api() -> Any:
 
     # The app opens its own graph: an API call waits about a second for an unreachable Neo4j (then
     # 503), where the workers' graph waits out a restart (graph/graph.py, NEO4J_UNAVAILABLE_WAIT_SECONDS).
-    app = create_app(_settings(), dispatch_queue=_queues().dispatch, start_now=True)
+    app = create_app(_settings(), dispatch_queue=_queues().dispatch, start_now=True, serve_metrics=False)
     return Mangum(app, lifespan="off")
 
 
 def api_handler(event: Mapping[str, Any], context: Any) -> Any:
-    return _api()(event, context)
+    return _api()(event, context)  # the app binds each request's own id (observability/request_id.py)
 
 
 def handle_sqs_event(table: JobTable, queue: Queue, event: Mapping[str, Any]) -> dict[str, Any]:
     """One SQS event through the job table; the messages to retry come back as batch item failures."""
     messages = parse_sqs_event(event)
     kept = settle(table, queue, messages, delete_finished=False)
-    log.info("lambda.batch records=%d retry=%d", len(messages), len(kept))
+    log.info("lambda.batch", extra={"records": len(messages), "retry": len(kept)})
     return batch_item_failures(message.message_id for message in kept)
 
 
 def page_handler(event: Mapping[str, Any], context: Any) -> dict[str, Any]:
     """Page jobs of every channel (notify and email) from the dispatch queue."""
-    return handle_sqs_event(_table(), _queues().dispatch, event)
+    with _invocation(context):
+        return handle_sqs_event(_table(), _queues().dispatch, event)
 
 
 def delivery_handler(event: Mapping[str, Any], context: Any) -> dict[str, Any]:
     """Per-recipient notify deliveries from the delivery queue."""
-    return handle_sqs_event(_table(), _queues().delivery, event)
+    with _invocation(context):
+        return handle_sqs_event(_table(), _queues().delivery, event)
 
 
 def sweep_handler(event: Mapping[str, Any], context: Any) -> dict[str, Any]:
-    result = run_sweep(_settings(), _graph(), _queues().dispatch)
-    log.info(
-        "sweeper.ran rearmed=%d waves=%d failed=%d scheduled=%d",
-        len(result.rearmed),
-        len(result.waves),
-        len(result.failed),
-        len(result.scheduled),
-    )
-    return {
-        "rearmed": len(result.rearmed),
-        "waves": len(result.waves),
-        "failed": len(result.failed),
-        "scheduled": len(result.scheduled),
-    }
+    with _invocation(context):
+        result = run_sweep(_settings(), _graph(), _queues().dispatch)
+        # Dispatches by status once a minute; queue depth and age are AWS/SQS's own metrics there.
+        metrics.record_readings(scrape_gauges(_graph(), {}))
+        counts = {
+            "rearmed": len(result.rearmed),
+            "waves": len(result.waves),
+            "failed": len(result.failed),
+            "scheduled": len(result.scheduled),
+        }
+        log.info("sweeper.ran", extra=counts)
+        return counts

@@ -15,6 +15,7 @@ from typing import Annotated, Literal
 from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
+from campaign_engine.domain.frequency_cap import FrequencyCaps  # a domain leaf: the cap model
 from campaign_engine.domain.webhook_signature import secret_bytes  # a domain leaf: the one format rule
 
 __all__ = ["ConfigError", "Settings"]
@@ -52,6 +53,21 @@ def _is_public_host(host_port: str) -> bool:
 
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(case_sensitive=False, extra="ignore", frozen=True)
+
+    # --- logs (observability/logs.py) -----------------------------------------------------------
+    # Level of our modules and uvicorn's (libraries stay at WARNING); JSON lines unless `console`,
+    # which renders the same fields for a human at a terminal.
+    log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
+    log_format: Literal["json", "console"] = "json"
+
+    @field_validator("log_level", "log_format", mode="before")
+    @classmethod
+    def _log_word(cls, value: object) -> object:
+        """``LOG_LEVEL=info`` and ``LOG_FORMAT=JSON`` mean what they say."""
+        if not isinstance(value, str):
+            return value
+        word = value.strip()
+        return word.upper() if word.lower() in ("debug", "info", "warning", "error") else word.lower()
 
     # --- graph ---------------------------------------------------------------------------------
     neo4j_uri: str = "bolt://127.0.0.1:7687"
@@ -131,6 +147,10 @@ class Settings(BaseSettings):
     # tenant -> branding {"name", "logoUrl"?, "primaryColor"?, "textColor"?}.
     campaign_app_origins: Annotated[dict[str, str], NoDecode] = Field(default_factory=dict)
     campaign_tenants: Annotated[dict[str, dict[str, str]], NoDecode] = Field(default_factory=dict)
+    # Frequency cap across campaigns (issue 12): tenant ("*" = default) -> channel (notify, email) ->
+    # {"max": n >= 1, "windowSeconds": s}, e.g. {"*": {"email": {"max": 3, "windowSeconds": 604800}}}.
+    # Validated here so a typo stops the process at start, never at send time; unset = no cap.
+    campaign_frequency_caps: Annotated[FrequencyCaps, NoDecode] = Field(default_factory=dict)
     # Wait before a throttled email page is retried when the provider gave no Retry-After.
     campaign_email_throttle_backoff_seconds: int = Field(default=60, ge=0, le=86_400)
     # Consecutive back-pressure deferrals of an email page (throttled, or waiting out the provider's
@@ -155,7 +175,26 @@ class Settings(BaseSettings):
     campaign_soft_bounce_limit: int = Field(default=3, ge=1, le=100)
     campaign_soft_bounce_window_hours: int = Field(default=168, ge=1, le=8760)
 
-    @field_validator("campaign_app_origins", "campaign_tenants", mode="before")
+    # --- command-line clients of the API (`campaign-engine dispatch watch`) ----------------------
+    # They call the public tRPC API like the console does, so they need where it is and an admin
+    # bearer token (sent as a header only, never in a URL); `--api` / `--token` override these.
+    campaign_api_url: str = "http://127.0.0.1:8000"
+    campaign_api_token: SecretStr | None = None
+
+    # --- metrics (docs/architecture.md "Metrics") -------------------------------------------------
+    # /metrics on the API and the worker needs `Authorization: Bearer <this>` when set; open when unset
+    # (make dev), so a deployment that exposes either port sets it.
+    metrics_bearer_token: SecretStr | None = None
+    # The worker serves /metrics on this port when set (make dev: 9464); unset = no metrics server.
+    metrics_port: int | None = Field(default=None, ge=1, le=65_535)
+    # Where the worker's metrics server listens: loopback unless a scraper on another host needs it.
+    metrics_host: str = "127.0.0.1"
+    # prometheus_client's multiprocess mode (several processes behind one endpoint, e.g. uvicorn
+    # --workers): the library reads this variable itself when it is imported, so it must be in the
+    # process environment; here it tells /metrics to sum the processes' files. Empty it at each start.
+    prometheus_multiproc_dir: str | None = None
+
+    @field_validator("campaign_app_origins", "campaign_tenants", "campaign_frequency_caps", mode="before")
     @classmethod
     def _json_object(cls, value: object) -> object:
         """The environment (and ``Settings(field="...")``) spells these maps as JSON text."""

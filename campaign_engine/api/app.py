@@ -11,12 +11,12 @@ import gc
 import importlib
 import logging
 import pkgutil
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
 
 from fastapi import FastAPI
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, Response
 from starlette.requests import Request
 from starlette.types import ASGIApp, Receive, Scope, Send
 
@@ -39,6 +39,8 @@ from campaign_engine.feedback.config import FeedbackConfig
 from campaign_engine.feedback.sns_http import SnsHttp
 from campaign_engine.graph.graph import API_UNAVAILABLE_WAIT_SECONDS, Graph, open_graph
 from campaign_engine.graph.schema import apply_schema, schema_applied
+from campaign_engine.observability.metrics import scrape, serving_registry
+from campaign_engine.observability.request_id import RequestIdMiddleware
 from campaign_engine.unsubscribe.routes import unsubscribe_router
 from campaign_engine.unsubscribe.tokens import UnsubscribeTokens
 
@@ -99,6 +101,7 @@ def create_app(
     self_test_testers: Mapping[str, ChannelTester] | None = None,
     sns_http: SnsHttp | None = None,
     start_now: bool = False,
+    serve_metrics: bool = True,
 ) -> FastAPI:
     """The API app. It starts (applies the schema) in its lifespan, or here when ``start_now``: the
     Lambda handler starts it once per container and serves it without lifespan events."""
@@ -158,6 +161,7 @@ def create_app(
     endpoint = TrpcEndpoint(services, ROUTERS)
 
     app.add_middleware(_TrpcFirst, endpoint=endpoint)
+    app.add_middleware(RequestIdMiddleware)  # outermost of ours: every route's lines carry requestId
     document = build_openapi(endpoint.procedures.values(), title=app.title, version=app.version)
 
     def openapi() -> dict[str, Any]:
@@ -170,6 +174,9 @@ def create_app(
     # Provider feedback (bounces, complaints); each endpoint answers 404 until configured.
     app.include_router(webhooks_router(settings=settings, graph=the_graph, clock=clock, sns_http=sns_http))
     app.include_router(admin_console_router())  # the console at /admin: static files, tRPC only
+
+    if serve_metrics:  # Lambda reports EMF instead: a scrape there would reach one container's counters
+        app.add_api_route("/metrics", metrics_route(settings), include_in_schema=False)
 
     @app.get("/healthz", include_in_schema=False)
     def healthz() -> dict[str, str]:
@@ -189,6 +196,24 @@ def create_app(
         )
 
     return app
+
+
+def metrics_route(settings: Settings) -> Callable[[Request], Response]:
+    """``GET /metrics``: this process's (or, in multiprocess mode, every process's) metrics in the
+    Prometheus text format, behind METRICS_BEARER_TOKEN when set. Not under /trpc, not in OpenAPI."""
+    registry = serving_registry(multiprocess_dir=settings.prometheus_multiproc_dir)
+    token = settings.metrics_bearer_token.get_secret_value() if settings.metrics_bearer_token else None
+
+    def metrics_endpoint(request: Request) -> Response:  # sync: the collectors run in the thread pool
+        status, body, headers = scrape(
+            registry,
+            authorization=request.headers.get("authorization"),
+            accept=request.headers.get("accept"),
+            token=token,
+        )
+        return Response(body, status_code=status, headers=headers)
+
+    return metrics_endpoint
 
 
 def freeze_startup_heap() -> None:

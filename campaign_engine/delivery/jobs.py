@@ -26,6 +26,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from pydantic import ValidationError
+from structlog.contextvars import bound_contextvars
 
 from campaign_engine.delivery.dispatch_cursor import record_failure, stop
 from campaign_engine.delivery.email.page_walk import EmailPageOutcome
@@ -195,13 +196,15 @@ def serve_pages(
 
     def serve(item: Received[PageJob]) -> Outcome:
         job = item.job
-        try:
-            outcome = handle_page(job)
-        except Exception as exc:
-            log.exception("jobs.page_failed channel=%s dispatch_id=%s", job.channel, job.dispatch_id)
-            return failures.settle(item, type(exc).__name__)
-        log.info("jobs.page channel=%s dispatch_id=%s outcome=%s", job.channel, job.dispatch_id, outcome)
-        return Done()
+        # Every line of this page (the walk, the provider, the failure count) names its dispatch.
+        with bound_contextvars(campaignId=job.campaign_id, dispatchId=job.dispatch_id, channel=job.channel):
+            try:
+                outcome = handle_page(job)
+            except Exception as exc:
+                log.exception("jobs.page_failed")
+                return failures.settle(item, type(exc).__name__)
+            log.info("jobs.page", extra={"outcome": outcome.outcome, "reason": outcome.reason})
+            return Done()
 
     return serve
 

@@ -95,11 +95,16 @@ def create_inbox_app(
             return _refuse(400, "invalid payload", issues=issues)
         is_new = await asyncio.wrap_future(store.submit(payload))  # resolves after the COMMIT
         if log.isEnabledFor(logging.DEBUG):
+            meta = payload.metadata
             log.debug(
-                "inbox.stored campaign_id=%s profile_id=%s duplicate=%s",
-                payload.metadata.campaign_id,
-                payload.recipient,
-                not is_new,
+                "inbox.stored",
+                extra={
+                    "campaignId": meta.campaign_id,
+                    "dispatchId": meta.dispatch_id,
+                    "deliveryId": meta.delivery_id,
+                    "profileId": payload.recipient,
+                    "duplicate": not is_new,
+                },
             )
         return 200, _SENT
 
@@ -123,13 +128,14 @@ def serve_inbox(*, host: str, port: int, db_path: Path, secret: str) -> None:
     """Run the inbox in the foreground until interrupted (``campaign-engine inbox``)."""
     import uvicorn  # imported here: only this entry point needs the server
 
-    # No access log: query strings name profiles.
+    # No access log: query strings name profiles. log_config=None: the process's own logging
+    # (configured by the CLI: JSON lines, redacted) renders uvicorn's records too.
     uvicorn.run(
         create_inbox_app(db_path=db_path, secret=secret),
         host=host,
         port=port,
-        log_level="info",
         access_log=False,
+        log_config=None,
     )
 
 

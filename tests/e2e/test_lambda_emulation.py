@@ -353,6 +353,10 @@ def test_notify_and_email_campaign_through_the_emulated_deployment(
     assert sum(1 for i in aws.invocations if i.function == "api") == api.calls + 1 > 10
     assert aws.log_text("api").count("api.started") == 1, aws.log_text("api")[-3000:]
     assert any(i.function == "sweeper" for i in aws.invocations)
-    # Lambda's runtime leaves the root logger at WARNING: the handlers must still reach CloudWatch at INFO.
+    # Lambda's runtime leaves the root logger at WARNING: the handlers must still reach CloudWatch at
+    # INFO, as JSON lines that carry the invocation's id (observability/logs.py).
     for name in ("pageWorker", "deliveryWorker", "sweeper"):
-        assert "[INFO]\tcampaign_engine." in aws.log_text(name), f"{name} logged nothing at INFO"
+        lines = [json.loads(line) for line in aws.log_text(name).splitlines() if line.startswith("{")]
+        ours = [e for e in lines if str(e.get("logger")).startswith("campaign_engine.")]
+        assert any(e["level"] == "info" for e in ours), f"{name} logged nothing at INFO"
+        assert all(e.get("requestId") for e in ours), f"{name} logged outside an invocation's id"

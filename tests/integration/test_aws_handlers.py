@@ -21,6 +21,7 @@ from campaign_engine.config import Settings
 from campaign_engine.delivery.queue.port import ReceivedMessage
 from campaign_engine.delivery.queue.sqs import SqsQueue, make_sqs_client
 from campaign_engine.graph.graph import Graph
+from campaign_engine.observability import metrics
 from tests.support.delivery import (
     WEBHOOK_SECRET,
     ScriptedReceiver,
@@ -88,10 +89,12 @@ def lambda_env(
     _clear_caches()
     package_logger = logging.getLogger("campaign_engine")
     level = package_logger.level
+    recorder = metrics.record_to(None)  # the handlers switch this process to EMF lines; put it back
     try:
         yield SqsQueue(client, urls[0]), SqsQueue(client, urls[1])
     finally:
         package_logger.setLevel(level)
+        metrics.record_to(recorder)
         if aws._table.cache_info().currsize:
             aws._table().close()
         if aws._graph.cache_info().currsize:
@@ -131,3 +134,23 @@ def test_page_and_delivery_handlers_report_partial_batch_failures(
     assert again.message_id == by_profile["p2"] and again.receive_count == 2
     # Lambda's root logger stays at WARNING; the handlers must still emit the package's INFO events.
     assert logging.getLogger("campaign_engine").getEffectiveLevel() == logging.INFO
+
+
+def test_handlers_print_their_measurements_as_emf_lines(
+    graph: Graph, lambda_env: tuple[SqsQueue, SqsQueue], capsys: pytest.CaptureFixture[str]
+) -> None:
+    dispatch_queue, _ = lambda_env
+    make_campaign(graph, "c1")
+    add_members(graph, "c1", ["p1"])
+    start_dispatch(graph, dispatch_queue)
+    pages = dispatch_queue.receive(max_messages=10, wait_seconds=1)
+    assert aws.page_handler(_event(pages), None) == {"batchItemFailures": []}
+    aws.sweep_handler({}, None)
+
+    lines = [json.loads(line) for line in capsys.readouterr().out.splitlines() if line.startswith('{"_aws"')]
+    names = {metric["Name"] for line in lines for metric in line["_aws"]["CloudWatchMetrics"][0]["Metrics"]}
+    assert {"pages_walked", "dispatches"} <= names  # nothing scrapes a Lambda: both arrive as EMF
+    walked = next(line for line in lines if "pages_walked" in line)
+    assert (walked["channel"], walked["pages_walked"]) == ("notify", 1)
+    completed = [line for line in lines if line.get("dispatches") and line["status"] == "completed"]
+    assert [(line["channel"], line["dispatches"]) for line in completed] == [("notify", 1.0)]

@@ -16,6 +16,7 @@ PACKAGE = Path(__file__).resolve().parents[2] / "campaign_engine"
 LAYERS = {
     "domain": 0,
     "config": 0,
+    "observability": 0,  # logs and metrics: third-party plumbing every layer may use
     "graph": 1,
     "campaigns": 2,
     "delivery": 2,
@@ -25,6 +26,7 @@ LAYERS = {
     "api": 3,
     "aws": 3,
     "cli": 3,
+    "watch": 3,  # `campaign-engine dispatch watch`: a client of the public API, part of the cli edge
 }
 
 

@@ -33,6 +33,8 @@ from campaign_engine.delivery.notify.sender import (
 )
 from campaign_engine.delivery.notify.transport import AsyncSafeTransport, ResponseTooLarge
 from campaign_engine.domain.webhook_signature import signed_headers
+from campaign_engine.observability import metrics
+from campaign_engine.observability.metrics import WebhookResult
 
 __all__ = ["WebhookPoster"]
 
@@ -114,17 +116,32 @@ class WebhookPoster:
                 self._secret, msg_id=item.msg_id, body=item.body, now=int(self._wall_clock())
             )
             headers["content-type"] = "application/json"
-            try:
-                # The whole (capped) answer is read before this returns: nothing is streamed.
-                status, answer_headers, body = await self._transport.post(
-                    item.url, item.body, list(headers.items()), timeout=self._timeout
-                )
-            except (EgressBlocked, httpx.HTTPError) as exc:
-                return _failed(exc)
-            content_type = next(
-                (v.decode("latin-1") for k, v in answer_headers if k.lower() == b"content-type"), None
+            started = time.perf_counter()
+            result = await self._exchange(item, list(headers.items()))
+            metrics.webhook_post(_RESULT_LABELS[type(result)], time.perf_counter() - started)
+            return result
+
+    async def _exchange(self, item: Outgoing, headers: list[tuple[str, str]]) -> PostResult:
+        try:
+            # The whole (capped) answer is read before this returns: nothing is streamed.
+            status, answer_headers, body = await self._transport.post(
+                item.url, item.body, headers, timeout=self._timeout
             )
-            return Answered(status, body, content_type)
+        except (EgressBlocked, httpx.HTTPError) as exc:
+            return _failed(exc)
+        content_type = next(
+            (v.decode("latin-1") for k, v in answer_headers if k.lower() == b"content-type"), None
+        )
+        return Answered(status, body, content_type)
+
+
+_RESULT_LABELS: dict[type[PostResult], WebhookResult] = {
+    Answered: "answered",
+    Blocked: "blocked",
+    Unreachable: "unreachable",
+    Unreadable: "unreadable",
+    TimedOut: "timed_out",
+}
 
 
 def _failed(exc: EgressBlocked | httpx.HTTPError) -> Blocked | Unreachable | Unreadable | TimedOut:

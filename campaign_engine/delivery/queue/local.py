@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from campaign_engine.delivery.queue.port import QueueError, ReceivedMessage, check_delay
+from campaign_engine.delivery.queue.port import QueueError, QueueStats, ReceivedMessage, check_delay
 
 __all__ = ["MAX_RECEIVE_BATCH", "DeadLetter", "LocalQueue"]
 
@@ -175,6 +175,19 @@ class LocalQueue:
         """Messages not yet deleted nor dead, visible or in flight."""
         rows = self._read("SELECT count(*) FROM messages WHERE name = ?", (self._name,))
         return int(rows[0][0])
+
+    def stats(self) -> QueueStats:
+        """Depth by state and the oldest message's age, in one read of this queue's rows (metrics)."""
+        now = self._clock()
+        visible, in_flight, delayed, oldest = self._read(
+            "SELECT coalesce(sum(visible_at <= ?), 0),"
+            " coalesce(sum(visible_at > ? AND receipt IS NOT NULL), 0),"
+            " coalesce(sum(visible_at > ? AND receipt IS NULL), 0), min(sent_at)"
+            " FROM messages WHERE name = ?",
+            (now, now, now, self._name),
+        )[0]
+        age = None if oldest is None else max(0.0, now - float(oldest))
+        return QueueStats(int(visible), int(in_flight), int(delayed), age)
 
     def dead_letters(self) -> list[DeadLetter]:
         rows = self._read(

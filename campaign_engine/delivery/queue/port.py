@@ -11,7 +11,15 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Generic, Protocol, TypeVar
 
-__all__ = ["MAX_DELAY_SECONDS", "Queue", "QueueError", "Received", "ReceivedMessage", "check_delay"]
+__all__ = [
+    "MAX_DELAY_SECONDS",
+    "Queue",
+    "QueueError",
+    "QueueStats",
+    "Received",
+    "ReceivedMessage",
+    "check_delay",
+]
 
 J = TypeVar("J")
 
@@ -37,6 +45,18 @@ class Received(Generic[J]):
 
     message: ReceivedMessage
     job: J
+
+
+@dataclass(frozen=True)
+class QueueStats:
+    """A queue's depth for the metrics (read at scrape time), in SQS's terms."""
+
+    visible: int
+    in_flight: int
+    """Received and not yet deleted, or waiting out a ``change_visibility`` back-off."""
+    delayed: int
+    oldest_age_seconds: float | None
+    """Seconds since the oldest message was sent; None where the backend cannot say cheaply (SQS)."""
 
 
 class QueueError(Exception):

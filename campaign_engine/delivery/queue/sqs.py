@@ -15,7 +15,7 @@ import boto3
 from botocore.config import Config
 from botocore.exceptions import BotoCoreError, ClientError
 
-from campaign_engine.delivery.queue.port import QueueError, ReceivedMessage, check_delay
+from campaign_engine.delivery.queue.port import QueueError, QueueStats, ReceivedMessage, check_delay
 
 if TYPE_CHECKING:
     from mypy_boto3_sqs import SQSClient
@@ -103,6 +103,28 @@ class SqsQueue:
             )
         except _VENDOR_ERRORS as exc:
             raise QueueError("SQS ChangeMessageVisibility failed") from exc
+
+    def stats(self) -> QueueStats:
+        """The three approximate counts SQS offers (GetQueueAttributes). The oldest message's age is
+        not among them: it is CloudWatch's AWS/SQS ApproximateAgeOfOldestMessage, and peeking with a
+        receive would count against the redrive limit, so it is left to that metric."""
+        try:
+            attributes = self._client.get_queue_attributes(
+                QueueUrl=self._url,
+                AttributeNames=[
+                    "ApproximateNumberOfMessages",
+                    "ApproximateNumberOfMessagesNotVisible",
+                    "ApproximateNumberOfMessagesDelayed",
+                ],
+            ).get("Attributes", {})
+        except _VENDOR_ERRORS as exc:
+            raise QueueError("SQS GetQueueAttributes failed") from exc
+        return QueueStats(
+            visible=int(attributes.get("ApproximateNumberOfMessages", "0")),
+            in_flight=int(attributes.get("ApproximateNumberOfMessagesNotVisible", "0")),
+            delayed=int(attributes.get("ApproximateNumberOfMessagesDelayed", "0")),
+            oldest_age_seconds=None,
+        )
 
 
 def make_sqs_client(endpoint_url: str | None, region: str) -> SQSClient:

@@ -1,0 +1,1 @@
+"""Observability: metrics (``metrics``) and structured logs, shared by every edge."""

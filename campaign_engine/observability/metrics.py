@@ -1,0 +1,479 @@
+"""Every metric of the product, defined once, and the tiny recording API the rest of the code calls.
+
+Code records a measurement with one call (``trpc_request``, ``deliveries``, ``webhook_post``,
+``email_provider_call``, ``page_walked``); where it goes is decided once per process by its edge:
+
+- Prometheus (the default): counters and histograms of ``prometheus_client``, served at ``/metrics``
+  by the API and by the worker (``start_metrics_server``). With ``PROMETHEUS_MULTIPROC_DIR`` in the
+  environment (several processes behind one endpoint: ``uvicorn --workers``, gunicorn) the library
+  keeps values in per-process files and ``serving_registry`` sums them with its multiprocess collector.
+  There is no live ``Gauge`` here, so no gauge ``multiprocess_mode`` has to be chosen: every gauge is
+  read at scrape time by ``ScrapeGauges`` (one SQL query, one SQS call, one Cypher count) in the process
+  that answers the scrape, instead of being updated on every send and summed across processes.
+- CloudWatch Embedded Metric Format on Lambda (``record_to(EmfRecorder(sys.stdout))`` in ``aws.py``):
+  the same calls print one EMF JSON line each (``_aws.CloudWatchMetrics`` with Namespace, Dimensions
+  and Metrics, values as top-level members), which CloudWatch turns into metrics without an agent.
+
+Label sets are closed: procedures are the registered ones (anything else is ``(unknown)``), codes are
+tRPC codes plus ``OK``, channels, outcomes and statuses are the ``Literal`` types below. Nothing with
+an id, an address or a URL is ever a label.
+"""
+
+from __future__ import annotations
+
+import hmac
+import json
+import logging
+import threading
+import time
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal, Protocol, TextIO
+from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
+
+from prometheus_client import REGISTRY, CollectorRegistry, Counter, Histogram, disable_created_metrics
+from prometheus_client.exposition import choose_encoder
+from prometheus_client.metrics_core import GaugeMetricFamily, Metric
+from prometheus_client.multiprocess import MultiProcessCollector
+from prometheus_client.registry import Collector
+
+__all__ = [
+    "BATCH_PROCEDURE",
+    "EMF_NAMESPACE",
+    "METRICS",
+    "UNKNOWN_PROCEDURE",
+    "EmfRecorder",
+    "MetricDef",
+    "MetricsServer",
+    "PrometheusRecorder",
+    "QueueStats",
+    "Recorder",
+    "ScrapeGauges",
+    "deliveries",
+    "email_provider_call",
+    "page_walked",
+    "record_readings",
+    "record_to",
+    "scrape",
+    "serving_registry",
+    "start_metrics_server",
+    "trpc_request",
+    "webhook_post",
+]
+
+log = logging.getLogger(__name__)
+
+Channel = Literal["notify", "email"]
+NotifyOutcome = Literal["acknowledged", "rejected", "blocked", "suppressed", "capped", "uncertain"]
+"""``acknowledged`` counts first acknowledgements, as the Dispatch does; ``rejected`` plus ``blocked``
+is the Dispatch's ``rejected``; ``uncertain`` ones are retried, so they are not on the Dispatch."""
+EmailOutcome = Literal["accepted", "rejected", "throttled", "uncertain"]
+"""The provider port's outcomes; ``accepted`` is the Dispatch's ``emailed``."""
+WebhookResult = Literal["answered", "blocked", "unreachable", "unreadable", "timed_out"]
+QueueState = Literal["visible", "in_flight", "delayed"]
+
+EMF_NAMESPACE = "CampaignEngine"
+UNKNOWN_PROCEDURE = "(unknown)"
+BATCH_PROCEDURE = "(batch)"  # a batch refused as a whole (bad JSON, too many calls) before any call ran
+_PREFIX = "campaign_engine_"
+
+# A provider batch (up to 500 messages over SMTP) takes seconds; a webhook POST or a tRPC call far less.
+_FAST_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
+_BATCH_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0)
+
+
+@dataclass(frozen=True)
+class MetricDef:
+    """One metric: its Prometheus name (a counter's ``_total`` is added by the library) and its unit."""
+
+    name: str
+    kind: Literal["counter", "histogram", "gauge"]
+    help: str
+    labels: tuple[str, ...]
+    unit: Literal["Count", "Seconds"]
+    buckets: tuple[float, ...] = _FAST_BUCKETS
+
+    @property
+    def emf_name(self) -> str:
+        """The CloudWatch name: the namespace already says whose it is."""
+        return self.name.removeprefix(_PREFIX)
+
+
+TRPC_REQUESTS = MetricDef(
+    "campaign_engine_trpc_requests", "counter", "tRPC calls (each call of a batch) by procedure and code",
+    ("procedure", "code"), "Count",
+)  # fmt: skip
+TRPC_DURATION = MetricDef(
+    "campaign_engine_trpc_request_duration_seconds", "histogram",
+    "Time to answer one tRPC call, by procedure (codes are on the counter: keeps the buckets few)",
+    ("procedure",), "Seconds",
+)  # fmt: skip
+DELIVERIES = MetricDef(
+    "campaign_engine_deliveries", "counter",
+    "Recipients settled, by channel and outcome, counted when the outcome is committed",
+    ("channel", "outcome"), "Count",
+)  # fmt: skip
+WEBHOOK_POST_DURATION = MetricDef(
+    "campaign_engine_webhook_post_duration_seconds", "histogram",
+    "One signed webhook POST, from the request to the whole (capped) answer, by result",
+    ("result",), "Seconds",
+)  # fmt: skip
+EMAIL_PROVIDER_DURATION = MetricDef(
+    "campaign_engine_email_provider_call_duration_seconds", "histogram",
+    "One provider batch (send_each), by provider and the batch's worst outcome",
+    ("provider", "outcome"), "Seconds", _BATCH_BUCKETS,
+)  # fmt: skip
+PAGES_WALKED = MetricDef(
+    "campaign_engine_pages_walked", "counter", "Pages whose cursor move committed, by channel",
+    ("channel",), "Count",
+)  # fmt: skip
+QUEUE_MESSAGES = MetricDef(
+    "campaign_engine_queue_messages", "gauge", "Messages on a queue by state, read at scrape time",
+    ("queue", "state"), "Count",
+)  # fmt: skip
+QUEUE_OLDEST_AGE = MetricDef(
+    "campaign_engine_queue_oldest_message_age_seconds", "gauge",
+    "Age of the oldest message on a local queue, read at scrape time (SQS: AWS/SQS's own metric)",
+    ("queue",), "Seconds",
+)  # fmt: skip
+DISPATCHES = MetricDef(
+    "campaign_engine_dispatches", "gauge", "Dispatches by channel and status, counted at scrape time",
+    ("channel", "status"), "Count",
+)  # fmt: skip
+
+METRICS: tuple[MetricDef, ...] = (
+    TRPC_REQUESTS,
+    TRPC_DURATION,
+    DELIVERIES,
+    WEBHOOK_POST_DURATION,
+    EMAIL_PROVIDER_DURATION,
+    PAGES_WALKED,
+    QUEUE_MESSAGES,
+    QUEUE_OLDEST_AGE,
+    DISPATCHES,
+)
+
+
+# --- recorders --------------------------------------------------------------------------------------
+
+
+class Recorder(Protocol):
+    def add(self, metric: MetricDef, labels: Mapping[str, str], value: float) -> None:
+        """Count ``value`` (counter), observe it (histogram) or report it (gauge, EMF only)."""
+        ...
+
+
+class PrometheusRecorder:
+    """Counters and histograms in the process's default registry (or its multiprocess files)."""
+
+    def __init__(self) -> None:
+        # A `_created` twin of every series would double them for nothing we read.
+        disable_created_metrics()  # type: ignore[no-untyped-call]
+        self._metrics: dict[str, Counter | Histogram] = {}
+        for metric in METRICS:
+            if metric.kind == "counter":
+                self._metrics[metric.name] = Counter(metric.name, metric.help, metric.labels)
+            elif metric.kind == "histogram":
+                self._metrics[metric.name] = Histogram(
+                    metric.name, metric.help, metric.labels, buckets=metric.buckets
+                )
+
+        # Children by label values: ``labels()`` validates and locks on every call (~10x an ``inc``);
+        # the label sets are closed, so this map stays small.
+        self._children: dict[tuple[str, ...], Any] = {}
+
+    def add(self, metric: MetricDef, labels: Mapping[str, str], value: float) -> None:
+        if metric.kind == "gauge":
+            return  # read at scrape time (ScrapeGauges); nothing to keep between scrapes
+        key = (metric.name, *(labels[name] for name in metric.labels))
+        child = self._children.get(key)
+        if child is None:
+            child = self._children.setdefault(key, self._metrics[metric.name].labels(*key[1:]))
+        if metric.kind == "counter":
+            child.inc(value)
+        else:
+            child.observe(value)
+
+
+class EmfRecorder:
+    """One CloudWatch Embedded Metric Format line per measurement, written to ``stream`` (stdout)."""
+
+    def __init__(
+        self,
+        stream: TextIO,
+        *,
+        namespace: str = EMF_NAMESPACE,
+        wall_clock: Callable[[], float] = time.time,
+    ) -> None:
+        self._stream = stream
+        self._namespace = namespace
+        self._wall_clock = wall_clock
+        self._lock = threading.Lock()  # whole lines only: several threads record at once
+
+    def add(self, metric: MetricDef, labels: Mapping[str, str], value: float) -> None:
+        line = json.dumps(self.document(metric, labels, value), separators=(",", ":"))
+        with self._lock:
+            self._stream.write(line + "\n")
+            self._stream.flush()
+
+    def document(self, metric: MetricDef, labels: Mapping[str, str], value: float) -> dict[str, Any]:
+        """The EMF object: dimensions are the labels, each a top-level string member."""
+        return {
+            "_aws": {
+                "Timestamp": int(self._wall_clock() * 1000),
+                "CloudWatchMetrics": [
+                    {
+                        "Namespace": self._namespace,
+                        "Dimensions": [list(metric.labels)],
+                        "Metrics": [{"Name": metric.emf_name, "Unit": metric.unit}],
+                    }
+                ],
+            },
+            **{name: str(labels[name]) for name in metric.labels},
+            metric.emf_name: value,
+        }
+
+
+_recorder: Recorder | None = None  # None: the Prometheus default
+_default: PrometheusRecorder | None = None
+_guard = threading.Lock()
+
+
+def _current() -> Recorder:
+    global _default  # one sink per process, chosen by its edge (module docstring)
+    if _recorder is not None:
+        return _recorder
+    if _default is None:
+        with _guard:  # the library refuses a second registration of a name: build it once
+            if _default is None:
+                _default = PrometheusRecorder()
+    return _default
+
+
+def record_to(recorder: Recorder | None) -> Recorder | None:
+    """Send every later measurement of this process to ``recorder`` (None: back to Prometheus);
+    returns the one it replaces, so a test can put it back."""
+    global _recorder
+    with _guard:
+        previous, _recorder = _recorder, recorder
+    return previous
+
+
+# --- the recording API --------------------------------------------------------------------------------
+
+
+def trpc_request(procedure: str, code: str, seconds: float) -> None:
+    """One tRPC call answered: ``procedure`` must be a registered path or ``(unknown)``."""
+    recorder = _current()
+    recorder.add(TRPC_REQUESTS, {"procedure": procedure, "code": code}, 1)
+    recorder.add(TRPC_DURATION, {"procedure": procedure}, seconds)
+
+
+def deliveries(channel: Channel, counts: Mapping[str, int]) -> None:
+    """Recipients settled by outcome (``NotifyOutcome`` / ``EmailOutcome`` keys), after the commit."""
+    recorder = _current()
+    for outcome, count in counts.items():
+        if count:
+            recorder.add(DELIVERIES, {"channel": channel, "outcome": outcome}, count)
+
+
+def webhook_post(result: WebhookResult, seconds: float) -> None:
+    _current().add(WEBHOOK_POST_DURATION, {"result": result}, seconds)
+
+
+def email_provider_call(provider: str, outcomes: Iterable[str], seconds: float) -> None:
+    """One provider batch; labelled by its worst outcome (uncertain > throttled > rejected > accepted)."""
+    seen = set(outcomes)
+    if not seen:
+        return  # an empty page: send_each made no call
+    worst = next((o for o in ("uncertain", "throttled", "rejected", "accepted") if o in seen), "accepted")
+    kind = provider.split(":", 1)[0]  # "smtp:host:port" -> "smtp": the kind, never a host
+    _current().add(EMAIL_PROVIDER_DURATION, {"provider": kind, "outcome": worst}, seconds)
+
+
+def page_walked(channel: Channel) -> None:
+    _current().add(PAGES_WALKED, {"channel": channel}, 1)
+
+
+def record_readings(gauges: ScrapeGauges) -> None:
+    """Report the scrape-time gauges now (the Lambda sweeper, where nothing scrapes; EMF only)."""
+    recorder = _current()
+    for metric, labels, value in gauges.readings():
+        recorder.add(metric, labels, value)
+
+
+# --- scrape-time gauges -------------------------------------------------------------------------------
+
+
+class QueueStats(Protocol):
+    """What a queue adapter reports about itself (``delivery/queue/port.py:QueueStats``)."""
+
+    @property
+    def visible(self) -> int: ...
+    @property
+    def in_flight(self) -> int: ...
+    @property
+    def delayed(self) -> int: ...
+    @property
+    def oldest_age_seconds(self) -> float | None: ...
+
+
+Reading = tuple[MetricDef, dict[str, str], float]
+
+
+class ScrapeGauges(Collector):
+    """Gauges computed when scraped: queue depth and oldest age per queue, dispatches by status.
+
+    A reader that fails (graph or queue unreachable) leaves its gauges out of that scrape, logged; the
+    scrape itself still answers.
+    """
+
+    def __init__(
+        self,
+        *,
+        queues: Mapping[str, Callable[[], QueueStats]],
+        dispatches: Callable[[], Mapping[tuple[str, str], int]] | None = None,
+    ) -> None:
+        self._queues = dict(queues)
+        self._dispatches = dispatches
+
+    def readings(self) -> list[Reading]:
+        found: list[Reading] = []
+        for name, read in sorted(self._queues.items()):
+            try:
+                stats = read()
+            except Exception:  # a scrape must answer: leave this queue out
+                log.warning("metrics.queue_read_failed queue=%s", name, exc_info=True)
+                continue
+            for state, count in (
+                ("visible", stats.visible),
+                ("in_flight", stats.in_flight),
+                ("delayed", stats.delayed),
+            ):
+                found.append((QUEUE_MESSAGES, {"queue": name, "state": state}, float(count)))
+            if stats.oldest_age_seconds is not None:
+                found.append((QUEUE_OLDEST_AGE, {"queue": name}, stats.oldest_age_seconds))
+        if self._dispatches is not None:
+            try:
+                counts = self._dispatches()
+            except Exception:
+                log.warning("metrics.dispatch_count_failed", exc_info=True)
+                counts = None
+            for (channel, status), count in sorted((counts or {}).items()):
+                found.append((DISPATCHES, {"channel": channel, "status": status}, float(count)))
+        return found
+
+    def collect(self) -> Iterator[Metric]:
+        families: dict[str, GaugeMetricFamily] = {}
+        for metric, labels, value in self.readings():
+            family = families.get(metric.name)
+            if family is None:
+                family = families[metric.name] = GaugeMetricFamily(
+                    metric.name, metric.help, labels=metric.labels
+                )
+            family.add_metric([labels[name] for name in metric.labels], value)
+        yield from families.values()
+
+    def describe(self) -> Iterator[Metric]:
+        return iter(())  # read only when scraped, never at registration
+
+
+# --- serving --------------------------------------------------------------------------------------------
+
+
+class _ThisProcess(Collector):
+    """The default registry (our counters plus process and platform metrics) inside another registry."""
+
+    def collect(self) -> Iterator[Metric]:
+        yield from REGISTRY.collect()
+
+    def describe(self) -> Iterator[Metric]:
+        return iter(())
+
+
+def serving_registry(*gauges: Collector, multiprocess_dir: str | None) -> CollectorRegistry:
+    """What one ``/metrics`` answers: this process's metrics, or with ``multiprocess_dir`` the sum over
+    every process writing there (the library's multiprocess mode), plus this edge's scrape-time gauges."""
+    _current()  # the counters exist (at zero) before the first scrape, not only after the first event
+    registry = CollectorRegistry(auto_describe=False)
+    if multiprocess_dir:
+        MultiProcessCollector(registry, path=multiprocess_dir)  # type: ignore[no-untyped-call]
+    else:
+        registry.register(_ThisProcess())
+    for gauge in gauges:
+        registry.register(gauge)
+    return registry
+
+
+def authorized(authorization: str | None, token: str | None) -> bool:
+    """Open when no token is configured; otherwise ``Bearer <token>``, compared in constant time."""
+    if not token:
+        return True
+    expected = f"Bearer {token}".encode()
+    return hmac.compare_digest((authorization or "").encode(), expected)
+
+
+def scrape(
+    registry: CollectorRegistry, *, authorization: str | None, accept: str | None, token: str | None
+) -> tuple[int, bytes, dict[str, str]]:
+    """(status, body, headers) of one scrape: 401 with ``WWW-Authenticate`` unless authorized."""
+    if not authorized(authorization, token):
+        return 401, b"unauthorized\n", {"www-authenticate": "Bearer", "content-type": "text/plain"}
+    encoder, content_type = choose_encoder(accept or "")
+    return 200, encoder(registry), {"content-type": content_type, "cache-control": "no-store"}
+
+
+class _QuietHandler(WSGIRequestHandler):
+    timeout = 10  # a client that stops sending cannot hold the (single) serving thread for long
+
+    def log_message(self, format: str, *args: Any) -> None:
+        """No access log: the Authorization header must never reach one anyway."""
+
+
+@dataclass
+class MetricsServer:
+    """The worker's ``/metrics``: a threaded WSGI server on a daemon thread; ``close`` stops it."""
+
+    server: WSGIServer
+    thread: threading.Thread
+
+    @property
+    def port(self) -> int:
+        return int(self.server.server_address[1])
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+        self.thread.join(timeout=5)
+
+
+def start_metrics_server(
+    registry: CollectorRegistry, *, host: str, port: int, token: str | None
+) -> MetricsServer:
+    """Serve ``GET /metrics`` from ``registry`` (the bearer check of ``scrape``); other paths are 404.
+
+    ``prometheus_client.start_http_server`` has no way to check a bearer token, and the worker runs no
+    event loop an ASGI app could share, so this is a stdlib WSGI server with the check in front. It
+    answers one scrape at a time on its one thread (scrapes are serial anyway): a thread per scrape
+    would open a SQLite connection per scrape in the local queue, which keeps one per thread."""
+
+    def app(environ: dict[str, Any], start_response: Callable[..., Any]) -> Sequence[bytes]:
+        if environ.get("PATH_INFO") != "/metrics":
+            start_response("404 Not Found", [("content-type", "text/plain")])
+            return [b"not found\n"]
+        if environ.get("REQUEST_METHOD") not in ("GET", "HEAD"):
+            start_response("405 Method Not Allowed", [("allow", "GET, HEAD")])
+            return [b""]
+        status, body, headers = scrape(
+            registry,
+            authorization=environ.get("HTTP_AUTHORIZATION"),
+            accept=environ.get("HTTP_ACCEPT"),
+            token=token,
+        )
+        start_response("200 OK" if status == 200 else "401 Unauthorized", list(headers.items()))
+        return [body]
+
+    server = make_server(host, port, app, WSGIServer, handler_class=_QuietHandler)
+    thread = threading.Thread(target=server.serve_forever, name="metrics-http", daemon=True)
+    thread.start()
+    return MetricsServer(server, thread)
