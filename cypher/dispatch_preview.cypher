@@ -13,8 +13,9 @@ WHERE m.campaignId = $campaignId AND m.profileId > $cursor
 WITH p, c, m
 ORDER BY m.campaignId, m.profileId
 LIMIT $limit
-WITH p, c, EXISTS { (p)-[s:CAMPAIGN_STATE]->(c) WHERE s.notifiedAt IS NOT NULL } AS notified
-WITH p, notified,
+WITH p, c, EXISTS { (p)-[s:CAMPAIGN_STATE]->(c) WHERE s.notifiedAt IS NOT NULL } AS notified,
+     CASE WHEN $email THEN {{PRIMARY_EMAILS}} ELSE [] END AS emails
+WITH p, notified, emails,
      CASE WHEN $notify AND NOT notified THEN
        NOT coalesce(p.announcementPushOptOut, false) AND {{CAMPAIGN_AGE_OK}}
      ELSE false END AS notifyOk,
@@ -30,4 +31,4 @@ RETURN count(*) AS read,
        max(p.profileId) AS last,
        count(CASE WHEN notified THEN 1 END) AS notified,
        collect(CASE WHEN notifyOk THEN p.profileId END) AS notifyIds,
-       collect(CASE WHEN emailOk THEN [p.profileId, {{PRIMARY_EMAILS}}[0]] END) AS emailRows
+       collect(CASE WHEN emailOk THEN [p.profileId, emails[0]] END) AS emailRows

@@ -1,6 +1,7 @@
 // An admin's email self-test: the admin's own email eligibility (contact, age, opt-out), ignoring the
 // audience and the campaign status. Read-only: no CAMPAIGN_STATE, so no claim and no statistics.
 MATCH (p:Profile {profileId: $profileId})
+WITH p, {{PRIMARY_EMAILS}} AS emails
 RETURN CASE
          WHEN coalesce(p.announcementEmailOptOut, false) THEN 'opted_out'
          WHEN NOT {{EMAIL_AGE_OK}} THEN 'age_policy'
@@ -8,4 +9,4 @@ RETURN CASE
          WHEN NOT {{EMAIL_CONTACT_OK}} THEN 'no_email'
          ELSE null
        END AS blocked,
-       {{PRIMARY_EMAILS}}[0] AS address
+       emails[0] AS address

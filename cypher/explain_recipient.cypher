@@ -7,6 +7,7 @@ MATCH (c:Campaign {id: $campaignId})
 OPTIONAL MATCH (p:Profile {profileId: $profileId})
 OPTIONAL MATCH (p)-[m:IN_CAMPAIGN_AUDIENCE]->(c)
 OPTIONAL MATCH (p)-[s:CAMPAIGN_STATE]->(c)
+WITH c, p, m, s, {{PRIMARY_EMAILS}} AS emails
 RETURN c {.status, .channels, .startsAt, .endsAt, .excludeMinors} AS campaign,
        p IS NOT NULL AS profileFound,
        m {.source, .addedAt, .selfEnrolled} AS membership,
@@ -17,7 +18,7 @@ RETURN c {.status, .channels, .startsAt, .endsAt, .excludeMinors} AS campaign,
          emailAgeOk: {{EMAIL_AGE_OK}},
          emailContactOk: {{EMAIL_CONTACT_OK}},
          emailSuppressed: {{EMAIL_SUPPRESSED}},
-         primaryEmails: size({{PRIMARY_EMAILS}}),
+         primaryEmails: size(emails),
          ownWebhook: p.notificationsWebhook IS NOT NULL
        } END AS profile,
        s {.notifiedAt, .emailClaimedAt, .emailedAt, .emailOutcome, .emailOutcomeReason, .emailOutcomeAt,

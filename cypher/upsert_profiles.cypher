@@ -2,12 +2,14 @@
 // order. A row changes only what it named: `row.props` holds just the named properties (`+=` removes a
 // property whose value is null), and a list field that is null was omitted and is left untouched,
 // while a provided list (empty for an explicit null) replaces the stored one.
+// A new profile gets its campaignUnsubscribeId here, once for life: allocating it inside the email
+// claim cost a unique-index insert per first-time recipient on the send's hot path (issue 13 item 5).
 UNWIND $rows AS row
 OPTIONAL MATCH (existing:Profile {profileId: row.profileId})
 WITH row, existing IS NULL AS created
 MERGE (p:Profile {profileId: row.profileId})
   ON CREATE SET p.announcementEmailOptOut = false, p.announcementPushOptOut = false,
-                p.isManaged = false, p.isServiceProfile = false
+                p.isManaged = false, p.isServiceProfile = false, p.campaignUnsubscribeId = randomUUID()
 SET p.campaignStateLock = coalesce(p.campaignStateLock, 0) + 1, p += row.props
 WITH p, row, created
 CALL (p, row) {

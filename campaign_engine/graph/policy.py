@@ -7,15 +7,22 @@ Queries in ``cypher/`` write ``{{CAMPAIGN_AGE_OK}}``, ``{{EMAIL_AGE_OK}}``, ``{{
 reads, the delivery rechecks, the email claim and the email self-test all use the same predicates, so
 they can never disagree about who is eligible. ``EMAIL_CONTACT_OK`` includes the address suppression;
 ``EMAIL_SUPPRESSED`` exists only so a query can name that reason before the contact rule.
+
+The two contact predicates read the profile's primary verified addresses from the variable ``emails``,
+which the query binds once per row (``{{PRIMARY_EMAILS}} AS emails``) before using them: spelled inline,
+the list was walked three or four times per profile, most of the email claim's cost (issue 13 item 5).
+``policy_query`` refuses a query that uses them without that binding.
 """
 
 from __future__ import annotations
 
+import re
 from datetime import UTC, datetime
 from functools import cache
 from typing import Any
 
 from campaign_engine.domain.age_policy import DOB_PATTERN, adult_dob_cutoff
+from campaign_engine.domain.patterns import EMAIL_PATTERN
 from campaign_engine.graph.cypher import query
 
 __all__ = [
@@ -42,25 +49,26 @@ EMAIL_AGE_OK = (
     "(NOT coalesce(p.isManaged, false) OR coalesce(p.isServiceProfile, false)), false)"
 )
 
-# The address grammar of domain/profile.py, in a form Java's regex engine reads the same way.
-EMAIL_PATTERN = r"^[^@\s<>\"(),;:]+@[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?(?:\.[A-Za-z0-9-]+)+$"
-
 PRIMARY_EMAILS = (
     "[(p)-[:HAS_CONTACT_METHOD]->(em:ContactMethod {type: 'email'}) "
     "WHERE em.isPrimary = true AND em.isVerified = true | em.value]"
 )
 
+# The variable the contact predicates read, bound once per row (``{{PRIMARY_EMAILS}} AS emails``).
+_EMAILS_BOUND = re.compile(r"\{\{PRIMARY_EMAILS\}\}[^;]*?\bAS\s+emails\b", re.DOTALL)
+
 # A suppressed address (provider feedback: bounces, complaints, provider suppressions; feedback/) is
 # keyed by the whole address lowercased, the normal form of feedback/events.py. A seek of the unique
 # email_suppression_address index per candidate, never a scan.
 _SUPPRESSED = "EXISTS { MATCH (emailSuppression:EmailSuppression {address: toLower(address)}) }"
-EMAIL_SUPPRESSED = f"any(address IN {PRIMARY_EMAILS} WHERE {_SUPPRESSED})"
+EMAIL_SUPPRESSED = f"any(address IN emails WHERE {_SUPPRESSED})"
 
 # Exactly one primary verified address, a plausible one, and not suppressed: two primaries are
-# ambiguous and fail closed, like an unknown age.
+# ambiguous and fail closed, like an unknown age. The address grammar is domain/patterns.py's, which
+# Java's regex engine reads as Python and pydantic do.
 EMAIL_CONTACT_OK = (
-    f"(size({PRIMARY_EMAILS}) = 1 AND "
-    f"all(address IN {PRIMARY_EMAILS} WHERE coalesce(address =~ $emailPattern, false) AND NOT {_SUPPRESSED}))"
+    "(size(emails) = 1 AND "
+    f"all(address IN emails WHERE coalesce(address =~ $emailPattern, false) AND NOT {_SUPPRESSED}))"
 )
 
 _FRAGMENTS = {
@@ -76,6 +84,9 @@ _FRAGMENTS = {
 def policy_query(name: str) -> str:
     """``cypher/<name>.cypher`` with the eligibility predicates filled in."""
     text = query(name)
+    uses_emails = "{{EMAIL_CONTACT_OK}}" in text or "{{EMAIL_SUPPRESSED}}" in text
+    if uses_emails and not _EMAILS_BOUND.search(text):
+        raise ValueError(f"cypher/{name}.cypher uses a contact predicate but never binds `emails`")
     for placeholder, fragment in _FRAGMENTS.items():
         text = text.replace(placeholder, fragment)
     return text

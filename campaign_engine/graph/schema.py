@@ -1,4 +1,9 @@
-"""Applies ``cypher/schema.cypher``: every statement is ``IF NOT EXISTS``, so applying is idempotent."""
+"""Applies ``cypher/schema.cypher`` and the one-time data backfills.
+
+Every schema statement is ``IF NOT EXISTS``, so applying is idempotent. A backfill runs in bounded
+transactions until nothing is left, then leaves a ``(:SchemaMigration {name})`` marker so later starts
+(every API start applies the schema) skip its scan; two processes backfilling at once do no harm.
+"""
 
 from __future__ import annotations
 
@@ -6,6 +11,22 @@ from campaign_engine.graph.cypher import query
 from campaign_engine.graph.graph import Graph
 
 __all__ = ["apply_schema", "schema_applied", "schema_statements"]
+
+# Profiles made before upsert_profiles allocated campaignUnsubscribeId at creation get one now, so the
+# email claim never pays the unique-index insert (issue 13 item 5; the claim still allocates for a
+# profile that has none). Under each profile's lock, taken in ascending profileId (docs/architecture.md
+# section 5), and coalesced after it: an id a claim allocated meanwhile is never replaced, because
+# unsubscribe links were already signed with it.
+_BACKFILLS = {
+    "profile_unsubscribe_ids": """
+        MATCH (p:Profile) WHERE p.campaignUnsubscribeId IS NULL
+        WITH p ORDER BY p.profileId LIMIT 10000
+        SET p.campaignStateLock = coalesce(p.campaignStateLock, 0) + 1
+        WITH p
+        SET p.campaignUnsubscribeId = coalesce(p.campaignUnsubscribeId, randomUUID())
+        RETURN count(p) AS n
+    """,
+}
 
 
 def schema_statements() -> list[str]:
@@ -22,6 +43,16 @@ def apply_schema(graph: Graph) -> None:
     for statement in schema_statements():
         graph.run(statement)
     graph.run("CALL db.awaitIndexes(300)")
+    _backfill(graph)
+
+
+def _backfill(graph: Graph) -> None:
+    for name, statement in _BACKFILLS.items():
+        if graph.run("MATCH (m:SchemaMigration {name: $name}) RETURN count(m) AS n", name=name)[0]["n"]:
+            continue
+        while graph.run(statement)[0]["n"]:
+            pass
+        graph.run("MERGE (:SchemaMigration {name: $name})", name=name)
 
 
 def schema_applied(graph: Graph) -> bool:

@@ -14,10 +14,12 @@ power, opting its profile out of announcement email, and it must never be logged
 from __future__ import annotations
 
 import hashlib
+import hmac
 from typing import Any
 from urllib.parse import quote
 
 from itsdangerous import BadSignature, URLSafeSerializer
+from itsdangerous.encoding import base64_encode
 
 from campaign_engine.config import Settings
 from campaign_engine.domain.errors import BadRequest
@@ -55,6 +57,10 @@ class UnsubscribeTokens:
             salt=UNSUBSCRIBE_SALT,
             signer_kwargs={"digest_method": hashlib.sha256, "key_derivation": "hmac"},
         )
+        # itsdangerous derives the signing key (an HMAC of the salt) on every signature; an email page
+        # signs hundreds, so ``issue`` derives it once and signs as its Signer does, byte for byte
+        # (tests/unit/test_unsubscribe_tokens.py holds the two equal). Issue 13 item 5.
+        self._signing_key = self._serializer.make_signer().derive_key()
 
     @classmethod
     def from_settings(cls, settings: Settings) -> UnsubscribeTokens:
@@ -65,8 +71,9 @@ class UnsubscribeTokens:
     def issue(self, unsubscribe_id: str) -> str:
         if not unsubscribe_id or len(unsubscribe_id) > _MAX_ID_CHARS:
             raise ValueError("unsubscribe id must be 1-128 characters")
-        token = self._serializer.dumps({"v": TOKEN_VERSION, "u": unsubscribe_id})
-        return str(token)
+        payload = self._serializer.dump_payload({"v": TOKEN_VERSION, "u": unsubscribe_id})
+        signature = base64_encode(hmac.new(self._signing_key, payload, hashlib.sha256).digest())
+        return (payload + b"." + signature).decode("ascii")
 
     def read(self, token: str) -> str:
         """The ``campaignUnsubscribeId`` the token was issued for; ``InvalidUnsubscribeToken`` otherwise."""

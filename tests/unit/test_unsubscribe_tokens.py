@@ -32,6 +32,16 @@ def test_round_trip_returns_the_unsubscribe_id() -> None:
     assert tokens.read(tokens.issue(UID)) == UID
 
 
+@pytest.mark.parametrize(
+    "unsubscribe_id",
+    [UID, "a", "é-ü-ñ", "x" * 128, "ab" * 64, "0f8e4f8e" * 16],  # the last two compress (zlib branch)
+)
+def test_issue_signs_exactly_as_itsdangerous(unsubscribe_id: str) -> None:
+    # issue() derives the key once and signs itself (issue 13 item 5): every link already sent, and
+    # every reader, expects itsdangerous' exact bytes.
+    assert UnsubscribeTokens(SECRET).issue(unsubscribe_id) == _signer().dumps({"v": 2, "u": unsubscribe_id})
+
+
 def test_token_is_bound_to_the_unsubscribe_id_only() -> None:
     tokens = UnsubscribeTokens(SECRET)
     token = tokens.issue(UID)

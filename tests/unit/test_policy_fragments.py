@@ -1,0 +1,25 @@
+"""The eligibility fragments of graph/policy.py (issue 13 item 5): the contact predicates read the
+addresses a query bound once per profile, and the address grammar is domain/patterns.py's."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import pytest
+
+from campaign_engine.domain import patterns
+from campaign_engine.graph import policy
+from campaign_engine.graph.cypher import cypher_dir
+
+
+@pytest.mark.parametrize("name", sorted(path.stem for path in cypher_dir().glob("*.cypher")))
+def test_every_query_binds_the_addresses_its_contact_predicates_read(name: str) -> None:
+    text = policy.policy_query(name)  # raises when a contact predicate has no `emails` to read
+    assert not any(placeholder in text for placeholder in policy._FRAGMENTS)
+    if "EmailSuppression {address: toLower(address)}" in text:
+        # The addresses are walked once, where they are bound, never inside a predicate.
+        assert text.count(policy.PRIMARY_EMAILS) == 1, name
+
+
+def test_the_address_grammar_is_the_domain_one() -> None:
+    assert policy.policy_params(datetime.now(UTC), 18)["emailPattern"] == patterns.EMAIL_PATTERN
