@@ -25,3 +25,9 @@ CREATE CONSTRAINT email_suppression_address IF NOT EXISTS FOR (s:EmailSuppressio
 CREATE CONSTRAINT email_soft_bounces_address IF NOT EXISTS FOR (b:EmailSoftBounces) REQUIRE b.address IS UNIQUE;
 CREATE CONSTRAINT feedback_record_key IF NOT EXISTS FOR (r:FeedbackRecord) REQUIRE r.key IS UNIQUE;
 CREATE INDEX campaign_state_provider_message IF NOT EXISTS FOR ()-[s:CAMPAIGN_STATE]-() ON (s.emailProviderMessageId);
+// The audit trail of admin mutations (graph/audit.py): entries by id, and audit.list's three seeks, each
+// ordered by orderKey ("<at>|<id>", so one range reads newest first): all entries, one campaign's, one actor's.
+CREATE CONSTRAINT audit_entry_id IF NOT EXISTS FOR (a:AuditEntry) REQUIRE a.id IS UNIQUE;
+CREATE INDEX audit_entry_order IF NOT EXISTS FOR (a:AuditEntry) ON (a.orderKey);
+CREATE INDEX audit_entry_campaign IF NOT EXISTS FOR (a:AuditEntry) ON (a.campaignId, a.orderKey);
+CREATE INDEX audit_entry_actor IF NOT EXISTS FOR (a:AuditEntry) ON (a.actor, a.orderKey);

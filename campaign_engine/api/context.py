@@ -19,6 +19,7 @@ from campaign_engine.delivery.queue.port import Queue
 from campaign_engine.domain.dispatch import DeliveryChannel
 from campaign_engine.domain.errors import Forbidden, Unauthorized
 from campaign_engine.domain.types import Clock
+from campaign_engine.graph.audit import AuditContext
 from campaign_engine.graph.graph import Graph
 from campaign_engine.unsubscribe.tokens import UnsubscribeTokens
 
@@ -54,6 +55,8 @@ class Context:
     caller: Caller | None
     tenant_id: str
     auth_error: Exception | None = None  # a bad token fails only the procedures that need a caller
+    request_id: str = ""  # the caller's X-Request-Id when well formed, else one we drew (api/trpc.py)
+    procedure: str = ""  # the path of the call being handled; a batch shares the request, not this
 
     def user(self) -> Caller:
         if self.auth_error is not None:
@@ -67,3 +70,13 @@ class Context:
         if not caller.is_admin:
             raise Forbidden("campaign admin rights required")
         return caller
+
+    def audit(self) -> AuditContext:
+        """The audit entry of this admin call (``graph/audit.py``); the use case writes it in its
+        transaction. The actor is the token's subject, never anything the input claims."""
+        return AuditContext.begin(
+            actor=self.admin().profile_id,
+            procedure=self.procedure,
+            request_id=self.request_id,
+            now=self.services.clock(),
+        )

@@ -20,8 +20,9 @@ import asyncio
 import inspect
 import json
 import logging
+import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Literal, TypeVar, get_type_hints
 
 from pydantic import BaseModel, TypeAdapter, ValidationError
@@ -33,6 +34,8 @@ from starlette.responses import JSONResponse, Response
 from campaign_engine.api.context import Context, RateLimiter, Services
 from campaign_engine.api.errors import envelope_for, error_envelope
 from campaign_engine.domain.errors import BadRequest, CampaignError, NotFound, TrpcCode, bad_request_from
+from campaign_engine.observability import metrics
+from campaign_engine.observability.request_id import REQUEST_ID_HEADER, request_id_from
 
 __all__ = ["Procedure", "ProcedureRouter", "TrpcEndpoint"]
 
@@ -135,6 +138,7 @@ class TrpcEndpoint:
             return JSONResponse(envelope, status_code=status)
 
     async def _answer(self, request: Request, raw_path: str) -> Response:
+        started = time.perf_counter()
         batch = request.query_params.get("batch") in {"1", "true"}
         paths = raw_path.split(",") if batch else [raw_path]
         try:
@@ -144,6 +148,9 @@ class TrpcEndpoint:
                 raise _RequestError("BAD_REQUEST", f"A batch may hold at most {MAX_BATCH} calls")
             inputs = await self._inputs(request, batch=batch, count=len(paths))
         except _RequestError as exc:
+            # Refused before any call ran: counted once, under its one procedure or as a batch.
+            label = self._label(paths[0]) if len(paths) == 1 else metrics.BATCH_PROCEDURE
+            metrics.trpc_request(label, exc.code, time.perf_counter() - started)
             status, envelope = error_envelope(exc.code, exc.message, path=raw_path)
             return JSONResponse(envelope, status_code=status, headers=self._allow(status, paths))
 
@@ -153,7 +160,7 @@ class TrpcEndpoint:
         else:
             ctx = self._context(request)
         results = [
-            await self._call(ctx, request.method, path, value)
+            await self._measured(ctx, request.method, path, value)
             for path, value in zip(paths, inputs, strict=True)
         ]
         if not batch:
@@ -214,12 +221,25 @@ class TrpcEndpoint:
             caller=caller,
             tenant_id=tenant or settings.campaign_default_tenant_id,
             auth_error=auth_error,
+            request_id=_request_id(request),
         )
+
+    def _label(self, path: str) -> str:
+        """The metric label of ``path``: a registered procedure, else one fixed value (bounded set)."""
+        return path if path in self.procedures else metrics.UNKNOWN_PROCEDURE
+
+    async def _measured(self, ctx: Context, method: str, path: str, raw: Any) -> tuple[int, bytes]:
+        """``_call``, counted and timed per call (each call of a batch on its own)."""
+        started = time.perf_counter()
+        status, body = await self._call(ctx, method, path, raw)
+        metrics.trpc_request(self._label(path), _code_of(status, body), time.perf_counter() - started)
+        return status, body
 
     async def _call(self, ctx: Context, method: str, path: str, raw: Any) -> tuple[int, bytes]:
         """One call's HTTP status and its JSON envelope, already encoded."""
         try:
             procedure = self._lookup(method, path)
+            ctx = replace(ctx, procedure=path)  # the audit trail names the call, not the batch
             if procedure.is_async:
                 output = await self._run_async(procedure, ctx, raw)
             else:
@@ -302,6 +322,18 @@ class TrpcEndpoint:
         # warnings="error": output that does not match the declared type is a bug (500), never sent.
         # Encoded to JSON by pydantic-core in one step (several times faster than dump + json.dumps).
         return procedure.output_adapter.dump_json(result, by_alias=True, warnings="error")
+
+
+def _request_id(request: Request) -> str:
+    """The id ``RequestIdMiddleware`` put in the headers (the one the logs carry) for the audit trail;
+    without the middleware (an endpoint mounted alone) the same rule draws one here."""
+    given = request.headers.get(REQUEST_ID_HEADER)
+    return request_id_from(None if given is None else given.encode("latin-1"))
+
+
+def _code_of(status: int, body: bytes) -> str:
+    """``OK``, or the tRPC code of an error envelope (read back only for errors, which are rare)."""
+    return "OK" if status == 200 else str(json.loads(body)["error"]["data"]["code"])
 
 
 def _encoded(envelope: tuple[int, Any]) -> tuple[int, bytes]:

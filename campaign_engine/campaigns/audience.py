@@ -33,6 +33,7 @@ from campaign_engine.domain.audience import (
 )
 from campaign_engine.domain.errors import BadRequest, NotFound
 from campaign_engine.domain.types import format_ts
+from campaign_engine.graph.audit import AuditContext, record_audit
 from campaign_engine.graph.cypher import query
 from campaign_engine.graph.graph import Graph, Tx
 from campaign_engine.graph.locks import lock_campaign
@@ -227,15 +228,36 @@ def preview_audience(graph: Graph, *, campaign_id: str, source: Source, policy: 
     return AudienceCount(count=count, added=0, not_found=resolved.not_found)
 
 
-def _locked_editable(tx: Tx, campaign_id: str) -> None:
+def _locked_editable(tx: Tx, campaign_id: str) -> dict[str, Any]:
     node = lock_campaign(tx, campaign_id)
     if node is None:
         raise NotFound(f"campaign '{campaign_id}' not found")
     if node["status"] == "archived":
         raise BadRequest("archived campaigns cannot change their audience")
+    return node
 
 
-def add_audience(graph: Graph, *, campaign_id: str, source: Source, policy: Policy) -> AudienceCount:
+def _audit_chunk(
+    tx: Tx, audit: AuditContext | None, node: dict[str, Any], source: Source, totals: dict[str, int]
+) -> None:
+    """One entry per call: its first chunk writes it, each later chunk (own transaction) brings its
+    totals up to date, so the entry always accounts for exactly the chunks that committed. An audience
+    change leaves the revision as it is (the preview token digests the recipients themselves)."""
+    record_audit(
+        tx,
+        audit,
+        target_type="campaign",
+        target_id=node["id"],
+        campaign=node,
+        revision_before=node["revision"],
+        revision_after=node["revision"],
+        detail={"source": source_label(source), **totals},
+    )
+
+
+def add_audience(
+    graph: Graph, *, campaign_id: str, source: Source, policy: Policy, audit: AuditContext | None = None
+) -> AudienceCount:
     """Adds the eligible matches; ``added`` counts memberships created by this call only.
 
     Each chunk is its own transaction under the campaign lock, so a retry after a partial failure
@@ -244,8 +266,8 @@ def add_audience(graph: Graph, *, campaign_id: str, source: Source, policy: Poli
     resolved = _resolve(graph, campaign_id, source, policy.domain)
     label, now = source_label(source), format_ts(policy.now)
 
-    def chunk_fn(tx: Tx, chunk: list[str]) -> tuple[int, int]:
-        _locked_editable(tx, campaign_id)
+    def chunk_fn(tx: Tx, chunk: list[str], done: int, count: int, added: int) -> tuple[int, int]:
+        node = _locked_editable(tx, campaign_id)
         record = tx.run(
             policy_query("audience_add"),
             campaignId=campaign_id,
@@ -255,25 +277,35 @@ def add_audience(graph: Graph, *, campaign_id: str, source: Source, policy: Poli
             **policy.params(),
         ).single()
         assert record is not None
-        return int(record["count"]), int(record["added"])
+        chunk_count, chunk_added = int(record["count"]), int(record["added"])
+        totals = {"chunks": done + 1, "count": count + chunk_count, "added": added + chunk_added}
+        _audit_chunk(tx, audit, node, source, totals)
+        return chunk_count, chunk_added
 
     count = added = 0
-    for chunk in _at_least_one(resolved.chunks):
-        chunk_count, chunk_added = graph.write(chunk_fn, chunk)
+    for done, chunk in enumerate(_at_least_one(resolved.chunks)):
+        chunk_count, chunk_added = graph.write(chunk_fn, chunk, done, count, added)
         count += chunk_count
         added += chunk_added
     return AudienceCount(count=count, added=added, not_found=resolved.not_found)
 
 
-def remove_audience(graph: Graph, *, campaign_id: str, source: Source, policy: Policy) -> Removed:
+def remove_audience(
+    graph: Graph, *, campaign_id: str, source: Source, policy: Policy, audit: AuditContext | None = None
+) -> Removed:
     resolved = _resolve(graph, campaign_id, source, policy.domain)
 
-    def chunk_fn(tx: Tx, chunk: list[str]) -> int:
-        _locked_editable(tx, campaign_id)
+    def chunk_fn(tx: Tx, chunk: list[str], done: int, removed: int) -> int:
+        node = _locked_editable(tx, campaign_id)
         record = tx.run(query("audience_remove"), campaignId=campaign_id, profileIds=chunk).single()
-        return int(record["removed"]) if record is not None else 0
+        chunk_removed = int(record["removed"]) if record is not None else 0
+        _audit_chunk(tx, audit, node, source, {"chunks": done + 1, "removed": removed + chunk_removed})
+        return chunk_removed
 
-    return Removed(removed=sum(graph.write(chunk_fn, chunk) for chunk in _at_least_one(resolved.chunks)))
+    removed = 0
+    for done, chunk in enumerate(_at_least_one(resolved.chunks)):
+        removed += graph.write(chunk_fn, chunk, done, removed)
+    return Removed(removed=removed)
 
 
 def get_audience(

@@ -31,6 +31,7 @@ from campaign_engine.domain.campaign import (
 )
 from campaign_engine.domain.errors import BadRequest, Conflict, NotFound, bad_request_from
 from campaign_engine.domain.types import format_ts, next_after, parse_ts, truncated
+from campaign_engine.graph.audit import AuditContext, record_audit
 from campaign_engine.graph.graph import Graph, Tx
 from campaign_engine.graph.locks import lock_campaign
 
@@ -86,14 +87,23 @@ RETURN c {.*} AS campaign
 """
 
 
-def create_campaign(graph: Graph, *, data: CampaignCreate, tenant_id: str, now: datetime) -> CampaignPublic:
+def create_campaign(
+    graph: Graph,
+    *,
+    data: CampaignCreate,
+    tenant_id: str,
+    now: datetime,
+    audit: AuditContext | None = None,
+) -> CampaignPublic:
     definition = CampaignDefinition.model_validate(data.model_dump(by_alias=True, exclude={"id"}))
     props = node_properties(definition)
 
     def tx_fn(tx: Tx) -> dict[str, Any]:
         record = tx.run(_CREATE, id=data.id, tenantId=tenant_id, now=format_ts(now), props=props).single()
         assert record is not None
-        return dict(record["campaign"])
+        node = dict(record["campaign"])
+        _audit(tx, audit, node, before=None, after=node)
+        return node
 
     try:
         node = graph.write(tx_fn)
@@ -143,6 +153,28 @@ RETURN c {.*} AS campaign
 """
 
 
+def _audit(
+    tx: Tx,
+    audit: AuditContext | None,
+    node: dict[str, Any],
+    *,
+    before: dict[str, Any] | None,
+    after: dict[str, Any] | None,
+    detail: dict[str, Any] | None = None,
+) -> None:
+    """The entry of a campaign write: the node before it (None: created) and after it (None: deleted)."""
+    record_audit(
+        tx,
+        audit,
+        target_type="campaign",
+        target_id=node["id"],
+        campaign=node,
+        revision_before=None if before is None else before["revision"],
+        revision_after=None if after is None else after["revision"],
+        detail=detail,
+    )
+
+
 def _locked(tx: Tx, campaign_id: str) -> dict[str, Any]:
     node = lock_campaign(tx, campaign_id)
     if node is None:
@@ -185,7 +217,9 @@ def _patched(current: CampaignDefinition, changes: dict[str, Any]) -> CampaignDe
         raise bad_request_from(exc, "the patched campaign is not valid") from exc
 
 
-def update_campaign(graph: Graph, *, patch: CampaignPatch, now: datetime) -> CampaignPublic:
+def update_campaign(
+    graph: Graph, *, patch: CampaignPatch, now: datetime, audit: AuditContext | None = None
+) -> CampaignPublic:
     changes = patch.changes()
 
     def tx_fn(tx: Tx) -> dict[str, Any]:
@@ -196,17 +230,28 @@ def update_campaign(graph: Graph, *, patch: CampaignPatch, now: datetime) -> Cam
         if node["status"] == "archived":
             raise BadRequest("archived campaigns cannot be edited")
         definition = _patched(load_definition(node), changes)
-        return _save(tx, node, node_properties(definition), now)
+        saved = _save(tx, node, node_properties(definition), now)
+        _audit(tx, audit, node, before=node, after=saved, detail={"fields": sorted(changes)})
+        return saved
 
     return campaign_from_node(graph.write(tx_fn))
 
 
-def set_status(graph: Graph, *, campaign_id: str, status: CampaignStatus, now: datetime) -> CampaignPublic:
+def set_status(
+    graph: Graph,
+    *,
+    campaign_id: str,
+    status: CampaignStatus,
+    now: datetime,
+    audit: AuditContext | None = None,
+) -> CampaignPublic:
     def tx_fn(tx: Tx) -> dict[str, Any]:
         node = _locked(tx, campaign_id)
         if not allowed_transition(node["status"], status):
             raise BadRequest(f"cannot change status from {node['status']} to {status}")
-        return _save(tx, node, {"status": status}, now)
+        saved = _save(tx, node, {"status": status}, now)
+        _audit(tx, audit, node, before=node, after=saved, detail={"from": node["status"], "to": status})
+        return saved
 
     return campaign_from_node(graph.write(tx_fn))
 
@@ -246,23 +291,25 @@ RETURN removed, dropped
 REAP_BATCH = 10_000
 
 
-def delete_campaign(graph: Graph, *, campaign_id: str) -> None:
+def delete_campaign(graph: Graph, *, campaign_id: str, audit: AuditContext | None = None) -> None:
     """Removes the campaign with its audience, states, pending tests and dispatch records.
 
     Retirement is one transaction (all or nothing); the reaping after it can be interrupted and is
     finished by the next ``reap_deleted_campaigns`` (every delete starts with one)."""
     reap_deleted_campaigns(graph)
-    retire_campaign(graph, campaign_id=campaign_id)
+    retire_campaign(graph, campaign_id=campaign_id, audit=audit)
     reap_deleted_campaigns(graph)
 
 
-def retire_campaign(graph: Graph, *, campaign_id: str) -> None:
+def retire_campaign(graph: Graph, *, campaign_id: str, audit: AuditContext | None = None) -> None:
     """The user-visible half of a delete: from its commit the campaign is gone for every reader and
-    its id free; what it leaves is for ``reap_deleted_campaigns``."""
+    its id free; what it leaves is for ``reap_deleted_campaigns``. Its audit entry is written here,
+    and carries the id and incarnation as properties, so reaping the node leaves the trail whole."""
 
     def tx_fn(tx: Tx) -> None:
-        _locked(tx, campaign_id)
+        node = _locked(tx, campaign_id)
         tx.run(_RETIRE, id=campaign_id).consume()
+        _audit(tx, audit, node, before=node, after=None)
 
     graph.write(tx_fn)
 

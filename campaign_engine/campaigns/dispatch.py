@@ -35,6 +35,7 @@ from campaign_engine.domain.dispatch import (
 )
 from campaign_engine.domain.errors import BadRequest, Conflict, NotFound
 from campaign_engine.domain.types import format_ts
+from campaign_engine.graph.audit import AuditContext, record_audit
 from campaign_engine.graph.graph import Graph, Tx
 from campaign_engine.graph.locks import lock_campaign
 from campaign_engine.graph.policy import policy_params, policy_query
@@ -98,6 +99,9 @@ class DispatchPublic(BaseModel):
     emailed: int = 0
     throttled: int = 0
     uncertain: int = 0
+    # Both channels: recipients held back by CAMPAIGN_FREQUENCY_CAPS, each once; never retried by this
+    # dispatch (delivery/frequency_cap.py).
+    capped: int = 0
     cursor: str | None = None
     started_at: Annotated[str | None, Field(alias="startedAt")] = None
     """When it started sending; None while ``scheduled`` (and for a schedule that never fired)."""
@@ -115,6 +119,15 @@ class DispatchPublic(BaseModel):
     scheduled_at: Annotated[str | None, Field(alias="scheduledAt")] = None
     max_late_seconds: Annotated[int | None, Field(alias="maxLateSeconds")] = None
     on_change: Annotated[str | None, Field(alias="onChange")] = None
+    # Issue 12: a per-recipient schedule's local time (sendAt is then when the first zone, UTC+14,
+    # reaches it). Members not yet ready (their local time, quiet hours) are read but wait: deferred and
+    # missed (ready more than maxLateSeconds before the pass began) count the current walk of the
+    # audience, `pass` numbers it (1 = the first), and nextPageAt says when the next pass starts.
+    send_local_time: Annotated[str | None, Field(alias="sendLocalTime")] = None
+    per_recipient: Annotated[bool, Field(alias="perRecipient")] = False
+    deferred: int = 0
+    missed: int = 0
+    pass_number: Annotated[int, Field(alias="pass")] = 1
 
 
 class _Computed(BaseModel):
@@ -317,6 +330,7 @@ def dispatch(
     adult_age: int,
     max_recipients: int,
     deliverable: frozenset[DeliveryChannel] = ALL_CHANNELS,
+    audit: AuditContext | None = None,
 ) -> DispatchStarted:
     """Confirm a send. The preview (a pass over the whole audience) is read *before* the campaign lock
     and re-verified under it by the lock counter, so adds, enrolments and edits of the campaign wait
@@ -350,6 +364,10 @@ def dispatch(
         rows = [{"id": ids[ch], "channel": ch} for ch in walked]
         row = tx.run(_CREATE, campaignId=campaign_id, dispatches=rows, now=stamp).single()
         assert row is not None
+        record_audit(tx, audit, target_type="campaign", target_id=campaign_id, campaign=locked,
+                     revision_before=locked["revision"], revision_after=locked["revision"] + 1,
+                     detail={"dispatchIds": [r["id"] for r in rows],
+                             "recipients": preview.recipient_count})  # fmt: skip
         return str(row["createdAt"]), walked
 
     for _ in range(_UNLOCKED_ATTEMPTS):
@@ -395,7 +413,8 @@ LIMIT 200
 
 
 def dispatch_from_node(node: dict[str, Any]) -> DispatchPublic:
-    return DispatchPublic.model_validate({**node, "dispatchId": node["id"]})
+    per_recipient = node.get("sendLocalTime") is not None
+    return DispatchPublic.model_validate({**node, "dispatchId": node["id"], "perRecipient": per_recipient})
 
 
 def get_dispatch(graph: Graph, dispatch_id: str) -> DispatchPublic:

@@ -16,6 +16,8 @@ from pydantic import ValidationError
 
 from campaign_engine.domain.errors import BadRequest, NotFound
 from campaign_engine.domain.profile import EmailContact, ProfileIn, ProfileOut, ProfileUpsert, UpsertResult
+from campaign_engine.domain.types import Clock, system_clock
+from campaign_engine.graph.audit import AuditContext, record_audit
 from campaign_engine.graph.cypher import query
 from campaign_engine.graph.graph import Graph, Tx
 
@@ -35,9 +37,16 @@ def _row(profile: ProfileIn) -> dict[str, Any]:
     }
 
 
-def upsert_profiles(graph: Graph, batch: ProfileUpsert) -> UpsertResult:
+# Profile ids named in an upsert's audit entry. One entry records the call, not each of its up to 1000
+# rows: an entry per profile would multiply the batch's writes and the audit indexes by the batch size,
+# and bury every other admin action in audit.list; the count and the first ids say what was done.
+AUDIT_IDS_CAP = 20
+
+
+def upsert_profiles(graph: Graph, batch: ProfileUpsert, *, audit: AuditContext | None = None) -> UpsertResult:
     rows = sorted((_row(p) for p in batch.profiles), key=lambda r: r["profileId"])
     with_connections = [r for r in rows if r["connections"] is not None]
+    ids = [r["profileId"] for r in rows]
 
     def tx_fn(tx: Tx) -> tuple[int, int, int]:
         record = tx.run(query("upsert_profiles"), rows=rows).single()
@@ -46,6 +55,9 @@ def upsert_profiles(graph: Graph, batch: ProfileUpsert) -> UpsertResult:
         if with_connections:
             linked = tx.run(query("upsert_connections"), rows=with_connections).single()
             missing = int(linked["missing"]) if linked is not None else 0
+        record_audit(tx, audit, target_type="profile", target_id=ids[0] if len(ids) == 1 else "batch",
+                     detail={"count": len(ids), "created": int(record["created"]),
+                             "profileIds": ids[:AUDIT_IDS_CAP]})  # fmt: skip
         return int(record["created"]), int(record["total"]), missing
 
     try:
@@ -101,12 +113,15 @@ RETURN count(DISTINCT p) AS deleted
 """
 
 
-def delete_profile(graph: Graph, profile_id: str) -> bool:
+def delete_profile(graph: Graph, profile_id: str, *, audit: AuditContext | None = None) -> bool:
     """Deletes the profile with its contact methods, memberships, states and pending tests."""
 
     def tx_fn(tx: Tx) -> int:
         record = tx.run(_DELETE, profileId=profile_id).single()
-        return int(record["deleted"]) if record is not None else 0
+        deleted = int(record["deleted"]) if record is not None else 0
+        if deleted:  # nothing deleted is NOT_FOUND at the API: no change, no entry
+            record_audit(tx, audit, target_type="profile", target_id=profile_id)
+        return deleted
 
     return graph.write(tx_fn) > 0
 
@@ -134,10 +149,13 @@ def import_jsonl(
     *,
     batch_size: int = 1000,
     progress: Callable[[int], None] | None = None,
+    audit: AuditContext | None = None,
+    clock: Clock = system_clock,
 ) -> UpsertResult:
     """Streams a JSONL file of profiles in batches; an invalid row names its line and stops the import.
 
     Batches before the bad one stay written (each batch is atomic); the message says where to resume.
+    Each batch is its own transaction, so each committed batch has its own audit entry.
     """
     created = updated = missing = 0
     for first_line, rows in _batches(lines, batch_size):
@@ -149,7 +167,7 @@ def import_jsonl(
             line = first_line + loc[1] if len(loc) > 1 and isinstance(loc[1], int) else first_line
             field = ".".join(str(part) for part in loc[2:]) or "row"
             raise BadRequest(f"line {line}: {field}: {err['msg']} (earlier batches were imported)") from exc
-        result = upsert_profiles(graph, batch)
+        result = upsert_profiles(graph, batch, audit=None if audit is None else audit.next_entry(clock()))
         created += result.created
         updated += result.updated
         missing += result.missing_connections

@@ -18,6 +18,7 @@ from campaign_engine.delivery.queue.port import Queue, QueueError
 from campaign_engine.domain.dispatch import PageJob, job_json, send_blocked
 from campaign_engine.domain.errors import Conflict, NotFound
 from campaign_engine.domain.types import format_ts
+from campaign_engine.graph.audit import AuditContext, record_audit
 from campaign_engine.graph.graph import Graph, Tx
 from campaign_engine.graph.locks import lock_campaign
 
@@ -48,7 +49,9 @@ RETURN d {.*, campaignId: $campaignId} AS dispatch
 """
 
 
-def resume_dispatch(graph: Graph, queue: Queue, *, dispatch_id: str, now: datetime) -> DispatchPublic:
+def resume_dispatch(
+    graph: Graph, queue: Queue, *, dispatch_id: str, now: datetime, audit: AuditContext | None = None
+) -> DispatchPublic:
     """Resume a ``failed`` Dispatch from its durable cursor (``campaigns.resumeDispatch``).
 
     Only ``failed`` resumes: ``completed`` has nothing left, and ``stopped`` means a pause, the
@@ -78,6 +81,9 @@ def resume_dispatch(graph: Graph, queue: Queue, *, dispatch_id: str, now: dateti
             failedAt=current.get("finishedAt") or stamp,
             now=stamp,
         ).single(strict=True)
+        record_audit(tx, audit, target_type="dispatch", target_id=dispatch_id, campaign=campaign,
+                     revision_before=campaign["revision"], revision_after=campaign["revision"],
+                     detail={"channel": current["channel"], "cursor": current.get("cursor")})  # fmt: skip
         return dispatch_from_node(dict(resumed["dispatch"]))
 
     resumed = graph.write(tx_fn)

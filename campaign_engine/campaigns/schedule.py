@@ -15,6 +15,10 @@ confirmed token. Nothing is enqueued: the sweeper (local worker loop, Lambda sch
 - otherwise ``sending``: from here it is an ordinary dispatch, and its first page jobs are enqueued
   after the commit (a lost enqueue is re-armed by the sweeper, as for ``dispatch``).
 
+A per-recipient schedule (``{"localTime": ..., "perRecipient": true}``, issue 12) stores ``sendLocalTime``
+and fires when the first zone (UTC+14) reaches that time; from there the page walks hold each recipient
+until their own zone does (``delivery/readiness.py``), and ``maxLateSeconds`` also guards each of them.
+
 The schedule does not advance the campaign revision (``dispatch`` does): the token it holds must still
 match at fire time when nothing changed. One pending schedule per campaign keeps that token honest.
 """
@@ -41,12 +45,14 @@ from campaign_engine.domain.campaign import UtcDatetime
 from campaign_engine.domain.dispatch import DeliveryChannel, PageJob
 from campaign_engine.domain.errors import BadRequest, Conflict, NotFound
 from campaign_engine.domain.schedule import (
+    EARLIEST_ZONE,
     WALL_CLOCK_PATTERN,
     ZONE_NAME_PATTERN,
     known_zone,
     parse_wall_clock,
 )
 from campaign_engine.domain.types import format_ts, parse_ts
+from campaign_engine.graph.audit import AuditContext, record_audit
 from campaign_engine.graph.graph import Graph, Tx
 from campaign_engine.graph.locks import lock_campaign
 
@@ -67,15 +73,43 @@ OnChange = Literal["review", "send_current"]
 _WALKED: tuple[DeliveryChannel, ...] = ("notify", "email")
 
 
-class WallClockAt(BaseModel):
-    """A wall-clock time in an IANA zone, e.g. ``2026-12-07T09:00`` in ``Europe/Paris``."""
+def _one_zone_or_each_recipients(schema: dict[str, Any]) -> None:
+    """States the model validator in the JSON Schema: ``timeZone``, or ``perRecipient: true``."""
+    schema["oneOf"] = [
+        {
+            "required": ["timeZone"],
+            "properties": {"timeZone": {"type": "string"}, "perRecipient": {"const": False}},
+        },
+        {
+            "required": ["perRecipient"],
+            "properties": {"timeZone": {"type": "null"}, "perRecipient": {"const": True}},
+        },
+    ]
 
-    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+class WallClockAt(BaseModel):
+    """A wall-clock time in an IANA zone (``2026-12-07T09:00`` in ``Europe/Paris``), or in each
+    recipient's own zone (``perRecipient: true``; issue 12): then each recipient receives at that local
+    time, those without a known zone at the campaign's ``timeZone`` (else UTC)."""
+
+    model_config = ConfigDict(
+        extra="forbid", populate_by_name=True, json_schema_extra=_one_zone_or_each_recipients
+    )
 
     local_time: Annotated[str, Field(alias="localTime", pattern=WALL_CLOCK_PATTERN)]
-    time_zone: Annotated[str, Field(alias="timeZone", max_length=64, pattern=ZONE_NAME_PATTERN)]
+    time_zone: Annotated[str | None, Field(alias="timeZone", max_length=64, pattern=ZONE_NAME_PATTERN)] = None
+    per_recipient: Annotated[bool, Field(alias="perRecipient")] = False
+
+    @model_validator(mode="after")
+    def _one_zone(self) -> WallClockAt:
+        if self.per_recipient == (self.time_zone is not None):
+            raise ValueError("give either timeZone, or perRecipient: true (each recipient's own zone)")
+        return self
 
     def instant(self) -> datetime:
+        """When the schedule fires: for ``perRecipient``, when the first zone (UTC+14) reaches it."""
+        if self.time_zone is None:
+            return parse_wall_clock(self.local_time).at(EARLIEST_ZONE)
         zone = known_zone(self.time_zone)
         if zone is None:
             raise ValueError("timeZone is not an IANA time zone in the tz database (e.g. Europe/Paris)")
@@ -104,6 +138,12 @@ class ScheduleInput(BaseModel):
             return self.send_at.instant()
         return self.send_at
 
+    def local_time(self) -> str | None:
+        """The wall-clock time each recipient's wave is resolved from (per-recipient schedules only)."""
+        if isinstance(self.send_at, WallClockAt) and self.send_at.per_recipient:
+            return self.send_at.local_time
+        return None
+
 
 _PENDING = """
 MATCH (d:Dispatch {status: 'scheduled'})-[:DISPATCH_OF]->(:Campaign {id: $campaignId})
@@ -114,7 +154,8 @@ _CREATE_SCHEDULED = """
 MATCH (c:Campaign {id: $campaignId})
 UNWIND $dispatches AS row
 CREATE (d:Dispatch {id: row.id, scheduleId: $scheduleId, channel: row.channel, status: 'scheduled',
-                    sendAt: $sendAt, maxLateSeconds: $maxLateSeconds, onChange: $onChange,
+                    sendAt: $sendAt, sendLocalTime: $sendLocalTime, maxLateSeconds: $maxLateSeconds,
+                    onChange: $onChange,
                     previewToken: $token, scheduledAt: $now, cursor: null, pages: 0, enqueued: 0,
                     acknowledged: 0, rejected: 0, suppressed: 0, emailed: 0, throttled: 0, uncertain: 0,
                     lastProgressAt: $now, campaignCreatedAt: c.createdAt})-[:DISPATCH_OF]->(c)
@@ -131,6 +172,7 @@ def schedule_dispatch(
     adult_age: int,
     max_recipients: int,
     deliverable: frozenset[DeliveryChannel] = ALL_CHANNELS,
+    audit: AuditContext | None = None,
 ) -> list[DispatchPublic]:
     """Confirm the reviewed preview for a send at ``sendAt``; one Dispatch per channel, ``scheduled``."""
     send_at = data.instant()
@@ -141,7 +183,8 @@ def schedule_dispatch(
     stamp = format_ts(now)
 
     def tx_fn(tx: Tx) -> list[dict[str, Any]]:
-        if lock_campaign(tx, data.campaign_id) is None:
+        locked = lock_campaign(tx, data.campaign_id)
+        if locked is None:
             raise NotFound(f"campaign '{data.campaign_id}' not found")
         if tx.run(_PENDING, campaignId=data.campaign_id).single() is not None:
             raise Conflict("this campaign already has a scheduled dispatch; cancel it first")
@@ -165,6 +208,9 @@ def schedule_dispatch(
         if reason is not None:
             raise BadRequest(why_blocked(reason))
         channels = [ch for ch in _WALKED if ch in (computed.campaign.get("channels") or [])]
+        record_audit(tx, audit, target_type="campaign", target_id=data.campaign_id, campaign=locked,
+                     revision_before=locked["revision"], revision_after=locked["revision"],
+                     detail={"scheduleId": schedule_id, "sendAt": format_ts(send_at)})  # fmt: skip
         return [
             dict(record["dispatch"])
             for record in tx.run(
@@ -173,6 +219,7 @@ def schedule_dispatch(
                 dispatches=[{"id": ids[ch], "channel": ch} for ch in channels],
                 scheduleId=schedule_id,
                 sendAt=format_ts(send_at),
+                sendLocalTime=data.local_time(),
                 maxLateSeconds=data.max_late_seconds,
                 onChange=data.on_change,
                 token=data.expected_preview_token,
@@ -197,7 +244,9 @@ RETURN count(d) AS changed
 """
 
 
-def cancel_scheduled(graph: Graph, *, dispatch_id: str, now: datetime) -> int:
+def cancel_scheduled(
+    graph: Graph, *, dispatch_id: str, now: datetime, audit: AuditContext | None = None
+) -> int:
     """Cancel the schedule ``dispatch_id`` belongs to (all its channels); CONFLICT once it has fired."""
 
     def tx_fn(tx: Tx) -> int:
@@ -206,7 +255,7 @@ def cancel_scheduled(graph: Graph, *, dispatch_id: str, now: datetime) -> int:
             raise NotFound(f"dispatch '{dispatch_id}' not found")
         if found["scheduleId"] is None:
             raise BadRequest("this dispatch was not scheduled")
-        lock_campaign(tx, found["campaignId"])  # serialises with fire_due: one of the two wins
+        locked = lock_campaign(tx, found["campaignId"])  # serialises with fire_due: one of the two wins
         changed = tx.run(
             _SET_STATUS,
             scheduleId=found["scheduleId"],
@@ -217,6 +266,10 @@ def cancel_scheduled(graph: Graph, *, dispatch_id: str, now: datetime) -> int:
         assert changed is not None
         if not changed["changed"]:
             raise Conflict("this scheduled dispatch has already fired, been cancelled or missed")
+        revision = None if locked is None else locked["revision"]
+        record_audit(tx, audit, target_type="dispatch", target_id=dispatch_id, campaign=locked,
+                     revision_before=revision, revision_after=revision,
+                     detail={"scheduleId": found["scheduleId"]})  # fmt: skip
         return int(changed["changed"])
 
     return graph.write(tx_fn)

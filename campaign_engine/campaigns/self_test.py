@@ -25,6 +25,7 @@ from campaign_engine.campaigns.definitions import campaign_from_node
 from campaign_engine.domain.campaign import CampaignPublic, Channel
 from campaign_engine.domain.errors import BadRequest, NotFound
 from campaign_engine.domain.types import format_ts
+from campaign_engine.graph.audit import AuditContext, record_audit
 from campaign_engine.graph.cypher import query
 from campaign_engine.graph.graph import Graph, Tx
 from campaign_engine.graph.locks import lock_profiles
@@ -85,6 +86,7 @@ def send_test_to_me(
     campaign_id: str,
     now: datetime,
     testers: Mapping[str, ChannelTester] | None = None,
+    audit: AuditContext | None = None,
 ) -> SelfTestResult:
     wired = testers or {}
     test_id = uuid.uuid4().hex
@@ -101,6 +103,11 @@ def send_test_to_me(
                 raise NotFound("your profile is not in the graph; upsert it before sending yourself a test")
             tx.run(query("send_test_in_app"), profileId=admin_id, campaignId=campaign_id, testId=test_id,
                    snapshot=in_app_snapshot(campaign), now=format_ts(now)).consume()  # fmt: skip
+        # Audited whatever the channels: the test is sent (after this commit) on the entry's word.
+        record_audit(tx, audit, target_type="campaign", target_id=campaign.id,
+                     campaign={"id": campaign.id, "createdAt": campaign.created_at},
+                     revision_before=campaign.revision, revision_after=campaign.revision,
+                     detail={"testId": test_id, "channels": channels})  # fmt: skip
         return campaign, channels
 
     campaign, channels = graph.write(tx_fn)

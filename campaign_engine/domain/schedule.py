@@ -21,9 +21,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime, time, timedelta
 from functools import lru_cache
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError, available_timezones
 
 __all__ = [
+    "EARLIEST_ZONE",
     "WALL_CLOCK_PATTERN",
     "ZONE_NAME_PATTERN",
     "QuietHours",
@@ -31,6 +32,8 @@ __all__ = [
     "known_zone",
     "parse_wall_clock",
     "quiet_until",
+    "ready_at",
+    "ready_map",
     "recipient_waves",
     "resolve_wall_clock",
     "zone_or",
@@ -42,6 +45,9 @@ _ZONE_NAME = re.compile(ZONE_NAME_PATTERN)
 WALL_CLOCK_PATTERN = r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(?::\d{2})?$"
 """A local date and time without an offset: ``2026-12-07T09:00`` or ``2026-12-07T09:00:30``."""
 _WALL_CLOCK = re.compile(WALL_CLOCK_PATTERN)
+EARLIEST_ZONE = ZoneInfo("Etc/GMT-14")
+"""UTC+14 (Pacific/Kiritimati), the first zone to reach any wall-clock time: a per-recipient schedule
+fires when it does (POSIX-style ``Etc`` names invert the sign)."""
 
 
 @lru_cache(maxsize=1024)
@@ -134,3 +140,59 @@ def quiet_until(instant: datetime, zone: ZoneInfo, quiet: QuietHours | None) -> 
     if quiet.start > quiet.end and local.time() >= quiet.start:
         end_day += timedelta(days=1)  # wrapped: tonight's quiet hours end tomorrow
     return resolve_wall_clock(datetime.combine(end_day, quiet.end), zone)
+
+
+def _last_quiet_end(now: datetime, zone: ZoneInfo, quiet: QuietHours) -> datetime:
+    """The latest end of quiet hours in ``zone`` at or before ``now``."""
+    day = now.astimezone(zone).date()
+    end = resolve_wall_clock(datetime.combine(day, quiet.end), zone)
+    if end > now:
+        end = resolve_wall_clock(datetime.combine(day - timedelta(days=1), quiet.end), zone)
+    return end
+
+
+def ready_at(*, wave: datetime, now: datetime, zone: ZoneInfo, quiet: QuietHours | None) -> datetime:
+    """When a recipient in ``zone`` whose wave is ``wave`` may receive, judged at ``now``.
+
+    After ``now``: wait until then (the wave, or the end of the quiet hours it lands in). At or before
+    ``now``: deliverable now, and continuously so since the returned instant, which is what staleness
+    (a schedule's ``maxLateSeconds``) is measured from. Quiet hours are judged at ``now`` too, so a
+    long walk that reaches someone after their quiet hours began defers them, never wakes them."""
+    due = quiet_until(wave, zone, quiet) or wave
+    if due > now or quiet is None:
+        return due
+    later = quiet_until(now, zone, quiet)
+    if later is not None:
+        return later
+    return max(due, _last_quiet_end(now, zone, quiet))
+
+
+@lru_cache(maxsize=1)
+def _zone_names() -> tuple[str, ...]:
+    return tuple(sorted(name for name in available_timezones() if known_zone(name) is not None))
+
+
+def ready_map(
+    *,
+    now: datetime,
+    start: datetime,
+    local_time: WallClock | None,
+    fallback: ZoneInfo,
+    quiet: QuietHours | None,
+) -> tuple[dict[str, datetime], datetime]:
+    """``ready_at`` for every zone of the tz database, and for recipients without a usable zone.
+
+    The wave is ``local_time`` in each zone (a per-recipient schedule) or else ``start`` for all. The
+    page statements look a recipient's zone up in this map, so the zone rules run here, once per
+    zone, never per recipient."""
+
+    def one(zone: ZoneInfo) -> datetime:
+        wave = local_time.at(zone) if local_time is not None else start
+        return ready_at(wave=wave, now=now, zone=zone, quiet=quiet)
+
+    by_zone: dict[str, datetime] = {}
+    for name in _zone_names():
+        zone = known_zone(name)
+        assert zone is not None
+        by_zone[name] = one(zone)
+    return by_zone, one(fallback)

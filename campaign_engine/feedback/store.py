@@ -9,6 +9,7 @@ transaction, which the driver may re-run.
 
 from __future__ import annotations
 
+import hashlib
 import uuid
 from dataclasses import dataclass
 from datetime import timedelta
@@ -19,6 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from campaign_engine.domain.errors import NotFound
 from campaign_engine.domain.types import Clock, format_ts
 from campaign_engine.feedback.events import Feedback, SuppressionReason, normalize_address
+from campaign_engine.graph.audit import AuditContext, record_audit
 from campaign_engine.graph.cypher import query
 from campaign_engine.graph.graph import Graph, Tx
 from campaign_engine.graph.locks import lock_profiles
@@ -196,13 +198,19 @@ def get_suppression(graph: Graph, address: str) -> Suppression:
     return Suppression.model_validate(node)
 
 
-def remove_suppression(graph: Graph, address: str) -> bool:
-    """Lift the suppression of ``address`` (and its soft-bounce count); False when there was none."""
+def remove_suppression(graph: Graph, address: str, *, audit: AuditContext | None = None) -> bool:
+    """Lift the suppression of ``address`` (and its soft-bounce count); False when there was none.
+
+    The audit entry names the address by its SHA-256, not in clear: the trail outlives the suppression
+    and the profiles, and must not become a list of addresses; an admin who knows one can still find it."""
+    normal = normalize_address(address)
 
     def tx_fn(tx: Tx) -> int:
-        record = tx.run(query("suppression_remove"), addresses=[normalize_address(address)]).single(
-            strict=True
-        )
-        return int(record["removed"])
+        record = tx.run(query("suppression_remove"), addresses=[normal]).single(strict=True)
+        removed = int(record["removed"])
+        if removed:  # nothing lifted is NOT_FOUND at the API: no change, no entry
+            digest = hashlib.sha256(normal.encode()).hexdigest()
+            record_audit(tx, audit, target_type="suppression", target_id=f"sha256:{digest}")
+        return removed
 
     return graph.write(tx_fn) > 0

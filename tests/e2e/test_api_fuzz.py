@@ -46,8 +46,12 @@ DOCUMENT = build_openapi(
 # runs on them. Everything JSON Schema can say (types, patterns, ranges, the channel-content rule) is in
 # the document, and an operation leaves this table when its last such rule goes.
 _POSITIVE_DATA_ALSO_REFUSED = {
-    # "endsAt must be after startsAt" compares two values.
-    "campaigns.create": "the window rule compares two fields",
+    # "from must be earlier than to" compares two values; a cursor's time must be a real day (its shape
+    # is in the schema).
+    "audit.list": "the from/to rule compares two fields; a cursor names a real instant",
+    # "endsAt must be after startsAt" compares two values, as does quietHours' "start != end"; a
+    # timeZone must exist in the tz database (the schema gives its shape).
+    "campaigns.create": "the window and quiet-hours rules compare two fields; timeZone in the tz database",
     # The patched whole is validated against the stored campaign (channel content, the window, an
     # archived campaign is read-only): the rule spans the request and the graph.
     "campaigns.update": "rules that span the patch and the stored campaign",

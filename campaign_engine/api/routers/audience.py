@@ -44,16 +44,18 @@ def preview_audience(ctx: Context, data: SourceInput) -> audience.AudienceCount:
 def add_audience(ctx: Context, data: SourceInput) -> audience.AudienceCount:
     """Add the eligible profiles a source matches; `added` counts new memberships only."""
     return audience.add_audience(
-        ctx.services.graph, campaign_id=data.campaign_id, source=data.source, policy=_policy(ctx)
-    )
+        ctx.services.graph, campaign_id=data.campaign_id, source=data.source, policy=_policy(ctx),
+        audit=ctx.audit(),
+    )  # fmt: skip
 
 
 @router.mutation("removeAudience", auth="admin")
 def remove_audience(ctx: Context, data: SourceInput) -> audience.Removed:
     """Remove the memberships of the profiles a source matches."""
     return audience.remove_audience(
-        ctx.services.graph, campaign_id=data.campaign_id, source=data.source, policy=_policy(ctx)
-    )
+        ctx.services.graph, campaign_id=data.campaign_id, source=data.source, policy=_policy(ctx),
+        audit=ctx.audit(),
+    )  # fmt: skip
 
 
 @router.query("getAudience", auth="admin")
@@ -77,5 +79,5 @@ def send_test_to_me(ctx: Context, data: CampaignRef) -> self_test.SelfTestResult
     testers = ctx.services.self_test_testers
     return self_test.send_test_to_me(
         ctx.services.graph, admin_id=ctx.admin().profile_id, campaign_id=data.campaign_id,
-        now=ctx.services.clock(), testers=testers,
+        now=ctx.services.clock(), testers=testers, audit=ctx.audit(),
     )  # fmt: skip

@@ -38,7 +38,7 @@ class StatusInput(CampaignRef):
 def create(ctx: Context, data: CampaignCreate) -> CampaignPublic:
     """Create a campaign in draft; its tenant comes from the request."""
     return definitions.create_campaign(
-        ctx.services.graph, data=data, tenant_id=ctx.tenant_id, now=ctx.services.clock()
+        ctx.services.graph, data=data, tenant_id=ctx.tenant_id, now=ctx.services.clock(), audit=ctx.audit()
     )
 
 
@@ -62,21 +62,27 @@ def update(ctx: Context, data: CampaignPatch) -> CampaignPublic:
 
     expectedUpdatedAt is an instant compared to the millisecond: a value echoed through a JavaScript
     ``Date`` matches, an older one is CONFLICT."""
-    return definitions.update_campaign(ctx.services.graph, patch=data, now=ctx.services.clock())
+    return definitions.update_campaign(
+        ctx.services.graph, patch=data, now=ctx.services.clock(), audit=ctx.audit()
+    )
 
 
 @router.mutation("setStatus", auth="admin")
 def set_status(ctx: Context, data: StatusInput) -> CampaignPublic:
     """Move a campaign through draft -> live <-> paused -> archived."""
     return definitions.set_status(
-        ctx.services.graph, campaign_id=data.campaign_id, status=data.status, now=ctx.services.clock()
+        ctx.services.graph,
+        campaign_id=data.campaign_id,
+        status=data.status,
+        now=ctx.services.clock(),
+        audit=ctx.audit(),
     )
 
 
 @router.mutation("delete", auth="admin")
 def delete(ctx: Context, data: CampaignRef) -> Ok:
     """Delete a campaign with its audience, states, tests and dispatch records."""
-    definitions.delete_campaign(ctx.services.graph, campaign_id=data.campaign_id)
+    definitions.delete_campaign(ctx.services.graph, campaign_id=data.campaign_id, audit=ctx.audit())
     return Ok()
 
 

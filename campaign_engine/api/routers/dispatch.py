@@ -70,6 +70,7 @@ def dispatch(ctx: Context, data: DispatchInput) -> dispatching.DispatchStarted:
         adult_age=settings.campaign_adult_age,
         max_recipients=settings.campaign_preview_max_recipients,
         deliverable=ctx.services.dispatch_channels,
+        audit=ctx.audit(),
     )
 
 
@@ -87,13 +88,16 @@ def schedule(ctx: Context, data: ScheduleInput) -> list[dispatching.DispatchPubl
         adult_age=settings.campaign_adult_age,
         max_recipients=settings.campaign_preview_max_recipients,
         deliverable=ctx.services.dispatch_channels,
+        audit=ctx.audit(),
     )
 
 
 @router.mutation("cancelScheduledDispatch", auth="admin")
 def cancel_schedule(ctx: Context, data: DispatchRef) -> Ok:
     """Cancel a scheduled dispatch (every channel of it); CONFLICT once it has fired."""
-    cancel_scheduled(ctx.services.graph, dispatch_id=data.dispatch_id, now=ctx.services.clock())
+    cancel_scheduled(
+        ctx.services.graph, dispatch_id=data.dispatch_id, now=ctx.services.clock(), audit=ctx.audit()
+    )
     return Ok()
 
 
@@ -106,7 +110,10 @@ def get_dispatch(ctx: Context, data: DispatchRef) -> dispatching.DispatchPublic:
 @router.mutation("resumeDispatch", auth="admin")
 def resume_dispatch(ctx: Context, data: DispatchRef) -> dispatching.DispatchPublic:
     """Resume a failed dispatch from its cursor (anything else, or a newer dispatch: CONFLICT)."""
-    return resume(ctx.services.graph, _queue(ctx), dispatch_id=data.dispatch_id, now=ctx.services.clock())
+    return resume(
+        ctx.services.graph, _queue(ctx), dispatch_id=data.dispatch_id, now=ctx.services.clock(),
+        audit=ctx.audit(),
+    )  # fmt: skip
 
 
 @router.query("listDispatches", auth="admin")

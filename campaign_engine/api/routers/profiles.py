@@ -32,7 +32,7 @@ def upsert(ctx: Context, data: ProfileUpsert) -> UpsertResult:
     """Create or update up to 1000 profiles atomically.
 
     A row changes only the fields it names: an omitted field keeps its value, an explicit null clears it."""
-    return profiles.upsert_profiles(ctx.services.graph, data)
+    return profiles.upsert_profiles(ctx.services.graph, data, audit=ctx.audit())
 
 
 @router.query("get", auth="admin")
@@ -44,6 +44,6 @@ def get(ctx: Context, data: ProfileRef) -> ProfileOut:
 @router.mutation("delete", auth="admin")
 def delete(ctx: Context, data: ProfileRef) -> Deleted:
     """Delete a profile with its memberships, engagement states and pending tests."""
-    if not profiles.delete_profile(ctx.services.graph, data.profile_id):
+    if not profiles.delete_profile(ctx.services.graph, data.profile_id, audit=ctx.audit()):
         raise NotFound(f"profile '{data.profile_id}' not found")
     return Deleted(deleted=True)

@@ -56,6 +56,6 @@ def get(ctx: Context, data: AddressInput) -> store.Suppression:
 @router.mutation("remove", auth="admin")
 def remove(ctx: Context, data: AddressInput) -> Ok:
     """Lift the suppression of one address (e.g. the mailbox works again); its profiles' own opt-outs stay."""
-    if not store.remove_suppression(ctx.services.graph, data.address):
+    if not store.remove_suppression(ctx.services.graph, data.address, audit=ctx.audit()):
         raise NotFound("this address is not suppressed")
     return Ok()

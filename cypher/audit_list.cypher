@@ -1,0 +1,13 @@
+// audit.list: newest first, keyset-paged by orderKey ("<at>|<id>": the fixed-width time, then the id
+// for entries of one instant). {{KEY}} is the filter whose index leads the seek (audit_entry_campaign,
+// audit_entry_actor, or audit_entry_order for none) and {{ORDER}} that index's properties, so every bound
+// is one range on orderKey and the answer is read in index order, never sorted. $since bounds it below
+// (inclusive: "<since>" sorts before "<since>|<id>"), $until above (exclusive: "<until>|<id>" sorts after
+// "<until>"), and $after is the orderKey of the last entry of the previous page.
+MATCH (a:AuditEntry)
+WHERE {{KEY}}
+  AND a.orderKey >= $since AND a.orderKey < $until AND a.orderKey < $after
+  AND ($actor IS NULL OR a.actor = $actor)
+RETURN a {.*} AS entry
+ORDER BY {{ORDER}}
+LIMIT $limit
