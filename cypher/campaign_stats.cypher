@@ -1,6 +1,8 @@
 // getStats: distinct-profile counts. Audience and enrolled count members that pass the age policy now;
 // engagement counts come from CAMPAIGN_STATE only (self-tests live on CAMPAIGN_TEST and never count).
 // bounced/complained are set by provider feedback on the send it names (cypher/feedback_link.cypher).
+// capped: profiles the frequency cap held back on a channel (notify_cap, email_page) that have not
+// received the campaign on that channel since.
 MATCH (c:Campaign {id: $campaignId})
 CALL (c) {
   OPTIONAL MATCH (p:Profile)-[m:IN_CAMPAIGN_AUDIENCE]->(c)
@@ -16,6 +18,8 @@ CALL (c) {
          count(DISTINCT CASE WHEN s.notifiedAt IS NOT NULL THEN p END) AS notified,
          count(DISTINCT CASE WHEN s.emailedAt IS NOT NULL THEN p END) AS emailed,
          count(DISTINCT CASE WHEN s.bouncedAt IS NOT NULL THEN p END) AS bounced,
-         count(DISTINCT CASE WHEN s.complainedAt IS NOT NULL THEN p END) AS complained
+         count(DISTINCT CASE WHEN s.complainedAt IS NOT NULL THEN p END) AS complained,
+         count(DISTINCT CASE WHEN (s.notifyCappedAt IS NOT NULL AND s.notifiedAt IS NULL)
+                               OR (s.emailCappedAt IS NOT NULL AND s.emailedAt IS NULL) THEN p END) AS capped
 }
-RETURN audience, enrolled, shown, clicked, dismissed, notified, emailed, bounced, complained
+RETURN audience, enrolled, shown, clicked, dismissed, notified, emailed, bounced, complained, capped

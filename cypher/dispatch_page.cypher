@@ -4,6 +4,11 @@
 // Every member read moves the cursor; only eligible ones get a delivery. One record per page (how many
 // members it read, the last one, the eligible ids): a record per member cost the worker more driver CPU
 // than the rest of the page's work.
+// Readiness (issue 12, delivery/readiness.py): $readyAt maps every tz database zone to the instant its
+// recipients may receive (per-recipient wave, then quiet hours), $fallbackReadyAt serves a missing or
+// unknown zone. Not yet ready: read (the cursor moves) but not sent, counted deferred, and the earliest
+// such instant returned for the next pass. Ready since before $staleBefore (a schedule's maxLateSeconds;
+// null = never stale): missed, not sent. With neither rule the map is empty and every member is ready.
 MATCH (p:Profile)-[m:IN_CAMPAIGN_AUDIENCE]->(c:Campaign)
 USING INDEX m:IN_CAMPAIGN_AUDIENCE(campaignId, profileId)
 WHERE m.campaignId = $campaignId AND m.profileId > $cursor
@@ -11,7 +16,17 @@ WITH p, c, m
 ORDER BY m.campaignId, m.profileId
 LIMIT $limit
 OPTIONAL MATCH (p)-[s:CAMPAIGN_STATE]->(c)
-WITH p.profileId AS profileId,
+WITH p.profileId AS profileId, coalesce($readyAt[p.timeZone], $fallbackReadyAt) AS readyAt,
      (NOT coalesce(p.announcementPushOptOut, false) AND s.notifiedAt IS NULL AND {{CAMPAIGN_AGE_OK}})
        AS eligible
-RETURN count(*) AS read, max(profileId) AS last, collect(CASE WHEN eligible THEN profileId END) AS eligible
+WITH profileId, readyAt,
+     CASE
+       WHEN NOT eligible THEN 'skip'
+       WHEN readyAt > $now THEN 'deferred'
+       WHEN readyAt < $staleBefore THEN 'missed'
+       ELSE 'send'
+     END AS fate
+RETURN count(*) AS read, max(profileId) AS last, collect(CASE WHEN fate = 'send' THEN profileId END) AS eligible,
+       count(CASE WHEN fate = 'deferred' THEN 1 END) AS deferred,
+       count(CASE WHEN fate = 'missed' THEN 1 END) AS missed,
+       min(CASE WHEN fate = 'deferred' THEN readyAt END) AS readyAt

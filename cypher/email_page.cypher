@@ -5,11 +5,16 @@
 // skipped, so a page of opted-out members still advances and no page is read forever.
 // Each member's profile lock is taken in ascending profileId order BEFORE its rules and its claim state
 // are read: two workers on one page claim each recipient once. Eligible members get emailClaimedAt plus
-// this attempt's claimId (what the outcome record must match) and, once for life, a
-// campaignUnsubscribeId. The caller checked the campaign guard in the same transaction.
+// this attempt's claimId (what the outcome record must match); a profile still without a
+// campaignUnsubscribeId (profiles get theirs at creation or from the schema backfill) gets one, once for
+// life. The caller checked the campaign guard in the same transaction. The primary addresses are read
+// once per member (`emails`), and the contact predicates of graph/policy.py read that binding.
 // CAMPAIGN_STATE is created, not MERGEd: MERGE's locking variant also locks the campaign node (see
 // notify_record). One record per page: members read, the last one, and [profileId, address,
 // unsubscribeId] of each claim.
+// Readiness ($readyAt, $fallbackReadyAt, $staleBefore; cypher/dispatch_page.cypher, delivery/readiness.py):
+// a member not yet ready is read but not claimed, counted deferred with the earliest such instant; one
+// ready before $staleBefore is missed, never claimed.
 // replan=skip: a send moves the statistics fast enough that Neo4j would otherwise recompile this
 // statement every few seconds (seconds each on a loaded machine); its plan is fixed by its index
 // predicates (tests/integration/test_email_page_walk.py asserts it).
@@ -23,8 +28,9 @@ LIMIT $limit
 SET p.campaignStateLock = coalesce(p.campaignStateLock, 0) + 1
 WITH p, c, m
 OPTIONAL MATCH (p)-[s:CAMPAIGN_STATE]->(c)
-WITH p, c, m, s, {{PRIMARY_EMAILS}} AS emails
-WITH p, c, m, s, emails,
+WITH p, c, m, s, {{PRIMARY_EMAILS}} AS emails,
+     coalesce($caps[coalesce(c.tenantId, '*')], $caps['*']) AS cap
+WITH p, c, m, s, emails, cap,
      CASE
        WHEN c.createdAt <> $campaignCreatedAt THEN 'campaign_gone'
        WHEN coalesce(p.announcementEmailOptOut, false) THEN 'opted_out'
@@ -32,8 +38,13 @@ WITH p, c, m, s, emails,
        WHEN {{EMAIL_SUPPRESSED}} THEN 'suppressed'
        WHEN NOT {{EMAIL_CONTACT_OK}} THEN 'no_email'
        WHEN s.emailClaimedAt IS NOT NULL OR s.emailedAt IS NOT NULL THEN 'already_claimed'
+       WHEN coalesce($readyAt[p.timeZone], $fallbackReadyAt) > $now THEN 'deferred'
+       WHEN coalesce($readyAt[p.timeZone], $fallbackReadyAt) < $staleBefore THEN 'missed'
+       WHEN cap IS NOT NULL AND s.emailCapCountedAt IS NULL
+            AND size([t IN coalesce(p.emailCapLog, []) WHERE t > cap.since]) >= cap.max THEN 'capped'
        ELSE null
      END AS blocked
+WITH *, blocked = 'capped' AND coalesce(s.emailCappedDispatchId, '') <> $dispatchId AS firstCapped
 CALL (p, c, s, blocked) {
   WITH p, c, s, blocked
   WHERE blocked IS NULL AND s IS NULL
@@ -52,6 +63,32 @@ CALL (p, blocked) {
   WHERE blocked IS NULL AND p.campaignUnsubscribeId IS NULL
   SET p.campaignUnsubscribeId = randomUUID()
 }
-WITH m.profileId AS profileId, blocked, emails[0] AS address, p.campaignUnsubscribeId AS unsubscribeId
+// Frequency cap ($caps null = none; docs/architecture.md "Frequency cap"), decided above under the lock:
+// a claim takes a slot in p.emailCapLog once per (profile, campaign) (emailCapCountedAt: a released and
+// re-claimed recipient never counts twice; the log is pruned to the longest window, $capKeep newest); a
+// capped member is marked for getStats and counted once per Dispatch (firstCapped, added to the
+// Dispatch in this transaction by delivery/frequency_cap.py).
+CALL (p, c, s, blocked, cap) {
+  WITH p, c, s, blocked, cap
+  WHERE cap IS NOT NULL AND blocked IS NULL AND s.emailCapCountedAt IS NULL
+  MATCH (p)-[st:CAMPAIGN_STATE]->(c)
+  SET st.emailCapCountedAt = $now, st.emailCappedAt = null, st.emailCappedDispatchId = null,
+      p.emailCapLog = ([t IN coalesce(p.emailCapLog, []) WHERE t > $capKeepSince] + [$now])[-$capKeep..]
+}
+CALL (p, c, s, blocked) {
+  WITH p, c, s, blocked
+  WHERE blocked = 'capped' AND s IS NULL
+  CREATE (p)-[:CAMPAIGN_STATE {emailCappedAt: $now, emailCappedDispatchId: $dispatchId}]->(c)
+}
+CALL (s, blocked) {
+  WITH s, blocked
+  WHERE blocked = 'capped' AND s IS NOT NULL
+  SET s.emailCappedAt = $now, s.emailCappedDispatchId = $dispatchId
+}
+WITH m.profileId AS profileId, blocked, emails[0] AS address, p.campaignUnsubscribeId AS unsubscribeId,
+     firstCapped, CASE WHEN blocked = 'deferred' THEN coalesce($readyAt[p.timeZone], $fallbackReadyAt) END AS readyAt
 RETURN count(*) AS read, max(profileId) AS last,
-       collect(CASE WHEN blocked IS NULL THEN [profileId, address, unsubscribeId] END) AS claimed
+       collect(CASE WHEN blocked IS NULL THEN [profileId, address, unsubscribeId] END) AS claimed,
+       count(CASE WHEN firstCapped THEN 1 END) AS capped,
+       count(CASE WHEN blocked = 'deferred' THEN 1 END) AS deferred,
+       count(CASE WHEN blocked = 'missed' THEN 1 END) AS missed, min(readyAt) AS readyAt

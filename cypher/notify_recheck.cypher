@@ -1,14 +1,21 @@
 // Batch recheck just before the webhook POSTs. Test deliveries (testId set) skip audience, age,
-// opt-out and notifiedAt checks. One record for the whole batch: parallel lists in job order (the
-// reason a job must not be sent, '' = send; the profile's own webhook, '' = none; '' because collect
-// skips nulls) and each sendable campaign's copy once. A record per job cost the worker ~40 us of
-// driver CPU per recipient and carried the whole definition on every row.
+// opt-out and notifiedAt checks. One record for the whole batch: parallel lists (the reason a job must
+// not be sent, '' = send; the profile's own webhook, '' = none; '' because collect skips nulls) keyed
+// by deliveryId, each sendable campaign's copy once, and the dispatch of each job this statement was the
+// first to hold back by the frequency cap. A record per job cost the worker ~40 us of driver CPU per
+// recipient and carried the whole definition on every row.
+// Without CAMPAIGN_FREQUENCY_CAPS for notify the two placeholders are filled with nothing and this is
+// the read it always was. With one, delivery/frequency_cap.py fills the first (NOTIFY_CAP_LOCK: the
+// profile lock, taken first, in the ascending profileId order of $jobs) and the second (NOTIFY_CAP:
+// cypher/notify_cap.cypher, reserve a slot or hold back under that lock), and the statement runs in a
+// write transaction.
 // replan=skip: every lookup is a unique-key seek, so statistics cannot improve the plan, and a
 // send moving CAMPAIGN_STATE counts fast otherwise replans (and JIT-compiles) it every few seconds.
 CYPHER replan=skip
 UNWIND $jobs AS job
-OPTIONAL MATCH (c:Campaign {id: job.campaignId})
 OPTIONAL MATCH (p:Profile {profileId: job.profileId})
+{{NOTIFY_CAP_LOCK}}
+OPTIONAL MATCH (c:Campaign {id: job.campaignId})
 WITH job, c, p,
      EXISTS { MATCH (p)-[:IN_CAMPAIGN_AUDIENCE]->(c) } AS member,
      EXISTS { MATCH (p)-[s:CAMPAIGN_STATE]->(c) WHERE s.notifiedAt IS NOT NULL } AS notified
@@ -27,8 +34,10 @@ WITH job, c, p,
        WHEN notified THEN 'already_notified'
        ELSE null
      END AS blocked
+{{NOTIFY_CAP}}
 RETURN collect(job.deliveryId) AS deliveryIds,
        collect(coalesce(blocked, '')) AS blocked,
        collect(coalesce(p.notificationsWebhook, '')) AS webhooks,
        collect(DISTINCT CASE WHEN blocked IS NULL
-                          THEN [c.id, c.definition, coalesce(c.hasInAppMessage, false)] END) AS campaigns
+                          THEN [c.id, c.definition, coalesce(c.hasInAppMessage, false)] END) AS campaigns,
+       collect(CASE WHEN firstCapped THEN job.dispatchId END) AS capped

@@ -3,7 +3,9 @@
 Engagement counts come from CAMPAIGN_STATE only; admin self-tests live on CAMPAIGN_TEST and never
 count. ``notified`` and ``emailed`` are written by the delivery workers (zero until they run); ``bounced``
 (hard bounces) and ``complained`` by provider feedback on the send it names, found by the provider's
-message id (``feedback/store.py``). No client procedure can set any of them.
+message id (``feedback/store.py``). ``capped``: profiles the frequency cap held back on a channel and
+that have not received the campaign on it since (``CAMPAIGN_FREQUENCY_CAPS``). No client procedure can
+set any of them.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ class CampaignStats(BaseModel):
     emailed: int
     bounced: int
     complained: int
+    capped: int
 
 
 def get_stats(graph: Graph, *, campaign_id: str, policy: Policy) -> CampaignStats:

@@ -20,6 +20,7 @@ from campaign_engine.delivery.email.provider import EmailProvider
 from campaign_engine.delivery.email.render import EmailConfigError, cta_url_for
 from campaign_engine.delivery.email.self_test import EmailSelfTester
 from campaign_engine.delivery.email.smtp import SmtpProvider
+from campaign_engine.delivery.gauges import scrape_gauges
 from campaign_engine.delivery.jobs import (
     JobTable,
     PageFailures,
@@ -39,6 +40,7 @@ from campaign_engine.delivery.runner import Worker, install_stop_signals
 from campaign_engine.delivery.sweeper import SweepResult, stuck_window_seconds, sweep
 from campaign_engine.domain.types import Clock, system_clock
 from campaign_engine.graph.graph import Graph, open_graph
+from campaign_engine.observability.metrics import MetricsServer, serving_registry, start_metrics_server
 from campaign_engine.unsubscribe.tokens import UnsubscribeTokens
 
 __all__ = [
@@ -57,6 +59,7 @@ __all__ = [
     "build_worker",
     "run_sweep",
     "run_worker",
+    "start_worker_metrics",
 ]
 
 DISPATCH_QUEUE = "dispatch"
@@ -150,6 +153,7 @@ def build_notification_worker(
         sender_name=settings.notifications_sender,
         default_webhook=settings.notifications_webhook_url,
         adult_age=settings.campaign_adult_age,
+        frequency_caps=settings.campaign_frequency_caps,
     )
 
 
@@ -215,6 +219,7 @@ def build_email_worker(
         throttle_backoff_seconds=settings.campaign_email_throttle_backoff_seconds,
         max_deferrals=settings.campaign_email_max_deferrals,
         run_seconds=settings.campaign_email_run_seconds,
+        frequency_caps=settings.campaign_frequency_caps,
     )
 
 
@@ -346,13 +351,33 @@ def build_worker(
     )
 
 
+def start_worker_metrics(settings: Settings, graph: Graph, queues: Queues) -> MetricsServer | None:
+    """The worker's ``/metrics`` on METRICS_PORT (None when unset): its counters plus the scrape-time
+    gauges of both queues and of the dispatches."""
+    if settings.metrics_port is None:
+        return None
+    named = {"dispatch": queues.dispatch, "delivery": queues.delivery}
+    gauges = scrape_gauges(graph, {n: q for n, q in named.items() if isinstance(q, LocalQueue | SqsQueue)})
+    token = settings.metrics_bearer_token
+    return start_metrics_server(
+        serving_registry(gauges, multiprocess_dir=settings.prometheus_multiproc_dir),
+        host=settings.metrics_host,
+        port=settings.metrics_port,
+        token=token.get_secret_value() if token is not None else None,
+    )
+
+
 def run_worker(settings: Settings | None = None) -> None:
     """Foreground worker until SIGTERM/SIGINT (``campaign-engine worker``)."""
     settings = settings or Settings()
     graph = open_graph(settings)
+    queues = build_queues(settings)
+    metrics_server = start_worker_metrics(settings, graph, queues)
     try:
         stop = threading.Event()
         install_stop_signals(stop)
-        build_worker(settings, graph).run(stop)
+        build_worker(settings, graph, queues=queues).run(stop)
     finally:
+        if metrics_server is not None:
+            metrics_server.close()
         graph.close()

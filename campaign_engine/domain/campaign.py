@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from datetime import datetime
+from datetime import datetime, time
 from typing import Annotated, Any, Literal
 
 from pydantic import (
@@ -26,6 +26,7 @@ from pydantic import (
     model_validator,
 )
 
+from campaign_engine.domain.schedule import ZONE_NAME_PATTERN, QuietHours, known_zone
 from campaign_engine.domain.types import checked_instant, format_ts, parse_instant
 
 __all__ = [
@@ -39,6 +40,7 @@ __all__ = [
     "EmailCopy",
     "Message",
     "NotificationCopy",
+    "QuietHoursWindow",
     "allowed_transition",
     "campaign_from_node",
 ]
@@ -167,10 +169,40 @@ class EmailCopy(_Strict):
     model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
 
 
+def _known_zone_name(name: str) -> str:
+    if known_zone(name) is None:
+        raise ValueError("not an IANA time zone in the tz database (e.g. Europe/Paris)")
+    return name
+
+
+ZoneName = Annotated[
+    str, StringConstraints(max_length=64, pattern=ZONE_NAME_PATTERN), AfterValidator(_known_zone_name)
+]
+HourMinute = Annotated[str, StringConstraints(pattern=r"^(?:[01]\d|2[0-3]):[0-5]\d$")]
+
+
+class QuietHoursWindow(_Strict):
+    """Local wall-clock hours in which notify and email wait (issue 12); ``start > end`` wraps midnight."""
+
+    start: HourMinute
+    end: HourMinute
+
+    @model_validator(mode="after")
+    def _not_empty(self) -> QuietHoursWindow:
+        if self.start == self.end:
+            raise ValueError("quiet hours must not start and end at the same time")
+        return self
+
+    def rule(self) -> QuietHours:
+        return QuietHours(time.fromisoformat(self.start), time.fromisoformat(self.end))
+
+
 _CONTENT_FOR_CHANNEL: dict[str, str] = {"inApp": "message", "notify": "notification", "email": "email"}
 
 # Optional fields a patch may clear with null; the rest can only be replaced.
-CLEARABLE_FIELDS = frozenset({"description", "notification", "email", "startsAt", "endsAt"})
+CLEARABLE_FIELDS = frozenset(
+    {"description", "notification", "email", "startsAt", "endsAt", "timeZone", "quietHours"}
+)
 
 
 def _content_rule_schema(schema: dict[str, Any]) -> None:
@@ -204,6 +236,10 @@ class CampaignDefinition(_Strict):
     ends_at: Annotated[UtcDatetime | None, Field(alias="endsAt")] = None
     exclude_minors: Annotated[bool, Field(alias="excludeMinors")] = True
     discoverable: bool = False
+    # Issue 12: the zone of recipients whose profile has none (or an unknown one; absent = UTC), and
+    # the local hours in which notify and email deliveries wait (in-app is unaffected).
+    time_zone: Annotated[ZoneName | None, Field(alias="timeZone")] = None
+    quiet_hours: Annotated[QuietHoursWindow | None, Field(alias="quietHours")] = None
 
     @field_validator("channels")
     @classmethod
@@ -272,6 +308,8 @@ class CampaignPatch(BaseModel):
     ends_at: Annotated[UtcDatetime | None, Field(alias="endsAt")] = None
     exclude_minors: Annotated[bool | None, Field(alias="excludeMinors")] = None
     discoverable: bool | None = None
+    time_zone: Annotated[ZoneName | None, Field(alias="timeZone")] = None
+    quiet_hours: Annotated[QuietHoursWindow | None, Field(alias="quietHours")] = None
 
     def changes(self) -> dict[str, Any]:
         """The fields the caller sent, by wire name, in wire form, with ``None`` meaning "clear"."""

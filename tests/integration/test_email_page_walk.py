@@ -14,8 +14,10 @@ import pytest
 
 from campaign_engine.campaigns.dispatch import list_dispatches
 from campaign_engine.config import Settings
+from campaign_engine.delivery.readiness import readiness_params
 from campaign_engine.delivery.wiring import Queues, build_email_worker, build_worker
 from campaign_engine.domain.dispatch import PageJob, parse_job
+from campaign_engine.domain.frequency_cap import cap_params
 from campaign_engine.graph.graph import Graph
 from campaign_engine.graph.policy import policy_params, policy_query
 from tests.support.delivery import NOW, StepClock, drain, local_queues, start_dispatch
@@ -65,6 +67,8 @@ def _page_params(campaign_id: str, created_at: str, *, limit: int) -> dict[str, 
         "claimId": "claim-1",
         "dispatchId": "d-1",
         "now": "2026-03-01T12:00:00.000000Z",
+        **cap_params({}, "email", now=NOW),
+        **readiness_params({}, {}, now=NOW),  # no per-recipient time, no quiet hours: all ready
         **policy_params(NOW, 18),
     }
 

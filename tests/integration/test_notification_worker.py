@@ -13,6 +13,7 @@ import pytest
 from campaign_engine.campaigns import definitions
 from campaign_engine.campaigns.dispatch import get_dispatch
 from campaign_engine.config import Settings
+from campaign_engine.delivery.frequency_cap import notify_recheck_query
 from campaign_engine.delivery.notify.sender import (
     Answered,
     Blocked,
@@ -28,6 +29,7 @@ from campaign_engine.delivery.notify.worker import NotificationWorker
 from campaign_engine.delivery.queue.port import Received, ReceivedMessage
 from campaign_engine.delivery.wiring import Queues, build_notification_worker, build_page_worker
 from campaign_engine.domain.dispatch import DeliveryJob, delivery_id, job_json, parse_job
+from campaign_engine.domain.frequency_cap import ChannelCap, FrequencyCaps, cap_params
 from campaign_engine.graph.graph import Graph
 from campaign_engine.graph.policy import policy_params, policy_query
 from tests.support.delivery import (
@@ -287,16 +289,30 @@ def test_each_sender_result_maps_to_its_verdict(
     assert sender.closed  # the worker owns the sender it was given
 
 
-@pytest.mark.parametrize("name", ["notify_recheck", "notify_record"])
+_HOT = {
+    "notify_recheck": notify_recheck_query(capped=False),
+    "notify_recheck_capped": notify_recheck_query(capped=True),  # with CAMPAIGN_FREQUENCY_CAPS
+    "notify_record": policy_query("notify_record"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(_HOT))
 def test_hot_statements_seek_unique_keys_and_never_scan(graph: Graph, name: str) -> None:
     """They run with replan=skip, so the plan they get first must be the one statistics cannot improve:
     unique-key seeks for campaign and profile, expansions between bound nodes, no scans."""
+    caps: FrequencyCaps = {"*": {"notify": ChannelCap.model_validate({"max": 1, "windowSeconds": 60})}}
     plan = graph.driver.execute_query(
-        "EXPLAIN " + policy_query(name),
-        {"jobs": [], "acks": [], "now": "2026-01-01T00:00:00.000Z", **policy_params(NOW, 18)},
+        "EXPLAIN " + _HOT[name],
+        {
+            "jobs": [],
+            "acks": [],
+            "now": "2026-01-01T00:00:00.000Z",
+            **cap_params(caps, "notify", now=NOW),
+            **policy_params(NOW, 18),
+        },
         database_=graph.database,
     ).summary.plan
     ops = operators(plan)
-    assert "CYPHER replan=skip" in policy_query(name)
+    assert "CYPHER replan=skip" in _HOT[name]
     assert sum(op.startswith("NodeUniqueIndexSeek") for op in ops) == 2, ops
     assert not any("Scan" in op for op in ops), ops

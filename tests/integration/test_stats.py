@@ -35,6 +35,7 @@ def test_stats_count_distinct_profiles(base_settings: Settings, graph: Graph) ->
             "emailed": 0,
             "bounced": 0,
             "complained": 0,
+            "capped": 0,
         }
         assert stats() == zero
         ok(
@@ -77,6 +78,7 @@ def test_stats_count_distinct_profiles(base_settings: Settings, graph: Graph) ->
             "emailed": 1,
             "bounced": 0,
             "complained": 0,
+            "capped": 0,
         }
         assert error_code(api.query("campaigns.getStats", {"campaignId": "c1"}, as_="u1")) == "FORBIDDEN"
         assert error_code(

@@ -9,8 +9,9 @@ is not failure"):
    *before* any claim, so no claim is burnt on a message that cannot be built.
 3. ONE transaction: the guard again, the provider's cooldown (open: defer the page to its end without
    claiming), then ``cypher/email_page.cypher`` reads the members after the cursor from the membership
-   index, locks their profiles (ascending), rechecks every recipient rule, sets ``emailClaimedAt`` and
-   allocates ``campaignUnsubscribeId``. It commits before any provider I/O, so a crash after it can
+   index, locks their profiles (ascending), rechecks every recipient rule, sets ``emailClaimedAt`` (and
+   ``campaignUnsubscribeId`` for a profile that still has none: profiles normally get it at creation).
+   It commits before any provider I/O, so a crash after it can
    only lose an email, never duplicate one (the sweeper counts such claims ``uncertain``).
 4. Render and send the claimed messages in one provider batch, through ``send_each``: one outcome per
    message whatever the adapter does; an exception is never read as "nothing went out".
@@ -29,6 +30,7 @@ are released (the cursor stays before them) without a send.
 
 from __future__ import annotations
 
+import contextvars
 import logging
 import math
 import time
@@ -40,16 +42,26 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from typing import Any, Literal
 
-from campaign_engine.delivery.dispatch_cursor import advance, defer, gate, guard_reason, read_guard, stop
+from campaign_engine.delivery.dispatch_cursor import defer, gate, guard_reason, read_guard, stop
 from campaign_engine.delivery.email.compose import EmailContent, compose_email, email_content_for
 from campaign_engine.delivery.email.provider import EmailProvider, SendResult, send_each
 from campaign_engine.delivery.email.render import EmailConfigError
+from campaign_engine.delivery.frequency_cap import count_capped
 from campaign_engine.delivery.queue.port import MAX_DELAY_SECONDS, Queue, QueueError
+from campaign_engine.delivery.readiness import (
+    PageTally,
+    PassStep,
+    advance_pass,
+    readiness_params,
+    tally_page,
+)
 from campaign_engine.domain.campaign import campaign_from_node
 from campaign_engine.domain.dispatch import PageJob, job_json
+from campaign_engine.domain.frequency_cap import CapChannel, ChannelCap, cap_params
 from campaign_engine.domain.types import Clock, format_ts, parse_ts
 from campaign_engine.graph.graph import Graph, Tx
 from campaign_engine.graph.policy import policy_params, policy_query
+from campaign_engine.observability import metrics
 from campaign_engine.unsubscribe.tokens import UnsubscribeTokens
 
 __all__ = ["EmailPageOutcome", "EmailWorker"]
@@ -107,6 +119,8 @@ class _Page:
     skip: str | None = None
     stop: str | None = None
     cooldown_until: str | None = None
+    tally: PageTally = field(default_factory=PageTally)
+    """Members read but not yet ready (issue 12): neither claimed nor sent; a later pass takes them."""
 
 
 @dataclass
@@ -172,6 +186,7 @@ class EmailWorker:
         throttle_backoff_seconds: int = 30,
         max_deferrals: int = 30,
         run_seconds: float = 0.0,
+        frequency_caps: Mapping[str, Mapping[CapChannel, ChannelCap]] | None = None,
     ) -> None:
         self._graph = graph
         self._provider = provider
@@ -188,6 +203,7 @@ class EmailWorker:
         self._backoff = throttle_backoff_seconds
         self._max_deferrals = max_deferrals
         self._run_seconds = run_seconds if delay_seconds == 0 else 0.0
+        self._caps = dict(frequency_caps or {})  # CAMPAIGN_FREQUENCY_CAPS, applied inside the claim
         self._page_query = policy_query("email_page")
         self._record_query = policy_query("email_record")
         # Provider calls run here so the graph work of the next page overlaps them.
@@ -294,7 +310,9 @@ class EmailWorker:
 
     def _submit(self, page: _Page, content: EmailContent) -> Future[list[SendResult]]:
         job = page.job
-        return self._sender.submit(self._compose_and_send, page.claimed, content, job)
+        # In this page's log context: the provider's lines name the campaign and dispatch too.
+        run = contextvars.copy_context().run
+        return self._sender.submit(run, self._compose_and_send, page.claimed, content, job)
 
     def _compose_and_send(
         self, claimed: Sequence[_Claimed], content: EmailContent, job: PageJob
@@ -312,7 +330,11 @@ class EmailWorker:
             )
             for c in claimed
         ]
-        return send_each(self._provider, messages)
+        started = time.perf_counter()
+        results = send_each(self._provider, messages)
+        seconds = time.perf_counter() - started
+        metrics.email_provider_call(self._provider.name, (r.outcome for r in results), seconds)
+        return results
 
     # --- steps -------------------------------------------------------------------------------------
 
@@ -346,6 +368,7 @@ class EmailWorker:
                 now=stamp,
             )
             self._log(job, results)
+            metrics.deliveries("email", _tally(results))  # committed: the Dispatch counted them too
             if verdict is None:
                 return "lost_race"
             if verdict.failed:
@@ -360,7 +383,7 @@ class EmailWorker:
         done = not full
         long_gap = not done and self._delay > MAX_DELAY_SECONDS
         next_at = format_ts(now + timedelta(seconds=self._delay)) if long_gap else None
-        won = self._graph.write(
+        step = self._graph.write(
             self._record_and_advance,
             page,
             results,
@@ -371,9 +394,16 @@ class EmailWorker:
             now=stamp,
         )
         self._log(job, results)
-        if not won:
+        metrics.deliveries("email", _tally(results))  # committed: the Dispatch counted them too
+        if not step.won:
             return "lost_race"
-        if done:
+        metrics.page_walked("email")
+        if step.next_pass_at is not None:  # members not yet ready: the next pass starts at the first
+            wait = max(0, math.ceil((parse_ts(step.next_pass_at) - now).total_seconds()))
+            if wait <= MAX_DELAY_SECONDS:  # else the sweeper enqueues it once nextPageAt is due
+                self._enqueue(job.model_copy(update={"cursor": None}), delay=wait)
+            return "waiting"
+        if step.completed:
             return "completed"
         if long_gap:
             return "waiting"
@@ -460,6 +490,8 @@ class EmailWorker:
         until = record["cooldownUntil"]
         if until is not None and until > stamp:
             return _Page(job, claim_id, cooldown_until=str(until))
+        assert campaign is not None
+        readiness = readiness_params(dispatch, campaign, now=now)
         row = tx.run(
             self._page_query,
             campaignId=job.campaign_id,
@@ -469,10 +501,14 @@ class EmailWorker:
             claimId=claim_id,
             dispatchId=job.dispatch_id,
             now=stamp,
+            **readiness,
+            **cap_params(self._caps, "email", now=now),
             **policy_params(now, self._adult_age),
         ).single(strict=True)
+        count_capped(tx, [job.dispatch_id] * int(row["capped"]))  # marked by the claim, counted with it
         claimed = [_Claimed(str(pid), str(address), str(uid)) for pid, address, uid in row["claimed"]]
-        return _Page(job, claim_id, read=int(row["read"]), last=row["last"], claimed=claimed)
+        tally = PageTally(deferred=int(row["deferred"]), missed=int(row["missed"]), ready_at=row["readyAt"])
+        return _Page(job, claim_id, read=int(row["read"]), last=row["last"], claimed=claimed, tally=tally)
 
     def _record(self, tx: Tx, page: _Page, results: Sequence[SendResult], *, now: str) -> int:
         """Outcomes against this attempt's claim; how many of them the sweeper had counted uncertain."""
@@ -509,11 +545,12 @@ class EmailWorker:
         done: bool,
         next_page_at: str | None,
         now: str,
-    ) -> bool:
+    ) -> PassStep:
         late = self._record(tx, page, results, now=now) if results else 0
-        return advance(
+        return advance_pass(
             tx,
             page.job,
+            tally=page.tally,
             cursor=cursor,
             enqueued=len(results),
             counters=_counters(results, late=late),
@@ -536,6 +573,7 @@ class EmailWorker:
         now: str,
     ) -> Any:
         late = self._record(tx, page, results, now=now)
+        tally_page(tx, page.job, page.tally, now=now)  # re-read members count again: more passes, never fewer
         tx.run(_COOLDOWN, provider=self._provider.name, until=retry_at, reason=reason, now=now).consume()
         return defer(
             tx,

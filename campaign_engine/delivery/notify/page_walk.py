@@ -10,22 +10,27 @@ Order of a page, each step load-bearing (docs/architecture.md "Delivery pipeline
    re-sends at most one page (duplicate over drop). The loser of a CAS race enqueues no successor and
    writes no finish, so two chains collapse into one.
 5. Full page -> schedule the next one after the wave delay (SQS delays stop at 900 s; longer gaps are
-   stored as ``nextPageAt`` for the sweeper); short page -> ``completed``.
+   stored as ``nextPageAt`` for the sweeper); short page -> ``completed``, unless members were not yet
+   ready (per-recipient time, quiet hours: ``delivery/readiness.py``): then the next pass starts from
+   the beginning at the earliest instant one of them is.
 """
 
 from __future__ import annotations
 
 import logging
+import math
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Literal
+from typing import Any, Literal
 
-from campaign_engine.delivery.dispatch_cursor import advance, gate, guard_reason, read_guard, stop
+from campaign_engine.delivery.dispatch_cursor import gate, guard_reason, read_guard, stop
 from campaign_engine.delivery.queue.port import MAX_DELAY_SECONDS, Queue
+from campaign_engine.delivery.readiness import PageTally, advance_pass, readiness_params
 from campaign_engine.domain.dispatch import DeliveryJob, PageJob, delivery_id, job_json
-from campaign_engine.domain.types import Clock, format_ts
+from campaign_engine.domain.types import Clock, format_ts, parse_ts
 from campaign_engine.graph.graph import Graph, Tx
 from campaign_engine.graph.policy import policy_params, policy_query
+from campaign_engine.observability import metrics
 
 __all__ = ["PageOutcome", "PageWorker"]
 
@@ -39,6 +44,8 @@ class PageOutcome:
     outcome: Outcome
     enqueued: int = 0
     reason: str | None = None
+    deferred: int = 0
+    """Members of this page not yet ready (per-recipient time, quiet hours): a later pass sends them."""
 
 
 class PageWorker:
@@ -76,8 +83,10 @@ class PageWorker:
             self._graph.write(stop, job, status="stopped", reason=reason, now=stamp)
             log.info("dispatch.stopped dispatch_id=%s reason=%s", job.dispatch_id, reason)
             return PageOutcome("stopped", reason=reason)
+        assert campaign is not None
+        readiness = readiness_params(dispatch, campaign, now=now)
 
-        read, last, eligible = self._graph.read(self._read_page, job, now=now)
+        read, last, eligible, tally = self._graph.read(self._read_page, job, now=now, readiness=readiness)
         bodies = [
             job_json(
                 DeliveryJob(
@@ -100,34 +109,52 @@ class PageWorker:
         cursor = last if read else job.cursor
         long_gap = full and self._delay > MAX_DELAY_SECONDS
         next_at = format_ts(now + timedelta(seconds=self._delay)) if long_gap else None
-        won = self._graph.write(
-            advance,
+        step = self._graph.write(
+            advance_pass,
             job,
+            tally=tally,
             cursor=cursor,
             enqueued=len(bodies),
             done=not full,
             now=stamp,
             next_page_at=next_at,
         )
-        if not won:
+        if not step.won:
             log.info("dispatch.page_lost_race dispatch_id=%s", job.dispatch_id)
-            return PageOutcome("lost_race", enqueued=len(bodies))
-        if not full:
+            return PageOutcome("lost_race", enqueued=len(bodies), deferred=tally.deferred)
+        metrics.page_walked("notify")  # the CAS won: the Dispatch counted this page
+        if step.next_pass_at is not None:
+            self._next_pass(job, at=step.next_pass_at, now=now)
+            return PageOutcome("waiting", enqueued=len(bodies), deferred=tally.deferred)
+        if step.completed:
             log.info("dispatch.completed dispatch_id=%s", job.dispatch_id)
-            return PageOutcome("completed", enqueued=len(bodies))
+            return PageOutcome("completed", enqueued=len(bodies), deferred=tally.deferred)
         if not long_gap:
             successor = job.model_copy(update={"cursor": cursor})
             # If this send fails the cursor is already committed: the sweeper re-arms the dispatch.
             self._pages.send_batch([job_json(successor)], delay_seconds=self._delay)
-        return PageOutcome("next", enqueued=len(bodies))
+        return PageOutcome("next", enqueued=len(bodies), deferred=tally.deferred)
 
-    def _read_page(self, tx: Tx, job: PageJob, *, now: datetime) -> tuple[int, str | None, list[str]]:
-        """(members read, the last of them, the eligible ones' ids)."""
-        read, last, eligible = tx.run(
+    def _next_pass(self, job: PageJob, *, at: str, now: datetime) -> None:
+        """The walk wrapped: a job for the next pass if the queue can hold the wait, else the sweeper
+        enqueues it when ``nextPageAt`` is due (it re-arms a lost one the same way)."""
+        wait = max(0, math.ceil((parse_ts(at) - now).total_seconds()))
+        log.info("dispatch.next_pass dispatch_id=%s at=%s", job.dispatch_id, at)
+        if wait <= MAX_DELAY_SECONDS:
+            self._pages.send_batch([job_json(job.model_copy(update={"cursor": None}))], delay_seconds=wait)
+
+    def _read_page(
+        self, tx: Tx, job: PageJob, *, now: datetime, readiness: dict[str, Any]
+    ) -> tuple[int, str | None, list[str], PageTally]:
+        """(members read, the last of them, the ids to send to now, what waits for a later pass)."""
+        row = tx.run(
             self._page_query,
             campaignId=job.campaign_id,
             cursor=job.cursor or "",
             limit=self._page_size,
+            now=format_ts(now),
+            **readiness,
             **policy_params(now, self._adult_age),
         ).single(strict=True)
-        return read, last, eligible
+        tally = PageTally(deferred=row["deferred"], missed=row["missed"], ready_at=row["readyAt"])
+        return row["read"], row["last"], row["eligible"], tally

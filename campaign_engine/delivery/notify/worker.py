@@ -16,6 +16,10 @@ Per batch (up to 10 SQS messages, or the local queue's larger receive batch):
    Negatives and egress-blocked destinations are counted as rejected and never retried. Uncertain
    answers are handed back for retry: the queue redelivers them and dead-letters after max receives.
 
+With a notify frequency cap configured (``CAMPAIGN_FREQUENCY_CAPS``), step 1 is a write: it takes the
+profile locks (ascending) and reserves each recipient's slot or holds it back as ``capped`` (counted on
+the Dispatch in that transaction, never retried by it); see ``delivery/frequency_cap.py``.
+
 Test deliveries (``campaignTestId``) go through the same path but never write ``notifiedAt``.
 """
 
@@ -24,10 +28,12 @@ from __future__ import annotations
 import json
 import logging
 import threading
-from collections.abc import Sequence
+from collections import Counter
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, NamedTuple
 
+from campaign_engine.delivery.frequency_cap import count_capped, notify_recheck_query
 from campaign_engine.delivery.notify.sender import (
     Answered,
     Blocked,
@@ -39,17 +45,19 @@ from campaign_engine.delivery.notify.sender import (
 from campaign_engine.delivery.queue.port import Received, ReceivedMessage
 from campaign_engine.domain.acknowledgement import classify_acknowledgement
 from campaign_engine.domain.dispatch import DeliveryJob
+from campaign_engine.domain.frequency_cap import CapChannel, ChannelCap, cap_params
 from campaign_engine.domain.notification import AnnouncementMetadata, AnnouncementPayload, payload_json
 from campaign_engine.domain.types import Clock, format_ts
 from campaign_engine.graph.cypher import query
 from campaign_engine.graph.graph import Graph, Tx
-from campaign_engine.graph.policy import policy_params, policy_query
+from campaign_engine.graph.policy import policy_params
+from campaign_engine.observability import metrics
 
 __all__ = ["BatchResult", "NotificationWorker", "Verdict", "record_notified"]
 
 log = logging.getLogger(__name__)
 
-Verdict = Literal["positive", "negative", "uncertain", "blocked", "suppressed", "invalid"]
+Verdict = Literal["positive", "negative", "uncertain", "blocked", "suppressed", "capped", "invalid"]
 
 
 @dataclass
@@ -100,6 +108,7 @@ class NotificationWorker:
         sender_name: str,
         default_webhook: str | None,
         adult_age: int,
+        frequency_caps: Mapping[str, Mapping[CapChannel, ChannelCap]] | None = None,
     ) -> None:
         # ``clock`` decides eligibility (injectable in tests). ``sender_name`` is the ANNOUNCEMENT's
         # ``sender`` field (NOTIFICATIONS_SENDER); ``sender`` is the port the POSTs go through.
@@ -114,7 +123,9 @@ class NotificationWorker:
         # instead of inside Neo4j's lock manager (which spins before it parks) saves the database that
         # CPU. (Without this lock bench.dispatch was no faster, within its noise.)
         self._write_turn = threading.Lock()
-        self._recheck = policy_query("notify_recheck")
+        self._caps = dict(frequency_caps or {})
+        self._capped = any("notify" in by_channel for by_channel in self._caps.values())
+        self._recheck = notify_recheck_query(self._capped)
 
     def close(self) -> None:
         """Close the sender (its connections and event loop): the worker owns the sender it was given."""
@@ -134,13 +145,15 @@ class NotificationWorker:
             return result
 
         now = self._clock()
-        rows = self._graph.read(self._read_recheck, [job for _, job in jobs.values()], now=now)
+        recheck = self._graph.write if self._capped else self._graph.read
+        rows = recheck(self._read_recheck, [job for _, job in jobs.values()], now=now)
         sends: list[_Send] = []
         copies: dict[str, Any] = {}  # one parse of a campaign's definition per batch, not per recipient
         for delivery_id, (message, job) in jobs.items():
             send = self._prepare(message, job, rows.get(delivery_id), copies)
             if send is None:
-                result.verdicts[delivery_id] = "suppressed"
+                capped = (row := rows.get(delivery_id)) is not None and row.blocked == "capped"
+                result.verdicts[delivery_id] = "capped" if capped else "suppressed"
             else:
                 sends.append(send)
 
@@ -159,15 +172,16 @@ class NotificationWorker:
             ]
         )
         for send, answer in zip(sends, answers, strict=True):
-            result.verdicts[send.job.delivery_id] = _verdict(send.job.delivery_id, answer)
+            result.verdicts[send.job.delivery_id] = _verdict(send.job, answer)
 
         with self._write_turn:
-            self._graph.write(
+            acknowledged = self._graph.write(
                 self._write_outcomes,
                 [job for _, job in jobs.values()],
                 result.verdicts,
                 now=format_ts(self._clock()),
             )
+        metrics.deliveries("notify", _outcomes([j for _, j in jobs.values()], result.verdicts, acknowledged))
         for delivery_id, (message, _) in jobs.items():
             (result.retry if result.verdicts[delivery_id] == "uncertain" else result.done).append(message)
         return result
@@ -175,6 +189,7 @@ class NotificationWorker:
     # --- steps -----------------------------------------------------------------------------------
 
     def _read_recheck(self, tx: Tx, jobs: list[DeliveryJob], *, now: Any) -> dict[str, _Recheck]:
+        # Sorted by profileId: with a cap the statement locks the profiles in this order (§5).
         params = [
             {
                 "deliveryId": j.delivery_id,
@@ -182,17 +197,21 @@ class NotificationWorker:
                 "campaignCreatedAt": j.campaign_created_at,
                 "profileId": j.profile_id,
                 "testId": j.campaign_test_id,
+                "dispatchId": j.dispatch_id,
             }
-            for j in jobs
+            for j in sorted(jobs, key=lambda j: j.profile_id)
         ]
+        cap = cap_params(self._caps, "notify", now=now) if self._capped else {}
         record = tx.run(
-            self._recheck, jobs=params, now=format_ts(now), **policy_params(now, self._adult_age)
+            self._recheck, jobs=params, now=format_ts(now), **cap, **policy_params(now, self._adult_age)
         ).single(strict=True)
+        count_capped(tx, record["capped"])  # capped ones were marked by this statement, counted here
         copies = {campaign: (definition, in_app) for campaign, definition, in_app in record["campaigns"]}
+        by_id = {j.delivery_id: j for j in jobs}
         rows: dict[str, _Recheck] = {}
         columns = (record["deliveryIds"], record["blocked"], record["webhooks"])
-        for job, delivery_id, blocked, webhook in zip(jobs, *columns, strict=True):
-            definition, has_in_app = copies.get(job.campaign_id, ("", False))
+        for delivery_id, blocked, webhook in zip(*columns, strict=True):
+            definition, has_in_app = copies.get(by_id[delivery_id].campaign_id, ("", False))
             rows[delivery_id] = _Recheck(blocked or None, webhook or None, definition, has_in_app)
         return rows
 
@@ -204,7 +223,7 @@ class NotificationWorker:
         copies: dict[str, Any],
     ) -> _Send | None:
         if row is None or row.blocked is not None:
-            log.info("notify.suppressed delivery_id=%s reason=%s", job.delivery_id, row and row.blocked)
+            log.info("notify.suppressed", extra={**_ids(job), "reason": row and row.blocked})
             return None
         url = row.webhook or self._default_webhook
         definition = row.definition
@@ -212,7 +231,7 @@ class NotificationWorker:
             copies[definition] = json.loads(definition).get("notification")
         copy = copies[definition]
         if not url or not copy:
-            log.info("notify.suppressed delivery_id=%s reason=no_destination_or_copy", job.delivery_id)
+            log.info("notify.suppressed", extra={**_ids(job), "reason": "no_destination_or_copy"})
             return None
         payload = AnnouncementPayload(
             recipient=job.profile_id,
@@ -232,7 +251,8 @@ class NotificationWorker:
 
     def _write_outcomes(
         self, tx: Tx, jobs: list[DeliveryJob], verdicts: dict[str, Verdict], *, now: str
-    ) -> None:
+    ) -> int:
+        """Writes the outcomes; returns how many were first acknowledgements (the Dispatch's count)."""
         acks = [
             {
                 "profileId": j.profile_id,
@@ -265,6 +285,7 @@ class NotificationWorker:
                 bump(job.dispatch_id, "suppressed")
         if counts:
             tx.run(_COUNT, counts=[counts[k] for k in sorted(counts)]).consume()
+        return sum(int(entry["acknowledged"]) for entry in counts.values())
 
 
 def record_notified(tx: Tx, acks: list[dict[str, Any]], *, now: str) -> dict[str | None, int]:
@@ -280,24 +301,44 @@ def record_notified(tx: Tx, acks: list[dict[str, Any]], *, now: str) -> dict[str
     return {record["dispatchId"]: record["firsts"] for record in result}
 
 
-def _verdict(delivery_id: str, answer: PostResult) -> Verdict:
+_METRIC_OUTCOME = {"negative": "rejected", "blocked": "blocked", "suppressed": "suppressed",
+                   "capped": "capped", "uncertain": "uncertain"}  # fmt: skip
+
+
+def _outcomes(
+    jobs: Sequence[DeliveryJob], verdicts: Mapping[str, Verdict], acknowledged: int
+) -> Counter[str]:
+    """The batch's deliveries by metric outcome, counted as the Dispatch counts them (self-tests aside)."""
+    outcomes = Counter(
+        _METRIC_OUTCOME[verdicts[j.delivery_id]]
+        for j in jobs
+        if j.campaign_test_id is None and verdicts[j.delivery_id] in _METRIC_OUTCOME
+    )
+    outcomes["acknowledged"] = acknowledged
+    return outcomes
+
+
+def _ids(job: DeliveryJob) -> dict[str, str | None]:
+    """The ids every line about one delivery carries. Passed as fields, not bound in contextvars: a
+    batch's deliveries are handled together, and binding per recipient would cost on the hot path."""
+    return {"campaignId": job.campaign_id, "dispatchId": job.dispatch_id, "deliveryId": job.delivery_id}
+
+
+def _verdict(job: DeliveryJob, answer: PostResult) -> Verdict:
     if isinstance(answer, Skipped):
-        log.info("notify.not_posted delivery_id=%s retry=%s", delivery_id, answer.retry)
+        log.info("notify.not_posted", extra={**_ids(job), "retry": answer.retry})
         return "uncertain" if answer.retry else "suppressed"
     if isinstance(answer, Blocked):
-        log.warning("notify.blocked delivery_id=%s reason=%s", delivery_id, answer.reason)
+        log.warning("notify.blocked", extra={**_ids(job), "reason": answer.reason})
         return "blocked"
     if not isinstance(answer, Answered):  # Unreachable, Unreadable (e.g. over the cap), TimedOut
-        log.info("notify.uncertain delivery_id=%s error=%s", delivery_id, answer)
+        log.info("notify.uncertain", extra={**_ids(job), "error": str(answer)})
         return "uncertain"
     verdict = classify_acknowledgement(answer.status_code, answer.body, answer.content_type)
     # Positives are recorded as notifiedAt (and counted on the Dispatch): logging each one too costs
     # a formatted line per recipient on the hot path. Everything else stays visible at INFO.
-    log.log(
-        logging.DEBUG if verdict == "positive" else logging.INFO,
-        "notify.answer delivery_id=%s http_status=%s verdict=%s",
-        delivery_id,
-        answer.status_code,
-        verdict,
-    )
+    level = logging.DEBUG if verdict == "positive" else logging.INFO
+    if log.isEnabledFor(level):
+        fields = {**_ids(job), "http_status": answer.status_code, "verdict": verdict}
+        log.log(level, "notify.answer", extra=fields)
     return verdict

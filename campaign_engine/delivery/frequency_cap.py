@@ -1,0 +1,57 @@
+"""The frequency cap's share of the delivery statements (issue 12 item 4; the setting and its
+parameters: ``domain/frequency_cap.py``; docs/architecture.md "Frequency cap").
+
+Both channels evaluate the cap inside the batched statement they already run, under the profile lock:
+notify in the recheck before the POSTs (``cypher/notify_recheck.cypher`` + ``cypher/notify_cap.cypher``),
+email in the page claim (``cypher/email_page.cypher``). No recipient costs an extra round trip. A capped
+recipient is marked on its CAMPAIGN_STATE in that same statement, and the Dispatch's ``capped`` counter
+moves in that same transaction (``count_capped``), once per (profile, dispatch): a redelivered job or a
+second worker on the same page finds the mark and does not count again.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable
+from functools import cache
+
+from campaign_engine.graph.cypher import query
+from campaign_engine.graph.graph import Tx
+from campaign_engine.graph.policy import policy_query
+
+__all__ = ["count_capped", "notify_recheck_query"]
+
+# The profile lock, first: ordinary deliveries only (self-tests are exempt from the cap and from its
+# lock). $jobs arrive sorted by profileId, so concurrent batches lock in one order and cannot deadlock.
+_LOCK = """CALL (p, job) {
+  WITH p, job
+  WHERE p IS NOT NULL AND job.testId IS NULL
+  SET p.campaignStateLock = coalesce(p.campaignStateLock, 0) + 1
+}"""
+
+# Without a cap the recheck stays the read it always was.
+_UNCAPPED = "WITH job, c, p, blocked, false AS firstCapped"
+
+_COUNT_CAPPED = """
+UNWIND $counts AS k
+MATCH (d:Dispatch {id: k.dispatchId})
+SET d.capped = coalesce(d.capped, 0) + k.capped
+"""
+
+
+@cache
+def notify_recheck_query(capped: bool) -> str:
+    """The notify batch recheck: a read without a notify cap, a locking write with one."""
+    text = policy_query("notify_recheck")
+    return text.replace("{{NOTIFY_CAP_LOCK}}", _LOCK if capped else "").replace(
+        "{{NOTIFY_CAP}}", query("notify_cap") if capped else _UNCAPPED
+    )
+
+
+def count_capped(tx: Tx, dispatch_ids: Iterable[str | None]) -> None:
+    """Adds each newly capped recipient to its Dispatch's ``capped`` counter (one id per recipient), in
+    the transaction that marked it; Dispatches in id order, after the profile locks (§5 lock order)."""
+    counts = Counter(d for d in dispatch_ids if d)
+    if counts:
+        rows = [{"dispatchId": d, "capped": n} for d, n in sorted(counts.items())]
+        tx.run(_COUNT_CAPPED, counts=rows).consume()
