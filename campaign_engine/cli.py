@@ -1,22 +1,24 @@
-"""``campaign-engine``: the command-line edge (serve, worker, inbox, dev, migrate, token, neo4j, profiles).
+"""``campaign-engine``: the command-line edge (serve, worker, dev, token, dispatch watch, profiles, ...).
 
 Settings come from the environment; ``CAMPAIGN_ENV_FILE`` names an optional dotenv file (``make dev``
-writes ``.local/dev.env`` with generated local secrets). Uvicorn access logs stay off: query strings
-carry unsubscribe tokens and tRPC inputs, which must never reach a log.
+writes ``.local/dev.env`` with generated local secrets). Every command logs JSON lines to stderr
+(``observability/logs.py``, configured when it loads its settings); uvicorn's access lines go through
+the same redaction and never carry a query string (unsubscribe tokens, tRPC inputs).
 """
 
 from __future__ import annotations
 
 import argparse
 import base64
+import getpass
 import json
-import logging
 import os
 import secrets
 import signal
 import subprocess
 import sys
 import time
+import uuid
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -29,17 +31,17 @@ __all__ = ["main"]
 _LOCAL = Path(".local")
 
 
-def configure_logging() -> None:
-    """INFO lines of our own modules (ids and outcomes only). httpx logs each request's full URL at
-    INFO, and webhook URLs may carry a receiver's secret path: keep its loggers at WARNING."""
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
-    for noisy in ("httpx", "httpcore"):
-        logging.getLogger(noisy).setLevel(logging.WARNING)
+def load_settings(*, logs: bool = True) -> Settings:
+    """This command's settings; unless ``logs`` is off (a command that only prints an answer), the
+    process's logging is configured from them (level, format, the secrets to mask), so every process
+    logs the same JSON lines."""
+    from campaign_engine.observability.logs import configure_logging
 
-
-def load_settings() -> Settings:
     env_file = os.environ.get("CAMPAIGN_ENV_FILE")
-    return Settings(_env_file=env_file if env_file else None)
+    settings = Settings(_env_file=env_file if env_file else None)
+    if logs:
+        configure_logging(settings)
+    return settings
 
 
 def _serve(args: argparse.Namespace) -> int:
@@ -50,14 +52,14 @@ def _serve(args: argparse.Namespace) -> int:
     settings = load_settings()
     app = create_app(settings)
     freeze_startup_heap()
-    uvicorn.run(app, host=args.host, port=args.port, access_log=False, log_level="info")
+    # log_config=None: uvicorn's records go to our handler (JSON, redacted), not its own formatters.
+    uvicorn.run(app, host=args.host, port=args.port, access_log=True, log_config=None)
     return 0
 
 
 def _worker(args: argparse.Namespace) -> int:
     from campaign_engine.delivery.wiring import run_worker
 
-    configure_logging()
     run_worker(load_settings())
     return 0
 
@@ -93,6 +95,7 @@ def _inbox(args: argparse.Namespace) -> int:
 def _smtp_catcher(args: argparse.Namespace) -> int:
     from campaign_engine.delivery.email.catcher import serve_smtp_catcher
 
+    load_settings()  # for its logging only
     serve_smtp_catcher(args.host, args.port, args.mailbox)
     return 0
 
@@ -113,8 +116,34 @@ def _migrate(args: argparse.Namespace) -> int:
 def _token(args: argparse.Namespace) -> int:
     from campaign_engine.api.auth import mint_token
 
-    print(mint_token(load_settings(), profile_id=args.profile_id, scope=args.scope, ttl_seconds=args.ttl))
+    settings = load_settings(logs=False)
+    print(mint_token(settings, profile_id=args.profile_id, scope=args.scope, ttl_seconds=args.ttl))
     return 0
+
+
+def _dispatch_watch(args: argparse.Namespace) -> int:
+    from campaign_engine.watch import ApiClient, watch_dispatch
+
+    settings = load_settings(logs=False)  # it draws on the terminal; log lines would tear the bars
+    stored = settings.campaign_api_token
+    token = args.token or (stored.get_secret_value() if stored else "")
+    if not token:
+        print("dispatch watch needs an admin bearer token: --token or CAMPAIGN_API_TOKEN", file=sys.stderr)
+        return 2
+    client = ApiClient(args.api or settings.campaign_api_url, token)
+    try:
+        return watch_dispatch(
+            client,
+            args.dispatch_id,
+            out=sys.stdout,
+            err=sys.stderr,
+            interval=args.interval,
+            retries=args.retries,
+        )
+    except KeyboardInterrupt:
+        return 130
+    finally:
+        client.close()
 
 
 def _neo4j(args: argparse.Namespace) -> int:
@@ -132,16 +161,30 @@ def _neo4j(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cli_actor() -> str:
+    try:
+        return f"cli:{getpass.getuser()}"
+    except (KeyError, OSError):  # no login name (e.g. a container user without a passwd entry)
+        return "cli"
+
+
 def _profiles_import(args: argparse.Namespace) -> int:
     from tqdm import tqdm
 
     from campaign_engine.campaigns.profiles import import_jsonl
+    from campaign_engine.domain.types import system_clock
+    from campaign_engine.graph.audit import AuditContext
     from campaign_engine.graph.graph import open_graph
 
+    # The command line has no token: the audit trail names the operating-system user who ran it.
+    audit = AuditContext.begin(
+        actor=_cli_actor(), procedure="cli.profiles.import", request_id=uuid.uuid4().hex,
+        now=system_clock(),
+    )  # fmt: skip
     graph = open_graph(load_settings())
     try:
         with Path(args.file).open(encoding="utf-8") as lines, tqdm(unit="profiles") as bar:
-            result = import_jsonl(graph, lines, batch_size=args.batch_size, progress=bar.update)
+            result = import_jsonl(graph, lines, batch_size=args.batch_size, progress=bar.update, audit=audit)
     finally:
         graph.close()
     print(
@@ -208,8 +251,11 @@ def _interrupt(signum: int, frame: object) -> None:
 def _dev(args: argparse.Namespace) -> int:
     """Everything on one machine: local Neo4j, reference inbox, worker and API. Ctrl-C stops it all."""
     from campaign_engine.graph.local_neo4j import LocalNeo4j
+    from campaign_engine.observability.logs import configure_logging
 
     env_file = _dev_env()
+    # Each child configures its own logging the same way (JSON lines unless LOG_FORMAT says otherwise).
+    configure_logging(Settings(_env_file=env_file))
     inbox_port = int(os.environ.get("INBOX_PORT", "8025"))
     smtp_port = int(os.environ.get("SMTP_CATCHER_PORT", "1025"))
     neo4j_port = int(os.environ.get("NEO4J_PORT", "7687"))
@@ -227,6 +273,9 @@ def _dev(args: argparse.Namespace) -> int:
         "CAMPAIGN_LOCAL_QUEUE_PATH": str(_LOCAL / "queue.sqlite3"),
         # Email goes to the local SMTP catcher; each message lands in .local/mail as an .eml file.
         "CAMPAIGN_EMAIL_PROVIDER": "smtp",
+        # Each process serves its own /metrics (the API on its port, the worker here): two scrape
+        # targets, no shared multiprocess directory that would report every counter twice.
+        "METRICS_PORT": os.environ.get("METRICS_PORT", "9464"),
         "SMTP_HOST": "127.0.0.1",
         "SMTP_PORT": str(smtp_port),
         "DOMAIN_NAME": os.environ.get("DOMAIN_NAME", f"127.0.0.1:{args.port}"),
@@ -258,7 +307,8 @@ def _dev(args: argparse.Namespace) -> int:
         print(
             "\ncampaign-engine is starting on "
             f"http://{args.host}:{args.port}  (reference inbox on http://127.0.0.1:{inbox_port}; "
-            f"email is caught in {_LOCAL / 'mail'})\n"
+            f"email is caught in {_LOCAL / 'mail'}; metrics at http://{args.host}:{args.port}/metrics"
+            f" and http://127.0.0.1:{env['METRICS_PORT']}/metrics)\n"
             "Mint an admin token with:\n"
             f"  CAMPAIGN_ENV_FILE={env_file} .venv/bin/campaign-engine token "
             "--profile-id admin --scope campaigns:admin\n",
@@ -335,6 +385,16 @@ def _parser() -> argparse.ArgumentParser:
     neo4j.add_argument("--port", type=int, default=7687)
     neo4j.add_argument("--heap", default="1g")
     neo4j.set_defaults(run=_neo4j)
+
+    dispatch = commands.add_parser("dispatch", help="follow dispatches through the API")
+    dispatch_commands = dispatch.add_subparsers(dest="dispatch_command", required=True)
+    watch = dispatch_commands.add_parser("watch", help="live progress of a dispatch until it ends")
+    watch.add_argument("dispatch_id", metavar="dispatchId")
+    watch.add_argument("--api", help="API base URL (default: CAMPAIGN_API_URL, http://127.0.0.1:8000)")
+    watch.add_argument("--token", help="admin bearer token (default: CAMPAIGN_API_TOKEN)")
+    watch.add_argument("--interval", type=float, default=1.0, help="seconds between polls")
+    watch.add_argument("--retries", type=int, default=10, help="unanswered polls before giving up")
+    watch.set_defaults(run=_dispatch_watch)
 
     profiles = commands.add_parser("profiles", help="profile administration")
     profile_commands = profiles.add_subparsers(dest="profiles_command", required=True)

@@ -97,11 +97,15 @@ export interface DispatchPreview {
   previewToken: string;
   blockedReason?: string | null;
 }
+export type DispatchStatus = "scheduled" | "sending" | "completed" | "stopped" | "failed" | "missed" | "cancelled" | "needs_review";
+/** DispatchPublic. The index signature admits counters the server adds later (the progress screen
+ *  renders any numeric field it does not know, so a new counter needs no console change). */
 export interface Dispatch {
+  [field: string]: unknown;
   dispatchId: string;
   campaignId: string;
   channel: string;
-  status: "sending" | "completed" | "stopped" | "failed";
+  status: DispatchStatus;
   pages: number;
   enqueued: number;
   acknowledged: number;
@@ -110,9 +114,31 @@ export interface Dispatch {
   emailed: number;
   throttled: number;
   uncertain: number;
-  startedAt: string;
+  startedAt?: string | null;
   finishedAt?: string | null;
+  nextPageAt?: string | null;
   lastError?: string | null;
+}
+export interface RuleVerdict {
+  rule: string;
+  ok: boolean;
+  detail?: string | null;
+}
+export interface ChannelExplanation {
+  channel: "notify" | "email";
+  wouldReceive: boolean;
+  blockedBy?: string | null;
+  rules: RuleVerdict[];
+}
+/** campaigns.explainRecipient: per channel, would this profile receive it now, and every rule's verdict. */
+export interface RecipientExplanation {
+  campaignId: string;
+  profileId: string;
+  member: boolean;
+  memberSource?: string | null;
+  memberAddedAt?: string | null;
+  channels: ChannelExplanation[];
+  past?: Record<string, string | null> | null;
 }
 type Ref = { campaignId: string };
 
@@ -133,6 +159,7 @@ interface Procedures {
   "campaigns.previewDispatch": ["query", Ref, DispatchPreview];
   "campaigns.dispatch": ["mutation", Ref & { expectedPreviewToken: string }, { dispatchId: string; channels: string[] }];
   "campaigns.listDispatches": ["query", Ref, Dispatch[]];
+  "campaigns.explainRecipient": ["query", Ref & { profileId: string }, RecipientExplanation];
 }
 type Path = keyof Procedures;
 
@@ -208,4 +235,5 @@ const PROCEDURE_KINDS: { [P in Path]: Procedures[P][0] } = {
   "campaigns.previewDispatch": "query",
   "campaigns.dispatch": "mutation",
   "campaigns.listDispatches": "query",
+  "campaigns.explainRecipient": "query",
 };

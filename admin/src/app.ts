@@ -4,6 +4,7 @@
 import { Api, ApiError, type Campaign, type Dispatch, type DispatchPreview, type Source, type Stats, type Status } from "./api";
 import { composer, type Composer } from "./composer";
 import { field, h, replace, svg } from "./dom";
+import { explainSection, words } from "./explain";
 
 const TOKEN_KEY = "campaign-engine.admin-token";
 const root = document.body.dataset["root"] ?? "";
@@ -24,7 +25,7 @@ function takeFragmentToken(): void {
   history.replaceState(null, "", `${location.pathname}#/`); // the token leaves the address bar and history
 }
 
-const live = h("p", { id: "status", role: "status", "aria-live": "polite", className: "live" });
+const live = h("p", { id: "status", role: "status", "aria-live": "polite", className: "live-region" });
 function announce(message: string): void {
   live.textContent = message;
 }
@@ -378,13 +379,14 @@ async function renderCampaign(id: string): Promise<void> {
       const total = Math.max(d.enqueued, done, d.status === "sending" ? plannedCount : 0, 1);
       const value = done;
       const barId = `bar-${d.dispatchId}`;
-      const cells: [string, number | string][] = [["Pages", d.pages], ["Enqueued", d.enqueued], ["Acknowledged", d.acknowledged], ["Rejected", d.rejected], ["Emailed", d.emailed], ["Suppressed", d.suppressed], ["Uncertain", d.uncertain], ["Throttled", d.throttled]];
+      const cells = counters(d);
       return h("article", { className: `dispatch ${d.status}`, "data-channel": d.channel, "data-status": d.status },
         h("h3", {}, `${d.channel === "email" ? "Email" : "Notifications"}: `, h("span", { className: "dispatch-status" }, d.status),
           d.status !== "sending" && inFlight(d) ? ` (${d.enqueued - done} awaiting the receiver)` : ""),
         h("label", { for: barId }, `${done} of ${total} settled`),
         h("progress", { id: barId, max: total, value }),
-        h("dl", { className: "counts" }, ...cells.flatMap(([k, v]) => [h("dt", {}, k), h("dd", { "data-counter": k.toLowerCase() }, String(v))])),
+        h("dl", { className: "counts" }, ...cells.flatMap(([key, label, v]) => [h("dt", {}, label), h("dd", { "data-counter": key.toLowerCase() }, String(v))])),
+        d.nextPageAt && d.status === "sending" ? h("p", { className: "muted" }, `Next wave at ${new Date(d.nextPageAt).toLocaleString()}`) : null,
         d.lastError ? h("p", { className: "error" }, `Last error: ${d.lastError}`) : null);
     }));
   }
@@ -414,9 +416,19 @@ async function renderCampaign(id: string): Promise<void> {
 
   shell(current.name,
     h("div", { className: "campaign-head" }, h("p", {}, "Status: ", statusBadge, " · id ", h("code", {}, id)), lifecycle, lifecycleOut),
-    h("nav", { className: "sections", "aria-label": "Campaign sections" }, ...[["definition", "Definition"], ["audience", "Audience"], ["test", "Test"], ["review", "Review and send"], ["progress", "Progress"], ["stats", "Stats"]].map(([a, l]) => h("a", { href: `#/c/${encodeURIComponent(id)}`, "data-target": a ?? "", onclick: jump as EventListener }, l ?? ""))),
-    defSection, audienceSection, testSection, reviewSection, progressSection, statsSection);
+    h("nav", { className: "sections", "aria-label": "Campaign sections" }, ...[["definition", "Definition"], ["audience", "Audience"], ["test", "Test"], ["review", "Review and send"], ["progress", "Progress"], ["stats", "Stats"], ["explain", "Explain a recipient"]].map(([a, l]) => h("a", { href: `#/c/${encodeURIComponent(id)}`, "data-target": a ?? "", onclick: jump as EventListener }, l ?? ""))),
+    defSection, audienceSection, testSection, reviewSection, progressSection, statsSection, explainSection(api, id, guarded, errorBox));
   await Promise.all([loadMembers(true).catch((err: unknown) => replace(pager, errorBox(err))), poll()]);
+}
+
+/** The counters shown, in this order; then any other numeric field of DispatchPublic (a counter added
+ *  on the server appears without console work). Numbers that are settings, not counts, are left out. */
+const KNOWN_COUNTERS = ["pages", "enqueued", "acknowledged", "rejected", "emailed", "suppressed", "uncertain", "throttled"];
+const NOT_COUNTERS = new Set(["maxLateSeconds"]);
+
+function counters(d: Dispatch): [string, string, number][] {
+  const extra = Object.keys(d).filter((k) => !KNOWN_COUNTERS.includes(k) && !NOT_COUNTERS.has(k) && typeof d[k] === "number");
+  return [...KNOWN_COUNTERS, ...extra].filter((k) => typeof d[k] === "number").map((k) => [k, words(k), d[k] as number]);
 }
 
 /** Recipients whose outcome is known: each counter belongs to one channel, so one sum serves both. */

@@ -196,8 +196,9 @@ class Watch:
         self._origin = origin
 
     # Chromium logs every non-2xx fetch as a console error. The journey provokes some API errors on
-    # purpose (a user token: 403, an invalid field: 400, an edit conflict: 409); only those are allowed.
-    expected_api_errors = (403, 400, 409)
+    # purpose (a user token: 403, an invalid field: 400, an edit conflict: 409, an unknown profile to
+    # explain: 404); only those are allowed.
+    expected_api_errors = (403, 400, 409, 404)
 
     def _console(self, message: ConsoleMessage) -> None:
         where = str(message.location.get("url", ""))
@@ -232,7 +233,11 @@ def shot(page: Page, name: str, section: str | None = None) -> None:
     elif section is None:
         page.screenshot(path=path, full_page=True)
     else:
+        # The status bar is fixed to the viewport's foot and would cut across a section's picture.
+        status = page.locator("#status")
+        status.evaluate("(el) => { el.hidden = true; }")
         page.locator(section).screenshot(path=path)
+        status.evaluate("(el) => { el.hidden = false; }")
 
 
 def assert_every_control_labelled(page: Page) -> None:
@@ -244,6 +249,35 @@ def assert_every_control_labelled(page: Page) -> None:
             .map((el) => el.outerHTML.slice(0, 120))"""
     )
     assert unlabelled == []
+
+
+def explain_in_console(page: Page, profile_id: str) -> None:
+    """Search a profile on the campaign's "Explain a recipient" screen with the keyboard alone."""
+    search = page.locator("#explain").get_by_label("Profile id")
+    search.fill(profile_id)
+    search.press("Enter")
+    expect(page.locator("#explain-member")).to_contain_text(profile_id)
+
+
+def assert_explanation_shown(page: Page, answer: dict[str, Any]) -> None:
+    """What the console shows is the API's answer: each channel's verdict, each rule, each fact."""
+    result = page.locator("#explain-result")
+    for channel in answer["channels"]:
+        article = result.locator(f"article[data-channel='{channel['channel']}']")
+        expect(article).to_have_attribute("data-would-receive", str(channel["wouldReceive"]).lower())
+        verdict = "would receive it now" if channel["wouldReceive"] else f"blocked by {channel['blockedBy']}"
+        expect(article.locator(".explain-verdict")).to_have_text(verdict)
+        rows = article.locator("tbody tr")
+        expect(rows).to_have_count(len(channel["rules"]))
+        for i, rule in enumerate(channel["rules"]):
+            expect(rows.nth(i)).to_have_attribute("data-rule", rule["rule"])
+            expect(rows.nth(i)).to_have_attribute("data-ok", str(rule["ok"]).lower())
+            expect(rows.nth(i).locator("td").nth(0)).to_have_text("pass" if rule["ok"] else "fail")
+            expect(rows.nth(i).locator("td").nth(1)).to_have_text(rule.get("detail") or "")
+    facts = {k: v for k, v in (answer.get("past") or {}).items() if v is not None}
+    for key, value in facts.items():
+        expect(result.locator(f"[data-fact='{key}']")).to_have_text(value)
+    expect(result.locator("[data-fact]")).to_have_count(len(facts))
 
 
 def test_admin_journey_in_chromium(
@@ -419,6 +453,13 @@ def test_admin_journey_in_chromium(
         expect(notify.locator("[data-counter='pages']")).to_have_text(re.compile(r"^[34]$"))
         expect(email.locator("[data-counter='emailed']")).to_have_text("12")
         assert notify.locator("progress").evaluate("(p) => p.value === p.max && p.max === 12")
+        # Every number DispatchPublic carries is shown, including counters added after this console.
+        for d in trpc(url, admin_token, "campaigns.listDispatches", {"campaignId": CAMPAIGN}, mutation=False):
+            article = page.locator(f"#progress-list article[data-channel='{d['channel']}']")
+            numbers = {k: v for k, v in d.items() if type(v) is int and k != "maxLateSeconds"}
+            assert {"pages", "enqueued", "acknowledged", "emailed"} <= set(numbers)
+            for key, count in numbers.items():
+                expect(article.locator(f"[data-counter='{key.lower()}']")).to_have_text(str(count))
         shot(page, "progress", "#progress")
 
         # --- stats: members' apps record engagement through the API; the chart reads it back
@@ -439,6 +480,31 @@ def test_admin_journey_in_chromium(
         expect(stats.locator("svg rect.bar-audience")).to_have_attribute("width", "200")
         shot(page, "stats", "#stats")
 
+        # --- explain a recipient: a member (reached on both channels, so both now say "already"), a
+        # profile outside the audience, and an unknown profile (NOT_FOUND, shown like any API error)
+        explained = {}
+        for pid in ("m000", ADMIN_ID):
+            explained[pid] = trpc(url, admin_token, "campaigns.explainRecipient",
+                                  {"campaignId": CAMPAIGN, "profileId": pid}, mutation=False)  # fmt: skip
+            explain_in_console(page, pid)
+            assert_explanation_shown(page, explained[pid])
+            if pid == "m000":
+                shot(page, "explain", "#explain")
+        assert {c["blockedBy"] for c in explained["m000"]["channels"]} == {
+            "already_notified",
+            "already_claimed",
+        }
+        assert explained["m000"]["past"]["notifiedAt"] and explained["m000"]["past"]["emailedAt"]
+        assert {c["blockedBy"] for c in explained[ADMIN_ID]["channels"]} == {"not_member"}
+        expect(page.locator("#explain-member")).to_have_text(f"{ADMIN_ID} is not a member of the audience.")
+        search = page.locator("#explain").get_by_label("Profile id")
+        search.fill("ghost-1")
+        search.press("Enter")
+        expect(page.locator("#explain-result [role=alert]")).to_have_text(
+            "NOT_FOUND: profile 'ghost-1' not found"
+        )
+        assert_every_control_labelled(page)
+
         # --- lifecycle: pause, resume, archive
         page.get_by_role("button", name="Pause").click()
         expect(page.locator("#campaign-status")).to_have_text("paused")
@@ -449,6 +515,8 @@ def test_admin_journey_in_chromium(
         page.get_by_role("link", name="Campaigns", exact=True).click()
         row = page.locator("#campaigns tbody tr", has_text="Spring launch 2026")
         expect(row).to_contain_text("live")
+        # The status badge sits in its row (its class once collided with the status bar's `live` class).
+        assert row.locator(".badge").evaluate("(b) => getComputedStyle(b).position") == "static"
         expect(row).to_contain_text("inApp, notify, email")
         expect(row.locator("td").nth(3)).to_have_text("12")
         shot(page, "list")
@@ -463,6 +531,9 @@ def test_admin_journey_in_chromium(
         expect(page.get_by_role("heading", name="Spring launch 2026")).to_be_visible()
         assert page.evaluate("document.documentElement.scrollWidth") <= 390
         shot(page, "phone", "viewport")
+        explain_in_console(page, "m001")
+        expect(page.locator("#explain-result article")).to_have_count(2)
+        assert page.evaluate("document.documentElement.scrollWidth") <= 390
         page.get_by_role("button", name="Archive").click()
         expect(page.locator("#campaign-status")).to_have_text("archived")
 
