@@ -38,9 +38,17 @@ from campaign_engine.domain.schedule import QuietHours, known_zone, parse_wall_c
 from campaign_engine.domain.types import format_ts, parse_ts
 from campaign_engine.graph.graph import Tx
 
-__all__ = ["PageTally", "PassStep", "advance_pass", "readiness_params", "tally_page"]
+__all__ = ["PageTally", "PassStep", "advance_pass", "page_delay", "readiness_params", "tally_page"]
 
 _UTC = ZoneInfo("UTC")
+
+
+def page_delay(wave_delay: int, *, sent: int) -> int:
+    """The pause before the next page: the wave delay after a page that sent (or claimed) anyone, none
+    after a page that only read. Waves pace sends, not reads: a pass of a per-recipient schedule reads
+    the whole audience to find one zone's recipients, and pacing its empty pages by the wave delay
+    would stretch a pass past ``maxLateSeconds`` and miss the recipients it was walking towards."""
+    return wave_delay if sent else 0
 
 
 def readiness_params(

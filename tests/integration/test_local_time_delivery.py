@@ -263,3 +263,35 @@ def test_quiet_hours_defer_email_to_their_end_and_claim_nobody_early(
         runner.worker.close()
     record = get_dispatch(graph, dispatch_id)
     assert (record.status, record.deferred, record.emailed) == ("completed", 0, 3)
+
+
+def test_pages_that_send_nobody_are_not_paced_by_the_wave_delay(
+    api: TrpcClient, base_settings: Settings, graph: Graph, queues: Queues, clock: StepClock, tmp_path: Path
+) -> None:
+    """A pass reads the whole audience to find one zone's recipients. Pacing its empty pages by the wave
+    delay would stretch it past maxLateSeconds (1000 pages x 60 s), so only a page that sent waits."""
+    settings = delivery_settings(
+        base_settings, campaign_dispatch_page_size=2, campaign_dispatch_delay_seconds=60
+    )
+    worker = build_worker(settings, graph, queues=queues, clock=clock, sweep_every=None)
+    make_campaign(graph, "c1", timeZone="UTC")
+    try:
+        with inbox_server(tmp_path) as inbox:
+            webhook = f"{inbox.url}/api/notifications/send"
+            add_members(graph, "c1", ["a1", "a2", "a3", "a4"], webhook=webhook, timeZone="America/New_York")
+            add_members(graph, "c1", ["b1", "b2", "b3"], webhook=webhook, timeZone="Pacific/Kiritimati")
+            ok(_schedule(api, "c1", {"localTime": "2026-12-07T09:00", "perRecipient": True}))
+            clock.now = _utc("2026-12-06T19:00")  # 09:00 at UTC+14: only the b* members are due
+            run_sweep(settings, graph, queues.dispatch, clock=clock)
+            for page in (["a1", "a2"], ["a3", "a4"]):  # nobody due: the successor is visible at once
+                messages = queues.dispatch.receive(max_messages=10)
+                assert len(messages) == 1, f"the page after {page} waited"
+                worker.handle(queues.dispatch, messages)
+            messages = queues.dispatch.receive(max_messages=10)
+            assert len(messages) == 1
+            worker.handle(queues.dispatch, messages)  # b1, b2: sent, so the next page waits the delay
+            assert queues.dispatch.receive(max_messages=10) == []
+            drain(worker.handle, queues)
+            assert set(notified(graph, "c1")) == {"b1", "b2"}
+    finally:
+        worker.close()

@@ -52,6 +52,7 @@ from campaign_engine.delivery.readiness import (
     PageTally,
     PassStep,
     advance_pass,
+    page_delay,
     readiness_params,
     tally_page,
 )
@@ -286,7 +287,7 @@ class EmailWorker:
             totals.settle_s += time.perf_counter() - started
             if ahead is None:
                 if verdict == "next":
-                    self._enqueue(next_job, delay=self._delay)
+                    self._enqueue(next_job, delay=page_delay(self._delay, sent=len(page.claimed)))
                 return totals.outcome(verdict, retry_in_seconds=self._retry_in(results))
             if throttled and verdict in ("throttled", "failed"):
                 # Claimed but never sent into back-pressure; the cursor stays before these claims.
@@ -381,8 +382,9 @@ class EmailWorker:
             return "throttled"
         cursor = page.last if page.read else job.cursor
         done = not full
-        long_gap = not done and self._delay > MAX_DELAY_SECONDS
-        next_at = format_ts(now + timedelta(seconds=self._delay)) if long_gap else None
+        delay = page_delay(self._delay, sent=len(page.claimed))
+        long_gap = not done and delay > MAX_DELAY_SECONDS
+        next_at = format_ts(now + timedelta(seconds=delay)) if long_gap else None
         step = self._graph.write(
             self._record_and_advance,
             page,

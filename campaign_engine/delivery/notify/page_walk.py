@@ -9,7 +9,8 @@ Order of a page, each step load-bearing (docs/architecture.md "Delivery pipeline
 4. Compare-and-set the cursor from the value read in 1. Enqueue happens *before* the CAS, so a crash
    re-sends at most one page (duplicate over drop). The loser of a CAS race enqueues no successor and
    writes no finish, so two chains collapse into one.
-5. Full page -> schedule the next one after the wave delay (SQS delays stop at 900 s; longer gaps are
+5. Full page -> schedule the next one after the wave delay, or at once when this page sent nobody
+   (``readiness.page_delay``: waves pace sends, not reads; SQS delays stop at 900 s; longer gaps are
    stored as ``nextPageAt`` for the sweeper); short page -> ``completed``, unless members were not yet
    ready (per-recipient time, quiet hours: ``delivery/readiness.py``): then the next pass starts from
    the beginning at the earliest instant one of them is.
@@ -25,7 +26,7 @@ from typing import Any, Literal
 
 from campaign_engine.delivery.dispatch_cursor import gate, guard_reason, read_guard, stop
 from campaign_engine.delivery.queue.port import MAX_DELAY_SECONDS, Queue
-from campaign_engine.delivery.readiness import PageTally, advance_pass, readiness_params
+from campaign_engine.delivery.readiness import PageTally, advance_pass, page_delay, readiness_params
 from campaign_engine.domain.dispatch import DeliveryJob, PageJob, delivery_id, job_json
 from campaign_engine.domain.types import Clock, format_ts, parse_ts
 from campaign_engine.graph.graph import Graph, Tx
@@ -107,8 +108,9 @@ class PageWorker:
 
         full = read >= self._page_size
         cursor = last if read else job.cursor
-        long_gap = full and self._delay > MAX_DELAY_SECONDS
-        next_at = format_ts(now + timedelta(seconds=self._delay)) if long_gap else None
+        delay = page_delay(self._delay, sent=len(bodies))
+        long_gap = full and delay > MAX_DELAY_SECONDS
+        next_at = format_ts(now + timedelta(seconds=delay)) if long_gap else None
         step = self._graph.write(
             advance_pass,
             job,
@@ -132,7 +134,7 @@ class PageWorker:
         if not long_gap:
             successor = job.model_copy(update={"cursor": cursor})
             # If this send fails the cursor is already committed: the sweeper re-arms the dispatch.
-            self._pages.send_batch([job_json(successor)], delay_seconds=self._delay)
+            self._pages.send_batch([job_json(successor)], delay_seconds=delay)
         return PageOutcome("next", enqueued=len(bodies), deferred=tally.deferred)
 
     def _next_pass(self, job: PageJob, *, at: str, now: datetime) -> None:
