@@ -1,5 +1,6 @@
 // Batch recheck just before the webhook POSTs. Test deliveries (testId set) skip audience, age,
-// opt-out and notifiedAt checks. One record for the whole batch: parallel lists (the reason a job must
+// opt-out and notifiedAt checks. 'duplicate': this job's own dispatch already has the recipient's
+// acknowledgement (a redelivered message), which is settled, not a suppression to count again. One record for the whole batch: parallel lists (the reason a job must
 // not be sent, '' = send; the profile's own webhook, '' = none; '' because collect skips nulls) keyed
 // by deliveryId, each sendable campaign's copy once, and the dispatch of each job this statement was the
 // first to hold back by the frequency cap. A record per job cost the worker ~40 us of driver CPU per
@@ -18,7 +19,8 @@ OPTIONAL MATCH (p:Profile {profileId: job.profileId})
 OPTIONAL MATCH (c:Campaign {id: job.campaignId})
 WITH job, c, p,
      EXISTS { MATCH (p)-[:IN_CAMPAIGN_AUDIENCE]->(c) } AS member,
-     EXISTS { MATCH (p)-[s:CAMPAIGN_STATE]->(c) WHERE s.notifiedAt IS NOT NULL } AS notified
+     [(p)-[s:CAMPAIGN_STATE]->(c) WHERE s.notifiedAt IS NOT NULL | coalesce(s.notifiedDispatchId, '')]
+       AS notifiedBy
 WITH job, c, p,
      CASE
        WHEN c IS NULL OR c.createdAt <> job.campaignCreatedAt THEN 'campaign_gone'
@@ -31,7 +33,8 @@ WITH job, c, p,
        WHEN NOT member THEN 'not_member'
        WHEN coalesce(p.announcementPushOptOut, false) THEN 'opted_out'
        WHEN NOT {{CAMPAIGN_AGE_OK}} THEN 'age_policy'
-       WHEN notified THEN 'already_notified'
+       WHEN job.dispatchId IN notifiedBy THEN 'duplicate'
+       WHEN size(notifiedBy) > 0 THEN 'already_notified'
        ELSE null
      END AS blocked
 {{NOTIFY_CAP}}

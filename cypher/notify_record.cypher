@@ -4,7 +4,8 @@
 // batches cannot deadlock and "no state yet -> CREATE" cannot run twice for one profile. (Not MERGE:
 // its locking variant also locks the campaign node, serialising every batch of the campaign, and it
 // costs Neo4j about a third more CPU per row.) Returns, per dispatch, how many rows this write was the
-// first to set notifiedAt for, so counters count first acknowledgements only. replan=skip: as in
+// first to set notifiedAt for, so counters count first acknowledgements only; notifiedDispatchId names
+// that dispatch, so the recheck of a redelivered job can tell a duplicate from a suppression. replan=skip: as in
 // notify_recheck, a plan of unique-key seeks that statistics cannot improve.
 CYPHER replan=skip
 UNWIND $acks AS ack
@@ -23,7 +24,8 @@ CALL (p, c, existing) {
   RETURN existing AS s
 }
 WITH ack, s, s.notifiedAt IS NULL AS first
-SET s.notifiedAt = coalesce(s.notifiedAt, $now)
+SET s.notifiedAt = coalesce(s.notifiedAt, $now),
+    s.notifiedDispatchId = CASE WHEN first THEN ack.dispatchId ELSE s.notifiedDispatchId END
 WITH ack.dispatchId AS dispatchId, first
 WHERE first
 RETURN dispatchId, count(*) AS firsts

@@ -307,6 +307,7 @@ def test_every_message_delivered_twice_creates_no_duplicates(stack: Stack) -> No
     assert_exactly_once(stack, "cb", members, created_at)
     record = get_dispatch(stack.graph, dispatch_id)
     assert (record.acknowledged, record.rejected, record.enqueued) == (len(members), 0, len(members))
+    assert record.suppressed == 0  # a copy rechecked after its twin's acknowledgement is a duplicate
 
 
 # --- (c) two concurrent dispatches ---------------------------------------------------------------------

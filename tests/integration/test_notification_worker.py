@@ -109,6 +109,32 @@ def test_only_a_positive_acknowledgement_sets_notified(
     assert get_dispatch(graph, dispatch_id).acknowledged == 1
 
 
+def test_a_redelivered_acknowledged_delivery_is_a_duplicate_not_a_suppression(
+    base_settings: Settings, graph: Graph, tmp_path: Path
+) -> None:
+    """A message the queue hands out again after its acknowledgement was recorded (a worker died
+    before deleting it, a visibility timeout ran out) is settled: no second POST, and the Dispatch
+    counts the recipient once (it counted it as suppressed too, so settled > enqueued)."""
+    receiver = ScriptedReceiver([(200, b'{"sent":true}', "application/json")])
+    settings = delivery_settings(base_settings)
+    queues = local_queues(tmp_path / "q.sqlite3", max_receives=10)
+    make_campaign(graph, "c1")
+    with ThreadServer(receiver.app()) as server:
+        add_members(graph, "c1", ["p1"], webhook=f"{server.url}/hook")
+        dispatch_id = _page(settings, graph, queues)
+        worker = build_notification_worker(settings, graph, clock=StepClock())
+        try:
+            batch = queues.delivery.receive(max_messages=10)
+            assert list(worker.handle_batch(parsed(batch)).verdicts.values()) == ["positive"]
+            again = worker.handle_batch(parsed(batch))  # the same message, handed out again
+        finally:
+            worker.close()
+    assert list(again.verdicts.values()) == ["duplicate"] and len(again.done) == 1
+    assert len(receiver.received) == 1
+    record = get_dispatch(graph, dispatch_id)
+    assert (record.enqueued, record.acknowledged, record.suppressed) == (1, 1, 0)
+
+
 def test_negative_answer_is_rejected_not_retried(
     base_settings: Settings, graph: Graph, tmp_path: Path
 ) -> None:

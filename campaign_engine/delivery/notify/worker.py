@@ -57,7 +57,9 @@ __all__ = ["BatchResult", "NotificationWorker", "Verdict", "record_notified"]
 
 log = logging.getLogger(__name__)
 
-Verdict = Literal["positive", "negative", "uncertain", "blocked", "suppressed", "capped", "invalid"]
+Verdict = Literal[
+    "positive", "negative", "uncertain", "blocked", "suppressed", "capped", "duplicate", "invalid"
+]
 
 
 @dataclass
@@ -152,8 +154,9 @@ class NotificationWorker:
         for delivery_id, (message, job) in jobs.items():
             send = self._prepare(message, job, rows.get(delivery_id), copies)
             if send is None:
-                capped = (row := rows.get(delivery_id)) is not None and row.blocked == "capped"
-                result.verdicts[delivery_id] = "capped" if capped else "suppressed"
+                row = rows.get(delivery_id)
+                blocked = None if row is None else row.blocked
+                result.verdicts[delivery_id] = _HELD.get(blocked or "", "suppressed")
             else:
                 sends.append(send)
 
@@ -300,6 +303,11 @@ def record_notified(tx: Tx, acks: list[dict[str, Any]], *, now: str) -> dict[str
     result = tx.run(query("notify_record"), acks=ordered, now=now)
     return {record["dispatchId"]: record["firsts"] for record in result}
 
+
+# Held back at the recheck: by the frequency cap, or already acknowledged for this very dispatch (a
+# redelivered message: the first delivery counted it, so counting it suppressed too would count the
+# recipient twice); anything else is a suppression.
+_HELD: dict[str, Verdict] = {"capped": "capped", "duplicate": "duplicate"}
 
 _METRIC_OUTCOME = {"negative": "rejected", "blocked": "blocked", "suppressed": "suppressed",
                    "capped": "capped", "uncertain": "uncertain"}  # fmt: skip
