@@ -40,8 +40,7 @@ WITH p, c, m, s, emails, cap,
        WHEN s.emailClaimedAt IS NOT NULL OR s.emailedAt IS NOT NULL THEN 'already_claimed'
        WHEN coalesce($readyAt[p.timeZone], $fallbackReadyAt) > $now THEN 'deferred'
        WHEN coalesce($readyAt[p.timeZone], $fallbackReadyAt) < $staleBefore THEN 'missed'
-       WHEN cap IS NOT NULL AND s.emailCapCountedAt IS NULL
-            AND size([t IN coalesce(p.emailCapLog, []) WHERE t > cap.since]) >= cap.max THEN 'capped'
+       WHEN {{EMAIL_CAP_REACHED}} THEN 'capped'
        ELSE null
      END AS blocked
 WITH *, blocked = 'capped' AND coalesce(s.emailCappedDispatchId, '') <> $dispatchId AS firstCapped

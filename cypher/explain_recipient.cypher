@@ -2,12 +2,17 @@
 // the same policy fragments the preview, the page walks and the rechecks use (graph/policy.py), so an
 // explanation cannot disagree with a send. Two unique seeks and one profile's relationships: the cost
 // is independent of audience size. The verdicts are assembled in campaigns/explain.py, in the order
-// the walks apply them.
+// the walks apply them. The frequency cap is the claim's own fragment (EMAIL_CAP_REACHED) and its
+// notify twin, with the campaign tenant's cap ($notifyCaps / $emailCaps from domain/frequency_cap.py).
 MATCH (c:Campaign {id: $campaignId})
 OPTIONAL MATCH (p:Profile {profileId: $profileId})
 OPTIONAL MATCH (p)-[m:IN_CAMPAIGN_AUDIENCE]->(c)
 OPTIONAL MATCH (p)-[s:CAMPAIGN_STATE]->(c)
-WITH c, p, m, s, {{PRIMARY_EMAILS}} AS emails
+WITH c, p, m, s, {{PRIMARY_EMAILS}} AS emails,
+     coalesce($notifyCaps[coalesce(c.tenantId, '*')], $notifyCaps['*']) AS cap
+WITH c, p, m, s, emails, {{NOTIFY_CAP_REACHED}} AS notifyCapReached, cap AS notifyCap,
+     coalesce($emailCaps[coalesce(c.tenantId, '*')], $emailCaps['*']) AS cap
+WITH c, p, m, s, emails, notifyCapReached, notifyCap, {{EMAIL_CAP_REACHED}} AS emailCapReached, cap AS emailCap
 RETURN c {.status, .channels, .startsAt, .endsAt, .excludeMinors} AS campaign,
        p IS NOT NULL AS profileFound,
        m {.source, .addedAt, .selfEnrolled} AS membership,
@@ -19,7 +24,11 @@ RETURN c {.status, .channels, .startsAt, .endsAt, .excludeMinors} AS campaign,
          emailContactOk: {{EMAIL_CONTACT_OK}},
          emailSuppressed: {{EMAIL_SUPPRESSED}},
          primaryEmails: size(emails),
-         ownWebhook: p.notificationsWebhook IS NOT NULL
+         ownWebhook: p.notificationsWebhook IS NOT NULL,
+         notifyCapReached: coalesce(notifyCapReached, false),
+         emailCapReached: coalesce(emailCapReached, false)
        } END AS profile,
+       notifyCap, emailCap,
        s {.notifiedAt, .emailClaimedAt, .emailedAt, .emailOutcome, .emailOutcomeReason, .emailOutcomeAt,
-          .bouncedAt, .complainedAt, .shownFirstAt, .clickedFirstAt, .dismissedFirstAt} AS state
+          .bouncedAt, .complainedAt, .shownFirstAt, .clickedFirstAt, .dismissedFirstAt,
+          .notifyCappedAt, .emailCappedAt} AS state

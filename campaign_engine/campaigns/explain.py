@@ -10,6 +10,7 @@ holds the explanation and the preview together for each rule (tests/integration/
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
@@ -17,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from campaign_engine.domain.dispatch import send_blocked
 from campaign_engine.domain.errors import NotFound
+from campaign_engine.domain.frequency_cap import CapChannel, ChannelCap, cap_params
 from campaign_engine.domain.types import format_ts
 from campaign_engine.graph.graph import Graph, Tx
 from campaign_engine.graph.policy import policy_params, policy_query
@@ -62,6 +64,8 @@ class PastSend(BaseModel):
     shown_first_at: Annotated[str | None, Field(alias="shownFirstAt")] = None
     clicked_first_at: Annotated[str | None, Field(alias="clickedFirstAt")] = None
     dismissed_first_at: Annotated[str | None, Field(alias="dismissedFirstAt")] = None
+    notify_capped_at: Annotated[str | None, Field(alias="notifyCappedAt")] = None
+    email_capped_at: Annotated[str | None, Field(alias="emailCappedAt")] = None
 
 
 class RecipientExplanation(BaseModel):
@@ -88,13 +92,23 @@ def _campaign_rule(campaign: dict[str, Any], channel: str, now: str) -> RuleVerd
 
 
 def explain_recipient(
-    graph: Graph, *, campaign_id: str, profile_id: str, now: datetime, adult_age: int
+    graph: Graph,
+    *,
+    campaign_id: str,
+    profile_id: str,
+    now: datetime,
+    adult_age: int,
+    caps: Mapping[str, Mapping[CapChannel, ChannelCap]] | None = None,
 ) -> RecipientExplanation:
+    """``caps``: CAMPAIGN_FREQUENCY_CAPS, so the cap's verdict is the one a send would reach now."""
+
     def tx_fn(tx: Tx) -> dict[str, Any] | None:
         record = tx.run(
             policy_query("explain_recipient"),
             campaignId=campaign_id,
             profileId=profile_id,
+            notifyCaps=cap_params(caps or {}, "notify", now=now)["caps"],
+            emailCaps=cap_params(caps or {}, "email", now=now)["caps"],
             **policy_params(now, adult_age),
         ).single()
         return None if record is None else record.data()
@@ -116,6 +130,7 @@ def explain_recipient(
         RuleVerdict(
             rule="already_notified", ok=state.get("notifiedAt") is None, detail=state.get("notifiedAt")
         ),
+        _cap_rule(row["notifyCap"], bool(profile["notifyCapReached"])),
     ]
     suppressed = bool(profile["emailSuppressed"])
     email = [
@@ -139,6 +154,7 @@ def explain_recipient(
             ok=state.get("emailClaimedAt") is None and state.get("emailedAt") is None,
             detail=state.get("emailedAt") or state.get("emailClaimedAt"),
         ),
+        _cap_rule(row["emailCap"], bool(profile["emailCapReached"])),
     ]
     return RecipientExplanation(
         campaign_id=campaign_id,
@@ -149,6 +165,12 @@ def explain_recipient(
         channels=[_channel("notify", notify), _channel("email", email)],
         past=PastSend.model_validate(state) if state else None,
     )
+
+
+def _cap_rule(cap: Mapping[str, Any] | None, reached: bool) -> RuleVerdict:
+    """The frequency cap as the send would apply it now (``capped``); no cap configured passes."""
+    detail = "no frequency cap" if cap is None else f"at most {cap['max']} since {cap['since']}"
+    return RuleVerdict(rule="capped", ok=not reached, detail=detail)
 
 
 def _age_detail(campaign: dict[str, Any]) -> str:

@@ -28,9 +28,11 @@ from campaign_engine.graph.cypher import query
 __all__ = [
     "CAMPAIGN_AGE_OK",
     "EMAIL_AGE_OK",
+    "EMAIL_CAP_REACHED",
     "EMAIL_CONTACT_OK",
     "EMAIL_PATTERN",
     "EMAIL_SUPPRESSED",
+    "NOTIFY_CAP_REACHED",
     "PRIMARY_EMAILS",
     "policy_params",
     "policy_query",
@@ -71,7 +73,20 @@ EMAIL_CONTACT_OK = (
     f"all(address IN emails WHERE coalesce(address =~ $emailPattern, false) AND NOT {_SUPPRESSED}))"
 )
 
+# The frequency cap's verdict for one recipient (issue 12 item 4; the setting: domain/frequency_cap.py):
+# where `cap` is the campaign tenant's {max, since} for the channel (null: no cap) and `s` the
+# recipient's CAMPAIGN_STATE, the cap is reached unless this campaign already holds a slot or the
+# profile's log has fewer than max sends since the window began. The email claim and the explanation
+# read it; the notify recheck folds the same rule over a profile's jobs of one batch (notify_cap.cypher).
+EMAIL_CAP_REACHED = (
+    "(cap IS NOT NULL AND s.emailCapCountedAt IS NULL AND "
+    "size([t IN coalesce(p.emailCapLog, []) WHERE t > cap.since]) >= cap.max)"
+)
+NOTIFY_CAP_REACHED = EMAIL_CAP_REACHED.replace("emailCap", "notifyCap")
+
 _FRAGMENTS = {
+    "{{EMAIL_CAP_REACHED}}": EMAIL_CAP_REACHED,
+    "{{NOTIFY_CAP_REACHED}}": NOTIFY_CAP_REACHED,
     "{{CAMPAIGN_AGE_OK}}": CAMPAIGN_AGE_OK,
     "{{EMAIL_AGE_OK}}": EMAIL_AGE_OK,
     "{{EMAIL_CONTACT_OK}}": EMAIL_CONTACT_OK,

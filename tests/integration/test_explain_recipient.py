@@ -8,18 +8,23 @@ different predicates, one of these pairs would disagree.
 
 from __future__ import annotations
 
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
+from pydantic import TypeAdapter
 
 from campaign_engine.config import Settings
+from campaign_engine.domain.frequency_cap import FrequencyCaps
+from campaign_engine.domain.types import format_ts
 from campaign_engine.graph.graph import Graph
 from tests.conftest import ADMIN_ID
 from tests.support.api import TrpcClient, api_client, error_code, ok
 from tests.support.delivery import NOW, StepClock, local_queues, make_campaign
 from tests.support.email import EMAIL_COPY, add_email_members, email_settings
 
+FrequencyCapsSetting: TypeAdapter[FrequencyCaps] = TypeAdapter(FrequencyCaps)
 BOTH = {"channels": ["notify", "email"], "email": EMAIL_COPY}
 PRIMARY = {"isPrimary": True, "isVerified": True}
 
@@ -152,3 +157,44 @@ def test_past_sends_and_unknown_names(base_settings: Settings, graph: Graph, tmp
             "campaigns.explainRecipient", {"campaignId": campaign_id, "profileId": "p-past"}
         )
         assert error_code(anonymous) == "UNAUTHORIZED"
+
+
+def test_the_frequency_cap_is_explained_as_the_claim_applies_it(
+    base_settings: Settings, graph: Graph, tmp_path: Path
+) -> None:
+    """One send an hour per channel: a profile with a send in the log is capped now and not an hour
+    later; one whose slot this campaign already holds (a retried claim) is not capped. The verdict is
+    the claim's own fragment (graph/policy.py EMAIL_CAP_REACHED) and its notify twin."""
+    recent = format_ts(NOW - timedelta(minutes=10))
+    campaign_id = _setup(graph, "cap", BOTH, {"notifyCapLog": [recent], "emailCapLog": [recent]})
+    add_email_members(graph, campaign_id, ["p-held"], notifyCapLog=[recent], emailCapLog=[recent])
+    graph.run(
+        "MATCH (p:Profile {profileId: 'p-held'}), (c:Campaign {id: $c}) CREATE (p)-[:CAMPAIGN_STATE "
+        "{notifyCapCountedAt: $t, emailCapCountedAt: $t}]->(c)",
+        c=campaign_id,
+        t=recent,
+    )
+    caps = {"*": {"notify": {"max": 1, "windowSeconds": 3600}, "email": {"max": 1, "windowSeconds": 3600}}}
+    settings = email_settings(base_settings, "http://127.0.0.1:9", "server-token-0123456789").model_copy(
+        update={"campaign_frequency_caps": FrequencyCapsSetting.validate_python(caps)}
+    )
+
+    def blocked_by(clock: StepClock, profile_id: str) -> tuple[Any, Any]:
+        with api_client(settings, graph, clock=clock) as api:
+            explained = ok(
+                _admin(
+                    api, "campaigns.explainRecipient", {"campaignId": campaign_id, "profileId": profile_id}
+                )
+            )
+        by_channel = {c["channel"]: c for c in explained["channels"]}
+        return by_channel["notify"].get("blockedBy"), by_channel["email"].get("blockedBy")
+
+    assert blocked_by(StepClock(NOW), "p-cap") == ("capped", "capped")
+    assert blocked_by(StepClock(NOW + timedelta(hours=1)), "p-cap") == (None, None)
+    assert blocked_by(StepClock(NOW), "p-held") == (None, None)
+    with api_client(base_settings, graph, clock=StepClock(NOW)) as api:  # no cap configured: passes
+        explained = ok(
+            _admin(api, "campaigns.explainRecipient", {"campaignId": campaign_id, "profileId": "p-cap"})
+        )
+    rules = {c["channel"]: {r["rule"]: r for r in c["rules"]} for c in explained["channels"]}
+    assert rules["notify"]["capped"] == {"rule": "capped", "ok": True, "detail": "no frequency cap"}

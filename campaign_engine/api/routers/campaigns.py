@@ -96,4 +96,5 @@ def explain(ctx: Context, data: RecipientRef) -> RecipientExplanation:
         profile_id=data.profile_id,
         now=ctx.services.clock(),
         adult_age=ctx.services.settings.campaign_adult_age,
+        caps=ctx.services.settings.campaign_frequency_caps,
     )
