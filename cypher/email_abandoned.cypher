@@ -3,8 +3,10 @@
 // here they become `uncertain` (reason claim_abandoned) and count once on their Dispatch, so an operator
 // sees them (campaigns.listUncertainEmails). Profile locks first, ascending, then the claim is read
 // again under the lock (a late record may have settled it meanwhile), then the Dispatch counters.
-// Seeks campaign_state_email_outcome (emailOutcome, emailClaimedAt); at most $limit profiles per call.
+// Seeks campaign_state_email_outcome (emailOutcome, emailClaimedAt), pinned by a hint: on some statistics
+// the planner preferred scanning profiles; at most $limit profiles per call.
 MATCH (p:Profile)-[s:CAMPAIGN_STATE]->(:Campaign)
+USING INDEX s:CAMPAIGN_STATE(emailOutcome, emailClaimedAt)
 WHERE s.emailOutcome = 'claimed' AND s.emailClaimedAt < $before
 WITH DISTINCT p
 ORDER BY p.profileId

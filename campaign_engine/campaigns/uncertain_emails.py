@@ -26,6 +26,7 @@ CALL (d) {
   WITH d
   WHERE d IS NOT NULL
   MATCH (p:Profile)-[s:CAMPAIGN_STATE]->(:Campaign)
+  USING INDEX s:CAMPAIGN_STATE(emailOutcome, emailClaimedAt)
   WHERE s.emailOutcome = 'uncertain' AND s.emailClaimedAt IS NOT NULL AND s.emailDispatchId = $dispatchId
     AND p.profileId > $after
   WITH p, s

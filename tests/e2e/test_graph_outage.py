@@ -294,8 +294,9 @@ def _assert_unavailable_envelope(answer: httpx.Response, path: str) -> None:
 
 
 def _page_headers(answer: httpx.Response) -> dict[str, str]:
-    """What an unsubscribe answer promises the browser; per-answer values (length, date) left out."""
-    volatile = {"content-length", "date", "server", "retry-after"}
+    """What an unsubscribe answer promises the browser; per-answer values (length, date, request id)
+    left out."""
+    volatile = {"content-length", "date", "server", "retry-after", "x-request-id"}
     return {k: v for k, v in answer.headers.items() if k not in volatile}
 
 
