@@ -17,9 +17,12 @@ driver's, because the two causes want different budgets (issue 11, item 7):
   knows (a provider accepted an email, a receiver acknowledged a notification) and must still record
   it rather than give the job back to be redone.
 
-A commit whose connection died after COMMIT was sent (``IncompleteCommit``) is never re-run: it may have
-committed. The driver's own timeouts are bounded too (connect, pool acquisition), so no call waits on a
-socket for the driver's 30 s and 60 s defaults.
+A commit whose connection died after COMMIT was sent (``IncompleteCommit``) is not re-run by ``write``:
+it may have committed. ``write_idempotent`` re-runs it like any lost connection, for transaction
+functions whose second application changes nothing (the notification worker's outcome write, which
+holds what only its memory knows: the answers the receivers gave). The driver's own timeouts are
+bounded too (connect, pool acquisition), so no call waits on a socket for the driver's 30 s and 60 s
+defaults.
 """
 
 from __future__ import annotations
@@ -101,11 +104,22 @@ class Graph:
         return self._retrying(attempt)
 
     def write(self, fn: Callable[Concatenate[Tx, P], R], *args: P.args, **kwargs: P.kwargs) -> R:
+        return self._retrying(self._writer(fn, *args, **kwargs))
+
+    def write_idempotent(self, fn: Callable[Concatenate[Tx, P], R], *args: P.args, **kwargs: P.kwargs) -> R:
+        """``write`` for a function whose second application changes nothing: a commit cut off
+        (``IncompleteCommit``) is re-run within ``unavailable_wait`` instead of raised, so the outcome is
+        known once the graph is back. The function must read what it writes, not only add to it."""
+        return self._retrying(self._writer(fn, *args, **kwargs), rerun_incomplete_commit=True)
+
+    def _writer(
+        self, fn: Callable[Concatenate[Tx, P], R], *args: P.args, **kwargs: P.kwargs
+    ) -> Callable[[], R]:
         def attempt() -> R:
             with self.driver.session(database=self.database) as session:
                 return session.execute_write(fn, *args, **kwargs)
 
-        return self._retrying(attempt)
+        return attempt
 
     @contextmanager
     def autocommit_reads(self) -> Iterator[neo4j.Session]:
@@ -131,7 +145,7 @@ class Graph:
     def close(self) -> None:
         self.driver.close()
 
-    def _retrying(self, attempt: Callable[[], R]) -> R:
+    def _retrying(self, attempt: Callable[[], R], *, rerun_incomplete_commit: bool = False) -> R:
         """Run ``attempt`` (one driver attempt, see ``open_graph``) until it answers or its budget is
         spent; then raise ``ServiceUnavailable``. Errors that are not about availability pass through."""
         started = time.monotonic()
@@ -144,7 +158,8 @@ class Graph:
                 mapped = _as_service_error(exc)
                 if mapped is None:
                     raise
-                if isinstance(exc, _UNREACHABLE) and not isinstance(exc, neo4j_errors.IncompleteCommit):
+                incomplete = isinstance(exc, neo4j_errors.IncompleteCommit)
+                if isinstance(exc, _UNREACHABLE) and (rerun_incomplete_commit or not incomplete):
                     budget = self.unavailable_wait
                     pause = 0.0 if unreachable_tries == 0 else _UNREACHABLE_POLL
                     unreachable_tries += 1

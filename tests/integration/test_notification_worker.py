@@ -30,8 +30,9 @@ from campaign_engine.delivery.queue.port import Received, ReceivedMessage
 from campaign_engine.delivery.wiring import Queues, build_notification_worker, build_page_worker
 from campaign_engine.domain.dispatch import DeliveryJob, delivery_id, job_json, parse_job
 from campaign_engine.domain.frequency_cap import ChannelCap, FrequencyCaps, cap_params
-from campaign_engine.graph.graph import Graph
+from campaign_engine.graph.graph import Graph, open_graph
 from campaign_engine.graph.policy import policy_params, policy_query
+from tests.support.bolt_cut import bolt_cutter
 from tests.support.delivery import (
     NOW,
     ScriptedReceiver,
@@ -133,6 +134,40 @@ def test_a_redelivered_acknowledged_delivery_is_a_duplicate_not_a_suppression(
     assert len(receiver.received) == 1
     record = get_dispatch(graph, dispatch_id)
     assert (record.enqueued, record.acknowledged, record.suppressed) == (1, 1, 0)
+
+
+@pytest.mark.parametrize("landed", [True, False], ids=["commit_landed", "commit_lost"])
+def test_an_outcome_write_whose_commit_was_cut_off_is_rerun_and_counted_once(
+    base_settings: Settings, graph: Graph, tmp_path: Path, landed: bool
+) -> None:
+    """The receivers answered, the outcome write sent COMMIT and its connection died (Neo4j killed or
+    restarted). Only this worker's memory knows the answers, so it re-runs the write once the graph
+    answers and each outcome counts once, landed or not, without a second POST. (Before, the batch
+    raised and sat out the queue's visibility timeout with its acknowledgements unrecorded.)"""
+    receiver = ScriptedReceiver(
+        [(200, b'{"sent":true}', "application/json"), (400, b'{"sent":false}', "application/json")]
+    )
+    settings = delivery_settings(base_settings)
+    queues = local_queues(tmp_path / "q.sqlite3")
+    make_campaign(graph, "c1")
+    with ThreadServer(receiver.app()) as server, bolt_cutter(settings.neo4j_uri) as cutter:
+        add_members(graph, "c1", ["p1", "p2"], webhook=f"{server.url}/hook")
+        dispatch_id = _page(settings, graph, queues)
+        cut_graph = open_graph(settings.model_copy(update={"neo4j_uri": cutter.uri}), unavailable_wait=10)
+        worker = build_notification_worker(settings, cut_graph, clock=StepClock())
+        # Both POSTs in: every read before them (recheck, pause gate) is done; the next COMMIT is the write.
+        receiver.on_post = lambda count: cutter.cut_commit(1, landed=landed) if count == 2 else None
+        try:
+            result = worker.handle_batch(parsed(queues.delivery.receive(max_messages=10)))
+        finally:
+            worker.close()
+            cut_graph.close()
+    assert cutter.cuts == 1
+    assert sorted(result.verdicts.values()) == ["negative", "positive"] and len(result.done) == 2
+    assert len(receiver.received) == 2
+    assert len(notified(graph, "c1")) == 1
+    record = get_dispatch(graph, dispatch_id)
+    assert (record.enqueued, record.acknowledged, record.rejected, record.suppressed) == (2, 1, 1, 0)
 
 
 def test_negative_answer_is_rejected_not_retried(

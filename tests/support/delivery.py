@@ -200,6 +200,8 @@ class ScriptedReceiver:
     script: list[tuple[int, bytes, str | None] | float]
     received: list[dict[str, Any]] = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock)
+    on_post: Callable[[int], object] | None = None
+    """Called with the number of POSTs received so far, before the answer goes out."""
 
     def app(self) -> FastAPI:
         app = FastAPI()
@@ -210,6 +212,8 @@ class ScriptedReceiver:
             with self.lock:
                 self.received.append({"headers": dict(request.headers), "body": body})
                 step = self.script[min(len(self.received), len(self.script)) - 1]
+                if self.on_post is not None:
+                    self.on_post(len(self.received))
             if isinstance(step, float):  # a hang longer than the worker's timeout
                 import asyncio
 

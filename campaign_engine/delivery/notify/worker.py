@@ -28,6 +28,7 @@ from __future__ import annotations
 import json
 import logging
 import threading
+import uuid
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -89,12 +90,22 @@ class _Recheck(NamedTuple):
     has_in_app: bool
 
 
-_COUNT = """
+# The outcome write is re-run when its commit was cut off (``Graph.write_idempotent``), so a second
+# application must change nothing. ``acknowledged`` adds only first acknowledgements (notify_record), a
+# second run finds none. ``rejected`` and ``suppressed`` are plain additions: a row that carries any
+# names its batch (``k.batch``), and a Dispatch remembers the last _COUNTED_BATCHES of those names, so a
+# re-run after a commit that did land adds nothing. (A re-run follows its cut-off commit as soon as the
+# graph answers again, with at most the other delivery threads' writes in between.)
+_COUNTED_BATCHES = 64
+_COUNT = f"""
 CYPHER replan=skip
 UNWIND $counts AS k
-MATCH (d:Dispatch {id: k.dispatchId})
+MATCH (d:Dispatch {{id: k.dispatchId}})
+WITH d, k WHERE k.batch IS NULL OR NOT k.batch IN coalesce(d.countedBatches, [])
 SET d.acknowledged = d.acknowledged + k.acknowledged, d.rejected = d.rejected + k.rejected,
-    d.suppressed = d.suppressed + k.suppressed
+    d.suppressed = d.suppressed + k.suppressed,
+    d.countedBatches = CASE WHEN k.batch IS NULL THEN d.countedBatches
+                            ELSE ([k.batch] + coalesce(d.countedBatches, []))[..{_COUNTED_BATCHES}] END
 """
 
 
@@ -177,11 +188,13 @@ class NotificationWorker:
         for send, answer in zip(sends, answers, strict=True):
             result.verdicts[send.job.delivery_id] = _verdict(send.job, answer)
 
+        # Only this process knows what the receivers answered: a commit cut off is re-run, not given up.
         with self._write_turn:
-            acknowledged = self._graph.write(
+            acknowledged = self._graph.write_idempotent(
                 self._write_outcomes,
                 [job for _, job in jobs.values()],
                 result.verdicts,
+                batch=uuid.uuid4().hex,
                 now=format_ts(self._clock()),
             )
         metrics.deliveries("notify", _outcomes([j for _, j in jobs.values()], result.verdicts, acknowledged))
@@ -253,9 +266,10 @@ class NotificationWorker:
         return _Send(message=message, job=job, url=url, body=payload_json(payload))
 
     def _write_outcomes(
-        self, tx: Tx, jobs: list[DeliveryJob], verdicts: dict[str, Verdict], *, now: str
+        self, tx: Tx, jobs: list[DeliveryJob], verdicts: dict[str, Verdict], *, batch: str, now: str
     ) -> int:
-        """Writes the outcomes; returns how many were first acknowledgements (the Dispatch's count)."""
+        """Writes the outcomes; returns how many were first acknowledgements (the Dispatch's count).
+        Idempotent (see ``_COUNT``): ``batch`` names this write for every attempt of it."""
         acks = [
             {
                 "profileId": j.profile_id,
@@ -286,6 +300,8 @@ class NotificationWorker:
                 bump(job.dispatch_id, "rejected")
             elif verdict == "suppressed":
                 bump(job.dispatch_id, "suppressed")
+        for entry in counts.values():
+            entry["batch"] = batch if entry["rejected"] or entry["suppressed"] else None
         if counts:
             tx.run(_COUNT, counts=[counts[k] for k in sorted(counts)]).consume()
         return sum(int(entry["acknowledged"]) for entry in counts.values())
