@@ -50,7 +50,7 @@ typecheck: $(STAMP) $(ADMIN_MODULES)
 	cd admin && node_modules/.bin/tsc --noEmit
 
 test: $(STAMP) $(LAUNCHER) $(ADMIN_ASSETS) system-deps lint typecheck
-	$(BIN)/pytest -q
+	$(BIN)/pytest -q --durations=15
 
 unit: $(STAMP)
 	$(BIN)/pytest -q tests/unit
