@@ -7,12 +7,12 @@ is not failure"):
    live, in window, with the email channel. Otherwise the dispatch stops.
 2. Resolve the tenant's CTA origin and branding. A misconfigured tenant fails the dispatch here,
    *before* any claim, so no claim is burnt on a message that cannot be built.
-3. ONE transaction: the guard again, the provider's cooldown (open: defer the page to its end without
-   claiming), then ``cypher/email_page.cypher`` reads the members after the cursor from the membership
-   index, locks their profiles (ascending), rechecks every recipient rule, sets ``emailClaimedAt`` (and
-   ``campaignUnsubscribeId`` for a profile that still has none: profiles normally get it at creation).
-   It commits before any provider I/O, so a crash after it can
-   only lose an email, never duplicate one (the sweeper counts such claims ``uncertain``).
+3. ONE transaction (``page_tx.py``, as step 5): the guard again, the provider's cooldown (open: defer
+   the page to its end without claiming), then ``cypher/email_page.cypher`` reads the members after the
+   cursor from the membership index, locks their profiles (ascending), rechecks every recipient rule,
+   sets ``emailClaimedAt`` (and ``campaignUnsubscribeId`` for a profile that still has none: profiles
+   normally get it at creation). It commits before any provider I/O, so a crash after it can only lose
+   an email, never duplicate one (the sweeper counts such claims ``uncertain``).
 4. Render and send the claimed messages in one provider batch, through ``send_each``: one outcome per
    message whatever the adapter does; an exception is never read as "nothing went out".
 5. ONE transaction: record each outcome against this attempt's claim (accepted -> ``emailedAt``;
@@ -38,30 +38,22 @@ import uuid
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass, field, replace
-from datetime import datetime, timedelta
+from dataclasses import dataclass, replace
+from datetime import timedelta
 from typing import Any, Literal
 
 from campaign_engine.delivery.dispatch_cursor import defer, gate, guard_reason, read_guard, stop
 from campaign_engine.delivery.email.compose import EmailContent, compose_email, email_content_for
+from campaign_engine.delivery.email.page_tx import Claimed, ClaimedPage, PageTransactions
 from campaign_engine.delivery.email.provider import EmailProvider, SendResult, send_each
 from campaign_engine.delivery.email.render import EmailConfigError
-from campaign_engine.delivery.frequency_cap import count_capped
 from campaign_engine.delivery.queue.port import MAX_DELAY_SECONDS, Queue, QueueError
-from campaign_engine.delivery.readiness import (
-    PageTally,
-    PassStep,
-    advance_pass,
-    page_delay,
-    readiness_params,
-    tally_page,
-)
+from campaign_engine.delivery.readiness import page_delay
 from campaign_engine.domain.campaign import campaign_from_node
 from campaign_engine.domain.dispatch import PageJob, job_json
-from campaign_engine.domain.frequency_cap import CapChannel, ChannelCap, cap_params
+from campaign_engine.domain.frequency_cap import CapChannel, ChannelCap
 from campaign_engine.domain.types import Clock, format_ts, parse_ts
-from campaign_engine.graph.graph import Graph, Tx
-from campaign_engine.graph.policy import policy_params, policy_query
+from campaign_engine.graph.graph import Graph
 from campaign_engine.observability import metrics
 from campaign_engine.unsubscribe.tokens import UnsubscribeTokens
 
@@ -70,20 +62,6 @@ __all__ = ["EmailPageOutcome", "EmailWorker"]
 log = logging.getLogger(__name__)
 
 Outcome = Literal["next", "completed", "stopped", "failed", "stale", "lost_race", "waiting", "throttled"]
-
-_GUARD = """
-OPTIONAL MATCH (d:Dispatch {id: $dispatchId})
-OPTIONAL MATCH (c:Campaign {id: $campaignId})
-OPTIONAL MATCH (x:EmailCooldown {provider: $provider})
-RETURN d {.*} AS dispatch, c {.*} AS campaign, x.until AS cooldownUntil
-"""
-
-# The longest wait wins: a shorter Retry-After heard later never shortens the provider's cooldown.
-_COOLDOWN = """
-MERGE (x:EmailCooldown {provider: $provider})
-SET x.until = CASE WHEN x.until IS NULL OR x.until < $until THEN $until ELSE x.until END,
-    x.lastReason = $reason, x.updatedAt = $now
-"""
 
 
 @dataclass(frozen=True)
@@ -98,30 +76,6 @@ class EmailPageOutcome:
     reason: str | None = None
     pages: int = 0
     """Pages this job walked (more than one when a run chained pages)."""
-
-
-@dataclass(frozen=True)
-class _Claimed:
-    profile_id: str
-    address: str
-    unsubscribe_id: str
-
-
-@dataclass(frozen=True)
-class _Page:
-    """What one claim transaction did: nothing (``skip`` / ``stop`` / ``cooldown``) or a claimed page."""
-
-    job: PageJob
-    """The job holding the cursor this page starts from (its ``cursor`` is the CAS's expected value)."""
-    claim_id: str
-    read: int = 0
-    last: str | None = None
-    claimed: list[_Claimed] = field(default_factory=list)
-    skip: str | None = None
-    stop: str | None = None
-    cooldown_until: str | None = None
-    tally: PageTally = field(default_factory=PageTally)
-    """Members read but not yet ready (issue 12): neither claimed nor sent; a later pass takes them."""
 
 
 @dataclass
@@ -204,9 +158,13 @@ class EmailWorker:
         self._backoff = throttle_backoff_seconds
         self._max_deferrals = max_deferrals
         self._run_seconds = run_seconds if delay_seconds == 0 else 0.0
-        self._caps = dict(frequency_caps or {})  # CAMPAIGN_FREQUENCY_CAPS, applied inside the claim
-        self._page_query = policy_query("email_page")
-        self._record_query = policy_query("email_record")
+        self._tx = PageTransactions(
+            provider=provider.name,
+            page_size=page_size,
+            adult_age=adult_age,
+            max_deferrals=max_deferrals,
+            frequency_caps=frequency_caps or {},
+        )
         # Provider calls run here so the graph work of the next page overlaps them.
         self._sender = ThreadPoolExecutor(max_workers=1, thread_name_prefix="email-send")
 
@@ -262,7 +220,7 @@ class EmailWorker:
         sending = self._submit(page, content)
         walk_on = self._run_seconds > 0
         while True:
-            ahead: _Page | None = None
+            ahead: ClaimedPage | None = None
             if walk_on and page.read >= self._page_size and time.monotonic() < deadline:
                 started = time.perf_counter()
                 try:
@@ -309,14 +267,14 @@ class EmailWorker:
         hints = [r.retry_after_seconds for r in throttled if r.retry_after_seconds is not None]
         return math.ceil(max(hints)) if hints else self._backoff
 
-    def _submit(self, page: _Page, content: EmailContent) -> Future[list[SendResult]]:
+    def _submit(self, page: ClaimedPage, content: EmailContent) -> Future[list[SendResult]]:
         job = page.job
         # In this page's log context: the provider's lines name the campaign and dispatch too.
         run = contextvars.copy_context().run
         return self._sender.submit(run, self._compose_and_send, page.claimed, content, job)
 
     def _compose_and_send(
-        self, claimed: Sequence[_Claimed], content: EmailContent, job: PageJob
+        self, claimed: Sequence[Claimed], content: EmailContent, job: PageJob
     ) -> list[SendResult]:
         metadata = {"campaignId": job.campaign_id, "dispatchId": job.dispatch_id}
         messages = [
@@ -339,7 +297,7 @@ class EmailWorker:
 
     # --- steps -------------------------------------------------------------------------------------
 
-    def _settle(self, page: _Page, results: list[SendResult]) -> Outcome:
+    def _settle(self, page: ClaimedPage, results: list[SendResult]) -> Outcome:
         """Record the outcomes and move the cursor, in one transaction. A throttled page schedules its
         own retry; after a plain page the caller enqueues the successor unless it walks on itself."""
         job = page.job
@@ -359,7 +317,7 @@ class EmailWorker:
             retry_at = format_ts(now + timedelta(seconds=retry_in))
             reason = next((r.reason for r in throttled if r.reason), None)
             verdict = self._graph.write(
-                self._record_and_defer,
+                self._tx.record_and_defer,
                 page,
                 results,
                 cursor=cursor,
@@ -386,7 +344,7 @@ class EmailWorker:
         long_gap = not done and delay > MAX_DELAY_SECONDS
         next_at = format_ts(now + timedelta(seconds=delay)) if long_gap else None
         step = self._graph.write(
-            self._record_and_advance,
+            self._tx.record_and_advance,
             page,
             results,
             cursor=cursor,
@@ -433,11 +391,11 @@ class EmailWorker:
         log.info("email.page_deferred dispatch_id=%s wait=%d", job.dispatch_id, wait)
         return EmailPageOutcome("throttled", retry_in_seconds=wait, reason="provider_cooldown")
 
-    def _release(self, page: _Page) -> None:
+    def _release(self, page: ClaimedPage) -> None:
         """Give back claims that were never sent (the page before them was throttled)."""
         rows = [SendResult(c.profile_id, "throttled", reason="not_sent") for c in page.claimed]
         if rows:
-            self._graph.write(self._record, page, rows, now=format_ts(self._clock()))
+            self._graph.write(self._tx.record, page, rows, now=format_ts(self._clock()))
 
     def _enqueue(self, job: PageJob, *, delay: int) -> None:
         try:  # the cursor is committed: if this fails the sweeper re-arms the dispatch
@@ -449,6 +407,10 @@ class EmailWorker:
         self._graph.write(stop, job, status=status, reason=reason, now=stamp)
         log.info("email.dispatch_%s dispatch_id=%s reason=%s", status, job.dispatch_id, reason.split(":")[0])
         return EmailPageOutcome("failed" if status == "failed" else "stopped", reason=reason)
+
+    def _claim_page(self, job: PageJob, *, after: str | None) -> ClaimedPage:
+        claim_id = uuid.uuid4().hex  # drawn outside the transaction function: a re-run keeps it
+        return self._graph.write(self._tx.claim, job, after=after, claim_id=claim_id, now=self._clock())
 
     def _log(self, job: PageJob, results: Sequence[SendResult]) -> None:
         counts = _tally(results)
@@ -462,146 +424,6 @@ class EmailWorker:
             counts["uncertain"],
         )
 
-    # --- transactions --------------------------------------------------------------------------------
-
-    def _claim_page(self, job: PageJob, *, after: str | None) -> _Page:
-        claim_id = uuid.uuid4().hex
-        return self._graph.write(self._claim, job, after=after, claim_id=claim_id, now=self._clock())
-
-    def _claim(self, tx: Tx, job: PageJob, *, after: str | None, claim_id: str, now: datetime) -> _Page:
-        """Guard, cooldown, then read-lock-recheck-claim the page: all or nothing, before any provider I/O.
-
-        ``job`` holds the cursor (its ``cursor`` must still be the Dispatch's); the page starts after
-        ``after`` (the same, or the end of the page this job is still sending)."""
-        stamp = format_ts(now)
-        record = tx.run(
-            _GUARD, dispatchId=job.dispatch_id, campaignId=job.campaign_id, provider=self._provider.name
-        ).single()
-        assert record is not None
-        dispatch = None if record["dispatch"] is None else dict(record["dispatch"])
-        campaign = None if record["campaign"] is None else dict(record["campaign"])
-        skip = gate(dispatch, job, now=stamp)
-        if skip is not None:
-            return _Page(job, claim_id, skip=skip)
-        assert dispatch is not None
-        # The campaign guard again, inside the claim: a pause, archive or delete committed since the
-        # page guard stops this page here.
-        reason = guard_reason(dispatch, campaign, job, now=stamp)
-        if reason is not None:
-            return _Page(job, claim_id, stop=reason)
-        until = record["cooldownUntil"]
-        if until is not None and until > stamp:
-            return _Page(job, claim_id, cooldown_until=str(until))
-        assert campaign is not None
-        readiness = readiness_params(dispatch, campaign, now=now)
-        row = tx.run(
-            self._page_query,
-            campaignId=job.campaign_id,
-            campaignCreatedAt=job.campaign_created_at,
-            cursor=after or "",
-            limit=self._page_size,
-            claimId=claim_id,
-            dispatchId=job.dispatch_id,
-            now=stamp,
-            **readiness,
-            **cap_params(self._caps, "email", now=now),
-            **policy_params(now, self._adult_age),
-        ).single(strict=True)
-        count_capped(tx, [job.dispatch_id] * int(row["capped"]))  # marked by the claim, counted with it
-        claimed = [_Claimed(str(pid), str(address), str(uid)) for pid, address, uid in row["claimed"]]
-        tally = PageTally(deferred=int(row["deferred"]), missed=int(row["missed"]), ready_at=row["readyAt"])
-        return _Page(job, claim_id, read=int(row["read"]), last=row["last"], claimed=claimed, tally=tally)
-
-    def _record(self, tx: Tx, page: _Page, results: Sequence[SendResult], *, now: str) -> int:
-        """Outcomes against this attempt's claim; how many of them the sweeper had counted uncertain."""
-        rows = sorted(
-            (
-                {
-                    "profileId": r.key,
-                    "outcome": r.outcome,
-                    "reason": r.reason,
-                    "messageId": r.provider_message_id,
-                }
-                for r in results
-            ),
-            key=lambda row: str(row["profileId"]),
-        )
-        record = tx.run(
-            self._record_query,
-            rows=rows,
-            campaignId=page.job.campaign_id,
-            campaignCreatedAt=page.job.campaign_created_at,
-            claimId=page.claim_id,
-            now=now,
-        ).single()
-        return 0 if record is None else int(record["late"])
-
-    def _record_and_advance(
-        self,
-        tx: Tx,
-        page: _Page,
-        results: list[SendResult],
-        *,
-        cursor: str | None,
-        last_error: str | None,
-        done: bool,
-        next_page_at: str | None,
-        now: str,
-    ) -> PassStep:
-        late = self._record(tx, page, results, now=now) if results else 0
-        return advance_pass(
-            tx,
-            page.job,
-            tally=page.tally,
-            cursor=cursor,
-            enqueued=len(results),
-            counters=_counters(results, late=late),
-            last_error=last_error,
-            done=done,
-            now=now,
-            next_page_at=next_page_at,
-        )
-
-    def _record_and_defer(
-        self,
-        tx: Tx,
-        page: _Page,
-        results: list[SendResult],
-        *,
-        cursor: str | None,
-        retry_at: str,
-        reason: str,
-        last_error: str | None,
-        now: str,
-    ) -> Any:
-        late = self._record(tx, page, results, now=now)
-        tally_page(tx, page.job, page.tally, now=now)  # re-read members count again: more passes, never fewer
-        tx.run(_COOLDOWN, provider=self._provider.name, until=retry_at, reason=reason, now=now).consume()
-        return defer(
-            tx,
-            page.job,
-            cursor=cursor,
-            retry_at=retry_at,
-            reason=reason,
-            max_deferrals=self._max_deferrals,
-            now=now,
-            enqueued=len(results),
-            counters=_counters(results, late=late),
-            last_error=last_error,
-        )
-
 
 def _tally(results: Sequence[SendResult]) -> Counter[str]:
     return Counter(r.outcome for r in results)
-
-
-def _counters(results: Sequence[SendResult], *, late: int) -> dict[str, int]:
-    """The Dispatch counters of one page's outcomes; ``late`` of its uncertain ones were already counted
-    by the sweeper as abandoned claims, so they are not counted twice."""
-    counts = _tally(results)
-    return {
-        "emailed": counts["accepted"],
-        "rejected": counts["rejected"],
-        "uncertain": counts["uncertain"] - late,
-        "throttled": counts["throttled"],
-    }

@@ -1,0 +1,222 @@
+"""The email walk's two transactions: claim a page before any provider I/O, then record its outcomes
+with the cursor step. ``EmailWorker`` (``page_walk.py``) runs them through ``Graph.write``, so each
+is a transaction function: it touches only the graph and is safe to re-run.
+
+docs/architecture.md "Email is at most one attempt": the claim commits before the send, so a crash
+after it can only lose an email, never duplicate one; the record matches this attempt's claim id, never
+someone else's.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from campaign_engine.delivery.dispatch_cursor import defer, gate, guard_reason
+from campaign_engine.delivery.email.provider import SendResult
+from campaign_engine.delivery.frequency_cap import count_capped
+from campaign_engine.delivery.readiness import PageTally, PassStep, advance_pass, readiness_params, tally_page
+from campaign_engine.domain.dispatch import PageJob
+from campaign_engine.domain.frequency_cap import CapChannel, ChannelCap, cap_params
+from campaign_engine.domain.types import format_ts
+from campaign_engine.graph.graph import Tx
+from campaign_engine.graph.policy import policy_params, policy_query
+
+__all__ = ["Claimed", "ClaimedPage", "PageTransactions", "counters"]
+
+_GUARD = """
+OPTIONAL MATCH (d:Dispatch {id: $dispatchId})
+OPTIONAL MATCH (c:Campaign {id: $campaignId})
+OPTIONAL MATCH (x:EmailCooldown {provider: $provider})
+RETURN d {.*} AS dispatch, c {.*} AS campaign, x.until AS cooldownUntil
+"""
+
+# The longest wait wins: a shorter Retry-After heard later never shortens the provider's cooldown.
+_COOLDOWN = """
+MERGE (x:EmailCooldown {provider: $provider})
+SET x.until = CASE WHEN x.until IS NULL OR x.until < $until THEN $until ELSE x.until END,
+    x.lastReason = $reason, x.updatedAt = $now
+"""
+
+
+@dataclass(frozen=True)
+class Claimed:
+    profile_id: str
+    address: str
+    unsubscribe_id: str
+
+
+@dataclass(frozen=True)
+class ClaimedPage:
+    """What one claim transaction did: nothing (``skip`` / ``stop`` / ``cooldown``) or a claimed page."""
+
+    job: PageJob
+    """The job holding the cursor this page starts from (its ``cursor`` is the CAS's expected value)."""
+    claim_id: str
+    read: int = 0
+    last: str | None = None
+    claimed: list[Claimed] = field(default_factory=list)
+    skip: str | None = None
+    stop: str | None = None
+    cooldown_until: str | None = None
+    tally: PageTally = field(default_factory=PageTally)
+    """Members read but not yet ready (issue 12): neither claimed nor sent; a later pass takes them."""
+
+
+class PageTransactions:
+    """The claim and record transactions of one provider's email walk, with the settings they read."""
+
+    def __init__(
+        self,
+        *,
+        provider: str,
+        page_size: int,
+        adult_age: int,
+        max_deferrals: int,
+        frequency_caps: Mapping[str, Mapping[CapChannel, ChannelCap]],
+    ) -> None:
+        self._provider = provider  # the provider's name: its cooldown node
+        self._page_size = page_size
+        self._adult_age = adult_age
+        self._max_deferrals = max_deferrals
+        self._caps = dict(frequency_caps)  # CAMPAIGN_FREQUENCY_CAPS, applied inside the claim
+        self._page_query = policy_query("email_page")
+        self._record_query = policy_query("email_record")
+
+    def claim(self, tx: Tx, job: PageJob, *, after: str | None, claim_id: str, now: datetime) -> ClaimedPage:
+        """Guard, cooldown, then read-lock-recheck-claim the page: all or nothing, before any provider I/O.
+
+        ``job`` holds the cursor (its ``cursor`` must still be the Dispatch's); the page starts after
+        ``after`` (the same, or the end of the page this job is still sending)."""
+        stamp = format_ts(now)
+        record = tx.run(
+            _GUARD, dispatchId=job.dispatch_id, campaignId=job.campaign_id, provider=self._provider
+        ).single()
+        assert record is not None
+        dispatch = None if record["dispatch"] is None else dict(record["dispatch"])
+        campaign = None if record["campaign"] is None else dict(record["campaign"])
+        skip = gate(dispatch, job, now=stamp)
+        if skip is not None:
+            return ClaimedPage(job, claim_id, skip=skip)
+        assert dispatch is not None
+        # The campaign guard again, inside the claim: a pause, archive or delete committed since the
+        # page guard stops this page here.
+        reason = guard_reason(dispatch, campaign, job, now=stamp)
+        if reason is not None:
+            return ClaimedPage(job, claim_id, stop=reason)
+        until = record["cooldownUntil"]
+        if until is not None and until > stamp:
+            return ClaimedPage(job, claim_id, cooldown_until=str(until))
+        assert campaign is not None
+        readiness = readiness_params(dispatch, campaign, now=now)
+        row = tx.run(
+            self._page_query,
+            campaignId=job.campaign_id,
+            campaignCreatedAt=job.campaign_created_at,
+            cursor=after or "",
+            limit=self._page_size,
+            claimId=claim_id,
+            dispatchId=job.dispatch_id,
+            now=stamp,
+            **readiness,
+            **cap_params(self._caps, "email", now=now),
+            **policy_params(now, self._adult_age),
+        ).single(strict=True)
+        count_capped(tx, [job.dispatch_id] * int(row["capped"]))  # marked by the claim, counted with it
+        claimed = [Claimed(str(pid), str(address), str(uid)) for pid, address, uid in row["claimed"]]
+        tally = PageTally(deferred=int(row["deferred"]), missed=int(row["missed"]), ready_at=row["readyAt"])
+        read, last = int(row["read"]), row["last"]
+        return ClaimedPage(job, claim_id, read=read, last=last, claimed=claimed, tally=tally)
+
+    def record(self, tx: Tx, page: ClaimedPage, results: Sequence[SendResult], *, now: str) -> int:
+        """Outcomes against this attempt's claim; how many of them the sweeper had counted uncertain."""
+        rows = sorted(
+            (
+                {
+                    "profileId": r.key,
+                    "outcome": r.outcome,
+                    "reason": r.reason,
+                    "messageId": r.provider_message_id,
+                }
+                for r in results
+            ),
+            key=lambda row: str(row["profileId"]),
+        )
+        record = tx.run(
+            self._record_query,
+            rows=rows,
+            campaignId=page.job.campaign_id,
+            campaignCreatedAt=page.job.campaign_created_at,
+            claimId=page.claim_id,
+            now=now,
+        ).single()
+        return 0 if record is None else int(record["late"])
+
+    def record_and_advance(
+        self,
+        tx: Tx,
+        page: ClaimedPage,
+        results: list[SendResult],
+        *,
+        cursor: str | None,
+        last_error: str | None,
+        done: bool,
+        next_page_at: str | None,
+        now: str,
+    ) -> PassStep:
+        late = self.record(tx, page, results, now=now) if results else 0
+        return advance_pass(
+            tx,
+            page.job,
+            tally=page.tally,
+            cursor=cursor,
+            enqueued=len(results),
+            counters=counters(results, late=late),
+            last_error=last_error,
+            done=done,
+            now=now,
+            next_page_at=next_page_at,
+        )
+
+    def record_and_defer(
+        self,
+        tx: Tx,
+        page: ClaimedPage,
+        results: list[SendResult],
+        *,
+        cursor: str | None,
+        retry_at: str,
+        reason: str,
+        last_error: str | None,
+        now: str,
+    ) -> Any:
+        late = self.record(tx, page, results, now=now)
+        tally_page(tx, page.job, page.tally, now=now)  # re-read members count again: more passes, never fewer
+        tx.run(_COOLDOWN, provider=self._provider, until=retry_at, reason=reason, now=now).consume()
+        return defer(
+            tx,
+            page.job,
+            cursor=cursor,
+            retry_at=retry_at,
+            reason=reason,
+            max_deferrals=self._max_deferrals,
+            now=now,
+            enqueued=len(results),
+            counters=counters(results, late=late),
+            last_error=last_error,
+        )
+
+
+def counters(results: Sequence[SendResult], *, late: int) -> dict[str, int]:
+    """The Dispatch counters of one page's outcomes; ``late`` of its uncertain ones were already counted
+    by the sweeper as abandoned claims, so they are not counted twice."""
+    counts = Counter(r.outcome for r in results)
+    return {
+        "emailed": counts["accepted"],
+        "rejected": counts["rejected"],
+        "uncertain": counts["uncertain"] - late,
+        "throttled": counts["throttled"],
+    }
