@@ -18,9 +18,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import signal
-import subprocess
-import sys
 from collections.abc import Iterator
 from functools import partial
 from pathlib import Path
@@ -41,13 +38,13 @@ from campaign_engine.graph.graph import Graph
 from tests.conftest import ADMIN_ID, free_port
 from tests.support.concurrency import wait_for as wait_until
 from tests.support.delivery import WEBHOOK_SECRET, inbox_server
+from tests.support.processes import REPO_ROOT, CliProcess
 from tests.support.servers import serve_in_thread
 
 pytestmark = pytest.mark.e2e
 # The machine is shared and slow at times: every wait of the journey gets the same generous bound.
 expect.set_options(timeout=20_000)
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
 ARTIFACTS = REPO_ROOT / "tests" / "artifacts"
 WATCH_SCRIPT = Path(__file__).with_name("admin_console_watch.js")
 CHROMIUM = "/usr/bin/chromium"
@@ -69,31 +66,6 @@ DEADLINE = 60.0
 
 
 wait_for = partial(wait_until, timeout=DEADLINE, every=0.1)
-
-
-class Child:
-    """One ``campaign-engine`` process of ours, its output in a log file, stopped by its own pid."""
-
-    def __init__(self, args: list[str], env: dict[str, str], log: Path) -> None:
-        self._out = log.open("ab")
-        self.log = log
-        self.popen = subprocess.Popen(
-            [sys.executable, "-m", "campaign_engine.cli", *args],
-            env=env,
-            cwd=REPO_ROOT,
-            stdout=self._out,
-            stderr=subprocess.STDOUT,
-        )
-
-    def stop(self) -> None:
-        if self.popen.poll() is None:
-            self.popen.send_signal(signal.SIGTERM)
-            try:
-                self.popen.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                self.popen.kill()
-                self.popen.wait(timeout=5)
-        self._out.close()
 
 
 @pytest.fixture
@@ -146,12 +118,12 @@ def stack(base_settings: Settings, graph: Graph, tmp_path: Path) -> Iterator[tup
             }
         )
         children = [
-            Child(
+            CliProcess(
                 ["smtp-catcher", "--port", str(smtp_port), "--mailbox", str(mailbox)],
                 env,
                 tmp_path / "smtp.log",
             ),
-            Child(["worker"], env, tmp_path / "worker.log"),
+            CliProcess(["worker"], env, tmp_path / "worker.log"),
         ]
         try:
             with serve_in_thread(create_app(settings, graph=graph)) as url:

@@ -14,7 +14,6 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import signal
 import sqlite3
 import subprocess
 import sys
@@ -45,10 +44,10 @@ from tests.conftest import free_port
 from tests.support.concurrency import at_once
 from tests.support.concurrency import wait_for as wait_until
 from tests.support.delivery import WEBHOOK_SECRET, ThreadServer, add_members, make_campaign, notified
+from tests.support.processes import REPO_ROOT, CliProcess
 
 pytestmark = pytest.mark.e2e
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
 PAGE_SIZE = 10
 DEADLINE = 30.0
 
@@ -64,35 +63,6 @@ def profile_ids(prefix: str, count: int) -> list[str]:
     return [f"{prefix}{i:04d}" for i in range(count)]
 
 
-class Proc:
-    """One child process of ours, its output in a log file; stopped (or killed) by its own pid only."""
-
-    def __init__(self, args: Sequence[str], env: dict[str, str], log: Path) -> None:
-        self.log = log
-        self._out = log.open("ab")
-        self.popen = subprocess.Popen(
-            [sys.executable, "-m", "campaign_engine.cli", *args],
-            env=env,
-            cwd=REPO_ROOT,
-            stdout=self._out,
-            stderr=subprocess.STDOUT,
-        )
-
-    def kill9(self) -> None:
-        self.popen.send_signal(signal.SIGKILL)
-        self.popen.wait(timeout=10)
-
-    def stop(self) -> None:
-        if self.popen.poll() is None:
-            self.popen.send_signal(signal.SIGTERM)
-            try:
-                self.popen.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                self.popen.kill()
-                self.popen.wait(timeout=5)
-        self._out.close()
-
-
 @dataclass
 class Stack:
     """What one test needs: the env of the child processes, the queue file, the inbox, the graph."""
@@ -102,7 +72,7 @@ class Stack:
     env: dict[str, str]
     inbox_url: str
     inbox_db: Path
-    procs: list[Proc] = field(default_factory=list)
+    procs: list[CliProcess] = field(default_factory=list)
 
     @property
     def queue_path(self) -> Path:
@@ -111,8 +81,8 @@ class Stack:
     def queue(self, name: str) -> LocalQueue:
         return LocalQueue(self.queue_path, name, visibility_timeout=2)
 
-    def worker(self, **env: str) -> Proc:
-        proc = Proc(["worker"], {**self.env, **env}, self.tmp / "worker.log")
+    def worker(self, **env: str) -> CliProcess:
+        proc = CliProcess(["worker"], {**self.env, **env}, self.tmp / "worker.log")
         self.procs.append(proc)
         return proc
 
@@ -174,7 +144,7 @@ def inbox(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path]
     port = free_port()
     db = tmp / "inbox.sqlite3"
     env = {**_clean_env(), "NOTIFICATIONS_WEBHOOK_SECRET": WEBHOOK_SECRET}
-    proc = Proc(["inbox", "--port", str(port), "--db", str(db)], env, tmp / "inbox.log")
+    proc = CliProcess(["inbox", "--port", str(port), "--db", str(db)], env, tmp / "inbox.log")
     url = f"http://127.0.0.1:{port}"
 
     def healthy() -> bool:

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import os
 import re
-import signal
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -29,11 +28,11 @@ from campaign_engine.config import Settings
 from campaign_engine.graph.graph import Graph
 from tests.conftest import ADMIN_ID, free_port
 from tests.support.delivery import WEBHOOK_SECRET, add_members, inbox_server, make_campaign
+from tests.support.processes import REPO_ROOT, CliProcess
 from tests.support.servers import serve_in_thread
 
 pytestmark = pytest.mark.e2e
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
 MEMBERS = [f"w{i:03d}" for i in range(15)]
 WAVE_DELAY_SECONDS = 2  # three pages of 5: the dispatch is sending for at least two waves
 WATCH_TIMEOUT = 120  # a bound on a shared, slow machine; the watch normally ends within seconds
@@ -84,26 +83,13 @@ def api(base_settings: Settings, graph: Graph, tmp_path: Path) -> Iterator[Api]:
             "CAMPAIGN_DELIVERY_RETRY_SECONDS": "0",
             "CAMPAIGN_WORKER_THREADS": "2",
         }
-        log = (tmp_path / "worker.log").open("ab")
-        worker = subprocess.Popen(
-            [sys.executable, "-m", "campaign_engine.cli", "worker"],
-            env=env,
-            cwd=REPO_ROOT,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-        )
+        worker = CliProcess(["worker"], env, tmp_path / "worker.log")
         try:
             with serve_in_thread(create_app(settings, graph=graph)) as url:
                 token = mint_token(settings, profile_id=ADMIN_ID, scope=ADMIN_SCOPE)
                 yield Api(url=url, token=token, env={**_clean_env(), "CAMPAIGN_API_URL": url})
         finally:
-            worker.send_signal(signal.SIGTERM)
-            try:
-                worker.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                worker.kill()
-                worker.wait(timeout=5)
-            log.close()
+            worker.stop()
 
 
 def watch(api: Api, *args: str, token: str | None = None) -> subprocess.CompletedProcess[str]:

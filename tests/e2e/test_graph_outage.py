@@ -27,11 +27,9 @@ import email
 import email.policy
 import json
 import os
-import signal
 import socket
 import sqlite3
 import subprocess
-import sys
 import time
 from collections import Counter
 from collections.abc import Iterator
@@ -58,11 +56,11 @@ from tests.conftest import ADMIN_ID, TEST_JWT_SECRET, free_port
 from tests.support.concurrency import wait_for as wait_until
 from tests.support.delivery import WEBHOOK_SECRET, inbox_server, make_campaign, notified
 from tests.support.email import EMAIL_COPY, ORIGINS, UNSUBSCRIBE_SECRET, address_of, emailed
+from tests.support.processes import CliProcess
 from tests.support.servers import serve_in_thread
 
 pytestmark = pytest.mark.e2e
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
 CAMPAIGN = "c-outage"
 MEMBERS = [f"m{i:04d}" for i in range(80)]
 PAGE_SIZE = 10
@@ -188,16 +186,9 @@ def outage(own_neo4j: LocalNeo4j, tmp_path: Path) -> Iterator[Outage]:
                 _env_file=None,
             )
             graph = open_graph(settings)
-            log = (tmp_path / "worker.log").open("ab")
             try:
                 with serve_in_thread(create_app(settings)) as api:  # its lifespan applies the schema
-                    worker = subprocess.Popen(
-                        [sys.executable, "-m", "campaign_engine.cli", "worker"],
-                        env=_worker_env(settings),
-                        cwd=REPO_ROOT,
-                        stdout=log,
-                        stderr=subprocess.STDOUT,
-                    )
+                    worker = CliProcess(["worker"], _worker_env(settings), tmp_path / "worker.log")
                     try:
                         yield Outage(
                             neo4j=own_neo4j,
@@ -206,25 +197,14 @@ def outage(own_neo4j: LocalNeo4j, tmp_path: Path) -> Iterator[Outage]:
                             api=api,
                             inbox_db=tmp_path / "inbox.sqlite3",
                             mailbox=mailbox,
-                            worker=worker,
+                            worker=worker.popen,
                         )
                     finally:
-                        _stop(worker)
+                        worker.stop()
             finally:
-                log.close()
                 graph.close()
     finally:
         catcher.stop()
-
-
-def _stop(proc: subprocess.Popen[bytes]) -> None:
-    if proc.poll() is None:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=10)
 
 
 def _seed(graph: Graph) -> None:

@@ -11,9 +11,7 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import subprocess
-import sys
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -35,10 +33,10 @@ from tests.support.api import TrpcClient, api_client, error_code, ok
 from tests.support.concurrency import wait_for as wait_until
 from tests.support.delivery import WEBHOOK_SECRET, inbox_server, make_campaign
 from tests.support.email import EMAIL_COPY, ORIGINS, UNSUBSCRIBE_SECRET, add_email_members
+from tests.support.processes import CliProcess
 
 pytestmark = pytest.mark.e2e
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
 CAMPAIGN = "metrics"
 MEMBERS = [f"m{i:03d}" for i in range(30)]
 PAGE_SIZE = 10
@@ -140,30 +138,16 @@ def stack(base_settings: Settings, graph: Graph, tmp_path: Path) -> Iterator[Sta
                 }
             )
             metrics_port = free_port()
-            log = (tmp_path / "worker.log").open("ab")
-            worker = subprocess.Popen(
-                [sys.executable, "-m", "campaign_engine.cli", "worker"],
-                env=_worker_env(settings, metrics_port),
-                cwd=REPO_ROOT,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-            )
+            worker = CliProcess(["worker"], _worker_env(settings, metrics_port), tmp_path / "worker.log")
             # This process's API records to Prometheus even if a Lambda handler ran here before (EMF).
             previous = metrics.record_to(None)
             try:
                 with api_client(settings, graph) as api:
-                    the_stack = Stack(graph, api, f"http://127.0.0.1:{metrics_port}/metrics", worker)
+                    the_stack = Stack(graph, api, f"http://127.0.0.1:{metrics_port}/metrics", worker.popen)
                     wait_for("the worker's /metrics", lambda: _answers(the_stack))
                     yield the_stack
             finally:
-                if worker.poll() is None:
-                    worker.send_signal(signal.SIGTERM)
-                    try:
-                        worker.wait(timeout=30)
-                    except subprocess.TimeoutExpired:
-                        worker.kill()
-                        worker.wait(timeout=10)
-                log.close()
+                worker.stop()
                 metrics.record_to(previous)
     finally:
         catcher.stop()

@@ -21,10 +21,7 @@ from __future__ import annotations
 import json
 import os
 import re
-import signal
 import sqlite3
-import subprocess
-import sys
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from functools import partial
@@ -45,10 +42,10 @@ from tests.support.concurrency import wait_for as wait_until
 from tests.support.delivery import WEBHOOK_SECRET, make_campaign
 from tests.support.email import EMAIL_COPY, ORIGINS, UNSUBSCRIBE_SECRET, add_email_members, address_of
 from tests.support.postmark_standin import PostmarkStandin
+from tests.support.processes import CliProcess
 
 pytestmark = pytest.mark.e2e
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
 CAMPAIGN = "c-logs"
 MEMBERS = ["ada", "bob", "chloé", "dan"]
 POSTMARK_TOKEN = "9f8e7d6c-postmark-server-token-5b4a"
@@ -58,32 +55,13 @@ wait_for = partial(wait_until, timeout=120.0, every=0.1)
 
 
 @dataclass
-class Process:
-    """A child of ours; its stderr (the log) and stdout kept in files, stopped by its own pid only."""
-
-    name: str
-    popen: subprocess.Popen[bytes]
-    stderr: Path
-    stdout: Path
-
-    def stop(self) -> None:
-        if self.popen.poll() is None:
-            self.popen.send_signal(signal.SIGTERM)
-            try:
-                self.popen.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                self.popen.kill()
-                self.popen.wait(timeout=10)
-
-
-@dataclass
 class System:
     graph: Graph
     api: str
     inbox_db: Path
     postmark: PostmarkStandin
     admin_token: str
-    processes: list[Process] = field(default_factory=list)
+    processes: dict[str, CliProcess] = field(default_factory=dict)
 
     def admin(self, **headers: str) -> dict[str, str]:
         return {"authorization": f"Bearer {self.admin_token}", **headers}
@@ -137,17 +115,13 @@ def _env(tmp: Path, *, inbox_port: int, postmark_url: str, neo4j: Settings) -> d
     }
 
 
-def _start(name: str, args: list[str], env: dict[str, str], tmp: Path) -> Process:
-    stderr, stdout = tmp / f"{name}.stderr", tmp / f"{name}.stdout"
-    with stderr.open("wb") as err, stdout.open("wb") as out:
-        popen = subprocess.Popen(
-            [sys.executable, "-m", "campaign_engine.cli", *args],
-            env=env,
-            cwd=REPO_ROOT,
-            stdout=out,
-            stderr=err,
-        )
-    return Process(name, popen, stderr, stdout)
+def _start(name: str, args: list[str], env: dict[str, str], tmp: Path) -> CliProcess:
+    return CliProcess(args, env, tmp / f"{name}.stdout", stderr=tmp / f"{name}.stderr")
+
+
+def _stderr(process: CliProcess) -> Path:
+    assert process.stderr is not None  # _start keeps it apart: the structured log
+    return process.stderr
 
 
 def _answers(url: str) -> bool:
@@ -171,18 +145,15 @@ def system(graph: Graph, base_settings: Settings, tmp_path: Path) -> Iterator[Sy
             admin_token=mint_token(settings, profile_id=ADMIN_ID, scope=ADMIN_SCOPE),
         )
         try:
-            found.processes.append(
-                _start(
-                    "inbox", ["inbox", "--port", str(inbox_port), "--db", str(found.inbox_db)], env, tmp_path
-                )
-            )
-            found.processes.append(_start("api", ["serve", "--port", str(api_port)], env, tmp_path))
-            found.processes.append(_start("worker", ["worker"], env, tmp_path))
+            inbox = ["inbox", "--port", str(inbox_port), "--db", str(found.inbox_db)]
+            found.processes["inbox"] = _start("inbox", inbox, env, tmp_path)
+            found.processes["api"] = _start("api", ["serve", "--port", str(api_port)], env, tmp_path)
+            found.processes["worker"] = _start("worker", ["worker"], env, tmp_path)
             wait_for("the inbox", lambda: _answers(f"http://127.0.0.1:{inbox_port}/healthz"))
             wait_for("the API", lambda: _answers(f"{found.api}/healthz"))
             yield found
         finally:
-            for process in found.processes:
+            for process in found.processes.values():
                 process.stop()
 
 
@@ -269,11 +240,11 @@ def test_logs_of_a_full_dispatch_are_json_with_bound_ids_and_no_secrets(system: 
     lookup = _trpc_get(system, "suppressions.get", {"address": address_of("chloé")})
     assert lookup.status_code == 404, lookup.text  # not suppressed; the address was in the query
 
-    for process in system.processes:
+    for process in system.processes.values():
         process.stop()
 
-    logs = {p.name: p.stderr.read_text(encoding="utf-8") for p in system.processes}
-    outputs = {p.name: p.stdout.read_text(encoding="utf-8") for p in system.processes}
+    logs = {name: _stderr(p).read_text(encoding="utf-8") for name, p in system.processes.items()}
+    outputs = {name: p.log.read_text(encoding="utf-8") for name, p in system.processes.items()}
     events: dict[str, list[dict[str, Any]]] = {}
     for name, text in logs.items():
         lines = [line for line in text.splitlines() if line.strip()]
