@@ -164,6 +164,9 @@ class Settings(BaseSettings):
     campaign_email_run_seconds: int = Field(default=10, ge=0, le=120)
 
     # --- provider feedback (bounces, complaints, suppression) -----------------------------------
+    # How long a webhook record's identity is kept to recognise a provider's retry of it (providers
+    # retry a failed delivery for hours); the sweeper deletes older ones, so they never pile up.
+    campaign_feedback_dedup_days: int = Field(default=30, ge=1, le=3650)
     # HTTP basic auth of POST /webhooks/postmark; unset = the endpoint answers 404.
     postmark_webhook_username: str | None = None
     postmark_webhook_password: SecretStr | None = None

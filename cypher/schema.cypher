@@ -24,6 +24,7 @@ CREATE CONSTRAINT email_cooldown_provider IF NOT EXISTS FOR (x:EmailCooldown) RE
 CREATE CONSTRAINT email_suppression_address IF NOT EXISTS FOR (s:EmailSuppression) REQUIRE s.address IS UNIQUE;
 CREATE CONSTRAINT email_soft_bounces_address IF NOT EXISTS FOR (b:EmailSoftBounces) REQUIRE b.address IS UNIQUE;
 CREATE CONSTRAINT feedback_record_key IF NOT EXISTS FOR (r:FeedbackRecord) REQUIRE r.key IS UNIQUE;
+CREATE INDEX feedback_record_received IF NOT EXISTS FOR (r:FeedbackRecord) ON (r.receivedAt);
 CREATE INDEX campaign_state_provider_message IF NOT EXISTS FOR ()-[s:CAMPAIGN_STATE]-() ON (s.emailProviderMessageId);
 // The audit trail of admin mutations (graph/audit.py): entries by id, and audit.list's three seeks, each
 // ordered by orderKey ("<at>|<id>", so one range reads newest first): all entries, one campaign's, one actor's.

@@ -75,6 +75,8 @@ class SweepResult:
     """Dispatch id -> email claims this sweep counted ``uncertain`` (abandoned past the horizon)."""
     scheduled: dict[str, str] = field(default_factory=dict)
     """Schedule id -> what this sweep decided for it (``sending``, ``missed``, ``cancelled``, ...)."""
+    feedback_expired: int = 0
+    """Webhook dedup records older than ``CAMPAIGN_FEEDBACK_DEDUP_DAYS`` this sweep deleted."""
 
 
 def stuck_window_seconds(*, delay_seconds: int, page_budget_seconds: int) -> int:

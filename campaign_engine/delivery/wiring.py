@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass, replace
+from datetime import timedelta
 
 from campaign_engine.campaigns.definitions import reap_deleted_campaigns
 from campaign_engine.campaigns.schedule import fire_due
@@ -38,7 +39,8 @@ from campaign_engine.delivery.queue.port import Queue
 from campaign_engine.delivery.queue.sqs import SqsQueue, make_sqs_client
 from campaign_engine.delivery.runner import Worker, install_stop_signals
 from campaign_engine.delivery.sweeper import SweepResult, stuck_window_seconds, sweep
-from campaign_engine.domain.types import Clock, system_clock
+from campaign_engine.domain.types import Clock, format_ts, system_clock
+from campaign_engine.feedback.store import expire_feedback_records
 from campaign_engine.graph.graph import Graph, open_graph
 from campaign_engine.observability.metrics import MetricsServer, serving_registry, start_metrics_server
 from campaign_engine.unsubscribe.tokens import UnsubscribeTokens
@@ -318,7 +320,9 @@ def run_sweep(settings: Settings, graph: Graph, queue: Queue, *, clock: Clock = 
     # A delete retires its campaign at once and reaps the rest in bounded transactions; one cut short
     # (a crash, a timeout) is finished here rather than by the next delete.
     reap_deleted_campaigns(graph)
-    return replace(result, scheduled=fired)
+    dedup_since = format_ts(now - timedelta(days=settings.campaign_feedback_dedup_days))
+    expired = expire_feedback_records(graph, before=dedup_since)
+    return replace(result, scheduled=fired, feedback_expired=expired)
 
 
 def build_worker(

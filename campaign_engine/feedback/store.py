@@ -30,6 +30,7 @@ __all__ = [
     "FeedbackStore",
     "Suppression",
     "SuppressionPage",
+    "expire_feedback_records",
     "get_suppression",
     "list_suppressions",
     "remove_suppression",
@@ -214,3 +215,19 @@ def remove_suppression(graph: Graph, address: str, *, audit: AuditContext | None
         return removed
 
     return graph.write(tx_fn) > 0
+
+
+_EXPIRE_BATCH = 5000
+
+
+def expire_feedback_records(graph: Graph, *, before: str) -> int:
+    """Delete the dedup records received before ``before`` (the sweeper's call), in bounded batches;
+    returns how many went. A retry of such an old record would apply again, which is why the window
+    (``CAMPAIGN_FEEDBACK_DEDUP_DAYS``) is far longer than any provider retries."""
+    total = 0
+    while True:
+        rows = graph.run(query("feedback_expire"), before=before, limit=_EXPIRE_BATCH)
+        deleted = int(rows[0]["deleted"]) if rows else 0
+        total += deleted
+        if deleted < _EXPIRE_BATCH:
+            return total

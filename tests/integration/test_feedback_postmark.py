@@ -16,15 +16,18 @@ from campaign_engine.api.app import create_app
 from campaign_engine.campaigns.dispatch import preview_dispatch
 from campaign_engine.config import ConfigError, Settings
 from campaign_engine.delivery.email.catcher import start_smtp_catcher
-from campaign_engine.delivery.wiring import build_worker
+from campaign_engine.delivery.queue.local import LocalQueue
+from campaign_engine.delivery.wiring import build_worker, run_sweep
 from campaign_engine.feedback.postmark import parse_postmark
 from campaign_engine.feedback.store import FeedbackStore
+from campaign_engine.graph.cypher import query
 from campaign_engine.graph.graph import Graph
 from tests.conftest import ADMIN_ID, free_port
 from tests.support.api import TrpcClient, api_client, ok
 from tests.support.concurrency import at_once
 from tests.support.delivery import NOW, StepClock, drain, local_queues, start_dispatch
 from tests.support.email import add_email_members, address_of, email_settings, make_email_campaign
+from tests.support.plans import operators
 
 USER, PASSWORD = "postmark", "pm-webhook-password-0123456789"
 
@@ -217,6 +220,34 @@ def test_one_record_delivered_twice_at_once_applies_once(settings: Settings, gra
     results = at_once(store.apply, [(feedback,)] * 4)
     assert sorted(r.duplicate for r in results) == [False, True, True, True]
     assert graph.run("MATCH (b:EmailSoftBounces) RETURN size(b.times) AS n")[0]["n"] == 1
+
+
+def test_record_identities_are_forgotten_after_the_dedup_window(
+    settings: Settings, graph: Graph, tmp_path: Path
+) -> None:
+    """The sweep deletes dedup records older than CAMPAIGN_FEEDBACK_DEDUP_DAYS through its index; a
+    newer record is kept and a provider's retry of it is still a duplicate."""
+    clock = StepClock()
+    store = FeedbackStore(graph, soft_bounce_limit=3, soft_bounce_window=timedelta(days=1), clock=clock)
+    old, new = parse_postmark(record(BOUNCE, ID=3003)), parse_postmark(record(BOUNCE, ID=3004))
+    assert old is not None and new is not None
+    assert not store.apply(old).duplicate
+    clock.now += timedelta(days=30, minutes=1)
+    assert not store.apply(new).duplicate
+    queue = LocalQueue(tmp_path / "q.sqlite3", "dispatch")
+    dedup = settings.model_copy(update={"campaign_feedback_dedup_days": 30})
+
+    result = run_sweep(dedup, graph, queue, clock=clock)
+    assert result.feedback_expired == 1
+    assert [r["key"] for r in graph.run("MATCH (r:FeedbackRecord) RETURN r.key AS key")] == [new.key]
+    assert store.apply(new).duplicate
+    assert run_sweep(dedup, graph, queue, clock=clock).feedback_expired == 0
+
+    with graph.driver.session() as session:
+        summary = session.run("EXPLAIN " + query("feedback_expire"), before="x", limit=1).consume()
+    assert summary.plan is not None
+    ops = operators(summary.plan)
+    assert "NodeIndexSeekByRange" in ops and "NodeByLabelScan" not in ops, ops
 
 
 def test_soft_bounces_suppress_after_the_limit_within_the_window(
