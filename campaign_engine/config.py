@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ipaddress
 import json
+import os
 import re
 from typing import Annotated, Literal
 
@@ -226,6 +227,21 @@ class Settings(BaseSettings):
         if self.auth_jwks_url:
             return
         _check_secret("AUTH_JWT_SECRET", self.auth_jwt_secret, min_bytes=32)
+
+    def require_metrics(self) -> None:
+        """Multiprocess mode is prometheus_client's, chosen from the environment when it is imported: a
+        directory named only in an env file would make /metrics sum files nobody writes (all zeros), so
+        the environment must name the same existing directory."""
+        wanted = self.prometheus_multiproc_dir
+        if not wanted:
+            return
+        if os.environ.get("PROMETHEUS_MULTIPROC_DIR") != wanted:
+            raise ConfigError(
+                "PROMETHEUS_MULTIPROC_DIR must be set in the process environment (prometheus_client "
+                "reads it when imported), not only in an env file"
+            )
+        if not os.path.isdir(wanted):
+            raise ConfigError("PROMETHEUS_MULTIPROC_DIR must name an existing (empty at start) directory")
 
     def require_webhooks(self) -> None:
         """Signing needs a Standard Webhooks secret (``whsec_`` + base64 of 24+ bytes), checked at start."""

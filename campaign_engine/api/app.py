@@ -201,6 +201,7 @@ def create_app(
 def metrics_route(settings: Settings) -> Callable[[Request], Response]:
     """``GET /metrics``: this process's (or, in multiprocess mode, every process's) metrics in the
     Prometheus text format, behind METRICS_BEARER_TOKEN when set. Not under /trpc, not in OpenAPI."""
+    settings.require_metrics()
     registry = serving_registry(multiprocess_dir=settings.prometheus_multiproc_dir)
     token = settings.metrics_bearer_token.get_secret_value() if settings.metrics_bearer_token else None
 

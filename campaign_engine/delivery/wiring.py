@@ -360,6 +360,7 @@ def start_worker_metrics(settings: Settings, graph: Graph, queues: Queues) -> Me
     gauges of both queues and of the dispatches."""
     if settings.metrics_port is None:
         return None
+    settings.require_metrics()
     named = {"dispatch": queues.dispatch, "delivery": queues.delivery}
     gauges = scrape_gauges(graph, {n: q for n, q in named.items() if isinstance(q, LocalQueue | SqsQueue)})
     token = settings.metrics_bearer_token

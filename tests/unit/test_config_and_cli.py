@@ -7,6 +7,7 @@ from pathlib import Path
 import jwt
 import pytest
 
+from campaign_engine.api.app import create_app
 from campaign_engine.api.auth import ADMIN_SCOPE, TokenVerifier
 from campaign_engine.cli import main
 from campaign_engine.config import ConfigError, Settings
@@ -25,6 +26,26 @@ def test_api_needs_a_real_jwt_secret() -> None:
 def test_unsubscribe_secret_is_checked() -> None:
     with pytest.raises(ConfigError, match="CAMPAIGN_UNSUBSCRIBE_SECRET"):
         Settings(campaign_unsubscribe_secret="too-short", _env_file=None).require_unsubscribe()
+
+
+def test_a_multiprocess_directory_only_in_settings_is_refused_at_start(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """Named only in an env file, prometheus_client would not be in multiprocess mode and /metrics would
+    sum files nobody writes: the API and the worker refuse to start instead."""
+    directory = tmp_path / "prometheus"
+    settings = Settings(auth_jwt_secret=GOOD, prometheus_multiproc_dir=str(directory), _env_file=None)
+    monkeypatch.delenv("PROMETHEUS_MULTIPROC_DIR", raising=False)
+    with pytest.raises(ConfigError, match="PROMETHEUS_MULTIPROC_DIR must be set in the process environment"):
+        settings.require_metrics()
+    with pytest.raises(ConfigError, match="PROMETHEUS_MULTIPROC_DIR"):
+        create_app(settings)
+    monkeypatch.setenv("PROMETHEUS_MULTIPROC_DIR", str(directory))
+    with pytest.raises(ConfigError, match="existing"):
+        settings.require_metrics()
+    directory.mkdir()
+    settings.require_metrics()
+    Settings(_env_file=None).require_metrics()  # unset: single-process mode, nothing to check
 
 
 def test_json_maps_are_validated_at_start(monkeypatch: pytest.MonkeyPatch) -> None:
