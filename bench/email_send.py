@@ -37,7 +37,8 @@ from pydantic import SecretStr
 
 from bench._support import neo4j_uri
 from campaign_engine.campaigns import definitions
-from campaign_engine.campaigns.dispatch import dispatch, list_dispatches
+from campaign_engine.campaigns.dispatch import dispatch
+from campaign_engine.campaigns.dispatch_reads import list_dispatches
 from campaign_engine.config import Settings
 from campaign_engine.delivery.email.postmark import PostmarkProvider
 from campaign_engine.delivery.email.provider import OutgoingEmail

@@ -13,7 +13,7 @@ import logging
 from datetime import datetime
 from typing import Any
 
-from campaign_engine.campaigns.dispatch import DispatchPublic, dispatch_from_node
+from campaign_engine.campaigns.dispatch_reads import DispatchPublic, dispatch_from_node
 from campaign_engine.delivery.queue.port import Queue, QueueError
 from campaign_engine.domain.dispatch import PageJob, job_json, send_blocked
 from campaign_engine.domain.errors import Conflict, NotFound

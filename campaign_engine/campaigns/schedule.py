@@ -32,14 +32,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from campaign_engine.campaigns.dispatch import (
-    ALL_CHANNELS,
-    DispatchPublic,
-    compute_preview,
-    dispatch_from_node,
-    start_pages,
-    why_blocked,
-)
+from campaign_engine.campaigns.dispatch import ALL_CHANNELS, compute_preview, start_pages, why_blocked
+from campaign_engine.campaigns.dispatch_reads import DispatchPublic, dispatch_from_node
 from campaign_engine.delivery.queue.port import Queue
 from campaign_engine.domain.campaign import UtcDatetime
 from campaign_engine.domain.dispatch import DeliveryChannel, PageJob

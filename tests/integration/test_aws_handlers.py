@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from campaign_engine import aws
-from campaign_engine.campaigns.dispatch import get_dispatch
+from campaign_engine.campaigns.dispatch_reads import get_dispatch
 from campaign_engine.config import Settings
 from campaign_engine.delivery.queue.port import ReceivedMessage
 from campaign_engine.delivery.queue.sqs import SqsQueue, make_sqs_client

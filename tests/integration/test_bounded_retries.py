@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from campaign_engine.campaigns.definitions import delete_campaign, set_status
-from campaign_engine.campaigns.dispatch import get_dispatch
+from campaign_engine.campaigns.dispatch_reads import get_dispatch
 from campaign_engine.config import Settings
 from campaign_engine.delivery.queue.local import LocalQueue
 from campaign_engine.delivery.queue.port import Queue

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from campaign_engine.campaigns.dispatch import dispatch, get_dispatch, preview_dispatch
+from campaign_engine.campaigns.dispatch import dispatch, preview_dispatch
+from campaign_engine.campaigns.dispatch_reads import get_dispatch
 from campaign_engine.config import Settings
 from campaign_engine.delivery.wiring import build_worker
 from campaign_engine.graph.graph import Graph

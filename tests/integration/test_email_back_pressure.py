@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from campaign_engine.campaigns.dispatch import list_dispatches
+from campaign_engine.campaigns.dispatch_reads import list_dispatches
 from campaign_engine.config import Settings
 from campaign_engine.delivery.email.page_walk import EmailWorker
 from campaign_engine.delivery.email.provider import OutgoingEmail, SendResult

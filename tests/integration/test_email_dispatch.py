@@ -13,7 +13,8 @@ from fastapi import FastAPI
 from fastapi.testclient import TestClient
 
 from campaign_engine.campaigns import definitions
-from campaign_engine.campaigns.dispatch import dispatch, list_dispatches, preview_dispatch
+from campaign_engine.campaigns.dispatch import dispatch, preview_dispatch
+from campaign_engine.campaigns.dispatch_reads import list_dispatches
 from campaign_engine.config import ConfigError, Settings
 from campaign_engine.delivery.email.page_walk import EmailWorker
 from campaign_engine.delivery.email.provider import ProviderConfigError

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from aiosmtpd.controller import Controller
 
-from campaign_engine.campaigns.dispatch import list_dispatches
+from campaign_engine.campaigns.dispatch_reads import list_dispatches
 from campaign_engine.config import Settings
 from campaign_engine.delivery.email.catcher import start_smtp_catcher
 from campaign_engine.delivery.email.provider import OutgoingEmail, SendResult

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from campaign_engine.campaigns.dispatch import list_dispatches
+from campaign_engine.campaigns.dispatch_reads import list_dispatches
 from campaign_engine.campaigns.uncertain_emails import list_uncertain_emails
 from campaign_engine.config import Settings
 from campaign_engine.delivery.wiring import Queues, build_worker, run_sweep

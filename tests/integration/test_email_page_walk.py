@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from campaign_engine.campaigns.dispatch import list_dispatches
+from campaign_engine.campaigns.dispatch_reads import list_dispatches
 from campaign_engine.config import Settings
 from campaign_engine.delivery.readiness import readiness_params
 from campaign_engine.delivery.wiring import Queues, build_email_worker, build_worker

@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 
 from campaign_engine.campaigns.audience import Policy
-from campaign_engine.campaigns.dispatch import list_dispatches
+from campaign_engine.campaigns.dispatch_reads import list_dispatches
 from campaign_engine.campaigns.self_test import send_test_to_me
 from campaign_engine.campaigns.stats import get_stats
 from campaign_engine.config import Settings

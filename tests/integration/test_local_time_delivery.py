@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from campaign_engine.campaigns.dispatch import get_dispatch, list_dispatches
+from campaign_engine.campaigns.dispatch_reads import get_dispatch, list_dispatches
 from campaign_engine.config import Settings
 from campaign_engine.delivery.wiring import Queues, build_worker, run_sweep
 from campaign_engine.graph.graph import Graph

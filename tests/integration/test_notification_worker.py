@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from campaign_engine.campaigns import definitions
-from campaign_engine.campaigns.dispatch import get_dispatch
+from campaign_engine.campaigns.dispatch_reads import get_dispatch
 from campaign_engine.config import Settings
 from campaign_engine.delivery.frequency_cap import notify_recheck_query
 from campaign_engine.delivery.notify.sender import (

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from campaign_engine.campaigns import definitions
-from campaign_engine.campaigns.dispatch import get_dispatch
+from campaign_engine.campaigns.dispatch_reads import get_dispatch
 from campaign_engine.config import Settings
 from campaign_engine.delivery.queue.port import Queue, QueueError
 from campaign_engine.delivery.sweeper import sweep

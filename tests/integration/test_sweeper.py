@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from datetime import timedelta
 from pathlib import Path
 
-from campaign_engine.campaigns.dispatch import get_dispatch
+from campaign_engine.campaigns.dispatch_reads import get_dispatch
 from campaign_engine.delivery.queue.port import Queue, QueueError, ReceivedMessage
 from campaign_engine.delivery.sweeper import SweepResult, sweep
 from campaign_engine.delivery.wiring import Queues

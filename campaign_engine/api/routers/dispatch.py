@@ -10,6 +10,7 @@ from campaign_engine.api.context import Context
 from campaign_engine.api.routers.common import CampaignRef, Ok
 from campaign_engine.api.trpc import ProcedureRouter
 from campaign_engine.campaigns import dispatch as dispatching
+from campaign_engine.campaigns import dispatch_reads as reads
 from campaign_engine.campaigns.resume import resume_dispatch as resume
 from campaign_engine.campaigns.schedule import ScheduleInput, cancel_scheduled, schedule_dispatch
 from campaign_engine.campaigns.uncertain_emails import UncertainEmailPage, list_uncertain_emails
@@ -75,7 +76,7 @@ def dispatch(ctx: Context, data: DispatchInput) -> dispatching.DispatchStarted:
 
 
 @router.mutation("scheduleDispatch", auth="admin")
-def schedule(ctx: Context, data: ScheduleInput) -> list[dispatching.DispatchPublic]:
+def schedule(ctx: Context, data: ScheduleInput) -> list[reads.DispatchPublic]:
     """Confirm a reviewed send for ``sendAt`` (an RFC 3339 instant, or ``{localTime, timeZone}``): one
     Dispatch per channel, ``scheduled``. The sweeper starts it within a sweep period of ``sendAt``;
     past ``sendAt + maxLateSeconds`` it is ``missed``; a change since the preview holds it as
@@ -102,13 +103,13 @@ def cancel_schedule(ctx: Context, data: DispatchRef) -> Ok:
 
 
 @router.query("getDispatch", auth="admin")
-def get_dispatch(ctx: Context, data: DispatchRef) -> dispatching.DispatchPublic:
+def get_dispatch(ctx: Context, data: DispatchRef) -> reads.DispatchPublic:
     """How far a send got, and why it stopped if it did."""
-    return dispatching.get_dispatch(ctx.services.graph, data.dispatch_id)
+    return reads.get_dispatch(ctx.services.graph, data.dispatch_id)
 
 
 @router.mutation("resumeDispatch", auth="admin")
-def resume_dispatch(ctx: Context, data: DispatchRef) -> dispatching.DispatchPublic:
+def resume_dispatch(ctx: Context, data: DispatchRef) -> reads.DispatchPublic:
     """Resume a failed dispatch from its cursor (anything else, or a newer dispatch: CONFLICT)."""
     return resume(
         ctx.services.graph, _queue(ctx), dispatch_id=data.dispatch_id, now=ctx.services.clock(),
@@ -117,9 +118,9 @@ def resume_dispatch(ctx: Context, data: DispatchRef) -> dispatching.DispatchPubl
 
 
 @router.query("listDispatches", auth="admin")
-def list_dispatches(ctx: Context, data: CampaignRef) -> list[dispatching.DispatchPublic]:
+def list_dispatches(ctx: Context, data: CampaignRef) -> list[reads.DispatchPublic]:
     """Every dispatch of a campaign, newest first."""
-    return dispatching.list_dispatches(ctx.services.graph, data.campaign_id)
+    return reads.list_dispatches(ctx.services.graph, data.campaign_id)
 
 
 @router.query("listUncertainEmails", auth="admin")

@@ -1,0 +1,97 @@
+"""A Dispatch as admins and operators read it: its counters, schedule and progress (``getDispatch``,
+``listDispatches``, the console, ``dispatch watch``). Writes live where they happen: ``dispatch.py``
+creates Dispatches, the page walks and workers move them."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from campaign_engine.domain.dispatch import DispatchStatus
+from campaign_engine.domain.errors import NotFound
+from campaign_engine.graph.graph import Graph
+
+__all__ = ["WIRE", "DispatchPublic", "dispatch_from_node", "get_dispatch", "list_dispatches"]
+
+WIRE = ConfigDict(populate_by_name=True)
+"""The API's models are read and written by their camelCase aliases; Python names work too."""
+
+
+class DispatchPublic(BaseModel):
+    model_config = WIRE
+
+    dispatch_id: Annotated[str, Field(alias="dispatchId")]
+    campaign_id: Annotated[str, Field(alias="campaignId")]
+    campaign_created_at: Annotated[str, Field(alias="campaignCreatedAt")]
+    channel: str
+    status: DispatchStatus
+    pages: int
+    enqueued: int
+    acknowledged: int
+    rejected: int
+    suppressed: int
+    # Email dispatches: emailed = accepted by the provider; uncertain = claimed, fate unknown (an
+    # operator must look; never retried); throttled = deferred by back-pressure, not an error.
+    emailed: int = 0
+    throttled: int = 0
+    uncertain: int = 0
+    # Both channels: recipients held back by CAMPAIGN_FREQUENCY_CAPS, each once; never retried by this
+    # dispatch (delivery/frequency_cap.py).
+    capped: int = 0
+    cursor: str | None = None
+    started_at: Annotated[str | None, Field(alias="startedAt")] = None
+    """When it started sending; None while ``scheduled`` (and for a schedule that never fired)."""
+    last_progress_at: Annotated[str, Field(alias="lastProgressAt")]
+    finished_at: Annotated[str | None, Field(alias="finishedAt")] = None
+    next_page_at: Annotated[str | None, Field(alias="nextPageAt")] = None
+    last_error: Annotated[str | None, Field(alias="lastError")] = None
+    # Consecutive failed attempts at the page after `cursor` (CAMPAIGN_DISPATCH_MAX_PAGE_FAILURES fails
+    # the dispatch); pastErrors: the lastError of each failure a resumeDispatch cleared, oldest first.
+    page_failures: Annotated[int, Field(alias="pageFailures")] = 0
+    past_errors: Annotated[list[str], Field(alias="pastErrors")] = []
+    # Scheduled dispatches (campaigns/schedule.py): when, how late it may still start, and what a
+    # change since the confirmed preview does (hold for review, or send to the current recipients).
+    send_at: Annotated[str | None, Field(alias="sendAt")] = None
+    scheduled_at: Annotated[str | None, Field(alias="scheduledAt")] = None
+    max_late_seconds: Annotated[int | None, Field(alias="maxLateSeconds")] = None
+    on_change: Annotated[str | None, Field(alias="onChange")] = None
+    # Issue 12: a per-recipient schedule's local time (sendAt is then when the first zone, UTC+14,
+    # reaches it). Members not yet ready (their local time, quiet hours) are read but wait: deferred and
+    # missed (ready more than maxLateSeconds before the pass began) count the current walk of the
+    # audience, `pass` numbers it (1 = the first), and nextPageAt says when the next pass starts.
+    send_local_time: Annotated[str | None, Field(alias="sendLocalTime")] = None
+    per_recipient: Annotated[bool, Field(alias="perRecipient")] = False
+    deferred: int = 0
+    missed: int = 0
+    pass_number: Annotated[int, Field(alias="pass")] = 1
+
+
+_GET = """
+MATCH (d:Dispatch {id: $dispatchId})-[:DISPATCH_OF]->(c:Campaign)
+RETURN d {.*, campaignId: c.id} AS dispatch
+"""
+
+_LIST = """
+MATCH (d:Dispatch)-[:DISPATCH_OF]->(c:Campaign {id: $campaignId})
+RETURN d {.*, campaignId: c.id} AS dispatch
+ORDER BY coalesce(d.startedAt, d.scheduledAt) DESC, d.id
+LIMIT 200
+"""
+
+
+def dispatch_from_node(node: dict[str, Any]) -> DispatchPublic:
+    per_recipient = node.get("sendLocalTime") is not None
+    return DispatchPublic.model_validate({**node, "dispatchId": node["id"], "perRecipient": per_recipient})
+
+
+def get_dispatch(graph: Graph, dispatch_id: str) -> DispatchPublic:
+    rows = graph.read(lambda tx: [dict(r["dispatch"]) for r in tx.run(_GET, dispatchId=dispatch_id)])
+    if not rows:
+        raise NotFound(f"dispatch '{dispatch_id}' not found")
+    return dispatch_from_node(rows[0])
+
+
+def list_dispatches(graph: Graph, campaign_id: str) -> list[DispatchPublic]:
+    rows = graph.read(lambda tx: [dict(r["dispatch"]) for r in tx.run(_LIST, campaignId=campaign_id)])
+    return [dispatch_from_node(row) for row in rows]
