@@ -218,7 +218,7 @@ def test_threads_never_share_a_claim(db: Path) -> None:
 _RECEIVE_AND_HANG = """
 import sys, time
 from campaign_engine.delivery.queue.local import LocalQueue
-queue = LocalQueue(sys.argv[1], "delivery", visibility_timeout=1)
+queue = LocalQueue(sys.argv[1], "delivery", visibility_timeout=5)
 [message] = queue.receive(wait_seconds=5)
 print(message.message_id, flush=True)
 time.sleep(60)
@@ -249,6 +249,8 @@ def _python(script: str, *args: str | Path) -> subprocess.Popen[str]:
 
 
 def test_message_of_a_killed_receiver_is_redelivered(db: Path) -> None:
+    # The worker's visibility window is 5 s: the kill and the first check below must fit inside it on a
+    # loaded CI machine (with 1 s, a slow kill once let the message come back before the check).
     queue = LocalQueue(db, "delivery", visibility_timeout=1)
     queue.send_batch(['"precious"'])
     worker = _python(_RECEIVE_AND_HANG, db)
@@ -267,7 +269,7 @@ def test_message_of_a_killed_receiver_is_redelivered(db: Path) -> None:
     assert worker.returncode == -signal.SIGKILL
 
     assert queue.receive() == []  # still inside the dead worker's visibility window
-    [redelivered] = queue.receive(wait_seconds=5)
+    [redelivered] = queue.receive(wait_seconds=15)
 
     assert redelivered.message_id == claimed_id
     assert redelivered.body == '"precious"'
