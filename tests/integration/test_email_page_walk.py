@@ -6,7 +6,9 @@ Real Neo4j, the real worker and the loopback Postmark stand-in.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -182,6 +184,45 @@ def test_one_job_walks_pages_back_to_back_and_emails_each_member_once(
     assert queues.dispatch.receive(max_messages=10) == []  # no successor job: the run walked on itself
     [record] = list_dispatches(graph, "c1")
     assert (record.status, record.emailed, record.pages, record.cursor) == ("completed", 95, 10, "p094")
+
+
+def test_a_page_is_recorded_while_the_walk_claims_the_page_after_next(
+    settings: Settings, graph: Graph, queues: Queues, postmark: PostmarkStandin
+) -> None:
+    """Page 1's record + CAS runs on its own connection while the walk claims page 3; that claim reads
+    the Dispatch before page 1's CAS commits, so it must accept page 1's cursor as this walk's own.
+    The test holds the Dispatch's write lock, so page 1's CAS waits: page 3 is claimed meanwhile only if
+    both hold (an inline record would block the walk; the strict cursor gate would skip the claim)."""
+    members = [f"p{i:03d}" for i in range(35)]
+    make_email_campaign(graph)
+    add_email_members(graph, "c1", members)
+    start_dispatch(graph, queues.dispatch, max_recipients=1000)
+    settings = settings.model_copy(update={"campaign_email_page_size": 10, "campaign_email_run_seconds": 30})
+    worker = build_email_worker(settings, graph, queues, clock=StepClock())
+    assert worker is not None
+    job = _first_job(queues)
+    with graph.driver.session() as session, ThreadPoolExecutor(max_workers=1) as walker:
+        holder = session.begin_transaction()
+        holder.run(
+            "MATCH (d:Dispatch {id: $id}) SET d.casLock = coalesce(d.casLock, 0) + 1", id=job.dispatch_id
+        )
+        try:
+            walking = walker.submit(worker.handle_page, job)
+            deadline = time.monotonic() + 30
+            while set(members[20:30]) - set(claimed(graph, "c1")):
+                assert time.monotonic() < deadline, "page 3 was not claimed while page 1's CAS waited"
+                assert not walking.done(), walking.result()
+                time.sleep(0.05)
+            [record] = list_dispatches(graph, "c1")
+            assert (record.cursor, record.pages) == (None, 0)  # page 1's CAS is still waiting
+        finally:
+            holder.rollback()
+        outcome = walking.result(timeout=60)
+    worker.close()
+    assert (outcome.outcome, outcome.pages, outcome.emailed) == ("completed", 4, 35)
+    assert accepted_to(postmark) == sorted(address_of(p) for p in members)  # each exactly once
+    [record] = list_dispatches(graph, "c1")
+    assert (record.status, record.emailed, record.pages, record.cursor) == ("completed", 35, 4, "p034")
 
 
 def test_a_throttle_inside_a_run_releases_the_page_claimed_ahead_and_still_emails_everyone_once(

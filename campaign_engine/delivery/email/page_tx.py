@@ -86,11 +86,22 @@ class PageTransactions:
         self._page_query = policy_query("email_page")
         self._record_query = policy_query("email_record")
 
-    def claim(self, tx: Tx, job: PageJob, *, after: str | None, claim_id: str, now: datetime) -> ClaimedPage:
+    def claim(
+        self,
+        tx: Tx,
+        job: PageJob,
+        *,
+        after: str | None,
+        claim_id: str,
+        now: datetime,
+        settling_from: str | None = None,
+    ) -> ClaimedPage:
         """Guard, cooldown, then read-lock-recheck-claim the page: all or nothing, before any provider I/O.
 
         ``job`` holds the cursor (its ``cursor`` must still be the Dispatch's); the page starts after
-        ``after`` (the same, or the end of the page this job is still sending)."""
+        ``after`` (the same, or the end of the page this job is still sending). ``settling_from``: the
+        cursor of this walk's page whose record + CAS runs alongside this claim; until it commits the
+        Dispatch still shows that cursor, which is then this walk's too."""
         stamp = format_ts(now)
         record = tx.run(
             _GUARD, dispatchId=job.dispatch_id, campaignId=job.campaign_id, provider=self._provider
@@ -98,7 +109,10 @@ class PageTransactions:
         assert record is not None
         dispatch = None if record["dispatch"] is None else dict(record["dispatch"])
         campaign = None if record["campaign"] is None else dict(record["campaign"])
-        skip = gate(dispatch, job, now=stamp)
+        held = job
+        if settling_from is not None and ((dispatch or {}).get("cursor") or "") == settling_from:
+            held = job.model_copy(update={"cursor": settling_from})
+        skip = gate(dispatch, held, now=stamp)
         if skip is not None:
             return ClaimedPage(job, claim_id, skip=skip)
         assert dispatch is not None

@@ -23,9 +23,11 @@ is not failure"):
    Dispatch. Otherwise a full page schedules the next wave; a short page completes.
 
 With no wave delay a job walks on for up to ``run_seconds``: page n+1 is claimed while page n is with
-the provider, and page n is recorded while page n+1 is (a pipeline of one page in flight). Page n+1
-is sent only once page n's answer showed no back-pressure; if page n was throttled, page n+1's claims
-are released (the cursor stays before them) without a send.
+the provider, and page n's record + CAS runs on its own thread and connection while page n+1 is sent
+and page n+2 is claimed (the two transactions touch disjoint profiles; the claim accepts page n's
+cursor as this walk's own until that CAS commits). Page n+1 is sent only once page n's answer showed
+no back-pressure; if page n was throttled, its outcome is recorded inline and page n+1's claims are
+released (the cursor stays before them) without a send.
 """
 
 from __future__ import annotations
@@ -167,9 +169,12 @@ class EmailWorker:
         )
         # Provider calls run here so the graph work of the next page overlaps them.
         self._sender = ThreadPoolExecutor(max_workers=1, thread_name_prefix="email-send")
+        # A page's record + CAS runs here while the walk claims the page after next (the second core).
+        self._settler = ThreadPoolExecutor(max_workers=1, thread_name_prefix="email-settle")
 
     def close(self) -> None:
         self._sender.shutdown(wait=True)
+        self._settler.shutdown(wait=True)
         self._provider.close()
 
     def handle_page(self, job: PageJob) -> EmailPageOutcome:
@@ -219,18 +224,28 @@ class EmailWorker:
             return self._wait_for_cooldown(job, page.cooldown_until)
         sending = self._submit(page, content)
         walk_on = self._run_seconds > 0
+        # The record + CAS of the page before ``page``, running on its own connection while this
+        # thread claims the next page: the two transactions touch disjoint profiles.
+        settling: Future[Outcome] | None = None
+        settling_from: str | None = None
         while True:
             ahead: ClaimedPage | None = None
             if walk_on and page.read >= self._page_size and time.monotonic() < deadline:
                 started = time.perf_counter()
-                try:
-                    ahead = self._claim_page(page.job, after=page.last)  # overlaps this page's send
+                try:  # overlaps this page's send and the previous page's record
+                    ahead = self._claim_page(page.job, after=page.last, settling_from=settling_from)
                 except Exception:  # rolled back, nothing claimed: record this page, the successor retries
                     log.warning("email.claim_ahead_failed dispatch_id=%s", job.dispatch_id, exc_info=True)
                 totals.claim_s += time.perf_counter() - started
             started = time.perf_counter()
             results = sending.result()
             totals.wait_s += time.perf_counter() - started
+            if settling is not None:
+                started = time.perf_counter()
+                previous, settling, settling_from = settling.result(), None, None
+                totals.settle_s += time.perf_counter() - started
+                if previous != "next":
+                    walk_on = False  # lost the cursor: finish the pages in hand, leave the walk to its holder
             throttled = any(r.outcome == "throttled" for r in results)
             next_job = page.job.model_copy(update={"cursor": page.last})
             if ahead is not None and (ahead.skip or ahead.stop or ahead.cooldown_until):
@@ -240,6 +255,11 @@ class EmailWorker:
                 if not throttled:
                     sending = self._submit(ahead, content)  # overlaps this page's record and CAS
             totals.add(results)
+            if ahead is not None and not throttled:
+                settling_from = page.job.cursor or ""
+                settling = self._settler.submit(contextvars.copy_context().run, self._settle, page, results)
+                page = ahead
+                continue
             started = time.perf_counter()
             verdict = self._settle(page, results)
             totals.settle_s += time.perf_counter() - started
@@ -247,16 +267,14 @@ class EmailWorker:
                 if verdict == "next":
                     self._enqueue(next_job, delay=page_delay(self._delay, sent=len(page.claimed)))
                 return totals.outcome(verdict, retry_in_seconds=self._retry_in(results))
-            if throttled and verdict in ("throttled", "failed"):
+            if verdict in ("throttled", "failed"):
                 # Claimed but never sent into back-pressure; the cursor stays before these claims.
                 self._release(ahead)
                 return totals.outcome(verdict, retry_in_seconds=self._retry_in(results))
-            if throttled:
-                # Another chain took the cursor and may walk past these claims: they are ours alone,
-                # so they are sent rather than released, and nobody is skipped.
-                sending = self._submit(ahead, content)
-            if verdict != "next":
-                walk_on = False  # finish the page in hand, then leave the walk to its holder
+            # Throttled, yet another chain took the cursor and may walk past these claims: they are
+            # ours alone, so they are sent rather than released, and nobody is skipped.
+            sending = self._submit(ahead, content)
+            walk_on = False  # finish the page in hand, then leave the walk to its holder
             page = ahead
 
     def _retry_in(self, results: Sequence[SendResult]) -> int | None:
@@ -408,9 +426,14 @@ class EmailWorker:
         log.info("email.dispatch_%s dispatch_id=%s reason=%s", status, job.dispatch_id, reason.split(":")[0])
         return EmailPageOutcome("failed" if status == "failed" else "stopped", reason=reason)
 
-    def _claim_page(self, job: PageJob, *, after: str | None) -> ClaimedPage:
+    def _claim_page(
+        self, job: PageJob, *, after: str | None, settling_from: str | None = None
+    ) -> ClaimedPage:
         claim_id = uuid.uuid4().hex  # drawn outside the transaction function: a re-run keeps it
-        return self._graph.write(self._tx.claim, job, after=after, claim_id=claim_id, now=self._clock())
+        now = self._clock()
+        return self._graph.write(
+            self._tx.claim, job, after=after, claim_id=claim_id, now=now, settling_from=settling_from
+        )
 
     def _log(self, job: PageJob, results: Sequence[SendResult]) -> None:
         counts = _tally(results)
