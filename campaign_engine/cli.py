@@ -9,15 +9,9 @@ the same redaction and never carry a query string (unsubscribe tokens, tRPC inpu
 from __future__ import annotations
 
 import argparse
-import base64
 import getpass
-import json
 import os
-import secrets
-import signal
-import subprocess
 import sys
-import time
 import uuid
 from collections.abc import Sequence
 from pathlib import Path
@@ -193,148 +187,10 @@ def _profiles_import(args: argparse.Namespace) -> int:
     return 0
 
 
-_WEBHOOK_KEY = "NOTIFICATIONS_WEBHOOK_SECRET="
-
-
-def _webhook_secret_line() -> str:
-    """A Standard Webhooks secret: ``whsec_`` + base64 of 32 random bytes."""
-    return _WEBHOOK_KEY + "whsec_" + base64.b64encode(secrets.token_bytes(32)).decode()
-
-
-def _dev_env() -> Path:
-    """Local secrets for ``make dev``, generated once and kept under ``.local/``. A plain webhook secret
-    left by an older ``make dev`` is replaced: the worker and inbox now refuse it at start."""
-    path = _LOCAL / "dev.env"
-    if not path.exists():
-        _LOCAL.mkdir(exist_ok=True)
-        path.write_text(
-            "\n".join(
-                [
-                    f"AUTH_JWT_SECRET={secrets.token_urlsafe(48)}",
-                    _webhook_secret_line(),
-                    f"CAMPAIGN_UNSUBSCRIBE_SECRET={secrets.token_urlsafe(48)}",
-                    "CAMPAIGN_ADMIN_PROFILE_IDS=admin",
-                    "",
-                ]
-            )
-        )
-        path.chmod(0o600)
-        return path
-    lines = path.read_text().splitlines()
-    kept = [
-        _webhook_secret_line()
-        if line.startswith(_WEBHOOK_KEY) and not line.removeprefix(_WEBHOOK_KEY).startswith("whsec_")
-        else line
-        for line in lines
-    ]
-    if kept != lines:
-        path.write_text("\n".join([*kept, ""]))
-    return path
-
-
-def _sign_in_link(env_file: Path, args: argparse.Namespace) -> str:
-    """The console URL for the local admin; the token rides in the fragment, which browsers never send
-    to a server or put in a Referer, and the console clears it from the address bar once read."""
-    from campaign_engine.api.auth import ADMIN_SCOPE, mint_token
-
-    token = mint_token(
-        Settings(_env_file=env_file), profile_id="admin", scope=ADMIN_SCOPE, ttl_seconds=12 * 3600
-    )
-    host = "127.0.0.1" if args.host in ("0.0.0.0", "::") else args.host
-    return f"http://{host}:{args.port}/admin#token={token}"
-
-
-def _interrupt(signum: int, frame: object) -> None:
-    raise KeyboardInterrupt
-
-
 def _dev(args: argparse.Namespace) -> int:
-    """Everything on one machine: local Neo4j, reference inbox, worker and API. Ctrl-C stops it all."""
-    from campaign_engine.graph.local_neo4j import LocalNeo4j
-    from campaign_engine.observability.logs import configure_logging
+    from campaign_engine.dev_stack import run_dev
 
-    env_file = _dev_env()
-    # Each child configures its own logging the same way (JSON lines unless LOG_FORMAT says otherwise).
-    configure_logging(Settings(_env_file=env_file))
-    inbox_port = int(os.environ.get("INBOX_PORT", "8025"))
-    smtp_port = int(os.environ.get("SMTP_CATCHER_PORT", "1025"))
-    neo4j_port = int(os.environ.get("NEO4J_PORT", "7687"))
-    env = {
-        # Passed through as set, among the rest: POSTMARK_WEBHOOK_USERNAME / POSTMARK_WEBHOOK_PASSWORD
-        # (POST /webhooks/postmark answers 404 without them) and SES_FEEDBACK_TOPIC_ARNS.
-        **os.environ,
-        "CAMPAIGN_ENV_FILE": str(env_file),
-        "NEO4J_URI": f"bolt://127.0.0.1:{neo4j_port}",
-        "NOTIFICATIONS_WEBHOOK_URL": f"http://127.0.0.1:{inbox_port}/api/notifications/send",
-        "CAMPAIGN_ALLOW_PRIVATE_WEBHOOKS": "true",
-        # How every process knows this is local development: email may link to the loopback DOMAIN_NAME.
-        "CAMPAIGN_LOCAL_DEVELOPMENT": "true",
-        "CAMPAIGN_QUEUE_BACKEND": "local",
-        "CAMPAIGN_LOCAL_QUEUE_PATH": str(_LOCAL / "queue.sqlite3"),
-        # Email goes to the local SMTP catcher; each message lands in .local/mail as an .eml file.
-        "CAMPAIGN_EMAIL_PROVIDER": "smtp",
-        # Each process serves its own /metrics (the API on its port, the worker here): two scrape
-        # targets, no shared multiprocess directory that would report every counter twice.
-        "METRICS_PORT": os.environ.get("METRICS_PORT", "9464"),
-        "SMTP_HOST": "127.0.0.1",
-        "SMTP_PORT": str(smtp_port),
-        "DOMAIN_NAME": os.environ.get("DOMAIN_NAME", f"127.0.0.1:{args.port}"),
-        "CAMPAIGN_APP_ORIGINS": os.environ.get(
-            "CAMPAIGN_APP_ORIGINS", json.dumps({"default": f"http://127.0.0.1:{args.port}"})
-        ),
-    }
-    # Ctrl-C, a closed terminal or a plain `kill` all stop everything we started: installed
-    # explicitly because a shell that starts us in the background hands us SIGINT ignored.
-    for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
-        signal.signal(signum, _interrupt)
-    neo4j = LocalNeo4j(data_dir=_LOCAL / "neo4j", port=neo4j_port, heap="1g", pagecache="256m")
-    print(f"starting Neo4j on {neo4j.uri} ...", flush=True)
-    neo4j.start()
-    exe = [sys.executable, "-m", "campaign_engine.cli"]
-    children: list[subprocess.Popen[bytes]] = []
-    try:
-        children.append(
-            subprocess.Popen(  # noqa: S603 - our own entry point
-                [*exe, "inbox", "--port", str(inbox_port), "--db", str(_LOCAL / "inbox.sqlite3")], env=env
-            )
-        )
-        children.append(
-            subprocess.Popen(  # noqa: S603 - our own entry point
-                [*exe, "smtp-catcher", "--port", str(smtp_port), "--mailbox", str(_LOCAL / "mail")], env=env
-            )
-        )
-        children.append(subprocess.Popen([*exe, "worker"], env=env))  # noqa: S603
-        print(
-            "\ncampaign-engine is starting on "
-            f"http://{args.host}:{args.port}  (reference inbox on http://127.0.0.1:{inbox_port}; "
-            f"email is caught in {_LOCAL / 'mail'}; metrics at http://{args.host}:{args.port}/metrics"
-            f" and http://127.0.0.1:{env['METRICS_PORT']}/metrics)\n"
-            "Mint an admin token with:\n"
-            f"  CAMPAIGN_ENV_FILE={env_file} .venv/bin/campaign-engine token "
-            "--profile-id admin --scope campaigns:admin\n",
-            flush=True,
-        )
-        print(
-            f"Admin console (signed in as 'admin' for 12 hours):\n  {_sign_in_link(env_file, args)}\n",
-            flush=True,
-        )
-        api = subprocess.Popen([*exe, "serve", "--host", args.host, "--port", str(args.port)], env=env)  # noqa: S603
-        children.append(api)
-        api.wait()
-    except KeyboardInterrupt:
-        pass
-    finally:
-        for child in children:
-            if child.poll() is None:
-                child.send_signal(signal.SIGTERM)
-        deadline = time.monotonic() + 15
-        for child in children:
-            try:
-                child.wait(timeout=max(0.1, deadline - time.monotonic()))
-            except subprocess.TimeoutExpired:
-                child.kill()
-        neo4j.stop()
-    return 0
+    return run_dev(host=args.host, port=args.port)
 
 
 def _parser() -> argparse.ArgumentParser:

@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 from pydantic import SecretStr
 
-from campaign_engine.cli import _dev_env
 from campaign_engine.config import ConfigError, Settings
+from campaign_engine.dev_stack import dev_env
 
 PLAIN_SECRET = "a-plain-shared-secret-0123456789"
 
@@ -70,12 +70,12 @@ def test_make_dev_generates_a_standard_webhooks_secret(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.chdir(tmp_path)
-    path = _dev_env()
+    path = dev_env()
     settings = Settings(_env_file=path)
     assert settings.notifications_webhook_secret is not None
     assert settings.notifications_webhook_secret.get_secret_value().startswith("whsec_")
     settings.require_webhooks()
-    assert _dev_env().read_text() == path.read_text()  # generated once, then kept
+    assert dev_env().read_text() == path.read_text()  # generated once, then kept
 
 
 def test_make_dev_replaces_a_plain_secret_left_by_an_older_version(
@@ -87,6 +87,6 @@ def test_make_dev_replaces_a_plain_secret_left_by_an_older_version(
     old.write_text(f"AUTH_JWT_SECRET={'j' * 48}\nNOTIFICATIONS_WEBHOOK_SECRET={PLAIN_SECRET}\n")
     with pytest.raises(ConfigError, match="NOTIFICATIONS_WEBHOOK_SECRET"):
         Settings(_env_file=old).require_webhooks()
-    settings = Settings(_env_file=_dev_env())
+    settings = Settings(_env_file=dev_env())
     settings.require_webhooks()
     assert settings.auth_jwt_secret is not None and settings.auth_jwt_secret.get_secret_value() == "j" * 48
