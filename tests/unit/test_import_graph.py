@@ -2,8 +2,9 @@
 
 Layers, lowest first (docs/architecture.md, "Layers"): ``domain`` and ``config`` import nothing of ours
 but each other's leaves; ``graph`` sits on them; ``campaigns``, ``delivery``, ``unsubscribe``,
-``feedback`` and ``inbox`` are the use cases and adapters; ``api``, ``aws`` and ``cli`` are the edges,
-each with its own composition root. Every import counts, including the lazy ones inside functions.
+``feedback`` and ``inbox`` are the use cases and adapters; ``api``, ``aws`` and ``cli`` (with ``watch``
+and ``dev_stack``) are the edges, each with its own composition root. Every import counts, including
+the lazy ones inside functions.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ LAYERS = {
     "api": 3,
     "aws": 3,
     "cli": 3,
+    "dev_stack": 3,  # `campaign-engine dev`: the cli edge's process orchestration, moved out of cli.py
     "watch": 3,  # `campaign-engine dispatch watch`: a client of the public API, part of the cli edge
 }
 
