@@ -5,13 +5,20 @@
 // skipped, so a page of opted-out members still advances and no page is read forever.
 // Each member's profile lock is taken in ascending profileId order BEFORE its rules and its claim state
 // are read: two workers on one page claim each recipient once. Eligible members get emailClaimedAt plus
-// this attempt's claimId (what the outcome record must match); a profile still without a
-// campaignUnsubscribeId (profiles get theirs at creation or from the schema backfill) gets one, once for
-// life. The caller checked the campaign guard in the same transaction. The primary addresses are read
-// once per member (`emails`), and the contact predicates of graph/policy.py read that binding.
+// this attempt's claimId (what the outcome record must match). A claimed profile still without a
+// campaignUnsubscribeId (profiles get theirs at creation or from the schema backfill) comes back with a
+// null one, and the caller allocates it in this transaction under the lock taken here
+// (email_unsubscribe_ids.cypher): a subquery per row here cost ~10% of the statement for a case that
+// does not occur in a backfilled graph. The caller checked the campaign guard in the same transaction.
+// The primary addresses are read once per member (`emails`), and the contact predicates of
+// graph/policy.py read that binding.
 // CAMPAIGN_STATE is created, not MERGEd: MERGE's locking variant also locks the campaign node (see
 // notify_record). One record per page: members read, the last one, and [profileId, address,
 // unsubscribeId] of each claim.
+// The EMAIL_CAP placeholder is cypher/email_cap.cypher when CAMPAIGN_FREQUENCY_CAPS caps email for
+// some tenant (delivery/frequency_cap.py:email_page_query), else nothing: its three subqueries cost ~8% of the
+// statement even when $caps is null. The cap's verdict ('capped') stays here; with no cap it is never
+// reached, so firstCapped is false and nothing is marked.
 // Readiness ($readyAt, $fallbackReadyAt, $staleBefore; cypher/dispatch_page.cypher, delivery/readiness.py):
 // a member not yet ready is read but not claimed, counted deferred with the earliest such instant; one
 // ready before $staleBefore is missed, never claimed.
@@ -57,33 +64,7 @@ CALL (s, blocked) {
   SET s.emailClaimedAt = $now, s.emailClaimId = $claimId, s.emailDispatchId = $dispatchId,
       s.emailOutcome = 'claimed', s.emailOutcomeReason = null
 }
-CALL (p, blocked) {
-  WITH p, blocked
-  WHERE blocked IS NULL AND p.campaignUnsubscribeId IS NULL
-  SET p.campaignUnsubscribeId = randomUUID()
-}
-// Frequency cap ($caps null = none; docs/architecture.md "Frequency cap"), decided above under the lock:
-// a claim takes a slot in p.emailCapLog once per (profile, campaign) (emailCapCountedAt: a released and
-// re-claimed recipient never counts twice; the log is pruned to the longest window, $capKeep newest); a
-// capped member is marked for getStats and counted once per Dispatch (firstCapped, added to the
-// Dispatch in this transaction by delivery/frequency_cap.py).
-CALL (p, c, s, blocked, cap) {
-  WITH p, c, s, blocked, cap
-  WHERE cap IS NOT NULL AND blocked IS NULL AND s.emailCapCountedAt IS NULL
-  MATCH (p)-[st:CAMPAIGN_STATE]->(c)
-  SET st.emailCapCountedAt = $now, st.emailCappedAt = null, st.emailCappedDispatchId = null,
-      p.emailCapLog = ([t IN coalesce(p.emailCapLog, []) WHERE t > $capKeepSince] + [$now])[-$capKeep..]
-}
-CALL (p, c, s, blocked) {
-  WITH p, c, s, blocked
-  WHERE blocked = 'capped' AND s IS NULL
-  CREATE (p)-[:CAMPAIGN_STATE {emailCappedAt: $now, emailCappedDispatchId: $dispatchId}]->(c)
-}
-CALL (s, blocked) {
-  WITH s, blocked
-  WHERE blocked = 'capped' AND s IS NOT NULL
-  SET s.emailCappedAt = $now, s.emailCappedDispatchId = $dispatchId
-}
+{{EMAIL_CAP}}
 WITH m.profileId AS profileId, blocked, emails[0] AS address, p.campaignUnsubscribeId AS unsubscribeId,
      firstCapped, CASE WHEN blocked = 'deferred' THEN coalesce($readyAt[p.timeZone], $fallbackReadyAt) END AS readyAt
 RETURN count(*) AS read, max(profileId) AS last,

@@ -3,7 +3,8 @@ parameters: ``domain/frequency_cap.py``; docs/architecture.md "Frequency cap").
 
 Both channels evaluate the cap inside the batched statement they already run, under the profile lock:
 notify in the recheck before the POSTs (``cypher/notify_recheck.cypher`` + ``cypher/notify_cap.cypher``),
-email in the page claim (``cypher/email_page.cypher``). No recipient costs an extra round trip. A capped
+email in the page claim (``cypher/email_page.cypher`` + ``cypher/email_cap.cypher``); where no tenant caps
+a channel, its statement carries none of the cap's steps. No recipient costs an extra round trip. A capped
 recipient is marked on its CAMPAIGN_STATE in that same statement, and the Dispatch's ``capped`` counter
 moves in that same transaction (``count_capped``), once per (profile, dispatch): a redelivered job or a
 second worker on the same page finds the mark and does not count again.
@@ -19,7 +20,7 @@ from campaign_engine.graph.cypher import query
 from campaign_engine.graph.graph import Tx
 from campaign_engine.graph.policy import policy_query
 
-__all__ = ["count_capped", "notify_recheck_query"]
+__all__ = ["count_capped", "email_page_query", "notify_recheck_query"]
 
 # The profile lock, first: ordinary deliveries only (self-tests are exempt from the cap and from its
 # lock). $jobs arrive sorted by profileId, so concurrent batches lock in one order and cannot deadlock.
@@ -46,6 +47,13 @@ def notify_recheck_query(capped: bool) -> str:
     return text.replace("{{NOTIFY_CAP_LOCK}}", _LOCK if capped else "").replace(
         "{{NOTIFY_CAP}}", query("notify_cap") if capped else _UNCAPPED
     )
+
+
+@cache
+def email_page_query(capped: bool) -> str:
+    """The email page claim, with the cap's subqueries (``cypher/email_cap.cypher``) only when a tenant caps
+    email: without one they cost ~8% of the statement for rows they never touch."""
+    return policy_query("email_page").replace("{{EMAIL_CAP}}", query("email_cap") if capped else "")
 
 
 def count_capped(tx: Tx, dispatch_ids: Iterable[str | None]) -> None:

@@ -16,14 +16,17 @@ import pytest
 
 from campaign_engine.campaigns.dispatch_reads import list_dispatches
 from campaign_engine.config import Settings
+from campaign_engine.delivery.frequency_cap import email_page_query
 from campaign_engine.delivery.readiness import readiness_params
 from campaign_engine.delivery.wiring import Queues, build_email_worker, build_worker
 from campaign_engine.domain.dispatch import PageJob, parse_job
 from campaign_engine.domain.frequency_cap import cap_params
 from campaign_engine.graph.graph import Graph
-from campaign_engine.graph.policy import policy_params, policy_query
+from campaign_engine.graph.policy import policy_params
+from campaign_engine.unsubscribe.tokens import UnsubscribeTokens
 from tests.support.delivery import NOW, StepClock, drain, local_queues, start_dispatch
 from tests.support.email import (
+    UNSUBSCRIBE_SECRET,
     accepted_to,
     add_email_members,
     address_of,
@@ -90,10 +93,13 @@ def _db_hits(node: Any) -> int:
     return int(node.get("dbHits", 0)) + sum(_db_hits(child) for child in node.get("children", []))
 
 
-def test_email_page_is_an_ordered_membership_seek_and_never_reads_all_profiles(graph: Graph) -> None:
+@pytest.mark.parametrize("capped", [False, True], ids=["uncapped", "capped"])
+def test_email_page_is_an_ordered_membership_seek_and_never_reads_all_profiles(
+    graph: Graph, capped: bool
+) -> None:
     with graph.driver.session(database=graph.database) as session:
         plan = (
-            session.run("EXPLAIN " + policy_query("email_page"), **_page_params("c", "x", limit=10))
+            session.run("EXPLAIN " + email_page_query(capped), **_page_params("c", "x", limit=10))
             .consume()
             .plan
         )
@@ -119,7 +125,7 @@ def test_a_small_audience_among_many_profiles_reads_only_its_members(
     add_email_members(graph, "c1", members)
     with graph.driver.session(database=graph.database) as session:
         summary = session.run(
-            "PROFILE " + policy_query("email_page"), **_page_params("c1", created_at, limit=1000)
+            "PROFILE " + email_page_query(False), **_page_params("c1", created_at, limit=1000)
         ).consume()
     assert summary.profile is not None
     hits = _db_hits(summary.profile)
@@ -147,6 +153,50 @@ def test_a_page_of_ineligible_members_moves_the_cursor_past_them(
     [record] = list_dispatches(graph, "c1")
     # Pages: [o1, o2] claims no one yet moves the cursor, [o3, p1], then an empty page completes.
     assert (record.status, record.emailed, record.cursor, record.pages) == ("completed", 1, "p1", 3)
+
+
+def test_a_claimed_profile_without_an_unsubscribe_id_gets_one_in_the_claim_once_for_life(
+    settings: Settings, graph: Graph, queues: Queues, postmark: PostmarkStandin
+) -> None:
+    """Profiles made before ids existed and not yet backfilled: the claim allocates theirs, under its
+    lock, and every link carries the profile's one id; ids already given are never replaced."""
+    members = [f"p{i}" for i in range(6)]
+    for campaign_id in ("c1", "c2"):
+        make_email_campaign(graph, campaign_id)
+    add_email_members(graph, "c1", members)  # MERGEd raw: no campaignUnsubscribeId
+    add_email_members(graph, "c2", members, emails=[])  # the same profiles and addresses
+    graph.run(
+        "MATCH (p:Profile) WHERE p.profileId IN $ids SET p.campaignUnsubscribeId = 'kept-' + p.profileId",
+        ids=["p0", "p3"],
+    )
+
+    def ids() -> dict[str, str | None]:
+        rows = graph.run("MATCH (p:Profile) RETURN p.profileId AS pid, p.campaignUnsubscribeId AS uid")
+        return {row["pid"]: row["uid"] for row in rows}
+
+    def linked() -> dict[str, str]:
+        tokens = UnsubscribeTokens(UNSUBSCRIBE_SECRET)
+        out = {}
+        for message in postmark.accepted:
+            [header] = [h["Value"] for h in message["Headers"] if h["Name"] == "List-Unsubscribe"]
+            token = header.split("token=", 1)[1].rstrip(">")
+            out[str(message["To"]).split("@")[0]] = tokens.read(token)
+        return out
+
+    small = settings.model_copy(
+        update={"campaign_email_page_size": 4}
+    )  # one page with both kinds, one without
+    start_dispatch(graph, queues.dispatch, "c1")
+    _run(small, graph, queues)
+    first = ids()
+    assert (first["p0"], first["p3"]) == ("kept-p0", "kept-p3")
+    assert all(first.values()) and len(set(first.values())) == len(members), first
+    assert linked() == first
+    postmark.reset()
+    start_dispatch(graph, queues.dispatch, "c2")
+    _run(small, graph, queues)
+    assert ids() == first
+    assert linked() == first
 
 
 def _run(settings: Settings, graph: Graph, queues: Queues) -> None:

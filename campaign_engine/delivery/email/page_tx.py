@@ -17,11 +17,12 @@ from typing import Any
 
 from campaign_engine.delivery.dispatch_cursor import defer, gate, guard_reason
 from campaign_engine.delivery.email.provider import SendResult
-from campaign_engine.delivery.frequency_cap import count_capped
+from campaign_engine.delivery.frequency_cap import count_capped, email_page_query
 from campaign_engine.delivery.readiness import PageTally, PassStep, advance_pass, readiness_params, tally_page
 from campaign_engine.domain.dispatch import PageJob
 from campaign_engine.domain.frequency_cap import CapChannel, ChannelCap, cap_params
 from campaign_engine.domain.types import format_ts
+from campaign_engine.graph.cypher import query
 from campaign_engine.graph.graph import Tx
 from campaign_engine.graph.policy import policy_params, policy_query
 
@@ -83,7 +84,7 @@ class PageTransactions:
         self._adult_age = adult_age
         self._max_deferrals = max_deferrals
         self._caps = dict(frequency_caps)  # CAMPAIGN_FREQUENCY_CAPS, applied inside the claim
-        self._page_query = policy_query("email_page")
+        self._page_query = email_page_query(any("email" in by_channel for by_channel in self._caps.values()))
         self._record_query = policy_query("email_record")
 
     def claim(
@@ -140,7 +141,7 @@ class PageTransactions:
             **policy_params(now, self._adult_age),
         ).single(strict=True)
         count_capped(tx, [job.dispatch_id] * int(row["capped"]))  # marked by the claim, counted with it
-        claimed = [Claimed(str(pid), str(address), str(uid)) for pid, address, uid in row["claimed"]]
+        claimed = _with_unsubscribe_ids(tx, row["claimed"])
         tally = PageTally(deferred=int(row["deferred"]), missed=int(row["missed"]), ready_at=row["readyAt"])
         read, last = int(row["read"]), row["last"]
         return ClaimedPage(job, claim_id, read=read, last=last, claimed=claimed, tally=tally)
@@ -222,6 +223,17 @@ class PageTransactions:
             counters=counters(results, late=late),
             last_error=last_error,
         )
+
+
+def _with_unsubscribe_ids(tx: Tx, rows: Sequence[Sequence[Any]]) -> list[Claimed]:
+    """The claimed ``[profileId, address, unsubscribeId]`` rows, allocating the ids still missing (a
+    profile made before ids existed and not yet backfilled) in the claim's transaction, under its locks."""
+    missing = [str(pid) for pid, _, uid in rows if uid is None]
+    allocated: dict[str, str] = {}
+    if missing:
+        result = tx.run(query("email_unsubscribe_ids"), profileIds=missing)
+        allocated = {str(r["profileId"]): str(r["unsubscribeId"]) for r in result}
+    return [Claimed(str(pid), str(address), str(uid or allocated[str(pid)])) for pid, address, uid in rows]
 
 
 def counters(results: Sequence[SendResult], *, late: int) -> dict[str, int]:
