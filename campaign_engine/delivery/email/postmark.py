@@ -31,6 +31,7 @@ from typing import Any
 from urllib.parse import quote
 
 import httpx
+import orjson
 
 from campaign_engine.delivery.email.provider import (
     Outcome,
@@ -186,9 +187,10 @@ class PostmarkProvider:
 
     def _send_chunk(self, chunk: Sequence[OutgoingEmail]) -> tuple[list[SendResult], bool]:
         """The chunk's results, and whether the request failed as a whole (later chunks must wait)."""
-        payload = [self._message_json(m) for m in chunk]
+        # orjson: a page's 500 bodies encoded in ~0.3 ms, not the ~6 ms of httpx's json.dumps (issue 13).
+        request_body = orjson.dumps([self._message_json(m) for m in chunk])
         try:
-            response = self._client.post("/email/batch", json=payload)
+            response = self._client.post("/email/batch", content=request_body, headers=_JSON_BODY)
         except _TRANSPORT_NOT_SENT as exc:
             # No connection was made, so no byte of the request left: nothing can have been accepted.
             log.warning("postmark.unreachable", extra={"error": type(exc).__name__, "count": len(chunk)})
@@ -238,6 +240,9 @@ class PostmarkProvider:
         return data
 
 
+_JSON_BODY = {"Content-Type": "application/json"}
+
+
 def _classify_one(key: str, item: Any, retry_after: float | None) -> SendResult:
     code = item.get("ErrorCode") if isinstance(item, dict) else None
     if not isinstance(code, int) or isinstance(code, bool):
@@ -271,6 +276,6 @@ def _all(
 
 def _json_or_none(response: httpx.Response) -> Any:
     try:
-        return response.json()
-    except ValueError:
+        return orjson.loads(response.content)
+    except orjson.JSONDecodeError:  # a ValueError, as json's
         return None
