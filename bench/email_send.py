@@ -1,6 +1,7 @@
 """Email channel figures (not a test): prints them and ends with one RESULT line.
 
-    .venv/bin/python -m bench.email_send [--recipients 20000] [--page-size 500] [--warm-up 40000]
+    .venv/bin/python -m bench.email_send [--recipients 20000] [--page-size 500] [--runs 3]
+        [--warm-up 20000] [--max-warm-ups 8] [--cap [JSON]]
 
 Neo4j is the local launcher (``LocalNeo4j``, 2g heap, 1g page cache) unless ``NEO4J_URI`` names a
 database, which is then WIPED. The provider is the loopback Postmark stand-in: a real uvicorn HTTP
@@ -8,19 +9,23 @@ server in its own process (``bench/_standin.py``), as a real provider is, so it 
 the worker's interpreter lock. ``--recipients`` email-eligible members are seeded, then one dispatch is
 confirmed and its email pages run through the real worker routing (local SQLite queue, page jobs,
 claim transaction, rendering, HMAC tokens, batch POST, outcome write, cursor CAS) until it completes:
-messages/s end to end. In the same run the same number of pre-rendered messages is POSTed to the
-stand-in in batches of the page size with nothing else around it: the raw batch-POST rate. The ratio
+messages/s end to end. Each dispatch is of a new campaign over the same profiles (``new_campaign``).
+That is done ``--runs`` times and the median run is the figure (one run on a
+2-core machine varies by ±10%). In the same run the same number of pre-rendered messages is POSTed to
+the stand-in in batches of the page size with nothing else around it: the raw batch-POST rate. The ratio
 of the two is the efficiency: how much of the provider's own speed the pipeline keeps.
 
-The measured dispatch is the second on this Neo4j: a first one of ``--warm-up`` recipients (default
-40,000) goes before it, and its rate is printed too (``cold_emails_per_s``). A Neo4j started seconds
-ago plans every statement for the first time and spends minutes JIT-compiling itself: on this 2-core
-machine its C2 compiler threads took as much CPU as the Bolt workers running our statements, even
-in a dispatch that followed a 2,000-recipient warm-up. That is the price of a restart, not of a send;
-a production database has long paid it. Each dispatch prints where the CPU went (``bench/_cpu.py``):
-the rate is bounded by CPU, not by waiting. ``--warm-up 0`` measures the cold database alone.
+The measured dispatches follow warm-up dispatches of ``--warm-up`` recipients on the same Neo4j, repeated
+until its JIT compiler took less than 5% of the machine's CPU (at most ``--max-warm-ups``); the first
+one's rate is printed too (``cold_emails_per_s``). A Neo4j started seconds ago plans every statement for
+the first time and spends minutes JIT-compiling itself: on this 2-core machine its C2 compiler threads
+took as much CPU as the Bolt workers running our statements after one 40,000-recipient warm-up, and
+still a third of it after 60,000 (the measured rate then was ~4,500/s, against ~7,000/s once settled).
+That is the price of a restart, not of a send; a production database has long paid it. Each dispatch
+prints where the CPU went (``bench/_cpu.py``), including how much of the machine stayed idle: what
+is left for more parallelism. ``--warm-up 0`` measures the cold database alone.
 
-``--cap [JSON]`` (issue 12 item 5) then seeds the same audience again and runs the same dispatch with
+``--cap [JSON]`` (issue 12 item 5) then runs one more campaign over the same audience with
 ``CAMPAIGN_FREQUENCY_CAPS`` set (default: 100 emails per 7 days, which nobody reaches, so every claim
 pays the cap's check and its log write and nobody is held back), and prints both rates side by side.
 """
@@ -28,17 +33,21 @@ pays the cap's check and its log write and nobody is held back), and prints both
 from __future__ import annotations
 
 import argparse
+import itertools
 import logging
 import os
 import shutil
+import statistics
 import tempfile
 import time
+from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import NamedTuple
 
 from pydantic import SecretStr
 
-from bench._cpu import CpuMeter
+from bench._cpu import CpuMeter, CpuReading
 from bench._standin import StandinProcess, standin_process
 from bench._support import neo4j_uri
 from campaign_engine.campaigns import definitions
@@ -54,18 +63,42 @@ from campaign_engine.graph.graph import Graph, open_graph
 from campaign_engine.graph.schema import apply_schema
 
 CAMPAIGN = "bench-email"
+JIT_SETTLED = 0.05  # warm-ups stop once Neo4j's JIT compiler took less than this share of the CPU
 NOW = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 
 
-def seed(graph: Graph, count: int) -> None:
+def seed_profiles(graph: Graph, count: int) -> None:
+    """``count`` email-eligible profiles, the population every bench campaign draws its members from."""
     while graph.run("MATCH (n) WITH n LIMIT 10000 DETACH DELETE n RETURN count(*) AS n")[0]["n"]:
         pass  # wiped in chunks: one huge delete would need a huge transaction
+    # As upsert_profiles makes them: a profile gets its campaignUnsubscribeId at creation (and older
+    # ones from the schema backfill), so a claim allocates none.
+    for start in range(0, count, 5000):
+        graph.run(
+            """
+            UNWIND $ids AS id
+            CREATE (p:Profile {profileId: id, dob: '1990-01-01', isManaged: false, isServiceProfile: false,
+                               announcementEmailOptOut: false, announcementPushOptOut: false,
+                               campaignUnsubscribeId: randomUUID()})
+            CREATE (p)-[:HAS_CONTACT_METHOD]->(:ContactMethod {type: 'email', value: id + '@example.com',
+                                                              isPrimary: true, isVerified: true})
+            """,
+            ids=[f"u{i:07d}" for i in range(start, min(start + 5000, count))],
+        )
+
+
+def new_campaign(graph: Graph, number: int, members: int) -> str:
+    """A live email campaign whose audience is the first ``members`` profiles. Every dispatch of the
+    bench gets its own, over the same profiles, as campaigns follow each other on a production graph:
+    wiping and reseeding the graph before each one swung every count Neo4j plans with from 0 to N, so
+    it replanned and JIT-compiled its statements inside the measured run."""
+    campaign_id = f"{CAMPAIGN}-{number}"
     definitions.create_campaign(
         graph,
         data=CampaignCreate.model_validate(
             {
-                "id": CAMPAIGN,
-                "name": "Bench",
+                "id": campaign_id,
+                "name": f"Bench {number}",
                 "channels": ["email"],
                 "email": {"subject": "Bench news", "title": "Hello", "body": "One\nTwo", "ctaLabel": "Open"},
             }
@@ -73,27 +106,21 @@ def seed(graph: Graph, count: int) -> None:
         tenant_id="default",
         now=NOW,
     )
-    definitions.set_status(graph, campaign_id=CAMPAIGN, status="live", now=NOW)
-    # As upsert_profiles makes them: a profile gets its campaignUnsubscribeId at creation (and older
-    # ones from the schema backfill), so a claim allocates none.
-    for start in range(0, count, 5000):
-        ids = [f"u{i:07d}" for i in range(start, min(start + 5000, count))]
+    definitions.set_status(graph, campaign_id=campaign_id, status="live", now=NOW)
+    for start in range(0, members, 5000):
         graph.run(
             """
             MATCH (c:Campaign {id: $campaignId})
             UNWIND $ids AS id
-            CREATE (p:Profile {profileId: id, dob: '1990-01-01', isManaged: false, isServiceProfile: false,
-                               announcementEmailOptOut: false, announcementPushOptOut: false,
-                               campaignUnsubscribeId: randomUUID()})
-            CREATE (p)-[:HAS_CONTACT_METHOD]->(:ContactMethod {type: 'email', value: id + '@example.com',
-                                                              isPrimary: true, isVerified: true})
+            MATCH (p:Profile {profileId: id})
             CREATE (p)-[:IN_CAMPAIGN_AUDIENCE {campaignId: c.id, profileId: id,
                                                addedAt: '2026-01-01T00:00:00.000000Z', source: 'bench',
                                                selfEnrolled: false}]->(c)
             """,
-            ids=ids,
-            campaignId=CAMPAIGN,
+            ids=[f"u{i:07d}" for i in range(start, min(start + 5000, members))],
+            campaignId=campaign_id,
         )
+    return campaign_id
 
 
 def main() -> None:
@@ -101,7 +128,9 @@ def main() -> None:
     parser.add_argument("--recipients", type=int, default=20_000)
     parser.add_argument("--page-size", type=int, default=500)
     parser.add_argument("--cap", nargs="?", const=DEFAULT_CAP, default=None, help="also run with this cap")
-    parser.add_argument("--warm-up", type=int, default=40_000, help="a first dispatch, printed apart")
+    parser.add_argument("--warm-up", type=int, default=20_000, help="recipients per warm-up (0: none)")
+    parser.add_argument("--max-warm-ups", type=int, default=8, help="until the JIT settles, at most")
+    parser.add_argument("--runs", type=int, default=3, help="measured dispatches; RESULT is their median")
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="bench-email-"))
     with standin_process() as standin, neo4j_uri() as uri:
@@ -125,36 +154,46 @@ def main() -> None:
         graph = open_graph(settings)
         try:
             apply_schema(graph)
-            cold_rate = None
-            if args.warm_up:
-                seed(graph, args.warm_up)
-                cold, cold_walk = run_dispatch(settings, graph, work)
-                cold_rate = args.warm_up / cold
-                print(f"warm-up on the fresh database: {args.warm_up} emails in {cold:.2f} s "
-                      f"({cold_rate:,.0f}/s; "
-                      f"the dispatch call {cold - cold_walk:.2f} s), not counted below")  # fmt: skip
-                standin.reset()
             t0 = time.perf_counter()
-            seed(graph, args.recipients)
-            print(f"seeded {args.recipients} email-eligible recipients in {time.perf_counter() - t0:.1f} s")
-            end_to_end, walk = run_dispatch(settings, graph, work)
-            print(f"end to end: {args.recipients} emails in {end_to_end:.2f} s "
-                  f"(the dispatch call {end_to_end - walk:.2f} s, the page walk {walk:.2f} s)")  # fmt: skip
-            capped = with_cap(settings, graph, work, args.recipients, args.cap) if args.cap else None
+            seed_profiles(graph, max(args.recipients, args.warm_up))
+            print(f"seeded {max(args.recipients, args.warm_up)} email-eligible profiles "
+                  f"in {time.perf_counter() - t0:.1f} s")  # fmt: skip
+            campaigns = (new_campaign(graph, number, members) for number, members in enumerate(
+                itertools.chain(itertools.repeat(args.warm_up, args.max_warm_ups if args.warm_up else 0),
+                                itertools.repeat(args.recipients)), start=1))  # fmt: skip
+            cold_rate = warm_up(settings, graph, work, standin, campaigns, args.warm_up, args.max_warm_ups)
+            runs = []
+            for number in range(1, args.runs + 1):
+                run = run_dispatch(settings, graph, work, next(campaigns))
+                rate = args.recipients / run.elapsed
+                print(f"run {number}: {args.recipients} emails in {run.elapsed:.2f} s ({rate:,.0f}/s; "
+                      f"the dispatch call {run.elapsed - run.walk:.2f} s, "
+                      f"the page walk {run.walk:.2f} s)")  # fmt: skip
+                addresses = standin.addresses()
+                assert len(addresses) == args.recipients, f"stand-in accepted {len(addresses)}"
+                assert len(set(addresses)) == args.recipients, "an address was emailed twice"
+                sample = standin.sample(args.page_size)
+                standin.reset()
+                runs.append(run)
+            capped = (
+                with_cap(settings, graph, work, next(campaigns), args.recipients, args.cap)
+                if args.cap
+                else None
+            )
         finally:
             graph.close()
-        addresses = standin.addresses()
-        runs = 2 if capped else 1  # the capped run emails the same addresses again (a fresh graph)
-        accepted = len(addresses)
-        assert accepted == runs * args.recipients, f"stand-in accepted {accepted}, expected {args.recipients}"
-        assert len(set(addresses)) == args.recipients, "an address was emailed twice"
-        sample = standin.sample(args.page_size)
+        if capped:
+            addresses = standin.addresses()
+            assert len(addresses) == len(set(addresses)) == args.recipients, "the capped run's sends"
         standin.reset()
         raw = raw_rate(standin, sample, args.recipients, args.page_size)
+    end_to_end = statistics.median(run.elapsed for run in runs)
+    walk = statistics.median(run.walk for run in runs)
     e2e_rate = args.recipients / end_to_end
     walk_rate = args.recipients / walk
     ratio = e2e_rate / raw
-    print(f"end-to-end rate: {e2e_rate:,.0f} emails/s (pages of {args.page_size})")
+    print(f"end-to-end rate: {e2e_rate:,.0f} emails/s (pages of {args.page_size}; the median of {len(runs)} "
+          f"runs, {', '.join(f'{args.recipients / run.elapsed:,.0f}' for run in runs)})")  # fmt: skip
     print(f"page walk alone: {walk_rate:,.0f} emails/s ({walk_rate / raw:.2f} of raw)")
     print(f"raw batch-POST rate to the stand-in: {raw:,.0f} messages/s")
     print(f"efficiency (end to end / raw): {ratio:.2f}")
@@ -184,9 +223,42 @@ class _WalkTimings(logging.Handler):
                 self.totals[name] += float(getattr(record, name, 0.0))
 
 
-def run_dispatch(settings: Settings, graph: Graph, work: Path) -> tuple[float, float]:
-    """Seconds end to end (the dispatch call, preview of the whole audience + confirm, included) and of
-    the page walk alone (from the first page job received to the last settled)."""
+class Run(NamedTuple):
+    elapsed: float
+    """Seconds end to end: the dispatch call (preview of the whole audience + confirm) included."""
+    walk: float
+    """Seconds of the page walk alone, from the first page job received to the last settled."""
+    cpu: CpuReading
+
+
+def warm_up(
+    settings: Settings,
+    graph: Graph,
+    work: Path,
+    standin: StandinProcess,
+    campaigns: Iterator[str],
+    recipients: int,
+    most: int,
+) -> float | None:
+    """Dispatches of ``recipients`` until Neo4j's JIT took under ``JIT_SETTLED`` of the machine's CPU (at
+    most ``most``): the rate of a database that has long been running. The first one's rate is returned:
+    what a dispatch right after a restart gets."""
+    cold = None
+    for number in range(1, most + 1 if recipients else 1):
+        run = run_dispatch(settings, graph, work, next(campaigns))
+        standin.reset()
+        rate = recipients / run.elapsed
+        cold = cold or rate
+        print(f"warm-up {number}: {recipients} emails at {rate:,.0f}/s (the dispatch call "
+              f"{run.elapsed - run.walk:.2f} s), Neo4j's JIT took {run.cpu.jit_share:.0%} of the CPU; "
+              f"not counted below")  # fmt: skip
+        if run.cpu.jit_share < JIT_SETTLED:
+            break
+    return cold
+
+
+def run_dispatch(settings: Settings, graph: Graph, work: Path, campaign_id: str) -> Run:
+    """One dispatch of the seeded audience through the real worker routing, until it completes."""
     queues = Queues(
         dispatch=LocalQueue(work / "queue.sqlite3", "dispatch", visibility_timeout=300),
         delivery=LocalQueue(work / "queue.sqlite3", "delivery", visibility_timeout=300),
@@ -198,7 +270,7 @@ def run_dispatch(settings: Settings, graph: Graph, work: Path) -> tuple[float, f
     walk_log.setLevel(logging.INFO)
     cpu = CpuMeter(settings.neo4j_uri)
     start = time.perf_counter()
-    dispatch(graph, queues.dispatch, campaign_id=CAMPAIGN, expected_token=None, now=NOW, adult_age=18,
+    dispatch(graph, queues.dispatch, campaign_id=campaign_id, expected_token=None, now=NOW, adult_age=18,
              max_recipients=10**7)  # fmt: skip
     walk_start = time.perf_counter()
     try:
@@ -216,12 +288,13 @@ def run_dispatch(settings: Settings, graph: Graph, work: Path) -> tuple[float, f
     print(f"where the page walk's time went ({t['pages']:.0f} pages): claim transactions "
           f"{t['claim_s']:.2f} s, waiting for the provider {t['wait_s']:.2f} s, record + cursor CAS "
           f"{t['settle_s']:.2f} s (a send overlaps the next claim and the previous record)")  # fmt: skip
-    print(cpu.line(elapsed))
-    [record] = list_dispatches(graph, CAMPAIGN)
+    reading = cpu.reading(elapsed)
+    print(reading.line())
+    [record] = list_dispatches(graph, campaign_id)
     assert record.status == "completed", record.status
     print(f"dispatch {record.status}: pages={record.pages} emailed={record.emailed} "
           f"throttled={record.throttled} uncertain={record.uncertain}")  # fmt: skip
-    return elapsed, walk
+    return Run(elapsed, walk, reading)
 
 
 def raw_rate(standin: StandinProcess, sample: list[dict[str, object]], total: int, page_size: int) -> float:
@@ -252,13 +325,14 @@ def raw_rate(standin: StandinProcess, sample: list[dict[str, object]], total: in
 DEFAULT_CAP = '{"*": {"email": {"max": 100, "windowSeconds": 604800}}}'
 
 
-def with_cap(settings: Settings, graph: Graph, work: Path, recipients: int, cap: str) -> tuple[float, float]:
-    """The same dispatch on a freshly seeded graph with CAMPAIGN_FREQUENCY_CAPS = ``cap``."""
+def with_cap(
+    settings: Settings, graph: Graph, work: Path, campaign_id: str, recipients: int, cap: str
+) -> tuple[float, float]:
+    """The same dispatch, of one more campaign, with CAMPAIGN_FREQUENCY_CAPS = ``cap``."""
     caps = Settings(campaign_frequency_caps=cap, _env_file=None).campaign_frequency_caps
-    seed(graph, recipients)
     capped = settings.model_copy(update={"campaign_frequency_caps": caps})
-    end_to_end, walk = run_dispatch(capped, graph, work)
-    [record] = list_dispatches(graph, CAMPAIGN)
+    end_to_end, walk, _ = run_dispatch(capped, graph, work, campaign_id)
+    [record] = list_dispatches(graph, campaign_id)
     assert record.capped == 0, "the bench cap must not hold anyone back"
     assert record.emailed == recipients
     print(f"with the cap: {recipients} emails in {end_to_end:.2f} s (the page walk {walk:.2f} s)")
