@@ -12,6 +12,8 @@ import pytest
 from campaign_engine.campaigns import definitions
 from campaign_engine.campaigns.dispatch_reads import get_dispatch
 from campaign_engine.config import Settings
+from campaign_engine.delivery import dispatch_cursor
+from campaign_engine.delivery.email import page_tx
 from campaign_engine.delivery.queue.port import Queue, QueueError
 from campaign_engine.delivery.sweeper import sweep
 from campaign_engine.delivery.wiring import Queues, build_page_worker
@@ -174,6 +176,25 @@ def test_page_query_is_an_ordered_index_seek(graph: Graph) -> None:
     below = operators(limit)
     assert any("RelationshipIndexSeek" in op for op in below), below
     assert not any(op.startswith(("Sort", "PartialSort", "Top")) for op in below), below
+
+
+# Statements every page of a walk runs, with the unique-key seeks each plan must be (they run with
+# replan=skip: the plan they get first, on any statistics, is the one they keep).
+_PER_PAGE = {
+    "read_guard": (dispatch_cursor._READ_GUARD, 2),
+    "advance": (dispatch_cursor._ADVANCE, 1),
+    "email_claim_guard": (page_tx._GUARD, 3),
+}
+
+
+@pytest.mark.parametrize("name", sorted(_PER_PAGE))
+def test_per_page_statements_seek_unique_keys_and_never_replan(graph: Graph, name: str) -> None:
+    text, seeks = _PER_PAGE[name]
+    plan = graph.driver.execute_query("EXPLAIN " + text, database_=graph.database).summary.plan
+    ops = operators(plan)
+    assert "CYPHER replan=skip" in text
+    assert sum(op.startswith("NodeUniqueIndexSeek") for op in ops) == seeks, ops
+    assert not any("Scan" in op for op in ops), ops
 
 
 def _find(node: dict[str, Any], prefix: str) -> dict[str, Any]:

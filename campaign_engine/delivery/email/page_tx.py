@@ -28,7 +28,9 @@ from campaign_engine.graph.policy import policy_params, policy_query
 
 __all__ = ["Claimed", "ClaimedPage", "PageTransactions", "counters"]
 
+# replan=skip: three unique-key seeks, run by every claim (as dispatch_cursor's per-page statements).
 _GUARD = """
+CYPHER replan=skip
 OPTIONAL MATCH (d:Dispatch {id: $dispatchId})
 OPTIONAL MATCH (c:Campaign {id: $campaignId})
 OPTIONAL MATCH (x:EmailCooldown {provider: $provider})
