@@ -16,6 +16,7 @@ import pytest
 
 from campaign_engine.campaigns.dispatch_reads import list_dispatches
 from campaign_engine.config import Settings
+from campaign_engine.delivery.email.page_walk import EmailWorker
 from campaign_engine.delivery.frequency_cap import email_page_query
 from campaign_engine.delivery.readiness import readiness_params
 from campaign_engine.delivery.wiring import Queues, build_email_worker, build_worker
@@ -207,6 +208,17 @@ def _run(settings: Settings, graph: Graph, queues: Queues) -> None:
         worker.close()
 
 
+def _walking_worker(settings: Settings, graph: Graph, queues: Queues, members: list[str]) -> EmailWorker:
+    """A dispatch of campaign c1 to ``members`` and an email worker that walks on in pages of 10."""
+    make_email_campaign(graph)
+    add_email_members(graph, "c1", members)
+    start_dispatch(graph, queues.dispatch, max_recipients=1000)
+    settings = settings.model_copy(update={"campaign_email_page_size": 10, "campaign_email_run_seconds": 30})
+    worker = build_email_worker(settings, graph, queues, clock=StepClock())
+    assert worker is not None
+    return worker
+
+
 def _first_job(queues: Queues) -> PageJob:
     [message] = queues.dispatch.receive(max_messages=10)
     job = parse_job(message.body)
@@ -218,12 +230,7 @@ def test_one_job_walks_pages_back_to_back_and_emails_each_member_once(
     settings: Settings, graph: Graph, queues: Queues, postmark: PostmarkStandin
 ) -> None:
     members = [f"p{i:03d}" for i in range(95)]
-    make_email_campaign(graph)
-    add_email_members(graph, "c1", members)
-    start_dispatch(graph, queues.dispatch, max_recipients=1000)
-    settings = settings.model_copy(update={"campaign_email_page_size": 10, "campaign_email_run_seconds": 30})
-    worker = build_email_worker(settings, graph, queues, clock=StepClock())
-    assert worker is not None
+    worker = _walking_worker(settings, graph, queues, members)
     try:
         outcome = worker.handle_page(_first_job(queues))
     finally:
@@ -244,12 +251,7 @@ def test_a_page_is_recorded_while_the_walk_claims_the_page_after_next(
     The test holds the Dispatch's write lock, so page 1's CAS waits: page 3 is claimed meanwhile only if
     both hold (an inline record would block the walk; the strict cursor gate would skip the claim)."""
     members = [f"p{i:03d}" for i in range(35)]
-    make_email_campaign(graph)
-    add_email_members(graph, "c1", members)
-    start_dispatch(graph, queues.dispatch, max_recipients=1000)
-    settings = settings.model_copy(update={"campaign_email_page_size": 10, "campaign_email_run_seconds": 30})
-    worker = build_email_worker(settings, graph, queues, clock=StepClock())
-    assert worker is not None
+    worker = _walking_worker(settings, graph, queues, members)
     job = _first_job(queues)
     with graph.driver.session() as session, ThreadPoolExecutor(max_workers=1) as walker:
         holder = session.begin_transaction()
