@@ -16,9 +16,9 @@
 // notify_record). One record per page: members read, the last one, and [profileId, address,
 // unsubscribeId] of each claim.
 // The EMAIL_CAP placeholder is cypher/email_cap.cypher when CAMPAIGN_FREQUENCY_CAPS caps email for
-// some tenant (delivery/frequency_cap.py:email_page_query), else nothing: its three subqueries cost ~8% of the
-// statement even when $caps is null. The cap's verdict ('capped') stays here; with no cap it is never
-// reached, so firstCapped is false and nothing is marked.
+// some tenant (delivery/frequency_cap.py:email_page_query), else nothing: its three subqueries cost
+// ~8% of the statement even when $caps is null. The cap's verdict ('capped') stays here; with no cap
+// it is never reached, so firstCapped is false and nothing is marked.
 // Readiness ($readyAt, $fallbackReadyAt, $staleBefore; cypher/dispatch_page.cypher, delivery/readiness.py):
 // a member not yet ready is read but not claimed, counted deferred with the earliest such instant; one
 // ready before $staleBefore is missed, never claimed.
