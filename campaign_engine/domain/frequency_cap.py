@@ -23,7 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from campaign_engine.domain.types import format_ts
 
-__all__ = ["DEFAULT_TENANT", "CapChannel", "ChannelCap", "FrequencyCaps", "cap_params"]
+__all__ = ["DEFAULT_TENANT", "CapChannel", "ChannelCap", "FrequencyCaps", "cap_params", "caps_channel"]
 
 CapChannel = Literal["notify", "email"]
 DEFAULT_TENANT = "*"
@@ -42,15 +42,20 @@ FrequencyCaps = dict[str, dict[CapChannel, ChannelCap]]
 """tenant (or ``"*"``) -> channel -> cap."""
 
 
+def caps_channel(caps: Mapping[str, Mapping[CapChannel, ChannelCap]], channel: CapChannel) -> bool:
+    """Whether any tenant caps ``channel``: its statements carry the cap's steps only then."""
+    return any(channel in by_channel for by_channel in caps.values())
+
+
 def cap_params(
     caps: Mapping[str, Mapping[CapChannel, ChannelCap]], channel: CapChannel, *, now: datetime
 ) -> dict[str, Any]:
     """The parameters of a capped statement for ``channel`` at ``now``: ``caps`` (tenant -> ``{max,
     since}``, None when nobody caps the channel, so the statement skips every cap step), ``capKeepSince``
     and ``capKeep`` (how the log is pruned on write)."""
-    per_tenant = {tenant: by_channel[channel] for tenant, by_channel in caps.items() if channel in by_channel}
-    if not per_tenant:
+    if not caps_channel(caps, channel):
         return {"caps": None, "capKeepSince": None, "capKeep": 0}
+    per_tenant = {tenant: by_channel[channel] for tenant, by_channel in caps.items() if channel in by_channel}
     since = {t: format_ts(now - timedelta(seconds=c.window_seconds)) for t, c in per_tenant.items()}
     longest = max(c.window_seconds for c in per_tenant.values())
     return {

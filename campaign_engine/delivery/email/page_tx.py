@@ -20,7 +20,7 @@ from campaign_engine.delivery.email.provider import SendResult
 from campaign_engine.delivery.frequency_cap import count_capped, email_page_query
 from campaign_engine.delivery.readiness import PageTally, PassStep, advance_pass, readiness_params, tally_page
 from campaign_engine.domain.dispatch import PageJob
-from campaign_engine.domain.frequency_cap import CapChannel, ChannelCap, cap_params
+from campaign_engine.domain.frequency_cap import CapChannel, ChannelCap, cap_params, caps_channel
 from campaign_engine.domain.types import format_ts
 from campaign_engine.graph.cypher import query
 from campaign_engine.graph.graph import Tx
@@ -86,7 +86,7 @@ class PageTransactions:
         self._adult_age = adult_age
         self._max_deferrals = max_deferrals
         self._caps = dict(frequency_caps)  # CAMPAIGN_FREQUENCY_CAPS, applied inside the claim
-        self._page_query = email_page_query(any("email" in by_channel for by_channel in self._caps.values()))
+        self._page_query = email_page_query(caps_channel(self._caps, "email"))
         self._record_query = policy_query("email_record")
 
     def claim(

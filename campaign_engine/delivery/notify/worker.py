@@ -46,7 +46,7 @@ from campaign_engine.delivery.notify.sender import (
 from campaign_engine.delivery.queue.port import Received, ReceivedMessage
 from campaign_engine.domain.acknowledgement import classify_acknowledgement
 from campaign_engine.domain.dispatch import DeliveryJob
-from campaign_engine.domain.frequency_cap import CapChannel, ChannelCap, cap_params
+from campaign_engine.domain.frequency_cap import CapChannel, ChannelCap, cap_params, caps_channel
 from campaign_engine.domain.notification import AnnouncementMetadata, AnnouncementPayload, payload_json
 from campaign_engine.domain.types import Clock, format_ts
 from campaign_engine.graph.cypher import query
@@ -137,7 +137,7 @@ class NotificationWorker:
         # CPU. (Without this lock bench.dispatch was no faster, within its noise.)
         self._write_turn = threading.Lock()
         self._caps = dict(frequency_caps or {})
-        self._capped = any("notify" in by_channel for by_channel in self._caps.values())
+        self._capped = caps_channel(self._caps, "notify")
         self._recheck = notify_recheck_query(self._capped)
 
     def close(self) -> None:
