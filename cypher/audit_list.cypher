@@ -3,8 +3,10 @@
 // audit_entry_actor, or audit_entry_order for none) and {{ORDER}} that index's properties, so every bound
 // is one range on orderKey and the answer is read in index order, never sorted. $since bounds it below
 // (inclusive: "<since>" sorts before "<since>|<id>"), $until above (exclusive: "<until>|<id>" sorts after
-// "<until>"), and $after is the orderKey of the last entry of the previous page.
+// "<until>"), and $after is the orderKey of the last entry of the previous page. {{INDEX}} hints that
+// index's properties: the planner alone once took audit_entry_order for a campaign and sorted.
 MATCH (a:AuditEntry)
+USING INDEX a:AuditEntry{{INDEX}}
 WHERE {{KEY}}
   AND a.orderKey >= $since AND a.orderKey < $until AND a.orderKey < $after
   AND ($actor IS NULL OR a.actor = $actor)
