@@ -157,7 +157,11 @@ def _issue(path: str) -> dict[str, Any]:
 # actor, or time alone) and reads in index order, newest first. The index is hinted: left to itself the
 # planner may pick audit_entry_order for a campaign's entries when the counts favour it, and then sort.
 _LIST_BY = {
-    "campaign": ("(campaignId, orderKey)", "a.campaignId = $campaignId", "a.campaignId DESC, a.orderKey DESC"),
+    "campaign": (
+        "(campaignId, orderKey)",
+        "a.campaignId = $campaignId",
+        "a.campaignId DESC, a.orderKey DESC",
+    ),
     "actor": ("(actor, orderKey)", "a.actor = $actor", "a.actor DESC, a.orderKey DESC"),
     "all": ("(orderKey)", "a.orderKey IS NOT NULL", "a.orderKey DESC"),
 }
@@ -166,9 +170,7 @@ _LIST_BY = {
 def list_statement(lead: Literal["campaign", "actor", "all"]) -> str:
     """The ``audit.list`` query led by one filter's index."""
     index, key, order = _LIST_BY[lead]
-    return (
-        query("audit_list").replace("{{INDEX}}", index).replace("{{KEY}}", key).replace("{{ORDER}}", order)
-    )
+    return query("audit_list").replace("{{INDEX}}", index).replace("{{KEY}}", key).replace("{{ORDER}}", order)
 
 
 # Bounds that every orderKey lies between: digits sort after "" and before "~".
