@@ -109,7 +109,7 @@ def compose_email(
         subject=template.subject,
         html=template.html.replace(_LINK_SLOT, str(escape(link))),
         text=template.text.replace(_LINK_SLOT, link),
-        headers=list_unsubscribe_headers(domain_name, token),
+        headers=list_unsubscribe_headers(link),
         tag=tag,
         metadata=dict(metadata or {"campaignId": content.campaign_id}),
     )
