@@ -13,8 +13,11 @@
 // The primary addresses are read once per member (`emails`), and the contact predicates of
 // graph/policy.py read that binding.
 // CAMPAIGN_STATE is created, not MERGEd: MERGE's locking variant also locks the campaign node (see
-// notify_record). One record per page: members read, the last one, and [profileId, address,
-// unsubscribeId] of each claim.
+// notify_record). The claim's subquery gives every row exactly one stateId (one branch of its union
+// holds for each): the elementId of the CAMPAIGN_STATE the claim wrote, where email_record.cypher
+// finds it again, or null when it claimed nothing. (An OPTIONAL CALL returning the created
+// relationship was tried: on Neo4j 5.26 `s` then read as id -1 after it.) One record per page:
+// members read, the last one, and [profileId, address, unsubscribeId, stateId] of each claim.
 // The EMAIL_CAP placeholder is cypher/email_cap.cypher when CAMPAIGN_FREQUENCY_CAPS caps email for
 // some tenant (delivery/frequency_cap.py:email_page_query), else nothing: its three subqueries cost
 // ~8% of the statement even when $caps is null. The cap's verdict ('capped') stays here; with no cap
@@ -57,18 +60,24 @@ CALL (p, c, s, blocked) {
   CREATE (p)-[st:CAMPAIGN_STATE]->(c)
   SET st.emailClaimedAt = $now, st.emailClaimId = $claimId, st.emailDispatchId = $dispatchId,
       st.emailOutcome = 'claimed'
-}
-CALL (s, blocked) {
+  RETURN elementId(st) AS stateId
+  UNION ALL
   WITH s, blocked
   WHERE blocked IS NULL AND s IS NOT NULL
   SET s.emailClaimedAt = $now, s.emailClaimId = $claimId, s.emailDispatchId = $dispatchId,
       s.emailOutcome = 'claimed', s.emailOutcomeReason = null
+  RETURN elementId(s) AS stateId
+  UNION ALL
+  WITH blocked
+  WHERE blocked IS NOT NULL
+  RETURN null AS stateId
 }
 {{EMAIL_CAP}}
 WITH m.profileId AS profileId, blocked, emails[0] AS address, p.campaignUnsubscribeId AS unsubscribeId,
-     firstCapped, CASE WHEN blocked = 'deferred' THEN coalesce($readyAt[p.timeZone], $fallbackReadyAt) END AS readyAt
+     stateId, firstCapped,
+     CASE WHEN blocked = 'deferred' THEN coalesce($readyAt[p.timeZone], $fallbackReadyAt) END AS readyAt
 RETURN count(*) AS read, max(profileId) AS last,
-       collect(CASE WHEN blocked IS NULL THEN [profileId, address, unsubscribeId] END) AS claimed,
+       collect(CASE WHEN blocked IS NULL THEN [profileId, address, unsubscribeId, stateId] END) AS claimed,
        count(CASE WHEN firstCapped THEN 1 END) AS capped,
        count(CASE WHEN blocked = 'deferred' THEN 1 END) AS deferred,
        count(CASE WHEN blocked = 'missed' THEN 1 END) AS missed, min(readyAt) AS readyAt

@@ -23,7 +23,7 @@ from campaign_engine.delivery.wiring import Queues, build_email_worker, build_wo
 from campaign_engine.domain.dispatch import PageJob, parse_job
 from campaign_engine.domain.frequency_cap import cap_params
 from campaign_engine.graph.graph import Graph
-from campaign_engine.graph.policy import policy_params
+from campaign_engine.graph.policy import policy_params, policy_query
 from campaign_engine.unsubscribe.tokens import UnsubscribeTokens
 from tests.support.delivery import NOW, StepClock, drain, local_queues, start_dispatch
 from tests.support.email import (
@@ -112,6 +112,40 @@ def test_email_page_is_an_ordered_membership_seek_and_never_reads_all_profiles(
     assert not any(op.startswith(("Sort", "PartialSort", "Top")) for op in below), below
     every = operators(plan)
     assert not any(op.startswith(_PROFILE_READS) for op in every), every
+
+
+def test_the_outcome_record_finds_each_claim_by_its_id_whatever_the_recipients_history(graph: Graph) -> None:
+    """A recipient of many campaigns: the record seeks the claim's CAMPAIGN_STATE by the elementId the
+    claim returned, and reaches the profile (its lock) through it, with no Profile seek and no walk
+    of the profile's relationships."""
+    created_at = make_email_campaign(graph)
+    add_email_members(graph, "c1", ["p1"])
+    graph.run(  # 80 campaigns before this one, each with state on p1: a dense profile
+        "MATCH (p:Profile {profileId: 'p1'}) UNWIND range(1, 80) AS i "
+        "CREATE (p)-[:CAMPAIGN_STATE {emailedAt: 't'}]->(:Campaign {id: 'old' + i})"
+    )
+    [row] = graph.run(email_page_query(False), **_page_params("c1", created_at, limit=10))
+    [[profile_id, _, _, state_id]] = row["claimed"]
+    params = {
+        "rows": [{"profileId": profile_id, "stateId": state_id, "outcome": "accepted", "reason": None,
+                  "messageId": "m-1"}],
+        "campaignId": "c1",
+        "campaignCreatedAt": created_at,
+        "claimId": "claim-1",
+        "now": "2026-03-01T12:00:01.000000Z",
+    }  # fmt: skip
+    with graph.driver.session(database=graph.database) as session:
+        summary = session.run("PROFILE " + policy_query("email_record"), params).consume()
+    assert summary.profile is not None
+    every = operators(summary.profile)
+    assert any("RelationshipByElementIdSeek" in op for op in every), every
+    assert not any(op.startswith((*_PROFILE_READS, "Expand")) for op in every), every
+    # One row's seek, lock and writes; expanding p1's 81 relationships would cost a hit each.
+    assert _db_hits(summary.profile) < 40, _db_hits(summary.profile)
+    [state] = graph.run(
+        "MATCH (:Profile {profileId: 'p1'})-[s:CAMPAIGN_STATE]->(:Campaign {id: 'c1'}) RETURN s {.*} AS s"
+    )
+    assert (state["s"]["emailOutcome"], state["s"]["emailProviderMessageId"]) == ("accepted", "m-1")
 
 
 def test_a_small_audience_among_many_profiles_reads_only_its_members(

@@ -50,6 +50,8 @@ class Claimed:
     profile_id: str
     address: str
     unsubscribe_id: str
+    state_id: str
+    """The elementId of the CAMPAIGN_STATE this claim wrote: where the outcome record finds it again."""
 
 
 @dataclass(frozen=True)
@@ -150,10 +152,12 @@ class PageTransactions:
 
     def record(self, tx: Tx, page: ClaimedPage, results: Sequence[SendResult], *, now: str) -> int:
         """Outcomes against this attempt's claim; how many of them the sweeper had counted uncertain."""
+        states = {c.profile_id: c.state_id for c in page.claimed}
         rows = sorted(
             (
                 {
                     "profileId": r.key,
+                    "stateId": states.get(r.key),
                     "outcome": r.outcome,
                     "reason": r.reason,
                     "messageId": r.provider_message_id,
@@ -228,14 +232,17 @@ class PageTransactions:
 
 
 def _with_unsubscribe_ids(tx: Tx, rows: Sequence[Sequence[Any]]) -> list[Claimed]:
-    """The claimed ``[profileId, address, unsubscribeId]`` rows, allocating the ids still missing (a
-    profile made before ids existed and not yet backfilled) in the claim's transaction, under its locks."""
-    missing = [str(pid) for pid, _, uid in rows if uid is None]
+    """The claimed ``[profileId, address, unsubscribeId, stateId]`` rows, allocating the ids still missing
+    (a profile made before ids existed and not yet backfilled) in the claim's transaction, under its locks."""
+    missing = [str(pid) for pid, _, uid, _ in rows if uid is None]
     allocated: dict[str, str] = {}
     if missing:
         result = tx.run(query("email_unsubscribe_ids"), profileIds=missing)
         allocated = {str(r["profileId"]): str(r["unsubscribeId"]) for r in result}
-    return [Claimed(str(pid), str(address), str(uid or allocated[str(pid)])) for pid, address, uid in rows]
+    return [
+        Claimed(str(pid), str(address), str(uid or allocated[str(pid)]), str(state))
+        for pid, address, uid, state in rows
+    ]
 
 
 def counters(results: Sequence[SendResult], *, late: int) -> dict[str, int]:
