@@ -152,20 +152,18 @@ class PageTransactions:
 
     def record(self, tx: Tx, page: ClaimedPage, results: Sequence[SendResult], *, now: str) -> int:
         """Outcomes against this attempt's claim; how many of them the sweeper had counted uncertain."""
+        # Sorted by profileId: the statement takes each row's profile lock in this order, as the claim did.
+        # Every result is of a claimed message (send_each), so each has the state its claim wrote.
         states = {c.profile_id: c.state_id for c in page.claimed}
-        rows = sorted(
-            (
-                {
-                    "profileId": r.key,
-                    "stateId": states.get(r.key),
-                    "outcome": r.outcome,
-                    "reason": r.reason,
-                    "messageId": r.provider_message_id,
-                }
-                for r in results
-            ),
-            key=lambda row: str(row["profileId"]),
-        )
+        rows = [
+            {
+                "stateId": states[r.key],
+                "outcome": r.outcome,
+                "reason": r.reason,
+                "messageId": r.provider_message_id,
+            }
+            for r in sorted(results, key=lambda r: r.key)
+        ]
         record = tx.run(
             self._record_query,
             rows=rows,
