@@ -31,7 +31,7 @@ import random
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any, Concatenate, ParamSpec, TypeVar
+from typing import Any, Concatenate, Generic, ParamSpec, TypeVar, cast
 
 import neo4j
 from neo4j import exceptions as neo4j_errors
@@ -39,7 +39,7 @@ from neo4j import exceptions as neo4j_errors
 from campaign_engine.config import Settings
 from campaign_engine.domain.errors import ServiceUnavailable
 
-__all__ = ["API_UNAVAILABLE_WAIT_SECONDS", "Graph", "Statements", "Tx", "open_graph"]
+__all__ = ["API_UNAVAILABLE_WAIT_SECONDS", "Graph", "PendingWrite", "Statements", "Tx", "open_graph"]
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -90,6 +90,33 @@ def _unavailable_as_service_error() -> Iterator[None]:
         raise mapped from exc
 
 
+class PendingWrite(Generic[R]):
+    """A write transaction whose function has run and whose commit is still to come (``write_pending``).
+
+    ``commit`` or ``rollback`` ends it, once, on any one thread: the caller may hand it to another
+    thread and start its next transaction meanwhile. Until then it holds its locks and its connection."""
+
+    def __init__(self, session: neo4j.Session, tx: neo4j.Transaction, result: R) -> None:
+        self._session = session
+        self._tx = tx
+        self.result = result
+
+    def commit(self) -> None:
+        """Raises if the commit failed (nothing was written) or was cut off (``ServiceUnavailable``: it
+        may have been written); never re-runs the function."""
+        try:
+            with _unavailable_as_service_error():
+                self._tx.commit()
+        finally:
+            self._session.close()
+
+    def rollback(self) -> None:
+        try:
+            self._tx.close()  # rolls back an open transaction
+        finally:
+            self._session.close()
+
+
 class Graph:
     def __init__(self, driver: neo4j.Driver, *, database: str, unavailable_wait: float = 0.0) -> None:
         self.driver = driver
@@ -120,6 +147,29 @@ class Graph:
                 return session.execute_write(fn, *args, **kwargs)
 
         return attempt
+
+    def write_pending(
+        self, fn: Callable[Concatenate[Tx, P], R], *args: P.args, **kwargs: P.kwargs
+    ) -> PendingWrite[R]:
+        """``write`` up to its commit: the function is run (and re-run on transient errors) in a
+        transaction left open, which the caller commits or rolls back (``PendingWrite``). For a pipeline
+        that starts its next transaction while this one commits."""
+
+        def attempt() -> PendingWrite[R]:
+            session = self.driver.session(database=self.database)
+            try:
+                tx = session.begin_transaction()
+                try:
+                    # The function sees only ``run``, which both transaction kinds share.
+                    return PendingWrite(session, tx, fn(cast(Tx, tx), *args, **kwargs))
+                except BaseException:
+                    tx.close()
+                    raise
+            except BaseException:
+                session.close()
+                raise
+
+        return self._retrying(attempt)
 
     @contextmanager
     def autocommit_reads(self) -> Iterator[neo4j.Session]:

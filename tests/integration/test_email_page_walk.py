@@ -16,13 +16,14 @@ import pytest
 
 from campaign_engine.campaigns.dispatch_reads import list_dispatches
 from campaign_engine.config import Settings
+from campaign_engine.delivery.email.page_tx import ClaimedPage
 from campaign_engine.delivery.email.page_walk import EmailWorker
 from campaign_engine.delivery.frequency_cap import email_page_query
 from campaign_engine.delivery.readiness import readiness_params
 from campaign_engine.delivery.wiring import Queues, build_email_worker, build_worker
 from campaign_engine.domain.dispatch import PageJob, parse_job
 from campaign_engine.domain.frequency_cap import cap_params
-from campaign_engine.graph.graph import Graph
+from campaign_engine.graph.graph import Graph, PendingWrite, Tx
 from campaign_engine.graph.policy import policy_params, policy_query
 from campaign_engine.unsubscribe.tokens import UnsubscribeTokens
 from tests.support.delivery import NOW, StepClock, drain, local_queues, start_dispatch
@@ -336,3 +337,93 @@ def test_a_throttle_inside_a_run_releases_the_page_claimed_ahead_and_still_email
         worker.close()
     assert accepted_to(postmark) == sorted(address_of(p) for p in members)  # each exactly once
     assert postmark.batch_calls == 2 + 1 + 3
+
+
+@pytest.fixture
+def forty_five(settings: Settings, graph: Graph, queues: Queues) -> tuple[list[str], EmailWorker]:
+    """45 members and a worker that walks them in pages of 10 (the fifth page is short)."""
+    members = [f"p{i:03d}" for i in range(45)]
+    return members, _walking_worker(settings, graph, queues, members)
+
+
+def test_a_claim_commits_while_the_walk_claims_the_page_after_it(
+    forty_five: tuple[list[str], EmailWorker],
+    queues: Queues,
+    postmark: PostmarkStandin,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A page claimed ahead commits on the committer thread while the walk claims the next page: the
+    commit (~40% of a claim) is off the walk's serial chain. Each commit is held 0.5 s here, so page 3
+    is claimed inside page 2's commit only if the walk does not wait for it, and only if the open
+    claim's locks (its profiles, the campaign it links them to) do not stop the next one."""
+    members, worker = forty_five
+    events: list[tuple[str, str | None]] = []
+    commit = PendingWrite.commit
+
+    def held_commit(self: PendingWrite[ClaimedPage]) -> None:
+        events.append(("commit started", self.result.last))
+        time.sleep(0.5)
+        commit(self)
+        events.append(("commit ended", self.result.last))
+
+    claim = worker._tx.claim
+
+    def noted_claim(tx: Tx, job: PageJob, **kwargs: Any) -> ClaimedPage:
+        page = claim(tx, job, **kwargs)
+        events.append(("claimed", page.last))
+        return page
+
+    monkeypatch.setattr(PendingWrite, "commit", held_commit)
+    monkeypatch.setattr(worker._tx, "claim", noted_claim)
+    try:
+        outcome = worker.handle_page(_first_job(queues))
+    finally:
+        worker.close()
+    assert (outcome.outcome, outcome.pages, outcome.emailed) == ("completed", 5, 45)
+    for page_end, next_end in (("p019", "p029"), ("p029", "p039")):
+        started = events.index(("commit started", page_end))
+        assert events.index(("claimed", next_end)) < events.index(("commit ended", page_end)), events
+        assert started < events.index(("claimed", next_end)), events
+    assert accepted_to(postmark) == sorted(address_of(p) for p in members)  # each exactly once
+
+
+def test_a_claim_that_does_not_commit_is_never_sent_and_the_page_claimed_after_it_is_rolled_back(
+    forty_five: tuple[list[str], EmailWorker],
+    graph: Graph,
+    queues: Queues,
+    postmark: PostmarkStandin,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Page 3's claim transaction is terminated by the server before its commit, as a kill or a
+    timeout would: its commit fails while the walk has already claimed page 4. Page 3 must not be sent
+    (it holds no durable claim), page 4 must be rolled back (committed, its recipients would be
+    claimed but never sent, and skipped for ever), and the successor job takes both, once."""
+    members, worker = forty_five
+    claim = worker._tx.claim
+
+    def claim_terminated_on_page_3(tx: Tx, job: PageJob, **kwargs: Any) -> ClaimedPage:
+        page = claim(tx, job, **kwargs)
+        if kwargs["after"] == "p019":
+            [mine] = tx.run(
+                "SHOW TRANSACTIONS YIELD transactionId, currentQuery "
+                "WHERE currentQuery STARTS WITH 'SHOW TRANSACTIONS' RETURN transactionId"
+            ).value()
+            with graph.driver.session() as session:
+                session.run("TERMINATE TRANSACTION $id", id=mine).consume()
+        return page
+
+    monkeypatch.setattr(worker._tx, "claim", claim_terminated_on_page_3)
+    try:
+        outcome = worker.handle_page(_first_job(queues))
+        assert (outcome.outcome, outcome.emailed) == ("next", 20)
+        assert claimed(graph, "c1") == members[:20] == emailed(graph, "c1")  # pages 3 and 4: no claim
+        assert accepted_to(postmark) == sorted(address_of(p) for p in members[:20])
+        [record] = list_dispatches(graph, "c1")
+        assert (record.cursor, record.status) == ("p019", "sending")
+        monkeypatch.setattr(worker._tx, "claim", claim)
+        assert worker.handle_page(_first_job(queues)).outcome == "completed"  # the successor job
+    finally:
+        worker.close()
+    assert accepted_to(postmark) == sorted(address_of(p) for p in members)  # each exactly once
+    [record] = list_dispatches(graph, "c1")
+    assert (record.status, record.emailed, record.cursor) == ("completed", 45, "p044")

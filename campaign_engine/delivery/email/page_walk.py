@@ -25,9 +25,12 @@ is not failure"):
 With no wave delay a job walks on for up to ``run_seconds``: page n+1 is claimed while page n is with
 the provider, and page n's record + CAS runs on its own thread and connection while page n+1 is sent
 and page n+2 is claimed (the two transactions touch disjoint profiles; the claim accepts page n's
-cursor as this walk's own until that CAS commits). Page n+1 is sent only once page n's answer showed
-no back-pressure; if page n was throttled, its outcome is recorded inline and page n+1's claims are
-released (the cursor stays before them) without a send.
+cursor as this walk's own until that CAS commits). A page claimed ahead commits on a third thread
+while the walk goes on, so page n+2's claim overlaps page n+1's commit; it is sent only once that
+commit succeeded, and the claims of one walk commit in order: a claim after one that failed to commit
+is rolled back, and the walk ends at the page that failed (a successor claims it again). Page n+1 is
+sent only once page n's answer showed no back-pressure; if page n was throttled, its outcome is
+recorded inline and page n+1's claims are released (the cursor stays before them) without a send.
 """
 
 from __future__ import annotations
@@ -39,7 +42,7 @@ import time
 import uuid
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, replace
 from datetime import timedelta
 from typing import Any, Literal
@@ -55,7 +58,7 @@ from campaign_engine.domain.campaign import campaign_from_node
 from campaign_engine.domain.dispatch import PageJob, job_json
 from campaign_engine.domain.frequency_cap import CapChannel, ChannelCap
 from campaign_engine.domain.types import Clock, format_ts, parse_ts
-from campaign_engine.graph.graph import Graph
+from campaign_engine.graph.graph import Graph, PendingWrite
 from campaign_engine.observability import metrics
 from campaign_engine.unsubscribe.tokens import UnsubscribeTokens
 
@@ -171,10 +174,13 @@ class EmailWorker:
         self._sender = ThreadPoolExecutor(max_workers=1, thread_name_prefix="email-send")
         # A page's record + CAS runs here while the walk claims the page after next (the second core).
         self._settler = ThreadPoolExecutor(max_workers=1, thread_name_prefix="email-settle")
+        # A claim claimed ahead commits here, in claim order, while the walk claims the page after it.
+        self._committer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="email-commit")
 
     def close(self) -> None:
         self._sender.shutdown(wait=True)
         self._settler.shutdown(wait=True)
+        self._committer.shutdown(wait=True)
         self._provider.close()
 
     def handle_page(self, job: PageJob) -> EmailPageOutcome:
@@ -228,24 +234,31 @@ class EmailWorker:
         # thread claims the next page: the two transactions touch disjoint profiles.
         settling: Future[Outcome] | None = None
         settling_from: str | None = None
+        committed: Future[None] | None = None  # the commit of the last page claimed ahead
+        before: Outcome | None = None  # the verdict of the record + CAS of the page before ``page``
         while True:
             ahead: ClaimedPage | None = None
             if walk_on and page.read >= self._page_size and time.monotonic() < deadline:
                 started = time.perf_counter()
-                try:  # overlaps this page's send and the previous page's record
-                    ahead = self._claim_page(page.job, after=page.last, settling_from=settling_from)
+                try:  # overlaps this page's send, the previous page's record and this page's commit
+                    ahead, committed = self._claim_ahead(
+                        page.job, after=page.last, settling_from=settling_from, after_commit=committed
+                    )
                 except Exception:  # rolled back, nothing claimed: record this page, the successor retries
                     log.warning("email.claim_ahead_failed dispatch_id=%s", job.dispatch_id, exc_info=True)
                 totals.claim_s += time.perf_counter() - started
             started = time.perf_counter()
-            results = sending.result()
+            sent = sending.result()
             totals.wait_s += time.perf_counter() - started
             if settling is not None:
                 started = time.perf_counter()
-                previous, settling, settling_from = settling.result(), None, None
+                before, settling, settling_from = settling.result(), None, None
                 totals.settle_s += time.perf_counter() - started
-                if previous != "next":
+                if before != "next":
                     walk_on = False  # lost the cursor: finish the pages in hand, leave the walk to its holder
+            if sent is None:  # this page's claim did not commit: nothing of it was sent
+                return self._uncommitted(page, before, committed, totals)
+            results = sent
             throttled = any(r.outcome == "throttled" for r in results)
             next_job = page.job.model_copy(update={"cursor": page.last})
             if ahead is not None and (ahead.skip or ahead.stop or ahead.cooldown_until):
@@ -253,7 +266,7 @@ class EmailWorker:
             if ahead is not None:
                 ahead = replace(ahead, job=next_job)  # its CAS expects this page's end
                 if not throttled:
-                    sending = self._submit(ahead, content)  # overlaps this page's record and CAS
+                    sending = self._submit(ahead, content, committed)  # overlaps this page's record and CAS
             totals.add(results)
             if ahead is not None and not throttled:
                 settling_from = page.job.cursor or ""
@@ -264,18 +277,32 @@ class EmailWorker:
             verdict = self._settle(page, results)
             totals.settle_s += time.perf_counter() - started
             if ahead is None:
+                if committed is not None:
+                    wait((committed,))  # a claim ahead that found nothing to do: its commit ends it
                 if verdict == "next":
                     self._enqueue(next_job, delay=page_delay(self._delay, sent=len(page.claimed)))
                 return totals.outcome(verdict, retry_in_seconds=self._retry_in(results))
             if verdict in ("throttled", "failed"):
                 # Claimed but never sent into back-pressure; the cursor stays before these claims.
-                self._release(ahead)
+                self._release(ahead, committed)
                 return totals.outcome(verdict, retry_in_seconds=self._retry_in(results))
             # Throttled, yet another chain took the cursor and may walk past these claims: they are
             # ours alone, so they are sent rather than released, and nobody is skipped.
-            sending = self._submit(ahead, content)
+            sending = self._submit(ahead, content, committed)
             walk_on = False  # finish the page in hand, then leave the walk to its holder
-            page = ahead
+            page, before = ahead, verdict
+
+    def _uncommitted(
+        self, page: ClaimedPage, before: Outcome | None, committed: Future[None] | None, totals: _Totals
+    ) -> EmailPageOutcome:
+        """``page``'s claim did not commit (or is not known to have), so nothing of it was sent, and the
+        page claimed after it was rolled back (``_commit_after``). The record + CAS of the page before
+        it moved the cursor to its start (``before``: "next"): a successor claims it again."""
+        if committed is not None:
+            wait((committed,))  # the rollback of the page claimed after it
+        if before == "next":
+            self._enqueue(page.job, delay=0)
+        return totals.outcome(before or "lost_race")
 
     def _retry_in(self, results: Sequence[SendResult]) -> int | None:
         """The longest Retry-After among throttled results (issue 13), else the back-off."""
@@ -285,11 +312,24 @@ class EmailWorker:
         hints = [r.retry_after_seconds for r in throttled if r.retry_after_seconds is not None]
         return math.ceil(max(hints)) if hints else self._backoff
 
-    def _submit(self, page: ClaimedPage, content: EmailContent) -> Future[list[SendResult]]:
+    def _submit(
+        self, page: ClaimedPage, content: EmailContent, committed: Future[None] | None = None
+    ) -> Future[list[SendResult] | None]:
+        """Compose and send ``page`` on the sender thread, once its claim ``committed`` (None: it has);
+        the future's None means that commit failed and nothing was sent."""
         job = page.job
         # In this page's log context: the provider's lines name the campaign and dispatch too.
         run = contextvars.copy_context().run
-        return self._sender.submit(run, self._compose_and_send, page.claimed, content, job)
+        return self._sender.submit(run, self._send_once_claimed, page.claimed, content, job, committed)
+
+    def _send_once_claimed(
+        self, claimed: Sequence[Claimed], content: EmailContent, job: PageJob, committed: Future[None] | None
+    ) -> list[SendResult] | None:
+        failure = None if committed is None else committed.exception()
+        if failure is not None:
+            log.warning("email.claim_commit_failed dispatch_id=%s", job.dispatch_id, exc_info=failure)
+            return None  # not claimed (or not known to be): never sent
+        return self._compose_and_send(claimed, content, job)
 
     def _compose_and_send(
         self, claimed: Sequence[Claimed], content: EmailContent, job: PageJob
@@ -409,8 +449,11 @@ class EmailWorker:
         log.info("email.page_deferred dispatch_id=%s wait=%d", job.dispatch_id, wait)
         return EmailPageOutcome("throttled", retry_in_seconds=wait, reason="provider_cooldown")
 
-    def _release(self, page: ClaimedPage) -> None:
-        """Give back claims that were never sent (the page before them was throttled)."""
+    def _release(self, page: ClaimedPage, committed: Future[None] | None) -> None:
+        """Give back claims that were never sent (the page before them was throttled), once they are
+        committed: a claim that never committed has nothing to give back."""
+        if committed is not None and committed.exception() is not None:
+            return
         rows = [SendResult(c.profile_id, "throttled", reason="not_sent") for c in page.claimed]
         if rows:
             self._graph.write(self._tx.record, page, rows, now=format_ts(self._clock()))
@@ -435,6 +478,26 @@ class EmailWorker:
             self._tx.claim, job, after=after, claim_id=claim_id, now=now, settling_from=settling_from
         )
 
+    def _claim_ahead(
+        self,
+        job: PageJob,
+        *,
+        after: str | None,
+        settling_from: str | None,
+        after_commit: Future[None] | None,
+    ) -> tuple[ClaimedPage, Future[None]]:
+        """Claim the page after ``after`` up to its commit, and commit it on the committer thread: the
+        commit (~40% of a claim) overlaps the walk's next steps, the claim of the page after included.
+        The claims of one walk are disjoint and commit in order; ``after_commit`` is the previous
+        claim's commit, and if it failed this one is rolled back, so a walk never holds claims past
+        recipients it did not claim."""
+        claim_id = uuid.uuid4().hex  # drawn outside the transaction function: a re-run keeps it
+        now = self._clock()
+        pending = self._graph.write_pending(
+            self._tx.claim, job, after=after, claim_id=claim_id, now=now, settling_from=settling_from
+        )
+        return pending.result, self._committer.submit(_commit_after, after_commit, pending)
+
     def _log(self, job: PageJob, results: Sequence[SendResult]) -> None:
         counts = _tally(results)
         log.info(
@@ -446,6 +509,19 @@ class EmailWorker:
             counts["rejected"],
             counts["uncertain"],
         )
+
+
+def _commit_after(previous: Future[None] | None, pending: PendingWrite[ClaimedPage]) -> None:
+    """Commit ``pending`` if the claim before it committed (its future ran on this same thread, so it
+    is done); else roll it back and raise."""
+    if previous is not None and previous.exception() is not None:
+        pending.rollback()
+        raise ClaimNotCommitted("the page claimed before this one did not commit")
+    pending.commit()
+
+
+class ClaimNotCommitted(Exception):
+    """A claim rolled back because the claim before it in the walk did not commit."""
 
 
 def _tally(results: Sequence[SendResult]) -> Counter[str]:
