@@ -17,17 +17,30 @@ provider's cooldown open, is rescheduled (``nextPageAt``) and counted in ``email
 ends without back-pressure resets it, and the ``CAMPAIGN_EMAIL_MAX_DEFERRALS``-th deferral in a row fails
 the Dispatch (resumable like any failure).
 
+A walk that dies between its CAS and its successor's enqueue (``kill -9``, a Lambda timeout, a queue
+that refused the send) would leave the Dispatch waiting for the sweeper's stuck window. Each cursor move
+records the queue message whose walk made it (``cursorMessageId``); when that very message comes back
+(redelivered after its visibility timeout, or retried), it finds the cursor moved by itself and enqueues
+the successor again (``resend_lost_successor``), paced by what is left of the wave delay. Only the
+message that moved the cursor last does this, so a late duplicate of an older page never forks the
+chain; a successor that did go out meanwhile races the resent one and the CAS keeps one chain.
+
 Each write locks the Dispatch (``SET d.casLock``) *before* it reads status and cursor: under
 read-committed isolation, a check made before taking the lock could pass in two transactions at once.
 """
 
 from __future__ import annotations
 
+import logging
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass
+from datetime import datetime, timedelta
 from typing import Any
 
-from campaign_engine.domain.dispatch import PageJob, send_blocked
+from campaign_engine.delivery.queue.port import MAX_DELAY_SECONDS, Queue
+from campaign_engine.domain.dispatch import PageJob, job_json, send_blocked
+from campaign_engine.domain.types import parse_ts
 from campaign_engine.graph.graph import Tx
 
 __all__ = [
@@ -39,8 +52,11 @@ __all__ = [
     "guard_reason",
     "read_guard",
     "record_failure",
+    "resend_lost_successor",
     "stop",
 ]
+
+log = logging.getLogger(__name__)
 
 # replan=skip on the statements every page runs: unique-key seeks, a plan statistics cannot improve,
 # and a send moves the statistics fast enough that Neo4j would otherwise replan (and JIT-compile) them.
@@ -71,8 +87,9 @@ SET d.casLock = coalesce(d.casLock, 0) + 1,
     d.lastError = coalesce($lastError, d.lastError)
 WITH d
 WHERE d.status = 'sending' AND coalesce(d.cursor, '') = $expected
-SET d.cursor = $cursor, d.pages = d.pages + 1, d.enqueued = d.enqueued + $enqueued,
-    d.lastProgressAt = $now, d.nextPageAt = $nextPageAt, d.pageFailures = 0, d.emailDeferrals = null,
+SET d.cursor = $cursor, d.cursorMessageId = $messageId, d.pages = d.pages + 1,
+    d.enqueued = d.enqueued + $enqueued, d.lastProgressAt = $now, d.nextPageAt = $nextPageAt,
+    d.pageFailures = 0, d.emailDeferrals = null,
     d.status = CASE WHEN $done THEN 'completed' ELSE d.status END,
     d.finishedAt = CASE WHEN $done THEN $now ELSE d.finishedAt END
 RETURN d.id AS id
@@ -93,7 +110,8 @@ SET d.casLock = coalesce(d.casLock, 0) + 1,
 WITH d
 WHERE d.status = 'sending' AND coalesce(d.cursor, '') = $expected
 WITH d, coalesce(d.emailDeferrals, 0) + 1 AS deferrals
-SET d.cursor = $cursor, d.enqueued = d.enqueued + $enqueued, d.lastProgressAt = $now,
+SET d.cursor = $cursor, d.cursorMessageId = $messageId, d.enqueued = d.enqueued + $enqueued,
+    d.lastProgressAt = $now,
     d.nextPageAt = CASE WHEN deferrals >= $maxDeferrals THEN null ELSE $nextPageAt END,
     d.pageFailures = 0, d.emailDeferrals = deferrals,
     d.status = CASE WHEN deferrals >= $maxDeferrals THEN 'failed' ELSE d.status END,
@@ -160,6 +178,29 @@ def gate(dispatch: Mapping[str, Any] | None, job: PageJob, *, now: str) -> str |
     return None
 
 
+def resend_lost_successor(
+    dispatch: Mapping[str, Any] | None, job: PageJob, pages: Queue, *, wave_delay: int, now: datetime
+) -> bool:
+    """Enqueue the successor of ``job``'s walk again if ``job`` came back in the very message that moved
+    the cursor last (module docstring): its walk may have died before enqueueing it. True when it did.
+
+    Not when the graph already holds the next step (``nextPageAt``: a wave beyond the queue's delay
+    cap, the next pass, a deferral), which the sweeper enqueues. The delay is what is left of the wave
+    delay since that move: a page that sent nobody was followed at once, so this may pace a little
+    more than the lost successor would have, never less. Raises ``QueueError`` if the send fails: the
+    message is retried, and still matches."""
+    if dispatch is None or job.message_id is None or dispatch.get("cursorMessageId") != job.message_id:
+        return False
+    if dispatch.get("status") != "sending" or dispatch.get("nextPageAt"):
+        return False
+    due = parse_ts(str(dispatch["lastProgressAt"])) + timedelta(seconds=wave_delay)
+    delay = min(MAX_DELAY_SECONDS, max(0, math.ceil((due - now).total_seconds())))
+    successor = job.model_copy(update={"cursor": dispatch.get("cursor")})
+    pages.send_batch([job_json(successor)], delay_seconds=delay)
+    log.warning("dispatch.successor_resent dispatch_id=%s delay=%d", job.dispatch_id, delay)
+    return True
+
+
 def guard_reason(
     dispatch: Mapping[str, Any], campaign: Mapping[str, Any] | None, job: PageJob, *, now: str
 ) -> str | None:
@@ -223,6 +264,7 @@ def advance(
         dispatchId=job.dispatch_id,
         expected=job.cursor or "",
         cursor=cursor,
+        messageId=job.message_id,
         enqueued=enqueued,
         done=done,
         now=now,
@@ -259,6 +301,7 @@ def defer(
         dispatchId=job.dispatch_id,
         expected=job.cursor or "",
         cursor=cursor,
+        messageId=job.message_id,
         enqueued=enqueued,
         now=now,
         nextPageAt=retry_at,

@@ -199,7 +199,7 @@ def serve_pages(
         # Every line of this page (the walk, the provider, the failure count) names its dispatch.
         with bound_contextvars(campaignId=job.campaign_id, dispatchId=job.dispatch_id, channel=job.channel):
             try:
-                outcome = handle_page(job)
+                outcome = handle_page(job.received_in(item.message.message_id))
             except Exception as exc:
                 log.exception("jobs.page_failed")
                 return failures.settle(item, type(exc).__name__)

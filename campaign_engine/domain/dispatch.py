@@ -16,7 +16,7 @@ import json
 from collections.abc import Iterable, Mapping
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, TypeAdapter
 
 __all__ = [
     "DeliveryChannel",
@@ -56,6 +56,20 @@ class PageJob(_Message):
     campaign_created_at: Annotated[str, Field(alias="campaignCreatedAt")]
     channel: DeliveryChannel = "notify"
     cursor: Annotated[str | None, Field(max_length=200)] = None
+    _message_id: str | None = PrivateAttr(default=None)
+
+    @property
+    def message_id(self) -> str | None:
+        """The queue message this job arrived in (None when not received from a queue); never on the
+        wire. Each cursor move records it, so a redelivery of that very message can tell that its walk
+        died before enqueueing the successor (``dispatch_cursor.resend_lost_successor``)."""
+        return self._message_id
+
+    def received_in(self, message_id: str) -> PageJob:
+        """This job as received in ``message_id``; copies of it (the pages of one walk) keep the id."""
+        job = self.model_copy()
+        job._message_id = message_id
+        return job
 
 
 class DeliveryJob(_Message):

@@ -19,6 +19,7 @@ from campaign_engine.config import Settings
 from campaign_engine.delivery.wiring import Queues, build_worker, run_sweep
 from campaign_engine.graph.graph import Graph
 from tests.support.blocking_postmark import BlockingPostmark
+from tests.support.concurrency import wait_for
 from tests.support.delivery import WEBHOOK_SECRET, StepClock, drain, local_queues, start_dispatch
 from tests.support.email import (
     ORIGINS,
@@ -62,18 +63,13 @@ def _drain_until_settled(settings: Settings, graph: Graph, queues: Queues, *, se
         worker.close()
 
 
-def test_worker_killed_between_claim_and_send_never_sends_twice(
-    base_settings: Settings, graph: Graph, tmp_path: Path, postmark: PostmarkStandin
-) -> None:
-    queue_path = tmp_path / "q.sqlite3"
-    queues = local_queues(queue_path, visibility=2)
-    members = [f"p{i:02d}" for i in range(20)]
-    make_email_campaign(graph)
-    add_email_members(graph, "c1", members)
-    _dispatch(graph, queues)
-
-    with BlockingPostmark() as blocking:
-        env = {
+def _worker_process(
+    base_settings: Settings, queue_path: Path, postmark_url: str, token: str, **env: str
+) -> subprocess.Popen[bytes]:
+    """``campaign-engine worker`` as its own OS process, on the test's graph and queue file."""
+    return subprocess.Popen(
+        [sys.executable, "-m", "campaign_engine.cli", "worker"],
+        env={
             **os.environ,
             "NEO4J_URI": base_settings.neo4j_uri,
             "NEO4J_USER": base_settings.neo4j_user,
@@ -82,27 +78,49 @@ def test_worker_killed_between_claim_and_send_never_sends_twice(
             "CAMPAIGN_QUEUE_VISIBILITY_SECONDS": "2",
             "NOTIFICATIONS_WEBHOOK_SECRET": WEBHOOK_SECRET,
             "CAMPAIGN_EMAIL_PROVIDER": "postmark",
-            "POSTMARK_API_KEY": "blocking-server-token",
-            "POSTMARK_API_URL": blocking.url,
+            "POSTMARK_API_KEY": token,
+            "POSTMARK_API_URL": postmark_url,
             "CAMPAIGN_UNSUBSCRIBE_SECRET": UNSUBSCRIBE_SECRET,
             "CAMPAIGN_APP_ORIGINS": ORIGINS,
             "DOMAIN_NAME": "campaigns.test",
             "EMAIL_FROM": "news@campaigns.test",
             "CAMPAIGN_DISPATCH_DELAY_SECONDS": "0",
-        }
-        process = subprocess.Popen(
-            [sys.executable, "-m", "campaign_engine.cli", "worker"],
-            env=env,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
+            **env,
+        },
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+
+
+def _dispatched(graph: Graph, tmp_path: Path, count: int) -> tuple[Path, Queues, list[str]]:
+    """An email campaign to ``count`` members, dispatched onto a queue file of 2 s visibility."""
+    queue_path = tmp_path / "q.sqlite3"
+    queues = local_queues(queue_path, visibility=2)
+    members = [f"p{i:02d}" for i in range(count)]
+    make_email_campaign(graph)
+    add_email_members(graph, "c1", members)
+    _dispatch(graph, queues)
+    return queue_path, queues, members
+
+
+def _kill(process: subprocess.Popen[bytes]) -> None:
+    process.send_signal(signal.SIGKILL)
+    process.wait(timeout=30)
+
+
+def test_worker_killed_between_claim_and_send_never_sends_twice(
+    base_settings: Settings, graph: Graph, tmp_path: Path, postmark: PostmarkStandin
+) -> None:
+    queue_path, queues, members = _dispatched(graph, tmp_path, 20)
+
+    with BlockingPostmark() as blocking:
+        process = _worker_process(base_settings, queue_path, blocking.url, "blocking-server-token")
         try:
             assert blocking.post_started.wait(60), "the worker never reached the provider"
             # The claim committed before the provider call began.
             assert claimed(graph, "c1") == members
         finally:
-            process.send_signal(signal.SIGKILL)
-            process.wait(timeout=30)
+            _kill(process)
 
     settings = email_settings(
         base_settings, postmark.url, postmark.token, campaign_queue_visibility_seconds=2
@@ -124,6 +142,42 @@ def test_worker_killed_between_claim_and_send_never_sends_twice(
     _dispatch(graph, queues)
     _drain_until_settled(settings, graph, queues, seconds=30)
     assert accepted_to(postmark) == [address_of("a-new")]
+
+
+def test_a_walk_killed_after_its_first_pages_is_taken_up_by_its_redelivered_job(
+    base_settings: Settings, graph: Graph, tmp_path: Path, postmark: PostmarkStandin
+) -> None:
+    # Not by the sweeper (none runs here, and its stuck window is minutes): the walk's own message
+    # comes back after its visibility timeout, finds the cursor moved by itself and sends the successor.
+    queue_path, _, members = _dispatched(graph, tmp_path, 60)
+    postmark.pass_next(2)
+    postmark.delay_next(8)  # page 3 is accepted, answered late: the worker dies waiting for it
+    pages = {"CAMPAIGN_EMAIL_PAGE_SIZE": "10"}
+    process = _worker_process(base_settings, queue_path, postmark.url, postmark.token, **pages)
+    try:
+        wait_for(
+            "page 3 at the provider, pages 1 and 2 recorded",
+            lambda: postmark.batch_calls >= 3 and _email_record(graph)["cursor"] == "p19",
+            timeout=60,
+        )
+    finally:
+        _kill(process)
+    claimed_at_kill = claimed(graph, "c1")
+
+    process = _worker_process(base_settings, queue_path, postmark.url, postmark.token, **pages)
+    try:
+        wait_for("the walk to complete", lambda: _email_record(graph)["status"] == "completed", timeout=30)
+    finally:
+        _kill(process)
+    sent = accepted_to(postmark)
+    assert len(sent) == len(set(sent))  # at most once
+    # Pages 1-3 went out before the kill. What was claimed and not known sent (page 3, page 4 if its
+    # claim ahead committed) is never sent again; everyone else was emailed after the restart.
+    unsent = set(claimed_at_kill) - {f"p{i:02d}" for i in range(30)}
+    assert sent == [address_of(p) for p in members if p not in unsent]
+    assert "p59" not in claimed_at_kill
+    record = _email_record(graph)
+    assert record["emailed"] == len(members) - len(unsent) - 10  # page 3's answer never reached it
 
 
 def test_provider_throttling_for_a_while_still_emails_everyone_exactly_once(

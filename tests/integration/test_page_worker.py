@@ -14,9 +14,10 @@ from campaign_engine.campaigns.dispatch_reads import get_dispatch
 from campaign_engine.config import Settings
 from campaign_engine.delivery import dispatch_cursor
 from campaign_engine.delivery.email import page_tx
+from campaign_engine.delivery.notify.page_walk import PageOutcome
 from campaign_engine.delivery.queue.port import Queue, QueueError
 from campaign_engine.delivery.sweeper import sweep
-from campaign_engine.delivery.wiring import Queues, build_page_worker
+from campaign_engine.delivery.wiring import Queues, build_page_worker, build_worker
 from campaign_engine.domain.dispatch import PageJob, parse_job
 from campaign_engine.graph.graph import Graph
 from campaign_engine.graph.policy import policy_query
@@ -79,6 +80,62 @@ def test_cursor_commits_only_after_enqueue(base_settings: Settings, graph: Graph
     assert worker.handle_page(job).outcome == "next"  # the redelivered job redoes the page
     assert get_dispatch(graph, job.dispatch_id).cursor == "p2"
     assert _delivery_profiles(queues.delivery) == ["p1", "p2"]
+
+
+def test_a_successor_refused_after_the_cas_is_sent_by_the_retry_of_the_same_message(
+    base_settings: Settings, graph: Graph, queues: Queues
+) -> None:
+    # The window a kill -9 can also land in: the cursor is committed, the successor is not enqueued.
+    make_campaign(graph, "c1")
+    add_members(graph, "c1", [f"p{i}" for i in range(5)], webhook="http://127.0.0.1:9/hook")
+    start_dispatch(graph, queues.dispatch)
+    flaky = ScriptedQueue(queues.dispatch, script=[False])  # refuses the first send: page 1's successor
+    settings = delivery_settings(base_settings, campaign_dispatch_page_size=2)
+    worker = build_worker(
+        settings,
+        graph,
+        queues=Queues(dispatch=flaky, delivery=queues.delivery),
+        clock=StepClock(),
+        sweep_every=None,
+    )
+    (message,) = flaky.receive(max_messages=10)
+    job = parse_job(message.body)
+    worker.handle(flaky, [message])  # the page is walked, the send raises: Retry, the message is kept
+    assert get_dispatch(graph, job.dispatch_id).cursor == "p1"
+
+    (again,) = flaky.receive(max_messages=10)  # the retry (no back-off in these settings)
+    assert again.message_id == message.message_id
+    worker.handle(flaky, [again])  # sends the successor again, at the cursor it moved
+    while pages := flaky.receive(max_messages=10):
+        worker.handle(flaky, pages)
+    record = get_dispatch(graph, job.dispatch_id)
+    assert (record.status, record.pages, record.enqueued) == ("completed", 3, 5)
+    assert _delivery_profiles(queues.delivery) == [f"p{i}" for i in range(5)]  # page 1 was not redone
+
+
+def test_only_the_message_that_moved_the_cursor_last_sends_its_successor_again(
+    base_settings: Settings, graph: Graph, queues: Queues
+) -> None:
+    job = _start(graph, queues, [f"p{i}" for i in range(6)])
+    worker = build_page_worker(
+        delivery_settings(base_settings, campaign_dispatch_page_size=2), graph, queues, clock=StepClock()
+    )
+    first = job.received_in("m-1")
+    assert worker.handle_page(first).outcome == "next"
+    (successor,) = _jobs(queues.dispatch)
+    # A copy of the first message before its successor ran: that successor may have been lost.
+    assert worker.handle_page(first) == PageOutcome("next", reason="successor_resent")
+    (resent,) = _jobs(queues.dispatch)
+    assert resent.cursor == successor.cursor == "p1"
+    # Both walk page 2: the CAS keeps one chain, and the loser, finding the cursor moved by another
+    # message, sends nothing: the chains collapse instead of forking again.
+    outcomes = [
+        worker.handle_page(j).outcome for j in (successor.received_in("m-2"), resent.received_in("m-3"))
+    ]
+    assert outcomes == ["next", "stale"]
+    assert worker.handle_page(first).outcome == "stale"  # no longer the last to move it
+    assert [j.cursor for j in _jobs(queues.dispatch)] == ["p3"]
+    assert get_dispatch(graph, job.dispatch_id).pages == 2
 
 
 def test_two_chains_collapse_to_one(base_settings: Settings, graph: Graph, queues: Queues) -> None:

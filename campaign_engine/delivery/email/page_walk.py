@@ -47,7 +47,14 @@ from dataclasses import dataclass, replace
 from datetime import timedelta
 from typing import Any, Literal
 
-from campaign_engine.delivery.dispatch_cursor import defer, gate, guard_reason, read_guard, stop
+from campaign_engine.delivery.dispatch_cursor import (
+    defer,
+    gate,
+    guard_reason,
+    read_guard,
+    resend_lost_successor,
+    stop,
+)
 from campaign_engine.delivery.email.compose import EmailContent, compose_email, email_content_for
 from campaign_engine.delivery.email.page_tx import Claimed, ClaimedPage, PageTransactions
 from campaign_engine.delivery.email.provider import EmailProvider, SendResult, send_each
@@ -192,6 +199,10 @@ class EmailWorker:
         stamp = format_ts(now)
         dispatch, campaign_node = self._graph.read(read_guard, job)
         skip = gate(dispatch, job, now=stamp)
+        if skip == "cursor_moved" and resend_lost_successor(
+            dispatch, job, self._pages, wave_delay=self._delay, now=now
+        ):
+            return EmailPageOutcome("next", reason="successor_resent")
         if skip is not None:
             return EmailPageOutcome("waiting" if skip == "wave_not_due" else "stale", reason=skip)
         assert dispatch is not None
@@ -279,8 +290,9 @@ class EmailWorker:
             if ahead is None:
                 if committed is not None:
                     wait((committed,))  # a claim ahead that found nothing to do: its commit ends it
-                if verdict == "next":
-                    self._enqueue(next_job, delay=page_delay(self._delay, sent=len(page.claimed)))
+                if verdict == "next":  # if this send fails the job's retry sends it again (see notify)
+                    delay = page_delay(self._delay, sent=len(page.claimed))
+                    self._pages.send_batch([job_json(next_job)], delay_seconds=delay)
                 return totals.outcome(verdict, retry_in_seconds=self._retry_in(results))
             if verdict in ("throttled", "failed"):
                 # Claimed but never sent into back-pressure; the cursor stays before these claims.
@@ -300,8 +312,8 @@ class EmailWorker:
         it moved the cursor to its start (``before``: "next"): a successor claims it again."""
         if committed is not None:
             wait((committed,))  # the rollback of the page claimed after it
-        if before == "next":
-            self._enqueue(page.job, delay=0)
+        if before == "next":  # if this send fails the job's retry sends it again (resend_lost_successor)
+            self._pages.send_batch([job_json(page.job)], delay_seconds=0)
         return totals.outcome(before or "lost_race")
 
     def _retry_in(self, results: Sequence[SendResult]) -> int | None:
@@ -459,7 +471,7 @@ class EmailWorker:
             self._graph.write(self._tx.record, page, rows, now=format_ts(self._clock()))
 
     def _enqueue(self, job: PageJob, *, delay: int) -> None:
-        try:  # the cursor is committed: if this fails the sweeper re-arms the dispatch
+        try:  # the graph holds this step (``nextPageAt``): if this fails the sweeper enqueues it when due
             self._pages.send_batch([job_json(job)], delay_seconds=delay)
         except QueueError:
             log.warning("email.successor_enqueue_failed dispatch_id=%s", job.dispatch_id)

@@ -24,7 +24,13 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, Literal
 
-from campaign_engine.delivery.dispatch_cursor import gate, guard_reason, read_guard, stop
+from campaign_engine.delivery.dispatch_cursor import (
+    gate,
+    guard_reason,
+    read_guard,
+    resend_lost_successor,
+    stop,
+)
 from campaign_engine.delivery.queue.port import MAX_DELAY_SECONDS, Queue
 from campaign_engine.delivery.readiness import PageTally, advance_pass, page_delay, readiness_params
 from campaign_engine.domain.dispatch import DeliveryJob, PageJob, delivery_id, job_json
@@ -76,6 +82,10 @@ class PageWorker:
         stamp = format_ts(now)
         dispatch, campaign = self._graph.read(read_guard, job)
         skip = gate(dispatch, job, now=stamp)
+        if skip == "cursor_moved" and resend_lost_successor(
+            dispatch, job, self._pages, wave_delay=self._delay, now=now
+        ):
+            return PageOutcome("next", reason="successor_resent")
         if skip is not None:
             return PageOutcome("waiting" if skip == "wave_not_due" else "stale", reason=skip)
         assert dispatch is not None
@@ -133,7 +143,8 @@ class PageWorker:
             return PageOutcome("completed", enqueued=len(bodies), deferred=tally.deferred)
         if not long_gap:
             successor = job.model_copy(update={"cursor": cursor})
-            # If this send fails the cursor is already committed: the sweeper re-arms the dispatch.
+            # If this send fails the job is retried, and its retry sends the successor again: the
+            # cursor was moved by this very message (``resend_lost_successor``).
             self._pages.send_batch([job_json(successor)], delay_seconds=delay)
         return PageOutcome("next", enqueued=len(bodies), deferred=tally.deferred)
 
