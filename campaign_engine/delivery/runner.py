@@ -9,6 +9,12 @@ the table and settles each message by its outcome, exactly as the Lambda handler
 A message is deleted only after its work is done; a crash anywhere leaves it to be redelivered after
 the visibility timeout. ``Retry`` outcomes are made visible again after their back-off.
 SIGTERM/SIGINT set a stop flag: threads finish the batch in hand and exit.
+
+While ``hold`` says so (the wiring's: the graph is unreachable and a probe did not reach it), no
+thread receives: a message taken then could only wait in hand or go back, and every receive counts
+towards its dead-letter limit (``CAMPAIGN_QUEUE_MAX_RECEIVES``, 5), so an outage of five visibility
+timeouts would dead-letter every message the threads kept taking. Handlers already holding work
+wait the outage out as before (``graph/graph.py``).
 """
 
 from __future__ import annotations
@@ -62,6 +68,7 @@ class Worker:
         sweeper: Callable[[], object] | None = None,
         sweep_every: float = 60.0,
         wait_seconds: float = 1.0,
+        hold: Callable[[], bool] | None = None,
     ) -> None:
         self._table = table
         self._dispatch_queue = dispatch_queue
@@ -71,6 +78,9 @@ class Worker:
         self._sweeper = sweeper
         self._sweep_every = sweep_every
         self._wait = wait_seconds
+        self._hold = hold
+        self._held = False
+        self._held_lock = threading.Lock()
 
     def run(self, stop: threading.Event) -> None:
         """Run until ``stop`` is set; returns after every thread finished its current batch."""
@@ -101,6 +111,9 @@ class Worker:
 
     def _poll(self, queue: Queue, batch: int, stop: threading.Event) -> None:
         while not stop.is_set():
+            if self._holding():
+                stop.wait(self._wait)
+                continue
             try:
                 messages = queue.receive(max_messages=batch, wait_seconds=self._wait)
                 if messages:
@@ -108,6 +121,17 @@ class Worker:
             except Exception:  # a worker thread must survive one bad batch; its messages redeliver
                 log.exception("worker.batch_failed")
                 stop.wait(1.0)
+
+    def _holding(self) -> bool:
+        """Ask ``hold``; log when the worker starts and stops holding (once, not per thread)."""
+        held = self._hold is not None and self._hold()
+        with self._held_lock:
+            changed, self._held = held != self._held, held
+        if changed and held:
+            log.warning("worker.holding reason=graph_unreachable: no messages are taken until it answers")
+        elif changed:
+            log.info("worker.resumed: the graph answers again")
+        return held
 
     def _sweep_loop(self, stop: threading.Event) -> None:
         assert self._sweeper is not None

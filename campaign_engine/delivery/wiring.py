@@ -7,6 +7,7 @@ Tests pass their own queues, clock or client instead of patching.
 
 from __future__ import annotations
 
+import logging
 import threading
 from dataclasses import dataclass, replace
 from datetime import timedelta
@@ -63,6 +64,8 @@ __all__ = [
     "run_worker",
     "start_worker_metrics",
 ]
+
+log = logging.getLogger(__name__)
 
 DISPATCH_QUEUE = "dispatch"
 DELIVERY_QUEUE = "delivery"
@@ -351,6 +354,7 @@ def build_worker(
         delivery_batch=MAX_RECEIVE_BATCH if isinstance(queues.delivery, LocalQueue) else 10,
         sweeper=sweeper,
         sweep_every=sweep_every or 60.0,
+        hold=lambda: not graph.reachable and not graph.probe(),
         wait_seconds=wait_seconds,
     )
 
@@ -376,6 +380,8 @@ def run_worker(settings: Settings | None = None) -> None:
     """Foreground worker until SIGTERM/SIGINT (``campaign-engine worker``)."""
     settings = settings or Settings()
     graph = open_graph(settings)
+    if not graph.probe():  # held until it answers (runner.py); said at once, not after a first job's wait
+        log.error("worker.graph_unreachable uri=%s: check NEO4J_URI; waiting for it", settings.neo4j_uri)
     queues = build_queues(settings)
     metrics_server = start_worker_metrics(settings, graph, queues)
     try:

@@ -122,6 +122,9 @@ class Graph:
         self.driver = driver
         self.database = database
         self.unavailable_wait = unavailable_wait
+        self.reachable = True
+        """False from an attempt that found the graph unreachable until one reaches it again (``probe``
+        included): the local worker takes no messages meanwhile (``delivery/runner.py``)."""
 
     def read(self, fn: Callable[Concatenate[Tx, P], R], *args: P.args, **kwargs: P.kwargs) -> R:
         def attempt() -> R:
@@ -192,6 +195,16 @@ class Graph:
 
         return self._retrying(attempt)
 
+    def probe(self) -> bool:
+        """One connectivity check, no retry (bounded by the driver's connect timeout); sets ``reachable``."""
+        try:
+            self.driver.verify_connectivity()
+        except (neo4j_errors.DriverError, neo4j_errors.Neo4jError, OSError):
+            self.reachable = False
+        else:
+            self.reachable = True
+        return self.reachable
+
     def close(self) -> None:
         self.driver.close()
 
@@ -203,12 +216,14 @@ class Graph:
         unreachable_tries = 0
         while True:
             try:
-                return attempt()
+                answer = attempt()
             except (neo4j_errors.DriverError, neo4j_errors.Neo4jError, OSError) as exc:
                 mapped = _as_service_error(exc)
                 if mapped is None:
                     raise
                 incomplete = isinstance(exc, neo4j_errors.IncompleteCommit)
+                if isinstance(exc, _UNREACHABLE):
+                    self.reachable = False
                 if isinstance(exc, _UNREACHABLE) and (rerun_incomplete_commit or not incomplete):
                     budget = self.unavailable_wait
                     pause = 0.0 if unreachable_tries == 0 else _UNREACHABLE_POLL
@@ -221,6 +236,9 @@ class Graph:
                     raise mapped from exc
                 if time.monotonic() + pause - started > budget:
                     raise mapped from exc
+            else:
+                self.reachable = True
+                return answer
             time.sleep(pause)
 
 

@@ -8,6 +8,9 @@ Bytes pass through untouched. Armed with ``cut_commit(nth, landed)``, the proxy 
 - ``landed=False``: closes both sides before Neo4j sees it (Neo4j rolls the transaction back).
 
 Either way the client's socket is shut, so the driver cannot tell the two apart, which is the point.
+
+``go_down()`` is an outage: every open connection is cut and every new one is closed as it is
+accepted, until ``come_back()``.
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ from dataclasses import dataclass, field
 _COMMIT = b"\x00\x02\xb0\x12\x00\x00"
 
 
-@dataclass
+@dataclass(eq=False)  # kept in a set: identity, not value
 class _Link:
     client: socket.socket
     server: socket.socket
@@ -45,6 +48,8 @@ class BoltCutter:
         self._landed = True
         self.cuts = 0
         """How many connections were cut so far."""
+        self._links: set[_Link] = set()
+        self._down = threading.Event()
         threading.Thread(target=self._accept, name="bolt-cutter", daemon=True).start()
 
     @property
@@ -56,6 +61,16 @@ class BoltCutter:
         with self._lock:
             self._commits, self._cut_at, self._landed = 0, nth, landed
 
+    def go_down(self) -> None:
+        self._down.set()
+        with self._lock:
+            links, self._links = list(self._links), set()
+        for link in links:
+            link.close()
+
+    def come_back(self) -> None:
+        self._down.clear()
+
     def close(self) -> None:
         self._listener.close()
 
@@ -65,7 +80,12 @@ class BoltCutter:
                 client, _ = self._listener.accept()
             except OSError:
                 return
+            if self._down.is_set():
+                client.close()
+                continue
             link = _Link(client, socket.create_connection(self._target))
+            with self._lock:
+                self._links.add(link)
             threading.Thread(target=self._upstream, args=(link,), daemon=True).start()
             threading.Thread(target=self._downstream, args=(link,), daemon=True).start()
 
