@@ -9,6 +9,7 @@ write, not only at creation.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping
 from datetime import datetime, time
 from typing import Annotated, Any, Literal
@@ -26,6 +27,7 @@ from pydantic import (
     model_validator,
 )
 
+from campaign_engine.domain.patterns import INTERNAL_PATH_PATTERN
 from campaign_engine.domain.schedule import ZONE_NAME_PATTERN, QuietHours, known_zone
 from campaign_engine.domain.types import checked_instant, format_ts, parse_instant
 
@@ -48,6 +50,7 @@ __all__ = [
 Channel = Literal["inApp", "notify", "email"]
 CampaignStatus = Literal["draft", "live", "paused", "archived"]
 
+_INTERNAL_PATH = re.compile(INTERNAL_PATH_PATTERN)
 _TRANSITIONS: dict[str, frozenset[str]] = {
     "draft": frozenset({"live", "archived"}),
     "live": frozenset({"paused", "archived"}),
@@ -67,8 +70,12 @@ def _https(url: str) -> str:
 
 
 def _internal_path(path: str) -> str:
-    if not path.startswith("/") or path.startswith("//"):
-        raise ValueError("must be an app path starting with a single '/'")
+    """Resolved against any origin, a path this accepts keeps that origin (``INTERNAL_PATH_PATTERN``)."""
+    if not _INTERNAL_PATH.fullmatch(path):
+        raise ValueError(
+            "must be an app path: one leading '/' not followed by '/', then only RFC 3986 path, query and"
+            " fragment characters (no backslash, whitespace or control characters; percent-encode others)"
+        )
     return path
 
 

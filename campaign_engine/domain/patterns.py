@@ -17,6 +17,7 @@ from pydantic import StringConstraints
 __all__ = [
     "DID_PATTERN",
     "EMAIL_PATTERN",
+    "INTERNAL_PATH_PATTERN",
     "PROFILE_ID_PATTERN",
     "SLUG_PATTERN",
     "WEBHOOK_PATTERN",
@@ -37,6 +38,12 @@ EMAIL_PATTERN = f'^[^@{WHITESPACE}<>"(),;:]+@[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0
 """One mailbox, ``local@domain``: no whitespace, quoting or list separators; a dotted host name."""
 WEBHOOK_PATTERN = f"^https?://[^/{WHITESPACE}]+"
 """An http(s) URL with a host (a prefix rule: the rest of the URL is the receiver's business)."""
+
+_PCHAR = r"(?:[A-Za-z0-9._~!$&'()*+,;=:@-]|%[0-9A-Fa-f]{2})"
+INTERNAL_PATH_PATTERN = f"^/(?:{_PCHAR}(?:{_PCHAR}|/)*)?(?:\\?(?:{_PCHAR}|[/?])*)?(?:#(?:{_PCHAR}|[/?])*)?$"
+"""An app path, as RFC 3986's path-absolute plus query and fragment, ASCII only: one leading ``/``, never
+``//`` or ``/\\`` (which WHATWG URL parsers read as another host), no backslash, whitespace or control
+character anywhere (parsers strip tabs and newlines, so ``/\\t/evil.example`` would become ``//``)."""
 
 ProfileIdStr = Annotated[str, StringConstraints(min_length=1, max_length=128, pattern=PROFILE_ID_PATTERN)]
 DidStr = Annotated[str, StringConstraints(min_length=5, max_length=512, pattern=DID_PATTERN)]
