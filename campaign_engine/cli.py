@@ -111,7 +111,15 @@ def _token(args: argparse.Namespace) -> int:
     from campaign_engine.api.auth import mint_token
 
     settings = load_settings(logs=False)
-    print(mint_token(settings, profile_id=args.profile_id, scope=args.scope, ttl_seconds=args.ttl))
+    print(
+        mint_token(
+            settings,
+            profile_id=args.profile_id,
+            scope=args.scope,
+            ttl_seconds=args.ttl,
+            tenant_id=args.tenant,
+        )
+    )
     return 0
 
 
@@ -233,6 +241,7 @@ def _parser() -> argparse.ArgumentParser:
     token.add_argument("--profile-id", required=True)
     token.add_argument("--scope", default="")
     token.add_argument("--ttl", type=int, default=3600)
+    token.add_argument("--tenant", help="the signed tenantId claim: the tenant the token acts in")
     token.set_defaults(run=_token)
 
     neo4j = commands.add_parser("neo4j", help="control the local Neo4j launcher")

@@ -194,12 +194,22 @@ class TokenVerifier:
             raise Unauthorized("invalid token") from exc
 
 
-def mint_token(settings: Settings, *, profile_id: str, scope: str = "", ttl_seconds: int = 3600) -> str:
-    """An HS256 token from the configured secret, for local use and tests."""
+def mint_token(
+    settings: Settings,
+    *,
+    profile_id: str,
+    scope: str = "",
+    ttl_seconds: int = 3600,
+    tenant_id: str | None = None,
+) -> str:
+    """An HS256 token from the configured secret, for local use and tests; ``tenant_id`` is the signed
+    ``tenantId`` claim naming the tenant the credential acts in."""
     settings.require_api()
     assert settings.auth_jwt_secret is not None
     now = int(time.time())
     claims: dict[str, object] = {"sub": profile_id, "scope": scope, "iat": now, "exp": now + ttl_seconds}
+    if tenant_id is not None:
+        claims["tenantId"] = tenant_id
     if settings.auth_jwt_audience:
         claims["aud"] = settings.auth_jwt_audience
     return jwt.encode(claims, settings.auth_jwt_secret.get_secret_value(), algorithm="HS256")

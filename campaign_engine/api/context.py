@@ -79,4 +79,5 @@ class Context:
             procedure=self.procedure,
             request_id=self.request_id,
             now=self.services.clock(),
+            tenant_id=self.caller.tenant_id if self.caller else None,
         )

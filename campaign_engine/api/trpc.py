@@ -215,7 +215,9 @@ class TrpcEndpoint:
             auth_error: CampaignError | None = None
         except CampaignError as exc:
             caller, auth_error = None, exc
-        tenant = request.headers.get("x-tenant-id") or (caller.tenant_id if caller else None)
+        # Only the verified credential names the tenant: no header can (issue 21). A credential without a
+        # tenant claim acts in the default tenant, the one data made before tenants belongs to.
+        tenant = caller.tenant_id if caller else None
         return Context(
             services=self.services,
             caller=caller,

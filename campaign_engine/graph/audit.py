@@ -61,11 +61,16 @@ class AuditContext:
     procedure: str  # e.g. "campaigns.update"; "cli.profiles.import" for the command line
     request_id: str
     at: str  # the one stored timestamp format (domain/types.py), drawn outside the transaction
+    tenant_id: str | None = None  # the tenant the credential acts in (its signed claim), if it names one
     entry_id: str = field(default_factory=new_entry_id)
 
     @classmethod
-    def begin(cls, *, actor: str, procedure: str, request_id: str, now: datetime) -> AuditContext:
-        return cls(actor=actor, procedure=procedure, request_id=request_id, at=format_ts(now))
+    def begin(
+        cls, *, actor: str, procedure: str, request_id: str, now: datetime, tenant_id: str | None = None
+    ) -> AuditContext:
+        return cls(
+            actor=actor, procedure=procedure, request_id=request_id, at=format_ts(now), tenant_id=tenant_id
+        )
 
     def next_entry(self, now: datetime) -> AuditContext:
         """The context for another entry of the same call (one per transaction of a batched import)."""
@@ -95,6 +100,7 @@ def record_audit(
         id=audit.entry_id,
         at=audit.at,
         actor=audit.actor,
+        tenantId=audit.tenant_id,
         procedure=audit.procedure,
         requestId=audit.request_id,
         targetType=target_type,
@@ -113,6 +119,7 @@ class AuditEntry(BaseModel):
     id: str
     at: str
     actor: str
+    tenant_id: Annotated[str | None, Field(alias="tenantId")] = None
     procedure: str
     request_id: Annotated[str, Field(alias="requestId")]
     target_type: Annotated[TargetType, Field(alias="targetType")]

@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from campaign_engine.api.auth import ADMIN_SCOPE, mint_token
 from campaign_engine.config import Settings
 from campaign_engine.graph.graph import Graph
 from tests.conftest import ADMIN_ID
@@ -46,10 +47,18 @@ def test_create_returns_definition_and_lifecycle_fields(api: TrpcClient) -> None
     assert created["excludeMinors"] is True and created["discoverable"] is False
 
 
-def test_tenant_comes_from_header(api: TrpcClient) -> None:
-    headers = {**api.headers_for(ADMIN_ID, admin=True), "x-tenant-id": "acme"}
-    response = api.http.post("/trpc/campaigns.create", json={"id": "t1", **NOTIFY_ONLY}, headers=headers)
-    assert ok(response)["tenantId"] == "acme"
+def test_tenant_comes_from_the_signed_claim_never_a_header(api: TrpcClient, graph: Graph) -> None:
+    token = mint_token(api.settings, profile_id=ADMIN_ID, scope=ADMIN_SCOPE, tenant_id="acme")
+    signed = {"authorization": f"Bearer {token}", "x-tenant-id": "other"}
+    response = api.http.post("/trpc/campaigns.create", json={"id": "t1", **NOTIFY_ONLY}, headers=signed)
+    assert ok(response)["tenantId"] == "acme"  # the claim, not the header
+    # The audit entry records the tenant the credential acted in.
+    acted = graph.run("MATCH (a:AuditEntry {targetId: 't1'}) RETURN a.tenantId AS tenant")
+    assert [row["tenant"] for row in acted] == ["acme"]
+    # A header alone names no tenant: the call acts in the default tenant.
+    unsigned = {**api.headers_for(ADMIN_ID, admin=True), "x-tenant-id": "acme"}
+    response = api.http.post("/trpc/campaigns.create", json={"id": "t2", **NOTIFY_ONLY}, headers=unsigned)
+    assert ok(response)["tenantId"] == "default"
 
 
 @pytest.mark.parametrize(
