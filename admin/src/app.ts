@@ -18,10 +18,16 @@ function token(): string | null {
 const api = new Api(root, token);
 let generation = 0; // bumps on every navigation, so a stale poll or answer knows to stop
 
+// A link into a tab that already holds a session asks before replacing it: a crafted link must not
+// silently sign an admin into someone else's session (issue 21).
 function takeFragmentToken(): void {
   const match = /^#token=([^&]+)/.exec(location.hash);
   if (!match?.[1]) return;
-  sessionStorage.setItem(TOKEN_KEY, decodeURIComponent(match[1]));
+  const offered = decodeURIComponent(match[1]);
+  const held = sessionStorage.getItem(TOKEN_KEY);
+  const replaceHeld = held === null || held === offered ||
+    confirm("This link signs this tab in with another token, replacing the current session. Replace it?");
+  if (replaceHeld) sessionStorage.setItem(TOKEN_KEY, offered);
   history.replaceState(null, "", `${location.pathname}#/`); // the token leaves the address bar and history
 }
 
@@ -487,5 +493,8 @@ function route(): void {
 }
 
 takeFragmentToken();
-window.addEventListener("hashchange", route);
+window.addEventListener("hashchange", () => {
+  takeFragmentToken(); // a link pasted into this tab changes only the fragment
+  route();
+});
 route();

@@ -27,7 +27,7 @@ import httpx
 import pytest
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
-from playwright.sync_api import Browser, ConsoleMessage, Page, expect, sync_playwright
+from playwright.sync_api import Browser, ConsoleMessage, Dialog, Page, expect, sync_playwright
 from pydantic import SecretStr
 
 from campaign_engine.api.admin_console import ASSETS_DIR, admin_console_router
@@ -538,6 +538,39 @@ def test_dev_sign_in_link_reads_then_clears_the_fragment(
         expect(page.get_by_role("heading", name="Sign in")).to_be_visible()
         assert page.evaluate("sessionStorage.getItem('campaign-engine.admin-token')") is None
         watch.assert_clean()
+    finally:
+        context.close()
+
+
+def test_a_sign_in_link_asks_before_replacing_a_held_session(
+    stack: tuple[str, Settings, Path], browser: Browser
+) -> None:
+    url, settings, _ = stack
+    mine = mint_token(settings, profile_id=ADMIN_ID, scope=ADMIN_SCOPE)
+    crafted = mint_token(settings, profile_id=ADMIN_ID, scope=ADMIN_SCOPE, ttl_seconds=60)
+    context = browser.new_context()
+    page = context.new_page()
+    asked: list[str] = []
+    try:
+        page.goto(f"{url}/admin#token={mine}")  # an empty tab takes its first link without asking
+        expect(page.get_by_role("heading", name="Campaigns", exact=True)).to_be_visible()
+
+        def decline(dialog: Dialog) -> None:
+            asked.append(dialog.message)
+            dialog.dismiss()
+
+        page.once("dialog", decline)
+        page.goto("about:blank")  # a link followed from elsewhere: a full load of the console
+        page.goto(f"{url}/admin#token={crafted}")
+        expect(page.get_by_role("heading", name="Campaigns", exact=True)).to_be_visible()
+        assert len(asked) == 1 and "replacing the current session" in asked[0]
+        assert page.evaluate("sessionStorage.getItem('campaign-engine.admin-token')") == mine
+        assert page.evaluate("location.hash") == "#/"  # declined, the token still leaves the address bar
+
+        page.once("dialog", lambda dialog: dialog.accept())
+        page.evaluate(f"location.hash = '#token={crafted}'")  # pasted into the same tab: a fragment change
+        page.wait_for_function("location.hash === '#/'")  # taken, and gone from the address bar
+        assert page.evaluate("sessionStorage.getItem('campaign-engine.admin-token')") == crafted
     finally:
         context.close()
 
