@@ -2,9 +2,7 @@
 // as it is (idempotent), otherwise a self-enrolled one is created.
 MATCH (c:Campaign {id: $campaignId}) USING INDEX c:Campaign(id)
 MATCH (p:Profile {profileId: $profileId})
-WHERE c.status = 'live' AND c.discoverable
-  AND (c.startsAt IS NULL OR c.startsAt <= $now) AND (c.endsAt IS NULL OR $now < c.endsAt)
-  AND {{CAMPAIGN_AGE_OK}}
+WHERE {{SELF_ENROLLABLE}}
 OPTIONAL MATCH (p)-[m:IN_CAMPAIGN_AUDIENCE]->(c)
 WITH c, p, m IS NULL AS isNew
 FOREACH (_ IN CASE WHEN isNew THEN [1] ELSE [] END |

@@ -2,8 +2,10 @@
 
 Enrol and leave change a campaign's audience, so they take the campaign lock like ``addAudience``:
 membership creation has one serialisation point, and an admin add racing a self-enrolment still
-yields one membership. Eligibility (live, in window, discoverable, age policy) is checked under that
-lock; an ineligible or unknown campaign is NOT_FOUND, so discovery leaks nothing about the others.
+yields one membership. Eligibility (live, in window, discoverable, age policy) is read before the lock,
+so a refusal takes none (any signed-in user can ask about any campaign id), and again under it; an
+ineligible or unknown campaign is NOT_FOUND, so discovery leaks nothing about the others. Likewise
+``leave`` locks only when there is a self-enrolled membership to remove.
 """
 
 from __future__ import annotations
@@ -48,12 +50,13 @@ def discover(graph: Graph, *, profile_id: str, policy: Policy) -> Discovered:
 
 def enroll(graph: Graph, *, profile_id: str, campaign_id: str, policy: Policy) -> Enrolled:
     """Idempotent: enrolling again (or when an admin already added the caller) creates nothing."""
+    params = {"profileId": profile_id, "campaignId": campaign_id, "now": format_ts(policy.now)}
 
     def tx_fn(tx: Tx) -> bool:
-        if lock_campaign(tx, campaign_id) is None:
+        eligible = tx.run(policy_query("enroll_eligible"), {**params, **policy.params()}).single()
+        if eligible is None or not eligible["eligible"] or lock_campaign(tx, campaign_id) is None:
             raise NotFound(f"campaign '{campaign_id}' not found")
-        record = tx.run(policy_query("enroll"), profileId=profile_id, campaignId=campaign_id,
-                        now=format_ts(policy.now), **policy.params()).single()  # fmt: skip
+        record = tx.run(policy_query("enroll"), {**params, **policy.params()}).single()
         if record is None:
             raise NotFound(f"campaign '{campaign_id}' not found")
         return bool(record["created"])
@@ -65,6 +68,11 @@ def leave(graph: Graph, *, profile_id: str, campaign_id: str) -> Left:
     """Removes the caller's self-enrolled membership; memberships an admin created are kept."""
 
     def tx_fn(tx: Tx) -> bool:
+        found = tx.run(query("leave_member"), profileId=profile_id, campaignId=campaign_id).single()
+        if found is None:
+            raise NotFound(f"campaign '{campaign_id}' not found")
+        if not found["member"]:
+            return False
         if lock_campaign(tx, campaign_id) is None:
             raise NotFound(f"campaign '{campaign_id}' not found")
         record = tx.run(query("leave"), profileId=profile_id, campaignId=campaign_id).single()

@@ -84,7 +84,16 @@ EMAIL_CAP_REACHED = (
 )
 NOTIFY_CAP_REACHED = EMAIL_CAP_REACHED.replace("emailCap", "notifyCap")
 
-_FRAGMENTS = {
+# Who may enrol themselves in ``c``: read once before the lock (to refuse without taking it) and again
+# under it (cypher/enroll_eligible.cypher, cypher/enroll.cypher).
+SELF_ENROLLABLE = (
+    "c.status = 'live' AND c.discoverable"
+    " AND (c.startsAt IS NULL OR c.startsAt <= $now) AND (c.endsAt IS NULL OR $now < c.endsAt)"
+    " AND {{CAMPAIGN_AGE_OK}}"
+)
+
+_FRAGMENTS = {  # in replacement order: a fragment may use those after it
+    "{{SELF_ENROLLABLE}}": SELF_ENROLLABLE,
     "{{EMAIL_CAP_REACHED}}": EMAIL_CAP_REACHED,
     "{{NOTIFY_CAP_REACHED}}": NOTIFY_CAP_REACHED,
     "{{CAMPAIGN_AGE_OK}}": CAMPAIGN_AGE_OK,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from datetime import UTC, datetime
 from typing import Any
 
@@ -11,6 +12,7 @@ from campaign_engine.config import Settings
 from campaign_engine.domain.campaign import CampaignCreate, CampaignPatch
 from campaign_engine.domain.profile import ProfileUpsert
 from campaign_engine.graph.graph import Graph
+from campaign_engine.graph.locks import lock_campaign
 from tests.support.api import api_client, error_code, ok
 from tests.support.concurrency import at_once
 
@@ -259,3 +261,35 @@ def test_batched_reads_keep_each_caller_apart_and_never_serve_a_stale_card(graph
     again = graph.read(lambda tx: engagement.my_campaigns_of(tx, ["u1"], policy=policy, cards=cards))
     message = again["u1"][0].message
     assert message is not None and message.title == "changed"
+
+
+def test_refused_enrol_and_leave_take_no_campaign_lock(base_settings: Settings, graph: Graph) -> None:
+    # An admin's audience change holds the campaign lock; callers who may not join, or have nothing to
+    # leave, are answered at once instead of queueing behind it (any signed-in user can send these).
+    seed_profiles(
+        graph, [{"profileId": "u1", "dob": "2000-01-01"}, {"profileId": "kid", "dob": "2014-01-01"}]
+    )
+    live_campaign(graph, "open", discoverable=True)
+    live_campaign(graph, "hidden")
+    with api_client(base_settings, graph, clock=clock) as api, graph.driver.session() as session:
+        holder = session.begin_transaction()
+        assert lock_campaign(holder, "open") is not None and lock_campaign(holder, "hidden") is not None
+        answers: list[Any] = []
+
+        def refused_calls() -> None:
+            answers.append(error_code(api.mutate("campaigns.enroll", {"campaignId": "open"}, as_="kid")))
+            answers.append(error_code(api.mutate("campaigns.enroll", {"campaignId": "hidden"}, as_="u1")))
+            answers.append(ok(api.mutate("campaigns.leave", {"campaignId": "open"}, as_="u1")))
+            answers.append(error_code(api.mutate("campaigns.leave", {"campaignId": "nope"}, as_="u1")))
+
+        caller = threading.Thread(target=refused_calls, daemon=True)
+        caller.start()
+        caller.join(timeout=5)
+        answered_under_lock = not caller.is_alive()
+        holder.rollback()  # frees a caller stuck on the lock, so a failure ends instead of hanging
+        caller.join(timeout=30)
+        assert answered_under_lock, "a refused enroll/leave waited for the campaign lock"
+        assert answers == ["NOT_FOUND", "NOT_FOUND", {"left": False}, "NOT_FOUND"]
+        # The lock free again, an eligible caller enrols and leaves as before.
+        assert ok(api.mutate("campaigns.enroll", {"campaignId": "open"}, as_="u1"))["created"] is True
+        assert ok(api.mutate("campaigns.leave", {"campaignId": "open"}, as_="u1")) == {"left": True}
