@@ -27,6 +27,7 @@ from tests.support.api import TrpcClient, api_client, ok
 from tests.support.concurrency import at_once
 from tests.support.delivery import NOW, StepClock, drain, local_queues, start_dispatch
 from tests.support.email import add_email_members, address_of, email_settings, make_email_campaign
+from tests.support.hostile_json import HOSTILE_BODIES
 from tests.support.plans import operators
 
 USER, PASSWORD = "postmark", "pm-webhook-password-0123456789"
@@ -386,3 +387,15 @@ def test_a_suppressed_address_gets_no_email_end_to_end(
         if line.startswith("To:")
     )
     assert recipients == [address_of("a"), address_of("c")]
+
+
+@pytest.mark.parametrize("body", HOSTILE_BODIES)
+def test_hostile_bodies_are_a_clean_400(api: TrpcClient, graph: Graph, body: bytes) -> None:
+    response = api.http.post(
+        "/webhooks/postmark",
+        content=body,
+        auth=(USER, PASSWORD),
+        headers={"content-type": "application/json"},
+    )
+    assert response.status_code == 400, response.text
+    assert graph.run("MATCH (n:FeedbackRecord) RETURN count(n) AS n")[0]["n"] == 0

@@ -17,6 +17,7 @@ from campaign_engine.graph.graph import Graph
 from tests.conftest import ADMIN_ID, free_port
 from tests.support.api import TrpcClient, api_client, ok
 from tests.support.email import add_email_members, address_of, make_email_campaign
+from tests.support.hostile_json import HOSTILE_BODIES
 from tests.support.sns import (
     CERT_URL,
     TOPIC_ARN,
@@ -232,3 +233,10 @@ def test_bad_topic_arns_stop_the_app_at_start(base_settings: Settings, graph: Gr
     for bad in ("not-an-arn", "arn:aws:sns:us-east-1:1234:t", "arn:aws:sns:evil.example/x:123456789012:t"):
         with pytest.raises(ConfigError, match="SES_FEEDBACK_TOPIC_ARNS"):
             create_app(base_settings.model_copy(update={"ses_feedback_topic_arns": bad}), graph=graph)
+
+
+@pytest.mark.parametrize("body", HOSTILE_BODIES)
+def test_hostile_bodies_are_a_clean_400(api: TrpcClient, graph: Graph, body: bytes) -> None:
+    response = api.http.post("/webhooks/ses", content=body, headers={"content-type": "text/plain"})
+    assert response.status_code == 400, response.text
+    assert graph.run("MATCH (n:FeedbackRecord) RETURN count(n) AS n")[0]["n"] == 0
