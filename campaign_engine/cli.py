@@ -98,9 +98,10 @@ def _migrate(args: argparse.Namespace) -> int:
     from campaign_engine.graph.graph import open_graph
     from campaign_engine.graph.schema import apply_schema
 
-    graph = open_graph(load_settings())
+    settings = load_settings()
+    graph = open_graph(settings)
     try:
-        apply_schema(graph)
+        apply_schema(graph, default_tenant=settings.campaign_default_tenant_id)
     finally:
         graph.close()
     print("schema applied")
@@ -179,11 +180,12 @@ def _profiles_import(args: argparse.Namespace) -> int:
     from campaign_engine.graph.graph import open_graph
 
     # The command line has no token: the audit trail names the operating-system user who ran it.
+    settings = load_settings()
     audit = AuditContext.begin(
         actor=_cli_actor(), procedure="cli.profiles.import", request_id=uuid.uuid4().hex,
-        now=system_clock(),
+        now=system_clock(), tenant_id=settings.campaign_default_tenant_id,
     )  # fmt: skip
-    graph = open_graph(load_settings())
+    graph = open_graph(settings)
     try:
         with Path(args.file).open(encoding="utf-8") as lines, tqdm(unit="profiles") as bar:
             result = import_jsonl(graph, lines, batch_size=args.batch_size, progress=bar.update, audit=audit)

@@ -140,7 +140,7 @@ def create_app(
     )
 
     def start() -> None:
-        apply_schema(the_graph)
+        apply_schema(the_graph, default_tenant=settings.campaign_default_tenant_id)
         log.info("api.started")
 
     @asynccontextmanager

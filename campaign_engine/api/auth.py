@@ -39,8 +39,9 @@ ADMIN_SCOPE = "campaigns:admin"
 class Caller:
     profile_id: str
     scopes: frozenset[str]
-    is_admin: bool
+    is_admin: bool  # a platform admin: every role in every tenant
     tenant_id: str | None
+    roles: frozenset[str] = frozenset()  # the signed ``roles`` claim: roles in ``tenant_id``, if it names one
 
 
 _REMEMBERED = 10_000  # verified tokens kept per process
@@ -147,11 +148,16 @@ class TokenVerifier:
         raw_scope = claims.get("scope", "")
         scopes = frozenset(raw_scope.split()) if isinstance(raw_scope, str) else frozenset()
         tenant = claims.get("tenantId") or claims.get("tenant_id")
+        raw_roles = claims.get("roles")
         caller = Caller(
             profile_id=subject,
             scopes=scopes,
             is_admin=ADMIN_SCOPE in scopes and subject in self._settings.admin_profile_ids,
             tenant_id=tenant if isinstance(tenant, str) else None,
+            # The identity provider's word on roles counts only in the tenant it signed beside them.
+            roles=frozenset(r for r in raw_roles if isinstance(r, str))
+            if isinstance(raw_roles, list) and isinstance(tenant, str)
+            else frozenset(),
         )
         expires = claims.get("exp")  # required and checked by _decode
         if isinstance(expires, int | float):
@@ -201,15 +207,18 @@ def mint_token(
     scope: str = "",
     ttl_seconds: int = 3600,
     tenant_id: str | None = None,
+    roles: list[str] | None = None,
 ) -> str:
     """An HS256 token from the configured secret, for local use and tests; ``tenant_id`` is the signed
-    ``tenantId`` claim naming the tenant the credential acts in."""
+    ``tenantId`` claim naming the tenant the credential acts in, ``roles`` its roles there."""
     settings.require_api()
     assert settings.auth_jwt_secret is not None
     now = int(time.time())
     claims: dict[str, object] = {"sub": profile_id, "scope": scope, "iat": now, "exp": now + ttl_seconds}
     if tenant_id is not None:
         claims["tenantId"] = tenant_id
+    if roles is not None:
+        claims["roles"] = roles
     if settings.auth_jwt_audience:
         claims["aud"] = settings.auth_jwt_audience
     return jwt.encode(claims, settings.auth_jwt_secret.get_secret_value(), algorithm="HS256")
