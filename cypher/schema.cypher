@@ -9,6 +9,9 @@ CREATE CONSTRAINT campaign_id IF NOT EXISTS FOR (c:Campaign) REQUIRE c.id IS UNI
 CREATE CONSTRAINT campaign_tenant_ref IF NOT EXISTS FOR (c:Campaign) REQUIRE (c.tenantId, c.ref) IS UNIQUE;
 CREATE CONSTRAINT retired_campaign_id IF NOT EXISTS FOR (r:RetiredCampaignId) REQUIRE r.id IS UNIQUE;
 // Role grants (campaigns/access_grants.py): every admin call reads its caller's by (tenantId, subject).
+// API keys by id (campaigns/api_keys.py): every call made with one reads its record; a tenant's are listed.
+CREATE CONSTRAINT api_key_id IF NOT EXISTS FOR (k:ApiKey) REQUIRE k.id IS UNIQUE;
+CREATE INDEX api_key_tenant IF NOT EXISTS FOR (k:ApiKey) ON (k.tenantId);
 CREATE CONSTRAINT access_grant_key IF NOT EXISTS FOR (g:AccessGrant) REQUIRE (g.tenantId, g.subject, g.role) IS UNIQUE;
 CREATE CONSTRAINT dispatch_id IF NOT EXISTS FOR (d:Dispatch) REQUIRE d.id IS UNIQUE;
 CREATE CONSTRAINT tag_slug IF NOT EXISTS FOR (t:Tag) REQUIRE t.slug IS UNIQUE;

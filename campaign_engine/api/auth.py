@@ -25,6 +25,7 @@ from dataclasses import dataclass
 import jwt
 from jwt.types import Options
 
+from campaign_engine.campaigns.api_keys import KEY_PREFIX, KeyHolder, is_api_key
 from campaign_engine.config import Settings
 from campaign_engine.domain.errors import ServiceUnavailable, Unauthorized
 
@@ -115,9 +116,16 @@ class JwksKeys:
         self._loaded_at = now
 
 
+ApiKeyCheck = Callable[[str], KeyHolder]
+"""Verifies an API key against its record (``campaigns/api_keys.py``); reads the graph on every call."""
+
+
 class TokenVerifier:
-    def __init__(self, settings: Settings) -> None:
+    """JWTs, and API keys when ``api_keys`` is given (the API passes one bound to its graph)."""
+
+    def __init__(self, settings: Settings, *, api_keys: ApiKeyCheck | None = None) -> None:
         self._settings = settings
+        self._api_keys = api_keys
         self._jwks = (
             JwksKeys(settings.auth_jwks_url, min_refresh_seconds=settings.auth_jwks_min_refresh_seconds)
             if settings.auth_jwks_url
@@ -125,10 +133,10 @@ class TokenVerifier:
         )
         self._verified: dict[str, tuple[Caller, float]] = {}  # token -> (caller, exp)
 
-    @property
-    def may_block(self) -> bool:
-        """True in JWKS mode, where verifying may fetch the key set over the network."""
-        return self._jwks is not None
+    def may_block(self, authorization: str | None) -> bool:
+        """True when verifying may wait on the network: JWKS mode (the key set), or an API key (its
+        record in the graph)."""
+        return self._jwks is not None or (authorization is not None and KEY_PREFIX in authorization)
 
     def verify(self, authorization: str | None) -> Caller | None:
         """None without an Authorization header; ``Unauthorized`` for anything malformed or invalid."""
@@ -138,6 +146,8 @@ class TokenVerifier:
         token = token.strip()
         if scheme.lower() != "bearer" or not token:
             raise Unauthorized("expected 'Authorization: Bearer <token>'")
+        if is_api_key(token):
+            return self._key_caller(token)
         remembered = self._verified.get(token)
         if remembered is not None and time.time() < remembered[1]:
             return remembered[0]
@@ -165,6 +175,20 @@ class TokenVerifier:
                 self._verified.clear()
             self._verified[token] = (caller, float(expires))
         return caller
+
+    def _key_caller(self, token: str) -> Caller:
+        """An API key speaks for its tenant in its one role; never remembered, so revocation is
+        immediate. Its actor in the audit trail is ``apikey:<id>``."""
+        if self._api_keys is None:
+            raise Unauthorized("API keys are not accepted here")
+        holder = self._api_keys(token)
+        return Caller(
+            profile_id=f"apikey:{holder.key_id}",
+            scopes=frozenset(),
+            is_admin=False,
+            tenant_id=holder.tenant_id,
+            roles=frozenset({holder.role}),
+        )
 
     def _decode(self, token: str) -> dict[str, object]:
         settings = self._settings

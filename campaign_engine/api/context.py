@@ -109,14 +109,14 @@ class Context:
         dispatch_in_tenant(self.services.graph, tenant_id=self.tenant_id, dispatch_id=dispatch_id)
         return dispatch_id
 
-    def audit(self) -> AuditContext:
+    def audit(self, *, tenant_id: str | None = None) -> AuditContext:
         """The audit entry of this admin call (``graph/audit.py``); the use case writes it in its
         transaction. The actor is the token's subject, never anything the input claims; the tenant is
-        the one the call acts in."""
+        the one the call acts in, or the one its input names (``access.*``)."""
         return AuditContext.begin(
             actor=self.admin().profile_id,
             procedure=self.procedure,
             request_id=self.request_id,
             now=self.services.clock(),
-            tenant_id=self.tenant_id,
+            tenant_id=tenant_id or self.tenant_id,
         )

@@ -168,8 +168,9 @@ class TrpcEndpoint:
             status, envelope = error_envelope(exc.code, exc.message, path=raw_path)
             return JSONResponse(envelope, status_code=status, headers=self._allow(status, paths))
 
-        # Off the event loop only when verifying may fetch a key set; an HS256 check is microseconds.
-        if self.services.verifier.may_block:
+        # Off the event loop only when verifying may wait (a key set, an API key's record); an HS256
+        # check is microseconds.
+        if self.services.verifier.may_block(request.headers.get("authorization")):
             ctx = await run_in_threadpool(self._context, request)
         else:
             ctx = self._context(request)

@@ -6,6 +6,7 @@ Every mutation is called through the real API (tRPC over HTTP, real graph, real 
 from __future__ import annotations
 
 import hashlib
+import json
 from collections.abc import Iterator
 from datetime import timedelta
 from pathlib import Path
@@ -197,6 +198,19 @@ def test_every_admin_mutation_commits_exactly_one_entry_with_its_revisions(
 
     _, entry = call("campaigns.delete", {"campaignId": "c1"})
     assert (entry["revisionBefore"], entry.get("revisionAfter")) == (5, None)
+
+    grant = {"tenantId": "default", "subject": "m1", "role": "author"}
+    _, entry = call("access.grant", grant)
+    assert (entry["targetType"], entry["targetId"], entry["tenantId"]) == ("grant", "default/m1", "default")
+    assert json.loads(entry["detail"]) == grant
+    _, entry = call("access.revoke", grant)
+    assert (entry["targetType"], entry["targetId"]) == ("grant", "default/m1")
+
+    key, entry = call("apiKeys.create", {"tenantId": "default", "name": "SIS sync", "role": "author"})
+    assert (entry["targetType"], entry["targetId"]) == ("apiKey", key["id"])
+    assert key["key"] not in str(entry)  # the trail never holds a key
+    _, entry = call("apiKeys.revoke", {"id": key["id"]})
+    assert (entry["targetType"], entry["targetId"]) == ("apiKey", key["id"])
 
     # Every admin mutation the API offers was exercised above: a new one must be audited and tested here.
     assert call.seen == admin_mutation_paths() - READ_ONLY_MUTATIONS

@@ -75,7 +75,7 @@ def make_campaign(
     if "inApp" in channels:
         data.setdefault("message", {"title": "In app"})
     created = definitions.create_campaign(
-        graph, data=CampaignCreate.model_validate(data), tenant_id="t", now=now
+        graph, data=CampaignCreate.model_validate(data), tenant_id="default", now=now
     )
     if status != "draft":
         definitions.set_status(graph, campaign_id=campaign_id, status="live", now=now)

@@ -10,7 +10,7 @@ from pydantic import Field
 
 from campaign_engine.api.access import Access
 from campaign_engine.api.context import Context
-from campaign_engine.api.routers.common import CampaignRef
+from campaign_engine.api.routers.common import AppCampaignRef
 from campaign_engine.api.trpc import ProcedureRouter
 from campaign_engine.campaigns import engagement, enrollment
 from campaign_engine.campaigns.audience import Policy
@@ -28,7 +28,7 @@ ACCESS: dict[str, Access] = {
 router = ProcedureRouter("campaigns", ACCESS)
 
 
-class EventInput(CampaignRef):
+class EventInput(AppCampaignRef):
     event: engagement.EventKind
     action_id: Annotated[str | None, Field(alias="actionId", min_length=1, max_length=100)] = None
     test_id: Annotated[str | None, Field(alias="testId", min_length=1, max_length=64)] = None
@@ -63,7 +63,7 @@ def discover(ctx: Context) -> enrollment.Discovered:
 
 
 @router.mutation("enroll")
-def enroll(ctx: Context, data: CampaignRef) -> enrollment.Enrolled:
+def enroll(ctx: Context, data: AppCampaignRef) -> enrollment.Enrolled:
     """Join a discoverable campaign (idempotent)."""
     caller = ctx.user()
     return enrollment.enroll(
@@ -72,7 +72,7 @@ def enroll(ctx: Context, data: CampaignRef) -> enrollment.Enrolled:
 
 
 @router.mutation("leave")
-def leave(ctx: Context, data: CampaignRef) -> enrollment.Left:
+def leave(ctx: Context, data: AppCampaignRef) -> enrollment.Left:
     """Leave a campaign the caller joined by themselves."""
     caller = ctx.user()
     return enrollment.leave(ctx.services.graph, profile_id=caller.profile_id, campaign_id=data.campaign_id)
