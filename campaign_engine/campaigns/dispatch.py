@@ -24,6 +24,15 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, Field
 
+from campaign_engine.campaigns.approval import (
+    ApprovalMissing,
+    ApprovalPolicy,
+    ApprovalStale,
+    Approved,
+    check_approval,
+    record_approval,
+    record_refusal,
+)
 from campaign_engine.campaigns.dispatch_reads import WIRE as _WIRE
 from campaign_engine.delivery.queue.port import Queue, QueueError
 from campaign_engine.domain.dispatch import (
@@ -46,6 +55,7 @@ __all__ = [
     "PREVIEW_PAGE",
     "DispatchPreview",
     "DispatchStarted",
+    "approve_dispatch",
     "compute_preview",
     "dispatch",
     "preview_dispatch",
@@ -240,8 +250,8 @@ WITH c
 UNWIND $dispatches AS row
 CREATE (d:Dispatch {id: row.id, channel: row.channel, status: 'sending', cursor: null, pages: 0,
                     enqueued: 0, acknowledged: 0, rejected: 0, suppressed: 0, emailed: 0, throttled: 0,
-                    uncertain: 0, startedAt: $now, lastProgressAt: $now,
-                    campaignCreatedAt: c.createdAt})-[:DISPATCH_OF]->(c)
+                    uncertain: 0, startedAt: $now, lastProgressAt: $now, approvedBy: $approvedBy,
+                    approvedAt: $approvedAt, campaignCreatedAt: c.createdAt})-[:DISPATCH_OF]->(c)
 RETURN DISTINCT c.createdAt AS createdAt
 """
 
@@ -277,11 +287,13 @@ def dispatch(
     max_recipients: int,
     deliverable: frozenset[DeliveryChannel] = ALL_CHANNELS,
     audit: AuditContext | None = None,
+    approval_policy: ApprovalPolicy | None = None,
 ) -> DispatchStarted:
-    """Confirm a send. The preview (a pass over the whole audience) is read *before* the campaign lock
-    and re-verified under it by the lock counter, so adds, enrolments and edits of the campaign wait
-    for a node read, not for the audience walk (issue 11). After ``_UNLOCKED_ATTEMPTS`` lost races
-    it is computed under the lock, as before."""
+    """Confirm a send; under ``approval_policy`` a large one needs its approval (``approval.py``), and
+    the dispatcher is the audit actor. The preview (a pass over the whole audience) is read *before*
+    the campaign lock and re-verified under it by the lock counter, so adds, enrolments and edits of
+    the campaign wait for a node read, not for the audience walk (issue 11). After
+    ``_UNLOCKED_ATTEMPTS`` lost races it is computed under the lock, as before."""
     # Ids are drawn outside the tx function: a driver retry keeps them.
     ids: dict[DeliveryChannel, str] = {ch: f"dsp_{uuid.uuid4().hex}" for ch in _WALKED_CHANNELS}
     stamp = format_ts(now)
@@ -305,25 +317,36 @@ def dispatch(
             raise Conflict("the dispatch preview is stale; preview again and confirm the new token")
         if preview.blocked_reason is not None:
             raise BadRequest(why_blocked(preview.blocked_reason))
+        approval = check_approval(
+            tx, policy=approval_policy, campaign=computed.campaign, expected_token=expected_token,
+            current_token=preview.preview_token, recipients=preview.recipient_count,
+            dispatcher=audit.actor if audit else None,
+        )  # fmt: skip
+        approved: dict[str, Any] = {"approvedBy": approval.approved_by if approval else None,
+                    "approvedAt": approval.approved_at if approval else None}  # fmt: skip
         tx.run(_SUPERSEDE, campaignId=campaign_id, now=stamp).consume()
         walked = [ch for ch in _WALKED_CHANNELS if ch in (computed.campaign.get("channels") or [])]
         rows = [{"id": ids[ch], "channel": ch} for ch in walked]
-        row = tx.run(_CREATE, campaignId=campaign_id, dispatches=rows, now=stamp).single()
+        row = tx.run(_CREATE, campaignId=campaign_id, dispatches=rows, now=stamp, **approved).single()
         assert row is not None
         record_audit(tx, audit, target_type="campaign", target_id=campaign_id, campaign=locked,
                      revision_before=locked["revision"], revision_after=locked["revision"] + 1,
                      detail={"dispatchIds": [r["id"] for r in rows],
-                             "recipients": preview.recipient_count})  # fmt: skip
+                             "recipients": preview.recipient_count, **approved})  # fmt: skip
         return str(row["createdAt"]), walked
 
-    for _ in range(_UNLOCKED_ATTEMPTS):
-        try:
-            created_at, channels = graph.write(tx_fn, graph.read(compute_preview, **args))
-            break
-        except _Changed:
-            log.info("dispatch.preview_raced campaign_id=%s", campaign_id)
-    else:
-        created_at, channels = graph.write(tx_fn, None)
+    try:
+        for _ in range(_UNLOCKED_ATTEMPTS):
+            try:
+                created_at, channels = graph.write(tx_fn, graph.read(compute_preview, **args))
+                break
+            except _Changed:
+                log.info("dispatch.preview_raced campaign_id=%s", campaign_id)
+        else:
+            created_at, channels = graph.write(tx_fn, None)
+    except (ApprovalMissing, ApprovalStale) as refused:
+        record_refusal(graph, audit, campaign_id=campaign_id, reason=str(refused))
+        raise
     # The lock is released and the Dispatch committed: queue I/O may now fail without losing the send.
     jobs = [
         PageJob(dispatch_id=ids[ch], campaign_id=campaign_id, campaign_created_at=created_at, channel=ch)
@@ -333,6 +356,39 @@ def dispatch(
     return DispatchStarted(
         dispatch_id=ids[channels[0]], channels=channels, dispatch_ids={ch: ids[ch] for ch in channels}
     )
+
+
+def approve_dispatch(
+    graph: Graph,
+    *,
+    campaign_id: str,
+    preview_token: str,
+    approver: str,
+    now: datetime,
+    adult_age: int,
+    max_recipients: int,
+    deliverable: frozenset[DeliveryChannel] = ALL_CHANNELS,
+    audit: AuditContext | None = None,
+) -> Approved:
+    """Approve the send of exactly this preview (``approval.py``): under the campaign lock, so the
+    preview the approver saw is the campaign's at the approval's commit."""
+
+    def tx_fn(tx: Tx) -> Approved:
+        locked = lock_campaign(tx, campaign_id)
+        if locked is None:
+            raise NotFound(f"campaign '{campaign_ref(campaign_id)}' not found")
+        computed = compute_preview(
+            tx, campaign_id=campaign_id, now=now, adult_age=adult_age, max_recipients=max_recipients,
+            deliverable=deliverable,
+        )  # fmt: skip
+        if computed.preview.blocked_reason is not None:
+            raise BadRequest(why_blocked(computed.preview.blocked_reason))
+        return record_approval(
+            tx, campaign=locked, preview_token=preview_token, current_token=computed.preview.preview_token,
+            recipients=computed.preview.recipient_count, approver=approver, now=now, audit=audit,
+        )  # fmt: skip
+
+    return graph.write(tx_fn)
 
 
 def start_pages(queue: Queue, jobs: list[PageJob], *, campaign_id: str) -> None:

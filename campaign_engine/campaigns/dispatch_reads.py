@@ -66,6 +66,9 @@ class DispatchPublic(BaseModel):
     deferred: int = 0
     missed: int = 0
     pass_number: Annotated[int, Field(alias="pass")] = 1
+    # Issue 21: the second publisher who approved this send under the tenant's approval policy.
+    approved_by: Annotated[str | None, Field(alias="approvedBy")] = None
+    approved_at: Annotated[str | None, Field(alias="approvedAt")] = None
 
 
 _GET = """

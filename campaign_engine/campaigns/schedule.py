@@ -32,6 +32,13 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from campaign_engine.campaigns.approval import (
+    ApprovalMissing,
+    ApprovalPolicy,
+    ApprovalStale,
+    check_approval,
+    record_refusal,
+)
 from campaign_engine.campaigns.dispatch import ALL_CHANNELS, compute_preview, start_pages, why_blocked
 from campaign_engine.campaigns.dispatch_reads import DispatchPublic, dispatch_from_node
 from campaign_engine.delivery.queue.port import Queue
@@ -151,7 +158,8 @@ UNWIND $dispatches AS row
 CREATE (d:Dispatch {id: row.id, scheduleId: $scheduleId, channel: row.channel, status: 'scheduled',
                     sendAt: $sendAt, sendLocalTime: $sendLocalTime, maxLateSeconds: $maxLateSeconds,
                     onChange: $onChange,
-                    previewToken: $token, scheduledAt: $now, cursor: null, pages: 0, enqueued: 0,
+                    previewToken: $token, scheduledAt: $now, approvedBy: $approvedBy,
+                    approvedAt: $approvedAt, cursor: null, pages: 0, enqueued: 0,
                     acknowledged: 0, rejected: 0, suppressed: 0, emailed: 0, throttled: 0, uncertain: 0,
                     lastProgressAt: $now, campaignCreatedAt: c.createdAt})-[:DISPATCH_OF]->(c)
 RETURN d {.*, campaignId: c.id} AS dispatch
@@ -168,11 +176,19 @@ def schedule_dispatch(
     max_recipients: int,
     deliverable: frozenset[DeliveryChannel] = ALL_CHANNELS,
     audit: AuditContext | None = None,
+    approval_policy: ApprovalPolicy | None = None,
 ) -> list[DispatchPublic]:
-    """Confirm the reviewed preview for a send at ``sendAt``; one Dispatch per channel, ``scheduled``."""
+    """Confirm the reviewed preview for a send at ``sendAt``; one Dispatch per channel, ``scheduled``.
+    Under ``approval_policy`` a large one needs its approval now, and a change before it fires holds
+    it for review (``onChange: send_current`` would send what nobody approved)."""
     send_at = data.instant()
     if send_at <= now:
         raise BadRequest("sendAt is in the past; dispatch now instead, or choose a later time")
+    if approval_policy is not None and data.on_change != "review":
+        raise BadRequest(
+            "this tenant requires approval of large sends: onChange must be 'review'",
+            issues=[{"path": ["onChange"], "message": "must be 'review' under an approval policy"}],
+        )
     ids = {ch: f"dsp_{uuid.uuid4().hex}" for ch in _WALKED}
     schedule_id = f"sch_{uuid.uuid4().hex}"
     stamp = format_ts(now)
@@ -202,10 +218,18 @@ def schedule_dispatch(
             reason = "ended"
         if reason is not None:
             raise BadRequest(why_blocked(reason))
+        approval = check_approval(
+            tx, policy=approval_policy, campaign=computed.campaign,
+            expected_token=data.expected_preview_token, current_token=computed.preview.preview_token,
+            recipients=computed.preview.recipient_count, dispatcher=audit.actor if audit else None,
+        )  # fmt: skip
+        approved: dict[str, Any] = {"approvedBy": approval.approved_by if approval else None,
+                    "approvedAt": approval.approved_at if approval else None}  # fmt: skip
         channels = [ch for ch in _WALKED if ch in (computed.campaign.get("channels") or [])]
         record_audit(tx, audit, target_type="campaign", target_id=data.campaign_id, campaign=locked,
                      revision_before=locked["revision"], revision_after=locked["revision"],
-                     detail={"scheduleId": schedule_id, "sendAt": format_ts(send_at)})  # fmt: skip
+                     detail={"scheduleId": schedule_id, "sendAt": format_ts(send_at),
+                             **approved})  # fmt: skip
         return [
             dict(record["dispatch"])
             for record in tx.run(
@@ -219,10 +243,15 @@ def schedule_dispatch(
                 onChange=data.on_change,
                 token=data.expected_preview_token,
                 now=stamp,
+                **approved,
             )
         ]
 
-    rows = graph.write(tx_fn)
+    try:
+        rows = graph.write(tx_fn)
+    except (ApprovalMissing, ApprovalStale) as refused:
+        record_refusal(graph, audit, campaign_id=data.campaign_id, reason=str(refused))
+        raise
     log.info("dispatch.scheduled schedule_id=%s campaign_id=%s", schedule_id, data.campaign_id)
     return [dispatch_from_node(row) for row in rows]
 

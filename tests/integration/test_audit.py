@@ -16,6 +16,7 @@ import pytest
 from neo4j.exceptions import ConstraintError
 
 from campaign_engine.api.app import ROUTERS
+from campaign_engine.api.auth import mint_token
 from campaign_engine.campaigns.audience import CHUNK
 from campaign_engine.campaigns.self_test import ChannelTester
 from campaign_engine.config import Settings
@@ -77,10 +78,15 @@ class Audited:
         self.api, self.graph, self.clock = api, graph, clock
         self.seen: set[str] = set()
 
-    def __call__(self, path: str, data: Any, *, request_id: str | None = None) -> tuple[Any, dict[str, Any]]:
+    def __call__(
+        self, path: str, data: Any, *, request_id: str | None = None, actor: str = ADMIN_ID
+    ) -> tuple[Any, dict[str, Any]]:
         self.clock.now += timedelta(seconds=1)
         before = {entry["id"] for entry in entries(self.graph)}
         headers = self.api.headers_for(ADMIN_ID, admin=True)
+        if actor != ADMIN_ID:  # a publisher of the default tenant, by signed claims
+            token = mint_token(self.api.settings, profile_id=actor, tenant_id="default", roles=["publisher"])
+            headers = {"authorization": f"Bearer {token}"}
         if request_id is not None:
             headers["x-request-id"] = request_id
         response = self.api.http.post(f"/trpc/{path}", json=data, headers=headers)
@@ -90,7 +96,7 @@ class Audited:
         entry = new[0]
         assert (entry["procedure"], entry["actor"], entry["at"]) == (
             path,
-            ADMIN_ID,
+            actor,
             format_ts(self.clock.now),
         )
         assert request_id is None or entry["requestId"] == request_id
@@ -168,6 +174,11 @@ def test_every_admin_mutation_commits_exactly_one_entry_with_its_revisions(
     )
 
     token = ok(api.query("campaigns.previewDispatch", {"campaignId": "c1"}, as_=ADMIN_ID, admin=True))
+    # A second publisher's approval (the last editor may not approve): audited, and changes no revision.
+    approval = {"campaignId": "c1", "previewToken": token["previewToken"]}
+    _, entry = call("campaigns.approveDispatch", approval, actor="publisher-2")
+    assert (entry["revisionBefore"], entry["revisionAfter"]) == (3, 3)
+    assert json.loads(entry["detail"])["lastEditor"] == ADMIN_ID
     started, entry = call(
         "campaigns.dispatch", {"campaignId": "c1", "expectedPreviewToken": token["previewToken"]}
     )
@@ -219,7 +230,7 @@ def test_every_admin_mutation_commits_exactly_one_entry_with_its_revisions(
     assert graph.run("MATCH (c) WHERE c:Campaign OR c:DeletedCampaign RETURN count(c) AS n")[0]["n"] == 0
     call("campaigns.create", CAMPAIGN)
     trail = ok(api.query("audit.list", {"campaignId": "c1", "limit": 200}, as_=ADMIN_ID, admin=True))
-    assert len(trail["records"]) == 13  # 12 for the first incarnation, 1 for the second
+    assert len(trail["records"]) == 14  # 13 for the first incarnation, 1 for the second
     assert {r["campaignCreatedAt"] for r in trail["records"][1:]} == {created["createdAt"]}
     assert trail["records"][0]["campaignCreatedAt"] != created["createdAt"]
 

@@ -12,6 +12,7 @@ from campaign_engine.api.routers.common import CampaignRef, Ok
 from campaign_engine.api.trpc import ProcedureRouter
 from campaign_engine.campaigns import dispatch as dispatching
 from campaign_engine.campaigns import dispatch_reads as reads
+from campaign_engine.campaigns.approval import Approved, policy_of
 from campaign_engine.campaigns.resume import resume_dispatch as resume
 from campaign_engine.campaigns.schedule import ScheduleInput, cancel_scheduled, schedule_dispatch
 from campaign_engine.campaigns.uncertain_emails import UncertainEmailPage, list_uncertain_emails
@@ -24,6 +25,7 @@ __all__ = ["ACCESS", "router"]
 ACCESS: dict[str, Access] = {
     "previewDispatch": "author",
     "dispatch": "publisher",
+    "approveDispatch": "publisher",
     "scheduleDispatch": "publisher",
     "cancelScheduledDispatch": "publisher",
     "getDispatch": "viewer",
@@ -36,6 +38,10 @@ router = ProcedureRouter("campaigns", ACCESS)
 
 class DispatchInput(CampaignRef):
     expected_preview_token: Annotated[str | None, Field(alias="expectedPreviewToken", max_length=200)] = None
+
+
+class ApproveInput(CampaignRef):
+    preview_token: Annotated[str, Field(alias="previewToken", min_length=1, max_length=200)]
 
 
 class DispatchRef(BaseModel):
@@ -84,6 +90,26 @@ def dispatch(ctx: Context, data: DispatchInput) -> dispatching.DispatchStarted:
         max_recipients=settings.campaign_preview_max_recipients,
         deliverable=ctx.services.dispatch_channels,
         audit=ctx.audit(),
+        approval_policy=policy_of(ctx.services.graph, ctx.tenant_id),
+    )
+
+
+@router.mutation("approveDispatch")
+def approve(ctx: Context, data: ApproveInput) -> Approved:
+    """Approve the send of exactly this preview, as the second publisher a tenant's approval policy
+    asks for: not the campaign's last editor, and not who will dispatch it. A change since the
+    preview is CONFLICT; a later change voids the approval."""
+    settings = ctx.services.settings
+    return dispatching.approve_dispatch(
+        ctx.services.graph,
+        campaign_id=ctx.campaign(data.campaign_id),
+        preview_token=data.preview_token,
+        approver=ctx.admin().profile_id,
+        now=ctx.services.clock(),
+        adult_age=settings.campaign_adult_age,
+        max_recipients=settings.campaign_preview_max_recipients,
+        deliverable=ctx.services.dispatch_channels,
+        audit=ctx.audit(),
     )
 
 
@@ -102,6 +128,7 @@ def schedule(ctx: Context, data: ScheduleInput) -> list[reads.DispatchPublic]:
         max_recipients=settings.campaign_preview_max_recipients,
         deliverable=ctx.services.dispatch_channels,
         audit=ctx.audit(),
+        approval_policy=policy_of(ctx.services.graph, ctx.tenant_id),
     )
 
 

@@ -1,0 +1,167 @@
+"""Two-person approval end to end (issue 21): an author, two publishers, a tenant policy of two recipients.
+
+Walked through the API as its users meet it: refusals name what is missing, an approval pins the preview
+it was given, nobody approves their own edit or dispatches their own approval, and the trail and the
+Dispatch record both people.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from campaign_engine.api.auth import ADMIN_SCOPE, mint_token
+from campaign_engine.config import Settings
+from campaign_engine.graph.graph import Graph
+from tests.conftest import ADMIN_ID
+from tests.support.api import TrpcClient, api_client, error_code, ok
+from tests.support.delivery import StepClock, local_queues
+
+TENANT = "alpha"
+CAMPAIGN = {
+    "id": "launch",
+    "name": "Launch",
+    "channels": ["inApp", "notify"],
+    "message": {"title": "In app"},
+    "notification": {"title": "Big news", "body": "Something happened"},
+}
+
+
+CLOCK = StepClock()
+
+
+class Person:
+    def __init__(self, api: TrpcClient, sub: str, role: str) -> None:
+        self.api, self.sub = api, sub
+        token = mint_token(api.settings, profile_id=sub, tenant_id=TENANT, roles=[role])
+        self.headers = {"authorization": f"Bearer {token}"}
+
+    def mutate(self, path: str, data: Any) -> Any:
+        CLOCK.now += timedelta(seconds=1)  # the trail orders entries by time: each call is later
+        return self.api.http.post(f"/trpc/{path}", json=data, headers=self.headers)
+
+    def query(self, path: str, data: Any) -> Any:
+        return self.api.http.get(f"/trpc/{path}", params={"input": json.dumps(data)}, headers=self.headers)
+
+    def token(self) -> str:
+        return str(ok(self.query("campaigns.previewDispatch", {"campaignId": "launch"}))["previewToken"])
+
+
+@pytest.fixture
+def api(base_settings: Settings, graph: Graph, tmp_path: Path) -> Iterator[TrpcClient]:
+    queues = local_queues(tmp_path / "queue.sqlite3")
+    with api_client(base_settings, graph, clock=CLOCK, dispatch_queue=queues.dispatch) as client:
+        graph.run(
+            "MERGE (t:Tenant {tenantId: $t}) SET t.name = 'Alpha', t.approval = $approval",
+            t=TENANT,
+            approval=json.dumps({"minRecipients": 2}),
+        )
+        yield client
+
+
+def _profiles(api: TrpcClient, *ids: str) -> None:
+    """Upserted by a platform admin (profiles.* is platform-only)."""
+    token = mint_token(api.settings, profile_id=ADMIN_ID, scope=ADMIN_SCOPE)
+    members = [{"profileId": p, "notificationsWebhook": f"https://{p}.example/hook"} for p in ids]
+    response = api.http.post(
+        "/trpc/profiles.upsert", json={"profiles": members}, headers={"authorization": f"Bearer {token}"}
+    )
+    ok(response)
+
+
+def _message(response: Any) -> str:
+    return str(response.json()["error"]["message"])
+
+
+def _trail(graph: Graph) -> list[dict[str, Any]]:
+    return graph.run(
+        "MATCH (a:AuditEntry {tenantId: $t}) RETURN a.procedure AS procedure, a.actor AS actor, "
+        "a.detail AS detail ORDER BY a.orderKey",
+        t=TENANT,
+    )
+
+
+def test_a_large_send_needs_a_second_publisher_and_pins_the_preview(api: TrpcClient, graph: Graph) -> None:
+    author, first = Person(api, "ana", "author"), Person(api, "pia", "publisher")
+    second = Person(api, "pol", "publisher")
+    _profiles(api, "m1", "m2", "m3")
+    ok(author.mutate("campaigns.create", CAMPAIGN))
+    source = {"type": "profileIds", "profileIds": ["m1", "m2", "m3"]}
+    ok(author.mutate("campaigns.addAudience", {"campaignId": "launch", "source": source}))
+    ok(first.mutate("campaigns.setStatus", {"campaignId": "launch", "status": "live"}))
+    token = first.token()
+
+    # Without an approval, and without a reviewed token at all: FORBIDDEN, naming what is missing.
+    refused = first.mutate("campaigns.dispatch", {"campaignId": "launch", "expectedPreviewToken": token})
+    assert error_code(refused) == "FORBIDDEN" and "campaigns.approveDispatch" in _message(refused)
+    blind = first.mutate("campaigns.dispatch", {"campaignId": "launch"})
+    assert error_code(blind) == "FORBIDDEN" and "expectedPreviewToken" in _message(blind)
+    # An author may not approve; the role table says so.
+    by_author = author.mutate("campaigns.approveDispatch", {"campaignId": "launch", "previewToken": token})
+    assert error_code(by_author) == "FORBIDDEN" and "publisher" in _message(by_author)
+
+    # The last editor may not approve their own edit.
+    ok(second.mutate("campaigns.update", {"campaignId": "launch", "description": "second's words"}))
+    token = second.token()
+    own = second.mutate("campaigns.approveDispatch", {"campaignId": "launch", "previewToken": token})
+    assert error_code(own) == "FORBIDDEN" and "last editor" in _message(own)
+
+    # An approval pins its preview: an edit after it voids it, and the dispatch names the stale approval.
+    approved = ok(first.mutate("campaigns.approveDispatch", {"campaignId": "launch", "previewToken": token}))
+    assert (approved["approvedBy"], approved["recipients"], approved["campaignId"]) == ("pia", 3, "launch")
+    ok(author.mutate("campaigns.update", {"campaignId": "launch", "description": "a late change"}))
+    changed = author.token()
+    stale = second.mutate("campaigns.dispatch", {"campaignId": "launch", "expectedPreviewToken": changed})
+    assert error_code(stale) == "CONFLICT" and "stale" in _message(stale) and "pia" in _message(stale)
+    # The approved token itself is no longer the campaign's preview: the ordinary stale-token CONFLICT.
+    old = second.mutate("campaigns.dispatch", {"campaignId": "launch", "expectedPreviewToken": token})
+    assert error_code(old) == "CONFLICT"
+    # Approving a preview that is not the current one is refused as well.
+    late = first.mutate("campaigns.approveDispatch", {"campaignId": "launch", "previewToken": token})
+    assert error_code(late) == "CONFLICT"
+
+    # The approver may not dispatch their own approval; the other publisher may.
+    ok(first.mutate("campaigns.approveDispatch", {"campaignId": "launch", "previewToken": changed}))
+    mine = first.mutate("campaigns.dispatch", {"campaignId": "launch", "expectedPreviewToken": changed})
+    assert error_code(mine) == "FORBIDDEN" and "another must dispatch" in _message(mine)
+    started = ok(
+        second.mutate("campaigns.dispatch", {"campaignId": "launch", "expectedPreviewToken": changed})
+    )
+    record = ok(second.query("campaigns.getDispatch", {"dispatchId": started["dispatchId"]}))
+    assert record["approvedBy"] == "pia" and record["approvedAt"]
+    # An approval is used once: the same token cannot be replayed into a second send.
+    assert graph.run("MATCH (x:DispatchApproval) RETURN count(x) AS n")[0]["n"] == 0
+
+    trail = _trail(graph)
+    approvals = [e for e in trail if e["procedure"] == "campaigns.approveDispatch"]
+    assert [e["actor"] for e in approvals] == ["pia", "pia"]
+    dispatched = [e for e in trail if e["procedure"] == "campaigns.dispatch"]
+    refusals = [e for e in dispatched if "refused" in json.loads(e["detail"])]
+    assert [e["actor"] for e in refusals] == ["pia", "pia", "pol", "pia"]
+    sent = [json.loads(e["detail"]) for e in dispatched if "dispatchIds" in json.loads(e["detail"])]
+    assert [(e["approvedBy"], e["recipients"]) for e in sent] == [("pia", 3)]
+    assert [e["actor"] for e in dispatched if "dispatchIds" in json.loads(e["detail"])] == ["pol"]
+
+
+def test_a_send_below_the_threshold_needs_no_approval(api: TrpcClient, graph: Graph) -> None:
+    author, publisher = Person(api, "ana", "author"), Person(api, "pia", "publisher")
+    _profiles(api, "m1")
+    ok(author.mutate("campaigns.create", CAMPAIGN))
+    source = {"type": "profileIds", "profileIds": ["m1"]}
+    ok(author.mutate("campaigns.addAudience", {"campaignId": "launch", "source": source}))
+    ok(publisher.mutate("campaigns.setStatus", {"campaignId": "launch", "status": "live"}))
+    token = publisher.token()
+    started = ok(
+        publisher.mutate("campaigns.dispatch", {"campaignId": "launch", "expectedPreviewToken": token})
+    )
+    assert (
+        ok(publisher.query("campaigns.getDispatch", {"dispatchId": started["dispatchId"]}))["approvedBy"]
+        is None
+    )
+    # Still, under the policy nobody dispatches unseen: a token is required whatever the size.
+    assert error_code(publisher.mutate("campaigns.dispatch", {"campaignId": "launch"})) == "FORBIDDEN"
