@@ -107,7 +107,7 @@ def seed(graph: Graph, args: argparse.Namespace) -> list[str]:
     print(f"seeded {args.profiles} profiles in {time.perf_counter() - start:.1f}s", flush=True)
     users = [f"u{i:03d}" for i in range(args.concurrency)]
     rows = [{"profileId": u, "dob": "1990-01-01"} for u in [*users, ADMIN]]
-    profiles.upsert_profiles(graph, ProfileUpsert.model_validate({"profiles": rows}))
+    profiles.upsert_profiles(graph, ProfileUpsert.model_validate({"profiles": rows}), tenant_id="default")
     for i in range(args.campaigns + 1):
         cid = "audience" if i == args.campaigns else f"live-{i:03d}"
         data = {

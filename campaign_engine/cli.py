@@ -188,7 +188,10 @@ def _profiles_import(args: argparse.Namespace) -> int:
     graph = open_graph(settings)
     try:
         with Path(args.file).open(encoding="utf-8") as lines, tqdm(unit="profiles") as bar:
-            result = import_jsonl(graph, lines, batch_size=args.batch_size, progress=bar.update, audit=audit)
+            result = import_jsonl(
+                graph, lines, batch_size=args.batch_size, progress=bar.update, audit=audit,
+                tenant_id=settings.campaign_default_tenant_id,
+            )  # fmt: skip
     finally:
         graph.close()
     print(

@@ -2,6 +2,9 @@
 // order. A row changes only what it named: `row.props` holds just the named properties (`+=` removes a
 // property whose value is null), and a list field that is null was omitted and is left untouched,
 // while a provided list (empty for an explicit null) replaces the stored one.
+// Tenants (issue 21): a named set replaces the stored one (platform credentials only); otherwise a new
+// profile joins $tenant and an existing one keeps its set (a tenant credential never reaches here for a
+// profile outside its tenant: campaigns/profiles.py refuses the batch first).
 // A new profile gets its campaignUnsubscribeId here, once for life: allocating it inside the email
 // claim cost a unique-index insert per first-time recipient on the send's hot path (issue 13 item 5).
 UNWIND $rows AS row
@@ -10,7 +13,8 @@ WITH row, existing IS NULL AS created
 MERGE (p:Profile {profileId: row.profileId})
   ON CREATE SET p.announcementEmailOptOut = false, p.announcementPushOptOut = false,
                 p.isManaged = false, p.isServiceProfile = false, p.campaignUnsubscribeId = randomUUID()
-SET p.campaignStateLock = coalesce(p.campaignStateLock, 0) + 1, p += row.props
+SET p.campaignStateLock = coalesce(p.campaignStateLock, 0) + 1, p += row.props,
+    p.tenants = coalesce(row.tenants, p.tenants, [$tenant])
 WITH p, row, created
 CALL (p, row) {
   WITH p, row WHERE row.emails IS NOT NULL

@@ -96,6 +96,10 @@ class Context:
         """The caller of a procedure its table already let through (``api/trpc.py``)."""
         return self.user()
 
+    def scope(self) -> str | None:
+        """The tenant this caller's reads and writes are confined to; None for a platform admin."""
+        return None if self.admin().is_admin else self.tenant_id
+
     def campaign(self, ref: str) -> str:
         """The storage id of this tenant's campaign ``ref``; NOT_FOUND for another tenant's."""
         return campaign_in_tenant(self.services.graph, tenant_id=self.tenant_id, ref=ref)

@@ -120,15 +120,23 @@ def _list_items(source: DidsSource | ProfileIdsSource, domain: str) -> list[dict
 # Graph sources can name every profile there is: they are read in keyset pages of CHUNK ids, never
 # collected whole (issue 11). `all` walks the profileId index in order; a tag's or a profile's
 # neighbours are expanded from their one node and the page after the cursor kept.
+# Every source resolves inside the campaign's tenant (issue 21): only its members are found, and a key
+# (a tag, a profile) that names none of them is reported not found, exactly as if it did not exist.
 _KEY_EXISTS = {
-    "tag": "OPTIONAL MATCH (t:Tag {slug: $key}) RETURN t IS NOT NULL AS exists",
-    "connections": "OPTIONAL MATCH (a:Profile {profileId: $key}) RETURN a IS NOT NULL AS exists",
+    "tag": """
+        OPTIONAL MATCH (t:Tag {slug: $key})
+        RETURN t IS NOT NULL AND EXISTS { (t)<-[:HAS_TAG]-(p:Profile) WHERE $tenant IN p.tenants } AS exists
+    """,
+    "connections": """
+        OPTIONAL MATCH (a:Profile {profileId: $key})
+        RETURN a IS NOT NULL AND $tenant IN a.tenants AS exists
+    """,
 }
 
 _GRAPH_PAGE = {
     "tag": """
         MATCH (:Tag {slug: $key})<-[:HAS_TAG]-(p:Profile)
-        WHERE p.profileId > $cursor
+        WHERE p.profileId > $cursor AND $tenant IN p.tenants
         WITH DISTINCT p.profileId AS profileId
         ORDER BY profileId
         LIMIT $limit
@@ -136,7 +144,7 @@ _GRAPH_PAGE = {
     """,
     "connections": """
         MATCH (a:Profile {profileId: $key})-[:CONNECTED_WITH]-(p:Profile)
-        WHERE p <> a AND p.profileId > $cursor
+        WHERE p <> a AND p.profileId > $cursor AND $tenant IN p.tenants
         WITH DISTINCT p.profileId AS profileId
         ORDER BY profileId
         LIMIT $limit
@@ -144,7 +152,7 @@ _GRAPH_PAGE = {
     """,
     "all": """
         MATCH (p:Profile)
-        WHERE p.profileId > $cursor
+        WHERE p.profileId > $cursor AND $tenant IN p.tenants
         WITH p.profileId AS profileId
         ORDER BY profileId
         LIMIT $limit
@@ -156,30 +164,32 @@ _GRAPH_PAGE = {
 def _resolve_list(
     tx: Tx, campaign_id: str, source: DidsSource | ProfileIdsSource, domain: str
 ) -> tuple[list[str], list[str]]:
-    _require_campaign(tx, campaign_id)
-    lists = tx.run(query("audience_resolve_list"), items=_list_items(source, domain)).single()
+    tenant = _require_campaign(tx, campaign_id)["tenantId"]
+    items = _list_items(source, domain)
+    lists = tx.run(query("audience_resolve_list"), items=items, tenant=tenant).single()
     assert lists is not None  # an aggregation always returns one record
     return sorted(set(lists["found"])), list(lists["missing"])
 
 
-def _key_exists(tx: Tx, campaign_id: str, kind: str, key: str | None) -> bool:
-    _require_campaign(tx, campaign_id)
+def _key_exists(tx: Tx, campaign_id: str, kind: str, key: str | None) -> tuple[str, bool]:
+    """The campaign's tenant, and whether ``key`` names something of it."""
+    tenant = str(_require_campaign(tx, campaign_id)["tenantId"])
     if key is None:
-        return True
-    record = tx.run(_KEY_EXISTS[kind], key=key).single()
-    return record is not None and bool(record["exists"])
+        return tenant, True
+    record = tx.run(_KEY_EXISTS[kind], key=key, tenant=tenant).single()
+    return tenant, record is not None and bool(record["exists"])
 
 
-def _graph_page(tx: Tx, kind: str, key: str | None, cursor: str) -> list[str]:
-    record = tx.run(_GRAPH_PAGE[kind], key=key, cursor=cursor, limit=CHUNK).single()
+def _graph_page(tx: Tx, kind: str, key: str | None, tenant: str, cursor: str) -> list[str]:
+    record = tx.run(_GRAPH_PAGE[kind], key=key, tenant=tenant, cursor=cursor, limit=CHUNK).single()
     assert record is not None
     return sorted(record["profileIds"])
 
 
-def _graph_pages(graph: Graph, kind: str, key: str | None) -> Iterator[list[str]]:
+def _graph_pages(graph: Graph, kind: str, key: str | None, tenant: str) -> Iterator[list[str]]:
     cursor = ""
     while True:
-        ids = graph.read(_graph_page, kind, key, cursor)
+        ids = graph.read(_graph_page, kind, key, tenant, cursor)
         if ids:
             yield ids
         if len(ids) < CHUNK:
@@ -203,13 +213,15 @@ def _resolve(graph: Graph, campaign_id: str, source: Source, domain: str) -> _Re
         ids, missing = graph.read(_resolve_list, campaign_id, source, domain)
         return _Resolved(iter([ids[i : i + CHUNK] for i in range(0, len(ids), CHUNK)]), missing)
     key = source.slug if isinstance(source, TagSource) else getattr(source, "profile_id", None)
-    exists = graph.read(_key_exists, campaign_id, source.type, key)
+    tenant, exists = graph.read(_key_exists, campaign_id, source.type, key)
     not_found = [] if exists or key is None else [key]
-    return _Resolved(_graph_pages(graph, source.type, key) if exists else iter([]), not_found)
+    return _Resolved(_graph_pages(graph, source.type, key, tenant) if exists else iter([]), not_found)
 
 
 def _require_campaign(tx: Tx, campaign_id: str) -> dict[str, Any]:
-    record = tx.run("MATCH (c:Campaign {id: $id}) RETURN c {.id, .status} AS c", id=campaign_id).single()
+    record = tx.run(
+        "MATCH (c:Campaign {id: $id}) RETURN c {.id, .status, .tenantId} AS c", id=campaign_id
+    ).single()
     if record is None:
         raise NotFound(f"campaign '{campaign_ref(campaign_id)}' not found")
     return dict(record["c"])

@@ -1,5 +1,9 @@
 """Profiles: batched idempotent upsert, read and delete (admin), plus streaming JSONL import.
 
+A profile is a person, shared by the tenants (apps) it belongs to (``tenants``, issue 21). A tenant's own
+credential reads and writes only its members, sees only itself in their ``tenants``, and cannot take
+in a profile another tenant holds (a platform admin adds it); ``tenant=None`` is a platform credential.
+
 A batch is one transaction: every row is validated before anything is written, and a constraint
 violation (a DID already used by another profile) rolls the whole batch back. A row changes only the
 fields it names (``domain/profile.py``); the API and the JSONL import share this one path.
@@ -14,7 +18,7 @@ from typing import Any
 from neo4j.exceptions import ConstraintError
 from pydantic import ValidationError
 
-from campaign_engine.domain.errors import BadRequest, NotFound
+from campaign_engine.domain.errors import BadRequest, Conflict, Forbidden, NotFound
 from campaign_engine.domain.profile import EmailContact, ProfileIn, ProfileOut, ProfileUpsert, UpsertResult
 from campaign_engine.domain.types import Clock, system_clock
 from campaign_engine.graph.audit import AuditContext, record_audit
@@ -34,6 +38,7 @@ def _row(profile: ProfileIn) -> dict[str, Any]:
         "emails": [e.model_dump() for e in emails] if profile.named("emails") else None,
         "tags": sorted(set(tags)) if profile.named("tags") else None,
         "connections": sorted(set(connections)) if profile.named("connections") else None,
+        "tenants": sorted(set(profile.tenants)) if profile.tenants is not None else None,
     }
 
 
@@ -43,17 +48,45 @@ def _row(profile: ProfileIn) -> dict[str, Any]:
 AUDIT_IDS_CAP = 20
 
 
-def upsert_profiles(graph: Graph, batch: ProfileUpsert, *, audit: AuditContext | None = None) -> UpsertResult:
+# Profiles of the batch that exist outside the tenant: a tenant credential may not take them in.
+_FOREIGN = """
+UNWIND $ids AS id
+MATCH (p:Profile {profileId: id}) WHERE NOT $tenant IN coalesce(p.tenants, [])
+RETURN count(p) AS foreign
+"""
+
+
+def upsert_profiles(
+    graph: Graph,
+    batch: ProfileUpsert,
+    *,
+    tenant_id: str,
+    platform: bool = True,
+    audit: AuditContext | None = None,
+) -> UpsertResult:
+    """``tenant_id`` is the tenant new profiles join; ``platform`` False is a tenant's own credential,
+    which may neither name ``tenants`` nor touch a profile outside its tenant (CONFLICT, nothing written:
+    it learns that the id is taken, never whose it is or what it holds)."""
     rows = sorted((_row(p) for p in batch.profiles), key=lambda r: r["profileId"])
     with_connections = [r for r in rows if r["connections"] is not None]
     ids = [r["profileId"] for r in rows]
+    if not platform and any(r["tenants"] is not None for r in rows):
+        raise Forbidden("tenants is set by platform credentials; a tenant's profiles join it by themselves")
 
     def tx_fn(tx: Tx) -> tuple[int, int, int]:
-        record = tx.run(query("upsert_profiles"), rows=rows).single()
+        if not platform:
+            held = tx.run(_FOREIGN, ids=ids, tenant=tenant_id).single()
+            if held is not None and held["foreign"]:
+                raise Conflict(
+                    f"{held['foreign']} of these profileIds are taken outside this tenant; a platform admin "
+                    "can add those profiles to it (nothing in this batch was written)"
+                )
+        record = tx.run(query("upsert_profiles"), rows=rows, tenant=tenant_id).single()
         assert record is not None
         missing = 0
         if with_connections:
-            linked = tx.run(query("upsert_connections"), rows=with_connections).single()
+            scope = None if platform else tenant_id
+            linked = tx.run(query("upsert_connections"), rows=with_connections, tenant=scope).single()
             missing = int(linked["missing"]) if linked is not None else 0
         record_audit(tx, audit, target_type="profile", target_id=ids[0] if len(ids) == 1 else "batch",
                      detail={"count": len(ids), "created": int(record["created"]),
@@ -70,18 +103,21 @@ def upsert_profiles(graph: Graph, batch: ProfileUpsert, *, audit: AuditContext |
 
 
 _GET = """
-MATCH (p:Profile {profileId: $profileId})
+MATCH (p:Profile {profileId: $profileId}) WHERE $tenant IS NULL OR $tenant IN p.tenants
 RETURN p {.*} AS profile,
        [(p)-[:HAS_CONTACT_METHOD]->(m:ContactMethod {type: 'email'}) |
           {address: m.value, verified: m.isVerified, primary: m.isPrimary}] AS emails,
        [(p)-[:HAS_TAG]->(t:Tag) | t.slug] AS tags,
-       [(p)-[:CONNECTED_WITH]-(o:Profile) | o.profileId] AS connections
+       [(p)-[:CONNECTED_WITH]-(o:Profile) WHERE $tenant IS NULL OR $tenant IN o.tenants | o.profileId]
+         AS connections
 """
 
 
-def get_profile(graph: Graph, profile_id: str) -> ProfileOut:
+def get_profile(graph: Graph, profile_id: str, *, tenant_id: str | None = None) -> ProfileOut:
+    """``tenant_id``: a tenant's credential, for which a profile outside it is NOT_FOUND."""
+
     def tx_fn(tx: Tx) -> dict[str, Any] | None:
-        record = tx.run(_GET, profileId=profile_id).single()
+        record = tx.run(_GET, profileId=profile_id, tenant=tenant_id).single()
         return None if record is None else record.data()
 
     found = graph.read(tx_fn)
@@ -100,6 +136,7 @@ def get_profile(graph: Graph, profile_id: str) -> ProfileOut:
         time_zone=node.get("timeZone"),
         tags=sorted(found["tags"]),
         connections=sorted(set(found["connections"])),
+        tenants=sorted(node.get("tenants") or []) if tenant_id is None else [tenant_id],
         announcement_email_opt_out=bool(node.get("announcementEmailOptOut")),
         announcement_push_opt_out=bool(node.get("announcementPushOptOut")),
     )
@@ -113,10 +150,34 @@ RETURN count(DISTINCT p) AS deleted
 """
 
 
-def delete_profile(graph: Graph, profile_id: str, *, audit: AuditContext | None = None) -> bool:
-    """Deletes the profile with its contact methods, memberships, states and pending tests."""
+# A tenant's delete takes the person out of that tenant (and its campaigns' audiences); the person goes
+# only when no tenant holds them any more. A platform delete is the whole person.
+_LEAVE_TENANT = """
+MATCH (p:Profile {profileId: $profileId}) WHERE $tenant IN p.tenants
+SET p.tenants = [t IN p.tenants WHERE t <> $tenant]
+WITH p
+OPTIONAL MATCH (p)-[m:IN_CAMPAIGN_AUDIENCE]->(:Campaign {tenantId: $tenant})
+DELETE m
+WITH DISTINCT p
+RETURN p.tenants = [] AS orphaned
+"""
+
+
+def delete_profile(
+    graph: Graph, profile_id: str, *, tenant_id: str | None = None, audit: AuditContext | None = None
+) -> bool:
+    """Deletes the profile with its contact methods, memberships, states and pending tests; for a
+    tenant's credential (``tenant_id``), takes it out of that tenant, deleting it once no tenant holds it."""
 
     def tx_fn(tx: Tx) -> int:
+        if tenant_id is not None:
+            left = tx.run(_LEAVE_TENANT, profileId=profile_id, tenant=tenant_id).single()
+            if left is None:
+                return 0
+            if not left["orphaned"]:
+                detail = {"left": tenant_id}
+                record_audit(tx, audit, target_type="profile", target_id=profile_id, detail=detail)
+                return 1
         record = tx.run(_DELETE, profileId=profile_id).single()
         deleted = int(record["deleted"]) if record is not None else 0
         if deleted:  # nothing deleted is NOT_FOUND at the API: no change, no entry
@@ -151,6 +212,7 @@ def import_jsonl(
     progress: Callable[[int], None] | None = None,
     audit: AuditContext | None = None,
     clock: Clock = system_clock,
+    tenant_id: str = "default",
 ) -> UpsertResult:
     """Streams a JSONL file of profiles in batches; an invalid row names its line and stops the import.
 
@@ -167,7 +229,8 @@ def import_jsonl(
             line = first_line + loc[1] if len(loc) > 1 and isinstance(loc[1], int) else first_line
             field = ".".join(str(part) for part in loc[2:]) or "row"
             raise BadRequest(f"line {line}: {field}: {err['msg']} (earlier batches were imported)") from exc
-        result = upsert_profiles(graph, batch, audit=None if audit is None else audit.next_entry(clock()))
+        entry = None if audit is None else audit.next_entry(clock())
+        result = upsert_profiles(graph, batch, tenant_id=tenant_id, audit=entry)
         created += result.created
         updated += result.updated
         missing += result.missing_connections

@@ -24,6 +24,7 @@ from pydantic import (
 
 from campaign_engine.domain.patterns import EMAIL_PATTERN, WEBHOOK_PATTERN, DidStr, ProfileIdStr, Slug
 from campaign_engine.domain.schedule import ZONE_NAME_PATTERN, known_zone
+from campaign_engine.domain.tenancy import TenantId
 
 __all__ = ["EmailContact", "ProfileIn", "ProfileOut", "ProfileUpsert", "UpsertResult"]
 
@@ -109,6 +110,9 @@ class ProfileIn(BaseModel):
     """Where local-time schedules and quiet hours put this person's day; the campaign's zone if unset."""
     tags: Annotated[list[Slug], Field(max_length=200)] | None = None
     connections: Annotated[list[ProfileIdStr], Field(max_length=5000)] | None = None
+    tenants: Annotated[list[TenantId], Field(min_length=1, max_length=100)] | None = None
+    """The tenants (apps) the person belongs to, replacing the stored set; platform credentials only.
+    Omitted: a new profile joins the caller's tenant, an existing one keeps its set."""
 
     def named(self, field: str) -> bool:
         """Whether the row named ``field`` (by Python name), even as ``null``."""
@@ -167,5 +171,6 @@ class ProfileOut(BaseModel):
     time_zone: Annotated[str | None, Field(alias="timeZone")] = None
     tags: list[str]
     connections: list[str]
+    tenants: list[str] = Field(description="a tenant's own credential sees only its own tenant here")
     announcement_email_opt_out: Annotated[bool, Field(alias="announcementEmailOptOut")]
     announcement_push_opt_out: Annotated[bool, Field(alias="announcementPushOptOut")]

@@ -174,10 +174,24 @@ class SuppressionPage(BaseModel):
 
 
 def list_suppressions(
-    graph: Graph, *, reason: SuppressionReason | None, cursor: str | None, limit: int
+    graph: Graph,
+    *,
+    reason: SuppressionReason | None,
+    cursor: str | None,
+    limit: int,
+    tenant_id: str | None = None,
 ) -> SuppressionPage:
+    """Suppressions are per address (deliverability is the sender's); ``tenant_id`` confines the page to
+    the addresses of that tenant's members."""
+
     def tx_fn(tx: Tx) -> list[dict[str, Any]]:
-        rows = tx.run(query("suppression_list"), reason=reason, cursor=cursor or "", limit=limit + 1)
+        params: dict[str, Any] = {
+            "reason": reason,
+            "cursor": cursor or "",
+            "limit": limit + 1,
+            "tenant": tenant_id,
+        }
+        rows = tx.run(query("suppression_list"), **params)
         return [dict(row["suppression"]) for row in rows]
 
     nodes = graph.read(tx_fn)
@@ -188,9 +202,10 @@ def list_suppressions(
     )
 
 
-def get_suppression(graph: Graph, address: str) -> Suppression:
+def get_suppression(graph: Graph, address: str, *, tenant_id: str | None = None) -> Suppression:
     def tx_fn(tx: Tx) -> dict[str, Any] | None:
-        record = tx.run(query("suppression_get"), address=normalize_address(address)).single()
+        params: dict[str, Any] = {"address": normalize_address(address), "tenant": tenant_id}
+        record = tx.run(query("suppression_get"), **params).single()
         return None if record is None else dict(record["suppression"])
 
     node = graph.read(tx_fn)

@@ -27,13 +27,19 @@ _BACKFILLS = {
         RETURN count(p) AS n
     """,
     # Issue 21: data made before tenants belongs to the default tenant, and a campaign's ref (the id its
-    # tenant knows it by, domain/tenancy.py) is its id. Audit entries follow, so audit.list's tenant seek
-    # finds the old trail.
+    # tenant knows it by, domain/tenancy.py) is its id; every profile is the default tenant's member. Audit
+    # entries follow, so audit.list's tenant seek finds the old trail.
     "campaign_tenant_refs": """
         MATCH (c:Campaign) WHERE c.ref IS NULL
         WITH c LIMIT 10000
         SET c.tenantId = coalesce(c.tenantId, $defaultTenant), c.ref = c.id
         RETURN count(c) AS n
+    """,
+    "profile_tenants": """
+        MATCH (p:Profile) WHERE p.tenants IS NULL
+        WITH p LIMIT 10000
+        SET p.tenants = [$defaultTenant]
+        RETURN count(p) AS n
     """,
     "audit_entry_tenants": """
         MATCH (a:AuditEntry) WHERE a.tenantId IS NULL

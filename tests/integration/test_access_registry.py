@@ -104,6 +104,7 @@ def _seed(api: TrpcClient, graph: Graph, clock: StepClock) -> Seeded:
         return ok(api.http.get(f"/trpc/{path}", params={"input": json.dumps(data)}, headers=headers))
 
     members = [{"profileId": p, "notificationsWebhook": f"https://{p}.example/hook"} for p in ("p1", "p2")]
+    members[0]["emails"] = [{"address": "gone@example.com", "primary": True}]  # suppressed, below
     call("profiles.upsert", {"profiles": members}, a)
     graph.run(
         "CREATE (:EmailSuppression {address: 'gone@example.com', reason: 'hard_bounce', source: 'postmark',"
@@ -192,7 +193,7 @@ def _inputs(seeded: Seeded) -> dict[str, Any]:
 # What a call may change without changing anyone's data: its rate-limit bucket, a key's last use.
 _BOOKKEEPING = "n:RateBucket"
 _ALPHA = (
-    "n.tenantId = 'alpha' OR n:Profile OR n:EmailSuppression "
+    "n.tenantId = 'alpha' OR 'alpha' IN coalesce(n.tenants, []) OR n:EmailSuppression "
     "OR EXISTS { (n)-[]-(:Campaign {tenantId: 'alpha'}) }"
 )
 

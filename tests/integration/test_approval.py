@@ -67,7 +67,10 @@ def api(base_settings: Settings, graph: Graph, tmp_path: Path) -> Iterator[TrpcC
 def _profiles(api: TrpcClient, *ids: str) -> None:
     """Upserted by a platform admin (profiles.* is platform-only)."""
     token = mint_token(api.settings, profile_id=ADMIN_ID, scope=ADMIN_SCOPE)
-    members = [{"profileId": p, "notificationsWebhook": f"https://{p}.example/hook"} for p in ids]
+    members = [
+        {"profileId": p, "notificationsWebhook": f"https://{p}.example/hook", "tenants": [TENANT]}
+        for p in ids
+    ]
     response = api.http.post(
         "/trpc/profiles.upsert", json={"profiles": members}, headers={"authorization": f"Bearer {token}"}
     )

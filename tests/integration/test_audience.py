@@ -27,7 +27,7 @@ def clock() -> datetime:
 
 
 def seed_profiles(graph: Graph, rows: list[dict[str, Any]]) -> None:
-    profiles.upsert_profiles(graph, ProfileUpsert.model_validate({"profiles": rows}))
+    profiles.upsert_profiles(graph, ProfileUpsert.model_validate({"profiles": rows}), tenant_id="default")
 
 
 def seed_campaign(graph: Graph, campaign_id: str = "c1", **fields: Any) -> None:

@@ -52,7 +52,7 @@ def create_members(graph: Graph, campaign_id: str, count: int, *, prefix: str = 
         UNWIND range(0, $count - 1) AS i
         WITH i, $prefix + right('00000' + toString(i), 6) AS id
         CREATE (p:Profile {profileId: id, announcementPushOptOut: i % 5 = 0, announcementEmailOptOut: false,
-                           isManaged: false, isServiceProfile: false,
+                           isManaged: false, isServiceProfile: false, tenants: ['default'],
                            dob: CASE WHEN i % 3 = 0 THEN '1990-01-01' END})
         WITH i, p
         MATCH (c:Campaign {id: $campaignId})

@@ -294,7 +294,7 @@ def test_an_audience_change_of_many_chunks_has_one_entry_counting_every_chunk(
     call("campaigns.create", CAMPAIGN)
     graph.run(
         "UNWIND range(0, $n - 1) AS i CREATE (p:Profile {profileId: 'p' + i, isManaged: false,"
-        " isServiceProfile: false})-[:HAS_TAG]->(:Tag {slug: 'x' + i})",
+        " isServiceProfile: false, tenants: ['default']})-[:HAS_TAG]->(:Tag {slug: 'x' + i})",
         n=CHUNK + 5,
     )
     graph.run("MATCH (t:Tag) DETACH DELETE t")

@@ -20,12 +20,15 @@ def _ids(graph: Graph) -> dict[str, str | None]:
 
 def test_a_created_profile_gets_its_id_and_an_update_keeps_it(graph: Graph) -> None:
     upsert_profiles(
-        graph, ProfileUpsert.model_validate({"profiles": [{"profileId": "p1"}, {"profileId": "p2"}]})
+        graph,
+        ProfileUpsert.model_validate({"profiles": [{"profileId": "p1"}, {"profileId": "p2"}]}),
+        tenant_id="default",
     )
     first = _ids(graph)
     assert all(first.values()), first
     assert first["p1"] != first["p2"]
-    upsert_profiles(graph, ProfileUpsert.model_validate({"profiles": [{"profileId": "p1", "locale": "fr"}]}))
+    one = ProfileUpsert.model_validate({"profiles": [{"profileId": "p1", "locale": "fr"}]})
+    upsert_profiles(graph, one, tenant_id="default")
     assert _ids(graph) == first
 
 

@@ -17,9 +17,9 @@ __all__ = ["ACCESS", "router"]
 
 # Who may call each procedure (api/access.py): one row per procedure, checked before it runs.
 ACCESS: dict[str, Access] = {
-    "upsert": "platform",
-    "get": "platform",
-    "delete": "platform",
+    "upsert": "author",
+    "get": "viewer",
+    "delete": "admin",
 }
 router = ProcedureRouter("profiles", ACCESS)
 
@@ -36,21 +36,29 @@ class Deleted(BaseModel):
 
 @router.mutation("upsert")
 def upsert(ctx: Context, data: ProfileUpsert) -> UpsertResult:
-    """Create or update up to 1000 profiles atomically.
+    """Create or update up to 1000 profiles atomically; they join the caller's tenant (``tenants``:
+    platform credentials only).
 
     A row changes only the fields it names: an omitted field keeps its value, an explicit null clears it."""
-    return profiles.upsert_profiles(ctx.services.graph, data, audit=ctx.audit())
+    platform = ctx.admin().is_admin
+    return profiles.upsert_profiles(
+        ctx.services.graph, data, tenant_id=ctx.tenant_id, platform=platform, audit=ctx.audit()
+    )
 
 
 @router.query("get")
 def get(ctx: Context, data: ProfileRef) -> ProfileOut:
-    """One profile with its contact methods, tags and connections."""
-    return profiles.get_profile(ctx.services.graph, data.profile_id)
+    """One profile with its contact methods, tags and connections; a tenant's credential reads only
+    its members, and only their connections within it."""
+    return profiles.get_profile(ctx.services.graph, data.profile_id, tenant_id=ctx.scope())
 
 
 @router.mutation("delete")
 def delete(ctx: Context, data: ProfileRef) -> Deleted:
-    """Delete a profile with its memberships, engagement states and pending tests."""
-    if not profiles.delete_profile(ctx.services.graph, data.profile_id, audit=ctx.audit()):
+    """Delete a profile with its memberships, engagement states and pending tests; a tenant's credential
+    takes it out of the tenant (the person goes once no tenant holds them)."""
+    if not profiles.delete_profile(
+        ctx.services.graph, data.profile_id, tenant_id=ctx.scope(), audit=ctx.audit()
+    ):
         raise NotFound(f"profile '{data.profile_id}' not found")
     return Deleted(deleted=True)

@@ -22,8 +22,8 @@ __all__ = ["ACCESS", "router"]
 
 # Who may call each procedure (api/access.py): one row per procedure, checked before it runs.
 ACCESS: dict[str, Access] = {
-    "list": "platform",
-    "get": "platform",
+    "list": "viewer",
+    "get": "viewer",
     "remove": "platform",
 }
 router = ProcedureRouter("suppressions", ACCESS)
@@ -48,16 +48,17 @@ class AddressInput(BaseModel):
 
 @router.query("list")
 def list_(ctx: Context, data: ListInput) -> store.SuppressionPage:
-    """Suppressed addresses in address order, keyset-paged, optionally of one reason."""
+    """Suppressed addresses in address order, keyset-paged, optionally of one reason; a tenant's
+    credential sees only its members' addresses."""
     return store.list_suppressions(
-        ctx.services.graph, reason=data.reason, cursor=data.cursor, limit=data.limit
+        ctx.services.graph, reason=data.reason, cursor=data.cursor, limit=data.limit, tenant_id=ctx.scope()
     )
 
 
 @router.query("get")
 def get(ctx: Context, data: AddressInput) -> store.Suppression:
     """The suppression of one address: why, from which provider, since when."""
-    return store.get_suppression(ctx.services.graph, data.address)
+    return store.get_suppression(ctx.services.graph, data.address, tenant_id=ctx.scope())
 
 
 @router.mutation("remove")
