@@ -46,7 +46,7 @@ __all__ = [
     "record_audit",
 ]
 
-TargetType = Literal["campaign", "dispatch", "profile", "suppression"]
+TargetType = Literal["campaign", "dispatch", "profile", "suppression", "tenant"]
 
 
 def new_entry_id() -> str:
