@@ -41,13 +41,6 @@ TENANT_ID_PATTERN = r"^[a-z0-9](?:[a-z0-9-]{0,62}[a-z0-9])?$"
 
 _LOOPBACK_HOSTS = frozenset({"localhost", "127.0.0.1", "::1"})
 _EMAIL = re.compile(EMAIL_PATTERN)
-_HEX_COLOUR = re.compile(r"#(?:[0-9a-fA-F]{3}|[0-9a-fA-F]{6})")
-
-
-def _hex_colour(value: str) -> str:
-    if not _HEX_COLOUR.fullmatch(value):
-        raise ValueError("must be a hex colour like #1f6feb")
-    return value
 
 
 def _https_url(value: str) -> str:
@@ -100,7 +93,7 @@ def _sender(value: str) -> str:
 
 Text = Annotated[str, StringConstraints(strip_whitespace=True)]
 TenantId = Annotated[str, StringConstraints(pattern=TENANT_ID_PATTERN)]
-HexColour = Annotated[str, StringConstraints(max_length=7), AfterValidator(_hex_colour)]
+HexColour = Annotated[str, StringConstraints(pattern=r"^#(?:[0-9a-fA-F]{3}|[0-9a-fA-F]{6})$")]
 LogoUrl = Annotated[str, StringConstraints(max_length=2048), AfterValidator(_https_url)]
 AppOrigin = Annotated[str, StringConstraints(max_length=512), AfterValidator(_app_origin)]
 Sender = Annotated[str, StringConstraints(max_length=320), AfterValidator(_sender)]

@@ -1,0 +1,65 @@
+"""``tenants.*`` (issue 21 item 1): tenant records, editable without a redeploy.
+
+Platform admins only for now (``auth="admin"``); the roles of item 4 will let a tenant's own admins read
+theirs. After a committed edit this process forgets its cached records, so its next email, preview or
+capped statement reads the edit; other processes read it within the directory's TTL (5 s).
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from campaign_engine.api.context import Context
+from campaign_engine.api.trpc import ProcedureRouter
+from campaign_engine.domain.tenant import TenantCreate, TenantPatch, TenantPublic
+from campaign_engine.graph import tenants
+from campaign_engine.graph.tenant_directory import tenants_of
+
+__all__ = ["router"]
+
+router = ProcedureRouter("tenants")
+
+
+class TenantRef(BaseModel):
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+    tenant_id: Annotated[str, Field(alias="tenantId", min_length=1, max_length=64)]
+
+
+class ListInput(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    cursor: Annotated[str, Field(max_length=64)] | None = None
+    limit: Annotated[int, Field(ge=1, le=200)] = 50
+
+
+@router.mutation("create", auth="admin")
+def create(ctx: Context, data: TenantCreate) -> TenantPublic:
+    """A new tenant record; CONFLICT when the tenantId exists."""
+    graph, now = ctx.services.graph, ctx.services.clock()
+    created = tenants.create_tenant(graph, data=data, now=now, audit=ctx.audit())
+    tenants_of(graph, ctx.services.settings).invalidate()
+    return created
+
+
+@router.mutation("update", auth="admin")
+def update(ctx: Context, data: TenantPatch) -> TenantPublic:
+    """Partial patch: omitted fields are kept, null clears an optional one; NOT_FOUND when missing."""
+    graph, now = ctx.services.graph, ctx.services.clock()
+    updated = tenants.update_tenant(graph, patch=data, now=now, audit=ctx.audit())
+    tenants_of(graph, ctx.services.settings).invalidate()
+    return updated
+
+
+@router.query("get", auth="admin")
+def get(ctx: Context, data: TenantRef) -> TenantPublic:
+    """One tenant record; NOT_FOUND when missing."""
+    return tenants.get_tenant(ctx.services.graph, data.tenant_id)
+
+
+@router.query("list", auth="admin")
+def list_(ctx: Context, data: ListInput) -> tenants.TenantPage:
+    """Tenant records ordered by tenantId, keyset-paged."""
+    return tenants.list_tenants(ctx.services.graph, cursor=data.cursor, limit=data.limit)
