@@ -9,15 +9,22 @@ import pytest
 from pydantic import SecretStr
 
 from campaign_engine.api.auth import ADMIN_SCOPE, mint_token
+from campaign_engine.campaigns.self_test import send_test_to_me
 from campaign_engine.config import Settings
 from campaign_engine.delivery.email.compose import compose_email, email_content_for
+from campaign_engine.delivery.wiring import build_email_self_tester
 from campaign_engine.domain.campaign import campaign_from_node
+from campaign_engine.domain.tenant import TenantPatch
 from campaign_engine.graph.graph import Graph
-from campaign_engine.graph.tenant_directory import TenantDirectory
+from campaign_engine.graph.tenant_directory import TenantDirectory, tenants_of
+from campaign_engine.graph.tenants import update_tenant
 from campaign_engine.unsubscribe.tokens import UnsubscribeTokens
 from tests.conftest import ADMIN_ID
 from tests.support.api import TrpcClient, api_client, error_code, ok
-from tests.support.email import UNSUBSCRIBE_SECRET
+from tests.support.concurrency import at_once
+from tests.support.delivery import NOW, StepClock
+from tests.support.email import UNSUBSCRIBE_SECRET, add_email_members, email_settings, make_email_campaign
+from tests.support.postmark_standin import PostmarkStandin
 
 CAP = {"max": 3, "windowSeconds": 604800}
 SEED: dict[str, Any] = {
@@ -279,3 +286,50 @@ def test_caps_come_from_the_records_with_the_default_tenants_as_star(
         assert caps["*"]["email"].max == 3 and caps["acme"]["notify"].max == 1
         ok(mutate(api, "tenants.update", {"tenantId": "default", "frequencyCaps": {}}))
         assert set(directory.frequency_caps()) == {"acme"}  # no default caps: no "*"
+
+
+def test_the_tenants_sender_and_branding_reach_the_providers_message(
+    base_settings: Settings, graph: Graph
+) -> None:
+    with PostmarkStandin() as postmark:
+        settings = email_settings(base_settings, postmark.url, postmark.token)
+        tester = build_email_self_tester(settings, graph, clock=StepClock())
+        assert tester is not None
+        make_email_campaign(graph, status="draft")  # tenant "t": seeded from CAMPAIGN_APP_ORIGINS alone
+        add_email_members(graph, "c1", [ADMIN_ID], member=False)
+
+        def sent() -> dict[str, Any]:
+            send_test_to_me(graph, admin_id=ADMIN_ID, campaign_id="c1", now=NOW, testers={"email": tester})
+            return postmark.accepted[-1]
+
+        first = sent()
+        assert first["From"] == "news@campaigns.test" and "https://t.example/m/c1?" in first["HtmlBody"]
+        patch = TenantPatch.model_validate(
+            {"tenantId": "t", "name": "Tee School", "emailFrom": "Tee School <tee@campaigns.test>"}
+        )
+        update_tenant(graph, patch=patch, now=NOW, audit=None)
+        tenants_of(graph, settings).invalidate()  # what tenants.update does after its commit
+        second = sent()
+        assert second["From"] == "Tee School <tee@campaigns.test>" and "Tee School" in second["HtmlBody"]
+        tester._provider.close()
+
+
+def test_concurrent_creates_of_one_id_make_one_record_and_patches_of_two_fields_keep_both(
+    base_settings: Settings, graph: Graph
+) -> None:
+    with api_client(base_settings, graph) as api:
+        answers = at_once(
+            lambda name: mutate(api, "tenants.create", {"tenantId": "race", "name": name}), [("A",), ("B",)]
+        )
+        assert sorted(r.status_code for r in answers) == [200, 409]
+        patches = [
+            ({"tenantId": "race", "logoUrl": "https://r.example/l.png"},),
+            ({"tenantId": "race", "textColor": "#222"},),
+        ]
+        for response in at_once(lambda data: mutate(api, "tenants.update", data), patches):
+            assert response.status_code == 200, response.text
+        record = tenant(api, "race")
+        assert (record["logoUrl"], record["textColor"]) == (
+            "https://r.example/l.png",
+            "#222",
+        )  # no lost update
