@@ -119,7 +119,9 @@ def seed(graph: Graph, args: argparse.Namespace) -> list[str]:
             "startsAt": "2020-01-01T00:00:00Z",
             "endsAt": "2099-01-01T00:00:00Z",
         }
-        definitions.create_campaign(graph, data=CampaignCreate.model_validate(data), tenant_id="t", now=now)
+        definitions.create_campaign(
+            graph, data=CampaignCreate.model_validate(data), tenant_id="default", now=now
+        )
         definitions.set_status(graph, campaign_id=cid, status="live", now=now)
     return users
 

@@ -104,7 +104,7 @@ def _migrate(args: argparse.Namespace) -> int:
     rows = settings_seed(settings)  # the tenant settings, checked before anything is written
     graph = open_graph(settings)
     try:
-        apply_schema(graph)
+        apply_schema(graph, default_tenant=settings.campaign_default_tenant_id)
         created = tenants_of(graph, settings).seed_now(rows)
     finally:
         graph.close()
@@ -184,11 +184,12 @@ def _profiles_import(args: argparse.Namespace) -> int:
     from campaign_engine.graph.graph import open_graph
 
     # The command line has no token: the audit trail names the operating-system user who ran it.
+    settings = load_settings()
     audit = AuditContext.begin(
         actor=_cli_actor(), procedure="cli.profiles.import", request_id=uuid.uuid4().hex,
-        now=system_clock(),
+        now=system_clock(), tenant_id=settings.campaign_default_tenant_id,
     )  # fmt: skip
-    graph = open_graph(load_settings())
+    graph = open_graph(settings)
     try:
         with Path(args.file).open(encoding="utf-8") as lines, tqdm(unit="profiles") as bar:
             result = import_jsonl(graph, lines, batch_size=args.batch_size, progress=bar.update, audit=audit)

@@ -4,6 +4,15 @@ CREATE CONSTRAINT profile_id IF NOT EXISTS FOR (p:Profile) REQUIRE p.profileId I
 CREATE CONSTRAINT profile_did IF NOT EXISTS FOR (p:Profile) REQUIRE p.did IS UNIQUE;
 CREATE CONSTRAINT profile_unsubscribe_id IF NOT EXISTS FOR (p:Profile) REQUIRE p.campaignUnsubscribeId IS UNIQUE;
 CREATE CONSTRAINT campaign_id IF NOT EXISTS FOR (c:Campaign) REQUIRE c.id IS UNIQUE;
+// A tenant's campaigns by the id it knows them by (domain/tenancy.py): admin calls resolve through it,
+// campaigns.list seeks and orders by it. A storage id once held is never given to another tenant.
+CREATE CONSTRAINT campaign_tenant_ref IF NOT EXISTS FOR (c:Campaign) REQUIRE (c.tenantId, c.ref) IS UNIQUE;
+CREATE CONSTRAINT retired_campaign_id IF NOT EXISTS FOR (r:RetiredCampaignId) REQUIRE r.id IS UNIQUE;
+// Role grants (campaigns/access_grants.py): every admin call reads its caller's by (tenantId, subject).
+// API keys by id (campaigns/api_keys.py): every call made with one reads its record; a tenant's are listed.
+CREATE CONSTRAINT api_key_id IF NOT EXISTS FOR (k:ApiKey) REQUIRE k.id IS UNIQUE;
+CREATE INDEX api_key_tenant IF NOT EXISTS FOR (k:ApiKey) ON (k.tenantId);
+CREATE CONSTRAINT access_grant_key IF NOT EXISTS FOR (g:AccessGrant) REQUIRE (g.tenantId, g.subject, g.role) IS UNIQUE;
 CREATE CONSTRAINT dispatch_id IF NOT EXISTS FOR (d:Dispatch) REQUIRE d.id IS UNIQUE;
 CREATE CONSTRAINT tag_slug IF NOT EXISTS FOR (t:Tag) REQUIRE t.slug IS UNIQUE;
 CREATE CONSTRAINT rate_bucket_key IF NOT EXISTS FOR (b:RateBucket) REQUIRE b.key IS UNIQUE;
@@ -27,9 +36,9 @@ CREATE CONSTRAINT feedback_record_key IF NOT EXISTS FOR (r:FeedbackRecord) REQUI
 CREATE INDEX feedback_record_received IF NOT EXISTS FOR (r:FeedbackRecord) ON (r.receivedAt);
 CREATE INDEX campaign_state_provider_message IF NOT EXISTS FOR ()-[s:CAMPAIGN_STATE]-() ON (s.emailProviderMessageId);
 // The audit trail of admin mutations (graph/audit.py): entries by id, and audit.list's three seeks, each
-// ordered by orderKey ("<at>|<id>", so one range reads newest first): all entries, one campaign's, one actor's.
+// ordered by orderKey ("<at>|<id>", so one range reads newest first): a tenant's, one campaign's, one actor's.
 CREATE CONSTRAINT audit_entry_id IF NOT EXISTS FOR (a:AuditEntry) REQUIRE a.id IS UNIQUE;
-CREATE INDEX audit_entry_order IF NOT EXISTS FOR (a:AuditEntry) ON (a.orderKey);
+CREATE INDEX audit_entry_tenant_order IF NOT EXISTS FOR (a:AuditEntry) ON (a.tenantId, a.orderKey);
 CREATE INDEX audit_entry_campaign IF NOT EXISTS FOR (a:AuditEntry) ON (a.campaignId, a.orderKey);
 CREATE INDEX audit_entry_actor IF NOT EXISTS FOR (a:AuditEntry) ON (a.actor, a.orderKey);
 // Tenant records (issue 21): one per tenantId; tenants.list pages by it in index order.

@@ -27,6 +27,7 @@ from campaign_engine.api.context import RateLimiter, Services
 from campaign_engine.api.openapi import build_openapi
 from campaign_engine.api.routers.webhooks import webhooks_router
 from campaign_engine.api.trpc import ProcedureRouter, TrpcEndpoint
+from campaign_engine.campaigns.api_keys import verify_key
 from campaign_engine.campaigns.audience import Policy
 from campaign_engine.campaigns.engagement import EngagementService
 from campaign_engine.campaigns.rate_limit import GraphRateLimiter
@@ -130,7 +131,7 @@ def create_app(
         settings=settings,
         graph=the_graph,
         clock=clock,
-        verifier=TokenVerifier(settings),
+        verifier=TokenVerifier(settings, api_keys=lambda token: verify_key(the_graph, token, now=clock())),
         engagement=EngagementService(the_graph, policy=lambda: Policy.of(settings, clock())),
         unsubscribe_tokens=tokens,
         rate_limiter=own_limiter or rate_limiter,
@@ -146,7 +147,7 @@ def create_app(
     tenants.seed_before_load(settings_seed(settings))
 
     def start() -> None:
-        apply_schema(the_graph)
+        apply_schema(the_graph, default_tenant=settings.campaign_default_tenant_id)
         tenants.records()  # seeds the records now, not at the first request that needs them
         log.info("api.started")
 

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 import jwt
 from jwt.types import Options
 
+from campaign_engine.campaigns.api_keys import KEY_PREFIX, KeyHolder, is_api_key
 from campaign_engine.config import Settings
 from campaign_engine.domain.errors import ServiceUnavailable, Unauthorized
 
@@ -39,8 +40,9 @@ ADMIN_SCOPE = "campaigns:admin"
 class Caller:
     profile_id: str
     scopes: frozenset[str]
-    is_admin: bool
+    is_admin: bool  # a platform admin: every role in every tenant
     tenant_id: str | None
+    roles: frozenset[str] = frozenset()  # the signed ``roles`` claim: roles in ``tenant_id``, if it names one
 
 
 _REMEMBERED = 10_000  # verified tokens kept per process
@@ -114,9 +116,16 @@ class JwksKeys:
         self._loaded_at = now
 
 
+ApiKeyCheck = Callable[[str], KeyHolder]
+"""Verifies an API key against its record (``campaigns/api_keys.py``); reads the graph on every call."""
+
+
 class TokenVerifier:
-    def __init__(self, settings: Settings) -> None:
+    """JWTs, and API keys when ``api_keys`` is given (the API passes one bound to its graph)."""
+
+    def __init__(self, settings: Settings, *, api_keys: ApiKeyCheck | None = None) -> None:
         self._settings = settings
+        self._api_keys = api_keys
         self._jwks = (
             JwksKeys(settings.auth_jwks_url, min_refresh_seconds=settings.auth_jwks_min_refresh_seconds)
             if settings.auth_jwks_url
@@ -124,10 +133,10 @@ class TokenVerifier:
         )
         self._verified: dict[str, tuple[Caller, float]] = {}  # token -> (caller, exp)
 
-    @property
-    def may_block(self) -> bool:
-        """True in JWKS mode, where verifying may fetch the key set over the network."""
-        return self._jwks is not None
+    def may_block(self, authorization: str | None) -> bool:
+        """True when verifying may wait on the network: JWKS mode (the key set), or an API key (its
+        record in the graph)."""
+        return self._jwks is not None or (authorization is not None and KEY_PREFIX in authorization)
 
     def verify(self, authorization: str | None) -> Caller | None:
         """None without an Authorization header; ``Unauthorized`` for anything malformed or invalid."""
@@ -137,6 +146,8 @@ class TokenVerifier:
         token = token.strip()
         if scheme.lower() != "bearer" or not token:
             raise Unauthorized("expected 'Authorization: Bearer <token>'")
+        if is_api_key(token):
+            return self._key_caller(token)
         remembered = self._verified.get(token)
         if remembered is not None and time.time() < remembered[1]:
             return remembered[0]
@@ -147,11 +158,16 @@ class TokenVerifier:
         raw_scope = claims.get("scope", "")
         scopes = frozenset(raw_scope.split()) if isinstance(raw_scope, str) else frozenset()
         tenant = claims.get("tenantId") or claims.get("tenant_id")
+        raw_roles = claims.get("roles")
         caller = Caller(
             profile_id=subject,
             scopes=scopes,
             is_admin=ADMIN_SCOPE in scopes and subject in self._settings.admin_profile_ids,
             tenant_id=tenant if isinstance(tenant, str) else None,
+            # The identity provider's word on roles counts only in the tenant it signed beside them.
+            roles=frozenset(r for r in raw_roles if isinstance(r, str))
+            if isinstance(raw_roles, list) and isinstance(tenant, str)
+            else frozenset(),
         )
         expires = claims.get("exp")  # required and checked by _decode
         if isinstance(expires, int | float):
@@ -159,6 +175,20 @@ class TokenVerifier:
                 self._verified.clear()
             self._verified[token] = (caller, float(expires))
         return caller
+
+    def _key_caller(self, token: str) -> Caller:
+        """An API key speaks for its tenant in its one role; never remembered, so revocation is
+        immediate. Its actor in the audit trail is ``apikey:<id>``."""
+        if self._api_keys is None:
+            raise Unauthorized("API keys are not accepted here")
+        holder = self._api_keys(token)
+        return Caller(
+            profile_id=f"apikey:{holder.key_id}",
+            scopes=frozenset(),
+            is_admin=False,
+            tenant_id=holder.tenant_id,
+            roles=frozenset({holder.role}),
+        )
 
     def _decode(self, token: str) -> dict[str, object]:
         settings = self._settings
@@ -201,15 +231,18 @@ def mint_token(
     scope: str = "",
     ttl_seconds: int = 3600,
     tenant_id: str | None = None,
+    roles: list[str] | None = None,
 ) -> str:
     """An HS256 token from the configured secret, for local use and tests; ``tenant_id`` is the signed
-    ``tenantId`` claim naming the tenant the credential acts in."""
+    ``tenantId`` claim naming the tenant the credential acts in, ``roles`` its roles there."""
     settings.require_api()
     assert settings.auth_jwt_secret is not None
     now = int(time.time())
     claims: dict[str, object] = {"sub": profile_id, "scope": scope, "iat": now, "exp": now + ttl_seconds}
     if tenant_id is not None:
         claims["tenantId"] = tenant_id
+    if roles is not None:
+        claims["roles"] = roles
     if settings.auth_jwt_audience:
         claims["aud"] = settings.auth_jwt_audience
     return jwt.encode(claims, settings.auth_jwt_secret.get_secret_value(), algorithm="HS256")

@@ -10,10 +10,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from campaign_engine.api.access import ROLES, Access, Role, highest, role_satisfies
 from campaign_engine.api.auth import Caller, TokenVerifier
+from campaign_engine.campaigns.access_grants import roles_of
 from campaign_engine.campaigns.dispatch import ALL_CHANNELS
 from campaign_engine.campaigns.engagement import EngagementService
 from campaign_engine.campaigns.self_test import ChannelTester
+from campaign_engine.campaigns.tenancy import campaign_id_ever, campaign_in_tenant, dispatch_in_tenant
 from campaign_engine.config import Settings
 from campaign_engine.delivery.queue.port import Queue
 from campaign_engine.domain.dispatch import DeliveryChannel
@@ -65,19 +68,55 @@ class Context:
             raise Unauthorized("sign in required")
         return self.caller
 
-    def admin(self) -> Caller:
+    def require(self, access: Access, *, tenant_id: str | None = None) -> Caller | None:
+        """The caller, if they hold ``access`` in ``tenant_id`` (default: the tenant the request acts
+        in); else UNAUTHORIZED, or FORBIDDEN naming what is missing. None for ``public``."""
+        if access == "public":
+            return None
         caller = self.user()
-        if not caller.is_admin:
-            raise Forbidden("campaign admin rights required")
+        if access == "user" or caller.is_admin:
+            return caller
+        if access == "platform":
+            raise Forbidden(f"{self.procedure or 'this procedure'} needs a platform admin")
+        tenant = tenant_id or self.tenant_id
+        if not role_satisfies(self.role_in(tenant), access):
+            what = self.procedure or "this procedure"
+            raise Forbidden(f"{what} needs the {access} role in tenant '{tenant}'")
         return caller
 
-    def audit(self) -> AuditContext:
+    def role_in(self, tenant_id: str) -> Role | None:
+        """The caller's highest role in ``tenant_id``: their signed claims there, and their grants."""
+        caller = self.user()
+        held = {r for r in ROLES if r in caller.roles} if caller.tenant_id == tenant_id else set()
+        granted = roles_of(self.services.graph, tenant_id=tenant_id, subject=caller.profile_id)
+        held |= {r for r in ROLES if r in granted}
+        return highest(held)
+
+    def admin(self) -> Caller:
+        """The caller of a procedure its table already let through (``api/trpc.py``)."""
+        return self.user()
+
+    def campaign(self, ref: str) -> str:
+        """The storage id of this tenant's campaign ``ref``; NOT_FOUND for another tenant's."""
+        return campaign_in_tenant(self.services.graph, tenant_id=self.tenant_id, ref=ref)
+
+    def campaign_ever(self, ref: str) -> str:
+        """The storage id this tenant's campaign ``ref`` has, or had if it was deleted."""
+        return campaign_id_ever(self.services.graph, tenant_id=self.tenant_id, ref=ref)
+
+    def dispatch(self, dispatch_id: str) -> str:
+        """``dispatch_id``, once it is known to be one of this tenant's; else NOT_FOUND."""
+        dispatch_in_tenant(self.services.graph, tenant_id=self.tenant_id, dispatch_id=dispatch_id)
+        return dispatch_id
+
+    def audit(self, *, tenant_id: str | None = None) -> AuditContext:
         """The audit entry of this admin call (``graph/audit.py``); the use case writes it in its
-        transaction. The actor is the token's subject, never anything the input claims."""
+        transaction. The actor is the token's subject, never anything the input claims; the tenant is
+        the one the call acts in, or the one its input names (``access.*``)."""
         return AuditContext.begin(
             actor=self.admin().profile_id,
             procedure=self.procedure,
             request_id=self.request_id,
             now=self.services.clock(),
-            tenant_id=self.caller.tenant_id if self.caller else None,
+            tenant_id=tenant_id or self.tenant_id,
         )

@@ -107,8 +107,9 @@ def build_openapi(procedures: Iterable[Procedure], *, title: str, version: str) 
                 },
             },
         }
-        if proc.auth != "public":
+        if proc.access != "public":
             operation["security"] = [{"bearer": []}]
+        operation["x-access"] = proc.access  # the role it needs (api/access.py)
         if proc.input_model is not None:
             required, input_schema = _input(proc.input_model, components)
             if proc.kind == "query":

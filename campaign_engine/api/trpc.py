@@ -21,7 +21,7 @@ import inspect
 import json
 import logging
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Literal, TypeVar, get_type_hints
 
@@ -31,6 +31,7 @@ from starlette.concurrency import run_in_threadpool
 from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response
 
+from campaign_engine.api.access import Access
 from campaign_engine.api.context import Context, RateLimiter, Services
 from campaign_engine.api.errors import envelope_for, error_envelope
 from campaign_engine.domain.errors import BadRequest, CampaignError, NotFound, TrpcCode, bad_request_from
@@ -43,7 +44,6 @@ log = logging.getLogger(__name__)
 
 Kind = Literal["query", "mutation"]
 METHOD: dict[Kind, str] = {"query": "GET", "mutation": "POST"}  # the one HTTP method of each kind
-Auth = Literal["public", "user", "admin"]
 F = TypeVar("F", bound=Callable[..., Any])
 
 
@@ -51,7 +51,7 @@ F = TypeVar("F", bound=Callable[..., Any])
 class Procedure:
     path: str
     kind: Kind
-    auth: Auth
+    access: Access  # from its router's table (api/access.py)
     rate_limited: bool
     input_model: type[BaseModel] | None
     output_adapter: TypeAdapter[Any]
@@ -61,19 +61,32 @@ class Procedure:
 
 
 class ProcedureRouter:
-    """Collects the procedures of one namespace, e.g. ``ProcedureRouter("campaigns")``."""
+    """Collects the procedures of one namespace, e.g. ``ProcedureRouter("campaigns", ACCESS)``, where
+    ``ACCESS`` is the module's table of procedure name -> access; a procedure it does not name is refused
+    at import, and an entry naming no procedure when the endpoint is built."""
 
-    def __init__(self, namespace: str) -> None:
+    def __init__(self, namespace: str, access: Mapping[str, Access]) -> None:
         self.namespace = namespace
+        self.access = dict(access)
         self.procedures: list[Procedure] = []
 
-    def query(self, name: str, *, auth: Auth, rate_limited: bool | None = None) -> Callable[[F], F]:
-        return self._register(name, "query", auth, rate_limited)
+    def query(self, name: str, *, rate_limited: bool | None = None) -> Callable[[F], F]:
+        return self._register(name, "query", rate_limited)
 
-    def mutation(self, name: str, *, auth: Auth, rate_limited: bool | None = None) -> Callable[[F], F]:
-        return self._register(name, "mutation", auth, rate_limited)
+    def mutation(self, name: str, *, rate_limited: bool | None = None) -> Callable[[F], F]:
+        return self._register(name, "mutation", rate_limited)
 
-    def _register(self, name: str, kind: Kind, auth: Auth, rate_limited: bool | None) -> Callable[[F], F]:
+    def check_table(self) -> None:
+        """Every entry of the access table names a registered procedure (no stale, misspelt rows)."""
+        stale = set(self.access) - {p.path.removeprefix(f"{self.namespace}.") for p in self.procedures}
+        if stale:
+            raise TypeError(f"{self.namespace}: access table names no such procedure: {sorted(stale)}")
+
+    def _register(self, name: str, kind: Kind, rate_limited: bool | None) -> Callable[[F], F]:
+        access = self.access.get(name)
+        if access is None:
+            raise TypeError(f"{self.namespace}.{name} has no entry in its router's access table")
+
         def decorate(handler: F) -> F:
             hints = get_type_hints(handler)
             input_model = hints.get("data")
@@ -85,9 +98,9 @@ class ProcedureRouter:
                 Procedure(
                     path=f"{self.namespace}.{name}",
                     kind=kind,
-                    auth=auth,
+                    access=access,
                     # User and discovery procedures share the per-profile limit; admin ones are exempt.
-                    rate_limited=(auth == "user") if rate_limited is None else rate_limited,
+                    rate_limited=(access == "user") if rate_limited is None else rate_limited,
                     input_model=input_model,
                     output_adapter=TypeAdapter(hints["return"]),
                     handler=handler,
@@ -121,6 +134,7 @@ class TrpcEndpoint:
         self.services = services
         self.procedures: dict[str, Procedure] = {}
         for router in routers:
+            router.check_table()
             for procedure in router.procedures:
                 if procedure.path in self.procedures:
                     raise ValueError(f"duplicate procedure {procedure.path}")
@@ -154,8 +168,9 @@ class TrpcEndpoint:
             status, envelope = error_envelope(exc.code, exc.message, path=raw_path)
             return JSONResponse(envelope, status_code=status, headers=self._allow(status, paths))
 
-        # Off the event loop only when verifying may fetch a key set; an HS256 check is microseconds.
-        if self.services.verifier.may_block:
+        # Off the event loop only when verifying may wait (a key set, an API key's record); an HS256
+        # check is microseconds.
+        if self.services.verifier.may_block(request.headers.get("authorization")):
             ctx = await run_in_threadpool(self._context, request)
         else:
             ctx = self._context(request)
@@ -297,12 +312,9 @@ class TrpcEndpoint:
 
     def _authorize(self, procedure: Procedure, ctx: Context) -> RateLimiter | None:
         """Raises unless the caller may run ``procedure``; returns the limiter their call counts against."""
-        if procedure.auth == "public":
+        ctx.require(procedure.access)
+        if procedure.access == "public":
             return None
-        if procedure.auth == "admin":
-            ctx.admin()
-        else:
-            ctx.user()
         return self.services.rate_limiter if procedure.rate_limited else None
 
     @staticmethod

@@ -32,6 +32,7 @@ from campaign_engine.domain.audience import (
     source_label,
 )
 from campaign_engine.domain.errors import BadRequest, NotFound
+from campaign_engine.domain.tenancy import campaign_ref
 from campaign_engine.domain.types import format_ts
 from campaign_engine.graph.audit import AuditContext, record_audit
 from campaign_engine.graph.cypher import query
@@ -210,7 +211,7 @@ def _resolve(graph: Graph, campaign_id: str, source: Source, domain: str) -> _Re
 def _require_campaign(tx: Tx, campaign_id: str) -> dict[str, Any]:
     record = tx.run("MATCH (c:Campaign {id: $id}) RETURN c {.id, .status} AS c", id=campaign_id).single()
     if record is None:
-        raise NotFound(f"campaign '{campaign_id}' not found")
+        raise NotFound(f"campaign '{campaign_ref(campaign_id)}' not found")
     return dict(record["c"])
 
 
@@ -231,7 +232,7 @@ def preview_audience(graph: Graph, *, campaign_id: str, source: Source, policy: 
 def _locked_editable(tx: Tx, campaign_id: str) -> dict[str, Any]:
     node = lock_campaign(tx, campaign_id)
     if node is None:
-        raise NotFound(f"campaign '{campaign_id}' not found")
+        raise NotFound(f"campaign '{campaign_ref(campaign_id)}' not found")
     if node["status"] == "archived":
         raise BadRequest("archived campaigns cannot change their audience")
     return node

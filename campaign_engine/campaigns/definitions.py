@@ -30,6 +30,7 @@ from campaign_engine.domain.campaign import (
     campaign_from_node,
 )
 from campaign_engine.domain.errors import BadRequest, Conflict, NotFound, bad_request_from
+from campaign_engine.domain.tenancy import campaign_ref, namespaced_id
 from campaign_engine.domain.types import format_ts, next_after, parse_ts, truncated
 from campaign_engine.graph.audit import AuditContext, record_audit
 from campaign_engine.graph.graph import Graph, Tx
@@ -79,12 +80,25 @@ def load_definition(node: dict[str, Any]) -> CampaignDefinition:
     return CampaignDefinition.model_validate(json.loads(node["definition"]))
 
 
+# The storage id (domain/tenancy.py): the ref itself while no other tenant's campaign holds or held it,
+# else the namespaced form. The (tenantId, ref) constraint refuses a second campaign of the same ref in
+# one tenant; a race with another tenant for the plain id fails on campaign_id and is retried.
 _CREATE = """
-CREATE (c:Campaign {id: $id, status: 'draft', tenantId: $tenantId, createdAt: $now, updatedAt: $now,
-                    revision: 1, campaignStateLock: 0})
-SET c += $props
-RETURN c {.*} AS campaign
+OPTIONAL MATCH (mine:Campaign {tenantId: $tenantId, ref: $ref})
+OPTIONAL MATCH (taken:Campaign {id: $ref})
+OPTIONAL MATCH (retired:RetiredCampaignId {id: $ref})
+WITH mine, taken IS NULL AND coalesce(retired.tenantId = $tenantId, true) AS plainFree
+CALL (mine, plainFree) {
+  WITH mine, plainFree WHERE mine IS NULL
+  CREATE (c:Campaign {id: CASE WHEN plainFree THEN $ref ELSE $namespaced END, ref: $ref,
+                      status: 'draft', tenantId: $tenantId, createdAt: $now, updatedAt: $now, revision: 1,
+                      campaignStateLock: 0})
+  SET c += $props
+  RETURN c {.*} AS campaign
+}
+RETURN campaign
 """
+_CREATE_ATTEMPTS = 3
 
 
 def create_campaign(
@@ -95,21 +109,30 @@ def create_campaign(
     now: datetime,
     audit: AuditContext | None = None,
 ) -> CampaignPublic:
+    """A draft in ``tenant_id``; CONFLICT only when that tenant already has the id."""
     definition = CampaignDefinition.model_validate(data.model_dump(by_alias=True, exclude={"id"}))
     props = node_properties(definition)
+    params: dict[str, Any] = {
+        "ref": data.id,
+        "namespaced": namespaced_id(tenant_id, data.id),
+        "tenantId": tenant_id,
+    }
 
     def tx_fn(tx: Tx) -> dict[str, Any]:
-        record = tx.run(_CREATE, id=data.id, tenantId=tenant_id, now=format_ts(now), props=props).single()
-        assert record is not None
+        record = tx.run(_CREATE, now=format_ts(now), props=props, **params).single()
+        if record is None:
+            raise Conflict(f"campaign '{data.id}' already exists")
         node = dict(record["campaign"])
         _audit(tx, audit, node, before=None, after=node)
         return node
 
-    try:
-        node = graph.write(tx_fn)
-    except ConstraintError as exc:
-        raise Conflict(f"campaign '{data.id}' already exists") from exc
-    return campaign_from_node(node)
+    for attempt in range(_CREATE_ATTEMPTS):
+        try:
+            return campaign_from_node(graph.write(tx_fn))
+        except ConstraintError as exc:  # a concurrent create took the ref here, or the plain id elsewhere
+            if attempt == _CREATE_ATTEMPTS - 1:
+                raise Conflict(f"campaign '{data.id}' already exists") from exc
+    raise AssertionError("unreachable")
 
 
 def _read_node(tx: Tx, campaign_id: str) -> dict[str, Any] | None:
@@ -120,30 +143,32 @@ def _read_node(tx: Tx, campaign_id: str) -> dict[str, Any] | None:
 def get_campaign(graph: Graph, campaign_id: str) -> CampaignPublic:
     node = graph.read(_read_node, campaign_id)
     if node is None:
-        raise NotFound(f"campaign '{campaign_id}' not found")
+        raise NotFound(f"campaign '{campaign_ref(campaign_id)}' not found")
     return campaign_from_node(node)
 
 
+# One tenant's campaigns by ref, seeking the campaign_tenant_ref constraint's index.
 _LIST = """
 MATCH (c:Campaign)
-WHERE c.id > $cursor AND ($status IS NULL OR c.status = $status)
+WHERE c.tenantId = $tenantId AND c.ref > $cursor AND ($status IS NULL OR c.status = $status)
 RETURN c {.*} AS campaign
-ORDER BY c.id
+ORDER BY c.tenantId, c.ref
 LIMIT $limit
 """
 
 
 def list_campaigns(
-    graph: Graph, *, status: CampaignStatus | None, cursor: str | None, limit: int
+    graph: Graph, *, tenant_id: str, status: CampaignStatus | None, cursor: str | None, limit: int
 ) -> CampaignPage:
     def tx_fn(tx: Tx) -> list[dict[str, Any]]:
-        rows = tx.run(_LIST, cursor=cursor or "", status=status, limit=limit + 1)
+        rows = tx.run(_LIST, tenantId=tenant_id, cursor=cursor or "", status=status, limit=limit + 1)
         return [dict(row["campaign"]) for row in rows]
 
     nodes = graph.read(tx_fn)
     page = [campaign_from_node(node) for node in nodes[:limit]]
     has_more = len(nodes) > limit
-    return CampaignPage(records=page, cursor=page[-1].id if page and has_more else None, has_more=has_more)
+    cursor_out = campaign_ref(page[-1].id) if page and has_more else None
+    return CampaignPage(records=page, cursor=cursor_out, has_more=has_more)
 
 
 _SAVE = """
@@ -178,7 +203,7 @@ def _audit(
 def _locked(tx: Tx, campaign_id: str) -> dict[str, Any]:
     node = lock_campaign(tx, campaign_id)
     if node is None:
-        raise NotFound(f"campaign '{campaign_id}' not found")
+        raise NotFound(f"campaign '{campaign_ref(campaign_id)}' not found")
     return node
 
 
@@ -268,6 +293,10 @@ DETACH DELETE d
 WITH DISTINCT c
 REMOVE c:Campaign
 SET c:DeletedCampaign
+// Its plain id is never handed to another tenant (domain/tenancy.py): a call that resolved it before
+// this delete cannot land on a stranger's campaign.
+FOREACH (_ IN CASE WHEN c.id = c.ref THEN [1] ELSE [] END |
+  MERGE (r:RetiredCampaignId {id: c.id}) ON CREATE SET r.tenantId = c.tenantId)
 """
 
 # One bounded batch: relationships of retired campaigns (memberships, states, tests), then the retired

@@ -34,6 +34,7 @@ from campaign_engine.domain.dispatch import (
     send_blocked,
 )
 from campaign_engine.domain.errors import BadRequest, Conflict, NotFound
+from campaign_engine.domain.tenancy import campaign_ref
 from campaign_engine.domain.types import format_ts
 from campaign_engine.graph.audit import AuditContext, record_audit
 from campaign_engine.graph.graph import Graph, Tx
@@ -176,7 +177,7 @@ def compute_preview(
     ``campaignStateLock`` is the version ``dispatch`` re-verifies under the lock."""
     record = tx.run("MATCH (c:Campaign {id: $id}) RETURN c {.*} AS campaign", id=campaign_id).single()
     if record is None:
-        raise NotFound(f"campaign '{campaign_id}' not found")
+        raise NotFound(f"campaign '{campaign_ref(campaign_id)}' not found")
     campaign = dict(record["campaign"])
     tally = _Tally()
     token = preview_token(
@@ -295,7 +296,7 @@ def dispatch(
     def tx_fn(tx: Tx, read: _Computed | None) -> tuple[str, list[DeliveryChannel]]:
         locked = lock_campaign(tx, campaign_id)
         if locked is None:
-            raise NotFound(f"campaign '{campaign_id}' not found")
+            raise NotFound(f"campaign '{campaign_ref(campaign_id)}' not found")
         if read is not None and not _same_version(read.campaign, locked):
             raise _Changed
         computed = read or compute_preview(tx, **args)

@@ -10,6 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from campaign_engine.domain.dispatch import DispatchStatus
 from campaign_engine.domain.errors import NotFound
+from campaign_engine.domain.tenancy import CampaignRefOut
 from campaign_engine.graph.graph import Graph
 
 __all__ = ["WIRE", "DispatchPublic", "dispatch_from_node", "get_dispatch", "list_dispatches"]
@@ -22,7 +23,7 @@ class DispatchPublic(BaseModel):
     model_config = WIRE
 
     dispatch_id: Annotated[str, Field(alias="dispatchId")]
-    campaign_id: Annotated[str, Field(alias="campaignId")]
+    campaign_id: Annotated[CampaignRefOut, Field(alias="campaignId")]
     campaign_created_at: Annotated[str, Field(alias="campaignCreatedAt")]
     channel: str
     status: DispatchStatus

@@ -19,6 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from campaign_engine.domain.dispatch import send_blocked
 from campaign_engine.domain.errors import NotFound
 from campaign_engine.domain.frequency_cap import CapChannel, ChannelCap, cap_params
+from campaign_engine.domain.tenancy import CampaignRefOut, campaign_ref
 from campaign_engine.domain.types import format_ts
 from campaign_engine.graph.graph import Graph, Tx
 from campaign_engine.graph.policy import policy_params, policy_query
@@ -71,7 +72,7 @@ class PastSend(BaseModel):
 class RecipientExplanation(BaseModel):
     model_config = _WIRE
 
-    campaign_id: Annotated[str, Field(alias="campaignId")]
+    campaign_id: Annotated[CampaignRefOut, Field(alias="campaignId")]
     profile_id: Annotated[str, Field(alias="profileId")]
     member: bool
     member_source: Annotated[str | None, Field(alias="memberSource")] = None
@@ -115,7 +116,7 @@ def explain_recipient(
 
     row = graph.read(tx_fn)
     if row is None:
-        raise NotFound(f"campaign '{campaign_id}' not found")
+        raise NotFound(f"campaign '{campaign_ref(campaign_id)}' not found")
     if not row["profileFound"]:
         raise NotFound(f"profile '{profile_id}' not found")
     campaign, profile, membership = row["campaign"], row["profile"], row["membership"]

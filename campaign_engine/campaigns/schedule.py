@@ -45,6 +45,7 @@ from campaign_engine.domain.schedule import (
     known_zone,
     parse_wall_clock,
 )
+from campaign_engine.domain.tenancy import campaign_ref
 from campaign_engine.domain.types import format_ts, parse_ts
 from campaign_engine.graph.audit import AuditContext, record_audit
 from campaign_engine.graph.graph import Graph, Tx
@@ -179,7 +180,7 @@ def schedule_dispatch(
     def tx_fn(tx: Tx) -> list[dict[str, Any]]:
         locked = lock_campaign(tx, data.campaign_id)
         if locked is None:
-            raise NotFound(f"campaign '{data.campaign_id}' not found")
+            raise NotFound(f"campaign '{campaign_ref(data.campaign_id)}' not found")
         if tx.run(_PENDING, campaignId=data.campaign_id).single() is not None:
             raise Conflict("this campaign already has a scheduled dispatch; cancel it first")
         computed = compute_preview(

@@ -24,6 +24,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from campaign_engine.campaigns.definitions import campaign_from_node
 from campaign_engine.domain.campaign import CampaignPublic, Channel
 from campaign_engine.domain.errors import BadRequest, NotFound
+from campaign_engine.domain.tenancy import campaign_ref
 from campaign_engine.domain.types import format_ts
 from campaign_engine.graph.audit import AuditContext, record_audit
 from campaign_engine.graph.cypher import query
@@ -94,7 +95,7 @@ def send_test_to_me(
     def tx_fn(tx: Tx) -> tuple[CampaignPublic, list[Channel]]:
         campaign = _read(tx, campaign_id)
         if campaign is None:
-            raise NotFound(f"campaign '{campaign_id}' not found")
+            raise NotFound(f"campaign '{campaign_ref(campaign_id)}' not found")
         channels = testable_channels(campaign, wired)
         if not channels:
             raise BadRequest("this campaign has no channel content that can be tested yet")

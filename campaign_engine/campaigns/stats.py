@@ -14,6 +14,7 @@ from pydantic import BaseModel
 
 from campaign_engine.campaigns.audience import Policy
 from campaign_engine.domain.errors import NotFound
+from campaign_engine.domain.tenancy import campaign_ref
 from campaign_engine.graph.graph import Graph, Tx
 from campaign_engine.graph.policy import policy_query
 
@@ -40,5 +41,5 @@ def get_stats(graph: Graph, *, campaign_id: str, policy: Policy) -> CampaignStat
 
     stats = graph.read(tx_fn)
     if stats is None:
-        raise NotFound(f"campaign '{campaign_id}' not found")
+        raise NotFound(f"campaign '{campaign_ref(campaign_id)}' not found")
     return stats

@@ -29,6 +29,7 @@ from pydantic import (
 
 from campaign_engine.domain.patterns import INTERNAL_PATH_PATTERN
 from campaign_engine.domain.schedule import ZONE_NAME_PATTERN, QuietHours, known_zone
+from campaign_engine.domain.tenancy import CampaignRefOut
 from campaign_engine.domain.types import checked_instant, format_ts, parse_instant
 
 __all__ = [
@@ -325,9 +326,10 @@ class CampaignPatch(BaseModel):
 
 
 class CampaignPublic(CampaignDefinition):
-    """A campaign as admins read it: the definition plus lifecycle fields."""
+    """A campaign as admins read it: the definition plus lifecycle fields. ``id`` is the storage id in
+    Python (delivery names the campaign by it) and the tenant's ref on the wire (domain/tenancy.py)."""
 
-    id: str
+    id: CampaignRefOut
     status: CampaignStatus
     tenant_id: Annotated[str | None, Field(alias="tenantId")]
     created_at: Annotated[str, Field(alias="createdAt")]

@@ -23,10 +23,10 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstra
 
 from campaign_engine.domain.frequency_cap import CapChannel, ChannelCap
 from campaign_engine.domain.patterns import EMAIL_PATTERN
+from campaign_engine.domain.tenancy import TenantId
 
 __all__ = [
     "CLEARABLE_TENANT_FIELDS",
-    "TENANT_ID_PATTERN",
     "Approval",
     "TenantCreate",
     "TenantPatch",
@@ -36,8 +36,6 @@ __all__ = [
     "tenant_node_properties",
 ]
 
-TENANT_ID_PATTERN = r"^[a-z0-9](?:[a-z0-9-]{0,62}[a-z0-9])?$"
-"""The campaign id rule: lowercase, digits and inner hyphens, at most 64 characters."""
 
 _LOOPBACK_HOSTS = frozenset({"localhost", "127.0.0.1", "::1"})
 _EMAIL = re.compile(EMAIL_PATTERN)
@@ -92,7 +90,6 @@ def _sender(value: str) -> str:
 
 
 Text = Annotated[str, StringConstraints(strip_whitespace=True)]
-TenantId = Annotated[str, StringConstraints(pattern=TENANT_ID_PATTERN)]
 HexColour = Annotated[str, StringConstraints(pattern=r"^#(?:[0-9a-fA-F]{3}|[0-9a-fA-F]{6})$")]
 LogoUrl = Annotated[str, StringConstraints(max_length=2048), AfterValidator(_https_url)]
 AppOrigin = Annotated[str, StringConstraints(max_length=512), AfterValidator(_app_origin)]

@@ -30,6 +30,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from campaign_engine.domain.errors import BadRequest
+from campaign_engine.domain.tenancy import campaign_ref
 from campaign_engine.domain.types import format_ts, parse_ts
 from campaign_engine.graph.cypher import query
 from campaign_engine.graph.graph import Graph, Tx
@@ -46,7 +47,7 @@ __all__ = [
     "record_audit",
 ]
 
-TargetType = Literal["campaign", "dispatch", "profile", "suppression", "tenant"]
+TargetType = Literal["campaign", "dispatch", "profile", "suppression", "grant", "tenant", "apiKey"]
 
 
 def new_entry_id() -> str:
@@ -61,12 +62,12 @@ class AuditContext:
     procedure: str  # e.g. "campaigns.update"; "cli.profiles.import" for the command line
     request_id: str
     at: str  # the one stored timestamp format (domain/types.py), drawn outside the transaction
-    tenant_id: str | None = None  # the tenant the credential acts in (its signed claim), if it names one
+    tenant_id: str  # the tenant the call acts in: audit.list shows an entry to that tenant only
     entry_id: str = field(default_factory=new_entry_id)
 
     @classmethod
     def begin(
-        cls, *, actor: str, procedure: str, request_id: str, now: datetime, tenant_id: str | None = None
+        cls, *, actor: str, procedure: str, request_id: str, now: datetime, tenant_id: str
     ) -> AuditContext:
         return cls(
             actor=actor, procedure=procedure, request_id=request_id, at=format_ts(now), tenant_id=tenant_id
@@ -170,7 +171,7 @@ _LIST_BY = {
         "a.campaignId DESC, a.orderKey DESC",
     ),
     "actor": ("(actor, orderKey)", "a.actor = $actor", "a.actor DESC, a.orderKey DESC"),
-    "all": ("(orderKey)", "a.orderKey IS NOT NULL", "a.orderKey DESC"),
+    "all": ("(tenantId, orderKey)", "a.tenantId = $tenantId", "a.tenantId DESC, a.orderKey DESC"),
 }
 
 
@@ -187,6 +188,7 @@ _LOWEST, _HIGHEST = "", "~"
 def list_audit(
     graph: Graph,
     *,
+    tenant_id: str,
     campaign_id: str | None = None,
     actor: str | None = None,
     since: datetime | None = None,
@@ -194,7 +196,8 @@ def list_audit(
     cursor: str | None = None,
     limit: int = 50,
 ) -> AuditPage:
-    """Entries newest first, ``since`` inclusive and ``until`` exclusive, after ``cursor``."""
+    """The tenant's entries newest first, ``since`` inclusive and ``until`` exclusive, after ``cursor``;
+    ``campaign_id`` is a storage id (``domain/tenancy.py``)."""
     if since is not None and until is not None and since >= until:
         raise BadRequest("'from' must be earlier than 'to'", issues=[_issue("from"), _issue("to")])
     lead: Literal["campaign", "actor", "all"] = (
@@ -202,6 +205,7 @@ def list_audit(
     )
     statement = list_statement(lead)
     params: dict[str, Any] = {
+        "tenantId": tenant_id,
         "campaignId": campaign_id,
         "actor": actor,
         "since": _LOWEST if since is None else format_ts(since),
@@ -222,6 +226,11 @@ def list_audit(
 
 
 def _entry(row: dict[str, Any]) -> AuditEntry:
+    """An entry as its tenant reads it: campaigns by the ref the tenant knows them by."""
     detail = row.pop("detail", None)
     row.pop("orderKey", None)
+    if row.get("campaignId") is not None:
+        row["campaignId"] = campaign_ref(row["campaignId"])
+    if row.get("targetType") == "campaign":
+        row["targetId"] = campaign_ref(row["targetId"])
     return AuditEntry.model_validate({**row, "detail": None if detail is None else json.loads(detail)})

@@ -26,6 +26,21 @@ _BACKFILLS = {
         SET p.campaignUnsubscribeId = coalesce(p.campaignUnsubscribeId, randomUUID())
         RETURN count(p) AS n
     """,
+    # Issue 21: data made before tenants belongs to the default tenant, and a campaign's ref (the id its
+    # tenant knows it by, domain/tenancy.py) is its id. Audit entries follow, so audit.list's tenant seek
+    # finds the old trail.
+    "campaign_tenant_refs": """
+        MATCH (c:Campaign) WHERE c.ref IS NULL
+        WITH c LIMIT 10000
+        SET c.tenantId = coalesce(c.tenantId, $defaultTenant), c.ref = c.id
+        RETURN count(c) AS n
+    """,
+    "audit_entry_tenants": """
+        MATCH (a:AuditEntry) WHERE a.tenantId IS NULL
+        WITH a LIMIT 10000
+        SET a.tenantId = $defaultTenant
+        RETURN count(a) AS n
+    """,
 }
 
 
@@ -39,18 +54,19 @@ def _names(statements: list[str]) -> set[str]:
     return {stmt.split()[2] for stmt in statements}
 
 
-def apply_schema(graph: Graph) -> None:
+def apply_schema(graph: Graph, *, default_tenant: str = "default") -> None:
+    """``default_tenant`` is ``CAMPAIGN_DEFAULT_TENANT_ID``, the tenant of data made before tenants."""
     for statement in schema_statements():
         graph.run(statement)
     graph.run("CALL db.awaitIndexes(300)")
-    _backfill(graph)
+    _backfill(graph, default_tenant)
 
 
-def _backfill(graph: Graph) -> None:
+def _backfill(graph: Graph, default_tenant: str) -> None:
     for name, statement in _BACKFILLS.items():
         if graph.run("MATCH (m:SchemaMigration {name: $name}) RETURN count(m) AS n", name=name)[0]["n"]:
             continue
-        while graph.run(statement)[0]["n"]:
+        while graph.run(statement, defaultTenant=default_tenant)[0]["n"]:
             pass
         graph.run("MERGE (:SchemaMigration {name: $name})", name=name)
 

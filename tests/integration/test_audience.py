@@ -32,7 +32,7 @@ def seed_profiles(graph: Graph, rows: list[dict[str, Any]]) -> None:
 
 def seed_campaign(graph: Graph, campaign_id: str = "c1", **fields: Any) -> None:
     data = {"id": campaign_id, "name": "Hello", "channels": ["inApp"], "message": {"title": "Hi"}, **fields}
-    definitions.create_campaign(graph, data=CampaignCreate.model_validate(data), tenant_id="t", now=NOW)
+    definitions.create_campaign(graph, data=CampaignCreate.model_validate(data), tenant_id="default", now=NOW)
 
 
 def policy() -> Policy:

@@ -168,13 +168,13 @@ def test_audience_is_checked_when_configured(base_settings: Settings, graph: Gra
 
 
 def _probe_router() -> ProcedureRouter:
-    router = ProcedureRouter("probe")
+    router = ProcedureRouter("probe", {"whoami": "user", "open": "public"})
 
-    @router.query("whoami", auth="user")
+    @router.query("whoami")
     def whoami(ctx: Context) -> str:
         return ctx.user().profile_id
 
-    @router.query("open", auth="public")
+    @router.query("open")
     def open_(ctx: Context) -> str:
         return "open"
 

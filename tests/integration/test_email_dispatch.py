@@ -197,7 +197,7 @@ def test_channels_get_their_own_dispatch_and_recipients_count_distinct_profiles(
 def test_message_headers_links_and_one_click_unsubscribe(
     settings: Settings, graph: Graph, queues: Queues, postmark: PostmarkStandin
 ) -> None:
-    make_email_campaign(graph)
+    make_email_campaign(graph, tenant_id="t")
     add_email_members(graph, "c1", ["p1"])
     _dispatch(graph, queues)
     _run(settings, graph, queues)
@@ -347,7 +347,7 @@ def test_invalid_origin_fails_before_any_claim(
     settings: Settings, graph: Graph, queues: Queues, postmark: PostmarkStandin
 ) -> None:
     settings = settings.model_copy(update={"campaign_app_origins": {"default": "https://app.example"}})
-    make_email_campaign(graph)  # tenant "t" has no origin
+    make_email_campaign(graph, tenant_id="t")  # tenant "t" has no origin
     add_email_members(graph, "c1", ["p1"])
     _dispatch(graph, queues)
     _run(settings, graph, queues)

@@ -35,7 +35,7 @@ def live_campaign(graph: Graph, campaign_id: str, *, status: str = "live", **fie
         "message": {"title": f"T-{campaign_id}"},
         **fields,
     }
-    definitions.create_campaign(graph, data=CampaignCreate.model_validate(data), tenant_id="t", now=NOW)
+    definitions.create_campaign(graph, data=CampaignCreate.model_validate(data), tenant_id="default", now=NOW)
     if status != "draft":
         definitions.set_status(graph, campaign_id=campaign_id, status="live", now=NOW)
     if status in {"paused", "archived"}:

@@ -16,7 +16,7 @@ NOW = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 
 def make(graph: Graph, campaign_id: str, **fields: object) -> None:
     data = {"id": campaign_id, "name": "Draft", "channels": ["inApp"], "message": {"title": "v1"}, **fields}
-    definitions.create_campaign(graph, data=CampaignCreate.model_validate(data), tenant_id="t", now=NOW)
+    definitions.create_campaign(graph, data=CampaignCreate.model_validate(data), tenant_id="default", now=NOW)
 
 
 def test_snapshot_is_private_replaced_and_acknowledged_only_when_current(

@@ -18,7 +18,7 @@ def test_stats_count_distinct_profiles(base_settings: Settings, graph: Graph) ->
     for pid in ("u1", "u2", "u3", ADMIN_ID):
         graph.run("CREATE (:Profile {profileId: $p, isManaged: false})", p=pid)
     data = {"id": "c1", "name": "S", "channels": ["inApp"], "message": {"title": "t"}, "discoverable": True}
-    definitions.create_campaign(graph, data=CampaignCreate.model_validate(data), tenant_id="t", now=NOW)
+    definitions.create_campaign(graph, data=CampaignCreate.model_validate(data), tenant_id="default", now=NOW)
     definitions.set_status(graph, campaign_id="c1", status="live", now=NOW)
     with api_client(base_settings, graph, clock=lambda: NOW) as api:
 

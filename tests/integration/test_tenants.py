@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -234,8 +235,9 @@ def test_an_edit_reaches_every_process_rendered_email_within_the_ttl(
             )
             return content.cta_url, content.template.html
 
-        def preview() -> dict[str, Any]:
-            return dict(ok(query(api, "campaigns.previewEmail", {"campaignId": "news"})))
+        def preview() -> dict[str, Any]:  # in acme, the campaign's tenant
+            params = {"input": json.dumps({"campaignId": "news"})}
+            return dict(ok(api.http.get("/trpc/campaigns.previewEmail", params=params, headers=headers)))
 
         cta, html = rendered_elsewhere()
         assert cta.startswith("https://acme.example/m/news?") and "Acme Academy" in html
@@ -295,7 +297,7 @@ def test_the_tenants_sender_and_branding_reach_the_providers_message(
         settings = email_settings(base_settings, postmark.url, postmark.token)
         tester = build_email_self_tester(settings, graph, clock=StepClock())
         assert tester is not None
-        make_email_campaign(graph, status="draft")  # tenant "t": seeded from CAMPAIGN_APP_ORIGINS alone
+        make_email_campaign(graph, status="draft")  # the default tenant, seeded from the settings
         add_email_members(graph, "c1", [ADMIN_ID], member=False)
 
         def sent() -> dict[str, Any]:
@@ -303,9 +305,9 @@ def test_the_tenants_sender_and_branding_reach_the_providers_message(
             return postmark.accepted[-1]
 
         first = sent()
-        assert first["From"] == "news@campaigns.test" and "https://t.example/m/c1?" in first["HtmlBody"]
+        assert first["From"] == "news@campaigns.test" and "https://app.example/m/c1?" in first["HtmlBody"]
         patch = TenantPatch.model_validate(
-            {"tenantId": "t", "name": "Tee School", "emailFrom": "Tee School <tee@campaigns.test>"}
+            {"tenantId": "default", "name": "Tee School", "emailFrom": "Tee School <tee@campaigns.test>"}
         )
         update_tenant(graph, patch=patch, now=NOW, audit=None)
         tenants_of(graph, settings).invalidate()  # what tenants.update does after its commit

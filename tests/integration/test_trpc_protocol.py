@@ -578,21 +578,23 @@ class Echo(BaseModel):
 
 
 def _probe_router() -> ProcedureRouter:
-    router = ProcedureRouter("probe")
+    router = ProcedureRouter(
+        "probe", {"boom": "public", "badOutput": "public", "ping": "public", "echo": "public"}
+    )
 
-    @router.query("boom", auth="public")
+    @router.query("boom")
     def boom(ctx: Context) -> Echo:
         raise RuntimeError("neo4j://admin:hunter2@db.internal:7687 exploded in /srv/app/secret.py")
 
-    @router.query("badOutput", auth="public")
+    @router.query("badOutput")
     def bad_output(ctx: Context) -> Echo:
         return {"words": "hunter2"}  # type: ignore[return-value]
 
-    @router.query("ping", auth="public")
+    @router.query("ping")
     def ping(ctx: Context) -> str:
         return "pong"
 
-    @router.mutation("echo", auth="public")
+    @router.mutation("echo")
     def echo(ctx: Context, data: EchoInput) -> Echo:
         return Echo(words=[data.word] * data.times)
 
@@ -756,7 +758,7 @@ def test_openapi_describes_every_procedure_in_the_wire_shape(api: TrpcClient) ->
         assert "data" in success["properties"]["result"]["properties"]
         error = operation["responses"]["default"]["content"]["application/json"]["schema"]
         assert error == {"$ref": "#/components/schemas/TrpcError"}
-        if procedure.auth == "public":
+        if procedure.access == "public":
             assert "security" not in operation
         else:
             assert operation["security"] == [{"bearer": []}]

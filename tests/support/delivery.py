@@ -65,9 +65,10 @@ def make_campaign(
     channels: list[str] | None = None,
     status: str = "live",
     now: datetime = NOW,
+    tenant_id: str = "default",
     **extra: Any,
 ) -> str:
-    """Create a campaign (live by default); returns its createdAt."""
+    """Create a campaign (live by default) in ``tenant_id``; returns its createdAt."""
     channels = channels or ["notify"]
     data: dict[str, Any] = {"id": campaign_id, "name": "Hello", "channels": channels, **extra}
     if "notify" in channels:
@@ -75,7 +76,7 @@ def make_campaign(
     if "inApp" in channels:
         data.setdefault("message", {"title": "In app"})
     created = definitions.create_campaign(
-        graph, data=CampaignCreate.model_validate(data), tenant_id="t", now=now
+        graph, data=CampaignCreate.model_validate(data), tenant_id=tenant_id, now=now
     )
     if status != "draft":
         definitions.set_status(graph, campaign_id=campaign_id, status="live", now=now)

@@ -6,6 +6,7 @@ from typing import Annotated
 
 from pydantic import Field
 
+from campaign_engine.api.access import Access
 from campaign_engine.api.context import Context
 from campaign_engine.api.routers.common import CampaignRef
 from campaign_engine.api.trpc import ProcedureRouter
@@ -13,9 +14,18 @@ from campaign_engine.campaigns import audience, self_test, stats
 from campaign_engine.campaigns.audience import Policy
 from campaign_engine.domain.audience import AudienceSource
 
-__all__ = ["router"]
+__all__ = ["ACCESS", "router"]
 
-router = ProcedureRouter("campaigns")
+# Who may call each procedure (api/access.py): one row per procedure, checked before it runs.
+ACCESS: dict[str, Access] = {
+    "previewAudience": "author",
+    "addAudience": "author",
+    "removeAudience": "author",
+    "getAudience": "viewer",
+    "getStats": "viewer",
+    "sendTestToMe": "author",
+}
+router = ProcedureRouter("campaigns", ACCESS)
 
 
 class SourceInput(CampaignRef):
@@ -32,52 +42,57 @@ def _policy(ctx: Context) -> Policy:
 
 
 # A mutation only in transport: a source of 10,000 DIDs does not fit in a GET query string.
-@router.mutation("previewAudience", auth="admin")
+@router.mutation("previewAudience")
 def preview_audience(ctx: Context, data: SourceInput) -> audience.AudienceCount:
     """Count the distinct eligible profiles a source matches; writes nothing (POST for large sources)."""
     return audience.preview_audience(
-        ctx.services.graph, campaign_id=data.campaign_id, source=data.source, policy=_policy(ctx)
+        ctx.services.graph,
+        campaign_id=ctx.campaign(data.campaign_id),
+        source=data.source,
+        policy=_policy(ctx),
     )
 
 
-@router.mutation("addAudience", auth="admin")
+@router.mutation("addAudience")
 def add_audience(ctx: Context, data: SourceInput) -> audience.AudienceCount:
     """Add the eligible profiles a source matches; `added` counts new memberships only."""
     return audience.add_audience(
-        ctx.services.graph, campaign_id=data.campaign_id, source=data.source, policy=_policy(ctx),
-        audit=ctx.audit(),
+        ctx.services.graph, campaign_id=ctx.campaign(data.campaign_id), source=data.source,
+        policy=_policy(ctx), audit=ctx.audit(),
     )  # fmt: skip
 
 
-@router.mutation("removeAudience", auth="admin")
+@router.mutation("removeAudience")
 def remove_audience(ctx: Context, data: SourceInput) -> audience.Removed:
     """Remove the memberships of the profiles a source matches."""
     return audience.remove_audience(
-        ctx.services.graph, campaign_id=data.campaign_id, source=data.source, policy=_policy(ctx),
-        audit=ctx.audit(),
+        ctx.services.graph, campaign_id=ctx.campaign(data.campaign_id), source=data.source,
+        policy=_policy(ctx), audit=ctx.audit(),
     )  # fmt: skip
 
 
-@router.query("getAudience", auth="admin")
+@router.query("getAudience")
 def get_audience(ctx: Context, data: AudiencePageInput) -> audience.AudiencePage:
     """Eligible members ordered by profileId, keyset-paged."""
     return audience.get_audience(
-        ctx.services.graph, campaign_id=data.campaign_id, cursor=data.cursor, limit=data.limit,
+        ctx.services.graph, campaign_id=ctx.campaign(data.campaign_id), cursor=data.cursor, limit=data.limit,
         policy=_policy(ctx),
     )  # fmt: skip
 
 
-@router.query("getStats", auth="admin")
+@router.query("getStats")
 def get_stats(ctx: Context, data: CampaignRef) -> stats.CampaignStats:
     """Distinct-profile counts: audience, enrolled, shown, clicked, dismissed, notified, emailed."""
-    return stats.get_stats(ctx.services.graph, campaign_id=data.campaign_id, policy=_policy(ctx))
+    return stats.get_stats(
+        ctx.services.graph, campaign_id=ctx.campaign(data.campaign_id), policy=_policy(ctx)
+    )
 
 
-@router.mutation("sendTestToMe", auth="admin")
+@router.mutation("sendTestToMe")
 def send_test_to_me(ctx: Context, data: CampaignRef) -> self_test.SelfTestResult:
     """Send the campaign to the calling admin only, on every testable channel."""
     testers = ctx.services.self_test_testers
     return self_test.send_test_to_me(
-        ctx.services.graph, admin_id=ctx.admin().profile_id, campaign_id=data.campaign_id,
+        ctx.services.graph, admin_id=ctx.admin().profile_id, campaign_id=ctx.campaign(data.campaign_id),
         now=ctx.services.clock(), testers=testers, audit=ctx.audit(),
     )  # fmt: skip

@@ -6,14 +6,19 @@ from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from campaign_engine.api.access import Access
 from campaign_engine.api.context import Context
 from campaign_engine.api.trpc import ProcedureRouter
 from campaign_engine.domain.campaign import UtcDatetime
 from campaign_engine.graph.audit import ORDER_KEY_PATTERN, AuditPage, list_audit
 
-__all__ = ["router"]
+__all__ = ["ACCESS", "router"]
 
-router = ProcedureRouter("audit")
+# Who may call each procedure (api/access.py): one row per procedure, checked before it runs.
+ACCESS: dict[str, Access] = {
+    "list": "viewer",
+}
+router = ProcedureRouter("audit", ACCESS)
 
 
 class ListInput(BaseModel):
@@ -27,13 +32,15 @@ class ListInput(BaseModel):
     limit: Annotated[int, Field(ge=1, le=200)] = 50
 
 
-@router.query("list", auth="admin")
+@router.query("list")
 def list_(ctx: Context, data: ListInput) -> AuditPage:
     """Audit entries newest first, keyset-paged; filter by campaignId, actor, and from (inclusive) / to
     (exclusive); a bad cursor or an empty range is BAD_REQUEST."""
+    graph = ctx.services.graph
     return list_audit(
-        ctx.services.graph,
-        campaign_id=data.campaign_id,
+        graph,
+        tenant_id=ctx.tenant_id,
+        campaign_id=None if data.campaign_id is None else ctx.campaign_ever(data.campaign_id),
         actor=data.actor,
         since=data.since,
         until=data.until,

@@ -6,6 +6,7 @@ from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from campaign_engine.api.access import Access
 from campaign_engine.api.context import Context
 from campaign_engine.api.routers.common import CampaignRef, Ok
 from campaign_engine.api.trpc import ProcedureRouter
@@ -14,9 +15,19 @@ from campaign_engine.campaigns.explain import RecipientExplanation, explain_reci
 from campaign_engine.domain.campaign import CampaignCreate, CampaignPatch, CampaignPublic, CampaignStatus
 from campaign_engine.graph.tenant_directory import tenants_of
 
-__all__ = ["router"]
+__all__ = ["ACCESS", "router"]
 
-router = ProcedureRouter("campaigns")
+# Who may call each procedure (api/access.py): one row per procedure, checked before it runs.
+ACCESS: dict[str, Access] = {
+    "create": "author",
+    "get": "viewer",
+    "list": "viewer",
+    "update": "author",
+    "setStatus": "publisher",
+    "delete": "publisher",
+    "explainRecipient": "viewer",
+}
+router = ProcedureRouter("campaigns", ACCESS)
 
 
 class ListInput(BaseModel):
@@ -35,7 +46,7 @@ class StatusInput(CampaignRef):
     status: CampaignStatus
 
 
-@router.mutation("create", auth="admin")
+@router.mutation("create")
 def create(ctx: Context, data: CampaignCreate) -> CampaignPublic:
     """Create a campaign in draft; its tenant comes from the request."""
     return definitions.create_campaign(
@@ -43,57 +54,62 @@ def create(ctx: Context, data: CampaignCreate) -> CampaignPublic:
     )
 
 
-@router.query("get", auth="admin")
+@router.query("get")
 def get(ctx: Context, data: CampaignRef) -> CampaignPublic:
     """One campaign with its definition and lifecycle fields."""
-    return definitions.get_campaign(ctx.services.graph, data.campaign_id)
+    return definitions.get_campaign(ctx.services.graph, ctx.campaign(data.campaign_id))
 
 
-@router.query("list", auth="admin")
+@router.query("list")
 def list_(ctx: Context, data: ListInput) -> definitions.CampaignPage:
     """Campaigns ordered by id, keyset-paged."""
     return definitions.list_campaigns(
-        ctx.services.graph, status=data.status, cursor=data.cursor, limit=data.limit
+        ctx.services.graph, tenant_id=ctx.tenant_id, status=data.status, cursor=data.cursor, limit=data.limit
     )
 
 
-@router.mutation("update", auth="admin")
+@router.mutation("update")
 def update(ctx: Context, data: CampaignPatch) -> CampaignPublic:
     """Partial patch; null clears optional fields; expectedUpdatedAt guards against lost updates.
 
     expectedUpdatedAt is an instant compared to the millisecond: a value echoed through a JavaScript
     ``Date`` matches, an older one is CONFLICT."""
     return definitions.update_campaign(
-        ctx.services.graph, patch=data, now=ctx.services.clock(), audit=ctx.audit()
+        ctx.services.graph,
+        patch=data.model_copy(update={"campaign_id": ctx.campaign(data.campaign_id)}),
+        now=ctx.services.clock(),
+        audit=ctx.audit(),
     )
 
 
-@router.mutation("setStatus", auth="admin")
+@router.mutation("setStatus")
 def set_status(ctx: Context, data: StatusInput) -> CampaignPublic:
     """Move a campaign through draft -> live <-> paused -> archived."""
     return definitions.set_status(
         ctx.services.graph,
-        campaign_id=data.campaign_id,
+        campaign_id=ctx.campaign(data.campaign_id),
         status=data.status,
         now=ctx.services.clock(),
         audit=ctx.audit(),
     )
 
 
-@router.mutation("delete", auth="admin")
+@router.mutation("delete")
 def delete(ctx: Context, data: CampaignRef) -> Ok:
     """Delete a campaign with its audience, states, tests and dispatch records."""
-    definitions.delete_campaign(ctx.services.graph, campaign_id=data.campaign_id, audit=ctx.audit())
+    definitions.delete_campaign(
+        ctx.services.graph, campaign_id=ctx.campaign(data.campaign_id), audit=ctx.audit()
+    )
     return Ok()
 
 
-@router.query("explainRecipient", auth="admin")
+@router.query("explainRecipient")
 def explain(ctx: Context, data: RecipientRef) -> RecipientExplanation:
     """Whether the profile would receive the campaign now, per channel, every rule with its verdict,
     and what already happened to it; NOT_FOUND for an unknown campaign or profile."""
     return explain_recipient(
         ctx.services.graph,
-        campaign_id=data.campaign_id,
+        campaign_id=ctx.campaign(data.campaign_id),
         profile_id=data.profile_id,
         now=ctx.services.clock(),
         adult_age=ctx.services.settings.campaign_adult_age,

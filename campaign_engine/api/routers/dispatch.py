@@ -6,6 +6,7 @@ from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from campaign_engine.api.access import Access
 from campaign_engine.api.context import Context
 from campaign_engine.api.routers.common import CampaignRef, Ok
 from campaign_engine.api.trpc import ProcedureRouter
@@ -17,9 +18,20 @@ from campaign_engine.campaigns.uncertain_emails import UncertainEmailPage, list_
 from campaign_engine.delivery.queue.port import Queue
 from campaign_engine.domain.errors import ServiceUnavailable
 
-__all__ = ["router"]
+__all__ = ["ACCESS", "router"]
 
-router = ProcedureRouter("campaigns")
+# Who may call each procedure (api/access.py): one row per procedure, checked before it runs.
+ACCESS: dict[str, Access] = {
+    "previewDispatch": "author",
+    "dispatch": "publisher",
+    "scheduleDispatch": "publisher",
+    "cancelScheduledDispatch": "publisher",
+    "getDispatch": "viewer",
+    "resumeDispatch": "publisher",
+    "listDispatches": "viewer",
+    "listUncertainEmails": "viewer",
+}
+router = ProcedureRouter("campaigns", ACCESS)
 
 
 class DispatchInput(CampaignRef):
@@ -44,13 +56,13 @@ def _queue(ctx: Context) -> Queue:
     return queue
 
 
-@router.query("previewDispatch", auth="admin")
+@router.query("previewDispatch")
 def preview_dispatch(ctx: Context, data: CampaignRef) -> dispatching.DispatchPreview:
     """What a dispatch would send now, with the token that confirms exactly this."""
     settings = ctx.services.settings
     return dispatching.preview_dispatch(
         ctx.services.graph,
-        campaign_id=data.campaign_id,
+        campaign_id=ctx.campaign(data.campaign_id),
         now=ctx.services.clock(),
         adult_age=settings.campaign_adult_age,
         max_recipients=settings.campaign_preview_max_recipients,
@@ -58,14 +70,14 @@ def preview_dispatch(ctx: Context, data: CampaignRef) -> dispatching.DispatchPre
     )
 
 
-@router.mutation("dispatch", auth="admin")
+@router.mutation("dispatch")
 def dispatch(ctx: Context, data: DispatchInput) -> dispatching.DispatchStarted:
     """Confirm a send (stale token: CONFLICT) and start walking the audience in waves."""
     settings = ctx.services.settings
     return dispatching.dispatch(
         ctx.services.graph,
         _queue(ctx),
-        campaign_id=data.campaign_id,
+        campaign_id=ctx.campaign(data.campaign_id),
         expected_token=data.expected_preview_token,
         now=ctx.services.clock(),
         adult_age=settings.campaign_adult_age,
@@ -75,7 +87,7 @@ def dispatch(ctx: Context, data: DispatchInput) -> dispatching.DispatchStarted:
     )
 
 
-@router.mutation("scheduleDispatch", auth="admin")
+@router.mutation("scheduleDispatch")
 def schedule(ctx: Context, data: ScheduleInput) -> list[reads.DispatchPublic]:
     """Confirm a reviewed send for ``sendAt`` (an RFC 3339 instant, or ``{localTime, timeZone}``): one
     Dispatch per channel, ``scheduled``. The sweeper starts it within a sweep period of ``sendAt``;
@@ -84,7 +96,7 @@ def schedule(ctx: Context, data: ScheduleInput) -> list[reads.DispatchPublic]:
     settings = ctx.services.settings
     return schedule_dispatch(
         ctx.services.graph,
-        data=data,
+        data=data.model_copy(update={"campaign_id": ctx.campaign(data.campaign_id)}),
         now=ctx.services.clock(),
         adult_age=settings.campaign_adult_age,
         max_recipients=settings.campaign_preview_max_recipients,
@@ -93,39 +105,42 @@ def schedule(ctx: Context, data: ScheduleInput) -> list[reads.DispatchPublic]:
     )
 
 
-@router.mutation("cancelScheduledDispatch", auth="admin")
+@router.mutation("cancelScheduledDispatch")
 def cancel_schedule(ctx: Context, data: DispatchRef) -> Ok:
     """Cancel a scheduled dispatch (every channel of it); CONFLICT once it has fired."""
     cancel_scheduled(
-        ctx.services.graph, dispatch_id=data.dispatch_id, now=ctx.services.clock(), audit=ctx.audit()
+        ctx.services.graph,
+        dispatch_id=ctx.dispatch(data.dispatch_id),
+        now=ctx.services.clock(),
+        audit=ctx.audit(),
     )
     return Ok()
 
 
-@router.query("getDispatch", auth="admin")
+@router.query("getDispatch")
 def get_dispatch(ctx: Context, data: DispatchRef) -> reads.DispatchPublic:
     """How far a send got, and why it stopped if it did."""
-    return reads.get_dispatch(ctx.services.graph, data.dispatch_id)
+    return reads.get_dispatch(ctx.services.graph, ctx.dispatch(data.dispatch_id))
 
 
-@router.mutation("resumeDispatch", auth="admin")
+@router.mutation("resumeDispatch")
 def resume_dispatch(ctx: Context, data: DispatchRef) -> reads.DispatchPublic:
     """Resume a failed dispatch from its cursor (anything else, or a newer dispatch: CONFLICT)."""
     return resume(
-        ctx.services.graph, _queue(ctx), dispatch_id=data.dispatch_id, now=ctx.services.clock(),
+        ctx.services.graph, _queue(ctx), dispatch_id=ctx.dispatch(data.dispatch_id), now=ctx.services.clock(),
         audit=ctx.audit(),
     )  # fmt: skip
 
 
-@router.query("listDispatches", auth="admin")
+@router.query("listDispatches")
 def list_dispatches(ctx: Context, data: CampaignRef) -> list[reads.DispatchPublic]:
     """Every dispatch of a campaign, newest first."""
-    return reads.list_dispatches(ctx.services.graph, data.campaign_id)
+    return reads.list_dispatches(ctx.services.graph, ctx.campaign(data.campaign_id))
 
 
-@router.query("listUncertainEmails", auth="admin")
+@router.query("listUncertainEmails")
 def list_uncertain(ctx: Context, data: UncertainEmailsInput) -> UncertainEmailPage:
     """Recipients of an email dispatch whose fate is unknown (never retried blindly), keyset-paged."""
     return list_uncertain_emails(
-        ctx.services.graph, dispatch_id=data.dispatch_id, after=data.after, limit=data.limit
+        ctx.services.graph, dispatch_id=ctx.dispatch(data.dispatch_id), after=data.after, limit=data.limit
     )

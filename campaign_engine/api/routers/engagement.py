@@ -1,5 +1,5 @@
 """``campaigns.*`` user and discovery procedures. All of them share the per-profile rate limit
-(``auth="user"`` makes a procedure rate-limited in ``api/trpc.py``). The two hottest are coroutines:
+(``user`` access makes a procedure rate-limited in ``api/trpc.py``). The two hottest are coroutines:
 their work is batched (``EngagementService``), so they wait on the event loop instead of in a thread."""
 
 from __future__ import annotations
@@ -8,18 +8,27 @@ from typing import Annotated
 
 from pydantic import Field
 
+from campaign_engine.api.access import Access
 from campaign_engine.api.context import Context
-from campaign_engine.api.routers.common import CampaignRef
+from campaign_engine.api.routers.common import AppCampaignRef
 from campaign_engine.api.trpc import ProcedureRouter
 from campaign_engine.campaigns import engagement, enrollment
 from campaign_engine.campaigns.audience import Policy
 
-__all__ = ["router"]
+__all__ = ["ACCESS", "router"]
 
-router = ProcedureRouter("campaigns")
+# Who may call each procedure (api/access.py): one row per procedure, checked before it runs.
+ACCESS: dict[str, Access] = {
+    "getMyCampaigns": "user",
+    "recordEvent": "user",
+    "discover": "user",
+    "enroll": "user",
+    "leave": "user",
+}
+router = ProcedureRouter("campaigns", ACCESS)
 
 
-class EventInput(CampaignRef):
+class EventInput(AppCampaignRef):
     event: engagement.EventKind
     action_id: Annotated[str | None, Field(alias="actionId", min_length=1, max_length=100)] = None
     test_id: Annotated[str | None, Field(alias="testId", min_length=1, max_length=64)] = None
@@ -29,7 +38,7 @@ def _policy(ctx: Context) -> Policy:
     return Policy.of(ctx.services.settings, ctx.services.clock())
 
 
-@router.query("getMyCampaigns", auth="user")
+@router.query("getMyCampaigns")
 async def get_my_campaigns(ctx: Context) -> engagement.MyCampaigns:
     """The caller's live in-app campaigns with their own state (an admin also sees pending tests)."""
     caller = ctx.user()
@@ -38,7 +47,7 @@ async def get_my_campaigns(ctx: Context) -> engagement.MyCampaigns:
     )
 
 
-@router.mutation("recordEvent", auth="user")
+@router.mutation("recordEvent")
 async def record_event(ctx: Context, data: EventInput) -> engagement.EventResult:
     """Record shown/clicked/dismissed, or acknowledge a self-test with testId."""
     return await ctx.services.engagement.record_event_async(
@@ -47,14 +56,14 @@ async def record_event(ctx: Context, data: EventInput) -> engagement.EventResult
     )  # fmt: skip
 
 
-@router.query("discover", auth="user")
+@router.query("discover")
 def discover(ctx: Context) -> enrollment.Discovered:
     """Live discoverable campaigns the caller may join and has not joined."""
     return enrollment.discover(ctx.services.graph, profile_id=ctx.user().profile_id, policy=_policy(ctx))
 
 
-@router.mutation("enroll", auth="user")
-def enroll(ctx: Context, data: CampaignRef) -> enrollment.Enrolled:
+@router.mutation("enroll")
+def enroll(ctx: Context, data: AppCampaignRef) -> enrollment.Enrolled:
     """Join a discoverable campaign (idempotent)."""
     caller = ctx.user()
     return enrollment.enroll(
@@ -62,8 +71,8 @@ def enroll(ctx: Context, data: CampaignRef) -> enrollment.Enrolled:
     )
 
 
-@router.mutation("leave", auth="user")
-def leave(ctx: Context, data: CampaignRef) -> enrollment.Left:
+@router.mutation("leave")
+def leave(ctx: Context, data: AppCampaignRef) -> enrollment.Left:
     """Leave a campaign the caller joined by themselves."""
     caller = ctx.user()
     return enrollment.leave(ctx.services.graph, profile_id=caller.profile_id, campaign_id=data.campaign_id)

@@ -6,14 +6,20 @@ from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field, StrictBool
 
+from campaign_engine.api.access import Access
 from campaign_engine.api.context import Context
 from campaign_engine.api.trpc import ProcedureRouter
 from campaign_engine.campaigns import preferences
 from campaign_engine.campaigns.preferences import AnnouncementPreferences
 
-__all__ = ["router"]
+__all__ = ["ACCESS", "router"]
 
-router = ProcedureRouter("preferences")
+# Who may call each procedure (api/access.py): one row per procedure, checked before it runs.
+ACCESS: dict[str, Access] = {
+    "getAnnouncementPreferences": "user",
+    "updateAnnouncementPreferences": "user",
+}
+router = ProcedureRouter("preferences", ACCESS)
 
 
 class AnnouncementPreferencesPatch(BaseModel):
@@ -38,14 +44,14 @@ def _out(prefs: AnnouncementPreferences) -> AnnouncementPreferencesOut:
     )
 
 
-@router.query("getAnnouncementPreferences", auth="user")
+@router.query("getAnnouncementPreferences")
 def get_announcement_preferences(ctx: Context) -> AnnouncementPreferencesOut:
     """The caller's announcement email and push opt-outs."""
     caller = ctx.user()
     return _out(preferences.get_announcement_preferences(ctx.services.graph, caller.profile_id))
 
 
-@router.mutation("updateAnnouncementPreferences", auth="user")
+@router.mutation("updateAnnouncementPreferences")
 def update_announcement_preferences(
     ctx: Context, data: AnnouncementPreferencesPatch
 ) -> AnnouncementPreferencesOut:

@@ -6,15 +6,22 @@ from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from campaign_engine.api.access import Access
 from campaign_engine.api.context import Context
 from campaign_engine.api.trpc import ProcedureRouter
 from campaign_engine.campaigns import profiles
 from campaign_engine.domain.errors import NotFound
 from campaign_engine.domain.profile import ProfileOut, ProfileUpsert, UpsertResult
 
-__all__ = ["router"]
+__all__ = ["ACCESS", "router"]
 
-router = ProcedureRouter("profiles")
+# Who may call each procedure (api/access.py): one row per procedure, checked before it runs.
+ACCESS: dict[str, Access] = {
+    "upsert": "platform",
+    "get": "platform",
+    "delete": "platform",
+}
+router = ProcedureRouter("profiles", ACCESS)
 
 
 class ProfileRef(BaseModel):
@@ -27,7 +34,7 @@ class Deleted(BaseModel):
     deleted: bool
 
 
-@router.mutation("upsert", auth="admin")
+@router.mutation("upsert")
 def upsert(ctx: Context, data: ProfileUpsert) -> UpsertResult:
     """Create or update up to 1000 profiles atomically.
 
@@ -35,13 +42,13 @@ def upsert(ctx: Context, data: ProfileUpsert) -> UpsertResult:
     return profiles.upsert_profiles(ctx.services.graph, data, audit=ctx.audit())
 
 
-@router.query("get", auth="admin")
+@router.query("get")
 def get(ctx: Context, data: ProfileRef) -> ProfileOut:
     """One profile with its contact methods, tags and connections."""
     return profiles.get_profile(ctx.services.graph, data.profile_id)
 
 
-@router.mutation("delete", auth="admin")
+@router.mutation("delete")
 def delete(ctx: Context, data: ProfileRef) -> Deleted:
     """Delete a profile with its memberships, engagement states and pending tests."""
     if not profiles.delete_profile(ctx.services.graph, data.profile_id, audit=ctx.audit()):

@@ -10,6 +10,7 @@ from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from campaign_engine.api.access import Access
 from campaign_engine.api.context import Context
 from campaign_engine.api.routers.common import Ok
 from campaign_engine.api.trpc import ProcedureRouter
@@ -17,9 +18,15 @@ from campaign_engine.domain.errors import NotFound
 from campaign_engine.feedback import store
 from campaign_engine.feedback.events import SuppressionReason
 
-__all__ = ["router"]
+__all__ = ["ACCESS", "router"]
 
-router = ProcedureRouter("suppressions")
+# Who may call each procedure (api/access.py): one row per procedure, checked before it runs.
+ACCESS: dict[str, Access] = {
+    "list": "platform",
+    "get": "platform",
+    "remove": "platform",
+}
+router = ProcedureRouter("suppressions", ACCESS)
 
 # No \s in the pattern: JSON Schema's and pydantic's regex dialects disagree about which spaces it means.
 Address = Annotated[str, Field(min_length=3, max_length=254, pattern=r"^[^@]+@[^@]+$")]
@@ -39,7 +46,7 @@ class AddressInput(BaseModel):
     address: Address
 
 
-@router.query("list", auth="admin")
+@router.query("list")
 def list_(ctx: Context, data: ListInput) -> store.SuppressionPage:
     """Suppressed addresses in address order, keyset-paged, optionally of one reason."""
     return store.list_suppressions(
@@ -47,13 +54,13 @@ def list_(ctx: Context, data: ListInput) -> store.SuppressionPage:
     )
 
 
-@router.query("get", auth="admin")
+@router.query("get")
 def get(ctx: Context, data: AddressInput) -> store.Suppression:
     """The suppression of one address: why, from which provider, since when."""
     return store.get_suppression(ctx.services.graph, data.address)
 
 
-@router.mutation("remove", auth="admin")
+@router.mutation("remove")
 def remove(ctx: Context, data: AddressInput) -> Ok:
     """Lift the suppression of one address (e.g. the mailbox works again); its profiles' own opt-outs stay."""
     if not store.remove_suppression(ctx.services.graph, data.address, audit=ctx.audit()):

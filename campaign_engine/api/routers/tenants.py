@@ -1,8 +1,9 @@
 """``tenants.*`` (issue 21 item 1): tenant records, editable without a redeploy.
 
-Platform admins only for now (``auth="admin"``); the roles of item 4 will let a tenant's own admins read
-theirs. After a committed edit this process forgets its cached records, so its next email, preview or
-capped statement reads the edit; other processes read it within the directory's TTL (5 s).
+Platform admins only for now; item 1 also lets a tenant's own admins ``get`` theirs, which needs a
+check that the named tenant is the caller's (not yet here). After a committed edit this process forgets
+its cached records, so its next email, preview or capped statement reads the edit; other processes read
+it within the directory's TTL (5 s).
 """
 
 from __future__ import annotations
@@ -11,15 +12,23 @@ from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from campaign_engine.api.access import Access
 from campaign_engine.api.context import Context
 from campaign_engine.api.trpc import ProcedureRouter
 from campaign_engine.domain.tenant import TenantCreate, TenantPatch, TenantPublic
 from campaign_engine.graph import tenants
 from campaign_engine.graph.tenant_directory import tenants_of
 
-__all__ = ["router"]
+__all__ = ["ACCESS", "router"]
 
-router = ProcedureRouter("tenants")
+# Who may call each procedure (api/access.py): one row per procedure, checked before it runs.
+ACCESS: dict[str, Access] = {
+    "create": "platform",
+    "update": "platform",
+    "get": "platform",
+    "list": "platform",
+}
+router = ProcedureRouter("tenants", ACCESS)
 
 
 class TenantRef(BaseModel):
@@ -35,7 +44,7 @@ class ListInput(BaseModel):
     limit: Annotated[int, Field(ge=1, le=200)] = 50
 
 
-@router.mutation("create", auth="admin")
+@router.mutation("create")
 def create(ctx: Context, data: TenantCreate) -> TenantPublic:
     """A new tenant record; CONFLICT when the tenantId exists."""
     graph, now = ctx.services.graph, ctx.services.clock()
@@ -44,7 +53,7 @@ def create(ctx: Context, data: TenantCreate) -> TenantPublic:
     return created
 
 
-@router.mutation("update", auth="admin")
+@router.mutation("update")
 def update(ctx: Context, data: TenantPatch) -> TenantPublic:
     """Partial patch: omitted fields are kept, null clears an optional one; NOT_FOUND when missing."""
     graph, now = ctx.services.graph, ctx.services.clock()
@@ -53,13 +62,13 @@ def update(ctx: Context, data: TenantPatch) -> TenantPublic:
     return updated
 
 
-@router.query("get", auth="admin")
+@router.query("get")
 def get(ctx: Context, data: TenantRef) -> TenantPublic:
     """One tenant record; NOT_FOUND when missing."""
     return tenants.get_tenant(ctx.services.graph, data.tenant_id)
 
 
-@router.query("list", auth="admin")
+@router.query("list")
 def list_(ctx: Context, data: ListInput) -> tenants.TenantPage:
     """Tenant records ordered by tenantId, keyset-paged."""
     return tenants.list_tenants(ctx.services.graph, cursor=data.cursor, limit=data.limit)

@@ -10,15 +10,20 @@ from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from campaign_engine.api.access import Access
 from campaign_engine.api.context import Context
 from campaign_engine.api.routers.common import Ok
 from campaign_engine.api.trpc import ProcedureRouter
 from campaign_engine.domain.errors import ServiceUnavailable
 from campaign_engine.unsubscribe.optout import opt_out_by_unsubscribe_id
 
-__all__ = ["router"]
+__all__ = ["ACCESS", "router"]
 
-router = ProcedureRouter("campaigns")
+# Who may call each procedure (api/access.py): one row per procedure, checked before it runs.
+ACCESS: dict[str, Access] = {
+    "unsubscribeFromAnnouncements": "public",
+}
+router = ProcedureRouter("campaigns", ACCESS)
 
 
 class UnsubscribeInput(BaseModel):
@@ -27,7 +32,7 @@ class UnsubscribeInput(BaseModel):
     token: Annotated[str, Field(min_length=1, max_length=512)]
 
 
-@router.mutation("unsubscribeFromAnnouncements", auth="public")
+@router.mutation("unsubscribeFromAnnouncements")
 def unsubscribe_from_announcements(ctx: Context, data: UnsubscribeInput) -> Ok:
     """Opt the token's profile out of announcement email (idempotent)."""
     tokens = ctx.services.unsubscribe_tokens

@@ -1,0 +1,70 @@
+"""``access.*``: who holds which role in a tenant (issue 21). Tenant admins manage their own tenant's
+grants; platform admins any tenant's. Grants take effect on the next call (``api/context.py``)."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from campaign_engine.api.access import Access, Role
+from campaign_engine.api.context import Context
+from campaign_engine.api.routers.common import Ok
+from campaign_engine.api.trpc import ProcedureRouter
+from campaign_engine.campaigns import access_grants
+from campaign_engine.domain.patterns import ProfileIdStr
+from campaign_engine.domain.tenancy import TenantId
+
+__all__ = ["ACCESS", "router"]
+
+# Who may call each procedure (api/access.py): one row per procedure, checked before it runs; each
+# handler also requires the role in the tenant its input names.
+ACCESS: dict[str, Access] = {
+    "grant": "admin",
+    "revoke": "admin",
+    "list": "admin",
+}
+router = ProcedureRouter("access", ACCESS)
+
+
+class TenantRef(BaseModel):
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+    tenant_id: Annotated[TenantId, Field(alias="tenantId")]
+
+
+class GrantInput(TenantRef):
+    subject: Annotated[ProfileIdStr, Field(description="a JWT `sub`: the profileId the role is bound to")]
+    role: Role
+
+
+@router.mutation("grant")
+def grant(ctx: Context, data: GrantInput) -> access_grants.Grant:
+    """Bind ``subject`` to ``role`` in the tenant; granting a held role changes nothing."""
+    ctx.require("admin", tenant_id=data.tenant_id)
+    return access_grants.grant_role(
+        ctx.services.graph, tenant_id=data.tenant_id, subject=data.subject, role=data.role,
+        now=ctx.services.clock(), audit=ctx.audit(tenant_id=data.tenant_id),
+    )  # fmt: skip
+
+
+@router.mutation("revoke")
+def revoke(ctx: Context, data: GrantInput) -> Ok:
+    """Remove one grant; NOT_FOUND when the subject does not hold it. Effective on the next call."""
+    ctx.require("admin", tenant_id=data.tenant_id)
+    access_grants.revoke_role(
+        ctx.services.graph,
+        tenant_id=data.tenant_id,
+        subject=data.subject,
+        role=data.role,
+        audit=ctx.audit(tenant_id=data.tenant_id),
+    )
+    return Ok()
+
+
+@router.query("list")
+def list_(ctx: Context, data: TenantRef) -> access_grants.GrantList:
+    """The tenant's grants by subject (roles a JWT carries as claims are not listed: the identity
+    provider holds those)."""
+    ctx.require("admin", tenant_id=data.tenant_id)
+    return access_grants.list_grants(ctx.services.graph, tenant_id=data.tenant_id)

@@ -1,0 +1,97 @@
+"""Role grants (issue 21): ``access.grant/revoke/list``, and the roles a subject holds in a tenant.
+
+A grant binds a subject (a JWT ``sub``) to one role in one tenant. The roles an admin call acts with are
+read here on each call, so a revoked grant stops working with the transaction that removed it.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated, Any, cast
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from campaign_engine.domain.errors import NotFound
+from campaign_engine.domain.types import format_ts
+from campaign_engine.graph.audit import AuditContext, record_audit
+from campaign_engine.graph.graph import Graph, Tx
+
+__all__ = ["Grant", "GrantList", "grant_role", "list_grants", "revoke_role", "roles_of"]
+
+# Role names are api/access.py's; this layer stores them and does not rank them.
+_ROLES_OF = """
+MATCH (g:AccessGrant {tenantId: $tenantId, subject: $subject}) WHERE g.role IS NOT NULL
+RETURN collect(g.role) AS roles
+"""
+_GRANT = """
+MERGE (g:AccessGrant {tenantId: $tenantId, subject: $subject, role: $role})
+ON CREATE SET g.grantedAt = $now, g.grantedBy = $actor
+RETURN g {.*} AS grant
+"""
+_REVOKE = """
+MATCH (g:AccessGrant {tenantId: $tenantId, subject: $subject, role: $role})
+DELETE g
+RETURN count(*) AS removed
+"""
+_LIST = """
+MATCH (g:AccessGrant {tenantId: $tenantId}) WHERE g.subject IS NOT NULL AND g.role IS NOT NULL
+RETURN g {.*} AS grant
+ORDER BY g.subject, g.role
+"""
+
+
+class Grant(BaseModel):
+    model_config = ConfigDict(populate_by_name=True)
+
+    tenant_id: Annotated[str, Field(alias="tenantId")]
+    subject: str
+    role: str
+    granted_at: Annotated[str, Field(alias="grantedAt")]
+    granted_by: Annotated[str | None, Field(alias="grantedBy")] = None
+
+
+class GrantList(BaseModel):
+    records: list[Grant]
+
+
+def roles_of(graph: Graph, *, tenant_id: str, subject: str) -> frozenset[str]:
+    def tx_fn(tx: Tx) -> list[str]:
+        record = tx.run(_ROLES_OF, tenantId=tenant_id, subject=subject).single()
+        return [] if record is None else list(record["roles"])
+
+    return frozenset(graph.read(tx_fn))
+
+
+def grant_role(
+    graph: Graph, *, tenant_id: str, subject: str, role: str, now: datetime, audit: AuditContext
+) -> Grant:
+    """Idempotent: granting a held role changes nothing but the audit trail."""
+
+    def tx_fn(tx: Tx) -> dict[str, Any]:
+        params: dict[str, Any] = {"tenantId": tenant_id, "subject": subject, "role": role}
+        record = tx.run(_GRANT, now=format_ts(now), actor=audit.actor, **params).single()
+        assert record is not None
+        record_audit(tx, audit, target_type="grant", target_id=f"{tenant_id}/{subject}", detail=params)
+        return cast(dict[str, Any], record["grant"])
+
+    return Grant.model_validate(graph.write(tx_fn))
+
+
+def revoke_role(graph: Graph, *, tenant_id: str, subject: str, role: str, audit: AuditContext) -> None:
+    """NOT_FOUND when the subject does not hold the role there."""
+
+    def tx_fn(tx: Tx) -> None:
+        params: dict[str, Any] = {"tenantId": tenant_id, "subject": subject, "role": role}
+        record = tx.run(_REVOKE, **params).single()
+        if record is None or not record["removed"]:
+            raise NotFound(f"'{subject}' holds no {role} grant in tenant '{tenant_id}'")
+        record_audit(tx, audit, target_type="grant", target_id=f"{tenant_id}/{subject}", detail=params)
+
+    graph.write(tx_fn)
+
+
+def list_grants(graph: Graph, *, tenant_id: str) -> GrantList:
+    def tx_fn(tx: Tx) -> list[dict[str, Any]]:
+        return [dict(row["grant"]) for row in tx.run(_LIST, tenantId=tenant_id)]
+
+    return GrantList(records=[Grant.model_validate(row) for row in graph.read(tx_fn)])
