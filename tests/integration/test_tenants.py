@@ -335,3 +335,23 @@ def test_concurrent_creates_of_one_id_make_one_record_and_patches_of_two_fields_
             "https://r.example/l.png",
             "#222",
         )  # no lost update
+
+
+def test_a_tenants_own_admin_reads_its_record_and_no_other(base_settings: Settings, graph: Graph) -> None:
+    with api_client(seeded(base_settings), graph) as api:
+
+        def as_(profile_id: str, tenant: str, role: str) -> dict[str, str]:
+            token = mint_token(api.settings, profile_id=profile_id, tenant_id=tenant, roles=[role])
+            return {"authorization": f"Bearer {token}"}
+
+        def get(tenant_id: str, headers: dict[str, str]) -> Any:
+            params = {"input": json.dumps({"tenantId": tenant_id})}
+            return api.http.get("/trpc/tenants.get", params=params, headers=headers)
+
+        admin = as_("acme-admin", "acme", "admin")
+        assert ok(get("acme", admin))["name"] == "Acme Academy"
+        assert error_code(get("default", admin)) == "FORBIDDEN"  # another tenant's record
+        assert error_code(get("acme", as_("acme-publisher", "acme", "publisher"))) == "FORBIDDEN"
+        assert error_code(api.http.get("/trpc/tenants.list", headers=admin)) == "FORBIDDEN"
+        patch = {"tenantId": "acme", "name": "Mine now"}
+        assert error_code(api.http.post("/trpc/tenants.update", json=patch, headers=admin)) == "FORBIDDEN"

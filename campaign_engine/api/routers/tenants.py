@@ -1,7 +1,8 @@
 """``tenants.*`` (issue 21 item 1): tenant records, editable without a redeploy.
 
-Platform admins only for now; item 1 also lets a tenant's own admins ``get`` theirs, which needs a
-check that the named tenant is the caller's (not yet here). After a committed edit this process forgets
+Platform admins create, edit and list tenants; a tenant's own admins may also ``get`` theirs (issue 21
+item 1): its table row admits admins of the caller's tenant, and the handler checks the tenant it names,
+as ``access.*`` does. After a committed edit this process forgets
 its cached records, so its next email, preview or capped statement reads the edit; other processes read
 it within the directory's TTL (5 s).
 """
@@ -25,7 +26,7 @@ __all__ = ["ACCESS", "router"]
 ACCESS: dict[str, Access] = {
     "create": "platform",
     "update": "platform",
-    "get": "platform",
+    "get": "admin",  # of the tenant it names, checked in the handler
     "list": "platform",
 }
 router = ProcedureRouter("tenants", ACCESS)
@@ -64,7 +65,8 @@ def update(ctx: Context, data: TenantPatch) -> TenantPublic:
 
 @router.query("get")
 def get(ctx: Context, data: TenantRef) -> TenantPublic:
-    """One tenant record; NOT_FOUND when missing."""
+    """One tenant record, for its own admins and platform admins; NOT_FOUND when missing."""
+    ctx.require("admin", tenant_id=data.tenant_id)
     return tenants.get_tenant(ctx.services.graph, data.tenant_id)
 
 
