@@ -124,9 +124,7 @@ def _issue(path: str, message: str) -> dict[str, Any]:
 
 
 def _read(tx: Tx, tenant_id: str) -> dict[str, Any] | None:
-    record = tx.run(
-        "MATCH (t:Tenant {tenantId: $tenantId}) RETURN t {.*} AS tenant", tenantId=tenant_id
-    ).single()
+    record = tx.run(query("tenant_get"), tenantId=tenant_id).single()
     return None if record is None else dict(record["tenant"])
 
 

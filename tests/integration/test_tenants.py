@@ -16,6 +16,7 @@ from campaign_engine.delivery.email.compose import compose_email, email_content_
 from campaign_engine.delivery.wiring import build_email_self_tester
 from campaign_engine.domain.campaign import campaign_from_node
 from campaign_engine.domain.tenant import TenantPatch
+from campaign_engine.graph.cypher import query as cypher_query
 from campaign_engine.graph.graph import Graph
 from campaign_engine.graph.tenant_directory import TenantDirectory, tenants_of
 from campaign_engine.graph.tenants import update_tenant
@@ -355,3 +356,24 @@ def test_a_tenants_own_admin_reads_its_record_and_no_other(base_settings: Settin
         assert error_code(api.http.get("/trpc/tenants.list", headers=admin)) == "FORBIDDEN"
         patch = {"tenantId": "acme", "name": "Mine now"}
         assert error_code(api.http.post("/trpc/tenants.update", json=patch, headers=admin)) == "FORBIDDEN"
+
+
+@pytest.mark.parametrize(
+    ("statement", "params"), [("tenant_list", {"cursor": "", "limit": 3}), ("tenant_get", {"tenantId": "a"})]
+)
+def test_tenant_reads_seek_the_tenant_id_constraint_index_and_never_sort(
+    graph: Graph, statement: str, params: dict[str, Any]
+) -> None:
+    with graph.driver.session(database=graph.database) as session:
+        plan = session.run("EXPLAIN " + cypher_query(statement), params).consume().plan
+    operators: list[str] = []
+
+    def walk(node: Any) -> None:
+        operators.append(f"{node['operatorType']} {node.get('args', {}).get('Details', '')}")
+        for child in node.get("children", []):
+            walk(child)
+
+    walk(plan)
+    assert any("IndexSeek" in op and "Tenant(tenantId)" in op for op in operators), operators
+    assert not any(op.split()[0].startswith(("Sort", "Top", "PartialSort")) for op in operators), operators
+    assert not any("Scan" in op for op in operators), operators
