@@ -97,14 +97,18 @@ def _smtp_catcher(args: argparse.Namespace) -> int:
 def _migrate(args: argparse.Namespace) -> int:
     from campaign_engine.graph.graph import open_graph
     from campaign_engine.graph.schema import apply_schema
+    from campaign_engine.graph.tenant_directory import tenants_of
+    from campaign_engine.graph.tenants import settings_seed
 
     settings = load_settings()
+    rows = settings_seed(settings)  # the tenant settings, checked before anything is written
     graph = open_graph(settings)
     try:
         apply_schema(graph, default_tenant=settings.campaign_default_tenant_id)
+        created = tenants_of(graph, settings).seed_now(rows)
     finally:
         graph.close()
-    print("schema applied")
+    print("schema applied" + (f"; tenant records seeded: {', '.join(created)}" if created else ""))
     return 0
 
 

@@ -41,3 +41,7 @@ CREATE CONSTRAINT audit_entry_id IF NOT EXISTS FOR (a:AuditEntry) REQUIRE a.id I
 CREATE INDEX audit_entry_tenant_order IF NOT EXISTS FOR (a:AuditEntry) ON (a.tenantId, a.orderKey);
 CREATE INDEX audit_entry_campaign IF NOT EXISTS FOR (a:AuditEntry) ON (a.campaignId, a.orderKey);
 CREATE INDEX audit_entry_actor IF NOT EXISTS FOR (a:AuditEntry) ON (a.actor, a.orderKey);
+// Tenant records (issue 21): one per tenantId; tenants.list pages by it in index order.
+CREATE CONSTRAINT tenant_id IF NOT EXISTS FOR (t:Tenant) REQUIRE t.tenantId IS UNIQUE;
+// One-time data migrations (graph/schema.py): each start looks its markers up by name.
+CREATE INDEX schema_migration_name IF NOT EXISTS FOR (m:SchemaMigration) ON (m.name);

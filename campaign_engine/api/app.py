@@ -40,6 +40,8 @@ from campaign_engine.feedback.config import FeedbackConfig
 from campaign_engine.feedback.sns_http import SnsHttp
 from campaign_engine.graph.graph import API_UNAVAILABLE_WAIT_SECONDS, Graph, open_graph
 from campaign_engine.graph.schema import apply_schema, schema_applied
+from campaign_engine.graph.tenant_directory import tenants_of
+from campaign_engine.graph.tenants import settings_seed
 from campaign_engine.observability.metrics import scrape, serving_registry
 from campaign_engine.observability.request_id import RequestIdMiddleware
 from campaign_engine.unsubscribe.routes import unsubscribe_router
@@ -140,8 +142,13 @@ def create_app(
         ),
     )
 
+    # The tenant records, seeded once from the tenant settings (checked here, at start, as that seed).
+    tenants = tenants_of(the_graph, settings)
+    tenants.seed_before_load(settings_seed(settings))
+
     def start() -> None:
         apply_schema(the_graph, default_tenant=settings.campaign_default_tenant_id)
+        tenants.records()  # seeds the records now, not at the first request that needs them
         log.info("api.started")
 
     @asynccontextmanager

@@ -43,6 +43,8 @@ from campaign_engine.delivery.sweeper import SweepResult, stuck_window_seconds, 
 from campaign_engine.domain.types import Clock, format_ts, system_clock
 from campaign_engine.feedback.store import expire_feedback_records
 from campaign_engine.graph.graph import Graph, open_graph
+from campaign_engine.graph.tenant_directory import TenantDirectory, tenants_of
+from campaign_engine.graph.tenants import settings_seed
 from campaign_engine.observability.metrics import MetricsServer, serving_registry, start_metrics_server
 from campaign_engine.unsubscribe.tokens import UnsubscribeTokens
 
@@ -63,6 +65,7 @@ __all__ = [
     "run_sweep",
     "run_worker",
     "start_worker_metrics",
+    "tenant_directory",
 ]
 
 log = logging.getLogger(__name__)
@@ -158,7 +161,7 @@ def build_notification_worker(
         sender_name=settings.notifications_sender,
         default_webhook=settings.notifications_webhook_url,
         adult_age=settings.campaign_adult_age,
-        frequency_caps=settings.campaign_frequency_caps,
+        frequency_caps=tenant_directory(settings, graph).frequency_caps(),
     )
 
 
@@ -184,15 +187,24 @@ def build_email_provider(settings: Settings) -> EmailProvider | None:
     return None
 
 
-def _checked_origins(settings: Settings) -> dict[str, str]:
-    """CAMPAIGN_APP_ORIGINS with every origin's shape checked at start, not at its first page."""
+def _check_origins(settings: Settings) -> None:
+    """CAMPAIGN_APP_ORIGINS (the seed of the tenant records) with every origin's shape checked at start."""
     origins = settings.campaign_app_origins
     try:
         for tenant in origins:
             cta_url_for(origins=origins, tenant_id=tenant, default_tenant=tenant, campaign_id="check")
     except EmailConfigError as exc:
         raise ConfigError(str(exc)) from exc
-    return origins
+
+
+def tenant_directory(settings: Settings, graph: Graph) -> TenantDirectory:
+    """This process's tenant records (``graph/tenant_directory.py``), seeded from the tenant settings
+    before their first load. The settings are checked here, at start, as the seed they now are; nothing
+    is read from the graph until a handler asks."""
+    _check_origins(settings)
+    directory = tenants_of(graph, settings)
+    directory.seed_before_load(settings_seed(settings))
+    return directory
 
 
 def build_email_worker(
@@ -208,6 +220,9 @@ def build_email_worker(
     if provider is None:
         return None
     settings.require_email()
+    tenants = tenant_directory(settings, graph)
+    # EmailWorker copies both maps when it is built: this reads the records once, here (issue 21 left:
+    # the walk sees an edit after a restart until page_walk.py keeps the live views it is given).
     return EmailWorker(
         graph=graph,
         provider=provider,
@@ -218,13 +233,13 @@ def build_email_worker(
         delay_seconds=settings.campaign_dispatch_delay_seconds,
         adult_age=settings.campaign_adult_age,
         domain_name=settings.domain_name,
-        app_origins=_checked_origins(settings),
-        tenants=settings.campaign_tenants,
+        app_origins=tenants.app_origins(),
+        tenants=tenants.branding(),
         default_tenant=settings.campaign_default_tenant_id,
         throttle_backoff_seconds=settings.campaign_email_throttle_backoff_seconds,
         max_deferrals=settings.campaign_email_max_deferrals,
         run_seconds=settings.campaign_email_run_seconds,
-        frequency_caps=settings.campaign_frequency_caps,
+        frequency_caps=tenants.frequency_caps(),
     )
 
 
@@ -235,13 +250,14 @@ def build_email_self_tester(
     provider = provider or build_email_provider(settings)
     if provider is None:
         return None
+    tenants = tenant_directory(settings, graph)
     return EmailSelfTester(
         graph=graph,
         provider=provider,
         tokens=UnsubscribeTokens.from_settings(settings),
         domain_name=settings.domain_name,
-        app_origins=_checked_origins(settings),
-        tenants=settings.campaign_tenants,
+        app_origins=tenants.app_origins(),
+        tenants=tenants.branding(),
         default_tenant=settings.campaign_default_tenant_id,
         adult_age=settings.campaign_adult_age,
         clock=clock,
@@ -382,6 +398,8 @@ def run_worker(settings: Settings | None = None) -> None:
     graph = open_graph(settings)
     if not graph.probe():  # held until it answers (runner.py); said at once, not after a first job's wait
         log.error("worker.graph_unreachable uri=%s: check NEO4J_URI; waiting for it", settings.neo4j_uri)
+    else:  # the tenant seed now; with the graph away, before the first load that finds it back
+        tenant_directory(settings, graph).records()
     queues = build_queues(settings)
     metrics_server = start_worker_metrics(settings, graph, queues)
     try:

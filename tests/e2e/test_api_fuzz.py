@@ -64,6 +64,11 @@ _POSITIVE_DATA_ALSO_REFUSED = {
     # profileId must not repeat within one call (uniqueness of one property across items), and
     # timeZone must name a zone the tz database has (the schema gives its shape).
     "profiles.upsert": "unique profileIds across rows; timeZone must exist in the tz database",
+    # An app origin, a logo URL and a From address are parsed as a URL and an address (exactly
+    # scheme://host[:port], http only for loopback; one mailbox): the schema gives their length only.
+    "tenants.create": "appOrigin, logoUrl and emailFrom are parsed, not matched",
+    # The same, and the name of a tenant cannot be cleared (null is the patch's "clear").
+    "tenants.update": "appOrigin, logoUrl and emailFrom are parsed; name cannot be cleared",
 }
 _DEFAULT_POSITIVE_STATUSES = ["2xx", "3xx", "401", "403", "404", "409", "429", "5xx"]
 

@@ -105,6 +105,7 @@ def _seed(api: TrpcClient, graph: Graph, clock: StepClock) -> Seeded:
 
     members = [{"profileId": p, "notificationsWebhook": f"https://{p}.example/hook"} for p in ("p1", "p2")]
     members[0]["emails"] = [{"address": "gone@example.com", "primary": True}]  # suppressed, below
+    call("tenants.create", {"tenantId": A, "name": "Alpha", "appOrigin": "https://alpha.example"}, a)
     call("profiles.upsert", {"profiles": members}, a)
     graph.run(
         "CREATE (:EmailSuppression {address: 'gone@example.com', reason: 'hard_bounce', source: 'postmark',"
@@ -187,6 +188,10 @@ def _inputs(seeded: Seeded) -> dict[str, Any]:
         "suppressions.list": {},
         "suppressions.get": {"address": "gone@example.com"},
         "suppressions.remove": {"address": "gone@example.com"},
+        "tenants.create": {"tenantId": "gamma", "name": "Gamma"},
+        "tenants.update": {"tenantId": A, "name": "Alpha renamed"},
+        "tenants.get": tenant,
+        "tenants.list": {},
     }  # fmt: skip
 
 

@@ -223,6 +223,12 @@ def test_every_admin_mutation_commits_exactly_one_entry_with_its_revisions(
     _, entry = call("apiKeys.revoke", {"id": key["id"]})
     assert (entry["targetType"], entry["targetId"]) == ("apiKey", key["id"])
 
+    _, entry = call("tenants.create", {"tenantId": "acme", "name": "Acme"})
+    assert (entry["targetType"], entry["targetId"]) == ("tenant", "acme")
+    assert entry["detail"] == '{"fields":["name"]}'
+    _, entry = call("tenants.update", {"tenantId": "acme", "primaryColor": "#123456"})
+    assert (entry["targetType"], entry["detail"]) == ("tenant", '{"fields":["primaryColor"]}')
+
     # Every admin mutation the API offers was exercised above: a new one must be audited and tested here.
     assert call.seen == admin_mutation_paths() - READ_ONLY_MUTATIONS
 
@@ -260,6 +266,11 @@ def test_a_failed_mutation_leaves_no_entry(api: TrpcClient, graph: Graph, clock:
     call.refused("campaigns.resumeDispatch", {"dispatchId": "dsp_nope"}, "NOT_FOUND")
     call.refused("profiles.delete", {"profileId": "nobody"}, "NOT_FOUND")
     call.refused("suppressions.remove", {"address": "kept@example.com"}, "NOT_FOUND")
+    call.refused("tenants.create", {"tenantId": "default", "name": "Again"}, "CONFLICT")  # seeded at start
+    call.refused(
+        "tenants.update", {"tenantId": "default", "primaryColor": "blue"}, "BAD_REQUEST"
+    )  # after the lock
+    call.refused("tenants.update", {"tenantId": "nope", "name": "x"}, "NOT_FOUND")
     taken = {"profiles": [{"profileId": "m2", "did": "did:web:m1.example"}]}
     call.refused("profiles.upsert", taken, "BAD_REQUEST")  # constraint violation inside the transaction
     call.refused(

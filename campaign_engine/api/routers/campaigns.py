@@ -13,6 +13,7 @@ from campaign_engine.api.trpc import ProcedureRouter
 from campaign_engine.campaigns import definitions
 from campaign_engine.campaigns.explain import RecipientExplanation, explain_recipient
 from campaign_engine.domain.campaign import CampaignCreate, CampaignPatch, CampaignPublic, CampaignStatus
+from campaign_engine.graph.tenant_directory import tenants_of
 
 __all__ = ["ACCESS", "router"]
 
@@ -112,5 +113,5 @@ def explain(ctx: Context, data: RecipientRef) -> RecipientExplanation:
         profile_id=data.profile_id,
         now=ctx.services.clock(),
         adult_age=ctx.services.settings.campaign_adult_age,
-        caps=ctx.services.settings.campaign_frequency_caps,
+        caps=tenants_of(ctx.services.graph, ctx.services.settings).frequency_caps(),
     )

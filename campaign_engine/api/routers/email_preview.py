@@ -1,7 +1,7 @@
 """``campaigns.previewEmail`` (admin): a campaign's email as recipients will see it, for the console.
 
-It renders with the worker's own code (``delivery/email/compose.py``: the tenant's branding and CTA
-origin, the same templates), so the preview cannot drift from a real send. Only the unsubscribe link
+It renders with the worker's own code (``delivery/email/compose.py``: the tenant record's branding and
+CTA origin, the same templates), so the preview cannot drift from a real send. Only the unsubscribe link
 differs: a preview has no recipient, so it shows the link's shape with a token that opens nothing.
 """
 
@@ -16,6 +16,7 @@ from campaign_engine.api.trpc import ProcedureRouter
 from campaign_engine.campaigns import definitions
 from campaign_engine.delivery.email.compose import email_content_for
 from campaign_engine.delivery.email.render import render_email
+from campaign_engine.graph.tenant_directory import tenants_of
 from campaign_engine.unsubscribe.tokens import unsubscribe_url
 
 __all__ = ["ACCESS", "router"]
@@ -40,10 +41,11 @@ def preview_email(ctx: Context, data: CampaignRef) -> EmailPreview:
     """The campaign's email as the worker renders it (no email content or app origin: BAD_REQUEST)."""
     settings = ctx.services.settings
     campaign = definitions.get_campaign(ctx.services.graph, ctx.campaign(data.campaign_id))
+    tenants = tenants_of(ctx.services.graph, settings)
     content = email_content_for(
         campaign,
-        origins=settings.campaign_app_origins,
-        tenants=settings.campaign_tenants,
+        origins=tenants.app_origins(),
+        tenants=tenants.branding(),
         default_tenant=settings.campaign_default_tenant_id,
     )
     rendered = render_email(

@@ -58,6 +58,7 @@ class EmailContent:
     branding: Branding
     cta_url: str
     campaign_id: str
+    sender: str | None = None  # the tenant's emailFrom; None = the provider's EMAIL_FROM
 
     @cached_property
     def template(self) -> RenderedEmail:
@@ -69,7 +70,10 @@ class EmailContent:
 def email_content_for(
     campaign: CampaignPublic, *, origins: Mapping[str, Any], tenants: Mapping[str, Any], default_tenant: str
 ) -> EmailContent:
-    """Resolve copy, CTA and branding; raises ``EmailConfigError`` before anyone is claimed."""
+    """Resolve copy, CTA, branding and sender; raises ``EmailConfigError`` before anyone is claimed.
+
+    ``origins`` and ``tenants`` are ``TenantDirectory.app_origins()`` / ``.branding()`` in production:
+    the tenant records, as the settings they replace were shaped."""
     email: EmailCopy | None = campaign.email
     if email is None:
         raise EmailConfigError("the campaign has no email content")
@@ -83,9 +87,19 @@ def email_content_for(
             campaign_id=campaign.id,
         ),
         campaign_id=campaign.id,
+        sender=_sender_for(tenants, campaign.tenant_id, default_tenant),
     )
     content.template  # noqa: B018 - render now: a template error must surface before any claim
     return content
+
+
+def _sender_for(tenants: Mapping[str, Any], tenant_id: str | None, default_tenant: str) -> str | None:
+    """The tenant entry's ``emailFrom`` (a tenant record's), else the default tenant's, else None."""
+    for candidate in (tenant_id or default_tenant, default_tenant):
+        entry = tenants.get(candidate)
+        if isinstance(entry, Mapping) and isinstance(entry.get("emailFrom"), str):
+            return str(entry["emailFrom"])
+    return None
 
 
 def compose_email(
@@ -112,4 +126,5 @@ def compose_email(
         headers=list_unsubscribe_headers(link),
         tag=tag,
         metadata=dict(metadata or {"campaignId": content.campaign_id}),
+        sender=content.sender,
     )

@@ -87,8 +87,8 @@ class PageTransactions:
         self._page_size = page_size
         self._adult_age = adult_age
         self._max_deferrals = max_deferrals
-        self._caps = dict(frequency_caps)  # CAMPAIGN_FREQUENCY_CAPS, applied inside the claim
-        self._page_query = email_page_query(caps_channel(self._caps, "email"))
+        # The tenants' caps (a live view of the tenant records in production), applied inside the claim.
+        self._caps = frequency_caps
         self._record_query = policy_query("email_record")
 
     def claim(
@@ -131,8 +131,9 @@ class PageTransactions:
             return ClaimedPage(job, claim_id, cooldown_until=str(until))
         assert campaign is not None
         readiness = readiness_params(dispatch, campaign, now=now)
+        caps = dict(self._caps)  # one answer per claim, so its statement and parameters agree
         row = tx.run(
-            self._page_query,
+            email_page_query(caps_channel(caps, "email")),
             campaignId=job.campaign_id,
             campaignCreatedAt=job.campaign_created_at,
             cursor=after or "",
@@ -141,7 +142,7 @@ class PageTransactions:
             dispatchId=job.dispatch_id,
             now=stamp,
             **readiness,
-            **cap_params(self._caps, "email", now=now),
+            **cap_params(caps, "email", now=now),
             **policy_params(now, self._adult_age),
         ).single(strict=True)
         count_capped(tx, [job.dispatch_id] * int(row["capped"]))  # marked by the claim, counted with it

@@ -225,7 +225,7 @@ class PostmarkProvider:
 
     def _message_json(self, message: OutgoingEmail) -> dict[str, Any]:
         data: dict[str, Any] = {
-            "From": self._sender,
+            "From": message.sender or self._sender,
             "To": message.to,
             "Subject": message.subject,
             "HtmlBody": message.html,

@@ -73,6 +73,8 @@ class OutgoingEmail:
     """Extra headers such as List-Unsubscribe and List-Unsubscribe-Post."""
     tag: str | None = None
     metadata: Mapping[str, str] = field(default_factory=dict)
+    sender: str | None = None
+    """The tenant's From (its record's ``emailFrom``); None = the provider's own (``EMAIL_FROM``)."""
 
 
 @dataclass(frozen=True)

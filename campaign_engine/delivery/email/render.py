@@ -4,7 +4,8 @@ Admin-authored text is never trusted as HTML: Jinja2 autoescapes the HTML part, 
 breaks as ``<br>`` after escaping, and only https images are embedded. Links must be http(s) so that
 no ``javascript:`` URL can reach an ``href``.
 
-The CTA URL and branding come from ``CAMPAIGN_APP_ORIGINS`` / ``CAMPAIGN_TENANTS``. They are resolved and
+The CTA URL and branding come from the tenant records (``graph/tenant_directory.py``), in the shapes of
+``CAMPAIGN_APP_ORIGINS`` / ``CAMPAIGN_TENANTS``, the settings that seeded them. They are resolved and
 validated before the worker takes any claim, so a misconfigured tenant fails loudly (``EmailConfigError``)
 instead of burning claims on emails that cannot be built.
 """
@@ -128,7 +129,10 @@ def cta_url_for(
     tenant = tenant_id or default_tenant
     origin = origins.get(tenant)
     if not isinstance(origin, str) or not origin:
-        raise EmailConfigError(f"CAMPAIGN_APP_ORIGINS has no origin for tenant {tenant!r}")
+        raise EmailConfigError(
+            f"tenant {tenant!r} has no appOrigin: set it with tenants.update"
+            " (CAMPAIGN_APP_ORIGINS only seeds it)"
+        )
     _check_origin(origin, tenant)
     cid = quote(campaign_id, safe="")
     return f"{origin}/m/{cid}?utm_source=email&utm_campaign={cid}"

@@ -11,6 +11,7 @@ link is as real as a production one.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
@@ -44,8 +45,8 @@ class EmailSelfTester:
         provider: EmailProvider,
         tokens: UnsubscribeTokens,
         domain_name: str,
-        app_origins: dict[str, Any],
-        tenants: dict[str, Any],
+        app_origins: Mapping[str, Any],
+        tenants: Mapping[str, Any],
         default_tenant: str,
         adult_age: int,
         clock: Clock = system_clock,

@@ -136,9 +136,8 @@ class NotificationWorker:
         # instead of inside Neo4j's lock manager (which spins before it parks) saves the database that
         # CPU. (Without this lock bench.dispatch was no faster, within its noise.)
         self._write_turn = threading.Lock()
-        self._caps = dict(frequency_caps or {})
-        self._capped = caps_channel(self._caps, "notify")
-        self._recheck = notify_recheck_query(self._capped)
+        # Tenant caps (a live view of the tenant records in production): read once per batch.
+        self._caps = frequency_caps if frequency_caps is not None else {}
 
     def close(self) -> None:
         """Close the sender (its connections and event loop): the worker owns the sender it was given."""
@@ -158,8 +157,12 @@ class NotificationWorker:
             return result
 
         now = self._clock()
-        recheck = self._graph.write if self._capped else self._graph.read
-        rows = recheck(self._read_recheck, [job for _, job in jobs.values()], now=now)
+        caps = dict(self._caps)  # one answer per batch, so its statement and parameters agree
+        capped = caps_channel(caps, "notify")
+        recheck = self._graph.write if capped else self._graph.read
+        rows = recheck(
+            self._read_recheck, [job for _, job in jobs.values()], now=now, caps=caps if capped else None
+        )
         sends: list[_Send] = []
         copies: dict[str, Any] = {}  # one parse of a campaign's definition per batch, not per recipient
         for delivery_id, (message, job) in jobs.items():
@@ -204,7 +207,14 @@ class NotificationWorker:
 
     # --- steps -----------------------------------------------------------------------------------
 
-    def _read_recheck(self, tx: Tx, jobs: list[DeliveryJob], *, now: Any) -> dict[str, _Recheck]:
+    def _read_recheck(
+        self,
+        tx: Tx,
+        jobs: list[DeliveryJob],
+        *,
+        now: Any,
+        caps: Mapping[str, Mapping[CapChannel, ChannelCap]] | None,
+    ) -> dict[str, _Recheck]:
         # Sorted by profileId: with a cap the statement locks the profiles in this order (§5).
         params = [
             {
@@ -217,9 +227,13 @@ class NotificationWorker:
             }
             for j in sorted(jobs, key=lambda j: j.profile_id)
         ]
-        cap = cap_params(self._caps, "notify", now=now) if self._capped else {}
+        cap = cap_params(caps, "notify", now=now) if caps is not None else {}
         record = tx.run(
-            self._recheck, jobs=params, now=format_ts(now), **cap, **policy_params(now, self._adult_age)
+            notify_recheck_query(caps is not None),
+            jobs=params,
+            now=format_ts(now),
+            **cap,
+            **policy_params(now, self._adult_age),
         ).single(strict=True)
         count_capped(tx, record["capped"])  # capped ones were marked by this statement, counted here
         copies = {campaign: (definition, in_app) for campaign, definition, in_app in record["campaigns"]}

@@ -1,0 +1,192 @@
+"""Tenants as records (issue 21 item 1): one organisation's name, branding, app origin, sender, caps and
+approval policy, editable through ``tenants.*`` without a redeploy.
+
+One model per direction: ``TenantCreate`` (input), ``TenantPatch`` (partial update input), ``TenantPublic``
+(what admins read back). ``TenantSettings`` is the validated whole that is stored; a patch is applied to
+it and the result validated again, so every rule holds after every write. The rules are the ones the
+settings they replace (``CAMPAIGN_TENANTS``, ``CAMPAIGN_APP_ORIGINS``, ``CAMPAIGN_FREQUENCY_CAPS``) had
+at start: hex colours and an https logo as ``delivery/email/render.py:Branding`` checks them, an app
+origin that is exactly ``scheme://host[:port]`` (http only for loopback, as ``render.py`` allows it).
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import json
+import re
+from collections.abc import Mapping
+from email.utils import parseaddr
+from typing import Annotated, Any
+from urllib.parse import urlsplit
+
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstraints
+
+from campaign_engine.domain.frequency_cap import CapChannel, ChannelCap
+from campaign_engine.domain.patterns import EMAIL_PATTERN
+from campaign_engine.domain.tenancy import TenantId
+
+__all__ = [
+    "CLEARABLE_TENANT_FIELDS",
+    "Approval",
+    "TenantCreate",
+    "TenantPatch",
+    "TenantPublic",
+    "TenantSettings",
+    "tenant_from_node",
+    "tenant_node_properties",
+]
+
+
+_LOOPBACK_HOSTS = frozenset({"localhost", "127.0.0.1", "::1"})
+_EMAIL = re.compile(EMAIL_PATTERN)
+
+
+def _https_url(value: str) -> str:
+    parts = urlsplit(value)
+    if parts.scheme != "https" or not parts.hostname or any(ch.isspace() or ord(ch) < 32 for ch in value):
+        raise ValueError("must be an https URL")
+    return value
+
+
+def _is_loopback(host: str) -> bool:
+    if host in _LOOPBACK_HOSTS:
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def _app_origin(value: str) -> str:
+    """Exactly ``scheme://host[:port]``: every email CTA is ``<origin>/m/<campaignId>``."""
+    problem = "must be exactly https://host[:port] (http only for a loopback host)"
+    if any(ch.isspace() or ord(ch) < 32 for ch in value) or value.endswith(("?", "#", "/")):
+        raise ValueError(problem)
+    try:
+        parts = urlsplit(value)
+        parts.port  # noqa: B018 - raises ValueError on a malformed port
+    except ValueError as exc:
+        raise ValueError(problem) from exc
+    host = parts.hostname
+    if (
+        parts.scheme not in ("https", "http")
+        or not host
+        or "@" in parts.netloc
+        or parts.path
+        or parts.query
+        or parts.fragment
+        or (parts.scheme == "http" and not _is_loopback(host))
+    ):
+        raise ValueError(problem)
+    return value
+
+
+def _sender(value: str) -> str:
+    """A From header: ``local@domain`` or ``Name <local@domain>``, never a second header line."""
+    address = parseaddr(value)[1]
+    if any(ord(ch) < 32 for ch in value) or not _EMAIL.fullmatch(address):
+        raise ValueError("must be an address like news@school.example or 'School <news@school.example>'")
+    return value
+
+
+Text = Annotated[str, StringConstraints(strip_whitespace=True)]
+HexColour = Annotated[str, StringConstraints(pattern=r"^#(?:[0-9a-fA-F]{3}|[0-9a-fA-F]{6})$")]
+LogoUrl = Annotated[str, StringConstraints(max_length=2048), AfterValidator(_https_url)]
+AppOrigin = Annotated[str, StringConstraints(max_length=512), AfterValidator(_app_origin)]
+Sender = Annotated[str, StringConstraints(max_length=320), AfterValidator(_sender)]
+TenantName = Annotated[Text, Field(min_length=1, max_length=200)]
+TenantCaps = dict[CapChannel, ChannelCap]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+
+
+class Approval(_Strict):
+    """Two-person approval (issue 21 item 5): a dispatch reaching this many recipients needs a second
+    publisher. Stored here; enforced by the dispatch use cases."""
+
+    min_recipients: Annotated[int, Field(alias="minRecipients", ge=1, le=100_000_000)]
+
+
+class TenantSettings(_Strict):
+    """What an admin sets on a tenant; a missing colour is the built-in default of ``Branding``."""
+
+    name: TenantName
+    logo_url: Annotated[LogoUrl | None, Field(alias="logoUrl")] = None
+    primary_color: Annotated[HexColour | None, Field(alias="primaryColor")] = None
+    text_color: Annotated[HexColour | None, Field(alias="textColor")] = None
+    app_origin: Annotated[AppOrigin | None, Field(alias="appOrigin")] = None
+    email_from: Annotated[Sender | None, Field(alias="emailFrom")] = None
+    frequency_caps: Annotated[TenantCaps, Field(alias="frequencyCaps")] = Field(default_factory=dict)
+    approval: Approval | None = None
+
+    def wire(self) -> dict[str, Any]:
+        return self.model_dump(mode="json", by_alias=True)
+
+
+class TenantCreate(TenantSettings):
+    tenant_id: Annotated[TenantId, Field(alias="tenantId")]
+
+
+CLEARABLE_TENANT_FIELDS = frozenset(
+    {"logoUrl", "primaryColor", "textColor", "appOrigin", "emailFrom", "approval"}
+)
+
+
+class TenantPatch(BaseModel):
+    """A partial update: omitted fields are kept, ``null`` clears an optional field (``frequencyCaps``
+    is cleared with ``{}``; ``name`` cannot be cleared)."""
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+    tenant_id: Annotated[str, Field(alias="tenantId", min_length=1, max_length=64)]
+    name: TenantName | None = None
+    logo_url: Annotated[LogoUrl | None, Field(alias="logoUrl")] = None
+    primary_color: Annotated[HexColour | None, Field(alias="primaryColor")] = None
+    text_color: Annotated[HexColour | None, Field(alias="textColor")] = None
+    app_origin: Annotated[AppOrigin | None, Field(alias="appOrigin")] = None
+    email_from: Annotated[Sender | None, Field(alias="emailFrom")] = None
+    frequency_caps: Annotated[TenantCaps | None, Field(alias="frequencyCaps")] = None
+    approval: Approval | None = None
+
+    def changes(self) -> dict[str, Any]:
+        """The fields the caller sent, by wire name, in wire form, with ``None`` meaning "clear"."""
+        sent = self.model_fields_set - {"tenant_id"}
+        return self.model_dump(mode="json", by_alias=True, include=sent)
+
+
+class TenantPublic(TenantSettings):
+    tenant_id: Annotated[str, Field(alias="tenantId")]
+    created_at: Annotated[str, Field(alias="createdAt")]
+    updated_at: Annotated[str, Field(alias="updatedAt")]
+
+
+def tenant_node_properties(settings: TenantSettings) -> dict[str, Any]:
+    """The node's properties: scalars flat, caps and approval as JSON (maps are no property values);
+    a cleared field is ``null``, which ``SET t += $props`` removes."""
+    wire = settings.wire()
+    return {
+        **{k: v for k, v in wire.items() if k not in ("frequencyCaps", "approval")},
+        "frequencyCaps": json.dumps(wire["frequencyCaps"], separators=(",", ":"), sort_keys=True),
+        "approval": None if wire["approval"] is None else json.dumps(wire["approval"], separators=(",", ":")),
+    }
+
+
+def tenant_from_node(node: Mapping[str, Any]) -> TenantPublic:
+    """A stored Tenant node as admins read it."""
+    return TenantPublic.model_validate(
+        {
+            "tenantId": node["tenantId"],
+            "name": node["name"],
+            "logoUrl": node.get("logoUrl"),
+            "primaryColor": node.get("primaryColor"),
+            "textColor": node.get("textColor"),
+            "appOrigin": node.get("appOrigin"),
+            "emailFrom": node.get("emailFrom"),
+            "frequencyCaps": json.loads(node.get("frequencyCaps") or "{}"),
+            "approval": json.loads(node["approval"]) if node.get("approval") else None,
+            "createdAt": node["createdAt"],
+            "updatedAt": node["updatedAt"],
+        }
+    )

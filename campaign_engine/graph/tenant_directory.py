@@ -1,0 +1,182 @@
+"""What delivery and the API know of tenants: the records, cached per process for a few seconds.
+
+Every email page, preview, self-test and capped statement asks for a tenant's branding, app origin,
+sender or frequency caps. Reading the graph for each would add a read per message; reading the records
+once at start would make a ``tenants.update`` wait for a redeploy. So the directory loads all records
+(a few hundred at most, one keyset read) and keeps them ``ttl_seconds`` (5 s): an edit reaches every
+process within that, and a process that made the edit sees it at once (``invalidate``).
+
+One directory per graph per process (``directory_for``), whichever composition root asks for it (the
+API's ``create_app``, the worker's ``delivery/wiring.py``), so they share the cache. The answers keep
+the shapes the settings had (``CAMPAIGN_APP_ORIGINS``, ``CAMPAIGN_TENANTS``, ``CAMPAIGN_FREQUENCY_CAPS``
+with ``"*"`` = the default tenant's caps) as live ``Mapping`` views, so the renderers and capped
+statements read them unchanged. A tenant without a record, or a record without branding, gets the
+default tenant's, as ``delivery/email/render.py`` did with the settings.
+
+The settings seed (``graph/tenants.py``) runs before the first load, not when the directory is built:
+building a worker never waits on the graph.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+import weakref
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any, TypeVar
+
+from campaign_engine.config import Settings
+from campaign_engine.domain.frequency_cap import DEFAULT_TENANT, CapChannel, ChannelCap
+from campaign_engine.domain.tenant import TenantPublic
+from campaign_engine.domain.types import Clock, system_clock
+from campaign_engine.graph.graph import Graph
+from campaign_engine.graph.tenants import load_tenants, seed_tenants
+
+__all__ = ["DEFAULT_TTL_SECONDS", "TenantDirectory", "directory_for", "tenants_of"]
+
+log = logging.getLogger(__name__)
+
+DEFAULT_TTL_SECONDS = 5.0
+
+V = TypeVar("V")
+
+
+class _LiveView(Mapping[str, V]):
+    """A read-only mapping recomputed from the directory's current records on every access.
+
+    Truthy without a load, so ``view or {}`` at construction reads nothing."""
+
+    def __init__(self, current: Callable[[], Mapping[str, V]]) -> None:
+        self._current = current
+
+    def __getitem__(self, key: str) -> V:
+        return self._current()[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._current())
+
+    def __len__(self) -> int:
+        return len(self._current())
+
+    def __bool__(self) -> bool:
+        return True
+
+
+class TenantDirectory:
+    def __init__(
+        self,
+        graph: Graph,
+        *,
+        default_tenant: str,
+        ttl_seconds: float = DEFAULT_TTL_SECONDS,
+        monotonic: Callable[[], float] = time.monotonic,
+        clock: Clock = system_clock,
+    ) -> None:
+        self._graph = graph
+        self.default_tenant = default_tenant
+        self._ttl = ttl_seconds
+        self._monotonic = monotonic
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._records: dict[str, TenantPublic] | None = None
+        self._loaded_at = 0.0
+        self._seed: list[dict[str, Any]] | None = None
+
+    def seed_before_load(self, rows: list[dict[str, Any]]) -> None:
+        """Seed these rows (``graph/tenants.py:settings_seed``) before the next load; no I/O now."""
+        with self._lock:
+            self._seed = rows
+            self._records = None
+
+    def seed_now(self, rows: list[dict[str, Any]]) -> list[str]:
+        """Seed at once (API start); returns the tenants it created."""
+        created = seed_tenants(self._graph, rows, now=self._clock())
+        if created:
+            log.info("tenants.seeded tenants=%s", ",".join(created))
+        self.invalidate()
+        return created
+
+    def invalidate(self) -> None:
+        """Forget the cached records: the next question reads the graph (after an edit in this process)."""
+        with self._lock:
+            self._records = None
+
+    def records(self) -> Mapping[str, TenantPublic]:
+        """Every tenant record by id, at most ``ttl_seconds`` old."""
+        with self._lock:
+            if self._records is None or self._monotonic() - self._loaded_at >= self._ttl:
+                if self._seed is not None:
+                    created = seed_tenants(self._graph, self._seed, now=self._clock())
+                    if created:
+                        log.info("tenants.seeded tenants=%s", ",".join(created))
+                    self._seed = None
+                self._records = load_tenants(self._graph)
+                self._loaded_at = self._monotonic()
+            return self._records
+
+    def tenant(self, tenant_id: str | None) -> TenantPublic | None:
+        """The tenant's record, else the default tenant's, else None."""
+        records = self.records()
+        return records.get(tenant_id or self.default_tenant) or records.get(self.default_tenant)
+
+    def email_from(self, tenant_id: str | None) -> str | None:
+        """The sender of the tenant's email (its own, else the default tenant's); None = ``EMAIL_FROM``."""
+        records = self.records()
+        for candidate in (tenant_id or self.default_tenant, self.default_tenant):
+            record = records.get(candidate)
+            if record is not None and record.email_from:
+                return record.email_from
+        return None
+
+    def app_origins(self) -> Mapping[str, str]:
+        """tenant -> app origin, as ``CAMPAIGN_APP_ORIGINS`` was (no fallback: a CTA must be the tenant's)."""
+        return _LiveView(lambda: {t: r.app_origin for t, r in self.records().items() if r.app_origin})
+
+    def branding(self) -> Mapping[str, Mapping[str, str]]:
+        """tenant -> ``{"name", "logoUrl"?, "primaryColor"?, "textColor"?, "emailFrom"?}``, the shape of a
+        ``CAMPAIGN_TENANTS`` entry that ``render.py:branding_for`` reads (``emailFrom`` for compose)."""
+        return _LiveView(lambda: {t: _branding_entry(r) for t, r in self.records().items()})
+
+    def frequency_caps(self) -> Mapping[str, Mapping[CapChannel, ChannelCap]]:
+        """tenant -> channel -> cap, with ``"*"`` = the default tenant's, as ``CAMPAIGN_FREQUENCY_CAPS``."""
+        return _LiveView(self._caps)
+
+    def _caps(self) -> dict[str, Mapping[CapChannel, ChannelCap]]:
+        records = self.records()
+        caps: dict[str, Mapping[CapChannel, ChannelCap]] = {
+            t: r.frequency_caps for t, r in records.items() if r.frequency_caps
+        }
+        default = records.get(self.default_tenant)
+        if default is not None and default.frequency_caps:
+            caps[DEFAULT_TENANT] = default.frequency_caps
+        return caps
+
+
+def _branding_entry(record: TenantPublic) -> dict[str, str]:
+    entry = {
+        "name": record.name,
+        "logoUrl": record.logo_url,
+        "primaryColor": record.primary_color,
+        "textColor": record.text_color,
+        "emailFrom": record.email_from,
+    }
+    return {k: v for k, v in entry.items() if v is not None}
+
+
+_directories: weakref.WeakKeyDictionary[Graph, dict[str, TenantDirectory]] = weakref.WeakKeyDictionary()
+_registry_lock = threading.Lock()
+
+
+def directory_for(graph: Graph, *, default_tenant: str) -> TenantDirectory:
+    """This process's directory of ``graph`` (one cache per graph, shared by every composition root)."""
+    with _registry_lock:
+        by_default = _directories.setdefault(graph, {})
+        if default_tenant not in by_default:
+            by_default[default_tenant] = TenantDirectory(graph, default_tenant=default_tenant)
+        return by_default[default_tenant]
+
+
+def tenants_of(graph: Graph, settings: Settings) -> TenantDirectory:
+    """``directory_for`` with the default tenant these settings name."""
+    return directory_for(graph, default_tenant=settings.campaign_default_tenant_id)
