@@ -56,11 +56,16 @@ class Person:
 def api(base_settings: Settings, graph: Graph, tmp_path: Path) -> Iterator[TrpcClient]:
     queues = local_queues(tmp_path / "queue.sqlite3")
     with api_client(base_settings, graph, clock=CLOCK, dispatch_queue=queues.dispatch) as client:
-        graph.run(
-            "MERGE (t:Tenant {tenantId: $t}) SET t.name = 'Alpha', t.approval = $approval",
-            t=TENANT,
-            approval=json.dumps({"minRecipients": 2}),
+        platform = {
+            "authorization": f"Bearer {mint_token(client.settings, profile_id=ADMIN_ID, scope=ADMIN_SCOPE)}"
+        }
+        ok(
+            client.http.post(
+                "/trpc/tenants.create", json={"tenantId": TENANT, "name": "Alpha"}, headers=platform
+            )
         )
+        policy = {"tenantId": TENANT, "approval": {"minRecipients": 2}}
+        ok(client.http.post("/trpc/tenants.update", json=policy, headers=platform))
         yield client
 
 

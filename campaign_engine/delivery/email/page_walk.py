@@ -164,8 +164,10 @@ class EmailWorker:
         self._delay = delay_seconds
         self._adult_age = adult_age
         self._domain = domain_name
-        self._origins = dict(app_origins)
-        self._tenants = dict(tenants)
+        # Kept as given, never copied: the tenant directory's live views (graph/tenant_directory.py),
+        # so a tenants.update reaches the next page without a worker restart.
+        self._origins = app_origins
+        self._tenants = tenants
         self._default_tenant = default_tenant
         self._backoff = throttle_backoff_seconds
         self._max_deferrals = max_deferrals
