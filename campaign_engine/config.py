@@ -175,6 +175,9 @@ class Settings(BaseSettings):
     # Anyone can sign for their own topic, so only these are believed; the region in each ARN is the
     # only SNS host its signing certificate and subscription confirmation are fetched from.
     ses_feedback_topic_arns: str = ""
+    # An SNS message whose signed Timestamp is older than this (or over 5 minutes ahead) is refused
+    # before anything else, so a captured one cannot be replayed once its dedup record has expired.
+    campaign_sns_max_age_seconds: int = Field(default=3600, ge=60, le=86_400)
     # Soft bounces suppress an address once this many arrive within the window.
     campaign_soft_bounce_limit: int = Field(default=3, ge=1, le=100)
     campaign_soft_bounce_window_hours: int = Field(default=168, ge=1, le=8760)
