@@ -43,7 +43,8 @@ from campaign_engine.delivery.sweeper import SweepResult, stuck_window_seconds, 
 from campaign_engine.domain.types import Clock, format_ts, system_clock
 from campaign_engine.feedback.store import expire_feedback_records
 from campaign_engine.graph.graph import Graph, open_graph
-from campaign_engine.observability.metrics import MetricsServer, serving_registry, start_metrics_server
+from campaign_engine.observability.metrics import serving_registry
+from campaign_engine.observability.metrics_server import MetricsServer, start_metrics_server
 from campaign_engine.unsubscribe.tokens import UnsubscribeTokens
 
 __all__ = [
