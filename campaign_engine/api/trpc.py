@@ -112,6 +112,12 @@ class _RequestError(Exception):
 _NO_INPUT = object()
 MAX_BATCH = 100  # calls in one batch request; more is a client bug or abuse
 MAX_BODY_BYTES = 8 * 1024 * 1024  # a full profiles.upsert batch fits with room to spare
+# Every answer is one caller's data (their campaigns, an admin's audience): no cache may keep it.
+NO_STORE = {"cache-control": "no-store"}
+
+
+def _with_no_store(headers: dict[str, str] | None) -> dict[str, str]:
+    return {**NO_STORE, **(headers or {})}
 
 
 class TrpcEndpoint:
@@ -128,14 +134,14 @@ class TrpcEndpoint:
 
     async def __call__(self, request: Request) -> Response:
         if request.method == "HEAD":
-            return Response(status_code=204)
+            return Response(status_code=204, headers=NO_STORE)
         raw_path = request.path_params.get("path", "")
         try:
             return await self._answer(request, raw_path)
         except Exception:  # a bug outside any one call: still an envelope, never a plain-text 500
             log.exception("trpc.internal_error path=%s", raw_path)
             status, envelope = error_envelope("INTERNAL_SERVER_ERROR", "Internal server error", path=raw_path)
-            return JSONResponse(envelope, status_code=status)
+            return JSONResponse(envelope, status_code=status, headers=NO_STORE)
 
     async def _answer(self, request: Request, raw_path: str) -> Response:
         started = time.perf_counter()
@@ -152,7 +158,9 @@ class TrpcEndpoint:
             label = self._label(paths[0]) if len(paths) == 1 else metrics.BATCH_PROCEDURE
             metrics.trpc_request(label, exc.code, time.perf_counter() - started)
             status, envelope = error_envelope(exc.code, exc.message, path=raw_path)
-            return JSONResponse(envelope, status_code=status, headers=self._allow(status, paths))
+            return JSONResponse(
+                envelope, status_code=status, headers=_with_no_store(self._allow(status, paths))
+            )
 
         # Off the event loop only when verifying may fetch a key set; an HS256 check is microseconds.
         if self.services.verifier.may_block:
@@ -170,7 +178,10 @@ class TrpcEndpoint:
             status = statuses.pop() if len(statuses) == 1 else 207
             encoded = b"[" + b",".join(body for _, body in results) + b"]"
         return Response(
-            encoded, status_code=status, media_type="application/json", headers=self._allow(status, paths)
+            encoded,
+            status_code=status,
+            media_type="application/json",
+            headers=_with_no_store(self._allow(status, paths)),
         )
 
     def _allow(self, status: int, paths: Sequence[str]) -> dict[str, str] | None:
