@@ -189,9 +189,10 @@ class Settings(BaseSettings):
     campaign_api_token: SecretStr | None = None
 
     # --- metrics (docs/architecture.md "Metrics") -------------------------------------------------
-    # /metrics on the API and the worker needs `Authorization: Bearer <this>` when set; open when unset
-    # (make dev), so a deployment that exposes either port sets it.
+    # /metrics on the API and the worker needs `Authorization: Bearer <this>`. Without it they refuse to
+    # start, unless METRICS_PUBLIC=true (a scraper on a private network) or local development says open.
     metrics_bearer_token: SecretStr | None = None
+    metrics_public: bool = False
     # The worker serves /metrics on this port when set (make dev: 9464); unset = no metrics server.
     metrics_port: int | None = Field(default=None, ge=1, le=65_535)
     # Where the worker's metrics server listens: loopback unless a scraper on another host needs it.
@@ -232,9 +233,20 @@ class Settings(BaseSettings):
         _check_secret("AUTH_JWT_SECRET", self.auth_jwt_secret, min_bytes=32)
 
     def require_metrics(self) -> None:
-        """Multiprocess mode is prometheus_client's, chosen from the environment when it is imported: a
+        """Before serving /metrics: a bearer token, unless it is openly meant to be open (METRICS_PUBLIC
+        or local development), since counters and queue depths are nobody else's business.
+
+        Multiprocess mode is prometheus_client's, chosen from the environment when it is imported: a
         directory named only in an env file would make /metrics sum files nobody writes (all zeros), so
         the environment must name the same existing directory."""
+        token = self.metrics_bearer_token
+        if token is not None and token.get_secret_value():
+            _check_secret("METRICS_BEARER_TOKEN", token, min_bytes=16)
+        elif not (self.metrics_public or self.campaign_local_development):
+            raise ConfigError(
+                "METRICS_BEARER_TOKEN must be set: /metrics is closed outside local development"
+                " (METRICS_PUBLIC=true serves it without a token)"
+            )
         wanted = self.prometheus_multiproc_dir
         if not wanted:
             return
