@@ -338,9 +338,11 @@ def test_credentials_in_url_are_refused_through_the_client(face: str) -> None:
 
 
 @pytest.mark.parametrize(
-    "address", ["169.254.169.254", "::ffff:127.0.0.1", "100.64.0.1", "224.0.0.1", "0.0.0.0"]
+    "address",
+    ["169.254.169.254", "fd00:ec2::254", "::ffff:127.0.0.1", "100.64.0.1", "224.0.0.1", "0.0.0.0"],
 )
 def test_allow_private_never_opens_metadata_or_special_ranges(address: str, face: str) -> None:
+    # fd00:ec2::254 is AWS's IPv6 metadata address, inside the ULA range the flag admits.
     client, _ = _client(face, {"hook.example": [address]}, allow_private=True)
     with client, blocked(face):
         client.post("http://hook.example/", json={})

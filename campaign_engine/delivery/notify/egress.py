@@ -15,7 +15,8 @@ actually dialled.
   share one resolution; the transport also bounds how long an attempt waits for it).
 - ``allow_private`` (``CAMPAIGN_ALLOW_PRIVATE_WEBHOOKS``, development only) admits loopback, RFC 1918
   and IPv6 ULA destinations. Nothing else can opt out: link-local (cloud metadata), multicast, reserved
-  and translation ranges stay blocked whatever the flag says.
+  and translation ranges stay blocked whatever the flag says, and so do the metadata addresses inside
+  the ranges it admits (AWS's IPv6 ``fd00:ec2::254`` sits in ULA ``fc00::/7``).
 
 Errors are our own: ``EgressBlocked`` is a final policy verdict, ``ResolutionFailed`` a retryable DNS
 failure (fail closed, but not a verdict). Neither message includes the URL or host, because webhook
@@ -107,8 +108,18 @@ _DEV_PRIVATE = tuple(
 )
 
 
+# Instance metadata services, blocked whatever ``allow_private`` says: AWS, GCP and Azure answer on
+# 169.254.169.254 (link-local, never admitted anyway), AWS also on fd00:ec2::254 (inside ULA), Alibaba on
+# 100.100.100.200 (carrier-grade NAT, never admitted either). Checked first so no range rule can admit one.
+_METADATA = frozenset(
+    ipaddress.ip_address(a) for a in ("169.254.169.254", "fd00:ec2::254", "100.100.100.200", "169.254.170.2")
+)
+
+
 def blocked_reason(address: IPAddress, *, allow_private: bool) -> str | None:
     """Why a connection to ``address`` is refused, or ``None`` when it is allowed."""
+    if address in _METADATA:
+        return "a cloud metadata address"
     if allow_private and any(address in net for net in _DEV_PRIVATE):
         return None
     if isinstance(address, ipaddress.IPv4Address):
