@@ -127,6 +127,9 @@ class Settings(BaseSettings):
     notifications_webhook_secret: SecretStr | None = None
     notifications_sender: str = "campaign-engine"
     campaign_allow_private_webhooks: bool = False
+    # Receiver ports beyond 443 and 80 that webhook POSTs may reach (comma-separated or a JSON list);
+    # local development reaches any port (delivery/notify/egress.py).
+    campaign_egress_ports: Annotated[frozenset[int], NoDecode] = frozenset()
     campaign_webhook_timeout_seconds: float = Field(default=5.0, gt=0)
     # POSTs in flight at once per worker process, shared by all its delivery threads.
     campaign_webhook_concurrency: int = Field(default=64, ge=1)
@@ -201,6 +204,24 @@ class Settings(BaseSettings):
     # --workers): the library reads this variable itself when it is imported, so it must be in the
     # process environment; here it tells /metrics to sum the processes' files. Empty it at each start.
     prometheus_multiproc_dir: str | None = None
+
+    @field_validator("campaign_egress_ports", mode="before")
+    @classmethod
+    def _port_list(cls, value: object) -> object:
+        """``CAMPAIGN_EGRESS_PORTS=8443,9443`` or ``[8443, 9443]``; each a TCP port."""
+        if isinstance(value, str):
+            text = value.strip()
+            listed = [part for part in text.split(",") if part.strip()]
+            try:
+                value = json.loads(text) if text.startswith("[") else listed
+            except json.JSONDecodeError as exc:
+                raise ValueError(f"must be a list of ports: {exc.msg}") from exc
+        if not isinstance(value, list | tuple | set | frozenset):
+            raise ValueError("must be a list of ports")
+        ports = frozenset(int(str(port).strip()) for port in value)
+        if any(not 0 < port < 65_536 for port in ports):
+            raise ValueError("every port must be between 1 and 65535")
+        return ports
 
     @field_validator("campaign_app_origins", "campaign_tenants", "campaign_frequency_caps", mode="before")
     @classmethod

@@ -9,7 +9,9 @@ from pydantic import BaseModel, ConfigDict, Field
 from campaign_engine.api.context import Context
 from campaign_engine.api.trpc import ProcedureRouter
 from campaign_engine.campaigns import profiles
-from campaign_engine.domain.errors import NotFound
+from campaign_engine.delivery.notify.egress import EgressBlocked
+from campaign_engine.delivery.wiring import egress_rules
+from campaign_engine.domain.errors import BadRequest, NotFound
 from campaign_engine.domain.profile import ProfileOut, ProfileUpsert, UpsertResult
 
 __all__ = ["router"]
@@ -32,6 +34,14 @@ def upsert(ctx: Context, data: ProfileUpsert) -> UpsertResult:
     """Create or update up to 1000 profiles atomically.
 
     A row changes only the fields it names: an omitted field keeps its value, an explicit null clears it."""
+    ctx.admin()
+    rules = egress_rules(ctx.services.settings)
+    for index, row in enumerate(data.profiles):
+        if row.notifications_webhook:  # refused here, not first found out at every POST to it
+            try:
+                rules.check(row.notifications_webhook)
+            except EgressBlocked as exc:
+                raise BadRequest(f"profiles.{index}.notificationsWebhook: {exc.reason}") from None
     return profiles.upsert_profiles(ctx.services.graph, data, audit=ctx.audit())
 
 
