@@ -16,7 +16,6 @@ hints give the input model and the output schema.
 
 from __future__ import annotations
 
-import asyncio
 import inspect
 import json
 import logging
@@ -286,25 +285,13 @@ class TrpcEndpoint:
     async def _run_async(self, procedure: Procedure, ctx: Context, raw: Any) -> bytes:
         """A coroutine handler, on the event loop: the same steps, waiting without a thread.
 
-        A query changes nothing, so its count and its work overlap (one wait instead of two); a refused
-        query's answer is dropped unseen. A mutation runs only after its call was counted and allowed.
+        The call is counted before its work is issued, query or mutation: an over-limit call costs its
+        count and nothing else (issue 22), so a batch of refused getMyCampaigns calls reads no graph.
         """
         limiter = self._authorize(procedure, ctx)
-
-        async def work() -> Any:
-            return await procedure.handler(*self._arguments(procedure, ctx, raw))
-
-        if limiter is None:
-            return self._encode(procedure, await work())
-        count = limiter.hit_async(ctx.user().profile_id)
-        if procedure.kind == "mutation":
-            await count
-            return self._encode(procedure, await work())
-        outcomes: tuple[Any, ...] = await asyncio.gather(count, work(), return_exceptions=True)
-        for outcome in outcomes:  # refused beats failed: a 429 must not depend on the work
-            if isinstance(outcome, BaseException):
-                raise outcome
-        return self._encode(procedure, outcomes[1])
+        if limiter is not None:
+            await limiter.hit_async(ctx.user().profile_id)
+        return self._encode(procedure, await procedure.handler(*self._arguments(procedure, ctx, raw)))
 
     def _authorize(self, procedure: Procedure, ctx: Context) -> RateLimiter | None:
         """Raises unless the caller may run ``procedure``; returns the limiter their call counts against."""
