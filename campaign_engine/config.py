@@ -12,6 +12,7 @@ import json
 import os
 import re
 from typing import Annotated, Literal
+from urllib.parse import urlsplit
 
 from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
@@ -248,8 +249,23 @@ class Settings(BaseSettings):
         return frozenset(("notify", "email") if self.campaign_email_provider != "none" else ("notify",))
 
     def require_api(self) -> None:
-        """The API verifies tokens: an HS256 secret or a JWKS URL must be configured."""
+        """The API verifies tokens: an HS256 secret or a JWKS URL must be configured.
+
+        An identity provider signs tokens for every application it serves, so in JWKS mode a token is
+        ours only if its audience and issuer say so: both are required. The key set decides who may
+        sign, so it comes over https (plain http only in local development)."""
         if self.auth_jwks_url:
+            if not (self.auth_jwt_audience or "").strip() or not (self.auth_jwt_issuer or "").strip():
+                raise ConfigError(
+                    "AUTH_JWT_AUDIENCE and AUTH_JWT_ISSUER must be set with AUTH_JWKS_URL: otherwise any"
+                    " token the identity provider issues for any application would be accepted"
+                )
+            url = urlsplit(self.auth_jwks_url.strip())
+            allowed = ("https", "http") if self.campaign_local_development else ("https",)
+            if url.scheme not in allowed or not url.hostname:
+                raise ConfigError(
+                    "AUTH_JWKS_URL must be an https URL (http only with CAMPAIGN_LOCAL_DEVELOPMENT=true)"
+                )
             return
         _check_secret("AUTH_JWT_SECRET", self.auth_jwt_secret, min_bytes=32)
 

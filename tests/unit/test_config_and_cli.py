@@ -14,6 +14,7 @@ from campaign_engine.config import ConfigError, Settings
 from campaign_engine.delivery.wiring import start_worker_metrics
 
 GOOD = "x" * 40
+JWKS_CLAIMS = {"auth_jwt_audience": "campaign-engine", "auth_jwt_issuer": "https://id.example.org/"}
 
 
 def test_api_needs_a_real_jwt_secret() -> None:
@@ -21,7 +22,31 @@ def test_api_needs_a_real_jwt_secret() -> None:
         with pytest.raises(ConfigError, match="AUTH_JWT_SECRET"):
             Settings(auth_jwt_secret=secret, _env_file=None).require_api()
     Settings(auth_jwt_secret=GOOD, _env_file=None).require_api()
-    Settings(auth_jwks_url="https://id.example.org/jwks.json", _env_file=None).require_api()
+    Settings(auth_jwks_url="https://id.example.org/jwks.json", **JWKS_CLAIMS, _env_file=None).require_api()
+
+
+@pytest.mark.parametrize(
+    ("settings", "refused"),
+    [
+        ({"auth_jwt_issuer": "https://id.example.org/"}, "AUTH_JWT_AUDIENCE and AUTH_JWT_ISSUER"),
+        ({"auth_jwt_audience": "campaign-engine"}, "AUTH_JWT_AUDIENCE and AUTH_JWT_ISSUER"),
+        ({"auth_jwt_audience": " ", "auth_jwt_issuer": "https://id.example.org/"}, "AUTH_JWT_AUDIENCE"),
+        ({**JWKS_CLAIMS, "auth_jwks_url": "http://id.example.org/jwks.json"}, "must be an https"),
+        ({**JWKS_CLAIMS, "auth_jwks_url": "https:///jwks.json"}, "must be an https"),
+        ({**JWKS_CLAIMS, "auth_jwks_url": "file:///etc/jwks.json"}, "must be an https"),
+    ],
+)
+def test_jwks_mode_needs_audience_issuer_and_an_https_key_set(settings: dict[str, str], refused: str) -> None:
+    """Any token the identity provider issues for any of its applications verifies against its key set,
+    so only the audience and issuer make it ours; and whoever can alter the key set can sign."""
+    values = {"auth_jwks_url": "https://id.example.org/jwks.json", **settings}
+    with pytest.raises(ConfigError, match=refused):
+        Settings(**values, _env_file=None).require_api()  # type: ignore[arg-type]
+
+
+def test_a_plain_http_key_set_only_in_local_development() -> None:
+    values = {**JWKS_CLAIMS, "auth_jwks_url": "http://127.0.0.1:8080/jwks.json"}
+    Settings(**values, campaign_local_development=True, _env_file=None).require_api()  # type: ignore[arg-type]
 
 
 def test_unsubscribe_secret_is_checked() -> None:
