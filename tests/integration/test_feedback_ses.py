@@ -329,7 +329,8 @@ def test_a_burst_of_new_certificate_urls_does_not_delay_other_api_calls(
                 answered = [future.result() for future in statuses]
     finally:
         sns_host.certificate_delay = 0.0
-    assert during < 1.0, f"a tRPC call took {during:.2f}s during the burst"
+    # Without the verifier's own threads the call queued behind the fetches: 5.5 s here (delay 3 s).
+    assert during < delay / 2, f"a tRPC call took {during:.2f}s during the burst"
     fetched = len(sns_host.certificate_fetches)
     assert 1 <= fetched <= 4  # the verifier's bound on fetches in flight; the rest were refused at once
     assert sorted(answered) == [200] * fetched + [503] * (burst - fetched)
