@@ -108,7 +108,7 @@ def api_process(env: dict[str, str], *, log: Path | None = None) -> Iterator[tup
     with log_path.open("wb") as out:
         proc = subprocess.Popen(
             [*argv, "serve", "--host", "127.0.0.1", "--port", str(port)],
-            env={**os.environ, **env}, stdout=out, stderr=subprocess.STDOUT,
+            env={**os.environ, "METRICS_PUBLIC": "true", **env}, stdout=out, stderr=subprocess.STDOUT,
         )  # fmt: skip
         base = f"http://127.0.0.1:{port}"
         try:

@@ -69,6 +69,7 @@ from campaign_engine.api.auth import ADMIN_SCOPE, mint_token
 from campaign_engine.campaigns import definitions
 from campaign_engine.campaigns.dispatch_reads import get_dispatch
 from campaign_engine.config import Settings
+from campaign_engine.delivery.notify.egress import DestinationRules
 from campaign_engine.delivery.notify.gate import SendGate
 from campaign_engine.delivery.notify.poster import WebhookPoster
 from campaign_engine.delivery.notify.sender import Answered, Outgoing
@@ -125,6 +126,7 @@ def child_env(uri: str, queue_path: Path, inbox_url: str) -> dict[str, str]:
         "NOTIFICATIONS_WEBHOOK_URL": f"{inbox_url}/api/notifications/send",
         "NOTIFICATIONS_WEBHOOK_SECRET": SECRET,
         "CAMPAIGN_ALLOW_PRIVATE_WEBHOOKS": "true",
+        "CAMPAIGN_LOCAL_DEVELOPMENT": "true",  # the reference inbox: http on loopback, its own port
         "CAMPAIGN_DISPATCH_PAGE_SIZE": str(PAGE_SIZE),
         "CAMPAIGN_DISPATCH_DELAY_SECONDS": "0",
         "CAMPAIGN_WORKER_THREADS": str(WORKER_THREADS),
@@ -343,7 +345,9 @@ def write_ceiling(graph: Graph, campaign_id: str, created_at: str, profiles: int
 
 def post_ceiling(graph: Graph, inbox_url: str, count: int, gate_campaign: tuple[str, str]) -> float:
     """Signed POSTs alone: the worker's poster, client and pause gate, its batches, WORKER_THREADS threads."""
-    transport = make_webhook_transport(allow_private=True, max_connections=CONCURRENCY)
+    transport = make_webhook_transport(
+        allow_private=True, rules=DestinationRules.of(local_development=True), max_connections=CONCURRENCY
+    )
     poster = WebhookPoster(
         transport, secret=SECRET, concurrency=CONCURRENCY, timeout=10.0, gate=SendGate(graph)
     )

@@ -12,6 +12,7 @@ import json
 import os
 import re
 from typing import Annotated, Literal
+from urllib.parse import urlsplit
 
 from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
@@ -127,6 +128,9 @@ class Settings(BaseSettings):
     notifications_webhook_secret: SecretStr | None = None
     notifications_sender: str = "campaign-engine"
     campaign_allow_private_webhooks: bool = False
+    # Receiver ports beyond 443 and 80 that webhook POSTs may reach (comma-separated or a JSON list);
+    # local development reaches any port (delivery/notify/egress.py).
+    campaign_egress_ports: Annotated[frozenset[int], NoDecode] = frozenset()
     campaign_webhook_timeout_seconds: float = Field(default=5.0, gt=0)
     # POSTs in flight at once per worker process, shared by all its delivery threads.
     campaign_webhook_concurrency: int = Field(default=64, ge=1)
@@ -175,6 +179,9 @@ class Settings(BaseSettings):
     # Anyone can sign for their own topic, so only these are believed; the region in each ARN is the
     # only SNS host its signing certificate and subscription confirmation are fetched from.
     ses_feedback_topic_arns: str = ""
+    # An SNS message whose signed Timestamp is older than this (or over 5 minutes ahead) is refused
+    # before anything else, so a captured one cannot be replayed once its dedup record has expired.
+    campaign_sns_max_age_seconds: int = Field(default=3600, ge=60, le=86_400)
     # Soft bounces suppress an address once this many arrive within the window.
     campaign_soft_bounce_limit: int = Field(default=3, ge=1, le=100)
     campaign_soft_bounce_window_hours: int = Field(default=168, ge=1, le=8760)
@@ -186,9 +193,10 @@ class Settings(BaseSettings):
     campaign_api_token: SecretStr | None = None
 
     # --- metrics (docs/architecture.md "Metrics") -------------------------------------------------
-    # /metrics on the API and the worker needs `Authorization: Bearer <this>` when set; open when unset
-    # (make dev), so a deployment that exposes either port sets it.
+    # /metrics on the API and the worker needs `Authorization: Bearer <this>`. Without it they refuse to
+    # start, unless METRICS_PUBLIC=true (a scraper on a private network) or local development says open.
     metrics_bearer_token: SecretStr | None = None
+    metrics_public: bool = False
     # The worker serves /metrics on this port when set (make dev: 9464); unset = no metrics server.
     metrics_port: int | None = Field(default=None, ge=1, le=65_535)
     # Where the worker's metrics server listens: loopback unless a scraper on another host needs it.
@@ -197,6 +205,24 @@ class Settings(BaseSettings):
     # --workers): the library reads this variable itself when it is imported, so it must be in the
     # process environment; here it tells /metrics to sum the processes' files. Empty it at each start.
     prometheus_multiproc_dir: str | None = None
+
+    @field_validator("campaign_egress_ports", mode="before")
+    @classmethod
+    def _port_list(cls, value: object) -> object:
+        """``CAMPAIGN_EGRESS_PORTS=8443,9443`` or ``[8443, 9443]``; each a TCP port."""
+        if isinstance(value, str):
+            text = value.strip()
+            listed = [part for part in text.split(",") if part.strip()]
+            try:
+                value = json.loads(text) if text.startswith("[") else listed
+            except json.JSONDecodeError as exc:
+                raise ValueError(f"must be a list of ports: {exc.msg}") from exc
+        if not isinstance(value, list | tuple | set | frozenset):
+            raise ValueError("must be a list of ports")
+        ports = frozenset(int(str(port).strip()) for port in value)
+        if any(not 0 < port < 65_536 for port in ports):
+            raise ValueError("every port must be between 1 and 65535")
+        return ports
 
     @field_validator("campaign_app_origins", "campaign_tenants", "campaign_frequency_caps", mode="before")
     @classmethod
@@ -223,15 +249,41 @@ class Settings(BaseSettings):
         return frozenset(("notify", "email") if self.campaign_email_provider != "none" else ("notify",))
 
     def require_api(self) -> None:
-        """The API verifies tokens: an HS256 secret or a JWKS URL must be configured."""
+        """The API verifies tokens: an HS256 secret or a JWKS URL must be configured.
+
+        An identity provider signs tokens for every application it serves, so in JWKS mode a token is
+        ours only if its audience and issuer say so: both are required. The key set decides who may
+        sign, so it comes over https (plain http only in local development)."""
         if self.auth_jwks_url:
+            if not (self.auth_jwt_audience or "").strip() or not (self.auth_jwt_issuer or "").strip():
+                raise ConfigError(
+                    "AUTH_JWT_AUDIENCE and AUTH_JWT_ISSUER must be set with AUTH_JWKS_URL: otherwise any"
+                    " token the identity provider issues for any application would be accepted"
+                )
+            url = urlsplit(self.auth_jwks_url.strip())
+            allowed = ("https", "http") if self.campaign_local_development else ("https",)
+            if url.scheme not in allowed or not url.hostname:
+                raise ConfigError(
+                    "AUTH_JWKS_URL must be an https URL (http only with CAMPAIGN_LOCAL_DEVELOPMENT=true)"
+                )
             return
         _check_secret("AUTH_JWT_SECRET", self.auth_jwt_secret, min_bytes=32)
 
     def require_metrics(self) -> None:
-        """Multiprocess mode is prometheus_client's, chosen from the environment when it is imported: a
+        """Before serving /metrics: a bearer token, unless it is openly meant to be open (METRICS_PUBLIC
+        or local development), since counters and queue depths are nobody else's business.
+
+        Multiprocess mode is prometheus_client's, chosen from the environment when it is imported: a
         directory named only in an env file would make /metrics sum files nobody writes (all zeros), so
         the environment must name the same existing directory."""
+        token = self.metrics_bearer_token
+        if token is not None and token.get_secret_value():
+            _check_secret("METRICS_BEARER_TOKEN", token, min_bytes=16)
+        elif not (self.metrics_public or self.campaign_local_development):
+            raise ConfigError(
+                "METRICS_BEARER_TOKEN must be set: /metrics is closed outside local development"
+                " (METRICS_PUBLIC=true serves it without a token)"
+            )
         wanted = self.prometheus_multiproc_dir
         if not wanted:
             return

@@ -76,6 +76,7 @@ def base_settings(neo4j_uri: str, tmp_path_factory: pytest.TempPathFactory) -> S
         auth_jwt_secret=TEST_JWT_SECRET,
         campaign_admin_profile_ids=ADMIN_ID,
         domain_name="campaigns.test",
+        metrics_public=True,  # in-process apps serve /metrics; tests that need the token set one
         _env_file=None,
     )
 

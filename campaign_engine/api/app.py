@@ -109,6 +109,8 @@ def create_app(
     """The API app. It starts (applies the schema) in its lifespan, or here when ``start_now``: the
     Lambda handler starts it once per container and serves it without lifespan events."""
     settings.require_api()
+    if serve_metrics:  # closed without a token unless meant to be open, checked before anything opens
+        settings.require_metrics()
     FeedbackConfig.from_settings(settings)  # webhook credentials and topics fail before anything opens
     owns_graph = graph is None
     # A caller can ask again: an unreachable graph is a 503 within about a second (graph/graph.py).
@@ -208,7 +210,8 @@ def create_app(
 
 def metrics_route(settings: Settings) -> Callable[[Request], Response]:
     """``GET /metrics``: this process's (or, in multiprocess mode, every process's) metrics in the
-    Prometheus text format, behind METRICS_BEARER_TOKEN when set. Not under /trpc, not in OpenAPI."""
+    Prometheus text format, behind METRICS_BEARER_TOKEN (``require_metrics``). Not under /trpc, not in
+    OpenAPI."""
     settings.require_metrics()
     registry = serving_registry(multiprocess_dir=settings.prometheus_multiproc_dir)
     token = settings.metrics_bearer_token.get_secret_value() if settings.metrics_bearer_token else None

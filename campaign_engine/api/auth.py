@@ -23,6 +23,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import jwt
+from cryptography.hazmat.primitives.asymmetric import rsa
 from jwt.types import Options
 
 from campaign_engine.campaigns.api_keys import KEY_PREFIX, KeyHolder, is_api_key
@@ -107,17 +108,55 @@ class JwksKeys:
             return
         self._attempted_at = now
         try:
-            keys = self._client.get_signing_keys(refresh=True)
+            keys = _rs256_signing_keys(self._client.fetch_data())
         # Unreachable, cut off mid-body, not JSON, or no usable signing key.
         except (jwt.PyJWTError, ValueError, OSError) as exc:
             log.warning("auth.jwks_refresh_failed error=%s", type(exc).__name__)
             return
-        self._keys = {str(key.key_id): key for key in keys}
+        self._keys = keys
         self._loaded_at = now
 
 
 ApiKeyCheck = Callable[[str], KeyHolder]
 """Verifies an API key against its record (``campaigns/api_keys.py``); reads the graph on every call."""
+
+
+def _rs256_signing_keys(document: object) -> dict[str, jwt.PyJWK]:
+    """The RS256 signing keys of a fetched key set, by ``kid``. Any other member (an EC or HMAC key, one
+    for encryption, one without a ``kid``, a malformed one) is skipped with a warning: verifying a token
+    that names it must be a clean 401, never a 500. Raises ``ValueError`` when none is left."""
+    members = document.get("keys") if isinstance(document, dict) else None
+    if not isinstance(members, list):
+        raise ValueError("the key set has no 'keys' list")
+    keys: dict[str, jwt.PyJWK] = {}
+    for index, member in enumerate(members):
+        reason = _unusable(member)
+        if reason is None:
+            try:
+                key = jwt.PyJWK(member, algorithm="RS256")
+            except (jwt.PyJWTError, ValueError, TypeError, KeyError) as exc:
+                reason = f"malformed ({type(exc).__name__})"
+            else:
+                if isinstance(key.key, rsa.RSAPublicKey):
+                    keys[member["kid"]] = key
+                    continue
+                reason = "not an RSA public key"
+        log.warning("auth.jwks_key_skipped index=%d reason=%s", index, reason)
+    if not keys:
+        raise ValueError("the key set holds no usable RS256 signing key")
+    return keys
+
+
+def _unusable(member: object) -> str | None:
+    if not isinstance(member, dict):
+        return "not a JSON object"
+    if not isinstance(member.get("kid"), str) or not member["kid"]:
+        return "no kid"
+    if member.get("use", "sig") != "sig":
+        return "not a signing key"
+    if member.get("kty") != "RSA" or member.get("alg", "RS256") != "RS256":
+        return "not an RS256 key"
+    return None
 
 
 class TokenVerifier:

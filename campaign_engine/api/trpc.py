@@ -16,7 +16,6 @@ hints give the input model and the output schema.
 
 from __future__ import annotations
 
-import asyncio
 import inspect
 import json
 import logging
@@ -125,6 +124,12 @@ class _RequestError(Exception):
 _NO_INPUT = object()
 MAX_BATCH = 100  # calls in one batch request; more is a client bug or abuse
 MAX_BODY_BYTES = 8 * 1024 * 1024  # a full profiles.upsert batch fits with room to spare
+# Every answer is one caller's data (their campaigns, an admin's audience): no cache may keep it.
+NO_STORE = {"cache-control": "no-store"}
+
+
+def _with_no_store(headers: dict[str, str] | None) -> dict[str, str]:
+    return {**NO_STORE, **(headers or {})}
 
 
 class TrpcEndpoint:
@@ -142,14 +147,14 @@ class TrpcEndpoint:
 
     async def __call__(self, request: Request) -> Response:
         if request.method == "HEAD":
-            return Response(status_code=204)
+            return Response(status_code=204, headers=NO_STORE)
         raw_path = request.path_params.get("path", "")
         try:
             return await self._answer(request, raw_path)
         except Exception:  # a bug outside any one call: still an envelope, never a plain-text 500
             log.exception("trpc.internal_error path=%s", raw_path)
             status, envelope = error_envelope("INTERNAL_SERVER_ERROR", "Internal server error", path=raw_path)
-            return JSONResponse(envelope, status_code=status)
+            return JSONResponse(envelope, status_code=status, headers=NO_STORE)
 
     async def _answer(self, request: Request, raw_path: str) -> Response:
         started = time.perf_counter()
@@ -166,7 +171,9 @@ class TrpcEndpoint:
             label = self._label(paths[0]) if len(paths) == 1 else metrics.BATCH_PROCEDURE
             metrics.trpc_request(label, exc.code, time.perf_counter() - started)
             status, envelope = error_envelope(exc.code, exc.message, path=raw_path)
-            return JSONResponse(envelope, status_code=status, headers=self._allow(status, paths))
+            return JSONResponse(
+                envelope, status_code=status, headers=_with_no_store(self._allow(status, paths))
+            )
 
         # Off the event loop only when verifying may wait (a key set, an API key's record); an HS256
         # check is microseconds.
@@ -185,7 +192,10 @@ class TrpcEndpoint:
             status = statuses.pop() if len(statuses) == 1 else 207
             encoded = b"[" + b",".join(body for _, body in results) + b"]"
         return Response(
-            encoded, status_code=status, media_type="application/json", headers=self._allow(status, paths)
+            encoded,
+            status_code=status,
+            media_type="application/json",
+            headers=_with_no_store(self._allow(status, paths)),
         )
 
     def _allow(self, status: int, paths: Sequence[str]) -> dict[str, str] | None:
@@ -290,25 +300,13 @@ class TrpcEndpoint:
     async def _run_async(self, procedure: Procedure, ctx: Context, raw: Any) -> bytes:
         """A coroutine handler, on the event loop: the same steps, waiting without a thread.
 
-        A query changes nothing, so its count and its work overlap (one wait instead of two); a refused
-        query's answer is dropped unseen. A mutation runs only after its call was counted and allowed.
+        The call is counted before its work is issued, query or mutation: an over-limit call costs its
+        count and nothing else (issue 22), so a batch of refused getMyCampaigns calls reads no graph.
         """
         limiter = self._authorize(procedure, ctx)
-
-        async def work() -> Any:
-            return await procedure.handler(*self._arguments(procedure, ctx, raw))
-
-        if limiter is None:
-            return self._encode(procedure, await work())
-        count = limiter.hit_async(ctx.user().profile_id)
-        if procedure.kind == "mutation":
-            await count
-            return self._encode(procedure, await work())
-        outcomes: tuple[Any, ...] = await asyncio.gather(count, work(), return_exceptions=True)
-        for outcome in outcomes:  # refused beats failed: a 429 must not depend on the work
-            if isinstance(outcome, BaseException):
-                raise outcome
-        return self._encode(procedure, outcomes[1])
+        if limiter is not None:
+            await limiter.hit_async(ctx.user().profile_id)
+        return self._encode(procedure, await procedure.handler(*self._arguments(procedure, ctx, raw)))
 
     def _authorize(self, procedure: Procedure, ctx: Context) -> RateLimiter | None:
         """Raises unless the caller may run ``procedure``; returns the limiter their call counts against."""

@@ -293,6 +293,7 @@ class EngagementService:
         self._cards = CardCache()
         self._reads: Coalescer[str, list[MyCampaign]] = Coalescer(self._read_batch, name="my-campaigns")
         self._writes: Coalescer[EventCall, EventResult] = Coalescer(self._write_batch, name="record-event")
+        self.profiles_read = 0  # batched reads issued, per profile: what refused calls must never add to
 
     def my_campaigns(self, *, profile_id: str, include_tests: bool) -> MyCampaigns:
         if include_tests:
@@ -345,6 +346,7 @@ class EngagementService:
         self._writes.close()
 
     def _read_batch(self, profile_ids: list[str]) -> list[list[MyCampaign]]:
+        self.profiles_read += len(profile_ids)  # only the one batch thread writes it
         with self._graph.autocommit_reads() as session:
             found = my_campaigns_of(
                 session, sorted(set(profile_ids)), policy=self._policy(), cards=self._cards

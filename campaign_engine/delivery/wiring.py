@@ -29,6 +29,7 @@ from campaign_engine.delivery.jobs import (
     serve_deliveries,
     serve_pages,
 )
+from campaign_engine.delivery.notify.egress import DestinationRules, EgressBlocked
 from campaign_engine.delivery.notify.gate import SendGate
 from campaign_engine.delivery.notify.page_walk import PageWorker
 from campaign_engine.delivery.notify.poster import WebhookPoster
@@ -45,7 +46,8 @@ from campaign_engine.feedback.store import expire_feedback_records
 from campaign_engine.graph.graph import Graph, open_graph
 from campaign_engine.graph.tenant_directory import TenantDirectory, tenants_of
 from campaign_engine.graph.tenants import settings_seed
-from campaign_engine.observability.metrics import MetricsServer, serving_registry, start_metrics_server
+from campaign_engine.observability.metrics import serving_registry
+from campaign_engine.observability.metrics_server import MetricsServer, start_metrics_server
 from campaign_engine.unsubscribe.tokens import UnsubscribeTokens
 
 __all__ = [
@@ -62,6 +64,7 @@ __all__ = [
     "build_self_testers",
     "build_webhook_transport",
     "build_worker",
+    "egress_rules",
     "run_sweep",
     "run_worker",
     "start_worker_metrics",
@@ -117,7 +120,15 @@ def build_webhook_transport(settings: Settings) -> AsyncSafeTransport:
     """The notification worker's safe transport; its ``WebhookPoster`` runs it on a private loop."""
     return make_webhook_transport(
         allow_private=settings.campaign_allow_private_webhooks,
+        rules=egress_rules(settings),
         max_connections=settings.campaign_webhook_concurrency,
+    )
+
+
+def egress_rules(settings: Settings) -> DestinationRules:
+    """https to 443, 80 and CAMPAIGN_EGRESS_PORTS; http and any port only in local development."""
+    return DestinationRules.of(
+        local_development=settings.campaign_local_development, extra_ports=settings.campaign_egress_ports
     )
 
 
@@ -147,6 +158,11 @@ def build_notification_worker(
     settings.require_webhooks()
     secret = settings.notifications_webhook_secret
     assert secret is not None  # require_webhooks checked it
+    if settings.notifications_webhook_url:  # the default inbox: refused at start, not at every POST
+        try:
+            egress_rules(settings).check(settings.notifications_webhook_url)
+        except EgressBlocked as exc:
+            raise ConfigError(f"NOTIFICATIONS_WEBHOOK_URL: {exc.reason}") from None
     sender = WebhookPoster(
         transport or build_webhook_transport(settings),
         secret=secret.get_secret_value(),

@@ -6,9 +6,10 @@ subscribe our endpoint. So a message is believed only for a configured topic ARN
 of that ARN's region, under a ``.pem`` path. The string to sign is SNS's canonical one ("Key\\nValue\\n"
 for the type's fields in order); SignatureVersion 1 is SHA1withRSA, 2 is SHA256withRSA.
 
-The certificate fetcher is a constructor argument: production passes ``SnsHttp.fetch_certificate``
-(TLS to the real SNS host through the egress policy); tests pass the same class trusting a test CA.
-Nothing here can switch verification off.
+Certificates come from a ``CertificateSource`` (``sns_certs.CertificateCache`` over
+``SnsHttp.fetch_certificate``: TLS to the real SNS host through the egress policy; tests pass the same
+class trusting a test CA). Nothing here can switch verification off. The signed ``Timestamp`` is checked
+first, before any fetch: a captured message cannot be replayed once its dedup record has expired.
 """
 
 from __future__ import annotations
@@ -16,11 +17,10 @@ from __future__ import annotations
 import base64
 import binascii
 import re
-import threading
-from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Literal
+from datetime import datetime, timedelta
+from typing import Any, Literal, Protocol
 
 import httpx
 from cryptography import x509
@@ -32,6 +32,7 @@ from campaign_engine.domain.types import Clock
 
 __all__ = [
     "CertificateFetcher",
+    "CertificateSource",
     "SignatureInvalid",
     "SnsMessage",
     "SnsVerifier",
@@ -45,6 +46,14 @@ _CONFIRMATION_FIELDS = ("Message", "MessageId", "SubscribeURL", "Timestamp", "To
 _HASHES: dict[str, Callable[[], hashes.HashAlgorithm]] = {"1": hashes.SHA1, "2": hashes.SHA256}
 
 CertificateFetcher = Callable[[str], bytes]  # PEM bytes of an already checked certificate URL
+FUTURE_SKEW = timedelta(minutes=5)  # a Timestamp ahead of our clock by more than this is refused
+
+
+class CertificateSource(Protocol):
+    async def certificate(self, url: str) -> x509.Certificate:
+        """The certificate at an already checked URL, or what fetching it raised."""
+        ...
+
 
 MessageType = Literal["Notification", "SubscriptionConfirmation", "UnsubscribeConfirmation"]
 
@@ -121,29 +130,27 @@ def string_to_sign(envelope: dict[str, Any]) -> bytes:
 
 
 class SnsVerifier:
-    """Verifies SNS envelopes for the configured topics. Certificates are cached by URL (SNS publishes a
-    new URL when it rotates its key), so a burst of feedback costs one fetch."""
+    """Verifies SNS envelopes for the configured topics, no older than ``max_age``."""
 
     def __init__(
         self,
         *,
         topic_arns: frozenset[str],
-        fetch_certificate: CertificateFetcher,
+        certificates: CertificateSource,
         clock: Clock,
-        cache_size: int = 16,
+        max_age: timedelta,
     ) -> None:
         self._topics = topic_arns
-        self._fetch = fetch_certificate
+        self._certificates = certificates
         self._clock = clock
-        self._cache: OrderedDict[str, x509.Certificate] = OrderedDict()
-        self._cache_size = cache_size
-        self._lock = threading.Lock()
+        self._max_age = max_age
 
-    def verify(self, envelope: Any) -> SnsMessage:
-        """The verified message. Raises ``SignatureInvalid`` (final), or whatever the fetcher raises when
-        the certificate cannot be fetched now (the caller answers "retry later")."""
+    async def verify(self, envelope: Any) -> SnsMessage:
+        """The verified message. Raises ``SignatureInvalid`` (final), or whatever the certificate source
+        raises when it cannot have the certificate now (the caller answers "retry later")."""
         if not isinstance(envelope, dict):
             raise SignatureInvalid("the SNS envelope is not a JSON object")
+        self._check_timestamp(_field(envelope, "Timestamp"))
         kind = _field(envelope, "Type")
         if kind not in ("Notification", "SubscriptionConfirmation", "UnsubscribeConfirmation"):
             raise SignatureInvalid("unknown SNS message type")
@@ -161,7 +168,7 @@ class SnsVerifier:
         except (binascii.Error, ValueError):
             raise SignatureInvalid("the signature is not base64") from None
         signed = string_to_sign(envelope)
-        key = self._public_key(cert_url)
+        key = self._public_key(await self._certificates.certificate(cert_url))
         try:
             key.verify(signature, signed, padding.PKCS1v15(), _HASHES[version]())
         except InvalidSignature:
@@ -175,18 +182,19 @@ class SnsVerifier:
             subscribe_url=subscribe_url if isinstance(subscribe_url, str) else None,
         )
 
-    def _public_key(self, url: str) -> rsa.RSAPublicKey:
-        with self._lock:
-            certificate = self._cache.get(url)
-        if certificate is None:
-            try:
-                certificate = x509.load_pem_x509_certificate(self._fetch(url))
-            except ValueError:
-                raise SignatureInvalid("the signing certificate is not a PEM certificate") from None
-            with self._lock:
-                self._cache[url] = certificate
-                while len(self._cache) > self._cache_size:
-                    self._cache.popitem(last=False)
+    def _check_timestamp(self, text: str) -> None:
+        """The signed ``Timestamp`` within the window: older (or far ahead of us) is refused, final."""
+        try:
+            sent = datetime.fromisoformat(text)
+        except ValueError:
+            raise SignatureInvalid("the SNS Timestamp is not an ISO 8601 time") from None
+        if sent.tzinfo is None:
+            raise SignatureInvalid("the SNS Timestamp has no time zone")
+        now = self._clock()
+        if sent < now - self._max_age or sent > now + FUTURE_SKEW:
+            raise SignatureInvalid("the SNS message is outside the accepted time window")
+
+    def _public_key(self, certificate: x509.Certificate) -> rsa.RSAPublicKey:
         now = self._clock()
         if not certificate.not_valid_before_utc <= now <= certificate.not_valid_after_utc:
             raise SignatureInvalid("the signing certificate is not valid now")

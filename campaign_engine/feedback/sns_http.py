@@ -6,6 +6,7 @@ one resolution per request on our own threads and bounded by the timeout, every 
 and special ranges refused), and the connection dialled to the validated address while TLS SNI, the
 certificate check and ``Host`` use the name. No redirects, no proxies from the environment, answers
 capped at 64 KiB. The notify transport is POST-only, so this small GET client applies the same policy.
+One ``httpx.Client`` serves every GET (its pool keeps the TLS connection to an SNS address alive).
 
 ``verify``, ``resolver``, ``allow_private`` and ``port`` exist for tests (a loopback SNS stand-in with a
 test CA); the defaults are the production wiring.
@@ -51,11 +52,11 @@ class SnsHttp:
         port: int = 443,
     ) -> None:
         self._timeout = timeout
-        self._verify = verify
         self._policy = AddressPolicy(resolver=resolver or system_resolver, allow_private=allow_private)
         self._port = port
         # Resolution runs here so a stuck resolver costs one of these threads, never the request.
         self._resolver_pool = ThreadPoolExecutor(2, thread_name_prefix="sns-dns")
+        self._client = httpx.Client(verify=verify, trust_env=False, timeout=timeout)
 
     def fetch_certificate(self, url: str) -> bytes:
         """The PEM text at ``url`` (the verifier's ``CertificateFetcher``)."""
@@ -89,15 +90,12 @@ class SnsHttp:
         raise SnsFetchFailed(f"the SNS host did not answer ({type(last).__name__})") from last
 
     def _get_from(self, pinned_url: str, host: str) -> bytes:
-        with (
-            httpx.Client(verify=self._verify, trust_env=False, timeout=self._timeout) as client,
-            client.stream(
-                "GET",
-                pinned_url,
-                headers={"Host": host, "Accept-Encoding": "identity", "User-Agent": "campaign-engine"},
-                extensions={"sni_hostname": host},  # TLS and its certificate check use the name
-            ) as response,
-        ):
+        with self._client.stream(
+            "GET",
+            pinned_url,
+            headers={"Host": host, "Accept-Encoding": "identity", "User-Agent": "campaign-engine"},
+            extensions={"sni_hostname": host},  # TLS and its certificate check use the name
+        ) as response:
             if response.status_code != 200:
                 raise SnsFetchFailed(f"the SNS host answered {response.status_code}")
             body = bytearray()
@@ -109,3 +107,4 @@ class SnsHttp:
 
     def close(self) -> None:
         self._resolver_pool.shutdown(wait=False, cancel_futures=True)
+        self._client.close()

@@ -26,10 +26,9 @@ import json
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol, TextIO
-from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
 
 from prometheus_client import REGISTRY, CollectorRegistry, Counter, Histogram, disable_created_metrics
 from prometheus_client.exposition import choose_encoder
@@ -44,7 +43,6 @@ __all__ = [
     "UNKNOWN_PROCEDURE",
     "EmfRecorder",
     "MetricDef",
-    "MetricsServer",
     "PrometheusRecorder",
     "QueueStats",
     "Recorder",
@@ -56,7 +54,6 @@ __all__ = [
     "record_to",
     "scrape",
     "serving_registry",
-    "start_metrics_server",
     "trpc_request",
     "webhook_post",
 ]
@@ -421,59 +418,3 @@ def scrape(
         return 401, b"unauthorized\n", {"www-authenticate": "Bearer", "content-type": "text/plain"}
     encoder, content_type = choose_encoder(accept or "")
     return 200, encoder(registry), {"content-type": content_type, "cache-control": "no-store"}
-
-
-class _QuietHandler(WSGIRequestHandler):
-    timeout = 10  # a client that stops sending cannot hold the (single) serving thread for long
-
-    def log_message(self, format: str, *args: Any) -> None:
-        """No access log: the Authorization header must never reach one anyway."""
-
-
-@dataclass
-class MetricsServer:
-    """The worker's ``/metrics``: a threaded WSGI server on a daemon thread; ``close`` stops it."""
-
-    server: WSGIServer
-    thread: threading.Thread
-
-    @property
-    def port(self) -> int:
-        return int(self.server.server_address[1])
-
-    def close(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
-        self.thread.join(timeout=5)
-
-
-def start_metrics_server(
-    registry: CollectorRegistry, *, host: str, port: int, token: str | None
-) -> MetricsServer:
-    """Serve ``GET /metrics`` from ``registry`` (the bearer check of ``scrape``); other paths are 404.
-
-    ``prometheus_client.start_http_server`` has no way to check a bearer token, and the worker runs no
-    event loop an ASGI app could share, so this is a stdlib WSGI server with the check in front. It
-    answers one scrape at a time on its one thread (scrapes are serial anyway): a thread per scrape
-    would open a SQLite connection per scrape in the local queue, which keeps one per thread."""
-
-    def app(environ: dict[str, Any], start_response: Callable[..., Any]) -> Sequence[bytes]:
-        if environ.get("PATH_INFO") != "/metrics":
-            start_response("404 Not Found", [("content-type", "text/plain")])
-            return [b"not found\n"]
-        if environ.get("REQUEST_METHOD") not in ("GET", "HEAD"):
-            start_response("405 Method Not Allowed", [("allow", "GET, HEAD")])
-            return [b""]
-        status, body, headers = scrape(
-            registry,
-            authorization=environ.get("HTTP_AUTHORIZATION"),
-            accept=environ.get("HTTP_ACCEPT"),
-            token=token,
-        )
-        start_response("200 OK" if status == 200 else "401 Unauthorized", list(headers.items()))
-        return [body]
-
-    server = make_server(host, port, app, WSGIServer, handler_class=_QuietHandler)
-    thread = threading.Thread(target=server.serve_forever, name="metrics-http", daemon=True)
-    thread.start()
-    return MetricsServer(server, thread)

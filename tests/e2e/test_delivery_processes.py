@@ -179,6 +179,7 @@ def stack(base_settings: Settings, graph: Graph, tmp_path: Path, inbox: tuple[st
         "NOTIFICATIONS_WEBHOOK_URL": f"{inbox_url}/api/notifications/send",
         "NOTIFICATIONS_WEBHOOK_SECRET": WEBHOOK_SECRET,
         "CAMPAIGN_ALLOW_PRIVATE_WEBHOOKS": "true",
+        "CAMPAIGN_LOCAL_DEVELOPMENT": "true",  # loopback http receivers on free ports
         "CAMPAIGN_DISPATCH_PAGE_SIZE": str(PAGE_SIZE),
         "CAMPAIGN_DISPATCH_DELAY_SECONDS": "0",
         "CAMPAIGN_QUEUE_VISIBILITY_SECONDS": "2",

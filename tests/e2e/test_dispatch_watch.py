@@ -61,6 +61,7 @@ def api(base_settings: Settings, graph: Graph, tmp_path: Path) -> Iterator[Api]:
                 "notifications_webhook_url": webhook,
                 "notifications_webhook_secret": SecretStr(WEBHOOK_SECRET),
                 "campaign_allow_private_webhooks": True,
+                "campaign_local_development": True,
                 "campaign_dispatch_page_size": 5,
                 "campaign_dispatch_delay_seconds": WAVE_DELAY_SECONDS,
             }
@@ -75,6 +76,7 @@ def api(base_settings: Settings, graph: Graph, tmp_path: Path) -> Iterator[Api]:
             "NOTIFICATIONS_WEBHOOK_URL": webhook,
             "NOTIFICATIONS_WEBHOOK_SECRET": WEBHOOK_SECRET,
             "CAMPAIGN_ALLOW_PRIVATE_WEBHOOKS": "true",
+            "CAMPAIGN_LOCAL_DEVELOPMENT": "true",  # loopback http receivers on free ports
             "CAMPAIGN_DISPATCH_PAGE_SIZE": "5",
             "CAMPAIGN_DISPATCH_DELAY_SECONDS": str(WAVE_DELAY_SECONDS),
             # Long enough that a slow machine never redelivers a batch in hand (a redelivered delivery is

@@ -79,6 +79,7 @@ def overrides(moto: str, postmark: PostmarkStandin) -> dict[str, str]:
     """Where the test's environment must differ from production's, and why."""
     return {
         "CAMPAIGN_ALLOW_PRIVATE_WEBHOOKS": "true",  # the reference inbox listens on loopback
+        "CAMPAIGN_LOCAL_DEVELOPMENT": "true",  # loopback http receivers on free ports
         "CAMPAIGN_DISPATCH_DELAY_SECONDS": "0",  # waves back to back instead of a minute apart
         # moto's SQS scans the whole queue on every receive: waves of 100 (not 1000) keep the delivery
         # queue shallow enough for the test's minute; the walk then crosses a dozen page cursors.

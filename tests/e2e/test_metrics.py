@@ -99,6 +99,7 @@ def _worker_env(settings: Settings, metrics_port: int) -> dict[str, str]:
         "NOTIFICATIONS_WEBHOOK_URL": str(settings.notifications_webhook_url),
         "NOTIFICATIONS_WEBHOOK_SECRET": WEBHOOK_SECRET,
         "CAMPAIGN_ALLOW_PRIVATE_WEBHOOKS": "true",
+        "CAMPAIGN_LOCAL_DEVELOPMENT": "true",  # loopback http receivers on free ports
         "CAMPAIGN_EMAIL_PROVIDER": "smtp",
         "SMTP_HOST": "127.0.0.1",
         "SMTP_PORT": str(settings.smtp_port),
@@ -128,6 +129,7 @@ def stack(base_settings: Settings, graph: Graph, tmp_path: Path) -> Iterator[Sta
                     "notifications_webhook_url": f"{inbox.url}/api/notifications/send",
                     "notifications_webhook_secret": SecretStr(WEBHOOK_SECRET),
                     "campaign_allow_private_webhooks": True,
+                    "campaign_local_development": True,
                     "campaign_email_provider": "smtp",
                     "smtp_host": "127.0.0.1",
                     "smtp_port": smtp_port,

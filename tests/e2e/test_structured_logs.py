@@ -103,6 +103,7 @@ def _env(tmp: Path, *, inbox_port: int, postmark_url: str, neo4j: Settings) -> d
         "NOTIFICATIONS_WEBHOOK_URL": f"http://127.0.0.1:{inbox_port}/api/notifications/send",
         "NOTIFICATIONS_WEBHOOK_SECRET": WEBHOOK_SECRET,
         "CAMPAIGN_ALLOW_PRIVATE_WEBHOOKS": "true",
+        "CAMPAIGN_LOCAL_DEVELOPMENT": "true",  # loopback http receivers on free ports
         "CAMPAIGN_EMAIL_PROVIDER": "postmark",
         "POSTMARK_API_KEY": POSTMARK_TOKEN,
         "POSTMARK_API_URL": postmark_url,

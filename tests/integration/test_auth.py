@@ -21,9 +21,9 @@ import httpx
 import jwt
 import pytest
 from cryptography.hazmat.primitives import serialization
-from cryptography.hazmat.primitives.asymmetric import rsa
+from cryptography.hazmat.primitives.asymmetric import ec, rsa
 from fastapi.testclient import TestClient
-from jwt.algorithms import RSAAlgorithm
+from jwt.algorithms import ECAlgorithm, RSAAlgorithm
 from starlette.applications import Starlette
 from starlette.routing import Route
 
@@ -285,14 +285,32 @@ def jwks_server(signing_key: rsa.RSAPrivateKey) -> Iterator[_JwksServer]:
         yield server
 
 
+AUDIENCE, ISSUER = "campaign-engine", "https://id.example"
+
+
+def _jwks_settings(base: Settings, url: str) -> Settings:
+    """JWKS mode as it must be configured: audience and issuer required; the loopback key set is plain
+    http, which only local development allows."""
+    return base.model_copy(
+        update={
+            "auth_jwks_url": url,
+            "auth_jwt_secret": None,
+            "auth_jwt_audience": AUDIENCE,
+            "auth_jwt_issuer": ISSUER,
+            "campaign_local_development": True,
+        }
+    )
+
+
 def _rs256(key: rsa.RSAPrivateKey, kid: str = KID, **overrides: Any) -> str:
-    return jwt.encode(_claims(**overrides), key, algorithm="RS256", headers={"kid": kid})
+    claims = _claims(**{"aud": AUDIENCE, "iss": ISSUER, **overrides})
+    return jwt.encode(claims, key, algorithm="RS256", headers={"kid": kid})
 
 
 def test_rs256_tokens_are_verified_against_the_jwks_url(
     base_settings: Settings, graph: Graph, jwks_server: _JwksServer, signing_key: rsa.RSAPrivateKey
 ) -> None:
-    settings = base_settings.model_copy(update={"auth_jwks_url": jwks_server.url, "auth_jwt_secret": None})
+    settings = _jwks_settings(base_settings, jwks_server.url)
     public_pem = signing_key.public_key().public_bytes(
         serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo
     )
@@ -322,7 +340,7 @@ def test_an_unreachable_key_set_is_service_unavailable_not_unauthorized(
     base_settings: Settings, graph: Graph, signing_key: rsa.RSAPrivateKey
 ) -> None:
     closed = f"http://127.0.0.1:{free_port()}/.well-known/jwks.json"  # nothing listens there
-    settings = base_settings.model_copy(update={"auth_jwks_url": closed, "auth_jwt_secret": None})
+    settings = _jwks_settings(base_settings, closed)
     with api_client(settings, graph) as api:
         response = api.http.get(ADMIN_PROCEDURE, headers=_bearer(_rs256(signing_key)))
     assert _code(response) == (503, "SERVICE_UNAVAILABLE")
@@ -385,7 +403,7 @@ def test_clock_skew_within_the_leeway_is_tolerated(base_settings: Settings) -> N
 def test_a_burst_of_forged_kids_fetches_the_key_set_once(
     base_settings: Settings, graph: Graph, jwks_server: _JwksServer, signing_key: rsa.RSAPrivateKey
 ) -> None:
-    settings = base_settings.model_copy(update={"auth_jwks_url": jwks_server.url, "auth_jwt_secret": None})
+    settings = _jwks_settings(base_settings, jwks_server.url)
     forger = _rsa_key()
     forged = [_rs256(forger, kid=f"forged-{i}") for i in range(40)]
     with serve_in_thread(create_app(settings, graph=graph)) as url, httpx.Client(base_url=url) as http:
@@ -408,7 +426,7 @@ def test_an_unreachable_key_set_is_not_hammered_either(
     base_settings: Settings, graph: Graph, jwks_server: _JwksServer, signing_key: rsa.RSAPrivateKey
 ) -> None:
     jwks_server.failing = True
-    settings = base_settings.model_copy(update={"auth_jwks_url": jwks_server.url, "auth_jwt_secret": None})
+    settings = _jwks_settings(base_settings, jwks_server.url)
     forger = _rsa_key()
     tokens = [_rs256(signing_key)] + [_rs256(forger, kid=f"forged-{i}") for i in range(19)]
     with serve_in_thread(create_app(settings, graph=graph)) as url, httpx.Client(base_url=url) as http:
@@ -494,3 +512,39 @@ def test_with_no_key_set_held_attempts_are_spaced_by_seconds(jwks_server: _JwksS
     clock.now += 5  # recovery does not wait a whole interval
     assert _outcome(keys, KID) == KID
     assert jwks_server.hits == 2
+
+
+def test_non_rsa_and_malformed_keys_are_skipped_never_a_500(
+    base_settings: Settings,
+    graph: Graph,
+    jwks_server: _JwksServer,
+    signing_key: rsa.RSAPrivateKey,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """An identity provider's key set may hold EC or HMAC keys, encryption keys or a member we cannot
+    read: each is skipped with a warning, the RSA signing key still verifies, and a token naming a
+    skipped key is a 401 like any unknown kid."""
+    ec_public = ECAlgorithm.to_jwk(ec.generate_private_key(ec.SECP256R1()).public_key(), as_dict=True)
+    broken = {**_jwk(signing_key, "broken"), "n": "!!not-base64url!!"}
+    jwks_server.jwks = {
+        "keys": [
+            {**ec_public, "kid": "ec-1", "use": "sig"},
+            {"kty": "oct", "kid": "hmac-1", "k": base64.urlsafe_b64encode(b"k" * 32).decode()},
+            {**_jwk(signing_key, "enc-1"), "use": "enc"},
+            {k: v for k, v in _jwk(signing_key, "x").items() if k != "kid"},
+            broken,
+            "not-a-key",
+            _jwk(signing_key, KID),
+        ]
+    }
+    settings = _jwks_settings(base_settings, jwks_server.url)
+    caplog.set_level("WARNING", logger="campaign_engine.api.auth")
+    with api_client(settings, graph) as api:
+        admitted = api.http.get(ADMIN_PROCEDURE, headers=_bearer(_rs256(signing_key)))
+        assert admitted.status_code == 200, admitted.text
+        for kid in ("ec-1", "hmac-1", "enc-1", "broken"):
+            response = api.http.get(ADMIN_PROCEDURE, headers=_bearer(_rs256(signing_key, kid=kid)))
+            assert _code(response) == (401, "UNAUTHORIZED"), kid
+    skipped = [r.getMessage() for r in caplog.records if "auth.jwks_key_skipped" in r.getMessage()]
+    assert len(skipped) == 6, skipped
+    assert jwks_server.hits == 1

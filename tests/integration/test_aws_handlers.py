@@ -77,6 +77,7 @@ def lambda_env(
         "AWS_REGION": MOTO_REGION,
         "NOTIFICATIONS_WEBHOOK_SECRET": WEBHOOK_SECRET,
         "CAMPAIGN_ALLOW_PRIVATE_WEBHOOKS": "true",
+        "CAMPAIGN_LOCAL_DEVELOPMENT": "true",  # loopback http receivers on free ports
         "CAMPAIGN_DISPATCH_DELAY_SECONDS": "0",
         "CAMPAIGN_WEBHOOK_TIMEOUT_SECONDS": "2",
         # No back-off: an uncertain delivery must be visible again at once, which only the handler's

@@ -4,12 +4,17 @@ the signing certificate and subscription confirmation served by a loopback stand
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
+import httpx
 import pytest
 
 from campaign_engine.api.app import create_app
+from campaign_engine.api.auth import ADMIN_SCOPE, mint_token
 from campaign_engine.config import ConfigError, Settings
 from campaign_engine.delivery.notify.egress import EgressBlocked
 from campaign_engine.feedback.sns_http import SnsHttp
@@ -18,8 +23,10 @@ from tests.conftest import ADMIN_ID, free_port
 from tests.support.api import TrpcClient, api_client, ok
 from tests.support.email import add_email_members, address_of, make_email_campaign
 from tests.support.hostile_json import HOSTILE_BODIES
+from tests.support.servers import serve_in_thread
 from tests.support.sns import (
     CERT_URL,
+    SNS_HOST,
     TOPIC_ARN,
     SnsHostStandin,
     authority,
@@ -27,6 +34,7 @@ from tests.support.sns import (
     ses_bounce,
     ses_complaint,
     sns_host_standin,
+    sns_timestamp,
     subscription_confirmation,
 )
 
@@ -240,3 +248,89 @@ def test_hostile_bodies_are_a_clean_400(api: TrpcClient, graph: Graph, body: byt
     response = api.http.post("/webhooks/ses", content=body, headers={"content-type": "text/plain"})
     assert response.status_code == 400, response.text
     assert graph.run("MATCH (n:FeedbackRecord) RETURN count(n) AS n")[0]["n"] == 0
+
+
+@pytest.mark.parametrize(
+    ("timestamp", "why"),
+    [
+        (sns_timestamp(datetime.now(UTC) - timedelta(seconds=3700)), "older than the hour"),
+        (sns_timestamp(datetime.now(UTC) + timedelta(hours=1)), "far ahead of our clock"),
+        ("2026-13-45T99:00:00.000Z", "not a time"),
+        ("2026-03-01T12:00:00", "no time zone"),
+    ],
+)
+def test_a_message_outside_the_time_window_is_refused_before_any_fetch(
+    api: TrpcClient, graph: Graph, sns_host: SnsHostStandin, timestamp: str, why: str
+) -> None:
+    # A replay of a captured notification, once its dedup record has expired, is refused unfetched.
+    envelope = authority().sign(notification(ses_bounce("gone@example.com"), timestamp=timestamp))
+    response = post(api, envelope)
+    assert response.status_code == 403, (why, response.text)
+    assert sns_host.requests == [] and suppressions(graph) == {}
+
+
+def test_the_time_window_is_a_setting(settings: Settings, graph: Graph, sns_host: SnsHostStandin) -> None:
+    ten_minutes_ago = sns_timestamp(datetime.now(UTC) - timedelta(minutes=10))
+    envelope = authority().sign(notification(ses_bounce("gone@example.com"), timestamp=ten_minutes_ago))
+    strict = settings.model_copy(update={"campaign_sns_max_age_seconds": 300})
+    with api_client(strict, graph, sns_http=sns_host.client()) as api:
+        assert post(api, envelope).status_code == 403
+    with api_client(settings, graph, sns_http=sns_host.client()) as api:  # the default hour
+        assert post(api, envelope).json()["result"] == "applied"
+
+
+def test_a_failed_certificate_fetch_is_remembered(
+    api: TrpcClient, graph: Graph, sns_host: SnsHostStandin
+) -> None:
+    missing = f"https://{SNS_HOST}/SimpleNotificationService-missing.pem"  # the stand-in answers 404
+    for _ in range(3):
+        envelope = authority().sign(notification(ses_bounce("gone@example.com"), cert_url=missing))
+        assert post(api, envelope).status_code == 503
+    assert len(sns_host.certificate_fetches) == 1
+    assert suppressions(graph) == {}
+
+
+def test_a_burst_of_new_certificate_urls_does_not_delay_other_api_calls(
+    settings: Settings, graph: Graph, sns_host: SnsHostStandin
+) -> None:
+    """Each envelope names its own certificate URL on a slow SNS host. The fetches run on the verifier's
+    few threads, so a synchronous tRPC call (which needs the shared request thread pool, 40 threads)
+    answers as fast during the burst as without it; at most a few fetches run, the rest are a 503."""
+    burst, delay = 80, 3.0
+    envelopes = [
+        authority().sign(
+            notification(ses_bounce(f"gone{i}@example.com"), cert_url=f"https://{SNS_HOST}/SNS-{i}.pem")
+        )
+        for i in range(burst)
+    ]
+    sns_host.requests.clear()
+    sns_host.certificate_delay = delay
+    app = create_app(settings, graph=graph, sns_http=sns_host.client(timeout=delay + 5))
+    token = mint_token(settings, profile_id=ADMIN_ID, scope=ADMIN_SCOPE)
+    try:
+        with serve_in_thread(app) as base, httpx.Client(base_url=base, timeout=30) as client:
+
+            def post_one(envelope: dict[str, Any]) -> int:
+                with httpx.Client(base_url=base, timeout=30) as own:
+                    return own.post("/webhooks/ses", content=json.dumps(envelope)).status_code
+
+            def list_campaigns() -> float:
+                started = time.perf_counter()
+                admin = {"authorization": f"Bearer {token}"}
+                response = client.get("/trpc/campaigns.list", params={"input": "{}"}, headers=admin)
+                assert response.status_code == 200, response.text
+                return time.perf_counter() - started
+
+            list_campaigns()  # warm: the first call pays for connections and imports
+            with ThreadPoolExecutor(burst) as pool:
+                statuses = [pool.submit(post_one, envelope) for envelope in envelopes]
+                time.sleep(0.5)  # the burst is in: its fetches are waiting on the slow host
+                during = max(list_campaigns() for _ in range(3))
+                answered = [future.result() for future in statuses]
+    finally:
+        sns_host.certificate_delay = 0.0
+    # Without the verifier's own threads the call queued behind the fetches: 5.5 s here (delay 3 s).
+    assert during < delay / 2, f"a tRPC call took {during:.2f}s during the burst"
+    fetched = len(sns_host.certificate_fetches)
+    assert 1 <= fetched <= 4  # the verifier's bound on fetches in flight; the rest were refused at once
+    assert sorted(answered) == [200] * fetched + [503] * (burst - fetched)

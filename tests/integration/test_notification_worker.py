@@ -12,8 +12,9 @@ import pytest
 
 from campaign_engine.campaigns import definitions
 from campaign_engine.campaigns.dispatch_reads import get_dispatch
-from campaign_engine.config import Settings
+from campaign_engine.config import ConfigError, Settings
 from campaign_engine.delivery.frequency_cap import notify_recheck_query
+from campaign_engine.delivery.notify.egress import DestinationRules
 from campaign_engine.delivery.notify.sender import (
     Answered,
     Blocked,
@@ -196,7 +197,9 @@ def test_blocked_egress_never_notifies(base_settings: Settings, graph: Graph, tm
     with ThreadServer(receiver.app()) as server:
         add_members(graph, "c1", ["p1"], webhook=f"{server.url}/hook")
         dispatch_id = _page(settings, graph, queues)
-        transport = make_webhook_transport(allow_private=False)
+        transport = make_webhook_transport(
+            allow_private=False, rules=DestinationRules.of(local_development=True)
+        )
         worker = build_notification_worker(settings, graph, transport=transport, clock=StepClock())
         result = worker.handle_batch(parsed(queues.delivery.receive(max_messages=10)))
         worker.close()
@@ -377,3 +380,25 @@ def test_hot_statements_seek_unique_keys_and_never_scan(graph: Graph, name: str)
     assert "CYPHER replan=skip" in _HOT[name]
     assert sum(op.startswith("NodeUniqueIndexSeek") for op in ops) == 2, ops
     assert not any("Scan" in op for op in ops), ops
+
+
+@pytest.mark.parametrize(
+    ("url", "updates", "refused"),
+    [
+        ("http://inbox.example.org/api/notifications/send", {}, "only https"),
+        ("https://inbox.example.org:8443/api/notifications/send", {}, "the receiver.s port"),
+        ("https://inbox.example.org:8443/x", {"campaign_egress_ports": frozenset({8443})}, None),
+        ("https://inbox.example.org/x", {}, None),
+        ("http://127.0.0.1:8025/x", {"campaign_local_development": True}, None),  # make dev's inbox
+    ],
+)
+def test_the_default_receiver_must_be_one_egress_allows_at_start(
+    base_settings: Settings, graph: Graph, url: str, updates: dict[str, object], refused: str | None
+) -> None:
+    values: dict[str, object] = {"campaign_local_development": False, "notifications_webhook_url": url}
+    settings = delivery_settings(base_settings, **{**values, **updates})
+    if refused is None:
+        build_notification_worker(settings, graph, clock=StepClock()).close()
+        return
+    with pytest.raises(ConfigError, match=f"NOTIFICATIONS_WEBHOOK_URL: {refused}"):
+        build_notification_worker(settings, graph, clock=StepClock())

@@ -240,3 +240,35 @@ def test_jsonl_import_names_the_bad_line(graph: Graph, tmp_path: Path) -> None:
     with path.open() as lines, pytest.raises(BadRequest, match="line 2: dob"):
         import_jsonl(graph, lines)
     assert graph.run("MATCH (p:Profile) RETURN count(p) AS n")[0]["n"] == 0
+
+
+@pytest.mark.parametrize(
+    ("webhook", "local_development", "extra_ports", "accepted"),
+    [
+        ("http://inbox.example.org/hook", False, frozenset(), False),  # plain http: production refuses
+        ("http://127.0.0.1:8025/hook", True, frozenset(), True),  # make dev's inbox
+        ("https://inbox.example.org:8443/hook", False, frozenset(), False),  # a port egress does not allow
+        ("https://inbox.example.org:8443/hook", False, frozenset({8443}), True),  # CAMPAIGN_EGRESS_PORTS
+        ("https://inbox.example.org/hook", False, frozenset(), True),
+    ],
+)
+def test_a_receiver_url_must_be_one_egress_allows(
+    base_settings: Settings,
+    graph: Graph,
+    webhook: str,
+    local_development: bool,
+    extra_ports: frozenset[int],
+    accepted: bool,
+) -> None:
+    settings = base_settings.model_copy(
+        update={"campaign_local_development": local_development, "campaign_egress_ports": extra_ports}
+    )
+    with api_client(settings, graph) as api:
+        response = upsert(api, {"profileId": "ok"}, {"profileId": "r", "notificationsWebhook": webhook})
+        if accepted:
+            ok(response)
+            return
+        assert error_code(response) == "BAD_REQUEST"
+        assert "profiles.1.notificationsWebhook" in response.json()["error"]["message"]
+        assert webhook not in response.text  # the URL may carry a secret: never echoed
+    assert graph.run("MATCH (p:Profile) RETURN count(p) AS n")[0]["n"] == 0

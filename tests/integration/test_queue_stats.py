@@ -13,7 +13,8 @@ from campaign_engine.delivery.queue.local import LocalQueue
 from campaign_engine.delivery.queue.port import QueueStats
 from campaign_engine.delivery.queue.sqs import SqsQueue, make_sqs_client
 from campaign_engine.graph.graph import Graph
-from campaign_engine.observability.metrics import serving_registry, start_metrics_server
+from campaign_engine.observability.metrics import serving_registry
+from campaign_engine.observability.metrics_server import start_metrics_server
 from tests.support.delivery import NOW, add_members, make_campaign, start_dispatch
 from tests.support.moto_server import MOTO_REGION, moto_endpoint, sqs_env  # noqa: F401 - fixtures
 

@@ -108,3 +108,21 @@ def test_concurrent_calls_in_two_processes_are_counted_exactly(graph: Graph) -> 
         limiter.close()
     assert (outcomes.count("ok"), outcomes.count("refused")) == (50, 30)
     assert graph.run("MATCH (b:RateBucket) RETURN b.count AS n") == [{"n": 80}]
+
+
+def test_an_over_limit_call_does_no_graph_work(base_settings: Settings, graph: Graph) -> None:
+    """A batch of 100 getMyCampaigns calls past the limit is refused before any of their reads is issued:
+    refusals shed the work, not only its answer."""
+    limiter = GraphRateLimiter(graph, limit_per_minute=1, clock=lambda: NOW)
+    with api_client(base_settings, graph, clock=lambda: NOW, rate_limiter=limiter) as api:
+        engagement = api.http.app.state.services.engagement
+        ok(api.query("campaigns.getMyCampaigns", as_="u1"))  # the minute's one allowed call
+        assert engagement.profiles_read == 1
+        paths = ",".join(["campaigns.getMyCampaigns"] * 100)
+        refused = api.http.get(f"/trpc/{paths}", params={"batch": "1"}, headers=api.headers_for("u1"))
+        assert refused.status_code == 429
+        assert {call["error"]["data"]["code"] for call in refused.json()} == {"TOO_MANY_REQUESTS"}
+        assert engagement.profiles_read == 1  # not one more read for the 100 refused calls
+        ok(api.query("campaigns.getMyCampaigns", as_="u2"))  # another profile's budget: read as usual
+        assert engagement.profiles_read == 2
+    limiter.close()

@@ -19,6 +19,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
+from campaign_engine.delivery.notify.egress import DestinationRules
 from campaign_engine.delivery.notify.poster import WebhookPoster
 from campaign_engine.delivery.notify.sender import Answered, Outgoing
 from campaign_engine.delivery.notify.transport import make_webhook_transport
@@ -28,6 +29,9 @@ from tests.support.delivery import WEBHOOK_SECRET
 from tests.support.servers import serve_in_thread
 
 OTHER_SECRET = "whsec_" + "b3RoZXIta2V5LW9mLTMyLWJ5dGVzLTAxMjM0NTY3ODk="
+
+
+LOOPBACK = DestinationRules.of(local_development=True)  # http to loopback receivers on any port
 
 
 def _receiver(verified: list[object]) -> Starlette:
@@ -46,7 +50,10 @@ def _receiver(verified: list[object]) -> Starlette:
 
 def _post(secret: str, url: str, body: bytes) -> object:
     poster = WebhookPoster(
-        make_webhook_transport(allow_private=True, max_connections=2), secret=secret, concurrency=2, timeout=5
+        make_webhook_transport(allow_private=True, rules=LOOPBACK, max_connections=2),
+        secret=secret,
+        concurrency=2,
+        timeout=5,
     )
     try:
         [result] = poster.post_all([Outgoing(url=url, body=body, msg_id="dlv-1")])

@@ -828,3 +828,24 @@ def test_readyz_is_503_at_once_when_the_graph_is_unreachable(base_settings: Sett
         assert client.get("/healthz").status_code == 200
     finally:
         graph.close()
+
+
+def test_every_trpc_answer_says_no_store(api: TrpcClient, admin: dict[str, str]) -> None:
+    """Answers are one caller's data: no browser or shared cache may keep any of them, success or not."""
+    answers = {
+        "query": api.http.get("/trpc/campaigns.list", params={"input": "{}"}, headers=admin),
+        "batch": api.http.get(
+            "/trpc/campaigns.list,campaigns.get",
+            params={"batch": "1", "input": json.dumps({"0": {}, "1": {"campaignId": "none"}})},
+            headers=admin,
+        ),
+        "unauthorized": api.http.get("/trpc/campaigns.list", params={"input": "{}"}),
+        "unknown": api.http.get("/trpc/no.such"),
+        "wrong method": api.http.put("/trpc/campaigns.list"),
+        "parse error": api.http.get("/trpc/campaigns.list", params={"input": "{"}, headers=admin),
+        "head": api.http.head("/trpc/campaigns.list"),
+    }
+    assert answers["query"].status_code == 200 and answers["batch"].status_code == 207
+    for name, answer in answers.items():
+        assert answer.headers.get("cache-control") == "no-store", name
+    assert answers["wrong method"].headers["allow"]  # the 405's own header is kept

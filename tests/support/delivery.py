@@ -48,6 +48,8 @@ def delivery_settings(base: Settings, **overrides: Any) -> Settings:
     values: dict[str, Any] = {
         "notifications_webhook_secret": SecretStr(WEBHOOK_SECRET),
         "campaign_allow_private_webhooks": True,
+        # The receivers here are loopback servers: plain http on free ports, as in local development.
+        "campaign_local_development": True,
         "campaign_dispatch_delay_seconds": 0,
         "campaign_dispatch_page_size": 1000,
         "campaign_delivery_retry_seconds": 0,

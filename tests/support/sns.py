@@ -13,6 +13,7 @@ import json
 import ssl
 import tempfile
 import threading
+import time
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -114,15 +115,21 @@ def authority() -> SnsAuthority:
     return SnsAuthority(ca, signing_key, signing_cert, tls_key, tls_cert)
 
 
+def sns_timestamp(at: datetime | None = None) -> str:
+    """SNS's Timestamp format (``2026-03-01T12:00:00.000Z``) of ``at``, by default now."""
+    return (at or datetime.now(UTC)).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
+
+
 def notification(message: dict[str, Any] | str, *, topic: str = TOPIC_ARN, cert_url: str = CERT_URL,
-                 subject: str | None = None, message_id: str | None = None) -> dict[str, Any]:  # fmt: skip
-    """An unsigned SNS Notification envelope around an SES notification."""
+                 subject: str | None = None, message_id: str | None = None,
+                 timestamp: str | None = None) -> dict[str, Any]:  # fmt: skip
+    """An unsigned SNS Notification envelope around an SES notification, sent now unless ``timestamp``."""
     envelope: dict[str, Any] = {
         "Type": "Notification",
         "MessageId": message_id or str(uuid.uuid4()),
         "TopicArn": topic,
         "Message": message if isinstance(message, str) else json.dumps(message),
-        "Timestamp": "2026-03-01T12:00:00.000Z",
+        "Timestamp": timestamp or sns_timestamp(),
         "SigningCertURL": cert_url,
         "UnsubscribeURL": f"https://{SNS_HOST}/?Action=Unsubscribe&SubscriptionArn={topic}:sub",
     }
@@ -143,7 +150,7 @@ def subscription_confirmation(*, topic: str = TOPIC_ARN, subscribe_host: str = S
             "To confirm the subscription, visit the SubscribeURL included in this message."
         ),
         "SubscribeURL": f"https://{subscribe_host}/?Action=ConfirmSubscription&TopicArn={topic}&Token={token}",
-        "Timestamp": "2026-03-01T12:00:00.000Z",
+        "Timestamp": sns_timestamp(),
         "SigningCertURL": CERT_URL,
     }
 
@@ -222,6 +229,7 @@ class SnsHostStandin:
     port: int
     requests: list[str] = field(default_factory=list)
     certificate_served: bytes = b""
+    certificate_delay: float = 0.0  # seconds before each certificate answer: a slow SNS host
 
     def client(self, *, timeout: float = 2.0) -> SnsHttp:
         return SnsHttp(
@@ -249,7 +257,11 @@ def sns_host_standin() -> Iterator[SnsHostStandin]:
     class Handler(BaseHTTPRequestHandler):
         def do_GET(self) -> None:
             standin.requests.append(f"{self.headers.get('Host')}{self.path}")
+            if self.path.endswith("-missing.pem"):
+                self.send_error(404)
+                return
             if self.path.endswith(".pem"):
+                time.sleep(standin.certificate_delay)
                 body, kind = standin.certificate_served, "application/x-pem-file"
             elif "Action=ConfirmSubscription" in self.path:
                 body, kind = b"<ConfirmSubscriptionResponse/>", "text/xml"

@@ -11,8 +11,10 @@ from campaign_engine.api.app import create_app
 from campaign_engine.api.auth import ADMIN_SCOPE, TokenVerifier
 from campaign_engine.cli import main
 from campaign_engine.config import ConfigError, Settings
+from campaign_engine.delivery.wiring import start_worker_metrics
 
 GOOD = "x" * 40
+JWKS_CLAIMS = {"auth_jwt_audience": "campaign-engine", "auth_jwt_issuer": "https://id.example.org/"}
 
 
 def test_api_needs_a_real_jwt_secret() -> None:
@@ -20,7 +22,31 @@ def test_api_needs_a_real_jwt_secret() -> None:
         with pytest.raises(ConfigError, match="AUTH_JWT_SECRET"):
             Settings(auth_jwt_secret=secret, _env_file=None).require_api()
     Settings(auth_jwt_secret=GOOD, _env_file=None).require_api()
-    Settings(auth_jwks_url="https://id.example.org/jwks.json", _env_file=None).require_api()
+    Settings(auth_jwks_url="https://id.example.org/jwks.json", **JWKS_CLAIMS, _env_file=None).require_api()
+
+
+@pytest.mark.parametrize(
+    ("settings", "refused"),
+    [
+        ({"auth_jwt_issuer": "https://id.example.org/"}, "AUTH_JWT_AUDIENCE and AUTH_JWT_ISSUER"),
+        ({"auth_jwt_audience": "campaign-engine"}, "AUTH_JWT_AUDIENCE and AUTH_JWT_ISSUER"),
+        ({"auth_jwt_audience": " ", "auth_jwt_issuer": "https://id.example.org/"}, "AUTH_JWT_AUDIENCE"),
+        ({**JWKS_CLAIMS, "auth_jwks_url": "http://id.example.org/jwks.json"}, "must be an https"),
+        ({**JWKS_CLAIMS, "auth_jwks_url": "https:///jwks.json"}, "must be an https"),
+        ({**JWKS_CLAIMS, "auth_jwks_url": "file:///etc/jwks.json"}, "must be an https"),
+    ],
+)
+def test_jwks_mode_needs_audience_issuer_and_an_https_key_set(settings: dict[str, str], refused: str) -> None:
+    """Any token the identity provider issues for any of its applications verifies against its key set,
+    so only the audience and issuer make it ours; and whoever can alter the key set can sign."""
+    values = {"auth_jwks_url": "https://id.example.org/jwks.json", **settings}
+    with pytest.raises(ConfigError, match=refused):
+        Settings(**values, _env_file=None).require_api()  # type: ignore[arg-type]
+
+
+def test_a_plain_http_key_set_only_in_local_development() -> None:
+    values = {**JWKS_CLAIMS, "auth_jwks_url": "http://127.0.0.1:8080/jwks.json"}
+    Settings(**values, campaign_local_development=True, _env_file=None).require_api()  # type: ignore[arg-type]
 
 
 def test_unsubscribe_secret_is_checked() -> None:
@@ -34,7 +60,9 @@ def test_a_multiprocess_directory_only_in_settings_is_refused_at_start(
     """Named only in an env file, prometheus_client would not be in multiprocess mode and /metrics would
     sum files nobody writes: the API and the worker refuse to start instead."""
     directory = tmp_path / "prometheus"
-    settings = Settings(auth_jwt_secret=GOOD, prometheus_multiproc_dir=str(directory), _env_file=None)
+    settings = Settings(
+        auth_jwt_secret=GOOD, prometheus_multiproc_dir=str(directory), metrics_public=True, _env_file=None
+    )
     monkeypatch.delenv("PROMETHEUS_MULTIPROC_DIR", raising=False)
     with pytest.raises(ConfigError, match="PROMETHEUS_MULTIPROC_DIR must be set in the process environment"):
         settings.require_metrics()
@@ -45,7 +73,24 @@ def test_a_multiprocess_directory_only_in_settings_is_refused_at_start(
         settings.require_metrics()
     directory.mkdir()
     settings.require_metrics()
-    Settings(_env_file=None).require_metrics()  # unset: single-process mode, nothing to check
+    Settings(metrics_public=True, _env_file=None).require_metrics()  # unset: single-process mode
+
+
+def test_metrics_are_closed_without_a_token_outside_local_development(tmp_path: Path) -> None:
+    """/metrics (queue depths, counters) must not be open by accident: without METRICS_BEARER_TOKEN the
+    API and the metrics-serving worker refuse to start unless METRICS_PUBLIC or local development."""
+    closed = Settings(auth_jwt_secret=GOOD, _env_file=None)
+    with pytest.raises(ConfigError, match="METRICS_BEARER_TOKEN must be set"):
+        closed.require_metrics()
+    with pytest.raises(ConfigError, match="METRICS_BEARER_TOKEN"):
+        create_app(closed)
+    with pytest.raises(ConfigError, match="METRICS_BEARER_TOKEN"):
+        Settings(metrics_bearer_token="changeme", _env_file=None).require_metrics()
+    with pytest.raises(ConfigError, match="METRICS_BEARER_TOKEN"):
+        start_worker_metrics(closed.model_copy(update={"metrics_port": 9}), None, None)  # type: ignore[arg-type]
+    Settings(metrics_bearer_token="scrape-token-0123456789", _env_file=None).require_metrics()
+    Settings(metrics_public=True, _env_file=None).require_metrics()
+    Settings(campaign_local_development=True, _env_file=None).require_metrics()  # make dev
 
 
 def test_json_maps_are_validated_at_start(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -38,7 +38,7 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
-from campaign_engine.delivery.notify.egress import EgressBlocked, system_resolver
+from campaign_engine.delivery.notify.egress import DestinationRules, EgressBlocked, system_resolver
 from campaign_engine.delivery.notify.poster import WebhookPoster
 from campaign_engine.delivery.notify.sender import (
     Answered,
@@ -173,18 +173,28 @@ def _over(face: str, transport: AsyncSafeTransport, *, timeout: float) -> Face:
     return PostFace(transport, timeout=timeout) if face == "post" else SenderFace(transport, timeout=timeout)
 
 
-def _webhook_client(face: str, *, allow_private: bool, timeout: float, resolver: DictResolver) -> Face:
+# Local development's destination rules (http, any port): these tests' receivers are loopback servers.
+LOOPBACK = DestinationRules.of(local_development=True)
+
+
+def _webhook_client(
+    face: str,
+    *,
+    allow_private: bool,
+    timeout: float,
+    resolver: DictResolver,
+    rules: DestinationRules = LOOPBACK,
+) -> Face:
     """The production transport (``make_webhook_transport``) behind ``face``."""
-    return _over(
-        face, make_webhook_transport(allow_private=allow_private, resolver=resolver), timeout=timeout
-    )
+    transport = make_webhook_transport(allow_private=allow_private, rules=rules, resolver=resolver)
+    return _over(face, transport, timeout=timeout)
 
 
 def _transport_client(
     face: str, *, resolver: DictResolver, verify: ssl.SSLContext | bool = True, timeout: float = 2
 ) -> Face:
     """A transport built directly (allow_private, custom CA) behind ``face``."""
-    transport = AsyncSafeTransport(allow_private=True, resolver=resolver, verify=verify)
+    transport = AsyncSafeTransport(allow_private=True, rules=LOOPBACK, resolver=resolver, verify=verify)
     return _over(face, transport, timeout=timeout)
 
 
@@ -338,12 +348,35 @@ def test_credentials_in_url_are_refused_through_the_client(face: str) -> None:
 
 
 @pytest.mark.parametrize(
-    "address", ["169.254.169.254", "::ffff:127.0.0.1", "100.64.0.1", "224.0.0.1", "0.0.0.0"]
+    "address",
+    ["169.254.169.254", "fd00:ec2::254", "::ffff:127.0.0.1", "100.64.0.1", "224.0.0.1", "0.0.0.0"],
 )
 def test_allow_private_never_opens_metadata_or_special_ranges(address: str, face: str) -> None:
+    # fd00:ec2::254 is AWS's IPv6 metadata address, inside the ULA range the flag admits.
     client, _ = _client(face, {"hook.example": [address]}, allow_private=True)
     with client, blocked(face):
         client.post("http://hook.example/", json={})
+
+
+@pytest.mark.parametrize(
+    ("url", "extra_ports", "reason"),
+    [
+        ("http://hook.example/", (), "only https"),
+        ("https://hook.example:8443/", (), "port"),
+        ("https://hook.example:22/", (8443,), "port"),
+        ("https://hook.example:8443/", (8443,), "loopback"),  # past the rules, refused by the address
+        ("https://hook.example/", (), "loopback"),
+        ("https://hook.example:80/", (), "loopback"),
+    ],
+)
+def test_outside_local_development_only_https_to_allowed_ports(
+    url: str, extra_ports: tuple[int, ...], reason: str, face: str
+) -> None:
+    rules = DestinationRules.of(local_development=False, extra_ports=extra_ports)
+    resolver = DictResolver({"hook.example": ["127.0.0.1"]})
+    client = _webhook_client(face, allow_private=False, timeout=0.5, resolver=resolver, rules=rules)
+    with client, blocked(face, match=reason):
+        client.post(url, json={})
 
 
 def test_egress_errors_do_not_leak_the_url(face: str) -> None:
@@ -656,7 +689,9 @@ def test_timeout_is_passed_through_to_the_connection(face: str) -> None:
 
 def test_poster_bounds_concurrency_and_reuses_connections(inbox: _Server) -> None:
     resolver = DictResolver({"inbox.test": ["127.0.0.1"]})
-    transport = make_webhook_transport(allow_private=True, resolver=resolver, max_connections=4)
+    transport = make_webhook_transport(
+        allow_private=True, rules=LOOPBACK, resolver=resolver, max_connections=4
+    )
     poster = WebhookPoster(transport, secret=SECRET, concurrency=4, timeout=2)
     try:
         items = [Outgoing(url=_url(inbox, f"/p{i}"), body=b"{}", msg_id=f"d-{i}") for i in range(40)]
@@ -676,7 +711,7 @@ def test_poster_bounds_concurrency_and_reuses_connections(inbox: _Server) -> Non
 
 def test_poster_answers_one_result_per_item_in_order_failures_as_values(inbox: _Server) -> None:
     resolver = DictResolver({"inbox.test": ["127.0.0.1"], "hook.example": ["169.254.169.254"]})
-    transport = make_webhook_transport(allow_private=True, resolver=resolver)
+    transport = make_webhook_transport(allow_private=True, rules=LOOPBACK, resolver=resolver)
     poster = WebhookPoster(transport, secret=SECRET, concurrency=2, timeout=0.5)
     try:
         results = poster.post_all(
@@ -837,7 +872,7 @@ def test_stuck_names_starve_neither_other_posts_nor_the_default_executor(inbox: 
     resolver = StuckResolver({"inbox.test": ["127.0.0.1"]}, stuck=stuck)
     urls = [f"http://{name}/" for name in sorted(stuck) for _ in range(10)]
     urls += [_url(inbox, f"/live-{i}") for i in range(4)]
-    transport = make_webhook_transport(allow_private=True, resolver=resolver)
+    transport = make_webhook_transport(allow_private=True, rules=LOOPBACK, resolver=resolver)
     try:
         if face == "post":
             outcomes: list[object] = list(_post_concurrently_probing_the_default_executor(transport, urls))
@@ -916,7 +951,9 @@ def test_idle_connections_stay_bounded_across_many_hosts(inbox: _Server, face: s
     """Sixty destinations in turn, each leaving a kept-alive connection: at most ``max_connections`` of
     them stay open in total (ours and the server's ends of the sockets), the oldest closed first."""
     hosts = {f"h{i}.test": ["127.0.0.1"] for i in range(60)}
-    transport = make_webhook_transport(allow_private=True, resolver=DictResolver(hosts), max_connections=4)
+    transport = make_webhook_transport(
+        allow_private=True, rules=LOOPBACK, resolver=DictResolver(hosts), max_connections=4
+    )
     with _over(face, transport, timeout=2) as client:
         fds_before = _open_fds()
         for host in hosts:
@@ -933,7 +970,9 @@ def test_idle_connections_are_closed_at_keepalive_expiry_without_further_posts(
     inbox: _Server, face: str
 ) -> None:
     hosts = {f"h{i}.test": ["127.0.0.1"] for i in range(3)}
-    transport = AsyncSafeTransport(allow_private=True, resolver=DictResolver(hosts), keepalive_expiry=0.5)
+    transport = AsyncSafeTransport(
+        allow_private=True, rules=LOOPBACK, resolver=DictResolver(hosts), keepalive_expiry=0.5
+    )
     with _over(face, transport, timeout=2) as client:
         fds_before = _open_fds()
         for host in hosts:

@@ -10,7 +10,9 @@ from campaign_engine.api.access import Access
 from campaign_engine.api.context import Context
 from campaign_engine.api.trpc import ProcedureRouter
 from campaign_engine.campaigns import profiles
-from campaign_engine.domain.errors import NotFound
+from campaign_engine.delivery.notify.egress import EgressBlocked
+from campaign_engine.delivery.wiring import egress_rules
+from campaign_engine.domain.errors import BadRequest, NotFound
 from campaign_engine.domain.profile import ProfileOut, ProfileUpsert, UpsertResult
 
 __all__ = ["ACCESS", "router"]
@@ -40,6 +42,13 @@ def upsert(ctx: Context, data: ProfileUpsert) -> UpsertResult:
     platform credentials only).
 
     A row changes only the fields it names: an omitted field keeps its value, an explicit null clears it."""
+    rules = egress_rules(ctx.services.settings)
+    for index, row in enumerate(data.profiles):
+        if row.notifications_webhook:  # refused here, not first found out at every POST to it
+            try:
+                rules.check(row.notifications_webhook)
+            except EgressBlocked as exc:
+                raise BadRequest(f"profiles.{index}.notificationsWebhook: {exc.reason}") from None
     platform = ctx.admin().is_admin
     return profiles.upsert_profiles(
         ctx.services.graph, data, tenant_id=ctx.tenant_id, platform=platform, audit=ctx.audit()

@@ -5,11 +5,16 @@ path) until its credentials or topics are configured. Answers follow what the pr
 once applied, ignored or already applied (a retry); 4xx for what retrying cannot fix (bad credentials,
 a body we cannot read, a signature we do not believe); 503 when the graph or the SNS host is unreachable,
 so the provider tries again. Addresses, credentials and bodies never reach a log or an answer.
+
+The SES endpoint is anonymous, so its signing certificates come through ``CertificateCache``: verifying
+runs on the event loop and a certificate fetch on the cache's few threads, never in the thread pool the
+synchronous tRPC procedures share (a burst of envelopes naming new certificate URLs cannot stall them).
 """
 
 from __future__ import annotations
 
 import logging
+from datetime import timedelta
 from typing import Any
 
 from fastapi import APIRouter, Request
@@ -26,6 +31,7 @@ from campaign_engine.feedback.events import Feedback, MalformedFeedback
 from campaign_engine.feedback.postmark import basic_auth_matches, parse_postmark
 from campaign_engine.feedback.ses import parse_ses
 from campaign_engine.feedback.sns import SignatureInvalid, SnsMessage, SnsVerifier, sns_host_url
+from campaign_engine.feedback.sns_certs import CertificateCache
 from campaign_engine.feedback.sns_http import SnsFetchFailed, SnsHttp
 from campaign_engine.feedback.store import FeedbackStore
 from campaign_engine.graph.graph import Graph
@@ -83,7 +89,10 @@ def webhooks_router(
     )
     http = sns_http if sns_http is not None else SnsHttp(timeout=settings.campaign_webhook_timeout_seconds)
     verifier = SnsVerifier(
-        topic_arns=config.ses_topic_arns, fetch_certificate=http.fetch_certificate, clock=clock
+        topic_arns=config.ses_topic_arns,
+        certificates=CertificateCache(http.fetch_certificate, clock=clock),
+        clock=clock,
+        max_age=timedelta(seconds=settings.campaign_sns_max_age_seconds),
     )
     router = APIRouter(prefix="/webhooks", include_in_schema=False)
 
@@ -127,7 +136,7 @@ def webhooks_router(
         if not config.ses_topic_arns:
             return _answer(404, detail="Not Found")
         try:
-            message = await run_in_threadpool(verifier.verify, await _json_body(request))
+            message = await verifier.verify(await _json_body(request))
             if message.type == "SubscriptionConfirmation":
                 await run_in_threadpool(_confirm, http, message)
                 log.info("feedback.ses.subscription_confirmed")

@@ -15,7 +15,11 @@ actually dialled.
   share one resolution; the transport also bounds how long an attempt waits for it).
 - ``allow_private`` (``CAMPAIGN_ALLOW_PRIVATE_WEBHOOKS``, development only) admits loopback, RFC 1918
   and IPv6 ULA destinations. Nothing else can opt out: link-local (cloud metadata), multicast, reserved
-  and translation ranges stay blocked whatever the flag says.
+  and translation ranges stay blocked whatever the flag says, and so do the metadata addresses inside
+  the ranges it admits (AWS's IPv6 ``fd00:ec2::254`` sits in ULA ``fc00::/7``).
+- Destination rules (``DestinationRules``): outside local development only ``https``, and only to ports
+  443 and 80 plus those ``CAMPAIGN_EGRESS_PORTS`` lists; ``CAMPAIGN_LOCAL_DEVELOPMENT`` admits ``http``
+  and any port (``make dev``'s inbox on 8025, test receivers on free ports).
 
 Errors are our own: ``EgressBlocked`` is a final policy verdict, ``ResolutionFailed`` a retryable DNS
 failure (fail closed, but not a verdict). Neither message includes the URL or host, because webhook
@@ -26,12 +30,16 @@ from __future__ import annotations
 
 import ipaddress
 import socket
+from collections.abc import Iterable
+from dataclasses import dataclass
 from typing import Protocol
 
 import httpx
 
 __all__ = [
+    "DEFAULT_PORTS",
     "AddressPolicy",
+    "DestinationRules",
     "EgressBlocked",
     "IPAddress",
     "ResolutionFailed",
@@ -105,10 +113,18 @@ _DEV_PRIVATE = tuple(
     ipaddress.ip_network(net)
     for net in ("127.0.0.0/8", "10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16", "::1/128", "fc00::/7")
 )
+# Instance metadata services, blocked whatever ``allow_private`` says: AWS, GCP and Azure answer on
+# 169.254.169.254 (link-local, never admitted anyway), AWS also on fd00:ec2::254 (inside ULA), Alibaba on
+# 100.100.100.200 (carrier-grade NAT, never admitted either). Checked first so no range rule can admit one.
+_METADATA = frozenset(
+    ipaddress.ip_address(a) for a in ("169.254.169.254", "fd00:ec2::254", "100.100.100.200", "169.254.170.2")
+)
 
 
 def blocked_reason(address: IPAddress, *, allow_private: bool) -> str | None:
     """Why a connection to ``address`` is refused, or ``None`` when it is allowed."""
+    if address in _METADATA:
+        return "a cloud metadata address"
     if allow_private and any(address in net for net in _DEV_PRIVATE):
         return None
     if isinstance(address, ipaddress.IPv4Address):
@@ -183,3 +199,34 @@ def checked_url(url: str) -> httpx.URL:
     if not parsed.host:
         raise EgressBlocked("the URL has no host")
     return parsed
+
+
+DEFAULT_PORTS = frozenset({443, 80})
+
+
+@dataclass(frozen=True)
+class DestinationRules:
+    """Which schemes and ports a receiver URL may name; strict unless built for local development."""
+
+    allow_http: bool = False
+    ports: frozenset[int] | None = DEFAULT_PORTS  # None: any port
+
+    @classmethod
+    def of(cls, *, local_development: bool, extra_ports: Iterable[int] = ()) -> DestinationRules:
+        """``CAMPAIGN_LOCAL_DEVELOPMENT`` and ``CAMPAIGN_EGRESS_PORTS``: local runs reach loopback
+        receivers over http on any port; elsewhere https to 443, 80 or a listed port."""
+        if local_development:
+            return cls(allow_http=True, ports=None)
+        return cls(allow_http=False, ports=DEFAULT_PORTS | frozenset(extra_ports))
+
+    def check(self, url: str) -> httpx.URL:
+        """``url`` parsed after ``checked_url`` and these rules; raises ``EgressBlocked`` (final)."""
+        parsed = checked_url(url)
+        self.check_destination(parsed.scheme, parsed.port or (443 if parsed.scheme == "https" else 80))
+        return parsed
+
+    def check_destination(self, scheme: str, port: int) -> None:
+        if scheme != "https" and not self.allow_http:
+            raise EgressBlocked("only https receivers are allowed outside local development")
+        if self.ports is not None and port not in self.ports:
+            raise EgressBlocked("the receiver's port is not one egress allows (CAMPAIGN_EGRESS_PORTS)")

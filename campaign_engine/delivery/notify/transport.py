@@ -40,6 +40,7 @@ import httpx
 
 from campaign_engine.delivery.notify.egress import (
     AddressPolicy,
+    DestinationRules,
     ResolutionFailed,
     Resolver,
     checked_url,
@@ -76,6 +77,7 @@ class AsyncSafeTransport:
         self,
         *,
         allow_private: bool = False,
+        rules: DestinationRules = DestinationRules(),  # noqa: B008 - frozen, strict: https to 443/80
         resolver: Resolver | None = None,
         verify: ssl.SSLContext | bool = True,
         max_idle_connections: int = 64,
@@ -85,6 +87,7 @@ class AsyncSafeTransport:
     ) -> None:
         self._ssl_context = httpx.create_ssl_context(verify=verify, trust_env=False)
         self._policy = AddressPolicy(resolver=resolver or system_resolver, allow_private=allow_private)
+        self._rules = rules
         self._max_response_bytes = max_response_bytes
         self._idle = IdlePool(max_idle=max_idle_connections, expiry=keepalive_expiry)
         self._open: set[Http1Connection] = set()  # every connection not yet lost, idle or not
@@ -108,6 +111,7 @@ class AsyncSafeTransport:
         ``httpx.TransportError`` (a name that does not resolve in time is a ``ConnectError``).
         """
         key, prefix = _target(url)
+        self._rules.check_destination(key[0], key[2])
         lines = [prefix]
         for name, value in headers:
             encoded_name, encoded_value = name.encode("latin-1"), value.encode("latin-1")
@@ -258,6 +262,7 @@ def _target(url: str) -> tuple[_Key, bytes]:
 def make_webhook_transport(
     *,
     allow_private: bool,
+    rules: DestinationRules,
     resolver: Resolver | None = None,
     max_connections: int = 64,
 ) -> AsyncSafeTransport:
@@ -265,5 +270,5 @@ def make_webhook_transport(
     across all destinations) should match the poster's concurrency, so every POST in flight can keep its
     connection alive; open sockets then stay under twice that however many hosts there are."""
     return AsyncSafeTransport(
-        allow_private=allow_private, resolver=resolver, max_idle_connections=max_connections
+        allow_private=allow_private, rules=rules, resolver=resolver, max_idle_connections=max_connections
     )
