@@ -80,6 +80,15 @@ class ScriptedHandler:
         return self.data_reply
 
 
+_OPEN: list[SmtpProvider] = []
+
+
+def _close_providers() -> None:
+    """Sessions outlive a batch (issue 23): QUIT them before the test's server stops."""
+    while _OPEN:
+        _OPEN.pop().close()
+
+
 @dataclass
 class SmtpServer:
     handler: ScriptedHandler
@@ -95,6 +104,7 @@ def smtp_server() -> Iterator[SmtpServer]:
     try:
         yield SmtpServer(handler, controller.port)
     finally:
+        _close_providers()
         controller.stop()
 
 
@@ -152,6 +162,7 @@ def tls_smtp_server(tmp_path: Path) -> Iterator[SmtpServer]:
     try:
         yield SmtpServer(handler, controller.port, ca_file=cert_file)
     finally:
+        _close_providers()
         controller.stop()
 
 
@@ -159,7 +170,9 @@ def provider_for(server: SmtpServer, **kwargs: Any) -> SmtpProvider:
     options: dict[str, Any] = {"timeout": 5.0, **kwargs}
     if server.ca_file is not None:
         options.setdefault("ssl_context", ssl.create_default_context(cafile=str(server.ca_file)))
-    return SmtpProvider(host="127.0.0.1", port=server.port, sender=SENDER, **options)
+    provider = SmtpProvider(host="127.0.0.1", port=server.port, sender=SENDER, **options)
+    _OPEN.append(provider)
+    return provider
 
 
 def outgoing(n: int, *, to: str | None = None, **overrides: Any) -> OutgoingEmail:
