@@ -48,6 +48,14 @@ class ScriptedHandler:
     drop_after_data: bool = False
     hang_after_data: float = 0.0
     received: list[Received] = field(default_factory=list)
+    pipelining: bool = False
+
+    async def handle_EHLO(
+        self, server: Any, session: Any, envelope: Any, hostname: str, responses: list[str]
+    ) -> list[str]:
+        session.host_name = hostname
+        # aiosmtpd answers commands in order from its input buffer, so it can honestly offer RFC 2920.
+        return [*responses[:-1], "250-PIPELINING", responses[-1]] if self.pipelining else responses
 
     async def handle_MAIL(self, server: Any, session: Any, envelope: Any, address: str, options: Any) -> str:
         if self.mail_reply is not None:
@@ -96,9 +104,10 @@ class SmtpServer:
     ca_file: Path | None = None
 
 
-@pytest.fixture
-def smtp_server() -> Iterator[SmtpServer]:
-    handler = ScriptedHandler()
+@pytest.fixture(params=[False, True], ids=["lock-step", "pipelining"])
+def smtp_server(request: pytest.FixtureRequest) -> Iterator[SmtpServer]:
+    """Every scenario runs against a relay without PIPELINING and one that offers it (issue 23)."""
+    handler = ScriptedHandler(pipelining=request.param)
     controller = Controller(handler, hostname="127.0.0.1", port=free_port())
     controller.start()
     try:
