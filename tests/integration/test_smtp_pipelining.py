@@ -137,6 +137,18 @@ def test_sessions_are_reused_across_batches(sink: SmtpSink, providers: list[Smtp
     assert sink.state.connections == 1
 
 
+def test_a_session_the_relay_dropped_while_idle_is_replaced_without_losing_the_page(
+    sink: SmtpSink, providers: list[SmtpProvider]
+) -> None:
+    sender = provider(sink, providers, max_connections=1)
+    sender.send_batch([message(0)])
+    sink.state.hang_up_reused = True
+    results = sender.send_batch([message(n) for n in range(1, 4)])
+    assert {r.outcome for r in results} == {"accepted"}
+    assert sink.state.connections == 2
+    assert sorted(sink.state.received) == [f"user{n}@rcpt.test" for n in range(4)]
+
+
 def test_a_session_carries_at_most_its_message_limit(sink: SmtpSink, providers: list[SmtpProvider]) -> None:
     sender = provider(sink, providers, max_connections=1, max_messages_per_connection=3)
     results = sender.send_batch([message(n) for n in range(10)])

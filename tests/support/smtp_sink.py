@@ -30,6 +30,9 @@ class SinkState:
     cuts: dict[str, Cut] = field(default_factory=dict)
     """recipient -> where its transaction's connection is cut (once; the next attempt goes through)."""
     rcpt_replies: dict[str, bytes] = field(default_factory=dict)
+    hang_up_reused: bool = False
+    """Drop, once, a session that already stored a message when its next MAIL arrives (unanswered):
+    a relay that timed the idle session out without the client noticing."""
     record: bool = True
     """Keep every message's recipient (tests); the bench only counts."""
     received: list[str] = field(default_factory=list)
@@ -46,6 +49,7 @@ class _Session(asyncio.Protocol):
         self._buffer = bytearray()
         self._in_data = False
         self._rcpts: list[str] = []
+        self._stored = 0
         self._transport: asyncio.Transport | None = None
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
@@ -84,6 +88,11 @@ class _Session(asyncio.Protocol):
             features += [b"250-SMTPUTF8"] if state.smtputf8 else []
             out.append(b"\r\n".join([*features, b"250 SIZE 10240000"]) + b"\r\n")
         elif verb == b"MAIL":
+            if state.hang_up_reused and self._stored:
+                state.hang_up_reused = False
+                out.clear()
+                self._close()
+                return
             self._rcpts = []
             out.append(b"250 2.1.0 Ok\r\n")
         elif verb == b"RCPT":
@@ -123,6 +132,7 @@ class _Session(asyncio.Protocol):
         self._in_data = False
         state = self._state
         state.count += len(self._rcpts)
+        self._stored += 1
         if state.record:
             state.received.extend(self._rcpts)
         if any(self._cut(a, "dot", out) for a in self._rcpts):

@@ -85,6 +85,7 @@ _SAFE_ADDRESS = re.compile(r"^[^\s\x00-\x1f\x7f<>()\[\],;:\"\\@]+@[A-Za-z0-9.-]+
 _UTF8_POLICY = SMTP_POLICY.clone(utf8=True)
 # Fewer messages than this per connection would spend more on opening sessions than pipelining saves.
 _MIN_RUN = 32
+_NONE = SendResult("", "uncertain")
 
 
 class SmtpProvider:
@@ -206,7 +207,7 @@ class SmtpProvider:
                     results[envelope.key] = SendResult(envelope.key, "throttled", reason=reason)
                 return
             run = chunk[position : position + pool.room(session)]
-            alive = False
+            reused, alive = session.messages > 0, False
             try:
                 alive = await session.send_run(run, results)
             except Exception as exc:  # a bug with messages in hand: they may have gone out
@@ -218,6 +219,13 @@ class SmtpProvider:
                         )
             finally:
                 pool.release(session, reusable=alive)
+            if not alive and reused and session.answered == 0:
+                # An idle session the relay had dropped unnoticed: nothing was answered, so no text
+                # went out; the run starts again on another session (a new one is never retried).
+                for envelope in run:
+                    if results.get(envelope.key, _NONE).outcome == "throttled":
+                        del results[envelope.key]
+                continue
             position += len(run)
             if not alive:
                 log.warning("smtp.connection_lost", extra={"count": len(chunk) - position})

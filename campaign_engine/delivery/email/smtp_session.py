@@ -87,6 +87,8 @@ class SmtpSession:
         """Messages whose MAIL went out on this connection (the per-connection limit counts these)."""
         self.last_used = time.monotonic()
         self._rset = False  # a refused envelope left a transaction open: RSET before the next MAIL
+        self.answered = 0
+        """Replies read during the last ``send_run``: none means no message text was written."""
 
     @property
     def pipelining(self) -> bool:
@@ -195,6 +197,7 @@ class SmtpSession:
         (``not_sent``). Raises nothing but bugs; a bug leaves results missing for the caller to judge.
         """
         pending: Envelope | None = None  # its text is written, its final reply not yet read
+        self.answered = 0
         for envelope in envelopes:
             if envelope.utf8 and not self.smtputf8:
                 results[envelope.key] = SendResult(envelope.key, "rejected", reason="smtputf8_not_offered")
@@ -282,6 +285,7 @@ class SmtpSession:
             code, _ = await self._reply()
         except (OSError, ValueError, smtplib.SMTPException) as exc:
             raise _Lost(f"{'after_data' if step == 'dot' else step}:{error_name(exc)}") from exc
+        self.answered += 1
         return code
 
     async def _write(self, data: bytes, step: _Step) -> None:
