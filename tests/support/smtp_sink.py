@@ -14,7 +14,7 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Literal, cast
 
 __all__ = ["Cut", "SinkState", "SmtpSink", "running_sink"]
 
@@ -53,10 +53,9 @@ class _Session(asyncio.Protocol):
         self._transport: asyncio.Transport | None = None
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        assert isinstance(transport, asyncio.Transport)
-        self._transport = transport
+        self._transport = cast(asyncio.Transport, transport)  # uvloop's is not an asyncio.Transport subclass
         self._state.connections += 1
-        transport.write(b"220 sink.test ESMTP\r\n")
+        self._transport.write(b"220 sink.test ESMTP\r\n")
 
     def data_received(self, data: bytes) -> None:
         self._buffer += data

@@ -32,14 +32,11 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import re
 import socket
 import ssl
 import threading
 from collections.abc import Coroutine, Sequence
 from dataclasses import replace
-from email.message import EmailMessage
-from email.policy import SMTP
 from email.utils import formatdate, make_msgid, parseaddr
 from typing import Any, TypeVar
 
@@ -48,6 +45,7 @@ from campaign_engine.delivery.email.provider import (
     ProviderConfigError,
     SendResult,
 )
+from campaign_engine.delivery.email.smtp_message import SAFE_ADDRESS, PageAssembler
 from campaign_engine.delivery.email.smtp_pool import SessionPool
 from campaign_engine.delivery.email.smtp_session import (
     Envelope,
@@ -57,32 +55,12 @@ from campaign_engine.delivery.email.smtp_session import (
     error_name,
 )
 
-# RFC 5322 allows 998-character lines. The default 78 makes the email package fold a long unsubscribe
-# URL into an RFC 2047 encoded word, which mail clients do not parse as List-Unsubscribe.
-SMTP_POLICY = SMTP.clone(max_line_length=998)
-
 __all__ = ["SmtpProvider"]
 
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
-# Headers we set ourselves; a caller's header of the same name would make an ambiguous message.
-_MANAGED_HEADERS = frozenset(
-    {
-        "from",
-        "to",
-        "subject",
-        "date",
-        "message-id",
-        "mime-version",
-        "content-type",
-        "content-transfer-encoding",
-    }
-)
-_SAFE_ADDRESS = re.compile(r"^[^\s\x00-\x1f\x7f<>()\[\],;:\"\\@]+@[A-Za-z0-9.-]+$")
-# RFC 6531 lets the headers of an SMTPUTF8 message carry raw UTF-8.
-_UTF8_POLICY = SMTP_POLICY.clone(utf8=True)
 # Fewer messages than this per connection would spend more on opening sessions than pipelining saves.
 _MIN_RUN = 32
 _NONE = SendResult("", "uncertain")
@@ -113,7 +91,7 @@ class SmtpProvider:
         idle_seconds: float = 10.0,
     ) -> None:
         envelope_from = parseaddr(sender)[1]
-        if not (envelope_from.isascii() and _SAFE_ADDRESS.match(envelope_from)):
+        if not (envelope_from.isascii() and SAFE_ADDRESS.match(envelope_from)):
             raise ProviderConfigError("EMAIL_FROM must be a plain ASCII email address")
         self._sender = sender
         self._sender_domain = envelope_from.rsplit("@", 1)[1]
@@ -146,13 +124,16 @@ class SmtpProvider:
             return []
         results: dict[str, SendResult] = {}
         envelopes: list[Envelope] = []
+        assembler = PageAssembler(sender=self._sender)  # the page's common bytes, built once
+        date = formatdate(localtime=False)
         for message in messages:
+            message_id = make_msgid(domain=self._sender_domain)
             try:
-                data, message_id = self._build(message)
+                text = assembler.build(message, message_id=message_id, date=date)
             except Exception:  # nothing was sent for it: a refusal of this message alone
                 results[message.key] = SendResult(message.key, "rejected", reason="invalid_message")
                 continue
-            envelopes.append(Envelope(message.key, message.to, _dot_stuffed(data), message_id))
+            envelopes.append(Envelope(message.key, message.to, text, message_id))
         reason = "not_sent"
         if envelopes:
             try:
@@ -254,35 +235,6 @@ class SmtpProvider:
                 self._thread.start()
                 self._loop = loop
             return self._loop
-
-    # --- messages ---------------------------------------------------------------------------------
-
-    def _build(self, message: OutgoingEmail) -> tuple[bytes, str]:
-        if not _SAFE_ADDRESS.match(message.to):
-            raise ValueError("recipient is not a plain address")
-        mime = EmailMessage(policy=SMTP_POLICY if message.to.isascii() else _UTF8_POLICY)
-        message_id = make_msgid(domain=self._sender_domain)
-        mime["From"] = self._sender
-        mime["To"] = message.to
-        mime["Subject"] = message.subject
-        mime["Date"] = formatdate(localtime=False)
-        mime["Message-ID"] = message_id
-        for name, value in message.headers.items():
-            if name.lower() in _MANAGED_HEADERS:
-                raise ValueError(f"header {name} is set by the provider")
-            mime[name] = value  # the policy refuses CR/LF in values: no header injection
-        mime.set_content(message.text)
-        mime.add_alternative(message.html, subtype="html")
-        return mime.as_bytes(), message_id
-
-
-def _dot_stuffed(data: bytes) -> bytes:
-    """RFC 5321 transparency: double leading dots, CRLF line ends, then the terminating dot."""
-    data = re.sub(rb"(?:\r\n|\n|\r(?!\n))", b"\r\n", data)
-    data = re.sub(rb"(?m)^\.", b"..", data)
-    if not data.endswith(b"\r\n"):
-        data += b"\r\n"
-    return data + b".\r\n"
 
 
 def _new_event_loop() -> asyncio.AbstractEventLoop:
