@@ -15,44 +15,15 @@ provider and its loop thread), per 1,000 messages; the median run is the RESULT.
 from __future__ import annotations
 
 import argparse
-import asyncio
-import multiprocessing
 import statistics
 import time
-from multiprocessing.connection import Connection
 
+from bench._smtp_sink import sink_process
 from campaign_engine.delivery.email.compose import compose_email, email_content_for
 from campaign_engine.delivery.email.provider import OutgoingEmail
 from campaign_engine.delivery.email.smtp import SmtpProvider
 from campaign_engine.domain.campaign import CampaignPublic
 from campaign_engine.unsubscribe.tokens import UnsubscribeTokens
-from tests.support.smtp_sink import SinkState, SmtpSink
-
-
-def _serve(conn: Connection, pipelining: bool) -> None:
-    import uvloop
-
-    state = SinkState(pipelining=pipelining)
-    sink = SmtpSink(state)
-
-    async def main() -> None:
-        server = await sink.start()
-        conn.send(sink.port)
-        loop = asyncio.get_running_loop()
-        while True:
-            command = await loop.run_in_executor(None, conn.recv)
-            if command == "stats":
-                conn.send((state.count, len(set(state.received)), time.process_time()))
-            elif command == "reset":
-                state.received.clear()
-                state.count = 0
-                conn.send(None)
-            else:
-                await sink.stop(server)
-                conn.send(None)
-                return
-
-    uvloop.run(main())
 
 
 def _campaign() -> CampaignPublic:
@@ -103,48 +74,37 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--no-pipelining", action="store_true")
     args = parser.parse_args()
-    ctx = multiprocessing.get_context("spawn")
-    parent, child = ctx.Pipe()
-    process = ctx.Process(target=_serve, args=(child, not args.no_pipelining), daemon=True)
-    process.start()
-    port = parent.recv()
-    provider = SmtpProvider(
-        host="127.0.0.1",
-        port=port,
-        sender="Bench <bench@example.org>",
-        starttls="off",
-        max_connections=args.connections,
-    )
     rates: list[float] = []
     cpus: list[float] = []
-    try:
-        provider.send_batch(pages(200, 200, -1)[0])  # warm: sessions open, code paths hot
-        for run in range(args.runs):
-            todo = pages(args.messages, args.page_size, run)
-            parent.send("reset")
-            parent.recv()
-            parent.send("stats")
-            _, _, sink_cpu0 = parent.recv()
-            cpu0, wall0 = time.process_time(), time.perf_counter()
-            outcomes = [r.outcome for page in todo for r in provider.send_batch(page)]
-            wall, cpu = time.perf_counter() - wall0, time.process_time() - cpu0
-            parent.send("stats")
-            count, distinct, sink_cpu1 = parent.recv()
-            accepted = outcomes.count("accepted")
-            assert accepted == count == distinct == args.messages, (accepted, count, distinct)
-            rate = args.messages / wall
-            rates.append(rate)
-            cpus.append(cpu / args.messages * 1000)
-            sink_cores = (sink_cpu1 - sink_cpu0) / wall
-            print(
-                f"run {run + 1}: {rate:,.0f} msgs/s, provider cpu {cpu / wall:.2f} cores,"
-                f" {cpu / args.messages * 1000:.3f} core-s/1000, sink cpu {sink_cores:.2f} cores"
-            )
-    finally:
-        provider.close()
-        parent.send("stop")
-        parent.recv()
-        process.join(timeout=10)
+    with sink_process(pipelining=not args.no_pipelining) as sink:
+        provider = SmtpProvider(
+            host="127.0.0.1",
+            port=sink.port,
+            sender="Bench <bench@example.org>",
+            starttls="off",
+            max_connections=args.connections,
+        )
+        try:
+            provider.send_batch(pages(200, 200, -1)[0])  # warm: sessions open, code paths hot
+            for run in range(args.runs):
+                todo = pages(args.messages, args.page_size, run)
+                sink.reset()
+                sink_cpu = sink.cpu_seconds()
+                cpu0, wall0 = time.process_time(), time.perf_counter()
+                outcomes = [r.outcome for page in todo for r in provider.send_batch(page)]
+                wall, cpu = time.perf_counter() - wall0, time.process_time() - cpu0
+                sink_cores = (sink.cpu_seconds() - sink_cpu) / wall
+                stored = sink.addresses()
+                accepted = outcomes.count("accepted")
+                assert accepted == len(stored) == len(set(stored)) == args.messages, (accepted, len(stored))
+                rates.append(args.messages / wall)
+                cpus.append(cpu / args.messages * 1000)
+                print(
+                    f"run {run + 1}: {rates[-1]:,.0f} msgs/s, provider cpu {cpu / wall:.2f} cores,"
+                    f" {cpus[-1]:.3f} core-s/1000, sink cpu {sink_cores:.2f} cores"
+                )
+        finally:
+            provider.close()
     print(
         f"RESULT msgs_per_s={statistics.median(rates):.0f}"
         f" cpu_core_s_per_1000={statistics.median(cpus):.3f}"

@@ -125,45 +125,40 @@ class _Fills:
 
 
 class _Template:
-    """One page message cut at its placeholders: literal byte pieces and, between them, slot names."""
+    """One page message cut at its placeholders: literal byte pieces and, between them, slot indexes
+    into a message's values (To, Date, Message-ID, text fill, html fill, then each header value)."""
 
     def __init__(self, data: bytes, header_count: int) -> None:
         self.verified = False
         """Set once a splice equalled the reference build of the same message."""
-        names = {_TO: "to", _DATE: "date", _ID: "message_id"}
-        names |= {_header_placeholder(i): f"h{i}" for i in range(header_count)}
-        names |= {_text_placeholder(): "text", _html_placeholder(): "html"}
-        pattern = re.compile("|".join(re.escape(p) for p in names).encode())
+        placeholders = [_TO, _DATE, _ID, _text_placeholder(), _html_placeholder()]
+        placeholders += [_header_placeholder(i) for i in range(header_count)]
+        index = {p.encode(): i for i, p in enumerate(placeholders)}
+        pattern = re.compile(b"|".join(re.escape(p) for p in index))
         self.pieces: list[bytes] = []
-        self.slots: list[str] = []
-        # Per slot line: (length without its slots, slot names on it), to keep every line <= 998.
-        self.lines: list[tuple[int, list[str]]] = []
+        self.slots: list[int] = []
+        # Per line with slots: (its length without them, their indexes), to keep every line in bounds.
+        self.lines: list[tuple[int, list[int]]] = []
         start = 0
         for match in pattern.finditer(data):
             self.pieces.append(data[start : match.start()])
-            self.slots.append(names[match.group().decode()])
+            self.slots.append(index[match.group()])
             start = match.end()
         self.pieces.append(data[start:])
         for line in data.split(b"\r\n"):
-            found = [names[m.group().decode()] for m in pattern.finditer(line)]
+            found = [index[m.group()] for m in pattern.finditer(line)]
             if found:
                 self.lines.append((len(pattern.sub(b"", line)), found))
 
     def render(self, fills: _Fills) -> bytes | None:
-        values = {
-            "to": fills.to,
-            "date": fills.date,
-            "message_id": fills.message_id,
-            "text": fills.text,
-            "html": fills.html,
-        }
-        values |= {f"h{i}": v for i, v in enumerate(fills.headers)}
+        fixed = (fills.to, fills.date, fills.message_id, fills.text, fills.html)
+        values = [value.encode() for value in (*fixed, *fills.headers)]
         for base, found in self.lines:
-            if base + sum(len(values[name].encode()) for name in found) > _MAX_LINE:
+            if base + sum(len(values[i]) for i in found) > _MAX_LINE:
                 return None
         out = [self.pieces[0]]
-        for name, piece in zip(self.slots, self.pieces[1:], strict=True):
-            out.append(values[name].encode())
+        for slot, piece in zip(self.slots, self.pieces[1:], strict=True):
+            out.append(values[slot])
             out.append(piece)
         return b"".join(out)
 
