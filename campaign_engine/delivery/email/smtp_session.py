@@ -87,6 +87,7 @@ class SmtpSession:
         """Messages whose MAIL went out on this connection (the per-connection limit counts these)."""
         self.last_used = time.monotonic()
         self._rset = False  # a refused envelope left a transaction open: RSET before the next MAIL
+        self._step: _Step = "mail"  # what the current group waits on
         self.answered = 0
         """Replies read during the last ``send_run``: none means no message text was written."""
 
@@ -240,7 +241,22 @@ class SmtpSession:
         envelope: Envelope | None,
         results: dict[str, SendResult],
     ) -> tuple[Envelope | None, bool]:
-        """One group's writes and replies. Returns (the message whose text is now pending, RSET needed)."""
+        """One group's writes and replies, under one timeout. Returns (the message whose text is now
+        pending, RSET needed)."""
+        self._step = group[0][0]
+        try:
+            async with asyncio.timeout(self._config.timeout):
+                return await self._group(group, pending, envelope, results)
+        except TimeoutError as exc:  # the step it was waiting on says what the loss means
+            raise _Lost(f"{'after_data' if self._step == 'dot' else self._step}:timeout") from exc
+
+    async def _group(
+        self,
+        group: list[tuple[_Step, bytes]],
+        pending: Envelope | None,
+        envelope: Envelope | None,
+        results: dict[str, SendResult],
+    ) -> tuple[Envelope | None, bool]:
         if self.pipelining:
             await self._write(b"".join(data for _, data in group), group[0][0])
         refusal: tuple[Outcome, str] | None = None
@@ -248,6 +264,7 @@ class SmtpSession:
         for step, data in group:
             if step in ("rcpt", "data") and refusal is not None and not self.pipelining:
                 break  # lock-step: nothing more is sent for a refused envelope
+            self._step = step
             if not self.pipelining:
                 await self._write(data, step)
             code = await self._step_reply(step)
@@ -282,7 +299,7 @@ class SmtpSession:
 
     async def _step_reply(self, step: _Step) -> int:
         try:
-            code, _ = await self._reply()
+            code, _ = await self._read_reply()
         except (OSError, ValueError, smtplib.SMTPException) as exc:
             raise _Lost(f"{'after_data' if step == 'dot' else step}:{error_name(exc)}") from exc
         self.answered += 1
@@ -291,8 +308,7 @@ class SmtpSession:
     async def _write(self, data: bytes, step: _Step) -> None:
         try:
             self._writer.write(data)
-            async with asyncio.timeout(self._config.timeout):
-                await self._writer.drain()
+            await self._writer.drain()
         except OSError as exc:
             raise _Lost(f"{'after_data' if step == 'dot' else step}:{error_name(exc)}") from exc
 
@@ -318,18 +334,20 @@ class SmtpSession:
         return await self._reply()
 
     async def _reply(self) -> tuple[int, list[bytes]]:
-        """One (possibly multi-line) reply; a malformed code reads as -1, as smtplib does."""
-        lines: list[bytes] = []
         async with asyncio.timeout(self._config.timeout):
-            while True:
-                line = await self._reader.readline()
-                if not line.endswith(b"\n"):
-                    raise smtplib.SMTPServerDisconnected("connection closed")
-                lines.append(line.rstrip(b"\r\n"))
-                if line[3:4] != b"-":
-                    break
-        head = lines[-1][:3]
-        return (int(head) if head.isdigit() else -1), [line[4:] for line in lines]
+            return await self._read_reply()
+
+    async def _read_reply(self) -> tuple[int, list[bytes]]:
+        """One (possibly multi-line) reply; a malformed code reads as -1, as smtplib does."""
+        line = await self._reader.readline()
+        lines = [line]
+        while line[3:4] == b"-" and line.endswith(b"\n"):
+            line = await self._reader.readline()
+            lines.append(line)
+        if not line.endswith(b"\n"):
+            raise smtplib.SMTPServerDisconnected("connection closed")
+        head = line[:3]
+        return (int(head) if head.isdigit() else -1), [line[4:].rstrip(b"\r\n") for line in lines]
 
     async def quit(self) -> None:
         try:
