@@ -134,7 +134,7 @@ class SmtpProvider:
                 results[message.key] = SendResult(message.key, "rejected", reason="invalid_message")
                 continue
             envelopes.append(Envelope(message.key, message.to, text, message_id))
-        reason = "not_sent"
+        reason = "error:no_result"
         if envelopes:
             try:
                 self._run(self._send_all(envelopes, results))
