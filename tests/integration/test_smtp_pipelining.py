@@ -14,9 +14,12 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from pydantic import SecretStr
 
+from campaign_engine.config import Settings
 from campaign_engine.delivery.email.provider import OutgoingEmail, SendResult
 from campaign_engine.delivery.email.smtp import SmtpProvider
+from campaign_engine.delivery.wiring import build_email_provider
 from tests.support.smtp_sink import Cut, SinkState, SmtpSink, running_sink
 
 SENDER = "Announcements <news@sender.test>"
@@ -173,3 +176,26 @@ def test_a_page_spreads_over_the_connection_bound(sink: SmtpSink, providers: lis
     results = sender.send_batch([message(n) for n in range(500, 1000)])
     assert {r.outcome for r in results} == {"accepted"}
     assert sink.state.connections == 4  # the bound, reused by the second page
+
+
+def test_the_settings_bound_the_pool_the_worker_builds(sink: SmtpSink) -> None:
+    settings = Settings(
+        _env_file=None,  # type: ignore[call-arg]
+        campaign_email_provider="smtp",
+        smtp_host="127.0.0.1",
+        smtp_port=sink.port,
+        smtp_max_connections=2,
+        smtp_max_messages_per_connection=200,
+        campaign_unsubscribe_secret=SecretStr("u" * 40),
+        campaign_app_origins={"default": "https://app.example.com"},
+        email_from="news@example.com",
+        domain_name="campaigns.example.com",
+    )
+    built = build_email_provider(settings)
+    assert built is not None
+    try:
+        results = built.send_batch([message(n) for n in range(500)])
+    finally:
+        built.close()
+    assert {r.outcome for r in results} == {"accepted"}
+    assert sink.state.connections == 4  # two at a time, each replaced after 200 messages

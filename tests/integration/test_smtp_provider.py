@@ -153,12 +153,12 @@ def _authenticate(server: Any, session: Any, envelope: Any, mechanism: str, auth
     return AuthResult(success=ok, handled=False)  # handled=False: the server answers 535 itself
 
 
-@pytest.fixture
-def tls_smtp_server(tmp_path: Path) -> Iterator[SmtpServer]:
+@pytest.fixture(params=[False, True], ids=["lock-step", "pipelining"])
+def tls_smtp_server(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[SmtpServer]:
     cert_file, key_file = _self_signed(tmp_path)
     server_ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     server_ctx.load_cert_chain(cert_file, key_file)
-    handler = ScriptedHandler()
+    handler = ScriptedHandler(pipelining=request.param)
     controller = Controller(
         handler,
         hostname="127.0.0.1",
