@@ -151,3 +151,28 @@ def test_unsafe_messages_raise_on_either_path() -> None:
     ):
         with pytest.raises(ValueError):
             assembler.build(bad, message_id="<a@b>", date=formatdate())
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        "<https://c.test/u?a=1&b=2>",
+        '<https://c.test/"quoted">',
+        "<https://c.test/back\\slash>",
+        "<https://c.test/with space>",
+        "=?utf-8?q?encoded?=",
+        "<https://c.test/ünï>",
+        "(comment) <https://c.test/>",
+    ],
+)
+def test_odd_header_values_are_exact_whichever_path_they_take(value: str) -> None:
+    shared = content("Subject", "Body")
+    messages = [
+        compose_email(
+            shared, key="p0", to="a@example.com", unsubscribe_id="u0", tokens=TOKENS, domain_name="c.test"
+        )
+    ]
+    messages.append(
+        OutgoingEmail(**{**vars(messages[0]), "key": "p1", "headers": {"List-Unsubscribe": value}})
+    )
+    assert_same_bytes(messages)

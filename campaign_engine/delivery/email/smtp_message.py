@@ -58,7 +58,9 @@ SAFE_ADDRESS = re.compile(r"^[^\s\x00-\x1f\x7f<>()\[\],;:\"\\@]+@[A-Za-z0-9.-]+$
 # messages carry one) at a dot-atom domain.
 _ATEXT = r"[A-Za-z0-9!#$%&'*+/=?^_`{|}~\-\u0080-\U0010ffff]+"
 _PLAIN_ADDRESS = re.compile(rf"^{_ATEXT}(?:\.{_ATEXT})*@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*$")
-_PLAIN_VALUE = re.compile(r"^[\x21-\x7e]+$")
+# URL characters (RFC 3986) and the angle brackets around one: what links and List-Unsubscribe values
+# are made of, and nothing the header folder or a parser could treat specially.
+_PLAIN_VALUE = re.compile(r"^[A-Za-z0-9\-._~:/?#\[\]@!$&'()*+,;=%<>]+$")
 _PLACEHOLDER = "slot-e1c2b3a4"
 _TO, _DATE, _ID = (
     "to-slot-e1c2b3a4@slot.invalid",
@@ -273,6 +275,6 @@ class PageAssembler:
 
 
 def _plain(value: str) -> bool:
-    """Printable ASCII the library renders verbatim: no space to fold at, no encoded word, not a
-    leading dot (transparency) or dash (a boundary line)."""
+    """URL characters the library renders verbatim: no space to fold at, no quote or backslash, no
+    encoded word, not a leading dot (transparency) or dash (a boundary line)."""
     return bool(_PLAIN_VALUE.match(value)) and "=?" not in value and not value.startswith((".", "-"))
