@@ -1,7 +1,11 @@
 """Email channel figures (not a test): prints them and ends with one RESULT line.
 
     .venv/bin/python -m bench.email_send [--recipients 20000] [--page-size 500] [--runs 3]
-        [--warm-up 20000] [--max-warm-ups 8] [--cap [JSON]]
+        [--warm-up 20000] [--max-warm-ups 8] [--cap [JSON]] [--provider postmark|smtp]
+
+``--provider smtp`` (issue 23) sends through the SMTP provider to the pipelining SMTP sink in its own
+process (``bench/_smtp_sink.py``), which records every recipient; its raw pass is the SMTP provider
+alone sending the same number of pre-composed messages over the same pooled connections.
 
 Neo4j is the local launcher (``LocalNeo4j``, 2g heap, 1g page cache) unless ``NEO4J_URI`` names a
 database, which is then WIPED. The provider is the loopback Postmark stand-in: a real uvicorn HTTP
@@ -41,6 +45,8 @@ import shutil
 import statistics
 import tempfile
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import NamedTuple
@@ -48,14 +54,17 @@ from typing import NamedTuple
 from pydantic import SecretStr
 
 from bench._cpu import CpuMeter, CpuReading
+from bench._smtp_sink import SinkProcess, sink_process
 from bench._standin import StandinProcess, standin_process
 from bench._support import neo4j_uri
+from bench.smtp_provider import pages as smtp_pages
 from campaign_engine.campaigns import definitions
 from campaign_engine.campaigns.dispatch import dispatch
 from campaign_engine.campaigns.dispatch_reads import list_dispatches
 from campaign_engine.config import Settings
 from campaign_engine.delivery.email.postmark import PostmarkProvider
 from campaign_engine.delivery.email.provider import OutgoingEmail
+from campaign_engine.delivery.email.smtp import SmtpProvider
 from campaign_engine.delivery.queue.local import LocalQueue
 from campaign_engine.delivery.wiring import Queues, build_worker
 from campaign_engine.domain.campaign import CampaignCreate
@@ -132,9 +141,19 @@ def main() -> None:
     parser.add_argument("--warm-up", type=int, default=20_000, help="recipients per warm-up (0: none)")
     parser.add_argument("--max-warm-ups", type=int, default=8, help="until the JIT settles, at most")
     parser.add_argument("--runs", type=int, default=3, help="measured dispatches; RESULT is their median")
+    parser.add_argument("--provider", choices=["postmark", "smtp"], default="postmark")
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="bench-email-"))
-    with standin_process() as standin, neo4j_uri() as uri:
+    with _receiver(args.provider) as standin, neo4j_uri() as uri:
+        provider_settings: dict[str, object] = (
+            {"campaign_email_provider": "smtp", "smtp_host": "127.0.0.1", "smtp_port": standin.port}
+            if isinstance(standin, SinkProcess)
+            else {
+                "campaign_email_provider": "postmark",
+                "postmark_api_key": SecretStr(standin.token),
+                "postmark_api_url": standin.url,
+            }
+        )
         settings = Settings(
             neo4j_uri=uri,
             neo4j_user=os.environ.get("NEO4J_USER", "neo4j"),
@@ -144,13 +163,11 @@ def main() -> None:
             notifications_webhook_secret=SecretStr("whsec_YmVuY2gtd2ViaG9vay1zZWNyZXQtMDEyMzQ1Njc4OWE="),
             campaign_dispatch_delay_seconds=0,
             campaign_email_page_size=args.page_size,
-            campaign_email_provider="postmark",
-            postmark_api_key=SecretStr(standin.token),
-            postmark_api_url=standin.url,
             campaign_unsubscribe_secret=SecretStr("bench-unsubscribe-secret-0123456789abcdef"),
             campaign_app_origins='{"default": "https://app.bench.test"}',
             email_from="news@bench.test",
             _env_file=None,  # type: ignore[call-arg]
+            **provider_settings,
         )
         graph = open_graph(settings)
         try:
@@ -169,11 +186,15 @@ def main() -> None:
                 addresses = standin.addresses()
                 assert len(addresses) == args.recipients, f"stand-in accepted {len(addresses)}"
                 assert len(set(addresses)) == args.recipients, "an address was emailed twice"
-                sample = standin.sample(args.page_size)
-                standin.reset()
                 # The host's speed drifts by tens of percent over minutes: each run's ratio is to a raw
                 # pass measured right after it, not to one pass at the end.
-                raws.append(raw_rate(standin, sample, args.recipients, args.page_size))
+                if isinstance(standin, SinkProcess):
+                    standin.reset()
+                    raws.append(raw_smtp_rate(standin, args.recipients, args.page_size))
+                else:
+                    sample = standin.sample(args.page_size)
+                    standin.reset()
+                    raws.append(raw_rate(standin, sample, args.recipients, args.page_size))
                 standin.reset()
                 print(f"run {number}: {args.recipients} emails in {run.elapsed:.2f} s ({rate:,.0f}/s; "
                       f"the dispatch call {run.elapsed - run.walk:.2f} s, the page walk {run.walk:.2f} s); "
@@ -199,7 +220,8 @@ def main() -> None:
     print(f"end-to-end rate: {e2e_rate:,.0f} emails/s (pages of {args.page_size}; the median of {len(runs)} "
           f"runs, {', '.join(f'{args.recipients / run.elapsed:,.0f}' for run in runs)})")  # fmt: skip
     print(f"page walk alone: {walk_rate:,.0f} emails/s ({walk_rate / raw:.2f} of raw)")
-    print(f"raw batch-POST rate to the stand-in: {raw:,.0f} messages/s (the median of "
+    raw_kind = "SMTP provider" if args.provider == "smtp" else "batch-POST"
+    print(f"raw {raw_kind} rate: {raw:,.0f} messages/s (the median of "
           f"{', '.join(f'{r:,.0f}' for r in raws)})")  # fmt: skip
     print(f"efficiency (end to end / raw): {ratio:.2f} (the median of each run's ratio to its raw pass)")
     shutil.rmtree(work, ignore_errors=True)
@@ -209,7 +231,13 @@ def main() -> None:
         print(f"with the cap: {cap_rate:,.0f} emails/s end to end (without: {e2e_rate:,.0f}), page walk "
               f"{cap_walk_rate:,.0f} emails/s (without: {walk_rate:,.0f}); cap {args.cap}")  # fmt: skip
         cap_result = f" capped_emails_per_s={cap_rate:.0f} capped_walk_emails_per_s={cap_walk_rate:.0f}"
+    # campaign-engine's own CPU: the worker (this process) and all of Neo4j, per 1,000 emails.
+    cpu = statistics.median(
+        (run.cpu.own + run.cpu.bolt + run.cpu.jit + run.cpu.jvm_other) / args.recipients * 1000
+        for run in runs
+    )
     result = f"emails_per_s={e2e_rate:.0f} efficiency={ratio:.2f} walk_emails_per_s={walk_rate:.0f}"
+    result += f" cpu_core_s_per_1000={cpu:.2f} provider={args.provider}"
     if cold_rate is not None:
         result += f" cold_emails_per_s={cold_rate:.0f}"
     print(f"RESULT {result}{cap_result}")
@@ -250,11 +278,37 @@ class Run(NamedTuple):
     cpu: CpuReading
 
 
+@contextmanager
+def _receiver(provider: str) -> Iterator[StandinProcess | SinkProcess]:
+    """The Postmark stand-in or the SMTP sink, each in its own process."""
+    if provider == "smtp":
+        with sink_process() as sink:
+            yield sink
+    else:
+        with standin_process() as standin:
+            yield standin
+
+
+def raw_smtp_rate(sink: SinkProcess, total: int, page_size: int) -> float:
+    """The SMTP provider alone, pre-composed pages, nothing else around it (``bench.smtp_provider``)."""
+    todo = smtp_pages(total, page_size, 0)
+    provider = SmtpProvider(host="127.0.0.1", port=sink.port, sender="news@bench.test", starttls="off")
+    try:
+        provider.send_batch(smtp_pages(100, 100, -1)[0])  # sessions open, as the worker's are
+        start = time.perf_counter()
+        for page in todo:
+            assert all(r.outcome == "accepted" for r in provider.send_batch(page))
+        return total / (time.perf_counter() - start)
+    finally:
+        provider.close()
+        sink.reset()
+
+
 def warm_up(
     settings: Settings,
     graph: Graph,
     work: Path,
-    standin: StandinProcess,
+    standin: StandinProcess | SinkProcess,
     campaigns: Campaigns,
     recipients: int,
     most: int,

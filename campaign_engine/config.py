@@ -146,6 +146,11 @@ class Settings(BaseSettings):
     smtp_port: int = 1025
     smtp_username: str | None = None
     smtp_password: SecretStr | None = None
+    # Issue 23: sessions open at once to the relay per worker process (idle ones included); each
+    # carries at most this many messages and is closed after this long unused.
+    smtp_max_connections: int = Field(default=8, ge=1, le=256)
+    smtp_max_messages_per_connection: int = Field(default=1000, ge=1, le=1_000_000)
+    smtp_idle_seconds: float = Field(default=10.0, gt=0, le=3600)
     email_from: str = "announcements@localhost"
     campaign_unsubscribe_secret: SecretStr | None = None
     # JSON maps from the environment, typed here once: tenant -> app origin (email CTAs), and

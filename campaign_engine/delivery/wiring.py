@@ -199,6 +199,9 @@ def build_email_provider(settings: Settings) -> EmailProvider | None:
             sender=settings.email_from,
             username=settings.smtp_username,
             password=settings.smtp_password.get_secret_value() if settings.smtp_password else None,
+            max_connections=settings.smtp_max_connections,
+            max_messages_per_connection=settings.smtp_max_messages_per_connection,
+            idle_seconds=settings.smtp_idle_seconds,
         )
     return None
 

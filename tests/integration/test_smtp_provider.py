@@ -48,6 +48,14 @@ class ScriptedHandler:
     drop_after_data: bool = False
     hang_after_data: float = 0.0
     received: list[Received] = field(default_factory=list)
+    pipelining: bool = False
+
+    async def handle_EHLO(
+        self, server: Any, session: Any, envelope: Any, hostname: str, responses: list[str]
+    ) -> list[str]:
+        session.host_name = hostname
+        # aiosmtpd answers commands in order from its input buffer, so it can honestly offer RFC 2920.
+        return [*responses[:-1], "250-PIPELINING", responses[-1]] if self.pipelining else responses
 
     async def handle_MAIL(self, server: Any, session: Any, envelope: Any, address: str, options: Any) -> str:
         if self.mail_reply is not None:
@@ -80,6 +88,15 @@ class ScriptedHandler:
         return self.data_reply
 
 
+_OPEN: list[SmtpProvider] = []
+
+
+def _close_providers() -> None:
+    """Sessions outlive a batch (issue 23): QUIT them before the test's server stops."""
+    while _OPEN:
+        _OPEN.pop().close()
+
+
 @dataclass
 class SmtpServer:
     handler: ScriptedHandler
@@ -87,14 +104,16 @@ class SmtpServer:
     ca_file: Path | None = None
 
 
-@pytest.fixture
-def smtp_server() -> Iterator[SmtpServer]:
-    handler = ScriptedHandler()
+@pytest.fixture(params=[False, True], ids=["lock-step", "pipelining"])
+def smtp_server(request: pytest.FixtureRequest) -> Iterator[SmtpServer]:
+    """Every scenario runs against a relay without PIPELINING and one that offers it (issue 23)."""
+    handler = ScriptedHandler(pipelining=request.param)
     controller = Controller(handler, hostname="127.0.0.1", port=free_port())
     controller.start()
     try:
         yield SmtpServer(handler, controller.port)
     finally:
+        _close_providers()
         controller.stop()
 
 
@@ -134,12 +153,12 @@ def _authenticate(server: Any, session: Any, envelope: Any, mechanism: str, auth
     return AuthResult(success=ok, handled=False)  # handled=False: the server answers 535 itself
 
 
-@pytest.fixture
-def tls_smtp_server(tmp_path: Path) -> Iterator[SmtpServer]:
+@pytest.fixture(params=[False, True], ids=["lock-step", "pipelining"])
+def tls_smtp_server(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[SmtpServer]:
     cert_file, key_file = _self_signed(tmp_path)
     server_ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     server_ctx.load_cert_chain(cert_file, key_file)
-    handler = ScriptedHandler()
+    handler = ScriptedHandler(pipelining=request.param)
     controller = Controller(
         handler,
         hostname="127.0.0.1",
@@ -152,6 +171,7 @@ def tls_smtp_server(tmp_path: Path) -> Iterator[SmtpServer]:
     try:
         yield SmtpServer(handler, controller.port, ca_file=cert_file)
     finally:
+        _close_providers()
         controller.stop()
 
 
@@ -159,7 +179,9 @@ def provider_for(server: SmtpServer, **kwargs: Any) -> SmtpProvider:
     options: dict[str, Any] = {"timeout": 5.0, **kwargs}
     if server.ca_file is not None:
         options.setdefault("ssl_context", ssl.create_default_context(cafile=str(server.ca_file)))
-    return SmtpProvider(host="127.0.0.1", port=server.port, sender=SENDER, **options)
+    provider = SmtpProvider(host="127.0.0.1", port=server.port, sender=SENDER, **options)
+    _OPEN.append(provider)
+    return provider
 
 
 def outgoing(n: int, *, to: str | None = None, **overrides: Any) -> OutgoingEmail:

@@ -15,7 +15,7 @@ from typing import Any
 
 from markupsafe import escape
 
-from campaign_engine.delivery.email.provider import OutgoingEmail
+from campaign_engine.delivery.email.provider import BodyTemplate, OutgoingEmail
 from campaign_engine.delivery.email.render import (
     Branding,
     EmailConfigError,
@@ -65,6 +65,10 @@ class EmailContent:
         return render_email(
             copy=self.copy, branding=self.branding, cta_url=self.cta_url, unsubscribe_url=_LINK_SLOT
         )
+
+    @cached_property
+    def body_template(self) -> BodyTemplate:
+        return BodyTemplate(text=self.template.text, html=self.template.html, slot=_LINK_SLOT)
 
 
 def email_content_for(
@@ -117,14 +121,17 @@ def compose_email(
     token = tokens.issue(unsubscribe_id)
     link = unsubscribe_url(domain_name, token)
     template = content.template
+    html_link = str(escape(link))
     return OutgoingEmail(
         key=key,
         to=to,
         subject=template.subject,
-        html=template.html.replace(_LINK_SLOT, str(escape(link))),
+        html=template.html.replace(_LINK_SLOT, html_link),
         text=template.text.replace(_LINK_SLOT, link),
         headers=list_unsubscribe_headers(link),
         tag=tag,
         metadata=dict(metadata or {"campaignId": content.campaign_id}),
         sender=content.sender,
+        body_template=content.body_template,
+        fills=(link, html_link),
     )

@@ -38,6 +38,7 @@ from campaign_engine.domain.errors import ServiceUnavailable
 log = logging.getLogger(__name__)
 
 __all__ = [
+    "BodyTemplate",
     "EmailProvider",
     "Outcome",
     "OutgoingEmail",
@@ -61,6 +62,16 @@ class ProviderUnavailable(ServiceUnavailable):
     """The provider could not be reached to check its configuration; nothing was sent."""
 
 
+@dataclass(frozen=True, eq=False)
+class BodyTemplate:
+    """A page's rendering with ``slot`` where each recipient's link goes (``compose.py``). Shared by the
+    messages of a page so an adapter can assemble them once per page (issue 23); compared by identity."""
+
+    text: str
+    html: str
+    slot: str
+
+
 @dataclass(frozen=True)
 class OutgoingEmail:
     key: str
@@ -75,6 +86,10 @@ class OutgoingEmail:
     metadata: Mapping[str, str] = field(default_factory=dict)
     sender: str | None = None
     """The tenant's From (its record's ``emailFrom``); None = the provider's own (``EMAIL_FROM``)."""
+    body_template: BodyTemplate | None = None
+    fills: tuple[str, str] | None = None
+    """With ``body_template``: (text fill, html fill), so ``text``/``html`` are its parts with the slot
+    replaced by these. An adapter may use either form; they are the same message."""
 
 
 @dataclass(frozen=True)

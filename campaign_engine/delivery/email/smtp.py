@@ -1,4 +1,4 @@
-"""SMTP adapter for the email port: one connection per batch, each message classified by the SMTP stage.
+"""SMTP adapter for the email port: pooled, pipelined sessions, each message classified by the SMTP stage.
 
 SMTP tells us exactly how far a message got, so the outcome follows the stage it stopped at:
 
@@ -11,11 +11,14 @@ SMTP tells us exactly how far a message got, so the outcome follows the stage it
 - After the message text was sent (``DATA`` answered 354), anything but a 250 for the final dot, and
   any timeout or disconnect while waiting for it, is ``uncertain``. Even a 4xx/5xx there is treated as
   unknown: some servers queue first and answer late, and a duplicate announcement is worse than a miss.
-- When the connection is lost or the server says 421 (closing), the messages not yet started are
-  ``throttled`` with reason ``not_sent``.
+- When the connection is lost or the server says 421 (closing), the messages not yet started on it
+  are ``throttled`` with reason ``not_sent``.
 
-We drive ``DATA`` ourselves instead of ``smtplib.SMTP.data`` because that raises the same exception
-for a refusal before 354 and after the final dot, and those two mean opposite things here.
+Issue 23: a batch is spread over up to ``SMTP_MAX_CONNECTIONS`` sessions at once (``smtp_pool.py``),
+each a contiguous run of at least ``_MIN_RUN`` messages (so a small batch keeps one connection), and
+sessions stay open across batches. With PIPELINING a message costs one round trip instead of four
+(``smtp_session.py``). All I/O runs on one private event loop per provider; ``send_batch`` blocks the
+calling thread until every message of the batch has its outcome.
 
 Addresses with a non-ASCII local part (``josé@example.com``, accepted by the address grammar) go out
 with ``SMTPUTF8`` (RFC 6531) when the relay offers it, headers in raw UTF-8; a relay that does not offer
@@ -27,63 +30,49 @@ a message is in hand makes that message ``uncertain`` (claim kept) and the ones 
 
 from __future__ import annotations
 
+import asyncio
 import logging
-import re
-import smtplib
+import socket
 import ssl
-from collections.abc import Sequence
-from email.message import EmailMessage
-from email.policy import SMTP
+import threading
+from collections.abc import Coroutine, Sequence
+from dataclasses import replace
 from email.utils import formatdate, make_msgid, parseaddr
-from typing import Literal
+from typing import Any, TypeVar
 
 from campaign_engine.delivery.email.provider import (
-    Outcome,
     OutgoingEmail,
     ProviderConfigError,
-    ProviderUnavailable,
     SendResult,
 )
-
-# RFC 5322 allows 998-character lines. The default 78 makes the email package fold a long unsubscribe
-# URL into an RFC 2047 encoded word, which mail clients do not parse as List-Unsubscribe.
-SMTP_POLICY = SMTP.clone(max_line_length=998)
+from campaign_engine.delivery.email.smtp_message import SAFE_ADDRESS, PageAssembler
+from campaign_engine.delivery.email.smtp_pool import SessionPool
+from campaign_engine.delivery.email.smtp_session import (
+    Envelope,
+    SessionConfig,
+    SmtpSession,
+    StartTls,
+    error_name,
+)
 
 __all__ = ["SmtpProvider"]
 
 log = logging.getLogger(__name__)
 
-StartTls = Literal["auto", "off", "require"]
+T = TypeVar("T")
 
-# Headers we set ourselves; a caller's header of the same name would make an ambiguous message.
-_MANAGED_HEADERS = frozenset(
-    {
-        "from",
-        "to",
-        "subject",
-        "date",
-        "message-id",
-        "mime-version",
-        "content-type",
-        "content-transfer-encoding",
-    }
-)
-_LOOPBACK = frozenset({"127.0.0.1", "::1", "localhost"})
-_SAFE_ADDRESS = re.compile(r"^[^\s\x00-\x1f\x7f<>()\[\],;:\"\\@]+@[A-Za-z0-9.-]+$")
-# RFC 6531 lets the headers of an SMTPUTF8 message carry raw UTF-8.
-_UTF8_POLICY = SMTP_POLICY.clone(utf8=True)
-
-
-class _ConnectionLost(Exception):
-    """The session cannot go on. Carries (outcome, reason) for the message in hand; later ones never left."""
+# Fewer messages than this per connection would spend more on opening sessions than pipelining saves.
+_MIN_RUN = 32
+_NONE = SendResult("", "uncertain")
 
 
 class SmtpProvider:
-    """Sends each batch over one SMTP connection to ``host:port``.
+    """Sends batches over a pool of up to ``max_connections`` SMTP sessions to ``host:port``.
 
     ``starttls``: ``auto`` upgrades when the server offers STARTTLS, ``require`` refuses servers that do
     not, ``off`` never upgrades. Credentials are only sent over TLS, or in clear to a loopback relay.
-    ``ssl_context`` overrides certificate checks (tests with a private CA).
+    ``ssl_context`` overrides certificate checks (tests with a private CA). A session carries at most
+    ``max_messages_per_connection`` messages and is closed after ``idle_seconds`` unused.
     """
 
     def __init__(
@@ -97,212 +86,164 @@ class SmtpProvider:
         starttls: StartTls = "auto",
         timeout: float = 10.0,
         ssl_context: ssl.SSLContext | None = None,
+        max_connections: int = 8,
+        max_messages_per_connection: int = 1000,
+        idle_seconds: float = 10.0,
     ) -> None:
         envelope_from = parseaddr(sender)[1]
-        if not (envelope_from.isascii() and _SAFE_ADDRESS.match(envelope_from)):
+        if not (envelope_from.isascii() and SAFE_ADDRESS.match(envelope_from)):
             raise ProviderConfigError("EMAIL_FROM must be a plain ASCII email address")
-        self._host = host
-        self._port = port
         self._sender = sender
-        self._envelope_from = envelope_from
         self._sender_domain = envelope_from.rsplit("@", 1)[1]
-        self._username = username
-        self._password = password
-        self._starttls = starttls
-        self._timeout = timeout
-        self._ssl_context = ssl_context
+        self._config = SessionConfig(
+            host=host,
+            port=port,
+            envelope_from=envelope_from,
+            local_hostname="localhost",  # set when the loop starts: getfqdn may ask DNS
+            username=username,
+            password=password,
+            starttls=starttls,
+            timeout=timeout,
+            ssl_context=ssl_context,
+        )
+        self._max_connections = max_connections
+        self._max_messages = max_messages_per_connection
+        self._idle_seconds = idle_seconds
+        self._lock = threading.Lock()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
+        self._pool: SessionPool | None = None
         self.name = f"smtp:{host}:{port}"
 
     def verify(self) -> None:
         """Connect, negotiate TLS and log in as a send would, then quit."""
-        smtp = self._open()
-        _quit(smtp)
+        self._run(self._verify())
 
     def send_batch(self, messages: Sequence[OutgoingEmail]) -> list[SendResult]:
         if not messages:
             return []
-        results: dict[int, SendResult] = {}
-        built: list[tuple[int, OutgoingEmail, bytes, str]] = []
-        for index, message in enumerate(messages):
+        results: dict[str, SendResult] = {}
+        envelopes: list[Envelope] = []
+        # The page's common bytes, built once per From: the tenant's sender (its record's emailFrom),
+        # else EMAIL_FROM. The envelope sender stays EMAIL_FROM's, the address the relay lets us use.
+        assemblers: dict[str, PageAssembler] = {}
+        date = formatdate(localtime=False)
+        for message in messages:
+            message_id = make_msgid(domain=self._sender_domain)
+            sender = message.sender or self._sender
+            assembler = assemblers.get(sender) or assemblers.setdefault(sender, PageAssembler(sender=sender))
             try:
-                data, message_id = self._build(message)
+                text = assembler.build(message, message_id=message_id, date=date)
             except Exception:  # nothing was sent for it: a refusal of this message alone
-                results[index] = SendResult(message.key, "rejected", reason="invalid_message")
+                results[message.key] = SendResult(message.key, "rejected", reason="invalid_message")
                 continue
-            built.append((index, message, data, message_id))
-        if built:
-            results.update(self._send_built(built))
-        return [results[i] for i in range(len(messages))]
+            envelopes.append(Envelope(message.key, message.to, text, message_id))
+        reason = "error:no_result"
+        if envelopes:
+            try:
+                self._run(self._send_all(envelopes, results))
+            except Exception as exc:  # a bug outside a session: anything may have gone out
+                log.error("smtp.send_failed", extra={"error": error_name(exc)})
+                reason = f"error:{error_name(exc)}"
+        # Only a bug leaves a message without a result: it may have gone out, so its claim stays.
+        return [results.get(m.key) or SendResult(m.key, "uncertain", reason=reason) for m in messages]
 
     def close(self) -> None:
-        """Nothing to release: connections live only for one ``send_batch`` or ``verify``."""
-
-    # --- session ----------------------------------------------------------------------------------
-
-    def _send_built(self, built: list[tuple[int, OutgoingEmail, bytes, str]]) -> dict[int, SendResult]:
-        results: dict[int, SendResult] = {}
+        """QUIT the idle sessions and stop the loop; the next call starts a new one."""
+        with self._lock:
+            loop, thread, pool = self._loop, self._thread, self._pool
+            self._loop = self._thread = self._pool = None
+        if loop is None or thread is None or pool is None:
+            return
         try:
-            smtp = self._open()
-        except Exception as exc:  # no message was started: every one is "not now"
-            log.warning("smtp.unreachable", extra={"error": _error_name(exc), "count": len(built)})
-            reason = f"connect:{_error_name(exc)}"
-            return {i: SendResult(m.key, "throttled", reason=reason) for i, m, _, _ in built}
-        utf8 = smtp.has_extn("smtputf8")
-        try:
-            for position, (index, message, data, message_id) in enumerate(built):
-                if not message.to.isascii() and not utf8:
-                    results[index] = SendResult(message.key, "rejected", reason="smtputf8_not_offered")
-                    continue
-                try:
-                    results[index] = self._send_one(smtp, message, data, message_id)
-                except Exception as exc:  # see the module docstring
-                    outcome, reason = (
-                        exc.args
-                        if isinstance(exc, _ConnectionLost)
-                        else ("uncertain", f"error:{_error_name(exc)}")
-                    )
-                    results[index] = SendResult(message.key, outcome, reason=reason)
-                    for later_index, later, _, _ in built[position + 1 :]:
-                        results[later_index] = SendResult(later.key, "throttled", reason="not_sent")
-                    log.warning("smtp.connection_lost", extra={"reason": reason})
-                    return results
+            asyncio.run_coroutine_threadsafe(pool.close(), loop).result(timeout=self._config.timeout + 5)
         finally:
-            _quit(smtp)
-        return results
+            loop.call_soon_threadsafe(loop.stop)
+            thread.join()
+            loop.close()
 
-    def _send_one(
-        self, smtp: smtplib.SMTP, message: OutgoingEmail, data: bytes, message_id: str
-    ) -> SendResult:
-        key, to = message.key, message.to
-        utf8 = not to.isascii()
-        # smtplib encodes commands with ``command_encoding``; UTF-8 only inside an SMTPUTF8 transaction.
-        smtp.command_encoding = "utf-8" if utf8 else "ascii"
-        code, _ = self._command(smtp, "mail", f"FROM:<{self._envelope_from}>" + (" SMTPUTF8" if utf8 else ""))
-        if not 200 <= code < 300:
-            return self._refused(smtp, key, code, stage="mail")
-        code, _ = self._command(smtp, "rcpt", f"TO:<{to}>")
-        if not 200 <= code < 300:  # 250, 251 forwarded, 252 cannot verify but will try
-            return self._refused(smtp, key, code, stage="rcpt")
-        code, _ = self._command(smtp, "data", "")
-        if code != 354:
-            return self._refused(smtp, key, code, stage="data")
-        # From here on the server holds the message text: only a 250 for the final dot is certain.
-        try:
-            smtp.send(_dot_stuffed(data))
-            code, _ = smtp.getreply()
-        except (smtplib.SMTPException, OSError) as exc:
-            raise _ConnectionLost("uncertain", f"after_data:{_error_name(exc)}") from exc
-        if code == 250:
-            return SendResult(key, "accepted", provider_message_id=message_id)
-        if code == 421:
-            raise _ConnectionLost("uncertain", "after_data:421")
-        return SendResult(key, "uncertain", reason=f"after_data:{code}")
+    # --- sessions ---------------------------------------------------------------------------------
 
-    def _command(self, smtp: smtplib.SMTP, verb: str, argument: str) -> tuple[int, bytes]:
-        """One command before the message text; a failure here means the message was not taken."""
-        try:
-            smtp.putcmd(verb, argument)
-            code, text = smtp.getreply()
-        except (smtplib.SMTPException, OSError) as exc:
-            raise _ConnectionLost("throttled", f"{verb}:{_error_name(exc)}") from exc
-        if code == 421:
-            raise _ConnectionLost("throttled", f"{verb}:421")
-        return code, text
+    async def _verify(self) -> None:
+        session = await SmtpSession.open(self._config)
+        await session.quit()
 
-    def _refused(self, smtp: smtplib.SMTP, key: str, code: int, *, stage: str) -> SendResult:
-        # The message text was never sent, so a refusal here cannot hide an acceptance: 5xx is a
-        # definite "no"; 4xx (and any odd reply) is a "not now".
-        outcome: Outcome = "rejected" if 500 <= code < 600 else "throttled"
-        reason = f"{stage}:{code}"
-        try:
-            self._command(smtp, "rset", "")
-        except _ConnectionLost:
-            raise _ConnectionLost(outcome, reason) from None
-        return SendResult(key, outcome, reason=reason)
+    async def _send_all(self, envelopes: list[Envelope], results: dict[str, SendResult]) -> None:
+        assert self._pool is not None
+        pool = self._pool
+        runs = max(1, min(self._max_connections, len(envelopes) // _MIN_RUN))
+        size = -(-len(envelopes) // runs)
+        chunks = [envelopes[i : i + size] for i in range(0, len(envelopes), size)]
+        await asyncio.gather(*(self._send_chunk(pool, chunk, results) for chunk in chunks))
 
-    def _open(self) -> smtplib.SMTP:
-        try:
-            smtp = smtplib.SMTP(self._host, self._port, timeout=self._timeout)
-        except (smtplib.SMTPException, OSError) as exc:
-            raise ProviderUnavailable(f"SMTP server could not be reached ({_error_name(exc)})") from exc
-        try:
-            self._negotiate(smtp)
-        except BaseException:
-            smtp.close()
-            raise
-        return smtp
+    async def _send_chunk(
+        self, pool: SessionPool, chunk: list[Envelope], results: dict[str, SendResult]
+    ) -> None:
+        position = 0
+        while position < len(chunk):
+            try:
+                session = await pool.acquire()
+            except Exception as exc:  # no message of the rest was started: every one is "not now"
+                log.warning(
+                    "smtp.unreachable", extra={"error": error_name(exc), "count": len(chunk) - position}
+                )
+                reason = f"connect:{error_name(exc)}"
+                for envelope in chunk[position:]:
+                    results[envelope.key] = SendResult(envelope.key, "throttled", reason=reason)
+                return
+            run = chunk[position : position + pool.room(session)]
+            reused, alive = session.messages > 0, False
+            try:
+                alive = await session.send_run(run, results)
+            except Exception as exc:  # a bug with messages in hand: they may have gone out
+                log.warning("smtp.session_failed", extra={"error": error_name(exc)})
+                for envelope in run:
+                    if envelope.key not in results:
+                        results[envelope.key] = SendResult(
+                            envelope.key, "uncertain", reason=f"error:{error_name(exc)}"
+                        )
+            finally:
+                pool.release(session, reusable=alive)
+            if not alive and reused and session.answered == 0:
+                # An idle session the relay had dropped unnoticed: nothing was answered, so no text
+                # went out; the run starts again on another session (a new one is never retried).
+                for envelope in run:
+                    if results.get(envelope.key, _NONE).outcome == "throttled":
+                        del results[envelope.key]
+                continue
+            position += len(run)
+            if not alive:
+                log.warning("smtp.connection_lost", extra={"count": len(chunk) - position})
+                for envelope in chunk:
+                    if envelope.key not in results:
+                        results[envelope.key] = SendResult(envelope.key, "throttled", reason="not_sent")
+                return
 
-    def _negotiate(self, smtp: smtplib.SMTP) -> None:
-        try:
-            smtp.ehlo()
-            tls = False
-            if self._starttls != "off" and smtp.has_extn("starttls"):
-                smtp.starttls(context=self._ssl_context or ssl.create_default_context())
-                smtp.ehlo()
-                tls = True
-            if self._starttls == "require" and not tls:
-                raise ProviderConfigError("SMTP server does not offer STARTTLS, which is required")
-            if self._username is not None:
-                if not tls and self._host not in _LOOPBACK:
-                    raise ProviderConfigError(
-                        "SMTP credentials are only sent over TLS, and the server offers no STARTTLS"
-                    )
-                _login(smtp, self._username, self._password or "")
-        except smtplib.SMTPAuthenticationError as exc:
-            raise ProviderConfigError(f"SMTP server rejected the credentials ({exc.smtp_code})") from exc
-        except (smtplib.SMTPException, OSError) as exc:
-            raise ProviderUnavailable(f"SMTP session setup failed ({_error_name(exc)})") from exc
+    def _run(self, coroutine: Coroutine[Any, Any, T]) -> T:
+        loop = self._started()
+        return asyncio.run_coroutine_threadsafe(coroutine, loop).result()
 
-    def _build(self, message: OutgoingEmail) -> tuple[bytes, str]:
-        if not _SAFE_ADDRESS.match(message.to):
-            raise ValueError("recipient is not a plain address")
-        mime = EmailMessage(policy=SMTP_POLICY if message.to.isascii() else _UTF8_POLICY)
-        message_id = make_msgid(domain=self._sender_domain)
-        mime["From"] = self._sender
-        mime["To"] = message.to
-        mime["Subject"] = message.subject
-        mime["Date"] = formatdate(localtime=False)
-        mime["Message-ID"] = message_id
-        for name, value in message.headers.items():
-            if name.lower() in _MANAGED_HEADERS:
-                raise ValueError(f"header {name} is set by the provider")
-            mime[name] = value  # the policy refuses CR/LF in values: no header injection
-        mime.set_content(message.text)
-        mime.add_alternative(message.html, subtype="html")
-        return mime.as_bytes(), message_id
+    def _started(self) -> asyncio.AbstractEventLoop:
+        with self._lock:
+            if self._loop is None:
+                fqdn = socket.getfqdn()
+                self._config = replace(self._config, local_hostname=fqdn if "." in fqdn else "localhost")
+                loop = _new_event_loop()
+                self._pool = SessionPool(
+                    lambda: SmtpSession.open(self._config),
+                    max_connections=self._max_connections,
+                    max_messages=self._max_messages,
+                    idle_seconds=self._idle_seconds,
+                )
+                self._thread = threading.Thread(target=loop.run_forever, name="smtp-loop", daemon=True)
+                self._thread.start()
+                self._loop = loop
+            return self._loop
 
 
-def _login(smtp: smtplib.SMTP, username: str, password: str) -> None:
-    """AUTH PLAIN when offered. ``smtplib.login`` falls back to LOGIN after a refusal, and its LOGIN
-    answers a server's password challenge with the user name on Python < 3.12, which stalls the session
-    until the timeout, hiding "wrong credentials" behind "unreachable"."""
-    if "PLAIN" in (smtp.esmtp_features.get("auth") or "").upper().split():
-        smtp.user, smtp.password = username, password
-        smtp.auth("PLAIN", smtp.auth_plain)
-    else:
-        smtp.login(username, password)
-
-
-def _dot_stuffed(data: bytes) -> bytes:
-    """RFC 5321 transparency: double leading dots, CRLF line ends, then the terminating dot."""
-    data = re.sub(rb"(?:\r\n|\n|\r(?!\n))", b"\r\n", data)
-    data = re.sub(rb"(?m)^\.", b"..", data)
-    if not data.endswith(b"\r\n"):
-        data += b"\r\n"
-    return data + b".\r\n"
-
-
-def _quit(smtp: smtplib.SMTP) -> None:
-    try:
-        smtp.quit()
-    except (smtplib.SMTPException, OSError):
-        smtp.close()
-
-
-def _error_name(exc: BaseException) -> str:
-    if isinstance(exc, TimeoutError):
-        return "timeout"
-    cause = exc.__cause__
-    if isinstance(exc, ProviderUnavailable) and cause is not None:
-        return _error_name(cause)
-    return type(exc).__name__
+def _new_event_loop() -> asyncio.AbstractEventLoop:
+    try:  # uvloop ships with uvicorn[standard]; as in notify/poster.py
+        import uvloop
+    except ImportError:  # pragma: no cover - a platform without uvloop
+        return asyncio.new_event_loop()
+    return uvloop.new_event_loop()
