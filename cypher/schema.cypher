@@ -9,6 +9,10 @@ CREATE CONSTRAINT campaign_id IF NOT EXISTS FOR (c:Campaign) REQUIRE c.id IS UNI
 CREATE CONSTRAINT campaign_tenant_ref IF NOT EXISTS FOR (c:Campaign) REQUIRE (c.tenantId, c.ref) IS UNIQUE;
 CREATE CONSTRAINT retired_campaign_id IF NOT EXISTS FOR (r:RetiredCampaignId) REQUIRE r.id IS UNIQUE;
 // Role grants (campaigns/access_grants.py): every admin call reads its caller's by (tenantId, subject).
+// Two-person approval (campaigns/approval.py): approvals and requests by campaign, requests by tenant.
+CREATE INDEX dispatch_approval_campaign IF NOT EXISTS FOR (x:DispatchApproval) ON (x.campaignId);
+CREATE INDEX dispatch_approval_request_campaign IF NOT EXISTS FOR (r:DispatchApprovalRequest) ON (r.campaignId);
+CREATE INDEX dispatch_approval_request_tenant IF NOT EXISTS FOR (r:DispatchApprovalRequest) ON (r.tenantId);
 // API keys by id (campaigns/api_keys.py): every call made with one reads its record; a tenant's are listed.
 CREATE CONSTRAINT api_key_id IF NOT EXISTS FOR (k:ApiKey) REQUIRE k.id IS UNIQUE;
 CREATE INDEX api_key_tenant IF NOT EXISTS FOR (k:ApiKey) ON (k.tenantId);

@@ -29,6 +29,9 @@ __all__ = [
     "ApprovalPolicy",
     "ApprovalStale",
     "Approved",
+    "AwaitingApproval",
+    "AwaitingList",
+    "awaiting",
     "check_approval",
     "last_editor",
     "policy_of",
@@ -58,12 +61,35 @@ SET x.approvedBy = $approver, x.approvedAt = $now, x.recipients = $recipients
 RETURN x {.*} AS approval
 """
 _CONSUME = "MATCH (x:DispatchApproval {campaignId: $campaignId}) DELETE x"
+# A refused send becomes a request (one per campaign and preview); the dispatch that uses an approval
+# closes the campaign's requests.
+_REQUEST = """
+MATCH (c:Campaign {id: $campaignId})
+MERGE (r:DispatchApprovalRequest {campaignId: $campaignId, previewToken: $previewToken})
+ON CREATE SET r.tenantId = c.tenantId, r.requestedBy = $requestedBy, r.requestedAt = $requestedAt,
+              r.recipients = $recipients, r.revision = $revision
+"""
+_CLOSE_REQUESTS = "MATCH (r:DispatchApprovalRequest {campaignId: $campaignId}) DELETE r"
+_AWAITING = """
+MATCH (r:DispatchApprovalRequest {tenantId: $tenantId})
+MATCH (c:Campaign {id: r.campaignId})
+WHERE NOT EXISTS { (:DispatchApproval {campaignId: r.campaignId, previewToken: r.previewToken}) }
+RETURN c.id AS campaignId, c.name AS name, r.previewToken AS previewToken, r.recipients AS recipients,
+       r.requestedBy AS requestedBy, r.requestedAt AS requestedAt, c.revision <> r.revision AS changedSince
+ORDER BY r.requestedAt DESC
+LIMIT 200
+"""
 # The tenant record's policy (tenants.update), read on every dispatch: a policy just set applies at once.
 _POLICY = "MATCH (t:Tenant {tenantId: $tenantId}) RETURN t.approval AS approval"
 
 
 class ApprovalMissing(Forbidden):
-    """The policy applies and no usable approval is there (kept in the trail as a refusal)."""
+    """The policy applies and no usable approval is there (kept in the trail as a refusal). With
+    ``request``, the refused preview becomes a request a second publisher sees (``awaiting``)."""
+
+    def __init__(self, message: str, *, request: dict[str, Any] | None = None) -> None:
+        super().__init__(message)
+        self.request = request
 
 
 class ApprovalStale(Conflict):
@@ -174,22 +200,64 @@ def check_approval(
     if current is None:
         raise ApprovalMissing(
             f"a send to {recipients} recipients needs approval (campaigns.approveDispatch) by a second "
-            f"publisher: this tenant's policy is {policy.min_recipients} or more"
+            f"publisher: this tenant's policy is {policy.min_recipients} or more",
+            request={
+                "previewToken": current_token,
+                "recipients": recipients,
+                "revision": campaign["revision"],
+            },
         )
     if current["approvedBy"] == dispatcher:
         raise ApprovalMissing(
             "approval needs a second publisher: you approved this send, another must dispatch it"
         )
     tx.run(_CONSUME, campaignId=campaign["id"]).consume()
+    tx.run(_CLOSE_REQUESTS, campaignId=campaign["id"]).consume()
     return Approval(approved_by=current["approvedBy"], approved_at=current["approvedAt"])
 
 
-def record_refusal(graph: Graph, audit: AuditContext | None, *, campaign_id: str, reason: str) -> None:
-    """A dispatch the policy refused, in the trail: its own transaction (the refused one rolled back)."""
-    if audit is None:
+def record_refusal(
+    graph: Graph, audit: AuditContext | None, *, campaign_id: str, refused: ApprovalMissing | ApprovalStale
+) -> None:
+    """A dispatch the policy refused, in the trail, and (for a missing approval) as a request awaiting a
+    second publisher: its own transaction, since the refused one rolled back."""
+    request = refused.request if isinstance(refused, ApprovalMissing) else None
+    if audit is None and request is None:
         return
 
     def tx_fn(tx: Tx) -> None:
-        record_audit(tx, audit, target_type="campaign", target_id=campaign_id, detail={"refused": reason})
+        detail = {"refused": str(refused)}
+        record_audit(tx, audit, target_type="campaign", target_id=campaign_id, detail=detail)
+        if request is not None:
+            tx.run(
+                _REQUEST, campaignId=campaign_id, requestedBy=audit.actor if audit else None,
+                requestedAt=audit.at if audit else None, **request,
+            ).consume()  # fmt: skip
 
     graph.write(tx_fn)
+
+
+class AwaitingApproval(BaseModel):
+    """A send a publisher asked for and the policy held back until a second publisher approves it."""
+
+    model_config = ConfigDict(populate_by_name=True)
+
+    campaign_id: Annotated[CampaignRefOut, Field(alias="campaignId")]
+    name: str
+    preview_token: Annotated[str, Field(alias="previewToken")]
+    recipients: int
+    requested_by: Annotated[str | None, Field(alias="requestedBy")]
+    requested_at: Annotated[str | None, Field(alias="requestedAt")]
+    changed_since: Annotated[bool, Field(alias="changedSince")] = Field(
+        description="the campaign was edited after the request: approving it will be refused as stale"
+    )
+
+
+class AwaitingList(BaseModel):
+    records: list[AwaitingApproval]
+
+
+def awaiting(graph: Graph, *, tenant_id: str) -> AwaitingList:
+    """The tenant's requests not yet approved, newest first (at most 200)."""
+    rows = graph.read(lambda tx: [row.data() for row in tx.run(_AWAITING, tenantId=tenant_id)])
+    return AwaitingList(records=[AwaitingApproval.model_validate(row) for row in rows])

@@ -345,7 +345,7 @@ def dispatch(
         else:
             created_at, channels = graph.write(tx_fn, None)
     except (ApprovalMissing, ApprovalStale) as refused:
-        record_refusal(graph, audit, campaign_id=campaign_id, reason=str(refused))
+        record_refusal(graph, audit, campaign_id=campaign_id, refused=refused)
         raise
     # The lock is released and the Dispatch committed: queue I/O may now fail without losing the send.
     jobs = [

@@ -250,7 +250,7 @@ def schedule_dispatch(
     try:
         rows = graph.write(tx_fn)
     except (ApprovalMissing, ApprovalStale) as refused:
-        record_refusal(graph, audit, campaign_id=data.campaign_id, reason=str(refused))
+        record_refusal(graph, audit, campaign_id=data.campaign_id, refused=refused)
         raise
     log.info("dispatch.scheduled schedule_id=%s campaign_id=%s", schedule_id, data.campaign_id)
     return [dispatch_from_node(row) for row in rows]

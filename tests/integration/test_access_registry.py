@@ -145,6 +145,7 @@ def _inputs(seeded: Seeded) -> dict[str, Any]:
         "access.grant": {"tenantId": A, "subject": "newcomer", "role": "viewer"},
         "access.revoke": {"tenantId": A, "subject": "someone", "role": "author"},
         "access.list": tenant,
+        "access.me": None,
         "apiKeys.create": {"tenantId": A, "name": "ci", "role": "viewer"},
         "apiKeys.list": tenant,
         "apiKeys.revoke": {"id": seeded.key_id},
@@ -165,6 +166,7 @@ def _inputs(seeded: Seeded) -> dict[str, Any]:
         "campaigns.previewDispatch": campaign,
         "campaigns.dispatch": {"campaignId": REF, "expectedPreviewToken": "stale"},
         "campaigns.approveDispatch": {"campaignId": REF, "previewToken": "stale"},
+        "campaigns.listAwaitingApproval": None,
         "campaigns.scheduleDispatch": {
             "campaignId": REF, "sendAt": "2030-01-01T00:00:00Z", "expectedPreviewToken": "stale"
         },

@@ -46,7 +46,8 @@ class Person:
         return self.api.http.post(f"/trpc/{path}", json=data, headers=self.headers)
 
     def query(self, path: str, data: Any) -> Any:
-        return self.api.http.get(f"/trpc/{path}", params={"input": json.dumps(data)}, headers=self.headers)
+        params = {} if data is None else {"input": json.dumps(data)}
+        return self.api.http.get(f"/trpc/{path}", params=params, headers=self.headers)
 
     def token(self) -> str:
         return str(ok(self.query("campaigns.previewDispatch", {"campaignId": "launch"}))["previewToken"])
@@ -107,6 +108,12 @@ def test_a_large_send_needs_a_second_publisher_and_pins_the_preview(api: TrpcCli
     # Without an approval, and without a reviewed token at all: FORBIDDEN, naming what is missing.
     refused = first.mutate("campaigns.dispatch", {"campaignId": "launch", "expectedPreviewToken": token})
     assert error_code(refused) == "FORBIDDEN" and "campaigns.approveDispatch" in _message(refused)
+    # The refused send now awaits a second publisher, as the console lists it.
+    waiting = ok(second.query("campaigns.listAwaitingApproval", None))["records"]
+    assert [(w["campaignId"], w["previewToken"], w["recipients"], w["requestedBy"]) for w in waiting] == [
+        ("launch", token, 3, "pia")
+    ]
+    assert waiting[0]["changedSince"] is False
     blind = first.mutate("campaigns.dispatch", {"campaignId": "launch"})
     assert error_code(blind) == "FORBIDDEN" and "expectedPreviewToken" in _message(blind)
     # An author may not approve; the role table says so.
@@ -144,6 +151,7 @@ def test_a_large_send_needs_a_second_publisher_and_pins_the_preview(api: TrpcCli
     assert record["approvedBy"] == "pia" and record["approvedAt"]
     # An approval is used once: the same token cannot be replayed into a second send.
     assert graph.run("MATCH (x:DispatchApproval) RETURN count(x) AS n")[0]["n"] == 0
+    assert ok(second.query("campaigns.listAwaitingApproval", None))["records"] == []
 
     trail = _trail(graph)
     approvals = [e for e in trail if e["procedure"] == "campaigns.approveDispatch"]

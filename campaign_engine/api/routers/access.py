@@ -23,6 +23,7 @@ ACCESS: dict[str, Access] = {
     "grant": "admin",
     "revoke": "admin",
     "list": "admin",
+    "me": "user",
 }
 router = ProcedureRouter("access", ACCESS)
 
@@ -31,6 +32,17 @@ class TenantRef(BaseModel):
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
 
     tenant_id: Annotated[TenantId, Field(alias="tenantId")]
+
+
+class Me(BaseModel):
+    """Who the caller is here: what the console shows and what it lets them do."""
+
+    model_config = ConfigDict(populate_by_name=True)
+
+    profile_id: Annotated[str, Field(alias="profileId")]
+    tenant_id: Annotated[str, Field(alias="tenantId", description="the tenant this credential acts in")]
+    role: Role | None = Field(description="the caller's highest role in that tenant; platform admins: admin")
+    platform: bool = Field(description="a platform admin: every role in every tenant")
 
 
 class GrantInput(TenantRef):
@@ -60,6 +72,14 @@ def revoke(ctx: Context, data: GrantInput) -> Ok:
         audit=ctx.audit(tenant_id=data.tenant_id),
     )
     return Ok()
+
+
+@router.query("me")
+def me(ctx: Context) -> Me:
+    """The signed-in caller, the tenant their credential acts in and their role there."""
+    caller = ctx.user()
+    role: Role | None = "admin" if caller.is_admin else ctx.role_in(ctx.tenant_id)
+    return Me(profile_id=caller.profile_id, tenant_id=ctx.tenant_id, role=role, platform=caller.is_admin)
 
 
 @router.query("list")

@@ -12,7 +12,7 @@ from campaign_engine.api.routers.common import CampaignRef, Ok
 from campaign_engine.api.trpc import ProcedureRouter
 from campaign_engine.campaigns import dispatch as dispatching
 from campaign_engine.campaigns import dispatch_reads as reads
-from campaign_engine.campaigns.approval import Approved, policy_of
+from campaign_engine.campaigns.approval import Approved, AwaitingList, awaiting, policy_of
 from campaign_engine.campaigns.resume import resume_dispatch as resume
 from campaign_engine.campaigns.schedule import ScheduleInput, cancel_scheduled, schedule_dispatch
 from campaign_engine.campaigns.uncertain_emails import UncertainEmailPage, list_uncertain_emails
@@ -26,6 +26,7 @@ ACCESS: dict[str, Access] = {
     "previewDispatch": "author",
     "dispatch": "publisher",
     "approveDispatch": "publisher",
+    "listAwaitingApproval": "viewer",
     "scheduleDispatch": "publisher",
     "cancelScheduledDispatch": "publisher",
     "getDispatch": "viewer",
@@ -111,6 +112,13 @@ def approve(ctx: Context, data: ApproveInput) -> Approved:
         deliverable=ctx.services.dispatch_channels,
         audit=ctx.audit(),
     )
+
+
+@router.query("listAwaitingApproval")
+def list_awaiting(ctx: Context) -> AwaitingList:
+    """Sends of this tenant its approval policy held back, newest first: each one's preview token, size
+    and requester, for a second publisher to approve (changedSince: edited since, approve a new preview)."""
+    return awaiting(ctx.services.graph, tenant_id=ctx.tenant_id)
 
 
 @router.mutation("scheduleDispatch")
