@@ -132,7 +132,7 @@ UNWIND range($first, $last) AS i
 WITH i, {PROFILE_ID_CYPHER} AS id
 CREATE (:Profile {{profileId: id, did: CASE WHEN $didEveryOther AND i % 2 = 1 THEN 'did:plc:' + id END,
                   dob: $dob, announcementEmailOptOut: false, announcementPushOptOut: false,
-                  isManaged: false, isServiceProfile: false, campaignStateLock: 0}})
+                  isManaged: false, isServiceProfile: false, campaignStateLock: 0, tenants: ['default']}})
 """
 
 

@@ -88,7 +88,7 @@ def seed_profiles(graph: Graph, count: int) -> None:
             UNWIND $ids AS id
             CREATE (p:Profile {profileId: id, dob: '1990-01-01', isManaged: false, isServiceProfile: false,
                                announcementEmailOptOut: false, announcementPushOptOut: false,
-                               campaignUnsubscribeId: randomUUID()})
+                               campaignUnsubscribeId: randomUUID(), tenants: ['default']})
             CREATE (p)-[:HAS_CONTACT_METHOD]->(:ContactMethod {type: 'email', value: id + '@example.com',
                                                               isPrimary: true, isVerified: true})
             """,
