@@ -123,6 +123,7 @@ def _token(args: argparse.Namespace) -> int:
             scope=args.scope,
             ttl_seconds=args.ttl,
             tenant_id=args.tenant,
+            roles=args.roles.split(",") if args.roles else None,
         )
     )
     return 0
@@ -251,6 +252,7 @@ def _parser() -> argparse.ArgumentParser:
     token.add_argument("--scope", default="")
     token.add_argument("--ttl", type=int, default=3600)
     token.add_argument("--tenant", help="the signed tenantId claim: the tenant the token acts in")
+    token.add_argument("--roles", help="the signed roles claim, comma-separated: the roles in --tenant")
     token.set_defaults(run=_token)
 
     neo4j = commands.add_parser("neo4j", help="control the local Neo4j launcher")
