@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import copy
+import json
 from collections.abc import Iterator
 from datetime import timedelta
 from pathlib import Path
@@ -26,7 +27,7 @@ from tests.conftest import ADMIN_ID, free_port
 from tests.support.api import TrpcClient, api_client, ok
 from tests.support.concurrency import at_once
 from tests.support.delivery import NOW, StepClock, drain, local_queues, start_dispatch
-from tests.support.email import add_email_members, address_of, email_settings, make_email_campaign
+from tests.support.email import ORIGINS, add_email_members, address_of, email_settings, make_email_campaign
 from tests.support.hostile_json import HOSTILE_BODIES
 from tests.support.plans import operators
 
@@ -121,6 +122,9 @@ def settings(base_settings: Settings) -> Settings:
             "postmark_webhook_password": SecretStr(PASSWORD),
             "campaign_soft_bounce_limit": 3,
             "campaign_soft_bounce_window_hours": 24,
+            # The API seeds the tenant records at its start (graph/tenants.py): it gets the app origins
+            # the workers of these tests send with, as a deployment gives every process one config.
+            "campaign_app_origins": json.loads(ORIGINS),
         }
     )
 
