@@ -33,6 +33,7 @@ from urllib.parse import quote
 import httpx
 import orjson
 
+from campaign_engine.delivery.email.postmark_body import PageBody
 from campaign_engine.delivery.email.provider import (
     Outcome,
     OutgoingEmail,
@@ -187,8 +188,8 @@ class PostmarkProvider:
 
     def _send_chunk(self, chunk: Sequence[OutgoingEmail]) -> tuple[list[SendResult], bool]:
         """The chunk's results, and whether the request failed as a whole (later chunks must wait)."""
-        # orjson: a page's 500 bodies encoded in ~0.3 ms, not the ~6 ms of httpx's json.dumps (issue 13).
-        request_body = orjson.dumps([self._message_json(m) for m in chunk])
+        # A page's bodies escaped once, each message's links spliced in (postmark_body.py, issue 23).
+        request_body = PageBody(sender=self._sender, stream=self._stream).encode(chunk)
         try:
             response = self._client.post("/email/batch", content=request_body, headers=_JSON_BODY)
         except _TRANSPORT_NOT_SENT as exc:
@@ -222,22 +223,6 @@ class PostmarkProvider:
             return _all(chunk, "throttled", reason="postmark:429", retry_after=retry_after), True
         log.warning("postmark.uncertain", extra={"http_status": status, "count": len(chunk)})
         return _all(chunk, "uncertain", reason=f"http:{status}"), True
-
-    def _message_json(self, message: OutgoingEmail) -> dict[str, Any]:
-        data: dict[str, Any] = {
-            "From": message.sender or self._sender,
-            "To": message.to,
-            "Subject": message.subject,
-            "HtmlBody": message.html,
-            "TextBody": message.text,
-            "MessageStream": self._stream,
-            "Headers": [{"Name": name, "Value": value} for name, value in message.headers.items()],
-        }
-        if message.tag:
-            data["Tag"] = message.tag
-        if message.metadata:
-            data["Metadata"] = dict(message.metadata)
-        return data
 
 
 _JSON_BODY = {"Content-Type": "application/json"}
