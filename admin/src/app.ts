@@ -46,7 +46,7 @@ function can(path: Path): boolean {
 /** In place of a control the role may not use: what it needs and what the caller holds. */
 function roleNote(what: string, path: Path): HTMLElement {
   const s = held?.session;
-  const mine = s ? (s.me.role ? `you are ${s.me.role === "admin" ? "an" : "a"} ${s.me.role}` : "you hold no role here") : "";
+  const mine = s ? (s.me.role ? `you are ${/^[aeiou]/.test(s.me.role) ? "an" : "a"} ${s.me.role}` : "you hold no role here") : "";
   return h("p", { className: "hint role-note", "data-needs": s?.needs(path) ?? "" }, `${what} needs ${roleName(s?.needs(path))}; ${mine}.`);
 }
 
