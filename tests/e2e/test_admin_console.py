@@ -713,7 +713,7 @@ def test_each_role_sees_only_what_it_may_do(stack: tuple[str, Settings, Path], b
         expect(page.get_by_role("heading", name="Access and keys")).to_be_visible()
         grants = page.locator("#grants")
         grants.get_by_label("Profile id").fill("pat")
-        grants.get_by_label("Role").select_option("publisher")
+        grants.get_by_label("Role", exact=True).select_option("publisher")
         grants.get_by_role("button", name="Grant role").click()
         expect(page.locator("#grants-table tr[data-subject='pat'][data-role='publisher']")).to_contain_text(
             "ada"
