@@ -1,7 +1,7 @@
 // Who is signed in and what they may do. The role each procedure needs is the server's own table
 // (the `ACCESS` dicts next to its routers), read from the `x-access` of every operation in
 // /openapi.json, so the console hides exactly what the server would refuse and cannot disagree with it.
-import { type Api, type Me, type Path, type Role, ROLES } from "./api";
+import { type Me, type Path, type Role, ROLES } from "./api";
 
 /** An operation's `x-access`: anyone, any signed-in profile, a tenant role, or platform admins only. */
 export type Access = "public" | "user" | Role | "platform";
@@ -45,12 +45,6 @@ export function session(me: Me, table: Map<string, Access>): Session {
     return me.role !== null && rank(me.role) >= rank(access);
   };
   return { me, needs, can };
-}
-
-/** Loads who the token belongs to and the server's table, in parallel (one batched tRPC request). */
-export async function loadSession(api: Api, root: string): Promise<Session> {
-  const [me, table] = await Promise.all([api.call("access.me", undefined), accessTable(root)]);
-  return session(me, table);
 }
 
 /** "the publisher role": what a refusal note names. */

@@ -1,7 +1,7 @@
 // The admin console: sign-in, the campaign list, and one page per campaign (compose, audience, test,
 // review and send, live progress, stats). Routes live in the URL fragment (#/, #/new, #/c/<id>); the
 // sign-in link of `campaign-engine dev` carries `#token=...`, which is read once and then cleared.
-import { loadSession, roleName, type Session } from "./access";
+import { type Access, accessTable, roleName, session, type Session } from "./access";
 import { Api, ApiError, type Campaign, type Dispatch, type DispatchPreview, type Path, type Source, type Stats, type Status } from "./api";
 import { renderApprovals } from "./approvals";
 import { composer, type Composer } from "./composer";
@@ -21,20 +21,25 @@ function token(): string | null {
 }
 const api = new Api(root, token);
 let generation = 0; // bumps on every navigation, so a stale poll or answer knows to stop
-// Who the held token is and what it may do (access.me + the server's access table); loaded once per
-// token, dropped when the token goes or is replaced.
+// Who the held token is and what it may do: access.me, asked again on every navigation (a role granted
+// or revoked shows on the next screen), and the server's access table, read once per page load.
 let held: { token: string; session: Session } | null = null;
+let table: Promise<Map<string, Access>> | null = null;
 
 function forget(): void {
   sessionStorage.removeItem(TOKEN_KEY);
   held = null;
 }
 
-/** The session of the held token, loaded on first use. */
+/** The session of the held token: who it is now, and the table (one batched request plus, once, the table). */
 async function currentSession(): Promise<Session> {
   const value = token();
-  if (held && held.token === value) return held.session;
-  const loaded = await loadSession(api, root);
+  table ??= accessTable(root).catch((err: unknown) => {
+    table = null; // read again next time rather than keep a failure
+    throw err;
+  });
+  const [me, known] = await Promise.all([api.call("access.me", undefined), table]);
+  const loaded = session(me, known);
   held = value ? { token: value, session: loaded } : null;
   return loaded;
 }
@@ -508,7 +513,7 @@ async function renderCampaign(id: string): Promise<void> {
  *  second publisher approves it (the server has then listed it under Approvals), and an approval made
  *  before a change is CONFLICT: both say what happens next, with the server's own words below. */
 function dispatchRefusal(err: unknown): HTMLElement {
-  if (err instanceof ApiError && err.message.includes("approveDispatch")) {
+  if (err instanceof ApiError && (err.code === "FORBIDDEN" || err.code === "CONFLICT") && err.message.includes("approveDispatch")) {
     const stale = err.code === "CONFLICT";
     return h("div", { role: "alert", className: "notice awaiting", id: "dispatch-awaits" },
       h("p", {}, h("strong", {}, stale ? "The approval is stale. " : "This send now awaits a second publisher. "),

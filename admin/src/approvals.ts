@@ -31,7 +31,7 @@ function row(kit: Kit, item: AwaitingApproval, reload: () => void): HTMLElement 
     kit.announce(`Approved ${item.name}.`);
     window.setTimeout(reload, 1500);
   }));
-  return h("article", { className: "approval", "data-campaign": item.campaignId },
+  return h("article", { className: "approval", "data-campaign": item.campaignId, "data-changed-since": String(item.changedSince) },
     h("h2", {}, h("a", { href: `#/c/${encodeURIComponent(item.campaignId)}` }, item.name), " ", h("span", { className: "muted id" }, item.campaignId)),
     h("dl", { className: "counts" },
       h("dt", {}, "Recipients"), h("dd", { "data-field": "recipients" }, String(item.recipients)),

@@ -304,6 +304,8 @@ def test_admin_journey_in_chromium(
         expect(page.get_by_role("heading", name="Campaigns", exact=True)).to_be_visible()
         assert page.evaluate("sessionStorage.getItem('campaign-engine.admin-token')") == admin_token
         assert admin_token not in page.url
+        expect(page.locator("#whoami-role")).to_have_text("platform admin")
+        expect(page.locator("#whoami-tenant")).to_have_text("default")
 
         # --- composer: the API's field error lands beside its field; the banner preview shows the cut
         page.get_by_role("link", name="New campaign").first.click()
@@ -799,22 +801,39 @@ def test_a_second_publisher_approves_a_waiting_send(
         item.get_by_role("button", name="Approve send to 3").click()
         expect(item.locator(".approval-refused")).to_contain_text("you are the campaign's last editor")
 
-        # pol, a second publisher, approves it from the list.
+        # pia edits after asking: the request is stale, and pol's approval of it is refused (CONFLICT).
+        current = trpc(url, pia, "campaigns.get", {"campaignId": "autumn"}, mutation=False)
+        edit = {"campaignId": "autumn", "expectedUpdatedAt": current["updatedAt"], "name": "Autumn news!"}
+        trpc(url, pia, "campaigns.update", edit)
         other.get_by_role("link", name="Approvals").click()
-        theirs = other.locator("#approvals article[data-campaign='autumn']")
-        expect(theirs).to_contain_text("Autumn news")
+        stale = other.locator("#approvals article[data-campaign='autumn'][data-changed-since='true']")
+        expect(stale).to_contain_text("Edited since this was requested")
+        stale.get_by_role("button", name="Approve send to 3").click()
+        expect(stale.locator(".approval-refused")).to_contain_text(
+            "Not approved: the campaign changed since this preview."
+        )
+
+        # pia reviews the edited campaign and asks again; pol, a second publisher, approves from the list.
+        page.goto(f"{url}/admin#/c/autumn")
+        page.get_by_role("button", name="Review dispatch").click()
+        page.get_by_role("button", name="Confirm and send to 3").click()
+        expect(page.locator("#dispatch-awaits")).to_contain_text("awaits a second publisher")
+        other.reload()
+        theirs = other.locator("#approvals article[data-campaign='autumn'][data-changed-since='false']")
+        expect(theirs).to_contain_text("Autumn news!")
         shot(other, "approvals", "#main")
         theirs.get_by_role("button", name="Approve send to 3").click()
         expect(theirs).to_contain_text("Approved by pol for 3 recipients")
-        expect(other.locator("#approvals")).to_have_text("Nothing awaits approval.")
 
-        # pia reviews again (nothing changed: the same preview) and the send goes out.
-        page.goto(f"{url}/admin#/c/autumn")
+        # pia confirms again (nothing changed since: the approved preview) and the send goes out.
+        page.reload()
         page.get_by_role("button", name="Review dispatch").click()
         page.get_by_role("button", name="Confirm and send to 3").click()
         expect(page.locator("#review-result")).to_contain_text("started")
         dispatches = trpc(url, pia, "campaigns.listDispatches", {"campaignId": "autumn"}, mutation=False)
         assert dispatches and all(d.get("approvedBy") == "pol" for d in dispatches)
+        other.reload()  # the send closed every request of the campaign, the stale one too
+        expect(other.locator("#approvals")).to_have_text("Nothing awaits approval.")
         watch.assert_clean()
         other_watch.assert_clean()
     finally:
