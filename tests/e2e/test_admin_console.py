@@ -306,6 +306,14 @@ def test_admin_journey_in_chromium(
         assert admin_token not in page.url
         expect(page.locator("#whoami-role")).to_have_text("platform admin")
         expect(page.locator("#whoami-tenant")).to_have_text("default")
+        # A platform admin manages any tenant's roles and keys; its own (the default tenant) first.
+        page.get_by_role("link", name="Access and keys").click()
+        expect(page.locator("#grants-table caption")).to_have_text("Grants in default")
+        expect(page.locator("#keys-table tbody")).to_have_text("No API keys yet.")
+        page.get_by_label("Tenant", exact=True).fill("other")
+        page.get_by_role("button", name="Show tenant").click()
+        expect(page.locator("#keys-table caption")).to_have_text("API keys of other")
+        assert_every_control_labelled(page)
 
         # --- composer: the API's field error lands beside its field; the banner preview shows the cut
         page.get_by_role("link", name="New campaign").first.click()
@@ -668,6 +676,7 @@ def test_each_role_sees_only_what_it_may_do(stack: tuple[str, Settings, Path], b
         expect(page.locator(".campaign-head .role-note")).to_contain_text("needs the publisher role")
         shot(page, "role-viewer", "viewport")
         page.goto(f"{url}/admin#/new")
+        expect(page.get_by_role("heading", name="New campaign")).to_be_visible()
         expect(page.locator("main .role-note")).to_have_text(
             "Creating a campaign needs the author role; you are a viewer."
         )
