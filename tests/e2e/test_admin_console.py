@@ -848,3 +848,27 @@ def test_a_second_publisher_approves_a_waiting_send(
     finally:
         first.close()
         second.close()
+
+
+def test_every_procedure_the_console_calls_is_in_the_servers_access_table(
+    base_settings: Settings, graph: Graph
+) -> None:
+    """The console offers a control only when /openapi.json's ``x-access`` lets the caller use it, and
+    hides what the table does not name: a procedure renamed or dropped on the server would vanish from
+    the console silently. Every path in admin/src/api.ts is there, with the kind the console calls."""
+    source = (REPO_ROOT / "admin" / "src" / "api.ts").read_text(encoding="utf-8")
+    kinds = dict(
+        re.findall(r'^  "(\w+\.\w+)": "(query|mutation)",$', source.split("const PROCEDURE_KINDS")[1], re.M)
+    )
+    assert {"access.me", "access.grant", "apiKeys.create", "campaigns.approveDispatch"} <= set(kinds)
+    document = create_app(base_settings, graph=graph).openapi()
+    operations = {
+        path.removeprefix("/trpc/"): (method, op) for path, methods in document["paths"].items()
+        for method, op in methods.items()
+    }  # fmt: skip
+    levels = {"public", "user", "viewer", "author", "publisher", "admin", "platform"}
+    for path, kind in kinds.items():
+        assert path in operations, f"the console calls {path}, which the server does not offer"
+        method, op = operations[path]
+        assert method == ("get" if kind == "query" else "post"), path
+        assert op["x-access"] in levels, path
