@@ -1,6 +1,9 @@
 // The admin console: sign-in, the campaign list, and one page per campaign (compose, audience, test,
-// review and send, live progress, stats). Routes live in the URL fragment (#/, #/new, #/c/<id>); the
-// sign-in link of `campaign-engine dev` carries `#token=...`, which is read once and then cleared.
+// review and send, live progress, stats), plus approvals waiting and a tenant's roles and API keys.
+// Routes live in the URL fragment (#/, #/new, #/c/<id>, #/approvals, #/access); the sign-in link of
+// `campaign-engine dev` carries `#token=...`, which is read once and then cleared. The header names the
+// tenant the token acts in and its role there; a control the role may not use is not offered, by the
+// server's own table (access.ts), and a note says which role it needs.
 import { type Access, accessTable, roleName, session, type Session } from "./access";
 import { Api, ApiError, type Campaign, type Dispatch, type DispatchPreview, type Path, type Source, type Stats, type Status } from "./api";
 import { renderApprovals } from "./approvals";

@@ -8,6 +8,12 @@ sources, email preview, send a test, review, confirm, watch the dispatch complet
 Two other actors use the public API directly, as they would: a second admin who edits the campaign
 behind the first one's back, and members whose apps record engagement.
 
+Roles (issue 21) get their own journeys in tenant ``alpha``: a viewer is offered nothing that writes, an
+author creates and reviews but cannot send, a tenant admin grants and revokes a role and creates a key
+(shown once, copied, then seen in use and revoked), and a send the tenant's approval policy holds back
+is approved from the Approvals list by a second publisher after the last editor's own approval and a
+stale one are refused.
+
 It fails on any console error, page error, CSP violation (a listener injected into every frame from
 ``admin_console_watch.js``) or request that leaves the server's origin. Screenshots of each screen go to
 ``tests/artifacts/admin-*.png``. The assets must be built (``make admin-assets``; ``make test`` does).
