@@ -142,6 +142,55 @@ export interface RecipientExplanation {
 }
 type Ref = { campaignId: string };
 
+export type Role = "viewer" | "author" | "publisher" | "admin";
+export const ROLES: readonly Role[] = ["viewer", "author", "publisher", "admin"];
+/** access.me: who the credential is, the tenant it acts in and the highest role held there. */
+export interface Me {
+  profileId: string;
+  tenantId: string;
+  role: Role | null;
+  platform: boolean;
+}
+export interface Grant {
+  tenantId: string;
+  subject: string;
+  role: Role;
+  grantedAt: string;
+  grantedBy?: string | null;
+}
+/** apiKeys.list: never the key itself, only its first characters. */
+export interface ApiKey {
+  id: string;
+  tenantId: string;
+  name: string;
+  role: Role;
+  prefix: string;
+  createdAt: string;
+  createdBy: string;
+  expiresAt?: string | null;
+  revokedAt?: string | null;
+  lastUsedAt?: string | null;
+}
+/** campaigns.listAwaitingApproval: a send the tenant's approval policy held back. */
+export interface AwaitingApproval {
+  campaignId: string;
+  name: string;
+  previewToken: string;
+  recipients: number;
+  requestedBy: string | null;
+  requestedAt: string | null;
+  changedSince: boolean;
+}
+export interface Approved {
+  campaignId: string;
+  previewToken: string;
+  approvedBy: string;
+  approvedAt: string;
+  recipients: number;
+}
+type TenantRef = { tenantId: string };
+type GrantInput = TenantRef & { subject: string; role: Role };
+
 /** Every procedure the console calls: its kind, input and output. */
 interface Procedures {
   "campaigns.list": ["query", { status?: Status; cursor?: string; limit?: number }, { records: Campaign[]; cursor: string | null; hasMore: boolean }];
@@ -160,8 +209,17 @@ interface Procedures {
   "campaigns.dispatch": ["mutation", Ref & { expectedPreviewToken: string }, { dispatchId: string; channels: string[] }];
   "campaigns.listDispatches": ["query", Ref, Dispatch[]];
   "campaigns.explainRecipient": ["query", Ref & { profileId: string }, RecipientExplanation];
+  "campaigns.listAwaitingApproval": ["query", undefined, { records: AwaitingApproval[] }];
+  "campaigns.approveDispatch": ["mutation", Ref & { previewToken: string }, Approved];
+  "access.me": ["query", undefined, Me];
+  "access.list": ["query", TenantRef, { records: Grant[] }];
+  "access.grant": ["mutation", GrantInput, Grant];
+  "access.revoke": ["mutation", GrantInput, { ok: boolean }];
+  "apiKeys.list": ["query", TenantRef, { records: ApiKey[] }];
+  "apiKeys.create": ["mutation", TenantRef & { name: string; role: Role; expiresAt?: string }, { id: string; key: string }];
+  "apiKeys.revoke": ["mutation", { id: string }, ApiKey];
 }
-type Path = keyof Procedures;
+export type Path = keyof Procedures;
 
 export interface Issue {
   path: (string | number)[];
@@ -236,4 +294,13 @@ const PROCEDURE_KINDS: { [P in Path]: Procedures[P][0] } = {
   "campaigns.dispatch": "mutation",
   "campaigns.listDispatches": "query",
   "campaigns.explainRecipient": "query",
+  "campaigns.listAwaitingApproval": "query",
+  "campaigns.approveDispatch": "mutation",
+  "access.me": "query",
+  "access.list": "query",
+  "access.grant": "mutation",
+  "access.revoke": "mutation",
+  "apiKeys.list": "query",
+  "apiKeys.create": "mutation",
+  "apiKeys.revoke": "mutation",
 };

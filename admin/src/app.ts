@@ -1,10 +1,17 @@
 // The admin console: sign-in, the campaign list, and one page per campaign (compose, audience, test,
-// review and send, live progress, stats). Routes live in the URL fragment (#/, #/new, #/c/<id>); the
-// sign-in link of `campaign-engine dev` carries `#token=...`, which is read once and then cleared.
-import { Api, ApiError, type Campaign, type Dispatch, type DispatchPreview, type Source, type Stats, type Status } from "./api";
+// review and send, live progress, stats), plus approvals waiting and a tenant's roles and API keys.
+// Routes live in the URL fragment (#/, #/new, #/c/<id>, #/approvals, #/access); the sign-in link of
+// `campaign-engine dev` carries `#token=...`, which is read once and then cleared. The header names the
+// tenant the token acts in and its role there; a control the role may not use is not offered, by the
+// server's own table (access.ts), and a note says which role it needs.
+import { type Access, accessTable, roleName, session, type Session } from "./access";
+import { Api, ApiError, type Campaign, type Dispatch, type DispatchPreview, type Path, type Source, type Stats, type Status } from "./api";
+import { renderApprovals } from "./approvals";
 import { composer, type Composer } from "./composer";
 import { field, h, replace, svg } from "./dom";
 import { explainSection, words } from "./explain";
+import type { Kit } from "./kit";
+import { renderAccess } from "./tenant";
 
 const TOKEN_KEY = "campaign-engine.admin-token";
 const root = document.body.dataset["root"] ?? "";
@@ -17,6 +24,39 @@ function token(): string | null {
 }
 const api = new Api(root, token);
 let generation = 0; // bumps on every navigation, so a stale poll or answer knows to stop
+// Who the held token is and what it may do: access.me, asked again on every navigation (a role granted
+// or revoked shows on the next screen), and the server's access table, read once per page load.
+let held: { token: string; session: Session } | null = null;
+let table: Promise<Map<string, Access>> | null = null;
+
+function forget(): void {
+  sessionStorage.removeItem(TOKEN_KEY);
+  held = null;
+}
+
+/** The session of the held token: who it is now, and the table (one batched request plus, once, the table). */
+async function currentSession(): Promise<Session> {
+  const value = token();
+  table ??= accessTable(root).catch((err: unknown) => {
+    table = null; // read again next time rather than keep a failure
+    throw err;
+  });
+  const [me, known] = await Promise.all([api.call("access.me", undefined), table]);
+  const loaded = session(me, known);
+  held = value ? { token: value, session: loaded } : null;
+  return loaded;
+}
+
+function can(path: Path): boolean {
+  return held?.session.can(path) ?? false;
+}
+
+/** In place of a control the role may not use: what it needs and what the caller holds. */
+function roleNote(what: string, path: Path): HTMLElement {
+  const s = held?.session;
+  const mine = s ? (s.me.role ? `you are ${/^[aeiou]/.test(s.me.role) ? "an" : "a"} ${s.me.role}` : "you hold no role here") : "";
+  return h("p", { className: "hint role-note", "data-needs": s?.needs(path) ?? "" }, `${what} needs ${roleName(s?.needs(path))}; ${mine}.`);
+}
 
 // A link into a tab that already holds a session asks before replacing it: a crafted link must not
 // silently sign an admin into someone else's session (issue 21).
@@ -24,10 +64,13 @@ function takeFragmentToken(): void {
   const match = /^#token=([^&]+)/.exec(location.hash);
   if (!match?.[1]) return;
   const offered = decodeURIComponent(match[1]);
-  const held = sessionStorage.getItem(TOKEN_KEY);
-  const replaceHeld = held === null || held === offered ||
+  const holding = sessionStorage.getItem(TOKEN_KEY);
+  const replaceHeld = holding === null || holding === offered ||
     confirm("This link signs this tab in with another token, replacing the current session. Replace it?");
-  if (replaceHeld) sessionStorage.setItem(TOKEN_KEY, offered);
+  if (replaceHeld) {
+    sessionStorage.setItem(TOKEN_KEY, offered);
+    if (held?.token !== offered) held = null;
+  }
   history.replaceState(null, "", `${location.pathname}#/`); // the token leaves the address bar and history
 }
 
@@ -51,8 +94,9 @@ async function guarded<T>(control: HTMLButtonElement | null, work: () => Promise
   try {
     return await work();
   } catch (err) {
-    if (err instanceof ApiError && (err.code === "UNAUTHORIZED" || err.code === "FORBIDDEN")) {
-      sessionStorage.removeItem(TOKEN_KEY);
+    // FORBIDDEN names a role this caller lacks: shown where it happened, the session stays.
+    if (err instanceof ApiError && err.code === "UNAUTHORIZED") {
+      forget();
       renderSignIn(`${err.message}. Sign in again with an admin token.`);
       return undefined;
     }
@@ -63,13 +107,30 @@ async function guarded<T>(control: HTMLButtonElement | null, work: () => Promise
   }
 }
 
+/** The tenant this token acts in and the role it holds there, always in view. */
+function whoami(): HTMLElement | null {
+  const me = held?.session.me;
+  if (!me) return null;
+  const role = me.platform ? "platform admin" : (me.role ?? "no role");
+  return h("p", { className: "whoami", id: "whoami" },
+    h("span", { className: "muted" }, "Tenant "), h("strong", { id: "whoami-tenant" }, me.tenantId),
+    h("span", { className: "muted" }, " · Role "), h("strong", { id: "whoami-role", "data-role": me.platform ? "platform" : (me.role ?? "") }, role),
+    h("span", { className: "muted" }, " · "), h("span", { id: "whoami-profile" }, me.profileId));
+}
+
 function shell(title: string, ...content: (Node | null)[]): void {
   const signOut = button("Sign out", () => {
-    sessionStorage.removeItem(TOKEN_KEY);
+    forget();
     renderSignIn("Signed out.");
   });
+  const links = [
+    h("a", { href: "#/" }, "Campaigns"),
+    can("campaigns.create") ? h("a", { href: "#/new" }, "New campaign") : null,
+    can("campaigns.listAwaitingApproval") ? h("a", { href: "#/approvals" }, "Approvals") : null,
+    can("access.list") || can("apiKeys.list") ? h("a", { href: "#/access" }, "Access and keys") : null,
+  ];
   replace(app,
-    h("header", { className: "top" }, h("a", { href: "#/", className: "brand" }, "Campaigns admin"), h("nav", { "aria-label": "Main" }, h("a", { href: "#/" }, "Campaigns"), h("a", { href: "#/new" }, "New campaign")), signOut),
+    h("header", { className: "top" }, h("a", { href: "#/", className: "brand" }, "Campaigns admin"), h("nav", { "aria-label": "Main" }, ...links), whoami(), signOut),
     h("main", { id: "main" }, h("h1", {}, title), ...content),
     live);
   document.title = `${title} · Campaigns admin`;
@@ -80,18 +141,24 @@ function shell(title: string, ...content: (Node | null)[]): void {
 function renderSignIn(notice?: string): void {
   generation += 1;
   const tokenInput = h("textarea", { rows: 4, required: true, autocomplete: "off", spellcheck: "false", name: "token" });
-  const { row } = field("Admin bearer token", tokenInput, "A JWT with the campaigns:admin scope. Kept in this tab's session storage only.");
+  const { row } = field("Admin bearer token", tokenInput, "A JWT or API key with a role in a tenant (or a platform admin's). Kept in this tab's session storage only.");
   const out = h("div", {});
   const submit = h("button", { type: "submit" }, "Sign in");
   const form = h("form", { className: "signin", "aria-label": "Sign in" }, row, submit, out);
   form.addEventListener("submit", (ev) => {
     ev.preventDefault();
     sessionStorage.setItem(TOKEN_KEY, tokenInput.value.trim());
-    void guarded(submit, () => api.call("campaigns.list", { limit: 1 }), (err) => replace(out, errorBox(err))).then((ok) => {
-      if (ok) {
-        location.hash = "#/";
-        route();
+    held = null;
+    void guarded(submit, () => currentSession(), (err) => replace(out, errorBox(err))).then((s) => {
+      if (!s) return;
+      if (!s.me.platform && s.me.role === null) {
+        // Signed in, but this token may read nothing here: say so rather than show empty screens.
+        forget();
+        replace(out, h("p", { role: "alert", className: "error" }, `${s.me.profileId} holds no role in tenant '${s.me.tenantId}': ask one of its admins for access.`));
+        return;
       }
+      location.hash = "#/";
+      route();
     });
   });
   replace(app, h("main", { id: "main", className: "narrow" }, h("h1", {}, "Sign in"), notice ? h("p", { role: "alert", className: "notice" }, notice) : null, form), live);
@@ -120,7 +187,7 @@ async function renderList(): Promise<void> {
   const table = h("div", { className: "table-wrap" }, h("table", { id: "campaigns" },
     h("caption", {}, "Campaigns"),
     h("thead", {}, h("tr", {}, ...["Campaign", "Status", "Channels", "Window", "Audience", "Notified", "Emailed", "Shown", "Clicked"].map((t) => h("th", { scope: "col" }, t)))), body));
-  shell("Campaigns", h("div", { className: "toolbar" }, row, h("a", { href: "#/new", className: "button" }, "New campaign")), table, more);
+  shell("Campaigns", h("div", { className: "toolbar" }, row, can("campaigns.create") ? h("a", { href: "#/new", className: "button" }, "New campaign") : null), table, more);
 
   async function load(cursor?: string): Promise<void> {
     const status = (filter.value || undefined) as Status | undefined;
@@ -147,6 +214,10 @@ async function renderList(): Promise<void> {
 // --- new campaign --------------------------------------------------------------------------------
 
 function renderNew(): void {
+  if (!can("campaigns.create")) {
+    shell("New campaign", roleNote("Creating a campaign", "campaigns.create"));
+    return;
+  }
   const form = composer(null);
   const out = h("div", {});
   const save = button("Create campaign", () => {
@@ -206,6 +277,10 @@ async function renderCampaign(id: string): Promise<void> {
       return b;
     };
     const s = current.status;
+    if (!can("campaigns.setStatus")) {
+      replace(lifecycle, roleNote("Going live, pausing and archiving", "campaigns.setStatus"));
+      return;
+    }
     replace(lifecycle,
       s === "draft" ? to("Go live", "live") : null,
       s === "live" ? to("Pause", "paused") : null,
@@ -253,7 +328,12 @@ async function renderCampaign(id: string): Promise<void> {
       replace(frameOut, h("p", {}, h("strong", {}, "Subject: "), h("span", { id: "email-subject" }, preview.subject)), frame,
         h("details", {}, h("summary", {}, "Plain-text part"), h("pre", { className: "email-text" }, preview.text)));
     }
-    replace(defSection, h("h2", { id: "definition-h" }, "Definition"), out, form.element, h("div", { className: "actions" }, save),
+    const editable = can("campaigns.update");
+    if (!editable) {
+      // Read only: every control of the composer shows the definition but cannot change it.
+      for (const control of form.element.querySelectorAll<HTMLInputElement | HTMLSelectElement | HTMLTextAreaElement | HTMLButtonElement>("input, select, textarea, button")) control.disabled = true;
+    }
+    replace(defSection, h("h2", { id: "definition-h" }, "Definition"), out, form.element, h("div", { className: "actions" }, editable ? save : roleNote("Editing the campaign", "campaigns.update")),
       h("h3", {}, "Email preview"), h("p", { className: "hint" }, "Rendered by the server with the same renderer the worker sends with (save first)."), previewBtn, frameOut);
   }
   async function reloadCampaign(): Promise<void> {
@@ -334,7 +414,10 @@ async function renderCampaign(id: string): Promise<void> {
   const audienceSection = h("section", { id: "audience", "aria-labelledby": "audience-h" },
     h("h2", { id: "audience-h" }, "Audience"),
     field("Source type", sourceType).row, valueField.row,
-    h("div", { className: "actions" }, audienceAction("Preview count", "campaigns.previewAudience"), audienceAction("Add to audience", "campaigns.addAudience"), audienceAction("Remove from audience", "campaigns.removeAudience")),
+    h("div", { className: "actions" },
+      can("campaigns.previewAudience") ? audienceAction("Preview count", "campaigns.previewAudience") : null,
+      can("campaigns.addAudience") ? audienceAction("Add to audience", "campaigns.addAudience") : null,
+      can("campaigns.removeAudience") ? audienceAction("Remove from audience", "campaigns.removeAudience") : roleNote("Changing the audience", "campaigns.removeAudience")),
     audienceOut,
     h("div", { className: "table-wrap" }, h("table", { id: "members" }, h("caption", {}, "Members"), h("thead", {}, h("tr", {}, h("th", { scope: "col" }, "Profile id"), h("th", { scope: "col" }, "DID"))), members)),
     pager);
@@ -344,14 +427,15 @@ async function renderCampaign(id: string): Promise<void> {
   const testBtn: HTMLButtonElement = button("Send test to me", () => void guarded(testBtn, () => api.call("campaigns.sendTestToMe", { campaignId: id }), (err) => replace(testOut, errorBox(err))).then((r) => {
     if (r) replace(testOut, h("p", { className: "ok" }, `Test ${r.testId} sent on: ${r.channels.join(", ")}.`));
   }));
-  const testSection = h("section", { id: "test", "aria-labelledby": "test-h" }, h("h2", { id: "test-h" }, "Test"), h("p", { className: "hint" }, "Sends the saved campaign to you only, on every channel it has content for."), testBtn, testOut);
+  const testSection = h("section", { id: "test", "aria-labelledby": "test-h" }, h("h2", { id: "test-h" }, "Test"), h("p", { className: "hint" }, "Sends the saved campaign to you only, on every channel it has content for."),
+    can("campaigns.sendTestToMe") ? testBtn : roleNote("Sending a test", "campaigns.sendTestToMe"), testOut);
 
   // Review and send
   const reviewOut = h("div", { id: "review-result" });
   const reviewBtn: HTMLButtonElement = button("Review dispatch", () => void guarded(reviewBtn, () => api.call("campaigns.previewDispatch", { campaignId: id }), (err) => replace(reviewOut, errorBox(err))).then((p) => {
     if (!p) return;
     planned = p;
-    const confirm: HTMLButtonElement = button(`Confirm and send to ${p.recipientCount}`, () => void guarded(confirm, () => api.call("campaigns.dispatch", { campaignId: id, expectedPreviewToken: p.previewToken }), (err) => replace(confirmOut, errorBox(err))).then((started) => {
+    const confirm: HTMLButtonElement = button(`Confirm and send to ${p.recipientCount}`, () => void guarded(confirm, () => api.call("campaigns.dispatch", { campaignId: id, expectedPreviewToken: p.previewToken }), (err) => replace(confirmOut, dispatchRefusal(err))).then((started) => {
       if (started) {
         replace(confirmOut, h("p", { className: "ok" }, `Dispatch ${started.dispatchId} started (${started.channels.join(", ")}).`));
         confirm.disabled = true;
@@ -368,9 +452,10 @@ async function renderCampaign(id: string): Promise<void> {
       h("dt", {}, "Emails"), h("dd", { id: "review-email" }, String(p.emailRecipientCount))),
       p.blockedReason ? h("p", { role: "alert", className: "error", id: "review-blocked" }, `Blocked: ${p.blockedReason}`) : null,
       h("p", { className: "hint" }, "Confirming sends exactly this: if anything changed since the review, the server refuses and you review again."),
-      confirm, confirmOut);
+      can("campaigns.dispatch") ? confirm : roleNote("Sending", "campaigns.dispatch"), confirmOut);
   }));
-  const reviewSection = h("section", { id: "review", "aria-labelledby": "review-h" }, h("h2", { id: "review-h" }, "Review and send"), reviewBtn, reviewOut);
+  const reviewSection = h("section", { id: "review", "aria-labelledby": "review-h" }, h("h2", { id: "review-h" }, "Review and send"),
+    can("campaigns.previewDispatch") ? reviewBtn : roleNote("Reviewing a send", "campaigns.previewDispatch"), reviewOut);
 
   // Live progress
   const progressOut = h("div", { id: "progress-list", "aria-live": "polite" });
@@ -427,6 +512,21 @@ async function renderCampaign(id: string): Promise<void> {
   await Promise.all([loadMembers(true).catch((err: unknown) => replace(pager, errorBox(err))), poll()]);
 }
 
+/** A refused dispatch, explained. Under the tenant's approval policy a large send is FORBIDDEN until a
+ *  second publisher approves it (the server has then listed it under Approvals), and an approval made
+ *  before a change is CONFLICT: both say what happens next, with the server's own words below. */
+function dispatchRefusal(err: unknown): HTMLElement {
+  if (err instanceof ApiError && (err.code === "FORBIDDEN" || err.code === "CONFLICT") && err.message.includes("approveDispatch")) {
+    const stale = err.code === "CONFLICT";
+    return h("div", { role: "alert", className: "notice awaiting", id: "dispatch-awaits" },
+      h("p", {}, h("strong", {}, stale ? "The approval is stale. " : "This send now awaits a second publisher. "),
+        stale ? "The campaign changed after it was approved: review again and have the new preview approved." : "It is listed under Approvals; once another publisher approves it, confirm the send again here."),
+      h("p", { className: "muted" }, `${err.code}: ${err.message}`),
+      can("campaigns.listAwaitingApproval") ? h("p", {}, h("a", { href: "#/approvals" }, "Open approvals")) : null);
+  }
+  return errorBox(err);
+}
+
 /** The counters shown, in this order; then any other numeric field of DispatchPublic (a counter added
  *  on the server appears without console work). Numbers that are settings, not counts, are left out. */
 const KNOWN_COUNTERS = ["pages", "enqueued", "acknowledged", "rejected", "emailed", "suppressed", "uncertain", "throttled"];
@@ -479,14 +579,39 @@ function chart(s: Stats): Node {
 
 // --- routing -------------------------------------------------------------------------------------
 
+function kit(session: Session): Kit {
+  return { api, session, guarded, errorBox, button, announce, shell, generation: () => generation };
+}
+
 function route(): void {
   generation += 1;
+  const mine = generation;
   if (!token()) {
     renderSignIn();
     return;
   }
+  currentSession().then((s) => {
+    if (mine !== generation) return;
+    if (!s.me.platform && s.me.role === null) {
+      forget();
+      renderSignIn(`${s.me.profileId} holds no role in tenant '${s.me.tenantId}': ask one of its admins for access.`);
+      return;
+    }
+    draw(s);
+  }, (err: unknown) => {
+    if (mine !== generation) return;
+    if (err instanceof ApiError && err.code === "UNAUTHORIZED") {
+      forget();
+      renderSignIn(`${err.message}. Sign in again with an admin token.`);
+    } else shell("Campaigns admin", errorBox(err));
+  });
+}
+
+function draw(s: Session): void {
   const hash = location.hash.replace(/^#/, "");
   if (hash === "/new") renderNew();
+  else if (hash === "/approvals") void renderApprovals(kit(s));
+  else if (hash === "/access") renderAccess(kit(s));
   else if (hash.startsWith("/c/")) void renderCampaign(decodeURIComponent(hash.slice(3)));
   else void renderList();
   document.getElementById("main")?.querySelector("h1")?.focus();

@@ -8,6 +8,12 @@ sources, email preview, send a test, review, confirm, watch the dispatch complet
 Two other actors use the public API directly, as they would: a second admin who edits the campaign
 behind the first one's back, and members whose apps record engagement.
 
+Roles (issue 21) get their own journeys in tenant ``alpha``: a viewer is offered nothing that writes, an
+author creates and reviews but cannot send, a tenant admin grants and revokes a role and creates a key
+(shown once, copied, then seen in use and revoked), and a send the tenant's approval policy holds back
+is approved from the Approvals list by a second publisher after the last editor's own approval and a
+stale one are refused.
+
 It fails on any console error, page error, CSP violation (a listener injected into every frame from
 ``admin_console_watch.js``) or request that leaves the server's origin. Screenshots of each screen go to
 ``tests/artifacts/admin-*.png``. The assets must be built (``make admin-assets``; ``make test`` does).
@@ -145,15 +151,14 @@ def browser() -> Iterator[Browser]:
             chromium.close()
 
 
-def trpc(url: str, token: str, path: str, data: dict[str, Any], *, mutation: bool = True) -> Any:
-    """One call to the public API, as another client would make it."""
+def trpc(url: str, token: str, path: str, data: dict[str, Any] | None, *, mutation: bool = True) -> Any:
+    """One call to the public API, as another client would make it (``None``: a procedure without input)."""
     headers = {"authorization": f"Bearer {token}"}
     if mutation:
         answer = httpx.post(f"{url}/trpc/{path}", json=data, headers=headers, timeout=60)
     else:
-        answer = httpx.get(
-            f"{url}/trpc/{path}", params={"input": json.dumps(data)}, headers=headers, timeout=60
-        )
+        params = {} if data is None else {"input": json.dumps(data)}
+        answer = httpx.get(f"{url}/trpc/{path}", params=params, headers=headers, timeout=60)
     assert answer.status_code == 200, answer.text
     return answer.json()["result"]["data"]
 
@@ -298,13 +303,23 @@ def test_admin_journey_in_chromium(
         page.keyboard.type(user_token)  # the token box has focus on arrival
         page.keyboard.press("Tab")
         page.keyboard.press("Enter")
-        expect(page.get_by_role("alert")).to_contain_text("admin rights required")
+        expect(page.get_by_role("alert")).to_contain_text("m000 holds no role in tenant")
         page.get_by_label("Admin bearer token").fill(admin_token)
         page.get_by_label("Admin bearer token").press("Tab")
         page.keyboard.press("Enter")
         expect(page.get_by_role("heading", name="Campaigns", exact=True)).to_be_visible()
         assert page.evaluate("sessionStorage.getItem('campaign-engine.admin-token')") == admin_token
         assert admin_token not in page.url
+        expect(page.locator("#whoami-role")).to_have_text("platform admin")
+        expect(page.locator("#whoami-tenant")).to_have_text("default")
+        # A platform admin manages any tenant's roles and keys; its own (the default tenant) first.
+        page.get_by_role("link", name="Access and keys").click()
+        expect(page.locator("#grants-table caption")).to_have_text("Grants in default")
+        expect(page.locator("#keys-table tbody")).to_have_text("No API keys yet.")
+        page.get_by_label("Tenant", exact=True).fill("other")
+        page.get_by_role("button", name="Show tenant").click()
+        expect(page.locator("#keys-table caption")).to_have_text("API keys of other")
+        assert_every_control_labelled(page)
 
         # --- composer: the API's field error lands beside its field; the banner preview shows the cut
         page.get_by_role("link", name="New campaign").first.click()
@@ -586,3 +601,280 @@ def test_missing_assets_answer_503_naming_the_make_target(tmp_path: Path) -> Non
             assert answer.status_code == 503, path
             assert "make admin-assets" in answer.text
     assert (ASSETS_DIR / "manifest.json").is_file(), "run `make admin-assets` before the browser tests"
+
+
+# --- roles (issue 21): what each role sees, tenant admins' grants and keys, two-person approval ------
+TENANT = "alpha"
+TENANT_MEMBERS = ["a1", "a2", "a3"]
+AUTUMN = {
+    "id": "autumn",
+    "name": "Autumn news",
+    "channels": ["inApp", "notify"],
+    "message": {"title": "Autumn"},
+    "notification": {"title": "Autumn news", "body": "What changes this autumn"},
+}
+
+
+def tenant_alpha(url: str, settings: Settings, *, min_recipients: int | None = None) -> None:
+    """The tenant record (with an approval policy if asked) and its members, as a platform admin."""
+    platform = mint_token(settings, profile_id=ADMIN_ID, scope=ADMIN_SCOPE)
+    trpc(url, platform, "tenants.create", {"tenantId": TENANT, "name": "Alpha"})
+    if min_recipients is not None:
+        trpc(
+            url,
+            platform,
+            "tenants.update",
+            {"tenantId": TENANT, "approval": {"minRecipients": min_recipients}},
+        )
+    members = [{"profileId": p, "tenants": [TENANT]} for p in TENANT_MEMBERS]
+    trpc(url, platform, "profiles.upsert", {"profiles": members})
+
+
+def tenant_token(settings: Settings, sub: str, role: str) -> str:
+    return mint_token(settings, profile_id=sub, tenant_id=TENANT, roles=[role])
+
+
+def signed_in(browser: Browser, url: str, token: str) -> tuple[Any, Page, Watch]:
+    """A fresh tab signed in through the dev sign-in link; the header names the tenant and the role."""
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    context.add_init_script(path=str(WATCH_SCRIPT))
+    page = context.new_page()
+    watch = Watch(page, url)
+    page.goto(f"{url}/admin#token={token}")
+    expect(page.get_by_role("heading", name="Campaigns", exact=True)).to_be_visible()
+    return context, page, watch
+
+
+def test_each_role_sees_only_what_it_may_do(stack: tuple[str, Settings, Path], browser: Browser) -> None:
+    url, settings, _ = stack
+    tenant_alpha(url, settings)
+    author = tenant_token(settings, "ana", "author")
+    trpc(url, author, "campaigns.create", AUTUMN)
+    trpc(url, author, "campaigns.addAudience", {"campaignId": "autumn",
+         "source": {"type": "profileIds", "profileIds": TENANT_MEMBERS}})  # fmt: skip
+
+    # The console reads the role each procedure needs from the server's own table.
+    table = {
+        path.removeprefix("/trpc/"): op["x-access"]
+        for path, methods in httpx.get(f"{url}/openapi.json").json()["paths"].items()
+        for op in methods.values()
+    }
+    assert table["campaigns.create"] == "author" and table["campaigns.dispatch"] == "publisher"
+
+    # --- a viewer: reads everything of the tenant, is offered nothing that writes
+    context, page, watch = signed_in(browser, url, tenant_token(settings, "vic", "viewer"))
+    try:
+        expect(page.locator("#whoami-tenant")).to_have_text(TENANT)
+        expect(page.locator("#whoami-role")).to_have_text("viewer")
+        expect(page.get_by_role("link", name="New campaign")).to_have_count(0)
+        expect(page.get_by_role("link", name="Access and keys")).to_have_count(0)
+        expect(page.locator("#campaigns tbody tr", has_text="Autumn news")).to_have_count(1)
+        page.get_by_role("link", name="Autumn news").click()
+        expect(page.get_by_role("heading", name="Autumn news")).to_be_visible()
+        expect(page.locator("#members tbody tr")).to_have_count(3)
+        for name in ("Go live", "Archive", "Save changes", "Preview count", "Add to audience",
+                     "Remove from audience", "Send test to me", "Review dispatch"):  # fmt: skip
+            expect(page.get_by_role("button", name=name, exact=True)).to_have_count(0)
+        expect(page.get_by_label("Name")).to_be_disabled()
+        expect(page.locator("#review .role-note")).to_have_text(
+            "Reviewing a send needs the author role; you are a viewer."
+        )
+        expect(page.locator(".campaign-head .role-note")).to_contain_text("needs the publisher role")
+        shot(page, "role-viewer", "viewport")
+        page.goto(f"{url}/admin#/new")
+        expect(page.get_by_role("heading", name="New campaign")).to_be_visible()
+        expect(page.locator("main .role-note")).to_have_text(
+            "Creating a campaign needs the author role; you are a viewer."
+        )
+        expect(page.get_by_role("button", name="Create campaign")).to_have_count(0)
+        watch.assert_clean()
+    finally:
+        context.close()
+
+    # --- an author: creates and edits, reviews a send, may not send it nor change its status
+    context, page, watch = signed_in(browser, url, author)
+    try:
+        expect(page.locator("#whoami-role")).to_have_text("author")
+        page.get_by_role("link", name="New campaign").first.click()
+        page.get_by_label("Campaign id").fill("winter")
+        page.get_by_label("Name").fill("Winter news")
+        page.get_by_label("Notification (inbox/push)").uncheck()
+        page.get_by_label("Title", exact=True).fill("Winter is coming")
+        page.get_by_role("button", name="Create campaign").click()
+        expect(page.get_by_role("heading", name="Winter news")).to_be_visible()
+        expect(page.get_by_role("button", name="Save changes")).to_be_enabled()
+        expect(page.get_by_role("button", name="Go live")).to_have_count(0)
+        audience = page.locator("#audience")
+        audience.get_by_label(re.compile("^Profile ids, DIDs")).fill("a1\na2")
+        audience.get_by_role("button", name="Add to audience").click()
+        expect(page.locator("#audience-added")).to_have_text("2")
+        page.get_by_role("button", name="Review dispatch").click()
+        expect(page.locator("#review-audience")).to_have_text("2")
+        expect(page.get_by_role("button", name=re.compile("^Confirm and send"))).to_have_count(0)
+        expect(page.locator("#review .role-note")).to_have_text(
+            "Sending needs the publisher role; you are an author."
+        )
+        shot(page, "role-author", "#review")
+        watch.assert_clean()
+    finally:
+        context.close()
+    created = trpc(url, author, "campaigns.get", {"campaignId": "winter"}, mutation=False)
+    assert created["status"] == "draft" and created["tenantId"] == TENANT
+
+    # --- a tenant admin: grants a role, revokes it; creates a key, sees it once, sees its use, revokes it
+    context, page, watch = signed_in(browser, url, tenant_token(settings, "ada", "admin"))
+    context.grant_permissions(["clipboard-read", "clipboard-write"], origin=url)
+    try:
+        expect(page.locator("#whoami-role")).to_have_text("admin")
+        page.get_by_role("link", name="Access and keys").click()
+        expect(page.get_by_role("heading", name="Access and keys")).to_be_visible()
+        grants = page.locator("#grants")
+        grants.get_by_label("Profile id").fill("pat")
+        grants.get_by_label("Role", exact=True).select_option("publisher")
+        grants.get_by_role("button", name="Grant role").click()
+        expect(page.locator("#grants-table tr[data-subject='pat'][data-role='publisher']")).to_contain_text(
+            "ada"
+        )
+        listed = trpc(url, author, "access.me", None, mutation=False)
+        assert listed["role"] == "author"
+        pat = mint_token(settings, profile_id="pat", tenant_id=TENANT)  # no role claim: the grant is its role
+        assert trpc(url, pat, "access.me", None, mutation=False)["role"] == "publisher"
+        assert_every_control_labelled(page)
+
+        keys = page.locator("#keys")
+        keys.get_by_label("Key name").fill("SIS sync")
+        keys.get_by_label("Key role").select_option("viewer")
+        keys.get_by_role("button", name="Create key").click()
+        once = page.locator("#new-key")
+        expect(once).to_have_value(re.compile(r"^cek_"))
+        key = once.input_value()
+        expect(page.locator(".key-once")).to_contain_text("only time it is shown")
+        keys.get_by_role("button", name="Copy key").click()
+        expect(keys).to_contain_text("Copied.")
+        assert page.evaluate("navigator.clipboard.readText()") == key
+        shot(page, "key-once", "#keys")
+        row = page.locator("#keys-table tr", has_text="SIS sync")
+        expect(row.locator("[data-field='lastUsedAt']")).to_have_text("never")
+        # The key works, as an integration would use it; the list then shows its last use.
+        assert [c["id"] for c in trpc(url, key, "campaigns.list", {}, mutation=False)["records"]] == [
+            "autumn",
+            "winter",
+        ]
+        keys.get_by_role("button", name="I have stored it, hide the key").click()
+        expect(once).to_have_count(0)
+
+        page.once("dialog", lambda dialog: dialog.accept())
+        grants.get_by_role("button", name="Revoke publisher from pat").click()
+        expect(page.locator("#grants-table tr[data-subject='pat']")).to_have_count(0)
+        assert trpc(url, pat, "access.me", None, mutation=False)["role"] is None
+
+        page.reload()  # a fresh load shows last use; the key itself is nowhere on the page any more
+        row = page.locator("#keys-table tr", has_text="SIS sync")
+        expect(row.locator("[data-field='lastUsedAt']")).not_to_have_text("never")
+        assert key not in page.content()
+        page.once("dialog", lambda dialog: dialog.accept())
+        row.get_by_role("button", name="Revoke key SIS sync").click()
+        expect(row).to_have_attribute("data-state", "revoked")
+        expect(row.locator("[data-field='state']")).to_contain_text("revoked")
+        refused = httpx.get(f"{url}/trpc/campaigns.list", headers={"authorization": f"Bearer {key}"})
+        assert refused.status_code == 401
+        shot(page, "access", "viewport")
+        watch.assert_clean()
+    finally:
+        context.close()
+
+
+def test_a_second_publisher_approves_a_waiting_send(
+    stack: tuple[str, Settings, Path], browser: Browser
+) -> None:
+    url, settings, _ = stack
+    tenant_alpha(url, settings, min_recipients=2)
+    pia, pol = tenant_token(settings, "pia", "publisher"), tenant_token(settings, "pol", "publisher")
+    # pia writes the campaign, so she is its last editor: she may send it but not approve it.
+    trpc(url, pia, "campaigns.create", AUTUMN)
+    trpc(url, pia, "campaigns.addAudience", {"campaignId": "autumn",
+         "source": {"type": "profileIds", "profileIds": TENANT_MEMBERS}})  # fmt: skip
+    trpc(url, pia, "campaigns.setStatus", {"campaignId": "autumn", "status": "live"})
+
+    first, page, watch = signed_in(browser, url, pia)
+    second, other, other_watch = signed_in(browser, url, pol)
+    try:
+        page.goto(f"{url}/admin#/c/autumn")
+        page.get_by_role("button", name="Review dispatch").click()
+        expect(page.locator("#review-recipients")).to_have_text("3")
+        page.get_by_role("button", name="Confirm and send to 3").click()
+        awaits = page.locator("#dispatch-awaits")
+        expect(awaits).to_contain_text("This send now awaits a second publisher.")
+        expect(awaits).to_contain_text("FORBIDDEN: a send to 3 recipients needs approval")
+        shot(page, "approval-awaits", "#review")
+
+        # pia opens the list from there; approving her own edit is refused, in the server's words.
+        awaits.get_by_role("link", name="Open approvals").click()
+        item = page.locator("#approvals article[data-campaign='autumn']")
+        expect(item.locator("[data-field='requestedBy']")).to_have_text("pia")
+        expect(item.locator("[data-field='recipients']")).to_have_text("3")
+        item.get_by_role("button", name="Approve send to 3").click()
+        expect(item.locator(".approval-refused")).to_contain_text("you are the campaign's last editor")
+
+        # pia edits after asking: the request is stale, and pol's approval of it is refused (CONFLICT).
+        current = trpc(url, pia, "campaigns.get", {"campaignId": "autumn"}, mutation=False)
+        edit = {"campaignId": "autumn", "expectedUpdatedAt": current["updatedAt"], "name": "Autumn news!"}
+        trpc(url, pia, "campaigns.update", edit)
+        other.get_by_role("link", name="Approvals").click()
+        stale = other.locator("#approvals article[data-campaign='autumn'][data-changed-since='true']")
+        expect(stale).to_contain_text("Edited since this was requested")
+        stale.get_by_role("button", name="Approve send to 3").click()
+        expect(stale.locator(".approval-refused")).to_contain_text(
+            "Not approved: the campaign changed since this preview."
+        )
+
+        # pia reviews the edited campaign and asks again; pol, a second publisher, approves from the list.
+        page.goto(f"{url}/admin#/c/autumn")
+        page.get_by_role("button", name="Review dispatch").click()
+        page.get_by_role("button", name="Confirm and send to 3").click()
+        expect(page.locator("#dispatch-awaits")).to_contain_text("awaits a second publisher")
+        other.reload()
+        theirs = other.locator("#approvals article[data-campaign='autumn'][data-changed-since='false']")
+        expect(theirs).to_contain_text("Autumn news!")
+        shot(other, "approvals", "#main")
+        theirs.get_by_role("button", name="Approve send to 3").click()
+        expect(theirs).to_contain_text("Approved by pol for 3 recipients")
+
+        # pia confirms again (nothing changed since: the approved preview) and the send goes out.
+        page.reload()
+        page.get_by_role("button", name="Review dispatch").click()
+        page.get_by_role("button", name="Confirm and send to 3").click()
+        expect(page.locator("#review-result")).to_contain_text("started")
+        dispatches = trpc(url, pia, "campaigns.listDispatches", {"campaignId": "autumn"}, mutation=False)
+        assert dispatches and all(d.get("approvedBy") == "pol" for d in dispatches)
+        other.reload()  # the send closed every request of the campaign, the stale one too
+        expect(other.locator("#approvals")).to_have_text("Nothing awaits approval.")
+        watch.assert_clean()
+        other_watch.assert_clean()
+    finally:
+        first.close()
+        second.close()
+
+
+def test_every_procedure_the_console_calls_is_in_the_servers_access_table(
+    base_settings: Settings, graph: Graph
+) -> None:
+    """The console offers a control only when /openapi.json's ``x-access`` lets the caller use it, and
+    hides what the table does not name: a procedure renamed or dropped on the server would vanish from
+    the console silently. Every path in admin/src/api.ts is there, with the kind the console calls."""
+    source = (REPO_ROOT / "admin" / "src" / "api.ts").read_text(encoding="utf-8")
+    kinds = dict(
+        re.findall(r'^  "(\w+\.\w+)": "(query|mutation)",$', source.split("const PROCEDURE_KINDS")[1], re.M)
+    )
+    assert {"access.me", "access.grant", "apiKeys.create", "campaigns.approveDispatch"} <= set(kinds)
+    document = create_app(base_settings, graph=graph).openapi()
+    operations = {
+        path.removeprefix("/trpc/"): (method, op) for path, methods in document["paths"].items()
+        for method, op in methods.items()
+    }  # fmt: skip
+    levels = {"public", "user", "viewer", "author", "publisher", "admin", "platform"}
+    for path, kind in kinds.items():
+        assert path in operations, f"the console calls {path}, which the server does not offer"
+        method, op = operations[path]
+        assert method == ("get" if kind == "query" else "post"), path
+        assert op["x-access"] in levels, path
