@@ -188,6 +188,37 @@ export interface Approved {
   approvedAt: string;
   recipients: number;
 }
+export interface ChannelCap {
+  max: number;
+  windowSeconds: number;
+}
+export type CapChannel = "notify" | "email";
+/** tenants.get: a tenant's record (README "Tenants"). */
+export interface Tenant {
+  tenantId: string;
+  name: string;
+  logoUrl: string | null;
+  primaryColor: string | null;
+  textColor: string | null;
+  appOrigin: string | null;
+  emailFrom: string | null;
+  frequencyCaps: Partial<Record<CapChannel, ChannelCap>>;
+  approval: { minRecipients: number } | null;
+  createdAt: string;
+  updatedAt: string;
+}
+/** What tenants.create and tenants.update take: null clears an optional field. A cap is sent as typed
+ *  (a half-filled one too), for the server to say which part is missing. */
+export interface TenantInput {
+  name: string;
+  logoUrl: string | null;
+  primaryColor: string | null;
+  textColor: string | null;
+  appOrigin: string | null;
+  emailFrom: string | null;
+  frequencyCaps: Partial<Record<CapChannel, Partial<ChannelCap>>>;
+  approval: { minRecipients: number } | null;
+}
 type TenantRef = { tenantId: string };
 type GrantInput = TenantRef & { subject: string; role: Role };
 
@@ -218,6 +249,10 @@ interface Procedures {
   "apiKeys.list": ["query", TenantRef, { records: ApiKey[] }];
   "apiKeys.create": ["mutation", TenantRef & { name: string; role: Role; expiresAt?: string }, { id: string; key: string }];
   "apiKeys.revoke": ["mutation", { id: string }, ApiKey];
+  "tenants.get": ["query", TenantRef, Tenant];
+  "tenants.list": ["query", { cursor?: string; limit?: number }, { records: Tenant[]; cursor: string | null; hasMore: boolean }];
+  "tenants.create": ["mutation", TenantRef & { name: string } & Partial<Omit<TenantInput, "name">>, Tenant];
+  "tenants.update": ["mutation", TenantRef & Partial<TenantInput>, Tenant];
 }
 export type Path = keyof Procedures;
 
@@ -303,4 +338,8 @@ const PROCEDURE_KINDS: { [P in Path]: Procedures[P][0] } = {
   "apiKeys.list": "query",
   "apiKeys.create": "mutation",
   "apiKeys.revoke": "mutation",
+  "tenants.get": "query",
+  "tenants.list": "query",
+  "tenants.create": "mutation",
+  "tenants.update": "mutation",
 };

@@ -1,6 +1,6 @@
 // The admin console: sign-in, the campaign list, and one page per campaign (compose, audience, test,
 // review and send, live progress, stats), plus approvals waiting and a tenant's roles and API keys.
-// Routes live in the URL fragment (#/, #/new, #/c/<id>, #/approvals, #/access); the sign-in link of
+// Routes live in the URL fragment (#/, #/new, #/c/<id>, #/approvals, #/access, #/tenant[/<id>]); the sign-in link of
 // `campaign-engine dev` carries `#token=...`, which is read once and then cleared. The header names the
 // tenant the token acts in and its role there; a control the role may not use is not offered, by the
 // server's own table (access.ts), and a note says which role it needs.
@@ -11,6 +11,7 @@ import { composer, type Composer } from "./composer";
 import { field, h, replace, svg } from "./dom";
 import { explainSection, words } from "./explain";
 import type { Kit } from "./kit";
+import { renderTenantSettings } from "./settings";
 import { renderAccess } from "./tenant";
 
 const TOKEN_KEY = "campaign-engine.admin-token";
@@ -128,6 +129,7 @@ function shell(title: string, ...content: (Node | null)[]): void {
     can("campaigns.create") ? h("a", { href: "#/new" }, "New campaign") : null,
     can("campaigns.listAwaitingApproval") ? h("a", { href: "#/approvals" }, "Approvals") : null,
     can("access.list") || can("apiKeys.list") ? h("a", { href: "#/access" }, "Access and keys") : null,
+    can("tenants.get") ? h("a", { href: "#/tenant" }, "Tenant settings") : null,
   ];
   replace(app,
     h("header", { className: "top" }, h("a", { href: "#/", className: "brand" }, "Campaigns admin"), h("nav", { "aria-label": "Main" }, ...links), whoami(), signOut),
@@ -612,6 +614,7 @@ function draw(s: Session): void {
   if (hash === "/new") renderNew();
   else if (hash === "/approvals") void renderApprovals(kit(s));
   else if (hash === "/access") renderAccess(kit(s));
+  else if (hash === "/tenant" || hash.startsWith("/tenant/")) void renderTenantSettings(kit(s), hash.startsWith("/tenant/") ? decodeURIComponent(hash.slice(8)) || null : null);
   else if (hash.startsWith("/c/")) void renderCampaign(decodeURIComponent(hash.slice(3)));
   else void renderList();
   document.getElementById("main")?.querySelector("h1")?.focus();
