@@ -66,8 +66,9 @@ function recordForm(kit: Kit, tenant: Tenant, saving: () => void, saved: (t: Ten
   for (const channel of CAP_CHANNELS) {
     const cap = tenant.frequencyCaps[channel];
     const before = rows.length;
-    add(`frequencyCaps.${channel}.max`, `${channel === "notify" ? "Notification" : "Email"} cap: at most`, h("input", { type: "number", min: 1, max: 1000, step: 1, value: cap ? String(cap.max) : "" }), "announcements per profile; empty: no cap on this channel");
-    add(`frequencyCaps.${channel}.windowSeconds`, "per window of (seconds)", h("input", { type: "number", min: 1, step: 1, value: cap ? String(cap.windowSeconds) : "" }));
+    const what = channel === "notify" ? "Notification" : "Email";
+    add(`frequencyCaps.${channel}.max`, `${what} cap: at most`, h("input", { type: "number", min: 1, max: 1000, step: 1, value: cap ? String(cap.max) : "" }), "announcements per profile; empty: no cap on this channel");
+    add(`frequencyCaps.${channel}.windowSeconds`, `${what} cap window (seconds)`, h("input", { type: "number", min: 1, step: 1, value: cap ? String(cap.windowSeconds) : "" }));
     capRows.push(h("div", { className: "inline-form", role: "group", "aria-label": `${channel} frequency cap` }, ...rows.splice(before)));
   }
   const min = h("input", { type: "number", min: 1, step: 1, value: tenant.approval ? String(tenant.approval.minRecipients) : "" });

@@ -937,6 +937,23 @@ def test_tenant_settings_are_edited_by_platform_admins_and_read_by_tenant_admins
         after = trpc(url, platform, "tenants.get", {"tenantId": TENANT}, mutation=False)
         assert after == stored  # neither the origin nor the valid text colour sent with it was written
         shot(page, "tenant-bad-origin", "#tenant-record")
+
+        # A cap with no window: the server's "required" lands on the window field; completed, it saves.
+        origin.fill("https://app.alpha.example")
+        record.get_by_label("Notification cap: at most").fill("3")
+        record.get_by_role("button", name="Save tenant settings").click()
+        window = record.get_by_label("Notification cap window (seconds)")
+        expect(window).to_have_attribute("aria-invalid", "true")
+        expect(page.locator(f"#{window.get_attribute('id')}-error")).not_to_be_empty()
+        expect(error).to_be_hidden()
+        assert trpc(url, platform, "tenants.get", {"tenantId": TENANT}, mutation=False) == stored
+        window.fill("86400")
+        record.get_by_role("button", name="Save tenant settings").click()
+        expect(page.locator("#tenant-saved")).to_contain_text(f"Saved the settings of {TENANT}")
+        capped = trpc(url, platform, "tenants.get", {"tenantId": TENANT}, mutation=False)
+        assert capped["frequencyCaps"] == {"notify": {"max": 3, "windowSeconds": 86400}}
+        assert capped["appOrigin"] == "https://app.alpha.example" and capped["textColor"] == "#222"
+        assert capped["primaryColor"] == "#0b7285" and capped["approval"] == {"minRecipients": 50}
         watch.assert_clean()
     finally:
         context.close()
