@@ -1,5 +1,6 @@
 // The admin console: sign-in, the campaign list, and one page per campaign (compose, audience, test,
-// review and send, live progress, stats), plus approvals waiting and a tenant's roles and API keys.
+// review and send, live progress, stats), plus approvals waiting, a tenant's roles and API keys, and its
+// settings record (settings.ts).
 // Routes live in the URL fragment (#/, #/new, #/c/<id>, #/approvals, #/access, #/tenant[/<id>]); the sign-in link of
 // `campaign-engine dev` carries `#token=...`, which is read once and then cleared. The header names the
 // tenant the token acts in and its role there; a control the role may not use is not offered, by the

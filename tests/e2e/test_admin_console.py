@@ -12,7 +12,9 @@ Roles (issue 21) get their own journeys in tenant ``alpha``: a viewer is offered
 author creates and reviews but cannot send, a tenant admin grants and revokes a role and creates a key
 (shown once, copied, then seen in use and revoked), and a send the tenant's approval policy holds back
 is approved from the Approvals list by a second publisher after the last editor's own approval and a
-stale one are refused.
+stale one are refused. Tenant settings: a platform admin creates a tenant and edits another's colour,
+caps and approval policy (a bad origin and a half-filled cap refused on their fields, nothing saved), a
+tenant admin reads its record without a save control, a viewer is not offered the screen.
 
 It fails on any console error, page error, CSP violation (a listener injected into every frame from
 ``admin_console_watch.js``) or request that leaves the server's origin. Screenshots of each screen go to
