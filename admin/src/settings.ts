@@ -250,9 +250,9 @@ export async function renderTenantSettings(kit: Kit, wanted: string | null): Pro
     picker = h("div", { className: "toolbar" }, field("Tenant", select, "Platform admins edit every tenant.").row);
     void kit.guarded(null, () => allTenants(kit), (err) => replace(record, kit.errorBox(err))).then((list) => {
       if (!list || mine !== kit.generation()) return;
-      const ids = list.map((t) => t.tenantId);
-      if (!ids.includes(tenantId)) ids.unshift(tenantId);
-      replace(select, ...ids.map((id) => h("option", { value: id }, list.find((t) => t.tenantId === id)?.name ? `${list.find((t) => t.tenantId === id)?.name} (${id})` : id)));
+      const names = new Map(list.map((t) => [t.tenantId, t.name]));
+      const ids = names.has(tenantId) ? [...names.keys()] : [tenantId, ...names.keys()]; // a missing one stays pickable
+      replace(select, ...ids.map((id) => h("option", { value: id }, names.has(id) ? `${names.get(id)} (${id})` : id)));
       select.value = tenantId;
     });
   }

@@ -956,6 +956,16 @@ def test_tenant_settings_are_edited_by_platform_admins_and_read_by_tenant_admins
         assert capped["frequencyCaps"] == {"notify": {"max": 3, "windowSeconds": 86400}}
         assert capped["appOrigin"] == "https://app.alpha.example" and capped["textColor"] == "#222"
         assert capped["primaryColor"] == "#0b7285" and capped["approval"] == {"minRecipients": 50}
+
+        # Emptying an optional field clears it (null); emptying a cap clears the caps ({}).
+        record.get_by_label("Text colour").fill("")
+        record.get_by_label("Notification cap: at most").fill("")
+        record.get_by_label("Notification cap window (seconds)").fill("")
+        record.get_by_role("button", name="Save tenant settings").click()
+        expect(page.locator("#tenant-saved")).to_contain_text(f"Saved the settings of {TENANT}")
+        cleared = trpc(url, platform, "tenants.get", {"tenantId": TENANT}, mutation=False)
+        assert cleared["textColor"] is None and cleared["frequencyCaps"] == {}
+        assert cleared["appOrigin"] == "https://app.alpha.example" and cleared["primaryColor"] == "#0b7285"
         watch.assert_clean()
     finally:
         context.close()
