@@ -26,9 +26,12 @@ _NO_KEY = (
     " (nothing in this batch was written)"
 )
 
+# Under the profile locks (ascending ids), so two concurrent upserts of one new webhook cannot both
+# generate a secret and answer the one the other overwrote.
 _STORED = """
 UNWIND $ids AS id
 MATCH (p:Profile {profileId: id})
+SET p.campaignStateLock = coalesce(p.campaignStateLock, 0) + 1
 RETURN p.profileId AS profileId, p.notificationsWebhook AS webhook,
        p.notificationsWebhookKeys IS NOT NULL AS keyed
 """
@@ -46,7 +49,7 @@ def seal_rows(
     """The statement rows with each receiver's sealed ring in ``props``, and the secrets generated."""
     webhooked = [pid for pid, p in profiles.items() if p.notifications_webhook]
     generate: set[str] = set()
-    pending = [pid for pid in webhooked if profiles[pid].notifications_webhook_secret is None]
+    pending = sorted(pid for pid in webhooked if profiles[pid].notifications_webhook_secret is None)
     if pending:
         stored = {r["profileId"]: r for r in tx.run(_STORED, ids=pending)}
         for pid in pending:
