@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import getpass
+import json
 import os
 import sys
 import uuid
@@ -195,10 +196,12 @@ def _profiles_import(args: argparse.Namespace) -> int:
         with Path(args.file).open(encoding="utf-8") as lines, tqdm(unit="profiles") as bar:
             result = import_jsonl(
                 graph, lines, batch_size=args.batch_size, progress=bar.update, audit=audit,
-                tenant_id=settings.campaign_default_tenant_id,
+                tenant_id=settings.campaign_default_tenant_id, secrets=settings.secret_box(),
             )  # fmt: skip
     finally:
         graph.close()
+    for generated in result.webhook_secrets:  # shown this once: the graph holds them only sealed
+        print(json.dumps({"profileId": generated.profile_id, "webhookSecret": generated.secret}))
     print(
         f"created={result.created} updated={result.updated} missingConnections={result.missing_connections}"
     )

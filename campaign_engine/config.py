@@ -18,6 +18,7 @@ from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from campaign_engine.domain.frequency_cap import FrequencyCaps  # a domain leaf: the cap model
+from campaign_engine.domain.webhook_keys import SecretBox  # a domain leaf: sealing receivers' secrets
 from campaign_engine.domain.webhook_signature import secret_bytes  # a domain leaf: the one format rule
 
 __all__ = ["ConfigError", "Settings"]
@@ -126,6 +127,10 @@ class Settings(BaseSettings):
     # --- notify --------------------------------------------------------------------------------
     notifications_webhook_url: str | None = None
     notifications_webhook_secret: SecretStr | None = None
+    # Seals each profile's own receiver secrets in the graph (domain/webhook_keys.py): one Fernet key,
+    # or several comma-separated while it rotates (the first seals, any opens). Without it no profile
+    # can be given a webhook of its own.
+    campaign_secrets_key: SecretStr | None = None
     notifications_sender: str = "campaign-engine"
     campaign_allow_private_webhooks: bool = False
     # Receiver ports beyond 443 and 80 that webhook POSTs may reach (comma-separated or a JSON list);
@@ -310,6 +315,15 @@ class Settings(BaseSettings):
             secret_bytes(raw)
         except ValueError as exc:  # its message never quotes the secret
             raise ConfigError(f"NOTIFICATIONS_WEBHOOK_SECRET: {exc}") from None
+
+    def secret_box(self) -> SecretBox | None:
+        """The box that seals receivers' own secrets, or None when ``CAMPAIGN_SECRETS_KEY`` is unset."""
+        if self.campaign_secrets_key is None or not self.campaign_secrets_key.get_secret_value().strip():
+            return None
+        try:
+            return SecretBox(self.campaign_secrets_key.get_secret_value())
+        except ValueError as exc:  # its message never quotes the key
+            raise ConfigError(f"CAMPAIGN_SECRETS_KEY {exc}") from None
 
     def require_unsubscribe(self) -> None:
         _check_secret("CAMPAIGN_UNSUBSCRIBE_SECRET", self.campaign_unsubscribe_secret, min_bytes=32)

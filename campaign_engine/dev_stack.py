@@ -24,6 +24,12 @@ __all__ = ["dev_env", "run_dev"]
 _LOCAL = Path(".local")
 
 _WEBHOOK_KEY = "NOTIFICATIONS_WEBHOOK_SECRET="
+_SECRETS_KEY = "CAMPAIGN_SECRETS_KEY="
+
+
+def _secrets_key_line() -> str:
+    """A Fernet key (url-safe base64 of 32 random bytes) sealing the receivers' own secrets."""
+    return _SECRETS_KEY + base64.urlsafe_b64encode(secrets.token_bytes(32)).decode()
 
 
 def _webhook_secret_line() -> str:
@@ -33,7 +39,8 @@ def _webhook_secret_line() -> str:
 
 def dev_env() -> Path:
     """Local secrets for ``make dev``, generated once and kept under ``.local/``. A plain webhook secret
-    left by an older ``make dev`` is replaced: the worker and inbox now refuse it at start."""
+    left by an older ``make dev`` is replaced (the worker and inbox refuse it at start), and a missing
+    ``CAMPAIGN_SECRETS_KEY`` added (profiles' own webhooks need it)."""
     path = _LOCAL / "dev.env"
     if not path.exists():
         _LOCAL.mkdir(exist_ok=True)
@@ -42,6 +49,7 @@ def dev_env() -> Path:
                 [
                     f"AUTH_JWT_SECRET={secrets.token_urlsafe(48)}",
                     _webhook_secret_line(),
+                    _secrets_key_line(),
                     f"CAMPAIGN_UNSUBSCRIBE_SECRET={secrets.token_urlsafe(48)}",
                     "CAMPAIGN_ADMIN_PROFILE_IDS=admin",
                     "",
@@ -57,6 +65,8 @@ def dev_env() -> Path:
         else line
         for line in lines
     ]
+    if not any(line.startswith(_SECRETS_KEY) for line in kept):  # an env file from before issue 22
+        kept.append(_secrets_key_line())
     if kept != lines:
         path.write_text("\n".join([*kept, ""]))
     return path

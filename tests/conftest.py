@@ -20,6 +20,7 @@ from campaign_engine.graph.local_neo4j import LocalNeo4j, repo_root
 from campaign_engine.graph.schema import apply_schema
 
 TEST_JWT_SECRET = "test-jwt-secret-0123456789abcdef-0123456789"
+TEST_SECRETS_KEY = "9wtul5TLI0PLslIFwCMngMc1E-C7aJASuP4YVKUeqtU="  # Fernet: seals receivers\' secrets
 ADMIN_ID = "admin-1"
 
 
@@ -77,6 +78,7 @@ def base_settings(neo4j_uri: str, tmp_path_factory: pytest.TempPathFactory) -> S
         campaign_admin_profile_ids=ADMIN_ID,
         domain_name="campaigns.test",
         metrics_public=True,  # in-process apps serve /metrics; tests that need the token set one
+        campaign_secrets_key=TEST_SECRETS_KEY,
         _env_file=None,
     )
 

@@ -136,6 +136,7 @@ def create_app(
         verifier=TokenVerifier(settings, api_keys=lambda token: verify_key(the_graph, token, now=clock())),
         engagement=EngagementService(the_graph, policy=lambda: Policy.of(settings, clock())),
         unsubscribe_tokens=tokens,
+        secret_box=settings.secret_box(),  # a malformed CAMPAIGN_SECRETS_KEY stops the API at start
         rate_limiter=own_limiter or rate_limiter,
         dispatch_queue=dispatch_queue if dispatch_queue is not None else build_dispatch_queue(settings),
         dispatch_channels=settings.dispatch_channels,

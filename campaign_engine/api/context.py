@@ -22,6 +22,7 @@ from campaign_engine.delivery.queue.port import Queue
 from campaign_engine.domain.dispatch import DeliveryChannel
 from campaign_engine.domain.errors import Forbidden, Unauthorized
 from campaign_engine.domain.types import Clock
+from campaign_engine.domain.webhook_keys import SecretBox
 from campaign_engine.graph.audit import AuditContext
 from campaign_engine.graph.graph import Graph
 from campaign_engine.unsubscribe.tokens import UnsubscribeTokens
@@ -50,6 +51,7 @@ class Services:
     dispatch_channels: frozenset[DeliveryChannel] = ALL_CHANNELS  # what this deployment can deliver
     self_test_testers: Mapping[str, ChannelTester] = field(default_factory=dict)  # notify, email
     unsubscribe_tokens: UnsubscribeTokens | None = None  # None: CAMPAIGN_UNSUBSCRIBE_SECRET is not set
+    secret_box: SecretBox | None = None  # None: CAMPAIGN_SECRETS_KEY is not set (no receivers of their own)
 
 
 @dataclass(frozen=True)

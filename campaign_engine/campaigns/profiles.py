@@ -18,9 +18,18 @@ from typing import Any
 from neo4j.exceptions import ConstraintError
 from pydantic import ValidationError
 
+from campaign_engine.campaigns.receiver_secrets import check_sealable, seal_rows
 from campaign_engine.domain.errors import BadRequest, Conflict, Forbidden, NotFound
-from campaign_engine.domain.profile import EmailContact, ProfileIn, ProfileOut, ProfileUpsert, UpsertResult
+from campaign_engine.domain.profile import (
+    EmailContact,
+    ProfileIn,
+    ProfileOut,
+    ProfileUpsert,
+    UpsertResult,
+    WebhookSecretOut,
+)
 from campaign_engine.domain.types import Clock, system_clock
+from campaign_engine.domain.webhook_keys import SecretBox
 from campaign_engine.graph.audit import AuditContext, record_audit
 from campaign_engine.graph.cypher import query
 from campaign_engine.graph.graph import Graph, Tx
@@ -63,17 +72,21 @@ def upsert_profiles(
     tenant_id: str,
     platform: bool = True,
     audit: AuditContext | None = None,
+    secrets: SecretBox | None = None,
 ) -> UpsertResult:
     """``tenant_id`` is the tenant new profiles join; ``platform`` False is a tenant's own credential,
     which may neither name ``tenants`` nor touch a profile outside its tenant (CONFLICT, nothing written:
-    it learns that the id is taken, never whose it is or what it holds)."""
-    rows = sorted((_row(p) for p in batch.profiles), key=lambda r: r["profileId"])
-    with_connections = [r for r in rows if r["connections"] is not None]
-    ids = [r["profileId"] for r in rows]
-    if not platform and any(r["tenants"] is not None for r in rows):
+    it learns that the id is taken, never whose it is or what it holds). ``secrets`` seals the receivers'
+    own secrets (``campaigns/receiver_secrets.py``); a row setting a webhook needs it."""
+    check_sealable(batch.profiles, secrets)
+    by_id = {p.profile_id: p for p in batch.profiles}
+    unsealed = sorted((_row(p) for p in batch.profiles), key=lambda r: r["profileId"])
+    with_connections = [r for r in unsealed if r["connections"] is not None]
+    ids = [r["profileId"] for r in unsealed]
+    if not platform and any(r["tenants"] is not None for r in unsealed):
         raise Forbidden("tenants is set by platform credentials; a tenant's profiles join it by themselves")
 
-    def tx_fn(tx: Tx) -> tuple[int, int, int]:
+    def tx_fn(tx: Tx) -> tuple[int, int, int, list[WebhookSecretOut]]:
         if not platform:
             held = tx.run(_FOREIGN, ids=ids, tenant=tenant_id).single()
             if held is not None and held["foreign"]:
@@ -81,6 +94,7 @@ def upsert_profiles(
                     f"{held['foreign']} of these profileIds are taken outside this tenant; a platform admin "
                     "can add those profiles to it (nothing in this batch was written)"
                 )
+        rows, generated = seal_rows(tx, unsealed, by_id, secrets)
         record = tx.run(query("upsert_profiles"), rows=rows, tenant=tenant_id).single()
         assert record is not None
         missing = 0
@@ -91,15 +105,17 @@ def upsert_profiles(
         record_audit(tx, audit, target_type="profile", target_id=ids[0] if len(ids) == 1 else "batch",
                      detail={"count": len(ids), "created": int(record["created"]),
                              "profileIds": ids[:AUDIT_IDS_CAP]})  # fmt: skip
-        return int(record["created"]), int(record["total"]), missing
+        return int(record["created"]), int(record["total"]), missing, generated
 
     try:
-        created, total, missing = graph.write(tx_fn)
+        created, total, missing, generated = graph.write(tx_fn)
     except ConstraintError as exc:
         raise BadRequest(
             "a did is already used by another profile; nothing in this batch was written"
         ) from exc
-    return UpsertResult(created=created, updated=total - created, missing_connections=missing)
+    return UpsertResult(
+        created=created, updated=total - created, missing_connections=missing, webhook_secrets=generated
+    )
 
 
 _GET = """
@@ -213,6 +229,7 @@ def import_jsonl(
     audit: AuditContext | None = None,
     clock: Clock = system_clock,
     tenant_id: str = "default",
+    secrets: SecretBox | None = None,
 ) -> UpsertResult:
     """Streams a JSONL file of profiles in batches; an invalid row names its line and stops the import.
 
@@ -220,6 +237,7 @@ def import_jsonl(
     Each batch is its own transaction, so each committed batch has its own audit entry.
     """
     created = updated = missing = 0
+    generated: list[WebhookSecretOut] = []
     for first_line, rows in _batches(lines, batch_size):
         try:
             batch = ProfileUpsert.model_validate({"profiles": rows})
@@ -230,10 +248,13 @@ def import_jsonl(
             field = ".".join(str(part) for part in loc[2:]) or "row"
             raise BadRequest(f"line {line}: {field}: {err['msg']} (earlier batches were imported)") from exc
         entry = None if audit is None else audit.next_entry(clock())
-        result = upsert_profiles(graph, batch, tenant_id=tenant_id, audit=entry)
+        result = upsert_profiles(graph, batch, tenant_id=tenant_id, audit=entry, secrets=secrets)
+        generated += result.webhook_secrets
         created += result.created
         updated += result.updated
         missing += result.missing_connections
         if progress is not None:
             progress(len(rows))
-    return UpsertResult(created=created, updated=updated, missing_connections=missing)
+    return UpsertResult(
+        created=created, updated=updated, missing_connections=missing, webhook_secrets=generated
+    )

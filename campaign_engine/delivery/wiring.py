@@ -178,6 +178,7 @@ def build_notification_worker(
         default_webhook=settings.notifications_webhook_url,
         adult_age=settings.campaign_adult_age,
         frequency_caps=tenant_directory(settings, graph).frequency_caps(),
+        secret_box=settings.secret_box(),  # a malformed CAMPAIGN_SECRETS_KEY stops the worker at start
     )
 
 

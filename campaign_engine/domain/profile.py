@@ -25,8 +25,9 @@ from pydantic import (
 from campaign_engine.domain.patterns import EMAIL_PATTERN, WEBHOOK_PATTERN, DidStr, ProfileIdStr, Slug
 from campaign_engine.domain.schedule import ZONE_NAME_PATTERN, known_zone
 from campaign_engine.domain.tenancy import TenantId
+from campaign_engine.domain.webhook_signature import secret_bytes
 
-__all__ = ["EmailContact", "ProfileIn", "ProfileOut", "ProfileUpsert", "UpsertResult"]
+__all__ = ["EmailContact", "ProfileIn", "ProfileOut", "ProfileUpsert", "UpsertResult", "WebhookSecretOut"]
 
 _EMAIL = re.compile(EMAIL_PATTERN)
 _WEBHOOK = re.compile(WEBHOOK_PATTERN)
@@ -45,6 +46,11 @@ def _webhook(url: str) -> str:
     return url
 
 
+def _webhook_secret(secret: str) -> str:
+    secret_bytes(secret)  # its ValueError names what is wrong, never the secret
+    return secret
+
+
 def _email(address: str) -> str:
     if not _EMAIL.fullmatch(address):
         raise ValueError("not a valid email address")
@@ -53,6 +59,12 @@ def _email(address: str) -> str:
 
 # The rules below are checked by functions, for their error messages; each also states itself in the
 # JSON Schema, so /openapi.json calls valid exactly what these functions accept.
+WebhookSecret = Annotated[
+    str,
+    StringConstraints(max_length=200),
+    AfterValidator(_webhook_secret),
+    WithJsonSchema({"type": "string", "maxLength": 200, "pattern": r"^whsec_[A-Za-z0-9+/]+={0,2}$"}),
+]
 EmailAddress = Annotated[
     str,
     StringConstraints(max_length=254),
@@ -106,6 +118,11 @@ class ProfileIn(BaseModel):
         WebhookUrl | None,
         Field(alias="notificationsWebhook"),
     ] = None
+    notifications_webhook_secret: Annotated[
+        WebhookSecret | None, Field(alias="notificationsWebhookSecret", repr=False)
+    ] = None
+    """The receiver's own ``whsec_`` secret, with ``notificationsWebhook`` only; omitted, the engine
+    generates one when the webhook is new or changes and answers it once (``webhookSecrets``)."""
     time_zone: Annotated[TimeZoneName | None, Field(alias="timeZone")] = None
     """Where local-time schedules and quiet hours put this person's day; the campaign's zone if unset."""
     tags: Annotated[list[Slug], Field(max_length=200)] | None = None
@@ -113,6 +130,12 @@ class ProfileIn(BaseModel):
     tenants: Annotated[list[TenantId], Field(min_length=1, max_length=100)] | None = None
     """The tenants (apps) the person belongs to, replacing the stored set; platform credentials only.
     Omitted: a new profile joins the caller's tenant, an existing one keeps its set."""
+
+    @model_validator(mode="after")
+    def _secret_with_its_webhook(self) -> ProfileIn:
+        if self.notifications_webhook_secret is not None and not self.notifications_webhook:
+            raise ValueError("notificationsWebhookSecret is given with the notificationsWebhook it signs for")
+        return self
 
     def named(self, field: str) -> bool:
         """Whether the row named ``field`` (by Python name), even as ``null``."""
@@ -149,12 +172,24 @@ class ProfileUpsert(BaseModel):
         return self
 
 
+class WebhookSecretOut(BaseModel):
+    """A secret the engine generated, answered once: it is stored only sealed and never read back."""
+
+    model_config = ConfigDict(populate_by_name=True)
+
+    profile_id: Annotated[str, Field(alias="profileId")]
+    secret: str
+
+
 class UpsertResult(BaseModel):
     model_config = ConfigDict(populate_by_name=True)
 
     created: int
     updated: int
     missing_connections: Annotated[int, Field(alias="missingConnections")]
+    webhook_secrets: Annotated[list[WebhookSecretOut], Field(alias="webhookSecrets")] = Field(
+        default_factory=list
+    )
 
 
 class ProfileOut(BaseModel):

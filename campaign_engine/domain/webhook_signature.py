@@ -16,6 +16,7 @@ import base64
 import binascii
 import hashlib
 import hmac
+from collections.abc import Sequence
 
 __all__ = [
     "DEFAULT_TOLERANCE_SECONDS",
@@ -91,10 +92,14 @@ def verify(
     return matched
 
 
-def signed_headers(secret: str, *, msg_id: str, body: bytes, now: int) -> dict[str, str]:
-    """The three Standard Webhooks headers for one POST of ``body`` at ``now`` (unix seconds)."""
+def signed_headers(secret: str | Sequence[str], *, msg_id: str, body: bytes, now: int) -> dict[str, str]:
+    """The three Standard Webhooks headers for one POST of ``body`` at ``now`` (unix seconds).
+
+    Several secrets (a rotation's overlap) give one space-separated signature each, as the spec allows:
+    a receiver holding either verifies."""
+    keys = (secret,) if isinstance(secret, str) else secret
     return {
         "webhook-id": msg_id,
         "webhook-timestamp": str(now),
-        "webhook-signature": sign(secret, msg_id=msg_id, timestamp=now, body=body),
+        "webhook-signature": " ".join(sign(k, msg_id=msg_id, timestamp=now, body=body) for k in keys),
     }

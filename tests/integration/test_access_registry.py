@@ -187,6 +187,7 @@ def _inputs(seeded: Seeded) -> dict[str, Any]:
         "profiles.upsert": {"profiles": [{"profileId": "p3"}]},
         "profiles.get": {"profileId": "p1"},
         "profiles.delete": {"profileId": "p2"},
+        "profiles.rotateWebhookSecret": {"profileId": "p1"},
         "suppressions.list": {},
         "suppressions.get": {"address": "gone@example.com"},
         "suppressions.remove": {"address": "gone@example.com"},

@@ -207,6 +207,10 @@ def test_every_admin_mutation_commits_exactly_one_entry_with_its_revisions(
     _, entry = call("profiles.delete", {"profileId": "m2"})
     assert (entry["targetType"], entry["targetId"]) == ("profile", "m2")
 
+    _, entry = call("profiles.rotateWebhookSecret", {"profileId": "m1", "overlapSeconds": 60})
+    assert (entry["targetType"], entry["targetId"]) == ("profile", "m1")
+    assert "whsec_" not in str(entry)  # the trail says a secret was rotated, never which
+
     _, entry = call("campaigns.delete", {"campaignId": "c1"})
     assert (entry["revisionBefore"], entry.get("revisionAfter")) == (5, None)
 
@@ -265,6 +269,7 @@ def test_a_failed_mutation_leaves_no_entry(api: TrpcClient, graph: Graph, clock:
     call.refused("campaigns.cancelScheduledDispatch", {"dispatchId": "dsp_nope"}, "NOT_FOUND")
     call.refused("campaigns.resumeDispatch", {"dispatchId": "dsp_nope"}, "NOT_FOUND")
     call.refused("profiles.delete", {"profileId": "nobody"}, "NOT_FOUND")
+    call.refused("profiles.rotateWebhookSecret", {"profileId": "nobody"}, "NOT_FOUND")  # after the lock
     call.refused("suppressions.remove", {"address": "kept@example.com"}, "NOT_FOUND")
     call.refused("tenants.create", {"tenantId": "default", "name": "Again"}, "CONFLICT")  # seeded at start
     call.refused(

@@ -43,8 +43,11 @@ def test_upsert_creates_then_updates_idempotently(api: TrpcClient) -> None:
         "tags": ["teachers", "beta"],
         "notificationsWebhook": "https://inbox.example.org/hook",
     }
-    assert ok(upsert(api, row, {"profileId": "p2"})) == {"created": 2, "updated": 0, "missingConnections": 0}
-    assert ok(upsert(api, row)) == {"created": 0, "updated": 1, "missingConnections": 0}
+    first = ok(upsert(api, row, {"profileId": "p2"}))
+    assert [s["profileId"] for s in first.pop("webhookSecrets")] == ["p1"]  # its own receiver's secret
+    assert first == {"created": 2, "updated": 0, "missingConnections": 0}
+    again = {"created": 0, "updated": 1, "missingConnections": 0, "webhookSecrets": []}
+    assert ok(upsert(api, row)) == again  # the same webhook keeps its secret: nothing answered
     profile = ok(get(api, "p1"))
     assert profile["tags"] == ["beta", "teachers"]
     assert profile["emails"] == [{"address": "a@example.org", "verified": True, "primary": True}]
@@ -95,13 +98,13 @@ def test_an_omitted_field_keeps_its_value_and_null_clears_it(
 
 @pytest.mark.parametrize(("field", "value", "cleared"), FIELDS, ids=[f[0] for f in FIELDS])
 def test_jsonl_import_changes_only_what_a_line_names(
-    graph: Graph, tmp_path: Path, field: str, value: Any, cleared: Any
+    graph: Graph, base_settings: Settings, tmp_path: Path, field: str, value: Any, cleared: Any
 ) -> None:
     def run_import(*rows: dict[str, Any]) -> None:
         path = tmp_path / "profiles.jsonl"
         path.write_text("\n".join(json.dumps(row) for row in rows))
         with path.open() as lines:
-            import_jsonl(graph, lines)
+            import_jsonl(graph, lines, secrets=base_settings.secret_box())
 
     def stored() -> Any:
         return get_profile(graph, "p1").model_dump(by_alias=True, mode="json")[field]

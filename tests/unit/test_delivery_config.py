@@ -75,6 +75,7 @@ def test_make_dev_generates_a_standard_webhooks_secret(
     assert settings.notifications_webhook_secret is not None
     assert settings.notifications_webhook_secret.get_secret_value().startswith("whsec_")
     settings.require_webhooks()
+    assert settings.secret_box() is not None  # profiles' own webhooks can be given their secrets
     assert dev_env().read_text() == path.read_text()  # generated once, then kept
 
 
@@ -89,4 +90,5 @@ def test_make_dev_replaces_a_plain_secret_left_by_an_older_version(
         Settings(_env_file=old).require_webhooks()
     settings = Settings(_env_file=dev_env())
     settings.require_webhooks()
+    assert settings.secret_box() is not None  # the key an older env file lacked is added
     assert settings.auth_jwt_secret is not None and settings.auth_jwt_secret.get_secret_value() == "j" * 48

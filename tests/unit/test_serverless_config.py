@@ -40,6 +40,7 @@ PLAUSIBLE_SSM = {
     "admin-profile-ids": "admin-1,admin-2",
     "notifications-webhook-url": "https://inbox.example.com/api/notifications/send",
     "notifications-webhook-secret": "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw",
+    "secrets-key": "ZmVybmV0LWtleS1vZi0zMi1ieXRlcy0wMTIzNDU2Nzg=",  # Fernet: base64 of 32 bytes
     "unsubscribe-secret": "0123456789abcdef0123456789abcdef-unsub",
     "domain-name": "campaigns.example.com",
     "postmark-api-key": "00000000-0000-0000-0000-000000000000",
@@ -173,6 +174,8 @@ def test_each_function_starts_with_its_deployed_settings(config: dict[str, Any])
     api.require_webhooks()  # the admin's notify self-test
     api.require_email()  # the admin's email self-test and the unsubscribe pages
     _settings(config, "deliveryWorker").require_webhooks()
+    for function in ("api", "deliveryWorker"):  # the API seals receivers' secrets, the worker opens them
+        assert _settings(config, function).secret_box() is not None
     page = _settings(config, "pageWorker")
     page.require_webhooks()
     page.require_email()

@@ -9,11 +9,11 @@ from pydantic import BaseModel, ConfigDict, Field
 from campaign_engine.api.access import Access
 from campaign_engine.api.context import Context
 from campaign_engine.api.trpc import ProcedureRouter
-from campaign_engine.campaigns import profiles
+from campaign_engine.campaigns import profiles, receiver_secrets
 from campaign_engine.delivery.notify.egress import EgressBlocked
 from campaign_engine.delivery.wiring import egress_rules
 from campaign_engine.domain.errors import BadRequest, NotFound
-from campaign_engine.domain.profile import ProfileOut, ProfileUpsert, UpsertResult
+from campaign_engine.domain.profile import ProfileOut, ProfileUpsert, UpsertResult, WebhookSecret
 
 __all__ = ["ACCESS", "router"]
 
@@ -22,6 +22,7 @@ ACCESS: dict[str, Access] = {
     "upsert": "author",
     "get": "viewer",
     "delete": "admin",
+    "rotateWebhookSecret": "admin",
 }
 router = ProcedureRouter("profiles", ACCESS)
 
@@ -34,6 +35,29 @@ class ProfileRef(BaseModel):
 
 class Deleted(BaseModel):
     deleted: bool
+
+
+DEFAULT_OVERLAP_SECONDS = 86_400  # a day for the receiver to deploy the new secret
+MAX_OVERLAP_SECONDS = 30 * 86_400
+
+
+class RotateWebhookSecret(BaseModel):
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+    profile_id: Annotated[str, Field(alias="profileId", min_length=1, max_length=128)]
+    overlap_seconds: Annotated[int, Field(alias="overlapSeconds", ge=0, le=MAX_OVERLAP_SECONDS)] = (
+        DEFAULT_OVERLAP_SECONDS
+    )
+    """How long the replaced secret keeps signing beside the new one (0: it stops at once)."""
+    secret: Annotated[WebhookSecret | None, Field(repr=False)] = None
+    """The new secret; omitted, the engine generates one and answers it once."""
+
+
+class Rotated(BaseModel):
+    model_config = ConfigDict(populate_by_name=True)
+
+    profile_id: Annotated[str, Field(alias="profileId")]
+    secret: str | None = Field(description="the generated secret, shown only here; null when supplied")
 
 
 @router.mutation("upsert")
@@ -51,7 +75,12 @@ def upsert(ctx: Context, data: ProfileUpsert) -> UpsertResult:
                 raise BadRequest(f"profiles.{index}.notificationsWebhook: {exc.reason}") from None
     platform = ctx.admin().is_admin
     return profiles.upsert_profiles(
-        ctx.services.graph, data, tenant_id=ctx.tenant_id, platform=platform, audit=ctx.audit()
+        ctx.services.graph,
+        data,
+        tenant_id=ctx.tenant_id,
+        platform=platform,
+        audit=ctx.audit(),
+        secrets=ctx.services.secret_box,
     )
 
 
@@ -71,3 +100,20 @@ def delete(ctx: Context, data: ProfileRef) -> Deleted:
     ):
         raise NotFound(f"profile '{data.profile_id}' not found")
     return Deleted(deleted=True)
+
+
+@router.mutation("rotateWebhookSecret")
+def rotate_webhook_secret(ctx: Context, data: RotateWebhookSecret) -> Rotated:
+    """A new secret for the profile's own receiver; the old one keeps signing for ``overlapSeconds``
+    (each POST then carries both signatures), so the receiver can switch without missing a message."""
+    generated = receiver_secrets.rotate_webhook_secret(
+        ctx.services.graph,
+        ctx.services.secret_box,
+        profile_id=data.profile_id,
+        overlap_seconds=data.overlap_seconds,
+        now=int(ctx.services.clock().timestamp()),
+        secret=data.secret,
+        tenant_id=ctx.scope(),
+        audit=ctx.audit(),
+    )
+    return Rotated(profile_id=data.profile_id, secret=generated)

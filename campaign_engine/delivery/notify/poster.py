@@ -54,8 +54,8 @@ class WebhookPoster:
 
     At most ``concurrency`` POSTs are in flight across all callers. Each request is signed right before
     it is sent (fresh ``webhook-timestamp`` per attempt, so a POST that waited for its slot is not
-    stale) and goes through ``AsyncSafeTransport.post`` (``timeout`` bounds resolution and connect, then
-    the answer).
+    stale) with the item's own receiver secrets, or ``secret`` for the default receiver, and goes
+    through ``AsyncSafeTransport.post`` (``timeout`` bounds resolution and connect, then the answer).
     Transport failures come back as result values; anything else is a bug and raises in the caller
     after the batch's other POSTs are cancelled. The poster owns the transport and closes it.
     """
@@ -112,9 +112,8 @@ class WebhookPoster:
                 except Exception:  # the graph cannot say: do not post now, the queue retries it
                     log.warning("notify.gate_unavailable delivery_id=%s", item.msg_id)
                     return Skipped(retry=True)
-            headers = signed_headers(
-                self._secret, msg_id=item.msg_id, body=item.body, now=int(self._wall_clock())
-            )
+            secrets = item.secrets or self._secret  # a receiver's own secrets, else the default inbox's
+            headers = signed_headers(secrets, msg_id=item.msg_id, body=item.body, now=int(self._wall_clock()))
             headers["content-type"] = "application/json"
             started = time.perf_counter()
             result = await self._exchange(item, list(headers.items()))

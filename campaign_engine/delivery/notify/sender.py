@@ -18,7 +18,7 @@ the worker's verdict table (docs/architecture.md "Acknowledgement grammar") read
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Protocol
 
 __all__ = [
@@ -39,12 +39,14 @@ class Outgoing:
     """One webhook POST: ``body`` is sent unchanged and signed with ``msg_id`` as ``webhook-id``.
 
     ``campaign`` is the (id, createdAt) incarnation the sender's pause gate checks right before
-    sending; None (self-tests, benchmarks) sends without asking."""
+    sending; None (self-tests, benchmarks) sends without asking. ``secrets`` are the receiver's own
+    (one signature each); empty signs with the sender's default secret."""
 
     url: str
     body: bytes
     msg_id: str
     campaign: tuple[str, str] | None = None
+    secrets: tuple[str, ...] = field(default=(), repr=False)
 
 
 @dataclass(frozen=True)

@@ -32,6 +32,7 @@ import uuid
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any, Literal, NamedTuple
 
 from campaign_engine.delivery.frequency_cap import count_capped, notify_recheck_query
@@ -49,6 +50,7 @@ from campaign_engine.domain.dispatch import DeliveryJob
 from campaign_engine.domain.frequency_cap import CapChannel, ChannelCap, cap_params, caps_channel
 from campaign_engine.domain.notification import AnnouncementMetadata, AnnouncementPayload, payload_json
 from campaign_engine.domain.types import Clock, format_ts
+from campaign_engine.domain.webhook_keys import RingUnreadable, SecretBox
 from campaign_engine.graph.cypher import query
 from campaign_engine.graph.graph import Graph, Tx
 from campaign_engine.graph.policy import policy_params
@@ -79,15 +81,18 @@ class _Send:
     job: DeliveryJob
     url: str
     body: bytes
+    secrets: tuple[str, ...] = ()
 
 
 class _Recheck(NamedTuple):
-    """One job's recheck: why it must not be sent (None = send), its own webhook, its campaign's copy."""
+    """One job's recheck: why it must not be sent (None = send), its own webhook and sealed secrets, its
+    campaign's copy."""
 
     blocked: str | None
     webhook: str | None
     definition: str
     has_in_app: bool
+    keys: str | None = None
 
 
 # The outcome write is re-run when its commit was cut off (``Graph.write_idempotent``), so a second
@@ -122,6 +127,7 @@ class NotificationWorker:
         default_webhook: str | None,
         adult_age: int,
         frequency_caps: Mapping[str, Mapping[CapChannel, ChannelCap]] | None = None,
+        secret_box: SecretBox | None = None,
     ) -> None:
         # ``clock`` decides eligibility (injectable in tests). ``sender_name`` is the ANNOUNCEMENT's
         # ``sender`` field (NOTIFICATIONS_SENDER); ``sender`` is the port the POSTs go through.
@@ -131,6 +137,7 @@ class NotificationWorker:
         self._sender_name = sender_name
         self._default_webhook = default_webhook
         self._adult_age = adult_age
+        self._box = secret_box  # opens the receivers' own secrets (CAMPAIGN_SECRETS_KEY)
         # Every outcome write bumps its Dispatch node's counters, so the writes of one dispatch take
         # turns on that node's lock in Neo4j whatever we do; letting this process's threads queue here
         # instead of inside Neo4j's lock manager (which spins before it parks) saves the database that
@@ -166,7 +173,13 @@ class NotificationWorker:
         sends: list[_Send] = []
         copies: dict[str, Any] = {}  # one parse of a campaign's definition per batch, not per recipient
         for delivery_id, (message, job) in jobs.items():
-            send = self._prepare(message, job, rows.get(delivery_id), copies)
+            try:
+                send = self._prepare(message, job, rows.get(delivery_id), copies, now=now)
+            except RingUnreadable:
+                # Never the default secret instead: that is what would let one receiver sign for others.
+                log.error("notify.receiver_secret_unreadable", extra=_ids(job))
+                result.verdicts[delivery_id] = "uncertain"  # retried, dead-lettered if the key stays wrong
+                continue
             if send is None:
                 row = rows.get(delivery_id)
                 blocked = None if row is None else row.blocked
@@ -184,6 +197,7 @@ class NotificationWorker:
                     campaign=None
                     if s.job.campaign_test_id is not None
                     else (s.job.campaign_id, s.job.campaign_created_at),
+                    secrets=s.secrets,
                 )
                 for s in sends
             ]
@@ -239,10 +253,11 @@ class NotificationWorker:
         copies = {campaign: (definition, in_app) for campaign, definition, in_app in record["campaigns"]}
         by_id = {j.delivery_id: j for j in jobs}
         rows: dict[str, _Recheck] = {}
-        columns = (record["deliveryIds"], record["blocked"], record["webhooks"])
-        for delivery_id, blocked, webhook in zip(*columns, strict=True):
+        columns = (record["deliveryIds"], record["blocked"], record["webhooks"], record["webhookKeys"])
+        for delivery_id, blocked, webhook, keys in zip(*columns, strict=True):
             definition, has_in_app = copies.get(by_id[delivery_id].campaign_id, ("", False))
-            rows[delivery_id] = _Recheck(blocked or None, webhook or None, definition, has_in_app)
+            row = _Recheck(blocked or None, webhook or None, definition, has_in_app, keys or None)
+            rows[delivery_id] = row
         return rows
 
     def _prepare(
@@ -251,11 +266,16 @@ class NotificationWorker:
         job: DeliveryJob,
         row: _Recheck | None,
         copies: dict[str, Any],
+        *,
+        now: datetime,
     ) -> _Send | None:
+        """The POST for one job, signed for its own receiver; None if it must not be sent. Raises
+        ``RingUnreadable`` when the receiver's sealed secrets do not open."""
         if row is None or row.blocked is not None:
             log.info("notify.suppressed", extra={**_ids(job), "reason": row and row.blocked})
             return None
         url = row.webhook or self._default_webhook
+        secrets = self._receiver_secrets(row, now)
         definition = row.definition
         if definition not in copies:
             copies[definition] = json.loads(definition).get("notification")
@@ -277,7 +297,16 @@ class NotificationWorker:
                 campaign_test_id=job.campaign_test_id,
             ),
         )
-        return _Send(message=message, job=job, url=url, body=payload_json(payload))
+        return _Send(message=message, job=job, url=url, body=payload_json(payload), secrets=secrets)
+
+    def _receiver_secrets(self, row: _Recheck, now: datetime) -> tuple[str, ...]:
+        """A profile's own webhook signs with its own live secrets; the default inbox (and a webhook set
+        before issue 22, until its secret is rotated) with the poster's default (empty)."""
+        if row.webhook is None or row.keys is None:
+            return ()
+        if self._box is None:
+            raise RingUnreadable("CAMPAIGN_SECRETS_KEY is not set")
+        return self._box.open(row.keys).signing(int(now.timestamp()))
 
     def _write_outcomes(
         self, tx: Tx, jobs: list[DeliveryJob], verdicts: dict[str, Verdict], *, batch: str, now: str
