@@ -101,6 +101,7 @@ REPO = Path(__file__).resolve().parents[1]
 SECRET = "whsec_YmVuY2gtd2ViaG9vay1zZWNyZXQtMDEyMzQ1Njc4OWE="  # Standard Webhooks: whsec_ + base64
 JWT_SECRET = "bench-jwt-secret-0123456789abcdef-0123456789abcdef"
 ADMIN = "bench-admin"
+TENANT = "bench"  # the bench campaigns' tenant
 PAGE_SIZE = 1000
 # Delivery-polling threads (CAMPAIGN_WORKER_THREADS), and the write/POST ceilings' threads. A batch
 # spends most of its time waiting (recheck, POSTs, its turn to write), so 8 keep 2 cores busy where 4
@@ -211,7 +212,7 @@ def seed(graph: Graph, campaign_id: str, profiles: int) -> str:
                 "notification": {"title": "Bench", "body": "Throughput"},
             }
         ),
-        tenant_id="bench",
+        tenant_id=TENANT,
         now=now,
     )
     definitions.set_status(graph, campaign_id=campaign_id, status="live", now=now)
@@ -254,7 +255,8 @@ class Admin:
 
     def __init__(self, base: str) -> None:
         settings = Settings(auth_jwt_secret=JWT_SECRET, _env_file=None)
-        token = mint_token(settings, profile_id=ADMIN, scope=ADMIN_SCOPE)
+        # A platform admin acting for the campaigns' tenant (naming none, it acts in the default one).
+        token = mint_token(settings, profile_id=ADMIN, scope=ADMIN_SCOPE, tenant_id=TENANT)
         # A preview walks the whole audience: minutes at a million recipients on a busy machine.
         self._client = httpx.Client(
             base_url=base, headers={"authorization": f"Bearer {token}"}, timeout=httpx.Timeout(3600.0)
