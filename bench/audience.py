@@ -198,7 +198,7 @@ async def measure(
         member_of = await _audience(connections[0], users, args, admin_headers)
         tokens = {u: {"authorization": f"Bearer {mint_token(settings, profile_id=u)}"} for u in users}
         if baseline_base is None:
-            p99, record_rate = await _hot_paths(connections, tokens, users, member_of, args)
+            _, p99, record_rate = await _hot_paths(connections, tokens, users, member_of, args)
     finally:
         for connection in connections:
             await connection.close()
@@ -268,9 +268,9 @@ async def _hot_paths(
     member_of: list[str],
     args: argparse.Namespace,
     label: str = "",
-) -> tuple[float, float]:
-    """getMyCampaigns latency and recordEvent throughput (each warmed up first); returns the p99 (ms)
-    and the rate (/s)."""
+) -> tuple[float, float, float]:
+    """getMyCampaigns latency and recordEvent throughput (each warmed up first); returns the p50 and
+    p99 (ms) and the rate (/s)."""
 
     async def my_campaigns(connection: Connection, i: int) -> float:
         t0 = time.perf_counter()
@@ -305,7 +305,7 @@ async def _hot_paths(
         f"p99 {_percentile(record_latencies, 0.99) * 1000:.1f} ms",
         flush=True,
     )
-    return p99, record_rate
+    return p50, p99, record_rate
 
 
 async def _side_by_side(
@@ -320,7 +320,7 @@ async def _side_by_side(
     drifting machine favours neither; returns the current release's medians and leaves the ratios
     (current / baseline, medians) in ``args.ratios``."""
     ref = args.baseline_ref
-    figures: dict[str, list[tuple[float, float]]] = {"current": [], ref: []}
+    figures: dict[str, list[tuple[float, float, float]]] = {"current": [], ref: []}
     for k in range(1, args.rounds + 1):
         order = [("current", base), (ref, baseline_base)]
         for name, url in order if k % 2 else order[::-1]:
@@ -332,19 +332,15 @@ async def _side_by_side(
             finally:
                 for connection in connections:
                     await connection.close()
-    p99_ratio = side_by_side(
-        "getMyCampaigns p99 ms", [f[0] for f in figures["current"]], [f[0] for f in figures[ref]], ref=ref
-    )
-    rate_ratio = side_by_side(
-        "recordEvent/s", [f[1] for f in figures["current"]], [f[1] for f in figures[ref]], ref=ref
-    )
+    ours, theirs = figures["current"], figures[ref]
+    p50_ratio = side_by_side("getMyCampaigns p50 ms", [f[0] for f in ours], [f[0] for f in theirs], ref=ref)
+    p99_ratio = side_by_side("getMyCampaigns p99 ms", [f[1] for f in ours], [f[1] for f in theirs], ref=ref)
+    rate_ratio = side_by_side("recordEvent/s", [f[2] for f in ours], [f[2] for f in theirs], ref=ref)
     args.ratios = (
-        f" my_campaigns_p99_ratio={p99_ratio:.3f} record_event_ratio={rate_ratio:.3f} baseline={ref}"
+        f" my_campaigns_p50_ratio={p50_ratio:.3f} my_campaigns_p99_ratio={p99_ratio:.3f}"
+        f" record_event_ratio={rate_ratio:.3f} baseline={ref}"
     )
-    return (
-        statistics.median(f[0] for f in figures["current"]),
-        statistics.median(f[1] for f in figures["current"]),
-    )
+    return statistics.median(f[1] for f in ours), statistics.median(f[2] for f in ours)
 
 
 if __name__ == "__main__":
