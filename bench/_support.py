@@ -194,8 +194,8 @@ def side_by_side(name: str, current: list[float], baseline: list[float], *, ref:
     """Print ``name`` of every round for both releases with its ratio (current / baseline) and the
     medians; returns the ratio of the medians."""
     for k, (cur, base) in enumerate(zip(current, baseline, strict=True), start=1):
-        print(f"  round {k} {name}: current {cur:,.2f}, {ref} {base:,.2f}, ratio {cur / base:.3f}")
+        print(f"  round {k} {name}: current {cur:,.3f}, {ref} {base:,.3f}, ratio {cur / base:.3f}")
     cur_median, base_median = statistics.median(current), statistics.median(baseline)
     ratio = cur_median / base_median
-    print(f"{name}: median current {cur_median:,.2f}, {ref} {base_median:,.2f}, ratio {ratio:.3f}")
+    print(f"{name}: median current {cur_median:,.3f}, {ref} {base_median:,.3f}, ratio {ratio:.3f}")
     return ratio

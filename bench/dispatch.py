@@ -408,6 +408,7 @@ class Round:
     end_to_end: float
     writes: float
     posts: float
+    worker_cpu_ms: float = float("nan")  # the worker's CPU per recipient end to end: steadier than rates
 
     @property
     def efficiency(self) -> float:
@@ -470,7 +471,7 @@ def measure_round(
         inbox_ms = 1000 * (cpu_seconds(procs.inbox.pid) - inbox_before) / ceiling_n
     finally:
         os.kill(procs.worker.pid, signal.SIGCONT)
-    result = Round(done / elapsed, writes, posts)
+    result = Round(done / elapsed, writes, posts, worker_ms)
     print(
         f"round {number}: write ceiling {writes:.0f} notifiedAt/s (batches of {BATCH}, {WORKER_THREADS} "
         f"threads); post ceiling {posts:.0f} signed POSTs/s ({CONCURRENCY} concurrent; CPU per POST: "
@@ -567,9 +568,18 @@ def alternate(
         "efficiency", [r.efficiency for r in ours], [r.efficiency for r in theirs], ref=ref
     )
     rate = side_by_side("recipients/s", [r.end_to_end for r in ours], [r.end_to_end for r in theirs], ref=ref)
+    cpu = side_by_side(
+        "worker CPU ms per recipient",
+        [r.worker_cpu_ms for r in ours],
+        [r.worker_cpu_ms for r in theirs],
+        ref=ref,
+    )
     print(f"{ref}: {baseline.procs.peak_rss()}")
     median = sorted(ours, key=lambda r: r.efficiency)[len(ours) // 2]
-    return median, f" efficiency_ratio={efficiency:.3f} recipients_per_s_ratio={rate:.3f} baseline={ref}"
+    ratios = (
+        f" efficiency_ratio={efficiency:.3f} recipients_per_s_ratio={rate:.3f} worker_cpu_ratio={cpu:.3f}"
+    )
+    return median, f"{ratios} baseline={ref}"
 
 
 def delete_largest(admin: Admin, procs: Processes, campaign_id: str, n: int) -> None:
