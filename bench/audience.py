@@ -111,11 +111,15 @@ def main() -> None:
             graph.close()
         with ExitStack() as stack:
             base, api_pid = stack.enter_context(api_process(env))
-            baseline_base = None
-            if args.baseline_ref:  # started second: the schema is this release's, then its own is applied
+            rounds = None
+            if args.baseline_ref:
+                # Each release's rounds run in a fresh API process, neither the one that resolved the
+                # audience (its heap is larger), both started after it (the schema is this release's).
                 tree = stack.enter_context(release_tree(args.baseline_ref))
+                current_base, _ = stack.enter_context(api_process(env))
                 baseline_base, _ = stack.enter_context(api_process({**env, "PYTHONPATH": str(tree)}))
-            asyncio.run(measure(base, settings, users, args, baseline_base))
+                rounds = (current_base, baseline_base)
+            asyncio.run(measure(base, settings, users, args, rounds))
             # Peak resident memory over the whole run (issue 11: bounded, whatever the audience).
             api_peak = peak_rss_mb(api_pid)
             print(
@@ -188,22 +192,23 @@ async def _connect(base: str, count: int) -> list[Connection]:
 
 
 async def measure(
-    base: str, settings: Settings, users: list[str], args: argparse.Namespace, baseline_base: str | None
+    base: str, settings: Settings, users: list[str], args: argparse.Namespace, rounds: tuple[str, str] | None
 ) -> None:
-    """The figures through the API at ``base``; with ``baseline_base`` (another release's API on the same
-    graph), the hot paths are then measured ``--rounds`` times through each, alternating."""
+    """The figures through the API at ``base``; with ``rounds`` (the current release's and another
+    release's API on the same graph), the hot paths are measured ``--rounds`` times through each of
+    those instead, alternating."""
     admin_headers = {"authorization": f"Bearer {mint_token(settings, profile_id=ADMIN, scope=ADMIN_SCOPE)}"}
     connections = await _connect(base, args.concurrency)
     try:
         member_of = await _audience(connections[0], users, args, admin_headers)
         tokens = {u: {"authorization": f"Bearer {mint_token(settings, profile_id=u)}"} for u in users}
-        if baseline_base is None:
+        if rounds is None:
             _, p99, record_rate = await _hot_paths(connections, tokens, users, member_of, args)
     finally:
         for connection in connections:
             await connection.close()
-    if baseline_base is not None:
-        p99, record_rate = await _side_by_side(base, baseline_base, tokens, users, member_of, args)
+    if rounds is not None:
+        p99, record_rate = await _side_by_side(*rounds, tokens, users, member_of, args)
     # Figures from a 2-core machine mean little if something else was running: say so.
     print("load average (1, 5, 15 min): " + ", ".join(f"{x:.2f}" for x in os.getloadavg()))
     print(
