@@ -1,6 +1,7 @@
 """Audience and engagement figures (not a test): prints them and ends with one RESULT line.
 
     .venv/bin/python -m bench.audience [--profiles 100000] [--campaigns 200] [--concurrency 32]
+                                       [--baseline-ref 5ba923f [--rounds 3]]
 
 Three processes, as in production: Neo4j (the local launcher, ``LocalNeo4j`` with a 2g heap and 1g
 page cache, unless ``NEO4J_URI`` names a database, which is then wiped), the API served by
@@ -17,6 +18,12 @@ latency for users who are members of 10 of ``--campaigns`` live campaigns; recor
 the API's peak resident memory (VmHWM).
 Targets on 2 cores: add >= 10,000 profiles/s, getMyCampaigns p99 < 50 ms, recordEvent >= 500/s; at
 1,000,000 profiles the API's peak RSS under 400 MB (issue 11).
+
+``--baseline-ref REF`` (issue 21: the hot paths within 5% of the release without tenant checks) also
+starts REF's API (its ``campaign_engine`` and ``cypher`` from ``git archive``, ``PYTHONPATH``) on the
+same graph, seeded once in a form both releases read, and after the audience figures measures
+getMyCampaigns and recordEvent ``--rounds`` times through each API, alternating; it prints both figures
+per round, the medians and their ratio (current / baseline: above 1 is slower for p99, faster for /s).
 """
 
 from __future__ import annotations
@@ -27,12 +34,21 @@ import os
 import statistics
 import time
 from collections.abc import Awaitable, Callable, Iterator
+from contextlib import ExitStack
 from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import urlsplit
 
 from bench._http import Connection
-from bench._support import api_process, create_profiles, neo4j_uri, peak_rss_mb, rss_mb
+from bench._support import (
+    api_process,
+    create_profiles,
+    neo4j_uri,
+    peak_rss_mb,
+    release_tree,
+    rss_mb,
+    side_by_side,
+)
 from campaign_engine.api.auth import ADMIN_SCOPE, mint_token
 from campaign_engine.campaigns import definitions, profiles
 from campaign_engine.config import Settings
@@ -55,7 +71,14 @@ def main() -> None:
     parser.add_argument("--campaigns", type=int, default=200)
     parser.add_argument("--concurrency", type=int, default=32)
     parser.add_argument("--requests", type=int, default=5_000, help="per measured user procedure")
+    parser.add_argument(
+        "--baseline-ref",
+        help="also run this commit's API (e.g. 5ba923f) on the same graph and measure the hot paths "
+        "through both, alternating rounds",
+    )
+    parser.add_argument("--rounds", type=int, default=3, help="rounds per release with --baseline-ref")
     args = parser.parse_args()
+    args.ratios = ""
 
     with neo4j_uri() as uri:
         env = {
@@ -86,8 +109,17 @@ def main() -> None:
             users = seed(graph, args)
         finally:
             graph.close()
-        with api_process(env) as (base, api_pid):
-            asyncio.run(measure(base, settings, users, args))
+        with ExitStack() as stack:
+            base, api_pid = stack.enter_context(api_process(env))
+            rounds = None
+            if args.baseline_ref:
+                # Each release's rounds run in a fresh API process, neither the one that resolved the
+                # audience (its heap is larger), both started after it (the schema is this release's).
+                tree = stack.enter_context(release_tree(args.baseline_ref))
+                current_base, _ = stack.enter_context(api_process(env))
+                baseline_base, _ = stack.enter_context(api_process({**env, "PYTHONPATH": str(tree)}))
+                rounds = (current_base, baseline_base)
+            asyncio.run(measure(base, settings, users, args, rounds))
             # Peak resident memory over the whole run (issue 11: bounded, whatever the audience).
             api_peak = peak_rss_mb(api_pid)
             print(
@@ -154,27 +186,43 @@ async def _run_concurrently(
     return latencies
 
 
-async def measure(base: str, settings: Settings, users: list[str], args: argparse.Namespace) -> None:
-    admin_headers = {"authorization": f"Bearer {mint_token(settings, profile_id=ADMIN, scope=ADMIN_SCOPE)}"}
+async def _connect(base: str, count: int) -> list[Connection]:
     url = urlsplit(base)
-    host, port = url.hostname or "127.0.0.1", url.port or 80
-    connections = [await Connection.open(host, port) for _ in range(args.concurrency)]
+    return [await Connection.open(url.hostname or "127.0.0.1", url.port or 80) for _ in range(count)]
+
+
+async def measure(
+    base: str, settings: Settings, users: list[str], args: argparse.Namespace, rounds: tuple[str, str] | None
+) -> None:
+    """The figures through the API at ``base``; with ``rounds`` (the current release's and another
+    release's API on the same graph), the hot paths are measured ``--rounds`` times through each of
+    those instead, alternating."""
+    admin_headers = {"authorization": f"Bearer {mint_token(settings, profile_id=ADMIN, scope=ADMIN_SCOPE)}"}
+    connections = await _connect(base, args.concurrency)
     try:
-        await _measure(connections, settings, users, args, admin_headers)
+        member_of = await _audience(connections[0], users, args, admin_headers)
+        tokens = {u: {"authorization": f"Bearer {mint_token(settings, profile_id=u)}"} for u in users}
+        if rounds is None:
+            _, p99, record_rate = await _hot_paths(connections, tokens, users, member_of, args)
     finally:
         for connection in connections:
             await connection.close()
+    if rounds is not None:
+        p99, record_rate = await _side_by_side(*rounds, tokens, users, member_of, args)
+    # Figures from a 2-core machine mean little if something else was running: say so.
+    print("load average (1, 5, 15 min): " + ", ".join(f"{x:.2f}" for x in os.getloadavg()))
+    print(
+        f"RESULT audience_add_per_s={args.add_rate:.0f} my_campaigns_p99_ms={p99:.1f} "
+        f"record_event_per_s={record_rate:.0f}{args.ratios}"
+    )
 
 
-async def _measure(
-    connections: list[Connection],
-    settings: Settings,
-    users: list[str],
-    args: argparse.Namespace,
-    admin_headers: dict[str, str],
-) -> None:
+async def _audience(
+    client: Connection, users: list[str], args: argparse.Namespace, admin_headers: dict[str, str]
+) -> list[str]:
+    """previewAudience and addAudience of every profile, then the bench users' memberships: returns the
+    campaigns each user is a member of (and leaves the add rate in ``args.add_rate``)."""
     n = args.profiles
-    client = connections[0]
 
     async def admin(proc: str, data: dict[str, Any]) -> Any:
         reply = await client.post_json(f"/trpc/{proc}", data, admin_headers)
@@ -198,9 +246,9 @@ async def _measure(
         source = {"type": "dids", "dids": batch}
         added += (await admin("campaigns.addAudience", {"campaignId": "audience", "source": source}))["added"]
     add_s = time.perf_counter() - start
-    add_rate = n / add_s
+    args.add_rate = n / add_s
     assert added == n, added
-    print(f"addAudience: {added} added of {n} dids in {add_s:.2f}s ({add_rate:,.0f} profiles/s)")
+    print(f"addAudience: {added} added of {n} dids in {add_s:.2f}s ({args.add_rate:,.0f} profiles/s)")
 
     # A graph source names every profile: one call, resolved by the API in keyset pages (issue 11).
     start = time.perf_counter()
@@ -215,8 +263,19 @@ async def _measure(
     for cid in member_of:
         source = {"type": "profileIds", "profileIds": users}
         await admin("campaigns.addAudience", {"campaignId": cid, "source": source})
+    return member_of
 
-    tokens = {u: {"authorization": f"Bearer {mint_token(settings, profile_id=u)}"} for u in users}
+
+async def _hot_paths(
+    connections: list[Connection],
+    tokens: dict[str, dict[str, str]],
+    users: list[str],
+    member_of: list[str],
+    args: argparse.Namespace,
+    label: str = "",
+) -> tuple[float, float, float]:
+    """getMyCampaigns latency and recordEvent throughput (each warmed up first); returns the p50 and
+    p99 (ms) and the rate (/s)."""
 
     async def my_campaigns(connection: Connection, i: int) -> float:
         t0 = time.perf_counter()
@@ -238,7 +297,7 @@ async def _measure(
     await _run_concurrently(c * 4, connections, my_campaigns)  # warm up connections and query plans
     latencies = sorted(await _run_concurrently(args.requests, connections, my_campaigns))
     p50, p99 = _percentile(latencies, 0.5) * 1000, _percentile(latencies, 0.99) * 1000
-    print(f"getMyCampaigns ({args.campaigns} live campaigns, c={c}): p50 {p50:.1f} ms, p99 {p99:.1f} ms")
+    print(f"{label}getMyCampaigns ({args.campaigns} live campaigns, c={c}): p50 {p50:.1f}, p99 {p99:.1f} ms")
 
     await _run_concurrently(c * 4, connections, record)
     start = time.perf_counter()
@@ -246,17 +305,47 @@ async def _measure(
     record_s = time.perf_counter() - start
     record_rate = args.requests / record_s
     print(
-        f"recordEvent (c={c}): {args.requests} in {record_s:.2f}s ({record_rate:,.0f}/s), "
+        f"{label}recordEvent (c={c}): {args.requests} in {record_s:.2f}s ({record_rate:,.0f}/s), "
         f"p50 {statistics.median(record_latencies) * 1000:.1f} ms, "
-        f"p99 {_percentile(record_latencies, 0.99) * 1000:.1f} ms"
+        f"p99 {_percentile(record_latencies, 0.99) * 1000:.1f} ms",
+        flush=True,
     )
+    return p50, p99, record_rate
 
-    # Figures from a 2-core machine mean little if something else was running: say so.
-    print("load average (1, 5, 15 min): " + ", ".join(f"{x:.2f}" for x in os.getloadavg()))
-    print(
-        f"RESULT audience_add_per_s={add_rate:.0f} my_campaigns_p99_ms={p99:.1f} "
-        f"record_event_per_s={record_rate:.0f}"
+
+async def _side_by_side(
+    base: str,
+    baseline_base: str,
+    tokens: dict[str, dict[str, str]],
+    users: list[str],
+    member_of: list[str],
+    args: argparse.Namespace,
+) -> tuple[float, float]:
+    """``--rounds`` rounds of the hot paths through each API, the order swapped every round (ABBA) so a
+    drifting machine favours neither; returns the current release's medians and leaves the ratios
+    (current / baseline, medians) in ``args.ratios``."""
+    ref = args.baseline_ref
+    figures: dict[str, list[tuple[float, float, float]]] = {"current": [], ref: []}
+    for k in range(1, args.rounds + 1):
+        order = [("current", base), (ref, baseline_base)]
+        for name, url in order if k % 2 else order[::-1]:
+            connections = await _connect(url, args.concurrency)
+            try:
+                figures[name].append(
+                    await _hot_paths(connections, tokens, users, member_of, args, f"round {k} {name}: ")
+                )
+            finally:
+                for connection in connections:
+                    await connection.close()
+    ours, theirs = figures["current"], figures[ref]
+    p50_ratio = side_by_side("getMyCampaigns p50 ms", [f[0] for f in ours], [f[0] for f in theirs], ref=ref)
+    p99_ratio = side_by_side("getMyCampaigns p99 ms", [f[1] for f in ours], [f[1] for f in theirs], ref=ref)
+    rate_ratio = side_by_side("recordEvent/s", [f[2] for f in ours], [f[2] for f in theirs], ref=ref)
+    args.ratios = (
+        f" my_campaigns_p50_ratio={p50_ratio:.3f} my_campaigns_p99_ratio={p99_ratio:.3f}"
+        f" record_event_ratio={rate_ratio:.3f} baseline={ref}"
     )
+    return statistics.median(f[1] for f in ours), statistics.median(f[2] for f in ours)
 
 
 if __name__ == "__main__":

@@ -32,8 +32,14 @@ Starts its own local Neo4j unless ``NEO4J_URI`` is set.
 so every delivery pays the cap's locks, check and log write and nobody is held back), warmed up again
 (its recheck is a new statement for Neo4j to compile) and measured for as many rounds; both medians are
 printed side by side and in the RESULT line.
-Usage: ``.venv/bin/python -m bench.dispatch [--profiles N] [--compare M] [--rounds R] [--cap]``, e.g.
-``--profiles 1000000 --compare 20000 --rounds 1``.
+``--baseline-ref REF`` (issue 21: efficiency within 5% of the release without tenant checks): a second
+API and worker run REF's code (its ``campaign_engine`` and ``cypher`` from ``git archive``, on
+``PYTHONPATH``) on the same Neo4j and inbox with their own queue; after both are warmed up, the rounds
+alternate between the releases (the order swapped every round), the idle release's worker paused. Both
+figures are printed per round with their ratio (current / baseline) and medians, and the ratios are in
+the RESULT line. Campaigns are seeded with this release's code, which REF reads as its own.
+Usage: ``.venv/bin/python -m bench.dispatch [--profiles N] [--compare M] [--rounds R] [--cap]
+[--baseline-ref REF]``, e.g. ``--profiles 1000000 --compare 20000 --rounds 1``.
 """
 
 from __future__ import annotations
@@ -47,7 +53,9 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -63,6 +71,8 @@ from bench._support import (
     neo4j_uri,
     peak_rss_mb,
     profile_id,
+    release_tree,
+    side_by_side,
     wait_until_ok,
 )
 from campaign_engine.api.auth import ADMIN_SCOPE, mint_token
@@ -91,6 +101,7 @@ REPO = Path(__file__).resolve().parents[1]
 SECRET = "whsec_YmVuY2gtd2ViaG9vay1zZWNyZXQtMDEyMzQ1Njc4OWE="  # Standard Webhooks: whsec_ + base64
 JWT_SECRET = "bench-jwt-secret-0123456789abcdef-0123456789abcdef"
 ADMIN = "bench-admin"
+TENANT = "bench"  # the bench campaigns' tenant
 PAGE_SIZE = 1000
 # Delivery-polling threads (CAMPAIGN_WORKER_THREADS), and the write/POST ceilings' threads. A batch
 # spends most of its time waiting (recheck, POSTs, its turn to write), so 8 keep 2 cores busy where 4
@@ -134,11 +145,12 @@ def child_env(uri: str, queue_path: Path, inbox_url: str) -> dict[str, str]:
     }
 
 
-def spawn(args: list[str], env: dict[str, str], log: Path) -> subprocess.Popen[bytes]:
+def spawn(args: list[str], env: dict[str, str], log: Path, *, cwd: Path = REPO) -> subprocess.Popen[bytes]:
+    """``campaign_engine.cli`` of the code in ``cwd`` (first on ``sys.path`` with ``-m``)."""
     return subprocess.Popen(
         [sys.executable, "-m", "campaign_engine.cli", *args],
         env=env,
-        cwd=REPO,
+        cwd=cwd,
         stdout=log.open("wb"),
         stderr=subprocess.STDOUT,
     )
@@ -200,7 +212,7 @@ def seed(graph: Graph, campaign_id: str, profiles: int) -> str:
                 "notification": {"title": "Bench", "body": "Throughput"},
             }
         ),
-        tenant_id="bench",
+        tenant_id=TENANT,
         now=now,
     )
     definitions.set_status(graph, campaign_id=campaign_id, status="live", now=now)
@@ -243,7 +255,8 @@ class Admin:
 
     def __init__(self, base: str) -> None:
         settings = Settings(auth_jwt_secret=JWT_SECRET, _env_file=None)
-        token = mint_token(settings, profile_id=ADMIN, scope=ADMIN_SCOPE)
+        # A platform admin acting for the campaigns' tenant (naming none, it acts in the default one).
+        token = mint_token(settings, profile_id=ADMIN, scope=ADMIN_SCOPE, tenant_id=TENANT)
         # A preview walks the whole audience: minutes at a million recipients on a busy machine.
         self._client = httpx.Client(
             base_url=base, headers={"authorization": f"Bearer {token}"}, timeout=httpx.Timeout(3600.0)
@@ -395,6 +408,7 @@ class Round:
     end_to_end: float
     writes: float
     posts: float
+    worker_cpu_ms: float = float("nan")  # the worker's CPU per recipient end to end: steadier than rates
 
     @property
     def efficiency(self) -> float:
@@ -457,7 +471,7 @@ def measure_round(
         inbox_ms = 1000 * (cpu_seconds(procs.inbox.pid) - inbox_before) / ceiling_n
     finally:
         os.kill(procs.worker.pid, signal.SIGCONT)
-    result = Round(done / elapsed, writes, posts)
+    result = Round(done / elapsed, writes, posts, worker_ms)
     print(
         f"round {number}: write ceiling {writes:.0f} notifiedAt/s (batches of {BATCH}, {WORKER_THREADS} "
         f"threads); post ceiling {posts:.0f} signed POSTs/s ({CONCURRENCY} concurrent; CPU per POST: "
@@ -493,6 +507,81 @@ def with_cap(graph: Graph, admin: Admin, procs: Processes, *, n: int, rounds: in
     return measure_rounds(graph, admin, procs, n=n, rounds=rounds, label="cap-", give_up=give_up)
 
 
+@dataclass
+class Release:
+    """One release's API (``admin``) and worker (``procs``), on the shared Neo4j and inbox."""
+
+    name: str
+    admin: Admin
+    procs: Processes
+
+
+@contextmanager
+def paused(proc: subprocess.Popen[bytes]) -> Iterator[None]:
+    """SIGSTOP keeps its connections and costs no CPU; its queue is its own, so nothing waits on it."""
+    os.kill(proc.pid, signal.SIGSTOP)
+    try:
+        yield
+    finally:
+        os.kill(proc.pid, signal.SIGCONT)
+
+
+@contextmanager
+def baseline_release(
+    ref: str, tmp: Path, env: dict[str, str], api_env: dict[str, str], procs: Processes
+) -> Iterator[Release]:
+    """``ref``'s worker and API, each with ``PYTHONPATH`` on its code, sharing ``procs``' inbox."""
+    with release_tree(ref) as tree:
+        own = {"CAMPAIGN_LOCAL_QUEUE_PATH": str(tmp / "queue-baseline.sqlite3"), "PYTHONPATH": str(tree)}
+        worker = spawn(["worker"], {**env, **own}, tmp / "worker-baseline.log", cwd=tree)
+        try:
+            with api_process({**api_env, **own}, log=tmp / "api-baseline.log") as (base, api_pid):
+                admin = Admin(base)
+                yield Release(
+                    ref, admin, Processes(worker, procs.inbox, procs.inbox_url, procs.database, api_pid)
+                )
+                admin.close()
+        finally:
+            stop(worker)
+
+
+def alternate(
+    graph: Graph, releases: list[Release], *, n: int, rounds: int, give_up: float
+) -> tuple[Round, str]:
+    """The baseline (``releases[1]``) warmed up, then ``rounds`` rounds through each release, ABBA, the
+    other's worker paused; prints both per round and the medians' ratios. Returns the current release's
+    median round (by efficiency) and the ratios for the RESULT line."""
+    current, baseline = releases
+    with paused(current.procs.worker):
+        warm_up(graph, baseline.admin, max(1, min(n // 2, 10_000)), give_up, label="baseline-warmup")
+    results: dict[str, list[Round]] = {current.name: [], baseline.name: []}
+    for k in range(1, rounds + 1):
+        for release, other in [(current, baseline), (baseline, current)][:: 1 if k % 2 else -1]:
+            label = "" if release is current else "baseline-"
+            with paused(other.procs.worker):
+                results[release.name].append(
+                    measure_round(graph, release.admin, release.procs, f"{label}{k}", n, give_up)
+                )
+    ours, theirs = results[current.name], results[baseline.name]
+    ref = baseline.name
+    efficiency = side_by_side(
+        "efficiency", [r.efficiency for r in ours], [r.efficiency for r in theirs], ref=ref
+    )
+    rate = side_by_side("recipients/s", [r.end_to_end for r in ours], [r.end_to_end for r in theirs], ref=ref)
+    cpu = side_by_side(
+        "worker CPU ms per recipient",
+        [r.worker_cpu_ms for r in ours],
+        [r.worker_cpu_ms for r in theirs],
+        ref=ref,
+    )
+    print(f"{ref}: {baseline.procs.peak_rss()}")
+    median = sorted(ours, key=lambda r: r.efficiency)[len(ours) // 2]
+    ratios = (
+        f" efficiency_ratio={efficiency:.3f} recipients_per_s_ratio={rate:.3f} worker_cpu_ratio={cpu:.3f}"
+    )
+    return median, f"{ratios} baseline={ref}"
+
+
 def delete_largest(admin: Admin, procs: Processes, campaign_id: str, n: int) -> None:
     """Delete a campaign of ``n`` members (and their states) through the API: retired in one
     transaction, reaped in bounded ones (campaigns/definitions.py)."""
@@ -524,12 +613,19 @@ def main() -> int:
     parser.add_argument(
         "--cap", nargs="?", const=DEFAULT_CAP, default=None, help="then measure with this frequency cap"
     )
+    parser.add_argument(
+        "--baseline-ref", help="measure this commit's API and worker too (e.g. 5ba923f), alternating rounds"
+    )
     args = parser.parse_args()
+    if args.baseline_ref and (args.compare or args.cap or args.time_cap):
+        parser.error("--baseline-ref measures --profiles rounds only (no --compare, --cap or --time-cap)")
     n, compare = args.profiles, args.compare
     largest = max(n, compare)
     deadline = args.deadline or 900.0 + (n + compare * ROUNDS) / 100
     if args.cap:
         Settings(campaign_frequency_caps=args.cap, _env_file=None)  # a bad cap fails here, not in the worker
+        deadline *= 2
+    if args.baseline_ref:  # two warm-ups, twice the rounds
         deadline *= 2
     # A million profiles and their relationships outgrow a 256 MB page cache many times over.
     pagecache = "256m" if largest <= 100_000 else "1g"
@@ -575,16 +671,24 @@ def main() -> int:
                         label="base-",
                         give_up=give_up,
                     )
-                median = measure_rounds(
-                    graph,
-                    admin,
-                    procs,
-                    n=n,
-                    rounds=args.rounds,
-                    label="",
-                    give_up=give_up,
-                    time_cap=args.time_cap,
-                )
+                baseline = ""
+                if args.baseline_ref:
+                    current = Release("current", admin, procs)
+                    with baseline_release(args.baseline_ref, tmp, env, api_env, procs) as other:
+                        median, baseline = alternate(
+                            graph, [current, other], n=n, rounds=args.rounds, give_up=give_up
+                        )
+                else:
+                    median = measure_rounds(
+                        graph,
+                        admin,
+                        procs,
+                        n=n,
+                        rounds=args.rounds,
+                        label="",
+                        give_up=give_up,
+                        time_cap=args.time_cap,
+                    )
                 api_peak, worker_peak = peak_rss_mb(api_pid), peak_rss_mb(worker.pid)
                 print(f"{procs.peak_rss()} (whole run)")
                 ratio = cap_result = ""
@@ -615,7 +719,8 @@ def main() -> int:
                 print(
                     f"RESULT recipients_per_s={median.end_to_end:.0f} efficiency={median.efficiency:.2f} "
                     f"write_ceiling_per_s={median.writes:.0f} post_ceiling_per_s={median.posts:.0f} "
-                    f"api_peak_rss_mb={api_peak:.0f} worker_peak_rss_mb={worker_peak:.0f}{ratio}{cap_result}",
+                    f"api_peak_rss_mb={api_peak:.0f} worker_peak_rss_mb={worker_peak:.0f}{ratio}{cap_result}"
+                    f"{baseline}",
                     flush=True,
                 )
                 delete_largest(admin, procs, "bench-1", n)
