@@ -67,6 +67,8 @@ _POSITIVE_DATA_ALSO_REFUSED = {
     # An app origin, a logo URL and a From address are parsed as a URL and an address (exactly
     # scheme://host[:port], http only for loopback; one mailbox): the schema gives their length only.
     "tenants.create": "appOrigin, logoUrl and emailFrom are parsed, not matched",
+    # A supplied whsec_ secret must decode as base64 to enough key bytes (the schema gives its prefix).
+    "profiles.rotateWebhookSecret": "a supplied secret's base64 is decoded",
     # expiresAt must lie in the future (the schema gives its shape: a date-time).
     "apiKeys.create": "expiresAt in the future",
     # The same, and the name of a tenant cannot be cleared (null is the patch's "clear").

@@ -25,6 +25,7 @@ from typing import Any
 
 import httpx
 import pytest
+from cryptography.fernet import Fernet
 
 from campaign_engine.api.auth import ADMIN_SCOPE, mint_token
 from campaign_engine.config import Settings
@@ -64,6 +65,7 @@ def ssm_values(settings: Settings, inbox: ThreadServer, postmark: PostmarkStandi
         "notifications-webhook-url": f"{inbox.url}/api/notifications/send",  # the reference inbox
         "notifications-webhook-secret": WEBHOOK_SECRET,  # the inbox verifies signatures with it
         "unsubscribe-secret": UNSUBSCRIBE_SECRET,
+        "secrets-key": Fernet.generate_key().decode(),  # seals receivers' own webhook secrets
         "domain-name": "campaigns.test",
         "postmark-api-key": postmark.token,  # the stand-in checks the server token
         "postmark-broadcast-stream": "broadcast",  # a Broadcasts stream on the stand-in
