@@ -1,10 +1,11 @@
 """The tenant migration on a graph the previous release made (issue 21): its own code, run from git.
 
-The release before tenants (``PREVIOUS_RELEASE``) is checked out of this repository's history into a
-temporary folder and writes, through its own use cases, campaigns with a tenant label (the default one
-and another), audit entries and profiles without any tenant. This release then starts on that graph:
-each campaign keeps its id and belongs to its tenant, every profile is the default tenant's, the old
-trail is read by tenant, and both tenants can reuse each other's ids from now on.
+The release before tenants (``PREVIOUS_RELEASE``) is extracted from this repository's history into a
+temporary folder (``bench/_support.py:release_tree``) and writes, through its own use cases, campaigns
+with a tenant label (the default one and another), audit entries and profiles without any tenant. This
+release then starts on that graph: each campaign keeps its id and belongs to its tenant, every profile is
+the default tenant's, the old trail is read by tenant, and both tenants can reuse each other's ids from
+now on.
 """
 
 from __future__ import annotations
@@ -13,11 +14,10 @@ import json
 import os
 import subprocess
 import sys
-import tarfile
-from io import BytesIO
 from pathlib import Path
 from typing import Any
 
+from bench._support import release_tree
 from campaign_engine.api.auth import ADMIN_SCOPE, mint_token
 from campaign_engine.config import Settings
 from campaign_engine.graph.graph import Graph
@@ -26,7 +26,6 @@ from tests.conftest import ADMIN_ID
 from tests.support.api import TrpcClient, api_client, ok
 
 PREVIOUS_RELEASE = "5ba923f"  # main before issue 21's tenant boundary
-REPO = Path(__file__).resolve().parents[2]
 
 # Run by the previous release's interpreter path: its package, its Cypher, this test's Neo4j.
 _WRITER = """
@@ -62,17 +61,6 @@ print(json.dumps({"ok": True}))
 """
 
 
-def _previous_release(into: Path) -> Path:
-    archive = subprocess.run(
-        ["git", "-C", str(REPO), "archive", "--format=tar", PREVIOUS_RELEASE, "campaign_engine", "cypher"],
-        check=True,
-        capture_output=True,
-    ).stdout
-    with tarfile.open(fileobj=BytesIO(archive)) as tar:
-        tar.extractall(into, filter="data")
-    return into
-
-
 def _headers(api: TrpcClient, *, tenant: str | None = None, roles: list[str] | None = None) -> dict[str, str]:
     sub, scope = (ADMIN_ID, ADMIN_SCOPE) if roles is None else ("someone", "")
     token = mint_token(api.settings, profile_id=sub, scope=scope, tenant_id=tenant, roles=roles)
@@ -86,17 +74,16 @@ def _get(api: TrpcClient, path: str, data: Any, headers: dict[str, str]) -> Any:
 def test_data_of_the_previous_release_lands_in_its_tenants(
     base_settings: Settings, graph: Graph, tmp_path: Path
 ) -> None:
-    old = _previous_release(tmp_path / "previous")
-    env = {**os.environ, "PYTHONPATH": str(old)}
     password = base_settings.neo4j_password.get_secret_value() if base_settings.neo4j_password else ""
-    written = subprocess.run(
-        [sys.executable, "-c", _WRITER, base_settings.neo4j_uri, base_settings.neo4j_user, password],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        cwd=tmp_path,
-    )
+    with release_tree(PREVIOUS_RELEASE) as old:  # bench/_support.py: git archive, checked to import
+        written = subprocess.run(
+            [sys.executable, "-c", _WRITER, base_settings.neo4j_uri, base_settings.neo4j_user, password],
+            env={**os.environ, "PYTHONPATH": str(old)},
+            capture_output=True,
+            text=True,
+            timeout=120,
+            cwd=tmp_path,
+        )
     assert written.returncode == 0, written.stderr
     # The old code wrote what this release must migrate: no ref, no tenant on profiles or old entries.
     assert graph.run("MATCH (c:Campaign) WHERE c.ref IS NOT NULL RETURN count(c) AS n")[0]["n"] == 0
