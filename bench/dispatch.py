@@ -81,13 +81,10 @@ from campaign_engine.api.auth import ADMIN_SCOPE, mint_token
 from campaign_engine.campaigns import definitions
 from campaign_engine.campaigns.dispatch_reads import get_dispatch
 from campaign_engine.config import Settings
-from campaign_engine.delivery.notify.egress import DestinationRules
 from campaign_engine.delivery.notify.gate import SendGate
 from campaign_engine.delivery.notify.poster import WebhookPoster
 from campaign_engine.delivery.notify.sender import Answered, Outgoing
-from campaign_engine.delivery.notify.transport import make_webhook_transport
 from campaign_engine.delivery.notify.worker import record_notified
-from campaign_engine.delivery.queue.local import MAX_RECEIVE_BATCH
 from campaign_engine.domain.campaign import CampaignCreate
 from campaign_engine.domain.dispatch import delivery_id
 from campaign_engine.domain.notification import (
@@ -96,8 +93,11 @@ from campaign_engine.domain.notification import (
     payload_json,
 )
 from campaign_engine.domain.types import format_ts
+from campaign_engine.egress.policy import DestinationRules
+from campaign_engine.egress.transport import make_webhook_transport
 from campaign_engine.graph.graph import Graph, Tx, open_graph
 from campaign_engine.graph.schema import apply_schema
+from campaign_engine.queue.local import MAX_RECEIVE_BATCH
 
 REPO = Path(__file__).resolve().parents[1]
 SECRET = "whsec_YmVuY2gtd2ViaG9vay1zZWNyZXQtMDEyMzQ1Njc4OWE="  # Standard Webhooks: whsec_ + base64

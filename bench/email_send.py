@@ -65,11 +65,11 @@ from campaign_engine.config import Settings
 from campaign_engine.delivery.email.postmark import PostmarkProvider
 from campaign_engine.delivery.email.provider import OutgoingEmail
 from campaign_engine.delivery.email.smtp import SmtpProvider
-from campaign_engine.delivery.queue.local import LocalQueue
-from campaign_engine.delivery.wiring import Queues, build_worker
 from campaign_engine.domain.campaign import CampaignCreate
 from campaign_engine.graph.graph import Graph, open_graph
 from campaign_engine.graph.schema import apply_schema
+from campaign_engine.queue.local import LocalQueue
+from campaign_engine.wiring import Queues, build_worker
 
 CAMPAIGN = "bench-email"
 JIT_SETTLED = 0.05  # warm-ups stop once Neo4j's JIT compiler took less than this share of the CPU

@@ -23,13 +23,13 @@ from structlog.contextvars import bound_contextvars
 from campaign_engine.config import Settings
 from campaign_engine.delivery.gauges import scrape_gauges
 from campaign_engine.delivery.jobs import JobTable
-from campaign_engine.delivery.queue.port import Queue
-from campaign_engine.delivery.queue.sqs import batch_item_failures, parse_sqs_event
 from campaign_engine.delivery.runner import settle
-from campaign_engine.delivery.wiring import Queues, build_job_table, build_queues, run_sweep
 from campaign_engine.graph.graph import Graph, open_graph
 from campaign_engine.observability import metrics
 from campaign_engine.observability.logs import configure_logging
+from campaign_engine.queue.port import Queue
+from campaign_engine.queue.sqs import batch_item_failures, parse_sqs_event
+from campaign_engine.wiring import Queues, build_job_table, build_queues, run_sweep
 
 __all__ = ["api_handler", "delivery_handler", "handle_sqs_event", "page_handler", "sweep_handler"]
 

@@ -53,15 +53,15 @@ def _serve(args: argparse.Namespace) -> int:
 
 
 def _worker(args: argparse.Namespace) -> int:
-    from campaign_engine.delivery.wiring import run_worker
+    from campaign_engine.wiring import run_worker
 
     run_worker(load_settings())
     return 0
 
 
 def _sweep(args: argparse.Namespace) -> int:
-    from campaign_engine.delivery.wiring import build_dispatch_queue, run_sweep
     from campaign_engine.graph.graph import open_graph
+    from campaign_engine.wiring import build_dispatch_queue, run_sweep
 
     settings = load_settings()
     graph = open_graph(settings)

@@ -134,7 +134,7 @@ class Settings(BaseSettings):
     notifications_sender: str = "campaign-engine"
     campaign_allow_private_webhooks: bool = False
     # Receiver ports beyond 443 and 80 that webhook POSTs may reach (comma-separated or a JSON list);
-    # local development reaches any port (delivery/notify/egress.py).
+    # local development reaches any port (egress/policy.py).
     campaign_egress_ports: Annotated[frozenset[int], NoDecode] = frozenset()
     campaign_webhook_timeout_seconds: float = Field(default=5.0, gt=0)
     # POSTs in flight at once per worker process, shared by all its delivery threads.

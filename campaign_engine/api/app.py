@@ -33,8 +33,6 @@ from campaign_engine.campaigns.engagement import EngagementService
 from campaign_engine.campaigns.rate_limit import GraphRateLimiter
 from campaign_engine.campaigns.self_test import ChannelTester
 from campaign_engine.config import ConfigError, Settings
-from campaign_engine.delivery.queue.port import Queue
-from campaign_engine.delivery.wiring import build_dispatch_queue, build_self_testers
 from campaign_engine.domain.types import Clock, system_clock
 from campaign_engine.feedback.config import FeedbackConfig
 from campaign_engine.feedback.sns_http import SnsHttp
@@ -44,8 +42,10 @@ from campaign_engine.graph.tenant_directory import tenants_of
 from campaign_engine.graph.tenants import settings_seed
 from campaign_engine.observability.metrics import scrape, serving_registry
 from campaign_engine.observability.request_id import RequestIdMiddleware
+from campaign_engine.queue.port import Queue
 from campaign_engine.unsubscribe.routes import unsubscribe_router
 from campaign_engine.unsubscribe.tokens import UnsubscribeTokens
+from campaign_engine.wiring import build_dispatch_queue, build_self_testers
 
 __all__ = ["ROUTERS", "create_app", "freeze_startup_heap"]
 

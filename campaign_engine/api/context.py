@@ -18,13 +18,13 @@ from campaign_engine.campaigns.engagement import EngagementService
 from campaign_engine.campaigns.self_test import ChannelTester
 from campaign_engine.campaigns.tenancy import campaign_id_ever, campaign_in_tenant, dispatch_in_tenant
 from campaign_engine.config import Settings
-from campaign_engine.delivery.queue.port import Queue
 from campaign_engine.domain.dispatch import DeliveryChannel
 from campaign_engine.domain.errors import Forbidden, Unauthorized
 from campaign_engine.domain.types import Clock
 from campaign_engine.domain.webhook_keys import SecretBox
 from campaign_engine.graph.audit import AuditContext
 from campaign_engine.graph.graph import Graph
+from campaign_engine.queue.port import Queue
 from campaign_engine.unsubscribe.tokens import UnsubscribeTokens
 
 __all__ = ["Context", "RateLimiter", "Services"]

@@ -34,7 +34,6 @@ from campaign_engine.campaigns.approval import (
     record_refusal,
 )
 from campaign_engine.campaigns.dispatch_reads import WIRE as _WIRE
-from campaign_engine.delivery.queue.port import Queue, QueueError
 from campaign_engine.domain.dispatch import (
     DeliveryChannel,
     PageJob,
@@ -49,6 +48,7 @@ from campaign_engine.graph.audit import AuditContext, record_audit
 from campaign_engine.graph.graph import Graph, Tx
 from campaign_engine.graph.locks import lock_campaign
 from campaign_engine.graph.policy import policy_params, policy_query
+from campaign_engine.queue.port import Queue, QueueError
 
 __all__ = [
     "ALL_CHANNELS",

@@ -14,13 +14,13 @@ from datetime import datetime
 from typing import Any
 
 from campaign_engine.campaigns.dispatch_reads import DispatchPublic, dispatch_from_node
-from campaign_engine.delivery.queue.port import Queue, QueueError
 from campaign_engine.domain.dispatch import PageJob, job_json, send_blocked
 from campaign_engine.domain.errors import Conflict, NotFound
 from campaign_engine.domain.types import format_ts
 from campaign_engine.graph.audit import AuditContext, record_audit
 from campaign_engine.graph.graph import Graph, Tx
 from campaign_engine.graph.locks import lock_campaign
+from campaign_engine.queue.port import Queue, QueueError
 
 __all__ = ["resume_dispatch"]
 

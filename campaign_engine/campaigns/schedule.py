@@ -41,7 +41,6 @@ from campaign_engine.campaigns.approval import (
 )
 from campaign_engine.campaigns.dispatch import ALL_CHANNELS, compute_preview, start_pages, why_blocked
 from campaign_engine.campaigns.dispatch_reads import DispatchPublic, dispatch_from_node
-from campaign_engine.delivery.queue.port import Queue
 from campaign_engine.domain.campaign import UtcDatetime
 from campaign_engine.domain.dispatch import DeliveryChannel, PageJob
 from campaign_engine.domain.errors import BadRequest, Conflict, NotFound
@@ -57,6 +56,7 @@ from campaign_engine.domain.types import format_ts, parse_ts
 from campaign_engine.graph.audit import AuditContext, record_audit
 from campaign_engine.graph.graph import Graph, Tx
 from campaign_engine.graph.locks import lock_campaign
+from campaign_engine.queue.port import Queue
 
 __all__ = [
     "DEFAULT_MAX_LATE_SECONDS",

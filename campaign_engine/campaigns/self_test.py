@@ -46,7 +46,7 @@ class SelfTestResult(BaseModel):
     channels: list[Channel]
 
 
-# What wires each tester (delivery/wiring.py ``build_self_testers``), for the error that names it.
+# What wires each tester (wiring/ ``build_self_testers``), for the error that names it.
 _ENABLED_BY = {"notify": "NOTIFICATIONS_WEBHOOK_SECRET", "email": "CAMPAIGN_EMAIL_PROVIDER"}
 
 

@@ -38,10 +38,10 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from campaign_engine.delivery.queue.port import MAX_DELAY_SECONDS, Queue
 from campaign_engine.domain.dispatch import PageJob, job_json, send_blocked
 from campaign_engine.domain.types import parse_ts
 from campaign_engine.graph.graph import Tx
+from campaign_engine.queue.port import MAX_DELAY_SECONDS, Queue
 
 __all__ = [
     "Deferral",

@@ -32,10 +32,10 @@ from campaign_engine.delivery.dispatch_cursor import record_failure, stop
 from campaign_engine.delivery.email.page_walk import EmailPageOutcome
 from campaign_engine.delivery.notify.page_walk import PageOutcome
 from campaign_engine.delivery.notify.worker import NotificationWorker
-from campaign_engine.delivery.queue.port import MAX_DELAY_SECONDS, Received, ReceivedMessage
 from campaign_engine.domain.dispatch import DeliveryJob, PageJob, parse_job
 from campaign_engine.domain.types import Clock, format_ts
 from campaign_engine.graph.graph import Graph
+from campaign_engine.queue.port import MAX_DELAY_SECONDS, Received, ReceivedMessage
 
 __all__ = [
     "Dead",

@@ -27,7 +27,7 @@ from collections.abc import Callable, Sequence
 from types import FrameType
 
 from campaign_engine.delivery.jobs import JobTable, Retry
-from campaign_engine.delivery.queue.port import Queue, QueueError, ReceivedMessage
+from campaign_engine.queue.port import Queue, QueueError, ReceivedMessage
 
 __all__ = ["Worker", "install_stop_signals", "settle"]
 

@@ -29,11 +29,11 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from campaign_engine.delivery.dispatch_cursor import record_failure
-from campaign_engine.delivery.queue.port import Queue, QueueError
 from campaign_engine.domain.dispatch import PageJob, job_json
 from campaign_engine.domain.types import format_ts
 from campaign_engine.graph.cypher import query
 from campaign_engine.graph.graph import Graph, Tx
+from campaign_engine.queue.port import Queue, QueueError
 
 __all__ = ["SweepResult", "stuck_window_seconds", "sweep"]
 

@@ -1,7 +1,7 @@
 """The SNS endpoint's only network access: GET a signing certificate, GET a SubscribeURL.
 
 Both go only to an SNS host (``https://sns.<region>.amazonaws.com``; the verifier has already required
-the topic's own region) and through the egress policy of ``delivery/notify/egress.py``: the URL rules,
+the topic's own region) and through the egress policy of ``egress/policy.py``: the URL rules,
 one resolution per request on our own threads and bounded by the timeout, every answer allowed (private
 and special ranges refused), and the connection dialled to the validated address while TLS SNI, the
 certificate check and ``Host`` use the name. No redirects, no proxies from the environment, answers
@@ -21,7 +21,7 @@ from concurrent.futures import TimeoutError as FutureTimeout
 
 import httpx
 
-from campaign_engine.delivery.notify.egress import (
+from campaign_engine.egress.policy import (
     AddressPolicy,
     EgressBlocked,
     ResolutionFailed,

@@ -7,7 +7,7 @@ once at start would make a ``tenants.update`` wait for a redeploy. So the direct
 process within that, and a process that made the edit sees it at once (``invalidate``).
 
 One directory per graph per process (``directory_for``), whichever composition root asks for it (the
-API's ``create_app``, the worker's ``delivery/wiring.py``), so they share the cache. The answers keep
+API's ``create_app``, the worker's ``wiring/``), so they share the cache. The answers keep
 the shapes the settings had (``CAMPAIGN_APP_ORIGINS``, ``CAMPAIGN_TENANTS``, ``CAMPAIGN_FREQUENCY_CAPS``
 with ``"*"`` = the default tenant's caps) as live ``Mapping`` views, so the renderers and capped
 statements read them unchanged. A tenant without a record, or a record without branding, gets the

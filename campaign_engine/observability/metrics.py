@@ -303,7 +303,7 @@ def record_readings(gauges: ScrapeGauges) -> None:
 
 
 class QueueStats(Protocol):
-    """What a queue adapter reports about itself (``delivery/queue/port.py:QueueStats``)."""
+    """What a queue adapter reports about itself (``queue/port.py:QueueStats``)."""
 
     @property
     def visible(self) -> int: ...

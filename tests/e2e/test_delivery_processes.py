@@ -36,11 +36,11 @@ from campaign_engine.campaigns.dispatch import dispatch
 from campaign_engine.campaigns.dispatch_reads import DispatchPublic, get_dispatch, list_dispatches
 from campaign_engine.config import Settings
 from campaign_engine.delivery.notify.page_walk import PageWorker
-from campaign_engine.delivery.queue.local import LocalQueue
-from campaign_engine.delivery.queue.port import QueueError, ReceivedMessage
 from campaign_engine.domain.dispatch import PageJob, parse_job
 from campaign_engine.domain.types import format_ts
 from campaign_engine.graph.graph import Graph
+from campaign_engine.queue.local import LocalQueue
+from campaign_engine.queue.port import QueueError, ReceivedMessage
 from tests.conftest import free_port
 from tests.support.concurrency import at_once
 from tests.support.concurrency import wait_for as wait_until

@@ -18,10 +18,10 @@ import pytest
 from campaign_engine import aws
 from campaign_engine.campaigns.dispatch_reads import get_dispatch
 from campaign_engine.config import Settings
-from campaign_engine.delivery.queue.port import ReceivedMessage
-from campaign_engine.delivery.queue.sqs import SqsQueue, make_sqs_client
 from campaign_engine.graph.graph import Graph
 from campaign_engine.observability import metrics
+from campaign_engine.queue.port import ReceivedMessage
+from campaign_engine.queue.sqs import SqsQueue, make_sqs_client
 from tests.support.delivery import (
     WEBHOOK_SECRET,
     ScriptedReceiver,

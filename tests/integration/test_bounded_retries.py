@@ -14,11 +14,11 @@ from typing import Any
 from campaign_engine.campaigns.definitions import delete_campaign, set_status
 from campaign_engine.campaigns.dispatch_reads import get_dispatch
 from campaign_engine.config import Settings
-from campaign_engine.delivery.queue.local import LocalQueue
-from campaign_engine.delivery.queue.port import Queue
 from campaign_engine.delivery.runner import settle
-from campaign_engine.delivery.wiring import Queues, build_job_table, build_worker, run_sweep
 from campaign_engine.graph.graph import Graph
+from campaign_engine.queue.local import LocalQueue
+from campaign_engine.queue.port import Queue
+from campaign_engine.wiring import Queues, build_job_table, build_worker, run_sweep
 from tests.conftest import ADMIN_ID
 from tests.support.api import TrpcClient, api_client, error_code, ok
 from tests.support.delivery import (

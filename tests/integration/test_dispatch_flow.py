@@ -7,8 +7,8 @@ from pathlib import Path
 from campaign_engine.campaigns.dispatch import dispatch, preview_dispatch
 from campaign_engine.campaigns.dispatch_reads import get_dispatch
 from campaign_engine.config import Settings
-from campaign_engine.delivery.wiring import build_worker
 from campaign_engine.graph.graph import Graph
+from campaign_engine.wiring import build_worker
 from tests.support.delivery import (
     NOW,
     StepClock,

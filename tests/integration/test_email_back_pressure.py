@@ -18,10 +18,10 @@ from campaign_engine.campaigns.dispatch_reads import list_dispatches
 from campaign_engine.config import Settings
 from campaign_engine.delivery.email.page_walk import EmailWorker
 from campaign_engine.delivery.email.provider import OutgoingEmail, SendResult
-from campaign_engine.delivery.wiring import Queues, build_email_worker, build_worker, run_sweep
 from campaign_engine.domain.dispatch import PageJob, parse_job
 from campaign_engine.domain.types import format_ts
 from campaign_engine.graph.graph import Graph
+from campaign_engine.wiring import Queues, build_email_worker, build_worker, run_sweep
 from tests.conftest import ADMIN_ID
 from tests.support.api import api_client, ok
 from tests.support.delivery import NOW, StepClock, drain, local_queues, start_dispatch

@@ -18,12 +18,12 @@ from campaign_engine.campaigns.dispatch_reads import list_dispatches
 from campaign_engine.config import ConfigError, Settings
 from campaign_engine.delivery.email.page_walk import EmailWorker
 from campaign_engine.delivery.email.provider import ProviderConfigError
-from campaign_engine.delivery.wiring import Queues, build_email_worker, build_worker
 from campaign_engine.domain.dispatch import PageJob, parse_job
 from campaign_engine.domain.errors import Conflict
 from campaign_engine.graph.graph import Graph
 from campaign_engine.unsubscribe.routes import unsubscribe_router
 from campaign_engine.unsubscribe.tokens import UnsubscribeTokens
+from campaign_engine.wiring import Queues, build_email_worker, build_worker
 from tests.support.concurrency import at_once
 from tests.support.delivery import NOW, StepClock, add_members, drain, local_queues
 from tests.support.email import (

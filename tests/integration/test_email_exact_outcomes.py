@@ -21,9 +21,9 @@ from campaign_engine.config import Settings
 from campaign_engine.delivery.email.catcher import start_smtp_catcher
 from campaign_engine.delivery.email.provider import OutgoingEmail, SendResult
 from campaign_engine.delivery.email.smtp import SmtpProvider
-from campaign_engine.delivery.wiring import Queues, build_worker, run_sweep
 from campaign_engine.domain.dispatch import PageJob, job_json
 from campaign_engine.graph.graph import Graph
+from campaign_engine.wiring import Queues, build_worker, run_sweep
 from tests.conftest import free_port
 from tests.support.delivery import StepClock, drain, local_queues, start_dispatch
 from tests.support.email import add_email_members, email_settings, email_states, make_email_campaign

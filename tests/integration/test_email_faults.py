@@ -16,8 +16,8 @@ import pytest
 from campaign_engine.campaigns.dispatch_reads import list_dispatches
 from campaign_engine.campaigns.uncertain_emails import list_uncertain_emails
 from campaign_engine.config import Settings
-from campaign_engine.delivery.wiring import Queues, build_worker, run_sweep
 from campaign_engine.graph.graph import Graph
+from campaign_engine.wiring import Queues, build_worker, run_sweep
 from tests.support.blocking_postmark import BlockingPostmark
 from tests.support.concurrency import wait_for
 from tests.support.delivery import WEBHOOK_SECRET, StepClock, drain, local_queues, start_dispatch

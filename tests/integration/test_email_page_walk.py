@@ -20,12 +20,12 @@ from campaign_engine.delivery.email.page_tx import ClaimedPage
 from campaign_engine.delivery.email.page_walk import EmailWorker
 from campaign_engine.delivery.frequency_cap import email_page_query
 from campaign_engine.delivery.readiness import readiness_params
-from campaign_engine.delivery.wiring import Queues, build_email_worker, build_worker
 from campaign_engine.domain.dispatch import PageJob, parse_job
 from campaign_engine.domain.frequency_cap import cap_params
 from campaign_engine.graph.graph import Graph, PendingWrite, Tx
 from campaign_engine.graph.policy import policy_params, policy_query
 from campaign_engine.unsubscribe.tokens import UnsubscribeTokens
+from campaign_engine.wiring import Queues, build_email_worker, build_worker
 from tests.support.delivery import NOW, StepClock, drain, local_queues, start_dispatch
 from tests.support.email import (
     UNSUBSCRIBE_SECRET,

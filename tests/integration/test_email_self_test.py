@@ -10,9 +10,9 @@ from campaign_engine.api.app import create_app
 from campaign_engine.campaigns.self_test import send_test_to_me
 from campaign_engine.config import Settings
 from campaign_engine.delivery.email.self_test import EmailSelfTester
-from campaign_engine.delivery.wiring import build_email_self_tester
 from campaign_engine.domain.errors import BadRequest
 from campaign_engine.graph.graph import Graph
+from campaign_engine.wiring import build_email_self_tester
 from tests.conftest import ADMIN_ID
 from tests.support.delivery import NOW, StepClock
 from tests.support.email import add_email_members, address_of, email_settings, make_email_campaign

@@ -16,9 +16,9 @@ from pathlib import Path
 
 from campaign_engine.campaigns.dispatch_reads import list_dispatches
 from campaign_engine.config import Settings
-from campaign_engine.delivery.wiring import build_worker, run_sweep
 from campaign_engine.domain.dispatch import PageJob, job_json
 from campaign_engine.graph.graph import Graph
+from campaign_engine.wiring import build_worker, run_sweep
 from tests.support.delivery import StepClock, drain, local_queues, start_dispatch
 from tests.support.email import add_email_members, email_settings, email_states, make_email_campaign
 from tests.support.smtp_sink import Cut, SinkState, running_sink

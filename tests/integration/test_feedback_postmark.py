@@ -17,12 +17,12 @@ from campaign_engine.api.app import create_app
 from campaign_engine.campaigns.dispatch import preview_dispatch
 from campaign_engine.config import ConfigError, Settings
 from campaign_engine.delivery.email.catcher import start_smtp_catcher
-from campaign_engine.delivery.queue.local import LocalQueue
-from campaign_engine.delivery.wiring import build_worker, run_sweep
 from campaign_engine.feedback.postmark import parse_postmark
 from campaign_engine.feedback.store import FeedbackStore
 from campaign_engine.graph.cypher import query
 from campaign_engine.graph.graph import Graph
+from campaign_engine.queue.local import LocalQueue
+from campaign_engine.wiring import build_worker, run_sweep
 from tests.conftest import ADMIN_ID, free_port
 from tests.support.api import TrpcClient, api_client, ok
 from tests.support.concurrency import at_once

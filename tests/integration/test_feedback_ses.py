@@ -16,7 +16,7 @@ import pytest
 from campaign_engine.api.app import create_app
 from campaign_engine.api.auth import ADMIN_SCOPE, mint_token
 from campaign_engine.config import ConfigError, Settings
-from campaign_engine.delivery.notify.egress import EgressBlocked
+from campaign_engine.egress.policy import EgressBlocked
 from campaign_engine.feedback.sns_http import SnsHttp
 from campaign_engine.graph.graph import Graph
 from tests.conftest import ADMIN_ID, free_port

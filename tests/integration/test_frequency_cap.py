@@ -26,18 +26,18 @@ from campaign_engine.campaigns.stats import get_stats
 from campaign_engine.config import Settings
 from campaign_engine.delivery.email.page_walk import EmailWorker
 from campaign_engine.delivery.notify.worker import NotificationWorker
-from campaign_engine.delivery.queue.port import Received
-from campaign_engine.delivery.wiring import (
+from campaign_engine.domain.dispatch import DeliveryJob, PageJob, job_json, parse_job
+from campaign_engine.domain.frequency_cap import ChannelCap
+from campaign_engine.domain.types import format_ts
+from campaign_engine.graph.graph import Graph
+from campaign_engine.queue.port import Received
+from campaign_engine.wiring import (
     Queues,
     build_email_self_tester,
     build_email_worker,
     build_notification_worker,
     build_page_worker,
 )
-from campaign_engine.domain.dispatch import DeliveryJob, PageJob, job_json, parse_job
-from campaign_engine.domain.frequency_cap import ChannelCap
-from campaign_engine.domain.types import format_ts
-from campaign_engine.graph.graph import Graph
 from tests.conftest import ADMIN_ID
 from tests.support.concurrency import at_once
 from tests.support.delivery import (

@@ -13,9 +13,9 @@ from pathlib import Path
 from campaign_engine.campaigns.dispatch_reads import list_dispatches
 from campaign_engine.config import Settings
 from campaign_engine.delivery.jobs import Dead, Done, Retry, retry_delay
-from campaign_engine.delivery.queue.port import ReceivedMessage
-from campaign_engine.delivery.wiring import build_job_table, build_worker, run_sweep
 from campaign_engine.graph.graph import Graph
+from campaign_engine.queue.port import ReceivedMessage
+from campaign_engine.wiring import build_job_table, build_worker, run_sweep
 from tests.support.delivery import NOW, StepClock, delivery_settings, drain, local_queues, start_dispatch
 from tests.support.email import add_email_members, make_email_campaign
 

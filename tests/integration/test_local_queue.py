@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from campaign_engine.delivery.queue.local import MAX_RECEIVE_BATCH, LocalQueue
-from campaign_engine.delivery.queue.port import QueueError
+from campaign_engine.queue.local import MAX_RECEIVE_BATCH, LocalQueue
+from campaign_engine.queue.port import QueueError
 from tests.support.concurrency import at_once
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -217,7 +217,7 @@ def test_threads_never_share_a_claim(db: Path) -> None:
 
 _RECEIVE_AND_HANG = """
 import sys, time
-from campaign_engine.delivery.queue.local import LocalQueue
+from campaign_engine.queue.local import LocalQueue
 queue = LocalQueue(sys.argv[1], "delivery", visibility_timeout=5)
 [message] = queue.receive(wait_seconds=5)
 print(message.message_id, flush=True)
@@ -227,7 +227,7 @@ time.sleep(60)
 _DRAIN_WITHOUT_DELETE = """
 import json, sys, time
 from pathlib import Path
-from campaign_engine.delivery.queue.local import LocalQueue
+from campaign_engine.queue.local import LocalQueue
 db, ready, go, out = sys.argv[1:5]
 queue = LocalQueue(db, "delivery", visibility_timeout=120)
 Path(ready).touch()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from campaign_engine.delivery.queue.local import LocalQueue
+from campaign_engine.queue.local import LocalQueue
 
 
 def test_one_receive_never_returns_a_message_twice_at_zero_visibility(tmp_path: Path) -> None:

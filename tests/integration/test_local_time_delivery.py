@@ -17,8 +17,8 @@ import pytest
 
 from campaign_engine.campaigns.dispatch_reads import get_dispatch, list_dispatches
 from campaign_engine.config import Settings
-from campaign_engine.delivery.wiring import Queues, build_worker, run_sweep
 from campaign_engine.graph.graph import Graph
+from campaign_engine.wiring import Queues, build_worker, run_sweep
 from tests.conftest import ADMIN_ID
 from tests.support.api import TrpcClient, api_client, error_code, ok
 from tests.support.delivery import (

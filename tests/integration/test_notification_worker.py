@@ -14,7 +14,6 @@ from campaign_engine.campaigns import definitions
 from campaign_engine.campaigns.dispatch_reads import get_dispatch
 from campaign_engine.config import ConfigError, Settings
 from campaign_engine.delivery.frequency_cap import notify_recheck_query
-from campaign_engine.delivery.notify.egress import DestinationRules
 from campaign_engine.delivery.notify.sender import (
     Answered,
     Blocked,
@@ -25,14 +24,15 @@ from campaign_engine.delivery.notify.sender import (
     Unreachable,
     Unreadable,
 )
-from campaign_engine.delivery.notify.transport import make_webhook_transport
 from campaign_engine.delivery.notify.worker import NotificationWorker
-from campaign_engine.delivery.queue.port import Received, ReceivedMessage
-from campaign_engine.delivery.wiring import Queues, build_notification_worker, build_page_worker
 from campaign_engine.domain.dispatch import DeliveryJob, delivery_id, job_json, parse_job
 from campaign_engine.domain.frequency_cap import ChannelCap, FrequencyCaps, cap_params
+from campaign_engine.egress.policy import DestinationRules
+from campaign_engine.egress.transport import make_webhook_transport
 from campaign_engine.graph.graph import Graph, open_graph
 from campaign_engine.graph.policy import policy_params, policy_query
+from campaign_engine.queue.port import Received, ReceivedMessage
+from campaign_engine.wiring import Queues, build_notification_worker, build_page_worker
 from tests.support.bolt_cut import bolt_cutter
 from tests.support.delivery import (
     NOW,

@@ -15,12 +15,12 @@ from campaign_engine.config import Settings
 from campaign_engine.delivery import dispatch_cursor
 from campaign_engine.delivery.email import page_tx
 from campaign_engine.delivery.notify.page_walk import PageOutcome
-from campaign_engine.delivery.queue.port import Queue, QueueError
 from campaign_engine.delivery.sweeper import sweep
-from campaign_engine.delivery.wiring import Queues, build_page_worker, build_worker
 from campaign_engine.domain.dispatch import PageJob, parse_job
 from campaign_engine.graph.graph import Graph
 from campaign_engine.graph.policy import policy_query
+from campaign_engine.queue.port import Queue, QueueError
+from campaign_engine.wiring import Queues, build_page_worker, build_worker
 from tests.support.delivery import (
     NOW,
     ScriptedQueue,

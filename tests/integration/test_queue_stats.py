@@ -9,12 +9,12 @@ from typing import TYPE_CHECKING
 import httpx
 
 from campaign_engine.delivery.gauges import count_dispatches, scrape_gauges
-from campaign_engine.delivery.queue.local import LocalQueue
-from campaign_engine.delivery.queue.port import QueueStats
-from campaign_engine.delivery.queue.sqs import SqsQueue, make_sqs_client
 from campaign_engine.graph.graph import Graph
 from campaign_engine.observability.metrics import serving_registry
 from campaign_engine.observability.metrics_server import start_metrics_server
+from campaign_engine.queue.local import LocalQueue
+from campaign_engine.queue.port import QueueStats
+from campaign_engine.queue.sqs import SqsQueue, make_sqs_client
 from tests.support.delivery import NOW, add_members, make_campaign, start_dispatch
 from tests.support.moto_server import MOTO_REGION, moto_endpoint, sqs_env  # noqa: F401 - fixtures
 

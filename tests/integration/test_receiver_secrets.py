@@ -22,10 +22,10 @@ from starlette.responses import JSONResponse
 from starlette.routing import Route
 
 from campaign_engine.config import Settings
-from campaign_engine.delivery.queue.port import Received
-from campaign_engine.delivery.wiring import build_notification_worker, build_page_worker
 from campaign_engine.domain.dispatch import DeliveryJob, parse_job
 from campaign_engine.graph.graph import Graph
+from campaign_engine.queue.port import Received
+from campaign_engine.wiring import build_notification_worker, build_page_worker
 from tests.conftest import ADMIN_ID
 from tests.support.api import TrpcClient, api_client, error_code, ok
 from tests.support.delivery import (

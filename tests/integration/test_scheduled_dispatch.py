@@ -15,10 +15,10 @@ import pytest
 from campaign_engine.campaigns import definitions
 from campaign_engine.campaigns.schedule import fire_due
 from campaign_engine.config import Settings
-from campaign_engine.delivery.queue.local import LocalQueue
 from campaign_engine.domain.campaign import CampaignPatch
 from campaign_engine.domain.dispatch import parse_job
 from campaign_engine.graph.graph import Graph
+from campaign_engine.queue.local import LocalQueue
 from tests.conftest import ADMIN_ID
 from tests.support.api import TrpcClient, api_client, error_code, ok
 from tests.support.concurrency import at_once

@@ -14,8 +14,8 @@ from pydantic import SecretStr
 from campaign_engine.api.app import create_app
 from campaign_engine.config import ConfigError, Settings
 from campaign_engine.delivery.runner import Worker
-from campaign_engine.delivery.wiring import build_queues, build_worker
 from campaign_engine.graph.graph import Graph
+from campaign_engine.wiring import build_queues, build_worker
 from tests.conftest import ADMIN_ID
 from tests.support.api import api_client, error_code, ok
 from tests.support.delivery import (

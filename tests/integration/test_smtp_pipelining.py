@@ -19,7 +19,7 @@ from pydantic import SecretStr
 from campaign_engine.config import Settings
 from campaign_engine.delivery.email.provider import OutgoingEmail, SendResult
 from campaign_engine.delivery.email.smtp import SmtpProvider
-from campaign_engine.delivery.wiring import build_email_provider
+from campaign_engine.wiring import build_email_provider
 from tests.support.smtp_sink import Cut, SinkState, SmtpSink, running_sink
 
 SENDER = "Announcements <news@sender.test>"

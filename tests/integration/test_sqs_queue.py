@@ -13,8 +13,8 @@ from typing import TYPE_CHECKING, Any, cast
 import pytest
 from botocore.exceptions import ClientError
 
-from campaign_engine.delivery.queue.port import QueueError
-from campaign_engine.delivery.queue.sqs import (
+from campaign_engine.queue.port import QueueError
+from campaign_engine.queue.sqs import (
     SqsQueue,
     batch_item_failures,
     make_sqs_client,

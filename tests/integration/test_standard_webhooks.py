@@ -19,11 +19,11 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
-from campaign_engine.delivery.notify.egress import DestinationRules
 from campaign_engine.delivery.notify.poster import WebhookPoster
 from campaign_engine.delivery.notify.sender import Answered, Outgoing
-from campaign_engine.delivery.notify.transport import make_webhook_transport
 from campaign_engine.domain.notification import AnnouncementPayload, payload_json
+from campaign_engine.egress.policy import DestinationRules
+from campaign_engine.egress.transport import make_webhook_transport
 from campaign_engine.inbox.app import create_inbox_app
 from tests.support.delivery import WEBHOOK_SECRET
 from tests.support.servers import serve_in_thread

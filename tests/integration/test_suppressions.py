@@ -12,13 +12,13 @@ import pytest
 from campaign_engine.campaigns.dispatch import preview_dispatch
 from campaign_engine.campaigns.self_test import send_test_to_me
 from campaign_engine.config import Settings
-from campaign_engine.delivery.wiring import build_email_self_tester
 from campaign_engine.domain.errors import BadRequest
 from campaign_engine.feedback.events import AddressEvent, Feedback
 from campaign_engine.feedback.store import FeedbackStore
 from campaign_engine.graph.cypher import query
 from campaign_engine.graph.graph import Graph
 from campaign_engine.graph.policy import policy_params, policy_query
+from campaign_engine.wiring import build_email_self_tester
 from tests.conftest import ADMIN_ID
 from tests.support.api import TrpcClient, api_client, error_code, ok
 from tests.support.delivery import NOW, StepClock

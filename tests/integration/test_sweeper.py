@@ -8,11 +8,11 @@ from datetime import timedelta
 from pathlib import Path
 
 from campaign_engine.campaigns.dispatch_reads import get_dispatch
-from campaign_engine.delivery.queue.port import Queue, QueueError, ReceivedMessage
 from campaign_engine.delivery.sweeper import SweepResult, sweep
-from campaign_engine.delivery.wiring import Queues
 from campaign_engine.domain.dispatch import PageJob, parse_job
 from campaign_engine.graph.graph import Graph
+from campaign_engine.queue.port import Queue, QueueError, ReceivedMessage
+from campaign_engine.wiring import Queues
 from tests.support.delivery import NOW, add_members, local_queues, make_campaign, start_dispatch
 
 WINDOW = 300

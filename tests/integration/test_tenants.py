@@ -13,7 +13,6 @@ from campaign_engine.api.auth import ADMIN_SCOPE, mint_token
 from campaign_engine.campaigns.self_test import send_test_to_me
 from campaign_engine.config import Settings
 from campaign_engine.delivery.email.compose import compose_email, email_content_for
-from campaign_engine.delivery.wiring import build_email_self_tester
 from campaign_engine.domain.campaign import campaign_from_node
 from campaign_engine.domain.tenant import TenantPatch
 from campaign_engine.graph.cypher import query as cypher_query
@@ -21,6 +20,7 @@ from campaign_engine.graph.graph import Graph
 from campaign_engine.graph.tenant_directory import TenantDirectory, tenants_of
 from campaign_engine.graph.tenants import update_tenant
 from campaign_engine.unsubscribe.tokens import UnsubscribeTokens
+from campaign_engine.wiring import build_email_self_tester
 from tests.conftest import ADMIN_ID
 from tests.support.api import TrpcClient, api_client, error_code, ok
 from tests.support.concurrency import at_once

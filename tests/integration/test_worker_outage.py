@@ -12,8 +12,8 @@ from pathlib import Path
 
 from campaign_engine.campaigns.dispatch_reads import get_dispatch
 from campaign_engine.config import Settings
-from campaign_engine.delivery.wiring import build_worker
 from campaign_engine.graph.graph import Graph, open_graph
+from campaign_engine.wiring import build_worker
 from tests.support.bolt_cut import bolt_cutter
 from tests.support.concurrency import wait_for
 from tests.support.delivery import (

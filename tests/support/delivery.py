@@ -24,12 +24,12 @@ from pydantic import SecretStr
 from campaign_engine.campaigns import definitions
 from campaign_engine.campaigns.dispatch import DispatchStarted, dispatch
 from campaign_engine.config import Settings
-from campaign_engine.delivery.queue.local import LocalQueue
-from campaign_engine.delivery.queue.port import Queue, QueueError, ReceivedMessage
-from campaign_engine.delivery.wiring import Queues
 from campaign_engine.domain.campaign import CampaignCreate
 from campaign_engine.graph.graph import Graph
 from campaign_engine.inbox.app import create_inbox_app
+from campaign_engine.queue.local import LocalQueue
+from campaign_engine.queue.port import Queue, QueueError, ReceivedMessage
+from campaign_engine.wiring import Queues
 from tests.conftest import free_port
 
 WEBHOOK_SECRET = "whsec_dGVzdC13ZWJob29rLXNlY3JldC0wMTIzNDU2Nzg5YWI="  # Standard Webhooks: whsec_ + base64

@@ -11,7 +11,7 @@ from campaign_engine.api.app import create_app
 from campaign_engine.api.auth import ADMIN_SCOPE, TokenVerifier
 from campaign_engine.cli import main
 from campaign_engine.config import ConfigError, Settings
-from campaign_engine.delivery.wiring import start_worker_metrics
+from campaign_engine.wiring import start_worker_metrics
 
 GOOD = "x" * 40
 JWKS_CLAIMS = {"auth_jwt_audience": "campaign-engine", "auth_jwt_issuer": "https://id.example.org/"}

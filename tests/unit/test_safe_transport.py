@@ -38,7 +38,6 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
-from campaign_engine.delivery.notify.egress import DestinationRules, EgressBlocked, system_resolver
 from campaign_engine.delivery.notify.poster import WebhookPoster
 from campaign_engine.delivery.notify.sender import (
     Answered,
@@ -49,7 +48,8 @@ from campaign_engine.delivery.notify.sender import (
     Unreachable,
     Unreadable,
 )
-from campaign_engine.delivery.notify.transport import (
+from campaign_engine.egress.policy import DestinationRules, EgressBlocked, system_resolver
+from campaign_engine.egress.transport import (
     MAX_RESPONSE_BYTES,
     AsyncSafeTransport,
     HeadersTooLarge,

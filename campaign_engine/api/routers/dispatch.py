@@ -16,8 +16,8 @@ from campaign_engine.campaigns.approval import Approved, AwaitingList, awaiting,
 from campaign_engine.campaigns.resume import resume_dispatch as resume
 from campaign_engine.campaigns.schedule import ScheduleInput, cancel_scheduled, schedule_dispatch
 from campaign_engine.campaigns.uncertain_emails import UncertainEmailPage, list_uncertain_emails
-from campaign_engine.delivery.queue.port import Queue
 from campaign_engine.domain.errors import ServiceUnavailable
+from campaign_engine.queue.port import Queue
 
 __all__ = ["ACCESS", "router"]
 

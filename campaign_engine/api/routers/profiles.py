@@ -10,10 +10,10 @@ from campaign_engine.api.access import Access
 from campaign_engine.api.context import Context
 from campaign_engine.api.trpc import ProcedureRouter
 from campaign_engine.campaigns import profiles, receiver_secrets
-from campaign_engine.delivery.notify.egress import EgressBlocked
-from campaign_engine.delivery.wiring import egress_rules
 from campaign_engine.domain.errors import BadRequest, NotFound
 from campaign_engine.domain.profile import ProfileOut, ProfileUpsert, UpsertResult, WebhookSecret
+from campaign_engine.egress.policy import EgressBlocked
+from campaign_engine.wiring import egress_rules
 
 __all__ = ["ACCESS", "router"]
 

@@ -23,9 +23,9 @@ from pydantic_core import from_json
 from starlette.concurrency import run_in_threadpool
 
 from campaign_engine.config import Settings
-from campaign_engine.delivery.notify.egress import EgressBlocked
 from campaign_engine.domain.errors import ServiceUnavailable
 from campaign_engine.domain.types import Clock
+from campaign_engine.egress.policy import EgressBlocked
 from campaign_engine.feedback.config import FeedbackConfig
 from campaign_engine.feedback.events import Feedback, MalformedFeedback
 from campaign_engine.feedback.postmark import basic_auth_matches, parse_postmark

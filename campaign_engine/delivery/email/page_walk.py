@@ -59,7 +59,6 @@ from campaign_engine.delivery.email.compose import EmailContent, compose_email, 
 from campaign_engine.delivery.email.page_tx import Claimed, ClaimedPage, PageTransactions
 from campaign_engine.delivery.email.provider import EmailProvider, SendResult, send_each
 from campaign_engine.delivery.email.render import EmailConfigError
-from campaign_engine.delivery.queue.port import MAX_DELAY_SECONDS, Queue, QueueError
 from campaign_engine.delivery.readiness import page_delay
 from campaign_engine.domain.campaign import campaign_from_node
 from campaign_engine.domain.dispatch import PageJob, job_json
@@ -67,6 +66,7 @@ from campaign_engine.domain.frequency_cap import CapChannel, ChannelCap
 from campaign_engine.domain.types import Clock, format_ts, parse_ts
 from campaign_engine.graph.graph import Graph, PendingWrite
 from campaign_engine.observability import metrics
+from campaign_engine.queue.port import MAX_DELAY_SECONDS, Queue, QueueError
 from campaign_engine.unsubscribe.tokens import UnsubscribeTokens
 
 __all__ = ["EmailPageOutcome", "EmailWorker"]

@@ -31,13 +31,13 @@ from campaign_engine.delivery.dispatch_cursor import (
     resend_lost_successor,
     stop,
 )
-from campaign_engine.delivery.queue.port import MAX_DELAY_SECONDS, Queue
 from campaign_engine.delivery.readiness import PageTally, advance_pass, page_delay, readiness_params
 from campaign_engine.domain.dispatch import DeliveryJob, PageJob, delivery_id, job_json
 from campaign_engine.domain.types import Clock, format_ts, parse_ts
 from campaign_engine.graph.graph import Graph, Tx
 from campaign_engine.graph.policy import policy_params, policy_query
 from campaign_engine.observability import metrics
+from campaign_engine.queue.port import MAX_DELAY_SECONDS, Queue
 
 __all__ = ["PageOutcome", "PageWorker"]
 

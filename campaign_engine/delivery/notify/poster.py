@@ -19,7 +19,6 @@ from collections.abc import Callable, Sequence
 
 import httpx
 
-from campaign_engine.delivery.notify.egress import EgressBlocked
 from campaign_engine.delivery.notify.gate import SendGate
 from campaign_engine.delivery.notify.sender import (
     Answered,
@@ -31,8 +30,9 @@ from campaign_engine.delivery.notify.sender import (
     Unreachable,
     Unreadable,
 )
-from campaign_engine.delivery.notify.transport import AsyncSafeTransport, ResponseTooLarge
 from campaign_engine.domain.webhook_signature import signed_headers
+from campaign_engine.egress.policy import EgressBlocked
+from campaign_engine.egress.transport import AsyncSafeTransport, ResponseTooLarge
 from campaign_engine.observability import metrics
 from campaign_engine.observability.metrics import WebhookResult
 

@@ -12,11 +12,11 @@ from __future__ import annotations
 
 import logging
 
-from campaign_engine.delivery.queue.port import Queue, QueueError
 from campaign_engine.domain.campaign import CampaignPublic
 from campaign_engine.domain.dispatch import DeliveryJob, delivery_id, job_json
 from campaign_engine.domain.errors import NotFound, ServiceUnavailable
 from campaign_engine.graph.graph import Graph, Tx
+from campaign_engine.queue.port import Queue, QueueError
 
 __all__ = ["NotifySelfTester"]
 

@@ -44,7 +44,6 @@ from campaign_engine.delivery.notify.sender import (
     Skipped,
     WebhookSender,
 )
-from campaign_engine.delivery.queue.port import Received, ReceivedMessage
 from campaign_engine.domain.acknowledgement import classify_acknowledgement
 from campaign_engine.domain.dispatch import DeliveryJob
 from campaign_engine.domain.frequency_cap import CapChannel, ChannelCap, cap_params, caps_channel
@@ -55,6 +54,7 @@ from campaign_engine.graph.cypher import query
 from campaign_engine.graph.graph import Graph, Tx
 from campaign_engine.graph.policy import policy_params
 from campaign_engine.observability import metrics
+from campaign_engine.queue.port import Received, ReceivedMessage
 
 __all__ = ["BatchResult", "NotificationWorker", "Verdict", "record_notified"]
 

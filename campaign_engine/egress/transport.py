@@ -1,7 +1,7 @@
 """The webhook HTTP client: one POST at a time per connection, dialled only to policy-checked addresses.
 
 Every webhook POST goes through ``AsyncSafeTransport.post``. It applies the egress policy of
-``egress.py`` where connections are opened (``_connect``): the URL rules first, then one resolution
+``policy.py`` where connections are opened (``_connect``): the URL rules first, then one resolution
 per new connection with every answer checked, then a socket to the validated literal IP. The request
 still carries the original hostname, so ``Host``, TLS SNI and certificate verification use the name,
 never the IP. A transport never follows redirects: a 3xx is handed back as-is. Answers are read whole
@@ -38,7 +38,9 @@ from concurrent.futures import ThreadPoolExecutor
 
 import httpx
 
-from campaign_engine.delivery.notify.egress import (
+from campaign_engine.egress.http1 import HeadersTooLarge, Http1Connection, ResponseTooLarge
+from campaign_engine.egress.idle_pool import Destination, IdlePool
+from campaign_engine.egress.policy import (
     AddressPolicy,
     DestinationRules,
     ResolutionFailed,
@@ -46,8 +48,6 @@ from campaign_engine.delivery.notify.egress import (
     checked_url,
     system_resolver,
 )
-from campaign_engine.delivery.notify.http1 import HeadersTooLarge, Http1Connection, ResponseTooLarge
-from campaign_engine.delivery.notify.idle_pool import Destination, IdlePool
 
 __all__ = [
     "MAX_RESPONSE_BYTES",

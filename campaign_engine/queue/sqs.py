@@ -15,7 +15,7 @@ import boto3
 from botocore.config import Config
 from botocore.exceptions import BotoCoreError, ClientError
 
-from campaign_engine.delivery.queue.port import QueueError, QueueStats, ReceivedMessage, check_delay
+from campaign_engine.queue.port import QueueError, QueueStats, ReceivedMessage, check_delay
 
 if TYPE_CHECKING:
     from mypy_boto3_sqs import SQSClient

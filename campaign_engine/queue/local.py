@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from campaign_engine.delivery.queue.port import QueueError, QueueStats, ReceivedMessage, check_delay
+from campaign_engine.queue.port import QueueError, QueueStats, ReceivedMessage, check_delay
 
 __all__ = ["MAX_RECEIVE_BATCH", "DeadLetter", "LocalQueue"]
 

@@ -17,7 +17,7 @@ import asyncio
 import time
 from collections import deque
 
-from campaign_engine.delivery.notify.http1 import Http1Connection
+from campaign_engine.egress.http1 import Http1Connection
 
 __all__ = ["Destination", "IdlePool"]
 

@@ -1,6 +1,6 @@
 """One HTTP/1.1 client connection for webhook POSTs: the wire protocol, and nothing about policy.
 
-``transport.AsyncSafeTransport`` opens these connections (to addresses ``egress.py`` validated), pools
+``transport.AsyncSafeTransport`` opens these connections (to addresses ``policy.py`` validated), pools
 them and decides reuse; this module only speaks HTTP/1.1 on one of them: the request goes out in one
 write, httptools' C parser reads the answer, and the body is capped while it arrives (the rest is
 dropped, ``ResponseTooLarge``), so an answer is never streamed or buffered beyond the cap. The head is

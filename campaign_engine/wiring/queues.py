@@ -1,0 +1,57 @@
+"""Which queue backend this deployment runs (local SQLite or SQS) and the two queues built from it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from campaign_engine.config import ConfigError, Settings
+from campaign_engine.queue.local import LocalQueue
+from campaign_engine.queue.port import Queue
+from campaign_engine.queue.sqs import SqsQueue, make_sqs_client
+
+__all__ = ["Queues", "build_delivery_queue", "build_dispatch_queue", "build_queues"]
+
+
+DISPATCH_QUEUE = "dispatch"
+
+
+DELIVERY_QUEUE = "delivery"
+
+
+@dataclass(frozen=True)
+class Queues:
+    dispatch: Queue
+    delivery: Queue
+
+
+def _local(settings: Settings, name: str) -> LocalQueue:
+    return LocalQueue(
+        settings.campaign_local_queue_path,
+        name,
+        visibility_timeout=settings.campaign_queue_visibility_seconds,
+        max_receives=settings.campaign_queue_max_receives,
+    )
+
+
+def _sqs(settings: Settings, url: str | None, variable: str) -> SqsQueue:
+    if not url:
+        raise ConfigError(f"{variable} must be set when CAMPAIGN_QUEUE_BACKEND=sqs")
+    return SqsQueue(make_sqs_client(settings.aws_endpoint_url_sqs, settings.aws_region), url)
+
+
+def build_dispatch_queue(settings: Settings) -> Queue:
+    """The page-job queue: the API writes the first page of a dispatch (``Services.dispatch_queue``)."""
+    if settings.campaign_queue_backend == "sqs":
+        return _sqs(settings, settings.campaign_dispatch_queue_url, "CAMPAIGN_DISPATCH_QUEUE_URL")
+    return _local(settings, DISPATCH_QUEUE)
+
+
+def build_delivery_queue(settings: Settings) -> Queue:
+    """The per-recipient queue: the API writes only an admin's notify self-test to it."""
+    if settings.campaign_queue_backend == "sqs":
+        return _sqs(settings, settings.campaign_delivery_queue_url, "CAMPAIGN_DELIVERY_QUEUE_URL")
+    return _local(settings, DELIVERY_QUEUE)
+
+
+def build_queues(settings: Settings) -> Queues:
+    return Queues(dispatch=build_dispatch_queue(settings), delivery=build_delivery_queue(settings))

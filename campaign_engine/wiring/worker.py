@@ -1,0 +1,174 @@
+"""The worker edges: the job table every Lambda handler and the local worker serve, the sweep, the
+local worker itself and its ``/metrics``."""
+
+from __future__ import annotations
+
+import logging
+import threading
+from dataclasses import replace
+from datetime import timedelta
+
+from campaign_engine.campaigns.definitions import reap_deleted_campaigns
+from campaign_engine.campaigns.schedule import fire_due
+from campaign_engine.config import Settings
+from campaign_engine.delivery.email.provider import EmailProvider
+from campaign_engine.delivery.gauges import scrape_gauges
+from campaign_engine.delivery.jobs import (
+    JobTable,
+    PageFailures,
+    serve_deliveries,
+    serve_pages,
+)
+from campaign_engine.delivery.runner import Worker, install_stop_signals
+from campaign_engine.delivery.sweeper import SweepResult, stuck_window_seconds, sweep
+from campaign_engine.domain.types import Clock, format_ts, system_clock
+from campaign_engine.egress.transport import AsyncSafeTransport
+from campaign_engine.feedback.store import expire_feedback_records
+from campaign_engine.graph.graph import Graph, open_graph
+from campaign_engine.observability.metrics import serving_registry
+from campaign_engine.observability.metrics_server import MetricsServer, start_metrics_server
+from campaign_engine.queue.local import MAX_RECEIVE_BATCH, LocalQueue
+from campaign_engine.queue.port import Queue
+from campaign_engine.queue.sqs import SqsQueue
+from campaign_engine.wiring.email import build_email_worker
+from campaign_engine.wiring.notify import build_notification_worker, build_page_worker
+from campaign_engine.wiring.queues import Queues, build_queues
+from campaign_engine.wiring.tenants import tenant_directory
+
+__all__ = ["build_job_table", "build_worker", "run_sweep", "run_worker", "start_worker_metrics"]
+
+
+log = logging.getLogger(__name__)
+
+
+def build_job_table(
+    settings: Settings,
+    graph: Graph,
+    queues: Queues,
+    *,
+    transport: AsyncSafeTransport | None = None,
+    clock: Clock = system_clock,
+    email_provider: EmailProvider | None = None,
+) -> JobTable:
+    """Every handler this deployment can run: notify pages and deliveries always (they need the webhook
+    secret), email pages when an email provider is configured. The local worker and every Lambda
+    handler serve their messages through this one table."""
+    notify = build_notification_worker(settings, graph, transport=transport, clock=clock)
+    email = build_email_worker(settings, graph, queues, provider=email_provider, clock=clock)
+    base = settings.campaign_delivery_retry_seconds
+    page_walk = build_page_worker(settings, graph, queues, clock=clock)
+    failures = PageFailures(
+        graph=graph,
+        clock=clock,
+        max_failures=settings.campaign_dispatch_max_page_failures,
+        retry_base_seconds=base,
+    )
+    pages = {"notify": serve_pages(page_walk.handle_page, failures=failures)}
+    if email is not None:
+        pages["email"] = serve_pages(email.handle_page, failures=failures)
+    return JobTable(
+        graph=graph,
+        clock=clock,
+        pages=pages,
+        deliveries=serve_deliveries(notify, retry_base_seconds=base),
+        closers=[notify.close] + ([email.close] if email is not None else []),
+    )
+
+
+def run_sweep(settings: Settings, graph: Graph, queue: Queue, *, clock: Clock = system_clock) -> SweepResult:
+    window = stuck_window_seconds(
+        delay_seconds=settings.campaign_dispatch_delay_seconds,
+        page_budget_seconds=settings.campaign_dispatch_stuck_seconds,
+    )
+    now = clock()
+    # Due schedules first: a schedule started here is an ordinary sending dispatch for the sweep below.
+    fired = fire_due(
+        graph,
+        queue,
+        now=now,
+        adult_age=settings.campaign_adult_age,
+        max_recipients=settings.campaign_preview_max_recipients,
+        deliverable=settings.dispatch_channels,
+    )
+    result = sweep(
+        graph,
+        queue,
+        now=now,
+        stuck_after_seconds=window,
+        max_page_failures=settings.campaign_dispatch_max_page_failures,
+        uncertain_after_seconds=settings.campaign_email_uncertain_after_seconds,
+    )
+    # A delete retires its campaign at once and reaps the rest in bounded transactions; one cut short
+    # (a crash, a timeout) is finished here rather than by the next delete.
+    reap_deleted_campaigns(graph)
+    dedup_since = format_ts(now - timedelta(days=settings.campaign_feedback_dedup_days))
+    expired = expire_feedback_records(graph, before=dedup_since)
+    return replace(result, scheduled=fired, feedback_expired=expired)
+
+
+def build_worker(
+    settings: Settings,
+    graph: Graph,
+    *,
+    queues: Queues | None = None,
+    transport: AsyncSafeTransport | None = None,
+    clock: Clock = system_clock,
+    sweep_every: float | None = 60.0,
+    wait_seconds: float = 1.0,
+    email_provider: EmailProvider | None = None,
+) -> Worker:
+    queues = queues or build_queues(settings)
+    sweeper = (
+        None if sweep_every is None else (lambda: run_sweep(settings, graph, queues.dispatch, clock=clock))
+    )
+    return Worker(
+        table=build_job_table(
+            settings, graph, queues, transport=transport, clock=clock, email_provider=email_provider
+        ),
+        dispatch_queue=queues.dispatch,
+        delivery_queue=queues.delivery,
+        delivery_threads=settings.campaign_worker_threads,
+        # SQS hands out at most 10 per receive; the local queue settles a larger batch per commit.
+        delivery_batch=MAX_RECEIVE_BATCH if isinstance(queues.delivery, LocalQueue) else 10,
+        sweeper=sweeper,
+        sweep_every=sweep_every or 60.0,
+        hold=lambda: not graph.reachable and not graph.probe(),
+        wait_seconds=wait_seconds,
+    )
+
+
+def start_worker_metrics(settings: Settings, graph: Graph, queues: Queues) -> MetricsServer | None:
+    """The worker's ``/metrics`` on METRICS_PORT (None when unset): its counters plus the scrape-time
+    gauges of both queues and of the dispatches."""
+    if settings.metrics_port is None:
+        return None
+    settings.require_metrics()
+    named = {"dispatch": queues.dispatch, "delivery": queues.delivery}
+    gauges = scrape_gauges(graph, {n: q for n, q in named.items() if isinstance(q, LocalQueue | SqsQueue)})
+    token = settings.metrics_bearer_token
+    return start_metrics_server(
+        serving_registry(gauges, multiprocess_dir=settings.prometheus_multiproc_dir),
+        host=settings.metrics_host,
+        port=settings.metrics_port,
+        token=token.get_secret_value() if token is not None else None,
+    )
+
+
+def run_worker(settings: Settings | None = None) -> None:
+    """Foreground worker until SIGTERM/SIGINT (``campaign-engine worker``)."""
+    settings = settings or Settings()
+    graph = open_graph(settings)
+    if not graph.probe():  # held until it answers (runner.py); said at once, not after a first job's wait
+        log.error("worker.graph_unreachable uri=%s: check NEO4J_URI; waiting for it", settings.neo4j_uri)
+    else:  # the tenant seed now; with the graph away, before the first load that finds it back
+        tenant_directory(settings, graph).records()
+    queues = build_queues(settings)
+    metrics_server = start_worker_metrics(settings, graph, queues)
+    try:
+        stop = threading.Event()
+        install_stop_signals(stop)
+        build_worker(settings, graph, queues=queues).run(stop)
+    finally:
+        if metrics_server is not None:
+            metrics_server.close()
+        graph.close()
