@@ -29,7 +29,7 @@ from pydantic import ValidationError
 from structlog.contextvars import bound_contextvars
 
 from campaign_engine.delivery.dispatch_cursor import record_failure, stop
-from campaign_engine.delivery.email.page_walk import EmailPageOutcome
+from campaign_engine.delivery.email.walk_outcome import EmailPageOutcome
 from campaign_engine.delivery.notify.page_walk import PageOutcome
 from campaign_engine.delivery.notify.worker import NotificationWorker
 from campaign_engine.domain.dispatch import DeliveryJob, PageJob, parse_job

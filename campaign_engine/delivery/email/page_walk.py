@@ -15,7 +15,7 @@ is not failure"):
    an email, never duplicate one (the sweeper counts such claims ``uncertain``).
 4. Render and send the claimed messages in one provider batch, through ``send_each``: one outcome per
    message whatever the adapter does; an exception is never read as "nothing went out".
-5. ONE transaction: record each outcome against this attempt's claim (accepted -> ``emailedAt``;
+5. ONE transaction (``page_settle.py``): record each outcome against this attempt's claim (accepted -> ``emailedAt``;
    throttled -> release the claim; rejected / uncertain -> keep it, with the reason), then
    compare-and-set the cursor. Throttled: the cursor moves only over the contiguous prefix before the
    first throttled recipient, the provider-wide cooldown opens for the longest Retry-After (or the
@@ -37,18 +37,14 @@ from __future__ import annotations
 
 import contextvars
 import logging
-import math
 import time
 import uuid
-from collections import Counter
 from collections.abc import Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor, wait
-from dataclasses import dataclass, replace
-from datetime import timedelta
-from typing import Any, Literal
+from dataclasses import replace
+from typing import Any
 
 from campaign_engine.delivery.dispatch_cursor import (
-    defer,
     gate,
     guard_reason,
     read_guard,
@@ -56,82 +52,24 @@ from campaign_engine.delivery.dispatch_cursor import (
     stop,
 )
 from campaign_engine.delivery.email.compose import EmailContent, compose_email, email_content_for
+from campaign_engine.delivery.email.page_settle import PageSettler
 from campaign_engine.delivery.email.page_tx import Claimed, ClaimedPage, PageTransactions
 from campaign_engine.delivery.email.provider import EmailProvider, SendResult, send_each
 from campaign_engine.delivery.email.render import EmailConfigError
+from campaign_engine.delivery.email.walk_outcome import EmailPageOutcome, Outcome, WalkTotals
 from campaign_engine.delivery.readiness import page_delay
 from campaign_engine.domain.campaign import campaign_from_node
 from campaign_engine.domain.dispatch import PageJob, job_json
 from campaign_engine.domain.frequency_cap import CapChannel, ChannelCap
-from campaign_engine.domain.types import Clock, format_ts, parse_ts
+from campaign_engine.domain.types import Clock, format_ts
 from campaign_engine.graph.graph import Graph, PendingWrite
 from campaign_engine.observability import metrics
-from campaign_engine.queue.port import MAX_DELAY_SECONDS, Queue, QueueError
+from campaign_engine.queue.port import Queue
 from campaign_engine.unsubscribe.tokens import UnsubscribeTokens
 
 __all__ = ["EmailPageOutcome", "EmailWorker"]
 
 log = logging.getLogger(__name__)
-
-Outcome = Literal["next", "completed", "stopped", "failed", "stale", "lost_race", "waiting", "throttled"]
-
-
-@dataclass(frozen=True)
-class EmailPageOutcome:
-    outcome: Outcome
-    claimed: int = 0
-    emailed: int = 0
-    throttled: int = 0
-    rejected: int = 0
-    uncertain: int = 0
-    retry_in_seconds: int | None = None
-    reason: str | None = None
-    pages: int = 0
-    """Pages this job walked (more than one when a run chained pages)."""
-
-
-@dataclass
-class _Totals:
-    claimed: int = 0
-    emailed: int = 0
-    throttled: int = 0
-    rejected: int = 0
-    uncertain: int = 0
-    pages: int = 0
-    # Where the walk's wall time went: claim transactions, waiting for the provider (the pipeline's
-    # stall), record + CAS transactions. Logged once per job as ``email.walk``.
-    claim_s: float = 0.0
-    wait_s: float = 0.0
-    settle_s: float = 0.0
-
-    def add(self, results: Sequence[SendResult]) -> None:
-        self.pages += 1
-        self.claimed += len(results)
-        for r in results:
-            if r.outcome == "accepted":
-                self.emailed += 1
-            else:
-                setattr(self, r.outcome, getattr(self, r.outcome) + 1)
-
-    def outcome(self, outcome: Outcome, **extra: Any) -> EmailPageOutcome:
-        timings = {"claim_s": self.claim_s, "wait_s": self.wait_s, "settle_s": self.settle_s}
-        log.info(
-            "email.walk pages=%d emailed=%d claim_s=%.3f wait_s=%.3f settle_s=%.3f",
-            self.pages,
-            self.emailed,
-            *timings.values(),
-            extra={"pages": self.pages, **timings},
-        )
-        return EmailPageOutcome(
-            outcome,
-            claimed=self.claimed,
-            emailed=self.emailed,
-            throttled=self.throttled,
-            rejected=self.rejected,
-            uncertain=self.uncertain,
-            pages=self.pages,
-            **extra,
-        )
 
 
 class EmailWorker:
@@ -169,8 +107,6 @@ class EmailWorker:
         self._origins = app_origins
         self._tenants = tenants
         self._default_tenant = default_tenant
-        self._backoff = throttle_backoff_seconds
-        self._max_deferrals = max_deferrals
         self._run_seconds = run_seconds if delay_seconds == 0 else 0.0
         self._tx = PageTransactions(
             provider=provider.name,
@@ -179,16 +115,26 @@ class EmailWorker:
             max_deferrals=max_deferrals,
             frequency_caps=frequency_caps or {},
         )
+        self._settler = PageSettler(
+            graph=graph,
+            tx=self._tx,
+            dispatch_queue=dispatch_queue,
+            clock=clock,
+            page_size=page_size,
+            delay_seconds=delay_seconds,
+            throttle_backoff_seconds=throttle_backoff_seconds,
+            max_deferrals=max_deferrals,
+        )
         # Provider calls run here so the graph work of the next page overlaps them.
         self._sender = ThreadPoolExecutor(max_workers=1, thread_name_prefix="email-send")
         # A page's record + CAS runs here while the walk claims the page after next (the second core).
-        self._settler = ThreadPoolExecutor(max_workers=1, thread_name_prefix="email-settle")
+        self._settle_pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="email-settle")
         # A claim claimed ahead commits here, in claim order, while the walk claims the page after it.
         self._committer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="email-commit")
 
     def close(self) -> None:
         self._sender.shutdown(wait=True)
-        self._settler.shutdown(wait=True)
+        self._settle_pool.shutdown(wait=True)
         self._committer.shutdown(wait=True)
         self._provider.close()
 
@@ -231,7 +177,7 @@ class EmailWorker:
 
     def _walk(self, job: PageJob, content: EmailContent) -> EmailPageOutcome:
         deadline = time.monotonic() + self._run_seconds
-        totals = _Totals()
+        totals = WalkTotals()
         started = time.perf_counter()
         page = self._claim_page(job, after=job.cursor)
         totals.claim_s += time.perf_counter() - started
@@ -240,7 +186,7 @@ class EmailWorker:
         if page.stop is not None:
             return self._stop(job, "stopped", page.stop, format_ts(self._clock()))
         if page.cooldown_until is not None:
-            return self._wait_for_cooldown(job, page.cooldown_until)
+            return self._settler.wait_for_cooldown(job, page.cooldown_until)
         sending = self._submit(page, content)
         walk_on = self._run_seconds > 0
         # The record + CAS of the page before ``page``, running on its own connection while this
@@ -283,11 +229,13 @@ class EmailWorker:
             totals.add(results)
             if ahead is not None and not throttled:
                 settling_from = page.job.cursor or ""
-                settling = self._settler.submit(contextvars.copy_context().run, self._settle, page, results)
+                settling = self._settle_pool.submit(
+                    contextvars.copy_context().run, self._settler.settle, page, results
+                )
                 page = ahead
                 continue
             started = time.perf_counter()
-            verdict = self._settle(page, results)
+            verdict = self._settler.settle(page, results)
             totals.settle_s += time.perf_counter() - started
             if ahead is None:
                 if committed is not None:
@@ -295,11 +243,11 @@ class EmailWorker:
                 if verdict == "next":  # if this send fails the job's retry sends it again (see notify)
                     delay = page_delay(self._delay, sent=len(page.claimed))
                     self._pages.send_batch([job_json(next_job)], delay_seconds=delay)
-                return totals.outcome(verdict, retry_in_seconds=self._retry_in(results))
+                return totals.outcome(verdict, retry_in_seconds=self._settler.retry_in(results))
             if verdict in ("throttled", "failed"):
                 # Claimed but never sent into back-pressure; the cursor stays before these claims.
-                self._release(ahead, committed)
-                return totals.outcome(verdict, retry_in_seconds=self._retry_in(results))
+                self._settler.release(ahead, committed)
+                return totals.outcome(verdict, retry_in_seconds=self._settler.retry_in(results))
             # Throttled, yet another chain took the cursor and may walk past these claims: they are
             # ours alone, so they are sent rather than released, and nobody is skipped.
             sending = self._submit(ahead, content, committed)
@@ -307,7 +255,7 @@ class EmailWorker:
             page, before = ahead, verdict
 
     def _uncommitted(
-        self, page: ClaimedPage, before: Outcome | None, committed: Future[None] | None, totals: _Totals
+        self, page: ClaimedPage, before: Outcome | None, committed: Future[None] | None, totals: WalkTotals
     ) -> EmailPageOutcome:
         """``page``'s claim did not commit (or is not known to have), so nothing of it was sent, and the
         page claimed after it was rolled back (``_commit_after``). The record + CAS of the page before
@@ -317,14 +265,6 @@ class EmailWorker:
         if before == "next":  # if this send fails the job's retry sends it again (resend_lost_successor)
             self._pages.send_batch([job_json(page.job)], delay_seconds=0)
         return totals.outcome(before or "lost_race")
-
-    def _retry_in(self, results: Sequence[SendResult]) -> int | None:
-        """The longest Retry-After among throttled results (issue 13), else the back-off."""
-        throttled = [r for r in results if r.outcome == "throttled"]
-        if not throttled:
-            return None
-        hints = [r.retry_after_seconds for r in throttled if r.retry_after_seconds is not None]
-        return math.ceil(max(hints)) if hints else self._backoff
 
     def _submit(
         self, page: ClaimedPage, content: EmailContent, committed: Future[None] | None = None
@@ -367,117 +307,6 @@ class EmailWorker:
         metrics.email_provider_call(self._provider.name, (r.outcome for r in results), seconds)
         return results
 
-    # --- steps -------------------------------------------------------------------------------------
-
-    def _settle(self, page: ClaimedPage, results: list[SendResult]) -> Outcome:
-        """Record the outcomes and move the cursor, in one transaction. A throttled page schedules its
-        own retry; after a plain page the caller enqueues the successor unless it walks on itself."""
-        job = page.job
-        now = self._clock()
-        stamp = format_ts(now)
-        throttled = [r for r in results if r.outcome == "throttled"]
-        problems = [r for r in results if r.outcome in ("uncertain", "rejected")]
-        last_error = f"{problems[-1].outcome}: {problems[-1].reason}" if problems else None
-        full = page.read >= self._page_size
-        retry_in = self._retry_in(results)
-        if retry_in is not None:
-            first = min(r.key for r in throttled)
-            before = sorted(c.profile_id for c in page.claimed if c.profile_id < first)
-            # Unclaimed members between the prefix and the first throttled one are re-read next time
-            # and skipped again: the cursor may only cover recipients whose fate is settled.
-            cursor = before[-1] if before else job.cursor
-            retry_at = format_ts(now + timedelta(seconds=retry_in))
-            reason = next((r.reason for r in throttled if r.reason), None)
-            verdict = self._graph.write(
-                self._tx.record_and_defer,
-                page,
-                results,
-                cursor=cursor,
-                retry_at=retry_at,
-                reason=reason or "throttled",
-                last_error=last_error,
-                now=stamp,
-            )
-            self._log(job, results)
-            metrics.deliveries("email", _tally(results))  # committed: the Dispatch counted them too
-            if verdict is None:
-                return "lost_race"
-            if verdict.failed:
-                log.error(
-                    "email.dispatch_failed dispatch_id=%s deferrals=%d", job.dispatch_id, verdict.deferrals
-                )
-                return "failed"
-            if retry_in <= MAX_DELAY_SECONDS:
-                self._enqueue(job.model_copy(update={"cursor": cursor}), delay=retry_in)
-            return "throttled"
-        cursor = page.last if page.read else job.cursor
-        done = not full
-        delay = page_delay(self._delay, sent=len(page.claimed))
-        long_gap = not done and delay > MAX_DELAY_SECONDS
-        next_at = format_ts(now + timedelta(seconds=delay)) if long_gap else None
-        step = self._graph.write(
-            self._tx.record_and_advance,
-            page,
-            results,
-            cursor=cursor,
-            last_error=last_error,
-            done=done,
-            next_page_at=next_at,
-            now=stamp,
-        )
-        self._log(job, results)
-        metrics.deliveries("email", _tally(results))  # committed: the Dispatch counted them too
-        if not step.won:
-            return "lost_race"
-        metrics.page_walked("email")
-        if step.next_pass_at is not None:  # members not yet ready: the next pass starts at the first
-            wait = max(0, math.ceil((parse_ts(step.next_pass_at) - now).total_seconds()))
-            if wait <= MAX_DELAY_SECONDS:  # else the sweeper enqueues it once nextPageAt is due
-                self._enqueue(job.model_copy(update={"cursor": None}), delay=wait)
-            return "waiting"
-        if step.completed:
-            return "completed"
-        if long_gap:
-            return "waiting"
-        return "next"
-
-    def _wait_for_cooldown(self, job: PageJob, until: str) -> EmailPageOutcome:
-        """The provider's cooldown is open: defer this page to its end without claiming anyone."""
-        now = self._clock()
-        wait = max(0, math.ceil((parse_ts(until) - now).total_seconds()))
-        verdict = self._graph.write(
-            defer,
-            job,
-            cursor=job.cursor,
-            retry_at=until,
-            reason="provider_cooldown",
-            max_deferrals=self._max_deferrals,
-            now=format_ts(now),
-        )
-        if verdict is None:
-            return EmailPageOutcome("lost_race", reason="provider_cooldown")
-        if verdict.failed:
-            return EmailPageOutcome("failed", reason="provider_cooldown")
-        if wait <= MAX_DELAY_SECONDS:
-            self._enqueue(job, delay=wait)
-        log.info("email.page_deferred dispatch_id=%s wait=%d", job.dispatch_id, wait)
-        return EmailPageOutcome("throttled", retry_in_seconds=wait, reason="provider_cooldown")
-
-    def _release(self, page: ClaimedPage, committed: Future[None] | None) -> None:
-        """Give back claims that were never sent (the page before them was throttled), once they are
-        committed: a claim that never committed has nothing to give back."""
-        if committed is not None and committed.exception() is not None:
-            return
-        rows = [SendResult(c.profile_id, "throttled", reason="not_sent") for c in page.claimed]
-        if rows:
-            self._graph.write(self._tx.record, page, rows, now=format_ts(self._clock()))
-
-    def _enqueue(self, job: PageJob, *, delay: int) -> None:
-        try:  # the graph holds this step (``nextPageAt``): if this fails the sweeper enqueues it when due
-            self._pages.send_batch([job_json(job)], delay_seconds=delay)
-        except QueueError:
-            log.warning("email.successor_enqueue_failed dispatch_id=%s", job.dispatch_id)
-
     def _stop(self, job: PageJob, status: str, reason: str, stamp: str) -> EmailPageOutcome:
         self._graph.write(stop, job, status=status, reason=reason, now=stamp)
         log.info("email.dispatch_%s dispatch_id=%s reason=%s", status, job.dispatch_id, reason.split(":")[0])
@@ -512,18 +341,6 @@ class EmailWorker:
         )
         return pending.result, self._committer.submit(_commit_after, after_commit, pending)
 
-    def _log(self, job: PageJob, results: Sequence[SendResult]) -> None:
-        counts = _tally(results)
-        log.info(
-            "email.page dispatch_id=%s claimed=%d emailed=%d throttled=%d rejected=%d uncertain=%d",
-            job.dispatch_id,
-            len(results),
-            counts["accepted"],
-            counts["throttled"],
-            counts["rejected"],
-            counts["uncertain"],
-        )
-
 
 def _commit_after(previous: Future[None] | None, pending: PendingWrite[ClaimedPage]) -> None:
     """Commit ``pending`` if the claim before it committed (its future ran on this same thread, so it
@@ -536,7 +353,3 @@ def _commit_after(previous: Future[None] | None, pending: PendingWrite[ClaimedPa
 
 class ClaimNotCommitted(Exception):
     """A claim rolled back because the claim before it in the walk did not commit."""
-
-
-def _tally(results: Sequence[SendResult]) -> Counter[str]:
-    return Counter(r.outcome for r in results)
