@@ -27,6 +27,7 @@ from campaign_engine.delivery.runner import settle
 from campaign_engine.graph.graph import Graph, open_graph
 from campaign_engine.observability import metrics
 from campaign_engine.observability.logs import configure_logging
+from campaign_engine.observability.metrics_serving import record_readings
 from campaign_engine.queue.port import Queue
 from campaign_engine.queue.sqs import batch_item_failures, parse_sqs_event
 from campaign_engine.wiring import Queues, build_job_table, build_queues, run_sweep
@@ -107,7 +108,7 @@ def sweep_handler(event: Mapping[str, Any], context: Any) -> dict[str, Any]:
     with _invocation(context):
         result = run_sweep(_settings(), _graph(), _queues().dispatch)
         # Dispatches by status once a minute; queue depth and age are AWS/SQS's own metrics there.
-        metrics.record_readings(scrape_gauges(_graph(), {}))
+        record_readings(scrape_gauges(_graph(), {}))
         counts = {
             "rearmed": len(result.rearmed),
             "waves": len(result.waves),

@@ -40,7 +40,7 @@ from campaign_engine.graph.graph import API_UNAVAILABLE_WAIT_SECONDS, Graph, ope
 from campaign_engine.graph.schema import apply_schema, schema_applied
 from campaign_engine.graph.tenant_directory import tenants_of
 from campaign_engine.graph.tenants import settings_seed
-from campaign_engine.observability.metrics import scrape, serving_registry
+from campaign_engine.observability.metrics_serving import scrape, serving_registry
 from campaign_engine.observability.request_id import RequestIdMiddleware
 from campaign_engine.queue.port import Queue
 from campaign_engine.unsubscribe.routes import unsubscribe_router

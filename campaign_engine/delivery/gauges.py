@@ -12,7 +12,7 @@ from typing import Protocol, get_args
 
 from campaign_engine.domain.dispatch import DispatchStatus
 from campaign_engine.graph.graph import Graph, Tx
-from campaign_engine.observability.metrics import ScrapeGauges
+from campaign_engine.observability.metrics_serving import ScrapeGauges
 from campaign_engine.queue.port import QueueStats
 
 __all__ = ["StatsQueue", "count_dispatches", "scrape_gauges"]

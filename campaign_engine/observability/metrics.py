@@ -3,13 +3,14 @@
 Code records a measurement with one call (``trpc_request``, ``deliveries``, ``webhook_post``,
 ``email_provider_call``, ``page_walked``); where it goes is decided once per process by its edge:
 
-- Prometheus (the default): counters and histograms of ``prometheus_client``, served at ``/metrics``
-  by the API and by the worker (``start_metrics_server``). With ``PROMETHEUS_MULTIPROC_DIR`` in the
-  environment (several processes behind one endpoint: ``uvicorn --workers``, gunicorn) the library
-  keeps values in per-process files and ``serving_registry`` sums them with its multiprocess collector.
-  There is no live ``Gauge`` here, so no gauge ``multiprocess_mode`` has to be chosen: every gauge is
-  read at scrape time by ``ScrapeGauges`` (one SQL query, one SQS call, one Cypher count) in the process
-  that answers the scrape, instead of being updated on every send and summed across processes.
+- Prometheus (the default): counters and histograms of ``prometheus_client``, served at ``/metrics`` by
+  the API and by the worker (``start_metrics_server``). With ``PROMETHEUS_MULTIPROC_DIR`` in the
+  environment (several processes behind one endpoint: ``uvicorn --workers``, gunicorn) the library keeps
+  values in per-process files and ``metrics_serving.serving_registry`` sums them with its multiprocess
+  collector. There is no live ``Gauge`` here, so no gauge ``multiprocess_mode`` has to be chosen: every
+  gauge is read at scrape time by ``metrics_serving.ScrapeGauges`` (one SQL query, one SQS call, one
+  Cypher count) in the process that answers the scrape, instead of being updated on every send and
+  summed across processes.
 - CloudWatch Embedded Metric Format on Lambda (``record_to(EmfRecorder(sys.stdout))`` in ``aws.py``):
   the same calls print one EMF JSON line each (``_aws.CloudWatchMetrics`` with Namespace, Dimensions
   and Metrics, values as top-level members), which CloudWatch turns into metrics without an agent.
@@ -21,20 +22,15 @@ an id, an address or a URL is ever a label.
 
 from __future__ import annotations
 
-import hmac
 import json
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol, TextIO
 
-from prometheus_client import REGISTRY, CollectorRegistry, Counter, Histogram, disable_created_metrics
-from prometheus_client.exposition import choose_encoder
-from prometheus_client.metrics_core import GaugeMetricFamily, Metric
-from prometheus_client.multiprocess import MultiProcessCollector
-from prometheus_client.registry import Collector
+from prometheus_client import Counter, Histogram, disable_created_metrics
 
 __all__ = [
     "BATCH_PROCEDURE",
@@ -44,16 +40,12 @@ __all__ = [
     "EmfRecorder",
     "MetricDef",
     "PrometheusRecorder",
-    "QueueStats",
     "Recorder",
-    "ScrapeGauges",
+    "current_recorder",
     "deliveries",
     "email_provider_call",
     "page_walked",
-    "record_readings",
     "record_to",
-    "scrape",
-    "serving_registry",
     "trpc_request",
     "webhook_post",
 ]
@@ -236,7 +228,7 @@ _default: PrometheusRecorder | None = None
 _guard = threading.Lock()
 
 
-def _current() -> Recorder:
+def current_recorder() -> Recorder:
     global _default  # one sink per process, chosen by its edge (module docstring)
     if _recorder is not None:
         return _recorder
@@ -261,21 +253,21 @@ def record_to(recorder: Recorder | None) -> Recorder | None:
 
 def trpc_request(procedure: str, code: str, seconds: float) -> None:
     """One tRPC call answered: ``procedure`` must be a registered path or ``(unknown)``."""
-    recorder = _current()
+    recorder = current_recorder()
     recorder.add(TRPC_REQUESTS, {"procedure": procedure, "code": code}, 1)
     recorder.add(TRPC_DURATION, {"procedure": procedure}, seconds)
 
 
 def deliveries(channel: Channel, counts: Mapping[str, int]) -> None:
     """Recipients settled by outcome (``NotifyOutcome`` / ``EmailOutcome`` keys), after the commit."""
-    recorder = _current()
+    recorder = current_recorder()
     for outcome, count in counts.items():
         if count:
             recorder.add(DELIVERIES, {"channel": channel, "outcome": outcome}, count)
 
 
 def webhook_post(result: WebhookResult, seconds: float) -> None:
-    _current().add(WEBHOOK_POST_DURATION, {"result": result}, seconds)
+    current_recorder().add(WEBHOOK_POST_DURATION, {"result": result}, seconds)
 
 
 def email_provider_call(provider: str, outcomes: Iterable[str], seconds: float) -> None:
@@ -285,136 +277,8 @@ def email_provider_call(provider: str, outcomes: Iterable[str], seconds: float) 
         return  # an empty page: send_each made no call
     worst = next((o for o in ("uncertain", "throttled", "rejected", "accepted") if o in seen), "accepted")
     kind = provider.split(":", 1)[0]  # "smtp:host:port" -> "smtp": the kind, never a host
-    _current().add(EMAIL_PROVIDER_DURATION, {"provider": kind, "outcome": worst}, seconds)
+    current_recorder().add(EMAIL_PROVIDER_DURATION, {"provider": kind, "outcome": worst}, seconds)
 
 
 def page_walked(channel: Channel) -> None:
-    _current().add(PAGES_WALKED, {"channel": channel}, 1)
-
-
-def record_readings(gauges: ScrapeGauges) -> None:
-    """Report the scrape-time gauges now (the Lambda sweeper, where nothing scrapes; EMF only)."""
-    recorder = _current()
-    for metric, labels, value in gauges.readings():
-        recorder.add(metric, labels, value)
-
-
-# --- scrape-time gauges -------------------------------------------------------------------------------
-
-
-class QueueStats(Protocol):
-    """What a queue adapter reports about itself (``queue/port.py:QueueStats``)."""
-
-    @property
-    def visible(self) -> int: ...
-    @property
-    def in_flight(self) -> int: ...
-    @property
-    def delayed(self) -> int: ...
-    @property
-    def oldest_age_seconds(self) -> float | None: ...
-
-
-Reading = tuple[MetricDef, dict[str, str], float]
-
-
-class ScrapeGauges(Collector):
-    """Gauges computed when scraped: queue depth and oldest age per queue, dispatches by status.
-
-    A reader that fails (graph or queue unreachable) leaves its gauges out of that scrape, logged; the
-    scrape itself still answers.
-    """
-
-    def __init__(
-        self,
-        *,
-        queues: Mapping[str, Callable[[], QueueStats]],
-        dispatches: Callable[[], Mapping[tuple[str, str], int]] | None = None,
-    ) -> None:
-        self._queues = dict(queues)
-        self._dispatches = dispatches
-
-    def readings(self) -> list[Reading]:
-        found: list[Reading] = []
-        for name, read in sorted(self._queues.items()):
-            try:
-                stats = read()
-            except Exception:  # a scrape must answer: leave this queue out
-                log.warning("metrics.queue_read_failed queue=%s", name, exc_info=True)
-                continue
-            for state, count in (
-                ("visible", stats.visible),
-                ("in_flight", stats.in_flight),
-                ("delayed", stats.delayed),
-            ):
-                found.append((QUEUE_MESSAGES, {"queue": name, "state": state}, float(count)))
-            if stats.oldest_age_seconds is not None:
-                found.append((QUEUE_OLDEST_AGE, {"queue": name}, stats.oldest_age_seconds))
-        if self._dispatches is not None:
-            try:
-                counts = self._dispatches()
-            except Exception:
-                log.warning("metrics.dispatch_count_failed", exc_info=True)
-                counts = None
-            for (channel, status), count in sorted((counts or {}).items()):
-                found.append((DISPATCHES, {"channel": channel, "status": status}, float(count)))
-        return found
-
-    def collect(self) -> Iterator[Metric]:
-        families: dict[str, GaugeMetricFamily] = {}
-        for metric, labels, value in self.readings():
-            family = families.get(metric.name)
-            if family is None:
-                family = families[metric.name] = GaugeMetricFamily(
-                    metric.name, metric.help, labels=metric.labels
-                )
-            family.add_metric([labels[name] for name in metric.labels], value)
-        yield from families.values()
-
-    def describe(self) -> Iterator[Metric]:
-        return iter(())  # read only when scraped, never at registration
-
-
-# --- serving --------------------------------------------------------------------------------------------
-
-
-class _ThisProcess(Collector):
-    """The default registry (our counters plus process and platform metrics) inside another registry."""
-
-    def collect(self) -> Iterator[Metric]:
-        yield from REGISTRY.collect()
-
-    def describe(self) -> Iterator[Metric]:
-        return iter(())
-
-
-def serving_registry(*gauges: Collector, multiprocess_dir: str | None) -> CollectorRegistry:
-    """What one ``/metrics`` answers: this process's metrics, or with ``multiprocess_dir`` the sum over
-    every process writing there (the library's multiprocess mode), plus this edge's scrape-time gauges."""
-    _current()  # the counters exist (at zero) before the first scrape, not only after the first event
-    registry = CollectorRegistry(auto_describe=False)
-    if multiprocess_dir:
-        MultiProcessCollector(registry, path=multiprocess_dir)  # type: ignore[no-untyped-call]
-    else:
-        registry.register(_ThisProcess())
-    for gauge in gauges:
-        registry.register(gauge)
-    return registry
-
-
-def authorized(authorization: str | None, token: str | None) -> bool:
-    """Open when no token is configured; otherwise ``Bearer <token>``, compared in constant time."""
-    if not token:
-        return True
-    expected = f"Bearer {token}".encode()
-    return hmac.compare_digest((authorization or "").encode(), expected)
-
-
-def scrape(
-    registry: CollectorRegistry, *, authorization: str | None, accept: str | None, token: str | None
-) -> tuple[int, bytes, dict[str, str]]:
-    """(status, body, headers) of one scrape: 401 with ``WWW-Authenticate`` unless authorized."""
-    if not authorized(authorization, token):
-        return 401, b"unauthorized\n", {"www-authenticate": "Bearer", "content-type": "text/plain"}
-    encoder, content_type = choose_encoder(accept or "")
-    return 200, encoder(registry), {"content-type": content_type, "cache-control": "no-store"}
+    current_recorder().add(PAGES_WALKED, {"channel": channel}, 1)

@@ -1,9 +1,9 @@
 """The worker's ``/metrics`` server: concurrent, each request head bounded in time.
 
-``prometheus_client.start_http_server`` cannot check a bearer token and the worker runs no event loop
-an ASGI app could share, so this is a stdlib WSGI server with ``metrics.scrape``'s check in front. Each
-connection gets its own thread (at most ``MAX_CONNECTIONS``; past that a connection is closed at once),
-so a slow or silent client holds only its own: its request line and headers must arrive within
+``prometheus_client.start_http_server`` cannot check a bearer token and the worker runs no event loop an
+ASGI app could share, so this is a stdlib WSGI server with ``metrics_serving.scrape``'s check in front.
+Each connection gets its own thread (at most ``MAX_CONNECTIONS``; past that a connection is closed at
+once), so a slow or silent client holds only its own: its request line and headers must arrive within
 ``HEAD_TIMEOUT_SECONDS`` in all, however slowly it trickles them. The registry is still collected on one
 thread: the local queue keeps a SQLite connection per thread that asks it, so a thread per scrape would
 leave a connection per scrape behind.
@@ -24,7 +24,7 @@ from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
 
 from prometheus_client import CollectorRegistry
 
-from campaign_engine.observability.metrics import scrape
+from campaign_engine.observability.metrics_serving import scrape
 
 __all__ = ["HEAD_TIMEOUT_SECONDS", "MAX_CONNECTIONS", "MetricsServer", "start_metrics_server"]
 

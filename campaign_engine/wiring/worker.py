@@ -25,8 +25,8 @@ from campaign_engine.domain.types import Clock, format_ts, system_clock
 from campaign_engine.egress.transport import AsyncSafeTransport
 from campaign_engine.feedback.store import expire_feedback_records
 from campaign_engine.graph.graph import Graph, open_graph
-from campaign_engine.observability.metrics import serving_registry
 from campaign_engine.observability.metrics_server import MetricsServer, start_metrics_server
+from campaign_engine.observability.metrics_serving import serving_registry
 from campaign_engine.queue.local import MAX_RECEIVE_BATCH, LocalQueue
 from campaign_engine.queue.port import Queue
 from campaign_engine.queue.sqs import SqsQueue

@@ -10,8 +10,8 @@ import httpx
 
 from campaign_engine.delivery.gauges import count_dispatches, scrape_gauges
 from campaign_engine.graph.graph import Graph
-from campaign_engine.observability.metrics import serving_registry
 from campaign_engine.observability.metrics_server import start_metrics_server
+from campaign_engine.observability.metrics_serving import serving_registry
 from campaign_engine.queue.local import LocalQueue
 from campaign_engine.queue.port import QueueStats
 from campaign_engine.queue.sqs import SqsQueue, make_sqs_client

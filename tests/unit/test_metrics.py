@@ -22,7 +22,13 @@ from prometheus_client import generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
 from campaign_engine.observability import metrics
-from campaign_engine.observability.metrics import METRICS, EmfRecorder, ScrapeGauges, authorized
+from campaign_engine.observability.metrics import METRICS, EmfRecorder
+from campaign_engine.observability.metrics_serving import (
+    ScrapeGauges,
+    authorized,
+    record_readings,
+    serving_registry,
+)
 
 CLOUDWATCH_UNITS = {
     "Seconds", "Microseconds", "Milliseconds", "Bytes", "Kilobytes", "Megabytes", "Gigabytes", "Terabytes",
@@ -76,9 +82,7 @@ def test_every_recording_call_prints_valid_emf_lines(emf: io.StringIO) -> None:
     metrics.webhook_post("answered", 0.05)
     metrics.email_provider_call("smtp", ["accepted", "rejected"], 1.25)
     metrics.page_walked("email")
-    metrics.record_readings(
-        ScrapeGauges(queues={"delivery": _Stats}, dispatches=lambda: {("email", "sending"): 2})
-    )
+    record_readings(ScrapeGauges(queues={"delivery": _Stats}, dispatches=lambda: {("email", "sending"): 2}))
 
     documents = [assert_valid_emf(line) for line in emf.getvalue().splitlines()]
     by_name = {
@@ -145,7 +149,7 @@ def test_multiprocess_mode_sums_every_process_writing_the_directory(tmp_path: Pa
     for count in ("3", "4"):  # two processes, as uvicorn --workers would run them
         subprocess.run([sys.executable, "-c", _CHILD, count], env=env, check=True, timeout=60)
 
-    registry = metrics.serving_registry(multiprocess_dir=str(directory))
+    registry = serving_registry(multiprocess_dir=str(directory))
     samples = {
         (s.name, tuple(sorted(s.labels.items()))): s.value
         for family in text_string_to_metric_families(generate_latest(registry).decode())

@@ -15,8 +15,9 @@ is not failure"):
    an email, never duplicate one (the sweeper counts such claims ``uncertain``).
 4. Render and send the claimed messages in one provider batch, through ``send_each``: one outcome per
    message whatever the adapter does; an exception is never read as "nothing went out".
-5. ONE transaction (``page_settle.py``): record each outcome against this attempt's claim (accepted -> ``emailedAt``;
-   throttled -> release the claim; rejected / uncertain -> keep it, with the reason), then
+5. ONE transaction (``page_settle.py``): record each outcome against this attempt's claim
+   (accepted -> ``emailedAt``; throttled -> release the claim; rejected / uncertain -> keep it, with
+   the reason), then
    compare-and-set the cursor. Throttled: the cursor moves only over the contiguous prefix before the
    first throttled recipient, the provider-wide cooldown opens for the longest Retry-After (or the
    back-off), and the rest waits for it; ``CAMPAIGN_EMAIL_MAX_DEFERRALS`` deferrals in a row fail the
