@@ -34,12 +34,12 @@ from campaign_engine.campaigns.approval import (
     record_refusal,
 )
 from campaign_engine.campaigns.dispatch_reads import WIRE as _WIRE
+from campaign_engine.campaigns.send_blocks import ALL_CHANNELS, blocked_reason, undeliverable, why_blocked
 from campaign_engine.domain.dispatch import (
     DeliveryChannel,
     PageJob,
     job_json,
     preview_token,
-    send_blocked,
 )
 from campaign_engine.domain.errors import BadRequest, Conflict, NotFound
 from campaign_engine.domain.tenancy import campaign_ref
@@ -51,7 +51,6 @@ from campaign_engine.graph.policy import policy_params, policy_query
 from campaign_engine.queue.port import Queue, QueueError
 
 __all__ = [
-    "ALL_CHANNELS",
     "PREVIEW_PAGE",
     "DispatchPreview",
     "DispatchStarted",
@@ -60,7 +59,6 @@ __all__ = [
     "dispatch",
     "preview_dispatch",
     "start_pages",
-    "why_blocked",
 ]
 
 log = logging.getLogger(__name__)
@@ -93,29 +91,6 @@ class _Computed(BaseModel):
 
 # Members per preview page (one record each): memory stays bounded by a page whatever the audience.
 PREVIEW_PAGE = 10_000
-
-
-def blocked_reason(campaign: dict[str, Any], *, now: str) -> str | None:
-    """Why a campaign cannot be sent right now, before looking at recipients (issue order)."""
-    return send_blocked(campaign, channels=["notify", "email"], missing="notify_disabled", now=now)
-
-
-ALL_CHANNELS: frozenset[DeliveryChannel] = frozenset({"notify", "email"})
-
-# A channel of the campaign this deployment cannot deliver blocks the whole send (issue 11): its Dispatch
-# could only fail in the worker. The API passes the channels it can deliver, decided from its Settings.
-_HINTS = {"email_not_configured": "this deployment has no email provider; set CAMPAIGN_EMAIL_PROVIDER"}
-
-
-def _undeliverable(campaign: dict[str, Any], deliverable: frozenset[DeliveryChannel]) -> str | None:
-    channels = campaign.get("channels") or []
-    missing = [ch for ch in ("notify", "email") if ch in channels and ch not in deliverable]
-    return f"{missing[0]}_not_configured" if missing else None
-
-
-def why_blocked(reason: str) -> str:
-    hint = _HINTS.get(reason)
-    return f"campaign cannot be dispatched: {reason}" + (f" ({hint})" if hint else "")
 
 
 @dataclass
@@ -199,7 +174,7 @@ def compute_preview(
             tx, campaign=campaign, now=now, adult_age=adult_age, max_recipients=max_recipients, tally=tally
         ),
     )
-    reason = blocked_reason(campaign, now=format_ts(now)) or _undeliverable(campaign, deliverable)
+    reason = blocked_reason(campaign, now=format_ts(now)) or undeliverable(campaign, deliverable)
     if reason is None and not tally.recipients:
         reason = "no_recipients"
     preview = DispatchPreview(

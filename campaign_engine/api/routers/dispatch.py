@@ -14,7 +14,8 @@ from campaign_engine.campaigns import dispatch as dispatching
 from campaign_engine.campaigns import dispatch_reads as reads
 from campaign_engine.campaigns.approval import Approved, AwaitingList, awaiting, policy_of
 from campaign_engine.campaigns.resume import resume_dispatch as resume
-from campaign_engine.campaigns.schedule import ScheduleInput, cancel_scheduled, schedule_dispatch
+from campaign_engine.campaigns.schedule import cancel_scheduled, schedule_dispatch
+from campaign_engine.campaigns.schedule_input import ScheduleInput
 from campaign_engine.campaigns.uncertain_emails import UncertainEmailPage, list_uncertain_emails
 from campaign_engine.domain.errors import ServiceUnavailable
 from campaign_engine.queue.port import Queue

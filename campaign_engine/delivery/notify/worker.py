@@ -29,22 +29,17 @@ import json
 import logging
 import threading
 import uuid
-from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Literal, NamedTuple
+from typing import Any, NamedTuple
 
 from campaign_engine.delivery.frequency_cap import count_capped, notify_recheck_query
 from campaign_engine.delivery.notify.sender import (
-    Answered,
-    Blocked,
     Outgoing,
-    PostResult,
-    Skipped,
     WebhookSender,
 )
-from campaign_engine.domain.acknowledgement import classify_acknowledgement
+from campaign_engine.delivery.notify.verdicts import Verdict, delivery_ids, metric_outcomes, verdict_of
 from campaign_engine.domain.dispatch import DeliveryJob
 from campaign_engine.domain.frequency_cap import CapChannel, ChannelCap, cap_params, caps_channel
 from campaign_engine.domain.notification import AnnouncementMetadata, AnnouncementPayload, payload_json
@@ -59,10 +54,6 @@ from campaign_engine.queue.port import Received, ReceivedMessage
 __all__ = ["BatchResult", "NotificationWorker", "Verdict", "record_notified"]
 
 log = logging.getLogger(__name__)
-
-Verdict = Literal[
-    "positive", "negative", "uncertain", "blocked", "suppressed", "capped", "duplicate", "invalid"
-]
 
 
 @dataclass
@@ -177,7 +168,7 @@ class NotificationWorker:
                 send = self._prepare(message, job, rows.get(delivery_id), copies, now=now)
             except RingUnreadable:
                 # Never the default secret instead: that is what would let one receiver sign for others.
-                log.error("notify.receiver_secret_unreadable", extra=_ids(job))
+                log.error("notify.receiver_secret_unreadable", extra=delivery_ids(job))
                 result.verdicts[delivery_id] = "uncertain"  # retried, dead-lettered if the key stays wrong
                 continue
             if send is None:
@@ -203,7 +194,7 @@ class NotificationWorker:
             ]
         )
         for send, answer in zip(sends, answers, strict=True):
-            result.verdicts[send.job.delivery_id] = _verdict(send.job, answer)
+            result.verdicts[send.job.delivery_id] = verdict_of(send.job, answer)
 
         # Only this process knows what the receivers answered: a commit cut off is re-run, not given up.
         with self._write_turn:
@@ -214,7 +205,9 @@ class NotificationWorker:
                 batch=uuid.uuid4().hex,
                 now=format_ts(self._clock()),
             )
-        metrics.deliveries("notify", _outcomes([j for _, j in jobs.values()], result.verdicts, acknowledged))
+        metrics.deliveries(
+            "notify", metric_outcomes([j for _, j in jobs.values()], result.verdicts, acknowledged)
+        )
         for delivery_id, (message, _) in jobs.items():
             (result.retry if result.verdicts[delivery_id] == "uncertain" else result.done).append(message)
         return result
@@ -272,7 +265,7 @@ class NotificationWorker:
         """The POST for one job, signed for its own receiver; None if it must not be sent. Raises
         ``RingUnreadable`` when the receiver's sealed secrets do not open."""
         if row is None or row.blocked is not None:
-            log.info("notify.suppressed", extra={**_ids(job), "reason": row and row.blocked})
+            log.info("notify.suppressed", extra={**delivery_ids(job), "reason": row and row.blocked})
             return None
         url = row.webhook or self._default_webhook
         secrets = self._receiver_secrets(row, now)
@@ -281,7 +274,7 @@ class NotificationWorker:
             copies[definition] = json.loads(definition).get("notification")
         copy = copies[definition]
         if not url or not copy:
-            log.info("notify.suppressed", extra={**_ids(job), "reason": "no_destination_or_copy"})
+            log.info("notify.suppressed", extra={**delivery_ids(job), "reason": "no_destination_or_copy"})
             return None
         payload = AnnouncementPayload(
             recipient=job.profile_id,
@@ -367,45 +360,3 @@ def record_notified(tx: Tx, acks: list[dict[str, Any]], *, now: str) -> dict[str
 # redelivered message: the first delivery counted it, so counting it suppressed too would count the
 # recipient twice); anything else is a suppression.
 _HELD: dict[str, Verdict] = {"capped": "capped", "duplicate": "duplicate"}
-
-_METRIC_OUTCOME = {"negative": "rejected", "blocked": "blocked", "suppressed": "suppressed",
-                   "capped": "capped", "uncertain": "uncertain"}  # fmt: skip
-
-
-def _outcomes(
-    jobs: Sequence[DeliveryJob], verdicts: Mapping[str, Verdict], acknowledged: int
-) -> Counter[str]:
-    """The batch's deliveries by metric outcome, counted as the Dispatch counts them (self-tests aside)."""
-    outcomes = Counter(
-        _METRIC_OUTCOME[verdicts[j.delivery_id]]
-        for j in jobs
-        if j.campaign_test_id is None and verdicts[j.delivery_id] in _METRIC_OUTCOME
-    )
-    outcomes["acknowledged"] = acknowledged
-    return outcomes
-
-
-def _ids(job: DeliveryJob) -> dict[str, str | None]:
-    """The ids every line about one delivery carries. Passed as fields, not bound in contextvars: a
-    batch's deliveries are handled together, and binding per recipient would cost on the hot path."""
-    return {"campaignId": job.campaign_id, "dispatchId": job.dispatch_id, "deliveryId": job.delivery_id}
-
-
-def _verdict(job: DeliveryJob, answer: PostResult) -> Verdict:
-    if isinstance(answer, Skipped):
-        log.info("notify.not_posted", extra={**_ids(job), "retry": answer.retry})
-        return "uncertain" if answer.retry else "suppressed"
-    if isinstance(answer, Blocked):
-        log.warning("notify.blocked", extra={**_ids(job), "reason": answer.reason})
-        return "blocked"
-    if not isinstance(answer, Answered):  # Unreachable, Unreadable (e.g. over the cap), TimedOut
-        log.info("notify.uncertain", extra={**_ids(job), "error": str(answer)})
-        return "uncertain"
-    verdict = classify_acknowledgement(answer.status_code, answer.body, answer.content_type)
-    # Positives are recorded as notifiedAt (and counted on the Dispatch): logging each one too costs
-    # a formatted line per recipient on the hot path. Everything else stays visible at INFO.
-    level = logging.DEBUG if verdict == "positive" else logging.INFO
-    if log.isEnabledFor(level):
-        fields = {**_ids(job), "http_status": answer.status_code, "verdict": verdict}
-        log.log(level, "notify.answer", extra=fields)
-    return verdict
