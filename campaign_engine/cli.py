@@ -16,10 +16,15 @@ import sys
 import uuid
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from pydantic import ValidationError
 
 from campaign_engine.config import ConfigError, Settings
+
+if TYPE_CHECKING:
+    from campaign_engine.graph.audit import AuditContext
+    from campaign_engine.graph.graph import Graph
 
 __all__ = ["main"]
 
@@ -192,6 +197,8 @@ def _profiles_import(args: argparse.Namespace) -> int:
         now=system_clock(), tenant_id=settings.campaign_default_tenant_id,
     )  # fmt: skip
     graph = open_graph(settings)
+    if args.file.lower().endswith(".csv"):
+        return _profiles_import_csv(args, graph, settings, audit)
     try:
         with Path(args.file).open(encoding="utf-8") as lines, tqdm(unit="profiles") as bar:
             result = import_jsonl(
@@ -206,6 +213,41 @@ def _profiles_import(args: argparse.Namespace) -> int:
         f"created={result.created} updated={result.updated} missingConnections={result.missing_connections}"
     )
     return 0
+
+
+def _profiles_import_csv(
+    args: argparse.Namespace, graph: Graph, settings: Settings, audit: AuditContext
+) -> int:
+    """The CSV import with its report (``campaigns/csv_import.py``), as ``POST /imports/profiles``
+    answers it; exit status 1 when a row was rejected, so a script notices."""
+    from campaign_engine.campaigns.csv_import import import_csv
+
+    try:
+        bad = _not_utf8_at(Path(args.file))
+        if bad is not None:  # refused before any row is written, as the HTTP import refuses it
+            print(f"{args.file}: not UTF-8 at byte {bad}; nothing was imported", file=sys.stderr)
+            return 2
+        with Path(args.file).open(encoding="utf-8-sig", newline="") as text:
+            report = import_csv(
+                graph, text, tenant_id=settings.campaign_default_tenant_id, platform=True,
+                dry_run=args.dry_run, audit=None if args.dry_run else audit, secrets=settings.secret_box(),
+            )  # fmt: skip
+    finally:
+        graph.close()
+    print(json.dumps(report.model_dump(by_alias=True), indent=2))
+    return 1 if report.rejected_count else 0
+
+
+def _not_utf8_at(path: Path) -> int | None:
+    """The 1-based offset of the first byte of ``path`` that is not UTF-8, or None."""
+    from campaign_engine.campaigns.csv_import import Utf8Check
+
+    check = Utf8Check()
+    with path.open("rb") as raw:
+        while block := raw.read(1 << 20):
+            if (bad := check.feed(block)) is not None:
+                return bad
+    return check.end()
 
 
 def _dev(args: argparse.Namespace) -> int:
@@ -277,9 +319,12 @@ def _parser() -> argparse.ArgumentParser:
 
     profiles = commands.add_parser("profiles", help="profile administration")
     profile_commands = profiles.add_subparsers(dest="profiles_command", required=True)
-    importer = profile_commands.add_parser("import", help="stream a JSONL file of profiles into the graph")
+    importer = profile_commands.add_parser(
+        "import", help="stream a JSONL or CSV file (by its .csv suffix) of profiles into the graph"
+    )
     importer.add_argument("file")
     importer.add_argument("--batch-size", type=int, default=1000)
+    importer.add_argument("--dry-run", action="store_true", help="CSV: validate and count, write nothing")
     importer.set_defaults(run=_profiles_import)
     return parser
 

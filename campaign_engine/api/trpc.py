@@ -37,7 +37,7 @@ from campaign_engine.domain.errors import BadRequest, CampaignError, NotFound, T
 from campaign_engine.observability import metrics
 from campaign_engine.observability.request_id import REQUEST_ID_HEADER, request_id_from
 
-__all__ = ["Procedure", "ProcedureRouter", "TrpcEndpoint"]
+__all__ = ["Procedure", "ProcedureRouter", "TrpcEndpoint", "request_context"]
 
 log = logging.getLogger(__name__)
 
@@ -234,22 +234,7 @@ class TrpcEndpoint:
         return [value.get(str(index), _NO_INPUT) for index in range(count)]
 
     def _context(self, request: Request) -> Context:
-        settings = self.services.settings
-        try:
-            caller = self.services.verifier.verify(request.headers.get("authorization"))
-            auth_error: CampaignError | None = None
-        except CampaignError as exc:
-            caller, auth_error = None, exc
-        # Only the verified credential names the tenant: no header can (issue 21). A credential without a
-        # tenant claim acts in the default tenant, the one data made before tenants belongs to.
-        tenant = caller.tenant_id if caller else None
-        return Context(
-            services=self.services,
-            caller=caller,
-            tenant_id=tenant or settings.campaign_default_tenant_id,
-            auth_error=auth_error,
-            request_id=_request_id(request),
-        )
+        return request_context(self.services, request)
 
     def _label(self, path: str) -> str:
         """The metric label of ``path``: a registered procedure, else one fixed value (bounded set)."""
@@ -334,6 +319,28 @@ class TrpcEndpoint:
         # warnings="error": output that does not match the declared type is a bug (500), never sent.
         # Encoded to JSON by pydantic-core in one step (several times faster than dump + json.dumps).
         return procedure.output_adapter.dump_json(result, by_alias=True, warnings="error")
+
+
+def request_context(services: Services, request: Request) -> Context:
+    """The context of one HTTP request: its verified caller (or the error that refused its credential),
+    the tenant the credential names and the request id. Every authenticated route builds it here, tRPC
+    or not, so the credential rules are one."""
+    settings = services.settings
+    try:
+        caller = services.verifier.verify(request.headers.get("authorization"))
+        auth_error: CampaignError | None = None
+    except CampaignError as exc:
+        caller, auth_error = None, exc
+    # Only the verified credential names the tenant: no header can (issue 21). A credential without a
+    # tenant claim acts in the default tenant, the one data made before tenants belongs to.
+    tenant = caller.tenant_id if caller else None
+    return Context(
+        services=services,
+        caller=caller,
+        tenant_id=tenant or settings.campaign_default_tenant_id,
+        auth_error=auth_error,
+        request_id=_request_id(request),
+    )
 
 
 def _request_id(request: Request) -> str:

@@ -16,10 +16,12 @@ __all__ = [
     "Conflict",
     "Forbidden",
     "NotFound",
+    "PayloadTooLarge",
     "ServiceUnavailable",
     "TooManyRequests",
     "TrpcCode",
     "Unauthorized",
+    "UnsupportedMediaType",
     "bad_request_from",
     "validation_issues",
 ]
@@ -90,6 +92,14 @@ class Conflict(CampaignError):
 
 class TooManyRequests(CampaignError):
     code = "TOO_MANY_REQUESTS"
+
+
+class PayloadTooLarge(CampaignError):
+    code = "PAYLOAD_TOO_LARGE"
+
+
+class UnsupportedMediaType(CampaignError):
+    code = "UNSUPPORTED_MEDIA_TYPE"
 
 
 class ServiceUnavailable(CampaignError):
