@@ -24,6 +24,7 @@ from campaign_engine.api import routers
 from campaign_engine.api.admin_console import admin_console_router
 from campaign_engine.api.auth import TokenVerifier
 from campaign_engine.api.context import RateLimiter, Services
+from campaign_engine.api.exports import exports_router
 from campaign_engine.api.imports import imports_router
 from campaign_engine.api.openapi import build_openapi
 from campaign_engine.api.routers.webhooks import webhooks_router
@@ -186,6 +187,7 @@ def create_app(
     # Provider feedback (bounces, complaints); each endpoint answers 404 until configured.
     app.include_router(webhooks_router(settings=settings, graph=the_graph, clock=clock, sns_http=sns_http))
     app.include_router(imports_router(services))
+    app.include_router(exports_router(services))
     app.include_router(admin_console_router())  # the console at /admin: static files, tRPC only
 
     if serve_metrics:  # Lambda reports EMF instead: a scrape there would reach one container's counters

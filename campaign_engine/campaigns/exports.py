@@ -1,0 +1,70 @@
+"""Exports (issue 25 item 2): a campaign's recipients with what happened to each, and the audit trail,
+as row iterators read in keyset pages straight from the graph.
+
+Each page is its own short read transaction of at most ``PAGE`` rows, so the first rows leave at once
+and memory stays one page whatever the size; a page never repeats or skips a row (the key is unique and
+only grows). The wire format (CSV, NDJSON) is the edge's (``api/exports.py``). Ids and times only: no
+address and no copy, nothing an admin of the tenant cannot already read through getAudience,
+explainRecipient and audit.list.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import datetime
+from typing import Any
+
+from campaign_engine.campaigns.audience import Policy
+from campaign_engine.graph.audit import list_audit
+from campaign_engine.graph.graph import Graph, Tx
+from campaign_engine.graph.policy import policy_query
+
+__all__ = ["AUDIT_COLUMNS", "PAGE", "RECIPIENT_COLUMNS", "audit_rows", "recipient_rows"]
+
+PAGE = 1000
+
+RECIPIENT_COLUMNS = (
+    "profileId", "source", "selfEnrolled", "addedAt", "eligibleNow",
+    "notifiedAt", "notifyCappedAt",
+    "emailedAt", "emailOutcome", "emailOutcomeReason", "emailCappedAt", "bouncedAt", "complainedAt",
+    "shown", "clicked", "dismissed",
+)  # fmt: skip
+AUDIT_COLUMNS = (
+    "at", "actor", "tenantId", "procedure", "requestId", "targetType", "targetId", "campaignId",
+    "revisionBefore", "revisionAfter", "detail",
+)  # fmt: skip
+
+
+def recipient_rows(
+    graph: Graph, *, campaign_id: str, policy: Policy, page: int = PAGE
+) -> Iterator[dict[str, Any]]:
+    """Every member of ``campaign_id`` (a storage id the caller resolved in its tenant), in profileId
+    order; ``eligibleNow`` is the age policy at ``policy.now``, as getAudience and getStats count."""
+    statement = policy_query("export_recipients")
+
+    def read(tx: Tx, cursor: str) -> list[dict[str, Any]]:
+        rows = tx.run(statement, campaignId=campaign_id, cursor=cursor, limit=page, **policy.params())
+        return [row.data() for row in rows]
+
+    cursor = ""
+    while True:
+        rows = graph.read(read, cursor)
+        yield from rows
+        if len(rows) < page:
+            return
+        cursor = rows[-1]["profileId"]
+
+
+def audit_rows(
+    graph: Graph, *, tenant_id: str, since: datetime | None, until: datetime | None, page: int = PAGE
+) -> Iterator[dict[str, Any]]:
+    """The tenant's audit entries newest first, ``since`` inclusive and ``until`` exclusive, as
+    audit.list answers them."""
+    cursor: str | None = None
+    while True:
+        found = list_audit(graph, tenant_id=tenant_id, since=since, until=until, cursor=cursor, limit=page)
+        for entry in found.records:
+            yield entry.model_dump(by_alias=True, mode="json")
+        if not found.has_more:
+            return
+        cursor = found.cursor
