@@ -10,7 +10,7 @@ LAUNCHER := infra/neo4j/target/neo4j-launcher.jar
 ADMIN_MODULES := admin/node_modules/.package-lock.json
 ADMIN_ASSETS := campaign_engine/api/admin_static/manifest.json
 
-.PHONY: dev test lint typecheck unit bench install system-deps clean lambda-package admin-assets
+.PHONY: dev test lint typecheck unit bench install system-deps clean lambda-package admin-assets client
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -67,3 +67,12 @@ bench: $(STAMP) $(LAUNCHER)
 
 clean:
 	rm -rf .local infra/neo4j/target campaign_engine/api/admin_static
+
+# The TypeScript client's declarations (clients/typescript/src/procedures.ts), from the Python routers.
+CLIENT_MODULES := clients/typescript/node_modules/.package-lock.json
+$(CLIENT_MODULES): clients/typescript/package-lock.json
+	cd clients/typescript && npm ci --no-audit --no-fund --loglevel=error
+
+client: $(STAMP) $(CLIENT_MODULES)
+	$(BIN)/python -m campaign_engine.api.client_schema > clients/typescript/.schema.json
+	cd clients/typescript && node scripts/generate.mjs .schema.json src/procedures.ts && rm .schema.json
