@@ -74,10 +74,10 @@ CALL (p, c, s, blocked) {
 }
 {{EMAIL_CAP}}
 WITH m.profileId AS profileId, blocked, emails[0] AS address, p.campaignUnsubscribeId AS unsubscribeId,
-     stateId, firstCapped,
+     stateId, firstCapped, p.locale AS locale,
      CASE WHEN blocked = 'deferred' THEN coalesce($readyAt[p.timeZone], $fallbackReadyAt) END AS readyAt
 RETURN count(*) AS read, max(profileId) AS last,
-       collect(CASE WHEN blocked IS NULL THEN [profileId, address, unsubscribeId, stateId] END) AS claimed,
+       collect(CASE WHEN blocked IS NULL THEN [profileId, address, unsubscribeId, stateId, locale] END) AS claimed,
        count(CASE WHEN firstCapped THEN 1 END) AS capped,
        count(CASE WHEN blocked = 'deferred' THEN 1 END) AS deferred,
        count(CASE WHEN blocked = 'missed' THEN 1 END) AS missed, min(readyAt) AS readyAt

@@ -9,4 +9,4 @@ RETURN CASE
          WHEN NOT {{EMAIL_CONTACT_OK}} THEN 'no_email'
          ELSE null
        END AS blocked,
-       emails[0] AS address
+       emails[0] AS address, p.locale AS locale

@@ -2,7 +2,8 @@
 // opt-out and notifiedAt checks. 'duplicate': this job's own dispatch already has the recipient's
 // acknowledgement (a redelivered message), which is settled, not a suppression to count again. One record for the whole batch: parallel lists (the reason a job must
 // not be sent, '' = send; the profile's own webhook, '' = none; its sealed secrets, '' = none (issue
-// 22: they ride with the URL, so signing costs no extra read); '' because collect skips nulls) keyed
+// 22: they ride with the URL, so signing costs no extra read); the profile's locale, which picks the
+// copy's language (issue 24); '' because collect skips nulls) keyed
 // by deliveryId, each sendable campaign's copy once, and the dispatch of each job this statement was the
 // first to hold back by the frequency cap. A record per job cost the worker ~40 us of driver CPU per
 // recipient and carried the whole definition on every row.
@@ -43,6 +44,7 @@ RETURN collect(job.deliveryId) AS deliveryIds,
        collect(coalesce(blocked, '')) AS blocked,
        collect(coalesce(p.notificationsWebhook, '')) AS webhooks,
        collect(coalesce(p.notificationsWebhookKeys, '')) AS webhookKeys,
+       collect(coalesce(p.locale, '')) AS locales,
        collect(DISTINCT CASE WHEN blocked IS NULL
                           THEN [c.id, c.definition, coalesce(c.hasInAppMessage, false)] END) AS campaigns,
        collect(CASE WHEN firstCapped THEN job.dispatchId END) AS capped

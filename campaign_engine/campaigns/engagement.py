@@ -26,7 +26,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from campaign_engine.campaigns.audience import Policy
-from campaign_engine.domain.campaign import Message
+from campaign_engine.domain.campaign import Message, served_locale, wire_languages, wire_variant
 from campaign_engine.domain.errors import NotFound
 from campaign_engine.domain.types import format_ts
 from campaign_engine.graph.coalesce import Coalescer
@@ -66,6 +66,9 @@ class CampaignCard(_Out):
     campaign_id: Annotated[str, Field(alias="campaignId")]
     name: str
     message: Message | None
+    locale: str | None = Field(
+        default=None, description="the language of `message`: the best match for the reader's locale"
+    )
     starts_at: Annotated[str | None, Field(alias="startsAt")]
     ends_at: Annotated[str | None, Field(alias="endsAt")]
 
@@ -103,27 +106,47 @@ class EventResult(_Out):
     state: EngagementState | None = None
 
 
-def card_from_node(node: dict[str, Any]) -> CampaignCard:
+def card_from_node(node: dict[str, Any], requested_locale: str | None = None) -> CampaignCard:
+    """The card in the reader's language (``domain/campaign.py:served_locale``)."""
     definition = json.loads(node["definition"])
+    tag = served_locale(wire_languages(definition, "message"), requested_locale)
+    return _card(node, definition, tag)
+
+
+def _card(node: dict[str, Any], definition: dict[str, Any], tag: str) -> CampaignCard:
     return CampaignCard(
         campaign_id=node["id"],
         name=definition["name"],
-        message=definition.get("message"),
+        message=wire_variant(definition, "message", tag),
+        locale=tag,
         starts_at=node.get("startsAt"),
         ends_at=node.get("endsAt"),
     )
 
 
+@dataclass(frozen=True)
+class _Cards:
+    """One campaign version's cards, one per language its message is in (the base first)."""
+
+    priority: int
+    languages: list[str]
+    by_language: dict[str, MyCampaign]
+
+    def for_reader(self, requested_locale: str | None) -> tuple[int, MyCampaign]:
+        return self.priority, self.by_language[served_locale(self.languages, requested_locale)]
+
+
 class CardCache:
-    """Campaign cards by (id, updatedAt), as stateless ``MyCampaign`` values; bounded, shared by the
-    threads of one process. Cached values are never mutated: a caller with state gets a copy."""
+    """Campaign cards by (id, updatedAt), as stateless ``MyCampaign`` values in each language of the
+    message; bounded, shared by the threads of one process. Cached values are never mutated: a caller
+    with state gets a copy."""
 
     def __init__(self, max_entries: int = 4096) -> None:
-        self._cards: dict[tuple[str, str], tuple[int, MyCampaign]] = {}
+        self._cards: dict[tuple[str, str], _Cards] = {}
         self._max = max_entries
 
-    def fetch(self, tx: Statements, versions: Iterable[tuple[str, str]]) -> dict[str, tuple[int, MyCampaign]]:
-        """(message priority, card) per campaign id; loads only the versions not cached yet."""
+    def fetch(self, tx: Statements, versions: Iterable[tuple[str, str]]) -> dict[str, _Cards]:
+        """Each campaign's cards; loads only the versions not cached yet."""
         wanted = set(versions)
         cached = ((cid, self._cards.get((cid, at))) for cid, at in wanted)  # get(): another thread may clear
         found = {cid: entry for cid, entry in cached if entry is not None}
@@ -133,8 +156,13 @@ class CardCache:
                 self._cards.clear()  # crude but bounded; refilled from the next reads
             for record in tx.run(query("campaign_cards"), campaignIds=missing):
                 node = dict(record["campaign"])
-                card = MyCampaign.model_validate(card_from_node(node).model_dump(by_alias=True))
-                entry = (int(node.get("messagePriority") or 0), card)
+                definition = json.loads(node["definition"])
+                languages = wire_languages(definition, "message")
+                cards = {
+                    tag: MyCampaign.model_validate(_card(node, definition, tag).model_dump(by_alias=True))
+                    for tag in languages
+                }
+                entry = _Cards(int(node.get("messagePriority") or 0), languages, cards)
                 self._cards[(node["id"], node["updatedAt"])] = entry
                 found[node["id"]] = entry
         return found
@@ -153,21 +181,21 @@ def _with_state(card: MyCampaign, state: dict[str, Any] | None) -> MyCampaign:
 def my_campaigns_of(
     tx: Statements, profile_ids: Sequence[str], *, policy: Policy, cards: CardCache
 ) -> dict[str, list[MyCampaign]]:
-    """Each profile's visible campaigns, in display order, read in one statement; writes nothing.
-    A campaign deleted between that statement and the card read is simply left out."""
+    """Each profile's visible campaigns, in display order and its own language, read in one statement;
+    writes nothing. A campaign deleted between that statement and the card read is simply left out."""
     result = tx.run(policy_query("my_campaigns"), profileIds=list(profile_ids), now=format_ts(policy.now),
                     **policy.params())  # fmt: skip
-    visible = {record["profileId"]: record["visible"] for record in result}
-    found = cards.fetch(tx, ((cid, at) for rows in visible.values() for cid, at, _ in rows))
+    visible = {record["profileId"]: (record["locale"], record["visible"]) for record in result}
+    found = cards.fetch(tx, ((cid, at) for _, rows in visible.values() for cid, at, _ in rows))
     return {
         profile_id: [
             _with_state(card, state)
             for (_, card), state in sorted(
-                ((found[cid], state) for cid, _, state in rows if cid in found),  # deleted meanwhile: gone
+                ((found[cid].for_reader(locale), state) for cid, _, state in rows if cid in found),
                 key=lambda entry: _order_key(entry[0]),
             )
         ]
-        for profile_id, rows in visible.items()
+        for profile_id, (locale, rows) in visible.items()
     }
 
 

@@ -64,13 +64,15 @@ def testable_channels(campaign: CampaignPublic, testers: Mapping[str, ChannelTes
     return channels
 
 
-def in_app_snapshot(campaign: CampaignPublic) -> str:
-    """What the admin's client renders: the public projection at the time of the test."""
+def in_app_snapshot(campaign: CampaignPublic, locale: str | None = None) -> str:
+    """What the admin's client renders: the public projection at the time of the test, in the admin's
+    own language (the variant their locale is served, as any reader's would be)."""
     assert campaign.message is not None
     wire = campaign.wire()
+    served, message = campaign.variant("message", locale)
     return json.dumps(
-        {"name": campaign.name, "message": wire["message"], "startsAt": wire.get("startsAt"),
-         "endsAt": wire.get("endsAt")},
+        {"name": campaign.name, "message": message.model_dump(mode="json", by_alias=True, exclude_none=True),
+         "locale": served, "startsAt": wire.get("startsAt"), "endsAt": wire.get("endsAt")},
         separators=(",", ":"),
     )  # fmt: skip
 
@@ -102,8 +104,10 @@ def send_test_to_me(
         if "inApp" in channels:
             if not lock_profiles(tx, [admin_id]):
                 raise NotFound("your profile is not in the graph; upsert it before sending yourself a test")
+            own = tx.run("MATCH (p:Profile {profileId: $id}) RETURN p.locale AS locale", id=admin_id).single()
+            locale = None if own is None else own["locale"]
             tx.run(query("send_test_in_app"), profileId=admin_id, campaignId=campaign_id, testId=test_id,
-                   snapshot=in_app_snapshot(campaign), now=format_ts(now)).consume()  # fmt: skip
+                   snapshot=in_app_snapshot(campaign, locale), now=format_ts(now)).consume()  # fmt: skip
         # Audited whatever the channels: the test is sent (after this commit) on the entry's word.
         record_audit(tx, audit, target_type="campaign", target_id=campaign.id,
                      campaign={"id": campaign.id, "createdAt": campaign.created_at},

@@ -35,6 +35,8 @@ class AnnouncementMetadata(BaseModel):
     campaign_has_in_app: bool
     # Set only for an admin's send-to-me test; a test is a separate inbox entry from the real send.
     campaign_test_id: _Id | None = None
+    # Issue 24: the language of title and body (BCP 47), the best match for the recipient's locale.
+    locale: Annotated[str, Field(max_length=35)] | None = None
 
     @field_validator("campaign_created_at")
     @classmethod

@@ -7,7 +7,7 @@ differs: a preview has no recipient, so it shows the link's shape with a token t
 
 from __future__ import annotations
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from campaign_engine.api.access import Access
 from campaign_engine.api.context import Context
@@ -16,6 +16,7 @@ from campaign_engine.api.trpc import ProcedureRouter
 from campaign_engine.campaigns import definitions
 from campaign_engine.delivery.email.compose import email_content_for
 from campaign_engine.delivery.email.render import render_email
+from campaign_engine.domain.campaign import LanguageTag
 from campaign_engine.graph.tenant_directory import tenants_of
 from campaign_engine.unsubscribe.tokens import unsubscribe_url
 
@@ -30,15 +31,23 @@ router = ProcedureRouter("campaigns", ACCESS)
 _PREVIEW_TOKEN = "preview"  # noqa: S105 - not a secret nor a signed token: the page says the link does not work
 
 
+class EmailPreviewInput(CampaignRef):
+    locale: LanguageTag | None = Field(
+        default=None, description="preview as a reader of this locale sees it (default: the base content)"
+    )
+
+
 class EmailPreview(BaseModel):
     subject: str
     html: str
     text: str
+    locale: str = Field(description="the language shown: the variant `locale` is served")
 
 
 @router.query("previewEmail")
-def preview_email(ctx: Context, data: CampaignRef) -> EmailPreview:
-    """The campaign's email as the worker renders it (no email content or app origin: BAD_REQUEST)."""
+def preview_email(ctx: Context, data: EmailPreviewInput) -> EmailPreview:
+    """The campaign's email as the worker renders it for a reader of ``locale`` (no email content or
+    app origin: BAD_REQUEST)."""
     settings = ctx.services.settings
     campaign = definitions.get_campaign(ctx.services.graph, ctx.campaign(data.campaign_id))
     tenants = tenants_of(ctx.services.graph, settings)
@@ -47,11 +56,15 @@ def preview_email(ctx: Context, data: CampaignRef) -> EmailPreview:
         origins=tenants.app_origins(),
         tenants=tenants.branding(),
         default_tenant=settings.campaign_default_tenant_id,
+        locale=data.locale,
     )
     rendered = render_email(
         copy=content.copy,
         branding=content.branding,
         cta_url=content.cta_url,
         unsubscribe_url=unsubscribe_url(settings.domain_name, _PREVIEW_TOKEN),
+        lang=content.locale,
     )
-    return EmailPreview(subject=rendered.subject, html=rendered.html, text=rendered.text)
+    return EmailPreview(
+        subject=rendered.subject, html=rendered.html, text=rendered.text, locale=content.locale
+    )

@@ -24,10 +24,10 @@ from campaign_engine.delivery.email.render import (
     cta_url_for,
     render_email,
 )
-from campaign_engine.domain.campaign import CampaignPublic, EmailCopy
+from campaign_engine.domain.campaign import CampaignPublic, EmailCopy, served_locale
 from campaign_engine.unsubscribe.tokens import UnsubscribeTokens, list_unsubscribe_headers, unsubscribe_url
 
-__all__ = ["EmailContent", "compose_email", "email_content_for"]
+__all__ = ["EmailContent", "EmailVariants", "compose_email", "email_content_for", "email_variants_for"]
 
 
 @dataclass(frozen=True)
@@ -59,11 +59,17 @@ class EmailContent:
     cta_url: str
     campaign_id: str
     sender: str | None = None  # the tenant's emailFrom; None = the provider's EMAIL_FROM
+    locale: str = "en"
+    """The language of ``copy`` (issue 24): the root's ``lang``, and ``dir`` with it."""
 
     @cached_property
     def template(self) -> RenderedEmail:
         return render_email(
-            copy=self.copy, branding=self.branding, cta_url=self.cta_url, unsubscribe_url=_LINK_SLOT
+            copy=self.copy,
+            branding=self.branding,
+            cta_url=self.cta_url,
+            unsubscribe_url=_LINK_SLOT,
+            lang=self.locale,
         )
 
     @cached_property
@@ -72,15 +78,33 @@ class EmailContent:
 
 
 def email_content_for(
-    campaign: CampaignPublic, *, origins: Mapping[str, Any], tenants: Mapping[str, Any], default_tenant: str
+    campaign: CampaignPublic,
+    *,
+    origins: Mapping[str, Any],
+    tenants: Mapping[str, Any],
+    default_tenant: str,
+    locale: str | None = None,
 ) -> EmailContent:
-    """Resolve copy, CTA, branding and sender; raises ``EmailConfigError`` before anyone is claimed.
+    """Resolve copy (in the variant ``locale`` is served), CTA, branding and sender; raises
+    ``EmailConfigError`` before anyone is claimed.
 
     ``origins`` and ``tenants`` are ``TenantDirectory.app_origins()`` / ``.branding()`` in production:
     the tenant records, as the settings they replace were shaped."""
-    email: EmailCopy | None = campaign.email
-    if email is None:
+    if campaign.email is None:
         raise EmailConfigError("the campaign has no email content")
+    served, email = campaign.variant("email", locale)
+    return _content(campaign, email, served, origins=origins, tenants=tenants, default_tenant=default_tenant)
+
+
+def _content(
+    campaign: CampaignPublic,
+    email: EmailCopy,
+    served: str,
+    *,
+    origins: Mapping[str, Any],
+    tenants: Mapping[str, Any],
+    default_tenant: str,
+) -> EmailContent:
     content = EmailContent(
         copy=_Copy(email.subject, email.title, email.body, email.cta_label, email.hero_image_url),
         branding=branding_for(tenants, campaign.tenant_id, default_tenant),
@@ -92,9 +116,44 @@ def email_content_for(
         ),
         campaign_id=campaign.id,
         sender=_sender_for(tenants, campaign.tenant_id, default_tenant),
+        locale=served,
     )
     content.template  # noqa: B018 - render now: a template error must surface before any claim
     return content
+
+
+@dataclass(frozen=True)
+class EmailVariants:
+    """A campaign's email in every language it has one, each rendered once per page walk; a recipient
+    gets the variant their locale is served (``domain/campaign.py:served_locale``)."""
+
+    languages: tuple[str, ...]
+    by_language: Mapping[str, EmailContent]
+
+    def for_reader(self, locale: str | None) -> EmailContent:
+        return self.by_language[served_locale(self.languages, locale)]
+
+
+def email_variants_for(
+    campaign: CampaignPublic, *, origins: Mapping[str, Any], tenants: Mapping[str, Any], default_tenant: str
+) -> EmailVariants:
+    """Every language's content, all rendered now: a broken translation fails the dispatch before
+    anyone is claimed, not halfway through its pages."""
+    if campaign.email is None:
+        raise EmailConfigError("the campaign has no email content")
+    languages = tuple(campaign.languages("email"))
+    by_language = {
+        tag: _content(
+            campaign,
+            campaign.variant("email", tag)[1],
+            tag,
+            origins=origins,
+            tenants=tenants,
+            default_tenant=default_tenant,
+        )
+        for tag in languages
+    }
+    return EmailVariants(languages, by_language)
 
 
 def _sender_for(tenants: Mapping[str, Any], tenant_id: str | None, default_tenant: str) -> str | None:

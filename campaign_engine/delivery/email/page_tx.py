@@ -52,6 +52,8 @@ class Claimed:
     unsubscribe_id: str
     state_id: str
     """The elementId of the CAMPAIGN_STATE this claim wrote: where the outcome record finds it again."""
+    locale: str | None = None
+    """The profile's locale: which language variant of the email this recipient gets (issue 24)."""
 
 
 @dataclass(frozen=True)
@@ -231,16 +233,17 @@ class PageTransactions:
 
 
 def _with_unsubscribe_ids(tx: Tx, rows: Sequence[Sequence[Any]]) -> list[Claimed]:
-    """The claimed ``[profileId, address, unsubscribeId, stateId]`` rows, allocating the ids still missing
-    (a profile made before ids existed and not yet backfilled) in the claim's transaction, under its locks."""
-    missing = [str(pid) for pid, _, uid, _ in rows if uid is None]
+    """The claimed ``[profileId, address, unsubscribeId, stateId, locale]`` rows, allocating the ids still
+    missing (a profile made before ids existed and not yet backfilled) in the claim's transaction, under
+    its locks."""
+    missing = [str(pid) for pid, _, uid, _, _ in rows if uid is None]
     allocated: dict[str, str] = {}
     if missing:
         result = tx.run(query("email_unsubscribe_ids"), profileIds=missing)
         allocated = {str(r["profileId"]): str(r["unsubscribeId"]) for r in result}
     return [
-        Claimed(str(pid), str(address), str(uid or allocated[str(pid)]), str(state))
-        for pid, address, uid, state in rows
+        Claimed(str(pid), str(address), str(uid or allocated[str(pid)]), str(state), locale)
+        for pid, address, uid, state, locale in rows
     ]
 
 

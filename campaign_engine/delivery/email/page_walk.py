@@ -52,7 +52,7 @@ from campaign_engine.delivery.dispatch_cursor import (
     resend_lost_successor,
     stop,
 )
-from campaign_engine.delivery.email.compose import EmailContent, compose_email, email_content_for
+from campaign_engine.delivery.email.compose import EmailVariants, compose_email, email_variants_for
 from campaign_engine.delivery.email.page_settle import PageSettler
 from campaign_engine.delivery.email.page_tx import Claimed, ClaimedPage, PageTransactions
 from campaign_engine.delivery.email.provider import EmailProvider, SendResult, send_each
@@ -160,7 +160,7 @@ class EmailWorker:
             return self._stop(job, "stopped", reason, stamp)
         assert campaign_node is not None
         try:
-            content = email_content_for(
+            content = email_variants_for(
                 campaign_from_node(campaign_node),
                 origins=self._origins,
                 tenants=self._tenants,
@@ -176,7 +176,7 @@ class EmailWorker:
 
     # --- the pipeline ------------------------------------------------------------------------------
 
-    def _walk(self, job: PageJob, content: EmailContent) -> EmailPageOutcome:
+    def _walk(self, job: PageJob, content: EmailVariants) -> EmailPageOutcome:
         deadline = time.monotonic() + self._run_seconds
         totals = WalkTotals()
         started = time.perf_counter()
@@ -268,7 +268,7 @@ class EmailWorker:
         return totals.outcome(before or "lost_race")
 
     def _submit(
-        self, page: ClaimedPage, content: EmailContent, committed: Future[None] | None = None
+        self, page: ClaimedPage, content: EmailVariants, committed: Future[None] | None = None
     ) -> Future[list[SendResult] | None]:
         """Compose and send ``page`` on the sender thread, once its claim ``committed`` (None: it has);
         the future's None means that commit failed and nothing was sent."""
@@ -278,7 +278,7 @@ class EmailWorker:
         return self._sender.submit(run, self._send_once_claimed, page.claimed, content, job, committed)
 
     def _send_once_claimed(
-        self, claimed: Sequence[Claimed], content: EmailContent, job: PageJob, committed: Future[None] | None
+        self, claimed: Sequence[Claimed], content: EmailVariants, job: PageJob, committed: Future[None] | None
     ) -> list[SendResult] | None:
         failure = None if committed is None else committed.exception()
         if failure is not None:
@@ -287,12 +287,12 @@ class EmailWorker:
         return self._compose_and_send(claimed, content, job)
 
     def _compose_and_send(
-        self, claimed: Sequence[Claimed], content: EmailContent, job: PageJob
+        self, claimed: Sequence[Claimed], content: EmailVariants, job: PageJob
     ) -> list[SendResult]:
         metadata = {"campaignId": job.campaign_id, "dispatchId": job.dispatch_id}
         messages = [
             compose_email(
-                content,
+                content.for_reader(c.locale),
                 key=c.profile_id,
                 to=c.address,
                 unsubscribe_id=c.unsubscribe_id,

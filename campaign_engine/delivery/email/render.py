@@ -24,6 +24,7 @@ from jinja2 import Environment, FileSystemLoader, StrictUndefined, select_autoes
 from markupsafe import Markup, escape
 
 from campaign_engine.domain.errors import BadRequest
+from campaign_engine.domain.locale import direction
 
 __all__ = [
     "DEFAULT_BRANDING",
@@ -96,9 +97,10 @@ class RenderedEmail:
 
 
 def render_email(
-    *, copy: EmailCopyLike, branding: Branding, cta_url: str, unsubscribe_url: str
+    *, copy: EmailCopyLike, branding: Branding, cta_url: str, unsubscribe_url: str, lang: str = "en"
 ) -> RenderedEmail:
-    """Render both parts. Raises EmailConfigError when a link is not http(s)."""
+    """Render both parts in language ``lang`` (its ``lang`` and ``dir`` on the root: a right-to-left
+    language is laid out mirrored). Raises EmailConfigError when a link is not http(s)."""
     for label, url in (("CTA", cta_url), ("unsubscribe", unsubscribe_url)):
         if not _is_web_url(url):
             raise EmailConfigError(f"the {label} link must be an http(s) URL")
@@ -114,6 +116,9 @@ def render_email(
         "hero_url": hero,
         "unsubscribe_url": unsubscribe_url,
         "brand": branding,
+        "lang": lang,
+        "direction": direction(lang),
+        "align": "right" if direction(lang) == "rtl" else "left",
     }
     return RenderedEmail(
         subject=" ".join(copy.subject.split()),  # no CR/LF may reach a header

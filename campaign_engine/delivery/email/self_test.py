@@ -63,10 +63,14 @@ class EmailSelfTester:
         self._query = policy_query("email_test_recipient")
 
     def __call__(self, *, admin_id: str, campaign: CampaignPublic, test_id: str) -> None:
-        content = email_content_for(
-            campaign, origins=self._origins, tenants=self._tenants, default_tenant=self._default_tenant
+        address, unsubscribe_id, locale = self._graph.write(self._recipient, admin_id, now=self._clock())
+        content = email_content_for(  # in the admin's own language, as a recipient of theirs would get it
+            campaign,
+            origins=self._origins,
+            tenants=self._tenants,
+            default_tenant=self._default_tenant,
+            locale=locale,
         )
-        address, unsubscribe_id = self._graph.write(self._recipient, admin_id, now=self._clock())
         content = dataclasses.replace(
             content, copy=dataclasses.replace(content.copy, subject=f"[Test] {content.copy.subject}")
         )
@@ -86,11 +90,11 @@ class EmailSelfTester:
                 f"the email provider did not accept the test email ({result.outcome}: {result.reason})"
             )
 
-    def _recipient(self, tx: Tx, admin_id: str, *, now: datetime) -> tuple[str, str]:
+    def _recipient(self, tx: Tx, admin_id: str, *, now: datetime) -> tuple[str, str, str | None]:
         record = tx.run(self._query, profileId=admin_id, **policy_params(now, self._adult_age)).single()
         if record is None:
             raise NotFound("your profile is not in the graph; upsert it before sending yourself a test")
         if record["blocked"] is not None:
             raise BadRequest(f"cannot send you a test email: {_REASONS[record['blocked']]}")
         ids = ensure_unsubscribe_ids(tx, [admin_id])
-        return str(record["address"]), ids[admin_id]
+        return str(record["address"]), ids[admin_id], record["locale"]

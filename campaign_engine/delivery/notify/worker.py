@@ -40,6 +40,7 @@ from campaign_engine.delivery.notify.sender import (
     WebhookSender,
 )
 from campaign_engine.delivery.notify.verdicts import Verdict, delivery_ids, metric_outcomes, verdict_of
+from campaign_engine.domain.campaign import served_locale, wire_languages, wire_variant
 from campaign_engine.domain.dispatch import DeliveryJob
 from campaign_engine.domain.frequency_cap import CapChannel, ChannelCap, cap_params, caps_channel
 from campaign_engine.domain.notification import AnnouncementMetadata, AnnouncementPayload, payload_json
@@ -84,6 +85,7 @@ class _Recheck(NamedTuple):
     definition: str
     has_in_app: bool
     keys: str | None = None
+    locale: str | None = None
 
 
 # The outcome write is re-run when its commit was cut off (``Graph.write_idempotent``), so a second
@@ -246,10 +248,13 @@ class NotificationWorker:
         copies = {campaign: (definition, in_app) for campaign, definition, in_app in record["campaigns"]}
         by_id = {j.delivery_id: j for j in jobs}
         rows: dict[str, _Recheck] = {}
-        columns = (record["deliveryIds"], record["blocked"], record["webhooks"], record["webhookKeys"])
-        for delivery_id, blocked, webhook, keys in zip(*columns, strict=True):
+        columns = (record["deliveryIds"], record["blocked"], record["webhooks"], record["webhookKeys"],
+                   record["locales"])  # fmt: skip
+        for delivery_id, blocked, webhook, keys, locale in zip(*columns, strict=True):
             definition, has_in_app = copies.get(by_id[delivery_id].campaign_id, ("", False))
-            row = _Recheck(blocked or None, webhook or None, definition, has_in_app, keys or None)
+            row = _Recheck(
+                blocked or None, webhook or None, definition, has_in_app, keys or None, locale or None
+            )
             rows[delivery_id] = row
         return rows
 
@@ -269,10 +274,11 @@ class NotificationWorker:
             return None
         url = row.webhook or self._default_webhook
         secrets = self._receiver_secrets(row, now)
-        definition = row.definition
-        if definition not in copies:
-            copies[definition] = json.loads(definition).get("notification")
-        copy = copies[definition]
+        if row.definition not in copies:
+            copies[row.definition] = json.loads(row.definition)
+        definition = copies[row.definition]
+        locale = served_locale(wire_languages(definition, "notification"), row.locale)
+        copy = wire_variant(definition, "notification", locale)
         if not url or not copy:
             log.info("notify.suppressed", extra={**delivery_ids(job), "reason": "no_destination_or_copy"})
             return None
@@ -288,6 +294,7 @@ class NotificationWorker:
                 delivery_id=job.delivery_id,
                 campaign_has_in_app=row.has_in_app and job.campaign_test_id is None,
                 campaign_test_id=job.campaign_test_id,
+                locale=locale,
             ),
         )
         return _Send(message=message, job=job, url=url, body=payload_json(payload), secrets=secrets)

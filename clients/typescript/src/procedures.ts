@@ -175,7 +175,7 @@ export interface Procedures {
   };
   "campaigns.previewEmail": {
     kind: "query";
-    input: CampaignRef;
+    input: EmailPreviewInput;
     output: EmailPreview;
   };
   "campaigns.recordEvent": {
@@ -560,6 +560,10 @@ export interface CampaignCreate {
   discoverable?: boolean;
   timeZone?: string | null;
   quietHours?: QuietHoursWindow | null;
+  locale?: string;
+  translations?: {
+    [k: string]: Translation;
+  } | null;
   id: string;
 }
 /**
@@ -664,6 +668,27 @@ export interface QuietHoursWindow {
   end: string;
 }
 /**
+ * One language's content; a channel it leaves out falls back as a missing translation does (to a
+ * less specific tag that has it, else the base content). Same models, so same limits and URL rules.
+ *
+ * This interface was referenced by `undefined`'s JSON-Schema definition
+ * via the `patternProperty` "^[A-Za-z]{2,8}(-[A-Za-z]{3}){0,3}(-[A-Za-z]{4})?(-([A-Za-z]{2}|[0-9]{3}))?(-([A-Za-z0-9]{5,8}|[0-9][A-Za-z0-9]{3}))*(-[0-9A-WY-Za-wy-z](-[A-Za-z0-9]{2,8})+)*(-[Xx](-[A-Za-z0-9]{1,8})+)?$".
+ *
+ * This interface was referenced by `undefined`'s JSON-Schema definition
+ * via the `patternProperty` "^[A-Za-z]{2,8}(-[A-Za-z]{3}){0,3}(-[A-Za-z]{4})?(-([A-Za-z]{2}|[0-9]{3}))?(-([A-Za-z0-9]{5,8}|[0-9][A-Za-z0-9]{3}))*(-[0-9A-WY-Za-wy-z](-[A-Za-z0-9]{2,8})+)*(-[Xx](-[A-Za-z0-9]{1,8})+)?$".
+ *
+ * This interface was referenced by `undefined`'s JSON-Schema definition
+ * via the `patternProperty` "^[A-Za-z]{2,8}(-[A-Za-z]{3}){0,3}(-[A-Za-z]{4})?(-([A-Za-z]{2}|[0-9]{3}))?(-([A-Za-z0-9]{5,8}|[0-9][A-Za-z0-9]{3}))*(-[0-9A-WY-Za-wy-z](-[A-Za-z0-9]{2,8})+)*(-[Xx](-[A-Za-z0-9]{1,8})+)?$".
+ *
+ * This interface was referenced by `Procedures`'s JSON-Schema
+ * via the `definition` "Translation".
+ */
+export interface Translation {
+  message?: Message | null;
+  notification?: NotificationCopy | null;
+  email?: EmailCopy | null;
+}
+/**
  * A campaign as admins read it: the definition plus lifecycle fields. ``id`` is the storage id in
  * Python (delivery names the campaign by it) and the tenant's ref on the wire (domain/tenancy.py).
  *
@@ -687,6 +712,10 @@ export interface CampaignPublic {
   discoverable?: boolean;
   timeZone?: string | null;
   quietHours?: QuietHoursWindow | null;
+  locale?: string;
+  translations?: {
+    [k: string]: Translation;
+  } | null;
   id: string;
   status: "draft" | "live" | "paused" | "archived";
   tenantId: string | null;
@@ -718,6 +747,10 @@ export interface CampaignCard {
   campaignId: string;
   name: string;
   message: Message | null;
+  /**
+   * the language of `message`: the best match for the reader's locale
+   */
+  locale?: string | null;
   startsAt: string | null;
   endsAt: string | null;
 }
@@ -899,6 +932,10 @@ export interface MyCampaign {
   campaignId: string;
   name: string;
   message: Message | null;
+  /**
+   * the language of `message`: the best match for the reader's locale
+   */
+  locale?: string | null;
   startsAt: string | null;
   endsAt: string | null;
   state?: EngagementState | null;
@@ -1027,12 +1064,27 @@ export interface DispatchPreview {
 }
 /**
  * This interface was referenced by `Procedures`'s JSON-Schema
+ * via the `definition` "EmailPreviewInput".
+ */
+export interface EmailPreviewInput {
+  campaignId: string;
+  /**
+   * preview as a reader of this locale sees it (default: the base content)
+   */
+  locale?: string | null;
+}
+/**
+ * This interface was referenced by `Procedures`'s JSON-Schema
  * via the `definition` "EmailPreview".
  */
 export interface EmailPreview {
   subject: string;
   html: string;
   text: string;
+  /**
+   * the language shown: the variant `locale` is served
+   */
+  locale: string;
 }
 /**
  * This interface was referenced by `Procedures`'s JSON-Schema
@@ -1123,6 +1175,10 @@ export interface CampaignPatch {
   discoverable?: boolean;
   timeZone?: string | null;
   quietHours?: QuietHoursWindow | null;
+  locale?: string;
+  translations?: {
+    [k: string]: Translation;
+  } | null;
 }
 /**
  * This interface was referenced by `Procedures`'s JSON-Schema

@@ -1,0 +1,164 @@
+"""Every recipient in their own language (issue 24 items 1-3), on the real graph, worker, reference inbox
+and Postmark stand-in: one campaign with `en` base content and `es` and `ar` translations, recipients of
+locales `en-GB`, `es-MX`, `es`, `ar`, `fr`, `zz` and none; the inbox payload, the email and the in-app
+card of each are in the language the one rule (``served_locale``) picks, the Arabic email is RTL."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from campaign_engine.campaigns.dispatch import dispatch, preview_dispatch
+from campaign_engine.config import Settings
+from campaign_engine.domain.campaign import CampaignCreate, served_locale
+from campaign_engine.domain.locale import direction, lookup
+from campaign_engine.graph.graph import Graph
+from campaign_engine.wiring import build_worker
+from tests.conftest import ADMIN_ID
+from tests.support.api import api_client, error_code, ok
+from tests.support.delivery import (
+    NOW,
+    StepClock,
+    delivery_settings,
+    drain,
+    inbox_records,
+    inbox_server,
+    local_queues,
+)
+from tests.support.email import add_email_members, email_settings
+from tests.support.postmark_standin import PostmarkStandin
+
+COPY = {
+    "en": ("Spring is here", "New features for everyone", "Spring news", "Open the app"),
+    "es": ("Llegó la primavera", "Novedades para todos", "Noticias de primavera", "Abrir la app"),
+    "ar": ("وصل الربيع", "ميزات جديدة للجميع", "أخبار الربيع", "افتح التطبيق"),
+}
+READERS = {"r-en-gb": "en-GB", "r-es-mx": "es-MX", "r-es": "es", "r-ar": "ar", "r-fr": "fr", "r-zz": "zz",
+           "r-none": None}  # fmt: skip
+EXPECTED = {"r-en-gb": "en", "r-es-mx": "es", "r-es": "es", "r-ar": "ar", "r-fr": "en", "r-zz": "en",
+            "r-none": "en"}  # fmt: skip
+
+
+def _content(lang: str) -> dict[str, Any]:
+    title, body, subject, cta = COPY[lang]
+    return {
+        "message": {"title": title, "body": body},
+        "notification": {"title": title, "body": body},
+        "email": {"subject": subject, "title": title, "body": body, "ctaLabel": cta},
+    }
+
+
+CAMPAIGN = {
+    "id": "spring",
+    "name": "Spring",
+    "channels": ["inApp", "notify", "email"],
+    "locale": "en",
+    **_content("en"),
+    "translations": {"es": _content("es"), "ar": _content("ar")},
+}
+
+
+@pytest.fixture(scope="module")
+def standin() -> Iterator[PostmarkStandin]:
+    with PostmarkStandin() as server:
+        yield server
+
+
+def test_the_lookup_takes_the_most_specific_tag_and_falls_back_to_the_base() -> None:
+    available = ["en", "es", "es-MX", "ar"]
+    cases = {"es-MX": "es-MX", "ES-mx": "es-MX", "es-419": "es", "es": "es", "ar-EG": "ar", "pt_BR": None,
+             "fr": None, "en-GB": "en", "es-MX-x-custom": "es-MX", "": None, None: None}  # fmt: skip
+    for requested, served in cases.items():
+        assert lookup(requested, available) == served, requested
+    assert served_locale(available, "fr") == "en"  # no match: the base, listed first
+    assert [direction(t) for t in ("ar", "he-IL", "fa", "ur", "az-Arab", "en", "es-MX", "ks-Deva")] == [
+        "rtl", "rtl", "rtl", "rtl", "rtl", "ltr", "ltr", "ltr"
+    ]  # fmt: skip
+
+
+def test_a_channel_a_translation_leaves_out_falls_back_like_a_missing_one() -> None:
+    es_mx = {"notification": {"title": "¡Primavera!", "body": "Para México"}}
+    definition = CampaignCreate.model_validate(
+        {**CAMPAIGN, "translations": {**CAMPAIGN["translations"], "es-MX": es_mx}}
+    )
+    assert definition.variant("notification", "es-MX")[0] == "es-MX"
+    assert definition.variant("email", "es-MX")[0] == "es"  # es-MX has no email: the next tag that has one
+    assert definition.variant("message", "es-mx")[1].title == "Llegó la primavera"
+
+
+def test_every_channel_serves_each_reader_their_language(
+    base_settings: Settings, graph: Graph, standin: PostmarkStandin, tmp_path: Path
+) -> None:
+    standin.reset()
+    settings = email_settings(delivery_settings(base_settings), standin.url, standin.token)
+    queues = local_queues(tmp_path / "q.sqlite3")
+    with inbox_server(tmp_path) as inbox, api_client(settings, graph) as api:
+        ok(api.mutate("campaigns.create", CAMPAIGN, as_=ADMIN_ID, admin=True))
+        for pid, locale in READERS.items():
+            add_email_members(graph, "spring", [pid], webhook=f"{inbox.url}/api/notifications/send")
+            if locale is not None:
+                graph.run("MATCH (p:Profile {profileId: $id}) SET p.locale = $locale", id=pid, locale=locale)
+            graph.run("MATCH (p:Profile {profileId: $id}) SET p.notificationsWebhook = $url", id=pid,
+                      url=f"{inbox.url}/api/notifications/send")  # fmt: skip
+        ok(
+            api.mutate(
+                "campaigns.setStatus", {"campaignId": "spring", "status": "live"}, as_=ADMIN_ID, admin=True
+            )
+        )
+        preview = preview_dispatch(graph, campaign_id="spring", now=NOW, adult_age=18, max_recipients=100)
+        dispatch(graph, queues.dispatch, campaign_id="spring", expected_token=preview.preview_token, now=NOW,
+                 adult_age=18, max_recipients=100)  # fmt: skip
+        worker = build_worker(settings, graph, queues=queues, clock=StepClock(), sweep_every=None)
+        try:
+            drain(worker.handle, queues)
+        finally:
+            worker.close()
+
+        emails = {m["To"].split("@")[0]: m for m in standin.accepted}
+        for pid, lang in EXPECTED.items():
+            title, _, subject, cta = COPY[lang]
+            [record] = inbox_records(inbox.url, pid)
+            assert (record["title"], record["metadata"]["locale"]) == (title, lang), pid
+            message = emails[pid]
+            assert message["Subject"] == subject, pid
+            assert f'<html lang="{lang}" dir="{direction(lang)}">' in message["HtmlBody"], pid
+            assert cta in message["HtmlBody"] and title in message["TextBody"], pid
+            [card] = ok(api.query("campaigns.getMyCampaigns", as_=pid))["campaigns"]
+            assert (card["message"]["title"], card["locale"]) == (title, lang), pid
+        assert 'dir="rtl"' in emails["r-ar"]["HtmlBody"] and "text-align:right" in emails["r-ar"]["HtmlBody"]
+
+        shown = ok(api.query("campaigns.previewEmail", {"campaignId": "spring", "locale": "ar-EG"},
+                             as_=ADMIN_ID, admin=True))  # fmt: skip
+        assert shown["locale"] == "ar" and shown["subject"] == COPY["ar"][2]
+        assert '<html lang="ar" dir="rtl">' in shown["html"]
+        base = ok(api.query("campaigns.previewEmail", {"campaignId": "spring"}, as_=ADMIN_ID, admin=True))
+        assert base["locale"] == "en" and '<html lang="en" dir="ltr">' in base["html"]
+
+
+def test_translations_are_validated_like_the_base_content(base_settings: Settings, graph: Graph) -> None:
+    with api_client(base_settings, graph) as api:
+        es = _content("es")
+        bad = [
+            {"translations": {"spanish!": es}},  # not a language tag
+            {"translations": {"es": es, "ES": es}},  # the same language twice
+            {"translations": {"EN": es}},  # the base language again
+            {"translations": {"es": {}}},  # no content at all
+            {"translations": {"es": {"email": {**es["email"], "heroImageUrl": "http://x.example/a.png"}}}},
+            {"translations": {"es": {"notification": {"title": "x" * 66, "body": "y"}}}},
+            {"locale": "not a tag"},
+        ]
+        for change in bad:
+            answer = api.mutate("campaigns.create", {**CAMPAIGN, **change}, as_=ADMIN_ID, admin=True)
+            assert error_code(answer) == "BAD_REQUEST", change
+        assert ok(api.query("campaigns.list", as_=ADMIN_ID, admin=True))["records"] == []
+
+        ok(api.mutate("campaigns.create", CAMPAIGN, as_=ADMIN_ID, admin=True))
+        got = ok(api.query("campaigns.get", {"campaignId": "spring"}, as_=ADMIN_ID, admin=True))
+        assert got["locale"] == "en" and sorted(got["translations"]) == ["ar", "es"]
+        assert got["translations"]["ar"]["email"]["subject"] == COPY["ar"][2]
+        patched = ok(api.mutate("campaigns.update", {"campaignId": "spring", "translations": None},
+                                as_=ADMIN_ID, admin=True))  # fmt: skip
+        assert patched["translations"] is None
