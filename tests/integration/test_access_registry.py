@@ -157,6 +157,7 @@ def _inputs(seeded: Seeded) -> dict[str, Any]:
         "campaigns.setStatus": {"campaignId": REF, "status": "paused"},
         "campaigns.delete": campaign,
         "campaigns.explainRecipient": {"campaignId": REF, "profileId": "p1"},
+        "campaigns.duplicate": {"campaignId": REF, "id": "copy-of-it"},
         "campaigns.previewAudience": {"campaignId": REF, "source": {"type": "all"}},
         "campaigns.addAudience": {"campaignId": REF, "source": p2},
         "campaigns.removeAudience": {"campaignId": REF, "source": p1},

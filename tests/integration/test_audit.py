@@ -147,6 +147,11 @@ def test_every_admin_mutation_commits_exactly_one_entry_with_its_revisions(
     assert (entry["revisionBefore"], entry["revisionAfter"]) == (2, 3)
     assert entry["detail"] == '{"from":"draft","to":"live"}'
 
+    copied, entry = call("campaigns.duplicate", {"campaignId": "c1", "id": "c1-copy"})
+    assert (entry["targetId"], entry["revisionAfter"], copied["status"]) == ("c1-copy", 1, "draft")
+    assert copied["name"] == "Hello again" and copied["message"] == updated["message"]
+    call("campaigns.delete", {"campaignId": "c1-copy"})  # the copy has no audience: nothing else goes
+
     source = {"type": "profileIds", "profileIds": MEMBERS}
     _, entry = call("campaigns.addAudience", {"campaignId": "c1", "source": source})
     assert (entry["revisionBefore"], entry["revisionAfter"]) == (3, 3)

@@ -162,3 +162,42 @@ def test_translations_are_validated_like_the_base_content(base_settings: Setting
         patched = ok(api.mutate("campaigns.update", {"campaignId": "spring", "translations": None},
                                 as_=ADMIN_ID, admin=True))  # fmt: skip
         assert patched["translations"] is None
+
+
+def test_duplicate_copies_the_definition_never_the_audience_state_or_dispatches(
+    base_settings: Settings, graph: Graph, tmp_path: Path
+) -> None:
+    with api_client(base_settings, graph) as api:
+        admin = {"as_": ADMIN_ID, "admin": True}
+        ok(api.mutate("campaigns.create", CAMPAIGN, **admin))
+        add_email_members(graph, "spring", ["m1", "m2"])
+        ok(api.mutate("campaigns.setStatus", {"campaignId": "spring", "status": "live"}, **admin))
+        ok(api.mutate("campaigns.recordEvent", {"campaignId": "spring", "event": "shown"}, as_="m1"))
+        queues = local_queues(tmp_path / "q.sqlite3")
+        dispatch(graph, queues.dispatch, campaign_id="spring", expected_token=None, now=NOW, adult_age=18,
+                 max_recipients=100)  # fmt: skip
+
+        named = {"campaignId": "spring", "id": "autumn", "name": "Autumn"}
+        copy = ok(api.mutate("campaigns.duplicate", named, **admin))
+        assert (copy["id"], copy["name"], copy["status"], copy["revision"]) == (
+            "autumn",
+            "Autumn",
+            "draft",
+            1,
+        )
+        original = ok(api.query("campaigns.get", {"campaignId": "spring"}, **admin))
+        kept = ("channels", "message", "notification", "email", "locale", "translations", "excludeMinors")
+        assert {k: copy[k] for k in kept} == {k: original[k] for k in kept}
+        audience = ok(api.query("campaigns.getAudience", {"campaignId": "autumn"}, **admin))
+        assert audience["records"] == []
+        stats = ok(api.query("campaigns.getStats", {"campaignId": "autumn"}, **admin))
+        assert stats["shown"] == 0 and stats["audience"] == 0
+        assert ok(api.query("campaigns.listDispatches", {"campaignId": "autumn"}, **admin)) == []
+        assert (
+            len(ok(api.query("campaigns.listDispatches", {"campaignId": "spring"}, **admin))) == 2
+        )  # notify, email
+
+        again = api.mutate("campaigns.duplicate", {"campaignId": "spring", "id": "autumn"}, **admin)
+        assert error_code(again) == "CONFLICT"
+        missing = api.mutate("campaigns.duplicate", {"campaignId": "nope", "id": "winter"}, **admin)
+        assert error_code(missing) == "NOT_FOUND"

@@ -12,7 +12,14 @@ from campaign_engine.api.routers.common import CampaignRef, Ok
 from campaign_engine.api.trpc import ProcedureRouter
 from campaign_engine.campaigns import definitions
 from campaign_engine.campaigns.explain import RecipientExplanation, explain_recipient
-from campaign_engine.domain.campaign import CampaignCreate, CampaignPatch, CampaignPublic, CampaignStatus
+from campaign_engine.domain.campaign import (
+    CampaignCreate,
+    CampaignDefinition,
+    CampaignId,
+    CampaignPatch,
+    CampaignPublic,
+    CampaignStatus,
+)
 from campaign_engine.graph.tenant_directory import tenants_of
 
 __all__ = ["ACCESS", "router"]
@@ -26,6 +33,7 @@ ACCESS: dict[str, Access] = {
     "setStatus": "publisher",
     "delete": "publisher",
     "explainRecipient": "viewer",
+    "duplicate": "author",
 }
 router = ProcedureRouter("campaigns", ACCESS)
 
@@ -46,12 +54,34 @@ class StatusInput(CampaignRef):
     status: CampaignStatus
 
 
+class DuplicateInput(CampaignRef):
+    id: CampaignId = Field(description="the new campaign's id")
+    name: Annotated[str, Field(min_length=1, max_length=200)] | None = Field(
+        default=None, description="the new campaign's name (default: the original's)"
+    )
+
+
 @router.mutation("create")
 def create(ctx: Context, data: CampaignCreate) -> CampaignPublic:
     """Create a campaign in draft; its tenant comes from the request."""
     return definitions.create_campaign(
         ctx.services.graph, data=data, tenant_id=ctx.tenant_id, now=ctx.services.clock(), audit=ctx.audit()
     )
+
+
+@router.mutation("duplicate")
+def duplicate(ctx: Context, data: DuplicateInput) -> CampaignPublic:
+    """Start from an earlier campaign: its definition (translations included) as a new draft, never its
+    audience, state or dispatches."""
+    source = definitions.get_campaign(ctx.services.graph, ctx.campaign(data.campaign_id))
+    wire = CampaignDefinition.model_validate(source.model_dump(by_alias=True, include=_DEFINITION)).wire()
+    copy = CampaignCreate.model_validate({**wire, "id": data.id, "name": data.name or source.name})
+    return definitions.create_campaign(
+        ctx.services.graph, data=copy, tenant_id=ctx.tenant_id, now=ctx.services.clock(), audit=ctx.audit()
+    )
+
+
+_DEFINITION = set(CampaignDefinition.model_fields)
 
 
 @router.query("get")

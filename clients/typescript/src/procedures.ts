@@ -103,6 +103,11 @@ export interface Procedures {
     input: DispatchInput;
     output: DispatchStarted;
   };
+  "campaigns.duplicate": {
+    kind: "mutation";
+    input: DuplicateInput;
+    output: CampaignPublic;
+  };
   "campaigns.enroll": {
     kind: "mutation";
     input: AppCampaignRef;
@@ -772,6 +777,21 @@ export interface DispatchStarted {
   dispatchIds?: {
     [k: string]: string | undefined;
   };
+}
+/**
+ * This interface was referenced by `Procedures`'s JSON-Schema
+ * via the `definition` "DuplicateInput".
+ */
+export interface DuplicateInput {
+  campaignId: string;
+  /**
+   * the new campaign's id
+   */
+  id: string;
+  /**
+   * the new campaign's name (default: the original's)
+   */
+  name?: string | null;
 }
 /**
  * A campaign as apps name it: its storage id, which may be ``<tenantId>~<ref>`` (domain/tenancy.py).
