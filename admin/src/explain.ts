@@ -26,6 +26,20 @@ function when(value: string | null | undefined): Child {
   return h("span", {}, timeEl(value), " (your time)");
 }
 
+/** How a member joined (the audience source the server recorded), in words. */
+function joined(source: string | null | undefined): string {
+  if (!source) return "added by an admin";
+  if (source.startsWith("tag:")) return `added through the tag ${source.slice(4)}`;
+  const known: Record<string, string> = {
+    profileIds: "added by profile id",
+    dids: "added by DID",
+    connections: "added as a connection of a profile",
+    all: "added with everyone",
+    selfEnrolled: "who joined by themselves",
+  };
+  return known[source] ?? `added by ${source}`;
+}
+
 /** Why the age policy stops this profile, from its record when it could be read. */
 function ageReason(f: Facts): string {
   const p = f.profile;
@@ -69,7 +83,7 @@ const RULES: Record<string, RuleWords> = {
   ended: campaignRule("the campaign's window has ended"),
   not_member: {
     check: "In the audience",
-    yes: (f) => [`A member${f.x.memberSource ? ` (by ${f.x.memberSource})` : ""}`, ...(f.x.memberAddedAt ? [", added ", when(f.x.memberAddedAt)] : [])],
+    yes: (f) => [`A member, ${joined(f.x.memberSource)}`, ...(f.x.memberAddedAt ? [" on ", when(f.x.memberAddedAt)] : [])],
     no: () => ["the profile is not in the audience"],
   },
   opted_out: {
@@ -114,18 +128,22 @@ function verdict(f: Omit<Facts, "rule">, c: ChannelExplanation): Child[] {
   const thing = THING[f.channel];
   if (c.wouldReceive) return [`Would receive ${thing} now.`];
   const blocking = c.rules.find((r) => !r.ok);
-  if (blocking?.rule === "already_notified") return ["Already received it ", when(blocking.detail ?? f.x.past?.["notifiedAt"]), "."];
+  if (blocking?.rule === "already_notified") return ["Already received it on ", when(blocking.detail ?? f.x.past?.["notifiedAt"]), "."];
   if (blocking?.rule === "already_claimed") {
-    return f.x.past?.["emailedAt"] ? ["Already received it ", when(f.x.past["emailedAt"]), "."] : ["Already being emailed (since ", when(blocking.detail), ")."];
+    return f.x.past?.["emailedAt"] ? ["Already received it on ", when(f.x.past["emailedAt"]), "."] : ["Already being emailed (since ", when(blocking.detail), ")."];
   }
   const words = blocking ? RULES[blocking.rule] : undefined;
   const reason = blocking && words ? words.no({ ...f, rule: blocking }) : [c.blockedBy ?? "a rule stops it"];
   return [`Will not receive ${thing}: `, ...reason, "."];
 }
 
+/** Rules that stop a second send because the first one happened: success, not a refusal. */
+const DONE = new Set(["already_notified", "already_claimed"]);
+
 function channelView(x: RecipientExplanation, profile: ProfileFacts | null, c: ChannelExplanation): HTMLElement {
   const base = { x, profile, channel: c.channel };
-  return h("article", { className: `explain-channel ${c.wouldReceive ? "yes" : "no"}`, "data-channel": c.channel, "data-would-receive": String(c.wouldReceive) },
+  const state = c.wouldReceive ? "yes" : DONE.has(c.blockedBy ?? "") ? "done" : "no";
+  return h("article", { className: `explain-channel ${state}`, "data-channel": c.channel, "data-would-receive": String(c.wouldReceive) },
     h("h3", {}, CHANNELS[c.channel] ?? c.channel),
     h("p", { className: "explain-verdict" }, ...verdict(base, c)),
     h("div", { className: "table-wrap" }, h("table", {},
@@ -137,7 +155,7 @@ function channelView(x: RecipientExplanation, profile: ProfileFacts | null, c: C
         const said = facts.map((part, i) => (i === 0 && typeof part === "string" ? part.charAt(0).toUpperCase() + part.slice(1) : part));
         return h("tr", { "data-rule": r.rule, "data-ok": String(r.ok) },
           h("th", { scope: "row" }, words?.check ?? r.rule),
-          h("td", { className: r.ok ? "ok" : "bad" }, r.ok ? "Allows it" : "Stops it"),
+          r.ok ? h("td", { className: "ok" }, "Allows it") : DONE.has(r.rule) ? h("td", { className: "done" }, "Done already") : h("td", { className: "bad" }, "Stops it"),
           h("td", {}, ...said));
       })))));
 }
@@ -169,7 +187,7 @@ function view(x: RecipientExplanation, profile: ProfileFacts | null): HTMLElemen
   const facts = Object.entries(x.past ?? {}).filter((entry): entry is [string, string] => typeof entry[1] === "string");
   return h("div", {},
     h("p", { id: "explain-member" }, x.member
-      ? h("span", {}, `${x.profileId} is a member (${x.memberSource ?? "unknown source"}`, ...(x.memberAddedAt ? [", added ", when(x.memberAddedAt)] : []), ").")
+      ? h("span", {}, `${x.profileId} is a member, ${joined(x.memberSource)}`, ...(x.memberAddedAt ? [" on ", when(x.memberAddedAt)] : []), ".")
       : `${x.profileId} is not a member of the audience.`),
     ...x.channels.map((c) => channelView(x, profile, c)),
     h("h3", {}, "What already happened"),

@@ -289,7 +289,15 @@ def assert_explanation_shown(
             expect(rows.nth(i)).to_have_attribute("data-rule", rule["rule"])
             expect(rows.nth(i)).to_have_attribute("data-ok", str(rule["ok"]).lower())
             expect(rows.nth(i).locator("th")).not_to_contain_text("_")  # a name in words, not a code
-            expect(rows.nth(i).locator("td").nth(0)).to_have_text("Allows it" if rule["ok"] else "Stops it")
+            # A send that already happened is done, not refused.
+            outcome = (
+                "Allows it"
+                if rule["ok"]
+                else "Done already"
+                if rule["rule"].startswith("already_")
+                else "Stops it"
+            )
+            expect(rows.nth(i).locator("td").nth(0)).to_have_text(outcome)
     facts = {k: v for k, v in (answer.get("past") or {}).items() if v is not None}
     for key, value in facts.items():
         fact = result.locator(f"[data-fact='{key}']")
@@ -582,7 +590,7 @@ def test_admin_journey_in_chromium(
             {"address": "noage@example.com", "verified": True, "primary": True}]}]})  # fmt: skip
         trpc(url, admin_token, "campaigns.addAudience", {"campaignId": CAMPAIGN,
              "source": {"type": "profileIds", "profileIds": ["m-noage"]}})  # fmt: skip
-        already = re.compile(r"^Already received it .*GMT\+1 \(your time\)\.$")
+        already = re.compile(r"^Already received it on .*GMT\+1 \(your time\)\.$")
         verdicts: dict[str, dict[str, str | re.Pattern[str]]] = {
             "m000": {"notify": already, "email": already},
             ADMIN_ID: {
