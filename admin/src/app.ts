@@ -107,6 +107,10 @@ const keeper = new SessionKeeper({
   store: (value) => sessionStorage.setItem(TOKEN_KEY, value),
   me: () => held?.session.me ?? null,
   announce,
+  signOut: () => {
+    forget();
+    renderSignIn("Signed out.");
+  },
 });
 api.renewing = keeper;
 let drawnHash = "#/"; // the route on screen, where a renewal link returns the address bar to

@@ -48,6 +48,8 @@ export interface KeeperDeps {
   /** Who the page was opened as; null before sign-in (then a refusal goes to the sign-in screen). */
   me(): Me | null;
   announce(message: string): void;
+  /** The dialog's "Sign out": forget the token and show the sign-in screen (which calls end()). */
+  signOut(): void;
 }
 
 export class SessionKeeper {
@@ -150,7 +152,7 @@ export class SessionKeeper {
     const input = h("textarea", { id: "session-renew-token", rows: 3, name: "renew-token", autocomplete: "off", spellcheck: "false", required: true });
     const submit = h("button", { type: "submit" }, "Continue with this token");
     const out = h("div", { id: "session-renew-problem" });
-    const signOut = h("button", { type: "button", className: "secondary", onclick: (() => this.finish(false)) as EventListener }, "Sign out");
+    const signOut = h("button", { type: "button", className: "secondary", onclick: (() => this.deps.signOut()) as EventListener }, "Sign out");
     const later = ended ? null : h("button", { type: "button", className: "secondary", onclick: (() => this.close()) as EventListener }, "Not now");
     const form = h("form", { method: "dialog", className: "renew-form" },
       h("h2", { id: "session-renew-h" }, ended ? "Your session has ended" : "Renew your session"),

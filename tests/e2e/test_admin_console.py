@@ -813,6 +813,10 @@ def test_an_ending_session_warns_then_renews_in_place_keeping_unsaved_edits(
         expect(dialog).to_be_hidden()
         assert page.evaluate("sessionStorage.getItem('campaign-engine.admin-token')") == second
         expect(warning).to_contain_text("in 1 minute")  # two minutes left: warned again, not asked
+        warning.get_by_role("button", name="Renew now").click()  # early: the dialog may be put off
+        expect(dialog.get_by_role("heading")).to_have_text("Renew your session")
+        dialog.get_by_role("button", name="Not now").click()
+        expect(dialog).to_be_hidden()
         expect(page.get_by_label("Name")).to_have_value("Typed before the end")
         expect(page.get_by_label("Campaign id")).to_have_value(name)
 
