@@ -8,7 +8,7 @@ import { h, replace } from "./dom";
 import { timeEl } from "./time";
 import type { Kit } from "./kit";
 
-/** A stored time in the admin\'s local time with its zone, UTC on hover (time.ts). */
+/** A stored time in the admin's local time with its zone, UTC on hover (time.ts). */
 function when(value: string | null): Node | string {
   return value ? timeEl(value) : "–";
 }

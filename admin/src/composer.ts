@@ -2,7 +2,7 @@
 // shown beside the fields they name (tRPC `data.issues[].path`), in the words of messages.ts.
 import type { Action, Campaign, Channel, Definition, Issue, Message } from "./api";
 import { field, h, replace } from "./dom";
-import { zoneName } from "./time";
+import { echoUtc, zoneName } from "./time";
 
 type Control = HTMLInputElement | HTMLSelectElement | HTMLTextAreaElement;
 const NOTIFY_TITLE_MAX = 65; // push banners truncate here (NotificationCopy in domain/campaign.py)
@@ -157,10 +157,16 @@ export function composer(existing: Campaign | null): Composer {
       add("email.subject", "Subject", eSubject), add("email.title", "Heading", eTitle), add("email.body", "Body", eBody),
       add("email.ctaLabel", "Button label", eCta), add("email.heroImageUrl", "Hero image URL (https)", eHero)),
     h("fieldset", {}, h("legend", {}, "Window and audience policy"),
-      add("startsAt", `Starts at (your time, ${zoneName()})`, startsAt), add("endsAt", `Ends at (your time, ${zoneName()})`, endsAt),
+      add("startsAt", `Starts at (your time, ${zoneName()})`, startsAt, " "), add("endsAt", `Ends at (your time, ${zoneName()})`, endsAt, " "),
       checkbox("excludeMinors", "Exclude minors (age policy)", excludeMinors),
       checkbox("discoverable", "Discoverable: people may join it themselves", discoverable)),
   );
+
+  // The window is typed in local time: each field's hint echoes it with its UTC instant.
+  for (const control of [startsAt, endsAt]) {
+    const hint = form.querySelector<HTMLElement>(`#${CSS.escape(control.id)}-hint`);
+    if (hint) echoUtc(control, hint);
+  }
 
   function channels(): Channel[] {
     return channelBoxes.filter((b) => b.checked).map((b) => b.value as Channel);

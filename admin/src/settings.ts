@@ -22,7 +22,7 @@ const TEXT_FIELDS: [TextKey, string, string][] = [
 ];
 const CAP_CHANNELS = ["notify", "email"] as const;
 
-/** A stored time in the admin\'s local time with its zone, UTC on hover (time.ts). */
+/** A stored time in the admin's local time with its zone, UTC on hover (time.ts). */
 function when(value: string | null | undefined): Node | string {
   return value ? timeEl(value) : "–";
 }

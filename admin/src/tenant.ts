@@ -7,7 +7,7 @@ import { field, h, replace } from "./dom";
 import { timeEl } from "./time";
 import type { Kit } from "./kit";
 
-/** A stored time in the admin\'s local time with its zone, UTC on hover (time.ts). */
+/** A stored time in the admin's local time with its zone, UTC on hover (time.ts). */
 function when(value: string | null | undefined): Node | string {
   return value ? timeEl(value) : "–";
 }

@@ -421,6 +421,12 @@ def test_admin_journey_in_chromium(
         assert "String should" not in page.locator("main").inner_text()  # the validator's words stay out
         shot(page, "composer-errors")
         assert_accessible(page, "composer with errors")
+        # The window is typed in the admin's time; its hint says the UTC instant that will be sent.
+        starts = page.get_by_label(re.compile(r"^Starts at \(your time, Europe/Paris\)"))
+        starts.fill("2027-03-21T09:00")
+        echo = page.locator(f"#{starts.get_attribute('id')}-hint")
+        expect(echo).to_contain_text("= 2027-03-21 08:00:00 UTC")
+        starts.fill("")
         page.get_by_label("Campaign id").fill(CAMPAIGN)
         page.locator("[data-path='notification.title']").fill("Spring is here")
         page.get_by_label("Button label").fill("See what's new")
