@@ -242,6 +242,19 @@ def api_failure(code: str, status: int, message: str) -> str:
     )
 
 
+def refuse_two_notifications(route: Any) -> None:
+    """The real listDispatches answer, with two of the notify channel's receipts made refusals and one
+    recipient capped (the batch may carry other calls: only list answers are touched)."""
+    answer = route.fetch()
+    body = answer.json()
+    for item in body:
+        data = item.get("result", {}).get("data")
+        for d in data if isinstance(data, list) else []:
+            if d.get("channel") == "notify":
+                d.update(acknowledged=d["acknowledged"] - 2, rejected=2, capped=1)
+    route.fulfill(response=answer, json=body)
+
+
 def shot(page: Page, name: str, section: str | None = None) -> None:
     """The whole page, what the viewport shows, or one section of the (long) campaign page."""
     ARTIFACTS.mkdir(exist_ok=True)
@@ -472,6 +485,17 @@ def test_admin_journey_in_chromium(
         expect(page.get_by_label("Description (admins only)")).to_have_value("The spring announcement")
         page.get_by_role("button", name="Save changes").click()
         expect(page.locator("#definition")).to_contain_text("Saved (revision 3)")
+        # Again, and this time keep mine: their description is replaced by ours, nothing else changes.
+        current = trpc(url, admin_token, "campaigns.get", {"campaignId": CAMPAIGN}, mutation=False)
+        theirs = {"campaignId": CAMPAIGN, "expectedUpdatedAt": current["updatedAt"], "description": "Theirs"}
+        trpc(url, admin_token, "campaigns.update", theirs)
+        page.get_by_label("Description (admins only)").fill("The spring announcement, mine")
+        page.get_by_role("button", name="Save changes").click()
+        expect(conflict.locator("#conflict-changes li")).to_have_text(["Description: now “Theirs”"])
+        conflict.get_by_role("button", name="Keep mine and save over theirs").click()
+        expect(page.locator("#definition")).to_contain_text("Saved (revision 5)")
+        kept = trpc(url, admin_token, "campaigns.get", {"campaignId": CAMPAIGN}, mutation=False)
+        assert kept["description"] == "The spring announcement, mine" and kept["name"] == "Spring launch 2026"
 
         # --- the email, rendered by the server with the worker's renderer, in the sandboxed frame
         page.get_by_role("button", name="Render email preview").click()
@@ -665,13 +689,25 @@ def test_admin_journey_in_chromium(
         # --- phone width: the campaign page fits without sideways scrolling; the same counters, sentences
         # and field messages as on a desktop
         page.set_viewport_size({"width": 390, "height": 844})
+        # The journey's inbox refuses nothing, so the server's answer is altered in flight: two of the
+        # notifications refused, one recipient capped. Exactly those exception counters come into view.
+        page.route("**/trpc/*campaigns.listDispatches*", refuse_two_notifications)
         page.goto(f"{url}/admin#/c/{CAMPAIGN}")
         expect(page.get_by_role("heading", name="Spring launch 2026")).to_be_visible()
         assert page.evaluate("document.documentElement.scrollWidth") <= 390
         shot(page, "phone", "viewport")
         expect(page.locator("#counters-notify dt")).to_have_text(["Sent to their inbox", "Received"])
-        expect(page.locator("#progress-list .exceptions")).to_have_count(0)
+        raised = page.locator("#progress-list article[data-channel='notify'] .exceptions")
+        expect(raised.locator("dt")).to_have_text(
+            ["Refused by their inbox", "Held back by the frequency cap"]
+        )
+        expect(raised.locator("dd")).to_have_text(["2", "1"])
+        expect(page.locator("#progress-list article[data-channel='email'] .exceptions")).to_have_count(0)
+        expect(page.locator("#progress-list article[data-channel='notify'] label")).to_have_text(
+            "12 of 12 recipients reached or settled"
+        )
         shot(page, "phone-progress", "#progress")
+        page.unroute("**/trpc/*campaigns.listDispatches*")
         explain_in_console(page, "m001")
         expect(page.locator("#explain-result article")).to_have_count(2)
         expect(page.locator("#explain-result .explain-verdict")).to_have_text([already, already])
