@@ -4,7 +4,7 @@
 import { roleName } from "./access";
 import { type ApiKey, type Grant, type Role, ROLES } from "./api";
 import { field, h, replace } from "./dom";
-import { timeEl } from "./time";
+import { echoUtc, timeEl, zoneName } from "./time";
 import type { Kit } from "./kit";
 
 /** A stored time in the admin's local time with its zone, UTC on hover (time.ts). */
@@ -101,6 +101,9 @@ function keysSection(kit: Kit, tenantId: string): HTMLElement {
   const name = h("input", { type: "text", name: "key-name", autocomplete: "off", required: true, maxlength: 200 });
   const role = roleSelect("key-role");
   const expires = h("input", { name: "key-expires", type: "datetime-local" });
+  const expiresRow = field(`Expires (optional; your time, ${zoneName()})`, expires, " ").row;
+  const expiresHint = expiresRow.querySelector<HTMLElement>(".hint");
+  if (expiresHint) echoUtc(expires, expiresHint, "empty: never");
   const create: HTMLButtonElement = kit.button("Create key", () => {
     const label = name.value.trim();
     if (!label) {
@@ -147,7 +150,7 @@ function keysSection(kit: Kit, tenantId: string): HTMLElement {
     h("div", { className: "table-wrap" }, h("table", { id: "keys-table" }, h("caption", {}, `API keys of ${tenantId}`),
       h("thead", {}, h("tr", {}, ...["Name", "Key", "Role", "Created", "Expires", "Last used", "State", ""].map((t) => h("th", { scope: "col" }, t)))), body)),
     kit.session.can("apiKeys.create") ? h("div", { className: "inline-form", role: "group", "aria-label": "Create an API key" },
-      field("Key name", name).row, field("Key role", role).row, field("Expires (optional)", expires, "Your local time; empty: never.").row,
+      field("Key name", name).row, field("Key role", role).row, expiresRow,
       h("div", { className: "actions" }, create)) : null,
     out);
 }

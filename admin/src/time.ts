@@ -33,10 +33,10 @@ export function zoneName(): string {
 
 /** A `datetime-local` field holds wall time in the admin's zone: its hint says the UTC instant that is,
  *  kept up to date as it is typed, so what is sent is never a surprise. */
-export function echoUtc(control: HTMLInputElement, hint: HTMLElement): void {
+export function echoUtc(control: HTMLInputElement, hint: HTMLElement, empty = "empty: none"): void {
   const show = (): void => {
     const d = control.value ? new Date(control.value) : null;
-    hint.textContent = d && !Number.isNaN(d.getTime()) ? `${localText(d)} = ${utcText(d)}` : `Your time (${ZONE}); empty: none.`;
+    hint.textContent = d && !Number.isNaN(d.getTime()) ? `${localText(d)} = ${utcText(d)}` : `Your time (${ZONE}); ${empty}.`;
     control.title = d && !Number.isNaN(d.getTime()) ? utcText(d) : "";
   };
   control.addEventListener("input", show);
