@@ -11,7 +11,7 @@ import { renderApprovals } from "./approvals";
 import { composer, type Composer } from "./composer";
 import { field, h, replace, svg } from "./dom";
 import { timeEl } from "./time";
-import { explainSection, words } from "./explain";
+import { explainSection } from "./explain";
 import type { Kit } from "./kit";
 import { errorSentence } from "./messages";
 import { inFlight, progressView } from "./progress";
@@ -280,7 +280,7 @@ function renderNew(): void {
 /** A refused save, beside the form: field errors on their fields, an edit conflict with what changed. */
 function showSaveError(err: unknown, form: Composer, out: HTMLElement, conflict: Conflict | null): void {
   if (err instanceof ApiError && err.code === "CONFLICT" && conflict) {
-    void showConflict(form, out, conflict);
+    void showConflict(out, conflict);
     return;
   }
   if (err instanceof ApiError && err.issues.length) {
@@ -308,7 +308,7 @@ const DEFINITION_FIELDS: [keyof Definition, string][] = [
 
 /** Optimistic concurrency: someone saved after this page loaded. Says what they changed (the latest
  *  version against the one this edit started from), then reload theirs or keep mine. */
-async function showConflict(form: Composer, out: HTMLElement, conflict: Conflict): Promise<void> {
+async function showConflict(out: HTMLElement, conflict: Conflict): Promise<void> {
   const latest = await api.call("campaigns.get", { campaignId: conflict.base.id }).catch(() => null);
   const changed = latest ? DEFINITION_FIELDS.filter(([k]) => JSON.stringify(latest[k] ?? null) !== JSON.stringify(conflict.base[k] ?? null)) : [];
   const shown = (v: unknown): string => (typeof v === "string" ? `“${v}”` : Array.isArray(v) ? v.join(", ") : typeof v === "boolean" ? (v ? "yes" : "no") : "edited");

@@ -101,7 +101,7 @@ export function worded(issue: Issue): Issue {
     const match = row.path.exec(key);
     if (!match) continue;
     const noun = row.noun.replace("{n}", match[1] !== undefined ? String(Number(match[1]) + 1) : "");
-    const say = pick(row, noun, issue);
+    const say = pick(row, issue);
     if (say === undefined) continue; // a whole-object row for another rule: keep looking
     const message = typeof say === "string" ? say : say(noun, issue, match);
     return { ...issue, path: row.at ?? issue.path, message, detail: issue.message };
@@ -109,7 +109,7 @@ export function worded(issue: Issue): Issue {
   return issue;
 }
 
-function pick(row: Row, noun: string, issue: Issue): Say | undefined {
+function pick(row: Row, issue: Issue): Say | undefined {
   for (const [pattern, say] of row.when ?? []) if (pattern.test(issue.message)) return say;
   if (row.path.source === "^$") return undefined; // whole-object rows speak only for their own rules
   const code = issue.code ?? "";

@@ -62,9 +62,11 @@ export class SessionKeeper {
   constructor(private readonly deps: KeeperDeps) {
     document.body.prepend(this.banner);
     document.body.append(this.dialog);
-    // Escape would close the dialog and leave the waiting calls hanging: it stays until answered.
+    // Escape is "Not now" before the end, and nothing after it: closing the dialog natively would
+    // leave the waiting calls hanging.
     this.dialog.addEventListener("cancel", (ev) => {
-      if (this.expired()) ev.preventDefault();
+      ev.preventDefault();
+      if (!this.expired()) this.close();
     });
     window.setInterval(() => this.tick(), 1000);
   }
