@@ -303,7 +303,7 @@ function toApiError(err: unknown, procedure: string): ApiError {
  *  sent, and a call refused UNAUTHORIZED is sent again once renewed (renew resolves false: signed out). */
 export interface Renewing {
   expired(): boolean;
-  renew(): Promise<boolean>;
+  renew(ended?: boolean): Promise<boolean>;
 }
 
 export class Api {
@@ -337,7 +337,7 @@ export class Api {
         return result as Procedures[P][2];
       } catch (err) {
         const failure = toApiError(err, path);
-        if (failure.code === "UNAUTHORIZED" && keeper && (await keeper.renew())) continue;
+        if (failure.code === "UNAUTHORIZED" && keeper && (await keeper.renew(true))) continue;
         throw failure;
       }
     }

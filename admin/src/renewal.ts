@@ -58,6 +58,7 @@ export class SessionKeeper {
   private waiting: Promise<boolean> | null = null;
   private settle: ((renewed: boolean) => void) | null = null;
   private shown = "";
+  private ended = false;
 
   constructor(private readonly deps: KeeperDeps) {
     document.body.prepend(this.banner);
@@ -66,7 +67,7 @@ export class SessionKeeper {
     // leave the waiting calls hanging.
     this.dialog.addEventListener("cancel", (ev) => {
       ev.preventDefault();
-      if (!this.expired()) this.close();
+      if (!this.ended) this.close();
     });
     window.setInterval(() => this.tick(), 1000);
   }
@@ -79,15 +80,16 @@ export class SessionKeeper {
   }
 
   /** Asks for a new token; resolves true once one is held, false when there is no session to keep or
-   *  the admin signed out. Every caller meanwhile shares the one question. */
-  renew(): Promise<boolean> {
+   *  the admin signed out. Every caller meanwhile shares the one question. `ended`: the server refused
+   *  the token (or its exp passed), so the dialog cannot be put off. */
+  renew(ended = this.expired()): Promise<boolean> {
     if (this.deps.me() === null) return Promise.resolve(false);
     if (!this.waiting) {
       this.waiting = new Promise<boolean>((resolve) => {
         this.settle = resolve;
       });
-      this.ask();
-    }
+      this.ask(ended);
+    } else if (ended && !this.ended) this.ask(true); // an early question became a refusal
     return this.waiting;
   }
 
@@ -100,7 +102,7 @@ export class SessionKeeper {
   async offer(token: string): Promise<void> {
     const problem = await this.take(token);
     if (problem) {
-      if (!this.asking()) void this.renew();
+      if (!this.asking()) void this.renew(false);
       this.showProblem(problem);
     }
   }
@@ -149,8 +151,8 @@ export class SessionKeeper {
       renew);
   }
 
-  private ask(): void {
-    const ended = this.expired();
+  private ask(ended: boolean): void {
+    this.ended = ended;
     const input = h("textarea", { id: "session-renew-token", rows: 3, name: "renew-token", autocomplete: "off", spellcheck: "false", required: true });
     const submit = h("button", { type: "submit" }, "Continue with this token");
     const out = h("div", { id: "session-renew-problem" });
@@ -216,6 +218,7 @@ export class SessionKeeper {
     if (this.dialog.open) this.dialog.close();
     replace(this.dialog);
     const settle = this.settle;
+    this.ended = false;
     this.waiting = null;
     this.settle = null;
     settle?.(renewed);

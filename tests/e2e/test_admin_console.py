@@ -178,8 +178,9 @@ class Watch:
 
     # Chromium logs every non-2xx fetch as a console error. The journey provokes some API errors on
     # purpose (a user token: 403, an invalid field: 400, an edit conflict: 409, an unknown profile to
-    # explain: 404, a graph outage the test stages: 503); only those are allowed.
-    expected_api_errors = (403, 400, 409, 404, 503)
+    # explain: 404, a graph outage the test stages: 503, a token the server refuses: 401); only those are
+    # allowed.
+    expected_api_errors = (403, 400, 409, 404, 503, 401)
 
     def _console(self, message: ConsoleMessage) -> None:
         where = str(message.location.get("url", ""))
@@ -236,7 +237,7 @@ def assert_accessible(page: Page, screen: str) -> None:
 
 def api_failure(code: str, status: int, message: str) -> str:
     """A tRPC batch answer with one error, as the API words it (api/errors.py)."""
-    wire = {"SERVICE_UNAVAILABLE": -32603, "FORBIDDEN": -32003}[code]
+    wire = {"SERVICE_UNAVAILABLE": -32603, "FORBIDDEN": -32003, "UNAUTHORIZED": -32001}[code]
     return json.dumps(
         [{"error": {"message": message, "code": wire, "data": {"code": code, "httpStatus": status}}}]
     )
@@ -808,7 +809,8 @@ def test_an_ending_session_warns_then_renews_in_place_keeping_unsaved_edits(
     """Issue 28 item 1: a token that ends during the test. The console warns while minutes remain, and
     at the end asks for a new token over the page without leaving it: a token for someone else is
     refused, a pasted one for the same admin is taken, and later a fresh sign-in link opened in the same
-    tab renews it again; the campaign typed before the end is never lost and saves at the end."""
+    tab renews it again; a save the server refuses waits for a new token and then goes through by itself.
+    The campaign typed before the end is never lost."""
     url, settings, _ = stack
     ttl = 20  # long enough to sign in and type, short enough to end while we watch
     first = mint_token(settings, profile_id=ADMIN_ID, scope=ADMIN_SCOPE, ttl_seconds=ttl)
@@ -871,7 +873,26 @@ def test_an_ending_session_warns_then_renews_in_place_keeping_unsaved_edits(
         )
         expect(warning).to_be_hidden()
         expect(page.get_by_label("Name")).to_have_value("Typed before the end")
+
+        # The server refuses the token as the campaign is saved (revoked, or its clock ahead of ours): the
+        # save waits for a new token and then goes through by itself, with nothing clicked again.
+        refused = {"once": False}
+
+        def refuse_once(route: Any) -> None:
+            if refused["once"]:
+                route.continue_()
+                return
+            refused["once"] = True
+            route.fulfill(status=401, content_type="application/json",
+                          body=api_failure("UNAUTHORIZED", 401, "the token expired"))  # fmt: skip
+
+        page.route("**/trpc/campaigns.create?*", refuse_once)
         page.get_by_role("button", name="Create campaign").click()
+        expect(dialog.get_by_role("heading")).to_have_text("Your session has ended")
+        expect(dialog.get_by_role("button", name="Not now")).to_have_count(0)
+        fourth = mint_token(settings, profile_id=ADMIN_ID, scope=ADMIN_SCOPE, ttl_seconds=3600)
+        dialog.get_by_label("New admin token").fill(fourth)
+        dialog.get_by_role("button", name="Continue with this token").click()
         expect(page.get_by_role("heading", name="Typed before the end")).to_be_visible()
         saved = trpc(url, third, "campaigns.get", {"campaignId": name}, mutation=False)
         assert saved["name"] == "Typed before the end" and saved["notification"]["title"] == "Still here"
