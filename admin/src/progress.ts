@@ -10,6 +10,12 @@ import { timeEl } from "./time";
 const MOVING: Record<string, string[]> = { notify: ["enqueued", "acknowledged"], email: ["enqueued", "emailed"] };
 /** What only moves when something did not go to plan; shown whenever it is not zero. */
 const EXCEPTIONS = ["rejected", "suppressed", "uncertain", "throttled", "capped", "deferred", "missed", "pageFailures"];
+/** Counters of the other channel, which never move on this one: left out while zero ("Emailed 0" on a
+ *  notification dispatch says nothing). A new counter is in neither list, so it always shows. */
+const OTHER_CHANNEL: Record<string, Set<string>> = {
+  notify: new Set(["emailed", "uncertain", "throttled"]),
+  email: new Set(["acknowledged", "suppressed"]),
+};
 /** Numbers of DispatchPublic that are settings, not counts. */
 const NOT_COUNTERS = new Set(["maxLateSeconds"]);
 
@@ -68,7 +74,8 @@ function counterList(d: Dispatch, keys: string[], id?: string): HTMLElement {
 
 /** The article for one channel's dispatch; `planned` is the reviewed recipient count, if known. */
 export function progressView(d: Dispatch, planned: number): HTMLElement {
-  const numbers = Object.keys(d).filter((k) => typeof d[k] === "number" && !NOT_COUNTERS.has(k));
+  const numbers = Object.keys(d).filter((k) => typeof d[k] === "number" && !NOT_COUNTERS.has(k))
+    .filter((k) => d[k] !== 0 || !OTHER_CHANNEL[d.channel]?.has(k));
   const moving = (MOVING[d.channel] ?? ["enqueued"]).filter((k) => numbers.includes(k));
   const known = new Set([...moving, ...EXCEPTIONS, "pages", "pass"]);
   const raised = numbers.filter((k) => !moving.includes(k) && (EXCEPTIONS.includes(k) || !known.has(k)) && (d[k] as number) !== 0);
