@@ -588,7 +588,7 @@ function dispatchRefusal(err: unknown): HTMLElement {
     return h("div", { role: "alert", className: "notice awaiting", id: "dispatch-awaits" },
       h("p", {}, h("strong", {}, stale ? "The approval is stale. " : "This send now awaits a second publisher. "),
         stale ? "The campaign changed after it was approved: review again and have the new preview approved." : "It is listed under Approvals; once another publisher approves it, confirm the send again here."),
-      h("p", { className: "muted" }, `${err.code}: ${err.message}`),
+      h("p", { className: "api-message" }, `The server said: ${err.message}`),
       can("campaigns.listAwaitingApproval") ? h("p", {}, h("a", { href: "#/approvals" }, "Open approvals")) : null);
   }
   return errorBox(err);

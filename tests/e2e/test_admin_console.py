@@ -1142,7 +1142,7 @@ def test_a_second_publisher_approves_a_waiting_send(
         page.get_by_role("button", name="Confirm and send to 3").click()
         awaits = page.locator("#dispatch-awaits")
         expect(awaits).to_contain_text("This send now awaits a second publisher.")
-        expect(awaits).to_contain_text("FORBIDDEN: a send to 3 recipients needs approval")
+        expect(awaits).to_contain_text("The server said: a send to 3 recipients needs approval")
         shot(page, "approval-awaits", "#review")
         assert_accessible(page, "approval-awaits")
 
