@@ -295,7 +295,12 @@ def _parser() -> argparse.ArgumentParser:
     token = commands.add_parser("token", help="mint a bearer token from AUTH_JWT_SECRET (local use)")
     token.add_argument("--profile-id", required=True)
     token.add_argument("--scope", default="")
-    token.add_argument("--ttl", type=int, default=3600)
+    token.add_argument(
+        "--ttl",
+        type=int,
+        default=3600,
+        help="seconds the token is valid (default 3600, an hour; make dev's sign-in link: 43200, a day)",
+    )
     token.add_argument("--tenant", help="the signed tenantId claim: the tenant the token acts in")
     token.add_argument("--roles", help="the signed roles claim, comma-separated: the roles in --tenant")
     token.set_defaults(run=_token)

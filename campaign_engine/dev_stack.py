@@ -23,6 +23,10 @@ __all__ = ["dev_env", "run_dev"]
 
 _LOCAL = Path(".local")
 
+# The sign-in link and the printed token command last a working day (issue 28): a console tab opened in the
+# morning keeps working until the evening, and warns before it ends rather than falling to the sign-in page.
+WORKING_DAY_SECONDS = 12 * 3600
+
 _WEBHOOK_KEY = "NOTIFICATIONS_WEBHOOK_SECRET="
 _SECRETS_KEY = "CAMPAIGN_SECRETS_KEY="
 
@@ -73,12 +77,13 @@ def dev_env() -> Path:
 
 
 def _sign_in_link(env_file: Path, *, host: str, port: int) -> str:
-    """The console URL for the local admin; the token rides in the fragment, which browsers never send
-    to a server or put in a Referer, and the console clears it from the address bar once read."""
+    """The console URL for the local admin, valid for ``WORKING_DAY_SECONDS``; the token rides in the
+    fragment, which browsers never send to a server or put in a Referer, and the console clears it from
+    the address bar once read."""
     from campaign_engine.api.auth import ADMIN_SCOPE, mint_token
 
     token = mint_token(
-        Settings(_env_file=env_file), profile_id="admin", scope=ADMIN_SCOPE, ttl_seconds=12 * 3600
+        Settings(_env_file=env_file), profile_id="admin", scope=ADMIN_SCOPE, ttl_seconds=WORKING_DAY_SECONDS
     )
     shown = "127.0.0.1" if host in ("0.0.0.0", "::") else host
     return f"http://{shown}:{port}/admin#token={token}"
@@ -128,6 +133,7 @@ def run_dev(*, host: str, port: int) -> int:
     # explicitly because a shell that starts us in the background hands us SIGINT ignored.
     for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
         signal.signal(signum, _interrupt)
+    hours = WORKING_DAY_SECONDS // 3600
     neo4j = LocalNeo4j(data_dir=_LOCAL / "neo4j", port=neo4j_port, heap="1g", pagecache="256m")
     print(f"starting Neo4j on {neo4j.uri} ...", flush=True)
     neo4j.start()
@@ -150,13 +156,18 @@ def run_dev(*, host: str, port: int) -> int:
             f"http://{host}:{port}  (reference inbox on http://127.0.0.1:{inbox_port}; "
             f"email is caught in {_LOCAL / 'mail'}; metrics at http://{host}:{port}/metrics"
             f" and http://127.0.0.1:{env['METRICS_PORT']}/metrics)\n"
-            "Mint an admin token with:\n"
+            f"Mint an admin token valid for {hours} hours (the console asks for a new one when it ends):\n"
             f"  CAMPAIGN_ENV_FILE={env_file} .venv/bin/campaign-engine token "
-            "--profile-id admin --scope campaigns:admin\n",
+            f"--profile-id admin --scope campaigns:admin --ttl {WORKING_DAY_SECONDS}\n",
             flush=True,
         )
         link = _sign_in_link(env_file, host=host, port=port)
-        print(f"Admin console (signed in as 'admin' for 12 hours):\n  {link}\n", flush=True)
+        until = time.strftime("%H:%M %Z", time.localtime(time.time() + WORKING_DAY_SECONDS))
+        print(
+            f"Admin console, signed in as 'admin' for {hours} hours (until {until}; the console warns"
+            f" before then and takes a new token or link without losing your edits):\n  {link}\n",
+            flush=True,
+        )
         api = subprocess.Popen([*exe, "serve", "--host", host, "--port", str(port)], env=env)  # noqa: S603
         children.append(api)
         api.wait()

@@ -3,6 +3,7 @@
 // no TypeScript router to infer from, so the procedures the console uses are typed by hand below.
 import { createTRPCUntypedClient, httpBatchLink, TRPCClientError } from "@trpc/client";
 import type { AnyRouter } from "@trpc/server";
+import { conflictIssues, worded } from "./messages";
 
 export type Status = "draft" | "live" | "paused" | "archived";
 export type Channel = "inApp" | "notify" | "email";
@@ -141,6 +142,13 @@ export interface RecipientExplanation {
   past?: Record<string, string | null> | null;
 }
 type Ref = { campaignId: string };
+/** profiles.get, the parts an explanation words the age policy with. */
+export interface ProfileFacts {
+  profileId: string;
+  dob: string | null;
+  isManaged: boolean;
+  isServiceProfile: boolean;
+}
 
 export type Role = "viewer" | "author" | "publisher" | "admin";
 export const ROLES: readonly Role[] = ["viewer", "author", "publisher", "admin"];
@@ -240,6 +248,7 @@ interface Procedures {
   "campaigns.dispatch": ["mutation", Ref & { expectedPreviewToken: string }, { dispatchId: string; channels: string[] }];
   "campaigns.listDispatches": ["query", Ref, Dispatch[]];
   "campaigns.explainRecipient": ["query", Ref & { profileId: string }, RecipientExplanation];
+  "profiles.get": ["query", { profileId: string }, ProfileFacts];
   "campaigns.listAwaitingApproval": ["query", undefined, { records: AwaitingApproval[] }];
   "campaigns.approveDispatch": ["mutation", Ref & { previewToken: string }, Approved];
   "access.me": ["query", undefined, Me];
@@ -256,35 +265,50 @@ interface Procedures {
 }
 export type Path = keyof Procedures;
 
+/** A field error: pydantic's `loc` as `path`, its error type as `code`; `detail` keeps the API's own
+ *  message once `message` is in the admin's words (messages.ts). */
 export interface Issue {
   path: (string | number)[];
   message: string;
+  code?: string;
+  detail?: string;
 }
 
-/** What a failed call tells the screen: the tRPC code, the message and any field issues. */
+/** What a failed call tells the screen: the tRPC code, the message, field issues in the admin's words
+ *  and the procedure that failed (a FORBIDDEN names the role that procedure needs). */
 export class ApiError extends Error {
   constructor(
     readonly code: string,
     message: string,
     readonly issues: Issue[],
+    readonly procedure: string = "",
   ) {
     super(message);
   }
 }
 
-function toApiError(err: unknown): ApiError {
+function toApiError(err: unknown, procedure: string): ApiError {
   if (err instanceof TRPCClientError) {
     const data: unknown = err.data;
     const record = typeof data === "object" && data !== null ? (data as Record<string, unknown>) : {};
     const code = typeof record["code"] === "string" ? record["code"] : "NETWORK_ERROR";
-    const issues = Array.isArray(record["issues"]) ? (record["issues"] as Issue[]) : [];
-    return new ApiError(code, err.message, issues);
+    const raw = Array.isArray(record["issues"]) ? (record["issues"] as Issue[]) : [];
+    const issues = code === "CONFLICT" && !raw.length ? conflictIssues(procedure, err.message) : raw.map(worded);
+    return new ApiError(code, err.message, issues, procedure);
   }
-  return new ApiError("NETWORK_ERROR", err instanceof Error ? err.message : String(err), []);
+  return new ApiError("NETWORK_ERROR", err instanceof Error ? err.message : String(err), [], procedure);
+}
+
+/** How the console keeps a session alive: a token known to have expired is renewed before a call is
+ *  sent, and a call refused UNAUTHORIZED is sent again once renewed (renew resolves false: signed out). */
+export interface Renewing {
+  expired(): boolean;
+  renew(ended?: boolean): Promise<boolean>;
 }
 
 export class Api {
   private readonly client;
+  renewing: Renewing | null = null;
 
   constructor(root: string, token: () => string | null) {
     this.client = createTRPCUntypedClient<AnyRouter>({
@@ -301,13 +325,21 @@ export class Api {
     });
   }
 
-  async call<P extends Path>(path: P, input: Procedures[P][1]): Promise<Procedures[P][2]> {
+  /** One procedure call; `direct` skips renewal (the renewal's own check of a new token). Nothing is
+   *  awaited before the request unless the token has expired, so same-tick calls still share a batch. */
+  async call<P extends Path>(path: P, input: Procedures[P][1], direct = false): Promise<Procedures[P][2]> {
     const kind: "query" | "mutation" = PROCEDURE_KINDS[path];
-    try {
-      const result = kind === "query" ? await this.client.query(path, input) : await this.client.mutation(path, input);
-      return result as Procedures[P][2];
-    } catch (err) {
-      throw toApiError(err);
+    const keeper = direct ? null : this.renewing;
+    for (;;) {
+      if (keeper?.expired() && !(await keeper.renew())) throw new ApiError("UNAUTHORIZED", "Signed out", [], path);
+      try {
+        const result = kind === "query" ? await this.client.query(path, input) : await this.client.mutation(path, input);
+        return result as Procedures[P][2];
+      } catch (err) {
+        const failure = toApiError(err, path);
+        if (failure.code === "UNAUTHORIZED" && keeper && (await keeper.renew(true))) continue;
+        throw failure;
+      }
     }
   }
 }
@@ -329,6 +361,7 @@ const PROCEDURE_KINDS: { [P in Path]: Procedures[P][0] } = {
   "campaigns.dispatch": "mutation",
   "campaigns.listDispatches": "query",
   "campaigns.explainRecipient": "query",
+  "profiles.get": "query",
   "campaigns.listAwaitingApproval": "query",
   "campaigns.approveDispatch": "mutation",
   "access.me": "query",

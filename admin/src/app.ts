@@ -6,12 +6,16 @@
 // tenant the token acts in and its role there; a control the role may not use is not offered, by the
 // server's own table (access.ts), and a note says which role it needs.
 import { type Access, accessTable, roleName, session, type Session } from "./access";
-import { Api, ApiError, type Campaign, type Dispatch, type DispatchPreview, type Path, type Source, type Stats, type Status } from "./api";
+import { Api, ApiError, type Campaign, type Definition, type Dispatch, type DispatchPreview, type Path, type Source, type Stats, type Status } from "./api";
 import { renderApprovals } from "./approvals";
 import { composer, type Composer } from "./composer";
 import { field, h, replace, svg } from "./dom";
-import { explainSection, words } from "./explain";
+import { timeEl } from "./time";
+import { explainSection } from "./explain";
 import type { Kit } from "./kit";
+import { errorSentence } from "./messages";
+import { inFlight, progressView } from "./progress";
+import { sameIdentity, SessionKeeper } from "./renewal";
 import { renderTenantSettings } from "./settings";
 import { renderAccess } from "./tenant";
 
@@ -33,6 +37,7 @@ let table: Promise<Map<string, Access>> | null = null;
 
 function forget(): void {
   sessionStorage.removeItem(TOKEN_KEY);
+  keeper.end(); // calls waiting for a renewal fail now, and go to the sign-in screen
   held = null;
 }
 
@@ -53,19 +58,32 @@ function can(path: Path): boolean {
   return held?.session.can(path) ?? false;
 }
 
+/** What the caller holds, for a note or refusal that names the role needed. */
+function mine(): string {
+  const s = held?.session;
+  return s ? (s.me.platform ? "you are a platform admin" : s.me.role ? `you are ${/^[aeiou]/.test(s.me.role) ? "an" : "a"} ${s.me.role}` : "you hold no role here") : "";
+}
+
 /** In place of a control the role may not use: what it needs and what the caller holds. */
 function roleNote(what: string, path: Path): HTMLElement {
   const s = held?.session;
-  const mine = s ? (s.me.role ? `you are ${/^[aeiou]/.test(s.me.role) ? "an" : "a"} ${s.me.role}` : "you hold no role here") : "";
-  return h("p", { className: "hint role-note", "data-needs": s?.needs(path) ?? "" }, `${what} needs ${roleName(s?.needs(path))}; ${mine}.`);
+  return h("p", { className: "hint role-note", "data-needs": s?.needs(path) ?? "" }, `${what} needs ${roleName(s?.needs(path))}; ${mine()}.`);
 }
 
 // A link into a tab that already holds a session asks before replacing it: a crafted link must not
-// silently sign an admin into someone else's session (issue 21).
-function takeFragmentToken(): void {
+// silently sign an admin into someone else's session (issue 21). A link for the profile and tenant the
+// tab is open as is a renewal (issue 28): checked by the server, held, and the page stays as it is.
+// Returns true when the link was taken in place (no navigation).
+function takeFragmentToken(): boolean {
   const match = /^#token=([^&]+)/.exec(location.hash);
-  if (!match?.[1]) return;
+  if (!match?.[1]) return false;
   const offered = decodeURIComponent(match[1]);
+  const me = held?.session.me;
+  if (me && sameIdentity(offered, me)) {
+    history.replaceState(null, "", `${location.pathname}${drawnHash}`); // back to the screen in view
+    void keeper.offer(offered);
+    return true;
+  }
   const holding = sessionStorage.getItem(TOKEN_KEY);
   const replaceHeld = holding === null || holding === offered ||
     confirm("This link signs this tab in with another token, replacing the current session. Replace it?");
@@ -74,16 +92,37 @@ function takeFragmentToken(): void {
     if (held?.token !== offered) held = null;
   }
   history.replaceState(null, "", `${location.pathname}#/`); // the token leaves the address bar and history
+  return false;
 }
 
-const live = h("p", { id: "status", role: "status", "aria-live": "polite", className: "live-region" });
+// Announced to screen readers, drawn nowhere: a fixed status line covered the foot of every screen.
+const live = h("p", { id: "status", role: "status", "aria-live": "polite", className: "visually-hidden" });
 function announce(message: string): void {
   live.textContent = message;
 }
 
+const keeper = new SessionKeeper({
+  api,
+  token,
+  store: (value) => sessionStorage.setItem(TOKEN_KEY, value),
+  me: () => held?.session.me ?? null,
+  announce,
+  signOut: () => {
+    forget();
+    renderSignIn("Signed out.");
+  },
+});
+api.renewing = keeper;
+let drawnHash = "#/"; // the route on screen, where a renewal link returns the address bar to
+
+/** An error in the admin's words (messages.ts), the server's own message beneath in small print. */
 function errorBox(err: unknown): HTMLElement {
-  const message = err instanceof ApiError ? `${err.code}: ${err.message}` : String(err);
-  return h("p", { role: "alert", className: "error" }, message);
+  if (!(err instanceof ApiError)) return h("p", { role: "alert", className: "error" }, String(err));
+  const needs = held?.session.needs(err.procedure as Path);
+  const sentence = errorSentence(err, needs ? { needs: roleName(needs), mine: mine() } : null);
+  return h("div", { role: "alert", className: "error", "data-code": err.code },
+    h("p", { className: "error-words" }, sentence),
+    sentence.includes(err.message) ? null : h("p", { className: "api-message" }, `The server said: ${err.message}`));
 }
 
 function button(label: string, onclick: (ev: Event) => void, attrs: Record<string, string | boolean> = {}): HTMLButtonElement {
@@ -96,12 +135,15 @@ async function guarded<T>(control: HTMLButtonElement | null, work: () => Promise
   try {
     return await work();
   } catch (err) {
-    // FORBIDDEN names a role this caller lacks: shown where it happened, the session stays.
+    // FORBIDDEN names a role this caller lacks: shown where it happened, the session stays. UNAUTHORIZED
+    // reaches here only once the admin chose to sign out of an ended session (the Api renews first).
     if (err instanceof ApiError && err.code === "UNAUTHORIZED") {
       forget();
       renderSignIn(`${err.message}. Sign in again with an admin token.`);
       return undefined;
     }
+    // A role taken away while the page was open: read who we are again, so the refusal says it right.
+    if (err instanceof ApiError && err.code === "FORBIDDEN") await currentSession().catch(() => undefined);
     onError(err);
     return undefined;
   } finally {
@@ -171,10 +213,9 @@ function renderSignIn(notice?: string): void {
 
 // --- campaign list -------------------------------------------------------------------------------
 
-function windowText(c: { startsAt?: string; endsAt?: string }): string {
-  const fmt = (v?: string): string => (v ? new Date(v).toLocaleString() : "");
-  if (!c.startsAt && !c.endsAt) return "Always";
-  return `${fmt(c.startsAt) || "now"} → ${fmt(c.endsAt) || "open"}`;
+function windowText(c: { startsAt?: string; endsAt?: string }): Node {
+  if (!c.startsAt && !c.endsAt) return document.createTextNode("Always");
+  return h("span", {}, c.startsAt ? timeEl(c.startsAt) : "now", " → ", c.endsAt ? timeEl(c.endsAt) : "open");
 }
 
 async function renderList(): Promise<void> {
@@ -236,21 +277,50 @@ function renderNew(): void {
   shell("New campaign", out, form.element, h("div", { className: "actions" }, save));
 }
 
-function showSaveError(err: unknown, form: Composer, out: HTMLElement, reload: (() => void) | null): void {
-  if (err instanceof ApiError && err.code === "CONFLICT" && reload) {
-    // Optimistic concurrency: someone saved after this page loaded; their version wins until reloaded.
-    replace(out, h("div", { role: "alert", className: "conflict" },
-      h("p", {}, h("strong", {}, "This campaign changed since you opened it. "), "Someone (or another tab) saved a newer version, so your changes were not saved to avoid overwriting theirs."),
-      h("p", {}, "Reload to see the latest version (your unsaved edits here will be lost), or keep editing and copy what you need first."),
-      button("Reload latest version", reload), button("Keep editing", () => replace(out))));
+/** A refused save, beside the form: field errors on their fields, an edit conflict with what changed. */
+function showSaveError(err: unknown, form: Composer, out: HTMLElement, conflict: Conflict | null): void {
+  if (err instanceof ApiError && err.code === "CONFLICT" && conflict) {
+    void showConflict(out, conflict);
     return;
   }
   if (err instanceof ApiError && err.issues.length) {
     const rest = form.showIssues(err.issues);
-    replace(out, h("div", { role: "alert", className: "error" }, h("p", {}, `${err.message}: fix the fields marked below.`), rest.length ? h("ul", {}, ...rest.map((m) => h("li", {}, m))) : null));
+    replace(out, h("div", { role: "alert", className: "error" }, h("p", {}, "Not saved: fix the fields marked below."), rest.length ? h("ul", {}, ...rest.map((m) => h("li", {}, m))) : null));
     return;
   }
   replace(out, errorBox(err));
+}
+
+/** The edit the page started from, and what the two ways out of a stale edit do. */
+interface Conflict {
+  base: Campaign;
+  /** Drop my edits and show their version. */
+  reload(latest: Campaign): void;
+  /** Save my edits over theirs: the latest version becomes the one my save expects. */
+  keepMine(latest: Campaign): void;
+}
+
+const DEFINITION_FIELDS: [keyof Definition, string][] = [
+  ["name", "Name"], ["description", "Description"], ["channels", "Channels"], ["message", "In-app message"],
+  ["notification", "Notification"], ["email", "Email"], ["startsAt", "Start"], ["endsAt", "End"],
+  ["excludeMinors", "Exclude minors"], ["discoverable", "Discoverable"],
+];
+
+/** Optimistic concurrency: someone saved after this page loaded. Says what they changed (the latest
+ *  version against the one this edit started from), then reload theirs or keep mine. */
+async function showConflict(out: HTMLElement, conflict: Conflict): Promise<void> {
+  const latest = await api.call("campaigns.get", { campaignId: conflict.base.id }).catch(() => null);
+  const changed = latest ? DEFINITION_FIELDS.filter(([k]) => JSON.stringify(latest[k] ?? null) !== JSON.stringify(conflict.base[k] ?? null)) : [];
+  const shown = (v: unknown): string => (typeof v === "string" ? `“${v}”` : Array.isArray(v) ? v.join(", ") : typeof v === "boolean" ? (v ? "yes" : "no") : "edited");
+  replace(out, h("div", { role: "alert", className: "conflict" },
+    h("p", {}, h("strong", {}, "This campaign changed since you opened it. "), "Someone (or another tab) saved a newer version",
+      latest ? h("span", {}, ` (revision ${latest.revision}, at `, timeEl(latest.updatedAt), ")") : "", ", so your changes were not saved: nothing of theirs was overwritten."),
+    latest && changed.length
+      ? h("ul", { id: "conflict-changes" }, ...changed.map(([k, what]) => h("li", { "data-field": k }, `${what}: now ${latest[k] === undefined ? "empty" : shown(latest[k])}`)))
+      : h("p", { id: "conflict-changes" }, latest ? "Their save changed nothing you can see here (only its revision)." : "The latest version could not be read; reload to see it."),
+    h("p", {}, "Reload their version (your edits here are dropped), or keep yours and save them over theirs."),
+    button("Reload their version", () => latest ? conflict.reload(latest) : location.reload()),
+    latest ? button("Keep mine and save over theirs", () => conflict.keepMine(latest)) : null));
 }
 
 // --- one campaign --------------------------------------------------------------------------------
@@ -297,7 +367,23 @@ async function renderCampaign(id: string): Promise<void> {
   function renderDefinition(): void {
     const form = composer(current);
     const out = h("div", {});
-    const save: HTMLButtonElement = button("Save changes", () => {
+    const conflict: Conflict = {
+      base: current,
+      reload: (latest) => {
+        current = latest;
+        renderLifecycle();
+        renderDefinition();
+        announce(`Reloaded revision ${latest.revision}.`);
+      },
+      keepMine: (latest) => {
+        current = latest; // my save now expects their version, and replaces it
+        conflict.base = latest;
+        renderLifecycle();
+        saveMine();
+      },
+    };
+    const save: HTMLButtonElement = button("Save changes", () => saveMine());
+    function saveMine(): void {
       form.clearIssues();
       replace(out);
       const { id: _id, ...def } = form.read();
@@ -305,15 +391,16 @@ async function renderCampaign(id: string): Promise<void> {
       // Clearable fields are cleared with null; the message can only be replaced.
       for (const key of ["description", "notification", "email", "startsAt", "endsAt"]) if (!(key in def)) patch[key] = null;
       void guarded(save, () => api.call("campaigns.update", { ...patch, campaignId: id, expectedUpdatedAt: current.updatedAt }), (err) =>
-        showSaveError(err, form, out, () => void reloadCampaign()),
+        showSaveError(err, form, out, conflict),
       ).then((c) => {
         if (c) {
           current = c;
+          conflict.base = c;
           replace(out, h("p", { className: "ok" }, `Saved (revision ${c.revision}).`));
           announce("Saved.");
         }
       });
-    });
+    }
     const frameOut = h("div", { className: "email-preview" });
     const previewBtn: HTMLButtonElement = button("Render email preview", () => void showEmail());
     async function showEmail(): Promise<void> {
@@ -338,15 +425,6 @@ async function renderCampaign(id: string): Promise<void> {
     }
     replace(defSection, h("h2", { id: "definition-h" }, "Definition"), out, form.element, h("div", { className: "actions" }, editable ? save : roleNote("Editing the campaign", "campaigns.update")),
       h("h3", {}, "Email preview"), h("p", { className: "hint" }, "Rendered by the server with the same renderer the worker sends with (save first)."), previewBtn, frameOut);
-  }
-  async function reloadCampaign(): Promise<void> {
-    const fresh = await guarded(null, () => api.call("campaigns.get", { campaignId: id }), (err) => replace(lifecycleOut, errorBox(err)));
-    if (fresh) {
-      current = fresh;
-      renderLifecycle();
-      renderDefinition();
-      announce(`Reloaded revision ${fresh.revision}.`);
-    }
   }
   renderDefinition();
 
@@ -467,22 +545,8 @@ async function renderCampaign(id: string): Promise<void> {
       replace(progressOut, h("p", { className: "muted" }, "Nothing sent yet."));
       return;
     }
-    replace(progressOut, ...dispatches.map((d) => {
-      const done = settled(d);
-      const plannedCount = planned ? (d.channel === "email" ? planned.emailRecipientCount : planned.notificationRecipientCount) : 0;
-      const total = Math.max(d.enqueued, done, d.status === "sending" ? plannedCount : 0, 1);
-      const value = done;
-      const barId = `bar-${d.dispatchId}`;
-      const cells = counters(d);
-      return h("article", { className: `dispatch ${d.status}`, "data-channel": d.channel, "data-status": d.status },
-        h("h3", {}, `${d.channel === "email" ? "Email" : "Notifications"}: `, h("span", { className: "dispatch-status" }, d.status),
-          d.status !== "sending" && inFlight(d) ? ` (${d.enqueued - done} awaiting the receiver)` : ""),
-        h("label", { for: barId }, `${done} of ${total} settled`),
-        h("progress", { id: barId, max: total, value }),
-        h("dl", { className: "counts" }, ...cells.flatMap(([key, label, v]) => [h("dt", {}, label), h("dd", { "data-counter": key.toLowerCase() }, String(v))])),
-        d.nextPageAt && d.status === "sending" ? h("p", { className: "muted" }, `Next wave at ${new Date(d.nextPageAt).toLocaleString()}`) : null,
-        d.lastError ? h("p", { className: "error" }, `Last error: ${d.lastError}`) : null);
-    }));
+    replace(progressOut, ...dispatches.map((d) =>
+      progressView(d, planned ? (d.channel === "email" ? planned.emailRecipientCount : planned.notificationRecipientCount) : 0)));
   }
   const progressSection = h("section", { id: "progress", "aria-labelledby": "progress-h" }, h("h2", { id: "progress-h" }, "Dispatch progress"), progressOut);
 
@@ -524,32 +588,10 @@ function dispatchRefusal(err: unknown): HTMLElement {
     return h("div", { role: "alert", className: "notice awaiting", id: "dispatch-awaits" },
       h("p", {}, h("strong", {}, stale ? "The approval is stale. " : "This send now awaits a second publisher. "),
         stale ? "The campaign changed after it was approved: review again and have the new preview approved." : "It is listed under Approvals; once another publisher approves it, confirm the send again here."),
-      h("p", { className: "muted" }, `${err.code}: ${err.message}`),
+      h("p", { className: "api-message" }, `The server said: ${err.message}`),
       can("campaigns.listAwaitingApproval") ? h("p", {}, h("a", { href: "#/approvals" }, "Open approvals")) : null);
   }
   return errorBox(err);
-}
-
-/** The counters shown, in this order; then any other numeric field of DispatchPublic (a counter added
- *  on the server appears without console work). Numbers that are settings, not counts, are left out. */
-const KNOWN_COUNTERS = ["pages", "enqueued", "acknowledged", "rejected", "emailed", "suppressed", "uncertain", "throttled"];
-const NOT_COUNTERS = new Set(["maxLateSeconds"]);
-
-function counters(d: Dispatch): [string, string, number][] {
-  const extra = Object.keys(d).filter((k) => !KNOWN_COUNTERS.includes(k) && !NOT_COUNTERS.has(k) && typeof d[k] === "number");
-  return [...KNOWN_COUNTERS, ...extra].filter((k) => typeof d[k] === "number").map((k) => [k, words(k), d[k] as number]);
-}
-
-/** Recipients whose outcome is known: each counter belongs to one channel, so one sum serves both. */
-function settled(d: Dispatch): number {
-  return d.acknowledged + d.rejected + d.suppressed + d.emailed + d.uncertain;
-}
-
-/** Pages are all walked but deliveries are still out: a notification counts once its receiver
- *  acknowledged it, after the page. Watched for ten minutes after the end, not forever. */
-function inFlight(d: Dispatch): boolean {
-  const recent = !d.finishedAt || Date.now() - Date.parse(d.finishedAt) < 10 * 60 * 1000;
-  return d.status === "completed" && recent && settled(d) < d.enqueued;
 }
 
 /** In-page section links keep the route in the fragment and move focus to the section heading. */
@@ -588,6 +630,7 @@ function kit(session: Session): Kit {
 
 function route(): void {
   generation += 1;
+  drawnHash = location.hash || "#/";
   const mine = generation;
   if (!token()) {
     renderSignIn();
@@ -623,7 +666,7 @@ function draw(s: Session): void {
 
 takeFragmentToken();
 window.addEventListener("hashchange", () => {
-  takeFragmentToken(); // a link pasted into this tab changes only the fragment
+  if (takeFragmentToken()) return; // a link pasted into this tab changes only the fragment
   route();
 });
 route();

@@ -5,10 +5,12 @@
 import { roleName } from "./access";
 import { ApiError, type AwaitingApproval } from "./api";
 import { h, replace } from "./dom";
+import { timeEl } from "./time";
 import type { Kit } from "./kit";
 
-function when(value: string | null): string {
-  return value ? new Date(value).toLocaleString() : "–";
+/** A stored time in the admin's local time with its zone, UTC on hover (time.ts). */
+function when(value: string | null): Node | string {
+  return value ? timeEl(value) : "–";
 }
 
 function refusal(kit: Kit, err: unknown): HTMLElement {

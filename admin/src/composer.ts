@@ -1,7 +1,8 @@
 // The campaign composer: every field of the definition, live previews, and the API's field errors
-// shown beside the fields they name (tRPC `data.issues[].path`).
+// shown beside the fields they name (tRPC `data.issues[].path`), in the words of messages.ts.
 import type { Action, Campaign, Channel, Definition, Issue, Message } from "./api";
 import { field, h, replace } from "./dom";
+import { echoUtc, zoneName } from "./time";
 
 type Control = HTMLInputElement | HTMLSelectElement | HTMLTextAreaElement;
 const NOTIFY_TITLE_MAX = 65; // push banners truncate here (NotificationCopy in domain/campaign.py)
@@ -156,10 +157,16 @@ export function composer(existing: Campaign | null): Composer {
       add("email.subject", "Subject", eSubject), add("email.title", "Heading", eTitle), add("email.body", "Body", eBody),
       add("email.ctaLabel", "Button label", eCta), add("email.heroImageUrl", "Hero image URL (https)", eHero)),
     h("fieldset", {}, h("legend", {}, "Window and audience policy"),
-      add("startsAt", "Starts at (your local time)", startsAt), add("endsAt", "Ends at (your local time)", endsAt),
+      add("startsAt", `Starts at (your time, ${zoneName()})`, startsAt, " "), add("endsAt", `Ends at (your time, ${zoneName()})`, endsAt, " "),
       checkbox("excludeMinors", "Exclude minors (age policy)", excludeMinors),
       checkbox("discoverable", "Discoverable: people may join it themselves", discoverable)),
   );
+
+  // The window is typed in local time: each field's hint echoes it with its UTC instant.
+  for (const control of [startsAt, endsAt]) {
+    const hint = form.querySelector<HTMLElement>(`#${CSS.escape(control.id)}-hint`);
+    if (hint) echoUtc(control, hint);
+  }
 
   function channels(): Channel[] {
     return channelBoxes.filter((b) => b.checked).map((b) => b.value as Channel);
@@ -175,7 +182,8 @@ export function composer(existing: Campaign | null): Composer {
       priority: Number(mPriority.value || 0),
       frequency: mFrequency.value === "everyDays" ? { everyDays: Number(mEveryDays.value) } : (mFrequency.value as "once"),
       actions: actionRows.flatMap((a): Action[] => {
-        if (!text(a.label)) return [];
+        // A row with a link but no label is sent, for the API to say the label is required.
+        if (!text(a.label) && !a.target.value.trim()) return [];
         const style = a.style.value as Action["style"];
         const target = a.target.value.trim();
         const action: Action["action"] =
@@ -257,6 +265,7 @@ export function composer(existing: Campaign | null): Composer {
     for (const el of errors.values()) {
       el.hidden = true;
       el.textContent = "";
+      el.removeAttribute("title");
     }
     element.querySelectorAll("[aria-invalid]").forEach((el) => el.removeAttribute("aria-invalid"));
   }
@@ -269,11 +278,12 @@ export function composer(existing: Campaign | null): Composer {
       const key = bestKey(issue.path.map(String), [...errors.keys()]);
       const slot = key ? errors.get(key) : undefined;
       if (!slot || !key) {
-        unplaced.push(issue.path.length ? `${issue.path.join(".")}: ${issue.message}` : issue.message);
+        unplaced.push(issue.message);
         continue;
       }
       slot.hidden = false;
       slot.textContent = slot.textContent ? `${slot.textContent} ${issue.message}` : issue.message;
+      if (issue.detail) slot.title = `The server said: ${issue.detail}`;
       element.querySelector(`[data-path="${CSS.escape(key)}"]`)?.setAttribute("aria-invalid", "true");
     }
     const first = element.querySelector<HTMLElement>("[aria-invalid]");

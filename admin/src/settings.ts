@@ -6,6 +6,7 @@
 import { roleName } from "./access";
 import { ApiError, type Issue, type Tenant, type TenantInput } from "./api";
 import { field, h, replace } from "./dom";
+import { timeEl } from "./time";
 import type { Kit } from "./kit";
 
 type Control = HTMLInputElement;
@@ -21,8 +22,9 @@ const TEXT_FIELDS: [TextKey, string, string][] = [
 ];
 const CAP_CHANNELS = ["notify", "email"] as const;
 
-function when(value: string | null | undefined): string {
-  return value ? new Date(value).toLocaleString() : "–";
+/** A stored time in the admin's local time with its zone, UTC on hover (time.ts). */
+function when(value: string | null | undefined): Node | string {
+  return value ? timeEl(value) : "–";
 }
 
 /** The approval policy in one sentence. */
@@ -87,6 +89,7 @@ function recordForm(kit: Kit, tenant: Tenant, saving: () => void, saved: (t: Ten
     for (const [path, error] of errors) {
       error.hidden = true;
       error.textContent = "";
+      error.removeAttribute("title");
       inputs.get(path)?.removeAttribute("aria-invalid");
     }
   };
@@ -103,11 +106,12 @@ function recordForm(kit: Kit, tenant: Tenant, saving: () => void, saved: (t: Ten
       // A whole-object issue (frequencyCaps.notify, approval) lands on the channel's or policy's first field.
       const error = key ? errors.get(key) : undefined;
       if (!key || !error) {
-        unplaced.push(path.length ? `${joined}: ${issue.message}` : issue.message);
+        unplaced.push(issue.message);
         continue;
       }
       error.hidden = false;
       error.textContent = error.textContent ? `${error.textContent} ${issue.message}` : issue.message;
+      if (issue.detail) error.title = `The server said: ${issue.detail}`;
       inputs.get(key)?.setAttribute("aria-invalid", "true");
     }
     return unplaced;
@@ -170,7 +174,7 @@ function recordForm(kit: Kit, tenant: Tenant, saving: () => void, saved: (t: Ten
 
   return h("section", { id: "tenant-record", "aria-labelledby": "tenant-record-h", "data-tenant": tenant.tenantId },
     h("h2", { id: "tenant-record-h" }, `${tenant.name} `, h("span", { className: "muted id" }, tenant.tenantId)),
-    h("p", { className: "muted" }, `Created ${when(tenant.createdAt)} · updated `, h("span", { id: "tenant-updated" }, when(tenant.updatedAt))),
+    h("p", { className: "muted" }, "Created ", when(tenant.createdAt), " · updated ", h("span", { id: "tenant-updated" }, when(tenant.updatedAt))),
     h("form", { className: "tenant-form", "aria-label": `Settings of ${tenant.tenantId}`, onsubmit: ((ev: Event) => ev.preventDefault()) as EventListener },
       h("h3", {}, "Name and branding"), ...rows,
       h("h3", {}, "Frequency caps"), h("p", { className: "hint" }, "Across campaigns, per profile and channel. The default tenant's caps apply to every tenant without its own for that channel."), ...capRows,
@@ -262,7 +266,7 @@ export async function renderTenantSettings(kit: Kit, wanted: string | null): Pro
     kit.session.can("tenants.create") ? createSection(kit, (t) => go(t.tenantId)) : null);
   const show = (t: Tenant): void => {
     replace(record, recordForm(kit, t, () => replace(confirmation), (updated) => {
-      replace(confirmation, h("p", { className: "ok" }, `Saved the settings of ${updated.tenantId} at ${new Date(updated.updatedAt).toLocaleTimeString()}.`));
+      replace(confirmation, h("p", { className: "ok" }, `Saved the settings of ${updated.tenantId} at `, timeEl(updated.updatedAt, true), "."));
       show(updated);
     }));
   };

@@ -4,10 +4,12 @@
 import { roleName } from "./access";
 import { type ApiKey, type Grant, type Role, ROLES } from "./api";
 import { field, h, replace } from "./dom";
+import { echoUtc, timeEl, zoneName } from "./time";
 import type { Kit } from "./kit";
 
-function when(value: string | null | undefined): string {
-  return value ? new Date(value).toLocaleString() : "–";
+/** A stored time in the admin's local time with its zone, UTC on hover (time.ts). */
+function when(value: string | null | undefined): Node | string {
+  return value ? timeEl(value) : "–";
 }
 
 function roleSelect(name: string): HTMLSelectElement {
@@ -79,7 +81,7 @@ function keysSection(kit: Kit, tenantId: string): HTMLElement {
   };
   const keyRow = (k: ApiKey): HTMLElement => {
     const expired = Boolean(k.expiresAt && Date.parse(k.expiresAt) <= Date.now());
-    const state = k.revokedAt ? `revoked ${when(k.revokedAt)}` : expired ? "expired" : "active";
+    const state: (Node | string)[] = k.revokedAt ? ["revoked ", when(k.revokedAt)] : [expired ? "expired" : "active"];
     const revoke: HTMLButtonElement = kit.button("Revoke", () => {
       if (!confirm(`Revoke the key "${k.name}"? Every process refuses it within a second.`)) return;
       void kit.guarded(revoke, () => kit.api.call("apiKeys.revoke", { id: k.id }), (err) => replace(out, kit.errorBox(err))).then((gone) => {
@@ -91,14 +93,17 @@ function keysSection(kit: Kit, tenantId: string): HTMLElement {
     }, { "aria-label": `Revoke key ${k.name}` });
     return h("tr", { "data-key": k.id, "data-state": k.revokedAt ? "revoked" : expired ? "expired" : "active" },
       h("th", { scope: "row" }, k.name), h("td", {}, h("code", {}, `${k.prefix}…`)), h("td", {}, k.role),
-      h("td", {}, `${when(k.createdAt)} by ${k.createdBy}`), h("td", {}, when(k.expiresAt)),
+      h("td", {}, when(k.createdAt), ` by ${k.createdBy}`), h("td", {}, when(k.expiresAt)),
       h("td", { "data-field": "lastUsedAt" }, k.lastUsedAt ? when(k.lastUsedAt) : "never"),
-      h("td", { "data-field": "state" }, state),
+      h("td", { "data-field": "state" }, ...state),
       h("td", {}, !k.revokedAt && kit.session.can("apiKeys.revoke") ? revoke : null));
   };
   const name = h("input", { type: "text", name: "key-name", autocomplete: "off", required: true, maxlength: 200 });
   const role = roleSelect("key-role");
   const expires = h("input", { name: "key-expires", type: "datetime-local" });
+  const expiresRow = field(`Expires (optional; your time, ${zoneName()})`, expires, " ").row;
+  const expiresHint = expiresRow.querySelector<HTMLElement>(".hint");
+  if (expiresHint) echoUtc(expires, expiresHint, "empty: never");
   const create: HTMLButtonElement = kit.button("Create key", () => {
     const label = name.value.trim();
     if (!label) {
@@ -145,7 +150,7 @@ function keysSection(kit: Kit, tenantId: string): HTMLElement {
     h("div", { className: "table-wrap" }, h("table", { id: "keys-table" }, h("caption", {}, `API keys of ${tenantId}`),
       h("thead", {}, h("tr", {}, ...["Name", "Key", "Role", "Created", "Expires", "Last used", "State", ""].map((t) => h("th", { scope: "col" }, t)))), body)),
     kit.session.can("apiKeys.create") ? h("div", { className: "inline-form", role: "group", "aria-label": "Create an API key" },
-      field("Key name", name).row, field("Key role", role).row, field("Expires (optional)", expires, "Your local time; empty: never.").row,
+      field("Key name", name).row, field("Key role", role).row, expiresRow,
       h("div", { className: "actions" }, create)) : null,
     out);
 }

@@ -178,8 +178,9 @@ class Watch:
 
     # Chromium logs every non-2xx fetch as a console error. The journey provokes some API errors on
     # purpose (a user token: 403, an invalid field: 400, an edit conflict: 409, an unknown profile to
-    # explain: 404); only those are allowed.
-    expected_api_errors = (403, 400, 409, 404)
+    # explain: 404, a graph outage the test stages: 503, a token the server refuses: 401); only those are
+    # allowed.
+    expected_api_errors = (403, 400, 409, 404, 503, 401)
 
     def _console(self, message: ConsoleMessage) -> None:
         where = str(message.location.get("url", ""))
@@ -205,6 +206,56 @@ class Watch:
         assert self.foreign == []
 
 
+AXE_SCRIPT = REPO_ROOT / "admin" / "node_modules" / "axe-core" / "axe.min.js"
+# How the console writes a time in Paris in winter (Intl's short zone name), UTC on hover.
+LOCAL_TIME = re.compile(r"\d{1,2}:\d{2}\s?[AP]M GMT\+1")
+
+
+def new_context(browser: Browser, width: int = 1280, height: int = 900) -> Any:
+    """A tab in Paris (so local times differ from UTC), with the watch and axe-core in every frame (as
+    init scripts over CDP: the page's CSP does not apply to them, and the page never loads them)."""
+    context = browser.new_context(
+        viewport={"width": width, "height": height}, timezone_id="Europe/Paris", locale="en-US"
+    )
+    context.add_init_script(path=str(WATCH_SCRIPT))
+    context.add_init_script(path=str(AXE_SCRIPT))
+    return context
+
+
+def assert_accessible(page: Page, screen: str) -> None:
+    """axe-core over the whole page as it stands: no critical violation (the email frame is its own
+    document, sandboxed, and checked by nothing here)."""
+    found = page.evaluate(
+        """async () => {
+            const result = await window.axe.run(document, { iframes: false, resultTypes: ["violations"] });
+            return result.violations.filter((v) => v.impact === "critical")
+                .map((v) => `${v.id}: ${v.nodes.map((n) => n.target.join(" ")).join(", ")}`);
+        }"""
+    )
+    assert found == [], f"{screen}: {found}"
+
+
+def api_failure(code: str, status: int, message: str) -> str:
+    """A tRPC batch answer with one error, as the API words it (api/errors.py)."""
+    wire = {"SERVICE_UNAVAILABLE": -32603, "FORBIDDEN": -32003, "UNAUTHORIZED": -32001}[code]
+    return json.dumps(
+        [{"error": {"message": message, "code": wire, "data": {"code": code, "httpStatus": status}}}]
+    )
+
+
+def refuse_two_notifications(route: Any) -> None:
+    """The real listDispatches answer, with two of the notify channel's receipts made refusals and one
+    recipient capped (the batch may carry other calls: only list answers are touched)."""
+    answer = route.fetch()
+    body = answer.json()
+    for item in body:
+        data = item.get("result", {}).get("data")
+        for d in data if isinstance(data, list) else []:
+            if d.get("channel") == "notify":
+                d.update(acknowledged=d["acknowledged"] - 2, rejected=2, capped=1)
+    route.fulfill(response=answer, json=body)
+
+
 def shot(page: Page, name: str, section: str | None = None) -> None:
     """The whole page, what the viewport shows, or one section of the (long) campaign page."""
     ARTIFACTS.mkdir(exist_ok=True)
@@ -214,11 +265,7 @@ def shot(page: Page, name: str, section: str | None = None) -> None:
     elif section is None:
         page.screenshot(path=path, full_page=True)
     else:
-        # The status bar is fixed to the viewport's foot and would cut across a section's picture.
-        status = page.locator("#status")
-        status.evaluate("(el) => { el.hidden = true; }")
         page.locator(section).screenshot(path=path)
-        status.evaluate("(el) => { el.hidden = false; }")
 
 
 def assert_every_control_labelled(page: Page) -> None:
@@ -240,24 +287,42 @@ def explain_in_console(page: Page, profile_id: str) -> None:
     expect(page.locator("#explain-member")).to_contain_text(profile_id)
 
 
-def assert_explanation_shown(page: Page, answer: dict[str, Any]) -> None:
-    """What the console shows is the API's answer: each channel's verdict, each rule, each fact."""
+def assert_explanation_shown(
+    page: Page, answer: dict[str, Any], verdicts: dict[str, str | re.Pattern[str]]
+) -> None:
+    """What the console shows is the API's answer, in words: each channel's sentence above its table,
+    each rule named (its code only in data-rule) with what it found, each past fact at its local time."""
     result = page.locator("#explain-result")
     for channel in answer["channels"]:
         article = result.locator(f"article[data-channel='{channel['channel']}']")
         expect(article).to_have_attribute("data-would-receive", str(channel["wouldReceive"]).lower())
-        verdict = "would receive it now" if channel["wouldReceive"] else f"blocked by {channel['blockedBy']}"
-        expect(article.locator(".explain-verdict")).to_have_text(verdict)
+        expect(article.locator(".explain-verdict")).to_have_text(verdicts[channel["channel"]])
         rows = article.locator("tbody tr")
         expect(rows).to_have_count(len(channel["rules"]))
         for i, rule in enumerate(channel["rules"]):
             expect(rows.nth(i)).to_have_attribute("data-rule", rule["rule"])
             expect(rows.nth(i)).to_have_attribute("data-ok", str(rule["ok"]).lower())
-            expect(rows.nth(i).locator("td").nth(0)).to_have_text("pass" if rule["ok"] else "fail")
-            expect(rows.nth(i).locator("td").nth(1)).to_have_text(rule.get("detail") or "")
+            expect(rows.nth(i).locator("th")).not_to_contain_text("_")  # a name in words, not a code
+            # A send that already happened is done, not refused.
+            outcome = (
+                "Allows it"
+                if rule["ok"]
+                else "Done already"
+                if rule["rule"].startswith("already_")
+                else "Stops it"
+            )
+            expect(rows.nth(i).locator("td").nth(0)).to_have_text(outcome)
     facts = {k: v for k, v in (answer.get("past") or {}).items() if v is not None}
     for key, value in facts.items():
-        expect(result.locator(f"[data-fact='{key}']")).to_have_text(value)
+        fact = result.locator(f"[data-fact='{key}']")
+        if key.endswith("At"):  # local time shown, the UTC instant on hover and in datetime
+            expect(fact.locator("time")).to_have_attribute(
+                "datetime", re.compile("^" + re.escape(value[:19]))
+            )
+            expect(fact.locator("time")).to_have_attribute("title", value[:19].replace("T", " ") + " UTC")
+            expect(fact).to_contain_text("(your time)")
+        else:
+            expect(fact).to_have_text(value)
     expect(result.locator("[data-fact]")).to_have_count(len(facts))
 
 
@@ -273,8 +338,7 @@ def test_admin_journey_in_chromium(
         for pid in [ADMIN_ID, *MEMBERS]
     ]})  # fmt: skip
 
-    context = browser.new_context(viewport={"width": 1280, "height": 900})
-    context.add_init_script(path=str(WATCH_SCRIPT))
+    context = new_context(browser)
     page = context.new_page()
     page.set_default_timeout(20_000)
     watch = Watch(page, url)
@@ -301,6 +365,7 @@ def test_admin_journey_in_chromium(
         # --- sign in with the keyboard alone: a user token is refused, an admin token lets us in
         expect(page.get_by_role("heading", name="Sign in")).to_be_visible()
         shot(page, "signin")
+        assert_accessible(page, "sign-in")
         user_token = mint_token(settings, profile_id="m000")
         page.keyboard.type(user_token)  # the token box has focus on arrival
         page.keyboard.press("Tab")
@@ -314,6 +379,8 @@ def test_admin_journey_in_chromium(
         assert admin_token not in page.url
         expect(page.locator("#whoami-role")).to_have_text("platform admin")
         expect(page.locator("#whoami-tenant")).to_have_text("default")
+        expect(page.locator("#session-warning")).to_be_hidden()  # an hour left: nothing to warn of yet
+        assert_accessible(page, "campaign list (empty)")
         # A platform admin manages any tenant's roles and keys; its own (the default tenant) first.
         page.get_by_role("link", name="Access and keys").click()
         expect(page.locator("#grants-table caption")).to_have_text("Grants in default")
@@ -322,12 +389,13 @@ def test_admin_journey_in_chromium(
         page.get_by_role("button", name="Show tenant").click()
         expect(page.locator("#keys-table caption")).to_have_text("API keys of other")
         assert_every_control_labelled(page)
+        assert_accessible(page, "access and keys")
 
         # --- composer: the API's field error lands beside its field; the banner preview shows the cut
         page.get_by_role("link", name="New campaign").first.click()
         expect(page.get_by_role("heading", name="New campaign")).to_be_visible()
         assert_every_control_labelled(page)
-        page.get_by_label("Campaign id").fill(CAMPAIGN)
+        page.get_by_label("Campaign id").fill("Spring Launch!")
         page.get_by_label("Name").fill("Spring launch")
         page.get_by_label("Email", exact=True).check()
         page.get_by_label("Title", exact=True).fill("Spring is here")
@@ -337,6 +405,7 @@ def test_admin_journey_in_chromium(
         page.get_by_label("Media URL (https)").fill("https://www.youtube.com/watch?v=abc")
         page.get_by_label("Action 1 label").fill("Read more")
         page.get_by_label("Action 1 path or URL").fill("/news/spring")
+        page.get_by_label("Action 2 path or URL").fill("https://example.org/spring")  # and no label
         long_title = "Spring launch: " + "x" * 60
         page.get_by_label(re.compile(r"^Title \(banner")).fill(long_title)
         page.get_by_label(re.compile(r"^Body \(banner")).fill("Everything new this spring.")
@@ -345,14 +414,38 @@ def test_admin_journey_in_chromium(
         page.get_by_label("Subject").fill("Spring is here")
         page.get_by_label("Heading").fill("Our spring launch")
         page.locator("[data-path='email.body']").fill("Line one\nLine two")
-        page.get_by_label("Button label").fill("See what's new")
+        page.get_by_label("Hero image URL (https)").fill("http://cdn.example.org/spring.png")
         page.get_by_role("button", name="Create campaign").click()
-        title_field = page.locator("[data-path='notification.title']")
-        expect(title_field).to_have_attribute("aria-invalid", "true")
-        error_id = f"{title_field.get_attribute('id')}-error"
-        expect(page.locator(f"#{error_id}")).to_contain_text("at most 65 characters")
+        # Every field error beside its field, in a sentence naming the field and the rule (messages.ts).
+        said = {
+            "notification.title": "The notification title can have at most 65 characters.",
+            "email.ctaLabel": "The button label is required.",
+            "email.heroImageUrl": "Use an https:// address for the hero image URL.",
+            "message.actions.1.label": "The label of action 2 is required.",
+            "id": "The campaign id may use only lower-case letters, digits and dashes (not first or last),"
+            " at most 64.",
+        }
+        for path, sentence in said.items():
+            control = page.locator(f"[data-path='{path}']")
+            expect(control).to_have_attribute("aria-invalid", "true")
+            expect(page.locator(f"#{control.get_attribute('id')}-error")).to_have_text(sentence)
+        expect(page.locator("main [role=alert]").first).to_have_text(
+            "Not saved: fix the fields marked below."
+        )
+        assert "String should" not in page.locator("main").inner_text()  # the validator's words stay out
         shot(page, "composer-errors")
-        title_field.fill("Spring is here")
+        assert_accessible(page, "composer with errors")
+        # The window is typed in the admin's time; its hint says the UTC instant that will be sent.
+        starts = page.get_by_label(re.compile(r"^Starts at \(your time, Europe/Paris\)"))
+        starts.fill("2027-03-21T09:00")
+        echo = page.locator(f"#{starts.get_attribute('id')}-hint")
+        expect(echo).to_contain_text("= 2027-03-21 08:00:00 UTC")
+        starts.fill("")
+        page.get_by_label("Campaign id").fill(CAMPAIGN)
+        page.locator("[data-path='notification.title']").fill("Spring is here")
+        page.get_by_label("Button label").fill("See what's new")
+        page.get_by_label("Hero image URL (https)").fill("")
+        page.get_by_label("Action 2 path or URL").fill("")
         page.get_by_role("button", name="Create campaign").click()
         expect(page.get_by_role("heading", name="Spring launch")).to_be_visible()
         expect(page.locator("#campaign-status")).to_have_text("draft")
@@ -370,12 +463,40 @@ def test_admin_journey_in_chromium(
         page.get_by_role("button", name="Save changes").click()
         conflict = page.locator(".conflict")
         expect(conflict).to_contain_text("changed since you opened it")
+        expect(conflict).to_contain_text("revision 2")
+        # What they changed, in words; then the two ways out.
+        expect(conflict.locator("#conflict-changes li")).to_have_text(["Name: now “Spring launch 2026”"])
+        expect(conflict.get_by_role("button", name="Keep mine and save over theirs")).to_be_visible()
         shot(page, "conflict", "#definition")
-        conflict.get_by_role("button", name="Reload latest version").click()
+        conflict.get_by_role("button", name="Reload their version").click()
         expect(page.get_by_label("Name")).to_have_value("Spring launch 2026")
         page.get_by_label("Description (admins only)").fill("The spring announcement")
+        # The graph is out for one save: the console says nothing was changed, and the retry saves.
+        outage = partial(api_failure, "SERVICE_UNAVAILABLE", 503, "the graph database is unavailable")
+        page.route("**/trpc/campaigns.update?*", lambda route: route.fulfill(status=503, body=outage(),
+                   content_type="application/json"))  # fmt: skip
+        page.get_by_role("button", name="Save changes").click()
+        refused = page.locator("#definition [data-code='SERVICE_UNAVAILABLE']")
+        expect(refused.locator(".error-words")).to_have_text(
+            "The service is unavailable for a moment, so nothing was changed. Try again in a minute; if it"
+            " keeps happening, tell whoever runs it."
+        )
+        expect(refused).to_contain_text("The server said: the graph database is unavailable")
+        page.unroute("**/trpc/campaigns.update?*")
+        expect(page.get_by_label("Description (admins only)")).to_have_value("The spring announcement")
         page.get_by_role("button", name="Save changes").click()
         expect(page.locator("#definition")).to_contain_text("Saved (revision 3)")
+        # Again, and this time keep mine: their description is replaced by ours, nothing else changes.
+        current = trpc(url, admin_token, "campaigns.get", {"campaignId": CAMPAIGN}, mutation=False)
+        theirs = {"campaignId": CAMPAIGN, "expectedUpdatedAt": current["updatedAt"], "description": "Theirs"}
+        trpc(url, admin_token, "campaigns.update", theirs)
+        page.get_by_label("Description (admins only)").fill("The spring announcement, mine")
+        page.get_by_role("button", name="Save changes").click()
+        expect(conflict.locator("#conflict-changes li")).to_have_text(["Description: now “Theirs”"])
+        conflict.get_by_role("button", name="Keep mine and save over theirs").click()
+        expect(page.locator("#definition")).to_contain_text("Saved (revision 5)")
+        kept = trpc(url, admin_token, "campaigns.get", {"campaignId": CAMPAIGN}, mutation=False)
+        assert kept["description"] == "The spring announcement, mine" and kept["name"] == "Spring launch 2026"
 
         # --- the email, rendered by the server with the worker's renderer, in the sandboxed frame
         page.get_by_role("button", name="Render email preview").click()
@@ -440,18 +561,48 @@ def test_admin_journey_in_chromium(
         email = page.locator("#progress-list article[data-channel='email']")
         expect(notify).to_have_attribute("data-status", "completed", timeout=DEADLINE * 1000)
         expect(email).to_have_attribute("data-status", "completed", timeout=DEADLINE * 1000)
-        expect(notify.locator("[data-counter='acknowledged']")).to_have_text("12")
-        expect(notify.locator("[data-counter='pages']")).to_have_text(re.compile(r"^[34]$"))
-        expect(email.locator("[data-counter='emailed']")).to_have_text("12")
+        # Per channel, in view: what moves on that channel (handed on, then reached) and nothing else,
+        # since no exception counter moved; pages, passes and the other channel's zeros under Details.
+        expect(notify.locator("#counters-notify dt")).to_have_text(["Sent to their inbox", "Received"])
+        expect(notify.locator("#counters-notify [data-counter='acknowledged']")).to_have_text("12")
+        expect(email.locator("#counters-email dt")).to_have_text(
+            ["Handed to the email provider", "Accepted by the provider"]
+        )
+        expect(email.locator("#counters-email [data-counter='emailed']")).to_have_text("12")
+        for article in (notify, email):
+            expect(article.locator(".exceptions")).to_have_count(0)
+            expect(article.locator(".counter-details")).not_to_have_attribute("open", "")
+            expect(article.locator(".counter-details [data-counter='pages']")).to_be_hidden()
+            expect(article.locator("label")).to_have_text("12 of 12 recipients reached or settled")
+        expect(notify.locator(".counter-details [data-counter='pages']")).to_have_text(re.compile(r"^[34]$"))
         assert notify.locator("progress").evaluate("(p) => p.value === p.max && p.max === 12")
-        # Every number DispatchPublic carries is shown, including counters added after this console.
+        expect(notify.locator("time").first).to_have_text(LOCAL_TIME)  # started at, in Paris time
+        # Every number DispatchPublic carries is shown once, including counters added after this console,
+        # except the other channel's counters while they are zero ("Emailed 0" on notifications).
+        other_channel = {
+            "notify": {"emailed", "uncertain", "throttled"},
+            "email": {"acknowledged", "suppressed"},
+        }
         for d in trpc(url, admin_token, "campaigns.listDispatches", {"campaignId": CAMPAIGN}, mutation=False):
             article = page.locator(f"#progress-list article[data-channel='{d['channel']}']")
             numbers = {k: v for k, v in d.items() if type(v) is int and k != "maxLateSeconds"}
             assert {"pages", "enqueued", "acknowledged", "emailed"} <= set(numbers)
-            for key, count in numbers.items():
+            shown = {k: v for k, v in numbers.items() if v or k not in other_channel[d["channel"]]}
+            for key, count in shown.items():
                 expect(article.locator(f"[data-counter='{key.lower()}']")).to_have_text(str(count))
+            expect(article.locator("[data-counter]")).to_have_count(len(shown))
+        expect(notify.locator("[data-counter='emailed']")).to_have_count(0)
+        expect(email.locator("[data-counter='acknowledged']")).to_have_count(0)
+        notify.locator(".counter-details summary").click()
+        expect(notify.locator(".counter-details [data-counter='pages']")).to_be_visible()
+        # The live status is for screen readers: announced, drawn over nothing.
+        status = page.locator("#status")
+        expect(status).to_have_attribute("role", "status")
+        expect(status).to_have_text("No dispatch is sending.")
+        box = status.bounding_box()
+        assert box is not None and box["width"] <= 1 and box["height"] <= 1
         shot(page, "progress", "#progress")
+        assert_accessible(page, "campaign page with progress")
 
         # --- stats: members' apps record engagement through the API; the chart reads it back
         for pid, events in {
@@ -471,28 +622,56 @@ def test_admin_journey_in_chromium(
         expect(stats.locator("svg rect.bar-audience")).to_have_attribute("width", "200")
         shot(page, "stats", "#stats")
 
-        # --- explain a recipient: a member (reached on both channels, so both now say "already"), a
-        # profile outside the audience, and an unknown profile (NOT_FOUND, shown like any API error)
+        # --- explain a recipient, in words: a member reached on both channels (both "already received
+        # it", at a local time), a profile outside the audience, a member whose age is unknown (joined after
+        # the send: notified now, never emailed), and an unknown profile (NOT_FOUND, in a sentence)
+        trpc(url, admin_token, "profiles.upsert", {"profiles": [{"profileId": "m-noage", "emails": [
+            {"address": "noage@example.com", "verified": True, "primary": True}]}]})  # fmt: skip
+        trpc(url, admin_token, "campaigns.addAudience", {"campaignId": CAMPAIGN,
+             "source": {"type": "profileIds", "profileIds": ["m-noage"]}})  # fmt: skip
+        already = re.compile(r"^Already received it on .*GMT\+1 \(your time\)\.$")
+        verdicts: dict[str, dict[str, str | re.Pattern[str]]] = {
+            "m000": {"notify": already, "email": already},
+            ADMIN_ID: {
+                "notify": "Will not receive the notification: the profile is not in the audience.",
+                "email": "Will not receive the email: the profile is not in the audience.",
+            },
+            "m-noage": {
+                "notify": "Would receive the notification now.",
+                "email": "Will not receive the email: the profile's age is unknown, and email goes only to"
+                " known adults.",
+            },
+        }
         explained = {}
-        for pid in ("m000", ADMIN_ID):
+        for pid, sentences in verdicts.items():
             explained[pid] = trpc(url, admin_token, "campaigns.explainRecipient",
                                   {"campaignId": CAMPAIGN, "profileId": pid}, mutation=False)  # fmt: skip
             explain_in_console(page, pid)
-            assert_explanation_shown(page, explained[pid])
+            assert_explanation_shown(page, explained[pid], sentences)
             if pid == "m000":
                 shot(page, "explain", "#explain")
+                assert_accessible(page, "explain a recipient")
+                opted = page.locator(
+                    "#explain-result article[data-channel='notify'] tr[data-rule='opted_out'] td"
+                )
+                expect(opted.nth(1)).to_have_text("Has not opted out of announcement notifications")
         assert {c["blockedBy"] for c in explained["m000"]["channels"]} == {
             "already_notified",
             "already_claimed",
         }
         assert explained["m000"]["past"]["notifiedAt"] and explained["m000"]["past"]["emailedAt"]
         assert {c["blockedBy"] for c in explained[ADMIN_ID]["channels"]} == {"not_member"}
+        assert [c["blockedBy"] for c in explained["m-noage"]["channels"]] == [None, "age_policy"]
+        shot(page, "explain-age", "#explain")
+        trpc(url, admin_token, "campaigns.removeAudience", {"campaignId": CAMPAIGN,
+             "source": {"type": "profileIds", "profileIds": ["m-noage"]}})  # fmt: skip
+        explain_in_console(page, ADMIN_ID)
         expect(page.locator("#explain-member")).to_have_text(f"{ADMIN_ID} is not a member of the audience.")
         search = page.locator("#explain").get_by_label("Profile id")
         search.fill("ghost-1")
         search.press("Enter")
-        expect(page.locator("#explain-result [role=alert]")).to_have_text(
-            "NOT_FOUND: profile 'ghost-1' not found"
+        expect(page.locator("#explain-result [role=alert] .error-words")).to_have_text(
+            "Profile 'ghost-1' not found."
         )
         assert_every_control_labelled(page)
 
@@ -516,17 +695,52 @@ def test_admin_journey_in_chromium(
         page.get_by_label("Filter by status").select_option("live")
         expect(page.locator("#campaigns tbody tr", has_text="Spring launch 2026")).to_have_count(1)
 
-        # --- phone width: the campaign page fits without sideways scrolling
+        # --- phone width: the campaign page fits without sideways scrolling; the same counters, sentences
+        # and field messages as on a desktop
         page.set_viewport_size({"width": 390, "height": 844})
+        # The journey's inbox refuses nothing, so the server's answer is altered in flight: two of the
+        # notifications refused, one recipient capped. Exactly those exception counters come into view.
+        page.route("**/trpc/*campaigns.listDispatches*", refuse_two_notifications)
         page.goto(f"{url}/admin#/c/{CAMPAIGN}")
         expect(page.get_by_role("heading", name="Spring launch 2026")).to_be_visible()
         assert page.evaluate("document.documentElement.scrollWidth") <= 390
         shot(page, "phone", "viewport")
+        expect(page.locator("#counters-notify dt")).to_have_text(["Sent to their inbox", "Received"])
+        raised = page.locator("#progress-list article[data-channel='notify'] .exceptions")
+        expect(raised.locator("dt")).to_have_text(
+            ["Refused by their inbox", "Held back by the frequency cap"]
+        )
+        expect(raised.locator("dd")).to_have_text(["2", "1"])
+        expect(page.locator("#progress-list article[data-channel='email'] .exceptions")).to_have_count(0)
+        expect(page.locator("#progress-list article[data-channel='notify'] label")).to_have_text(
+            "12 of 12 recipients reached or settled"
+        )
+        shot(page, "phone-progress", "#progress")
+        page.unroute("**/trpc/*campaigns.listDispatches*")
         explain_in_console(page, "m001")
         expect(page.locator("#explain-result article")).to_have_count(2)
+        expect(page.locator("#explain-result .explain-verdict")).to_have_text([already, already])
         assert page.evaluate("document.documentElement.scrollWidth") <= 390
+        shot(page, "phone-explain", "#explain")
+        assert_accessible(page, "campaign page at phone width")
         page.get_by_role("button", name="Archive").click()
         expect(page.locator("#campaign-status")).to_have_text("archived")
+        # A campaign id already taken: said on the id field, at phone width.
+        page.goto(f"{url}/admin#/new")
+        page.get_by_label("Campaign id").fill(CAMPAIGN)
+        page.get_by_label("Name").fill("Spring again")
+        page.get_by_label("Title", exact=True).fill("Spring again")
+        page.get_by_label(re.compile(r"^Title \(banner")).fill("Spring again")
+        page.get_by_label(re.compile(r"^Body \(banner")).fill("Once more.")
+        page.get_by_role("button", name="Create campaign").click()
+        taken = page.locator("[data-path='id']")
+        expect(taken).to_have_attribute("aria-invalid", "true")
+        expect(page.locator(f"#{taken.get_attribute('id')}-error")).to_have_text(
+            f"A campaign with the id {CAMPAIGN} already exists: choose another id."
+        )
+        assert page.evaluate("document.documentElement.scrollWidth") <= 390
+        shot(page, "phone-composer-errors", "viewport")
+        assert_accessible(page, "composer at phone width")
 
         assert page.evaluate("window.__cspViolations") == []
         watch.assert_clean()
@@ -586,10 +800,111 @@ def test_a_sign_in_link_asks_before_replacing_a_held_session(
         assert page.evaluate("sessionStorage.getItem('campaign-engine.admin-token')") == mine
         assert page.evaluate("location.hash") == "#/"  # declined, the token still leaves the address bar
 
+        other = mint_token(settings, profile_id="m000", ttl_seconds=60)  # someone else's session
         page.once("dialog", lambda dialog: dialog.accept())
-        page.evaluate(f"location.hash = '#token={crafted}'")  # pasted into the same tab: a fragment change
+        page.evaluate(f"location.hash = '#token={other}'")  # pasted into the same tab: a fragment change
         page.wait_for_function("location.hash === '#/'")  # taken, and gone from the address bar
-        assert page.evaluate("sessionStorage.getItem('campaign-engine.admin-token')") == crafted
+        assert page.evaluate("sessionStorage.getItem('campaign-engine.admin-token')") == other
+        assert len(asked) == 1  # accepted by the second handler, not the recording one
+    finally:
+        context.close()
+
+
+@pytest.mark.parametrize("width", [1280, 390], ids=["desktop", "phone"])
+def test_an_ending_session_warns_then_renews_in_place_keeping_unsaved_edits(
+    stack: tuple[str, Settings, Path], browser: Browser, width: int
+) -> None:
+    """Issue 28 item 1: a token that ends during the test. The console warns while minutes remain, and
+    at the end asks for a new token over the page without leaving it: a token for someone else is
+    refused, a pasted one for the same admin is taken, and later a fresh sign-in link opened in the same
+    tab renews it again; a save the server refuses waits for a new token and then goes through by itself.
+    The campaign typed before the end is never lost."""
+    url, settings, _ = stack
+    ttl = 20  # long enough to sign in and type, short enough to end while we watch
+    first = mint_token(settings, profile_id=ADMIN_ID, scope=ADMIN_SCOPE, ttl_seconds=ttl)
+    context = new_context(browser, width=width, height=844 if width < 600 else 900)
+    page = context.new_page()
+    watch = Watch(page, url)
+    name = f"renewal-{width}"
+    try:
+        page.goto(f"{url}/admin#token={first}")
+        expect(page.get_by_role("heading", name="Campaigns", exact=True)).to_be_visible()
+        warning = page.locator("#session-warning")
+        expect(warning).to_contain_text("Your session ends soon: at ")
+        expect(warning).to_contain_text("in less than a minute")
+        expect(warning.locator("time")).to_have_text(LOCAL_TIME)
+        expect(warning.locator("time")).to_have_attribute("title", re.compile(r" UTC$"))
+        # In the page's flow, above the header: it pushes the page down and covers nothing.
+        assert warning.evaluate("(el) => getComputedStyle(el).position") == "static"
+        shot(page, f"session-warning-{'phone' if width < 600 else 'desktop'}", "viewport")
+        assert_accessible(page, "session warning")
+
+        page.get_by_role("link", name="New campaign").first.click()
+        page.get_by_label("Campaign id").fill(name)
+        page.get_by_label("Name").fill("Typed before the end")
+        page.get_by_label("Title", exact=True).fill("Still here")
+        page.get_by_label(re.compile(r"^Title \(banner")).fill("Still here")
+        page.get_by_label(re.compile(r"^Body \(banner")).fill("Nothing typed is lost.")
+
+        dialog = page.locator("#session-renew")
+        expect(dialog).to_be_visible(timeout=(ttl + 10) * 1000)
+        expect(dialog.get_by_role("heading")).to_have_text("Your session has ended")
+        expect(dialog).to_contain_text("Nothing is lost")
+        assert page.evaluate("location.hash") == "#/new"  # the page stays; the sign-in screen never shows
+        expect(page.get_by_label("Name")).to_have_value("Typed before the end")
+        shot(page, f"session-renew-{'phone' if width < 600 else 'desktop'}", "viewport")
+        assert_accessible(page, "session renewal dialog")
+
+        box = dialog.get_by_label("New admin token")
+        box.fill(mint_token(settings, profile_id="m000"))  # a valid token, but someone else's
+        dialog.get_by_role("button", name="Continue with this token").click()
+        expect(dialog.get_by_role("alert")).to_contain_text("That token signs in as m000")
+        second = mint_token(settings, profile_id=ADMIN_ID, scope=ADMIN_SCOPE, ttl_seconds=120)
+        box.fill(second)
+        dialog.get_by_role("button", name="Continue with this token").click()
+        expect(dialog).to_be_hidden()
+        assert page.evaluate("sessionStorage.getItem('campaign-engine.admin-token')") == second
+        expect(warning).to_contain_text("in 1 minute")  # two minutes left: warned again, not asked
+        warning.get_by_role("button", name="Renew now").click()  # early: the dialog may be put off
+        expect(dialog.get_by_role("heading")).to_have_text("Renew your session")
+        dialog.get_by_role("button", name="Not now").click()
+        expect(dialog).to_be_hidden()
+        expect(page.get_by_label("Name")).to_have_value("Typed before the end")
+        expect(page.get_by_label("Campaign id")).to_have_value(name)
+
+        # A fresh sign-in link opened in this tab renews as well, with the page left as it is.
+        third = mint_token(settings, profile_id=ADMIN_ID, scope=ADMIN_SCOPE, ttl_seconds=3600)
+        page.evaluate(f"location.hash = '#token={third}'")
+        page.wait_for_function("location.hash === '#/new'")
+        page.wait_for_function(
+            f"sessionStorage.getItem('campaign-engine.admin-token') === {json.dumps(third)}"
+        )
+        expect(warning).to_be_hidden()
+        expect(page.get_by_label("Name")).to_have_value("Typed before the end")
+
+        # The server refuses the token as the campaign is saved (revoked, or its clock ahead of ours): the
+        # save waits for a new token and then goes through by itself, with nothing clicked again.
+        refused = {"once": False}
+
+        def refuse_once(route: Any) -> None:
+            if refused["once"]:
+                route.continue_()
+                return
+            refused["once"] = True
+            route.fulfill(status=401, content_type="application/json",
+                          body=api_failure("UNAUTHORIZED", 401, "the token expired"))  # fmt: skip
+
+        page.route("**/trpc/campaigns.create?*", refuse_once)
+        page.get_by_role("button", name="Create campaign").click()
+        expect(dialog.get_by_role("heading")).to_have_text("Your session has ended")
+        expect(dialog.get_by_role("button", name="Not now")).to_have_count(0)
+        fourth = mint_token(settings, profile_id=ADMIN_ID, scope=ADMIN_SCOPE, ttl_seconds=3600)
+        dialog.get_by_label("New admin token").fill(fourth)
+        dialog.get_by_role("button", name="Continue with this token").click()
+        expect(page.get_by_role("heading", name="Typed before the end")).to_be_visible()
+        saved = trpc(url, third, "campaigns.get", {"campaignId": name}, mutation=False)
+        assert saved["name"] == "Typed before the end" and saved["notification"]["title"] == "Still here"
+        watch.assert_clean()
     finally:
         context.close()
 
@@ -638,8 +953,7 @@ def tenant_token(settings: Settings, sub: str, role: str) -> str:
 
 def signed_in(browser: Browser, url: str, token: str) -> tuple[Any, Page, Watch]:
     """A fresh tab signed in through the dev sign-in link; the header names the tenant and the role."""
-    context = browser.new_context(viewport={"width": 1280, "height": 900})
-    context.add_init_script(path=str(WATCH_SCRIPT))
+    context = new_context(browser)
     page = context.new_page()
     watch = Watch(page, url)
     page.goto(f"{url}/admin#token={token}")
@@ -683,6 +997,7 @@ def test_each_role_sees_only_what_it_may_do(stack: tuple[str, Settings, Path], b
         )
         expect(page.locator(".campaign-head .role-note")).to_contain_text("needs the publisher role")
         shot(page, "role-viewer", "viewport")
+        assert_accessible(page, "role-viewer")
         page.goto(f"{url}/admin#/new")
         expect(page.get_by_role("heading", name="New campaign")).to_be_visible()
         expect(page.locator("main .role-note")).to_have_text(
@@ -717,6 +1032,7 @@ def test_each_role_sees_only_what_it_may_do(stack: tuple[str, Settings, Path], b
             "Sending needs the publisher role; you are an author."
         )
         shot(page, "role-author", "#review")
+        assert_accessible(page, "role-author")
         watch.assert_clean()
     finally:
         context.close()
@@ -755,6 +1071,7 @@ def test_each_role_sees_only_what_it_may_do(stack: tuple[str, Settings, Path], b
         expect(keys).to_contain_text("Copied.")
         assert page.evaluate("navigator.clipboard.readText()") == key
         shot(page, "key-once", "#keys")
+        assert_accessible(page, "key-once")
         row = page.locator("#keys-table tr", has_text="SIS sync")
         expect(row.locator("[data-field='lastUsedAt']")).to_have_text("never")
         # The key works, as an integration would use it; the list then shows its last use.
@@ -765,10 +1082,27 @@ def test_each_role_sees_only_what_it_may_do(stack: tuple[str, Settings, Path], b
         keys.get_by_role("button", name="I have stored it, hide the key").click()
         expect(once).to_have_count(0)
 
+        # pat has a campaign open as a publisher when the role is revoked: Go live is refused in words
+        # naming the role it needs and the one pat now holds.
+        pat_context, pat_page, pat_watch = signed_in(browser, url, pat)
+        pat_page.goto(f"{url}/admin#/c/autumn")
+        go_live = pat_page.get_by_role("button", name="Go live")
+        expect(go_live).to_be_visible()
+
         page.once("dialog", lambda dialog: dialog.accept())
         grants.get_by_role("button", name="Revoke publisher from pat").click()
         expect(page.locator("#grants-table tr[data-subject='pat']")).to_have_count(0)
         assert trpc(url, pat, "access.me", None, mutation=False)["role"] is None
+        go_live.click()
+        refusal = pat_page.locator(".campaign-head [data-code='FORBIDDEN'] .error-words")
+        expect(refusal).to_have_text(
+            "Not allowed: changing the campaign's status needs the publisher role; you hold no role here."
+            " Nothing was changed."
+        )
+        expect(pat_page.locator("#whoami-role")).to_have_text("publisher")  # the header redraws on navigation
+        shot(pat_page, "forbidden", ".campaign-head")
+        pat_watch.assert_clean()
+        pat_context.close()
 
         page.reload()  # a fresh load shows last use; the key itself is nowhere on the page any more
         row = page.locator("#keys-table tr", has_text="SIS sync")
@@ -781,6 +1115,7 @@ def test_each_role_sees_only_what_it_may_do(stack: tuple[str, Settings, Path], b
         refused = httpx.get(f"{url}/trpc/campaigns.list", headers={"authorization": f"Bearer {key}"})
         assert refused.status_code == 401
         shot(page, "access", "viewport")
+        assert_accessible(page, "access")
         watch.assert_clean()
     finally:
         context.close()
@@ -807,8 +1142,9 @@ def test_a_second_publisher_approves_a_waiting_send(
         page.get_by_role("button", name="Confirm and send to 3").click()
         awaits = page.locator("#dispatch-awaits")
         expect(awaits).to_contain_text("This send now awaits a second publisher.")
-        expect(awaits).to_contain_text("FORBIDDEN: a send to 3 recipients needs approval")
+        expect(awaits).to_contain_text("The server said: a send to 3 recipients needs approval")
         shot(page, "approval-awaits", "#review")
+        assert_accessible(page, "approval-awaits")
 
         # pia opens the list from there; approving her own edit is refused, in the server's words.
         awaits.get_by_role("link", name="Open approvals").click()
@@ -839,6 +1175,7 @@ def test_a_second_publisher_approves_a_waiting_send(
         theirs = other.locator("#approvals article[data-campaign='autumn'][data-changed-since='false']")
         expect(theirs).to_contain_text("Autumn news!")
         shot(other, "approvals", "#main")
+        assert_accessible(other, "approvals")
         theirs.get_by_role("button", name="Approve send to 3").click()
         expect(theirs).to_contain_text("Approved by pol for 3 recipients")
 
@@ -920,8 +1257,10 @@ def test_tenant_settings_are_edited_by_platform_admins_and_read_by_tenant_admins
         assert stored["appOrigin"] is None and stored["name"] == "Alpha"  # only what changed was sent
         expect(record.get_by_label("Primary colour")).to_have_value("#0b7285")
         shot(page, "tenant-settings", "#main")
+        assert_accessible(page, "tenant-settings")
 
-        # A bad origin: the server's message on that field, the rest of the form as typed, nothing saved.
+        # A bad origin: the rule in words on that field (the server's own words on hover), the rest of the
+        # form as typed, nothing saved.
         bad = "http://evil.example"
         refused = httpx.post(f"{url}/trpc/tenants.update", json={"tenantId": TENANT, "appOrigin": bad},
                              headers={"authorization": f"Bearer {platform}"})  # fmt: skip
@@ -932,13 +1271,18 @@ def test_tenant_settings_are_edited_by_platform_admins_and_read_by_tenant_admins
         record.get_by_label("Text colour").fill("#222")
         record.get_by_role("button", name="Save tenant settings").click()
         error = page.locator(f"#{origin.get_attribute('id')}-error")
-        expect(error).to_have_text(message)
+        expect(error).to_have_text(
+            "The app origin must be exactly https://host[:port], like https://app.school.example, with no"
+            " path (http only for localhost)."
+        )
+        expect(error).to_have_attribute("title", f"The server said: {message}")
         expect(origin).to_have_attribute("aria-invalid", "true")
         expect(page.locator("#tenant-result [role='alert']")).to_contain_text("Not saved")
         expect(page.locator("#tenant-saved")).to_be_empty()
         after = trpc(url, platform, "tenants.get", {"tenantId": TENANT}, mutation=False)
         assert after == stored  # neither the origin nor the valid text colour sent with it was written
         shot(page, "tenant-bad-origin", "#tenant-record")
+        assert_accessible(page, "tenant-bad-origin")
 
         # A cap with no window: the server's "required" lands on the window field; completed, it saves.
         origin.fill("https://app.alpha.example")
@@ -989,6 +1333,7 @@ def test_tenant_settings_are_edited_by_platform_admins_and_read_by_tenant_admins
             "Changing tenant settings needs a platform admin; this record is read-only."
         )
         shot(page, "tenant-read-only", "#main")
+        assert_accessible(page, "tenant-read-only")
         watch.assert_clean()
     finally:
         context.close()

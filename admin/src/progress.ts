@@ -1,0 +1,99 @@
+// One dispatch's progress, per channel: the counters that move on that channel, any exception counter
+// that is not zero, and the rest (pages, passes, zeros) behind "Details". A counter the server adds later
+// is shown without console work: in the list when it is not zero, under Details otherwise.
+import type { Dispatch } from "./api";
+import { h } from "./dom";
+import { words } from "./explain";
+import { timeEl } from "./time";
+
+/** What moves on each channel as it goes well: recipients handed on, and recipients reached. */
+const MOVING: Record<string, string[]> = { notify: ["enqueued", "acknowledged"], email: ["enqueued", "emailed"] };
+/** What only moves when something did not go to plan; shown whenever it is not zero. */
+const EXCEPTIONS = ["rejected", "suppressed", "uncertain", "throttled", "capped", "deferred", "missed", "pageFailures"];
+/** Counters of the other channel, which never move on this one: left out while zero ("Emailed 0" on a
+ *  notification dispatch says nothing). A new counter is in neither list, so it always shows. */
+const OTHER_CHANNEL: Record<string, Set<string>> = {
+  notify: new Set(["emailed", "uncertain", "throttled"]),
+  email: new Set(["acknowledged", "suppressed"]),
+};
+/** Numbers of DispatchPublic that are settings, not counts. */
+const NOT_COUNTERS = new Set(["maxLateSeconds"]);
+
+const LABELS: Record<string, Record<string, string>> = {
+  notify: { enqueued: "Sent to their inbox", acknowledged: "Received", rejected: "Refused by their inbox", suppressed: "Skipped: opted out since the review" },
+  email: { enqueued: "Handed to the email provider", emailed: "Accepted by the provider", rejected: "Refused by the provider" },
+  any: {
+    uncertain: "Uncertain: the provider's answer was lost (not retried)",
+    throttled: "Slowed down by the provider (retried)",
+    capped: "Held back by the frequency cap",
+    deferred: "Waiting for their local send time",
+    missed: "Missed: ready too late to send",
+    pageFailures: "Failed attempts at the current page",
+    pages: "Pages walked",
+    pass: "Pass over the audience",
+    acknowledged: "Acknowledged",
+    emailed: "Emailed",
+    suppressed: "Suppressed",
+    rejected: "Rejected",
+    enqueued: "Handed on",
+  },
+};
+const STATUS: Record<string, string> = {
+  scheduled: "Scheduled",
+  sending: "Sending",
+  completed: "Completed",
+  stopped: "Stopped",
+  failed: "Failed",
+  missed: "Missed",
+  cancelled: "Cancelled",
+  needs_review: "Needs review",
+};
+
+function label(channel: string, key: string): string {
+  return LABELS[channel]?.[key] ?? LABELS["any"]?.[key] ?? words(key);
+}
+
+/** Recipients whose outcome is known: each counter belongs to one channel, so one sum serves both. */
+export function settled(d: Dispatch): number {
+  return d.acknowledged + d.rejected + d.suppressed + d.emailed + d.uncertain;
+}
+
+/** Pages are all walked but deliveries are still out: a notification counts once its receiver
+ *  acknowledged it, after the page. Watched for ten minutes after the end, not forever. */
+export function inFlight(d: Dispatch): boolean {
+  const recent = !d.finishedAt || Date.now() - Date.parse(d.finishedAt) < 10 * 60 * 1000;
+  return d.status === "completed" && recent && settled(d) < d.enqueued;
+}
+
+function counterList(d: Dispatch, keys: string[], id?: string): HTMLElement {
+  return h("dl", { className: "counts", ...(id ? { id } : {}) }, ...keys.flatMap((k) => [
+    h("dt", {}, label(d.channel, k)),
+    h("dd", { "data-counter": k.toLowerCase() }, String(d[k] as number)),
+  ]));
+}
+
+/** The article for one channel's dispatch; `planned` is the reviewed recipient count, if known. */
+export function progressView(d: Dispatch, planned: number): HTMLElement {
+  const numbers = Object.keys(d).filter((k) => typeof d[k] === "number" && !NOT_COUNTERS.has(k))
+    .filter((k) => d[k] !== 0 || !OTHER_CHANNEL[d.channel]?.has(k));
+  const moving = (MOVING[d.channel] ?? ["enqueued"]).filter((k) => numbers.includes(k));
+  const known = new Set([...moving, ...EXCEPTIONS, "pages", "pass"]);
+  const raised = numbers.filter((k) => !moving.includes(k) && (EXCEPTIONS.includes(k) || !known.has(k)) && (d[k] as number) !== 0);
+  const rest = numbers.filter((k) => !moving.includes(k) && !raised.includes(k));
+  const done = settled(d);
+  const total = Math.max(d.enqueued, done, d.status === "sending" ? planned : 0, 1);
+  const barId = `bar-${d.dispatchId}`;
+  return h("article", { className: `dispatch ${d.status}`, "data-channel": d.channel, "data-status": d.status },
+    h("h3", {}, `${d.channel === "email" ? "Email" : "Notifications"}: `, h("span", { className: "dispatch-status" }, STATUS[d.status] ?? d.status),
+      d.status !== "sending" && inFlight(d) ? ` (${d.enqueued - done} awaiting their inbox)` : ""),
+    h("label", { for: barId }, `${done} of ${total} recipients reached or settled`),
+    h("progress", { id: barId, max: total, value: done }),
+    counterList(d, moving, `counters-${d.channel}`),
+    raised.length ? h("div", { className: "exceptions", role: "group", "aria-label": "Needs a look" }, counterList(d, raised)) : null,
+    h("p", { className: "muted" },
+      d.startedAt ? h("span", {}, "Started ", timeEl(d.startedAt)) : null,
+      d.finishedAt ? h("span", {}, " · finished ", timeEl(d.finishedAt)) : null,
+      d.nextPageAt && d.status === "sending" ? h("span", {}, " · next wave at ", timeEl(d.nextPageAt)) : null),
+    d.lastError ? h("p", { className: "error" }, `Last error: ${d.lastError}`) : null,
+    rest.length ? h("details", { className: "counter-details" }, h("summary", {}, "Details"), counterList(d, rest)) : null);
+}
