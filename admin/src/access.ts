@@ -1,7 +1,8 @@
 // Who is signed in and what they may do. The role each procedure needs is the server's own table
 // (the `ACCESS` dicts next to its routers), read from the `x-access` of every operation in
 // /openapi.json, so the console hides exactly what the server would refuse and cannot disagree with it.
-import { type Me, type Path, type Role, ROLES } from "./api";
+import type { ProcedurePath } from "../../clients/typescript/src/paths";
+import { type Me, type Role, ROLES } from "./api";
 
 /** An operation's `x-access`: anyone, any signed-in profile, a tenant role, or platform admins only. */
 export type Access = "public" | "user" | Role | "platform";
@@ -10,9 +11,9 @@ const LEVELS = new Set<string>(["public", "user", ...ROLES, "platform"]);
 export interface Session {
   me: Me;
   /** The role `path` needs, as the server declares it; undefined when the server has no such procedure. */
-  needs(path: Path): Access | undefined;
+  needs(path: ProcedurePath): Access | undefined;
   /** Whether the signed-in caller may call `path`: the check the server makes before it runs. */
-  can(path: Path): boolean;
+  can(path: ProcedurePath): boolean;
 }
 
 function rank(role: Role): number {
@@ -36,8 +37,8 @@ export async function accessTable(root: string): Promise<Map<string, Access>> {
 }
 
 export function session(me: Me, table: Map<string, Access>): Session {
-  const needs = (path: Path): Access | undefined => table.get(path);
-  const can = (path: Path): boolean => {
+  const needs = (path: ProcedurePath): Access | undefined => table.get(path);
+  const can = (path: ProcedurePath): boolean => {
     const access = needs(path);
     if (access === undefined) return false; // unknown to the server: nothing to offer
     if (access === "public" || access === "user" || me.platform) return true;

@@ -1,269 +1,59 @@
 // The console's only way to the server: the public tRPC API through the real @trpc/client with
-// httpBatchLink (calls made in the same tick share one HTTP request). The API is a Python server with
-// no TypeScript router to infer from, so the procedures the console uses are typed by hand below.
+// httpBatchLink (calls made in the same tick share one HTTP request). Every procedure's input and output
+// is the generated `@campaign-engine/client` (clients/typescript, `make client`, from the Python
+// routers' pydantic models): nothing here is typed by hand, so the console cannot drift from the API.
 import { createTRPCUntypedClient, httpBatchLink, TRPCClientError } from "@trpc/client";
 import type { AnyRouter } from "@trpc/server";
+import type { ProcedureInput, ProcedureKind, ProcedureOutput, ProcedurePath } from "../../clients/typescript/src/paths";
 import { conflictIssues, worded } from "./messages";
 
-export type Status = "draft" | "live" | "paused" | "archived";
-export type Channel = "inApp" | "notify" | "email";
+// The generated models, under the names the screens use.
+export type {
+  Action,
+  AudienceCount,
+  AudiencePage,
+  AwaitingApproval,
+  ChannelCap,
+  ChannelExplanation,
+  DispatchPreview,
+  Grant,
+  Me,
+  Media,
+  Message,
+  NotificationCopy,
+  EmailCopy,
+  RecipientExplanation,
+  RuleVerdict,
+} from "../../clients/typescript/src/procedures";
+import type {
+  ApiKeyPublic,
+  CampaignCreate,
+  CampaignPublic,
+  CampaignStats,
+  DispatchPublic,
+  ProfileOut,
+  SourceInput,
+  Me,
+  TenantPatch,
+  TenantPublic,
+} from "../../clients/typescript/src/procedures";
 
-export interface Action {
-  label: string;
-  style: "primary" | "secondary" | "positive" | "dismiss";
-  action: { type: "internalLink"; path: string } | { type: "externalLink"; url: string } | { type: "dismiss" };
-}
-export interface Media {
-  type: "image" | "gif" | "youtube";
-  url: string;
-  aspect?: string;
-  alt?: string;
-}
-export interface Message {
-  title: string;
-  body?: string;
-  presentation?: "modal" | "banner" | "toast";
-  dismissible?: boolean;
-  frequency?: "once" | "session" | "always" | { everyDays: number };
-  priority?: number;
-  media?: Media;
-  emoji?: string;
-  actions?: Action[];
-  enabled?: boolean;
-}
-export interface NotificationCopy {
-  title: string;
-  body: string;
-}
-export interface EmailCopy {
-  subject: string;
-  title: string;
-  body: string;
-  ctaLabel: string;
-  heroImageUrl?: string;
-}
-export interface Definition {
-  name: string;
-  description?: string;
-  channels: Channel[];
-  message?: Message;
-  notification?: NotificationCopy;
-  email?: EmailCopy;
-  startsAt?: string;
-  endsAt?: string;
-  excludeMinors: boolean;
-  discoverable: boolean;
-}
-export interface Campaign extends Definition {
-  id: string;
-  status: Status;
-  tenantId: string | null;
-  createdAt: string;
-  updatedAt: string;
-  revision: number;
-}
-export interface Stats {
-  audience: number;
-  enrolled: number;
-  shown: number;
-  clicked: number;
-  dismissed: number;
-  notified: number;
-  emailed: number;
-  bounced: number;
-  complained: number;
-}
-export type Source =
-  | { type: "dids"; dids: string[] }
-  | { type: "profileIds"; profileIds: string[] }
-  | { type: "tag"; slug: string }
-  | { type: "connections"; profileId: string }
-  | { type: "all" };
-export interface AudienceCount {
-  count: number;
-  added: number;
-  notFound: string[];
-}
-export interface AudiencePage {
-  records: { profileId: string; did: string | null }[];
-  cursor: string | null;
-  hasMore: boolean;
-}
-export interface DispatchPreview {
-  audienceCount: number;
-  alreadyNotifiedCount: number;
-  recipientCount: number;
-  notificationRecipientCount: number;
-  emailRecipientCount: number;
-  previewToken: string;
-  blockedReason?: string | null;
-}
-export type DispatchStatus = "scheduled" | "sending" | "completed" | "stopped" | "failed" | "missed" | "cancelled" | "needs_review";
-/** DispatchPublic. The index signature admits counters the server adds later (the progress screen
- *  renders any numeric field it does not know, so a new counter needs no console change). */
-export interface Dispatch {
-  [field: string]: unknown;
-  dispatchId: string;
-  campaignId: string;
-  channel: string;
-  status: DispatchStatus;
-  pages: number;
-  enqueued: number;
-  acknowledged: number;
-  rejected: number;
-  suppressed: number;
-  emailed: number;
-  throttled: number;
-  uncertain: number;
-  startedAt?: string | null;
-  finishedAt?: string | null;
-  nextPageAt?: string | null;
-  lastError?: string | null;
-}
-export interface RuleVerdict {
-  rule: string;
-  ok: boolean;
-  detail?: string | null;
-}
-export interface ChannelExplanation {
-  channel: "notify" | "email";
-  wouldReceive: boolean;
-  blockedBy?: string | null;
-  rules: RuleVerdict[];
-}
-/** campaigns.explainRecipient: per channel, would this profile receive it now, and every rule's verdict. */
-export interface RecipientExplanation {
-  campaignId: string;
-  profileId: string;
-  member: boolean;
-  memberSource?: string | null;
-  memberAddedAt?: string | null;
-  channels: ChannelExplanation[];
-  past?: Record<string, string | null> | null;
-}
-type Ref = { campaignId: string };
-/** profiles.get, the parts an explanation words the age policy with. */
-export interface ProfileFacts {
-  profileId: string;
-  dob: string | null;
-  isManaged: boolean;
-  isServiceProfile: boolean;
-}
-
-export type Role = "viewer" | "author" | "publisher" | "admin";
+export type Campaign = CampaignPublic;
+export type Definition = Omit<CampaignCreate, "id">;
+export type Status = CampaignPublic["status"];
+export type Channel = CampaignPublic["channels"][number];
+export type Stats = CampaignStats;
+export type Source = SourceInput["source"];
+export type Dispatch = DispatchPublic;
+export type DispatchStatus = DispatchPublic["status"];
+export type ProfileFacts = ProfileOut;
+export type ApiKey = ApiKeyPublic;
+export type Tenant = TenantPublic;
+export type TenantInput = Omit<TenantPatch, "tenantId">;
+export type Role = Me["role"] & string;
 export const ROLES: readonly Role[] = ["viewer", "author", "publisher", "admin"];
-/** access.me: who the credential is, the tenant it acts in and the highest role held there. */
-export interface Me {
-  profileId: string;
-  tenantId: string;
-  role: Role | null;
-  platform: boolean;
-}
-export interface Grant {
-  tenantId: string;
-  subject: string;
-  role: Role;
-  grantedAt: string;
-  grantedBy?: string | null;
-}
-/** apiKeys.list: never the key itself, only its first characters. */
-export interface ApiKey {
-  id: string;
-  tenantId: string;
-  name: string;
-  role: Role;
-  prefix: string;
-  createdAt: string;
-  createdBy: string;
-  expiresAt?: string | null;
-  revokedAt?: string | null;
-  lastUsedAt?: string | null;
-}
-/** campaigns.listAwaitingApproval: a send the tenant's approval policy held back. */
-export interface AwaitingApproval {
-  campaignId: string;
-  name: string;
-  previewToken: string;
-  recipients: number;
-  requestedBy: string | null;
-  requestedAt: string | null;
-  changedSince: boolean;
-}
-export interface Approved {
-  campaignId: string;
-  previewToken: string;
-  approvedBy: string;
-  approvedAt: string;
-  recipients: number;
-}
-export interface ChannelCap {
-  max: number;
-  windowSeconds: number;
-}
-export type CapChannel = "notify" | "email";
-/** tenants.get: a tenant's record (README "Tenants"). */
-export interface Tenant {
-  tenantId: string;
-  name: string;
-  logoUrl: string | null;
-  primaryColor: string | null;
-  textColor: string | null;
-  appOrigin: string | null;
-  emailFrom: string | null;
-  frequencyCaps: Partial<Record<CapChannel, ChannelCap>>;
-  approval: { minRecipients: number } | null;
-  createdAt: string;
-  updatedAt: string;
-}
-/** What tenants.create and tenants.update take: null clears an optional field. A cap is sent as typed
- *  (a half-filled one too), for the server to say which part is missing. */
-export interface TenantInput {
-  name: string;
-  logoUrl: string | null;
-  primaryColor: string | null;
-  textColor: string | null;
-  appOrigin: string | null;
-  emailFrom: string | null;
-  frequencyCaps: Partial<Record<CapChannel, Partial<ChannelCap>>>;
-  approval: { minRecipients: number } | null;
-}
-type TenantRef = { tenantId: string };
-type GrantInput = TenantRef & { subject: string; role: Role };
-
-/** Every procedure the console calls: its kind, input and output. */
-interface Procedures {
-  "campaigns.list": ["query", { status?: Status; cursor?: string; limit?: number }, { records: Campaign[]; cursor: string | null; hasMore: boolean }];
-  "campaigns.get": ["query", Ref, Campaign];
-  "campaigns.create": ["mutation", Definition & { id: string }, Campaign];
-  "campaigns.update": ["mutation", Record<string, unknown> & Ref & { expectedUpdatedAt: string }, Campaign];
-  "campaigns.setStatus": ["mutation", Ref & { status: Status }, Campaign];
-  "campaigns.getStats": ["query", Ref, Stats];
-  "campaigns.previewEmail": ["query", Ref, { subject: string; html: string; text: string }];
-  "campaigns.previewAudience": ["mutation", Ref & { source: Source }, AudienceCount];
-  "campaigns.addAudience": ["mutation", Ref & { source: Source }, AudienceCount];
-  "campaigns.removeAudience": ["mutation", Ref & { source: Source }, { removed: number }];
-  "campaigns.getAudience": ["query", Ref & { cursor?: string; limit?: number }, AudiencePage];
-  "campaigns.sendTestToMe": ["mutation", Ref, { testId: string; channels: Channel[] }];
-  "campaigns.previewDispatch": ["query", Ref, DispatchPreview];
-  "campaigns.dispatch": ["mutation", Ref & { expectedPreviewToken: string }, { dispatchId: string; channels: string[] }];
-  "campaigns.listDispatches": ["query", Ref, Dispatch[]];
-  "campaigns.explainRecipient": ["query", Ref & { profileId: string }, RecipientExplanation];
-  "profiles.get": ["query", { profileId: string }, ProfileFacts];
-  "campaigns.listAwaitingApproval": ["query", undefined, { records: AwaitingApproval[] }];
-  "campaigns.approveDispatch": ["mutation", Ref & { previewToken: string }, Approved];
-  "access.me": ["query", undefined, Me];
-  "access.list": ["query", TenantRef, { records: Grant[] }];
-  "access.grant": ["mutation", GrantInput, Grant];
-  "access.revoke": ["mutation", GrantInput, { ok: boolean }];
-  "apiKeys.list": ["query", TenantRef, { records: ApiKey[] }];
-  "apiKeys.create": ["mutation", TenantRef & { name: string; role: Role; expiresAt?: string }, { id: string; key: string }];
-  "apiKeys.revoke": ["mutation", { id: string }, ApiKey];
-  "tenants.get": ["query", TenantRef, Tenant];
-  "tenants.list": ["query", { cursor?: string; limit?: number }, { records: Tenant[]; cursor: string | null; hasMore: boolean }];
-  "tenants.create": ["mutation", TenantRef & { name: string } & Partial<Omit<TenantInput, "name">>, Tenant];
-  "tenants.update": ["mutation", TenantRef & Partial<TenantInput>, Tenant];
-}
-export type Path = keyof Procedures;
+/** The procedures the console calls (`PROCEDURE_KINDS` below). */
+export type Path = keyof typeof PROCEDURE_KINDS;
 
 /** A field error: pydantic's `loc` as `path`, its error type as `code`; `detail` keeps the API's own
  *  message once `message` is in the admin's words (messages.ts). */
@@ -310,7 +100,10 @@ export class Api {
   private readonly client;
   renewing: Renewing | null = null;
 
-  constructor(root: string, token: () => string | null) {
+  constructor(
+    private readonly root: string,
+    private readonly token: () => string | null,
+  ) {
     this.client = createTRPCUntypedClient<AnyRouter>({
       links: [
         httpBatchLink({
@@ -325,16 +118,38 @@ export class Api {
     });
   }
 
+  /** A plain HTTP route of the API (the CSV import, the exports) with the same credential and renewal
+   *  as a call; an error answer is read into an ApiError like a call's. */
+  async http(request: Transfer): Promise<Response> {
+    const keeper = this.renewing;
+    for (;;) {
+      if (keeper?.expired() && !(await keeper.renew())) throw new ApiError("UNAUTHORIZED", "Signed out", [], request.procedure);
+      const value = this.token();
+      const headers: Record<string, string> = value ? { authorization: `Bearer ${value}` } : {};
+      if (request.contentType) headers["content-type"] = request.contentType;
+      let answer: Response;
+      try {
+        answer = await fetch(`${this.root}${request.url}`, { method: request.method ?? "GET", headers, body: request.body ?? null, credentials: "omit" });
+      } catch (err) {
+        throw new ApiError("NETWORK_ERROR", err instanceof Error ? err.message : String(err), [], request.procedure);
+      }
+      if (answer.ok) return answer;
+      const failure = await envelopeError(answer, request.procedure);
+      if (failure.code === "UNAUTHORIZED" && keeper && (await keeper.renew(true))) continue;
+      throw failure;
+    }
+  }
+
   /** One procedure call; `direct` skips renewal (the renewal's own check of a new token). Nothing is
    *  awaited before the request unless the token has expired, so same-tick calls still share a batch. */
-  async call<P extends Path>(path: P, input: Procedures[P][1], direct = false): Promise<Procedures[P][2]> {
+  async call<P extends Path>(path: P, input: ProcedureInput<P>, direct = false): Promise<ProcedureOutput<P>> {
     const kind: "query" | "mutation" = PROCEDURE_KINDS[path];
     const keeper = direct ? null : this.renewing;
     for (;;) {
       if (keeper?.expired() && !(await keeper.renew())) throw new ApiError("UNAUTHORIZED", "Signed out", [], path);
       try {
         const result = kind === "query" ? await this.client.query(path, input) : await this.client.mutation(path, input);
-        return result as Procedures[P][2];
+        return result as ProcedureOutput<P>;
       } catch (err) {
         const failure = toApiError(err, path);
         if (failure.code === "UNAUTHORIZED" && keeper && (await keeper.renew(true))) continue;
@@ -344,7 +159,30 @@ export class Api {
   }
 }
 
-const PROCEDURE_KINDS: { [P in Path]: Procedures[P][0] } = {
+/** Each procedure's kind, as the generated declarations state it (a wrong one fails tsc). Listed for the
+ *  untyped client, which needs the kind at run time; only the procedures the console calls. */
+/** An error answer of a plain HTTP route: the same tRPC envelope a call's error is. */
+async function envelopeError(answer: Response, procedure: string): Promise<ApiError> {
+  const body: unknown = await answer.json().catch(() => null);
+  const error = typeof body === "object" && body !== null ? (body as { error?: { message?: unknown; data?: { code?: unknown; issues?: unknown } } }).error : undefined;
+  const code = typeof error?.data?.code === "string" ? error.data.code : answer.status === 401 ? "UNAUTHORIZED" : "INTERNAL_SERVER_ERROR";
+  const message = typeof error?.message === "string" ? error.message : `${answer.status} ${answer.statusText}`;
+  const issues = Array.isArray(error?.data?.issues) ? (error.data.issues as Issue[]).map(worded) : [];
+  return new ApiError(code, message, issues, procedure);
+}
+
+export interface Transfer {
+  /** What the route is called in errors and in the access table (`imports.profiles`, `exports.recipients`). */
+  procedure: string;
+  /** The path below the API root, with its query string. */
+  url: string;
+  method?: "GET" | "POST";
+  body?: Blob;
+  contentType?: string;
+}
+
+
+const PROCEDURE_KINDS = {
   "campaigns.list": "query",
   "campaigns.get": "query",
   "campaigns.create": "mutation",
@@ -375,4 +213,4 @@ const PROCEDURE_KINDS: { [P in Path]: Procedures[P][0] } = {
   "tenants.list": "query",
   "tenants.create": "mutation",
   "tenants.update": "mutation",
-};
+} as const satisfies { [P in ProcedurePath]?: ProcedureKind<P> };

@@ -1,10 +1,11 @@
 // The admin console: sign-in, the campaign list, and one page per campaign (compose, audience, test,
 // review and send, live progress, stats), plus approvals waiting, a tenant's roles and API keys, and its
 // settings record (settings.ts).
-// Routes live in the URL fragment (#/, #/new, #/c/<id>, #/approvals, #/access, #/tenant[/<id>]); the sign-in link of
+// Routes live in the URL fragment (#/, #/new, #/c/<id>, #/approvals, #/access, #/tenant[/<id>], #/import); the sign-in link of
 // `campaign-engine dev` carries `#token=...`, which is read once and then cleared. The header names the
 // tenant the token acts in and its role there; a control the role may not use is not offered, by the
 // server's own table (access.ts), and a note says which role it needs.
+import type { ProcedurePath } from "../../clients/typescript/src/paths";
 import { type Access, accessTable, roleName, session, type Session } from "./access";
 import { Api, ApiError, type Campaign, type Definition, type Dispatch, type DispatchPreview, type Path, type Source, type Stats, type Status } from "./api";
 import { renderApprovals } from "./approvals";
@@ -18,6 +19,7 @@ import { inFlight, progressView } from "./progress";
 import { sameIdentity, SessionKeeper } from "./renewal";
 import { renderTenantSettings } from "./settings";
 import { renderAccess } from "./tenant";
+import { recipientsDownload, renderTransfer } from "./transfer";
 
 const TOKEN_KEY = "campaign-engine.admin-token";
 const root = document.body.dataset["root"] ?? "";
@@ -54,7 +56,7 @@ async function currentSession(): Promise<Session> {
   return loaded;
 }
 
-function can(path: Path): boolean {
+function can(path: Path | ProcedurePath): boolean {
   return held?.session.can(path) ?? false;
 }
 
@@ -173,6 +175,7 @@ function shell(title: string, ...content: (Node | null)[]): void {
     can("campaigns.listAwaitingApproval") ? h("a", { href: "#/approvals" }, "Approvals") : null,
     can("access.list") || can("apiKeys.list") ? h("a", { href: "#/access" }, "Access and keys") : null,
     can("tenants.get") ? h("a", { href: "#/tenant" }, "Tenant settings") : null,
+    can("profiles.upsert") || can("audit.list") ? h("a", { href: "#/import" }, "Import and export") : null,
   ];
   replace(app,
     h("header", { className: "top" }, h("a", { href: "#/", className: "brand" }, "Campaigns admin"), h("nav", { "aria-label": "Main" }, ...links), whoami(), signOut),
@@ -213,7 +216,7 @@ function renderSignIn(notice?: string): void {
 
 // --- campaign list -------------------------------------------------------------------------------
 
-function windowText(c: { startsAt?: string; endsAt?: string }): Node {
+function windowText(c: { startsAt?: string | null; endsAt?: string | null }): Node {
   if (!c.startsAt && !c.endsAt) return document.createTextNode("Always");
   return h("span", {}, c.startsAt ? timeEl(c.startsAt) : "now", " → ", c.endsAt ? timeEl(c.endsAt) : "open");
 }
@@ -440,7 +443,7 @@ async function renderCampaign(id: string): Promise<void> {
     const items = sourceValue.value.split(/[\s,]+/).filter(Boolean);
     switch (sourceType.value) {
       case "dids":
-        return { type: "dids", dids: items };
+        return { type: "dids", dids: items as [string, ...string[]] }; // an empty list: the API says so
       case "tag":
         return { type: "tag", slug: sourceValue.value.trim() };
       case "connections":
@@ -448,7 +451,7 @@ async function renderCampaign(id: string): Promise<void> {
       case "all":
         return { type: "all" };
       default:
-        return { type: "profileIds", profileIds: items };
+        return { type: "profileIds", profileIds: items as [string, ...string[]] };
     }
   }
   function audienceAction(label: string, path: "campaigns.previewAudience" | "campaigns.addAudience" | "campaigns.removeAudience"): HTMLButtonElement {
@@ -560,7 +563,8 @@ async function renderCampaign(id: string): Promise<void> {
     if (s && mine === generation) replace(statsOut, chart(s));
   }
   const statsSection = h("section", { id: "stats", "aria-labelledby": "stats-h" }, h("h2", { id: "stats-h" }, "Stats"),
-    h("p", { className: "hint" }, "Distinct profiles at each step."), statsOut, button("Refresh stats", () => void refreshStats()));
+    h("p", { className: "hint" }, "Distinct profiles at each step."), statsOut, button("Refresh stats", () => void refreshStats()),
+    held ? recipientsDownload(kit(held.session), id) : null);
 
   async function poll(): Promise<void> {
     if (mine !== generation) return;
@@ -658,6 +662,7 @@ function draw(s: Session): void {
   if (hash === "/new") renderNew();
   else if (hash === "/approvals") void renderApprovals(kit(s));
   else if (hash === "/access") renderAccess(kit(s));
+  else if (hash === "/import") renderTransfer(kit(s));
   else if (hash === "/tenant" || hash.startsWith("/tenant/")) void renderTenantSettings(kit(s), hash.startsWith("/tenant/") ? decodeURIComponent(hash.slice(8)) || null : null);
   else if (hash.startsWith("/c/")) void renderCampaign(decodeURIComponent(hash.slice(3)));
   else void renderList();

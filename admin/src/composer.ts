@@ -32,7 +32,7 @@ function text(el: Control): string | undefined {
 function instant(el: HTMLInputElement): string | undefined {
   return el.value ? new Date(el.value).toISOString() : undefined;
 }
-function localInput(value: string | undefined): string {
+function localInput(value: string | null | undefined): string {
   if (!value) return "";
   const d = new Date(value);
   const pad = (n: number): string => String(n).padStart(2, "0");
@@ -55,7 +55,7 @@ export function composer(existing: Campaign | null): Composer {
     return row;
   }
   const def = existing;
-  const msg: Message | undefined = def?.message;
+  const msg: Message | undefined = def?.message ?? undefined;
 
   const id = input("text", { required: true, maxlength: 64, autocomplete: "off", value: def?.id ?? "" });
   if (def) id.readOnly = true;
@@ -168,8 +168,9 @@ export function composer(existing: Campaign | null): Composer {
     if (hint) echoUtc(control, hint);
   }
 
-  function channels(): Channel[] {
-    return channelBoxes.filter((b) => b.checked).map((b) => b.value as Channel);
+  /** The chosen channels; none chosen is sent as such, for the API to say a channel is required. */
+  function channels(): [Channel, ...Channel[]] {
+    return channelBoxes.filter((b) => b.checked).map((b) => b.value as Channel) as [Channel, ...Channel[]];
   }
 
   function readMessage(): Message | undefined {
@@ -184,7 +185,7 @@ export function composer(existing: Campaign | null): Composer {
       actions: actionRows.flatMap((a): Action[] => {
         // A row with a link but no label is sent, for the API to say the label is required.
         if (!text(a.label) && !a.target.value.trim()) return [];
-        const style = a.style.value as Action["style"];
+        const style = a.style.value as NonNullable<Action["style"]>;
         const target = a.target.value.trim();
         const action: Action["action"] =
           a.kind.value === "dismiss" ? { type: "dismiss" } : a.kind.value === "externalLink" ? { type: "externalLink", url: target } : { type: "internalLink", path: target };

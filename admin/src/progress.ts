@@ -55,7 +55,7 @@ function label(channel: string, key: string): string {
 
 /** Recipients whose outcome is known: each counter belongs to one channel, so one sum serves both. */
 export function settled(d: Dispatch): number {
-  return d.acknowledged + d.rejected + d.suppressed + d.emailed + d.uncertain;
+  return d.acknowledged + d.rejected + d.suppressed + (d.emailed ?? 0) + (d.uncertain ?? 0);
 }
 
 /** Pages are all walked but deliveries are still out: a notification counts once its receiver
@@ -65,20 +65,27 @@ export function inFlight(d: Dispatch): boolean {
   return d.status === "completed" && recent && settled(d) < d.enqueued;
 }
 
+/** A dispatch's fields by name: the screen also shows counters a newer server adds (any number it does
+ *  not know), so it reads them by name rather than by the generated type's closed set. */
+function fields(d: Dispatch): Record<string, unknown> {
+  return d as unknown as Record<string, unknown>;
+}
+
 function counterList(d: Dispatch, keys: string[], id?: string): HTMLElement {
   return h("dl", { className: "counts", ...(id ? { id } : {}) }, ...keys.flatMap((k) => [
     h("dt", {}, label(d.channel, k)),
-    h("dd", { "data-counter": k.toLowerCase() }, String(d[k] as number)),
+    h("dd", { "data-counter": k.toLowerCase() }, String(fields(d)[k] as number)),
   ]));
 }
 
 /** The article for one channel's dispatch; `planned` is the reviewed recipient count, if known. */
 export function progressView(d: Dispatch, planned: number): HTMLElement {
-  const numbers = Object.keys(d).filter((k) => typeof d[k] === "number" && !NOT_COUNTERS.has(k))
-    .filter((k) => d[k] !== 0 || !OTHER_CHANNEL[d.channel]?.has(k));
+  const all = fields(d);
+  const numbers = Object.keys(all).filter((k) => typeof all[k] === "number" && !NOT_COUNTERS.has(k))
+    .filter((k) => all[k] !== 0 || !OTHER_CHANNEL[d.channel]?.has(k));
   const moving = (MOVING[d.channel] ?? ["enqueued"]).filter((k) => numbers.includes(k));
   const known = new Set([...moving, ...EXCEPTIONS, "pages", "pass"]);
-  const raised = numbers.filter((k) => !moving.includes(k) && (EXCEPTIONS.includes(k) || !known.has(k)) && (d[k] as number) !== 0);
+  const raised = numbers.filter((k) => !moving.includes(k) && (EXCEPTIONS.includes(k) || !known.has(k)) && (all[k] as number) !== 0);
   const rest = numbers.filter((k) => !moving.includes(k) && !raised.includes(k));
   const done = settled(d);
   const total = Math.max(d.enqueued, done, d.status === "sending" ? planned : 0, 1);

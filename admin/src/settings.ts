@@ -4,7 +4,7 @@
 // optional field is sent as null, which clears it) and create one (tenants.create). The server
 // validates: a BAD_REQUEST issue is shown on the field its path names, and nothing is saved.
 import { roleName } from "./access";
-import { ApiError, type Issue, type Tenant, type TenantInput } from "./api";
+import { ApiError, type ChannelCap, type Issue, type Tenant, type TenantInput } from "./api";
 import { field, h, replace } from "./dom";
 import { timeEl } from "./time";
 import type { Kit } from "./kit";
@@ -21,6 +21,7 @@ const TEXT_FIELDS: [TextKey, string, string][] = [
   ["emailFrom", "Email sender", "news@school.example or School <news@school.example>; empty: the deployment's EMAIL_FROM."],
 ];
 const CAP_CHANNELS = ["notify", "email"] as const;
+type CapChannel = (typeof CAP_CHANNELS)[number];
 
 /** A stored time in the admin's local time with its zone, UTC on hover (time.ts). */
 function when(value: string | null | undefined): Node | string {
@@ -66,7 +67,7 @@ function recordForm(kit: Kit, tenant: Tenant, saving: () => void, saved: (t: Ten
   }
   const capRows: HTMLElement[] = [];
   for (const channel of CAP_CHANNELS) {
-    const cap = tenant.frequencyCaps[channel];
+    const cap = tenant.frequencyCaps?.[channel];
     const before = rows.length;
     const what = channel === "notify" ? "Notification" : "Email";
     add(`frequencyCaps.${channel}.max`, `${what} cap: at most`, h("input", { type: "number", min: 1, max: 1000, step: 1, value: cap ? String(cap.max) : "" }), "announcements per profile; empty: no cap on this channel");
@@ -130,15 +131,17 @@ function recordForm(kit: Kit, tenant: Tenant, saving: () => void, saved: (t: Ten
         else changes.name = now;
       } else changes[key as Exclude<TextKey, "name">] = now || null;
     }
-    const caps: TenantInput["frequencyCaps"] = {};
+    // Sent as typed (a half-filled cap too): the server's rules decide, and say which field is wrong.
+    const caps: Partial<Record<CapChannel, Partial<ChannelCap>>> = {};
     for (const channel of CAP_CHANNELS) {
       const max = inputs.get(`frequencyCaps.${channel}.max`)?.value.trim() ?? "";
       const windowSeconds = inputs.get(`frequencyCaps.${channel}.windowSeconds`)?.value.trim() ?? "";
       if (!max && !windowSeconds) continue;
-      // Sent as typed (a half-filled cap too): the server's rules decide, and say which field is wrong.
       caps[channel] = { ...(max ? { max: Number(max) } : {}), ...(windowSeconds ? { windowSeconds: Number(windowSeconds) } : {}) };
     }
-    if (JSON.stringify(caps) !== JSON.stringify(normalCaps(tenant.frequencyCaps))) changes.frequencyCaps = caps;
+    if (JSON.stringify(caps) !== JSON.stringify(normalCaps(tenant.frequencyCaps ?? {}))) {
+      changes.frequencyCaps = caps as NonNullable<TenantInput["frequencyCaps"]>;
+    }
     const minNow = min.value.trim();
     const minWas = tenant.approval ? String(tenant.approval.minRecipients) : "";
     if (minNow !== minWas) changes.approval = minNow ? { minRecipients: Number(minNow) } : null;
@@ -183,8 +186,8 @@ function recordForm(kit: Kit, tenant: Tenant, saving: () => void, saved: (t: Ten
     out);
 }
 
-function normalCaps(caps: Tenant["frequencyCaps"]): Tenant["frequencyCaps"] {
-  const out: Tenant["frequencyCaps"] = {};
+function normalCaps(caps: NonNullable<Tenant["frequencyCaps"]>): NonNullable<Tenant["frequencyCaps"]> {
+  const out: NonNullable<Tenant["frequencyCaps"]> = {};
   for (const channel of CAP_CHANNELS) {
     const cap = caps[channel];
     if (cap) out[channel] = { max: cap.max, windowSeconds: cap.windowSeconds };

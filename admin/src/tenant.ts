@@ -30,7 +30,7 @@ function grantsSection(kit: Kit, tenantId: string): HTMLElement {
   const grantRow = (g: Grant): HTMLElement => {
     const revoke: HTMLButtonElement = kit.button("Revoke", () => {
       if (!confirm(`Revoke the ${g.role} role of ${g.subject} in tenant '${tenantId}'?`)) return;
-      void kit.guarded(revoke, () => kit.api.call("access.revoke", { tenantId, subject: g.subject, role: g.role }), (err) => replace(out, kit.errorBox(err))).then((ok) => {
+      void kit.guarded(revoke, () => kit.api.call("access.revoke", { tenantId, subject: g.subject, role: g.role as Role }), (err) => replace(out, kit.errorBox(err))).then((ok) => {
         if (!ok) return;
         replace(out, h("p", { className: "ok" }, `Revoked ${g.role} from ${g.subject}.`));
         kit.announce(`Revoked ${g.role} from ${g.subject}.`);
