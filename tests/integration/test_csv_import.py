@@ -71,7 +71,11 @@ def _dump(graph: Graph) -> list[dict[str, Any]]:
     )
     # The lock counter moves on every write by design (graph/locks.py); it is not the profile's data.
     kept = {"updatedAt", "campaignStateLock"}
-    return [{**r, "props": {k: v for k, v in r["props"].items() if k not in kept}} for r in rows]
+    return [
+        {**r, "props": {k: v for k, v in r["props"].items() if k not in kept}, "emails": sorted(r["emails"]),
+         "tags": sorted(r["tags"])}
+        for r in rows
+    ]  # fmt: skip
 
 
 @pytest.fixture

@@ -126,7 +126,7 @@ def test_the_outcome_record_finds_each_claim_by_its_id_whatever_the_recipients_h
         "CREATE (p)-[:CAMPAIGN_STATE {emailedAt: 't'}]->(:Campaign {id: 'old' + i})"
     )
     [row] = graph.run(email_page_query(False), **_page_params("c1", created_at, limit=10))
-    [[claimed_id, _, _, state_id]] = row["claimed"]
+    [[claimed_id, _, _, state_id, _]] = row["claimed"]
     assert claimed_id == "p1"
     params = {
         "rows": [{"stateId": state_id, "outcome": "accepted", "reason": None, "messageId": "m-1"}],
