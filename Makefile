@@ -10,7 +10,7 @@ LAUNCHER := infra/neo4j/target/neo4j-launcher.jar
 ADMIN_MODULES := admin/node_modules/.package-lock.json
 ADMIN_ASSETS := campaign_engine/api/admin_static/manifest.json
 
-.PHONY: dev test lint typecheck unit bench install system-deps clean lambda-package admin-assets
+.PHONY: dev test lint typecheck unit bench chaos install system-deps clean lambda-package admin-assets
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -58,6 +58,11 @@ unit: $(STAMP)
 # The AWS Lambda zip serverless.yml deploys (its package.artifact), for its runtime and architecture.
 lambda-package: $(STAMP)
 	$(BIN)/python infra/lambda/package.py
+
+# A seeded chaos run (bench/chaos.py): make dev's processes, faults at moments the seed picks, then the
+# delivery promises checked. SEED=2 MINUTES=5 make chaos; the same command reproduces a failing seed.
+chaos: $(STAMP) $(LAUNCHER) $(ADMIN_ASSETS)
+	$(BIN)/python -m bench.chaos --seed $${SEED:-1} --minutes $${MINUTES:-10} --recipients $${RECIPIENTS:-20000}
 
 bench: $(STAMP) $(LAUNCHER)
 	@for script in bench/*.py; do \
