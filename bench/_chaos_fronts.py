@@ -76,11 +76,14 @@ class WebhookFront:
             do_GET = do_POST
 
             def _answer(self, status: int, content: bytes, media: str) -> None:
-                self.send_response(status)
-                self.send_header("content-type", media)
-                self.send_header("content-length", str(len(content)))
-                self.end_headers()
-                self.wfile.write(content)
+                try:
+                    self.send_response(status)
+                    self.send_header("content-type", media)
+                    self.send_header("content-length", str(len(content)))
+                    self.end_headers()
+                    self.wfile.write(content)
+                except (BrokenPipeError, ConnectionResetError):  # the worker gave up on a hung answer
+                    self.close_connection = True
 
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.server.daemon_threads = True
