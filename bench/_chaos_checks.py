@@ -27,7 +27,7 @@ from email.utils import parseaddr
 from pathlib import Path
 from typing import Any
 
-__all__ = ["Result", "caught_addresses", "check", "inbox_recipients"]
+__all__ = ["Result", "caught_addresses", "check", "dead_letters", "inbox_recipients", "inbox_resends"]
 
 _TERMINAL_OK = {"completed", "stopped"}
 
@@ -62,6 +62,20 @@ def inbox_recipients(db: Path, campaign_id: str) -> Counter[str]:
     finally:
         conn.close()
     return Counter(str(r[0]) for r in rows)
+
+
+def inbox_resends(db: Path, campaign_id: str) -> int:
+    """POSTs the inbox received again for a notification it already stored (its dedup at work): the
+    evidence that the faults made the worker retry what had in fact arrived."""
+    conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=30)
+    try:
+        row = conn.execute(
+            "SELECT coalesce(sum(receive_count - 1), 0) FROM notifications WHERE campaign_id = ?",
+            (campaign_id,),
+        ).fetchone()
+    finally:
+        conn.close()
+    return int(row[0])
 
 
 def caught_addresses(mailbox: Path) -> Counter[str]:

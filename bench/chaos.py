@@ -38,7 +38,7 @@ from typing import Any
 
 import httpx
 
-from bench._chaos_checks import Result, caught_addresses, check, dead_letters, inbox_recipients
+from bench._chaos_checks import Result, caught_addresses, check, dead_letters, inbox_recipients, inbox_resends
 from bench._chaos_faults import Injector, schedule
 from bench._chaos_stack import Stack
 from campaign_engine.api.auth import ADMIN_SCOPE, mint_token
@@ -225,14 +225,12 @@ def run(args: argparse.Namespace, work: Path) -> Result:
         injector.inject_all(faults)
         injector.finish()
         settle(stack, campaign, injector, args.recipients, window)
+        inbox, caught = inbox_recipients(stack.inbox_db, campaign.id), caught_addresses(stack.mailbox)
+        dead = dead_letters(stack.queue_path)
         result = check(
-            audience=audience,
-            inbox=inbox_recipients(stack.inbox_db, campaign.id),
-            caught=caught_addresses(stack.mailbox),
-            dispatches=campaign.dispatches(),
-            stats=campaign.stats(),
-            dead=dead_letters(stack.queue_path),
-        )
+            audience=audience, inbox=inbox, caught=caught, dispatches=campaign.dispatches(),
+            stats=campaign.stats(), dead=dead,
+        )  # fmt: skip
         result.mismatches += [f"a process exited by itself: {e}" for e in stack.exits]
         result.mismatches += [f"a fault could not be injected: {e}" for e in injector.failures]
         print("faults injected:")
@@ -250,6 +248,9 @@ def run(args: argparse.Namespace, work: Path) -> Result:
                 "uncertain",
             )
             print(f"  {d['channel']} {d['dispatchId']}: " + " ".join(f"{k}={d[k]}" for k in keys))
+        resent = inbox_resends(stack.inbox_db, campaign.id)
+        print(f"inbox: {len(inbox)} recipients stored, {resent} POSTs of a stored one deduplicated")
+        print(f"catcher: {sum(caught.values())} messages to {len(caught)} addresses; dead letters: {dead}")
         for mismatch in result.mismatches:
             print(f"MISMATCH {mismatch}")
         print(result.line(len(injector.injected)), flush=True)
