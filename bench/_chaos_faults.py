@@ -86,6 +86,7 @@ class Injector:
         self.failures: list[str] = []  # faults that could not be injected (the run is then not clean)
         self._threads: list[threading.Thread] = []
         self._lock = threading.Lock()
+        self._doubling, self._doubling_lock = 0, threading.Lock()  # duplicate_queue windows open now
         self._worker, self._api, self._neo4j = threading.Lock(), threading.Lock(), threading.Lock()
 
     def say(self, text: str, *, at: float | None = None) -> None:
@@ -173,16 +174,22 @@ class Injector:
             self.say(f"resume failed ({exc}); retried once the faults are over")
 
     def _duplicate_queue(self, on: bool) -> int:
-        conn = sqlite3.connect(self.stack.queue_path, timeout=60)
-        try:
-            if not on:
-                conn.executescript("DROP TRIGGER IF EXISTS chaos_duplicate_every_send;")
+        """Installs the doubling trigger (and copies what waits), or drops it once the last of the
+        overlapping windows ends."""
+        with self._doubling_lock:
+            self._doubling += 1 if on else -1
+            if not on and self._doubling:
                 return 0
-            conn.executescript(_DUPLICATE_EVERY_SEND)
-            with conn:
-                return int(conn.execute(_DUPLICATE_WAITING, (time.time(),)).rowcount)
-        finally:
-            conn.close()
+            conn = sqlite3.connect(self.stack.queue_path, timeout=60)
+            try:
+                if not on:
+                    conn.executescript("DROP TRIGGER IF EXISTS chaos_duplicate_every_send;")
+                    return 0
+                conn.executescript(_DUPLICATE_EVERY_SEND)
+                with conn:
+                    return int(conn.execute(_DUPLICATE_WAITING, (time.time(),)).rowcount)
+            finally:
+                conn.close()
 
     def finish(self) -> None:
         """Waits for every fault and window to end (the final checks run on a quiet system)."""
