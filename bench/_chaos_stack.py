@@ -9,6 +9,7 @@ from __future__ import annotations
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -71,6 +72,7 @@ class Stack:
         }
         self.children: dict[str, subprocess.Popen[bytes]] = {}
         self.exits: list[str] = []  # processes that exited by themselves during the run
+        self._closing, self._closed = threading.Lock(), False
         self.api_url = f"http://127.0.0.1:{self.api_port}"
 
     @property
@@ -78,12 +80,14 @@ class Stack:
         return Path(self.env["CAMPAIGN_LOCAL_QUEUE_PATH"])
 
     def _spawn(self, name: str, *args: str) -> subprocess.Popen[bytes]:
-        with (self.logs / f"{name}.log").open("ab") as log:
+        with self._closing, (self.logs / f"{name}.log").open("ab") as log:
+            if self._closed:  # a fault thread restarting a process while the run ends: no orphan
+                raise RuntimeError(f"the run is ending; {name} not started")
             proc = subprocess.Popen(
                 [sys.executable, "-m", "campaign_engine.cli", *args],
                 env=self.env, cwd=REPO, stdout=log, stderr=subprocess.STDOUT,
             )  # fmt: skip
-        self.children[name] = proc
+            self.children[name] = proc
         return proc
 
     def cli(self, *args: str, timeout: float = 600) -> str:
@@ -135,7 +139,11 @@ class Stack:
         return api.pid
 
     def restart_neo4j(self) -> None:
+        """Not started again once the run ends; one that a start in flight brings up anyway exits with
+        this process (the launcher watches its stdin, a pipe from us)."""
         self.neo4j.stop()
+        if self._closed:
+            raise RuntimeError("the run is ending; Neo4j not started again")
         self.neo4j.start(timeout=600)
 
     def api_ready(self) -> bool:
@@ -146,6 +154,8 @@ class Stack:
 
     def stop(self) -> None:
         """Everything we started, by pid: SIGTERM, SIGKILL after 15 s; then Neo4j and the fronts."""
+        with self._closing:
+            self._closed = True
         for proc in self.children.values():
             if proc.poll() is None:
                 proc.terminate()
