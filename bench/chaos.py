@@ -274,16 +274,19 @@ def main() -> int:
         signal.signal(signum, _interrupt)
     work = Path(tempfile.mkdtemp(prefix=f"chaos-{args.seed}-"))
     started = time.monotonic()
-    ok = False
+    ok = interrupted = False
     try:
         ok = run(args, work).ok
+    except KeyboardInterrupt:  # every process was stopped on the way out (run's finally)
+        interrupted = True
+        print("interrupted", flush=True)
     finally:
         print(f"chaos seed={args.seed} took {time.monotonic() - started:.0f} s", flush=True)
         if ok and not args.keep:
             shutil.rmtree(work, ignore_errors=True)
         else:
             print(f"work folder kept: {work}")
-    return 0 if ok else 1
+    return 130 if interrupted else 0 if ok else 1
 
 
 if __name__ == "__main__":
