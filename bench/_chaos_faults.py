@@ -1,6 +1,7 @@
 """The faults of a chaos run: drawn from ``random.Random(seed)`` alone (kind, moment, length), so one seed
-is one sequence of faults, then injected into the running ``Stack`` and logged with the time each was
-injected (a fault that waits for a Neo4j restart to end is late, and the log says so)."""
+is one sequence of faults, then injected into the running ``Stack``, each on its own thread at its
+moment, and logged with that moment (a restart's line also says how long the process took to be back).
+Windows of one front that overlap do not add up: the fault set last holds until its own end."""
 
 from __future__ import annotations
 
