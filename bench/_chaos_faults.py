@@ -84,6 +84,7 @@ class Injector:
         self.resume = resume
         self.log: list[str] = []
         self.injected: list[Fault] = []
+        self.resume_failed = False  # the pause's resume did not get through: the driver resumes at the end
         self.failures: list[str] = []  # faults that could not be injected (the run is then not clean)
         self._threads: list[threading.Thread] = []
         self._lock = threading.Lock()
@@ -171,7 +172,8 @@ class Injector:
     def _resume(self) -> None:
         try:
             self.say(f"resume: campaign live again, new dispatch {self.resume()}")
-        except Exception as exc:  # the API may be restarting: the driver resumes at the end instead
+        except Exception as exc:  # the driver resumes at the end instead
+            self.resume_failed = True
             self.say(f"resume failed ({exc}); retried once the faults are over")
 
     def _duplicate_queue(self, on: bool) -> int:
