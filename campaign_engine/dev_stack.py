@@ -19,7 +19,7 @@ from pathlib import Path
 
 from campaign_engine.config import Settings
 
-__all__ = ["dev_env", "run_dev"]
+__all__ = ["child_env", "dev_env", "new_env_file", "run_dev"]
 
 _LOCAL = Path(".local")
 
@@ -41,6 +41,25 @@ def _webhook_secret_line() -> str:
     return _WEBHOOK_KEY + "whsec_" + base64.b64encode(secrets.token_bytes(32)).decode()
 
 
+def new_env_file(path: Path) -> Path:
+    """Fresh local secrets at ``path`` (mode 600): what ``make dev`` keeps under ``.local/`` and what
+    ``bench.chaos`` writes into its own temporary folder."""
+    path.write_text(
+        "\n".join(
+            [
+                f"AUTH_JWT_SECRET={secrets.token_urlsafe(48)}",
+                _webhook_secret_line(),
+                _secrets_key_line(),
+                f"CAMPAIGN_UNSUBSCRIBE_SECRET={secrets.token_urlsafe(48)}",
+                "CAMPAIGN_ADMIN_PROFILE_IDS=admin",
+                "",
+            ]
+        )
+    )
+    path.chmod(0o600)
+    return path
+
+
 def dev_env() -> Path:
     """Local secrets for ``make dev``, generated once and kept under ``.local/``. A plain webhook secret
     left by an older ``make dev`` is replaced (the worker and inbox refuse it at start), and a missing
@@ -48,20 +67,7 @@ def dev_env() -> Path:
     path = _LOCAL / "dev.env"
     if not path.exists():
         _LOCAL.mkdir(exist_ok=True)
-        path.write_text(
-            "\n".join(
-                [
-                    f"AUTH_JWT_SECRET={secrets.token_urlsafe(48)}",
-                    _webhook_secret_line(),
-                    _secrets_key_line(),
-                    f"CAMPAIGN_UNSUBSCRIBE_SECRET={secrets.token_urlsafe(48)}",
-                    "CAMPAIGN_ADMIN_PROFILE_IDS=admin",
-                    "",
-                ]
-            )
-        )
-        path.chmod(0o600)
-        return path
+        return new_env_file(path)
     lines = path.read_text().splitlines()
     kept = [
         _webhook_secret_line()
@@ -74,6 +80,45 @@ def dev_env() -> Path:
     if kept != lines:
         path.write_text("\n".join([*kept, ""]))
     return path
+
+
+def child_env(
+    env_file: Path,
+    *,
+    local: Path,
+    port: int,
+    inbox_url: str,
+    smtp_port: int,
+    neo4j_port: int,
+    metrics_port: int,
+) -> dict[str, str]:
+    """The environment of every child of ``make dev`` (inbox, catcher, worker, API): this process's own
+    plus the wiring between them on loopback. ``bench.chaos`` builds the same on free ports, with the
+    inbox and the SMTP relay behind its fault-injecting fronts."""
+    return {
+        # Passed through as set, among the rest: POSTMARK_WEBHOOK_USERNAME / POSTMARK_WEBHOOK_PASSWORD
+        # (POST /webhooks/postmark answers 404 without them) and SES_FEEDBACK_TOPIC_ARNS.
+        **os.environ,
+        "CAMPAIGN_ENV_FILE": str(env_file),
+        "NEO4J_URI": f"bolt://127.0.0.1:{neo4j_port}",
+        "NOTIFICATIONS_WEBHOOK_URL": f"{inbox_url}/api/notifications/send",
+        "CAMPAIGN_ALLOW_PRIVATE_WEBHOOKS": "true",
+        # How every process knows this is local development: email may link to the loopback DOMAIN_NAME.
+        "CAMPAIGN_LOCAL_DEVELOPMENT": "true",
+        "CAMPAIGN_QUEUE_BACKEND": "local",
+        "CAMPAIGN_LOCAL_QUEUE_PATH": str(local / "queue.sqlite3"),
+        # Email goes to the local SMTP catcher; each message lands in .local/mail as an .eml file.
+        "CAMPAIGN_EMAIL_PROVIDER": "smtp",
+        # Each process serves its own /metrics (the API on its port, the worker here): two scrape
+        # targets, no shared multiprocess directory that would report every counter twice.
+        "METRICS_PORT": str(metrics_port),
+        "SMTP_HOST": "127.0.0.1",
+        "SMTP_PORT": str(smtp_port),
+        "DOMAIN_NAME": os.environ.get("DOMAIN_NAME", f"127.0.0.1:{port}"),
+        "CAMPAIGN_APP_ORIGINS": os.environ.get(
+            "CAMPAIGN_APP_ORIGINS", json.dumps({"default": f"http://127.0.0.1:{port}"})
+        ),
+    }
 
 
 def _sign_in_link(env_file: Path, *, host: str, port: int) -> str:
@@ -105,30 +150,15 @@ def run_dev(*, host: str, port: int) -> int:
     inbox_port = int(os.environ.get("INBOX_PORT", "8025"))
     smtp_port = int(os.environ.get("SMTP_CATCHER_PORT", "1025"))
     neo4j_port = int(os.environ.get("NEO4J_PORT", "7687"))
-    env = {
-        # Passed through as set, among the rest: POSTMARK_WEBHOOK_USERNAME / POSTMARK_WEBHOOK_PASSWORD
-        # (POST /webhooks/postmark answers 404 without them) and SES_FEEDBACK_TOPIC_ARNS.
-        **os.environ,
-        "CAMPAIGN_ENV_FILE": str(env_file),
-        "NEO4J_URI": f"bolt://127.0.0.1:{neo4j_port}",
-        "NOTIFICATIONS_WEBHOOK_URL": f"http://127.0.0.1:{inbox_port}/api/notifications/send",
-        "CAMPAIGN_ALLOW_PRIVATE_WEBHOOKS": "true",
-        # How every process knows this is local development: email may link to the loopback DOMAIN_NAME.
-        "CAMPAIGN_LOCAL_DEVELOPMENT": "true",
-        "CAMPAIGN_QUEUE_BACKEND": "local",
-        "CAMPAIGN_LOCAL_QUEUE_PATH": str(_LOCAL / "queue.sqlite3"),
-        # Email goes to the local SMTP catcher; each message lands in .local/mail as an .eml file.
-        "CAMPAIGN_EMAIL_PROVIDER": "smtp",
-        # Each process serves its own /metrics (the API on its port, the worker here): two scrape
-        # targets, no shared multiprocess directory that would report every counter twice.
-        "METRICS_PORT": os.environ.get("METRICS_PORT", "9464"),
-        "SMTP_HOST": "127.0.0.1",
-        "SMTP_PORT": str(smtp_port),
-        "DOMAIN_NAME": os.environ.get("DOMAIN_NAME", f"127.0.0.1:{port}"),
-        "CAMPAIGN_APP_ORIGINS": os.environ.get(
-            "CAMPAIGN_APP_ORIGINS", json.dumps({"default": f"http://127.0.0.1:{port}"})
-        ),
-    }
+    env = child_env(
+        env_file,
+        local=_LOCAL,
+        port=port,
+        inbox_url=f"http://127.0.0.1:{inbox_port}",
+        smtp_port=smtp_port,
+        neo4j_port=neo4j_port,
+        metrics_port=int(os.environ.get("METRICS_PORT", "9464")),
+    )
     # Ctrl-C, a closed terminal or a plain `kill` all stop everything we started: installed
     # explicitly because a shell that starts us in the background hands us SIGINT ignored.
     for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):

@@ -1,0 +1,318 @@
+"""A seeded chaos run (issue 22 item 7): ``make dev``'s processes, one notify + email campaign, and faults
+at moments the seed chooses; then the delivery promises are checked against what the receivers saw.
+
+    .venv/bin/python -m bench.chaos --seed N [--minutes M] [--recipients 20000] [--keep]
+
+Everything runs as ``make dev`` runs it (``bench/_chaos_stack.py``), in a temporary folder on free ports;
+the campaign is driven over HTTP like a user: ``campaign-engine profiles import`` of a JSONL file, then
+tRPC ``campaigns.create``, ``addAudience``, ``setStatus``, ``previewDispatch``, ``dispatch``. Waves are
+paced (page size from ``--recipients`` and ``--minutes``, 2 s apart) so the walk lasts about 60% of the
+``--minutes`` window and a pause leaves time for the resumed walk. The faults (``bench/_chaos_faults.py``):
+SIGKILL of the worker and a new one, an API restart, a Neo4j restart, the inbox answering 503 or hanging,
+the SMTP relay throttling or failing (``bench/_chaos_fronts.py``), every queue message delivered twice for
+a while, and a pause and resume through the API. Each is printed with its time after the dispatch.
+
+The run then waits (bounded) for every Dispatch to end, the queue to drain and the sweeper to count
+abandoned email claims, resuming a ``failed`` Dispatch as an operator would (printed), and checks the
+promises (``bench/_chaos_checks.py``). It prints one line
+``RESULT faults=<n> recipients=<n> lost=<n> duplicate_emails=<n> counter_mismatches=<n> stuck=<n>`` and
+exits 1 if any but the first two is not zero. A failing seed fails again with the same command (the
+fault sequence is the seed's; the moments are the same to within the processes' own timing), and its
+folder with every process's log is kept.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import shutil
+import signal
+import sqlite3
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from bench._chaos_checks import Result, caught_addresses, check, dead_letters, inbox_recipients, inbox_resends
+from bench._chaos_faults import Injector, schedule
+from bench._chaos_stack import Stack
+from campaign_engine.api.auth import ADMIN_SCOPE, mint_token
+from campaign_engine.config import Settings
+
+DELAY_SECONDS = 2
+EMAIL_COPY = {"subject": "Chaos news", "title": "Hello", "body": "One\nTwo", "ctaLabel": "Open"}
+_RETRIED = {502, 503, 504}
+
+
+class Conflict(RuntimeError):
+    """A tRPC CONFLICT (409): e.g. a preview token that went stale before its confirm."""
+
+
+class Api:
+    """tRPC over HTTP with an admin token. Calls are retried while the API or Neo4j restarts (connection
+    refused, 502/503/504) for up to ``patience`` seconds; any other error is raised."""
+
+    def __init__(self, base: str, token: str, *, patience: float = 300) -> None:
+        self.client = httpx.Client(base_url=base, headers={"authorization": f"Bearer {token}"}, timeout=60)
+        self.patience = patience
+
+    def _call(self, send: Callable[[], httpx.Response]) -> Any:
+        deadline = time.monotonic() + self.patience
+        while True:
+            try:
+                answer = send()
+                if answer.status_code not in _RETRIED:
+                    if answer.status_code == 409:
+                        raise Conflict(f"{answer.request.url.path}: {answer.text[:500]}")
+                    if answer.status_code >= 400:
+                        raise RuntimeError(
+                            f"{answer.request.url.path}: {answer.status_code} {answer.text[:500]}"
+                        )
+                    return answer.json()["result"]["data"]
+            except (httpx.ConnectError, httpx.RemoteProtocolError, httpx.ReadError):
+                pass
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"the API did not answer within {self.patience:.0f} s")
+            time.sleep(0.5)
+
+    def query(self, name: str, data: dict[str, Any]) -> Any:
+        return self._call(lambda: self.client.get(f"/trpc/{name}", params={"input": json.dumps(data)}))
+
+    def mutate(self, name: str, data: dict[str, Any]) -> Any:
+        return self._call(lambda: self.client.post(f"/trpc/{name}", json=data))
+
+
+def audience_file(path: Path, count: int) -> dict[str, str]:
+    """``count`` adult profiles with one verified primary email each: every one eligible for both
+    channels, so the eligible recipients are the audience."""
+    audience = {f"chaos{i:07d}": f"chaos{i:07d}@example.com" for i in range(count)}
+    with path.open("w") as out:
+        for profile_id, address in audience.items():
+            row = {
+                "profileId": profile_id,
+                "dob": "1990-01-01",
+                "emails": [{"address": address, "verified": True, "primary": True}],
+            }
+            out.write(json.dumps(row) + "\n")
+    return audience
+
+
+class Campaign:
+    """The run's one campaign, through the API: created, filled, made live and dispatched."""
+
+    def __init__(self, api: Api, campaign_id: str) -> None:
+        self.api = api
+        self.id = campaign_id
+
+    def create(self) -> None:
+        self.api.mutate(
+            "campaigns.create",
+            {
+                "id": self.id, "name": "Chaos", "channels": ["notify", "email"],
+                "notification": {"title": "Chaos", "body": "Still here"}, "email": EMAIL_COPY,
+            },
+        )  # fmt: skip
+        self.api.mutate("campaigns.addAudience", {"campaignId": self.id, "source": {"type": "all"}})
+
+    def send(self) -> str:
+        """Live, previewed and dispatched; the new dispatch ids. A preview gone stale before its confirm
+        (CONFLICT: a running email walk changes who is left to email) is previewed again, as a user
+        would, for up to a minute."""
+        self.api.mutate("campaigns.setStatus", {"campaignId": self.id, "status": "live"})
+        for attempt in range(60):
+            preview = self.api.query("campaigns.previewDispatch", {"campaignId": self.id})
+            if preview["blockedReason"] is not None:
+                raise RuntimeError(f"the dispatch is blocked: {preview['blockedReason']}")
+            try:
+                started = self.api.mutate(
+                    "campaigns.dispatch",
+                    {"campaignId": self.id, "expectedPreviewToken": preview["previewToken"]},
+                )
+            except Conflict:
+                if attempt == 59:
+                    raise
+                time.sleep(1)
+                continue
+            return ",".join(f"{k}={v}" for k, v in sorted(started["dispatchIds"].items()))
+        raise AssertionError("unreachable")
+
+    def pause(self) -> None:
+        self.api.mutate("campaigns.setStatus", {"campaignId": self.id, "status": "paused"})
+
+    def status(self) -> str:
+        return str(self.api.query("campaigns.get", {"campaignId": self.id})["status"])
+
+    def dispatches(self) -> list[dict[str, Any]]:
+        return list(self.api.query("campaigns.listDispatches", {"campaignId": self.id}))
+
+    def stats(self) -> dict[str, Any]:
+        return dict(self.api.query("campaigns.getStats", {"campaignId": self.id}))
+
+
+def queue_depth(path: Path) -> int:
+    conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=30)
+    try:
+        return int(conn.execute("SELECT count(*) FROM messages").fetchone()[0])
+    finally:
+        conn.close()
+
+
+def wait_for(what: str, done: Callable[[], bool], *, timeout: float, say: Callable[[str], None]) -> bool:
+    deadline = time.monotonic() + timeout
+    while not done():
+        if time.monotonic() > deadline:
+            say(f"gave up waiting for {what} after {timeout:.0f} s")
+            return False
+        time.sleep(2)
+    return True
+
+
+def settle(stack: Stack, campaign: Campaign, injector: Injector, count: int, window: float) -> None:
+    """Waits, bounded, until every Dispatch ended and the last of each channel completed, the queue is
+    empty and every email has an outcome; a ``failed`` Dispatch is resumed as an operator would."""
+    say = injector.say
+    if campaign.status() != "live" or injector.resume_failed:
+        say(f"resume the paused campaign: new dispatch {campaign.send()}")
+    resumed: set[str] = set()
+
+    def ended() -> bool:
+        worker = stack.children["worker"]
+        if worker.poll() is not None:
+            stack.exits.append(f"worker pid {worker.pid} rc {worker.returncode}")
+            say(f"the worker exited by itself ({stack.exits[-1]}); started worker pid {stack.start_worker()}")
+        found = campaign.dispatches()
+        for d in found:
+            if d["status"] == "failed" and d["dispatchId"] not in resumed:
+                resumed.add(d["dispatchId"])
+                say(f"operator: resumeDispatch {d['dispatchId']} ({d['channel']} failed: {d['lastError']})")
+                campaign.api.mutate("campaigns.resumeDispatch", {"dispatchId": d["dispatchId"]})
+                return False
+        return bool(found) and all(d["status"] in ("completed", "stopped") for d in found)
+
+    wait_for("every dispatch to end", ended, timeout=window * 2 + 300, say=say)
+    wait_for("the queue to drain", lambda: queue_depth(stack.queue_path) == 0, timeout=300, say=say)
+
+    def outcomes() -> bool:
+        email = [d for d in campaign.dispatches() if d["channel"] == "email"]
+        return sum(int(d["emailed"]) + int(d["uncertain"]) + int(d["rejected"]) for d in email) >= count
+
+    # A claim a killed worker left without an outcome is counted uncertain by the sweeper (every minute)
+    # once it is CAMPAIGN_EMAIL_UNCERTAIN_AFTER_SECONDS old.
+    wait_for("every email to have an outcome", outcomes, timeout=200, say=say)
+    say("settled")
+
+
+def pacing(recipients: int, window: float) -> int:
+    """The page size that makes the walk last ~60% of the window at one wave every DELAY_SECONDS."""
+    return max(1, min(1000, math.ceil(recipients * DELAY_SECONDS / (0.6 * window))))
+
+
+def run(args: argparse.Namespace, work: Path) -> Result:
+    window = args.minutes * 60
+    faults = schedule(args.seed, window)
+    page_size = pacing(args.recipients, window)
+    print(f"chaos seed={args.seed} minutes={args.minutes} recipients={args.recipients} work={work}")
+    print(f"waves of {page_size} every {DELAY_SECONDS} s; {len(faults)} faults planned:")
+    for fault in faults:
+        print(f"  {fault.at:7.1f}s  {fault.kind}" + (f" ({fault.seconds:.1f} s)" if fault.seconds else ""))
+    stack = Stack(work, page_size=page_size, delay_seconds=DELAY_SECONDS)
+    try:
+        started = time.monotonic()
+        stack.start()
+        print(
+            f"stack up in {time.monotonic() - started:.1f} s (Neo4j {stack.neo4j.uri}, API {stack.api_url})"
+        )
+        audience = audience_file(work / "profiles.jsonl", args.recipients)
+        started = time.monotonic()
+        print(stack.cli("profiles", "import", str(work / "profiles.jsonl")).strip().splitlines()[-1], end="")
+        print(f" in {time.monotonic() - started:.1f} s")
+        token = mint_token(
+            Settings(_env_file=stack.env_file), profile_id="admin", scope=ADMIN_SCOPE, ttl_seconds=6 * 3600
+        )
+        campaign = Campaign(Api(stack.api_url, token), f"chaos-{args.seed}")
+        campaign.create()
+        first = campaign.send()
+        injector = Injector(stack, t0=time.monotonic(), pause=campaign.pause, resume=campaign.send)
+        injector.say(f"dispatched {first}")
+        injector.inject_all(faults)
+        injector.finish()
+        settle(stack, campaign, injector, args.recipients, window)
+        inbox, caught = inbox_recipients(stack.inbox_db, campaign.id), caught_addresses(stack.mailbox)
+        dead = dead_letters(stack.queue_path)
+        result = check(
+            audience=audience, inbox=inbox, caught=caught, dispatches=campaign.dispatches(),
+            stats=campaign.stats(), dead=dead,
+        )  # fmt: skip
+        result.mismatches += [f"a process exited by itself: {e}" for e in stack.exits]
+        result.mismatches += [f"a fault could not be injected: {e}" for e in injector.failures]
+        print("faults injected:")
+        for line in sorted(injector.log, key=lambda line: float(line.split("s")[0])):
+            print(line)
+        for d in campaign.dispatches():
+            keys = (
+                "status",
+                "enqueued",
+                "acknowledged",
+                "rejected",
+                "suppressed",
+                "emailed",
+                "throttled",
+                "uncertain",
+            )
+            print(f"  {d['channel']} {d['dispatchId']}: " + " ".join(f"{k}={d[k]}" for k in keys))
+            # Each recipient is acknowledged or suppressed once at most; `enqueued` may miss a page per
+            # kill (enqueued, then killed before the cursor CAS). Not a promise of issue 22 (no receiver
+            # sees it), so not in RESULT: `suppressed` adds one per delivery message rechecked away, so a
+            # message delivered twice after a pause counts twice (the notify worker's _HELD spares only
+            # acknowledged ones).
+            slack = page_size * sum(1 for f in injector.injected if f.kind == "kill_worker")
+            if d["channel"] == "notify" and d["acknowledged"] + d["suppressed"] > d["enqueued"] + slack:
+                print(f"  NOTE {d['dispatchId']}: acknowledged + suppressed > enqueued: some counted twice")
+        resent = inbox_resends(stack.inbox_db, campaign.id)
+        print(f"inbox: {len(inbox)} recipients stored, {resent} POSTs of a stored one deduplicated")
+        print(f"catcher: {sum(caught.values())} messages to {len(caught)} addresses; dead letters: {dead}")
+        for mismatch in result.mismatches:
+            print(f"MISMATCH {mismatch}")
+        print(result.line(len(injector.injected)), flush=True)
+        return result
+    finally:
+        stack.stop()
+
+
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--minutes", type=float, default=10.0, help="the fault window; the run takes longer")
+    parser.add_argument("--recipients", type=int, default=20_000)
+    parser.add_argument("--keep", action="store_true", help="keep the work folder (always kept on failure)")
+    args = parser.parse_args()
+    for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(signum, _interrupt)
+    work = Path(tempfile.mkdtemp(prefix=f"chaos-{args.seed}-"))
+    started = time.monotonic()
+    ok = interrupted = False
+    try:
+        ok = run(args, work).ok
+    except KeyboardInterrupt:  # every process was stopped on the way out (run's finally)
+        interrupted = True
+        print("interrupted", flush=True)
+    finally:
+        print(f"chaos seed={args.seed} took {time.monotonic() - started:.0f} s", flush=True)
+        if ok and not args.keep:
+            shutil.rmtree(work, ignore_errors=True)
+        else:
+            print(f"work folder kept: {work}")
+    return 130 if interrupted else 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
