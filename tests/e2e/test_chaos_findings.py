@@ -7,8 +7,9 @@ the campaign was paused, the stopped notify Dispatch had ``acknowledged + suppre
 to ``suppressed``: only an already acknowledged copy is spared (``_HELD`` in delivery/notify/worker.py),
 and the batch names that keep the outcome write idempotent cover a re-run commit, not a redelivery. No
 receiver sees ``suppressed``, so the chaos RESULT does not count it (the run prints a NOTE); the case
-below redelivers a paused page's deliveries once they were rechecked away, and holds the defect
-(strict xfail) until a fix counts a recipient suppressed once per Dispatch.
+below redelivers a paused page's deliveries once they were rechecked away. Fixed by counting each
+recipient rejected or suppressed once per Dispatch (``delivery/notify/held.py``); this case held the
+defect as a strict xfail until then and fails without the fix.
 """
 
 from __future__ import annotations
@@ -37,7 +38,6 @@ from tests.e2e.test_delivery_processes import (  # noqa: F401 - fixtures
 pytestmark = pytest.mark.e2e
 
 
-@pytest.mark.xfail(strict=True, reason="suppressed counts each delivered copy (chaos seed 4); fix pending")
 def test_a_delivery_delivered_twice_after_a_pause_is_suppressed_once(stack: Stack) -> None:  # noqa: F811
     members = profile_ids("x", 30)
     campaign(stack.graph, "cx", members)

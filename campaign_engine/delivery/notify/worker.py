@@ -35,6 +35,7 @@ from datetime import datetime
 from typing import Any, NamedTuple
 
 from campaign_engine.delivery.frequency_cap import count_capped, notify_recheck_query
+from campaign_engine.delivery.notify.held import record_held
 from campaign_engine.delivery.notify.sender import (
     Outgoing,
     WebhookSender,
@@ -335,14 +336,15 @@ class NotificationWorker:
 
         for dispatch_id, firsts in record_notified(tx, acks, now=now).items():
             bump(dispatch_id, "acknowledged", firsts)
-        for job in jobs:
-            if job.campaign_test_id is not None:
-                continue
-            verdict = verdicts[job.delivery_id]
-            if verdict in ("negative", "blocked"):
-                bump(job.dispatch_id, "rejected")
-            elif verdict == "suppressed":
-                bump(job.dispatch_id, "suppressed")
+        held = [
+            {"profileId": j.profile_id, "dispatchId": j.dispatch_id,
+             "outcome": "suppressed" if verdicts[j.delivery_id] == "suppressed" else "rejected"}
+            for j in jobs
+            if j.campaign_test_id is None and j.dispatch_id is not None
+            and verdicts[j.delivery_id] in ("negative", "blocked", "suppressed")
+        ]  # fmt: skip
+        for dispatch_id, outcome, firsts in record_held(tx, held, batch=batch):
+            bump(dispatch_id, outcome, firsts)
         for entry in counts.values():
             entry["batch"] = batch if entry["rejected"] or entry["suppressed"] else None
         if counts:
