@@ -51,11 +51,11 @@ ADDRESSES = [
 ]
 
 
-def content(subject: str, body: str) -> EmailContent:
+def content(subject: str, body: str, *, name: str = "Test") -> EmailContent:
     campaign = CampaignPublic.model_validate(
         {
             "id": "c-1",
-            "name": "Test",
+            "name": name,
             "status": "live",
             "channels": ["email"],
             "tenantId": "default",
@@ -176,3 +176,25 @@ def test_odd_header_values_are_exact_whichever_path_they_take(value: str) -> Non
         OutgoingEmail(**{**vars(messages[0]), "key": "p1", "headers": {"List-Unsubscribe": value}})
     )
     assert_same_bytes(messages)
+
+
+LIST_NAMES = {
+    "Plain news": "Plain news <c-1.default.campaigns.example.org>",
+    'Spring: the "big" day': '"Spring: the \\"big\\" day" <c-1.default.campaigns.example.org>',
+    "Frühling مرحبا": "=?utf-8?b?RnLDvGhsaW5nINmF2LHYrdio2Kc=?= <c-1.default.campaigns.example.org>",
+}
+
+
+@pytest.mark.parametrize("name", list(LIST_NAMES))
+def test_every_message_carries_its_list_id_and_is_still_spliced(name: str) -> None:
+    """RFC 2919's List-ID: the campaign's name as a phrase (quoted, or encoded when not ASCII) and an id
+    under our domain; a header common to the page is baked into its template, so splicing still holds."""
+    messages = page(content("Subject", "Body", name=name), domain="campaigns.example.org:8443")
+    assert {m.headers["List-ID"] for m in messages} == {LIST_NAMES[name]}
+    assembler = assert_same_bytes(messages)
+    assert assembler.spliced == len(ADDRESSES) - 1
+    parsed = email.message_from_bytes(
+        assembler.build(messages[0], message_id="<x@y>", date=formatdate()), policy=email.policy.default
+    )
+    assert str(parsed["List-ID"]).endswith("<c-1.default.campaigns.example.org>")
+    assert name.split()[0] in str(parsed["List-ID"])

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from email.header import Header
 from functools import cached_property
 from typing import Any
 
@@ -25,6 +26,7 @@ from campaign_engine.delivery.email.render import (
     render_email,
 )
 from campaign_engine.domain.campaign import CampaignPublic, EmailCopy, served_locale
+from campaign_engine.domain.tenancy import campaign_ref
 from campaign_engine.unsubscribe.tokens import UnsubscribeTokens, list_unsubscribe_headers, unsubscribe_url
 
 __all__ = ["EmailContent", "EmailVariants", "compose_email", "email_content_for", "email_variants_for"]
@@ -61,6 +63,9 @@ class EmailContent:
     sender: str | None = None  # the tenant's emailFrom; None = the provider's EMAIL_FROM
     locale: str = "en"
     """The language of ``copy`` (issue 24): the root's ``lang``, and ``dir`` with it."""
+    list_name: str = ""
+    """The campaign's name, for ``List-ID`` (RFC 2919): mailbox providers group and filter list mail by it."""
+    tenant_id: str = "default"
 
     @cached_property
     def template(self) -> RenderedEmail:
@@ -117,6 +122,8 @@ def _content(
         campaign_id=campaign.id,
         sender=_sender_for(tenants, campaign.tenant_id, default_tenant),
         locale=served,
+        list_name=campaign.name,
+        tenant_id=campaign.tenant_id or default_tenant,
     )
     content.template  # noqa: B018 - render now: a template error must surface before any claim
     return content
@@ -165,6 +172,31 @@ def _sender_for(tenants: Mapping[str, Any], tenant_id: str | None, default_tenan
     return None
 
 
+def quote_phrase(name: str) -> str:
+    return '"' + name.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+_PHRASE_SPECIALS = frozenset('()<>@,;:\\".[]')
+
+
+def list_id(content: EmailContent, domain_name: str) -> str:
+    """``List-ID: <campaign name> <ref.tenant.domain>`` (RFC 2919): the id is a dot-atom under our domain
+    (its port dropped), the name a phrase, quoted when it has specials and RFC 2047-encoded when it is
+    not ASCII, so no header can be broken by a campaign's name."""
+    host = domain_name.split(":")[0].strip().lower().rstrip(".") or "localhost"
+    ident = f"{campaign_ref(content.campaign_id)}.{content.tenant_id}.{host}".lower()
+    name = " ".join(content.list_name.split())
+    if not name:
+        return f"<{ident}>"
+    if not name.isascii():
+        phrase = Header(name, "utf-8").encode()
+    elif any(ch in _PHRASE_SPECIALS for ch in name):
+        phrase = quote_phrase(name)
+    else:
+        phrase = name
+    return f"{phrase} <{ident}>"
+
+
 def compose_email(
     content: EmailContent,
     *,
@@ -187,7 +219,7 @@ def compose_email(
         subject=template.subject,
         html=template.html.replace(_LINK_SLOT, html_link),
         text=template.text.replace(_LINK_SLOT, link),
-        headers=list_unsubscribe_headers(link),
+        headers={**list_unsubscribe_headers(link), "List-ID": list_id(content, domain_name)},
         tag=tag,
         metadata=dict(metadata or {"campaignId": content.campaign_id}),
         sender=content.sender,

@@ -233,7 +233,9 @@ class PageAssembler:
         body, fill = message.body_template, message.fills
         if body is None or fill is None or not _PLAIN_ADDRESS.match(message.to):
             return None
-        if not all(_plain(value) for value in (*message.headers.values(), *fill)):
+        # A header whose value is not plain (List-ID's phrase) is the page's own, baked into the template
+        # (``_template_for`` keys on it); only plain values are spliced.
+        if not all(_plain(value) for value in fill):
             return None
         return _Fills(message.to, date, message_id, list(message.headers.values()), *fill)
 
@@ -241,7 +243,8 @@ class PageAssembler:
         body = message.body_template
         assert body is not None
         utf8 = not message.to.isascii()
-        key = (id(body), message.subject, tuple(message.headers), utf8)
+        baked = tuple((name, None if _plain(value) else value) for name, value in message.headers.items())
+        key = (id(body), message.subject, baked, utf8)
         if key not in self._templates:
             self._templates[key] = self._make(message, body, utf8=utf8)
         return key, self._templates[key]
@@ -253,7 +256,10 @@ class PageAssembler:
             subject=message.subject,
             text=body.text.replace(body.slot, _text_placeholder()),
             html=body.html.replace(body.slot, _html_placeholder()),
-            headers={name: _header_placeholder(i) for i, name in enumerate(message.headers)},
+            headers={
+                name: _header_placeholder(i) if _plain(value) else value
+                for i, (name, value) in enumerate(message.headers.items())
+            },
         )
         try:
             built = build_message(
