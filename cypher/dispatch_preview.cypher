@@ -34,5 +34,5 @@ WITH p, notified, emails,
 RETURN count(*) AS read,
        max(p.profileId) AS last,
        count(CASE WHEN notified THEN 1 END) AS notified,
-       collect(CASE WHEN notifyOk THEN p.profileId END) AS notifyIds,
-       collect(CASE WHEN emailOk THEN [p.profileId, emails[0]] END) AS emailRows
+       collect(CASE WHEN notifyOk THEN [p.profileId, p.locale] END) AS notifyRows,
+       collect(CASE WHEN emailOk THEN [p.profileId, emails[0], p.locale] END) AS emailRows

@@ -17,8 +17,6 @@ from __future__ import annotations
 
 import logging
 import uuid
-from collections.abc import Iterator
-from dataclasses import dataclass
 from datetime import datetime
 from typing import Annotated, Any
 
@@ -34,6 +32,7 @@ from campaign_engine.campaigns.approval import (
     record_refusal,
 )
 from campaign_engine.campaigns.dispatch_reads import WIRE as _WIRE
+from campaign_engine.campaigns.preview_pass import PREVIEW_PAGE, Tally, pinned
 from campaign_engine.campaigns.send_blocks import ALL_CHANNELS, blocked_reason, undeliverable, why_blocked
 from campaign_engine.domain.dispatch import (
     DeliveryChannel,
@@ -47,10 +46,10 @@ from campaign_engine.domain.types import format_ts
 from campaign_engine.graph.audit import AuditContext, record_audit
 from campaign_engine.graph.graph import Graph, Tx
 from campaign_engine.graph.locks import lock_campaign
-from campaign_engine.graph.policy import policy_params, policy_query
 from campaign_engine.queue.port import Queue, QueueError
 
 __all__ = [
+    "DEFAULT_UNTRANSLATED_MAX_SHARE",
     "PREVIEW_PAGE",
     "DispatchPreview",
     "DispatchStarted",
@@ -63,6 +62,10 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
+# Issue 24: past this share of a translated campaign's recipients getting the base content though they
+# read another language, a send needs acceptFallback (CAMPAIGN_UNTRANSLATED_MAX_SHARE).
+DEFAULT_UNTRANSLATED_MAX_SHARE = 0.05
+
 
 class DispatchPreview(BaseModel):
     model_config = _WIRE
@@ -74,6 +77,13 @@ class DispatchPreview(BaseModel):
     email_recipient_count: Annotated[int, Field(alias="emailRecipientCount")]
     preview_token: Annotated[str, Field(alias="previewToken")]
     blocked_reason: Annotated[str | None, Field(alias="blockedReason")] = None
+    locale_counts: Annotated[dict[str, dict[str, int]], Field(alias="localeCounts")] = Field(
+        default_factory=dict, description="per channel, the served language -> its recipients (issue 24)"
+    )
+    untranslated: dict[str, int] = Field(
+        default_factory=dict,
+        description="a recipient language the campaign has no translation for -> recipients who get the base",
+    )
 
 
 class DispatchStarted(BaseModel):
@@ -89,65 +99,6 @@ class _Computed(BaseModel):
     preview: DispatchPreview
 
 
-# Members per preview page (one record each): memory stays bounded by a page whatever the audience.
-PREVIEW_PAGE = 10_000
-
-
-@dataclass
-class _Tally:
-    audience: int = 0
-    notified: int = 0
-    notify: int = 0
-    email: int = 0
-    recipients: int = 0  # distinct profiles across notify and email
-
-
-def _pinned(
-    tx: Tx, *, campaign: dict[str, Any], now: datetime, adult_age: int, max_recipients: int, tally: _Tally
-) -> Iterator[str]:
-    """The token's entries, one keyset page of members at a time, in ascending profileId and for each
-    profile its notify entry before its email entry: a function of the two recipient sets alone, so
-    page boundaries never change the digest. Counts go to ``tally`` as pages are read."""
-    channels = campaign.get("channels") or []
-    cursor = ""
-    while True:
-        row = tx.run(
-            policy_query("dispatch_preview"),
-            campaignId=campaign["id"],
-            cursor=cursor,
-            limit=PREVIEW_PAGE,
-            notify="notify" in channels,
-            email="email" in channels,
-            **policy_params(now, adult_age),
-        ).single()
-        assert row is not None  # an aggregation always returns one record
-        if row["read"] == 0:
-            return
-        notify_ids = set(row["notifyIds"])
-        addresses: dict[str, str] = dict(row["emailRows"])
-        tally.audience += int(row["read"])
-        tally.notified += int(row["notified"])
-        tally.notify += len(notify_ids)
-        tally.email += len(addresses)
-        if tally.notify > max_recipients or tally.email > max_recipients:
-            raise BadRequest(
-                f"more than {max_recipients} eligible recipients; "
-                "raise CAMPAIGN_PREVIEW_MAX_RECIPIENTS to send"
-            )
-        profiles = sorted(notify_ids | addresses.keys())
-        tally.recipients += len(profiles)
-        for pid in profiles:
-            if pid in notify_ids:
-                yield pid
-            if pid in addresses:
-                # Email destinations (profile and address) join the digest: a changed address is a new
-                # preview.
-                yield f"email\x1f{pid}\x1f{addresses[pid]}"
-        if row["read"] < PREVIEW_PAGE:
-            return
-        cursor = row["last"]
-
-
 def compute_preview(
     tx: Tx,
     *,
@@ -156,6 +107,7 @@ def compute_preview(
     adult_age: int,
     max_recipients: int,
     deliverable: frozenset[DeliveryChannel] = ALL_CHANNELS,
+    untranslated_max_share: float = DEFAULT_UNTRANSLATED_MAX_SHARE,
 ) -> _Computed:
     """The preview in one pass over the audience in keyset pages: the token is a running digest, so
     no recipient list is ever held whole (issue 11). The campaign is read first; its
@@ -164,19 +116,22 @@ def compute_preview(
     if record is None:
         raise NotFound(f"campaign '{campaign_ref(campaign_id)}' not found")
     campaign = dict(record["campaign"])
-    tally = _Tally()
+    tally = Tally()
     token = preview_token(
         campaign_id=campaign["id"],
         created_at=campaign["createdAt"],
         revision=int(campaign["revision"]),
         definition=campaign["definition"],
-        profile_ids=_pinned(
+        profile_ids=pinned(
             tx, campaign=campaign, now=now, adult_age=adult_age, max_recipients=max_recipients, tally=tally
         ),
     )
     reason = blocked_reason(campaign, now=format_ts(now)) or undeliverable(campaign, deliverable)
     if reason is None and not tally.recipients:
         reason = "no_recipients"
+    fallbacks = sum(tally.untranslated.values())
+    if reason is None and tally.recipients and fallbacks / tally.recipients > untranslated_max_share:
+        reason = "missing_translation"  # dispatch and scheduleDispatch then need acceptFallback
     preview = DispatchPreview(
         audience_count=tally.audience,
         already_notified_count=tally.notified,
@@ -185,6 +140,8 @@ def compute_preview(
         email_recipient_count=tally.email,
         preview_token=token,
         blocked_reason=reason,
+        locale_counts={ch: dict(sorted(c.items())) for ch, c in tally.locales.items() if c},
+        untranslated=dict(sorted(tally.untranslated.items())),
     )
     return _Computed(campaign=campaign, preview=preview)
 
@@ -197,6 +154,7 @@ def preview_dispatch(
     adult_age: int,
     max_recipients: int,
     deliverable: frozenset[DeliveryChannel] = ALL_CHANNELS,
+    untranslated_max_share: float = DEFAULT_UNTRANSLATED_MAX_SHARE,
 ) -> DispatchPreview:
     """``deliverable``: the channels this deployment can deliver (the API's ``Services``)."""
     computed = graph.read(
@@ -206,6 +164,7 @@ def preview_dispatch(
         adult_age=adult_age,
         max_recipients=max_recipients,
         deliverable=deliverable,
+        untranslated_max_share=untranslated_max_share,
     )
     return computed.preview
 
@@ -263,6 +222,8 @@ def dispatch(
     deliverable: frozenset[DeliveryChannel] = ALL_CHANNELS,
     audit: AuditContext | None = None,
     approval_policy: ApprovalPolicy | None = None,
+    untranslated_max_share: float = DEFAULT_UNTRANSLATED_MAX_SHARE,
+    accept_fallback: bool = False,
 ) -> DispatchStarted:
     """Confirm a send; under ``approval_policy`` a large one needs its approval (``approval.py``), and
     the dispatcher is the audit actor. The preview (a pass over the whole audience) is read *before*
@@ -278,6 +239,7 @@ def dispatch(
         "adult_age": adult_age,
         "max_recipients": max_recipients,
         "deliverable": deliverable,
+        "untranslated_max_share": untranslated_max_share,
     }
 
     def tx_fn(tx: Tx, read: _Computed | None) -> tuple[str, list[DeliveryChannel]]:
@@ -290,7 +252,9 @@ def dispatch(
         preview = computed.preview
         if expected_token is not None and expected_token != preview.preview_token:
             raise Conflict("the dispatch preview is stale; preview again and confirm the new token")
-        if preview.blocked_reason is not None:
+        if preview.blocked_reason is not None and not (
+            accept_fallback and preview.blocked_reason == "missing_translation"
+        ):
             raise BadRequest(why_blocked(preview.blocked_reason))
         approval = check_approval(
             tx, policy=approval_policy, campaign=computed.campaign, expected_token=expected_token,

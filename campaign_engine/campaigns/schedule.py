@@ -37,7 +37,7 @@ from campaign_engine.campaigns.approval import (
     check_approval,
     record_refusal,
 )
-from campaign_engine.campaigns.dispatch import compute_preview, start_pages
+from campaign_engine.campaigns.dispatch import DEFAULT_UNTRANSLATED_MAX_SHARE, compute_preview, start_pages
 from campaign_engine.campaigns.dispatch_reads import DispatchPublic, dispatch_from_node
 from campaign_engine.campaigns.schedule_input import ScheduleInput
 from campaign_engine.campaigns.send_blocks import ALL_CHANNELS, why_blocked
@@ -71,7 +71,7 @@ MATCH (c:Campaign {id: $campaignId})
 UNWIND $dispatches AS row
 CREATE (d:Dispatch {id: row.id, scheduleId: $scheduleId, channel: row.channel, status: 'scheduled',
                     sendAt: $sendAt, sendLocalTime: $sendLocalTime, maxLateSeconds: $maxLateSeconds,
-                    onChange: $onChange,
+                    onChange: $onChange, acceptFallback: $acceptFallback,
                     previewToken: $token, scheduledAt: $now, approvedBy: $approvedBy,
                     approvedAt: $approvedAt, cursor: null, pages: 0, enqueued: 0,
                     acknowledged: 0, rejected: 0, suppressed: 0, emailed: 0, throttled: 0, uncertain: 0,
@@ -91,6 +91,7 @@ def schedule_dispatch(
     deliverable: frozenset[DeliveryChannel] = ALL_CHANNELS,
     audit: AuditContext | None = None,
     approval_policy: ApprovalPolicy | None = None,
+    untranslated_max_share: float = DEFAULT_UNTRANSLATED_MAX_SHARE,
 ) -> list[DispatchPublic]:
     """Confirm the reviewed preview for a send at ``sendAt``; one Dispatch per channel, ``scheduled``.
     Under ``approval_policy`` a large one needs its approval now, and a change before it fires holds
@@ -120,6 +121,7 @@ def schedule_dispatch(
             adult_age=adult_age,
             max_recipients=max_recipients,
             deliverable=deliverable,
+            untranslated_max_share=untranslated_max_share,
         )
         if data.expected_preview_token != computed.preview.preview_token:
             raise Conflict("the dispatch preview is stale; preview again and confirm the new token")
@@ -130,6 +132,8 @@ def schedule_dispatch(
             reason = None
         elif reason is None and ends_at and send_at >= parse_ts(ends_at):
             reason = "ended"
+        if reason == "missing_translation" and data.accept_fallback:
+            reason = None
         if reason is not None:
             raise BadRequest(why_blocked(reason))
         approval = check_approval(
@@ -155,6 +159,7 @@ def schedule_dispatch(
                 sendLocalTime=data.local_time(),
                 maxLateSeconds=data.max_late_seconds,
                 onChange=data.on_change,
+                acceptFallback=data.accept_fallback,
                 token=data.expected_preview_token,
                 now=stamp,
                 **approved,
@@ -253,6 +258,7 @@ def fire_due(
     max_recipients: int,
     deliverable: frozenset[DeliveryChannel] = ALL_CHANNELS,
     limit: int = 100,
+    untranslated_max_share: float = DEFAULT_UNTRANSLATED_MAX_SHARE,
 ) -> dict[str, str]:
     """Start, miss, cancel or hold every schedule due at ``now``; returns scheduleId -> what happened.
 
@@ -270,6 +276,7 @@ def fire_due(
             adult_age=adult_age,
             max_recipients=max_recipients,
             deliverable=deliverable,
+            untranslated_max_share=untranslated_max_share,
         )
         if jobs:  # committed: the first pages may now be enqueued (a lost enqueue is re-armed)
             start_pages(queue, jobs, campaign_id=row["campaignId"])
@@ -287,6 +294,7 @@ def _fire_one(
     adult_age: int,
     max_recipients: int,
     deliverable: frozenset[DeliveryChannel],
+    untranslated_max_share: float,
 ) -> tuple[str, list[PageJob]]:
     """Decide one due schedule under its campaign lock (see the module docstring for the order)."""
     stamp = format_ts(now)
@@ -306,6 +314,7 @@ def _fire_one(
         adult_age=adult_age,
         max_recipients=max_recipients,
         deliverable=deliverable,
+        untranslated_max_share=untranslated_max_share,
     )
     status = computed.campaign.get("status")
     if status != "live":
@@ -313,8 +322,11 @@ def _fire_one(
     if computed.preview.preview_token != first["previewToken"] and first.get("onChange") != "send_current":
         reason = "the campaign or its recipients changed since the preview was confirmed"
         return _decide(tx, schedule_id, "needs_review", reason, stamp), []
-    if computed.preview.blocked_reason is not None:
-        return _decide(tx, schedule_id, "failed", why_blocked(computed.preview.blocked_reason), stamp), []
+    blocked = computed.preview.blocked_reason
+    if blocked == "missing_translation" and first.get("acceptFallback"):
+        blocked = None
+    if blocked is not None:
+        return _decide(tx, schedule_id, "failed", why_blocked(blocked), stamp), []
     created_at = str(dispatches[0]["createdAt"])
     started = tx.run(_START, campaignId=campaign_id, scheduleId=schedule_id, now=stamp).data()
     return "sending", [

@@ -77,6 +77,8 @@ class ScheduleInput(BaseModel):
         DEFAULT_MAX_LATE_SECONDS
     )
     on_change: Annotated[OnChange, Field(alias="onChange")] = "review"
+    accept_fallback: Annotated[bool, Field(alias="acceptFallback")] = False
+    """Send although the preview says ``missing_translation`` (issue 24): those readers get the base."""
 
     @model_validator(mode="after")
     def _readable_send_at(self) -> ScheduleInput:

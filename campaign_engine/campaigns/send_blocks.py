@@ -23,7 +23,11 @@ ALL_CHANNELS: frozenset[DeliveryChannel] = frozenset({"notify", "email"})
 
 # A channel of the campaign this deployment cannot deliver blocks the whole send (issue 11): its Dispatch
 # could only fail in the worker. The API passes the channels it can deliver, decided from its Settings.
-_HINTS = {"email_not_configured": "this deployment has no email provider; set CAMPAIGN_EMAIL_PROVIDER"}
+_HINTS = {
+    "email_not_configured": "this deployment has no email provider; set CAMPAIGN_EMAIL_PROVIDER",
+    "missing_translation": "too many recipients read a language this campaign has no translation for; add "
+    "it, or send with acceptFallback: true to give them the base content",
+}
 
 
 def undeliverable(campaign: dict[str, Any], deliverable: frozenset[DeliveryChannel]) -> str | None:

@@ -89,6 +89,7 @@ def run_sweep(settings: Settings, graph: Graph, queue: Queue, *, clock: Clock = 
         adult_age=settings.campaign_adult_age,
         max_recipients=settings.campaign_preview_max_recipients,
         deliverable=settings.dispatch_channels,
+        untranslated_max_share=settings.campaign_untranslated_max_share,
     )
     result = sweep(
         graph,

@@ -6,15 +6,19 @@ card of each are in the language the one rule (``served_locale``) picks, the Ara
 from __future__ import annotations
 
 from collections.abc import Iterator
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from campaign_engine.campaigns.dispatch import dispatch, preview_dispatch
+from campaign_engine.campaigns.schedule import fire_due
 from campaign_engine.config import Settings
 from campaign_engine.domain.campaign import CampaignCreate, served_locale
+from campaign_engine.domain.errors import BadRequest
 from campaign_engine.domain.locale import direction, lookup
+from campaign_engine.domain.types import format_ts
 from campaign_engine.graph.graph import Graph
 from campaign_engine.wiring import build_worker
 from tests.conftest import ADMIN_ID
@@ -109,8 +113,16 @@ def test_every_channel_serves_each_reader_their_language(
             )
         )
         preview = preview_dispatch(graph, campaign_id="spring", now=NOW, adult_age=18, max_recipients=100)
+        # The review knows the languages: each channel's served variants, and who falls back to the base.
+        served = {"en": 4, "es": 2, "ar": 1}
+        assert preview.locale_counts == {"notify": served, "email": served}
+        assert preview.untranslated == {"fr": 1, "zz": 1}  # 2 of 7: past the 5% the guard allows
+        assert preview.blocked_reason == "missing_translation"
+        with pytest.raises(BadRequest, match="acceptFallback"):
+            dispatch(graph, queues.dispatch, campaign_id="spring", expected_token=preview.preview_token,
+                     now=NOW, adult_age=18, max_recipients=100)  # fmt: skip
         dispatch(graph, queues.dispatch, campaign_id="spring", expected_token=preview.preview_token, now=NOW,
-                 adult_age=18, max_recipients=100)  # fmt: skip
+                 adult_age=18, max_recipients=100, accept_fallback=True)  # fmt: skip
         worker = build_worker(settings, graph, queues=queues, clock=StepClock(), sweep_every=None)
         try:
             drain(worker.handle, queues)
@@ -201,3 +213,70 @@ def test_duplicate_copies_the_definition_never_the_audience_state_or_dispatches(
         assert error_code(again) == "CONFLICT"
         missing = api.mutate("campaigns.duplicate", {"campaignId": "nope", "id": "winter"}, **admin)
         assert error_code(missing) == "NOT_FOUND"
+
+
+def test_the_preview_token_covers_each_readers_variant(base_settings: Settings, graph: Graph) -> None:
+    """A translation added or changed, or a reader whose locale now picks another variant, voids the
+    reviewed preview; a campaign without translations keeps the tokens it always had."""
+    with api_client(base_settings, graph) as api:
+        admin = {"as_": ADMIN_ID, "admin": True}
+        ok(api.mutate("campaigns.create", {**CAMPAIGN, "channels": ["inApp", "notify"]}, **admin))
+        add_email_members(graph, "spring", ["a", "b"])
+        graph.run("MATCH (p:Profile) WHERE p.profileId IN ['a', 'b'] SET p.locale = 'es', "
+                  "p.notificationsWebhook = 'https://inbox.example/hook'")  # fmt: skip
+        ok(api.mutate("campaigns.setStatus", {"campaignId": "spring", "status": "live"}, **admin))
+
+        def review() -> dict[str, Any]:
+            return dict(ok(api.query("campaigns.previewDispatch", {"campaignId": "spring"}, **admin)))
+
+        first = review()
+        assert first["localeCounts"] == {"notify": {"es": 2}} and first["blockedReason"] is None
+        assert review()["previewToken"] == first["previewToken"]  # nothing changed: the same token
+        graph.run("MATCH (p:Profile {profileId: 'b'}) SET p.locale = 'ar'")
+        moved = review()
+        assert moved["previewToken"] != first["previewToken"] and moved["localeCounts"]["notify"] == {
+            "ar": 1, "es": 1
+        }  # fmt: skip
+        current = ok(api.query("campaigns.get", {"campaignId": "spring"}, **admin))
+        es = {**CAMPAIGN["translations"]["es"], "notification": {"title": "¡Primavera!", "body": "Nuevo"}}
+        ok(
+            api.mutate(
+                "campaigns.update",
+                {
+                    "campaignId": "spring",
+                    "expectedUpdatedAt": current["updatedAt"],
+                    "translations": {**CAMPAIGN["translations"], "es": es},
+                },
+                **admin,
+            )
+        )
+        assert review()["previewToken"] != moved["previewToken"]
+        stale = api.mutate(
+            "campaigns.dispatch",
+            {"campaignId": "spring", "expectedPreviewToken": moved["previewToken"]},
+            **admin,
+        )
+        assert error_code(stale) == "CONFLICT"
+
+
+def test_a_scheduled_send_keeps_its_accepted_fallback_until_it_fires(
+    base_settings: Settings, graph: Graph, tmp_path: Path
+) -> None:
+    with api_client(base_settings, graph, clock=lambda: NOW) as api:
+        admin = {"as_": ADMIN_ID, "admin": True}
+        ok(api.mutate("campaigns.create", {**CAMPAIGN, "channels": ["inApp", "notify"]}, **admin))
+        add_email_members(graph, "spring", ["fr1", "es1"])
+        graph.run(
+            "MATCH (p:Profile) WHERE p.profileId IN ['fr1', 'es1'] "
+            "SET p.locale = substring(p.profileId, 0, 2), p.notificationsWebhook = 'https://i.example/h'"
+        )
+        ok(api.mutate("campaigns.setStatus", {"campaignId": "spring", "status": "live"}, **admin))
+        token = ok(api.query("campaigns.previewDispatch", {"campaignId": "spring"}, **admin))["previewToken"]
+        send_at = format_ts(NOW + timedelta(hours=1))
+        schedule = {"campaignId": "spring", "sendAt": send_at, "expectedPreviewToken": token}
+        refused = api.mutate("campaigns.scheduleDispatch", schedule, **admin)
+        assert error_code(refused) == "BAD_REQUEST" and "acceptFallback" in refused.json()["error"]["message"]
+        ok(api.mutate("campaigns.scheduleDispatch", {**schedule, "acceptFallback": True}, **admin))
+    queues = local_queues(tmp_path / "q.sqlite3")
+    fired = fire_due(graph, queues.dispatch, now=NOW + timedelta(hours=1), adult_age=18, max_recipients=100)
+    assert list(fired.values()) == ["sending"]

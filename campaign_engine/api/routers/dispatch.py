@@ -40,6 +40,11 @@ router = ProcedureRouter("campaigns", ACCESS)
 
 class DispatchInput(CampaignRef):
     expected_preview_token: Annotated[str | None, Field(alias="expectedPreviewToken", max_length=200)] = None
+    accept_fallback: bool = Field(
+        default=False,
+        alias="acceptFallback",
+        description="send although the preview says missing_translation: those readers get the base content",
+    )
 
 
 class ApproveInput(CampaignRef):
@@ -75,6 +80,7 @@ def preview_dispatch(ctx: Context, data: CampaignRef) -> dispatching.DispatchPre
         adult_age=settings.campaign_adult_age,
         max_recipients=settings.campaign_preview_max_recipients,
         deliverable=ctx.services.dispatch_channels,
+        untranslated_max_share=settings.campaign_untranslated_max_share,
     )
 
 
@@ -93,6 +99,8 @@ def dispatch(ctx: Context, data: DispatchInput) -> dispatching.DispatchStarted:
         deliverable=ctx.services.dispatch_channels,
         audit=ctx.audit(),
         approval_policy=policy_of(ctx.services.graph, ctx.tenant_id),
+        untranslated_max_share=settings.campaign_untranslated_max_share,
+        accept_fallback=data.accept_fallback,
     )
 
 
@@ -138,6 +146,7 @@ def schedule(ctx: Context, data: ScheduleInput) -> list[reads.DispatchPublic]:
         deliverable=ctx.services.dispatch_channels,
         audit=ctx.audit(),
         approval_policy=policy_of(ctx.services.graph, ctx.tenant_id),
+        untranslated_max_share=settings.campaign_untranslated_max_share,
     )
 
 

@@ -766,6 +766,10 @@ export interface CampaignCard {
 export interface DispatchInput {
   campaignId: string;
   expectedPreviewToken?: string | null;
+  /**
+   * send although the preview says missing_translation: those readers get the base content
+   */
+  acceptFallback?: boolean;
 }
 /**
  * This interface was referenced by `Procedures`'s JSON-Schema
@@ -1081,6 +1085,22 @@ export interface DispatchPreview {
   emailRecipientCount: number;
   previewToken: string;
   blockedReason?: string | null;
+  /**
+   * per channel, the served language -> its recipients (issue 24)
+   */
+  localeCounts?: {
+    [k: string]:
+      | {
+          [k: string]: number | undefined;
+        }
+      | undefined;
+  };
+  /**
+   * a recipient language the campaign has no translation for -> recipients who get the base
+   */
+  untranslated?: {
+    [k: string]: number | undefined;
+  };
 }
 /**
  * This interface was referenced by `Procedures`'s JSON-Schema
@@ -1141,6 +1161,7 @@ export interface ScheduleInput {
   expectedPreviewToken: string;
   maxLateSeconds?: number;
   onChange?: "review" | "send_current";
+  acceptFallback?: boolean;
 }
 /**
  * This interface was referenced by `Procedures`'s JSON-Schema
