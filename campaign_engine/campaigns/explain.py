@@ -10,15 +10,18 @@ holds the explanation and the preview together for each rule (tests/integration/
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from campaign_engine.domain.campaign import ContentField, served_locale, wire_languages
 from campaign_engine.domain.dispatch import send_blocked
 from campaign_engine.domain.errors import NotFound
 from campaign_engine.domain.frequency_cap import CapChannel, ChannelCap, cap_params
+from campaign_engine.domain.locale import language_of
 from campaign_engine.domain.tenancy import CampaignRefOut, campaign_ref
 from campaign_engine.domain.types import format_ts
 from campaign_engine.graph.graph import Graph, Tx
@@ -69,6 +72,16 @@ class PastSend(BaseModel):
     email_capped_at: Annotated[str | None, Field(alias="emailCappedAt")] = None
 
 
+class LanguageChoice(BaseModel):
+    """Which language each channel serves this reader, and why (issue 24): the one rule of every send."""
+
+    model_config = _WIRE
+
+    locale: str | None = Field(description="the profile's locale, as stored")
+    served: dict[str, str] = Field(description="per content (message, notification, email): its language")
+    why: str
+
+
 class RecipientExplanation(BaseModel):
     model_config = _WIRE
 
@@ -80,6 +93,7 @@ class RecipientExplanation(BaseModel):
     member_added_at: Annotated[str | None, Field(alias="memberAddedAt")] = None
     channels: list[ChannelExplanation]
     past: PastSend | None = None
+    language: LanguageChoice | None = None
 
 
 def _channel(channel: ExplainedChannel, rules: list[RuleVerdict]) -> ChannelExplanation:
@@ -165,7 +179,28 @@ def explain_recipient(
         member_added_at=(membership or {}).get("addedAt"),
         channels=[_channel("notify", notify), _channel("email", email)],
         past=PastSend.model_validate(state) if state else None,
+        language=_language(json.loads(campaign["definition"]), row["locale"]),
     )
+
+
+_CONTENT: tuple[ContentField, ...] = ("message", "notification", "email")
+
+
+def _language(definition: dict[str, Any], locale: str | None) -> LanguageChoice:
+    base = definition.get("locale", "en")
+    served = {
+        field: served_locale(wire_languages(definition, field), locale)
+        for field in _CONTENT
+        if definition.get(field)
+    }
+    if not locale:
+        why = f"the profile has no locale: the base content ({base})"
+    elif all(tag == base for tag in served.values()) and language_of(locale) != language_of(base):
+        why = f"no translation matches {locale}: the base content ({base})"
+    else:
+        picked = sorted(set(served.values()))
+        why = f"{locale} is served {', '.join(picked)} (RFC 4647 lookup: the most specific tag it has)"
+    return LanguageChoice(locale=locale, served=served, why=why)
 
 
 def _cap_rule(cap: Mapping[str, Any] | None, reached: bool) -> RuleVerdict:

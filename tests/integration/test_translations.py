@@ -105,8 +105,9 @@ def test_every_channel_serves_each_reader_their_language(
             add_email_members(graph, "spring", [pid], webhook=f"{inbox.url}/api/notifications/send")
             if locale is not None:
                 graph.run("MATCH (p:Profile {profileId: $id}) SET p.locale = $locale", id=pid, locale=locale)
-            graph.run("MATCH (p:Profile {profileId: $id}) SET p.notificationsWebhook = $url", id=pid,
-                      url=f"{inbox.url}/api/notifications/send")  # fmt: skip
+            hook = f"{inbox.url}/api/notifications/send"
+            graph.run("MATCH (p:Profile {profileId: $id}) SET p.notificationsWebhook = $url, "
+                      "p.tenants = ['default']", id=pid, url=hook)  # fmt: skip
         ok(
             api.mutate(
                 "campaigns.setStatus", {"campaignId": "spring", "status": "live"}, as_=ADMIN_ID, admin=True
@@ -140,6 +141,20 @@ def test_every_channel_serves_each_reader_their_language(
             assert cta in message["HtmlBody"] and title in message["TextBody"], pid
             [card] = ok(api.query("campaigns.getMyCampaigns", as_=pid))["campaigns"]
             assert (card["message"]["title"], card["locale"]) == (title, lang), pid
+            explained = ok(api.query("campaigns.explainRecipient", {"campaignId": "spring", "profileId": pid},
+                                     as_=ADMIN_ID, admin=True))["language"]  # fmt: skip
+            assert explained["locale"] == READERS[pid]
+            assert explained["served"] == {"message": lang, "notification": lang, "email": lang}, pid
+        why = {
+            pid: ok(api.query("campaigns.explainRecipient", {"campaignId": "spring", "profileId": pid},
+                              as_=ADMIN_ID, admin=True))["language"]["why"]
+            for pid in ("r-es-mx", "r-fr", "r-none")
+        }  # fmt: skip
+        assert why == {
+            "r-es-mx": "es-MX is served es (RFC 4647 lookup: the most specific tag it has)",
+            "r-fr": "no translation matches fr: the base content (en)",
+            "r-none": "the profile has no locale: the base content (en)",
+        }
         assert 'dir="rtl"' in emails["r-ar"]["HtmlBody"] and "text-align:right" in emails["r-ar"]["HtmlBody"]
 
         shown = ok(api.query("campaigns.previewEmail", {"campaignId": "spring", "locale": "ar-EG"},

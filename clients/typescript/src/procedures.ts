@@ -834,6 +834,7 @@ export interface RecipientExplanation {
   memberAddedAt?: string | null;
   channels: ChannelExplanation[];
   past?: PastSend | null;
+  language?: LanguageChoice | null;
 }
 /**
  * This interface was referenced by `Procedures`'s JSON-Schema
@@ -874,6 +875,25 @@ export interface PastSend {
   dismissedFirstAt?: string | null;
   notifyCappedAt?: string | null;
   emailCappedAt?: string | null;
+}
+/**
+ * Which language each channel serves this reader, and why (issue 24): the one rule of every send.
+ *
+ * This interface was referenced by `Procedures`'s JSON-Schema
+ * via the `definition` "LanguageChoice".
+ */
+export interface LanguageChoice {
+  /**
+   * the profile's locale, as stored
+   */
+  locale: string | null;
+  /**
+   * per content (message, notification, email): its language
+   */
+  served: {
+    [k: string]: string | undefined;
+  };
+  why: string;
 }
 /**
  * This interface was referenced by `Procedures`'s JSON-Schema
