@@ -138,7 +138,7 @@ def create_endpoint(
     events: list[str],
     description: str | None,
     now: datetime,
-    audit: AuditContext,
+    audit: AuditContext | None,
 ) -> EndpointCreated:
     sealer = _box(box)
     endpoint_id, secret = "wep_" + random.token_hex(12), generate_secret()

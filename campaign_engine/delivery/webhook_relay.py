@@ -9,7 +9,8 @@ event id as ``webhook-id`` on every attempt. Each round's attempts, the delivere
 endpoint's failure state are written in one transaction under the lease.
 
 A 2xx answer delivers an event; anything else (another status, no answer) fails the round: the endpoint
-waits the Standard Webhooks schedule (``domain/webhook_events.py``), counted in failures in a row, and
+waits the Standard Webhooks schedule (``domain/webhook_events.py``), counted in failures in a row, is
+probed with its oldest event alone until it answers again, and
 is disabled, with its reason, once it has failed for ``DISABLE_AFTER_SECONDS``. A wait up to SQS's 900 s
 is the next job's delay; a longer one is the endpoint's ``retryAt``, which the sweep enqueues once due
 (``enqueue_due``), as it does for every endpoint with queued events and a free lease. At least once: an
@@ -123,6 +124,8 @@ class WebhookRelay:
                 if row["recipientKey"] not in seen:
                     seen.add(row["recipientKey"])
                     round_.append(row)
+            if state["failures"]:
+                round_ = round_[:1]  # a failing endpoint is probed with its oldest event alone
             now = self._clock()
             secrets = ring.signing(int(now.timestamp()))
             url = claim["url"]

@@ -15,6 +15,7 @@ No I/O.
 
 from __future__ import annotations
 
+import itertools
 import json
 import uuid
 from collections.abc import Iterable, Mapping
@@ -57,6 +58,9 @@ RETRY_SCHEDULE_SECONDS: tuple[int, ...] = (5, 300, 1800, 7200, 18000, 36000, 360
 DISABLE_AFTER_SECONDS = 5 * 24 * 3600
 
 
+_SEQUENCE = itertools.count(1)  # this process's recording order, for events drawn in one instant
+
+
 def new_event_id() -> str:
     """``evt_`` and 32 hex digits: unique, and stable across every attempt to deliver the event."""
     return "evt_" + uuid.uuid4().hex
@@ -80,10 +84,13 @@ class Event:
     type: EventType
     occurred_at: str
     data: Mapping[str, Any]
+    seq: int = 0
+    """Recording order within this process: ties of ``occurred_at`` keep the order they were made in."""
 
     @classmethod
     def of(cls, event_type: EventType, occurred_at: str, **data: Any) -> Event:
-        return cls(new_event_id(), event_type, occurred_at, {k: v for k, v in data.items() if v is not None})
+        kept = {k: v for k, v in data.items() if v is not None}
+        return cls(new_event_id(), event_type, occurred_at, kept, next(_SEQUENCE))
 
     def body(self) -> str:
         """The JSON body every attempt sends (and signs) unchanged."""
@@ -95,8 +102,8 @@ class Event:
 
     @property
     def order_key(self) -> str:
-        """Delivery order to one endpoint: by time, ties by id (keys sort as strings)."""
-        return f"{self.occurred_at}|{self.id}"
+        """Delivery order to one endpoint: by time, then recording order, then id (keys sort as strings)."""
+        return f"{self.occurred_at}|{self.seq:012d}|{self.id}"
 
     @property
     def recipient_key(self) -> str:
