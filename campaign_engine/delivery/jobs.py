@@ -85,6 +85,7 @@ JobKey = tuple[str, str]
 PageHandler = Callable[[Received[PageJob]], Outcome]
 DeliveryHandler = Callable[[Sequence[Received[DeliveryJob]]], list[Outcome]]
 RelayHandler = Callable[[RelayJob], RelayResult]
+Kick = Callable[[], None]
 
 
 def job_key(job: PageJob | DeliveryJob) -> JobKey:
@@ -109,6 +110,7 @@ class JobTable:
         pages: Mapping[str, PageHandler],
         deliveries: DeliveryHandler | None,
         relay: RelayHandler | None = None,
+        kick: Kick | None = None,
         closers: Sequence[Callable[[], None]] = (),
     ) -> None:
         self._graph = graph
@@ -116,6 +118,7 @@ class JobTable:
         self._pages = dict(pages)
         self._deliveries = deliveries
         self._relay = relay
+        self._kick = kick  # after each batch: start the relay of endpoints it queued events for
         self._closers = tuple(closers)
 
     def close(self) -> None:
@@ -151,6 +154,8 @@ class JobTable:
         if deliveries and self._deliveries is not None:
             results = self._deliveries([item for _, item in deliveries])
             outcomes.update(zip((index for index, _ in deliveries), results, strict=True))
+        if self._kick is not None:
+            self._kick()
         return [outcomes[index] for index in range(len(messages))]
 
     def _serve_relay(self, job: RelayJob) -> Outcome:

@@ -34,6 +34,7 @@ from campaign_engine.domain.webhook_events import DISABLE_AFTER_SECONDS, retry_d
 from campaign_engine.domain.webhook_keys import RingUnreadable, SecretBox
 from campaign_engine.graph.cypher import query
 from campaign_engine.graph.graph import Graph, Tx
+from campaign_engine.graph.webhook_outbox import subscribers_for
 from campaign_engine.queue.port import MAX_DELAY_SECONDS, Queue, QueueError
 
 __all__ = ["RelayResult", "WebhookRelay", "enqueue_due"]
@@ -41,6 +42,7 @@ __all__ = ["RelayResult", "WebhookRelay", "enqueue_due"]
 log = logging.getLogger(__name__)
 
 _LEASE_SECONDS = 120
+_KICK_SECONDS = 2.0
 
 
 @dataclass(frozen=True)
@@ -72,12 +74,35 @@ class WebhookRelay:
         self._clock = clock
         self._batch = batch
         self._run_seconds = run_seconds
+        self._kicked: dict[str, float] = {}
 
     def close(self) -> None:
         """Close the sender (its connections and loop): the relay owns the sender it was given."""
         close = getattr(self._sender, "close", None)
         if close is not None:
             close()
+
+    def kick(self) -> None:
+        """Start the relay of every endpoint this process queued events for since the last kick (each at
+        most once per ``_KICK_SECONDS``), so an event's first attempt follows its commit at once rather
+        than at the next sweep. A kick that finds the endpoint busy or its transaction rolled back is a
+        no-op; one lost is made up by the sweep."""
+        now = time.monotonic()
+        due = [
+            endpoint
+            for endpoint in subscribers_for(self._graph).take_touched()
+            if now - self._kicked.get(endpoint, -_KICK_SECONDS) >= _KICK_SECONDS
+        ]
+        if not due:
+            return
+        for endpoint in due:
+            self._kicked[endpoint] = now
+        try:
+            for start in range(0, len(due), 10):
+                jobs = [job_json(RelayJob(endpoint_id=e)) for e in due[start : start + 10]]
+                self._queue.send_batch(jobs, delay_seconds=1)  # after the batch that recorded them commits
+        except QueueError:
+            log.warning("webhooks.kick_failed endpoints=%d", len(due))
 
     def handle(self, job: RelayJob) -> RelayResult:
         """One job: rounds until the queue is empty, a round fails or the run budget is spent; then the

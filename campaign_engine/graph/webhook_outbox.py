@@ -44,6 +44,18 @@ class Subscribers:
         self._lock = threading.Lock()
         self._loaded_at: float | None = None
         self._by_tenant: dict[str, list[tuple[str, tuple[str, ...]]]] = {}
+        self._touched: set[str] = set()
+
+    def touch(self, endpoint_ids: Sequence[str]) -> None:
+        """Endpoints this process just queued events for (a hint: the transaction may yet roll back)."""
+        with self._lock:
+            self._touched.update(endpoint_ids)
+
+    def take_touched(self) -> list[str]:
+        """The endpoints touched since the last call, so a worker can start their relay at once."""
+        with self._lock:
+            touched, self._touched = self._touched, set()
+        return sorted(touched)
 
     def invalidate(self) -> None:
         with self._lock:
@@ -115,6 +127,7 @@ def record_events(tx: Tx, graph: Graph, tenant_id: str | None, events: Sequence[
         messages.extend({**row, "endpointId": endpoint_id} for endpoint_id in endpoints)
     if messages:
         tx.run(query("webhook_outbox_record"), messages=messages, tenantId=tenant_id).consume()
+        view.touch([m["endpointId"] for m in messages])
     return len(messages)
 
 

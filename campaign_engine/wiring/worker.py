@@ -87,6 +87,7 @@ def build_job_table(
         pages=pages,
         deliveries=serve_deliveries(notify, retry_base_seconds=base),
         relay=relay.handle,
+        kick=relay.kick,
         closers=[notify.close, relay.close] + ([email.close] if email is not None else []),
     )
 
