@@ -33,7 +33,10 @@ class EventSink:
             def log_message(self, format: str, *args: object) -> None:
                 pass
 
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        class Server(ThreadingHTTPServer):
+            request_queue_size = 1024  # socketserver's default backlog of 5 drops the relay's 64 connects
+
+        self._server = Server(("127.0.0.1", 0), Handler)
         self._server.daemon_threads = True
         self.url = f"http://127.0.0.1:{self._server.server_address[1]}/events"
         self._thread = threading.Thread(target=self._server.serve_forever, name="event-sink", daemon=True)
