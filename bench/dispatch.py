@@ -40,8 +40,14 @@ API and worker run REF's code (its ``campaign_engine`` and ``cypher`` from ``git
 alternate between the releases (the order swapped every round), the idle release's worker paused. Both
 figures are printed per round with their ratio (current / baseline) and medians, and the ratios are in
 the RESULT line. Campaigns are seeded with this release's code, which REF reads as its own.
+``--events`` (issue 25: recording events must not slow a send): after the rounds above, an event-webhook
+endpoint subscribed to ``*`` (a loopback receiver in this process, ``bench/_event_sink.py``) is created
+and the rounds alternate between it enabled and disabled (the order swapped every round, 6 s after each
+switch for the workers' 5 s subscriber view), so every recipient's ``recipient.notified`` is recorded in
+the notify write and relayed by the same worker while the dispatch runs. Both rates per round, their
+ratio (with / without) and the medians are printed, and in the RESULT line.
 Usage: ``.venv/bin/python -m bench.dispatch [--profiles N] [--compare M] [--rounds R] [--cap]
-[--baseline-ref REF]``, e.g. ``--profiles 1000000 --compare 20000 --rounds 1``.
+[--baseline-ref REF] [--events]``, e.g. ``--profiles 1000000 --compare 20000 --rounds 1``.
 """
 
 from __future__ import annotations
@@ -50,6 +56,7 @@ import argparse
 import json
 import os
 import signal
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -61,10 +68,12 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import httpx
+from cryptography.fernet import Fernet
 
+from bench._event_sink import EventSink
 from bench._support import (
     PROFILE_ID_CYPHER,
     SEED_BATCH,
@@ -86,7 +95,7 @@ from campaign_engine.delivery.notify.poster import WebhookPoster
 from campaign_engine.delivery.notify.sender import Answered, Outgoing
 from campaign_engine.delivery.notify.worker import record_notified
 from campaign_engine.domain.campaign import CampaignCreate
-from campaign_engine.domain.dispatch import delivery_id
+from campaign_engine.domain.dispatch import RelayJob, delivery_id, job_json
 from campaign_engine.domain.notification import (
     AnnouncementMetadata,
     AnnouncementPayload,
@@ -97,7 +106,8 @@ from campaign_engine.egress.policy import DestinationRules
 from campaign_engine.egress.transport import make_webhook_transport
 from campaign_engine.graph.graph import Graph, Tx, open_graph
 from campaign_engine.graph.schema import apply_schema
-from campaign_engine.queue.local import MAX_RECEIVE_BATCH
+from campaign_engine.queue.local import MAX_RECEIVE_BATCH, LocalQueue
+from campaign_engine.queue.port import Queue
 
 REPO = Path(__file__).resolve().parents[1]
 SECRET = "whsec_YmVuY2gtd2ViaG9vay1zZWNyZXQtMDEyMzQ1Njc4OWE="  # Standard Webhooks: whsec_ + base64
@@ -596,6 +606,72 @@ def alternate(
     return median, f"{ratios} baseline={ref}"
 
 
+EventMode = Literal["without", "recorded", "relayed"]
+_HOLD = "MATCH (e:WebhookEndpoint {id: $id}) SET e.retryAt = $until"
+
+
+def with_events(
+    graph: Graph, admin: Admin, relay_queue: Queue, *, n: int, rounds: int, give_up: float
+) -> str:
+    """Rounds of ``n`` in three modes, the order rotated every round: ``without`` (the endpoint for
+    ``*`` disabled), ``recorded`` (enabled, so every event is written in the send's transactions, its
+    relay held off by a far ``retryAt``: what recording costs a send) and ``relayed`` (enabled and
+    relayed by the same worker while it sends: recording and a second POST per recipient on the same
+    cores). Every queued event is delivered between rounds. Prints the rates side by side and returns
+    the RESULT fields."""
+    sink = EventSink()
+    try:
+        endpoint = admin.mutate("webhookEndpoints.create", {"url": sink.url, "events": ["*"]})["id"]
+        modes: tuple[EventMode, ...] = ("without", "recorded", "relayed")
+        rates: dict[EventMode, list[float]] = {mode: [] for mode in modes}
+        for k in range(1, rounds + 1):
+            for mode in modes[k - 1 :] + modes[: k - 1]:
+                admin.mutate("webhookEndpoints.update", {"id": endpoint, "enabled": mode != "without"})
+                graph.run(
+                    _HOLD, id=endpoint, until="9999-12-31T00:00:00.000000Z" if mode == "recorded" else None
+                )
+                time.sleep(6.0)  # every process's subscriber view (5 s) has seen the switch
+                campaign_id = f"bench-events-{k}-{mode}"
+                seed(graph, campaign_id, n)
+                before = sink.received
+                _, elapsed, done = run_dispatch(graph, admin, campaign_id, n, give_up)
+                rates[mode].append(done / elapsed)
+                during = sink.received - before
+                graph.run(_HOLD, id=endpoint, until=None)
+                drained = 0.0
+                if mode != "without":  # a disabled endpoint is never relayed: nothing to wait for
+                    relay_queue.send_batch([job_json(RelayJob(endpoint_id=endpoint))])
+                    drained = _drained(graph, endpoint, give_up)
+                print(
+                    f"events round {k} {mode}: {done / elapsed:.0f}/s ({during} events relayed during it, "
+                    f"the rest in {drained:.1f}s after)",
+                    flush=True,
+                )
+        fields = ""
+        for mode in ("recorded", "relayed"):
+            ratio = side_by_side(f"recipients/s {mode}", rates[mode], rates["without"], ref="without")
+            fields += (
+                f" events_{mode}_per_s={statistics.median(rates[mode]):.0f} events_{mode}_ratio={ratio:.3f}"
+            )
+        print(f"events relayed in all: {sink.received}", flush=True)
+        return f" no_events_per_s={statistics.median(rates['without']):.0f}{fields}"
+    finally:
+        sink.close()
+
+
+_PENDING = "MATCH (m:WebhookMessage) WHERE m.endpointId = $id AND m.queueKey > '' RETURN count(m) AS n"
+
+
+def _drained(graph: Graph, endpoint: str, give_up: float) -> float:
+    """Seconds until the endpoint has no queued event (read where ``webhookEndpoints.list`` reads it)."""
+    started = time.perf_counter()
+    while graph.run(_PENDING, id=endpoint)[0]["n"]:
+        if time.monotonic() > give_up:
+            raise RuntimeError("the relay did not drain before the deadline")
+        time.sleep(0.2)
+    return time.perf_counter() - started
+
+
 def delete_largest(admin: Admin, procs: Processes, campaign_id: str, n: int) -> None:
     """Delete a campaign of ``n`` members (and their states) through the API: retired in one
     transaction, reaped in bounded ones (campaigns/definitions.py)."""
@@ -630,6 +706,9 @@ def main() -> int:
     parser.add_argument(
         "--baseline-ref", help="measure this commit's API and worker too (e.g. 5ba923f), alternating rounds"
     )
+    parser.add_argument(
+        "--events", action="store_true", help="then alternate rounds with and without an endpoint for *"
+    )
     args = parser.parse_args()
     if args.baseline_ref and (args.compare or args.cap or args.time_cap):
         parser.error("--baseline-ref measures --profiles rounds only (no --compare, --cap or --time-cap)")
@@ -640,6 +719,8 @@ def main() -> int:
         Settings(campaign_frequency_caps=args.cap, _env_file=None)  # a bad cap fails here, not in the worker
         deadline *= 2
     if args.baseline_ref:  # two warm-ups, twice the rounds
+        deadline *= 2
+    if args.events:  # twice the rounds again
         deadline *= 2
     # A million profiles and their relationships outgrow a 256 MB page cache many times over.
     pagecache = "256m" if largest <= 100_000 else "1g"
@@ -655,6 +736,8 @@ def main() -> int:
         inbox_url = f"http://127.0.0.1:{free_port()}"
         queue_path = tmp / "queue.sqlite3"
         env = child_env(uri, queue_path, inbox_url)
+        if args.events:  # endpoint secrets are stored sealed
+            env["CAMPAIGN_SECRETS_KEY"] = Fernet.generate_key().decode()
         api_env = {
             **env,
             "AUTH_JWT_SECRET": JWT_SECRET,
@@ -705,7 +788,12 @@ def main() -> int:
                     )
                 api_peak, worker_peak = peak_rss_mb(api_pid), peak_rss_mb(worker.pid)
                 print(f"{procs.peak_rss()} (whole run)")
-                ratio = cap_result = ""
+                ratio = cap_result = events_result = ""
+                if args.events:
+                    relay_queue = LocalQueue(queue_path, "delivery")  # the worker's: relay jobs ride on it
+                    events_result = with_events(
+                        graph, admin, relay_queue, n=n, rounds=args.rounds, give_up=give_up
+                    )
                 if args.cap:
                     stop(worker)
                     cap_env = {**env, "CAMPAIGN_FREQUENCY_CAPS": args.cap}
@@ -736,7 +824,7 @@ def main() -> int:
                     f"shared_ceiling_per_s={median.shared_ceiling:.0f} "
                     f"shared_efficiency={median.shared_efficiency:.2f} "
                     f"api_peak_rss_mb={api_peak:.0f} worker_peak_rss_mb={worker_peak:.0f}{ratio}{cap_result}"
-                    f"{baseline}",
+                    f"{baseline}{events_result}",
                     flush=True,
                 )
                 delete_largest(admin, procs, "bench-1", n)

@@ -32,7 +32,14 @@ from campaign_engine.queue.port import Queue
 from campaign_engine.queue.sqs import batch_item_failures, parse_sqs_event
 from campaign_engine.wiring import Queues, build_job_table, build_queues, run_sweep
 
-__all__ = ["api_handler", "delivery_handler", "handle_sqs_event", "page_handler", "sweep_handler"]
+__all__ = [
+    "api_handler",
+    "delivery_handler",
+    "handle_sqs_event",
+    "page_handler",
+    "sweep_handler",
+    "webhook_handler",
+]
 
 log = logging.getLogger(__name__)
 
@@ -104,9 +111,15 @@ def delivery_handler(event: Mapping[str, Any], context: Any) -> dict[str, Any]:
         return handle_sqs_event(_table(), _queues().delivery, event)
 
 
+def webhook_handler(event: Mapping[str, Any], context: Any) -> dict[str, Any]:
+    """Event-webhook relay jobs (issue 25) from their own queue: one endpoint's queued events each."""
+    with _invocation(context):
+        return handle_sqs_event(_table(), _queues().webhooks, event)
+
+
 def sweep_handler(event: Mapping[str, Any], context: Any) -> dict[str, Any]:
     with _invocation(context):
-        result = run_sweep(_settings(), _graph(), _queues().dispatch)
+        result = run_sweep(_settings(), _graph(), _queues().dispatch, webhooks_queue=_queues().webhooks)
         # Dispatches by status once a minute; queue depth and age are AWS/SQS's own metrics there.
         record_readings(scrape_gauges(_graph(), {}))
         counts = {
@@ -114,6 +127,7 @@ def sweep_handler(event: Mapping[str, Any], context: Any) -> dict[str, Any]:
             "waves": len(result.waves),
             "failed": len(result.failed),
             "scheduled": len(result.scheduled),
+            "webhooks": len(result.webhooks),
         }
         log.info("sweeper.ran", extra=counts)
         return counts

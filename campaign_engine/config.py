@@ -121,6 +121,8 @@ class Settings(BaseSettings):
     campaign_queue_max_receives: int = Field(default=5, ge=1)
     campaign_dispatch_queue_url: str | None = None
     campaign_delivery_queue_url: str | None = None
+    # Event-webhook relay jobs (issue 25): their own SQS queue and Lambda; unset, the delivery queue's.
+    campaign_webhook_queue_url: str | None = None
     aws_endpoint_url_sqs: str | None = None
     aws_region: str = "us-east-1"  # SQS region (Lambda sets AWS_REGION itself)
     # Local queue visibility timeout: longer than one delivery batch (POST timeout + graph write).

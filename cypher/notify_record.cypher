@@ -5,7 +5,9 @@
 // its locking variant also locks the campaign node, serialising every batch of the campaign, and it
 // costs Neo4j about a third more CPU per row.) Returns, per dispatch, how many rows this write was the
 // first to set notifiedAt for, so counters count first acknowledgements only; notifiedDispatchId names
-// that dispatch, so the recheck of a redelivered job can tell a duplicate from a suppression. replan=skip: as in
+// that dispatch, so the recheck of a redelivered job can tell a duplicate from a suppression. With $events
+// (some tenant's endpoint takes recipient.notified) it also names those first profiles, for the event
+// webhooks' outbox written in the same transaction (graph/webhook_outbox.py). replan=skip: as in
 // notify_recheck, a plan of unique-key seeks that statistics cannot improve.
 CYPHER replan=skip
 UNWIND $acks AS ack
@@ -23,9 +25,10 @@ CALL (p, c, existing) {
   WITH existing WHERE existing IS NOT NULL
   RETURN existing AS s
 }
-WITH ack, s, s.notifiedAt IS NULL AS first
+WITH ack, c, s, s.notifiedAt IS NULL AS first
 SET s.notifiedAt = coalesce(s.notifiedAt, $now),
     s.notifiedDispatchId = CASE WHEN first THEN ack.dispatchId ELSE s.notifiedDispatchId END
-WITH ack.dispatchId AS dispatchId, first
+WITH ack.dispatchId AS dispatchId, c.tenantId AS tenantId, coalesce(c.ref, c.id) AS campaignId, ack.profileId AS profileId, first
 WHERE first
-RETURN dispatchId, count(*) AS firsts
+RETURN dispatchId, tenantId, campaignId, count(*) AS firsts,
+       CASE WHEN $events THEN collect(profileId) ELSE [] END AS profiles

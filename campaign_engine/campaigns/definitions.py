@@ -31,10 +31,12 @@ from campaign_engine.domain.campaign import (
 )
 from campaign_engine.domain.errors import BadRequest, Conflict, NotFound, bad_request_from
 from campaign_engine.domain.tenancy import campaign_ref, namespaced_id
-from campaign_engine.domain.types import format_ts, next_after, parse_ts, truncated
+from campaign_engine.domain.types import format_ts, next_after, parse_ts, system_clock, truncated
+from campaign_engine.domain.webhook_events import Event, EventType
 from campaign_engine.graph.audit import AuditContext, record_audit
 from campaign_engine.graph.graph import Graph, Tx
 from campaign_engine.graph.locks import lock_campaign
+from campaign_engine.graph.webhook_outbox import record_dispatch_events, record_events, subscribers_for
 
 __all__ = [
     "CampaignPage",
@@ -124,6 +126,7 @@ def create_campaign(
             raise Conflict(f"campaign '{data.id}' already exists")
         node = dict(record["campaign"])
         _audit(tx, audit, node, before=None, after=node)
+        _event(tx, graph, "campaign.created", node, now)
         return node
 
     for attempt in range(_CREATE_ATTEMPTS):
@@ -200,6 +203,19 @@ def _audit(
     )
 
 
+_SENDING = "MATCH (d:Dispatch {status: 'sending'})-[:DISPATCH_OF]->(:Campaign {id: $id}) RETURN d.id AS id"
+
+
+def _event(
+    tx: Tx, graph: Graph, event_type: EventType, node: dict[str, Any], now: datetime, **data: Any
+) -> None:
+    """A ``campaign.*`` event for the event webhooks, in the transaction of the change (ids only)."""
+    tenant = node.get("tenantId")
+    if subscribers_for(graph).wants(tenant, event_type):
+        campaign = node.get("ref") or node["id"]
+        record_events(tx, graph, tenant, [Event.of(event_type, format_ts(now), campaignId=campaign, **data)])
+
+
 def _locked(tx: Tx, campaign_id: str) -> dict[str, Any]:
     node = lock_campaign(tx, campaign_id)
     if node is None:
@@ -257,6 +273,7 @@ def update_campaign(
         definition = _patched(load_definition(node), changes)
         saved = _save(tx, node, node_properties(definition), now)
         _audit(tx, audit, node, before=node, after=saved, detail={"fields": sorted(changes)})
+        _event(tx, graph, "campaign.updated", saved, now, fields=sorted(changes))
         return saved
 
     return campaign_from_node(graph.write(tx_fn))
@@ -276,6 +293,10 @@ def set_status(
             raise BadRequest(f"cannot change status from {node['status']} to {status}")
         saved = _save(tx, node, {"status": status}, now)
         _audit(tx, audit, node, before=node, after=saved, detail={"from": node["status"], "to": status})
+        _event(tx, graph, "campaign.status_changed", saved, now, **{"from": node["status"], "to": status})
+        if status == "paused":  # its sending dispatches hold at the gate until it is live again
+            sending = [str(r["id"]) for r in tx.run(_SENDING, id=campaign_id)]
+            record_dispatch_events(tx, graph, "dispatch.paused", sending, now=format_ts(now))
         return saved
 
     return campaign_from_node(graph.write(tx_fn))
@@ -339,6 +360,7 @@ def retire_campaign(graph: Graph, *, campaign_id: str, audit: AuditContext | Non
         node = _locked(tx, campaign_id)
         tx.run(_RETIRE, id=campaign_id).consume()
         _audit(tx, audit, node, before=node, after=None)
+        _event(tx, graph, "campaign.deleted", node, system_clock())
 
     graph.write(tx_fn)
 

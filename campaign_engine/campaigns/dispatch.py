@@ -46,6 +46,7 @@ from campaign_engine.domain.types import format_ts
 from campaign_engine.graph.audit import AuditContext, record_audit
 from campaign_engine.graph.graph import Graph, Tx
 from campaign_engine.graph.locks import lock_campaign
+from campaign_engine.graph.webhook_outbox import record_dispatch_events
 from campaign_engine.queue.port import Queue, QueueError
 
 __all__ = [
@@ -268,6 +269,8 @@ def dispatch(
         rows = [{"id": ids[ch], "channel": ch} for ch in walked]
         row = tx.run(_CREATE, campaignId=campaign_id, dispatches=rows, now=stamp, **approved).single()
         assert row is not None
+        record_dispatch_events(tx, graph, "dispatch.started", [r["id"] for r in rows], now=stamp,
+                               recipients=preview.recipient_count)  # fmt: skip
         record_audit(tx, audit, target_type="campaign", target_id=campaign_id, campaign=locked,
                      revision_before=locked["revision"], revision_after=locked["revision"] + 1,
                      detail={"dispatchIds": [r["id"] for r in rows],

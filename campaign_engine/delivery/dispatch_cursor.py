@@ -40,7 +40,8 @@ from typing import Any
 
 from campaign_engine.domain.dispatch import PageJob, job_json, send_blocked
 from campaign_engine.domain.types import parse_ts
-from campaign_engine.graph.graph import Tx
+from campaign_engine.graph.graph import Graph, Tx
+from campaign_engine.graph.webhook_outbox import record_dispatch_events
 from campaign_engine.queue.port import MAX_DELAY_SECONDS, Queue
 
 __all__ = [
@@ -212,15 +213,25 @@ def guard_reason(
     return send_blocked(campaign, channels=[job.channel], missing="channel_removed", now=now)
 
 
-def stop(tx: Tx, job: PageJob, *, status: str, reason: str, now: str) -> None:
-    """End the walk (``stopped`` or ``failed``) if this job still holds the cursor."""
-    tx.run(
+def stop(tx: Tx, job: PageJob, *, status: str, reason: str, now: str, graph: Graph | None = None) -> None:
+    """End the walk (``stopped`` or ``failed``) if this job still holds the cursor; a failed walk is a
+    ``dispatch.failed`` event (with ``graph``, for the event webhooks)."""
+    stopped = tx.run(
         _STOP, dispatchId=job.dispatch_id, cursor=job.cursor or "", status=status, reason=reason, now=now
-    ).consume()
+    ).single()
+    if stopped is not None and status == "failed":
+        record_dispatch_events(tx, graph, "dispatch.failed", [job.dispatch_id], now=now)
 
 
 def record_failure(
-    tx: Tx, job: PageJob, *, error: str, max_failures: int, now: str, only_if_final: bool = False
+    tx: Tx,
+    job: PageJob,
+    *,
+    error: str,
+    max_failures: int,
+    now: str,
+    only_if_final: bool = False,
+    graph: Graph | None = None,
 ) -> PageFailure | None:
     """Count one failed attempt at ``job``'s page; the ``max_failures``-th in a row fails the Dispatch.
 
@@ -242,6 +253,7 @@ def record_failure(
         f"(last: {error}); fix the cause, then resume with campaigns.resumeDispatch"
     )
     tx.run(_FAIL, dispatchId=job.dispatch_id, failures=failures, reason=reason, now=now).consume()
+    record_dispatch_events(tx, graph, "dispatch.failed", [job.dispatch_id], now=now)
     return PageFailure(failures=failures, failed=True, reason=reason)
 
 

@@ -32,7 +32,8 @@ from campaign_engine.delivery.dispatch_cursor import record_failure, stop
 from campaign_engine.delivery.email.walk_outcome import EmailPageOutcome
 from campaign_engine.delivery.notify.page_walk import PageOutcome
 from campaign_engine.delivery.notify.worker import NotificationWorker
-from campaign_engine.domain.dispatch import DeliveryJob, PageJob, parse_job
+from campaign_engine.delivery.webhook_relay import RelayResult
+from campaign_engine.domain.dispatch import DeliveryJob, PageJob, RelayJob, parse_job
 from campaign_engine.domain.types import Clock, format_ts
 from campaign_engine.graph.graph import Graph
 from campaign_engine.queue.port import MAX_DELAY_SECONDS, Received, ReceivedMessage
@@ -77,11 +78,14 @@ class Dead:
 Outcome = Done | Retry | Dead
 
 JobKey = tuple[str, str]
-"""(message ``type``, channel): ``("page", "notify")``, ``("page", "email")``, ``("notify", "notify")``."""
+"""(message ``type``, channel): ``("page", "notify")``, ``("page", "email")``, ``("notify", "notify")``,
+``("webhooks", "webhooks")`` (the event-webhook relay)."""
 
 
 PageHandler = Callable[[Received[PageJob]], Outcome]
 DeliveryHandler = Callable[[Sequence[Received[DeliveryJob]]], list[Outcome]]
+RelayHandler = Callable[[RelayJob], RelayResult]
+Kick = Callable[[], None]
 
 
 def job_key(job: PageJob | DeliveryJob) -> JobKey:
@@ -105,12 +109,16 @@ class JobTable:
         clock: Clock,
         pages: Mapping[str, PageHandler],
         deliveries: DeliveryHandler | None,
+        relay: RelayHandler | None = None,
+        kick: Kick | None = None,
         closers: Sequence[Callable[[], None]] = (),
     ) -> None:
         self._graph = graph
         self._clock = clock
         self._pages = dict(pages)
         self._deliveries = deliveries
+        self._relay = relay
+        self._kick = kick  # after each batch: start the relay of endpoints it queued events for
         self._closers = tuple(closers)
 
     def close(self) -> None:
@@ -122,7 +130,8 @@ class JobTable:
     def keys(self) -> frozenset[JobKey]:
         """The (type, channel) pairs this table serves."""
         served = {("page", channel) for channel in self._pages}
-        return frozenset(served | ({("notify", "notify")} if self._deliveries else set()))
+        served |= {("notify", "notify")} if self._deliveries else set()
+        return frozenset(served | ({("webhooks", "webhooks")} if self._relay else set()))
 
     def handle(self, messages: Sequence[ReceivedMessage]) -> list[Outcome]:
         outcomes: dict[int, Outcome] = {}
@@ -134,7 +143,9 @@ class JobTable:
                 log.warning("jobs.invalid_message message_id=%s", message.message_id)
                 outcomes[index] = Dead("invalid_message")
                 continue
-            if isinstance(job, DeliveryJob) and self._deliveries is not None:
+            if isinstance(job, RelayJob):
+                outcomes[index] = self._serve_relay(job)
+            elif isinstance(job, DeliveryJob) and self._deliveries is not None:
                 deliveries.append((index, Received(message, job)))
             elif isinstance(job, PageJob) and job.channel in self._pages:
                 outcomes[index] = self._pages[job.channel](Received(message, job))
@@ -143,7 +154,22 @@ class JobTable:
         if deliveries and self._deliveries is not None:
             results = self._deliveries([item for _, item in deliveries])
             outcomes.update(zip((index for index, _ in deliveries), results, strict=True))
+        if self._kick is not None:
+            self._kick()
         return [outcomes[index] for index in range(len(messages))]
+
+    def _serve_relay(self, job: RelayJob) -> Outcome:
+        """The relay enqueues its own follow-up (now, or after its wait), so its message is done; one that
+        raised (the graph away) comes back after a while, and the sweep re-enqueues it regardless."""
+        if self._relay is None:
+            log.error("jobs.unserved type=webhooks endpoint_id=%s", job.endpoint_id)
+            return Dead("not_configured: this deployment has no event-webhook relay")
+        try:
+            self._relay(job)
+        except Exception:
+            log.exception("jobs.relay_failed endpoint_id=%s", job.endpoint_id)
+            return Retry(30)
+        return Done()
 
     def _unserved(self, job: PageJob | DeliveryJob) -> Dead:
         kind, channel = job_key(job)
@@ -153,7 +179,8 @@ class JobTable:
         log.error("jobs.unserved type=%s channel=%s dispatch_id=%s", kind, channel, job.dispatch_id)
         if isinstance(job, PageJob):
             # Only the holder of the cursor may stop the walk; a stale duplicate changes nothing.
-            self._graph.write(stop, job, status="failed", reason=reason, now=format_ts(self._clock()))
+            stamp = format_ts(self._clock())
+            self._graph.write(stop, job, status="failed", reason=reason, now=stamp, graph=self._graph)
         return Dead(reason)
 
 
@@ -178,6 +205,7 @@ class PageFailures:
             error=error,
             max_failures=self.max_failures,
             now=format_ts(self.clock()),
+            graph=self.graph,
         )
         if verdict is not None and verdict.failed:
             log.error(

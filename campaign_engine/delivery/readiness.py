@@ -36,7 +36,8 @@ from campaign_engine.delivery.dispatch_cursor import advance
 from campaign_engine.domain.dispatch import PageJob
 from campaign_engine.domain.schedule import QuietHours, known_zone, parse_wall_clock, ready_map
 from campaign_engine.domain.types import format_ts, parse_ts
-from campaign_engine.graph.graph import Tx
+from campaign_engine.graph.graph import Graph, Tx
+from campaign_engine.graph.webhook_outbox import record_dispatch_events
 
 __all__ = ["PageTally", "PassStep", "advance_pass", "page_delay", "readiness_params", "tally_page"]
 
@@ -168,9 +169,11 @@ def advance_pass(
     next_page_at: str | None,
     counters: Mapping[str, int] | None = None,
     last_error: str | None = None,
+    graph: Graph | None = None,
 ) -> PassStep:
     """``advance``, counting this page's deferred members; the end of a walk that deferred someone
-    starts the next pass instead of completing."""
+    starts the next pass instead of completing. With ``graph``, completing records ``dispatch.completed``
+    for the event webhooks in this transaction."""
     # A page with nothing deferred in the middle of a pass changes no count: the ordinary path (no
     # readiness rules) pays the tally on a walk's first and last page only.
     quiet_page = tally == PageTally() and bool(job.cursor) and not done
@@ -190,4 +193,6 @@ def advance_pass(
     )
     if won and wrap:
         tx.run(_WRAP, dispatchId=job.dispatch_id).consume()
+    if won and done and not wrap:
+        record_dispatch_events(tx, graph, "dispatch.completed", [job.dispatch_id], now=now)
     return PassStep(won=won, completed=won and done and not wrap, next_pass_at=next_pass_at if won else None)

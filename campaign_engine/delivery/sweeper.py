@@ -76,6 +76,8 @@ class SweepResult:
     scheduled: dict[str, str] = field(default_factory=dict)
     """Schedule id -> what this sweep decided for it (``sending``, ``missed``, ``cancelled``, ...)."""
     feedback_expired: int = 0
+    webhooks: list[str] = field(default_factory=list)
+    """Event-webhook endpoints this sweep enqueued a relay job for."""
     """Webhook dedup records older than ``CAMPAIGN_FEEDBACK_DEDUP_DAYS`` this sweep deleted."""
 
 
@@ -131,6 +133,7 @@ def sweep(
                 max_failures=max_page_failures,
                 now=stamp,
                 only_if_final=True,
+                graph=graph,
             )
             if verdict is None:
                 continue  # a page ran since the read: not stuck after all

@@ -24,6 +24,7 @@ __all__ = [
     "DispatchStatus",
     "Job",
     "PageJob",
+    "RelayJob",
     "delivery_id",
     "job_json",
     "parse_job",
@@ -84,16 +85,23 @@ class DeliveryJob(_Message):
     campaign_test_id: Annotated[_Id | None, Field(alias="campaignTestId")] = None
 
 
-Job = Annotated[PageJob | DeliveryJob, Field(discriminator="type")]
-_JOB: TypeAdapter[PageJob | DeliveryJob] = TypeAdapter(Job)
+class RelayJob(_Message):
+    """Send one event-webhook endpoint's queued events, oldest first (``delivery/webhook_relay.py``)."""
+
+    type: Literal["webhooks"] = "webhooks"
+    endpoint_id: Annotated[_Id, Field(alias="endpointId")]
 
 
-def parse_job(body: str) -> PageJob | DeliveryJob:
+Job = Annotated[PageJob | DeliveryJob | RelayJob, Field(discriminator="type")]
+_JOB: TypeAdapter[PageJob | DeliveryJob | RelayJob] = TypeAdapter(Job)
+
+
+def parse_job(body: str) -> PageJob | DeliveryJob | RelayJob:
     """Validate a queue body; raises ``pydantic.ValidationError`` on anything else."""
     return _JOB.validate_json(body)
 
 
-def job_json(job: PageJob | DeliveryJob) -> str:
+def job_json(job: PageJob | DeliveryJob | RelayJob) -> str:
     return job.model_dump_json(by_alias=True, exclude_none=True)
 
 

@@ -19,11 +19,13 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from campaign_engine.domain.errors import NotFound
 from campaign_engine.domain.types import Clock, format_ts
+from campaign_engine.domain.webhook_events import Event, EventType
 from campaign_engine.feedback.events import Feedback, SuppressionReason, normalize_address
 from campaign_engine.graph.audit import AuditContext, record_audit
 from campaign_engine.graph.cypher import query
 from campaign_engine.graph.graph import Graph, Tx
 from campaign_engine.graph.locks import lock_profiles
+from campaign_engine.graph.webhook_outbox import record_events
 
 __all__ = [
     "Applied",
@@ -117,11 +119,11 @@ class FeedbackStore:
             suppressed = tx.run(
                 query("feedback_suppress"), rows=rows, source=feedback.source, now=now
             ).single(strict=True)["suppressed"]
-        self._touch_profiles(tx, feedback, now)
+        self._touch_profiles(tx, feedback, now, self._graph)
         return Applied(duplicate=False, suppressed=suppressed, reactivated=reactivated)
 
     @staticmethod
-    def _touch_profiles(tx: Tx, feedback: Feedback, now: str) -> None:
+    def _touch_profiles(tx: Tx, feedback: Feedback, now: str, graph: Graph) -> None:
         """Stats marks on the sends (by provider message id) and, for a complaint, the opt-out of every
         profile with the address: after the profile locks, like every other profile write."""
         bounced = any(e.action == "hard_bounce" for e in feedback.events)
@@ -139,13 +141,18 @@ class FeedbackStore:
             return
         lock_profiles(tx, profile_ids)
         if feedback.message_ids:
-            tx.run(
+            marked = tx.run(
                 query("feedback_link"),
                 messageIds=list(feedback.message_ids),
                 bounced=bounced,
                 complained=bool(complaints),
                 now=now,
-            ).consume()
+            )
+            for row in list(marked):  # the first bounce or complaint of a send, as events (ids only)
+                ids = {k: row[k] for k in ("campaignId", "dispatchId", "profileId")}
+                kinds: list[EventType] = ["recipient.bounced"] if row["bounce"] else []
+                kinds += ["recipient.complained"] if row["complaint"] else []
+                record_events(tx, graph, row["tenantId"], [Event.of(k, now, **ids) for k in kinds])
         if complaints:
             tx.run(query("feedback_opt_out"), profileIds=sorted(profile_ids), now=now).consume()
 

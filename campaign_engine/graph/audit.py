@@ -47,7 +47,9 @@ __all__ = [
     "record_audit",
 ]
 
-TargetType = Literal["campaign", "dispatch", "profile", "suppression", "grant", "tenant", "apiKey"]
+TargetType = Literal[
+    "campaign", "dispatch", "profile", "suppression", "grant", "tenant", "apiKey", "webhookEndpoint"
+]
 
 
 def new_entry_id() -> str:

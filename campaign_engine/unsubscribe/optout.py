@@ -11,7 +11,9 @@ import uuid
 from datetime import datetime
 
 from campaign_engine.domain.types import format_ts
+from campaign_engine.domain.webhook_events import Event
 from campaign_engine.graph.graph import Graph, Tx
+from campaign_engine.graph.webhook_outbox import record_events
 
 __all__ = ["allocate_unsubscribe_id", "ensure_unsubscribe_ids", "opt_out_by_unsubscribe_id"]
 
@@ -21,7 +23,7 @@ SET p.campaignStateLock = coalesce(p.campaignStateLock, 0) + 1
 WITH p, coalesce(p.announcementEmailOptOut, false) AS already
 SET p.announcementEmailOptOut = true,
     p.announcementEmailOptOutAt = CASE WHEN already THEN p.announcementEmailOptOutAt ELSE $now END
-RETURN already
+RETURN already, p.profileId AS profileId, coalesce(p.tenants, []) AS tenants
 """
 
 # The lock comes first so the coalesce reads a value no concurrent claim can still change; inside a
@@ -55,11 +57,19 @@ def opt_out_by_unsubscribe_id(graph: Graph, unsubscribe_id: str, *, now: datetim
     """Set ``announcementEmailOptOut`` under the profile lock; idempotent (the first timestamp is kept).
 
     False when no profile holds the id (deleted profile). Callers answer exactly as for True, so a link
-    never reveals whether its profile exists.
+    never reveals whether its profile exists. The first opt-out is a ``recipient.unsubscribed`` event
+    for each tenant the profile belongs to (the opt-out holds for all of them).
     """
     stamp = format_ts(now)
 
     def tx_fn(tx: Tx) -> bool:
-        return tx.run(_OPT_OUT, unsubscribeId=unsubscribe_id, now=stamp).single() is not None
+        row = tx.run(_OPT_OUT, unsubscribeId=unsubscribe_id, now=stamp).single()
+        if row is None:
+            return False
+        if not row["already"]:
+            for tenant in row["tenants"]:
+                event = Event.of("recipient.unsubscribed", stamp, profileId=row["profileId"], channel="email")
+                record_events(tx, graph, tenant, [event])
+        return True
 
     return graph.write(tx_fn)

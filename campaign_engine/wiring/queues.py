@@ -1,4 +1,4 @@
-"""Which queue backend this deployment runs (local SQLite or SQS) and the two queues built from it."""
+"""Which queue backend this deployment runs (local SQLite or SQS) and the queues built from it."""
 
 from __future__ import annotations
 
@@ -22,6 +22,13 @@ DELIVERY_QUEUE = "delivery"
 class Queues:
     dispatch: Queue
     delivery: Queue
+    webhooks_queue: Queue | None = None
+    """Event-webhook relay jobs: on SQS their own queue (CAMPAIGN_WEBHOOK_QUEUE_URL, served by its own
+    Lambda); otherwise the delivery queue, whose polling threads serve them beside announcements."""
+
+    @property
+    def webhooks(self) -> Queue:
+        return self.webhooks_queue or self.delivery
 
 
 def _local(settings: Settings, name: str) -> LocalQueue:
@@ -54,4 +61,11 @@ def build_delivery_queue(settings: Settings) -> Queue:
 
 
 def build_queues(settings: Settings) -> Queues:
-    return Queues(dispatch=build_dispatch_queue(settings), delivery=build_delivery_queue(settings))
+    webhooks = None
+    if settings.campaign_queue_backend == "sqs" and settings.campaign_webhook_queue_url:
+        webhooks = _sqs(settings, settings.campaign_webhook_queue_url, "CAMPAIGN_WEBHOOK_QUEUE_URL")
+    return Queues(
+        dispatch=build_dispatch_queue(settings),
+        delivery=build_delivery_queue(settings),
+        webhooks_queue=webhooks,
+    )

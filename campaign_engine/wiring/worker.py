@@ -19,8 +19,10 @@ from campaign_engine.delivery.jobs import (
     serve_deliveries,
     serve_pages,
 )
+from campaign_engine.delivery.notify.poster import WebhookPoster
 from campaign_engine.delivery.runner import Worker, install_stop_signals
 from campaign_engine.delivery.sweeper import SweepResult, stuck_window_seconds, sweep
+from campaign_engine.delivery.webhook_relay import WebhookRelay, enqueue_due
 from campaign_engine.domain.types import Clock, format_ts, system_clock
 from campaign_engine.egress.transport import AsyncSafeTransport
 from campaign_engine.feedback.store import expire_feedback_records
@@ -31,11 +33,22 @@ from campaign_engine.queue.local import MAX_RECEIVE_BATCH, LocalQueue
 from campaign_engine.queue.port import Queue
 from campaign_engine.queue.sqs import SqsQueue
 from campaign_engine.wiring.email import build_email_worker
-from campaign_engine.wiring.notify import build_notification_worker, build_page_worker
+from campaign_engine.wiring.notify import (
+    build_notification_worker,
+    build_page_worker,
+    build_webhook_transport,
+)
 from campaign_engine.wiring.queues import Queues, build_queues
 from campaign_engine.wiring.tenants import tenant_directory
 
-__all__ = ["build_job_table", "build_worker", "run_sweep", "run_worker", "start_worker_metrics"]
+__all__ = [
+    "build_job_table",
+    "build_webhook_relay",
+    "build_worker",
+    "run_sweep",
+    "run_worker",
+    "start_worker_metrics",
+]
 
 
 log = logging.getLogger(__name__)
@@ -49,10 +62,11 @@ def build_job_table(
     transport: AsyncSafeTransport | None = None,
     clock: Clock = system_clock,
     email_provider: EmailProvider | None = None,
+    relay_transport: AsyncSafeTransport | None = None,
 ) -> JobTable:
     """Every handler this deployment can run: notify pages and deliveries always (they need the webhook
-    secret), email pages when an email provider is configured. The local worker and every Lambda
-    handler serve their messages through this one table."""
+    secret), email pages when an email provider is configured, the event-webhook relay. The local
+    worker and every Lambda handler serve their messages through this one table."""
     notify = build_notification_worker(settings, graph, transport=transport, clock=clock)
     email = build_email_worker(settings, graph, queues, provider=email_provider, clock=clock)
     base = settings.campaign_delivery_retry_seconds
@@ -66,16 +80,48 @@ def build_job_table(
     pages = {"notify": serve_pages(page_walk.handle_page, failures=failures)}
     if email is not None:
         pages["email"] = serve_pages(email.handle_page, failures=failures)
+    relay = build_webhook_relay(settings, graph, queues, transport=relay_transport, clock=clock)
     return JobTable(
         graph=graph,
         clock=clock,
         pages=pages,
         deliveries=serve_deliveries(notify, retry_base_seconds=base),
-        closers=[notify.close] + ([email.close] if email is not None else []),
+        relay=relay.handle,
+        kick=relay.kick,
+        closers=[notify.close, relay.close] + ([email.close] if email is not None else []),
     )
 
 
-def run_sweep(settings: Settings, graph: Graph, queue: Queue, *, clock: Clock = system_clock) -> SweepResult:
+def build_webhook_relay(
+    settings: Settings,
+    graph: Graph,
+    queues: Queues,
+    *,
+    transport: AsyncSafeTransport | None = None,
+    clock: Clock = system_clock,
+) -> WebhookRelay:
+    """The event-webhook relay with a signing poster of its own over its own safe transport (the same
+    egress rules and bounds as announcements), so a slow endpoint never holds an announcement's slot."""
+    poster = WebhookPoster(
+        transport or build_webhook_transport(settings),
+        secret="",  # never used: every event is signed with its endpoint's own secrets
+        concurrency=settings.campaign_webhook_concurrency,
+        timeout=settings.campaign_webhook_timeout_seconds,
+    )
+    return WebhookRelay(
+        graph=graph, sender=poster, box=settings.secret_box(), queue=queues.webhooks, clock=clock
+    )
+
+
+def run_sweep(
+    settings: Settings,
+    graph: Graph,
+    queue: Queue,
+    *,
+    clock: Clock = system_clock,
+    webhooks_queue: Queue | None = None,
+) -> SweepResult:
+    """One sweep; ``webhooks_queue`` (the relay's) also gets a job per event-webhook endpoint due."""
     window = stuck_window_seconds(
         delay_seconds=settings.campaign_dispatch_delay_seconds,
         page_budget_seconds=settings.campaign_dispatch_stuck_seconds,
@@ -104,7 +150,8 @@ def run_sweep(settings: Settings, graph: Graph, queue: Queue, *, clock: Clock = 
     reap_deleted_campaigns(graph)
     dedup_since = format_ts(now - timedelta(days=settings.campaign_feedback_dedup_days))
     expired = expire_feedback_records(graph, before=dedup_since)
-    return replace(result, scheduled=fired, feedback_expired=expired)
+    relayed = [] if webhooks_queue is None else enqueue_due(graph, webhooks_queue, now=now)
+    return replace(result, scheduled=fired, feedback_expired=expired, webhooks=relayed)
 
 
 def build_worker(
@@ -120,7 +167,11 @@ def build_worker(
 ) -> Worker:
     queues = queues or build_queues(settings)
     sweeper = (
-        None if sweep_every is None else (lambda: run_sweep(settings, graph, queues.dispatch, clock=clock))
+        None
+        if sweep_every is None
+        else (
+            lambda: run_sweep(settings, graph, queues.dispatch, clock=clock, webhooks_queue=queues.webhooks)
+        )
     )
     return Worker(
         table=build_job_table(

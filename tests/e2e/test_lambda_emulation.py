@@ -43,7 +43,14 @@ PROFILES = 1200  # twelve notify waves of 100, three email pages (500 + 500 + 20
 CAMPAIGN = "lambda-launch"
 STAGE = "test"
 EMAIL_FROM = "news@campaigns.test"
-QUEUES = {"DispatchQueue", "DispatchDeadLetterQueue", "DeliveryQueue", "DeliveryDeadLetterQueue"}
+QUEUES = {
+    "DispatchQueue",
+    "DispatchDeadLetterQueue",
+    "DeliveryQueue",
+    "DeliveryDeadLetterQueue",
+    "WebhookQueue",
+    "WebhookDeadLetterQueue",
+}
 
 
 def profile_id(index: int) -> str:

@@ -87,6 +87,7 @@ CAMPAIGN = {
 class Seeded:
     dispatch_id: str
     key_id: str
+    endpoint_id: str
 
 
 def _platform(api: TrpcClient, tenant: str) -> dict[str, str]:
@@ -130,9 +131,10 @@ def _seed(api: TrpcClient, graph: Graph, clock: StepClock) -> Seeded:
     expired = call(
         "apiKeys.create", {"tenantId": A, "name": "expired", "role": "admin", "expiresAt": expires}, a
     )
+    endpoint = call("webhookEndpoints.create", {"url": "https://hooks.alpha.example/e", "events": ["*"]}, a)
     clock.now += timedelta(minutes=1)
     api.keys = {"live": live["key"], "revoked": revoked["key"], "expired": expired["key"]}  # type: ignore[attr-defined]
-    return Seeded(dispatch_id=started["dispatchId"], key_id=live["id"])
+    return Seeded(dispatch_id=started["dispatchId"], key_id=live["id"], endpoint_id=endpoint["id"])
 
 
 def _inputs(seeded: Seeded) -> dict[str, Any]:
@@ -196,6 +198,13 @@ def _inputs(seeded: Seeded) -> dict[str, Any]:
         "tenants.update": {"tenantId": A, "name": "Alpha renamed"},
         "tenants.get": tenant,
         "tenants.list": {},
+        "webhookEndpoints.create": {"url": "https://hooks.alpha.example/v2", "events": ["campaign.created"]},
+        "webhookEndpoints.list": None,
+        "webhookEndpoints.update": {"id": seeded.endpoint_id, "description": "renamed", "events": ["*"]},
+        "webhookEndpoints.delete": {"id": seeded.endpoint_id},
+        "webhookEndpoints.rotateSecret": {"id": seeded.endpoint_id},
+        "webhookEndpoints.deliveries": {"id": seeded.endpoint_id},
+        "webhookEndpoints.replay": {"id": seeded.endpoint_id, "since": "2026-01-01T00:00:00Z"},
     }  # fmt: skip
 
 
@@ -283,7 +292,9 @@ def test_every_procedure_answers_every_credential_as_its_table_says(
                 # B's admin acts in B: A's data is missing to it, and nothing of A's changes or shows.
                 assert SECRET_NAME not in body, where
                 assert code in {"OK", "NOT_FOUND", "FORBIDDEN", "BAD_REQUEST", "CONFLICT"}, where
-                if path.startswith(("access.", "apiKeys.")):
+                if path.startswith(("access.", "apiKeys.")) or (
+                    path.startswith("webhookEndpoints.") and not path.endswith((".create", ".list"))
+                ):
                     assert code in {"FORBIDDEN", "NOT_FOUND"}, where
             else:
                 assert code not in {"UNAUTHORIZED", "FORBIDDEN"}, where

@@ -238,6 +238,19 @@ def test_every_admin_mutation_commits_exactly_one_entry_with_its_revisions(
     _, entry = call("tenants.update", {"tenantId": "acme", "primaryColor": "#123456"})
     assert (entry["targetType"], entry["detail"]) == ("tenant", '{"fields":["primaryColor"]}')
 
+    created_endpoint = {"url": "https://hooks.example/events", "events": ["*"], "description": "ops"}
+    endpoint, entry = call("webhookEndpoints.create", created_endpoint)
+    assert (entry["targetType"], entry["targetId"]) == ("webhookEndpoint", endpoint["id"])
+    assert endpoint["secret"] not in str(entry) and "hooks.example" not in str(entry)  # no secret, no URL
+    _, entry = call("webhookEndpoints.update", {"id": endpoint["id"], "url": "https://hooks.example/v2"})
+    assert (entry["targetType"], json.loads(entry["detail"])) == ("webhookEndpoint", {"url": True})
+    rotated, entry = call("webhookEndpoints.rotateSecret", {"id": endpoint["id"]})
+    assert rotated["secret"] not in str(entry) and json.loads(entry["detail"]) == {"overlapSeconds": 86400}
+    _, entry = call("webhookEndpoints.replay", {"id": endpoint["id"], "since": "2026-01-01T00:00:00Z"})
+    assert (entry["targetType"], entry["targetId"]) == ("webhookEndpoint", endpoint["id"])
+    _, entry = call("webhookEndpoints.delete", {"id": endpoint["id"]})
+    assert json.loads(entry["detail"]) == {"deleted": True}
+
     # Every admin mutation the API offers was exercised above: a new one must be audited and tested here.
     assert call.seen == admin_mutation_paths() - READ_ONLY_MUTATIONS
 

@@ -62,6 +62,6 @@ def test_outcomes_per_message_in_input_order(base_settings: Settings, graph: Gra
     finally:
         table.close()
     assert outcomes == [Dead("invalid_message"), Done()]
-    assert table.keys == frozenset({("page", "notify"), ("notify", "notify")})
+    assert table.keys == frozenset({("page", "notify"), ("notify", "notify"), ("webhooks", "webhooks")})
     assert Retry(retry_delay(30, 3)) == Retry(120)
     assert retry_delay(30, 99) == 900 and retry_delay(0, 5) == 0

@@ -61,7 +61,11 @@ def config() -> dict[str, Any]:
 def _settings(config: dict[str, Any], function: str) -> Settings:
     """The Settings a cold start of ``function`` builds from its deployed environment."""
     ssm = {f"/campaign-engine/{STAGE}/{name}": value for name, value in PLAUSIBLE_SSM.items()}
-    refs = {"DispatchQueue": "https://sqs.example/dispatch", "DeliveryQueue": "https://sqs.example/delivery"}
+    refs = {
+        "DispatchQueue": "https://sqs.example/dispatch",
+        "DeliveryQueue": "https://sqs.example/delivery",
+        "WebhookQueue": "https://sqs.example/webhooks",
+    }
     env = {
         name: resolve_value(value, stage=STAGE, ssm=ssm, refs=refs, arns={})
         for name, value in function_environment(config, function).items()
@@ -130,6 +134,7 @@ def test_worker_egress_path_is_complete(config: dict[str, Any]) -> None:
             "DeliveryDeadLetterQueue",
             "campaign_engine.aws.delivery_handler",
         ),
+        ("webhookRelay", "WebhookQueue", "WebhookDeadLetterQueue", "campaign_engine.aws.webhook_handler"),
     ],
 )
 def test_queue_wiring(config: dict[str, Any], function: str, queue: str, dlq: str, handler: str) -> None:
@@ -147,6 +152,7 @@ def test_queue_wiring(config: dict[str, Any], function: str, queue: str, dlq: st
     env = config["provider"]["environment"]
     assert env["CAMPAIGN_DISPATCH_QUEUE_URL"] == {"Ref": "DispatchQueue"}
     assert env["CAMPAIGN_DELIVERY_QUEUE_URL"] == {"Ref": "DeliveryQueue"}
+    assert env["CAMPAIGN_WEBHOOK_QUEUE_URL"] == {"Ref": "WebhookQueue"}
     assert env["CAMPAIGN_QUEUE_BACKEND"] == "sqs"
     assert env["CAMPAIGN_ALLOW_PRIVATE_WEBHOOKS"] == "false"
 

@@ -22,9 +22,11 @@ from campaign_engine.delivery.readiness import PageTally, PassStep, advance_pass
 from campaign_engine.domain.dispatch import PageJob
 from campaign_engine.domain.frequency_cap import CapChannel, ChannelCap, cap_params, caps_channel
 from campaign_engine.domain.types import format_ts
+from campaign_engine.domain.webhook_events import Event, EventType
 from campaign_engine.graph.cypher import query
-from campaign_engine.graph.graph import Tx
+from campaign_engine.graph.graph import Graph, Tx
 from campaign_engine.graph.policy import policy_params, policy_query
+from campaign_engine.graph.webhook_outbox import record_events, subscribers_for
 
 __all__ = ["Claimed", "ClaimedPage", "PageTransactions", "counters"]
 
@@ -36,6 +38,9 @@ OPTIONAL MATCH (c:Campaign {id: $campaignId})
 OPTIONAL MATCH (x:EmailCooldown {provider: $provider})
 RETURN d {.*} AS dispatch, c {.*} AS campaign, x.until AS cooldownUntil
 """
+
+# The final outcomes an event webhook hears of (throttled ones are given back, uncertain ones unknown).
+_EVENT_OF: dict[str, EventType] = {"accepted": "recipient.emailed", "rejected": "recipient.email_rejected"}
 
 # The longest wait wins: a shorter Retry-After heard later never shortens the provider's cooldown.
 _COOLDOWN = """
@@ -71,6 +76,9 @@ class ClaimedPage:
     cooldown_until: str | None = None
     tally: PageTally = field(default_factory=PageTally)
     """Members read but not yet ready (issue 12): neither claimed nor sent; a later pass takes them."""
+    tenant_id: str | None = None
+    campaign_ref: str | None = None
+    """The campaign's tenant and the id it knows it by: what the page's event-webhook events name."""
 
 
 class PageTransactions:
@@ -84,7 +92,9 @@ class PageTransactions:
         adult_age: int,
         max_deferrals: int,
         frequency_caps: Mapping[str, Mapping[CapChannel, ChannelCap]],
+        graph: Graph | None = None,
     ) -> None:
+        self._graph = graph  # whose event-webhook endpoints hear of each outcome (None: nobody's)
         self._provider = provider  # the provider's name: its cooldown node
         self._page_size = page_size
         self._adult_age = adult_age
@@ -151,7 +161,10 @@ class PageTransactions:
         claimed = _with_unsubscribe_ids(tx, row["claimed"])
         tally = PageTally(deferred=int(row["deferred"]), missed=int(row["missed"]), ready_at=row["readyAt"])
         read, last = int(row["read"]), row["last"]
-        return ClaimedPage(job, claim_id, read=read, last=last, claimed=claimed, tally=tally)
+        return ClaimedPage(
+            job, claim_id, read=read, last=last, claimed=claimed, tally=tally,
+            tenant_id=campaign.get("tenantId"), campaign_ref=campaign.get("ref") or campaign.get("id"),
+        )  # fmt: skip
 
     def record(self, tx: Tx, page: ClaimedPage, results: Sequence[SendResult], *, now: str) -> int:
         """Outcomes against this attempt's claim; how many of them the sweeper had counted uncertain."""
@@ -175,7 +188,26 @@ class PageTransactions:
             claimId=page.claim_id,
             now=now,
         ).single()
+        self._record_events(tx, page, results, now=now)
         return 0 if record is None else int(record["late"])
+
+    def _record_events(self, tx: Tx, page: ClaimedPage, results: Sequence[SendResult], *, now: str) -> None:
+        """``recipient.emailed`` / ``recipient.email_rejected`` for the final outcomes, in the record's
+        transaction (a claim is sent once, so each is recorded once); throttled ones go back, uncertain
+        ones are not known yet."""
+        if self._graph is None:
+            return
+        view = subscribers_for(self._graph)
+        if not any(view.wants(page.tenant_id, t) for t in _EVENT_OF.values()):
+            return  # nobody listens: not even the events are built
+        job = page.job
+        events = [
+            Event.of(_EVENT_OF[r.outcome], now, campaignId=page.campaign_ref, dispatchId=job.dispatch_id,
+                     profileId=r.key)
+            for r in results
+            if r.outcome in _EVENT_OF
+        ]  # fmt: skip
+        record_events(tx, self._graph, page.tenant_id, events)
 
     def record_and_advance(
         self,
@@ -201,6 +233,7 @@ class PageTransactions:
             done=done,
             now=now,
             next_page_at=next_page_at,
+            graph=self._graph,
         )
 
     def record_and_defer(

@@ -115,6 +115,7 @@ class EmailWorker:
             adult_age=adult_age,
             max_deferrals=max_deferrals,
             frequency_caps=frequency_caps or {},
+            graph=graph,
         )
         self._settler = PageSettler(
             graph=graph,
@@ -309,7 +310,7 @@ class EmailWorker:
         return results
 
     def _stop(self, job: PageJob, status: str, reason: str, stamp: str) -> EmailPageOutcome:
-        self._graph.write(stop, job, status=status, reason=reason, now=stamp)
+        self._graph.write(stop, job, status=status, reason=reason, now=stamp, graph=self._graph)
         log.info("email.dispatch_%s dispatch_id=%s reason=%s", status, job.dispatch_id, reason.split(":")[0])
         return EmailPageOutcome("failed" if status == "failed" else "stopped", reason=reason)
 

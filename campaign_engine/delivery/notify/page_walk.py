@@ -91,7 +91,7 @@ class PageWorker:
         assert dispatch is not None
         reason = guard_reason(dispatch, campaign, job, now=stamp)
         if reason is not None:
-            self._graph.write(stop, job, status="stopped", reason=reason, now=stamp)
+            self._graph.write(stop, job, status="stopped", reason=reason, now=stamp, graph=self._graph)
             log.info("dispatch.stopped dispatch_id=%s reason=%s", job.dispatch_id, reason)
             return PageOutcome("stopped", reason=reason)
         assert campaign is not None
@@ -130,6 +130,7 @@ class PageWorker:
             done=not full,
             now=stamp,
             next_page_at=next_at,
+            graph=self._graph,
         )
         if not step.won:
             log.info("dispatch.page_lost_race dispatch_id=%s", job.dispatch_id)

@@ -46,10 +46,12 @@ from campaign_engine.domain.dispatch import DeliveryJob
 from campaign_engine.domain.frequency_cap import CapChannel, ChannelCap, cap_params, caps_channel
 from campaign_engine.domain.notification import AnnouncementMetadata, AnnouncementPayload, payload_json
 from campaign_engine.domain.types import Clock, format_ts
+from campaign_engine.domain.webhook_events import Event
 from campaign_engine.domain.webhook_keys import RingUnreadable, SecretBox
 from campaign_engine.graph.cypher import query
 from campaign_engine.graph.graph import Graph, Tx
 from campaign_engine.graph.policy import policy_params
+from campaign_engine.graph.webhook_outbox import record_events, subscribers_for
 from campaign_engine.observability import metrics
 from campaign_engine.queue.port import Received, ReceivedMessage
 
@@ -334,7 +336,7 @@ class NotificationWorker:
                 )
                 entry[key] += by
 
-        for dispatch_id, firsts in record_notified(tx, acks, now=now).items():
+        for dispatch_id, firsts in record_notified(tx, acks, now=now, graph=self._graph).items():
             bump(dispatch_id, "acknowledged", firsts)
         held = [
             {"profileId": j.profile_id, "dispatchId": j.dispatch_id,
@@ -352,17 +354,33 @@ class NotificationWorker:
         return sum(int(entry["acknowledged"]) for entry in counts.values())
 
 
-def record_notified(tx: Tx, acks: list[dict[str, Any]], *, now: str) -> dict[str | None, int]:
+def record_notified(
+    tx: Tx, acks: list[dict[str, Any]], *, now: str, graph: Graph | None = None
+) -> dict[str | None, int]:
     """Sets ``notifiedAt`` for acknowledged deliveries under their profile locks (taken by the statement
     itself, ascending); returns, by dispatch id, how many of them were the profile's first
     acknowledgement. A (profile, campaign) acknowledged twice in one batch (two dispatches) is written
-    once: the statement must see each pair once, and only one of them can be first anyway."""
+    once: the statement must see each pair once, and only one of them can be first anyway. With
+    ``graph``, each first acknowledgement is a ``recipient.notified`` event for the endpoints that take it."""
     unique = {(a["profileId"], a["campaignId"]): a for a in reversed(acks)}  # reversed: the first wins
     ordered = sorted(unique.values(), key=lambda a: str(a["profileId"]))
     if not ordered:
         return {}
-    result = tx.run(query("notify_record"), acks=ordered, now=now)
-    return {record["dispatchId"]: record["firsts"] for record in result}
+    view = subscribers_for(graph) if graph is not None else None
+    wanted = view is not None and view.any("recipient.notified")
+    rows = [r.data() for r in tx.run(query("notify_record"), acks=ordered, now=now, events=wanted)]
+    if graph is not None and wanted:
+        for row in rows:  # the first acknowledgements, as events, in this same transaction
+            events = [
+                Event.of("recipient.notified", now, campaignId=row["campaignId"],
+                         dispatchId=row["dispatchId"], profileId=profile_id)
+                for profile_id in row["profiles"]
+            ]  # fmt: skip
+            record_events(tx, graph, row["tenantId"], events)
+    counts: dict[str | None, int] = {}
+    for row in rows:
+        counts[row["dispatchId"]] = counts.get(row["dispatchId"], 0) + int(row["firsts"])
+    return counts
 
 
 # Held back at the recheck: by the frequency cap, or already acknowledged for this very dispatch (a

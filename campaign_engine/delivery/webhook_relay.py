@@ -1,0 +1,285 @@
+"""The event-webhook relay (issue 25): an endpoint's queued events POSTed in order, retried on schedule.
+
+One relay job (``RelayJob``) serves one endpoint. It takes the endpoint's lease (one relay at a time, so
+events leave in order), then runs rounds: read the oldest queued events, POST those of distinct
+recipients concurrently (a recipient's later event never travels beside its earlier one, so each
+recipient's events arrive in order) through the same signing poster and safe egress transport as
+announcements, signed with the endpoint's live secrets (both during a rotation's overlap), with the
+event id as ``webhook-id`` on every attempt. Each round's attempts, the delivered events and the
+endpoint's failure state are written in one transaction under the lease.
+
+A 2xx answer delivers an event; anything else (another status, no answer) fails the round: the endpoint
+waits the Standard Webhooks schedule (``domain/webhook_events.py``), counted in failures in a row, is
+probed with its oldest event alone until it answers again, and
+is disabled, with its reason, once it has failed for ``DISABLE_AFTER_SECONDS``. A wait up to SQS's 900 s
+is the next job's delay; a longer one is the endpoint's ``retryAt``, which the sweep enqueues once due
+(``enqueue_due``), as it does for every endpoint with queued events and a free lease. At least once: an
+event leaves the queue only after its 2xx was recorded; a crash between the two resends it with the
+same ``webhook-id``.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+import uuid
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from campaign_engine.delivery.notify.sender import Answered, Outgoing, PostResult, WebhookSender
+from campaign_engine.domain.dispatch import RelayJob, job_json
+from campaign_engine.domain.types import Clock, format_ts, parse_ts
+from campaign_engine.domain.webhook_events import DISABLE_AFTER_SECONDS, retry_delay_after
+from campaign_engine.domain.webhook_keys import RingUnreadable, SecretBox
+from campaign_engine.graph.cypher import query
+from campaign_engine.graph.graph import Graph, Tx
+from campaign_engine.graph.webhook_outbox import subscribers_for
+from campaign_engine.queue.port import MAX_DELAY_SECONDS, Queue, QueueError
+
+__all__ = ["RelayResult", "WebhookRelay", "enqueue_due"]
+
+log = logging.getLogger(__name__)
+
+_LEASE_SECONDS = 120
+_KICK_SECONDS = 2.0
+
+
+@dataclass(frozen=True)
+class RelayResult:
+    delivered: int = 0
+    failed: bool = False
+    more: bool = False
+    """Events still queued and the endpoint due: send the next job now."""
+    wait_seconds: int | None = None
+    """After a failure: when to try again."""
+
+
+class WebhookRelay:
+    def __init__(
+        self,
+        *,
+        graph: Graph,
+        sender: WebhookSender,
+        box: SecretBox | None,
+        queue: Queue,
+        clock: Clock,
+        batch: int = 200,
+        run_seconds: float = 20.0,
+    ) -> None:
+        self._graph = graph
+        self._sender = sender
+        self._box = box
+        self._queue = queue
+        self._clock = clock
+        self._batch = batch
+        self._run_seconds = run_seconds
+        self._kicked: dict[str, float] = {}
+
+    def close(self) -> None:
+        """Close the sender (its connections and loop): the relay owns the sender it was given."""
+        close = getattr(self._sender, "close", None)
+        if close is not None:
+            close()
+
+    def kick(self) -> None:
+        """Start the relay of every endpoint this process queued events for since the last kick (each at
+        most once per ``_KICK_SECONDS``), so an event's first attempt follows its commit at once rather
+        than at the next sweep. A kick that finds the endpoint busy or its transaction rolled back is a
+        no-op; one lost is made up by the sweep."""
+        now = time.monotonic()
+        due = [
+            endpoint
+            for endpoint in subscribers_for(self._graph).take_touched()
+            if now - self._kicked.get(endpoint, -_KICK_SECONDS) >= _KICK_SECONDS
+        ]
+        if not due:
+            return
+        for endpoint in due:
+            self._kicked[endpoint] = now
+        try:
+            for start in range(0, len(due), 10):
+                jobs = [job_json(RelayJob(endpoint_id=e)) for e in due[start : start + 10]]
+                self._queue.send_batch(jobs, delay_seconds=1)  # after the batch that recorded them commits
+        except QueueError:
+            log.warning("webhooks.kick_failed endpoints=%d", len(due))
+
+    def handle(self, job: RelayJob) -> RelayResult:
+        """One job: rounds until the queue is empty, a round fails or the run budget is spent; then the
+        follow-up job (now, or after the wait) when there is more to do."""
+        result = self.run(job.endpoint_id)
+        delay = 0 if result.more else result.wait_seconds
+        if delay is not None and delay <= MAX_DELAY_SECONDS:
+            try:
+                self._queue.send_batch([job_json(job)], delay_seconds=delay)
+            except QueueError:  # the sweep enqueues it again within a minute
+                log.warning("webhooks.enqueue_failed endpoint_id=%s", job.endpoint_id)
+        return result
+
+    def run(self, endpoint_id: str) -> RelayResult:
+        now = self._clock()
+        token = uuid.uuid4().hex
+        lease = format_ts(now + timedelta(seconds=_LEASE_SECONDS))
+        claim = self._graph.write(
+            _claim, endpoint_id=endpoint_id, now=format_ts(now), lease=lease, token=token
+        )
+        if claim is None:
+            return RelayResult()  # disabled, deleted, not yet due, or another relay holds it
+        if self._box is None:
+            log.error("webhooks.secrets_key_missing endpoint_id=%s", endpoint_id)
+            self._release(endpoint_id, token)
+            return RelayResult(failed=True)
+        try:
+            ring = self._box.open(claim["keys"])
+        except RingUnreadable:
+            log.error("webhooks.secret_unreadable endpoint_id=%s", endpoint_id)
+            self._release(endpoint_id, token)
+            return RelayResult(failed=True)
+        state = {"failures": int(claim["failures"]), "failingSince": claim["failingSince"]}
+        started = time.monotonic()
+        delivered = 0
+        while True:
+            pending = self._graph.read(_pending, endpoint_id=endpoint_id, limit=self._batch)
+            if not pending:
+                self._release(endpoint_id, token)
+                return RelayResult(delivered=delivered)
+            seen: set[str] = set()
+            round_ = []
+            for row in pending:  # the first queued event of each recipient
+                if row["recipientKey"] not in seen:
+                    seen.add(row["recipientKey"])
+                    round_.append(row)
+            if state["failures"]:
+                round_ = round_[:1]  # a failing endpoint is probed with its oldest event alone
+            now = self._clock()
+            secrets = ring.signing(int(now.timestamp()))
+            url = claim["url"]
+            outgoing = [
+                Outgoing(url=url, body=row["body"].encode(), msg_id=row["eventId"], secrets=secrets)
+                for row in round_
+            ]
+            began = time.perf_counter()
+            answers = self._sender.post_all(outgoing)
+            latency = int((time.perf_counter() - began) * 1000)
+            ok = [row for row, answer in zip(round_, answers, strict=True) if _delivered(answer)]
+            failed = len(ok) < len(round_)
+            settled_at = self._clock()
+            endpoint, retry_at = _endpoint_state(state, failed=failed, now=settled_at, answers=answers)
+            attempts = [
+                _attempt(row, answer, at=settled_at, latency=latency, retry_at=retry_at)
+                for row, answer in zip(round_, answers, strict=True)
+            ]
+            out_of_time = time.monotonic() - started > self._run_seconds
+            done = failed or out_of_time
+            self._graph.write(
+                _settle, endpoint_id=endpoint_id, token=token, endpoint=endpoint, release=done,
+                delivered=[row["queueKey"] for row in ok], attempts=attempts, now=format_ts(settled_at),
+            )  # fmt: skip
+            delivered += len(ok)
+            state = {"failures": endpoint["failures"], "failingSince": endpoint["failingSince"]}
+            if failed:
+                if endpoint.get("enabled") is False:
+                    log.error("webhooks.endpoint_disabled endpoint_id=%s", endpoint_id)
+                    return RelayResult(delivered=delivered, failed=True)
+                wait = retry_delay_after(endpoint["failures"])
+                log.warning(
+                    "webhooks.failed endpoint_id=%s failures=%d wait=%d",
+                    endpoint_id,
+                    endpoint["failures"],
+                    wait,
+                )
+                return RelayResult(delivered=delivered, failed=True, wait_seconds=wait)
+            if out_of_time:
+                return RelayResult(delivered=delivered, more=True)
+
+    def _release(self, endpoint_id: str, token: str) -> None:
+        self._graph.write(
+            _settle, endpoint_id=endpoint_id, token=token, endpoint={}, release=True,
+            delivered=[], attempts=[], now=format_ts(self._clock()),
+        )  # fmt: skip
+
+
+def _delivered(answer: PostResult) -> bool:
+    return isinstance(answer, Answered) and 200 <= answer.status_code < 300
+
+
+def _endpoint_state(
+    state: dict[str, Any], *, failed: bool, now: datetime, answers: list[PostResult]
+) -> tuple[dict[str, Any], str | None]:
+    """The endpoint's new failure state after a round, and when it is retried (None: not failing)."""
+    statuses = [a.status_code for a in answers if isinstance(a, Answered)]
+    last_status = statuses[-1] if statuses else None
+    common = {"lastStatus": last_status, "lastAttemptAt": format_ts(now)}
+    if not failed:
+        return {**common, "failures": 0, "failingSince": None, "retryAt": None}, None
+    failures = int(state["failures"]) + 1
+    since = state["failingSince"] or format_ts(now)
+    retry_at = format_ts(now + timedelta(seconds=retry_delay_after(failures)))
+    endpoint: dict[str, Any] = {**common, "failures": failures, "failingSince": since, "retryAt": retry_at}
+    if (now - parse_ts(since)).total_seconds() >= DISABLE_AFTER_SECONDS:
+        endpoint |= {
+            "enabled": False,
+            "retryAt": None,
+            "disabledReason": f"failing since {since} ({failures} attempts in a row; last status"
+            f" {last_status if last_status is not None else 'none: no answer'});"
+            " update enabled=true to resume",
+        }
+    return endpoint, endpoint.get("retryAt")
+
+
+def _attempt(
+    row: dict[str, Any], answer: PostResult, *, at: datetime, latency: int, retry_at: str | None
+) -> dict[str, Any]:
+    stamp = format_ts(at)
+    return {
+        "eventId": row["eventId"],
+        "type": row["type"],
+        "at": stamp,
+        "orderKey": f"{stamp}|{uuid.uuid4().hex}",
+        "statusCode": answer.status_code if isinstance(answer, Answered) else None,
+        "latencyMs": latency,
+        "error": None if isinstance(answer, Answered) else type(answer).__name__,
+        "nextRetryAt": None if _delivered(answer) else retry_at,
+    }
+
+
+def _claim(tx: Tx, *, endpoint_id: str, now: str, lease: str, token: str) -> dict[str, Any] | None:
+    record = tx.run(
+        query("webhook_relay_claim"), endpointId=endpoint_id, now=now, leaseUntil=lease, token=token
+    )
+    row = record.single()
+    return None if row is None else row.data()
+
+
+def _pending(tx: Tx, *, endpoint_id: str, limit: int) -> list[dict[str, Any]]:
+    return [r.data() for r in tx.run(query("webhook_relay_pending"), endpointId=endpoint_id, limit=limit)]
+
+
+def _settle(tx: Tx, *, endpoint_id: str, token: str, endpoint: dict[str, Any], release: bool,
+            delivered: list[str], attempts: list[dict[str, Any]], now: str) -> None:  # fmt: skip
+    tx.run(
+        query("webhook_relay_settle"), endpointId=endpoint_id, token=token, endpoint=endpoint,
+        release=release, delivered=delivered, attempts=attempts, now=now,
+    ).consume()  # fmt: skip
+
+
+_DUE = """
+MATCH (e:WebhookEndpoint)
+WHERE e.enabled AND coalesce(e.retryAt, '') <= $now AND coalesce(e.leaseUntil, '') < $now
+  AND EXISTS { MATCH (m:WebhookMessage) WHERE m.endpointId = e.id AND m.queueKey > '' }
+RETURN e.id AS id
+ORDER BY e.id
+"""
+
+
+def enqueue_due(graph: Graph, queue: Queue, *, now: datetime) -> list[str]:
+    """The sweep's share: a relay job for every enabled endpoint with queued events that is due and free
+    (its first attempt, or its retry after a wait longer than the queue can hold). Returns their ids."""
+    ids = graph.read(lambda tx: [str(r["id"]) for r in tx.run(_DUE, now=format_ts(now))])
+    if ids:
+        try:
+            for start in range(0, len(ids), 10):
+                queue.send_batch([job_json(RelayJob(endpoint_id=i)) for i in ids[start : start + 10]])
+        except QueueError:
+            log.warning("webhooks.sweep_enqueue_failed endpoints=%d", len(ids))
+    return ids

@@ -1,0 +1,153 @@
+"""Event webhooks' outbox (issue 25): events written beside the change they report, for the relay.
+
+``record_events(tx, graph, tenant_id, events)`` runs inside the use case's own transaction (the notify
+record, the email record, a campaign update, ...), so an event exists exactly when its change committed,
+and writes one ``:WebhookMessage`` per (subscribed endpoint, event) in one UNWIND. Base layer, so
+``campaigns``, ``delivery``, ``feedback`` and ``unsubscribe`` all record through this one function.
+
+Recording must not slow a send, so which endpoints want which types is a per-process view of the
+enabled endpoints (one small read, kept ``ttl_seconds``, 5 s; ``invalidate`` after an endpoint edit in
+this process), and a tenant with no subscriber costs a dictionary lookup: ``wants`` lets a caller skip
+even building its events.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+import weakref
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from campaign_engine.domain.webhook_events import Event, EventType, matches
+from campaign_engine.graph.cypher import query
+from campaign_engine.graph.graph import Graph, Tx
+
+__all__ = ["DEFAULT_TTL_SECONDS", "Subscribers", "record_dispatch_events", "record_events", "subscribers_for"]
+
+DEFAULT_TTL_SECONDS = 5.0
+
+
+class Subscribers:
+    """Enabled endpoints by tenant, each with its subscribed types; reloaded once ``ttl_seconds`` old."""
+
+    def __init__(
+        self,
+        graph: Graph,
+        *,
+        ttl_seconds: float = DEFAULT_TTL_SECONDS,
+        monotonic: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._graph = graph
+        self._ttl = ttl_seconds
+        self._monotonic = monotonic
+        self._lock = threading.Lock()
+        self._loaded_at: float | None = None
+        self._by_tenant: dict[str, list[tuple[str, tuple[str, ...]]]] = {}
+        self._touched: set[str] = set()
+
+    def touch(self, endpoint_ids: Sequence[str]) -> None:
+        """Endpoints this process just queued events for (a hint: the transaction may yet roll back)."""
+        with self._lock:
+            self._touched.update(endpoint_ids)
+
+    def take_touched(self) -> list[str]:
+        """The endpoints touched since the last call, so a worker can start their relay at once."""
+        with self._lock:
+            touched, self._touched = self._touched, set()
+        return sorted(touched)
+
+    def invalidate(self) -> None:
+        with self._lock:
+            self._loaded_at = None
+
+    def endpoints(self, tenant_id: str, event_type: str) -> list[str]:
+        """Ids of the tenant's enabled endpoints subscribed to ``event_type``."""
+        return [eid for eid, types in self._current().get(tenant_id, ()) if matches(types, event_type)]
+
+    def wants(self, tenant_id: str | None, event_type: str) -> bool:
+        return tenant_id is not None and bool(self.endpoints(tenant_id, event_type))
+
+    def any(self, event_type: str) -> bool:
+        """Some tenant's endpoint takes ``event_type`` (a statement can skip naming what nobody takes)."""
+        return any(matches(types, event_type) for eps in self._current().values() for _, types in eps)
+
+    def _current(self) -> dict[str, list[tuple[str, tuple[str, ...]]]]:
+        now = self._monotonic()
+        with self._lock:
+            if self._loaded_at is not None and now - self._loaded_at < self._ttl:
+                return self._by_tenant
+        rows = self._graph.read(_load)  # outside the lock: a slow read must not hold every caller
+        by_tenant: dict[str, list[tuple[str, tuple[str, ...]]]] = {}
+        for row in rows:
+            by_tenant.setdefault(str(row["tenantId"]), []).append(
+                (str(row["id"]), tuple(row["events"] or ()))
+            )
+        with self._lock:
+            self._by_tenant, self._loaded_at = by_tenant, now
+        return by_tenant
+
+
+def _load(tx: Tx) -> list[dict[str, Any]]:
+    return [record.data() for record in tx.run(query("webhook_subscribers"))]
+
+
+_registry: weakref.WeakKeyDictionary[Graph, Subscribers] = weakref.WeakKeyDictionary()
+_registry_lock = threading.Lock()
+
+
+def subscribers_for(graph: Graph) -> Subscribers:
+    """This process's view of ``graph``'s endpoints (one per graph, shared by the API and the worker)."""
+    with _registry_lock:
+        view = _registry.get(graph)
+        if view is None:
+            view = _registry[graph] = Subscribers(graph)
+        return view
+
+
+def record_events(tx: Tx, graph: Graph, tenant_id: str | None, events: Sequence[Event]) -> int:
+    """Queue ``events`` for every endpoint of ``tenant_id`` that subscribes to them, inside ``tx``;
+    returns how many messages were written (0, and no statement, when nobody subscribes)."""
+    if tenant_id is None or not events:
+        return 0
+    view = subscribers_for(graph)
+    messages: list[dict[str, Any]] = []
+    for event in events:
+        endpoints = view.endpoints(tenant_id, event.type)
+        if not endpoints:
+            continue
+        row = {
+            "eventId": event.id,
+            "type": event.type,
+            "occurredAt": event.occurred_at,
+            "body": event.body(),
+            "orderKey": event.order_key,
+            "recipientKey": event.recipient_key,
+        }
+        messages.extend({**row, "endpointId": endpoint_id} for endpoint_id in endpoints)
+    if messages:
+        tx.run(query("webhook_outbox_record"), messages=messages, tenantId=tenant_id).consume()
+        view.touch([m["endpointId"] for m in messages])
+    return len(messages)
+
+
+_DISPATCH_CAMPAIGNS = """
+UNWIND $dispatchIds AS dispatchId
+MATCH (d:Dispatch {id: dispatchId})-[:DISPATCH_OF]->(c:Campaign)
+RETURN d.id AS dispatchId, d.channel AS channel, c.tenantId AS tenantId, coalesce(c.ref, c.id) AS campaignId
+"""
+
+
+def record_dispatch_events(
+    tx: Tx, graph: Graph | None, event_type: EventType, dispatch_ids: Sequence[str], *, now: str, **data: Any
+) -> int:
+    """``event_type`` (a ``dispatch.*``) for each dispatch, inside the transaction that changed its status.
+    Reads the dispatches' campaigns only when some endpoint takes the type: a send pays nothing otherwise."""
+    if graph is None or not dispatch_ids or not subscribers_for(graph).any(event_type):
+        return 0
+    written = 0
+    for row in tx.run(_DISPATCH_CAMPAIGNS, dispatchIds=list(dispatch_ids)):
+        ids = {"campaignId": row["campaignId"], "dispatchId": row["dispatchId"], "channel": row["channel"]}
+        event = Event.of(event_type, now, **ids, **data)
+        written += record_events(tx, graph, row["tenantId"], [event])
+    return written

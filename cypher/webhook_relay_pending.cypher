@@ -1,0 +1,7 @@
+// The relay's next events for one endpoint, oldest first, through webhook_message_queue.
+MATCH (m:WebhookMessage)
+WHERE m.endpointId = $endpointId AND m.queueKey > ''
+RETURN m.eventId AS eventId, m.type AS type, m.body AS body, m.queueKey AS queueKey,
+       m.recipientKey AS recipientKey
+ORDER BY m.queueKey
+LIMIT $limit
