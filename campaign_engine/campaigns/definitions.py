@@ -211,7 +211,7 @@ def _event(
 ) -> None:
     """A ``campaign.*`` event for the event webhooks, in the transaction of the change (ids only)."""
     tenant = node.get("tenantId")
-    if subscribers_for(graph).wants(tenant, event_type):
+    if subscribers_for(graph).wants(tenant, event_type, tx):
         campaign = node.get("ref") or node["id"]
         record_events(tx, graph, tenant, [Event.of(event_type, format_ts(now), campaignId=campaign, **data)])
 

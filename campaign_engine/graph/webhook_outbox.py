@@ -29,7 +29,12 @@ DEFAULT_TTL_SECONDS = 5.0
 
 
 class Subscribers:
-    """Enabled endpoints by tenant, each with its subscribed types; reloaded once ``ttl_seconds`` old."""
+    """Enabled endpoints by tenant, each with its subscribed types; reloaded once ``ttl_seconds`` old.
+
+    Asked from inside a transaction (every change that records events is one), the reload runs in that
+    transaction (``tx``): a read on a second session inside a write's transaction function would commit
+    on its own, and one cut off by a lost connection would fail the write that the write's own
+    idempotent re-run (``Graph.write_idempotent``) was there to save."""
 
     def __init__(
         self,
@@ -61,23 +66,24 @@ class Subscribers:
         with self._lock:
             self._loaded_at = None
 
-    def endpoints(self, tenant_id: str, event_type: str) -> list[str]:
+    def endpoints(self, tenant_id: str, event_type: str, tx: Tx | None = None) -> list[str]:
         """Ids of the tenant's enabled endpoints subscribed to ``event_type``."""
-        return [eid for eid, types in self._current().get(tenant_id, ()) if matches(types, event_type)]
+        return [eid for eid, types in self._current(tx).get(tenant_id, ()) if matches(types, event_type)]
 
-    def wants(self, tenant_id: str | None, event_type: str) -> bool:
-        return tenant_id is not None and bool(self.endpoints(tenant_id, event_type))
+    def wants(self, tenant_id: str | None, event_type: str, tx: Tx | None = None) -> bool:
+        return tenant_id is not None and bool(self.endpoints(tenant_id, event_type, tx))
 
-    def any(self, event_type: str) -> bool:
+    def any(self, event_type: str, tx: Tx | None = None) -> bool:
         """Some tenant's endpoint takes ``event_type`` (a statement can skip naming what nobody takes)."""
-        return any(matches(types, event_type) for eps in self._current().values() for _, types in eps)
+        return any(matches(types, event_type) for eps in self._current(tx).values() for _, types in eps)
 
-    def _current(self) -> dict[str, list[tuple[str, tuple[str, ...]]]]:
+    def _current(self, tx: Tx | None) -> dict[str, list[tuple[str, tuple[str, ...]]]]:
         now = self._monotonic()
         with self._lock:
             if self._loaded_at is not None and now - self._loaded_at < self._ttl:
                 return self._by_tenant
-        rows = self._graph.read(_load)  # outside the lock: a slow read must not hold every caller
+        # Outside the lock: a slow read must not hold every caller. In the caller's transaction if any.
+        rows = _load(tx) if tx is not None else self._graph.read(_load)
         by_tenant: dict[str, list[tuple[str, tuple[str, ...]]]] = {}
         for row in rows:
             by_tenant.setdefault(str(row["tenantId"]), []).append(
@@ -113,7 +119,7 @@ def record_events(tx: Tx, graph: Graph, tenant_id: str | None, events: Sequence[
     view = subscribers_for(graph)
     messages: list[dict[str, Any]] = []
     for event in events:
-        endpoints = view.endpoints(tenant_id, event.type)
+        endpoints = view.endpoints(tenant_id, event.type, tx)
         if not endpoints:
             continue
         row = {
@@ -143,7 +149,7 @@ def record_dispatch_events(
 ) -> int:
     """``event_type`` (a ``dispatch.*``) for each dispatch, inside the transaction that changed its status.
     Reads the dispatches' campaigns only when some endpoint takes the type: a send pays nothing otherwise."""
-    if graph is None or not dispatch_ids or not subscribers_for(graph).any(event_type):
+    if graph is None or not dispatch_ids or not subscribers_for(graph).any(event_type, tx):
         return 0
     written = 0
     for row in tx.run(_DISPATCH_CAMPAIGNS, dispatchIds=list(dispatch_ids)):

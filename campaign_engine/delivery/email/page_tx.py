@@ -198,7 +198,7 @@ class PageTransactions:
         if self._graph is None:
             return
         view = subscribers_for(self._graph)
-        if not any(view.wants(page.tenant_id, t) for t in _EVENT_OF.values()):
+        if not any(view.wants(page.tenant_id, t, tx) for t in _EVENT_OF.values()):
             return  # nobody listens: not even the events are built
         job = page.job
         events = [

@@ -367,7 +367,7 @@ def record_notified(
     if not ordered:
         return {}
     view = subscribers_for(graph) if graph is not None else None
-    wanted = view is not None and view.any("recipient.notified")
+    wanted = view is not None and view.any("recipient.notified", tx)
     rows = [r.data() for r in tx.run(query("notify_record"), acks=ordered, now=now, events=wanted)]
     if graph is not None and wanted:
         for row in rows:  # the first acknowledgements, as events, in this same transaction
