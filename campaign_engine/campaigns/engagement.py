@@ -26,9 +26,10 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from campaign_engine.campaigns.audience import Policy
-from campaign_engine.domain.campaign import Message, served_locale, wire_languages, wire_variant
+from campaign_engine.domain.campaign import Message
 from campaign_engine.domain.errors import NotFound
 from campaign_engine.domain.types import format_ts
+from campaign_engine.domain.variants import served_locale, wire_languages, wire_variant
 from campaign_engine.graph.coalesce import Coalescer
 from campaign_engine.graph.cypher import query
 from campaign_engine.graph.graph import Graph, Statements, Tx

@@ -16,9 +16,9 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from campaign_engine.domain.campaign import ContentField, served_locale, wire_languages
 from campaign_engine.domain.errors import BadRequest
 from campaign_engine.domain.locale import language_of
+from campaign_engine.domain.variants import ContentField, served_locale, wire_languages
 from campaign_engine.graph.graph import Tx
 from campaign_engine.graph.policy import policy_params, policy_query
 

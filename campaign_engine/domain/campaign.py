@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from datetime import datetime, time
 from typing import Annotated, Any, Literal
 
@@ -27,11 +27,12 @@ from pydantic import (
     model_validator,
 )
 
-from campaign_engine.domain.locale import LANGUAGE_TAG_PATTERN, lookup, normalized
+from campaign_engine.domain.locale import normalized
 from campaign_engine.domain.patterns import INTERNAL_PATH_PATTERN
 from campaign_engine.domain.schedule import ZONE_NAME_PATTERN, QuietHours, known_zone
 from campaign_engine.domain.tenancy import CampaignRefOut
 from campaign_engine.domain.types import checked_instant, format_ts, parse_instant
+from campaign_engine.domain.variants import MAX_TRANSLATIONS, ContentField, LanguageTag, served_locale
 
 __all__ = [
     "CLEARABLE_FIELDS",
@@ -42,16 +43,12 @@ __all__ = [
     "CampaignStatus",
     "Channel",
     "EmailCopy",
-    "LanguageTag",
     "Message",
     "NotificationCopy",
     "QuietHoursWindow",
     "Translation",
     "allowed_transition",
     "campaign_from_node",
-    "served_locale",
-    "wire_languages",
-    "wire_variant",
 ]
 
 Channel = Literal["inApp", "notify", "email"]
@@ -183,13 +180,6 @@ class EmailCopy(_Strict):
     model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
 
 
-LanguageTag = Annotated[
-    str, StringConstraints(strip_whitespace=True, max_length=35, pattern=LANGUAGE_TAG_PATTERN)
-]
-"""A BCP 47 language tag (``es``, ``es-MX``, ``zh-Hant-TW``), compared case-insensitively."""
-MAX_TRANSLATIONS = 40
-
-
 class Translation(_Strict):
     """One language's content; a channel it leaves out falls back as a missing translation does (to a
     less specific tag that has it, else the base content). Same models, so same limits and URL rules."""
@@ -239,7 +229,6 @@ _CONTENT_FOR_CHANNEL: dict[str, str] = {"inApp": "message", "notify": "notificat
 CLEARABLE_FIELDS = frozenset(
     {"description", "notification", "email", "startsAt", "endsAt", "timeZone", "quietHours", "translations"}
 )
-ContentField = Literal["message", "notification", "email"]
 
 
 def _content_rule_schema(schema: dict[str, Any]) -> None:
@@ -304,22 +293,17 @@ class CampaignDefinition(_Strict):
         return self
 
     def variant(self, field: ContentField, requested: str | None) -> tuple[str, Any]:
-        """The served language tag and content of ``field`` for a reader of ``requested``: the best
-        match (``domain/locale.py``) among the base and the translations that have this field."""
-        having = [
-            tag for tag, translation in (self.translations or {}).items() if getattr(translation, field)
-        ]
-        tag = lookup(requested, [self.locale, *having])
-        if tag is None or tag == self.locale:
+        """The served language tag and content of ``field`` for a reader of ``requested``
+        (``domain/variants.py:served_locale``, the one rule)."""
+        tag = served_locale(self.languages(field), requested)
+        if tag == self.locale:
             return self.locale, getattr(self, field)
         return tag, getattr((self.translations or {})[tag], field)
 
     def languages(self, field: ContentField) -> list[str]:
         """The tags ``field`` has content in, the base first."""
-        having = [
-            tag for tag, translation in (self.translations or {}).items() if getattr(translation, field)
-        ]
-        return [self.locale, *having]
+        translations = self.translations or {}
+        return [self.locale, *(tag for tag, content in translations.items() if getattr(content, field))]
 
     def wire(self) -> dict[str, Any]:
         """The JSON form stored in the graph and returned to admins (camelCase, UTC ``Z`` times)."""
@@ -327,30 +311,6 @@ class CampaignDefinition(_Strict):
 
     def has_in_app_message(self) -> bool:
         return "inApp" in self.channels and self.message is not None and self.message.enabled
-
-
-def served_locale(languages: Sequence[str], requested: str | None) -> str:
-    """THE choice of language, for every channel and path: the best match for ``requested`` (a
-    profile's ``locale``) among ``languages`` (the base content's tag first, then the translations that
-    have the channel's content) by RFC 4647 lookup (``domain/locale.py``); the base when none matches."""
-    return lookup(requested, languages) or languages[0]
-
-
-def wire_languages(definition: Mapping[str, Any], field: ContentField) -> list[str]:
-    """``CampaignDefinition.languages`` of a stored definition (its wire JSON), for the hot reads that
-    keep definitions unparsed (the in-app card cache)."""
-    translations: Mapping[str, Any] = definition.get("translations") or {}
-    return [
-        definition.get("locale", "en"),
-        *(tag for tag, content in translations.items() if content.get(field)),
-    ]
-
-
-def wire_variant(definition: Mapping[str, Any], field: ContentField, tag: str) -> Any:
-    """The wire content of ``field`` in language ``tag`` (one ``wire_languages`` gave)."""
-    if tag == definition.get("locale", "en"):
-        return definition.get(field)
-    return definition["translations"][tag][field]
 
 
 class CampaignCreate(CampaignDefinition):

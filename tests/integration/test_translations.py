@@ -15,10 +15,11 @@ import pytest
 from campaign_engine.campaigns.dispatch import dispatch, preview_dispatch
 from campaign_engine.campaigns.schedule import fire_due
 from campaign_engine.config import Settings
-from campaign_engine.domain.campaign import CampaignCreate, served_locale
+from campaign_engine.domain.campaign import CampaignCreate
 from campaign_engine.domain.errors import BadRequest
 from campaign_engine.domain.locale import direction, lookup
 from campaign_engine.domain.types import format_ts
+from campaign_engine.domain.variants import served_locale
 from campaign_engine.graph.graph import Graph
 from campaign_engine.wiring import build_worker
 from tests.conftest import ADMIN_ID

@@ -16,7 +16,7 @@ from campaign_engine.api.trpc import ProcedureRouter
 from campaign_engine.campaigns import definitions
 from campaign_engine.delivery.email.compose import email_content_for
 from campaign_engine.delivery.email.render import render_email
-from campaign_engine.domain.campaign import LanguageTag
+from campaign_engine.domain.variants import LanguageTag
 from campaign_engine.graph.tenant_directory import tenants_of
 from campaign_engine.unsubscribe.tokens import unsubscribe_url
 

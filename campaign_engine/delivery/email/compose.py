@@ -25,8 +25,9 @@ from campaign_engine.delivery.email.render import (
     cta_url_for,
     render_email,
 )
-from campaign_engine.domain.campaign import CampaignPublic, EmailCopy, served_locale
+from campaign_engine.domain.campaign import CampaignPublic, EmailCopy
 from campaign_engine.domain.tenancy import campaign_ref
+from campaign_engine.domain.variants import served_locale
 from campaign_engine.unsubscribe.tokens import UnsubscribeTokens, list_unsubscribe_headers, unsubscribe_url
 
 __all__ = ["EmailContent", "EmailVariants", "compose_email", "email_content_for", "email_variants_for"]

@@ -41,11 +41,11 @@ from campaign_engine.delivery.notify.sender import (
     WebhookSender,
 )
 from campaign_engine.delivery.notify.verdicts import Verdict, delivery_ids, metric_outcomes, verdict_of
-from campaign_engine.domain.campaign import served_locale, wire_languages, wire_variant
 from campaign_engine.domain.dispatch import DeliveryJob
 from campaign_engine.domain.frequency_cap import CapChannel, ChannelCap, cap_params, caps_channel
 from campaign_engine.domain.notification import AnnouncementMetadata, AnnouncementPayload, payload_json
 from campaign_engine.domain.types import Clock, format_ts
+from campaign_engine.domain.variants import served_locale, wire_languages, wire_variant
 from campaign_engine.domain.webhook_events import Event
 from campaign_engine.domain.webhook_keys import RingUnreadable, SecretBox
 from campaign_engine.graph.cypher import query
