@@ -288,6 +288,41 @@ export interface Procedures {
     input: TenantPatch;
     output: TenantPublic;
   };
+  "webhookEndpoints.create": {
+    kind: "mutation";
+    input: CreateInputValidation;
+    output: EndpointCreated;
+  };
+  "webhookEndpoints.delete": {
+    kind: "mutation";
+    input: EndpointRef;
+    output: Ok;
+  };
+  "webhookEndpoints.deliveries": {
+    kind: "query";
+    input: DeliveriesInput;
+    output: DeliveryPage;
+  };
+  "webhookEndpoints.list": {
+    kind: "query";
+    input: void;
+    output: EndpointList;
+  };
+  "webhookEndpoints.replay": {
+    kind: "mutation";
+    input: ReplayInput;
+    output: Replayed;
+  };
+  "webhookEndpoints.rotateSecret": {
+    kind: "mutation";
+    input: EndpointRef;
+    output: RotatedSerialization;
+  };
+  "webhookEndpoints.update": {
+    kind: "mutation";
+    input: UpdateInput;
+    output: EndpointPublic;
+  };
 }
 /**
  * This interface was referenced by `Procedures`'s JSON-Schema
@@ -442,7 +477,8 @@ export interface AuditEntry {
   tenantId?: string | null;
   procedure: string;
   requestId: string;
-  targetType: "campaign" | "dispatch" | "profile" | "suppression" | "grant" | "tenant" | "apiKey";
+  targetType:
+    "campaign" | "dispatch" | "profile" | "suppression" | "grant" | "tenant" | "apiKey" | "webhookEndpoint";
   targetId: string;
   campaignId?: string | null;
   campaignCreatedAt?: string | null;
@@ -1495,4 +1531,237 @@ export interface TenantPatch {
     [k: string]: ChannelCap | undefined;
   } | null;
   approval?: Approval | null;
+}
+/**
+ * This interface was referenced by `Procedures`'s JSON-Schema
+ * via the `definition` "CreateInputValidation".
+ */
+export interface CreateInputValidation {
+  url: string;
+  /**
+   * event types (dispatch.started, dispatch.paused, dispatch.completed, dispatch.failed, recipient.notified, recipient.emailed, recipient.email_rejected, recipient.bounced, recipient.complained, recipient.unsubscribed, campaign.created, campaign.updated, campaign.status_changed, campaign.deleted) or '*' for all
+   *
+   * @minItems 1
+   * @maxItems 14
+   */
+  events: [
+    (
+      | (
+          | "dispatch.started"
+          | "dispatch.paused"
+          | "dispatch.completed"
+          | "dispatch.failed"
+          | "recipient.notified"
+          | "recipient.emailed"
+          | "recipient.email_rejected"
+          | "recipient.bounced"
+          | "recipient.complained"
+          | "recipient.unsubscribed"
+          | "campaign.created"
+          | "campaign.updated"
+          | "campaign.status_changed"
+          | "campaign.deleted"
+        )
+      | string
+    ),
+    ...(
+      | (
+          | "dispatch.started"
+          | "dispatch.paused"
+          | "dispatch.completed"
+          | "dispatch.failed"
+          | "recipient.notified"
+          | "recipient.emailed"
+          | "recipient.email_rejected"
+          | "recipient.bounced"
+          | "recipient.complained"
+          | "recipient.unsubscribed"
+          | "campaign.created"
+          | "campaign.updated"
+          | "campaign.status_changed"
+          | "campaign.deleted"
+        )
+      | string
+    )[]
+  ];
+  description?: string | null;
+}
+/**
+ * This interface was referenced by `Procedures`'s JSON-Schema
+ * via the `definition` "EndpointCreated".
+ */
+export interface EndpointCreated {
+  id: string;
+  /**
+   * the whsec_ secret that signs its events; shown only here
+   */
+  secret: string;
+}
+/**
+ * This interface was referenced by `Procedures`'s JSON-Schema
+ * via the `definition` "EndpointRef".
+ */
+export interface EndpointRef {
+  id: string;
+}
+/**
+ * This interface was referenced by `Procedures`'s JSON-Schema
+ * via the `definition` "DeliveriesInput".
+ */
+export interface DeliveriesInput {
+  id: string;
+  cursor?: string | null;
+  limit?: number;
+}
+/**
+ * This interface was referenced by `Procedures`'s JSON-Schema
+ * via the `definition` "DeliveryPage".
+ */
+export interface DeliveryPage {
+  records: DeliveryAttempt[];
+  /**
+   * pass back for the next (older) page; null at the end
+   */
+  cursor: string | null;
+}
+/**
+ * This interface was referenced by `Procedures`'s JSON-Schema
+ * via the `definition` "DeliveryAttempt".
+ */
+export interface DeliveryAttempt {
+  eventId: string;
+  type: string;
+  at: string;
+  /**
+   * null: no answer
+   */
+  statusCode?: number | null;
+  latencyMs: number;
+  /**
+   * why there was no answer (a transport failure class)
+   */
+  error?: string | null;
+  nextRetryAt?: string | null;
+}
+/**
+ * This interface was referenced by `Procedures`'s JSON-Schema
+ * via the `definition` "EndpointList".
+ */
+export interface EndpointList {
+  records: EndpointPublic[];
+}
+/**
+ * This interface was referenced by `Procedures`'s JSON-Schema
+ * via the `definition` "EndpointPublic".
+ */
+export interface EndpointPublic {
+  id: string;
+  url: string;
+  events: string[];
+  description?: string | null;
+  enabled: boolean;
+  disabledReason?: string | null;
+  createdAt: string;
+  updatedAt: string;
+  /**
+   * failed attempts in a row (0 when the last one succeeded)
+   */
+  failures?: number;
+  failingSince?: string | null;
+  /**
+   * the next attempt while failing
+   */
+  retryAt?: string | null;
+  lastStatus?: number | null;
+  lastAttemptAt?: string | null;
+  /**
+   * events waiting for this endpoint
+   */
+  pending?: number;
+}
+/**
+ * This interface was referenced by `Procedures`'s JSON-Schema
+ * via the `definition` "ReplayInput".
+ */
+export interface ReplayInput {
+  id: string;
+  /**
+   * An RFC 3339 instant with an offset, from 1970-01-01T00:00:00Z to 9999-12-31T23:59:59.999999Z; read back in UTC with microseconds.
+   */
+  since: string;
+}
+/**
+ * This interface was referenced by `Procedures`'s JSON-Schema
+ * via the `definition` "Replayed".
+ */
+export interface Replayed {
+  /**
+   * events queued again for the endpoint, oldest first
+   */
+  queued: number;
+}
+/**
+ * This interface was referenced by `Procedures`'s JSON-Schema
+ * via the `definition` "RotatedSerialization".
+ */
+export interface RotatedSerialization {
+  /**
+   * the new whsec_ secret, shown only here; the old one signs beside it for 24 h
+   */
+  secret: string;
+}
+/**
+ * This interface was referenced by `Procedures`'s JSON-Schema
+ * via the `definition` "UpdateInput".
+ */
+export interface UpdateInput {
+  id: string;
+  url?: string | null;
+  events?:
+    | [
+        (
+          | (
+              | "dispatch.started"
+              | "dispatch.paused"
+              | "dispatch.completed"
+              | "dispatch.failed"
+              | "recipient.notified"
+              | "recipient.emailed"
+              | "recipient.email_rejected"
+              | "recipient.bounced"
+              | "recipient.complained"
+              | "recipient.unsubscribed"
+              | "campaign.created"
+              | "campaign.updated"
+              | "campaign.status_changed"
+              | "campaign.deleted"
+            )
+          | string
+        ),
+        ...(
+          | (
+              | "dispatch.started"
+              | "dispatch.paused"
+              | "dispatch.completed"
+              | "dispatch.failed"
+              | "recipient.notified"
+              | "recipient.emailed"
+              | "recipient.email_rejected"
+              | "recipient.bounced"
+              | "recipient.complained"
+              | "recipient.unsubscribed"
+              | "campaign.created"
+              | "campaign.updated"
+              | "campaign.status_changed"
+              | "campaign.deleted"
+            )
+          | string
+        )[]
+      ]
+    | null;
+  description?: string | null;
+  /**
+   * false pauses it; true resumes one disabled by failures
+   */
+  enabled?: boolean | null;
 }
