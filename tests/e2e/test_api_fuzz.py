@@ -73,6 +73,12 @@ _POSITIVE_DATA_ALSO_REFUSED = {
     "apiKeys.create": "expiresAt in the future",
     # The same, and the name of a tenant cannot be cleared (null is the patch's "clear").
     "tenants.update": "appOrigin, logoUrl and emailFrom are parsed; name cannot be cleared",
+    # An endpoint URL passes the egress rules (https outside local development, allowed ports, no
+    # private or metadata address): a URL's shape is all the schema can say.
+    "webhookEndpoints.create": "the url passes the egress rules",
+    "webhookEndpoints.update": "the url passes the egress rules",
+    # since is an instant between 1970 and 9999 (the one timestamp rule; the schema says date-time).
+    "webhookEndpoints.replay": "since lies between 1970 and 9999",
 }
 _DEFAULT_POSITIVE_STATUSES = ["2xx", "3xx", "401", "403", "404", "409", "429", "5xx"]
 
