@@ -227,7 +227,7 @@ def _profiles_import_csv(
         if bad is not None:  # refused before any row is written, as the HTTP import refuses it
             print(f"{args.file}: not UTF-8 at byte {bad}; nothing was imported", file=sys.stderr)
             return 2
-        with Path(args.file).open(encoding="utf-8-sig", newline="") as text:
+        with Path(args.file).open(encoding="utf-8", newline="") as text:  # import_csv drops a BOM
             report = import_csv(
                 graph, text, tenant_id=settings.campaign_default_tenant_id, platform=True,
                 dry_run=args.dry_run, audit=None if args.dry_run else audit, secrets=settings.secret_box(),

@@ -59,7 +59,8 @@ async def _spooled_text(request: Request) -> io.TextIOWrapper:
         raise
     spool.seek(0)
     # newline="": the csv reader sees each line's own ending, and quoted fields may hold line breaks.
-    return io.TextIOWrapper(spool, encoding="utf-8-sig", newline="")
+    # Plain utf-8: import_csv drops a byte-order mark itself, the one place that rule lives.
+    return io.TextIOWrapper(spool, encoding="utf-8", newline="")
 
 
 def imports_router(services: Services) -> APIRouter:

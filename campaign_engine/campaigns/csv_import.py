@@ -148,7 +148,7 @@ def _rejection(exc: ValidationError) -> tuple[str | None, str]:
 
 
 def _lines(text: Iterable[str]) -> Iterator[str]:
-    """``text`` without a leading byte-order mark (a decoder that was not told ``utf-8-sig`` keeps it)."""
+    """``text`` without a leading byte-order mark: spreadsheets write one, and callers decode plain utf-8."""
     first = True
     for chunk in text:
         if first:
