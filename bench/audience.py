@@ -41,6 +41,7 @@ from urllib.parse import urlsplit
 
 from bench._http import Connection
 from bench._support import (
+    api_env,
     api_process,
     create_profiles,
     neo4j_uri,
@@ -48,6 +49,7 @@ from bench._support import (
     release_tree,
     rss_mb,
     side_by_side,
+    wiped_graph,
 )
 from campaign_engine.api.auth import ADMIN_SCOPE, mint_token
 from campaign_engine.campaigns import definitions, profiles
@@ -55,8 +57,7 @@ from campaign_engine.config import Settings
 from campaign_engine.domain.audience import did_web_for
 from campaign_engine.domain.campaign import CampaignCreate
 from campaign_engine.domain.profile import ProfileUpsert
-from campaign_engine.graph.graph import Graph, open_graph
-from campaign_engine.graph.schema import apply_schema
+from campaign_engine.graph.graph import Graph
 
 ADMIN = "bench-admin"
 DOMAIN = "bench.test"
@@ -81,34 +82,12 @@ def main() -> None:
     args.ratios = ""
 
     with neo4j_uri() as uri:
-        env = {
-            "NEO4J_URI": uri,
-            "NEO4J_USER": os.environ.get("NEO4J_USER", "neo4j"),
-            "NEO4J_PASSWORD": os.environ.get("NEO4J_PASSWORD", ""),
-            "AUTH_JWT_SECRET": SECRET,
-            "CAMPAIGN_ADMIN_PROFILE_IDS": ADMIN,
-            "DOMAIN_NAME": DOMAIN,
-            # Measure the limiter's cost (its write happens on every user call), never refuse.
-            "CAMPAIGN_USER_RATE_LIMIT_PER_MINUTE": "1000000000",
-            "CAMPAIGN_ENV_FILE": "",
-        }
-        settings = Settings(
-            neo4j_uri=uri,
-            neo4j_user=env["NEO4J_USER"],
-            neo4j_password=env["NEO4J_PASSWORD"],
-            auth_jwt_secret=SECRET,
-            campaign_admin_profile_ids=ADMIN,
-            domain_name=DOMAIN,
-            _env_file=None,
+        # Measure the limiter's cost (its write happens on every user call), never refuse.
+        env, settings = api_env(
+            uri, secret=SECRET, admin=ADMIN, domain=DOMAIN, CAMPAIGN_USER_RATE_LIMIT_PER_MINUTE="1000000000"
         )
-        graph = open_graph(settings)
-        try:
-            with graph.driver.session(database=graph.database) as session:  # IN TRANSACTIONS: auto-commit
-                session.run("MATCH (n) CALL (n) { DETACH DELETE n } IN TRANSACTIONS OF 10000 ROWS").consume()
-            apply_schema(graph)
+        with wiped_graph(settings) as graph:
             users = seed(graph, args)
-        finally:
-            graph.close()
         with ExitStack() as stack:
             base, api_pid = stack.enter_context(api_process(env))
             rounds = None

@@ -15,17 +15,13 @@ updated, rejected), so a fast wrong import cannot pass. Target: at least 5,000 r
 from __future__ import annotations
 
 import argparse
-import os
 import time
 from collections.abc import Iterator
 
 import httpx
 
-from bench._support import api_process, neo4j_uri, peak_rss_mb, rss_mb
+from bench._support import api_env, api_process, neo4j_uri, peak_rss_mb, rss_mb, wiped_graph
 from campaign_engine.api.auth import ADMIN_SCOPE, mint_token
-from campaign_engine.config import Settings
-from campaign_engine.graph.graph import open_graph
-from campaign_engine.graph.schema import apply_schema
 
 SECRET = "bench-csv-import-secret-0123456789abcdef0123456789"
 ADMIN = "bench-admin"
@@ -83,31 +79,9 @@ def main() -> None:
     parser.add_argument("--small", type=int, default=10_000)
     args = parser.parse_args()
     with neo4j_uri() as uri:
-        env = {
-            "NEO4J_URI": uri,
-            "NEO4J_USER": os.environ.get("NEO4J_USER", "neo4j"),
-            "NEO4J_PASSWORD": os.environ.get("NEO4J_PASSWORD", ""),
-            "AUTH_JWT_SECRET": SECRET,
-            "CAMPAIGN_ADMIN_PROFILE_IDS": ADMIN,
-            "DOMAIN_NAME": "bench.test",
-            "CAMPAIGN_ENV_FILE": "",
-        }
-        settings = Settings(
-            neo4j_uri=uri,
-            neo4j_user=env["NEO4J_USER"],
-            neo4j_password=env["NEO4J_PASSWORD"],
-            auth_jwt_secret=SECRET,
-            campaign_admin_profile_ids=ADMIN,
-            domain_name="bench.test",
-            _env_file=None,  # type: ignore[call-arg]
-        )
-        graph = open_graph(settings)
-        try:
-            with graph.driver.session(database=graph.database) as session:
-                session.run("MATCH (n) CALL (n) { DETACH DELETE n } IN TRANSACTIONS OF 10000 ROWS").consume()
-            apply_schema(graph)
-        finally:
-            graph.close()
+        env, settings = api_env(uri, secret=SECRET, admin=ADMIN, domain="bench.test")
+        with wiped_graph(settings):
+            pass  # an empty database with this release's schema; the rows go in through the API
         token = mint_token(settings, profile_id=ADMIN, scope=ADMIN_SCOPE, ttl_seconds=3600)
         with api_process(env) as (base, pid):
             started = rss_mb(pid)
