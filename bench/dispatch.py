@@ -45,7 +45,9 @@ endpoint subscribed to ``*`` (a loopback receiver in this process, ``bench/_even
 and the rounds alternate between it enabled and disabled (the order swapped every round, 6 s after each
 switch for the workers' 5 s subscriber view), so every recipient's ``recipient.notified`` is recorded in
 the notify write and relayed by the same worker while the dispatch runs. Both rates per round, their
-ratio (with / without) and the medians are printed, and in the RESULT line.
+ratio (with / without) and the medians are printed, and in the RESULT line, with the worker's and
+Neo4j's CPU per recipient in each mode: on shared cores the rate swings with the neighbours' load,
+the CPU a recipient costs much less.
 Usage: ``.venv/bin/python -m bench.dispatch [--profiles N] [--compare M] [--rounds R] [--cap]
 [--baseline-ref REF] [--events]``, e.g. ``--profiles 1000000 --compare 20000 --rounds 1``.
 """
@@ -611,7 +613,7 @@ _HOLD = "MATCH (e:WebhookEndpoint {id: $id}) SET e.retryAt = $until"
 
 
 def with_events(
-    graph: Graph, admin: Admin, relay_queue: Queue, *, n: int, rounds: int, give_up: float
+    graph: Graph, admin: Admin, relay_queue: Queue, procs: Processes, *, n: int, rounds: int, give_up: float
 ) -> str:
     """Rounds of ``n`` in three modes, the order rotated every round: ``without`` (the endpoint for
     ``*`` disabled), ``recorded`` (enabled, so every event is written in the send's transactions, its
@@ -624,6 +626,9 @@ def with_events(
         endpoint = admin.mutate("webhookEndpoints.create", {"url": sink.url, "events": ["*"]})["id"]
         modes: tuple[EventMode, ...] = ("without", "recorded", "relayed")
         rates: dict[EventMode, list[float]] = {mode: [] for mode in modes}
+        # Worker + Neo4j CPU per recipient: what recording costs, steadier than rates on shared cores.
+        cpu_ms: dict[EventMode, list[float]] = {mode: [] for mode in modes}
+        pids = (procs.worker.pid, procs.database or -1)
         for k in range(1, rounds + 1):
             for mode in modes[k - 1 :] + modes[: k - 1]:
                 admin.mutate("webhookEndpoints.update", {"id": endpoint, "enabled": mode != "without"})
@@ -634,7 +639,10 @@ def with_events(
                 campaign_id = f"bench-events-{k}-{mode}"
                 seed(graph, campaign_id, n)
                 before = sink.received
+                cpu_before = sum(cpu_seconds(pid) for pid in pids)
                 _, elapsed, done = run_dispatch(graph, admin, campaign_id, n, give_up)
+                spent = sum(cpu_seconds(pid) for pid in pids) - cpu_before
+                cpu_ms[mode].append(1000 * spent / max(done, 1))
                 rates[mode].append(done / elapsed)
                 during = sink.received - before
                 graph.run(_HOLD, id=endpoint, until=None)
@@ -643,15 +651,20 @@ def with_events(
                     relay_queue.send_batch([job_json(RelayJob(endpoint_id=endpoint))])
                     drained = _drained(graph, endpoint, give_up)
                 print(
-                    f"events round {k} {mode}: {done / elapsed:.0f}/s ({during} events relayed during it, "
+                    f"events round {k} {mode}: {done / elapsed:.0f}/s, worker+neo4j CPU "
+                    f"{cpu_ms[mode][-1]:.2f} ms per recipient ({during} events relayed during it, "
                     f"the rest in {drained:.1f}s after)",
                     flush=True,
                 )
         fields = ""
         for mode in ("recorded", "relayed"):
             ratio = side_by_side(f"recipients/s {mode}", rates[mode], rates["without"], ref="without")
+            cost = statistics.median(cpu_ms[mode]) / statistics.median(cpu_ms["without"])
+            print(f"worker+neo4j CPU per recipient {mode}: median {statistics.median(cpu_ms[mode]):.2f} ms, "
+                  f"without {statistics.median(cpu_ms['without']):.2f} ms, ratio {cost:.3f}")  # fmt: skip
             fields += (
                 f" events_{mode}_per_s={statistics.median(rates[mode]):.0f} events_{mode}_ratio={ratio:.3f}"
+                f" events_{mode}_cpu_ratio={cost:.3f}"
             )
         print(f"events relayed in all: {sink.received}", flush=True)
         return f" no_events_per_s={statistics.median(rates['without']):.0f}{fields}"
@@ -792,7 +805,7 @@ def main() -> int:
                 if args.events:
                     relay_queue = LocalQueue(queue_path, "delivery")  # the worker's: relay jobs ride on it
                     events_result = with_events(
-                        graph, admin, relay_queue, n=n, rounds=args.rounds, give_up=give_up
+                        graph, admin, relay_queue, procs, n=n, rounds=args.rounds, give_up=give_up
                     )
                 if args.cap:
                     stop(worker)

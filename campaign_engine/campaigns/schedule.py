@@ -48,6 +48,7 @@ from campaign_engine.domain.types import format_ts, parse_ts
 from campaign_engine.graph.audit import AuditContext, record_audit
 from campaign_engine.graph.graph import Graph, Tx
 from campaign_engine.graph.locks import lock_campaign
+from campaign_engine.graph.webhook_outbox import record_dispatch_events
 from campaign_engine.queue.port import Queue
 
 __all__ = [
@@ -277,6 +278,7 @@ def fire_due(
             max_recipients=max_recipients,
             deliverable=deliverable,
             untranslated_max_share=untranslated_max_share,
+            graph=graph,
         )
         if jobs:  # committed: the first pages may now be enqueued (a lost enqueue is re-armed)
             start_pages(queue, jobs, campaign_id=row["campaignId"])
@@ -295,8 +297,11 @@ def _fire_one(
     max_recipients: int,
     deliverable: frozenset[DeliveryChannel],
     untranslated_max_share: float,
+    graph: Graph | None = None,
 ) -> tuple[str, list[PageJob]]:
-    """Decide one due schedule under its campaign lock (see the module docstring for the order)."""
+    """Decide one due schedule under its campaign lock (see the module docstring for the order).
+    With ``graph``, a start records ``dispatch.started`` and a refusal ``dispatch.failed`` in this
+    transaction, as a confirmed dispatch and a failed walk do."""
     stamp = format_ts(now)
     lock_campaign(tx, campaign_id)
     dispatches = tx.run(_SCHEDULED, scheduleId=schedule_id).data()
@@ -326,9 +331,13 @@ def _fire_one(
     if blocked == "missing_translation" and first.get("acceptFallback"):
         blocked = None
     if blocked is not None:
+        record_dispatch_events(tx, graph, "dispatch.failed", [d["dispatch"]["id"] for d in dispatches],
+                               now=stamp, reason=blocked)  # fmt: skip
         return _decide(tx, schedule_id, "failed", why_blocked(blocked), stamp), []
     created_at = str(dispatches[0]["createdAt"])
     started = tx.run(_START, campaignId=campaign_id, scheduleId=schedule_id, now=stamp).data()
+    record_dispatch_events(tx, graph, "dispatch.started", [r["id"] for r in started], now=stamp,
+                           recipients=computed.preview.recipient_count, scheduled=True)  # fmt: skip
     return "sending", [
         PageJob(
             dispatch_id=r["id"], campaign_id=campaign_id, campaign_created_at=created_at, channel=r["channel"]

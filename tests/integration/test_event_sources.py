@@ -15,7 +15,10 @@ from typing import Any
 import pytest
 
 from campaign_engine.campaigns import definitions
-from campaign_engine.campaigns.dispatch import dispatch
+from campaign_engine.campaigns.dispatch import dispatch, preview_dispatch
+from campaign_engine.campaigns.dispatch_reads import DispatchPublic
+from campaign_engine.campaigns.schedule import fire_due, schedule_dispatch
+from campaign_engine.campaigns.schedule_input import ScheduleInput
 from campaign_engine.campaigns.webhook_endpoints import create_endpoint
 from campaign_engine.config import Settings
 from campaign_engine.delivery.dispatch_cursor import record_failure
@@ -168,3 +171,38 @@ def test_pause_failure_and_delete_are_events(settings: Settings, graph: Graph, q
         " RETURN DISTINCT e.tenantId AS t"
     )
     assert endpoints == [{"t": "default"}]
+
+
+def _schedule(graph: Graph, campaign_id: str, send_at: str, **extra: Any) -> list[DispatchPublic]:
+    token = preview_dispatch(graph, campaign_id=campaign_id, now=NOW, adult_age=18, max_recipients=100)
+    data = ScheduleInput.model_validate(
+        {"campaignId": campaign_id, "sendAt": send_at, "expectedPreviewToken": token.preview_token, **extra}
+    )
+    return schedule_dispatch(graph, data=data, now=NOW, adult_age=18, max_recipients=100)
+
+
+def test_a_fired_schedule_is_a_started_event_and_a_refused_one_a_failed_event(
+    settings: Settings, graph: Graph, queues: Queues
+) -> None:
+    _subscribe(graph, settings)
+    make_email_campaign(graph)
+    add_email_members(graph, "c1", ["p1", "p2"])
+    (scheduled,) = _schedule(graph, "c1", "2026-03-01T13:00:00Z")
+    assert _events(graph, "dispatch.started") == []  # a schedule is not a start
+    assert list(fire_due(graph, queues.dispatch, now=NOW + timedelta(hours=1), adult_age=18,
+                         max_recipients=100).values()) == ["sending"]  # fmt: skip
+    (started,) = _events(graph, "dispatch.started")
+    assert started["data"] == {
+        "campaignId": "c1", "dispatchId": scheduled.dispatch_id, "channel": "email", "recipients": 2,
+        "scheduled": True,
+    }  # fmt: skip
+
+    # Refused at send time (the campaign now has no recipients): the scheduled Dispatch failed.
+    make_email_campaign(graph, "c2")
+    add_email_members(graph, "c2", ["p3"])
+    (refused,) = _schedule(graph, "c2", "2026-03-01T14:00:00Z", onChange="send_current")
+    graph.run("MATCH (:Profile {profileId: 'p3'})-[m:IN_CAMPAIGN_AUDIENCE]->(:Campaign {id: 'c2'}) DELETE m")
+    assert list(fire_due(graph, queues.dispatch, now=NOW + timedelta(hours=2), adult_age=18,
+                         max_recipients=100).values()) == ["failed"]  # fmt: skip
+    (failed,) = _events(graph, "dispatch.failed")
+    assert failed["data"]["dispatchId"] == refused.dispatch_id and failed["data"]["reason"] == "no_recipients"
