@@ -187,6 +187,9 @@ class Settings(BaseSettings):
     # How long a webhook record's identity is kept to recognise a provider's retry of it (providers
     # retry a failed delivery for hours); the sweeper deletes older ones, so they never pile up.
     campaign_feedback_dedup_days: int = Field(default=30, ge=1, le=3650)
+    # How long event webhooks' delivered events and every attempt are kept (webhookEndpoints.deliveries
+    # and .replay reach that far back); the sweeper deletes older ones. An undelivered event is kept.
+    campaign_event_retention_days: int = Field(default=30, ge=1, le=3650)
     # HTTP basic auth of POST /webhooks/postmark; unset = the endpoint answers 404.
     postmark_webhook_username: str | None = None
     postmark_webhook_password: SecretStr | None = None

@@ -3,5 +3,5 @@
 MATCH (a:WebhookAttempt)
 WHERE a.endpointId = $endpointId AND a.orderKey < $before
 RETURN a {.eventId, .type, .at, .statusCode, .latencyMs, .error, .nextRetryAt, .orderKey} AS attempt
-ORDER BY a.orderKey DESC
+ORDER BY a.endpointId DESC, a.orderKey DESC
 LIMIT $limit

@@ -3,6 +3,6 @@
 // Seeks webhook_message_time; bounded per transaction, the caller repeats until fewer come back.
 MATCH (m:WebhookMessage)
 WHERE m.endpointId = $endpointId AND m.orderKey >= $since AND m.orderKey > $after AND m.queueKey IS NULL
-WITH m ORDER BY m.orderKey LIMIT $limit
+WITH m ORDER BY m.endpointId, m.orderKey LIMIT $limit
 SET m.queueKey = m.orderKey
 RETURN count(m) AS n, max(m.orderKey) AS last

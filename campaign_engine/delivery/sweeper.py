@@ -76,9 +76,11 @@ class SweepResult:
     scheduled: dict[str, str] = field(default_factory=dict)
     """Schedule id -> what this sweep decided for it (``sending``, ``missed``, ``cancelled``, ...)."""
     feedback_expired: int = 0
+    """Webhook dedup records older than ``CAMPAIGN_FEEDBACK_DEDUP_DAYS`` this sweep deleted."""
+    events_expired: int = 0
+    """Delivered events and attempts older than ``CAMPAIGN_EVENT_RETENTION_DAYS`` this sweep deleted."""
     webhooks: list[str] = field(default_factory=list)
     """Event-webhook endpoints this sweep enqueued a relay job for."""
-    """Webhook dedup records older than ``CAMPAIGN_FEEDBACK_DEDUP_DAYS`` this sweep deleted."""
 
 
 def stuck_window_seconds(*, delay_seconds: int, page_budget_seconds: int) -> int:

@@ -23,7 +23,14 @@ from campaign_engine.domain.webhook_events import Event, EventType, matches
 from campaign_engine.graph.cypher import query
 from campaign_engine.graph.graph import Graph, Tx
 
-__all__ = ["DEFAULT_TTL_SECONDS", "Subscribers", "record_dispatch_events", "record_events", "subscribers_for"]
+__all__ = [
+    "DEFAULT_TTL_SECONDS",
+    "Subscribers",
+    "expire_delivered",
+    "record_dispatch_events",
+    "record_events",
+    "subscribers_for",
+]
 
 DEFAULT_TTL_SECONDS = 5.0
 
@@ -157,3 +164,21 @@ def record_dispatch_events(
         event = Event.of(event_type, now, **ids, **data)
         written += record_events(tx, graph, row["tenantId"], [event])
     return written
+
+
+_EXPIRE_BATCH = 5_000
+
+
+def expire_delivered(graph: Graph, *, before: str) -> int:
+    """Delete delivered events and attempts older than ``before`` (retention), in bounded transactions
+    until none is left; returns how many nodes went. Queued events stay whatever their age."""
+    deleted = 0
+    while True:
+        row = graph.write(
+            lambda tx: tx.run(query("webhook_expire"), before=before, limit=_EXPIRE_BATCH).single()
+        )
+        if row is None:  # no endpoint at all
+            return deleted
+        deleted += int(row["messages"] or 0) + int(row["attempts"] or 0)
+        if max(int(row["most"] or 0), int(row["mostAttempts"] or 0)) < _EXPIRE_BATCH:
+            return deleted

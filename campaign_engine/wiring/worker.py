@@ -27,6 +27,7 @@ from campaign_engine.domain.types import Clock, format_ts, system_clock
 from campaign_engine.egress.transport import AsyncSafeTransport
 from campaign_engine.feedback.store import expire_feedback_records
 from campaign_engine.graph.graph import Graph, open_graph
+from campaign_engine.graph.webhook_outbox import expire_delivered
 from campaign_engine.observability.metrics_server import MetricsServer, start_metrics_server
 from campaign_engine.observability.metrics_serving import serving_registry
 from campaign_engine.queue.local import MAX_RECEIVE_BATCH, LocalQueue
@@ -150,8 +151,12 @@ def run_sweep(
     reap_deleted_campaigns(graph)
     dedup_since = format_ts(now - timedelta(days=settings.campaign_feedback_dedup_days))
     expired = expire_feedback_records(graph, before=dedup_since)
+    retained_since = format_ts(now - timedelta(days=settings.campaign_event_retention_days))
+    events_expired = expire_delivered(graph, before=retained_since)
     relayed = [] if webhooks_queue is None else enqueue_due(graph, webhooks_queue, now=now)
-    return replace(result, scheduled=fired, feedback_expired=expired, webhooks=relayed)
+    return replace(
+        result, scheduled=fired, feedback_expired=expired, events_expired=events_expired, webhooks=relayed
+    )
 
 
 def build_worker(

@@ -27,6 +27,7 @@ from campaign_engine.campaigns.webhook_endpoints import create_endpoint
 from campaign_engine.config import Settings
 from campaign_engine.delivery.runner import Worker
 from campaign_engine.domain.webhook_events import RETRY_SCHEDULE_SECONDS
+from campaign_engine.graph.cypher import query
 from campaign_engine.graph.graph import Graph
 from campaign_engine.graph.webhook_outbox import subscribers_for
 from campaign_engine.wiring import Queues, build_worker, run_sweep
@@ -44,6 +45,7 @@ from tests.support.delivery import (
     make_campaign,
     start_dispatch,
 )
+from tests.support.plans import operators
 
 
 @dataclass
@@ -377,3 +379,58 @@ def _beta_admin(api: TrpcClient) -> dict[str, str]:
 
     token = mint_token(api.settings, profile_id="admin-b", scope="", tenant_id="beta", roles=["admin"])
     return {"authorization": f"Bearer {token}"}
+
+
+def test_delivered_events_and_attempts_expire_but_a_queued_event_never(stack: Stack, graph: Graph) -> None:
+    def history() -> dict[str, list[str]]:
+        messages = graph.run("MATCH (m:WebhookMessage) RETURN m.body AS body, m.queueKey IS NULL AS sent")
+        attempts = graph.run("MATCH (a:WebhookAttempt) RETURN a.at AS at ORDER BY at")
+        return {
+            "sent": sorted(json.loads(m["body"])["data"]["campaignId"] for m in messages if m["sent"]),
+            "queued": sorted(json.loads(m["body"])["data"]["campaignId"] for m in messages if not m["sent"]),
+            "attempts": [a["at"][:10] for a in attempts],
+        }
+
+    receiver = EventReceiver()
+    with ThreadServer(receiver.app()) as server:
+        _, secret = _endpoint(stack, server, events=["campaign.created"])
+        receiver.secrets.append(secret)
+        make_campaign(graph, "c1", status="draft")
+        stack.run()
+        receiver.down = True
+        make_campaign(graph, "c2", status="draft")
+        stack.run()
+        assert history() == {"sent": ["c1"], "queued": ["c2"], "attempts": ["2026-03-01", "2026-03-01"]}
+
+        stack.later(31 * 86_400)  # past CAMPAIGN_EVENT_RETENTION_DAYS (30): the sweep forgets what was sent
+        swept = run_sweep(stack.settings, graph, stack.queues.dispatch, clock=stack.clock)
+        assert swept.events_expired == 3  # c1's event and both attempts; c2's event is still owed
+        assert history() == {"sent": [], "queued": ["c2"], "attempts": []}
+
+        receiver.down = False
+        make_campaign(graph, "c3", status="draft", now=stack.clock())
+        stack.run()  # c2 delivered late, c3 at once; then c2's event is old and delivered: it goes
+        assert sorted(r["event"]["data"]["campaignId"] for r in receiver.received) == ["c1", "c2", "c3"]
+        assert history() == {"sent": ["c3"], "queued": [], "attempts": ["2026-04-01", "2026-04-01"]}
+
+
+@pytest.mark.parametrize(
+    ("statement", "params"),
+    [
+        ("webhook_relay_pending", {"endpointId": "e", "limit": 200}),
+        ("webhook_replay", {"endpointId": "e", "since": "", "after": "", "limit": 1000}),
+        ("webhook_attempt_list", {"endpointId": "e", "before": "~", "limit": 50}),
+        ("webhook_expire", {"before": "2026", "limit": 5000}),
+    ],
+)
+def test_the_queue_history_and_retention_reads_are_ordered_index_seeks(
+    graph: Graph, statement: str, params: dict[str, Any]
+) -> None:
+    """A queue of a million events costs a round its batch, not a sort of the million."""
+    plan = graph.driver.execute_query(
+        "EXPLAIN " + query(statement), params, database_=graph.database
+    ).summary.plan
+    assert plan is not None
+    ops = operators(plan)
+    assert "NodeIndexSeek" in ops or "NodeIndexSeekByRange" in ops, ops
+    assert "Sort" not in ops and "Top" not in ops and "PartialSort" not in ops, ops
