@@ -672,7 +672,7 @@ def with_events(
         sink.close()
 
 
-_PENDING = "MATCH (m:WebhookMessage) WHERE m.endpointId = $id AND m.queueKey > '' RETURN count(m) AS n"
+_PENDING = "MATCH (b:WebhookBatch) WHERE b.endpointId = $id AND b.queueKey > '' RETURN count(b) AS n"
 
 
 def _drained(graph: Graph, endpoint: str, give_up: float) -> float:

@@ -49,11 +49,13 @@ CREATE INDEX audit_entry_actor IF NOT EXISTS FOR (a:AuditEntry) ON (a.actor, a.o
 CREATE CONSTRAINT tenant_id IF NOT EXISTS FOR (t:Tenant) REQUIRE t.tenantId IS UNIQUE;
 // One-time data migrations (graph/schema.py): each start looks its markers up by name.
 CREATE INDEX schema_migration_name IF NOT EXISTS FOR (m:SchemaMigration) ON (m.name);
-// Event webhooks (issue 25): endpoints by id and by tenant; outbox messages per endpoint, undelivered in
-// order (queueKey is null once delivered), all by time (replay), by event id (the relay marks delivered);
-// each attempt per endpoint, newest first (webhookEndpoints.deliveries).
+// Event webhooks (issue 25): endpoints by id and by tenant; outbox batches per endpoint, those with an
+// unsent event in order (queueKey is null once all are sent), all by time (replay, retention); each
+// attempt per endpoint, newest first (webhookEndpoints.deliveries). (The first release wrote one
+// :WebhookMessage per event, indexed as webhook_message_queue/_time; graph/schema.py folds any left
+// into batches, and those two indexes stay empty.)
 CREATE CONSTRAINT webhook_endpoint_id IF NOT EXISTS FOR (e:WebhookEndpoint) REQUIRE e.id IS UNIQUE;
 CREATE INDEX webhook_endpoint_tenant IF NOT EXISTS FOR (e:WebhookEndpoint) ON (e.tenantId, e.createdAt);
-CREATE INDEX webhook_message_queue IF NOT EXISTS FOR (m:WebhookMessage) ON (m.endpointId, m.queueKey);
-CREATE INDEX webhook_message_time IF NOT EXISTS FOR (m:WebhookMessage) ON (m.endpointId, m.orderKey);
+CREATE INDEX webhook_batch_queue IF NOT EXISTS FOR (b:WebhookBatch) ON (b.endpointId, b.queueKey);
+CREATE INDEX webhook_batch_time IF NOT EXISTS FOR (b:WebhookBatch) ON (b.endpointId, b.orderKey);
 CREATE INDEX webhook_attempt_order IF NOT EXISTS FOR (a:WebhookAttempt) ON (a.endpointId, a.orderKey);

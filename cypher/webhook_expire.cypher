@@ -1,14 +1,16 @@
-// Event webhooks' retention (CAMPAIGN_EVENT_RETENTION_DAYS, graph/webhook_outbox.py): delivered events
-// and attempts older than $before, per endpoint through webhook_message_time and webhook_attempt_order
-// (range seeks, oldest first), a bounded batch per endpoint per transaction (the sweeper loops). An
-// event still queued (queueKey set) is never deleted, however old: at least once outranks tidiness.
+// Event webhooks' retention (CAMPAIGN_EVENT_RETENTION_DAYS, graph/webhook_outbox.py): delivered batches
+// (every event sent) and attempts older than $before, per endpoint through webhook_batch_time and
+// webhook_attempt_order (range seeks, oldest first), a bounded batch per endpoint per transaction (the
+// sweeper loops). A batch with an event still queued is never deleted, however old: at least once
+// outranks tidiness.
 MATCH (e:WebhookEndpoint)
 CALL (e) {
-  MATCH (m:WebhookMessage)
-  WHERE m.endpointId = e.id AND m.orderKey < $before AND m.queueKey IS NULL
-  WITH m ORDER BY m.endpointId, m.orderKey LIMIT $limit
-  DELETE m
-  RETURN count(*) AS messages
+  MATCH (b:WebhookBatch)
+  WHERE b.endpointId = e.id AND b.orderKey < $before AND b.queueKey IS NULL
+  WITH b ORDER BY b.endpointId, b.orderKey LIMIT $limit
+  WITH b, size(b.eventIds) AS events
+  DELETE b
+  RETURN count(*) AS batches, sum(events) AS events
 }
 CALL (e) {
   MATCH (a:WebhookAttempt)
@@ -17,4 +19,4 @@ CALL (e) {
   DELETE a
   RETURN count(*) AS attempts
 }
-RETURN sum(messages) AS messages, sum(attempts) AS attempts, max(messages) AS most, max(attempts) AS mostAttempts
+RETURN sum(events) AS events, sum(attempts) AS attempts, max(batches) AS most, max(attempts) AS mostAttempts

@@ -41,7 +41,7 @@ __all__ = [
 ]
 
 _NO_KEY = "CAMPAIGN_SECRETS_KEY is not set: an event-webhook endpoint needs it to store its secret"
-_REPLAY_BATCH = 5000
+_REPLAY_BATCH = 500  # outbox batches per transaction (each up to a page of events)
 
 
 class EndpointPublic(BaseModel):
@@ -105,10 +105,10 @@ _DELETE = """
 MATCH (e:WebhookEndpoint {id: $id})
 DETACH DELETE e
 """
-# Bounded per transaction: an endpoint deleted after a long outage may leave many queued messages.
+# Bounded per transaction: an endpoint deleted after a long outage may leave many queued batches.
 _DELETE_MESSAGES = """
-MATCH (m:WebhookMessage) WHERE m.endpointId = $id AND m.orderKey > ''
-WITH m LIMIT 5000 DETACH DELETE m RETURN count(*) AS n
+MATCH (b:WebhookBatch) WHERE b.endpointId = $id AND b.orderKey > ''
+WITH b LIMIT 1000 DETACH DELETE b RETURN count(*) AS n
 """
 _DELETE_ATTEMPTS = """
 MATCH (a:WebhookAttempt) WHERE a.endpointId = $id AND a.orderKey > ''
@@ -276,18 +276,18 @@ def replay_endpoint(graph: Graph, *, endpoint_id: str, since: datetime, audit: A
     graph.write(audit_tx)
     total, after = 0, ""
     while True:
-        n, last = graph.write(_replay_step, endpoint_id=endpoint_id, since=stamp, after=after)
-        total += n
-        if n < _REPLAY_BATCH:
+        batches, events, last = graph.write(_replay_step, endpoint_id=endpoint_id, since=stamp, after=after)
+        total += events
+        if batches < _REPLAY_BATCH:
             return total
         after = last
 
 
-def _replay_step(tx: Tx, *, endpoint_id: str, since: str, after: str) -> tuple[int, str]:
+def _replay_step(tx: Tx, *, endpoint_id: str, since: str, after: str) -> tuple[int, int, str]:
     row = tx.run(
         query("webhook_replay"), endpointId=endpoint_id, since=since, after=after, limit=_REPLAY_BATCH
     ).single(strict=True)
-    return int(row["n"]), str(row["last"] or "")
+    return int(row["n"]), int(row["events"] or 0), str(row["last"] or "")
 
 
 def _delete_some(tx: Tx, *, statement: str, endpoint_id: str) -> int:

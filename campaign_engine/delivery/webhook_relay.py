@@ -173,7 +173,7 @@ class WebhookRelay:
             done = failed or out_of_time
             self._graph.write(
                 _settle, endpoint_id=endpoint_id, token=token, endpoint=endpoint, release=done,
-                delivered=[row["queueKey"] for row in ok], attempts=attempts, now=format_ts(settled_at),
+                delivered=_by_batch(ok), attempts=attempts, now=format_ts(settled_at),
             )  # fmt: skip
             delivered += len(ok)
             state = {"failures": endpoint["failures"], "failingSince": endpoint["failingSince"]}
@@ -252,11 +252,29 @@ def _claim(tx: Tx, *, endpoint_id: str, now: str, lease: str, token: str) -> dic
 
 
 def _pending(tx: Tx, *, endpoint_id: str, limit: int) -> list[dict[str, Any]]:
-    return [r.data() for r in tx.run(query("webhook_relay_pending"), endpointId=endpoint_id, limit=limit)]
+    """The oldest ``limit`` unsent events, each with its batch's key and its index in the batch; batches
+    are read lazily, so a queue of long batches costs the round what it sends."""
+    events: list[dict[str, Any]] = []
+    for batch in tx.run(query("webhook_relay_pending"), endpointId=endpoint_id, limit=limit):
+        lists = (batch["idx"], batch["eventIds"], batch["types"], batch["bodies"], batch["recipientKeys"])
+        for index, event_id, type_, body, recipient in zip(*lists, strict=True):
+            events.append({"batchKey": batch["batchKey"], "index": index, "eventId": event_id, "type": type_,
+                           "body": body, "recipientKey": recipient})  # fmt: skip
+        if len(events) >= limit:
+            break
+    return events[:limit]
+
+
+def _by_batch(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Delivered events as the settle statement marks them: per batch key, the events' indexes."""
+    grouped: dict[str, list[int]] = {}
+    for row in rows:
+        grouped.setdefault(row["batchKey"], []).append(int(row["index"]))
+    return [{"key": key, "idx": idx} for key, idx in grouped.items()]
 
 
 def _settle(tx: Tx, *, endpoint_id: str, token: str, endpoint: dict[str, Any], release: bool,
-            delivered: list[str], attempts: list[dict[str, Any]], now: str) -> None:  # fmt: skip
+            delivered: list[dict[str, Any]], attempts: list[dict[str, Any]], now: str) -> None:  # fmt: skip
     tx.run(
         query("webhook_relay_settle"), endpointId=endpoint_id, token=token, endpoint=endpoint,
         release=release, delivered=delivered, attempts=attempts, now=now,
@@ -266,7 +284,7 @@ def _settle(tx: Tx, *, endpoint_id: str, token: str, endpoint: dict[str, Any], r
 _DUE = """
 MATCH (e:WebhookEndpoint)
 WHERE e.enabled AND coalesce(e.retryAt, '') <= $now AND coalesce(e.leaseUntil, '') < $now
-  AND EXISTS { MATCH (m:WebhookMessage) WHERE m.endpointId = e.id AND m.queueKey > '' }
+  AND EXISTS { MATCH (b:WebhookBatch) WHERE b.endpointId = e.id AND b.queueKey > '' }
 RETURN e.id AS id
 ORDER BY e.id
 """

@@ -41,6 +41,18 @@ _BACKFILLS = {
         SET p.tenants = [$defaultTenant]
         RETURN count(p) AS n
     """,
+    # Issue 25's first release queued one :WebhookMessage per event; the outbox now holds :WebhookBatch
+    # nodes (graph/webhook_outbox.py). Each message left becomes a batch of one, queued or sent as it was.
+    "webhook_message_batches": """
+        MATCH (m:WebhookMessage)
+        WITH m LIMIT 10000
+        CREATE (:WebhookBatch {endpointId: m.endpointId, tenantId: m.tenantId, orderKey: m.orderKey,
+                               queueKey: m.queueKey, eventIds: [m.eventId], types: [m.type], bodies: [m.body],
+                               orderKeys: [m.orderKey], recipientKeys: [m.recipientKey],
+                               sent: [m.queueKey IS NULL], deliveredAt: m.deliveredAt})
+        DELETE m
+        RETURN count(*) AS n
+    """,
     "audit_entry_tenants": """
         MATCH (a:AuditEntry) WHERE a.tenantId IS NULL
         WITH a LIMIT 10000

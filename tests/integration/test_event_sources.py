@@ -1,6 +1,6 @@
 """Each change an event webhook hears of records its event in the change's own transaction (issue 25):
 the email outcomes, provider feedback, an opt-out, a paused or failed dispatch, a deleted campaign, read
-back from the outbox itself (``:WebhookMessage``), once each, with ids only. The relay is tested in
+back from the outbox itself (``:WebhookBatch``), once each, with ids only. The relay is tested in
 ``test_event_webhooks.py``; here the endpoint's URL is refused by the egress rules, so nothing leaves.
 """
 
@@ -74,7 +74,8 @@ def _subscribe(graph: Graph, settings: Settings, tenant: str = "default") -> str
 
 def _events(graph: Graph, *types: str) -> list[dict[str, Any]]:
     rows = graph.run(
-        "MATCH (m:WebhookMessage) WHERE m.type IN $types RETURN m.body AS body ORDER BY m.orderKey",
+        "MATCH (b:WebhookBatch) UNWIND range(0, size(b.types) - 1) AS i WITH b, i WHERE b.types[i] IN $types"
+        " RETURN b.bodies[i] AS body ORDER BY b.orderKeys[i]",
         types=list(types),
     )
     return [json.loads(row["body"]) for row in rows]
@@ -164,11 +165,10 @@ def test_pause_failure_and_delete_are_events(settings: Settings, graph: Graph, q
 
     definitions.delete_campaign(graph, campaign_id="c1")
     assert [e["data"] for e in _events(graph, "campaign.deleted")] == [{"campaignId": "c1"}]
-    tenants = graph.run("MATCH (m:WebhookMessage)<-[]-() RETURN count(m) AS n")  # no relationship to anything
+    tenants = graph.run("MATCH (m:WebhookBatch)<-[]-() RETURN count(m) AS n")  # no relationship to anything
     assert tenants == [{"n": 0}]
     endpoints = graph.run(
-        "MATCH (m:WebhookMessage) MATCH (e:WebhookEndpoint {id: m.endpointId})"
-        " RETURN DISTINCT e.tenantId AS t"
+        "MATCH (m:WebhookBatch) MATCH (e:WebhookEndpoint {id: m.endpointId}) RETURN DISTINCT e.tenantId AS t"
     )
     assert endpoints == [{"t": "default"}]
 

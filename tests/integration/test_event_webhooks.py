@@ -26,9 +26,10 @@ from campaign_engine.campaigns import definitions
 from campaign_engine.campaigns.webhook_endpoints import create_endpoint
 from campaign_engine.config import Settings
 from campaign_engine.delivery.runner import Worker
-from campaign_engine.domain.webhook_events import RETRY_SCHEDULE_SECONDS
+from campaign_engine.domain.webhook_events import RETRY_SCHEDULE_SECONDS, Event
 from campaign_engine.graph.cypher import query
 from campaign_engine.graph.graph import Graph
+from campaign_engine.graph.schema import apply_schema
 from campaign_engine.graph.webhook_outbox import subscribers_for
 from campaign_engine.wiring import Queues, build_worker, run_sweep
 from tests.conftest import ADMIN_ID
@@ -188,8 +189,13 @@ def test_a_dispatch_of_thousands_gives_one_event_per_recipient_and_outcome(
         assert "Big news" not in json.dumps(event) and "http" not in json.dumps(event)  # ids only, never copy
     assert all(r["verifiedBy"] == [secret] for r in ours.received)
     assert theirs.received == []
-    counts = stack.graph.run("MATCH (m:WebhookMessage) RETURN count(m) AS all, count(m.queueKey) AS queued")
-    assert counts == [{"all": 3004, "queued": 0}]
+    counts = stack.graph.run(
+        "MATCH (b:WebhookBatch) RETURN count(b) AS batches, sum(size(b.eventIds)) AS events,"
+        " count(b.queueKey) AS queued, sum(size([x IN b.sent WHERE NOT x])) AS unsent"
+    )
+    assert counts[0]["events"] == 3004 and (counts[0]["queued"], counts[0]["unsent"]) == (0, 0)
+    # A batch per recording transaction, not a node per event (here each notify write settles ~10 posts).
+    assert counts[0]["batches"] * 2 < counts[0]["events"]
 
 
 def test_every_event_of_a_ten_minute_outage_arrives_after_recovery_in_order(
@@ -383,7 +389,10 @@ def _beta_admin(api: TrpcClient) -> dict[str, str]:
 
 def test_delivered_events_and_attempts_expire_but_a_queued_event_never(stack: Stack, graph: Graph) -> None:
     def history() -> dict[str, list[str]]:
-        messages = graph.run("MATCH (m:WebhookMessage) RETURN m.body AS body, m.queueKey IS NULL AS sent")
+        messages = graph.run(
+            "MATCH (b:WebhookBatch) UNWIND range(0, size(b.sent) - 1) AS i"
+            " RETURN b.bodies[i] AS body, b.sent[i] AS sent"
+        )
         attempts = graph.run("MATCH (a:WebhookAttempt) RETURN a.at AS at ORDER BY at")
         return {
             "sent": sorted(json.loads(m["body"])["data"]["campaignId"] for m in messages if m["sent"]),
@@ -434,3 +443,31 @@ def test_the_queue_history_and_retention_reads_are_ordered_index_seeks(
     ops = operators(plan)
     assert "NodeIndexSeek" in ops or "NodeIndexSeekByRange" in ops, ops
     assert "Sort" not in ops and "Top" not in ops and "PartialSort" not in ops, ops
+
+
+def test_events_queued_by_the_first_release_one_node_each_are_still_delivered(
+    stack: Stack, graph: Graph
+) -> None:
+    """Issue 25 first queued a :WebhookMessage per event; the schema's backfill folds them into batches."""
+    receiver = EventReceiver()
+    with ThreadServer(receiver.app()) as server:
+        endpoint_id, secret = _endpoint(stack, server, events=["campaign.created"])
+        receiver.secrets.append(secret)
+        at = "2026-03-01T11:00:0{}.000000Z"
+        old = [Event.of("campaign.created", at.format(i), campaignId=f"o{i}") for i in "12"]
+        graph.run(
+            "UNWIND $rows AS r CREATE (:WebhookMessage {endpointId: $endpointId, eventId: r.id,"
+            " tenantId: 'default', type: r.type, occurredAt: r.at, body: r.body, orderKey: r.key,"
+            " queueKey: r.queued, recipientKey: r.id, attempts: 0})",
+            endpointId=endpoint_id,
+            rows=[
+                {"id": e.id, "type": e.type, "at": e.occurred_at, "body": e.body(), "key": e.order_key,
+                 "queued": None if i == 0 else e.order_key}  # the first was delivered before the upgrade
+                for i, e in enumerate(old)
+            ],
+        )  # fmt: skip
+        graph.run("MATCH (m:SchemaMigration {name: 'webhook_message_batches'}) DELETE m")
+        apply_schema(graph)  # what the upgrade's first start does
+        assert graph.run("MATCH (m:WebhookMessage) RETURN count(m) AS n") == [{"n": 0}]
+        stack.run()
+        assert [r["event"]["data"]["campaignId"] for r in receiver.received] == ["o2"]  # the one still owed
