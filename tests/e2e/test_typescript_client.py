@@ -96,19 +96,20 @@ def test_every_procedure_type_checks_with_trpc_client_v11(installed: Path, tmp_p
     every = tmp_path / "every.ts"
     every.write_text(_every_procedure("createTRPCClient", str(PACKAGE / "src" / "index")))
     # Resolved from the package's own node_modules: the v11 client and server.
-    project = PACKAGE / "test"
-    _compile(installed, tmp_path, [every, project / "calls.ts"], {
+    _compile(installed, tmp_path, [every, PACKAGE / "test" / "calls.ts"], {
         "@trpc/client": [str(PACKAGE / "node_modules/@trpc/client")],
         "@trpc/server": [str(PACKAGE / "node_modules/@trpc/server")],
+        "client-under-test": [str(PACKAGE / "test" / "client.ts")],
     })  # fmt: skip
 
 
 def test_every_procedure_type_checks_with_trpc_client_v10(installed: Path, tmp_path: Path) -> None:
     every = tmp_path / "every.ts"
     every.write_text(_every_procedure("createTRPCProxyClient", str(PACKAGE / "src" / "v10")))
-    _compile(installed, tmp_path, [every, V10 / "calls.ts"], {
+    _compile(installed, tmp_path, [every, PACKAGE / "test" / "calls.ts"], {
         "@trpc/client": [str(V10 / "node_modules/@trpc/client")],
         "@trpc/server": [str(V10 / "node_modules/@trpc/server")],
+        "client-under-test": [str(V10 / "client.ts")],
     })  # fmt: skip
 
 
