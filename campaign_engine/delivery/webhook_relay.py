@@ -21,6 +21,7 @@ same ``webhook-id``.
 from __future__ import annotations
 
 import logging
+import math
 import time
 import uuid
 from dataclasses import dataclass
@@ -83,26 +84,28 @@ class WebhookRelay:
             close()
 
     def kick(self) -> None:
-        """Start the relay of every endpoint this process queued events for since the last kick (each at
-        most once per ``_KICK_SECONDS``), so an event's first attempt follows its commit at once rather
-        than at the next sweep. A kick that finds the endpoint busy or its transaction rolled back is a
-        no-op; one lost is made up by the sweep."""
+        """Start the relay of every endpoint this process queued events for since the last kick, so an
+        event's first attempt follows its commit within seconds rather than at the next sweep. At most
+        one job per endpoint per ``_KICK_SECONDS``: an endpoint touched sooner gets its job that much
+        later, never none (the last events of a burst must not wait a minute for the sweep). A job that
+        finds the endpoint busy or its transaction rolled back is a no-op; one lost is made up by the
+        sweep."""
         now = time.monotonic()
-        due = [
-            endpoint
-            for endpoint in subscribers_for(self._graph).take_touched()
-            if now - self._kicked.get(endpoint, -_KICK_SECONDS) >= _KICK_SECONDS
-        ]
-        if not due:
-            return
-        for endpoint in due:
-            self._kicked[endpoint] = now
+        by_delay: dict[int, list[str]] = {}
+        for endpoint in subscribers_for(self._graph).take_touched():
+            visible = self._kicked.get(endpoint, -_KICK_SECONDS)
+            if visible >= now + 1:
+                continue  # a job still to come reads these events too
+            delay = math.ceil(max(1.0, visible + _KICK_SECONDS - now))  # after the batch's commit
+            self._kicked[endpoint] = now + delay
+            by_delay.setdefault(delay, []).append(endpoint)
         try:
-            for start in range(0, len(due), 10):
-                jobs = [job_json(RelayJob(endpoint_id=e)) for e in due[start : start + 10]]
-                self._queue.send_batch(jobs, delay_seconds=1)  # after the batch that recorded them commits
+            for delay, endpoints in sorted(by_delay.items()):
+                for start in range(0, len(endpoints), 10):
+                    jobs = [job_json(RelayJob(endpoint_id=e)) for e in endpoints[start : start + 10]]
+                    self._queue.send_batch(jobs, delay_seconds=delay)
         except QueueError:
-            log.warning("webhooks.kick_failed endpoints=%d", len(due))
+            log.warning("webhooks.kick_failed endpoints=%d", sum(len(e) for e in by_delay.values()))
 
     def handle(self, job: RelayJob) -> RelayResult:
         """One job: rounds until the queue is empty, a round fails or the run budget is spent; then the

@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
@@ -25,7 +26,9 @@ from standardwebhooks import Webhook, WebhookVerificationError
 from campaign_engine.campaigns import definitions
 from campaign_engine.campaigns.webhook_endpoints import create_endpoint
 from campaign_engine.config import Settings
+from campaign_engine.delivery.notify.sender import Outgoing, PostResult
 from campaign_engine.delivery.runner import Worker
+from campaign_engine.delivery.webhook_relay import WebhookRelay
 from campaign_engine.domain.webhook_events import RETRY_SCHEDULE_SECONDS, Event
 from campaign_engine.graph.cypher import query
 from campaign_engine.graph.graph import Graph
@@ -471,3 +474,32 @@ def test_events_queued_by_the_first_release_one_node_each_are_still_delivered(
         assert graph.run("MATCH (m:WebhookMessage) RETURN count(m) AS n") == [{"n": 0}]
         stack.run()
         assert [r["event"]["data"]["campaignId"] for r in receiver.received] == ["o2"]  # the one still owed
+
+
+def test_events_touched_again_within_the_kick_interval_get_a_later_job_not_none(
+    stack: Stack, graph: Graph
+) -> None:
+    """The last events of a burst must not wait for the minute's sweep: a kick that may not start the
+    relay now schedules it for when it may, and one already scheduled covers what comes before it."""
+    relay = WebhookRelay(
+        graph=graph, sender=_NoSender(), box=None, queue=stack.queues.webhooks, clock=stack.clock
+    )
+    view = subscribers_for(graph)
+    view.touch(["wep_a"])
+    relay.kick()  # the first: a job after the batch's commit
+    view.touch(["wep_a", "wep_b"])
+    relay.kick()  # wep_a's job is still to come (it reads these too); wep_b's first
+    view.touch(["wep_a"])
+    time.sleep(1.1)  # wep_a's job is visible now: the next one comes one interval after it
+    relay.kick()
+    stats = stack.queues.webhooks.stats()
+    assert stats.visible + stats.delayed == 3, stats  # a, b, then a again: none dropped, none doubled
+    assert stats.delayed >= 1
+
+
+class _NoSender:
+    def post_all(self, items: Sequence[Outgoing]) -> list[PostResult]:
+        raise AssertionError("kick never posts")
+
+    def close(self) -> None:
+        pass
