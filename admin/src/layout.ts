@@ -27,10 +27,23 @@ export async function renderLayout(kit: Kit): Promise<void> {
     return;
   }
   const mine = kit.generation();
-  const tenantId = me.tenantId;
-  const tenant = await kit.guarded(null, () => kit.api.call("tenants.get", { tenantId }), (err) => kit.shell("Email layout", kit.errorBox(err)));
-  if (!tenant || mine !== kit.generation()) return;
-  kit.shell("Email layout", layoutEditor(kit, tenant));
+  const editor = h("div", { id: "layout-tenant" });
+  const show = async (tenantId: string): Promise<void> => {
+    const tenant = await kit.guarded(null, () => kit.api.call("tenants.get", { tenantId }), (err) => replace(editor, kit.errorBox(err)));
+    if (tenant && mine === kit.generation()) replace(editor, layoutEditor(kit, tenant));
+  };
+  // A platform admin edits any tenant's layout (its own by default); a tenant admin only its own.
+  let picker: HTMLElement | null = null;
+  if (me.platform) {
+    const tenant = h("input", { type: "text", name: "tenant", value: me.tenantId, autocomplete: "off", spellcheck: "false" });
+    picker = h("form", { className: "toolbar", "aria-label": "Tenant whose layout to edit" }, field("Tenant", tenant, "Platform admins edit any tenant's layout.").row, h("button", { type: "submit" }, "Show tenant"));
+    picker.addEventListener("submit", (ev) => {
+      ev.preventDefault();
+      if (tenant.value.trim()) void show(tenant.value.trim());
+    });
+  }
+  kit.shell("Email layout", picker, editor);
+  await show(me.tenantId);
 }
 
 function layoutEditor(kit: Kit, tenant: Tenant): HTMLElement {
