@@ -213,4 +213,7 @@ const PROCEDURE_KINDS = {
   "tenants.list": "query",
   "tenants.create": "mutation",
   "tenants.update": "mutation",
+  "tenants.updateLayout": "mutation",
+  "tenants.previewLayout": "query",
+  "campaigns.duplicate": "mutation",
 } as const satisfies { [P in ProcedurePath]?: ProcedureKind<P> };

@@ -1,7 +1,7 @@
 // The admin console: sign-in, the campaign list, and one page per campaign (compose, audience, test,
 // review and send, live progress, stats), plus approvals waiting, a tenant's roles and API keys, and its
 // settings record (settings.ts).
-// Routes live in the URL fragment (#/, #/new, #/c/<id>, #/approvals, #/access, #/tenant[/<id>], #/import); the sign-in link of
+// Routes live in the URL fragment (#/, #/new, #/c/<id>, #/approvals, #/access, #/tenant[/<id>], #/layout, #/import); the sign-in link of
 // `campaign-engine dev` carries `#token=...`, which is read once and then cleared. The header names the
 // tenant the token acts in and its role there; a control the role may not use is not offered, by the
 // server's own table (access.ts), and a note says which role it needs.
@@ -17,6 +17,7 @@ import type { Kit } from "./kit";
 import { errorSentence } from "./messages";
 import { inFlight, progressView } from "./progress";
 import { sameIdentity, SessionKeeper } from "./renewal";
+import { renderLayout } from "./layout";
 import { renderTenantSettings } from "./settings";
 import { renderAccess } from "./tenant";
 import { recipientsDownload, renderTransfer } from "./transfer";
@@ -175,6 +176,7 @@ function shell(title: string, ...content: (Node | null)[]): void {
     can("campaigns.listAwaitingApproval") ? h("a", { href: "#/approvals" }, "Approvals") : null,
     can("access.list") || can("apiKeys.list") ? h("a", { href: "#/access" }, "Access and keys") : null,
     can("tenants.get") ? h("a", { href: "#/tenant" }, "Tenant settings") : null,
+    can("tenants.previewLayout") ? h("a", { href: "#/layout" }, "Email layout") : null,
     can("profiles.upsert") || can("audit.list") ? h("a", { href: "#/import" }, "Import and export") : null,
   ];
   replace(app,
@@ -406,8 +408,19 @@ async function renderCampaign(id: string): Promise<void> {
     }
     const frameOut = h("div", { className: "email-preview" });
     const previewBtn: HTMLButtonElement = button("Render email preview", () => void showEmail());
+    // Each language of the campaign previews as a reader of that language gets it (issue 24).
+    const previewLang = h("select", { name: "preview-locale", id: "preview-locale" });
+    const fillLanguages = (): void => {
+      const chosen = previewLang.value;
+      replace(previewLang, ...form.languages().map((tag, i) => h("option", { value: i === 0 ? "" : tag }, i === 0 ? `${tag} (base)` : tag)));
+      if ([...previewLang.options].some((o) => o.value === chosen)) previewLang.value = chosen;
+    };
+    fillLanguages();
+    previewLang.addEventListener("focus", fillLanguages);
+    const langRow = field("Preview language", previewLang, "Save first: the preview renders the saved translations.").row;
     async function showEmail(): Promise<void> {
-      const preview = await guarded(previewBtn, () => api.call("campaigns.previewEmail", { campaignId: id }), (err) => replace(frameOut, errorBox(err)));
+      const locale = previewLang.value;
+      const preview = await guarded(previewBtn, () => api.call("campaigns.previewEmail", { campaignId: id, ...(locale ? { locale } : {}) }), (err) => replace(frameOut, errorBox(err)));
       if (!preview) return;
       // The email is styled inline, which this page's CSP forbids; it is shown in a sandboxed frame
       // (opaque origin, no same-origin rights) with its own policy, posted in once the frame is ready.
@@ -418,7 +431,8 @@ async function renderCampaign(id: string): Promise<void> {
         frame.contentWindow?.postMessage({ html: preview.html }, "*");
       };
       window.addEventListener("message", onReady);
-      replace(frameOut, h("p", {}, h("strong", {}, "Subject: "), h("span", { id: "email-subject" }, preview.subject)), frame,
+      replace(frameOut, h("p", {}, h("strong", {}, "Subject: "), h("span", { id: "email-subject" }, preview.subject),
+        h("span", { className: "muted" }, " · Language "), h("span", { id: "email-locale" }, preview.locale)), frame,
         h("details", {}, h("summary", {}, "Plain-text part"), h("pre", { className: "email-text" }, preview.text)));
     }
     const editable = can("campaigns.update");
@@ -427,7 +441,7 @@ async function renderCampaign(id: string): Promise<void> {
       for (const control of form.element.querySelectorAll<HTMLInputElement | HTMLSelectElement | HTMLTextAreaElement | HTMLButtonElement>("input, select, textarea, button")) control.disabled = true;
     }
     replace(defSection, h("h2", { id: "definition-h" }, "Definition"), out, form.element, h("div", { className: "actions" }, editable ? save : roleNote("Editing the campaign", "campaigns.update")),
-      h("h3", {}, "Email preview"), h("p", { className: "hint" }, "Rendered by the server with the same renderer the worker sends with (save first)."), previewBtn, frameOut);
+      h("h3", {}, "Email preview"), h("p", { className: "hint" }, "Rendered by the server with the same renderer the worker sends with (save first)."), langRow, previewBtn, frameOut);
   }
   renderDefinition();
 
@@ -519,14 +533,21 @@ async function renderCampaign(id: string): Promise<void> {
   const reviewBtn: HTMLButtonElement = button("Review dispatch", () => void guarded(reviewBtn, () => api.call("campaigns.previewDispatch", { campaignId: id }), (err) => replace(reviewOut, errorBox(err))).then((p) => {
     if (!p) return;
     planned = p;
-    const confirm: HTMLButtonElement = button(`Confirm and send to ${p.recipientCount}`, () => void guarded(confirm, () => api.call("campaigns.dispatch", { campaignId: id, expectedPreviewToken: p.previewToken }), (err) => replace(confirmOut, dispatchRefusal(err))).then((started) => {
+    // Too many recipients without their language block the send until the admin accepts, explicitly,
+    // that they get the base content (issue 24: missing_translation, acceptFallback).
+    const fallbackOnly = p.blockedReason === "missing_translation";
+    const accept = h("input", { type: "checkbox", id: "accept-fallback", name: "accept-fallback" });
+    const confirm: HTMLButtonElement = button(`Confirm and send to ${p.recipientCount}`, () => void guarded(confirm, () => api.call("campaigns.dispatch", { campaignId: id, expectedPreviewToken: p.previewToken, ...(fallbackOnly ? { acceptFallback: accept.checked } : {}) }), (err) => replace(confirmOut, dispatchRefusal(err))).then((started) => {
       if (started) {
         replace(confirmOut, h("p", { className: "ok" }, `Dispatch ${started.dispatchId} started (${started.channels.join(", ")}).`));
         confirm.disabled = true;
         announce("Dispatch started.");
         void poll();
       }
-    }), { disabled: Boolean(p.blockedReason) || p.recipientCount === 0 });
+    }), { id: "confirm-send", disabled: Boolean(p.blockedReason) || p.recipientCount === 0 });
+    accept.addEventListener("change", () => {
+      confirm.disabled = !accept.checked || p.recipientCount === 0;
+    });
     const confirmOut = h("div", {});
     replace(reviewOut, h("dl", { className: "counts" },
       h("dt", {}, "Audience"), h("dd", { id: "review-audience" }, String(p.audienceCount)),
@@ -534,7 +555,9 @@ async function renderCampaign(id: string): Promise<void> {
       h("dt", {}, "Recipients"), h("dd", { id: "review-recipients" }, String(p.recipientCount)),
       h("dt", {}, "Notifications"), h("dd", { id: "review-notify" }, String(p.notificationRecipientCount)),
       h("dt", {}, "Emails"), h("dd", { id: "review-email" }, String(p.emailRecipientCount))),
+      languagesReview(p),
       p.blockedReason ? h("p", { role: "alert", className: "error", id: "review-blocked" }, `Blocked: ${p.blockedReason}`) : null,
+      fallbackOnly ? h("div", { className: "field check" }, accept, h("label", { for: accept.id }, `Send the base content to the ${untranslatedTotal(p)} recipients without a translation`)) : null,
       h("p", { className: "hint" }, "Confirming sends exactly this: if anything changed since the review, the server refuses and you review again."),
       can("campaigns.dispatch") ? confirm : roleNote("Sending", "campaigns.dispatch"), confirmOut);
   }));
@@ -576,11 +599,47 @@ async function renderCampaign(id: string): Promise<void> {
     else announce("No dispatch is sending.");
   }
 
+  // Duplicate (issue 24 item 5): the definition, translations included, into a new draft; never the
+  // audience, state or dispatches.
+  const dupId = h("input", { type: "text", name: "duplicate-id", id: "duplicate-id", maxlength: 64, autocomplete: "off", spellcheck: "false", value: `${id}-copy` });
+  const dupOut = h("div", { id: "duplicate-result" });
+  const dupBtn: HTMLButtonElement = button("Duplicate", () => {
+    const newId = dupId.value.trim();
+    void guarded(dupBtn, () => api.call("campaigns.duplicate", { campaignId: id, id: newId }), (err) => replace(dupOut, errorBox(err))).then((copy) => {
+      if (!copy) return;
+      announce(`Duplicated as ${copy.id}.`);
+      location.hash = `#/c/${encodeURIComponent(copy.id)}`;
+    });
+  }, { id: "duplicate-button" });
+  const duplicate = can("campaigns.duplicate")
+    ? h("div", { className: "inline-form", role: "group", "aria-label": "Duplicate the campaign" },
+      field("Id of the copy", dupId, "A new draft with this definition and its translations; no audience.").row, h("div", { className: "actions" }, dupBtn), dupOut)
+    : null;
+
   shell(current.name,
-    h("div", { className: "campaign-head" }, h("p", {}, "Status: ", statusBadge, " · id ", h("code", {}, id)), lifecycle, lifecycleOut),
+    h("div", { className: "campaign-head" }, h("p", {}, "Status: ", statusBadge, " · id ", h("code", {}, id)), lifecycle, lifecycleOut, duplicate),
     h("nav", { className: "sections", "aria-label": "Campaign sections" }, ...[["definition", "Definition"], ["audience", "Audience"], ["test", "Test"], ["review", "Review and send"], ["progress", "Progress"], ["stats", "Stats"], ["explain", "Explain a recipient"]].map(([a, l]) => h("a", { href: `#/c/${encodeURIComponent(id)}`, "data-target": a ?? "", onclick: jump as EventListener }, l ?? ""))),
     defSection, audienceSection, testSection, reviewSection, progressSection, statsSection, explainSection(api, id, guarded, errorBox));
   await Promise.all([loadMembers(true).catch((err: unknown) => replace(pager, errorBox(err))), poll()]);
+}
+
+function untranslatedTotal(p: DispatchPreview): number {
+  return Object.values(p.untranslated ?? {}).reduce<number>((sum, n) => sum + (n ?? 0), 0);
+}
+
+/** Per channel, how many recipients get each language, and who gets the base content for want of theirs. */
+function languagesReview(p: DispatchPreview): HTMLElement | null {
+  const channels = Object.entries(p.localeCounts ?? {});
+  if (!channels.length) return null;
+  const missing = Object.entries(p.untranslated ?? {});
+  return h("div", { id: "review-languages" },
+    h("div", { className: "table-wrap" }, h("table", { id: "locale-counts" }, h("caption", {}, "Recipients by language served"),
+      h("thead", {}, h("tr", {}, ...["Channel", "Language", "Recipients"].map((t) => h("th", { scope: "col" }, t)))),
+      h("tbody", {}, ...channels.flatMap(([channel, counts]) => Object.entries(counts ?? {}).map(([tag, n]) =>
+        h("tr", { "data-channel": channel, "data-locale": tag }, h("th", { scope: "row" }, channel), h("td", { lang: tag }, tag), h("td", {}, String(n ?? 0)))))))),
+    missing.length
+      ? h("p", { id: "review-untranslated" }, "No translation for: ", ...missing.map(([tag, n], i) => h("span", { "data-locale": tag }, `${i ? ", " : ""}${tag} (${n ?? 0})`)), " — they get the base content.")
+      : h("p", { className: "hint", id: "review-untranslated" }, "Every recipient's language has a translation or is the base."));
 }
 
 /** A refused dispatch, explained. Under the tenant's approval policy a large send is FORBIDDEN until a
@@ -662,6 +721,7 @@ function draw(s: Session): void {
   if (hash === "/new") renderNew();
   else if (hash === "/approvals") void renderApprovals(kit(s));
   else if (hash === "/access") renderAccess(kit(s));
+  else if (hash === "/layout") void renderLayout(kit(s));
   else if (hash === "/import") renderTransfer(kit(s));
   else if (hash === "/tenant" || hash.startsWith("/tenant/")) void renderTenantSettings(kit(s), hash.startsWith("/tenant/") ? decodeURIComponent(hash.slice(8)) || null : null);
   else if (hash.startsWith("/c/")) void renderCampaign(decodeURIComponent(hash.slice(3)));

@@ -3,6 +3,7 @@
 import type { Action, Campaign, Channel, Definition, Issue, Message } from "./api";
 import { field, h, replace } from "./dom";
 import { echoUtc, zoneName } from "./time";
+import { translationsEditor } from "./translations";
 
 type Control = HTMLInputElement | HTMLSelectElement | HTMLTextAreaElement;
 const NOTIFY_TITLE_MAX = 65; // push banners truncate here (NotificationCopy in domain/campaign.py)
@@ -13,6 +14,8 @@ export interface Composer {
   /** The definition as typed, with empty optional fields left out. */
   read(): Definition & { id: string };
   showIssues(issues: Issue[]): string[];
+  /** The base language and every translated one, for previewing each. */
+  languages(): string[];
   clearIssues(): void;
 }
 
@@ -126,6 +129,11 @@ export function composer(existing: Campaign | null): Composer {
     return h("div", { className: "field check" }, box, h("label", { for: box.id }, label), error);
   };
 
+  const translations = translationsEditor(def?.locale ?? "en", def?.translations ?? {}, {
+    message: () => readMessage(),
+    email: () => (text(eSubject) || text(eBody) ? { subject: eSubject.value, title: eTitle.value, body: eBody.value, ctaLabel: eCta.value, heroImageUrl: text(eHero) ?? null } : undefined),
+  }, (path, error) => errors.set(path, error), () => onChange.forEach((f) => f()));
+
   const form = h(
     "div",
     { className: "composer" },
@@ -156,6 +164,7 @@ export function composer(existing: Campaign | null): Composer {
     h("fieldset", {}, h("legend", {}, "Email"),
       add("email.subject", "Subject", eSubject), add("email.title", "Heading", eTitle), add("email.body", "Body", eBody),
       add("email.ctaLabel", "Button label", eCta), add("email.heroImageUrl", "Hero image URL (https)", eHero)),
+    translations.element,
     h("fieldset", {}, h("legend", {}, "Window and audience policy"),
       add("startsAt", `Starts at (your time, ${zoneName()})`, startsAt, " "), add("endsAt", `Ends at (your time, ${zoneName()})`, endsAt, " "),
       checkbox("excludeMinors", "Exclude minors (age policy)", excludeMinors),
@@ -224,6 +233,8 @@ export function composer(existing: Campaign | null): Composer {
       const hero = text(eHero);
       if (hero) out.email.heroImageUrl = hero;
     }
+    out.locale = translations.locale.value.trim() || "en";
+    out.translations = translations.read();
     const s = instant(startsAt);
     if (s) out.startsAt = s;
     const e = instant(endsAt);
@@ -292,7 +303,8 @@ export function composer(existing: Campaign | null): Composer {
     return unplaced;
   }
 
-  return { element, read, showIssues, clearIssues };
+  const languages = (): string[] => [translations.locale.value.trim() || "en", ...translations.tags()];
+  return { element, read, showIssues, clearIssues, languages };
 }
 
 /**

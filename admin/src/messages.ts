@@ -20,6 +20,7 @@ interface Row {
 
 const HTTPS: [RegExp, Say] = [/https/, (n) => `Use an https:// address for ${n}.`];
 const APP_PATH: [RegExp, Say] = [/app path/, (n) => `${cap(n)} must be an app path starting with a single /, like /news/spring.`];
+const PLAIN: Record<string, Say> = { string_pattern_mismatch: (n) => `${cap(n)} must be plain text on one line, without line breaks or control characters.` };
 const HEX: Record<string, Say> = { string_pattern_mismatch: (n) => `${cap(n)} must be a hex colour such as #0b7285 or #222.` };
 
 const MESSAGES: Row[] = [
@@ -54,9 +55,13 @@ const MESSAGES: Row[] = [
   { path: /^$/, noun: "the channels", at: ["channels"], when: [[/channel '(\w+)' needs/, (_n, i) => `The ${channelName(i.message)} channel is on but has nothing to send: write its content or turn the channel off.`]] },
   // Tenant settings (domain/tenant.py)
   { path: /^tenantId$/, noun: "the tenant id", codes: { duplicate: (_n, i) => `A tenant with the id ${quoted(i.message)} already exists: choose another id.` } },
-  { path: /^logoUrl$/, noun: "the logo URL", when: [HTTPS] },
-  { path: /^primaryColor$/, noun: "the primary colour", codes: HEX },
-  { path: /^textColor$/, noun: "the text colour", codes: HEX },
+  { path: /^(layout\.)?logoUrl$/, noun: "the logo URL", when: [HTTPS] },
+  { path: /^(layout\.)?primaryColor$/, noun: "the primary colour", codes: HEX },
+  { path: /^(layout\.)?textColor$/, noun: "the text colour", codes: HEX },
+  // The email layout (issue 24): plain text on one line, for the footer and the From header.
+  { path: /^(layout\.)?footerText$/, noun: "the footer text", codes: PLAIN },
+  { path: /^(layout\.)?footerAddress$/, noun: "the postal address", codes: PLAIN },
+  { path: /^(layout\.)?senderName$/, noun: "the sender name", codes: PLAIN },
   { path: /^appOrigin$/, noun: "the app origin", when: [[/exactly https/, "The app origin must be exactly https://host[:port], like https://app.school.example, with no path (http only for localhost)."]] },
   { path: /^emailFrom$/, noun: "the sender", when: [[/address like/, "The sender must be an address like news@school.example or School <news@school.example>."]] },
   { path: /^frequencyCaps\.notify\.max$/, noun: "the notification cap" },

@@ -1,5 +1,6 @@
 """Tenants as records (issue 21 item 1): one organisation's name, branding, app origin, sender, caps and
-approval policy, editable through ``tenants.*`` without a redeploy.
+approval policy, and its email layout (issue 24 item 6: footer copy, sender display name), editable
+through ``tenants.*`` without a redeploy.
 
 One model per direction: ``TenantCreate`` (input), ``TenantPatch`` (partial update input), ``TenantPublic``
 (what admins read back). ``TenantSettings`` is the validated whole that is stored; a patch is applied to
@@ -28,7 +29,10 @@ from campaign_engine.domain.tenancy import TenantId
 __all__ = [
     "CLEARABLE_TENANT_FIELDS",
     "Approval",
+    "LayoutPatch",
+    "LayoutPreviewInput",
     "TenantCreate",
+    "TenantLayout",
     "TenantPatch",
     "TenantPublic",
     "TenantSettings",
@@ -95,6 +99,14 @@ LogoUrl = Annotated[str, StringConstraints(max_length=2048), AfterValidator(_htt
 AppOrigin = Annotated[str, StringConstraints(max_length=512), AfterValidator(_app_origin)]
 Sender = Annotated[str, StringConstraints(max_length=320), AfterValidator(_sender)]
 TenantName = Annotated[Text, Field(min_length=1, max_length=200)]
+
+
+# Layout copy is plain text on one line: the renderer escapes it, and no control character (a CR/LF in
+# a From header, a NUL) can reach a header or a template. A pattern, so the API schema states it too.
+_PLAIN = r"^[^\x00-\x1f\x7f-\x9f]*$"
+FooterText = Annotated[Text, StringConstraints(min_length=1, max_length=500, pattern=_PLAIN)]
+FooterAddress = Annotated[Text, StringConstraints(min_length=1, max_length=300, pattern=_PLAIN)]
+SenderName = Annotated[Text, StringConstraints(min_length=1, max_length=100, pattern=_PLAIN)]
 TenantCaps = dict[CapChannel, ChannelCap]
 
 
@@ -120,6 +132,9 @@ class TenantSettings(_Strict):
     email_from: Annotated[Sender | None, Field(alias="emailFrom")] = None
     frequency_caps: Annotated[TenantCaps, Field(alias="frequencyCaps")] = Field(default_factory=dict)
     approval: Approval | None = None
+    footer_text: Annotated[FooterText | None, Field(alias="footerText")] = None
+    footer_address: Annotated[FooterAddress | None, Field(alias="footerAddress")] = None
+    sender_name: Annotated[SenderName | None, Field(alias="senderName")] = None
 
     def wire(self) -> dict[str, Any]:
         return self.model_dump(mode="json", by_alias=True)
@@ -130,7 +145,17 @@ class TenantCreate(TenantSettings):
 
 
 CLEARABLE_TENANT_FIELDS = frozenset(
-    {"logoUrl", "primaryColor", "textColor", "appOrigin", "emailFrom", "approval"}
+    {
+        "logoUrl",
+        "primaryColor",
+        "textColor",
+        "appOrigin",
+        "emailFrom",
+        "approval",
+        "footerText",
+        "footerAddress",
+        "senderName",
+    }
 )
 
 
@@ -149,11 +174,48 @@ class TenantPatch(BaseModel):
     email_from: Annotated[Sender | None, Field(alias="emailFrom")] = None
     frequency_caps: Annotated[TenantCaps | None, Field(alias="frequencyCaps")] = None
     approval: Approval | None = None
+    footer_text: Annotated[FooterText | None, Field(alias="footerText")] = None
+    footer_address: Annotated[FooterAddress | None, Field(alias="footerAddress")] = None
+    sender_name: Annotated[SenderName | None, Field(alias="senderName")] = None
 
     def changes(self) -> dict[str, Any]:
         """The fields the caller sent, by wire name, in wire form, with ``None`` meaning "clear"."""
         sent = self.model_fields_set - {"tenant_id"}
         return self.model_dump(mode="json", by_alias=True, include=sent)
+
+
+class TenantLayout(BaseModel):
+    """The email layout of a tenant (issue 24 item 6), the part of its settings its own admins may edit:
+    logo, colours, footer copy and the From display name. Every field optional: ``null`` clears it, and
+    a cleared field renders as the built-in default (no footer line, EMAIL_FROM's name)."""
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+    logo_url: Annotated[LogoUrl | None, Field(alias="logoUrl")] = None
+    primary_color: Annotated[HexColour | None, Field(alias="primaryColor")] = None
+    text_color: Annotated[HexColour | None, Field(alias="textColor")] = None
+    footer_text: Annotated[FooterText | None, Field(alias="footerText")] = None
+    footer_address: Annotated[FooterAddress | None, Field(alias="footerAddress")] = None
+    sender_name: Annotated[SenderName | None, Field(alias="senderName")] = None
+
+    def changes(self) -> dict[str, Any]:
+        """The fields the caller sent, by wire name, with ``None`` meaning "clear"."""
+        return self.model_dump(mode="json", by_alias=True, include=self.model_fields_set - {"tenant_id"})
+
+
+class LayoutPatch(TenantLayout):
+    """``tenants.updateLayout``: a partial patch of one tenant's layout, nothing else of its record."""
+
+    tenant_id: Annotated[str, Field(alias="tenantId", min_length=1, max_length=64)]
+
+
+class LayoutPreviewInput(BaseModel):
+    """``tenants.previewLayout``: the stored layout, or ``layout`` (a proposed patch) applied over it."""
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+    tenant_id: Annotated[str, Field(alias="tenantId", min_length=1, max_length=64)]
+    layout: TenantLayout | None = None
 
 
 class TenantPublic(TenantSettings):
@@ -186,6 +248,9 @@ def tenant_from_node(node: Mapping[str, Any]) -> TenantPublic:
             "emailFrom": node.get("emailFrom"),
             "frequencyCaps": json.loads(node.get("frequencyCaps") or "{}"),
             "approval": json.loads(node["approval"]) if node.get("approval") else None,
+            "footerText": node.get("footerText"),
+            "footerAddress": node.get("footerAddress"),
+            "senderName": node.get("senderName"),
             "createdAt": node["createdAt"],
             "updatedAt": node["updatedAt"],
         }

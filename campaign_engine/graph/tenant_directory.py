@@ -28,12 +28,12 @@ from typing import Any, TypeVar
 
 from campaign_engine.config import Settings
 from campaign_engine.domain.frequency_cap import DEFAULT_TENANT, CapChannel, ChannelCap
-from campaign_engine.domain.tenant import TenantPublic
+from campaign_engine.domain.tenant import TenantPublic, TenantSettings
 from campaign_engine.domain.types import Clock, system_clock
 from campaign_engine.graph.graph import Graph
 from campaign_engine.graph.tenants import load_tenants, seed_tenants
 
-__all__ = ["DEFAULT_TTL_SECONDS", "TenantDirectory", "directory_for", "tenants_of"]
+__all__ = ["DEFAULT_TTL_SECONDS", "TenantDirectory", "branding_entry", "directory_for", "tenants_of"]
 
 log = logging.getLogger(__name__)
 
@@ -82,6 +82,8 @@ class TenantDirectory:
         self._records: dict[str, TenantPublic] | None = None
         self._loaded_at = 0.0
         self._seed: list[dict[str, Any]] | None = None
+        self.platform_from: str | None = None
+        """EMAIL_FROM, the address a layout's sender name goes on when no record names one."""
 
     def seed_before_load(self, rows: list[dict[str, Any]]) -> None:
         """Seed these rows (``graph/tenants.py:settings_seed``) before the next load; no I/O now."""
@@ -134,9 +136,12 @@ class TenantDirectory:
         return _LiveView(lambda: {t: r.app_origin for t, r in self.records().items() if r.app_origin})
 
     def branding(self) -> Mapping[str, Mapping[str, str]]:
-        """tenant -> ``{"name", "logoUrl"?, "primaryColor"?, "textColor"?, "emailFrom"?}``, the shape of a
-        ``CAMPAIGN_TENANTS`` entry that ``render.py:branding_for`` reads (``emailFrom`` for compose)."""
-        return _LiveView(lambda: {t: _branding_entry(r) for t, r in self.records().items()})
+        """tenant -> ``{"name", "logoUrl"?, "primaryColor"?, "textColor"?, "emailFrom"?, "footerText"?,
+        "footerAddress"?, "senderName"?, "platformFrom"?}``, the shape of a ``CAMPAIGN_TENANTS`` entry
+        that ``render.py:branding_for`` reads (the senders for ``compose.py:sender_for``)."""
+        return _LiveView(
+            lambda: {t: branding_entry(r, self.platform_from) for t, r in self.records().items()}
+        )
 
     def frequency_caps(self) -> Mapping[str, Mapping[CapChannel, ChannelCap]]:
         """tenant -> channel -> cap, with ``"*"`` = the default tenant's, as ``CAMPAIGN_FREQUENCY_CAPS``."""
@@ -153,13 +158,18 @@ class TenantDirectory:
         return caps
 
 
-def _branding_entry(record: TenantPublic) -> dict[str, str]:
+def branding_entry(record: TenantSettings, platform_from: str | None) -> dict[str, str]:
+    """One tenant's entry of ``branding()``: what the renderer and ``compose.py`` read of its layout."""
     entry = {
         "name": record.name,
         "logoUrl": record.logo_url,
         "primaryColor": record.primary_color,
         "textColor": record.text_color,
         "emailFrom": record.email_from,
+        "footerText": record.footer_text,
+        "footerAddress": record.footer_address,
+        "senderName": record.sender_name,
+        "platformFrom": platform_from if record.sender_name else None,
     }
     return {k: v for k, v in entry.items() if v is not None}
 
@@ -178,5 +188,7 @@ def directory_for(graph: Graph, *, default_tenant: str) -> TenantDirectory:
 
 
 def tenants_of(graph: Graph, settings: Settings) -> TenantDirectory:
-    """``directory_for`` with the default tenant these settings name."""
-    return directory_for(graph, default_tenant=settings.campaign_default_tenant_id)
+    """``directory_for`` with the default tenant these settings name (and their EMAIL_FROM)."""
+    directory = directory_for(graph, default_tenant=settings.campaign_default_tenant_id)
+    directory.platform_from = settings.email_from
+    return directory

@@ -23,7 +23,9 @@ from campaign_engine.config import ConfigError, Settings
 from campaign_engine.domain.errors import BadRequest, Conflict, NotFound, bad_request_from
 from campaign_engine.domain.frequency_cap import DEFAULT_TENANT, CapChannel, ChannelCap
 from campaign_engine.domain.tenant import (
+    LayoutPatch,
     TenantCreate,
+    TenantLayout,
     TenantPatch,
     TenantPublic,
     TenantSettings,
@@ -39,15 +41,18 @@ __all__ = [
     "TenantPage",
     "create_tenant",
     "get_tenant",
+    "layout_applied",
     "list_tenants",
     "load_tenants",
     "seed_rows",
     "seed_tenants",
     "settings_seed",
+    "update_layout",
     "update_tenant",
 ]
 
 _LOAD_PAGE = 1000
+_SEEDED_LAYOUT = ("logoUrl", "primaryColor", "textColor", "footerText", "footerAddress", "senderName")
 
 
 class TenantPage(BaseModel):
@@ -95,25 +100,52 @@ def update_tenant(
         raise BadRequest("a tenant's name cannot be cleared", issues=[_issue("name", "cannot be null")])
     if "frequencyCaps" in changes and changes["frequencyCaps"] is None:
         changes["frequencyCaps"] = {}
+    return _patch(graph, patch.tenant_id, changes, now=now, audit=audit)
+
+
+def update_layout(
+    graph: Graph, *, patch: LayoutPatch, now: datetime, audit: AuditContext | None
+) -> TenantPublic:
+    """``tenants.updateLayout``: only the layout fields change (issue 24 item 6), merged and validated
+    like any patch, in one audited transaction."""
+    return _patch(graph, patch.tenant_id, patch.changes(), now=now, audit=audit)
+
+
+def layout_applied(current: TenantPublic, layout: TenantLayout | None) -> TenantSettings:
+    """The tenant's settings with a proposed layout patch over them (a preview), validated whole."""
+    merged = _settings_wire(current)
+    try:
+        return TenantSettings.model_validate({**merged, **(layout.changes() if layout else {})})
+    except ValidationError as exc:
+        raise bad_request_from(exc, "the proposed layout is invalid") from exc
+
+
+def _settings_wire(current: TenantPublic) -> dict[str, Any]:
+    return {k: v for k, v in current.wire().items() if k not in ("tenantId", "createdAt", "updatedAt")}
+
+
+def _patch(
+    graph: Graph, tenant_id: str, changes: dict[str, Any], *, now: datetime, audit: AuditContext | None
+) -> TenantPublic:
+    """Merge ``changes`` into the locked record and validate the whole again; BAD_REQUEST writes nothing."""
 
     def tx_fn(tx: Tx) -> dict[str, Any]:
-        record = tx.run(query("tenant_lock"), tenantId=patch.tenant_id).single()
+        record = tx.run(query("tenant_lock"), tenantId=tenant_id).single()
         if record is None:
-            raise NotFound(f"tenant '{patch.tenant_id}' not found")
-        current = tenant_from_node(record["tenant"]).wire()
-        merged = {k: v for k, v in current.items() if k not in ("tenantId", "createdAt", "updatedAt")}
+            raise NotFound(f"tenant '{tenant_id}' not found")
+        merged = _settings_wire(tenant_from_node(record["tenant"]))
         try:
             settings = TenantSettings.model_validate({**merged, **changes})
         except ValidationError as exc:
             raise bad_request_from(exc, "the patched tenant is invalid") from exc
         saved = tx.run(
             query("tenant_save"),
-            tenantId=patch.tenant_id,
+            tenantId=tenant_id,
             props=tenant_node_properties(settings),
             now=format_ts(now),
         ).single()
         assert saved is not None
-        _audit(tx, audit, patch.tenant_id, changed=list(changes))
+        _audit(tx, audit, tenant_id, changed=list(changes))
         return dict(saved["tenant"])
 
     return tenant_from_node(graph.write(tx_fn))
@@ -183,7 +215,7 @@ def seed_rows(
         try:
             record = TenantCreate.model_validate(
                 {
-                    **{k: v for k, v in entry.items() if k in ("logoUrl", "primaryColor", "textColor")},
+                    **{k: v for k, v in entry.items() if k in _SEEDED_LAYOUT},
                     "tenantId": tenant_id,
                     "name": entry.get("name") or tenant_id,
                     "appOrigin": app_origins.get(tenant_id),

@@ -73,6 +73,9 @@ _POSITIVE_DATA_ALSO_REFUSED = {
     "apiKeys.create": "expiresAt in the future",
     # The same, and the name of a tenant cannot be cleared (null is the patch's "clear").
     "tenants.update": "appOrigin, logoUrl and emailFrom are parsed; name cannot be cleared",
+    # A logo URL is parsed as a URL (https, a host): the schema gives its length only.
+    "tenants.updateLayout": "logoUrl is parsed, not matched",
+    "tenants.previewLayout": "logoUrl is parsed, not matched",
     # An endpoint URL passes the egress rules (https outside local development, allowed ports, no
     # private or metadata address): a URL's shape is all the schema can say.
     "webhookEndpoints.create": "the url passes the egress rules",

@@ -198,6 +198,8 @@ def _inputs(seeded: Seeded) -> dict[str, Any]:
         "tenants.update": {"tenantId": A, "name": "Alpha renamed"},
         "tenants.get": tenant,
         "tenants.list": {},
+        "tenants.updateLayout": {"tenantId": A, "footerText": "Alpha School, est. 1901"},
+        "tenants.previewLayout": {"tenantId": A, "layout": {"senderName": "Alpha News"}},
         "webhookEndpoints.create": {"url": "https://hooks.alpha.example/v2", "events": ["campaign.created"]},
         "webhookEndpoints.list": None,
         "webhookEndpoints.update": {"id": seeded.endpoint_id, "description": "renamed", "events": ["*"]},

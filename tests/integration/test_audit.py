@@ -237,6 +237,9 @@ def test_every_admin_mutation_commits_exactly_one_entry_with_its_revisions(
     assert entry["detail"] == '{"fields":["name"]}'
     _, entry = call("tenants.update", {"tenantId": "acme", "primaryColor": "#123456"})
     assert (entry["targetType"], entry["detail"]) == ("tenant", '{"fields":["primaryColor"]}')
+    layout = {"tenantId": "acme", "footerText": "Acme <Academy>", "senderName": None}
+    _, entry = call("tenants.updateLayout", layout)
+    assert (entry["targetId"], entry["detail"]) == ("acme", '{"fields":["footerText","senderName"]}')
 
     created_endpoint = {"url": "https://hooks.example/events", "events": ["*"], "description": "ops"}
     endpoint, entry = call("webhookEndpoints.create", created_endpoint)
@@ -294,6 +297,7 @@ def test_a_failed_mutation_leaves_no_entry(api: TrpcClient, graph: Graph, clock:
         "tenants.update", {"tenantId": "default", "primaryColor": "blue"}, "BAD_REQUEST"
     )  # after the lock
     call.refused("tenants.update", {"tenantId": "nope", "name": "x"}, "NOT_FOUND")
+    call.refused("tenants.updateLayout", {"tenantId": "nope", "footerText": "x"}, "NOT_FOUND")
     taken = {"profiles": [{"profileId": "m2", "did": "did:web:m1.example"}]}
     call.refused("profiles.upsert", taken, "BAD_REQUEST")  # constraint violation inside the transaction
     call.refused(

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from email.header import Header
+from email.utils import parseaddr
 from functools import cached_property
 from typing import Any
 
@@ -121,7 +122,7 @@ def _content(
             campaign_id=campaign.id,
         ),
         campaign_id=campaign.id,
-        sender=_sender_for(tenants, campaign.tenant_id, default_tenant),
+        sender=sender_for(tenants, campaign.tenant_id, default_tenant),
         locale=served,
         list_name=campaign.name,
         tenant_id=campaign.tenant_id or default_tenant,
@@ -164,13 +165,31 @@ def email_variants_for(
     return EmailVariants(languages, by_language)
 
 
-def _sender_for(tenants: Mapping[str, Any], tenant_id: str | None, default_tenant: str) -> str | None:
-    """The tenant entry's ``emailFrom`` (a tenant record's), else the default tenant's, else None."""
+def sender_for(tenants: Mapping[str, Any], tenant_id: str | None, default_tenant: str) -> str | None:
+    """The tenant entry's ``emailFrom`` (a tenant record's), else the default tenant's, else None (the
+    provider's EMAIL_FROM); with the layout's ``senderName`` (issue 24 item 6) as its display name, on
+    that address or, without one, on ``platformFrom`` (EMAIL_FROM, as the directory passes it)."""
+    address: str | None = None
     for candidate in (tenant_id or default_tenant, default_tenant):
         entry = tenants.get(candidate)
         if isinstance(entry, Mapping) and isinstance(entry.get("emailFrom"), str):
-            return str(entry["emailFrom"])
-    return None
+            address = str(entry["emailFrom"])
+            break
+    own = tenants.get(tenant_id or default_tenant) or tenants.get(default_tenant)
+    name = own.get("senderName") if isinstance(own, Mapping) else None
+    fallback = own.get("platformFrom") if isinstance(own, Mapping) else None
+    bare = parseaddr(address or (fallback if isinstance(fallback, str) else ""))[1]
+    if not isinstance(name, str) or not name.strip() or not bare:
+        return address
+    return f"{display_phrase(name)} <{bare}>"
+
+
+def display_phrase(name: str) -> str:
+    """A header phrase (RFC 5322): RFC 2047-encoded when not ASCII, quoted when it has specials."""
+    name = " ".join(name.split())
+    if not name.isascii():
+        return Header(name, "utf-8").encode()
+    return quote_phrase(name) if any(ch in _PHRASE_SPECIALS for ch in name) else name
 
 
 def quote_phrase(name: str) -> str:
@@ -189,13 +208,7 @@ def list_id(content: EmailContent, domain_name: str) -> str:
     name = " ".join(content.list_name.split())
     if not name:
         return f"<{ident}>"
-    if not name.isascii():
-        phrase = Header(name, "utf-8").encode()
-    elif any(ch in _PHRASE_SPECIALS for ch in name):
-        phrase = quote_phrase(name)
-    else:
-        phrase = name
-    return f"{phrase} <{ident}>"
+    return f"{display_phrase(name)} <{ident}>"
 
 
 def compose_email(

@@ -69,12 +69,18 @@ class EmailCopyLike(Protocol):
 
 @dataclass(frozen=True)
 class Branding:
-    """How a tenant's emails look. Colours are ``#rgb``/``#rrggbb``; the logo must be https."""
+    """How a tenant's emails look, its layout (issue 24 item 6): a value the renderer takes, built from the
+    tenant record. Colours are ``#rgb``/``#rrggbb``; the logo must be https; footer copy and the sender
+    name are plain text, escaped like every other copy."""
 
     name: str
     primary_colour: str = "#1f6feb"
     text_colour: str = "#1f2328"
     logo_url: str | None = None
+    footer_text: str | None = None
+    footer_address: str | None = None
+    sender_name: str | None = None
+    """The From display name; ``compose.py`` pairs it with the tenant's address."""
 
     def __post_init__(self) -> None:
         if not self.name.strip():
@@ -146,7 +152,8 @@ def cta_url_for(
 def branding_for(tenants: Mapping[str, Any], tenant_id: str | None, default_tenant: str) -> Branding:
     """The tenant's branding; an unknown tenant gets the default tenant's, else the built-in default.
 
-    A tenant entry is ``{"name", "logoUrl"?, "primaryColor"?, "textColor"?}``; a malformed entry raises
+    A tenant entry is ``{"name", "logoUrl"?, "primaryColor"?, "textColor"?, "footerText"?,
+    "footerAddress"?, "senderName"?}``; a malformed entry raises
     EmailConfigError rather than silently sending unbranded mail.
     """
     for candidate in (tenant_id or default_tenant, default_tenant):
@@ -164,6 +171,9 @@ def _branding_from(entry: Any, tenant: str) -> Branding:
         ("primaryColor", "primary_colour"),
         ("textColor", "text_colour"),
         ("logoUrl", "logo_url"),
+        ("footerText", "footer_text"),
+        ("footerAddress", "footer_address"),
+        ("senderName", "sender_name"),
     ):
         if entry.get(wire) is not None:
             fields[attr] = entry[wire]

@@ -283,9 +283,19 @@ export interface Procedures {
     input: ListInputValidation | undefined;
     output: TenantPage;
   };
+  "tenants.previewLayout": {
+    kind: "query";
+    input: LayoutPreviewInput;
+    output: LayoutPreview;
+  };
   "tenants.update": {
     kind: "mutation";
     input: TenantPatch;
+    output: TenantPublic;
+  };
+  "tenants.updateLayout": {
+    kind: "mutation";
+    input: LayoutPatch;
     output: TenantPublic;
   };
   "webhookEndpoints.create": {
@@ -1455,6 +1465,9 @@ export interface TenantCreate {
     [k: string]: ChannelCap | undefined;
   };
   approval?: Approval | null;
+  footerText?: string | null;
+  footerAddress?: string | null;
+  senderName?: string | null;
   tenantId: string;
 }
 /**
@@ -1492,6 +1505,9 @@ export interface TenantPublic {
     [k: string]: ChannelCap | undefined;
   };
   approval?: Approval | null;
+  footerText?: string | null;
+  footerAddress?: string | null;
+  senderName?: string | null;
   tenantId: string;
   createdAt: string;
   updatedAt: string;
@@ -1513,6 +1529,45 @@ export interface TenantPage {
   hasMore: boolean;
 }
 /**
+ * ``tenants.previewLayout``: the stored layout, or ``layout`` (a proposed patch) applied over it.
+ *
+ * This interface was referenced by `Procedures`'s JSON-Schema
+ * via the `definition` "LayoutPreviewInput".
+ */
+export interface LayoutPreviewInput {
+  tenantId: string;
+  layout?: TenantLayout | null;
+}
+/**
+ * The email layout of a tenant (issue 24 item 6), the part of its settings its own admins may edit:
+ * logo, colours, footer copy and the From display name. Every field optional: ``null`` clears it, and
+ * a cleared field renders as the built-in default (no footer line, EMAIL_FROM's name).
+ *
+ * This interface was referenced by `Procedures`'s JSON-Schema
+ * via the `definition` "TenantLayout".
+ */
+export interface TenantLayout {
+  logoUrl?: string | null;
+  primaryColor?: string | null;
+  textColor?: string | null;
+  footerText?: string | null;
+  footerAddress?: string | null;
+  senderName?: string | null;
+}
+/**
+ * This interface was referenced by `Procedures`'s JSON-Schema
+ * via the `definition` "LayoutPreview".
+ */
+export interface LayoutPreview {
+  subject: string;
+  html: string;
+  text: string;
+  /**
+   * the From header the tenant's email carries with this layout
+   */
+  sender: string;
+}
+/**
  * A partial update: omitted fields are kept, ``null`` clears an optional field (``frequencyCaps``
  * is cleared with ``{}``; ``name`` cannot be cleared).
  *
@@ -1531,6 +1586,24 @@ export interface TenantPatch {
     [k: string]: ChannelCap | undefined;
   } | null;
   approval?: Approval | null;
+  footerText?: string | null;
+  footerAddress?: string | null;
+  senderName?: string | null;
+}
+/**
+ * ``tenants.updateLayout``: a partial patch of one tenant's layout, nothing else of its record.
+ *
+ * This interface was referenced by `Procedures`'s JSON-Schema
+ * via the `definition` "LayoutPatch".
+ */
+export interface LayoutPatch {
+  logoUrl?: string | null;
+  primaryColor?: string | null;
+  textColor?: string | null;
+  footerText?: string | null;
+  footerAddress?: string | null;
+  senderName?: string | null;
+  tenantId: string;
 }
 /**
  * This interface was referenced by `Procedures`'s JSON-Schema
