@@ -114,6 +114,13 @@ class Settings(BaseSettings):
     # Consecutive failed attempts at one page (job raised, or re-armed by the sweeper without progress)
     # before its Dispatch becomes `failed`; campaigns.resumeDispatch resumes it from its cursor.
     campaign_dispatch_max_page_failures: int = Field(default=5, ge=1, le=1000)
+    # The health guard (issue 26, domain/dispatch_health.py): a sending Dispatch whose own hard-bounce,
+    # complaint or rejection rate crosses its limit, once this many emails were accepted (attempts
+    # answered, for rejections), pauses before its next page. Tenants may override the three limits.
+    campaign_guard_min_sample: int = Field(default=100, ge=1, le=10_000_000)
+    campaign_guard_max_hard_bounce_rate: float = Field(default=0.02, ge=0, le=1)
+    campaign_guard_max_complaint_rate: float = Field(default=0.001, ge=0, le=1)
+    campaign_guard_max_rejection_rate: float = Field(default=0.05, ge=0, le=1)
 
     # --- queue ---------------------------------------------------------------------------------
     campaign_queue_backend: Literal["local", "sqs"] = "local"

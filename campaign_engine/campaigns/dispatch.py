@@ -173,7 +173,8 @@ def preview_dispatch(
 _WALKED_CHANNELS: tuple[DeliveryChannel, ...] = ("notify", "email")
 
 _SUPERSEDE = """
-MATCH (old:Dispatch {status: 'sending'})-[:DISPATCH_OF]->(:Campaign {id: $campaignId})
+MATCH (old:Dispatch)-[:DISPATCH_OF]->(:Campaign {id: $campaignId})
+WHERE old.status IN ['sending', 'paused']  // a paused one (health guard) is superseded too
 SET old.status = 'stopped', old.lastError = 'superseded', old.finishedAt = $now
 """
 

@@ -4,7 +4,7 @@ creates Dispatches, the page walks and workers move them."""
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -13,10 +13,24 @@ from campaign_engine.domain.errors import NotFound
 from campaign_engine.domain.tenancy import CampaignRefOut
 from campaign_engine.graph.graph import Graph
 
-__all__ = ["WIRE", "DispatchPublic", "dispatch_from_node", "get_dispatch", "list_dispatches"]
+__all__ = ["WIRE", "DispatchPublic", "PauseReason", "dispatch_from_node", "get_dispatch", "list_dispatches"]
 
 WIRE = ConfigDict(populate_by_name=True)
 """The API's models are read and written by their camelCase aliases; Python names work too."""
+
+
+class PauseReason(BaseModel):
+    """Why the health guard paused a Dispatch (issue 26): the rate over its limit, and as a sentence."""
+
+    model_config = WIRE
+
+    rate: Literal["hardBounce", "complaint", "rejection"]
+    value: float
+    limit: float
+    sample: int
+    """Accepted emails (answered attempts, for ``rejection``) the rate is over."""
+    message: str
+    """Readable, e.g. ``hard_bounce_rate 0.03 > 0.02 (over 200)``."""
 
 
 class DispatchPublic(BaseModel):
@@ -69,6 +83,12 @@ class DispatchPublic(BaseModel):
     # Issue 21: the second publisher who approved this send under the tenant's approval policy.
     approved_by: Annotated[str | None, Field(alias="approvedBy")] = None
     approved_at: Annotated[str | None, Field(alias="approvedAt")] = None
+    # Issue 26, the health guard: email feedback counted on the Dispatch that sent it (first hard bounce
+    # or complaint of each send), and, while `paused`, why and since when (resumeDispatch goes on).
+    hard_bounces: Annotated[int, Field(alias="hardBounces")] = 0
+    complaints: int = 0
+    paused_at: Annotated[str | None, Field(alias="pausedAt")] = None
+    pause_reason: Annotated[PauseReason | None, Field(alias="pauseReason")] = None
 
 
 _GET = """
@@ -86,7 +106,17 @@ LIMIT 200
 
 def dispatch_from_node(node: dict[str, Any]) -> DispatchPublic:
     per_recipient = node.get("sendLocalTime") is not None
-    return DispatchPublic.model_validate({**node, "dispatchId": node["id"], "perRecipient": per_recipient})
+    reason = None
+    if node.get("status") == "paused" and node.get("pauseRate") is not None:
+        reason = {
+            "rate": node["pauseRate"],
+            "value": node["pauseValue"],
+            "limit": node["pauseLimit"],
+            "sample": node["pauseSample"],
+            "message": node["pauseReason"],
+        }
+    wire = {**node, "dispatchId": node["id"], "perRecipient": per_recipient, "pauseReason": reason}
+    return DispatchPublic.model_validate(wire)
 
 
 def get_dispatch(graph: Graph, dispatch_id: str) -> DispatchPublic:

@@ -1,9 +1,18 @@
-"""``campaigns.resumeDispatch``: a ``failed`` Dispatch resumes from its durable cursor.
+"""``campaigns.resumeDispatch``: a ``failed`` or ``paused`` Dispatch resumes from its durable cursor.
 
 A walk fails for good after ``CAMPAIGN_DISPATCH_MAX_PAGE_FAILURES`` failed attempts in a row
 (``delivery/jobs.py``, ``delivery/sweeper.py``), and an email walk after
 ``CAMPAIGN_EMAIL_MAX_DEFERRALS`` back-pressure deferrals in a row; once an operator fixed the cause (or
 the provider accepts mail again), this is the way back: both counts reset.
+
+A walk is ``paused`` by the health guard (``delivery/health_guard.py``) when its own bounce, complaint
+or rejection rate crossed its limit; resuming is the admin's decision to go on regardless. So that the
+guard does not pause again at once on the very numbers the admin judged, the resume restarts the guard's
+window: the counters of this moment are stored as ``guardBase*`` (and ``guardSince``), and the guard
+judges only what is accepted, bounced, complained about or refused after it, with
+``CAMPAIGN_GUARD_MIN_SAMPLE`` counted afresh (``domain/dispatch_health.py``). The pause's reason
+moves to ``pastErrors``.
+Either resume records a ``dispatch.resumed`` event in its transaction.
 Lock order is campaign, then Dispatch, as for a confirmation.
 """
 
@@ -20,6 +29,7 @@ from campaign_engine.domain.types import format_ts
 from campaign_engine.graph.audit import AuditContext, record_audit
 from campaign_engine.graph.graph import Graph, Tx
 from campaign_engine.graph.locks import lock_campaign
+from campaign_engine.graph.webhook_outbox import record_dispatch_events
 from campaign_engine.queue.port import Queue, QueueError
 
 __all__ = ["resume_dispatch"]
@@ -34,17 +44,29 @@ MATCH (d:Dispatch {id: $dispatchId})-[:DISPATCH_OF]->(c:Campaign {id: $campaignI
 SET d.casLock = coalesce(d.casLock, 0) + 1
 WITH d, c
 OPTIONAL MATCH (other:Dispatch {channel: d.channel})-[:DISPATCH_OF]->(c)
-WHERE other.id <> d.id AND (other.status = 'sending' OR other.startedAt > d.startedAt)
+WHERE other.id <> d.id AND (other.status IN ['sending', 'paused'] OR other.startedAt > d.startedAt)
 WITH d, c, other ORDER BY other.startedAt DESC LIMIT 1
 RETURN d {.*, campaignId: c.id} AS dispatch, other {.id, .status} AS newer
 """
 
+# A paused one restarts the health guard's window at the counters of now (module docstring).
 _RESUME = """
 MATCH (d:Dispatch {id: $dispatchId})
+WITH d, d.status = 'paused' AS wasPaused,
+     CASE WHEN d.status = 'paused' THEN 'paused: ' + d.pauseReason ELSE coalesce(d.lastError, 'failed') END
+       AS past
 SET d.status = 'sending', d.pageFailures = 0, d.emailDeferrals = null, d.nextPageAt = null,
     d.finishedAt = null,
-    d.pastErrors = (coalesce(d.pastErrors, []) + [$failedAt + ' ' + coalesce(d.lastError, 'failed')])[-20..],
-    d.lastError = null, d.lastProgressAt = $now, d.resumedAt = $now
+    d.pastErrors = (coalesce(d.pastErrors, []) + [$failedAt + ' ' + past])[-20..],
+    d.lastError = CASE WHEN wasPaused THEN d.lastError ELSE null END,
+    d.lastProgressAt = $now, d.resumedAt = $now
+FOREACH (_ IN CASE WHEN wasPaused THEN [1] ELSE [] END |
+  SET d.guardSince = $now, d.guardBaseEmailed = coalesce(d.emailed, 0),
+      d.guardBaseRejected = coalesce(d.rejected, 0), d.guardBaseHardBounces = coalesce(d.hardBounces, 0),
+      d.guardBaseComplaints = coalesce(d.complaints, 0),
+      d.guardBaseAcknowledged = coalesce(d.acknowledged, 0),
+      d.pauseReason = null, d.pauseRate = null, d.pauseValue = null, d.pauseLimit = null,
+      d.pauseSample = null, d.pausedAt = null)
 RETURN d {.*, campaignId: $campaignId} AS dispatch
 """
 
@@ -52,9 +74,9 @@ RETURN d {.*, campaignId: $campaignId} AS dispatch
 def resume_dispatch(
     graph: Graph, queue: Queue, *, dispatch_id: str, now: datetime, audit: AuditContext | None = None
 ) -> DispatchPublic:
-    """Resume a ``failed`` Dispatch from its durable cursor (``campaigns.resumeDispatch``).
+    """Resume a ``failed`` or ``paused`` Dispatch from its durable cursor (``campaigns.resumeDispatch``).
 
-    Only ``failed`` resumes: ``completed`` has nothing left, and ``stopped`` means a pause, the
+    Only ``failed`` and ``paused`` resume: ``completed`` has nothing left, and ``stopped`` means a pause, the
     window, a deletion or a newer confirmation ended it, so the campaign's own status and a new
     dispatch say what happens next (already notified or emailed recipients are skipped). The campaign
     must be the same incarnation and able to send on the channel, and no newer Dispatch of the same
@@ -78,12 +100,16 @@ def resume_dispatch(
             _RESUME,
             dispatchId=dispatch_id,
             campaignId=campaign["id"],
-            failedAt=current.get("finishedAt") or stamp,
+            failedAt=current.get("finishedAt") or current.get("pausedAt") or stamp,
             now=stamp,
         ).single(strict=True)
         record_audit(tx, audit, target_type="dispatch", target_id=dispatch_id, campaign=campaign,
                      revision_before=campaign["revision"], revision_after=campaign["revision"],
-                     detail={"channel": current["channel"], "cursor": current.get("cursor")})  # fmt: skip
+                     detail={"channel": current["channel"], "cursor": current.get("cursor"),
+                             "from": current.get("status"),
+                             "pauseReason": current.get("pauseReason")})  # fmt: skip
+        record_dispatch_events(tx, graph, "dispatch.resumed", [dispatch_id], now=stamp,
+                               **{"from": current.get("status")})  # fmt: skip
         return dispatch_from_node(dict(resumed["dispatch"]))
 
     resumed = graph.write(tx_fn)
@@ -109,14 +135,16 @@ def _check_resumable(
 ) -> None:
     """Why this Dispatch must not resume, as a CONFLICT the admin can act on (checked under the locks)."""
     dispatch_id, status = dispatch_node["id"], dispatch_node.get("status")
-    if status != "failed":
+    if status not in ("failed", "paused"):
         advice = {
             "sending": "it is still sending",
             "completed": "it completed; there is nothing left to send",
             "stopped": "a stopped dispatch is not resumed: once the campaign is live, dispatch again "
             "(recipients already reached are skipped)",
         }.get(str(status), f"its status is {status}")
-        raise Conflict(f"dispatch '{dispatch_id}' cannot be resumed: only a failed dispatch can; {advice}")
+        raise Conflict(
+            f"dispatch '{dispatch_id}' cannot be resumed: only a failed or paused dispatch can; {advice}"
+        )
     if dispatch_node.get("campaignCreatedAt") != campaign.get("createdAt"):
         raise Conflict(
             f"dispatch '{dispatch_id}' belongs to an earlier incarnation of campaign '{campaign['id']}'"

@@ -240,7 +240,8 @@ MATCH (c:Campaign {id: $campaignId})
 SET c.revision = c.revision + 1
 WITH c
 CALL (c) {
-  MATCH (old:Dispatch {status: 'sending'})-[:DISPATCH_OF]->(c)
+  MATCH (old:Dispatch)-[:DISPATCH_OF]->(c)
+  WHERE old.status IN ['sending', 'paused']
   SET old.status = 'stopped', old.lastError = 'superseded', old.finishedAt = $now
 }
 MATCH (d:Dispatch {scheduleId: $scheduleId, status: 'scheduled'})-[:DISPATCH_OF]->(c)

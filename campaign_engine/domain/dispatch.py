@@ -36,10 +36,12 @@ DeliveryChannel = Literal["notify", "email"]
 """Channels that a Dispatch walks; each has its own Dispatch record, cursor and page worker."""
 
 DispatchStatus = Literal[
-    "scheduled", "sending", "completed", "stopped", "failed", "missed", "cancelled", "needs_review"
+    "scheduled", "sending", "paused", "completed", "stopped", "failed", "missed", "cancelled", "needs_review"
 ]
 """``scheduled`` waits for its ``sendAt`` (campaigns/schedule.py), then becomes ``sending``, or ``missed``
-(too late), ``cancelled`` (by an admin, or the campaign stopped being live) or ``needs_review``."""
+(too late), ``cancelled`` (by an admin, or the campaign stopped being live) or ``needs_review``.
+``paused``: the health guard held it before a page (``pauseReason``, domain/dispatch_health.py) until an
+admin's ``campaigns.resumeDispatch``; nothing is sent, and the sweeper leaves it alone."""
 
 _Id = Annotated[str, Field(min_length=1, max_length=200)]
 

@@ -28,7 +28,9 @@ from campaign_engine.domain.tenancy import TenantId
 
 __all__ = [
     "CLEARABLE_TENANT_FIELDS",
+    "GUARD_OVERRIDE_FIELDS",
     "Approval",
+    "GuardOverrides",
     "LayoutPatch",
     "LayoutPreviewInput",
     "TenantCreate",
@@ -121,7 +123,27 @@ class Approval(_Strict):
     min_recipients: Annotated[int, Field(alias="minRecipients", ge=1, le=100_000_000)]
 
 
-class TenantSettings(_Strict):
+# --- health guard overrides (issue 26 item 5) -------------------------------------------------------
+# A tenant's own limits for the health guard (domain/dispatch_health.py); absent = CAMPAIGN_GUARD_*.
+
+Rate = Annotated[float, Field(ge=0, le=1)]
+GUARD_OVERRIDE_FIELDS = frozenset(
+    {"guardMaxHardBounceRate", "guardMaxComplaintRate", "guardMaxRejectionRate"}
+)
+
+
+class GuardOverrides(BaseModel):
+    """Rates in 0..1 above which this tenant's dispatches pause themselves; ``null`` clears one."""
+
+    guard_max_hard_bounce_rate: Annotated[Rate | None, Field(alias="guardMaxHardBounceRate")] = None
+    guard_max_complaint_rate: Annotated[Rate | None, Field(alias="guardMaxComplaintRate")] = None
+    guard_max_rejection_rate: Annotated[Rate | None, Field(alias="guardMaxRejectionRate")] = None
+
+
+# --- end of the health guard overrides -------------------------------------------------------------
+
+
+class TenantSettings(_Strict, GuardOverrides):
     """What an admin sets on a tenant; a missing colour is the built-in default of ``Branding``."""
 
     name: TenantName
@@ -144,7 +166,7 @@ class TenantCreate(TenantSettings):
     tenant_id: Annotated[TenantId, Field(alias="tenantId")]
 
 
-CLEARABLE_TENANT_FIELDS = frozenset(
+CLEARABLE_TENANT_FIELDS = GUARD_OVERRIDE_FIELDS | frozenset(
     {
         "logoUrl",
         "primaryColor",
@@ -159,7 +181,7 @@ CLEARABLE_TENANT_FIELDS = frozenset(
 )
 
 
-class TenantPatch(BaseModel):
+class TenantPatch(GuardOverrides):
     """A partial update: omitted fields are kept, ``null`` clears an optional field (``frequencyCaps``
     is cleared with ``{}``; ``name`` cannot be cleared)."""
 
@@ -251,6 +273,7 @@ def tenant_from_node(node: Mapping[str, Any]) -> TenantPublic:
             "footerText": node.get("footerText"),
             "footerAddress": node.get("footerAddress"),
             "senderName": node.get("senderName"),
+            **{name: node.get(name) for name in GUARD_OVERRIDE_FIELDS},
             "createdAt": node["createdAt"],
             "updatedAt": node["updatedAt"],
         }

@@ -37,6 +37,7 @@ __all__ = [
 EventType = Literal[
     "dispatch.started",
     "dispatch.paused",
+    "dispatch.resumed",
     "dispatch.completed",
     "dispatch.failed",
     "recipient.notified",

@@ -148,11 +148,16 @@ class FeedbackStore:
                 complained=bool(complaints),
                 now=now,
             )
+            counted: list[dict[str, Any]] = []
             for row in list(marked):  # the first bounce or complaint of a send, as events (ids only)
                 ids = {k: row[k] for k in ("campaignId", "dispatchId", "profileId")}
                 kinds: list[EventType] = ["recipient.bounced"] if row["bounce"] else []
                 kinds += ["recipient.complained"] if row["complaint"] else []
                 record_events(tx, graph, row["tenantId"], [Event.of(k, now, **ids) for k in kinds])
+                if row["dispatchId"] is not None:
+                    counted.append({k: row[k] for k in ("dispatchId", "emailedAt", "bounce", "complaint")})
+            if counted:  # the health guard's counters on each send's Dispatch, in this transaction
+                tx.run(query("feedback_dispatch_counts"), rows=counted).consume()
         if complaints:
             tx.run(query("feedback_opt_out"), profileIds=sorted(profile_ids), now=now).consume()
 

@@ -44,6 +44,7 @@ __all__ = [
     "current_recorder",
     "deliveries",
     "email_provider_call",
+    "guard_paused",
     "page_walked",
     "record_to",
     "trpc_request",
@@ -125,6 +126,11 @@ QUEUE_OLDEST_AGE = MetricDef(
     "Age of the oldest message on a local queue, read at scrape time (SQS: AWS/SQS's own metric)",
     ("queue",), "Seconds",
 )  # fmt: skip
+GUARD_PAUSES = MetricDef(
+    "campaign_engine_dispatch_guard_pauses", "counter",
+    "Dispatches the health guard paused, by channel and the rate that crossed its limit",
+    ("channel", "rate"), "Count",
+)  # fmt: skip
 DISPATCHES = MetricDef(
     "campaign_engine_dispatches", "gauge", "Dispatches by channel and status, counted at scrape time",
     ("channel", "status"), "Count",
@@ -137,6 +143,7 @@ METRICS: tuple[MetricDef, ...] = (
     WEBHOOK_POST_DURATION,
     EMAIL_PROVIDER_DURATION,
     PAGES_WALKED,
+    GUARD_PAUSES,
     QUEUE_MESSAGES,
     QUEUE_OLDEST_AGE,
     DISPATCHES,
@@ -278,6 +285,11 @@ def email_provider_call(provider: str, outcomes: Iterable[str], seconds: float) 
     worst = next((o for o in ("uncertain", "throttled", "rejected", "accepted") if o in seen), "accepted")
     kind = provider.split(":", 1)[0]  # "smtp:host:port" -> "smtp": the kind, never a host
     current_recorder().add(EMAIL_PROVIDER_DURATION, {"provider": kind, "outcome": worst}, seconds)
+
+
+def guard_paused(channel: Channel, rate: str) -> None:
+    """A Dispatch the health guard paused (issue 26), after the pause committed."""
+    current_recorder().add(GUARD_PAUSES, {"channel": channel, "rate": rate}, 1)
 
 
 def page_walked(channel: Channel) -> None:

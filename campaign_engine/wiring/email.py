@@ -11,7 +11,7 @@ from campaign_engine.domain.types import Clock, system_clock
 from campaign_engine.graph.graph import Graph
 from campaign_engine.unsubscribe.tokens import UnsubscribeTokens
 from campaign_engine.wiring.queues import Queues
-from campaign_engine.wiring.tenants import tenant_directory
+from campaign_engine.wiring.tenants import health_guard, tenant_directory
 
 __all__ = ["build_email_provider", "build_email_worker"]
 
@@ -74,4 +74,5 @@ def build_email_worker(
         max_deferrals=settings.campaign_email_max_deferrals,
         run_seconds=settings.campaign_email_run_seconds,
         frequency_caps=tenants.frequency_caps(),
+        guard=health_guard(settings, graph),
     )

@@ -13,7 +13,7 @@ from campaign_engine.egress.policy import DestinationRules, EgressBlocked
 from campaign_engine.egress.transport import AsyncSafeTransport, make_webhook_transport
 from campaign_engine.graph.graph import Graph
 from campaign_engine.wiring.queues import Queues
-from campaign_engine.wiring.tenants import tenant_directory
+from campaign_engine.wiring.tenants import health_guard, tenant_directory
 
 __all__ = ["build_notification_worker", "build_page_worker", "build_webhook_transport", "egress_rules"]
 
@@ -45,6 +45,7 @@ def build_page_worker(
         page_size=settings.campaign_dispatch_page_size,
         delay_seconds=settings.campaign_dispatch_delay_seconds,
         adult_age=settings.campaign_adult_age,
+        guard=health_guard(settings, graph),
     )
 
 

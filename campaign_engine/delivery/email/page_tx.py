@@ -18,8 +18,10 @@ from typing import Any
 from campaign_engine.delivery.dispatch_cursor import defer, gate, guard_reason
 from campaign_engine.delivery.email.provider import SendResult
 from campaign_engine.delivery.frequency_cap import count_capped, email_page_query
+from campaign_engine.delivery.health_guard import HealthGuard
 from campaign_engine.delivery.readiness import PageTally, PassStep, advance_pass, readiness_params, tally_page
 from campaign_engine.domain.dispatch import PageJob
+from campaign_engine.domain.dispatch_health import Breach
 from campaign_engine.domain.frequency_cap import CapChannel, ChannelCap, cap_params, caps_channel
 from campaign_engine.domain.types import format_ts
 from campaign_engine.domain.webhook_events import Event, EventType
@@ -79,6 +81,10 @@ class ClaimedPage:
     tenant_id: str | None = None
     campaign_ref: str | None = None
     """The campaign's tenant and the id it knows it by: what the page's event-webhook events name."""
+    pause: Breach | None = None
+    """The health guard's verdict before this page (issue 26): nothing claimed, the walk pauses."""
+    campaign: Mapping[str, Any] | None = None
+    """The campaign node, with ``pause`` only: the pause's audit entry names it."""
 
 
 class PageTransactions:
@@ -93,8 +99,10 @@ class PageTransactions:
         max_deferrals: int,
         frequency_caps: Mapping[str, Mapping[CapChannel, ChannelCap]],
         graph: Graph | None = None,
+        guard: HealthGuard | None = None,
     ) -> None:
         self._graph = graph  # whose event-webhook endpoints hear of each outcome (None: nobody's)
+        self._guard = guard  # the health guard, asked before every page claimed (None: no guard)
         self._provider = provider  # the provider's name: its cooldown node
         self._page_size = page_size
         self._adult_age = adult_age
@@ -138,6 +146,10 @@ class PageTransactions:
         reason = guard_reason(dispatch, campaign, job, now=stamp)
         if reason is not None:
             return ClaimedPage(job, claim_id, stop=reason)
+        # The health guard, before every page (claimed ahead too): the counters are on the node read.
+        breach = None if self._guard is None else self._guard.breach(dispatch, campaign)
+        if breach is not None:
+            return ClaimedPage(job, claim_id, pause=breach, campaign=campaign)
         until = record["cooldownUntil"]
         if until is not None and until > stamp:
             return ClaimedPage(job, claim_id, cooldown_until=str(until))

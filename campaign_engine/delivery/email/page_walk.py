@@ -58,6 +58,7 @@ from campaign_engine.delivery.email.page_tx import Claimed, ClaimedPage, PageTra
 from campaign_engine.delivery.email.provider import EmailProvider, SendResult, send_each
 from campaign_engine.delivery.email.render import EmailConfigError
 from campaign_engine.delivery.email.walk_outcome import EmailPageOutcome, Outcome, WalkTotals
+from campaign_engine.delivery.health_guard import HealthGuard, pause, paused, system_audit
 from campaign_engine.delivery.readiness import page_delay
 from campaign_engine.domain.campaign import campaign_from_node
 from campaign_engine.domain.dispatch import PageJob, job_json
@@ -93,6 +94,7 @@ class EmailWorker:
         max_deferrals: int = 30,
         run_seconds: float = 0.0,
         frequency_caps: Mapping[str, Mapping[CapChannel, ChannelCap]] | None = None,
+        guard: HealthGuard | None = None,
     ) -> None:
         self._graph = graph
         self._provider = provider
@@ -116,6 +118,7 @@ class EmailWorker:
             max_deferrals=max_deferrals,
             frequency_caps=frequency_caps or {},
             graph=graph,
+            guard=guard,
         )
         self._settler = PageSettler(
             graph=graph,
@@ -187,6 +190,8 @@ class EmailWorker:
             return EmailPageOutcome("waiting" if page.skip == "wave_not_due" else "stale", reason=page.skip)
         if page.stop is not None:
             return self._stop(job, "stopped", page.stop, format_ts(self._clock()))
+        if page.pause is not None:
+            return self._pause(page)
         if page.cooldown_until is not None:
             return self._settler.wait_for_cooldown(job, page.cooldown_until)
         sending = self._submit(page, content)
@@ -222,7 +227,7 @@ class EmailWorker:
             results = sent
             throttled = any(r.outcome == "throttled" for r in results)
             next_job = page.job.model_copy(update={"cursor": page.last})
-            if ahead is not None and (ahead.skip or ahead.stop or ahead.cooldown_until):
+            if ahead is not None and (ahead.skip or ahead.stop or ahead.cooldown_until or ahead.pause):
                 ahead = None  # the successor job meets the same condition and acts on it
             if ahead is not None:
                 ahead = replace(ahead, job=next_job)  # its CAS expects this page's end
@@ -313,6 +318,19 @@ class EmailWorker:
         self._graph.write(stop, job, status=status, reason=reason, now=stamp, graph=self._graph)
         log.info("email.dispatch_%s dispatch_id=%s reason=%s", status, job.dispatch_id, reason.split(":")[0])
         return EmailPageOutcome("failed" if status == "failed" else "stopped", reason=reason)
+
+    def _pause(self, page: ClaimedPage) -> EmailPageOutcome:
+        """The health guard found a rate over its limit before this page: pause, nothing claimed."""
+        assert page.pause is not None
+        assert page.campaign is not None
+        stamp = format_ts(self._clock())
+        audit = system_audit(page.job, page.campaign, at=stamp)  # drawn outside: a re-run writes the same
+        done = self._graph.write(
+            pause, page.job, page.pause, audit=audit, campaign=page.campaign, now=stamp, graph=self._graph
+        )
+        if done:
+            paused(page.job, page.pause)
+        return EmailPageOutcome("paused" if done else "lost_race", reason=page.pause.message)
 
     def _claim_page(
         self, job: PageJob, *, after: str | None, settling_from: str | None = None

@@ -18,7 +18,9 @@ __all__ = ["EmailPageOutcome", "Outcome", "WalkTotals", "tally"]
 
 log = logging.getLogger("campaign_engine.delivery.email.page_walk")  # the walk's lines, as before
 
-Outcome = Literal["next", "completed", "stopped", "failed", "stale", "lost_race", "waiting", "throttled"]
+Outcome = Literal[
+    "next", "completed", "stopped", "failed", "stale", "lost_race", "waiting", "throttled", "paused"
+]
 
 
 @dataclass(frozen=True)

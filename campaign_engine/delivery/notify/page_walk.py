@@ -31,6 +31,7 @@ from campaign_engine.delivery.dispatch_cursor import (
     resend_lost_successor,
     stop,
 )
+from campaign_engine.delivery.health_guard import HealthGuard, pause, paused, system_audit
 from campaign_engine.delivery.readiness import PageTally, advance_pass, page_delay, readiness_params
 from campaign_engine.domain.dispatch import DeliveryJob, PageJob, delivery_id, job_json
 from campaign_engine.domain.types import Clock, format_ts, parse_ts
@@ -43,7 +44,7 @@ __all__ = ["PageOutcome", "PageWorker"]
 
 log = logging.getLogger(__name__)
 
-Outcome = Literal["next", "completed", "stopped", "stale", "lost_race", "waiting"]
+Outcome = Literal["next", "completed", "stopped", "stale", "lost_race", "waiting", "paused"]
 
 
 @dataclass(frozen=True)
@@ -66,8 +67,10 @@ class PageWorker:
         page_size: int,
         delay_seconds: int,
         adult_age: int,
+        guard: HealthGuard | None = None,
     ) -> None:
         self._graph = graph
+        self._guard = guard  # asked before every page: the receivers' rejection rate (issue 26)
         self._deliveries = delivery_queue
         self._pages = dispatch_queue
         self._clock = clock
@@ -95,6 +98,15 @@ class PageWorker:
             log.info("dispatch.stopped dispatch_id=%s reason=%s", job.dispatch_id, reason)
             return PageOutcome("stopped", reason=reason)
         assert campaign is not None
+        breach = None if self._guard is None else self._guard.breach(dispatch, campaign)
+        if breach is not None:
+            audit = system_audit(job, campaign, at=stamp)  # drawn outside: a re-run writes the same entry
+            done = self._graph.write(
+                pause, job, breach, audit=audit, campaign=campaign, now=stamp, graph=self._graph
+            )
+            if done:
+                paused(job, breach)
+            return PageOutcome("paused" if done else "lost_race", reason=breach.message)
         readiness = readiness_params(dispatch, campaign, now=now)
 
         read, last, eligible, tally = self._graph.read(self._read_page, job, now=now, readiness=readiness)

@@ -977,7 +977,15 @@ export interface DispatchPublic {
   campaignCreatedAt: string;
   channel: string;
   status:
-    "scheduled" | "sending" | "completed" | "stopped" | "failed" | "missed" | "cancelled" | "needs_review";
+    | "scheduled"
+    | "sending"
+    | "paused"
+    | "completed"
+    | "stopped"
+    | "failed"
+    | "missed"
+    | "cancelled"
+    | "needs_review";
   pages: number;
   enqueued: number;
   acknowledged: number;
@@ -1006,6 +1014,23 @@ export interface DispatchPublic {
   pass?: number;
   approvedBy?: string | null;
   approvedAt?: string | null;
+  hardBounces?: number;
+  complaints?: number;
+  pausedAt?: string | null;
+  pauseReason?: PauseReason | null;
+}
+/**
+ * Why the health guard paused a Dispatch (issue 26): the rate over its limit, and as a sentence.
+ *
+ * This interface was referenced by `Procedures`'s JSON-Schema
+ * via the `definition` "PauseReason".
+ */
+export interface PauseReason {
+  rate: "hardBounce" | "complaint" | "rejection";
+  value: number;
+  limit: number;
+  sample: number;
+  message: string;
 }
 /**
  * This interface was referenced by `Procedures`'s JSON-Schema
@@ -1455,6 +1480,9 @@ export interface SuppressionPage {
  * via the `definition` "TenantCreate".
  */
 export interface TenantCreate {
+  guardMaxHardBounceRate?: number | null;
+  guardMaxComplaintRate?: number | null;
+  guardMaxRejectionRate?: number | null;
   name: string;
   logoUrl?: string | null;
   primaryColor?: string | null;
@@ -1495,6 +1523,9 @@ export interface Approval {
  * via the `definition` "TenantPublic".
  */
 export interface TenantPublic {
+  guardMaxHardBounceRate?: number | null;
+  guardMaxComplaintRate?: number | null;
+  guardMaxRejectionRate?: number | null;
   name: string;
   logoUrl?: string | null;
   primaryColor?: string | null;
@@ -1575,6 +1606,9 @@ export interface LayoutPreview {
  * via the `definition` "TenantPatch".
  */
 export interface TenantPatch {
+  guardMaxHardBounceRate?: number | null;
+  guardMaxComplaintRate?: number | null;
+  guardMaxRejectionRate?: number | null;
   tenantId: string;
   name?: string | null;
   logoUrl?: string | null;
@@ -1612,16 +1646,17 @@ export interface LayoutPatch {
 export interface CreateInputValidation {
   url: string;
   /**
-   * event types (dispatch.started, dispatch.paused, dispatch.completed, dispatch.failed, recipient.notified, recipient.emailed, recipient.email_rejected, recipient.bounced, recipient.complained, recipient.unsubscribed, campaign.created, campaign.updated, campaign.status_changed, campaign.deleted) or '*' for all
+   * event types (dispatch.started, dispatch.paused, dispatch.resumed, dispatch.completed, dispatch.failed, recipient.notified, recipient.emailed, recipient.email_rejected, recipient.bounced, recipient.complained, recipient.unsubscribed, campaign.created, campaign.updated, campaign.status_changed, campaign.deleted) or '*' for all
    *
    * @minItems 1
-   * @maxItems 14
+   * @maxItems 15
    */
   events: [
     (
       | (
           | "dispatch.started"
           | "dispatch.paused"
+          | "dispatch.resumed"
           | "dispatch.completed"
           | "dispatch.failed"
           | "recipient.notified"
@@ -1641,6 +1676,7 @@ export interface CreateInputValidation {
       | (
           | "dispatch.started"
           | "dispatch.paused"
+          | "dispatch.resumed"
           | "dispatch.completed"
           | "dispatch.failed"
           | "recipient.notified"
@@ -1796,6 +1832,7 @@ export interface UpdateInput {
           | (
               | "dispatch.started"
               | "dispatch.paused"
+              | "dispatch.resumed"
               | "dispatch.completed"
               | "dispatch.failed"
               | "recipient.notified"
@@ -1815,6 +1852,7 @@ export interface UpdateInput {
           | (
               | "dispatch.started"
               | "dispatch.paused"
+              | "dispatch.resumed"
               | "dispatch.completed"
               | "dispatch.failed"
               | "recipient.notified"
