@@ -198,6 +198,7 @@ const PROCEDURE_KINDS = {
   "campaigns.previewDispatch": "query",
   "campaigns.dispatch": "mutation",
   "campaigns.listDispatches": "query",
+  "campaigns.resumeDispatch": "mutation",
   "campaigns.explainRecipient": "query",
   "profiles.get": "query",
   "campaigns.listAwaitingApproval": "query",

@@ -572,7 +572,19 @@ async function renderCampaign(id: string): Promise<void> {
       return;
     }
     replace(progressOut, ...dispatches.map((d) =>
-      progressView(d, planned ? (d.channel === "email" ? planned.emailRecipientCount : planned.notificationRecipientCount) : 0)));
+      progressView(d, planned ? (d.channel === "email" ? planned.emailRecipientCount : planned.notificationRecipientCount) : 0,
+        can("campaigns.resumeDispatch") ? resumeControl : undefined)));
+  }
+  /** Resume a paused (health guard) or failed dispatch from its cursor: the admin's decision, audited. */
+  function resumeControl(d: Dispatch): HTMLElement {
+    const out = h("div", {});
+    const b: HTMLButtonElement = button("Resume", () => void guarded(b, () => api.call("campaigns.resumeDispatch", { dispatchId: d.dispatchId }), (err) => replace(out, errorBox(err))).then((resumed) => {
+      if (resumed) {
+        announce("Dispatch resumed.");
+        void poll();
+      }
+    }), { id: `resume-${d.dispatchId}` });
+    return h("div", { className: "resume" }, b, out);
   }
   const progressSection = h("section", { id: "progress", "aria-labelledby": "progress-h" }, h("h2", { id: "progress-h" }, "Dispatch progress"), progressOut);
 

@@ -9,11 +9,11 @@ import { timeEl } from "./time";
 /** What moves on each channel as it goes well: recipients handed on, and recipients reached. */
 const MOVING: Record<string, string[]> = { notify: ["enqueued", "acknowledged"], email: ["enqueued", "emailed"] };
 /** What only moves when something did not go to plan; shown whenever it is not zero. */
-const EXCEPTIONS = ["rejected", "suppressed", "uncertain", "throttled", "capped", "deferred", "missed", "pageFailures"];
+const EXCEPTIONS = ["rejected", "hardBounces", "complaints", "suppressed", "uncertain", "throttled", "capped", "deferred", "missed", "pageFailures"];
 /** Counters of the other channel, which never move on this one: left out while zero ("Emailed 0" on a
  *  notification dispatch says nothing). A new counter is in neither list, so it always shows. */
 const OTHER_CHANNEL: Record<string, Set<string>> = {
-  notify: new Set(["emailed", "uncertain", "throttled"]),
+  notify: new Set(["emailed", "uncertain", "throttled", "hardBounces", "complaints"]),
   email: new Set(["acknowledged", "suppressed"]),
 };
 /** Numbers of DispatchPublic that are settings, not counts. */
@@ -21,7 +21,7 @@ const NOT_COUNTERS = new Set(["maxLateSeconds"]);
 
 const LABELS: Record<string, Record<string, string>> = {
   notify: { enqueued: "Sent to their inbox", acknowledged: "Received", rejected: "Refused by their inbox", suppressed: "Skipped: opted out since the review" },
-  email: { enqueued: "Handed to the email provider", emailed: "Accepted by the provider", rejected: "Refused by the provider" },
+  email: { enqueued: "Handed to the email provider", emailed: "Accepted by the provider", rejected: "Refused by the provider", hardBounces: "Hard bounces reported", complaints: "Spam complaints reported" },
   any: {
     uncertain: "Uncertain: the provider's answer was lost (not retried)",
     throttled: "Slowed down by the provider (retried)",
@@ -41,6 +41,7 @@ const LABELS: Record<string, Record<string, string>> = {
 const STATUS: Record<string, string> = {
   scheduled: "Scheduled",
   sending: "Sending",
+  paused: "Paused by the health guard",
   completed: "Completed",
   stopped: "Stopped",
   failed: "Failed",
@@ -78,8 +79,34 @@ function counterList(d: Dispatch, keys: string[], id?: string): HTMLElement {
   ]));
 }
 
-/** The article for one channel's dispatch; `planned` is the reviewed recipient count, if known. */
-export function progressView(d: Dispatch, planned: number): HTMLElement {
+/** Issue 26: why the health guard paused this dispatch, in the admin's words, with the numbers. */
+const RATE_WORDS: Record<string, string> = {
+  hardBounce: "hard-bounce rate",
+  complaint: "spam-complaint rate",
+  rejection: "rejection rate",
+};
+
+function percent(value: number): string {
+  return `${(value * 100).toFixed(value < 0.01 ? 2 : 1)}%`;
+}
+
+function pauseNotice(d: Dispatch, resume: ((d: Dispatch) => HTMLElement | null) | undefined): HTMLElement | null {
+  if (d.status !== "paused") return null;
+  const r = d.pauseReason;
+  const why = r
+    ? `Its ${RATE_WORDS[r.rate] ?? words(r.rate)} reached ${percent(r.value)} over ${r.sample} recipients, above the limit of ${percent(r.limit)}.`
+    : "";
+  return h("div", { role: "alert", className: "notice paused", id: `paused-${d.dispatchId}` },
+    h("p", {}, h("strong", {}, "Paused: nothing more is sent. "), why,
+      " Check the list or the copy; resuming goes on from where it stopped, and the guard then judges only what is sent after it."),
+    r ? h("p", { className: "api-message", "data-pause-reason": r.rate }, r.message) : null,
+    d.pausedAt ? h("p", { className: "muted" }, "Paused ", timeEl(d.pausedAt)) : null,
+    resume ? resume(d) : null);
+}
+
+/** The article for one channel's dispatch; `planned` is the reviewed recipient count, if known;
+ *  `resume` builds the control that resumes a paused or failed one (absent: the caller may not). */
+export function progressView(d: Dispatch, planned: number, resume?: (d: Dispatch) => HTMLElement | null): HTMLElement {
   const all = fields(d);
   const numbers = Object.keys(all).filter((k) => typeof all[k] === "number" && !NOT_COUNTERS.has(k))
     .filter((k) => all[k] !== 0 || !OTHER_CHANNEL[d.channel]?.has(k));
@@ -101,6 +128,8 @@ export function progressView(d: Dispatch, planned: number): HTMLElement {
       d.startedAt ? h("span", {}, "Started ", timeEl(d.startedAt)) : null,
       d.finishedAt ? h("span", {}, " · finished ", timeEl(d.finishedAt)) : null,
       d.nextPageAt && d.status === "sending" ? h("span", {}, " · next wave at ", timeEl(d.nextPageAt)) : null),
+    pauseNotice(d, resume),
     d.lastError ? h("p", { className: "error" }, `Last error: ${d.lastError}`) : null,
+    d.status === "failed" && resume ? resume(d) : null,
     rest.length ? h("details", { className: "counter-details" }, h("summary", {}, "Details"), counterList(d, rest)) : null);
 }
