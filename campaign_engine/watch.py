@@ -6,8 +6,9 @@ once a second. It never touches the graph or the queue, so it works against any 
 operator can reach with an admin token. On a terminal it redraws a bar per channel in place (rich); piped
 or logged, it prints a plain line whenever a channel's counts change. It waits while a confirmed send
 still has notifications in flight (pages walked, receivers not yet answered), then exits 0 when every
-channel completed, 1 when one ended otherwise (failed, stopped, missed, cancelled, needs_review), and 3
-when it cannot watch (401/403, unknown id, the API unreachable past its retries).
+channel completed, 1 when one ended otherwise (failed, stopped, missed, cancelled, needs_review) or
+waits for an admin (paused by the health guard), and 3 when it cannot watch (401/403, unknown id, the
+API unreachable past its retries).
 
 The bearer token travels in the Authorization header only; it is never printed.
 """
@@ -32,7 +33,7 @@ from rich.text import Text
 
 __all__ = ["ApiClient", "CannotWatch", "Unavailable", "watch_dispatch"]
 
-ENDED = frozenset({"completed", "stopped", "failed", "missed", "cancelled", "needs_review"})
+ENDED = frozenset({"completed", "stopped", "failed", "missed", "cancelled", "needs_review", "paused"})
 # Each counter belongs to one channel, so one sum of outcomes serves both (as in the console).
 _SETTLED = ("acknowledged", "rejected", "suppressed", "emailed", "uncertain")
 _KNOWN = ("pages", "enqueued", *_SETTLED, "throttled")
