@@ -358,3 +358,29 @@ def test_receiver_rejections_pause_the_notify_walk(
         drain(worker.handle, queues)
         assert (len(good.received), len(bad.received)) == (94, 6)  # nothing more was posted
     assert _pauses("notify", "rejection") == before + 1
+
+
+def test_a_walk_of_many_pages_in_one_job_checks_before_each_page_it_claims_ahead(
+    settings: Settings, graph: Graph, queues: Queues, postmark: PostmarkStandin
+) -> None:
+    # No wave delay and a long run: one job claims page n+1 while page n is with the provider and
+    # records page n-1 alongside. The guard reads the counters of pages already recorded, so the walk
+    # pauses at most two pages after the bad one (here: 10 of the first 100 refused).
+    walking = settings.model_copy(update={"campaign_email_run_seconds": 60.0})
+    make_email_campaign(graph)
+    members = _members(1000)
+    add_email_members(graph, "c1", members)
+    for profile_id in members[:10]:
+        postmark.error_codes[address_of(profile_id)] = 406
+    dispatch_id = start_dispatch(graph, queues.dispatch, max_recipients=10_000).dispatch_ids["email"]
+    walker = build_worker(walking, graph, queues=queues, clock=StepClock(), sweep_every=None)
+    try:
+        drain(walker.handle, queues)
+    finally:
+        walker.close()
+    paused = get_dispatch(graph, dispatch_id)
+    assert paused.status == "paused"
+    assert paused.pause_reason is not None
+    assert paused.pause_reason.rate == "rejection"
+    assert paused.pages in (1, 2, 3)
+    assert paused.emailed + paused.rejected == paused.pages * PAGE == len(postmark.accepted) + 10
