@@ -138,7 +138,11 @@ def _pauses(channel: str, rate: str) -> float:
 
 
 def _events(graph: Graph, kind: str) -> list[dict[str, Any]]:
-    rows = graph.run("MATCH (m:WebhookMessage {type: $t}) RETURN m.body AS body ORDER BY m.orderKey", t=kind)
+    rows = graph.run(
+        "MATCH (b:WebhookBatch) UNWIND range(0, size(b.types) - 1) AS i WITH b, i WHERE b.types[i] = $t"
+        " RETURN b.bodies[i] AS body ORDER BY b.orderKeys[i]",
+        t=kind,
+    )
     return [json.loads(row["body"]) for row in rows]
 
 
