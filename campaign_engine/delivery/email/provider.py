@@ -29,8 +29,10 @@ by a ``UnicodeEncodeError`` used to release the whole page and send it again eve
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Literal, Protocol
 
 from campaign_engine.domain.errors import ServiceUnavailable
@@ -39,6 +41,7 @@ log = logging.getLogger(__name__)
 
 __all__ = [
     "BodyTemplate",
+    "Cut",
     "EmailProvider",
     "Outcome",
     "OutgoingEmail",
@@ -62,14 +65,57 @@ class ProviderUnavailable(ServiceUnavailable):
     """The provider could not be reached to check its configuration; nothing was sent."""
 
 
+@dataclass(frozen=True)
+class Cut:
+    """One part of a template cut at its slots: ``pieces[0]``, then for each ``k`` the fill of slot
+    ``order[k]`` and ``pieces[k + 1]``. A slot may occur any number of times, in any order."""
+
+    pieces: tuple[str, ...]
+    order: tuple[int, ...]
+
+    def join(self, fills: Sequence[str]) -> str:
+        out = [self.pieces[0]]
+        for slot, piece in zip(self.order, self.pieces[1:], strict=True):
+            out.append(fills[slot])
+            out.append(piece)
+        return "".join(out)
+
+
 @dataclass(frozen=True, eq=False)
 class BodyTemplate:
-    """A page's rendering with ``slot`` where each recipient's link goes (``compose.py``). Shared by the
-    messages of a page so an adapter can assemble them once per page (issue 23); compared by identity."""
+    """A page's rendering with ``slots`` where each recipient's values go (``compose.py``: the unsubscribe
+    link, the web-view link, ...). Shared by the messages of a page so an adapter can assemble them once
+    per page (issue 23); compared by identity. Slot strings must be distinct and none inside another,
+    so every occurrence names one slot."""
 
     text: str
     html: str
-    slot: str
+    slots: tuple[str, ...]
+
+    def __post_init__(self) -> None:
+        if not self.slots or len(set(self.slots)) != len(self.slots):
+            raise ValueError("a body template needs distinct slots")
+        if any(a != b and a in b for a in self.slots for b in self.slots):
+            raise ValueError("no slot may contain another")
+
+    @cached_property
+    def text_cut(self) -> Cut:
+        return _cut(self.text, self.slots)
+
+    @cached_property
+    def html_cut(self) -> Cut:
+        return _cut(self.html, self.slots)
+
+
+def _cut(part: str, slots: Sequence[str]) -> Cut:
+    index = {slot: i for i, slot in enumerate(slots)}
+    pieces, order, start = [], [], 0
+    for match in re.finditer("|".join(re.escape(slot) for slot in slots), part):
+        pieces.append(part[start : match.start()])
+        order.append(index[match.group()])
+        start = match.end()
+    pieces.append(part[start:])
+    return Cut(tuple(pieces), tuple(order))
 
 
 @dataclass(frozen=True)
@@ -87,9 +133,10 @@ class OutgoingEmail:
     sender: str | None = None
     """The tenant's From (its record's ``emailFrom``); None = the provider's own (``EMAIL_FROM``)."""
     body_template: BodyTemplate | None = None
-    fills: tuple[str, str] | None = None
-    """With ``body_template``: (text fill, html fill), so ``text``/``html`` are its parts with the slot
-    replaced by these. An adapter may use either form; they are the same message."""
+    fills: tuple[tuple[str, ...], tuple[str, ...]] | None = None
+    """With ``body_template``: (text fills, html fills), one per slot in its order, so ``text``/``html``
+    are its parts with each slot replaced by its fill. An adapter may use either form; they are the
+    same message."""
 
 
 @dataclass(frozen=True)
