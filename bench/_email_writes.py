@@ -33,7 +33,7 @@ def bare_write_rate(
     claimed and recorded accepted, and the dispatch ends ``completed`` as a real one would."""
     queue = LocalQueue(work / "bare-writes.sqlite3", "dispatch", visibility_timeout=300)
     dispatch(graph, queue, campaign_id=campaign_id, expected_token=None, now=now, adult_age=18,
-             max_recipients=10**7)  # fmt: skip
+             max_recipients=10**7, accept_fallback=True)  # fmt: skip - over --languages' locales too
     [message] = queue.receive(max_messages=1)
     job = parse_job(message.body)
     assert isinstance(job, PageJob), job
