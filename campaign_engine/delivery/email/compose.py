@@ -10,6 +10,7 @@ attempt.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from email.header import Header
@@ -99,6 +100,17 @@ class EmailContent:
     @cached_property
     def body_template(self) -> BodyTemplate:
         return BodyTemplate(text=self.template.text, html=self.template.html, slots=SLOTS)
+
+    @cached_property
+    def _list_ids(self) -> dict[str, str]:
+        return {}
+
+    def list_id(self, domain_name: str) -> str:
+        """``list_id`` for this content, computed once per domain (it is the same for every message)."""
+        found = self._list_ids.get(domain_name)
+        if found is None:
+            found = self._list_ids[domain_name] = list_id(self, domain_name)
+        return found
 
     def web_view(self) -> RenderedEmail:
         """What the web view shows: this email without its per-recipient links (a forwarded view link
@@ -227,6 +239,14 @@ def list_id(content: EmailContent, domain_name: str) -> str:
     return f"{phrase} <{ident}>"
 
 
+_HTML_SPECIAL = re.compile("[&<>\"']")
+
+
+def _escaped(link: str) -> str:
+    """``link`` for an href: the same string when escaping changes nothing (adapters then skip it)."""
+    return str(escape(link)) if _HTML_SPECIAL.search(link) else link
+
+
 def compose_email(
     content: EmailContent,
     *,
@@ -244,14 +264,14 @@ def compose_email(
     view = web_view_url(domain_name, tokens.web_view.issue(unsubscribe_id, content.campaign_id))
     body = content.body_template
     text_fills = (link, view)
-    html_fills = (str(escape(link)), str(escape(view)))
+    html_fills = (_escaped(link), _escaped(view))
     return OutgoingEmail(
         key=key,
         to=to,
         subject=content.template.subject,
         html=body.html_cut.join(html_fills),
         text=body.text_cut.join(text_fills),
-        headers={**list_unsubscribe_headers(link), "List-ID": list_id(content, domain_name)},
+        headers={**list_unsubscribe_headers(link), "List-ID": content.list_id(domain_name)},
         tag=tag,
         metadata=dict(metadata or {"campaignId": content.campaign_id}),
         sender=content.sender,

@@ -46,16 +46,13 @@ class _EscapedCut:
     """One part's ``Cut``, its pieces escaped once."""
 
     def __init__(self, cut: Cut) -> None:
-        self.pieces = [_escaped(piece) for piece in cut.pieces]
-        self.order = cut.order
+        # A bytes %-template ("%" doubled in the pieces), its fields the fills in slot order.
+        self._template = b"%b".join(_escaped(piece).replace(b"%", b"%%") for piece in cut.pieces)
+        self._order = cut.order
 
     def join(self, fills: Sequence[str]) -> bytes:
         escaped = [_escaped(fill) for fill in fills]
-        out = [self.pieces[0]]
-        for slot, piece in zip(self.order, self.pieces[1:], strict=True):
-            out.append(escaped[slot])
-            out.append(piece)
-        return b"".join(out)
+        return self._template % tuple([escaped[slot] for slot in self._order])
 
 
 class _Pieces:

@@ -154,18 +154,23 @@ class _Template:
             found = [index[m.group()] for m in pattern.finditer(line)]
             if found:
                 self.lines.append((len(pattern.sub(b"", line)), found))
+        # A bytes %-template of the pieces ("%" doubled), its fields the values in slot order.
+        self._template = b"%b".join(piece.replace(b"%", b"%%") for piece in self.pieces)
+        # Per number of slots on a line, the longest rest of such a line: with the longest value, a
+        # bound that spares checking each line for nearly every message.
+        self._bounds: dict[int, int] = {}
+        for base, found in self.lines:
+            self._bounds[len(found)] = max(base, self._bounds.get(len(found), 0))
 
     def render(self, fills: _Fills) -> bytes | None:
         fixed = (fills.to, fills.date, fills.message_id)
         values = [value.encode() for value in (*fixed, *fills.text, *fills.html, *fills.headers)]
-        for base, found in self.lines:
-            if base + sum(len(values[i]) for i in found) > _MAX_LINE:
-                return None
-        out = [self.pieces[0]]
-        for slot, piece in zip(self.slots, self.pieces[1:], strict=True):
-            out.append(values[slot])
-            out.append(piece)
-        return b"".join(out)
+        longest = max(map(len, values))
+        if any(base + count * longest > _MAX_LINE for count, base in self._bounds.items()):
+            for base, found in self.lines:
+                if base + sum(len(values[i]) for i in found) > _MAX_LINE:
+                    return None
+        return self._template % tuple([values[slot] for slot in self.slots])
 
 
 def _header_placeholder(i: int) -> str:
@@ -241,7 +246,8 @@ class PageAssembler:
         text, html = fill
         if len(text) != len(body.slots) or len(html) != len(body.slots):
             return None
-        if not all(_plain(value) for value in (*text, *html)):
+        # An html fill is its text fill unless escaping changed it (compose passes the same string).
+        if not all(_plain(t) and (h is t or _plain(h)) for t, h in zip(text, html, strict=True)):
             return None
         return _Fills(message.to, date, message_id, list(message.headers.values()), text, html)
 
