@@ -140,7 +140,11 @@ def test_each_email_links_to_its_readers_web_view_and_nothing_else_opens_one(
             assert policy.count("'sha256-") == 1 + len(set(re.findall(r'style="([^"]*)"', page)))
 
         arabic = api.http.get(_view_path(emails["v-ar"])).text
-        assert 'dir="rtl"' in arabic and "text-align:right" in arabic
+        assert 'dir="rtl"' in arabic and "text-align:right" in arabic and 'align="right"' in arabic
+        assert 'align="right"' in emails["v-ar"]["HtmlBody"]  # the CTA at the start side, for Outlook too
+        shown = ok(api.query("campaigns.previewEmail", {"campaignId": "bloom", "locale": "es"},
+                             as_=ADMIN_ID, admin=True))  # fmt: skip
+        assert "/campaigns/view?token=preview" in shown["text"] and FOOTERS["es"].web_view in shown["html"]
         assert FOOTERS["ar"].web_view_note in arabic
 
         # The view follows the profile's current locale (the served_locale rule over it).
