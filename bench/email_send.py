@@ -431,16 +431,9 @@ def run_dispatch(settings: Settings, graph: Graph, work: Path, campaign_id: str)
     walk_log.setLevel(logging.INFO)
     cpu = CpuMeter(settings.neo4j_uri)
     start = time.perf_counter()
-    dispatch(
-        graph,
-        queues.dispatch,
-        campaign_id=campaign_id,
-        expected_token=None,
-        now=NOW,
-        adult_age=18,
-        max_recipients=10**7,
-        accept_fallback=True,
-    )  # fmt: skip - the one-language run falls back
+    # acceptFallback: over --languages' locales a one-language campaign falls back
+    dispatch(graph, queues.dispatch, campaign_id=campaign_id, expected_token=None, now=NOW, adult_age=18,
+             max_recipients=10**7, accept_fallback=True)  # fmt: skip
     walk_start = time.perf_counter()
     try:
         while True:
