@@ -32,8 +32,9 @@ def bare_write_rate(
     """Emails/s of the walk's graph writes alone over ``campaign_id``'s whole audience; every member is
     claimed and recorded accepted, and the dispatch ends ``completed`` as a real one would."""
     queue = LocalQueue(work / "bare-writes.sqlite3", "dispatch", visibility_timeout=300)
+    # acceptFallback: over --languages' locales a one-language campaign falls back
     dispatch(graph, queue, campaign_id=campaign_id, expected_token=None, now=now, adult_age=18,
-             max_recipients=10**7)  # fmt: skip
+             max_recipients=10**7, accept_fallback=True)  # fmt: skip
     [message] = queue.receive(max_messages=1)
     job = parse_job(message.body)
     assert isinstance(job, PageJob), job

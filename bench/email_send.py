@@ -1,7 +1,7 @@
 """Email channel figures (not a test): prints them and ends with one RESULT line.
 
     .venv/bin/python -m bench.email_send [--recipients 20000] [--page-size 500] [--runs 3]
-        [--warm-up 20000] [--max-warm-ups 8] [--cap [JSON]] [--provider postmark|smtp]
+        [--warm-up 20000] [--max-warm-ups 8] [--cap [JSON]] [--provider postmark|smtp] [--languages 3]
 
 ``--provider smtp`` (issue 23) sends through the SMTP provider to the pipelining SMTP sink in its own
 process (``bench/_smtp_sink.py``), which records every recipient; its raw pass is the SMTP provider
@@ -41,6 +41,12 @@ is left for more parallelism. ``--warm-up 0`` measures the cold database alone.
 ``--cap [JSON]`` (issue 12 item 5) then runs one more campaign over the same audience with
 ``CAMPAIGN_FREQUENCY_CAPS`` set (default: 100 emails per 7 days, which nobody reaches, so every claim
 pays the cap's check and its log write and nobody is held back), and prints both rates side by side.
+
+``--languages 3`` (issue 24: three languages within 10% of one) gives every profile a locale spread over
+en-GB, es-MX, es, ar and none (``bench/_languages.py``), and each measured run is then two dispatches
+over fresh profiles, the order swapped every run: the one-language campaign (the figures above) and one
+with ``es`` and ``ar`` translations, so the page walk renders three variants and serves each recipient
+theirs. Both rates are printed per run with their ratio (three / one) and medians, and in the RESULT line.
 """
 
 from __future__ import annotations
@@ -62,9 +68,10 @@ from pydantic import SecretStr
 
 from bench._cpu import CpuMeter, CpuReading
 from bench._email_writes import bare_write_rate
+from bench._languages import set_locales, translated
 from bench._smtp_sink import SinkProcess, sink_process
 from bench._standin import StandinProcess, standin_process
-from bench._support import neo4j_uri
+from bench._support import neo4j_uri, side_by_side
 from bench.smtp_provider import pages as smtp_pages
 from campaign_engine.campaigns import definitions
 from campaign_engine.campaigns.dispatch import dispatch
@@ -104,7 +111,7 @@ def seed_profiles(graph: Graph, count: int) -> None:
         )
 
 
-def new_campaign(graph: Graph, number: int, first: int, members: int) -> str:
+def new_campaign(graph: Graph, number: int, first: int, members: int, languages: int = 1) -> str:
     """A live email campaign whose audience is ``members`` profiles from the ``first``. Every dispatch of
     the bench gets its own, over profiles no campaign had, on a graph that only grows: wiping and
     reseeding it before each dispatch swung every count Neo4j plans with from 0 to N, so it replanned and
@@ -114,12 +121,20 @@ def new_campaign(graph: Graph, number: int, first: int, members: int) -> str:
     definitions.create_campaign(
         graph,
         data=CampaignCreate.model_validate(
-            {
-                "id": campaign_id,
-                "name": f"Bench {number}",
-                "channels": ["email"],
-                "email": {"subject": "Bench news", "title": "Hello", "body": "One\nTwo", "ctaLabel": "Open"},
-            }
+            translated(
+                {
+                    "id": campaign_id,
+                    "name": f"Bench {number}",
+                    "channels": ["email"],
+                    "email": {
+                        "subject": "Bench news",
+                        "title": "Hello",
+                        "body": "One\nTwo",
+                        "ctaLabel": "Open",
+                    },
+                },
+                languages,
+            )
         ),
         tenant_id="default",
         now=NOW,
@@ -150,6 +165,9 @@ def main() -> None:
     parser.add_argument("--max-warm-ups", type=int, default=8, help="until the JIT settles, at most")
     parser.add_argument("--runs", type=int, default=3, help="measured dispatches; RESULT is their median")
     parser.add_argument("--provider", choices=["postmark", "smtp"], default="postmark")
+    parser.add_argument(
+        "--languages", type=int, choices=[1, 3], default=1, help="3: also runs in 3 languages"
+    )
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="bench-email-"))
     with _receiver(args.provider) as standin, neo4j_uri() as uri:
@@ -183,13 +201,22 @@ def main() -> None:
             sizes = [args.warm_up] * (args.max_warm_ups if args.warm_up else 0)
             # Each measured run, then its bare-writes pass over a campaign of its own (``Campaigns``).
             sizes += [args.recipients] * (2 * args.runs + (1 if args.cap else 0))
+            sizes += [args.recipients] * (args.runs if args.languages > 1 else 0)
             t0 = time.perf_counter()
             seed_profiles(graph, sum(sizes))
+            if args.languages > 1:
+                set_locales(graph, "u")
             print(f"seeded {sum(sizes)} email-eligible profiles in {time.perf_counter() - t0:.1f} s")
             campaigns = Campaigns(graph)
             cold_rate = warm_up(settings, graph, work, standin, campaigns, args.warm_up, args.max_warm_ups)
-            runs, raws, writes = [], [], []
+            runs, raws, writes, translated_rates = [], [], [], []
             for number in range(1, args.runs + 1):
+                if args.languages > 1 and number % 2:  # the order swapped every run: drift cancels
+                    translated_rates.append(
+                        languages_run(
+                            settings, graph, work, standin, campaigns, args.recipients, args.languages
+                        )
+                    )
                 run = run_dispatch(settings, graph, work, campaigns.new(args.recipients))
                 rate = args.recipients / run.elapsed
                 addresses = standin.addresses()
@@ -213,6 +240,12 @@ def main() -> None:
                       f"bare graph writes {writes[-1]:,.0f}/s; shared ceiling {shared:,.0f}/s, "
                       f"efficiency against it {rate / shared:.2f}")  # fmt: skip
                 runs.append(run)
+                if args.languages > 1 and not number % 2:
+                    translated_rates.append(
+                        languages_run(
+                            settings, graph, work, standin, campaigns, args.recipients, args.languages
+                        )
+                    )
             capped = (
                 with_cap(settings, graph, work, campaigns.new(args.recipients), args.recipients, args.cap)
                 if args.cap
@@ -263,6 +296,13 @@ def main() -> None:
     result += f" shared_ceiling_per_s={shared:.0f} shared_efficiency={shared_ratio:.2f}"
     if cold_rate is not None:
         result += f" cold_emails_per_s={cold_rate:.0f}"
+    if translated_rates:
+        one = [args.recipients / run.elapsed for run in runs]
+        ratio3 = side_by_side(
+            f"emails/s in {args.languages} languages", translated_rates, one, ref="one language"
+        )
+        result += f" languages_{args.languages}_emails_per_s={statistics.median(translated_rates):.0f}"
+        result += f" languages_ratio={ratio3:.3f}"
     print(f"RESULT {result}{cap_result}")
 
 
@@ -293,10 +333,29 @@ class Campaigns:
         self._made = 0
         self._next_profile = 0
 
-    def new(self, members: int) -> str:
+    def new(self, members: int, languages: int = 1) -> str:
         self._made += 1
         first, self._next_profile = self._next_profile, self._next_profile + members
-        return new_campaign(self._graph, self._made, first, members)
+        return new_campaign(self._graph, self._made, first, members, languages)
+
+
+def languages_run(
+    settings: Settings,
+    graph: Graph,
+    work: Path,
+    standin: StandinProcess | SinkProcess,
+    campaigns: Campaigns,
+    recipients: int,
+    languages: int,
+) -> float:
+    """One dispatch of a campaign in ``languages`` languages over fresh profiles: its emails/s."""
+    run = run_dispatch(settings, graph, work, campaigns.new(recipients, languages))
+    addresses = standin.addresses()
+    assert len(addresses) == len(set(addresses)) == recipients, f"stand-in accepted {len(addresses)}"
+    standin.reset()
+    rate = recipients / run.elapsed
+    print(f"{languages} languages: {recipients} emails in {run.elapsed:.2f} s ({rate:,.0f}/s)")
+    return rate
 
 
 class Run(NamedTuple):
@@ -372,8 +431,9 @@ def run_dispatch(settings: Settings, graph: Graph, work: Path, campaign_id: str)
     walk_log.setLevel(logging.INFO)
     cpu = CpuMeter(settings.neo4j_uri)
     start = time.perf_counter()
+    # acceptFallback: over --languages' locales a one-language campaign falls back
     dispatch(graph, queues.dispatch, campaign_id=campaign_id, expected_token=None, now=NOW, adult_age=18,
-             max_recipients=10**7)  # fmt: skip
+             max_recipients=10**7, accept_fallback=True)  # fmt: skip
     walk_start = time.perf_counter()
     try:
         while True:

@@ -35,6 +35,7 @@ from campaign_engine.campaigns.engagement import EngagementService
 from campaign_engine.campaigns.rate_limit import GraphRateLimiter
 from campaign_engine.campaigns.self_test import ChannelTester
 from campaign_engine.config import ConfigError, Settings
+from campaign_engine.delivery.email.web_view import web_view_router
 from campaign_engine.domain.types import Clock, system_clock
 from campaign_engine.feedback.config import FeedbackConfig
 from campaign_engine.feedback.sns_http import SnsHttp
@@ -184,6 +185,7 @@ def create_app(
 
     if tokens is not None:
         app.include_router(unsubscribe_router(graph=the_graph, tokens=tokens, clock=clock))
+        app.include_router(web_view_router(graph=the_graph, tokens=tokens, settings=settings))
     # Provider feedback (bounces, complaints); each endpoint answers 404 until configured.
     app.include_router(webhooks_router(settings=settings, graph=the_graph, clock=clock, sns_http=sns_http))
     app.include_router(imports_router(services))

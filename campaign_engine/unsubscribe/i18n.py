@@ -32,6 +32,9 @@ class PageStrings:
     invalid_text: str
     unavailable_heading: str
     unavailable_text: str
+    view_invalid_text: str
+    """The web view's answer to any link that is not a valid view link (issue 24 item 7)."""
+    view_unavailable_text: str
 
 
 STRINGS: dict[str, PageStrings] = {
@@ -52,6 +55,9 @@ STRINGS: dict[str, PageStrings] = {
         unavailable_heading="Please try again in a moment",
         unavailable_text="We could not record your choice just now, and nothing has changed yet. "
         "Please use the link again in a few minutes.",
+        view_invalid_text="This link to view an email is incomplete or no longer valid. "
+        "Open the email itself to read it.",
+        view_unavailable_text="We could not show this email just now. Please try again in a few minutes.",
     ),
     "es": PageStrings(
         lang="es",
@@ -69,6 +75,10 @@ STRINGS: dict[str, PageStrings] = {
         unavailable_heading="Inténtalo de nuevo en un momento",
         unavailable_text="No hemos podido registrar tu elección ahora mismo y todavía no ha cambiado nada. "
         "Vuelve a usar el enlace dentro de unos minutos.",
+        view_invalid_text="Este enlace para ver un correo está incompleto o ya no es válido. "
+        "Abre el propio correo para leerlo.",
+        view_unavailable_text="No hemos podido mostrar este correo ahora mismo. "
+        "Vuelve a intentarlo dentro de unos minutos.",
     ),
     "fr": PageStrings(
         lang="fr",
@@ -87,6 +97,10 @@ STRINGS: dict[str, PageStrings] = {
         unavailable_heading="Veuillez réessayer dans un instant",
         unavailable_text="Nous n'avons pas pu enregistrer votre choix pour le moment et rien n'a encore "
         "changé. Utilisez à nouveau le lien dans quelques minutes.",
+        view_invalid_text="Ce lien pour afficher un e-mail est incomplet ou n'est plus valide. "
+        "Ouvrez l'e-mail lui-même pour le lire.",
+        view_unavailable_text="Nous n'avons pas pu afficher cet e-mail pour le moment. "
+        "Réessayez dans quelques minutes.",
     ),
     "ar": PageStrings(
         lang="ar",
@@ -104,6 +118,8 @@ STRINGS: dict[str, PageStrings] = {
         unavailable_heading="يُرجى المحاولة مرة أخرى بعد قليل",
         unavailable_text="تعذّر علينا تسجيل اختيارك الآن، ولم يتغيّر شيء بعد. "
         "يُرجى استخدام الرابط مرة أخرى بعد بضع دقائق.",
+        view_invalid_text="رابط عرض هذه الرسالة غير مكتمل أو لم يعد صالحًا. افتح الرسالة نفسها لقراءتها.",
+        view_unavailable_text="تعذّر علينا عرض هذه الرسالة الآن. يُرجى المحاولة مرة أخرى بعد بضع دقائق.",
     ),
 }
 

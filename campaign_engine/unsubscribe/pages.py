@@ -11,6 +11,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import re
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Literal
 
@@ -18,9 +19,16 @@ from jinja2 import Environment, FileSystemLoader, StrictUndefined, select_autoes
 
 from campaign_engine.unsubscribe.i18n import STRINGS
 
-__all__ = ["CONTENT_SECURITY_POLICY", "STYLE_HASH", "PageKind", "page_headers", "render_page"]
+__all__ = [
+    "CONTENT_SECURITY_POLICY",
+    "STYLE_HASH",
+    "PageKind",
+    "content_security_policy",
+    "page_headers",
+    "render_page",
+]
 
-PageKind = Literal["confirm", "done", "invalid", "unavailable"]
+PageKind = Literal["confirm", "done", "invalid", "unavailable", "view_invalid", "view_unavailable"]
 
 _TEMPLATES = Path(__file__).parent / "templates"
 _env = Environment(
@@ -30,20 +38,45 @@ _env = Environment(
 )
 
 
+def _hash(text: str) -> str:
+    return "sha256-" + base64.b64encode(hashlib.sha256(text.encode("utf-8")).digest()).decode("ascii")
+
+
 def _style_hash() -> str:
     source = (_TEMPLATES / "_layout.html").read_text(encoding="utf-8")
     blocks = re.findall(r"<style>(.*?)</style>", source, flags=re.DOTALL)
     if len(blocks) != 1 or any(marker in blocks[0] for marker in ("{{", "{%", "{#")):
         raise RuntimeError("_layout.html must hold exactly one <style> block without template syntax")
-    digest = hashlib.sha256(blocks[0].encode("utf-8")).digest()
-    return "sha256-" + base64.b64encode(digest).decode("ascii")
+    return _hash(blocks[0])
 
 
 STYLE_HASH = _style_hash()
-CONTENT_SECURITY_POLICY = (
-    f"default-src 'none'; style-src '{STYLE_HASH}'; form-action 'self'; "
-    "frame-ancestors 'none'; base-uri 'none'"
-)
+
+
+def content_security_policy(
+    *, style_attributes: Iterable[str] = (), image_origins: Iterable[str] = ()
+) -> str:
+    """The pages' policy: nothing loads but the hashed style block. The web view of an email (whose
+    markup mail clients need inline) widens it by exactly its own ``style`` attribute values (by hash,
+    ``'unsafe-hashes'``) and the https origins of its images; every other directive stays."""
+    styles = [f"'{STYLE_HASH}'"]
+    hashes = sorted({_hash(value) for value in style_attributes})
+    if hashes:
+        styles += ["'unsafe-hashes'", *(f"'{h}'" for h in hashes)]
+    images = sorted(set(image_origins))
+    return "; ".join(
+        [
+            "default-src 'none'",
+            "style-src " + " ".join(styles),
+            *(["img-src " + " ".join(images)] if images else []),
+            "form-action 'self'",
+            "frame-ancestors 'none'",
+            "base-uri 'none'",
+        ]
+    )
+
+
+CONTENT_SECURITY_POLICY = content_security_policy()
 
 _COMMON_HEADERS = {
     "Cache-Control": "no-store",
@@ -56,9 +89,10 @@ _COMMON_HEADERS = {
 }
 
 
-def page_headers(language: str) -> dict[str, str]:
-    """Headers for every unsubscribe answer, HTML or the one-click plain-text reply."""
-    return {**_COMMON_HEADERS, "Content-Language": language}
+def page_headers(language: str, *, policy: str = CONTENT_SECURITY_POLICY) -> dict[str, str]:
+    """Headers for every unsubscribe and web-view answer, HTML or the one-click plain-text reply
+    (``policy``: the web view's own ``content_security_policy``)."""
+    return {**_COMMON_HEADERS, "Content-Security-Policy": policy, "Content-Language": language}
 
 
 def render_page(kind: PageKind, *, language: str, action: str | None = None) -> str:

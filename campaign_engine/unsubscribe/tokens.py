@@ -9,10 +9,14 @@ Tokens do not expire: a link in an old email must still work after the campaign 
 Rotating ``CAMPAIGN_UNSUBSCRIBE_SECRET`` therefore invalidates every link already sent; do it only when
 the secret leaked. Version 1 tokens (legacy) and unknown versions are refused. A token grants exactly one
 power, opting its profile out of announcement email, and it must never be logged.
+
+Web-view tokens (``WebViewTokens``, issue 24 item 7) use the same secret under their own salt: they name
+the same durable id plus a campaign and grant reading that campaign's email as that recipient got it.
 """
 
 from __future__ import annotations
 
+import binascii
 import hashlib
 import hmac
 from typing import Any
@@ -20,7 +24,6 @@ from urllib.parse import quote
 
 import orjson
 from itsdangerous import BadSignature, URLSafeSerializer
-from itsdangerous.encoding import base64_encode
 
 from campaign_engine.config import Settings
 from campaign_engine.domain.errors import BadRequest
@@ -28,14 +31,22 @@ from campaign_engine.domain.errors import BadRequest
 __all__ = [
     "TOKEN_VERSION",
     "UNSUBSCRIBE_SALT",
+    "WEB_VIEW_PATH",
+    "WEB_VIEW_SALT",
     "InvalidUnsubscribeToken",
+    "SignedPayloads",
     "UnsubscribeTokens",
+    "WebViewTokens",
     "list_unsubscribe_headers",
     "unsubscribe_url",
+    "web_view_url",
 ]
 
 UNSUBSCRIBE_SALT = "campaign-engine/announcement-unsubscribe"
 TOKEN_VERSION = 2
+WEB_VIEW_SALT = "campaign-engine/announcement-web-view"
+WEB_VIEW_VERSION = 1
+WEB_VIEW_PATH = "/campaigns/view"
 _MAX_TOKEN_CHARS = 512  # a v2 token for a UUID is ~110 characters; anything far longer is not ours
 _MAX_ID_CHARS = 128
 # The longest payload signed plain: with "." and the 43-character signature the token stays readable.
@@ -49,15 +60,16 @@ class InvalidUnsubscribeToken(BadRequest):
         super().__init__("this unsubscribe link is not valid")
 
 
-class UnsubscribeTokens:
-    """Issues and reads version-2 unsubscribe tokens under one secret."""
+class SignedPayloads:
+    """Signs and reads small JSON objects under one secret and one salt (purpose): the machinery of every
+    token the anonymous pages accept. A token signed for one salt never verifies under another."""
 
-    def __init__(self, secret: str) -> None:
+    def __init__(self, secret: str, *, salt: str) -> None:
         if not secret:
             raise ValueError("an unsubscribe secret is required")
         self._serializer = URLSafeSerializer(
             secret,
-            salt=UNSUBSCRIBE_SALT,
+            salt=salt,
             signer_kwargs={"digest_method": hashlib.sha256, "key_derivation": "hmac"},
         )
         # itsdangerous derives the signing key (an HMAC of the salt) on every signature and encodes the
@@ -66,6 +78,53 @@ class UnsubscribeTokens:
         # (tests/unit/test_unsubscribe_tokens.py holds it to itsdangerous' bytes). Issue 13 item 5.
         self._mac = hmac.new(self._serializer.make_signer().derive_key(), digestmod=hashlib.sha256)
 
+    def sign(self, obj: dict[str, Any]) -> str:
+        # Signed plain: itsdangerous tries zlib on every payload and keeps the compressed form when
+        # shorter, but a UUID's payload never is (not one of 300,000 random ones) and zlib.compress sets
+        # up ~256 KiB of state per call (12-35 µs, more than the rest of a token). Its ``loads`` reads
+        # both forms; only a payload too long to sign plain takes its rule (``dump_payload``). orjson's
+        # bytes are its compact JSON's (``ensure_ascii=False``, no spaces).
+        payload = _base64(orjson.dumps(obj))
+        if len(payload) > _MAX_PLAIN_PAYLOAD:
+            payload = self._serializer.dump_payload(obj)
+        mac = self._mac.copy()
+        mac.update(payload)
+        return (payload + b"." + _base64(mac.digest())).decode("ascii")
+
+    def load(self, token: object, keys: set[str]) -> dict[str, Any] | None:
+        """The signed object when ``token`` is ours, well formed and has exactly ``keys``; else None."""
+        if not isinstance(token, str) or not token or len(token) > _MAX_TOKEN_CHARS:
+            return None
+        try:
+            payload: Any = self._serializer.loads(token)
+        except BadSignature:  # also covers BadPayload (valid signature, undecodable JSON)
+            return None
+        if not isinstance(payload, dict) or set(payload) != keys:
+            return None
+        return payload
+
+
+_URLSAFE = bytes.maketrans(b"+/", b"-_")
+
+
+def _base64(data: bytes) -> bytes:
+    """itsdangerous' ``base64_encode`` (URL-safe, unpadded) in one C call and a translate: an email
+    signs two tokens (unsubscribe and web view) per message."""
+    return binascii.b2a_base64(data, newline=False).translate(_URLSAFE).rstrip(b"=")
+
+
+def valid_id(value: object) -> bool:
+    return isinstance(value, str) and 0 < len(value) <= _MAX_ID_CHARS
+
+
+class UnsubscribeTokens:
+    """Issues and reads version-2 unsubscribe tokens under one secret."""
+
+    def __init__(self, secret: str) -> None:
+        self._signed = SignedPayloads(secret, salt=UNSUBSCRIBE_SALT)
+        self.web_view = WebViewTokens(secret)
+        """The web-view tokens under the same secret (its own salt): one key to configure and rotate."""
+
     @classmethod
     def from_settings(cls, settings: Settings) -> UnsubscribeTokens:
         settings.require_unsubscribe()
@@ -73,42 +132,55 @@ class UnsubscribeTokens:
         return cls(settings.campaign_unsubscribe_secret.get_secret_value())
 
     def issue(self, unsubscribe_id: str) -> str:
-        if not unsubscribe_id or len(unsubscribe_id) > _MAX_ID_CHARS:
+        if not valid_id(unsubscribe_id):
             raise ValueError("unsubscribe id must be 1-128 characters")
-        # Signed plain: itsdangerous tries zlib on every payload and keeps the compressed form when
-        # shorter, but a UUID's payload never is (not one of 300,000 random ones) and zlib.compress sets
-        # up ~256 KiB of state per call (12-35 µs, more than the rest of a token). Its ``loads`` reads
-        # both forms; only a payload too long to sign plain takes its rule (``dump_payload``). orjson's
-        # bytes are its compact JSON's (``ensure_ascii=False``, no spaces).
-        obj = {"v": TOKEN_VERSION, "u": unsubscribe_id}
-        payload = base64_encode(orjson.dumps(obj))
-        if len(payload) > _MAX_PLAIN_PAYLOAD:
-            payload = self._serializer.dump_payload(obj)
-        mac = self._mac.copy()
-        mac.update(payload)
-        return (payload + b"." + base64_encode(mac.digest())).decode("ascii")
+        return self._signed.sign({"v": TOKEN_VERSION, "u": unsubscribe_id})
 
     def read(self, token: str) -> str:
         """The ``campaignUnsubscribeId`` the token was issued for; ``InvalidUnsubscribeToken`` otherwise."""
-        if not isinstance(token, str) or not token or len(token) > _MAX_TOKEN_CHARS:
-            raise InvalidUnsubscribeToken()
-        try:
-            payload: Any = self._serializer.loads(token)
-        except BadSignature as exc:  # also covers BadPayload (valid signature, undecodable JSON)
-            raise InvalidUnsubscribeToken() from exc
-        if not isinstance(payload, dict) or set(payload) != {"v", "u"}:
+        payload = self._signed.load(token, {"v", "u"})
+        if payload is None:
             raise InvalidUnsubscribeToken()
         version, unsubscribe_id = payload["v"], payload["u"]
         if type(version) is not int or version != TOKEN_VERSION:
             raise InvalidUnsubscribeToken()
-        if not isinstance(unsubscribe_id, str) or not 0 < len(unsubscribe_id) <= _MAX_ID_CHARS:
+        if not valid_id(unsubscribe_id):
             raise InvalidUnsubscribeToken()
-        return unsubscribe_id
+        return str(unsubscribe_id)
+
+
+class WebViewTokens:
+    """Tokens of ``/campaigns/view``: ``{"w": 1, "u": <campaignUnsubscribeId>, "c": <campaign id>}`` under
+    ``WEB_VIEW_SALT``. They grant reading one campaign's email as one recipient's variant, nothing more;
+    never expiring, like unsubscribe links. Neither kind verifies as the other: the salts differ (so do
+    the signing keys derived from them) and so do the payload keys."""
+
+    def __init__(self, secret: str) -> None:
+        self._signed = SignedPayloads(secret, salt=WEB_VIEW_SALT)
+
+    def issue(self, unsubscribe_id: str, campaign_id: str) -> str:
+        if not valid_id(unsubscribe_id) or not valid_id(campaign_id):
+            raise ValueError("web-view ids must be 1-128 characters")
+        return self._signed.sign({"w": WEB_VIEW_VERSION, "u": unsubscribe_id, "c": campaign_id})
+
+    def read(self, token: object) -> tuple[str, str] | None:
+        """(campaignUnsubscribeId, campaign id), or None for anything but a valid web-view token."""
+        payload = self._signed.load(token, {"w", "u", "c"})
+        if payload is None or type(payload["w"]) is not int or payload["w"] != WEB_VIEW_VERSION:
+            return None
+        if not valid_id(payload["u"]) or not valid_id(payload["c"]):
+            return None
+        return str(payload["u"]), str(payload["c"])
 
 
 def unsubscribe_url(domain_name: str, token: str) -> str:
     """The https link for ``List-Unsubscribe`` and the email footer (the page renders a form on GET)."""
     return f"https://{domain_name}/campaigns/unsubscribe?token={quote(token, safe='')}"
+
+
+def web_view_url(domain_name: str, token: str) -> str:
+    """The https link to the recipient's web view of one campaign's email."""
+    return f"https://{domain_name}{WEB_VIEW_PATH}?token={quote(token, safe='')}"
 
 
 def list_unsubscribe_headers(url: str) -> dict[str, str]:

@@ -2,7 +2,8 @@
 
 It renders with the worker's own code (``delivery/email/compose.py``: the tenant record's branding and
 CTA origin, the same templates), so the preview cannot drift from a real send. Only the unsubscribe link
-differs: a preview has no recipient, so it shows the link's shape with a token that opens nothing.
+differs: a preview has no recipient, so it shows the links' shape (unsubscribe, web view) with a token
+that opens nothing.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from campaign_engine.delivery.email.compose import email_content_for
 from campaign_engine.delivery.email.render import render_email
 from campaign_engine.domain.variants import LanguageTag
 from campaign_engine.graph.tenant_directory import tenants_of
-from campaign_engine.unsubscribe.tokens import unsubscribe_url
+from campaign_engine.unsubscribe.tokens import unsubscribe_url, web_view_url
 
 __all__ = ["ACCESS", "router"]
 
@@ -63,6 +64,7 @@ def preview_email(ctx: Context, data: EmailPreviewInput) -> EmailPreview:
         branding=content.branding,
         cta_url=content.cta_url,
         unsubscribe_url=unsubscribe_url(settings.domain_name, _PREVIEW_TOKEN),
+        web_view_url=web_view_url(settings.domain_name, _PREVIEW_TOKEN),
         lang=content.locale,
     )
     return EmailPreview(

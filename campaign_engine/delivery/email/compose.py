@@ -1,13 +1,16 @@
 """One announcement email per recipient, rendered once per campaign page.
 
-The templates are rendered once with a slot where the unsubscribe link goes, the only part that
-differs between recipients; ``compose_email`` fills the slot with the recipient's signed link and sets
-the RFC 8058 headers. Resolving the CTA origin and branding here, before any claim, means a
-misconfigured tenant fails a dispatch without burning anyone's single email attempt.
+The templates are rendered once with a slot for each per-recipient value (``SLOTS``: the unsubscribe
+link, the web-view link), the only parts that differ between recipients; ``compose_email`` fills them
+with the recipient's signed links and sets the RFC 8058 headers. A new per-recipient value is one more
+slot and its fill here; the adapters assemble any number. Resolving the CTA origin and branding here,
+before any claim, means a misconfigured tenant fails a dispatch without burning anyone's single email
+attempt.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from email.header import Header
@@ -29,9 +32,21 @@ from campaign_engine.delivery.email.render import (
 from campaign_engine.domain.campaign import CampaignPublic, EmailCopy
 from campaign_engine.domain.tenancy import campaign_ref
 from campaign_engine.domain.variants import served_locale
-from campaign_engine.unsubscribe.tokens import UnsubscribeTokens, list_unsubscribe_headers, unsubscribe_url
+from campaign_engine.unsubscribe.tokens import (
+    UnsubscribeTokens,
+    list_unsubscribe_headers,
+    unsubscribe_url,
+    web_view_url,
+)
 
-__all__ = ["EmailContent", "EmailVariants", "compose_email", "email_content_for", "email_variants_for"]
+__all__ = [
+    "SLOTS",
+    "EmailContent",
+    "EmailVariants",
+    "compose_email",
+    "email_content_for",
+    "email_variants_for",
+]
 
 
 @dataclass(frozen=True)
@@ -45,17 +60,20 @@ class _Copy:
     heroImageUrl: str | None
 
 
-_LINK_SLOT = "https://unsubscribe.invalid/slot-7f3c9a1e"
-"""Rendered in place of the unsubscribe link, then replaced per recipient (URL-safe: escaping is a no-op)."""
+_UNSUBSCRIBE_SLOT = "https://unsubscribe.invalid/slot-7f3c9a1e"
+_WEB_VIEW_SLOT = "https://view.invalid/slot-7f3c9a1e"
+SLOTS = (_UNSUBSCRIBE_SLOT, _WEB_VIEW_SLOT)
+"""Rendered in place of each per-recipient link, then replaced per recipient (URL-safe: escaping is a
+no-op), in this order in ``OutgoingEmail.fills``."""
 
 
 @dataclass(frozen=True)
 class EmailContent:
     """Everything of a message that is the same for every recipient of one campaign.
 
-    The templates are rendered once per page with a slot for the unsubscribe link, the only part that
-    differs between recipients; ``compose_email`` fills the slot. Rendering 500 times per page would
-    cost more than the provider call.
+    The templates are rendered once per page with ``SLOTS``, the only parts that differ between
+    recipients; ``compose_email`` fills them. Rendering 500 times per page would cost more than the
+    provider call.
     """
 
     copy: _Copy
@@ -75,13 +93,36 @@ class EmailContent:
             copy=self.copy,
             branding=self.branding,
             cta_url=self.cta_url,
-            unsubscribe_url=_LINK_SLOT,
+            unsubscribe_url=_UNSUBSCRIBE_SLOT,
+            web_view_url=_WEB_VIEW_SLOT,
             lang=self.locale,
         )
 
     @cached_property
     def body_template(self) -> BodyTemplate:
-        return BodyTemplate(text=self.template.text, html=self.template.html, slot=_LINK_SLOT)
+        return BodyTemplate(text=self.template.text, html=self.template.html, slots=SLOTS)
+
+    @cached_property
+    def _list_ids(self) -> dict[str, str]:
+        return {}
+
+    def list_id(self, domain_name: str) -> str:
+        """``list_id`` for this content, computed once per domain (it is the same for every message)."""
+        found = self._list_ids.get(domain_name)
+        if found is None:
+            found = self._list_ids[domain_name] = list_id(self, domain_name)
+        return found
+
+    def web_view(self) -> RenderedEmail:
+        """What the web view shows: this email without its per-recipient links (a forwarded view link
+        must not unsubscribe anyone, and the view needs no link to itself)."""
+        return render_email(
+            copy=self.copy,
+            branding=self.branding,
+            cta_url=self.cta_url,
+            unsubscribe_url=None,
+            lang=self.locale,
+        )
 
 
 def email_content_for(
@@ -211,6 +252,14 @@ def list_id(content: EmailContent, domain_name: str) -> str:
     return f"{display_phrase(name)} <{ident}>"
 
 
+_HTML_SPECIAL = re.compile("[&<>\"']")
+
+
+def _escaped(link: str) -> str:
+    """``link`` for an href: the same string when escaping changes nothing (adapters then skip it)."""
+    return str(escape(link)) if _HTML_SPECIAL.search(link) else link
+
+
 def compose_email(
     content: EmailContent,
     *,
@@ -222,21 +271,23 @@ def compose_email(
     tag: str = "announcement",
     metadata: Mapping[str, str] | None = None,
 ) -> OutgoingEmail:
-    """One recipient's message: the visible unsubscribe link and RFC 8058 headers carry its token."""
-    token = tokens.issue(unsubscribe_id)
-    link = unsubscribe_url(domain_name, token)
-    template = content.template
-    html_link = str(escape(link))
+    """One recipient's message: the visible unsubscribe link and RFC 8058 headers carry its unsubscribe
+    token, the web-view link its view token of this campaign."""
+    link = unsubscribe_url(domain_name, tokens.issue(unsubscribe_id))
+    view = web_view_url(domain_name, tokens.web_view.issue(unsubscribe_id, content.campaign_id))
+    body = content.body_template
+    text_fills = (link, view)
+    html_fills = (_escaped(link), _escaped(view))
     return OutgoingEmail(
         key=key,
         to=to,
-        subject=template.subject,
-        html=template.html.replace(_LINK_SLOT, html_link),
-        text=template.text.replace(_LINK_SLOT, link),
-        headers={**list_unsubscribe_headers(link), "List-ID": list_id(content, domain_name)},
+        subject=content.template.subject,
+        html=body.html_cut.join(html_fills),
+        text=body.text_cut.join(text_fills),
+        headers={**list_unsubscribe_headers(link), "List-ID": content.list_id(domain_name)},
         tag=tag,
         metadata=dict(metadata or {"campaignId": content.campaign_id}),
         sender=content.sender,
-        body_template=content.body_template,
-        fills=(link, html_link),
+        body_template=body,
+        fills=(text_fills, html_fills),
     )

@@ -1,7 +1,7 @@
 """A Postmark batch body assembled once per page (issue 23 item 2).
 
-A page's messages share one rendering (``compose.py``: the body with a slot where each recipient's
-link goes), so their bodies are JSON-escaped once, around the slot, and each message's JSON is
+A page's messages share one rendering (``compose.py``: the body with slots where each recipient's
+links go), so their bodies are JSON-escaped once, around the slots, and each message's JSON is
 the escaped pieces with its own escaped links between them. JSON string escaping is character by
 character, so escaped pieces joined are the escaped whole: the bytes equal ``orjson.dumps`` of the
 message's fields (``tests/unit/test_postmark_body.py`` compares them), at a fraction of the copying.
@@ -14,7 +14,7 @@ from typing import Any
 
 import orjson
 
-from campaign_engine.delivery.email.provider import BodyTemplate, OutgoingEmail
+from campaign_engine.delivery.email.provider import BodyTemplate, Cut, OutgoingEmail
 
 __all__ = ["PageBody", "message_fields"]
 
@@ -42,12 +42,25 @@ def _escaped(text: str) -> bytes:
     return orjson.dumps(text)[1:-1]
 
 
+class _EscapedCut:
+    """One part's ``Cut``, its pieces escaped once."""
+
+    def __init__(self, cut: Cut) -> None:
+        # A bytes %-template ("%" doubled in the pieces), its fields the fills in slot order.
+        self._template = b"%b".join(_escaped(piece).replace(b"%", b"%%") for piece in cut.pieces)
+        self._order = cut.order
+
+    def join(self, fills: Sequence[str]) -> bytes:
+        escaped = [_escaped(fill) for fill in fills]
+        return self._template % tuple([escaped[slot] for slot in self._order])
+
+
 class _Pieces:
-    """A template's text and html parts, escaped once, split at the slot."""
+    """A template's text and html parts, escaped once, cut at the slots."""
 
     def __init__(self, template: BodyTemplate) -> None:
-        self.html = [_escaped(part) for part in template.html.split(template.slot)]
-        self.text = [_escaped(part) for part in template.text.split(template.slot)]
+        self.html = _EscapedCut(template.html_cut)
+        self.text = _EscapedCut(template.text_cut)
 
 
 class PageBody:
@@ -67,14 +80,14 @@ class PageBody:
         pieces = self._pieces.get(id(template))
         if pieces is None:
             pieces = self._pieces.setdefault(id(template), _Pieces(template))
-        text_fill, html_fill = (_escaped(fill) for fill in fills)
+        text_fills, html_fills = fills
         return b"".join(
             [
                 b'{"From":', orjson.dumps(message.sender or self._sender),
                 b',"To":', orjson.dumps(message.to),
                 b',"Subject":', orjson.dumps(message.subject),
-                b',"HtmlBody":"', html_fill.join(pieces.html),
-                b'","TextBody":"', text_fill.join(pieces.text),
+                b',"HtmlBody":"', pieces.html.join(html_fills),
+                b'","TextBody":"', pieces.text.join(text_fills),
                 b'","MessageStream":', orjson.dumps(self._stream),
                 b',"Headers":', orjson.dumps(_headers(message.headers)),
                 *((b',"Tag":', orjson.dumps(message.tag)) if message.tag else ()),

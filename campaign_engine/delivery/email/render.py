@@ -25,6 +25,7 @@ from markupsafe import Markup, escape
 
 from campaign_engine.domain.errors import BadRequest
 from campaign_engine.domain.locale import direction
+from campaign_engine.unsubscribe.footer import footer_for
 
 __all__ = [
     "DEFAULT_BRANDING",
@@ -103,13 +104,22 @@ class RenderedEmail:
 
 
 def render_email(
-    *, copy: EmailCopyLike, branding: Branding, cta_url: str, unsubscribe_url: str, lang: str = "en"
+    *,
+    copy: EmailCopyLike,
+    branding: Branding,
+    cta_url: str,
+    unsubscribe_url: str | None,
+    lang: str = "en",
+    web_view_url: str | None = None,
 ) -> RenderedEmail:
     """Render both parts in language ``lang`` (its ``lang`` and ``dir`` on the root: a right-to-left
-    language is laid out mirrored). Raises EmailConfigError when a link is not http(s)."""
-    for label, url in (("CTA", cta_url), ("unsubscribe", unsubscribe_url)):
-        if not _is_web_url(url):
+    language is laid out mirrored; the footer in it when the unsubscribe page speaks it). Without an
+    unsubscribe link (the web view) the footer says where to find it. Raises EmailConfigError when a
+    link is not http(s)."""
+    for label, url in (("CTA", cta_url), ("unsubscribe", unsubscribe_url), ("web-view", web_view_url)):
+        if url is not None and not _is_web_url(url):
             raise EmailConfigError(f"the {label} link must be an http(s) URL")
+    footer = footer_for(lang)
     hero = copy.heroImageUrl if copy.heroImageUrl and _is_https_url(copy.heroImageUrl) else None
     body_lines = copy.body.replace("\r\n", "\n").replace("\r", "\n").split("\n")
     context = {
@@ -121,6 +131,9 @@ def render_email(
         "cta_url": cta_url,
         "hero_url": hero,
         "unsubscribe_url": unsubscribe_url,
+        "web_view_url": web_view_url,
+        "footer": footer,
+        "footer_received": footer.received.format(name=branding.name),
         "brand": branding,
         "lang": lang,
         "direction": direction(lang),

@@ -2,7 +2,8 @@
 
 ``build_message`` is the reference: the ``email`` package's MIME tree, policy-driven header folding and
 ``as_bytes``, ~1.4 ms per message, most of what SMTP sending cost. A page's messages differ only in a
-few values (To, Date, Message-ID, the List-Unsubscribe header, the unsubscribe link in both parts), so
+few values (To, Date, Message-ID, the List-Unsubscribe header, the template's slots in both parts: the
+unsubscribe and web-view links), so
 ``PageAssembler`` builds the page's message once with a placeholder in each of those places, cuts it
 at the placeholders, and joins each recipient's values in: the same bytes ``build_message`` makes for
 the same inputs (``tests/unit/test_smtp_message.py`` compares them over varied content).
@@ -122,18 +123,20 @@ class _Fills:
     date: str
     message_id: str
     headers: Sequence[str]
-    text: str
-    html: str
+    text: Sequence[str]
+    html: Sequence[str]
 
 
 class _Template:
     """One page message cut at its placeholders: literal byte pieces and, between them, slot indexes
-    into a message's values (To, Date, Message-ID, text fill, html fill, then each header value)."""
+    into a message's values (To, Date, Message-ID, each text fill, each html fill, each header value)."""
 
-    def __init__(self, data: bytes, header_count: int) -> None:
+    def __init__(self, data: bytes, slot_count: int, header_count: int) -> None:
         self.verified = False
         """Set once a splice equalled the reference build of the same message."""
-        placeholders = [_TO, _DATE, _ID, _text_placeholder(), _html_placeholder()]
+        placeholders = [_TO, _DATE, _ID]
+        placeholders += [_text_placeholder(i) for i in range(slot_count)]
+        placeholders += [_html_placeholder(i) for i in range(slot_count)]
         placeholders += [_header_placeholder(i) for i in range(header_count)]
         index = {p.encode(): i for i, p in enumerate(placeholders)}
         pattern = re.compile(b"|".join(re.escape(p) for p in index))
@@ -151,30 +154,35 @@ class _Template:
             found = [index[m.group()] for m in pattern.finditer(line)]
             if found:
                 self.lines.append((len(pattern.sub(b"", line)), found))
+        # A bytes %-template of the pieces ("%" doubled), its fields the values in slot order.
+        self._template = b"%b".join(piece.replace(b"%", b"%%") for piece in self.pieces)
+        # Per number of slots on a line, the longest rest of such a line: with the longest value, a
+        # bound that spares checking each line for nearly every message.
+        self._bounds: dict[int, int] = {}
+        for base, found in self.lines:
+            self._bounds[len(found)] = max(base, self._bounds.get(len(found), 0))
 
     def render(self, fills: _Fills) -> bytes | None:
-        fixed = (fills.to, fills.date, fills.message_id, fills.text, fills.html)
-        values = [value.encode() for value in (*fixed, *fills.headers)]
-        for base, found in self.lines:
-            if base + sum(len(values[i]) for i in found) > _MAX_LINE:
-                return None
-        out = [self.pieces[0]]
-        for slot, piece in zip(self.slots, self.pieces[1:], strict=True):
-            out.append(values[slot])
-            out.append(piece)
-        return b"".join(out)
+        fixed = (fills.to, fills.date, fills.message_id)
+        values = [value.encode() for value in (*fixed, *fills.text, *fills.html, *fills.headers)]
+        longest = max(map(len, values))
+        if any(base + count * longest > _MAX_LINE for count, base in self._bounds.items()):
+            for base, found in self.lines:
+                if base + sum(len(values[i]) for i in found) > _MAX_LINE:
+                    return None
+        return self._template % tuple([values[slot] for slot in self.slots])
 
 
 def _header_placeholder(i: int) -> str:
     return f"<https://h{i}.{_PLACEHOLDER}.invalid/>"
 
 
-def _text_placeholder() -> str:
-    return f"https://text.{_PLACEHOLDER}.invalid/"
+def _text_placeholder(i: int) -> str:
+    return f"https://t{i}.{_PLACEHOLDER}.invalid/"
 
 
-def _html_placeholder() -> str:
-    return f"https://html.{_PLACEHOLDER}.invalid/"
+def _html_placeholder(i: int) -> str:
+    return f"https://m{i}.{_PLACEHOLDER}.invalid/"
 
 
 class PageAssembler:
@@ -235,9 +243,13 @@ class PageAssembler:
             return None
         # A header whose value is not plain (List-ID's phrase) is the page's own, baked into the template
         # (``_template_for`` keys on it); only plain values are spliced.
-        if not all(_plain(value) for value in fill):
+        text, html = fill
+        if len(text) != len(body.slots) or len(html) != len(body.slots):
             return None
-        return _Fills(message.to, date, message_id, list(message.headers.values()), *fill)
+        # An html fill is its text fill unless escaping changed it (compose passes the same string).
+        if not all(_plain(t) and (h is t or _plain(h)) for t, h in zip(text, html, strict=True)):
+            return None
+        return _Fills(message.to, date, message_id, list(message.headers.values()), text, html)
 
     def _template_for(self, message: OutgoingEmail) -> tuple[tuple[object, ...], _Template | None]:
         body = message.body_template
@@ -254,8 +266,8 @@ class PageAssembler:
             key=message.key,
             to=_TO,
             subject=message.subject,
-            text=body.text.replace(body.slot, _text_placeholder()),
-            html=body.html.replace(body.slot, _html_placeholder()),
+            text=body.text_cut.join([_text_placeholder(i) for i in range(len(body.slots))]),
+            html=body.html_cut.join([_html_placeholder(i) for i in range(len(body.slots))]),
             headers={
                 name: _header_placeholder(i) if _plain(value) else value
                 for i, (name, value) in enumerate(message.headers.items())
@@ -277,7 +289,7 @@ class PageAssembler:
             f"\r\nContent-Transfer-Encoding: {cte}".encode() in data for cte in ("quoted-printable", "base64")
         ):
             return None  # the encoded text depends on where each fill falls
-        return _Template(data, len(message.headers))
+        return _Template(data, len(body.slots), len(message.headers))
 
 
 def _plain(value: str) -> bool:
