@@ -222,18 +222,18 @@ def sender_for(tenants: Mapping[str, Any], tenant_id: str | None, default_tenant
     bare = parseaddr(address or (fallback if isinstance(fallback, str) else ""))[1]
     if not isinstance(name, str) or not name.strip() or not bare:
         return address
-    return f"{display_phrase(name)} <{bare}>"
+    return f"{_display_phrase(name)} <{bare}>"
 
 
-def display_phrase(name: str) -> str:
+def _display_phrase(name: str) -> str:
     """A header phrase (RFC 5322): RFC 2047-encoded when not ASCII, quoted when it has specials."""
     name = " ".join(name.split())
     if not name.isascii():
         return Header(name, "utf-8").encode()
-    return quote_phrase(name) if any(ch in _PHRASE_SPECIALS for ch in name) else name
+    return _quote_phrase(name) if any(ch in _PHRASE_SPECIALS for ch in name) else name
 
 
-def quote_phrase(name: str) -> str:
+def _quote_phrase(name: str) -> str:
     return '"' + name.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
@@ -249,7 +249,7 @@ def list_id(content: EmailContent, domain_name: str) -> str:
     name = " ".join(content.list_name.split())
     if not name:
         return f"<{ident}>"
-    return f"{display_phrase(name)} <{ident}>"
+    return f"{_display_phrase(name)} <{ident}>"
 
 
 _HTML_SPECIAL = re.compile("[&<>\"']")
