@@ -77,13 +77,26 @@ def upsert_rows(profiles: Sequence[ProfileIn]) -> list[LinkRow]:
 
 
 def _problems(
-    tx: Tx, rows: Sequence[LinkRow], tenant: str | None, adult_age: int, now: datetime
+    tx: Tx,
+    rows: Sequence[LinkRow],
+    tenant: str | None,
+    adult_age: int,
+    now: datetime,
+    assumed: frozenset[str] = frozenset(),
+    new_tenant: str | None = None,
 ) -> dict[tuple[str, str], str]:
     """(minor, guardian) -> why that link cannot be written; a minor not found is keyed (minor, '')."""
     if not any(r.pairs for r in rows):
         return {}
-    found = tx.run(policy_query("guardians_check"), rows=[r.statement_row() for r in rows], tenant=tenant,
-                   **policy_params(now, adult_age))  # fmt: skip
+    statement_rows = [r.statement_row() for r in rows]
+    found = tx.run(
+        policy_query("guardians_check"),
+        rows=statement_rows,
+        tenant=tenant,
+        assumed=sorted(assumed),
+        newTenant=new_tenant,
+        **policy_params(now, adult_age),
+    )
     problems: dict[tuple[str, str], str] = {}
     for record in found:
         minor, guardian = str(record["minor"]), str(record["guardian"])
@@ -131,11 +144,13 @@ def import_links(
     reject: Reject,
     dry_run: bool = False,
     assume_existing: frozenset[str] = frozenset(),
+    new_tenant: str | None = None,
 ) -> int:
     """The links of a file, after all its profiles: each batch checked, each bad link reported at its
     line (its minor's set is then left as it was), the rest written in one transaction with one audit
-    entry. A dry run counts the links the check passes; a guardian the dry run would have created
-    (``assume_existing``) is judged at the real run. Returns links created or changed (or checked)."""
+    entry. A dry run counts the links the check passes; a profile the dry run would have created
+    (``assume_existing``, joining ``new_tenant``) is judged as far as the graph can: a guardian among them
+    at the real run. Returns links created or changed (or checked)."""
     merged: dict[str, LinkRow] = {}
     for row in rows:  # in file order: a minor named again takes its later set
         merged[row.minor] = row
@@ -144,7 +159,10 @@ def import_links(
     for start in range(0, len(ordered), _BATCH):
         batch = ordered[start : start + _BATCH]
         now = clock()
-        problems = graph.read(partial(_problems, rows=batch, tenant=tenant, adult_age=adult_age, now=now))
+        assumed = assume_existing if dry_run else frozenset()
+        check = partial(_problems, rows=batch, tenant=tenant, adult_age=adult_age, now=now, assumed=assumed,
+                        new_tenant=new_tenant)  # fmt: skip
+        problems = graph.read(check)
         good: list[LinkRow] = []
         for row in batch:
             bad = [
@@ -154,7 +172,7 @@ def import_links(
             ]
             if dry_run:
                 bad = [(p, why) for p, why in bad if p.guardian not in assume_existing]
-            if (row.minor, "") in problems and not (dry_run and row.minor in assume_existing):
+            if (row.minor, "") in problems:
                 first = row.pairs[0] if row.pairs else LinkPair("", None)
                 reject(first.line, first.column, problems[(row.minor, "")])
             elif bad:
