@@ -4,16 +4,20 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
 
 from campaign_engine.api.auth import mint_token
 from campaign_engine.config import Settings
+from campaign_engine.graph.cypher import query
 from campaign_engine.graph.graph import Graph
+from campaign_engine.graph.policy import policy_params, policy_query
 from tests.conftest import ADMIN_ID
 from tests.support.api import TrpcClient, api_client, error_code, ok
 from tests.support.guardians import families, granted_pairs, upsert_families
+from tests.support.plans import operators
 
 ADULT, MINOR = "1980-01-01", "2016-01-01"
 
@@ -185,3 +189,20 @@ def test_generated_families_match_an_independent_count(api: TrpcClient, graph: G
     )
     assert {(r["g"], r["c"]) for r in granted} == granted_pairs(found)
     assert upsert_families(api, found, as_=ADMIN_ID) == 0  # idempotent
+
+
+def test_the_check_and_the_write_seek_profiles_by_id_and_never_scan(graph: Graph) -> None:
+    rows = [{"profileId": "kid", "guardians": [{"profileId": "mum", "consent": "granted"}]}]
+    statements = {
+        "guardians_check": (policy_query("guardians_check"),
+                            {"rows": rows, "tenant": None, "assumed": [], "newTenant": None,
+                             **policy_params(datetime.now(UTC), 18)}),
+        "guardians_write": (query("guardians_write"),
+                            {"rows": rows, "tenant": None, "source": "api", "sourceRef": None, "setBy": None,
+                             "now": "x"}),
+    }  # fmt: skip
+    for name, (text, params) in statements.items():
+        plan = graph.driver.execute_query("EXPLAIN " + text, params, database_=graph.database).summary.plan
+        ops = operators(plan)
+        assert any(op.startswith("NodeUniqueIndexSeek") for op in ops), (name, ops)  # "(Locking)" in a write
+        assert not any("Scan" in op for op in ops), (name, ops)
