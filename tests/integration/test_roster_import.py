@@ -251,3 +251,37 @@ def test_the_command_line_prints_the_same_report(
         "WHERE a.detail CONTAINS 'guardianLinks' RETURN a.actor AS actor"
     )
     assert entry["actor"].startswith("cli:")
+
+
+def test_rejections_are_all_counted_and_the_first_thousand_listed(api: TrpcClient, graph: Graph) -> None:
+    body = "userSourcedId,relationshipUserSourcedId,relationshipRole\r\n" + "k1,a1,teacher\r\n" * 1005
+    report = _post(api, "/imports/roster", body, format="sds")
+    assert report["rejectedCount"] == 1005 and len(report["rejected"]) == 1000
+    assert [r["line"] for r in report["rejected"]] == list(range(2, 1002))
+
+
+def test_a_tenant_links_only_within_itself(api: TrpcClient, graph: Graph) -> None:
+    graph.run(
+        "CREATE (:Profile {profileId: 'k1', dob: '2015-01-01', tenants: ['alpha']}), "
+        "(:Profile {profileId: 'a1', dob: '1980-01-01', tenants: ['alpha']}), "
+        "(:Profile {profileId: 'b1', dob: '1980-01-01', tenants: ['beta']}), "
+        "(:Profile {profileId: 'k9', dob: '2015-01-01', tenants: ['beta']})"
+    )
+    token = mint_token(api.settings, profile_id="alpha-author", scope="", tenant_id="alpha", roles=["author"])
+    body = (
+        "userSourcedId,relationshipUserSourcedId,relationshipRole\r\n"
+        + "k1,a1,parent\r\nk9,a1,parent\r\nk1,b1,parent\r\n"
+    )
+    answer = api.http.post(
+        "/imports/roster",
+        params={"format": "sds"},
+        content=body.encode(),
+        headers={"authorization": f"Bearer {token}", "content-type": "text/csv"},
+    )
+    report = answer.json()
+    assert [r["line"] for r in report["rejected"]] == [3, 4]
+    assert report["rejected"][0]["reason"] == "profile 'k9' not found"  # another tenant's: not named as such
+    assert report["rejected"][1]["reason"].startswith("guardian 'b1' is not a profile of this tenant")
+    assert report["guardianLinks"] == 0 and _pairs(graph) == []  # k1's set had a bad link: left as it was
+    entries = graph.run("MATCH (a:AuditEntry {procedure: 'imports.roster'}) RETURN a.tenantId AS t")
+    assert entries == []
