@@ -8,11 +8,12 @@ every rejected row (line, column, reason; the first 1,000 listed, all counted) a
   ``agentSourcedIds`` (comma-separated) and ``birthDate`` where an export adds it (the standard keeps
   it in ``demographics.csv``). A ``student`` becomes a managed profile (``isManaged``: with no known age
   the age policy treats it as a minor) and stores nothing else, not even an email; a ``guardian``,
-  ``parent`` or ``relative`` stores its email (unverified: the school collected it, the person did not
-  confirm it). Names and every other column are never stored: the engine models no names, and the
-  README's rule on private learner data stands. Other roles are skipped. Links come from both
-  directions OneRoster writes them: a student's agents are its guardians, a guardian's agents its
-  children; each student's set in the file replaces its stored one.
+  ``parent`` or ``relative`` new to the engine stores its email (unverified: the school collected it,
+  the person did not confirm it); an existing profile keeps its addresses. Names and every other column
+  are never stored: the engine models no names, and the README's rule on private learner data stands.
+  Other roles are skipped. Links come from both directions OneRoster writes them: a student's agents
+  are its guardians, a guardian's agents its children; each student's set in the file replaces its
+  stored one.
 - ``sds``: School Data Sync v2.1 ``relationships.csv``: ``userSourcedId`` (the student),
   ``relationshipUserSourcedId`` (the guardian), ``relationshipRole`` (``parent``, ``guardian`` or
   ``relative``; other roles are rejected). Both profiles must exist (import them first); the file's
@@ -258,6 +259,10 @@ def _write_profiles(
     existing = graph.read(_existing, sorted(latest), None if platform else tenant_id)
     writable = []
     for line, profile in sorted(latest.values()):
+        if profile.profile_id in existing and existing[profile.profile_id] and profile.named("emails"):
+            # an existing profile keeps its addresses: a roster must not undo a verification made elsewhere
+            unset = profile.model_dump(by_alias=True, exclude_unset=True, exclude={"emails"})
+            profile = ProfileIn.model_validate(unset)
         if existing.get(profile.profile_id, True):
             writable.append(profile)
         else:

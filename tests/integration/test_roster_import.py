@@ -166,6 +166,14 @@ def test_a_oneroster_file_names_every_broken_row_and_links_families(api: TrpcCli
     assert granted["guardianLinks"] == 3 and {c for _, _, c in _pairs(graph)} == {"granted"}
     assert _post(api, "/imports/roster", _oneroster(), format="oneroster")["guardianLinks"] == 0
     assert {c for _, _, c in _pairs(graph)} == {"granted"}  # a later import without consent keeps it
+    verified = {
+        "profileId": "p1",
+        "emails": [{"address": "carla@example.com", "verified": True, "primary": True}],
+    }
+    ok(api.mutate("profiles.upsert", {"profiles": [verified]}, as_=ADMIN_ID, admin=True))
+    _post(api, "/imports/roster", _oneroster(), format="oneroster")  # a roster never undoes a verification
+    p1 = ok(api.query("profiles.get", {"profileId": "p1"}, as_=ADMIN_ID, admin=True))
+    assert p1["emails"] == verified["emails"]
 
 
 def test_an_sds_relationships_file_names_every_broken_row(api: TrpcClient, graph: Graph) -> None:
