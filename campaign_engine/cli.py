@@ -231,6 +231,37 @@ def _profiles_import_csv(
             report = import_csv(
                 graph, text, tenant_id=settings.campaign_default_tenant_id, platform=True,
                 dry_run=args.dry_run, audit=None if args.dry_run else audit, secrets=settings.secret_box(),
+                adult_age=settings.campaign_adult_age,
+            )  # fmt: skip
+    finally:
+        graph.close()
+    print(json.dumps(report.model_dump(by_alias=True), indent=2))
+    return 1 if report.rejected_count else 0
+
+
+def _roster_import(args: argparse.Namespace) -> int:
+    """``roster import --format oneroster|sds FILE``, as ``POST /imports/roster`` answers it; exit 1 when
+    a row was rejected, 2 when the file is not UTF-8."""
+    from campaign_engine.campaigns.roster_import import import_roster
+    from campaign_engine.domain.types import system_clock
+    from campaign_engine.graph.audit import AuditContext
+    from campaign_engine.graph.graph import open_graph
+
+    settings = load_settings()
+    if (bad := _not_utf8_at(Path(args.file))) is not None:
+        print(f"{args.file}: not UTF-8 at byte {bad}; nothing was imported", file=sys.stderr)
+        return 2
+    audit = AuditContext.begin(
+        actor=_cli_actor(), procedure="cli.roster.import", request_id=uuid.uuid4().hex,
+        now=system_clock(), tenant_id=settings.campaign_default_tenant_id,
+    )  # fmt: skip
+    graph = open_graph(settings)
+    try:
+        with Path(args.file).open(encoding="utf-8", newline="") as text:
+            report = import_roster(
+                graph, text, format=args.format, tenant_id=settings.campaign_default_tenant_id, platform=True,
+                consent_collected=args.consent_collected, dry_run=args.dry_run,
+                audit=None if args.dry_run else audit, adult_age=settings.campaign_adult_age,
             )  # fmt: skip
     finally:
         graph.close()
@@ -331,6 +362,17 @@ def _parser() -> argparse.ArgumentParser:
     importer.add_argument("--batch-size", type=int, default=1000)
     importer.add_argument("--dry-run", action="store_true", help="CSV: validate and count, write nothing")
     importer.set_defaults(run=_profiles_import)
+    roster = commands.add_parser("roster", help="school rosters: families as profiles and guardian links")
+    roster_import = roster.add_subparsers(dest="roster_command", required=True).add_parser(
+        "import", help="a OneRoster users.csv or an SDS v2.1 relationships.csv, with a per-row report"
+    )
+    roster_import.add_argument("--format", choices=["oneroster", "sds"], required=True)
+    roster_import.add_argument("file")
+    roster_import.add_argument("--dry-run", action="store_true", help="validate and count, write nothing")
+    roster_import.add_argument(
+        "--consent-collected", action="store_true", help="the school collected consent: links are granted"
+    )
+    roster_import.set_defaults(run=_roster_import)
     return parser
 
 

@@ -6,6 +6,9 @@ costs disk, not memory, and a body that is not UTF-8 is refused before anything 
 itself (``campaigns/csv_import.py``) then runs on a worker thread. ``?dryRun=true`` validates and counts
 without writing. The same credential and role as ``profiles.upsert`` (author in the caller's tenant);
 errors are the tRPC envelope with the same codes, so a client reads them one way.
+
+``POST /imports/roster?format=oneroster|sds&dryRun=&consentCollected=`` (issue 27) is its twin for a
+school's roster (``campaigns/roster_import.py``): the same body rules, credential and report shape.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ from campaign_engine.api.errors import envelope_for
 from campaign_engine.api.routers.profiles import ACCESS as PROFILE_ACCESS
 from campaign_engine.api.trpc import request_context
 from campaign_engine.campaigns.csv_import import CsvImportReport, Utf8Check, import_csv
+from campaign_engine.campaigns.roster_import import RosterFormat, RosterImportReport, import_roster
 from campaign_engine.domain.errors import BadRequest, CampaignError, PayloadTooLarge, UnsupportedMediaType
 
 __all__ = ["MAX_IMPORT_BYTES", "imports_router"]
@@ -31,6 +35,7 @@ __all__ = ["MAX_IMPORT_BYTES", "imports_router"]
 MAX_IMPORT_BYTES = 256 * 1024 * 1024  # 100,000 rows are ~10 MB; past this a file is split, not streamed
 _SPOOL_BYTES = 1024 * 1024
 _PROCEDURE = "imports.profiles"
+_ROSTER = "imports.roster"
 _NO_STORE = {"cache-control": "no-store"}
 
 
@@ -88,9 +93,41 @@ def imports_router(services: Services) -> APIRouter:
                     audit=None if dryRun else ctx.audit(),
                     clock=services.clock,
                     secrets=services.secret_box,
+                    adult_age=services.settings.campaign_adult_age,
                 )
         except CampaignError as exc:
             return _answer(*envelope_for(exc, path=_PROCEDURE))
+        return _answer(200, report.model_dump(by_alias=True))
+
+    @router.post("/imports/roster", response_model=RosterImportReport, response_model_by_alias=True)
+    async def import_roster_file(
+        request: Request, format: RosterFormat, dryRun: bool = False, consentCollected: bool = False
+    ) -> JSONResponse:
+        ctx: Context | None = None
+        try:
+            ctx = replace(request_context(services, request), procedure=_ROSTER)
+            caller = ctx.require(PROFILE_ACCESS["upsert"])
+            assert caller is not None  # not a public route
+            media = request.headers.get("content-type", "").split(";")[0].strip().lower()
+            if media not in ("text/csv", "application/csv"):
+                raise UnsupportedMediaType("Content-Type must be text/csv")
+            text = await _spooled_text(request)
+            with text:
+                report = await run_in_threadpool(
+                    import_roster,
+                    services.graph,
+                    text,
+                    format=format,
+                    tenant_id=ctx.tenant_id,
+                    platform=caller.is_admin,
+                    consent_collected=consentCollected,
+                    dry_run=dryRun,
+                    audit=None if dryRun else ctx.audit(),
+                    clock=services.clock,
+                    adult_age=services.settings.campaign_adult_age,
+                )
+        except CampaignError as exc:
+            return _answer(*envelope_for(exc, path=_ROSTER))
         return _answer(200, report.model_dump(by_alias=True))
 
     return router

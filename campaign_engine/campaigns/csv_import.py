@@ -4,8 +4,9 @@ The file is what an SIS or CRM exports: a header row, then one profile per row, 
 byte-order mark, quoted fields, CRLF or LF (the standard ``csv`` reader). Columns:
 
 - ``profileId`` (required), ``email``, ``emailVerified`` (true/false, yes/no, 1/0), ``dob``
-  (YYYY-MM-DD), ``locale``, ``timeZone``, ``tags`` (``;``-separated). Any other column is reported in
-  ``unknownColumns`` and ignored.
+  (YYYY-MM-DD), ``locale``, ``timeZone``, ``tags`` (``;``-separated), ``guardians`` (issue 27:
+  ``g1:granted;g2:revoked``, the row's guardian set, replacing the stored one). Any other column is
+  reported in ``unknownColumns`` and ignored.
 - An empty cell says nothing: the stored value is kept, so a partial export never erases what other
   columns or sources set. A named ``email`` replaces the profile's addresses with that one (primary).
 
@@ -15,6 +16,12 @@ batches through ``upsert_profiles`` (one transaction and one audit entry each), 
 profileId that repeats takes its last row. A tenant credential's rows naming a profile another tenant
 holds are reported, not written. ``dry_run`` validates and counts what would be created or updated
 without writing. Running the same file again changes nothing: every write is an idempotent upsert.
+
+Guardian links are applied after every row's profile (``campaigns/guardians.py:import_links``), so a
+row may name a guardian that a later row creates; a link that cannot be written (no such profile in the
+tenant, a guardian the age policy holds for a minor) is reported at its row's line in column
+``guardians``, and that minor's guardians stay as they were. A dry run judges a guardian the file itself
+would create at the real run.
 """
 
 from __future__ import annotations
@@ -27,9 +34,10 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from campaign_engine.campaigns.guardians import LinkPair, LinkRow, Provenance, import_links
 from campaign_engine.campaigns.profiles import upsert_profiles
 from campaign_engine.domain.errors import BadRequest, Conflict
-from campaign_engine.domain.profile import ProfileIn, ProfileUpsert
+from campaign_engine.domain.profile import GuardianIn, ProfileIn, ProfileUpsert
 from campaign_engine.domain.types import Clock, system_clock
 from campaign_engine.domain.webhook_keys import SecretBox
 from campaign_engine.graph.audit import AuditContext
@@ -37,7 +45,7 @@ from campaign_engine.graph.graph import Graph, Tx
 
 __all__ = ["COLUMNS", "CsvImportReport", "RowRejection", "Utf8Check", "import_csv"]
 
-COLUMNS = ("profileId", "email", "emailVerified", "dob", "locale", "timeZone", "tags")
+COLUMNS = ("profileId", "email", "emailVerified", "dob", "locale", "timeZone", "tags", "guardians")
 MAX_LISTED = 1000  # rejections listed in the answer; all are counted
 _BATCH = 1000  # ProfileUpsert's own limit: one transaction per batch
 _TRUE = frozenset({"true", "yes", "1", "y"})
@@ -62,6 +70,9 @@ class CsvImportReport(BaseModel):
     rejected: list[RowRejection] = Field(description=f"up to {MAX_LISTED} rejected rows, by line")
     rejected_count: Annotated[int, Field(alias="rejectedCount", description="every rejected row")]
     unknown_columns: Annotated[list[str], Field(alias="unknownColumns")]
+    guardian_links: Annotated[
+        int, Field(alias="guardianLinks", description="GUARDIAN_OF links created or changed (dry run: valid)")
+    ] = 0
     dry_run: Annotated[bool, Field(alias="dryRun")]
 
 
@@ -134,6 +145,23 @@ def _row_input(cells: dict[str, str], line: int, tally: _Tally) -> dict[str, Any
     return row
 
 
+def guardian_cell(minor: str, cell: str, line: int) -> LinkRow | str:
+    """``g1:granted;g2:revoked`` as the row's link set, or why it cannot be read."""
+    pairs: list[LinkPair] = []
+    for part in (p.strip() for p in cell.split(";")):
+        guardian, _, consent = part.rpartition(":")
+        if not part:
+            continue
+        try:
+            named = GuardianIn.model_validate({"profileId": guardian.strip(), "consent": consent.strip()})
+        except ValidationError:
+            return f"'{part}': write profileId:granted or profileId:revoked, ';' between guardians"
+        if named.profile_id == minor or any(p.guardian == named.profile_id for p in pairs):
+            return f"'{named.profile_id}' is the row's own profile or listed twice"
+        pairs.append(LinkPair(named.profile_id, named.consent, line, "guardians"))
+    return LinkRow(minor, tuple(pairs))
+
+
 def _rejection(exc: ValidationError) -> tuple[str | None, str]:
     """The column and reason of a row's first validation error, in the words of the CSV."""
     err = exc.errors(include_url=False, include_input=False)[0]
@@ -178,6 +206,7 @@ def import_csv(
     audit: AuditContext | None = None,
     clock: Clock = system_clock,
     secrets: SecretBox | None = None,
+    adult_age: int = 18,
 ) -> CsvImportReport:
     """Read ``text`` (lines with their endings, as a text file iterates) and import it; see the module
     docstring. BAD_REQUEST only for a file that cannot be read as a whole (no header, no profileId
@@ -197,6 +226,7 @@ def import_csv(
     batch: dict[str, tuple[int, ProfileIn]] = {}
     scope = None if platform else tenant_id
     counted: set[str] = set()  # dry runs only: the ids already counted
+    links: list[LinkRow] = []
 
     def flush() -> None:
         if not batch:
@@ -241,6 +271,14 @@ def import_csv(
             except ValidationError as exc:
                 tally.reject(line, *_rejection(exc))
                 continue
+            cell = (cells.get("guardians") or "").strip()
+            if cell:
+                link = guardian_cell(profile.profile_id, cell, line)
+                if isinstance(link, str):
+                    tally.reject(line, "guardians", link)
+                    continue
+                if link.pairs:
+                    links.append(link)
             if profile.profile_id in batch:  # in file order: the earlier row is written first
                 flush()
             batch[profile.profile_id] = (line, profile)
@@ -249,6 +287,20 @@ def import_csv(
     except csv.Error as exc:  # e.g. a NUL byte: what was read before it is imported, the rest is not
         tally.reject(reader.line_num, None, f"not CSV from here on ({exc}); the rows after it were not read")
     flush()
+    rejected_lines = {r.line for r in tally.rejected}  # a row refused for its profile links nothing
+    provenance = Provenance(source="csv", now=clock(), audit=audit)
+    written = import_links(
+        graph,
+        [r for r in links if r.pairs[0].line not in rejected_lines],
+        tenant=scope,
+        adult_age=adult_age,
+        clock=clock,
+        provenance=provenance,
+        reject=tally.reject,
+        dry_run=dry_run,
+        new_tenant=tenant_id,
+        assume_existing=frozenset(counted),
+    )
     return CsvImportReport(
         rows=tally.rows,
         created=tally.created,
@@ -256,5 +308,6 @@ def import_csv(
         rejected=sorted(tally.rejected, key=lambda r: r.line),
         rejected_count=tally.rejected_count,
         unknown_columns=[name for name in names if name not in COLUMNS],
+        guardian_links=written,
         dry_run=dry_run,
     )

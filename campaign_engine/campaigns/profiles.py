@@ -18,10 +18,12 @@ from typing import Any
 from neo4j.exceptions import ConstraintError
 from pydantic import ValidationError
 
+from campaign_engine.campaigns.guardians import Provenance, Source, lock_ids, set_guardians, upsert_rows
 from campaign_engine.campaigns.receiver_secrets import check_sealable, seal_rows
 from campaign_engine.domain.errors import BadRequest, Conflict, Forbidden, NotFound
 from campaign_engine.domain.profile import (
     EmailContact,
+    GuardianLink,
     ProfileIn,
     ProfileOut,
     ProfileUpsert,
@@ -33,6 +35,7 @@ from campaign_engine.domain.webhook_keys import SecretBox
 from campaign_engine.graph.audit import AuditContext, record_audit
 from campaign_engine.graph.cypher import query
 from campaign_engine.graph.graph import Graph, Tx
+from campaign_engine.graph.locks import lock_profiles
 
 __all__ = ["delete_profile", "get_profile", "import_jsonl", "upsert_profiles"]
 
@@ -73,20 +76,27 @@ def upsert_profiles(
     platform: bool = True,
     audit: AuditContext | None = None,
     secrets: SecretBox | None = None,
+    adult_age: int = 18,
+    clock: Clock = system_clock,
+    source: Source = "api",
 ) -> UpsertResult:
     """``tenant_id`` is the tenant new profiles join; ``platform`` False is a tenant's own credential,
     which may neither name ``tenants`` nor touch a profile outside its tenant (CONFLICT, nothing written:
     it learns that the id is taken, never whose it is or what it holds). ``secrets`` seals the receivers'
-    own secrets (``campaigns/receiver_secrets.py``); a row setting a webhook needs it."""
+    own secrets (``campaigns/receiver_secrets.py``); a row setting a webhook needs it. Rows naming
+    ``guardians`` replace those sets (``campaigns/guardians.py``) after every row's profile is written, so
+    a guardian the batch creates may be named; ``adult_age`` is the age policy's, for that check."""
     check_sealable(batch.profiles, secrets)
     by_id = {p.profile_id: p for p in batch.profiles}
     unsealed = sorted((_row(p) for p in batch.profiles), key=lambda r: r["profileId"])
     with_connections = [r for r in unsealed if r["connections"] is not None]
+    links = upsert_rows(batch.profiles)
+    provenance = Provenance(source=source, now=clock(), audit=audit)
     ids = [r["profileId"] for r in unsealed]
     if not platform and any(r["tenants"] is not None for r in unsealed):
         raise Forbidden("tenants is set by platform credentials; a tenant's profiles join it by themselves")
 
-    def tx_fn(tx: Tx) -> tuple[int, int, int, list[WebhookSecretOut]]:
+    def tx_fn(tx: Tx) -> tuple[int, int, int, list[WebhookSecretOut], int]:
         if not platform:
             held = tx.run(_FOREIGN, ids=ids, tenant=tenant_id).single()
             if held is not None and held["foreign"]:
@@ -94,6 +104,8 @@ def upsert_profiles(
                     f"{held['foreign']} of these profileIds are taken outside this tenant; a platform admin "
                     "can add those profiles to it (nothing in this batch was written)"
                 )
+        if links:  # the minors and their guardians, ascending, before any of them is written or read
+            lock_profiles(tx, ids + lock_ids(links))
         rows, generated = seal_rows(tx, unsealed, by_id, secrets)
         record = tx.run(query("upsert_profiles"), rows=rows, tenant=tenant_id).single()
         assert record is not None
@@ -102,19 +114,34 @@ def upsert_profiles(
             scope = None if platform else tenant_id
             linked = tx.run(query("upsert_connections"), rows=with_connections, tenant=scope).single()
             missing = int(linked["missing"]) if linked is not None else 0
+        detail: dict[str, Any] = {"count": len(ids), "created": int(record["created"]),
+                                  "profileIds": ids[:AUDIT_IDS_CAP]}  # fmt: skip
+        if links:
+            scope = None if platform else tenant_id
+            detail["guardianLinks"] = set_guardians(tx, links, tenant=scope, adult_age=adult_age,
+                                                    provenance=provenance)  # fmt: skip
         record_audit(tx, audit, target_type="profile", target_id=ids[0] if len(ids) == 1 else "batch",
-                     detail={"count": len(ids), "created": int(record["created"]),
-                             "profileIds": ids[:AUDIT_IDS_CAP]})  # fmt: skip
-        return int(record["created"]), int(record["total"]), missing, generated
+                     detail=detail)  # fmt: skip
+        return (
+            int(record["created"]),
+            int(record["total"]),
+            missing,
+            generated,
+            detail.get("guardianLinks", 0),
+        )
 
     try:
-        created, total, missing, generated = graph.write(tx_fn)
+        created, total, missing, generated, guardian_links = graph.write(tx_fn)
     except ConstraintError as exc:
         raise BadRequest(
             "a did is already used by another profile; nothing in this batch was written"
         ) from exc
     return UpsertResult(
-        created=created, updated=total - created, missing_connections=missing, webhook_secrets=generated
+        created=created,
+        updated=total - created,
+        missing_connections=missing,
+        webhook_secrets=generated,
+        guardian_links=guardian_links,
     )
 
 
@@ -125,8 +152,16 @@ RETURN p {.*} AS profile,
           {address: m.value, verified: m.isVerified, primary: m.isPrimary}] AS emails,
        [(p)-[:HAS_TAG]->(t:Tag) | t.slug] AS tags,
        [(p)-[:CONNECTED_WITH]-(o:Profile) WHERE $tenant IS NULL OR $tenant IN o.tenants | o.profileId]
-         AS connections
+         AS connections,
+       [(g:Profile)-[r:GUARDIAN_OF]->(p) WHERE $tenant IS NULL OR $tenant IN g.tenants |
+          {profileId: g.profileId, consent: r.consent}] AS guardians,
+       [(p)-[r:GUARDIAN_OF]->(m:Profile) WHERE $tenant IS NULL OR $tenant IN m.tenants |
+          {profileId: m.profileId, consent: r.consent}] AS guardianOf
 """
+
+
+def _by_id(link: GuardianLink) -> str:
+    return link.profile_id
 
 
 def get_profile(graph: Graph, profile_id: str, *, tenant_id: str | None = None) -> ProfileOut:
@@ -152,6 +187,8 @@ def get_profile(graph: Graph, profile_id: str, *, tenant_id: str | None = None) 
         time_zone=node.get("timeZone"),
         tags=sorted(found["tags"]),
         connections=sorted(set(found["connections"])),
+        guardians=sorted((GuardianLink.model_validate(g) for g in found["guardians"]), key=_by_id),
+        guardian_of=sorted((GuardianLink.model_validate(g) for g in found["guardianOf"]), key=_by_id),
         tenants=sorted(node.get("tenants") or []) if tenant_id is None else [tenant_id],
         announcement_email_opt_out=bool(node.get("announcementEmailOptOut")),
         announcement_push_opt_out=bool(node.get("announcementPushOptOut")),

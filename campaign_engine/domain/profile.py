@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 from datetime import date
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from pydantic import (
     AfterValidator,
@@ -27,7 +27,17 @@ from campaign_engine.domain.schedule import ZONE_NAME_PATTERN, known_zone
 from campaign_engine.domain.tenancy import TenantId
 from campaign_engine.domain.webhook_signature import secret_bytes
 
-__all__ = ["EmailContact", "ProfileIn", "ProfileOut", "ProfileUpsert", "UpsertResult", "WebhookSecretOut"]
+__all__ = [
+    "Consent",
+    "EmailContact",
+    "GuardianIn",
+    "GuardianLink",
+    "ProfileIn",
+    "ProfileOut",
+    "ProfileUpsert",
+    "UpsertResult",
+    "WebhookSecretOut",
+]
 
 _EMAIL = re.compile(EMAIL_PATTERN)
 _WEBHOOK = re.compile(WEBHOOK_PATTERN)
@@ -101,6 +111,28 @@ class EmailContact(BaseModel):
     primary: bool = False
 
 
+Consent = Literal["granted", "revoked"]
+"""Whether a guardian agreed to receive announcements meant for their child: only ``granted`` routes."""
+
+
+class GuardianIn(BaseModel):
+    """One adult who may receive what is meant for the minor whose row names them (issue 27)."""
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+    profile_id: Annotated[ProfileIdStr, Field(alias="profileId")]
+    consent: Consent
+
+
+class GuardianLink(BaseModel):
+    """A ``GUARDIAN_OF`` link as ``profiles.get`` answers it: the other profile and the consent only."""
+
+    model_config = ConfigDict(populate_by_name=True)
+
+    profile_id: Annotated[str, Field(alias="profileId")]
+    consent: Consent
+
+
 class ProfileIn(BaseModel):
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
 
@@ -131,10 +163,26 @@ class ProfileIn(BaseModel):
     """The tenants (apps) the person belongs to, replacing the stored set; platform credentials only.
     Omitted: a new profile joins the caller's tenant, an existing one keeps its set."""
 
+    guardians: Annotated[list[GuardianIn], Field(max_length=20)] | None = None
+    """This person's guardians (``GUARDIAN_OF`` links to them), replacing the set; ``[]`` or ``null``
+    removes them all, omitted keeps them. Each must be a profile of the same tenant that the age policy
+    does not hold for a minor."""
+
     @model_validator(mode="after")
     def _secret_with_its_webhook(self) -> ProfileIn:
         if self.notifications_webhook_secret is not None and not self.notifications_webhook:
             raise ValueError("notificationsWebhookSecret is given with the notificationsWebhook it signs for")
+        return self
+
+    @model_validator(mode="after")
+    def _guardians_are_others(self) -> ProfileIn:
+        seen: set[str] = set()
+        for guardian in self.guardians or []:
+            if guardian.profile_id == self.profile_id:
+                raise ValueError(f"guardians: '{guardian.profile_id}' cannot be their own guardian")
+            if guardian.profile_id in seen:
+                raise ValueError(f"guardians: '{guardian.profile_id}' is listed twice")
+            seen.add(guardian.profile_id)
         return self
 
     def named(self, field: str) -> bool:
@@ -187,6 +235,9 @@ class UpsertResult(BaseModel):
     created: int
     updated: int
     missing_connections: Annotated[int, Field(alias="missingConnections")]
+    guardian_links: Annotated[
+        int, Field(alias="guardianLinks", description="GUARDIAN_OF links created or whose consent changed")
+    ] = 0
     webhook_secrets: Annotated[list[WebhookSecretOut], Field(alias="webhookSecrets")] = Field(
         default_factory=list
     )
@@ -206,6 +257,13 @@ class ProfileOut(BaseModel):
     time_zone: Annotated[str | None, Field(alias="timeZone")] = None
     tags: list[str]
     connections: list[str]
+    guardians: list[GuardianLink] = Field(default_factory=list, description="this person's guardians")
+    guardian_of: Annotated[
+        list[GuardianLink],
+        Field(
+            alias="guardianOf", default_factory=list, description="the minors this person is a guardian of"
+        ),
+    ]
     tenants: list[str] = Field(description="a tenant's own credential sees only its own tenant here")
     announcement_email_opt_out: Annotated[bool, Field(alias="announcementEmailOptOut")]
     announcement_push_opt_out: Annotated[bool, Field(alias="announcementPushOptOut")]

@@ -63,7 +63,8 @@ _POSITIVE_DATA_ALSO_REFUSED = {
     "campaigns.scheduleDispatch": "sendAt in the future; timeZone must exist in the tz database",
     # profileId must not repeat within one call (uniqueness of one property across items), and
     # timeZone must name a zone the tz database has (the schema gives its shape).
-    "profiles.upsert": "unique profileIds across rows; timeZone must exist in the tz database",
+    "profiles.upsert": "unique profileIds across rows; timeZone must exist in the tz database; "
+    "each guardian must be another adult profile of the tenant, named once",
     # An app origin, a logo URL and a From address are parsed as a URL and an address (exactly
     # scheme://host[:port], http only for loopback; one mailbox): the schema gives their length only.
     "tenants.create": "appOrigin, logoUrl and emailFrom are parsed, not matched",

@@ -81,6 +81,8 @@ def upsert(ctx: Context, data: ProfileUpsert) -> UpsertResult:
         platform=platform,
         audit=ctx.audit(),
         secrets=ctx.services.secret_box,
+        adult_age=ctx.services.settings.campaign_adult_age,
+        clock=ctx.services.clock,
     )
 
 

@@ -1361,6 +1361,14 @@ export interface ProfileOut {
   tags: string[];
   connections: string[];
   /**
+   * this person's guardians
+   */
+  guardians?: GuardianLink[];
+  /**
+   * the minors this person is a guardian of
+   */
+  guardianOf?: GuardianLink[];
+  /**
    * a tenant's own credential sees only its own tenant here
    */
   tenants: string[];
@@ -1375,6 +1383,16 @@ export interface EmailContact {
   address: string;
   verified?: boolean;
   primary?: boolean;
+}
+/**
+ * A ``GUARDIAN_OF`` link as ``profiles.get`` answers it: the other profile and the consent only.
+ *
+ * This interface was referenced by `Procedures`'s JSON-Schema
+ * via the `definition` "GuardianLink".
+ */
+export interface GuardianLink {
+  profileId: string;
+  consent: "granted" | "revoked";
 }
 /**
  * This interface was referenced by `Procedures`'s JSON-Schema
@@ -1425,6 +1443,17 @@ export interface ProfileIn {
   tags?: string[] | null;
   connections?: string[] | null;
   tenants?: [string, ...string[]] | null;
+  guardians?: GuardianIn[] | null;
+}
+/**
+ * One adult who may receive what is meant for the minor whose row names them (issue 27).
+ *
+ * This interface was referenced by `Procedures`'s JSON-Schema
+ * via the `definition` "GuardianIn".
+ */
+export interface GuardianIn {
+  profileId: string;
+  consent: "granted" | "revoked";
 }
 /**
  * This interface was referenced by `Procedures`'s JSON-Schema
@@ -1434,6 +1463,10 @@ export interface UpsertResult {
   created: number;
   updated: number;
   missingConnections: number;
+  /**
+   * GUARDIAN_OF links created or whose consent changed
+   */
+  guardianLinks?: number;
   webhookSecrets?: WebhookSecretOut[];
 }
 /**
