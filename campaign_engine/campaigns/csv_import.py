@@ -12,10 +12,11 @@ byte-order mark, quoted fields, CRLF or LF (the standard ``csv`` reader). Column
 
 Each row is validated by ``ProfileIn``, the model ``profiles.upsert`` uses, and a failure is reported
 with its line (where the row starts in the file), its column and the reason; valid rows are written in
-batches through ``upsert_profiles`` (one transaction and one audit entry each), in file order, so a
-profileId that repeats takes its last row. A tenant credential's rows naming a profile another tenant
-holds are reported, not written. ``dry_run`` validates and counts what would be created or updated
-without writing. Running the same file again changes nothing: every write is an idempotent upsert.
+batches through ``upsert_profiles`` (one transaction and one audit entry each; two at once while the next
+is parsed, ``import_writer.py``), a repeated profileId in file order, so it takes its last row. A tenant
+credential's rows naming a profile another tenant holds are reported, not written. ``dry_run``
+validates and counts what would be created or updated without writing. Running the same file again
+changes nothing: every write is an idempotent upsert.
 
 Guardian links are applied after every row's profile (``campaigns/guardians.py:import_links``), so a
 row may name a guardian that a later row creates; a link that cannot be written (no such profile in the
@@ -35,6 +36,7 @@ from typing import Annotated, Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from campaign_engine.campaigns.guardians import LinkPair, LinkRow, Provenance, import_links
+from campaign_engine.campaigns.import_writer import BatchWriter
 from campaign_engine.campaigns.profiles import upsert_profiles
 from campaign_engine.domain.errors import BadRequest, Conflict
 from campaign_engine.domain.profile import GuardianIn, ProfileIn, ProfileUpsert
@@ -191,6 +193,15 @@ RETURN p.profileId AS id, $tenant IS NULL OR $tenant IN coalesce(p.tenants, []) 
 """
 
 
+@dataclass
+class _Written:
+    """One batch's outcome, applied to the report on the parsing thread."""
+
+    created: int = 0
+    updated: int = 0
+    rejected: list[tuple[int, str | None, str]] = field(default_factory=list)
+
+
 def _existing(tx: Tx, ids: list[str], tenant: str | None) -> dict[str, bool]:
     """Which of ``ids`` exist, each with whether ``tenant`` (None: any) may write it."""
     return {str(r["id"]): bool(r["ours"]) for r in tx.run(_EXISTING, ids=ids, tenant=tenant)}
@@ -228,65 +239,83 @@ def import_csv(
     counted: set[str] = set()  # dry runs only: the ids already counted
     links: list[LinkRow] = []
 
-    def flush() -> None:
-        if not batch:
-            return
-        rows = sorted(batch.values())
+    def write(rows: list[tuple[int, ProfileIn]]) -> _Written:
+        """One batch, on a writer thread (dry runs: on this one, in order); touches no shared state."""
+        written = _Written()
         existing = graph.read(_existing, [p.profile_id for _, p in rows], scope)
         for line, profile in rows:
             if not existing.get(profile.profile_id, True):
-                tally.reject(line, "profileId", "this profileId is taken outside this tenant")
+                written.rejected.append((line, "profileId", "this profileId is taken outside this tenant"))
         writable = [(line, p) for line, p in rows if existing.get(p.profile_id, True)]
-        batch.clear()
         if not writable:
-            return
+            return written
         if dry_run:  # a profileId the run already counted would exist by now: it is an update
             known = sum(1 for _, p in writable if p.profile_id in existing or p.profile_id in counted)
             counted.update(p.profile_id for _, p in writable)
-            tally.created, tally.updated = tally.created + len(writable) - known, tally.updated + known
-            return
+            written.created, written.updated = len(writable) - known, known
+            return written
         entry = None if audit is None else audit.next_entry(clock())
         upsert = ProfileUpsert(profiles=[p for _, p in writable])
         try:
             result = upsert_profiles(graph, upsert, tenant_id=tenant_id, platform=platform, audit=entry,
                                      secrets=secrets)  # fmt: skip
         except (Conflict, BadRequest) as exc:  # taken by another tenant since the check: none written
-            for line, _ in writable:
-                tally.reject(line, None, f"{exc.message} (re-run the file to retry these rows)")
+            written.rejected.extend(
+                (line, None, f"{exc.message} (re-run the file to retry these rows)") for line, _ in writable
+            )
+            return written
+        written.created, written.updated = result.created, result.updated
+        return written
+
+    def settled(written: _Written) -> None:
+        tally.created += written.created
+        tally.updated += written.updated
+        for rejection in written.rejected:
+            tally.reject(*rejection)
+
+    writer: BatchWriter[_Written] = BatchWriter(settled, in_flight=1 if dry_run else 2)
+
+    def flush() -> None:
+        if not batch:
             return
-        tally.created += result.created
-        tally.updated += result.updated
+        rows = sorted(batch.values())
+        batch.clear()
+        writer.submit(frozenset(p.profile_id for _, p in rows), lambda: write(rows))
 
     start = reader.line_num + 1
     try:
-        for cells in reader:
-            line, start = start, reader.line_num + 1
-            tally.rows += 1
-            cells.pop("\x00extra", None)  # more cells than the header names: ignored like unknown columns
-            row = _row_input({k: v for k, v in cells.items() if v is not None}, line, tally)
-            if row is None:
-                continue
-            try:
-                profile = ProfileIn.model_validate(row)
-            except ValidationError as exc:
-                tally.reject(line, *_rejection(exc))
-                continue
-            cell = (cells.get("guardians") or "").strip()
-            if cell:
-                link = guardian_cell(profile.profile_id, cell, line)
-                if isinstance(link, str):
-                    tally.reject(line, "guardians", link)
+        try:
+            for cells in reader:
+                line, start = start, reader.line_num + 1
+                tally.rows += 1
+                cells.pop("\x00extra", None)  # cells past the header's: ignored like unknown columns
+                row = _row_input({k: v for k, v in cells.items() if v is not None}, line, tally)
+                if row is None:
                     continue
-                if link.pairs:
-                    links.append(link)
-            if profile.profile_id in batch:  # in file order: the earlier row is written first
-                flush()
-            batch[profile.profile_id] = (line, profile)
-            if len(batch) >= _BATCH:
-                flush()
-    except csv.Error as exc:  # e.g. a NUL byte: what was read before it is imported, the rest is not
-        tally.reject(reader.line_num, None, f"not CSV from here on ({exc}); the rows after it were not read")
-    flush()
+                try:
+                    profile = ProfileIn.model_validate(row)
+                except ValidationError as exc:
+                    tally.reject(line, *_rejection(exc))
+                    continue
+                cell = (cells.get("guardians") or "").strip()
+                if cell:
+                    link = guardian_cell(profile.profile_id, cell, line)
+                    if isinstance(link, str):
+                        tally.reject(line, "guardians", link)
+                        continue
+                    if link.pairs:
+                        links.append(link)
+                if profile.profile_id in batch:  # in file order: the earlier row is written first
+                    flush()
+                batch[profile.profile_id] = (line, profile)
+                if len(batch) >= _BATCH:
+                    flush()
+        except csv.Error as exc:  # e.g. a NUL byte: what was read before it is imported, the rest is not
+            why = f"not CSV from here on ({exc}); the rows after it were not read"
+            tally.reject(reader.line_num, None, why)
+        flush()
+    finally:
+        writer.close()
     rejected_lines = {r.line for r in tally.rejected}  # a row refused for its profile links nothing
     provenance = Provenance(source="csv", now=clock(), audit=audit)
     written = import_links(
