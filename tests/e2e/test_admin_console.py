@@ -583,7 +583,7 @@ def test_admin_journey_in_chromium(
         # Every number DispatchPublic carries is shown once, including counters added after this console,
         # except the other channel's counters while they are zero ("Emailed 0" on notifications).
         other_channel = {
-            "notify": {"emailed", "uncertain", "throttled"},
+            "notify": {"emailed", "uncertain", "throttled", "hardBounces", "complaints"},
             "email": {"acknowledged", "suppressed"},
         }
         for d in trpc(url, admin_token, "campaigns.listDispatches", {"campaignId": CAMPAIGN}, mutation=False):
