@@ -52,6 +52,7 @@ class WebhookFront:
         self.mode = _Mode()
         self.upstream = upstream
         self.requests = 0
+        self._upstreams: list[http.client.HTTPConnection] = []  # every thread's, closed at stop
         local = threading.local()
         front = self
 
@@ -96,8 +97,10 @@ class WebhookFront:
     ) -> tuple[int, bytes, str]:
         sent = {k: v for k, v in headers.items() if k.lower() not in _HOP_BY_HOP}
         for attempt in range(2):  # a kept-alive connection the inbox closed is reopened once
-            conn = getattr(local, "conn", None) or http.client.HTTPConnection(*self.upstream, timeout=30)
-            local.conn = conn
+            conn = getattr(local, "conn", None)
+            if conn is None:
+                conn = local.conn = http.client.HTTPConnection(*self.upstream, timeout=30)
+                self._upstreams.append(conn)
             try:
                 conn.request("POST" if body else "GET", path, body=body, headers=sent)
                 answer = conn.getresponse()
@@ -116,6 +119,8 @@ class WebhookFront:
     def stop(self) -> None:
         self.server.shutdown()
         self.server.server_close()
+        for conn in self._upstreams:
+            conn.close()
 
 
 class SmtpFront:
@@ -129,6 +134,7 @@ class SmtpFront:
         self.mode = _Mode()
         self.upstream = upstream
         self._local = threading.local()
+        self._upstreams: list[smtplib.SMTP] = []  # every relay thread's, closed at stop
         self._relay = ThreadPoolExecutor(max_workers=8, thread_name_prefix="smtp-front-relay")
         self._sessions: weakref.WeakSet[Any] = weakref.WeakSet()
         self.port = free_port()  # aiosmtpd's Controller connects to its own port to see it is up: not 0
@@ -140,7 +146,9 @@ class SmtpFront:
 
     def stop(self) -> None:
         self.controller.stop()
-        self._relay.shutdown(wait=False, cancel_futures=True)
+        self._relay.shutdown(wait=True, cancel_futures=True)
+        for conn in self._upstreams:
+            conn.close()
 
     def fail(self, seconds: float) -> None:
         self.mode.set("fail", seconds)
@@ -196,6 +204,7 @@ class SmtpFront:
             if conn is None:
                 conn = smtplib.SMTP(*self.upstream, timeout=30)
                 self._local.conn = conn
+                self._upstreams.append(conn)
             try:
                 conn.sendmail(sender, recipients, content)
                 return

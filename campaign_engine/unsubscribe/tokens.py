@@ -20,7 +20,7 @@ import binascii
 import hashlib
 import hmac
 from typing import Any
-from urllib.parse import quote
+from urllib.parse import quote, urlsplit
 
 import orjson
 from itsdangerous import BadSignature, URLSafeSerializer
@@ -174,13 +174,23 @@ class WebViewTokens:
 
 
 def unsubscribe_url(domain_name: str, token: str) -> str:
-    """The https link for ``List-Unsubscribe`` and the email footer (the page renders a form on GET)."""
-    return f"https://{domain_name}/campaigns/unsubscribe?token={quote(token, safe='')}"
+    """The link for ``List-Unsubscribe`` and the email footer (the page renders a form on GET)."""
+    return f"{_origin(domain_name)}/campaigns/unsubscribe?token={quote(token, safe='')}"
 
 
 def web_view_url(domain_name: str, token: str) -> str:
-    """The https link to the recipient's web view of one campaign's email."""
-    return f"https://{domain_name}{WEB_VIEW_PATH}?token={quote(token, safe='')}"
+    """The link to the recipient's web view of one campaign's email."""
+    return f"{_origin(domain_name)}{WEB_VIEW_PATH}?token={quote(token, safe='')}"
+
+
+_LOOPBACK = frozenset({"localhost", "127.0.0.1", "::1"})
+
+
+def _origin(domain_name: str) -> str:
+    """https, except for a loopback ``DOMAIN_NAME`` (``make dev`` serves plain http on 127.0.0.1): a link
+    in an email caught in development must open, and no deployment mails from a loopback name."""
+    host = (urlsplit(f"//{domain_name}").hostname or "").lower()
+    return ("http://" if host in _LOOPBACK else "https://") + domain_name
 
 
 def list_unsubscribe_headers(url: str) -> dict[str, str]:

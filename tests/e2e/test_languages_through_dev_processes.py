@@ -83,11 +83,20 @@ def _wait(what: str, done: Any) -> None:
         time.sleep(0.5)
 
 
-def test_each_reader_gets_their_language_on_every_channel_through_the_dev_processes(stack: Stack) -> None:
+@pytest.fixture
+def admin(stack: Stack) -> Iterator[Api]:
+    settings = Settings(_env_file=stack.env_file)  # type: ignore[call-arg]
+    api = Api(stack.api_url, mint_token(settings, profile_id="admin", scope=ADMIN_SCOPE), patience=60)
+    with api.client:
+        yield api
+
+
+def test_each_reader_gets_their_language_on_every_channel_through_the_dev_processes(
+    stack: Stack, admin: Api
+) -> None:
     _profiles(stack.work / "readers.jsonl")
     stack.cli("profiles", "import", str(stack.work / "readers.jsonl"))
     settings = Settings(_env_file=stack.env_file)  # type: ignore[call-arg]
-    admin = Api(stack.api_url, mint_token(settings, profile_id="admin", scope=ADMIN_SCOPE), patience=60)
     admin.mutate("campaigns.create", CAMPAIGN)
     admin.mutate("campaigns.addAudience", {"campaignId": "spring", "source": {"type": "all"}})
     admin.mutate("campaigns.setStatus", {"campaignId": "spring", "status": "live"})

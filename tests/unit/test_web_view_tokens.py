@@ -12,7 +12,12 @@ from campaign_engine.delivery.email.render import Branding, render_email
 from campaign_engine.delivery.email.web_view import policy_for
 from campaign_engine.unsubscribe.footer import FOOTERS, footer_for
 from campaign_engine.unsubscribe.i18n import STRINGS
-from campaign_engine.unsubscribe.tokens import InvalidUnsubscribeToken, UnsubscribeTokens
+from campaign_engine.unsubscribe.tokens import (
+    InvalidUnsubscribeToken,
+    UnsubscribeTokens,
+    unsubscribe_url,
+    web_view_url,
+)
 
 SECRET = "unit-secret-0123456789abcdef0123456789"
 
@@ -62,3 +67,12 @@ def test_the_web_view_policy_admits_exactly_its_inline_styles_and_image_origins(
     assert f"'sha256-{digest}'" in policy
     assert policy_for("<p>plain</p>").startswith("default-src 'none'; style-src 'sha256-")
     assert "unsafe-hashes" not in policy_for("<p>plain</p>")
+
+
+def test_links_are_https_except_to_a_loopback_domain_name_as_make_dev_serves_it() -> None:
+    assert unsubscribe_url("campaigns.example.org", "t").startswith("https://campaigns.example.org/")
+    assert web_view_url("campaigns.example.org:8443", "t").startswith("https://campaigns.example.org:8443/")
+    for loopback in ("127.0.0.1:8000", "localhost", "[::1]:8000"):
+        assert unsubscribe_url(loopback, "t") == f"http://{loopback}/campaigns/unsubscribe?token=t"
+        assert web_view_url(loopback, "t") == f"http://{loopback}/campaigns/view?token=t"
+    assert unsubscribe_url("127.0.0.1.evil.example", "t").startswith("https://")
