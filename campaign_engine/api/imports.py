@@ -22,6 +22,7 @@ from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
 from starlette.concurrency import run_in_threadpool
 
+from campaign_engine.api.auth import Caller
 from campaign_engine.api.context import Context, Services
 from campaign_engine.api.errors import envelope_for
 from campaign_engine.api.routers.profiles import ACCESS as PROFILE_ACCESS
@@ -68,6 +69,17 @@ async def _spooled_text(request: Request) -> io.TextIOWrapper:
     return io.TextIOWrapper(spool, encoding="utf-8", newline="")
 
 
+async def _csv_upload(ctx: Context, request: Request) -> tuple[Caller, io.TextIOWrapper]:
+    """What both imports check first: the caller may upsert profiles, the body is CSV; then the body,
+    spooled and checked to be UTF-8 before any row is read."""
+    caller = ctx.require(PROFILE_ACCESS["upsert"])
+    assert caller is not None  # not a public route
+    media = request.headers.get("content-type", "").split(";")[0].strip().lower()
+    if media not in ("text/csv", "application/csv"):
+        raise UnsupportedMediaType("Content-Type must be text/csv")
+    return caller, await _spooled_text(request)
+
+
 def imports_router(services: Services) -> APIRouter:
     router = APIRouter()
 
@@ -76,12 +88,7 @@ def imports_router(services: Services) -> APIRouter:
         ctx: Context | None = None
         try:
             ctx = replace(request_context(services, request), procedure=_PROCEDURE)
-            caller = ctx.require(PROFILE_ACCESS["upsert"])
-            assert caller is not None  # not a public route
-            media = request.headers.get("content-type", "").split(";")[0].strip().lower()
-            if media not in ("text/csv", "application/csv"):
-                raise UnsupportedMediaType("Content-Type must be text/csv")
-            text = await _spooled_text(request)
+            caller, text = await _csv_upload(ctx, request)
             with text:
                 report = await run_in_threadpool(
                     import_csv,
@@ -106,12 +113,7 @@ def imports_router(services: Services) -> APIRouter:
         ctx: Context | None = None
         try:
             ctx = replace(request_context(services, request), procedure=_ROSTER)
-            caller = ctx.require(PROFILE_ACCESS["upsert"])
-            assert caller is not None  # not a public route
-            media = request.headers.get("content-type", "").split(";")[0].strip().lower()
-            if media not in ("text/csv", "application/csv"):
-                raise UnsupportedMediaType("Content-Type must be text/csv")
-            text = await _spooled_text(request)
+            caller, text = await _csv_upload(ctx, request)
             with text:
                 report = await run_in_threadpool(
                     import_roster,
