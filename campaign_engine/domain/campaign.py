@@ -9,7 +9,6 @@ write, not only at creation.
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Mapping
 from datetime import datetime, time
 from typing import Annotated, Any, Literal
@@ -27,8 +26,15 @@ from pydantic import (
     model_validator,
 )
 
+from campaign_engine.domain.content import (
+    EmailCopy,
+    Message,
+    NotificationCopy,
+    StrictModel,
+    Text,
+    Translation,
+)
 from campaign_engine.domain.locale import normalized
-from campaign_engine.domain.patterns import INTERNAL_PATH_PATTERN
 from campaign_engine.domain.schedule import ZONE_NAME_PATTERN, QuietHours, known_zone
 from campaign_engine.domain.tenancy import CampaignRefOut
 from campaign_engine.domain.types import checked_instant, format_ts, parse_instant
@@ -54,7 +60,6 @@ __all__ = [
 Channel = Literal["inApp", "notify", "email"]
 CampaignStatus = Literal["draft", "live", "paused", "archived"]
 
-_INTERNAL_PATH = re.compile(INTERNAL_PATH_PATTERN)
 _TRANSITIONS: dict[str, frozenset[str]] = {
     "draft": frozenset({"live", "archived"}),
     "live": frozenset({"paused", "archived"}),
@@ -67,22 +72,6 @@ def allowed_transition(current: str, target: str) -> bool:
     return target in _TRANSITIONS.get(current, frozenset())
 
 
-def _https(url: str) -> str:
-    if not url.startswith("https://") or len(url) <= len("https://"):
-        raise ValueError("must be an https:// URL")
-    return url
-
-
-def _internal_path(path: str) -> str:
-    """Resolved against any origin, a path this accepts keeps that origin (``INTERNAL_PATH_PATTERN``)."""
-    if not _INTERNAL_PATH.fullmatch(path):
-        raise ValueError(
-            "must be an app path: one leading '/' not followed by '/', then only RFC 3986 path, query and"
-            " fragment characters (no backslash, whitespace or control characters; percent-encode others)"
-        )
-    return path
-
-
 def _instant(value: object) -> datetime:
     """Any RFC 3339 instant with an offset, in range, as UTC (``domain/types.py:parse_instant``)."""
     if isinstance(value, str):
@@ -92,8 +81,6 @@ def _instant(value: object) -> datetime:
     raise ValueError("must be an RFC 3339 timestamp string")
 
 
-Text = Annotated[str, StringConstraints(strip_whitespace=True)]
-HttpsUrl = Annotated[str, StringConstraints(max_length=2048), AfterValidator(_https)]
 CampaignId = Annotated[str, StringConstraints(pattern=r"^[a-z0-9](?:[a-z0-9-]{0,62}[a-z0-9])?$")]
 # Read leniently, written in the one stored spelling, so admins read back exactly what Cypher compares.
 UtcDatetime = Annotated[
@@ -111,90 +98,6 @@ UtcDatetime = Annotated[
 ]
 
 
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class Media(_Strict):
-    type: Literal["image", "gif", "youtube"]
-    url: HttpsUrl
-    aspect: Annotated[str, StringConstraints(pattern=r"^\d{1,2}:\d{1,2}$")] | None = None
-    alt: Annotated[Text, Field(max_length=300)] | None = None
-
-
-class InternalLink(_Strict):
-    type: Literal["internalLink"]
-    path: Annotated[str, StringConstraints(max_length=500), AfterValidator(_internal_path)]
-
-
-class ExternalLink(_Strict):
-    type: Literal["externalLink"]
-    url: HttpsUrl
-
-
-class DismissAction(_Strict):
-    type: Literal["dismiss"]
-
-
-class Action(_Strict):
-    label: Annotated[Text, Field(min_length=1, max_length=40)]
-    style: Literal["primary", "secondary", "positive", "dismiss"] = "primary"
-    action: Annotated[InternalLink | ExternalLink | DismissAction, Field(discriminator="type")]
-
-
-class EveryDays(_Strict):
-    every_days: Annotated[int, Field(ge=1, le=365, alias="everyDays")]
-
-    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
-
-
-class Message(_Strict):
-    """The in-app message. Limits keep it renderable as a toast on a small phone."""
-
-    title: Annotated[Text, Field(min_length=1, max_length=120)]
-    body: Annotated[str, Field(max_length=2000)] | None = None
-    presentation: Literal["modal", "banner", "toast"] = "modal"
-    dismissible: bool = True
-    frequency: Literal["once", "session", "always"] | EveryDays = "once"
-    priority: Annotated[int, Field(ge=0, le=1000)] = 0
-    media: Media | None = None
-    emoji: Annotated[str, Field(max_length=16)] | None = None
-    actions: Annotated[list[Action], Field(max_length=3)] = []
-    enabled: bool = True
-
-
-class NotificationCopy(_Strict):
-    """Inbox/push copy: push banners truncate around 65/240 characters."""
-
-    title: Annotated[Text, Field(min_length=1, max_length=65)]
-    body: Annotated[Text, Field(min_length=1, max_length=240)]
-
-
-class EmailCopy(_Strict):
-    subject: Annotated[Text, Field(min_length=1, max_length=150)]
-    title: Annotated[Text, Field(min_length=1, max_length=200)]
-    body: Annotated[str, Field(min_length=1, max_length=20_000)]
-    cta_label: Annotated[Text, Field(min_length=1, max_length=40, alias="ctaLabel")]
-    hero_image_url: Annotated[HttpsUrl | None, Field(alias="heroImageUrl")] = None
-
-    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
-
-
-class Translation(_Strict):
-    """One language's content; a channel it leaves out falls back as a missing translation does (to a
-    less specific tag that has it, else the base content). Same models, so same limits and URL rules."""
-
-    message: Message | None = None
-    notification: NotificationCopy | None = None
-    email: EmailCopy | None = None
-
-    @model_validator(mode="after")
-    def _some_content(self) -> Translation:
-        if self.message is None and self.notification is None and self.email is None:
-            raise ValueError("a translation has message, notification or email content")
-        return self
-
-
 def _known_zone_name(name: str) -> str:
     if known_zone(name) is None:
         raise ValueError("not an IANA time zone in the tz database (e.g. Europe/Paris)")
@@ -207,7 +110,7 @@ ZoneName = Annotated[
 HourMinute = Annotated[str, StringConstraints(pattern=r"^(?:[01]\d|2[0-3]):[0-5]\d$")]
 
 
-class QuietHoursWindow(_Strict):
+class QuietHoursWindow(StrictModel):
     """Local wall-clock hours in which notify and email wait (issue 12); ``start > end`` wraps midnight."""
 
     start: HourMinute
@@ -243,7 +146,7 @@ def _content_rule_schema(schema: dict[str, Any]) -> None:
     ]
 
 
-class CampaignDefinition(_Strict):
+class CampaignDefinition(StrictModel):
     """Everything an admin authors. Stored as JSON on the Campaign node; validated on every write."""
 
     model_config = ConfigDict(

@@ -15,7 +15,7 @@ import subprocess
 import pytest
 from pydantic import ValidationError
 
-from campaign_engine.domain.campaign import InternalLink
+from campaign_engine.domain.content import InternalLink
 
 BYPASSES = [
     "/\\evil.example",

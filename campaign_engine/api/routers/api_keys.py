@@ -12,7 +12,8 @@ from campaign_engine.api.context import Context
 from campaign_engine.api.routers.access import TenantRef
 from campaign_engine.api.trpc import ProcedureRouter
 from campaign_engine.campaigns import api_keys
-from campaign_engine.domain.campaign import Text, UtcDatetime
+from campaign_engine.domain.campaign import UtcDatetime
+from campaign_engine.domain.content import Text
 from campaign_engine.domain.errors import NotFound
 
 __all__ = ["ACCESS", "router"]

@@ -15,7 +15,8 @@ from campaign_engine.api.context import Context
 from campaign_engine.api.routers.common import Ok
 from campaign_engine.api.trpc import ProcedureRouter
 from campaign_engine.campaigns import webhook_endpoints as endpoints
-from campaign_engine.domain.campaign import Text, UtcDatetime
+from campaign_engine.domain.campaign import UtcDatetime
+from campaign_engine.domain.content import Text
 from campaign_engine.domain.errors import BadRequest, NotFound
 from campaign_engine.domain.profile import WebhookUrl
 from campaign_engine.domain.webhook_events import EVENT_TYPES, WILDCARD, EventType
