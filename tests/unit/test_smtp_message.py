@@ -199,3 +199,36 @@ def test_every_message_carries_its_list_id_and_is_still_spliced(name: str) -> No
     )
     assert str(parsed["List-ID"]).endswith("<c-1.default.campaigns.example.org>")
     assert name.split()[0] in str(parsed["List-ID"])
+
+
+def test_pages_of_one_walk_reuse_their_templates_and_stay_exact() -> None:
+    """The assembler outlives a page: the second page of the same bodies builds nothing new, with a new
+    Date, and every message is still the reference bytes; a new body gets a template of its own."""
+    languages = [content("News", "Hello"), content("Noticias", "Hola"), content("أخبار", "مرحبا")]
+    assembler = PageAssembler(sender=SENDER)
+    for page_number, date in enumerate((formatdate(0), formatdate(86_400))):
+        for shared in languages:
+            for i in range(3):
+                message = compose_email(
+                    shared,
+                    key=f"p{page_number}-{i}",
+                    to=f"user{i}@example.com",
+                    unsubscribe_id=f"u{page_number}-{i}",
+                    tokens=TOKENS,
+                    domain_name="c.test",
+                )
+                message_id = make_msgid(domain="sender.test")
+                built = assembler.build(message, message_id=message_id, date=date)
+                reference = build_message(
+                    message,
+                    sender=SENDER,
+                    message_id=message_id,
+                    date=date,
+                    boundary=assembler.boundary(message),
+                )
+                assert built == dot_stuffed(reference)
+        if page_number == 0:
+            templates = dict(assembler._templates)
+    assert assembler._templates == templates  # the second page built no template
+    assert len(templates) == len(languages)
+    assert assembler.spliced == 2 * 3 * len(languages)

@@ -64,6 +64,8 @@ T = TypeVar("T")
 # Fewer messages than this per connection would spend more on opening sessions than pipelining saves.
 _MIN_RUN = 32
 _NONE = SendResult("", "uncertain")
+_MAX_SENDERS = 64
+"""Per-From assemblers kept across pages (a tenant each, at most)."""
 
 
 class SmtpProvider:
@@ -113,6 +115,7 @@ class SmtpProvider:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
         self._pool: SessionPool | None = None
+        self._assemblers: dict[str, PageAssembler] = {}
         self.name = f"smtp:{host}:{port}"
 
     def verify(self) -> None:
@@ -124,14 +127,13 @@ class SmtpProvider:
             return []
         results: dict[str, SendResult] = {}
         envelopes: list[Envelope] = []
-        # The page's common bytes, built once per From: the tenant's sender (its record's emailFrom),
-        # else EMAIL_FROM. The envelope sender stays EMAIL_FROM's, the address the relay lets us use.
-        assemblers: dict[str, PageAssembler] = {}
+        # The common bytes, built once per From and body across pages: the tenant's sender (its record's
+        # emailFrom), else EMAIL_FROM. The envelope sender stays EMAIL_FROM's, the address the relay lets
+        # us use.
         date = formatdate(localtime=False)
         for message in messages:
             message_id = make_msgid(domain=self._sender_domain)
-            sender = message.sender or self._sender
-            assembler = assemblers.get(sender) or assemblers.setdefault(sender, PageAssembler(sender=sender))
+            assembler = self._assembler(message.sender or self._sender)
             try:
                 text = assembler.build(message, message_id=message_id, date=date)
             except Exception:  # nothing was sent for it: a refusal of this message alone
@@ -147,6 +149,14 @@ class SmtpProvider:
                 reason = f"error:{error_name(exc)}"
         # Only a bug leaves a message without a result: it may have gone out, so its claim stays.
         return [results.get(m.key) or SendResult(m.key, "uncertain", reason=reason) for m in messages]
+
+    def _assembler(self, sender: str) -> PageAssembler:
+        found = self._assemblers.get(sender)
+        if found is None:
+            if len(self._assemblers) >= _MAX_SENDERS:
+                self._assemblers = {}  # a deployment with more senders than this rebuilds more often
+            found = self._assemblers.setdefault(sender, PageAssembler(sender=sender))
+        return found
 
     def close(self) -> None:
         """QUIT the idle sessions and stop the loop; the next call starts a new one."""
