@@ -27,7 +27,7 @@ RECIPIENT_COLUMNS = (
     "profileId", "source", "selfEnrolled", "addedAt", "eligibleNow",
     "notifiedAt", "notifyCappedAt",
     "emailedAt", "emailOutcome", "emailOutcomeReason", "emailCappedAt", "bouncedAt", "complainedAt",
-    "shown", "clicked", "dismissed",
+    "emailClickedAt", "shown", "clicked", "dismissed",
 )  # fmt: skip
 AUDIT_COLUMNS = (
     "at", "actor", "tenantId", "procedure", "requestId", "targetType", "targetId", "campaignId",

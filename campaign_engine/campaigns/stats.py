@@ -4,13 +4,16 @@ Engagement counts come from CAMPAIGN_STATE only; admin self-tests live on CAMPAI
 count. ``notified`` and ``emailed`` are written by the delivery workers (zero until they run); ``bounced``
 (hard bounces) and ``complained`` by provider feedback on the send it names, found by the provider's
 message id (``feedback/store.py``). ``capped``: profiles the frequency cap held back on a channel and
-that have not received the campaign on it since (``CAMPAIGN_FREQUENCY_CAPS``). No client procedure can
-set any of them.
+that have not received the campaign on it since (``CAMPAIGN_FREQUENCY_CAPS``). ``emailClicked``:
+recipients who followed the email's tracked CTA at least once (``emailClickedAt``, issue 26 item 4). No
+client procedure can set any of them.
 """
 
 from __future__ import annotations
 
-from pydantic import BaseModel
+from typing import Annotated
+
+from pydantic import BaseModel, ConfigDict, Field
 
 from campaign_engine.campaigns.audience import Policy
 from campaign_engine.domain.errors import NotFound
@@ -22,6 +25,8 @@ __all__ = ["CampaignStats", "get_stats"]
 
 
 class CampaignStats(BaseModel):
+    model_config = ConfigDict(populate_by_name=True)
+
     audience: int
     enrolled: int
     shown: int
@@ -32,6 +37,7 @@ class CampaignStats(BaseModel):
     bounced: int
     complained: int
     capped: int
+    email_clicked: Annotated[int, Field(alias="emailClicked")]
 
 
 def get_stats(graph: Graph, *, campaign_id: str, policy: Policy) -> CampaignStats:

@@ -916,6 +916,7 @@ export interface PastSend {
   emailOutcomeAt?: string | null;
   bouncedAt?: string | null;
   complainedAt?: string | null;
+  emailClickedAt?: string | null;
   shownFirstAt?: string | null;
   clickedFirstAt?: string | null;
   dismissedFirstAt?: string | null;
@@ -1087,6 +1088,7 @@ export interface CampaignStats {
   bounced: number;
   complained: number;
   capped: number;
+  emailClicked: number;
 }
 /**
  * This interface was referenced by `Procedures`'s JSON-Schema
@@ -1529,6 +1531,7 @@ export interface TenantCreate {
   footerText?: string | null;
   footerAddress?: string | null;
   senderName?: string | null;
+  clickTracking?: boolean;
   tenantId: string;
 }
 /**
@@ -1572,6 +1575,7 @@ export interface TenantPublic {
   footerText?: string | null;
   footerAddress?: string | null;
   senderName?: string | null;
+  clickTracking?: boolean;
   tenantId: string;
   createdAt: string;
   updatedAt: string;
@@ -1656,6 +1660,7 @@ export interface TenantPatch {
   footerText?: string | null;
   footerAddress?: string | null;
   senderName?: string | null;
+  clickTracking?: boolean;
 }
 /**
  * ``tenants.updateLayout``: a partial patch of one tenant's layout, nothing else of its record.
@@ -1679,10 +1684,10 @@ export interface LayoutPatch {
 export interface CreateInputValidation {
   url: string;
   /**
-   * event types (dispatch.started, dispatch.paused, dispatch.resumed, dispatch.completed, dispatch.failed, recipient.notified, recipient.emailed, recipient.email_rejected, recipient.bounced, recipient.complained, recipient.unsubscribed, campaign.created, campaign.updated, campaign.status_changed, campaign.deleted) or '*' for all
+   * event types (dispatch.started, dispatch.paused, dispatch.resumed, dispatch.completed, dispatch.failed, recipient.notified, recipient.emailed, recipient.email_rejected, recipient.email_clicked, recipient.bounced, recipient.complained, recipient.unsubscribed, campaign.created, campaign.updated, campaign.status_changed, campaign.deleted) or '*' for all
    *
    * @minItems 1
-   * @maxItems 15
+   * @maxItems 16
    */
   events: [
     (
@@ -1695,6 +1700,7 @@ export interface CreateInputValidation {
           | "recipient.notified"
           | "recipient.emailed"
           | "recipient.email_rejected"
+          | "recipient.email_clicked"
           | "recipient.bounced"
           | "recipient.complained"
           | "recipient.unsubscribed"
@@ -1715,6 +1721,7 @@ export interface CreateInputValidation {
           | "recipient.notified"
           | "recipient.emailed"
           | "recipient.email_rejected"
+          | "recipient.email_clicked"
           | "recipient.bounced"
           | "recipient.complained"
           | "recipient.unsubscribed"
@@ -1871,6 +1878,7 @@ export interface UpdateInput {
               | "recipient.notified"
               | "recipient.emailed"
               | "recipient.email_rejected"
+              | "recipient.email_clicked"
               | "recipient.bounced"
               | "recipient.complained"
               | "recipient.unsubscribed"
@@ -1891,6 +1899,7 @@ export interface UpdateInput {
               | "recipient.notified"
               | "recipient.emailed"
               | "recipient.email_rejected"
+              | "recipient.email_clicked"
               | "recipient.bounced"
               | "recipient.complained"
               | "recipient.unsubscribed"
