@@ -123,7 +123,9 @@ class ClickRecorder:
         with self._changed:
             if self._closing or len(self._pending) >= self._max_pending:
                 self.dropped += 1
-                log.warning("email_click.dropped count=1 reason=%s", "closed" if self._closing else "full")
+                if self.dropped % 1000 == 1:  # one line per thousand: a full buffer must not flood the log
+                    reason = "closed" if self._closing else "full"
+                    log.warning("email_click.dropped count=1 total=%d reason=%s", self.dropped, reason)
                 return False
             self._pending.append((self._monotonic(), hit))
             if self._thread is None:
