@@ -1,7 +1,8 @@
 // The email clicks a ClickRecorder batch holds (campaigns/email_clicks.py), after the profile locks: one
 // row per (recipient, campaign incarnation), its first click time and how many clicks it holds. The
-// profile is found by its campaignUnsubscribeId (unique constraint), the campaign by its id (unique
-// constraint) and incarnation; a recipient without state for that incarnation is no row. emailClickedAt
+// profile is found by its campaignUnsubscribeId (unique constraint seek), then its own CAMPAIGN_STATE to
+// that campaign id and incarnation (the planner expands the profile's states: a recipient's campaign
+// history, as the claim reads it); a recipient without state for that incarnation is no row. emailClickedAt
 // keeps the earliest click ever recorded; a row whose batch id is already on the state is a re-run of a
 // commit that landed (Graph.write_idempotent) and adds nothing. `first`: this row set emailClickedAt.
 UNWIND $clicks AS click

@@ -110,6 +110,17 @@ class SignedPayloads:
         mac.update(payload)
         return (payload + b"." + _base64(mac.digest())).decode("ascii")
 
+    @property
+    def max_plain(self) -> int:
+        """The longest base64 payload signed plain (longer ones take itsdangerous' compressed form)."""
+        return self._max_plain
+
+    def mac_after(self, payload_head: bytes) -> hmac.HMAC:
+        """The keyed HMAC having read ``payload_head``: a copy finishes a payload that begins with it."""
+        mac = self._mac.copy()
+        mac.update(payload_head)
+        return mac
+
     def load(
         self, token: object, keys: set[str], optional: frozenset[str] = frozenset()
     ) -> dict[str, Any] | None:
@@ -124,6 +135,27 @@ class SignedPayloads:
         if not isinstance(payload, dict) or set(payload) - optional != keys:
             return None
         return payload
+
+
+class _PrefixSigner:
+    """Signs payloads that all begin with ``head`` (a multiple of 3 bytes long, so its base64 is the
+    prefix of theirs): the head's encoding and its share of the HMAC are computed once. The tokens are
+    the ones ``SignedPayloads.sign`` would make of the same bytes, and its ``load`` reads them."""
+
+    def __init__(self, signed: SignedPayloads, head: bytes) -> None:
+        if len(head) % 3:
+            raise ValueError("the constant head must be a multiple of 3 bytes")
+        self._head = _base64(head)
+        self._mac = signed.mac_after(self._head)
+        self._max_tail = signed.max_plain - len(self._head)
+
+    def sign(self, rest: bytes) -> str:
+        tail = _base64(rest)
+        if len(tail) > self._max_tail:
+            raise ValueError("the payload is too long to sign plain")
+        mac = self._mac.copy()
+        mac.update(tail)
+        return (self._head + tail + b"." + _base64(mac.digest())).decode("ascii")
 
 
 _URLSAFE = bytes.maketrans(b"+/", b"-_")
@@ -217,20 +249,38 @@ class ClickTokens:
 
     def __init__(self, secret: str) -> None:
         self._signed = SignedPayloads(secret, salt=CLICK_SALT, max_chars=_MAX_CLICK_TOKEN_CHARS)
+        self._links: dict[tuple[str, str, str, bool], _PrefixSigner] = {}
 
     def issue(
         self, unsubscribe_id: str, *, campaign_id: str, campaign_created_at: str, url: str, test: bool = False
     ) -> str:
-        if not (valid_id(unsubscribe_id) and valid_id(campaign_id) and valid_id(campaign_created_at)):
+        if not valid_id(unsubscribe_id):
+            raise ValueError("click-token ids must be 1-128 characters")
+        key = (campaign_id, campaign_created_at, url, test)
+        signer = self._links.get(key)
+        if signer is None:
+            signer = self._link(campaign_id, campaign_created_at, url, test)
+            if len(self._links) >= 256:
+                self._links.clear()  # crude but bounded: a walk has a link per language and sender
+            self._links[key] = signer
+        return signer.sign(orjson.dumps(unsubscribe_id) + b"}")
+
+    def _link(self, campaign_id: str, created_at: str, url: str, test: bool) -> _PrefixSigner:
+        """The signer of one campaign link's tokens: everything but the recipient's id is the same for
+        every message of a page, so it is checked, encoded and hashed once (issue 26: one more token per
+        message must stay within the send's budget; checking the URL alone cost more than signing)."""
+        if not (valid_id(campaign_id) and valid_id(created_at)):
             raise ValueError("click-token ids must be 1-128 characters")
         if not _web_url(url):
             raise ValueError("a click token pins an http(s) URL of at most 2048 characters")
-        payload: dict[str, Any] = {
-            "k": CLICK_VERSION, "u": unsubscribe_id, "c": campaign_id, "t": campaign_created_at, "l": url
-        }  # fmt: skip
+        fixed: dict[str, Any] = {"k": CLICK_VERSION, "c": campaign_id, "t": created_at, "l": url}
         if test:
-            payload["x"] = 1
-        return self._signed.sign(payload)
+            fixed["x"] = 1
+        head = orjson.dumps(fixed)[:-1] + b","
+        # JSON allows spaces between members: pad the constant part to a multiple of 3 bytes, so its
+        # base64 is a prefix of every token's and the recipient's id is encoded and hashed alone.
+        head += b" " * (-(len(head) + len(b'"u":')) % 3) + b'"u":'
+        return _PrefixSigner(self._signed, head)
 
     def read(self, token: object) -> Click | None:
         """What the token names, or None for anything but a valid click token."""

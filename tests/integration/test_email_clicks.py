@@ -26,6 +26,7 @@ from campaign_engine.campaigns.exports import recipient_rows
 from campaign_engine.campaigns.self_test import send_test_to_me
 from campaign_engine.campaigns.webhook_endpoints import create_endpoint
 from campaign_engine.config import Settings
+from campaign_engine.graph.cypher import query
 from campaign_engine.graph.graph import Graph, open_graph
 from campaign_engine.graph.webhook_outbox import subscribers_for
 from campaign_engine.unsubscribe.tokens import CLICK_CONFIRM_PATH, ClickTokens, UnsubscribeTokens
@@ -41,6 +42,7 @@ from tests.support.email import (
     email_states,
     make_email_campaign,
 )
+from tests.support.plans import operators
 from tests.support.postmark_standin import PostmarkStandin
 
 CTA = "https://app.example/m/c1?utm_source=email&utm_campaign=c1"
@@ -265,3 +267,15 @@ def test_a_tenant_with_click_tracking_off_gets_direct_links(
     assert not _CLICK.findall(message["TextBody"]) and not _CLICK.findall(message["HtmlBody"])
     assert f"Open it: {CTA}" in message["TextBody"]
     assert f'href="{CTA.replace("&", "&amp;")}"' in message["HtmlBody"]
+
+
+def test_the_click_write_seeks_its_unique_indexes_and_never_scans(graph: Graph) -> None:
+    """A batch costs its own rows: each profile by its unique campaignUnsubscribeId (a seek), then its
+    own CAMPAIGN_STATE relationships to the campaign; never a label or index scan."""
+    row = {"unsubscribeId": "u", "campaignId": "c", "campaignCreatedAt": "t", "at": "t", "count": 1}
+    with graph.driver.session(database=graph.database) as session:
+        plan = session.run("EXPLAIN " + query("email_click_record"), clicks=[row], batchId="b").consume().plan
+    assert plan is not None
+    every = operators(plan)
+    assert any(op.startswith("NodeUniqueIndexSeek") for op in every), " ".join(every)
+    assert not any("Scan" in op for op in every), every
