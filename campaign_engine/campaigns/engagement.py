@@ -26,7 +26,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from campaign_engine.campaigns.audience import Policy
-from campaign_engine.domain.ab_variants import assigned_variant, wire_variant_content
+from campaign_engine.domain.ab_variants import Assignment, assigned_variant, wire_variant_content
 from campaign_engine.domain.campaign import Message
 from campaign_engine.domain.errors import NotFound
 from campaign_engine.domain.types import format_ts
@@ -145,11 +145,11 @@ class _Cards:
     campaign_id: str
     priority: int
     languages: list[str]
-    variants: list[dict[str, Any]]
+    assignment: Assignment
     by_language: dict[tuple[str, str | None], MyCampaign]
 
     def for_reader(self, requested_locale: str | None, profile_id: str) -> tuple[int, MyCampaign]:
-        variant_id = assigned_variant(self.variants, campaign_id=self.campaign_id, profile_id=profile_id)
+        variant_id = self.assignment.variant_of(campaign_id=self.campaign_id, profile_id=profile_id)
         return self.priority, self.by_language[(served_locale(self.languages, requested_locale), variant_id)]
 
 
@@ -175,17 +175,18 @@ class CardCache:
                 node = dict(record["campaign"])
                 definition = json.loads(node["definition"])
                 languages = wire_languages(definition, "message")
-                variants = [
-                    {"id": v["id"], "weight": v.get("weight")} for v in definition.get("variants") or ()
-                ]
+                assignment = Assignment.of(definition.get("variants"))
+                arms: list[str | None] = [vid for vid, _, _ in assignment.bounds] or [None]
                 cards = {
                     (tag, vid): MyCampaign.model_validate(
                         _card(node, definition, tag, vid).model_dump(by_alias=True)
                     )
                     for tag in languages
-                    for vid in [v["id"] for v in variants] or [None]
+                    for vid in arms
                 }
-                entry = _Cards(node["id"], int(node.get("messagePriority") or 0), languages, variants, cards)
+                entry = _Cards(
+                    node["id"], int(node.get("messagePriority") or 0), languages, assignment, cards
+                )
                 self._cards[(node["id"], node["updatedAt"])] = entry
                 found[node["id"]] = entry
         return found

@@ -31,6 +31,8 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from functools import lru_cache
 from typing import Annotated, Any
 
 from pydantic import Field, StringConstraints
@@ -42,6 +44,7 @@ from campaign_engine.domain.variants import MAX_TRANSLATIONS, ContentField, Lang
 __all__ = [
     "MAX_VARIANTS",
     "MIN_VARIANTS",
+    "Assignment",
     "ContentVariant",
     "VariantId",
     "assigned_variant",
@@ -116,11 +119,16 @@ def unit_point(campaign_id: str, profile_id: str, *, purpose: str = "variant") -
     """A point in [0, 1) fixed by (campaign, profile, purpose): BLAKE2b keyed by the campaign's storage
     id, personalised by ``purpose``, over the profile id. Uniform across profiles, independent between
     campaigns and purposes, and the same in every process and on every path."""
-    key = hashlib.blake2b(campaign_id.encode(), digest_size=32).digest()
     digest = hashlib.blake2b(
-        profile_id.encode(), key=key, person=purpose.encode()[:16], digest_size=8
+        profile_id.encode(), key=_campaign_key(campaign_id), person=purpose.encode()[:16], digest_size=8
     ).digest()
     return int.from_bytes(digest, "big") / 2.0**64
+
+
+@lru_cache(maxsize=1024)
+def _campaign_key(campaign_id: str) -> bytes:
+    """The hash key of a campaign (any storage id length fits BLAKE2b's 64-byte key this way)."""
+    return hashlib.blake2b(campaign_id.encode(), digest_size=32).digest()
 
 
 def variant_bounds(variants: Sequence[Mapping[str, Any]]) -> list[tuple[str, float, float]]:
@@ -135,16 +143,31 @@ def variant_bounds(variants: Sequence[Mapping[str, Any]]) -> list[tuple[str, flo
     return bounds
 
 
+@dataclass(frozen=True)
+class Assignment:
+    """A campaign's variants' shares, computed once: what the hot paths hold (one per campaign version) so
+    a recipient costs one keyed hash and a scan of at most four bounds."""
+
+    bounds: tuple[tuple[str, float, float], ...]
+
+    @classmethod
+    def of(cls, variants: Sequence[Mapping[str, Any]] | None) -> Assignment:
+        return cls(tuple(variant_bounds(variants or ())))
+
+    def variant_of(self, *, campaign_id: str, profile_id: str) -> str | None:
+        """THE variant of ``profile_id`` in ``campaign_id`` (None: the campaign has no variants)."""
+        if not self.bounds:
+            return None
+        point = unit_point(campaign_id, profile_id)
+        return next((vid for vid, _, end in self.bounds if point < end), self.bounds[-1][0])
+
+
 def assigned_variant(
     variants: Sequence[Mapping[str, Any]] | None, *, campaign_id: str, profile_id: str
 ) -> str | None:
-    """THE variant of ``profile_id`` in ``campaign_id`` (None: the campaign has no variants).
-    ``variants`` in wire form (``id``, ``weight``), as stored."""
-    if not variants:
-        return None
-    point = unit_point(campaign_id, profile_id)
-    bounds = variant_bounds(variants)
-    return next((vid for vid, _, end in bounds if point < end), bounds[-1][0])
+    """THE variant of ``profile_id`` in ``campaign_id`` (None: the campaign has no variants), by
+    ``Assignment``. ``variants`` in wire form (``id``, ``weight``), as stored."""
+    return Assignment.of(variants).variant_of(campaign_id=campaign_id, profile_id=profile_id)
 
 
 def wire_variant_id(definition: Mapping[str, Any], *, campaign_id: str, profile_id: str) -> str | None:

@@ -30,7 +30,7 @@ from campaign_engine.delivery.email.render import (
     cta_url_for,
     render_email,
 )
-from campaign_engine.domain.ab_variants import assigned_variant
+from campaign_engine.domain.ab_variants import Assignment
 from campaign_engine.domain.campaign import CampaignPublic, EmailCopy
 from campaign_engine.domain.tenancy import campaign_ref
 from campaign_engine.domain.variants import served_locale
@@ -188,19 +188,19 @@ class EmailVariants:
 
     campaign_id: str
     languages: tuple[str, ...]
-    variants: tuple[Mapping[str, Any], ...]
-    """The campaign's content variants in wire form (ids and weights): what ``variant_of`` hashes over."""
+    assignment: Assignment
+    """The campaign's content variants' shares, what ``variant_of`` draws from (empty without variants)."""
     by_language: Mapping[tuple[str, str | None], EmailContent]
 
     def variant_of(self, profile_id: str) -> str | None:
-        return assigned_variant(self.variants, campaign_id=self.campaign_id, profile_id=profile_id)
+        return self.assignment.variant_of(campaign_id=self.campaign_id, profile_id=profile_id)
 
     def for_reader(self, locale: str | None, variant_id: str | None) -> EmailContent:
         return self.by_language[(served_locale(self.languages, locale), variant_id)]
 
     def assigned(self, page: ClaimedPage) -> ClaimedPage:
         """``page`` with each claimed recipient's content variant (unchanged without variants)."""
-        if not self.variants or not page.claimed:
+        if not self.assignment.bounds or not page.claimed:
             return page
         claimed = [replace(c, variant_id=self.variant_of(c.profile_id)) for c in page.claimed]
         return replace(page, claimed=claimed)
@@ -228,8 +228,8 @@ def email_variants_for(
         for tag in languages
         for vid in variant_ids
     }
-    variants = tuple({"id": v.id, "weight": v.weight} for v in campaign.variants or ())
-    return EmailVariants(campaign.id, languages, variants, by_language)
+    assignment = Assignment.of([{"id": v.id, "weight": v.weight} for v in campaign.variants or ()])
+    return EmailVariants(campaign.id, languages, assignment, by_language)
 
 
 def sender_for(tenants: Mapping[str, Any], tenant_id: str | None, default_tenant: str) -> str | None:
