@@ -7,7 +7,7 @@
 // server's own table (access.ts), and a note says which role it needs.
 import type { ProcedurePath } from "../../clients/typescript/src/paths";
 import { type Access, accessTable, roleName, session, type Session } from "./access";
-import { Api, ApiError, type Campaign, type Definition, type Dispatch, type DispatchPreview, type Path, type Source, type Stats, type Status } from "./api";
+import { Api, ApiError, type Campaign, type Definition, type Dispatch, type DispatchPreview, type Path, type Source, type Stats, type Status, type VariantStats } from "./api";
 import { renderApprovals } from "./approvals";
 import { composer, type Composer } from "./composer";
 import { field, h, replace, svg } from "./dom";
@@ -694,7 +694,45 @@ function chart(s: Stats): Node {
       svg("rect", { x: labelW, y: 4, width: Math.round((value / max) * barW), height: 18, class: `chart-bar bar-${label.toLowerCase()}` }),
       svg("text", { x: labelW + Math.round((value / max) * barW) + 6, y: 18, class: "chart-value" }, String(value)))));
   const table = h("table", { className: "visually-hidden" }, h("caption", {}, "Stats"), h("tbody", {}, ...steps.map(([k, v]) => h("tr", {}, h("th", { scope: "row" }, k), h("td", { "data-stat": k.toLowerCase() }, String(v))))));
-  return h("div", {}, graphic, table);
+  return h("div", {}, graphic, table, variantChart(s.variants ?? {}));
+}
+
+// Per A/B variant (issue 26): each step's distinct profiles, the arms' bars side by side, and the rate
+// of each step over the arm's recipients in the table beside it.
+const VARIANT_STEPS: [string, keyof VariantStats][] = [
+  ["Recipients", "recipients"], ["Notified", "notified"], ["Emailed", "emailed"], ["Shown", "shown"],
+  ["Clicked", "clicked"], ["Email clicked", "emailClicked"], ["Bounced", "bounced"], ["Complained", "complained"],
+];
+
+function variantChart(variants: Record<string, VariantStats | undefined>): Node | null {
+  const ids = Object.keys(variants);
+  if (!ids.length) return null;
+  const max = Math.max(1, ...ids.flatMap((id) => VARIANT_STEPS.map(([, k]) => variants[id]?.[k] ?? 0)));
+  const barH = 12;
+  const groupH = ids.length * barH + 10;
+  const labelW = 110;
+  const barW = 200;
+  const graphic = svg("svg", { viewBox: `0 0 ${labelW + barW + 80} ${VARIANT_STEPS.length * groupH}`, role: "img", "aria-labelledby": "variant-stats-title", class: "chart", id: "variant-chart" },
+    svg("title", { id: "variant-stats-title" }, `Per variant: ${ids.map((id) => `${id} ${VARIANT_STEPS.map(([label, k]) => `${label} ${variants[id]?.[k] ?? 0}`).join(", ")}`).join("; ")}`),
+    ...VARIANT_STEPS.map(([label, k], i) => svg("g", { transform: `translate(0 ${i * groupH})` },
+      svg("text", { x: 0, y: barH, class: "chart-label" }, label),
+      ...ids.map((id, j) => {
+        const value = variants[id]?.[k] ?? 0;
+        const width = Math.round((value / max) * barW);
+        return svg("g", { transform: `translate(0 ${j * barH})` },
+          svg("rect", { x: labelW, y: 1, width, height: barH - 2, class: `chart-bar variant-bar variant-${j % 4}` }),
+          svg("text", { x: labelW + width + 4, y: barH - 2, class: "chart-value" }, `${id} ${value}`));
+      }))));
+  const rate = (n: number, of: number): string => (of ? `${Math.round((n / of) * 1000) / 10}%` : "–");
+  const table = h("table", { id: "variant-stats" }, h("caption", {}, "Per variant (distinct profiles, rate of recipients)"),
+    h("thead", {}, h("tr", {}, h("th", { scope: "col" }, "Step"), ...ids.map((id) => h("th", { scope: "col" }, id)))),
+    h("tbody", {}, ...VARIANT_STEPS.map(([label, k]) => h("tr", {}, h("th", { scope: "row" }, label),
+      ...ids.map((id) => {
+        const v = variants[id];
+        const n = v?.[k] ?? 0;
+        return h("td", { "data-variant": id, "data-stat": k }, k === "recipients" ? String(n) : `${n} (${rate(n, v?.recipients ?? 0)})`);
+      })))));
+  return h("div", { className: "variant-stats" }, h("h3", {}, "A/B variants"), graphic, h("div", { className: "table-wrap" }, table));
 }
 
 // --- routing -------------------------------------------------------------------------------------
