@@ -295,6 +295,10 @@ def test_every_path_serves_each_reader_the_same_variant_and_stats_count_it(
         ok(api.mutate("campaigns.update", {"campaignId": "ab", "variants": edited,
                                            "expectedUpdatedAt": current["updatedAt"]}, **ADMIN))  # fmt: skip
         add_email_members(graph, "ab", ["late"], notificationsWebhook=hook, tenants=["default"])
+        # No address: only the notify outcome write can stamp its variant.
+        add_email_members(
+            graph, "ab", ["late-push"], emails=[], notificationsWebhook=hook, tenants=["default"]
+        )
         preview = preview_dispatch(graph, campaign_id="ab", now=NOW, adult_age=18, max_recipients=100)
         dispatch(graph, queues.dispatch, campaign_id="ab", expected_token=preview.preview_token, now=NOW,
                  adult_age=18, max_recipients=100)  # fmt: skip
@@ -310,6 +314,10 @@ def test_every_path_serves_each_reader_the_same_variant_and_stats_count_it(
             [card] = ok(api.query("campaigns.getMyCampaigns", as_=pid))["campaigns"]
             assert card["variantId"] == arms[pid], pid
         states = graph.run("MATCH (p:Profile)-[s:CAMPAIGN_STATE]->(:Campaign {id: 'ab'}) "
-                           "RETURN p.profileId AS pid, s.variantId AS v")  # fmt: skip
+                           "RETURN p.profileId AS pid, s.variantId AS v, s.emailedAt AS emailed")  # fmt: skip
         recorded = {row["pid"]: row["v"] for row in states}
-        assert recorded == {**arms, "late": _arm("late")}
+        assert sorted(row["pid"] for row in states if row["emailed"] is None) == ["late-push"]
+        assert recorded == {**arms, "late": _arm("late"), "late-push": _arm("late-push")}
+        assert [row for row in states if row["pid"] == "late-push"] == [
+            {"pid": "late-push", "v": _arm("late-push"), "emailed": None}
+        ]
