@@ -369,6 +369,7 @@ async function renderCampaign(id: string): Promise<void> {
 
   // Definition
   const defSection = h("section", { id: "definition", "aria-labelledby": "definition-h" });
+  let fillVariants = (): void => {}; // the email preview's variant picker, refilled after a save
   function renderDefinition(): void {
     const form = composer(current);
     const out = h("div", {});
@@ -401,6 +402,7 @@ async function renderCampaign(id: string): Promise<void> {
         if (c) {
           current = c;
           conflict.base = c;
+          fillVariants();
           replace(out, h("p", { className: "ok" }, `Saved (revision ${c.revision}).`));
           announce("Saved.");
         }
@@ -418,9 +420,20 @@ async function renderCampaign(id: string): Promise<void> {
     fillLanguages();
     previewLang.addEventListener("focus", fillLanguages);
     const langRow = field("Preview language", previewLang, "Save first: the preview renders the saved translations.").row;
+    // Each A/B variant of the saved campaign previews as its recipients get it (issue 26).
+    const previewVariant = h("select", { name: "preview-variant", id: "preview-variant" });
+    const variantRow = field("Preview variant", previewVariant, "The saved variants.").row;
+    fillVariants = (): void => {
+      const chosen = previewVariant.value;
+      replace(previewVariant, ...(current.variants ?? []).map((v) => h("option", { value: v.id }, `Variant ${v.id}`)));
+      if ([...previewVariant.options].some((o) => o.value === chosen)) previewVariant.value = chosen;
+      variantRow.hidden = !current.variants?.length;
+    };
+    fillVariants();
     async function showEmail(): Promise<void> {
       const locale = previewLang.value;
-      const preview = await guarded(previewBtn, () => api.call("campaigns.previewEmail", { campaignId: id, ...(locale ? { locale } : {}) }), (err) => replace(frameOut, errorBox(err)));
+      const variantId = current.variants?.length ? previewVariant.value : "";
+      const preview = await guarded(previewBtn, () => api.call("campaigns.previewEmail", { campaignId: id, ...(locale ? { locale } : {}), ...(variantId ? { variantId } : {}) }), (err) => replace(frameOut, errorBox(err)));
       if (!preview) return;
       // The email is styled inline, which this page's CSP forbids; it is shown in a sandboxed frame
       // (opaque origin, no same-origin rights) with its own policy, posted in once the frame is ready.
@@ -432,7 +445,8 @@ async function renderCampaign(id: string): Promise<void> {
       };
       window.addEventListener("message", onReady);
       replace(frameOut, h("p", {}, h("strong", {}, "Subject: "), h("span", { id: "email-subject" }, preview.subject),
-        h("span", { className: "muted" }, " · Language "), h("span", { id: "email-locale" }, preview.locale)), frame,
+        h("span", { className: "muted" }, " · Language "), h("span", { id: "email-locale" }, preview.locale),
+        ...(preview.variantId ? [h("span", { className: "muted" }, " · Variant "), h("span", { id: "email-variant" }, preview.variantId)] : [])), frame,
         h("details", {}, h("summary", {}, "Plain-text part"), h("pre", { className: "email-text" }, preview.text)));
     }
     const editable = can("campaigns.update");
@@ -441,7 +455,7 @@ async function renderCampaign(id: string): Promise<void> {
       for (const control of form.element.querySelectorAll<HTMLInputElement | HTMLSelectElement | HTMLTextAreaElement | HTMLButtonElement>("input, select, textarea, button")) control.disabled = true;
     }
     replace(defSection, h("h2", { id: "definition-h" }, "Definition"), out, form.element, h("div", { className: "actions" }, editable ? save : roleNote("Editing the campaign", "campaigns.update")),
-      h("h3", {}, "Email preview"), h("p", { className: "hint" }, "Rendered by the server with the same renderer the worker sends with (save first)."), langRow, previewBtn, frameOut);
+      h("h3", {}, "Email preview"), h("p", { className: "hint" }, "Rendered by the server with the same renderer the worker sends with (save first)."), langRow, variantRow, previewBtn, frameOut);
   }
   renderDefinition();
 
