@@ -244,7 +244,10 @@ def import_csv(
     def write(rows: list[tuple[int, ProfileIn]]) -> _Written:
         """One batch, on a writer thread (dry runs: on this one, in order); touches no shared state."""
         written = _Written()
-        existing = graph.read(_existing, [p.profile_id for _, p in rows], scope)
+        # A platform credential may write any profile, so only a dry run (which counts created and updated
+        # without writing) needs to know which exist; the write itself answers that.
+        ids = [p.profile_id for _, p in rows]
+        existing = {} if scope is None and not dry_run else graph.read(_existing, ids, scope)
         for line, profile in rows:
             if not existing.get(profile.profile_id, True):
                 written.rejected.append((line, "profileId", "this profileId is taken outside this tenant"))
