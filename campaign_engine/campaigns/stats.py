@@ -6,12 +6,13 @@ count. ``notified`` and ``emailed`` are written by the delivery workers (zero un
 message id (``feedback/store.py``). ``capped``: profiles the frequency cap held back on a channel and
 that have not received the campaign on it since (``CAMPAIGN_FREQUENCY_CAPS``). ``emailClicked``:
 recipients who followed the email's tracked CTA at least once (``emailClickedAt``, issue 26 item 4). No
-client procedure can set any of them.
+client procedure can set any of them. ``variants``: the same per A/B content variant (issue 26).
 """
 
 from __future__ import annotations
 
-from typing import Annotated
+import json
+from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -21,7 +22,23 @@ from campaign_engine.domain.tenancy import campaign_ref
 from campaign_engine.graph.graph import Graph, Tx
 from campaign_engine.graph.policy import policy_query
 
-__all__ = ["CampaignStats", "get_stats"]
+__all__ = ["CampaignStats", "VariantStats", "get_stats"]
+
+
+class VariantStats(BaseModel):
+    """One A/B content variant's recipients (issue 26): distinct profiles whose state names the variant
+    (stamped at their first delivery or in-app event), and of them how many reached each step."""
+
+    model_config = ConfigDict(populate_by_name=True)
+
+    recipients: int = 0
+    notified: int = 0
+    emailed: int = 0
+    shown: int = 0
+    clicked: int = 0
+    email_clicked: Annotated[int, Field(alias="emailClicked")] = 0
+    bounced: int = 0
+    complained: int = 0
 
 
 class CampaignStats(BaseModel):
@@ -38,12 +55,26 @@ class CampaignStats(BaseModel):
     complained: int
     capped: int
     email_clicked: Annotated[int, Field(alias="emailClicked")]
+    variants: dict[str, VariantStats] = Field(
+        default_factory=dict,
+        description="per A/B content variant id: each of the campaign's variants (zeros until it reaches"
+        " someone) and any variant recorded before the variants were edited; {} without variants",
+    )
+
+
+def _stats(record: dict[str, Any]) -> CampaignStats:
+    rows = record.pop("variantRows")
+    current = [v["id"] for v in json.loads(record.pop("abVariants") or "[]")]
+    variants = {vid: VariantStats() for vid in current}
+    for row in rows:
+        variants[str(row.pop("id"))] = VariantStats.model_validate(row)
+    return CampaignStats.model_validate({**record, "variants": variants})
 
 
 def get_stats(graph: Graph, *, campaign_id: str, policy: Policy) -> CampaignStats:
     def tx_fn(tx: Tx) -> CampaignStats | None:
         record = tx.run(policy_query("campaign_stats"), campaignId=campaign_id, **policy.params()).single()
-        return None if record is None else CampaignStats.model_validate(record.data())
+        return None if record is None else _stats(record.data())
 
     stats = graph.read(tx_fn)
     if stats is None:

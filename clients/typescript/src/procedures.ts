@@ -615,6 +615,7 @@ export interface CampaignCreate {
   translations?: {
     [k: string]: Translation;
   } | null;
+  variants?: [ContentVariant, ContentVariant, ...ContentVariant[]] | null;
   id: string;
 }
 /**
@@ -731,6 +732,9 @@ export interface QuietHoursWindow {
  * This interface was referenced by `undefined`'s JSON-Schema definition
  * via the `patternProperty` "^[A-Za-z]{2,8}(-[A-Za-z]{3}){0,3}(-[A-Za-z]{4})?(-([A-Za-z]{2}|[0-9]{3}))?(-([A-Za-z0-9]{5,8}|[0-9][A-Za-z0-9]{3}))*(-[0-9A-WY-Za-wy-z](-[A-Za-z0-9]{2,8})+)*(-[Xx](-[A-Za-z0-9]{1,8})+)?$".
  *
+ * This interface was referenced by `undefined`'s JSON-Schema definition
+ * via the `patternProperty` "^[A-Za-z]{2,8}(-[A-Za-z]{3}){0,3}(-[A-Za-z]{4})?(-([A-Za-z]{2}|[0-9]{3}))?(-([A-Za-z0-9]{5,8}|[0-9][A-Za-z0-9]{3}))*(-[0-9A-WY-Za-wy-z](-[A-Za-z0-9]{2,8})+)*(-[Xx](-[A-Za-z0-9]{1,8})+)?$".
+ *
  * This interface was referenced by `Procedures`'s JSON-Schema
  * via the `definition` "Translation".
  */
@@ -738,6 +742,22 @@ export interface Translation {
   message?: Message | null;
   notification?: NotificationCopy | null;
   email?: EmailCopy | null;
+}
+/**
+ * One arm of an A/B test: what it overrides of the campaign's content (see the module's rule).
+ *
+ * This interface was referenced by `Procedures`'s JSON-Schema
+ * via the `definition` "ContentVariant".
+ */
+export interface ContentVariant {
+  id: string;
+  weight?: number | null;
+  message?: Message | null;
+  notification?: NotificationCopy | null;
+  email?: EmailCopy | null;
+  translations?: {
+    [k: string]: Translation;
+  } | null;
 }
 /**
  * A campaign as admins read it: the definition plus lifecycle fields. ``id`` is the storage id in
@@ -767,6 +787,7 @@ export interface CampaignPublic {
   translations?: {
     [k: string]: Translation;
   } | null;
+  variants?: [ContentVariant, ContentVariant, ...ContentVariant[]] | null;
   id: string;
   status: "draft" | "live" | "paused" | "archived";
   tenantId: string | null;
@@ -802,6 +823,10 @@ export interface CampaignCard {
    * the language of `message`: the best match for the reader's locale
    */
   locale?: string | null;
+  /**
+   * the A/B content variant of `message` this reader is assigned (issue 26)
+   */
+  variantId?: string | null;
   startsAt: string | null;
   endsAt: string | null;
 }
@@ -881,6 +906,7 @@ export interface RecipientExplanation {
   channels: ChannelExplanation[];
   past?: PastSend | null;
   language?: LanguageChoice | null;
+  variant?: VariantChoice | null;
 }
 /**
  * This interface was referenced by `Procedures`'s JSON-Schema
@@ -922,6 +948,7 @@ export interface PastSend {
   dismissedFirstAt?: string | null;
   notifyCappedAt?: string | null;
   emailCappedAt?: string | null;
+  variantId?: string | null;
 }
 /**
  * Which language each channel serves this reader, and why (issue 24): the one rule of every send.
@@ -941,6 +968,33 @@ export interface LanguageChoice {
     [k: string]: string | undefined;
   };
   why: string;
+}
+/**
+ * Which A/B content variant this profile gets on every channel, and why (issue 26).
+ *
+ * This interface was referenced by `Procedures`'s JSON-Schema
+ * via the `definition` "VariantChoice".
+ */
+export interface VariantChoice {
+  variantId: string;
+  /**
+   * the keyed hash of (campaign, profile) as a point in [0, 1)
+   */
+  point: number;
+  /**
+   * each variant's share of [0, 1), by weight, in order
+   */
+  shares: VariantShare[];
+  why: string;
+}
+/**
+ * This interface was referenced by `Procedures`'s JSON-Schema
+ * via the `definition` "VariantShare".
+ */
+export interface VariantShare {
+  id: string;
+  start: number;
+  end: number;
 }
 /**
  * This interface was referenced by `Procedures`'s JSON-Schema
@@ -1052,6 +1106,10 @@ export interface MyCampaign {
    * the language of `message`: the best match for the reader's locale
    */
   locale?: string | null;
+  /**
+   * the A/B content variant of `message` this reader is assigned (issue 26)
+   */
+  variantId?: string | null;
   startsAt: string | null;
   endsAt: string | null;
   state?: EngagementState | null;
@@ -1089,6 +1147,29 @@ export interface CampaignStats {
   complained: number;
   capped: number;
   emailClicked: number;
+  /**
+   * per A/B content variant id: each of the campaign's variants (zeros until it reaches someone) and any variant recorded before the variants were edited; {} without variants
+   */
+  variants?: {
+    [k: string]: VariantStats | undefined;
+  };
+}
+/**
+ * One A/B content variant's recipients (issue 26): distinct profiles whose state names the variant
+ * (stamped at their first delivery or in-app event), and of them how many reached each step.
+ *
+ * This interface was referenced by `Procedures`'s JSON-Schema
+ * via the `definition` "VariantStats".
+ */
+export interface VariantStats {
+  recipients?: number;
+  notified?: number;
+  emailed?: number;
+  shown?: number;
+  clicked?: number;
+  emailClicked?: number;
+  bounced?: number;
+  complained?: number;
 }
 /**
  * This interface was referenced by `Procedures`'s JSON-Schema
@@ -1205,6 +1286,10 @@ export interface EmailPreviewInput {
    * preview as a reader of this locale sees it (default: the base content)
    */
   locale?: string | null;
+  /**
+   * preview this A/B content variant (default: the campaign's first variant, if any)
+   */
+  variantId?: string | null;
 }
 /**
  * This interface was referenced by `Procedures`'s JSON-Schema
@@ -1218,6 +1303,10 @@ export interface EmailPreview {
    * the language shown: the variant `locale` is served
    */
   locale: string;
+  /**
+   * the A/B content variant shown (issue 26)
+   */
+  variantId?: string | null;
 }
 /**
  * This interface was referenced by `Procedures`'s JSON-Schema
@@ -1263,6 +1352,10 @@ export interface ScheduleInput {
 export interface SelfTestResult {
   testId: string;
   channels: ("inApp" | "notify" | "email")[];
+  /**
+   * the A/B content variant the test shows on every channel: the admin's own assignment, as a recipient's (issue 26; campaigns.previewEmail renders any variant)
+   */
+  variantId?: string | null;
 }
 /**
  * This interface was referenced by `Procedures`'s JSON-Schema
@@ -1313,6 +1406,7 @@ export interface CampaignPatch {
   translations?: {
     [k: string]: Translation;
   } | null;
+  variants?: [ContentVariant, ContentVariant, ...ContentVariant[]] | null;
 }
 /**
  * This interface was referenced by `Procedures`'s JSON-Schema
