@@ -36,6 +36,7 @@ from campaign_engine.domain.webhook_events import Event, EventType
 from campaign_engine.graph.audit import AuditContext, record_audit
 from campaign_engine.graph.graph import Graph, Tx
 from campaign_engine.graph.locks import lock_campaign
+from campaign_engine.graph.segment import check_segment
 from campaign_engine.graph.webhook_outbox import record_dispatch_events, record_events, subscribers_for
 
 __all__ = [
@@ -121,6 +122,8 @@ def create_campaign(
     }
 
     def tx_fn(tx: Tx) -> dict[str, Any]:
+        if definition.segment is not None:
+            check_segment(tx, definition.segment, tenant_id=tenant_id, own_ref=data.id)
         record = tx.run(_CREATE, now=format_ts(now), props=props, **params).single()
         if record is None:
             raise Conflict(f"campaign '{data.id}' already exists")
@@ -271,6 +274,10 @@ def update_campaign(
         if node["status"] == "archived":
             raise BadRequest("archived campaigns cannot be edited")
         definition = _patched(load_definition(node), changes)
+        if definition.segment is not None and "segment" in changes:
+            check_segment(
+                tx, definition.segment, tenant_id=node.get("tenantId"), own_ref=node.get("ref") or node["id"]
+            )
         saved = _save(tx, node, node_properties(definition), now)
         _audit(tx, audit, node, before=node, after=saved, detail={"fields": sorted(changes)})
         _event(tx, graph, "campaign.updated", saved, now, fields=sorted(changes))

@@ -36,6 +36,7 @@ from campaign_engine.domain.content import (
 )
 from campaign_engine.domain.locale import normalized
 from campaign_engine.domain.schedule import ZONE_NAME_PATTERN, QuietHours, known_zone
+from campaign_engine.domain.segment import SegmentRule
 from campaign_engine.domain.tenancy import CampaignRefOut
 from campaign_engine.domain.types import checked_instant, format_ts, parse_instant
 from campaign_engine.domain.variants import MAX_TRANSLATIONS, ContentField, LanguageTag, served_locale
@@ -130,7 +131,17 @@ _CONTENT_FOR_CHANNEL: dict[str, str] = {"inApp": "message", "notify": "notificat
 
 # Optional fields a patch may clear with null; the rest can only be replaced.
 CLEARABLE_FIELDS = frozenset(
-    {"description", "notification", "email", "startsAt", "endsAt", "timeZone", "quietHours", "translations"}
+    {
+        "description",
+        "notification",
+        "email",
+        "startsAt",
+        "endsAt",
+        "timeZone",
+        "quietHours",
+        "translations",
+        "segment",
+    }
 )
 
 
@@ -172,6 +183,8 @@ class CampaignDefinition(StrictModel):
     # Issue 24: the language of the content above, and the same content in other languages.
     locale: LanguageTag = "en"
     translations: Annotated[dict[LanguageTag, Translation], Field(max_length=MAX_TRANSLATIONS)] | None = None
+    # Issue 27: a live segment; the audience is the static members plus whoever it matches at send time.
+    segment: SegmentRule | None = None
 
     @field_validator("channels")
     @classmethod
@@ -262,6 +275,7 @@ class CampaignPatch(BaseModel):
     quiet_hours: Annotated[QuietHoursWindow | None, Field(alias="quietHours")] = None
     locale: LanguageTag | None = None
     translations: Annotated[dict[LanguageTag, Translation], Field(max_length=MAX_TRANSLATIONS)] | None = None
+    segment: SegmentRule | None = None
 
     def changes(self) -> dict[str, Any]:
         """The fields the caller sent, by wire name, in wire form, with ``None`` meaning "clear"."""

@@ -10,8 +10,9 @@ from campaign_engine.api.access import Access
 from campaign_engine.api.context import Context
 from campaign_engine.api.routers.common import CampaignRef, Ok
 from campaign_engine.api.trpc import ProcedureRouter
-from campaign_engine.campaigns import definitions
+from campaign_engine.campaigns import definitions, segments
 from campaign_engine.campaigns.explain import RecipientExplanation, explain_recipient
+from campaign_engine.campaigns.segments import SegmentInput
 from campaign_engine.domain.campaign import (
     CampaignCreate,
     CampaignDefinition,
@@ -20,6 +21,7 @@ from campaign_engine.domain.campaign import (
     CampaignPublic,
     CampaignStatus,
 )
+from campaign_engine.domain.segment import SegmentPreview
 from campaign_engine.graph.tenant_directory import tenants_of
 
 __all__ = ["ACCESS", "router"]
@@ -34,6 +36,7 @@ ACCESS: dict[str, Access] = {
     "delete": "publisher",
     "explainRecipient": "viewer",
     "duplicate": "author",
+    "previewSegment": "author",
 }
 router = ProcedureRouter("campaigns", ACCESS)
 
@@ -131,6 +134,17 @@ def delete(ctx: Context, data: CampaignRef) -> Ok:
         ctx.services.graph, campaign_id=ctx.campaign(data.campaign_id), audit=ctx.audit()
     )
     return Ok()
+
+
+# A mutation only in transport, as previewAudience: a rule tree does not belong in a GET query string.
+@router.mutation("previewSegment")
+def preview_segment(ctx: Context, data: SegmentInput) -> SegmentPreview:
+    """Count the profiles of the caller's tenant a live segment matches now, before saving it; writes
+    nothing. BAD_REQUEST names the path of a campaign the rule names that is not the tenant's."""
+    return segments.preview_segment(
+        ctx.services.graph, segment=data.segment, tenant_id=ctx.tenant_id, now=ctx.services.clock(),
+        adult_age=ctx.services.settings.campaign_adult_age,
+    )  # fmt: skip
 
 
 @router.query("explainRecipient")
