@@ -78,7 +78,8 @@ class Engaged(StrictModel):
 
 
 class Segment(StrictModel):
-    """One node of the rule tree (see the module docstring)."""
+    """One rule of a live segment: exactly one of ``all`` / ``any`` (rules), ``not`` (a rule) or one
+    condition; ``not: true`` beside a condition negates it. Campaign ids are the tenant's own."""
 
     all: Annotated[list[Segment], Field(min_length=1, max_length=MAX_NODES)] | None = None
     any: Annotated[list[Segment], Field(min_length=1, max_length=MAX_NODES)] | None = None

@@ -341,7 +341,9 @@ def _arm_text(arm: _Arm, *, predicate: str, tenant: str, extra: str, bind_c: boo
         lines += [f"CALL () {{\n  {arm.match}\n  WHERE {arm.where}\n  RETURN p\n}}", f"WITH {carried}",
                   f"WHERE {cursor}{checks}"]  # fmt: skip
     else:
-        where = arm.where if paged else arm.where.replace(" AND segM.profileId > $cursor", "")
+        # The composite hint needs a predicate on both keys: unpaged, profileId's is its existence.
+        unpaged = arm.where.replace("segM.profileId > $cursor", "segM.profileId IS NOT NULL")
+        where = arm.where if paged else unpaged
         lines += [arm.match, f"WHERE {where} AND {checks}"]
     if paged:
         lines += [f"WITH p, c ORDER BY {arm.order} LIMIT $limit", "RETURN p, c"]

@@ -136,6 +136,9 @@ def test_remind_those_who_did_not_see_it_is_member_of_and_not_engaged(graph: Gra
         ).recipient_count
         == 2
     )
+    counted = preview_segment(graph, segment=Segment.model_validate(reminder), tenant_id="default", now=NOW,
+                              adult_age=18)  # fmt: skip
+    assert counted.matches == 2
     clicked = {"engaged": {"campaignId": "launch", "event": "emailClicked"}}
     assert preview_segment(graph, segment=Segment.model_validate(clicked), tenant_id="default", now=NOW,
                            adult_age=18).matches == 1  # fmt: skip
