@@ -36,6 +36,7 @@ __all__ = [
     "campaign_refs",
     "check_limits",
     "condition_of",
+    "minor_only",
     "seekable",
     "walk",
 ]
@@ -172,6 +173,21 @@ def _checked(segment: Segment) -> Segment:
 
 SegmentRule = Annotated[Segment, AfterValidator(_checked)]
 """A whole segment as a campaign carries it: the shape, the limits and a condition to seek on."""
+
+
+def minor_only(
+    node: Segment, path: tuple[str | int, ...] = (), *, adult_age: int = 0, negated: bool = False
+) -> Iterator[tuple[tuple[str | int, ...], Segment]]:
+    """Each ``ageBelow`` condition outside any ``not`` (each only matches known minors when its age is
+    at most the adult age; the caller compares), with its path."""
+    if isinstance(node.not_, Segment):
+        yield from minor_only(node.not_, (*path, "not"), adult_age=adult_age, negated=not negated)
+        return
+    for key in ("all", "any"):
+        for i, child in enumerate(getattr(node, key) or []):
+            yield from minor_only(child, (*path, key, i), adult_age=adult_age, negated=negated)
+    if node.age_below is not None and not negated and not node.negated and node.age_below <= adult_age:
+        yield (*path, "ageBelow"), node
 
 
 def seekable(node: Segment) -> bool:

@@ -36,7 +36,7 @@ from pydantic import ValidationError
 
 from campaign_engine.domain.age_policy import adult_dob_cutoff
 from campaign_engine.domain.errors import BadRequest
-from campaign_engine.domain.segment import ENGAGED_PROPERTY, Segment, campaign_refs, condition_of
+from campaign_engine.domain.segment import ENGAGED_PROPERTY, Segment, campaign_refs, condition_of, minor_only
 from campaign_engine.graph.cypher import query
 from campaign_engine.graph.graph import Tx
 from campaign_engine.graph.policy import STATIC_AUDIENCE_PAGE, fill_policy
@@ -108,9 +108,26 @@ def _resolve(tx: Tx, tenant_id: str | None, refs: set[str]) -> dict[str, dict[st
     return {str(r["ref"]): {"id": r["id"], "definition": r["definition"]} for r in rows}
 
 
-def check_segment(tx: Tx, segment: Segment, *, tenant_id: str | None, own_ref: str) -> None:
+def check_segment(
+    tx: Tx,
+    segment: Segment,
+    *,
+    tenant_id: str | None,
+    own_ref: str,
+    excludes_minors: bool = False,
+    adult_age: int | None = None,
+) -> None:
     """BAD_REQUEST naming the path of the first campaign the segment names that is not one of the
-    tenant's, or of a ``memberOf`` that would make the campaign a member of itself."""
+    tenant's, of a ``memberOf`` that would make the campaign a member of itself, or (with
+    ``adult_age``) of an age condition the campaign's age policy leaves nobody to match: ``ageBelow``
+    the adult age in a campaign that excludes minors (domain/age_policy.py)."""
+    if excludes_minors and adult_age is not None:
+        for path, node in minor_only(segment, adult_age=adult_age):
+            _refuse(
+                path,
+                f"the campaign excludes minors (excludeMinors), so ageBelow {node.age_below} reaches"
+                f" nobody: the age policy needs a known age of {adult_age} or more",
+            )
     named = list(campaign_refs(segment))
     found = _resolve(tx, tenant_id, {ref for _, ref in named})
     for path, ref in named:

@@ -14,7 +14,7 @@ from campaign_engine.campaigns.dispatch import dispatch, preview_dispatch
 from campaign_engine.campaigns.explain import explain_recipient
 from campaign_engine.campaigns.segments import preview_segment
 from campaign_engine.config import Settings
-from campaign_engine.domain.campaign import CampaignPatch
+from campaign_engine.domain.campaign import CampaignCreate, CampaignPatch
 from campaign_engine.domain.dispatch import PageJob, parse_job
 from campaign_engine.domain.errors import BadRequest, Conflict
 from campaign_engine.domain.segment import Segment
@@ -184,6 +184,20 @@ def test_a_member_of_cycle_is_refused_naming_the_path(graph: Graph) -> None:
     patch = CampaignPatch.model_validate({"campaignId": "one", "segment": {"memberOf": "two"}})
     with pytest.raises(BadRequest, match=r"segment\.memberOf: .*cycle"):
         definitions.update_campaign(graph, patch=patch, now=NOW)
+
+
+def test_an_age_condition_the_age_policy_leaves_nobody_to_match_is_refused(graph: Graph) -> None:
+    minors = {"all": [{"tag": "beta"}, {"ageBelow": 16}]}
+    data = {"id": "kids", "name": "Kids", "channels": ["inApp"], "message": {"title": "Hi"}}
+    data["segment"] = minors
+    with pytest.raises(BadRequest, match=r"segment\.all\.1\.ageBelow: the campaign excludes minors"):
+        definitions.create_campaign(graph, data=CampaignCreate.model_validate(data), tenant_id="default",
+                                    now=NOW, adult_age=18)  # fmt: skip
+    allowed = CampaignCreate.model_validate({**data, "excludeMinors": False})
+    definitions.create_campaign(graph, data=allowed, tenant_id="default", now=NOW, adult_age=18)
+    adults = CampaignCreate.model_validate({**data, "id": "grown", "segment": {"all": [{"tag": "beta"},
+                                            {"not": {"ageBelow": 18}}]}})  # fmt: skip
+    definitions.create_campaign(graph, data=adults, tenant_id="default", now=NOW, adult_age=18)
 
 
 def test_the_preview_token_is_voided_when_the_segment_result_changes(graph: Graph, queues: Queues) -> None:

@@ -68,8 +68,9 @@ class DuplicateInput(CampaignRef):
 def create(ctx: Context, data: CampaignCreate) -> CampaignPublic:
     """Create a campaign in draft; its tenant comes from the request."""
     return definitions.create_campaign(
-        ctx.services.graph, data=data, tenant_id=ctx.tenant_id, now=ctx.services.clock(), audit=ctx.audit()
-    )
+        ctx.services.graph, data=data, tenant_id=ctx.tenant_id, now=ctx.services.clock(), audit=ctx.audit(),
+        adult_age=ctx.services.settings.campaign_adult_age,
+    )  # fmt: skip
 
 
 @router.mutation("duplicate")
@@ -80,8 +81,9 @@ def duplicate(ctx: Context, data: DuplicateInput) -> CampaignPublic:
     wire = CampaignDefinition.model_validate(source.model_dump(by_alias=True, include=_DEFINITION)).wire()
     copy = CampaignCreate.model_validate({**wire, "id": data.id, "name": data.name or source.name})
     return definitions.create_campaign(
-        ctx.services.graph, data=copy, tenant_id=ctx.tenant_id, now=ctx.services.clock(), audit=ctx.audit()
-    )
+        ctx.services.graph, data=copy, tenant_id=ctx.tenant_id, now=ctx.services.clock(), audit=ctx.audit(),
+        adult_age=ctx.services.settings.campaign_adult_age,
+    )  # fmt: skip
 
 
 _DEFINITION = set(CampaignDefinition.model_fields)
@@ -112,6 +114,7 @@ def update(ctx: Context, data: CampaignPatch) -> CampaignPublic:
         patch=data.model_copy(update={"campaign_id": ctx.campaign(data.campaign_id)}),
         now=ctx.services.clock(),
         audit=ctx.audit(),
+        adult_age=ctx.services.settings.campaign_adult_age,
     )
 
 
