@@ -11,6 +11,7 @@ import pytest
 from campaign_engine.campaigns import definitions
 from campaign_engine.campaigns.audience import Policy, get_audience
 from campaign_engine.campaigns.dispatch import dispatch, preview_dispatch
+from campaign_engine.campaigns.dispatch_reads import get_dispatch
 from campaign_engine.campaigns.explain import explain_recipient
 from campaign_engine.campaigns.segments import preview_segment
 from campaign_engine.config import Settings
@@ -22,8 +23,18 @@ from campaign_engine.graph.graph import Graph
 from campaign_engine.graph.policy import policy_params
 from campaign_engine.graph.segment import compile_for, segment_query
 from campaign_engine.queue.port import Queue
-from campaign_engine.wiring import Queues, build_page_worker
-from tests.support.delivery import NOW, StepClock, add_members, delivery_settings, local_queues, make_campaign
+from campaign_engine.wiring import Queues, build_page_worker, build_worker
+from tests.support.delivery import (
+    NOW,
+    StepClock,
+    add_members,
+    delivery_settings,
+    drain,
+    inbox_records,
+    inbox_server,
+    local_queues,
+    make_campaign,
+)
 from tests.support.plans import operators
 
 HOOK = "http://127.0.0.1:9/hook"
@@ -117,6 +128,31 @@ def test_a_profile_tagged_after_going_live_is_picked_up_by_the_next_wave(
     (last,) = _page_jobs(queues.dispatch)
     assert worker.handle_page(last).outcome == "completed"
     assert _delivered(queues.delivery) == []
+
+
+def test_segment_matches_are_posted_and_acknowledged_end_to_end(
+    base_settings: Settings, graph: Graph, queues: Queues, tmp_path: Path
+) -> None:
+    """The delivery recheck takes the page's word that a segment matched (its job says so); opted-out
+    matches are still refused there, as members are."""
+    with inbox_server(tmp_path) as inbox:
+        hook = f"{inbox.url}/api/notifications/send"
+        _profiles(graph, ["s1", "s2", "s3"])
+        graph.run("MATCH (p:Profile) SET p.notificationsWebhook = $hook", hook=hook)
+        graph.run("MATCH (p:Profile {profileId: 's3'}) SET p.announcementPushOptOut = true")
+        _tag(graph, ["s1", "s2", "s3"], "beta")
+        _segmented(graph, "c1", {"tag": "beta"})
+        dispatch_id = dispatch(graph, queues.dispatch, campaign_id="c1", expected_token=None, now=NOW,
+                               adult_age=18, max_recipients=100).dispatch_id  # fmt: skip
+        settings = delivery_settings(base_settings, campaign_dispatch_page_size=2)
+        worker = build_worker(settings, graph, queues=queues, clock=StepClock(), sweep_every=None)
+        try:
+            drain(worker.handle, queues)
+        finally:
+            worker.close()
+        assert [len(inbox_records(inbox.url, p)) for p in ("s1", "s2", "s3")] == [1, 1, 0]
+    record = get_dispatch(graph, dispatch_id)
+    assert (record.status, record.acknowledged) == ("completed", 2)
 
 
 def test_remind_those_who_did_not_see_it_is_member_of_and_not_engaged(graph: Graph) -> None:

@@ -112,7 +112,7 @@ class PageWorker:
             return PageOutcome("paused" if done else "lost_race", reason=breach.message)
         readiness = readiness_params(dispatch, campaign, now=now)
 
-        read, last, eligible, tally = self._graph.read(
+        read, last, eligible, tally, segmented = self._graph.read(
             self._read_page, job, campaign=campaign, now=now, readiness=readiness
         )
         bodies = [
@@ -127,6 +127,7 @@ class PageWorker:
                     campaign_id=job.campaign_id,
                     campaign_created_at=job.campaign_created_at,
                     profile_id=profile_id,
+                    paged_member=segmented or None,
                 )
             )
             for profile_id in eligible
@@ -176,9 +177,10 @@ class PageWorker:
 
     def _read_page(
         self, tx: Tx, job: PageJob, *, campaign: Mapping[str, Any], now: datetime, readiness: dict[str, Any]
-    ) -> tuple[int, str | None, list[str], PageTally]:
-        """(members read, the last of them, the ids to send to now, what waits for a later pass). A live
-        segment is evaluated again on every page: later waves reach whoever matches by then."""
+    ) -> tuple[int, str | None, list[str], PageTally, bool]:
+        """(members read, the last of them, the ids to send to now, what waits for a later pass, whether
+        a live segment drew them). The segment is evaluated again on every page: later waves reach
+        whoever matches by then."""
         segment = self._segments.get(tx, dispatch_id=job.dispatch_id, campaign=campaign)
         row = tx.run(
             self._page_query if segment is None else segment_query("dispatch_page", segment),
@@ -191,4 +193,4 @@ class PageWorker:
             **(segment.params(now) if segment else {}),
         ).single(strict=True)
         tally = PageTally(deferred=row["deferred"], missed=row["missed"], ready_at=row["readyAt"])
-        return row["read"], row["last"], row["eligible"], tally
+        return row["read"], row["last"], row["eligible"], tally, segment is not None
