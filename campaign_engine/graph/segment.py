@@ -26,9 +26,10 @@ members (cycles are refused by ``check_segment`` and cut here too). A missing ca
 from __future__ import annotations
 
 import json
+import threading
 from collections import OrderedDict
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -65,6 +66,8 @@ class _Arm:
     where: str  # the anchor's own index predicate
     order: str  # the keyset order key (an index-ordered one where there is one)
     estimate: int
+    exact: bool = False  # what the seek finds meets its condition: the arm need not test it again
+    residual: str | None = None  # what the arm must still test (None: the whole rule)
 
 
 @dataclass(frozen=True)
@@ -198,9 +201,16 @@ class _Compiler:
             return f"(NOT {inner})", None
         if node.all is not None:
             parts = [self.rule(child, f"{path}.all.{i}", visiting, False) for i, child in enumerate(node.all)]
-            sought = [arms for _, arms in parts if arms is not None]
-            best = min(sought, key=lambda arms: sum(a.estimate for a in arms)) if sought else None
-            return "(" + " AND ".join(p for p, _ in parts) + ")", best
+            sought = [(k, arms) for k, (_, arms) in enumerate(parts) if arms is not None]
+            chosen = min(sought, key=lambda ka: sum(a.estimate for a in ka[1])) if sought else None
+            predicate = "(" + " AND ".join(p for p, _ in parts) + ")"
+            if chosen is None:
+                return predicate, None
+            k, best = chosen
+            if top and len(best) == 1 and best[0].exact:  # the seek is one of the conditions: test the rest
+                rest = [p for i, (p, _) in enumerate(parts) if i != k]
+                best = [replace(best[0], residual="(" + " AND ".join(rest) + ")")]
+            return predicate, best
         if node.any is not None:
             parts = [self.rule(child, f"{path}.any.{i}", visiting, False) for i, child in enumerate(node.any)]
             arms = None if any(a is None for _, a in parts) else [x for _, a in parts for x in a or []]
@@ -211,6 +221,8 @@ class _Compiler:
         self.leaves.append((path.lstrip("."), _WIRE_NAME[condition], node.negated, predicate))
         if node.negated:
             return f"(NOT {predicate})", None
+        if top and len(arms) == 1 and arms[0].exact:  # the whole rule is what the seek finds
+            return predicate, [replace(arms[0], residual="true")]
         return predicate, arms
 
     def condition(self, node: Segment, condition: str, visiting: frozenset[str]) -> tuple[str, list[_Arm]]:
@@ -221,7 +233,7 @@ class _Compiler:
             )
             return f"EXISTS {{ (p)-[:HAS_TAG]->(:Tag {{slug: ${s}}}) }}", [
                 _Arm(f"MATCH (segT:Tag {{slug: ${s}}})<-[:HAS_TAG]-(p:Profile) USING INDEX segT:Tag(slug)",
-                     "true", "p.profileId", n)
+                     "true", "p.profileId", n, exact=True)
             ]  # fmt: skip
         if condition == "connected_to":
             s = self._param(node.connected_to)
@@ -231,7 +243,7 @@ class _Compiler:
             )
             return f"EXISTS {{ (p)-[:CONNECTED_WITH]-(:Profile {{profileId: ${s}}}) }}", [
                 _Arm(f"MATCH (segQ:Profile {{profileId: ${s}}})-[:CONNECTED_WITH]-(p:Profile)"
-                     " USING INDEX segQ:Profile(profileId)", "true", "p.profileId", n)
+                     " USING INDEX segQ:Profile(profileId)", "true", "p.profileId", n, exact=True)
             ]  # fmt: skip
         if condition == "locale":
             s, dash = self._param(node.locale), self._param(f"{node.locale}-")
@@ -254,7 +266,7 @@ class _Compiler:
             )
             return f"coalesce(p.timeZone = ${s}, false)", [
                 _Arm("MATCH (p:Profile) USING INDEX p:Profile(timeZone)", f"p.timeZone = ${s}",
-                     "p.profileId", n)
+                     "p.profileId", n, exact=True)
             ]  # fmt: skip
         if condition in ("age_at_least", "age_below"):
             # Only a known age matches (the age policy's dob rule, domain/age_policy.py); the campaign's
@@ -284,7 +296,7 @@ class _Compiler:
         )
         return predicate, [
             _Arm(f"MATCH (segX:Campaign {{id: ${s}}})<-[segS:CAMPAIGN_STATE]-(p:Profile)"
-                 " USING INDEX segX:Campaign(id)", f"segS.{prop} IS NOT NULL", "p.profileId", n)
+                 " USING INDEX segX:Campaign(id)", f"segS.{prop} IS NOT NULL", "p.profileId", n, exact=True)
         ]  # fmt: skip
 
     def member_of(self, ref: str, visiting: frozenset[str]) -> tuple[str, list[_Arm]]:
@@ -306,7 +318,7 @@ class _Compiler:
         if inner is not None and self._inlined < _MAX_INLINED:
             self._inlined += 1
             leaves = len(self.leaves)
-            inner_predicate, inner_arms = self.rule(inner, "", visiting | {ref}, True)
+            inner_predicate, inner_arms = self.rule(inner, "", visiting | {ref}, False)
             del self.leaves[leaves:]  # the explanation names this memberOf, not the other campaign's rules
             predicate = f"({predicate} OR {inner_predicate})"
             arms += inner_arms or []
@@ -350,13 +362,16 @@ def _arm_text(arm: _Arm, *, predicate: str, tenant: str, extra: str, bind_c: boo
     """One arm of the union. A seek that is not already in profileId order (every one but memberOf's)
     runs in its own subquery: the planner plans it alone, so it cannot trade the anchor's seek for a
     range over every profileId after the cursor (it did, reading all profiles, before this shape)."""
-    checks = f"{tenant} IN coalesce(p.tenants, []) AND {predicate}{extra}"
+    rule = predicate if arm.residual is None else arm.residual
+    checks = f"{tenant} IN coalesce(p.tenants, []) AND {rule}{extra}"
     carried = "p, c" if bind_c else "p"
     lines = ["MATCH (c:Campaign {id: $campaignId})" if bind_c else ""]
     if arm.order == "p.profileId":
         cursor = "p.profileId > $cursor AND " if paged else ""
-        lines += [f"CALL () {{\n  {arm.match}\n  WHERE {arm.where}\n  RETURN p\n}}", f"WITH {carried}",
-                  f"WHERE {cursor}{checks}"]  # fmt: skip
+        # DISTINCT: an expansion may reach a profile twice (a connection stored both ways), and a
+        # duplicate inside the LIMIT would let the union's page skip a match after it.
+        lines += [f"CALL () {{\n  {arm.match}\n  WHERE {arm.where}\n  RETURN DISTINCT p\n}}",
+                  f"WITH {carried}", f"WHERE {cursor}{checks}"]  # fmt: skip
     else:
         # The composite hint needs a predicate on both keys: unpaged, profileId's is its existence.
         unpaged = arm.where.replace("segM.profileId > $cursor", "segM.profileId IS NOT NULL")
@@ -388,19 +403,22 @@ def audience_head(compiled: CompiledSegment | None, *, arm_filter: str | None = 
 
 
 _STATEMENTS: OrderedDict[tuple[str, CompiledSegment | None, str | None], str] = OrderedDict()
+_STATEMENTS_LOCK = threading.Lock()  # the worker's polling threads share it
 
 
 def segment_query(name: str, compiled: CompiledSegment | None, *, arm_filter: str | None = None) -> str:
     """``cypher/<name>.cypher`` with its ``{{AUDIENCE_PAGE}}`` for this segment and the policy filled in;
     the same segment gives the same text (Neo4j's plan cache keys on it), built once per process."""
     key = (name, compiled, arm_filter)
-    text = _STATEMENTS.get(key)
+    with _STATEMENTS_LOCK:
+        text = _STATEMENTS.get(key)
     if text is None:
         head = audience_head(compiled, arm_filter=arm_filter)
         text = fill_policy(query(name).replace("{{AUDIENCE_PAGE}}", head), name=name)
-        _STATEMENTS[key] = text
-        while len(_STATEMENTS) > 256:
-            _STATEMENTS.popitem(last=False)
+        with _STATEMENTS_LOCK:
+            _STATEMENTS[key] = text
+            while len(_STATEMENTS) > 256:
+                _STATEMENTS.popitem(last=False)
     return text
 
 
@@ -442,16 +460,19 @@ class SegmentCache:
     def __init__(self, size: int = 64) -> None:
         self._size = size
         self._items: OrderedDict[tuple[str, str, str], CompiledSegment | None] = OrderedDict()
+        self._lock = threading.Lock()
 
     def get(self, tx: Tx, *, dispatch_id: str, campaign: Mapping[str, Any]) -> CompiledSegment | None:
         key = (dispatch_id, str(campaign.get("id")), str(campaign.get("updatedAt")))
-        if key in self._items:
-            self._items.move_to_end(key)
-            return self._items[key]
-        compiled = compile_for(tx, campaign)
-        self._items[key] = compiled
-        while len(self._items) > self._size:
-            self._items.popitem(last=False)
+        with self._lock:
+            if key in self._items:
+                self._items.move_to_end(key)
+                return self._items[key]
+        compiled = compile_for(tx, campaign)  # outside the lock: it reads the graph
+        with self._lock:
+            self._items[key] = compiled
+            while len(self._items) > self._size:
+                self._items.popitem(last=False)
         return compiled
 
 

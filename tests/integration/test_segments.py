@@ -185,6 +185,20 @@ def test_remind_those_who_did_not_see_it_is_member_of_and_not_engaged(graph: Gra
     assert _audience(graph, "over") == ["d"]
 
 
+def test_a_profile_reached_twice_by_a_seek_is_one_member_and_no_match_is_skipped(graph: Graph) -> None:
+    _profiles(graph, ["hub", "a", "b", "c"])
+    graph.run(  # connections stored both ways: the seek reaches each profile twice
+        "MATCH (h:Profile {profileId: 'hub'}), (p:Profile) WHERE p.profileId IN ['a', 'b', 'c'] "
+        "CREATE (h)-[:CONNECTED_WITH]->(p), (p)-[:CONNECTED_WITH]->(h)"
+    )
+    _segmented(graph, "c1", {"connectedTo": "hub"})
+    add_members(graph, "c1", ["z"])
+    assert _audience(graph, "c1", limit=1) == ["a", "b", "c", "z"]
+    text, params = _plan_statement(graph, "c1")
+    page = graph.driver.execute_query(text, {**params, "limit": 3}, database_=graph.database).records[0]
+    assert (page["read"], page["last"]) == (3, "c")  # a page of a, b, c: never a, b, z skipping c
+
+
 def test_the_tenant_boundary_holds_for_matches_and_references(graph: Graph) -> None:
     _profiles(graph, ["a1", "a2"])
     _profiles(graph, ["x1"], tenant="other")
