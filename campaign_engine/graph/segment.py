@@ -209,7 +209,7 @@ class _Compiler:
             k, best = chosen
             if top and len(best) == 1 and best[0].exact:  # the seek is one of the conditions: test the rest
                 rest = [p for i, (p, _) in enumerate(parts) if i != k]
-                best = [replace(best[0], residual="(" + " AND ".join(rest) + ")")]
+                best = [replace(best[0], residual="(" + " AND ".join(rest) + ")" if rest else "true")]
             return predicate, best
         if node.any is not None:
             parts = [self.rule(child, f"{path}.any.{i}", visiting, False) for i, child in enumerate(node.any)]

@@ -300,6 +300,10 @@ def test_preview_segment_counts_what_an_independent_cypher_count_finds(graph: Gr
     counted = preview_segment(graph, segment=Segment.model_validate(segment), tenant_id="default", now=NOW,
                               adult_age=18)  # fmt: skip
     assert counted.matches == expected
+    lone = Segment.model_validate({"all": [{"timeZone": "UTC"}]})  # a seek that is the whole rule
+    assert preview_segment(graph, segment=lone, tenant_id="default", now=NOW, adult_age=18).matches == sum(
+        1 for r in rows if r["timeZone"] == "UTC" and r["tenants"] == ["default"]
+    )
 
 
 def test_explain_gives_each_condition_its_verdict(graph: Graph) -> None:
