@@ -12,12 +12,13 @@ from campaign_engine.campaigns import definitions
 from campaign_engine.campaigns.audience import Policy, get_audience
 from campaign_engine.campaigns.dispatch import dispatch, preview_dispatch
 from campaign_engine.campaigns.dispatch_reads import get_dispatch
+from campaign_engine.campaigns.engagement import record_event
 from campaign_engine.campaigns.explain import explain_recipient
 from campaign_engine.campaigns.segments import preview_segment
 from campaign_engine.config import Settings
 from campaign_engine.domain.campaign import CampaignCreate, CampaignPatch
 from campaign_engine.domain.dispatch import PageJob, parse_job
-from campaign_engine.domain.errors import BadRequest, Conflict
+from campaign_engine.domain.errors import BadRequest, Conflict, NotFound
 from campaign_engine.domain.segment import Segment
 from campaign_engine.graph.graph import Graph
 from campaign_engine.graph.policy import policy_params
@@ -153,6 +154,14 @@ def test_segment_matches_are_posted_and_acknowledged_end_to_end(
         assert [len(inbox_records(inbox.url, p)) for p in ("s1", "s2", "s3")] == [1, 1, 0]
     record = get_dispatch(graph, dispatch_id)
     assert (record.status, record.acknowledged) == ("completed", 2)
+    # Their apps record engagement like members'; someone never sent it still may not.
+    record_event(graph, profile_id="s1", campaign_id="c1", event="shown", action_id=None, test_id=None,
+                 policy=_policy())  # fmt: skip
+    with pytest.raises(NotFound):
+        record_event(graph, profile_id="s3", campaign_id="c1", event="shown", action_id=None, test_id=None,
+                     policy=_policy())  # fmt: skip
+    follow_up = Segment.model_validate({"engaged": {"campaignId": "c1", "event": "shown"}})
+    assert preview_segment(graph, segment=follow_up, tenant_id="default", now=NOW, adult_age=18).matches == 1
 
 
 def test_remind_those_who_did_not_see_it_is_member_of_and_not_engaged(graph: Graph) -> None:
