@@ -49,6 +49,7 @@ __all__ = [
     "check_segment",
     "compile_for",
     "compile_segment",
+    "count_audience",
     "count_matches",
     "leaf_verdicts",
     "segment_of",
@@ -434,6 +435,27 @@ def count_matches(
     ]
     statement = "CALL () {\n" + "\n  UNION\n".join(arms) + "\n}\nRETURN count(p) AS n"
     row = tx.run(fill_policy(statement), tenantId=tenant_id, **params, **compiled.params(now)).single()
+    return 0 if row is None else int(row["n"])
+
+
+def count_audience(
+    tx: Tx, compiled: CompiledSegment, *, campaign_id: str, now: datetime, params: dict[str, Any]
+) -> int:
+    """The distinct profiles a segmented campaign reaches now: static members and the segment's
+    matches in its tenant, each passing the campaign age policy (``getStats.audience``). One pass over
+    the members and the segment's candidates, as the static count is one pass over the members."""
+    arms = [
+        "MATCH (p:Profile)-[m:IN_CAMPAIGN_AUDIENCE]->(c:Campaign {id: $campaignId})\n"
+        "WHERE {{CAMPAIGN_AGE_OK}}\nRETURN p"
+    ]
+    for arm in compiled.arms:
+        text = _arm_text(
+            arm, predicate=compiled.predicate, tenant="c.tenantId", extra=" AND {{CAMPAIGN_AGE_OK}}",
+            bind_c=True, paged=False,
+        )  # fmt: skip
+        arms.append(text)
+    statement = "CALL () {\n" + "\n  UNION\n".join(arms) + "\n}\nRETURN count(p) AS n"
+    row = tx.run(fill_policy(statement), campaignId=campaign_id, **params, **compiled.params(now)).single()
     return 0 if row is None else int(row["n"])
 
 

@@ -15,6 +15,7 @@ from campaign_engine.campaigns.dispatch_reads import get_dispatch
 from campaign_engine.campaigns.engagement import record_event
 from campaign_engine.campaigns.explain import explain_recipient
 from campaign_engine.campaigns.segments import preview_segment
+from campaign_engine.campaigns.stats import get_stats
 from campaign_engine.config import Settings
 from campaign_engine.domain.campaign import CampaignCreate, CampaignPatch
 from campaign_engine.domain.dispatch import PageJob, parse_job
@@ -175,6 +176,7 @@ def test_remind_those_who_did_not_see_it_is_member_of_and_not_engaged(graph: Gra
     }
     _segmented(graph, "reminder", reminder)
     assert _audience(graph, "reminder") == ["b", "c"]
+    assert get_stats(graph, campaign_id="reminder", policy=_policy()).audience == 2
     assert (
         preview_dispatch(
             graph, campaign_id="reminder", now=NOW, adult_age=18, max_recipients=100
@@ -192,6 +194,7 @@ def test_remind_those_who_did_not_see_it_is_member_of_and_not_engaged(graph: Gra
     _segmented(graph, "tagged", {"tag": "beta"})
     _segmented(graph, "over", {"memberOf": "tagged"})
     assert _audience(graph, "over") == ["d"]
+    assert get_stats(graph, campaign_id="over", policy=_policy()).audience == 1
 
 
 def test_a_profile_reached_twice_by_a_seek_is_one_member_and_no_match_is_skipped(graph: Graph) -> None:
