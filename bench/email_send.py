@@ -2,6 +2,7 @@
 
     .venv/bin/python -m bench.email_send [--recipients 20000] [--page-size 500] [--runs 3]
         [--warm-up 20000] [--max-warm-ups 8] [--cap [JSON]] [--provider postmark|smtp] [--languages 3]
+        [--variants 2]
 
 ``--provider smtp`` (issue 23) sends through the SMTP provider to the pipelining SMTP sink in its own
 process (``bench/_smtp_sink.py``), which records every recipient; its raw pass is the SMTP provider
@@ -47,6 +48,11 @@ en-GB, es-MX, es, ar and none (``bench/_languages.py``), and each measured run i
 over fresh profiles, the order swapped every run: the one-language campaign (the figures above) and one
 with ``es`` and ``ar`` translations, so the page walk renders three variants and serves each recipient
 theirs. Both rates are printed per run with their ratio (three / one) and medians, and in the RESULT line.
+
+``--variants 2`` (issue 26: A/B variants within 10% of a plain send; 2 to 4) gives that comparison
+campaign A/B content variants (``bench/_variants.py``: the control and arms with their own email copy in
+each of its languages), so the walk renders once per (language, variant) and assigns each recipient an
+arm; with ``--languages 1`` the comparison is a one-language campaign with variants against one without.
 """
 
 from __future__ import annotations
@@ -72,6 +78,7 @@ from bench._languages import set_locales, translated
 from bench._smtp_sink import SinkProcess, sink_process
 from bench._standin import StandinProcess, standin_process
 from bench._support import neo4j_uri, side_by_side
+from bench._variants import with_variants
 from bench.smtp_provider import pages as smtp_pages
 from campaign_engine.campaigns import definitions
 from campaign_engine.campaigns.dispatch import dispatch
@@ -111,7 +118,9 @@ def seed_profiles(graph: Graph, count: int) -> None:
         )
 
 
-def new_campaign(graph: Graph, number: int, first: int, members: int, languages: int = 1) -> str:
+def new_campaign(
+    graph: Graph, number: int, first: int, members: int, languages: int = 1, variants: int = 1
+) -> str:
     """A live email campaign whose audience is ``members`` profiles from the ``first``. Every dispatch of
     the bench gets its own, over profiles no campaign had, on a graph that only grows: wiping and
     reseeding it before each dispatch swung every count Neo4j plans with from 0 to N, so it replanned and
@@ -121,19 +130,22 @@ def new_campaign(graph: Graph, number: int, first: int, members: int, languages:
     definitions.create_campaign(
         graph,
         data=CampaignCreate.model_validate(
-            translated(
-                {
-                    "id": campaign_id,
-                    "name": f"Bench {number}",
-                    "channels": ["email"],
-                    "email": {
-                        "subject": "Bench news",
-                        "title": "Hello",
-                        "body": "One\nTwo",
-                        "ctaLabel": "Open",
+            with_variants(
+                translated(
+                    {
+                        "id": campaign_id,
+                        "name": f"Bench {number}",
+                        "channels": ["email"],
+                        "email": {
+                            "subject": "Bench news",
+                            "title": "Hello",
+                            "body": "One\nTwo",
+                            "ctaLabel": "Open",
+                        },
                     },
-                },
-                languages,
+                    languages,
+                ),
+                variants,
             )
         ),
         tenant_id="default",
@@ -168,7 +180,11 @@ def main() -> None:
     parser.add_argument(
         "--languages", type=int, choices=[1, 3], default=1, help="3: also runs in 3 languages"
     )
+    parser.add_argument(
+        "--variants", type=int, choices=[1, 2, 3, 4], default=1, help="2-4: the comparison has A/B variants"
+    )
     args = parser.parse_args()
+    comparing = args.languages > 1 or args.variants > 1
     work = Path(tempfile.mkdtemp(prefix="bench-email-"))
     with _receiver(args.provider) as standin, neo4j_uri() as uri:
         provider_settings: dict[str, object] = (
@@ -201,7 +217,7 @@ def main() -> None:
             sizes = [args.warm_up] * (args.max_warm_ups if args.warm_up else 0)
             # Each measured run, then its bare-writes pass over a campaign of its own (``Campaigns``).
             sizes += [args.recipients] * (2 * args.runs + (1 if args.cap else 0))
-            sizes += [args.recipients] * (args.runs if args.languages > 1 else 0)
+            sizes += [args.recipients] * (args.runs if comparing else 0)
             t0 = time.perf_counter()
             seed_profiles(graph, sum(sizes))
             if args.languages > 1:
@@ -211,10 +227,17 @@ def main() -> None:
             cold_rate = warm_up(settings, graph, work, standin, campaigns, args.warm_up, args.max_warm_ups)
             runs, raws, writes, translated_rates = [], [], [], []
             for number in range(1, args.runs + 1):
-                if args.languages > 1 and number % 2:  # the order swapped every run: drift cancels
+                if comparing and number % 2:  # the order swapped every run: drift cancels
                     translated_rates.append(
                         languages_run(
-                            settings, graph, work, standin, campaigns, args.recipients, args.languages
+                            settings,
+                            graph,
+                            work,
+                            standin,
+                            campaigns,
+                            args.recipients,
+                            args.languages,
+                            args.variants,
                         )
                     )
                 run = run_dispatch(settings, graph, work, campaigns.new(args.recipients))
@@ -240,10 +263,17 @@ def main() -> None:
                       f"bare graph writes {writes[-1]:,.0f}/s; shared ceiling {shared:,.0f}/s, "
                       f"efficiency against it {rate / shared:.2f}")  # fmt: skip
                 runs.append(run)
-                if args.languages > 1 and not number % 2:
+                if comparing and not number % 2:
                     translated_rates.append(
                         languages_run(
-                            settings, graph, work, standin, campaigns, args.recipients, args.languages
+                            settings,
+                            graph,
+                            work,
+                            standin,
+                            campaigns,
+                            args.recipients,
+                            args.languages,
+                            args.variants,
                         )
                     )
             capped = (
@@ -298,11 +328,11 @@ def main() -> None:
         result += f" cold_emails_per_s={cold_rate:.0f}"
     if translated_rates:
         one = [args.recipients / run.elapsed for run in runs]
-        ratio3 = side_by_side(
-            f"emails/s in {args.languages} languages", translated_rates, one, ref="one language"
-        )
-        result += f" languages_{args.languages}_emails_per_s={statistics.median(translated_rates):.0f}"
-        result += f" languages_ratio={ratio3:.3f}"
+        label = f"{args.languages} languages" + (f", {args.variants} variants" if args.variants > 1 else "")
+        ratio3 = side_by_side(f"emails/s in {label}", translated_rates, one, ref="one language, no variants")
+        key = f"languages_{args.languages}" + (f"_variants_{args.variants}" if args.variants > 1 else "")
+        result += f" {key}_emails_per_s={statistics.median(translated_rates):.0f}"
+        result += f" {'variants' if args.variants > 1 else 'languages'}_ratio={ratio3:.3f}"
     print(f"RESULT {result}{cap_result}")
 
 
@@ -333,10 +363,10 @@ class Campaigns:
         self._made = 0
         self._next_profile = 0
 
-    def new(self, members: int, languages: int = 1) -> str:
+    def new(self, members: int, languages: int = 1, variants: int = 1) -> str:
         self._made += 1
         first, self._next_profile = self._next_profile, self._next_profile + members
-        return new_campaign(self._graph, self._made, first, members, languages)
+        return new_campaign(self._graph, self._made, first, members, languages, variants)
 
 
 def languages_run(
@@ -347,14 +377,18 @@ def languages_run(
     campaigns: Campaigns,
     recipients: int,
     languages: int,
+    variants: int = 1,
 ) -> float:
-    """One dispatch of a campaign in ``languages`` languages over fresh profiles: its emails/s."""
-    run = run_dispatch(settings, graph, work, campaigns.new(recipients, languages))
+    """One dispatch of a campaign in ``languages`` languages (with ``variants`` A/B arms) over fresh
+    profiles: its emails/s."""
+    run = run_dispatch(settings, graph, work, campaigns.new(recipients, languages, variants))
     addresses = standin.addresses()
     assert len(addresses) == len(set(addresses)) == recipients, f"stand-in accepted {len(addresses)}"
     standin.reset()
     rate = recipients / run.elapsed
-    print(f"{languages} languages: {recipients} emails in {run.elapsed:.2f} s ({rate:,.0f}/s)")
+    arms = f", {variants} variants" if variants > 1 else ""
+    print(f"{languages} languages{arms}: {recipients} emails in {run.elapsed:.2f} s ({rate:,.0f}/s; the "
+          f"dispatch call {run.elapsed - run.walk:.2f} s, the page walk {run.walk:.2f} s)")  # fmt: skip
     return rate
 
 

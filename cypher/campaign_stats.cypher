@@ -22,4 +22,23 @@ CALL (c) {
          count(DISTINCT CASE WHEN (s.notifyCappedAt IS NOT NULL AND s.notifiedAt IS NULL)
                                OR (s.emailCappedAt IS NOT NULL AND s.emailedAt IS NULL) THEN p END) AS capped
 }
-RETURN audience, enrolled, shown, clicked, dismissed, notified, emailed, bounced, complained, capped
+// variants (issue 26): the same distinct-profile counts per A/B content variant, by the variantId stamped
+// on the state at its first delivery or in-app event; emailClicked reads emailClickedAt (email clicks).
+CALL (c) {
+  OPTIONAL MATCH (p:Profile)-[s:CAMPAIGN_STATE]->(c)
+  WHERE s.variantId IS NOT NULL
+  WITH s.variantId AS id, p, s
+  WITH id, count(DISTINCT p) AS recipients,
+       count(DISTINCT CASE WHEN s.notifiedAt IS NOT NULL THEN p END) AS notified,
+       count(DISTINCT CASE WHEN s.emailedAt IS NOT NULL THEN p END) AS emailed,
+       count(DISTINCT CASE WHEN s.shownCount > 0 THEN p END) AS shown,
+       count(DISTINCT CASE WHEN s.clickedCount > 0 THEN p END) AS clicked,
+       count(DISTINCT CASE WHEN s.emailClickedAt IS NOT NULL THEN p END) AS emailClicked,
+       count(DISTINCT CASE WHEN s.bouncedAt IS NOT NULL THEN p END) AS bounced,
+       count(DISTINCT CASE WHEN s.complainedAt IS NOT NULL THEN p END) AS complained
+  RETURN collect(CASE WHEN id IS NULL THEN null ELSE {id: id, recipients: recipients, notified: notified,
+                 emailed: emailed, shown: shown, clicked: clicked, emailClicked: emailClicked,
+                 bounced: bounced, complained: complained} END) AS variantRows
+}
+RETURN audience, enrolled, shown, clicked, dismissed, notified, emailed, bounced, complained, capped,
+       variantRows, c.abVariants AS abVariants

@@ -11,6 +11,7 @@
 // is read: the relationship is found first, its properties are read after the lock (the WHERE after
 // the SET). An id Neo4j reused after a delete is harmless: no other relationship carries this
 // attempt's claimId, and the end node must be this incarnation of the campaign.
+// row.variantId (issue 26): the A/B content variant sent, kept from the first send on (getStats.variants).
 // replan=skip: as in email_page, a fixed plan of id seeks that statistics cannot improve.
 CYPHER replan=skip
 UNWIND $rows AS row
@@ -25,7 +26,8 @@ SET s.emailedAt = CASE WHEN row.outcome = 'accepted' THEN $now ELSE null END,
     s.emailOutcome = row.outcome,
     s.emailOutcomeReason = row.reason,
     s.emailOutcomeAt = $now,
-    s.emailProviderMessageId = row.messageId
+    s.emailProviderMessageId = row.messageId,
+    s.variantId = coalesce(s.variantId, row.variantId)
 // Only a throttled claim is released; the others keep theirs untouched (writing a property back as it
 // was cost ~8% of the statement).
 FOREACH (_ IN CASE WHEN row.outcome = 'throttled' THEN [1] ELSE [] END |

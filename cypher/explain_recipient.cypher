@@ -33,4 +33,4 @@ RETURN c {.status, .channels, .startsAt, .endsAt, .excludeMinors, .definition} A
        notifyCap, emailCap,
        s {.notifiedAt, .emailClaimedAt, .emailedAt, .emailOutcome, .emailOutcomeReason, .emailOutcomeAt,
           .bouncedAt, .complainedAt, .shownFirstAt, .clickedFirstAt, .dismissedFirstAt,
-          .notifyCappedAt, .emailCappedAt} AS state
+          .notifyCappedAt, .emailCappedAt, .variantId} AS state

@@ -17,4 +17,4 @@ RETURN m.profileId AS profileId, m.source AS source, coalesce(m.selfEnrolled, fa
        s.emailedAt AS emailedAt, s.emailOutcome AS emailOutcome, s.emailOutcomeReason AS emailOutcomeReason,
        s.emailCappedAt AS emailCappedAt, s.bouncedAt AS bouncedAt, s.complainedAt AS complainedAt,
        coalesce(s.shownCount, 0) AS shown, coalesce(s.clickedCount, 0) AS clicked,
-       coalesce(s.dismissedCount, 0) AS dismissed
+       coalesce(s.dismissedCount, 0) AS dismissed, s.variantId AS variantId

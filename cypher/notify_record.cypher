@@ -7,7 +7,8 @@
 // first to set notifiedAt for, so counters count first acknowledgements only; notifiedDispatchId names
 // that dispatch, so the recheck of a redelivered job can tell a duplicate from a suppression. With $events
 // (some tenant's endpoint takes recipient.notified) it also names those first profiles, for the event
-// webhooks' outbox written in the same transaction (graph/webhook_outbox.py). replan=skip: as in
+// webhooks' outbox written in the same transaction. ack.variantId (issue 26): the A/B content variant
+// served, kept from the first delivery on (getStats.variants counts by it) (graph/webhook_outbox.py). replan=skip: as in
 // notify_recheck, a plan of unique-key seeks that statistics cannot improve.
 CYPHER replan=skip
 UNWIND $acks AS ack
@@ -27,7 +28,8 @@ CALL (p, c, existing) {
 }
 WITH ack, c, s, s.notifiedAt IS NULL AS first
 SET s.notifiedAt = coalesce(s.notifiedAt, $now),
-    s.notifiedDispatchId = CASE WHEN first THEN ack.dispatchId ELSE s.notifiedDispatchId END
+    s.notifiedDispatchId = CASE WHEN first THEN ack.dispatchId ELSE s.notifiedDispatchId END,
+    s.variantId = coalesce(s.variantId, ack.variantId)
 WITH ack.dispatchId AS dispatchId, c.tenantId AS tenantId, coalesce(c.ref, c.id) AS campaignId, ack.profileId AS profileId, first
 WHERE first
 RETURN dispatchId, tenantId, campaignId, count(*) AS firsts,

@@ -4,6 +4,8 @@
 // every recipient's events.) The caller passes each (profile, campaign) pair at most once per run, so
 // no row can miss a state another row of the same statement created. {{EVENT}} is one of
 // shown|clicked|dismissed (a closed set checked in Python before substitution).
+// `variants` (issue 26): the campaign's A/B variant ids and weights, so the caller stamps the state's
+// variantId on a profile's first event (campaigns/engagement.py), in this transaction.
 // Two unique seeks per event, then the membership check as Expand(Into): cost is independent of
 // audience size. A live segment's recipient (issue 27) has no membership; someone the campaign was
 // notified or emailed to may record engagement too (one more Expand(Into), for non-members only), so a
@@ -29,4 +31,4 @@ SET s.{{EVENT}}FirstAt = coalesce(s.{{EVENT}}FirstAt, $now),
     s.{{EVENT}}LastAt = $now,
     s.{{EVENT}}Count = coalesce(s.{{EVENT}}Count, 0) + 1,
     s.lastActionId = coalesce(event.actionId, s.lastActionId)
-RETURN event.index AS index, s {.*} AS state
+RETURN event.index AS index, s {.*} AS state, elementId(s) AS stateId, c.abVariants AS variants

@@ -1,5 +1,5 @@
 // Event webhooks' retention (CAMPAIGN_EVENT_RETENTION_DAYS, graph/webhook_outbox.py): delivered batches
-// (every event sent) and attempts older than $before, per endpoint through webhook_batch_time and
+// (every event sent) and attempt rounds older than $before, per endpoint through webhook_batch_time and
 // webhook_attempt_order (range seeks, oldest first), a bounded batch per endpoint per transaction (the
 // sweeper loops). A batch with an event still queued is never deleted, however old: at least once
 // outranks tidiness.
@@ -16,7 +16,8 @@ CALL (e) {
   MATCH (a:WebhookAttempt)
   WHERE a.endpointId = e.id AND a.orderKey < $before
   WITH a ORDER BY a.endpointId, a.orderKey LIMIT $limit
+  WITH a, size(coalesce(a.eventIds, [a.eventId])) AS attempts
   DELETE a
-  RETURN count(*) AS attempts
+  RETURN count(*) AS rounds, sum(attempts) AS attempts
 }
-RETURN sum(events) AS events, sum(attempts) AS attempts, max(batches) AS most, max(attempts) AS mostAttempts
+RETURN sum(events) AS events, sum(attempts) AS attempts, max(batches) AS most, max(rounds) AS mostAttempts

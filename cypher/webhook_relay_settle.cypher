@@ -1,8 +1,10 @@
-// One relay round's outcome, in one transaction, only while this relay holds the lease: the attempts
-// (one per POST), the delivered events marked sent in their batches (a batch all sent leaves the
+// One relay round's outcome, in one transaction, only while this relay holds the lease: the round's
+// attempts (one :WebhookAttempt node holding the round's POSTs as parallel lists, as a :WebhookBatch holds
+// events, so relaying adds one node and one index entry per round, not per event), the delivered events marked sent in their batches (a batch all sent leaves the
 // queue), and the endpoint's failure state (failures in a row, when failing began, the next try;
 // disabled once failing past the limit). $delivered is [{key: batch queueKey, idx: [event indexes]}];
-// $endpoint is the new state; $release ends the lease.
+// $endpoint is the new state; $release ends the lease; $attempts is null (nothing was POSTed) or the
+// round {at, orderKey, latencyMs, retryAt, eventIds, types, statusCodes (0: no answer), errors ('': none)}.
 MATCH (e:WebhookEndpoint {id: $endpointId})
 WHERE e.leaseToken = $token
 SET e += $endpoint,
@@ -18,9 +20,8 @@ CALL (e) {
       b.deliveredAt = CASE WHEN done THEN $now ELSE null END
 }
 CALL (e) {
-  UNWIND $attempts AS a
-  CREATE (:WebhookAttempt {endpointId: e.id, eventId: a.eventId, type: a.type, at: a.at, orderKey: a.orderKey,
-                           statusCode: a.statusCode, latencyMs: a.latencyMs, error: a.error,
-                           nextRetryAt: a.nextRetryAt})
+  WITH e WHERE $attempts IS NOT NULL
+  CREATE (a:WebhookAttempt {endpointId: e.id})
+  SET a += $attempts
 }
 RETURN count(e) AS settled

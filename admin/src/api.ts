@@ -15,6 +15,7 @@ export type {
   AwaitingApproval,
   ChannelCap,
   ChannelExplanation,
+  ContentVariant,
   DispatchPreview,
   Grant,
   Me,
@@ -24,6 +25,7 @@ export type {
   EmailCopy,
   RecipientExplanation,
   RuleVerdict,
+  VariantStats,
 } from "../../clients/typescript/src/procedures";
 import type {
   ApiKeyPublic,

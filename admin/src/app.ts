@@ -7,7 +7,7 @@
 // server's own table (access.ts), and a note says which role it needs.
 import type { ProcedurePath } from "../../clients/typescript/src/paths";
 import { type Access, accessTable, roleName, session, type Session } from "./access";
-import { Api, ApiError, type Campaign, type Definition, type Dispatch, type DispatchPreview, type Path, type Source, type Stats, type Status } from "./api";
+import { Api, ApiError, type Campaign, type Definition, type Dispatch, type DispatchPreview, type Path, type Source, type Stats, type Status, type VariantStats } from "./api";
 import { renderApprovals } from "./approvals";
 import { composer, type Composer } from "./composer";
 import { field, h, replace, svg } from "./dom";
@@ -369,6 +369,7 @@ async function renderCampaign(id: string): Promise<void> {
 
   // Definition
   const defSection = h("section", { id: "definition", "aria-labelledby": "definition-h" });
+  let fillVariants = (): void => {}; // the email preview's variant picker, refilled after a save
   function renderDefinition(): void {
     const form = composer(current);
     const out = h("div", {});
@@ -401,6 +402,7 @@ async function renderCampaign(id: string): Promise<void> {
         if (c) {
           current = c;
           conflict.base = c;
+          fillVariants();
           replace(out, h("p", { className: "ok" }, `Saved (revision ${c.revision}).`));
           announce("Saved.");
         }
@@ -418,9 +420,20 @@ async function renderCampaign(id: string): Promise<void> {
     fillLanguages();
     previewLang.addEventListener("focus", fillLanguages);
     const langRow = field("Preview language", previewLang, "Save first: the preview renders the saved translations.").row;
+    // Each A/B variant of the saved campaign previews as its recipients get it (issue 26).
+    const previewVariant = h("select", { name: "preview-variant", id: "preview-variant" });
+    const variantRow = field("Preview variant", previewVariant, "The saved variants.").row;
+    fillVariants = (): void => {
+      const chosen = previewVariant.value;
+      replace(previewVariant, ...(current.variants ?? []).map((v) => h("option", { value: v.id }, `Variant ${v.id}`)));
+      if ([...previewVariant.options].some((o) => o.value === chosen)) previewVariant.value = chosen;
+      variantRow.hidden = !current.variants?.length;
+    };
+    fillVariants();
     async function showEmail(): Promise<void> {
       const locale = previewLang.value;
-      const preview = await guarded(previewBtn, () => api.call("campaigns.previewEmail", { campaignId: id, ...(locale ? { locale } : {}) }), (err) => replace(frameOut, errorBox(err)));
+      const variantId = current.variants?.length ? previewVariant.value : "";
+      const preview = await guarded(previewBtn, () => api.call("campaigns.previewEmail", { campaignId: id, ...(locale ? { locale } : {}), ...(variantId ? { variantId } : {}) }), (err) => replace(frameOut, errorBox(err)));
       if (!preview) return;
       // The email is styled inline, which this page's CSP forbids; it is shown in a sandboxed frame
       // (opaque origin, no same-origin rights) with its own policy, posted in once the frame is ready.
@@ -432,7 +445,8 @@ async function renderCampaign(id: string): Promise<void> {
       };
       window.addEventListener("message", onReady);
       replace(frameOut, h("p", {}, h("strong", {}, "Subject: "), h("span", { id: "email-subject" }, preview.subject),
-        h("span", { className: "muted" }, " · Language "), h("span", { id: "email-locale" }, preview.locale)), frame,
+        h("span", { className: "muted" }, " · Language "), h("span", { id: "email-locale" }, preview.locale),
+        ...(preview.variantId ? [h("span", { className: "muted" }, " · Variant "), h("span", { id: "email-variant" }, preview.variantId)] : [])), frame,
         h("details", {}, h("summary", {}, "Plain-text part"), h("pre", { className: "email-text" }, preview.text)));
     }
     const editable = can("campaigns.update");
@@ -441,7 +455,7 @@ async function renderCampaign(id: string): Promise<void> {
       for (const control of form.element.querySelectorAll<HTMLInputElement | HTMLSelectElement | HTMLTextAreaElement | HTMLButtonElement>("input, select, textarea, button")) control.disabled = true;
     }
     replace(defSection, h("h2", { id: "definition-h" }, "Definition"), out, form.element, h("div", { className: "actions" }, editable ? save : roleNote("Editing the campaign", "campaigns.update")),
-      h("h3", {}, "Email preview"), h("p", { className: "hint" }, "Rendered by the server with the same renderer the worker sends with (save first)."), langRow, previewBtn, frameOut);
+      h("h3", {}, "Email preview"), h("p", { className: "hint" }, "Rendered by the server with the same renderer the worker sends with (save first)."), langRow, variantRow, previewBtn, frameOut);
   }
   renderDefinition();
 
@@ -719,7 +733,45 @@ function chart(s: Stats): Node {
       svg("rect", { x: labelW, y: 4, width: Math.round((value / max) * barW), height: 18, class: `chart-bar bar-${label.toLowerCase()}` }),
       svg("text", { x: labelW + Math.round((value / max) * barW) + 6, y: 18, class: "chart-value" }, String(value)))));
   const table = h("table", { className: "visually-hidden" }, h("caption", {}, "Stats"), h("tbody", {}, ...steps.map(([k, v]) => h("tr", {}, h("th", { scope: "row" }, k), h("td", { "data-stat": k.toLowerCase() }, String(v))))));
-  return h("div", {}, graphic, table);
+  return h("div", {}, graphic, table, variantChart(s.variants ?? {}));
+}
+
+// Per A/B variant (issue 26): each step's distinct profiles, the arms' bars side by side, and the rate
+// of each step over the arm's recipients in the table beside it.
+const VARIANT_STEPS: [string, keyof VariantStats][] = [
+  ["Recipients", "recipients"], ["Notified", "notified"], ["Emailed", "emailed"], ["Shown", "shown"],
+  ["Clicked", "clicked"], ["Email clicked", "emailClicked"], ["Bounced", "bounced"], ["Complained", "complained"],
+];
+
+function variantChart(variants: Record<string, VariantStats | undefined>): Node | null {
+  const ids = Object.keys(variants);
+  if (!ids.length) return null;
+  const max = Math.max(1, ...ids.flatMap((id) => VARIANT_STEPS.map(([, k]) => variants[id]?.[k] ?? 0)));
+  const barH = 12;
+  const groupH = ids.length * barH + 10;
+  const labelW = 110;
+  const barW = 200;
+  const graphic = svg("svg", { viewBox: `0 0 ${labelW + barW + 80} ${VARIANT_STEPS.length * groupH}`, role: "img", "aria-labelledby": "variant-stats-title", class: "chart", id: "variant-chart" },
+    svg("title", { id: "variant-stats-title" }, `Per variant: ${ids.map((id) => `${id} ${VARIANT_STEPS.map(([label, k]) => `${label} ${variants[id]?.[k] ?? 0}`).join(", ")}`).join("; ")}`),
+    ...VARIANT_STEPS.map(([label, k], i) => svg("g", { transform: `translate(0 ${i * groupH})` },
+      svg("text", { x: 0, y: barH, class: "chart-label" }, label),
+      ...ids.map((id, j) => {
+        const value = variants[id]?.[k] ?? 0;
+        const width = Math.round((value / max) * barW);
+        return svg("g", { transform: `translate(0 ${j * barH})` },
+          svg("rect", { x: labelW, y: 1, width, height: barH - 2, class: `chart-bar variant-bar variant-${j % 4}` }),
+          svg("text", { x: labelW + width + 4, y: barH - 2, class: "chart-value" }, `${id} ${value}`));
+      }))));
+  const rate = (n: number, of: number): string => (of ? `${Math.round((n / of) * 1000) / 10}%` : "–");
+  const table = h("table", { id: "variant-stats" }, h("caption", {}, "Per variant (distinct profiles, rate of recipients)"),
+    h("thead", {}, h("tr", {}, h("th", { scope: "col" }, "Step"), ...ids.map((id) => h("th", { scope: "col" }, id)))),
+    h("tbody", {}, ...VARIANT_STEPS.map(([label, k]) => h("tr", {}, h("th", { scope: "row" }, label),
+      ...ids.map((id) => {
+        const v = variants[id];
+        const n = v?.[k] ?? 0;
+        return h("td", { "data-variant": id, "data-stat": k }, k === "recipients" ? String(n) : `${n} (${rate(n, v?.recipients ?? 0)})`);
+      })))));
+  return h("div", { className: "variant-stats" }, h("h3", {}, "A/B variants"), graphic, h("div", { className: "table-wrap" }, table));
 }
 
 // --- routing -------------------------------------------------------------------------------------

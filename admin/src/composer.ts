@@ -3,6 +3,7 @@
 import type { Action, Campaign, Channel, Definition, Issue, Message } from "./api";
 import { field, h, replace } from "./dom";
 import { echoUtc, zoneName } from "./time";
+import { variantsEditor } from "./ab_variants";
 import { translationsEditor } from "./translations";
 
 type Control = HTMLInputElement | HTMLSelectElement | HTMLTextAreaElement;
@@ -134,6 +135,12 @@ export function composer(existing: Campaign | null): Composer {
     email: () => (text(eSubject) || text(eBody) ? { subject: eSubject.value, title: eTitle.value, body: eBody.value, ctaLabel: eCta.value, heroImageUrl: text(eHero) ?? null } : undefined),
   }, (path, error) => errors.set(path, error), () => onChange.forEach((f) => f()));
 
+  const variants = variantsEditor(def?.variants ?? [], {
+    message: () => readMessage(),
+    email: () => (text(eHero) ? { subject: "", title: "", body: "", ctaLabel: "", heroImageUrl: text(eHero) ?? null } : undefined),
+    languages: () => [translations.locale.value.trim() || "en", ...translations.tags()],
+  }, (path, error) => errors.set(path, error), () => onChange.forEach((f) => f()));
+
   const form = h(
     "div",
     { className: "composer" },
@@ -165,6 +172,7 @@ export function composer(existing: Campaign | null): Composer {
       add("email.subject", "Subject", eSubject), add("email.title", "Heading", eTitle), add("email.body", "Body", eBody),
       add("email.ctaLabel", "Button label", eCta), add("email.heroImageUrl", "Hero image URL (https)", eHero)),
     translations.element,
+    variants.element,
     h("fieldset", {}, h("legend", {}, "Window and audience policy"),
       add("startsAt", `Starts at (your time, ${zoneName()})`, startsAt, " "), add("endsAt", `Ends at (your time, ${zoneName()})`, endsAt, " "),
       checkbox("excludeMinors", "Exclude minors (age policy)", excludeMinors),
@@ -235,6 +243,8 @@ export function composer(existing: Campaign | null): Composer {
     }
     out.locale = translations.locale.value.trim() || "en";
     out.translations = translations.read();
+    // One arm alone is sent as typed, for the API to say two are needed.
+    out.variants = variants.read() as NonNullable<Definition["variants"]> | null;
     const s = instant(startsAt);
     if (s) out.startsAt = s;
     const e = instant(endsAt);

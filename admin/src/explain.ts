@@ -175,6 +175,7 @@ const PAST: Record<string, string> = {
   dismissedFirstAt: "First dismissed",
   notifyCappedAt: "Held back by the notification cap",
   emailCappedAt: "Held back by the email cap",
+  variantId: "A/B variant recorded",
 };
 
 /** camelCase field name → "Camel case", for facts and counters the console has no words for. */
@@ -190,6 +191,8 @@ function view(x: RecipientExplanation, profile: ProfileFacts | null): HTMLElemen
       ? h("span", {}, `${x.profileId} is a member, ${joined(x.memberSource)}`, ...(x.memberAddedAt ? [" on ", when(x.memberAddedAt)] : []), ".")
       : `${x.profileId} is not a member of the audience.`),
     ...x.channels.map((c) => channelView(x, profile, c)),
+    // Issue 26: the A/B content variant every channel serves this profile, and why.
+    x.variant ? h("p", { id: "explain-variant", "data-variant": x.variant.variantId }, `Variant ${x.variant.variantId}: ${x.variant.why}.`) : null,
     h("h3", {}, "What already happened"),
     facts.length
       ? h("dl", { className: "counts", id: "explain-past" }, ...facts.flatMap(([k, v]) => [h("dt", {}, PAST[k] ?? words(k)), h("dd", { "data-fact": k }, k.endsWith("At") ? when(v) : v)]))

@@ -238,11 +238,16 @@ def import_csv(
     scope = None if platform else tenant_id
     counted: set[str] = set()  # dry runs only: the ids already counted
     links: list[LinkRow] = []
+    link_lines: set[int] = set()  # the lines that name guardians, and those of them later refused
+    unwritten: set[int] = set()
 
     def write(rows: list[tuple[int, ProfileIn]]) -> _Written:
         """One batch, on a writer thread (dry runs: on this one, in order); touches no shared state."""
         written = _Written()
-        existing = graph.read(_existing, [p.profile_id for _, p in rows], scope)
+        # A platform credential may write any profile, so only a dry run (which counts created and updated
+        # without writing) needs to know which exist; the write itself answers that.
+        ids = [p.profile_id for _, p in rows]
+        existing = {} if scope is None and not dry_run else graph.read(_existing, ids, scope)
         for line, profile in rows:
             if not existing.get(profile.profile_id, True):
                 written.rejected.append((line, "profileId", "this profileId is taken outside this tenant"))
@@ -272,6 +277,8 @@ def import_csv(
         tally.updated += written.updated
         for rejection in written.rejected:
             tally.reject(*rejection)
+            if rejection[0] in link_lines:
+                unwritten.add(rejection[0])
 
     writer: BatchWriter[_Written] = BatchWriter(settled, in_flight=1 if dry_run else 2)
 
@@ -305,6 +312,7 @@ def import_csv(
                         continue
                     if link.pairs:
                         links.append(link)
+                        link_lines.add(line)
                 if profile.profile_id in batch:  # in file order: the earlier row is written first
                     flush()
                 batch[profile.profile_id] = (line, profile)
@@ -316,11 +324,11 @@ def import_csv(
         flush()
     finally:
         writer.close()
-    rejected_lines = {r.line for r in tally.rejected}  # a row refused for its profile links nothing
+    # A row refused when its batch was written links nothing, however many rejections the report lists.
     provenance = Provenance(source="csv", now=clock(), audit=audit)
     written = import_links(
         graph,
-        [r for r in links if r.pairs[0].line not in rejected_lines],
+        [r for r in links if r.pairs[0].line not in unwritten],
         tenant=scope,
         adult_age=adult_age,
         clock=clock,

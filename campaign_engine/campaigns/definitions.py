@@ -76,6 +76,13 @@ def node_properties(definition: CampaignDefinition) -> dict[str, Any]:
         "discoverable": definition.discoverable,
         "hasInAppMessage": definition.has_in_app_message(),
         "messagePriority": definition.message.priority if definition.message else 0,
+        # Issue 26: the A/B variants' ids and weights, what assignment hashes over, for the statements
+        # that stamp a recipient's variant without the whole definition (recordEvent); null removes it.
+        "abVariants": json.dumps(
+            [{"id": v.id, "weight": v.weight} for v in definition.variants], separators=(",", ":")
+        )
+        if definition.variants
+        else None,
     }
 
 

@@ -26,10 +26,11 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from campaign_engine.campaigns.audience import Policy
+from campaign_engine.domain.ab_variants import Assignment, assigned_variant, wire_variant_content
 from campaign_engine.domain.campaign import Message
 from campaign_engine.domain.errors import NotFound
 from campaign_engine.domain.types import format_ts
-from campaign_engine.domain.variants import served_locale, wire_languages, wire_variant
+from campaign_engine.domain.variants import served_locale, wire_languages
 from campaign_engine.graph.coalesce import Coalescer
 from campaign_engine.graph.cypher import query
 from campaign_engine.graph.graph import Graph, Statements, Tx
@@ -70,6 +71,9 @@ class CampaignCard(_Out):
     locale: str | None = Field(
         default=None, description="the language of `message`: the best match for the reader's locale"
     )
+    variant_id: Annotated[str | None, Field(alias="variantId")] = Field(
+        default=None, description="the A/B content variant of `message` this reader is assigned (issue 26)"
+    )
     starts_at: Annotated[str | None, Field(alias="startsAt")]
     ends_at: Annotated[str | None, Field(alias="endsAt")]
 
@@ -107,19 +111,28 @@ class EventResult(_Out):
     state: EngagementState | None = None
 
 
-def card_from_node(node: dict[str, Any], requested_locale: str | None = None) -> CampaignCard:
-    """The card in the reader's language (``domain/campaign.py:served_locale``)."""
+def card_from_node(
+    node: dict[str, Any], requested_locale: str | None = None, profile_id: str | None = None
+) -> CampaignCard:
+    """The card in the reader's language (``domain/variants.py:served_locale``) and, for a reader
+    ``profile_id``, their A/B content variant (``domain/ab_variants.py:assigned_variant``)."""
     definition = json.loads(node["definition"])
     tag = served_locale(wire_languages(definition, "message"), requested_locale)
-    return _card(node, definition, tag)
+    variant_id = None
+    if profile_id is not None:
+        variant_id = assigned_variant(
+            definition.get("variants"), campaign_id=node["id"], profile_id=profile_id
+        )
+    return _card(node, definition, tag, variant_id)
 
 
-def _card(node: dict[str, Any], definition: dict[str, Any], tag: str) -> CampaignCard:
+def _card(node: dict[str, Any], definition: dict[str, Any], tag: str, variant_id: str | None) -> CampaignCard:
     return CampaignCard(
         campaign_id=node["id"],
         name=definition["name"],
-        message=wire_variant(definition, "message", tag),
+        message=wire_variant_content(definition, "message", tag, variant_id),
         locale=tag,
+        variant_id=variant_id,
         starts_at=node.get("startsAt"),
         ends_at=node.get("endsAt"),
     )
@@ -127,14 +140,17 @@ def _card(node: dict[str, Any], definition: dict[str, Any], tag: str) -> Campaig
 
 @dataclass(frozen=True)
 class _Cards:
-    """One campaign version's cards, one per language its message is in (the base first)."""
+    """One campaign version's cards, one per (language its message is in, content variant)."""
 
+    campaign_id: str
     priority: int
     languages: list[str]
-    by_language: dict[str, MyCampaign]
+    assignment: Assignment
+    by_language: dict[tuple[str, str | None], MyCampaign]
 
-    def for_reader(self, requested_locale: str | None) -> tuple[int, MyCampaign]:
-        return self.priority, self.by_language[served_locale(self.languages, requested_locale)]
+    def for_reader(self, requested_locale: str | None, profile_id: str) -> tuple[int, MyCampaign]:
+        variant_id = self.assignment.variant_of(campaign_id=self.campaign_id, profile_id=profile_id)
+        return self.priority, self.by_language[(served_locale(self.languages, requested_locale), variant_id)]
 
 
 class CardCache:
@@ -159,11 +175,18 @@ class CardCache:
                 node = dict(record["campaign"])
                 definition = json.loads(node["definition"])
                 languages = wire_languages(definition, "message")
+                assignment = Assignment.of(definition.get("variants"))
+                arms: list[str | None] = [vid for vid, _, _ in assignment.bounds] or [None]
                 cards = {
-                    tag: MyCampaign.model_validate(_card(node, definition, tag).model_dump(by_alias=True))
+                    (tag, vid): MyCampaign.model_validate(
+                        _card(node, definition, tag, vid).model_dump(by_alias=True)
+                    )
                     for tag in languages
+                    for vid in arms
                 }
-                entry = _Cards(int(node.get("messagePriority") or 0), languages, cards)
+                entry = _Cards(
+                    node["id"], int(node.get("messagePriority") or 0), languages, assignment, cards
+                )
                 self._cards[(node["id"], node["updatedAt"])] = entry
                 found[node["id"]] = entry
         return found
@@ -192,7 +215,11 @@ def my_campaigns_of(
         profile_id: [
             _with_state(card, state)
             for (_, card), state in sorted(
-                ((found[cid].for_reader(locale), state) for cid, _, state in rows if cid in found),
+                (
+                    (found[cid].for_reader(locale, profile_id), state)
+                    for cid, _, state in rows
+                    if cid in found
+                ),
                 key=lambda entry: _order_key(entry[0]),
             )
         ]
@@ -227,6 +254,16 @@ def _record_query(event: str) -> str:
     return policy_query("record_event").replace("{{EVENT}}", event)
 
 
+# The content variant a reader saw, stamped on their state by its first event (the record statement
+# named the state; the profile locks are held).
+_STAMP_VARIANT = """
+UNWIND $stamps AS stamp
+MATCH ()-[s:CAMPAIGN_STATE]->()
+WHERE elementId(s) = stamp.stateId
+SET s.variantId = coalesce(s.variantId, stamp.variantId)
+"""
+
+
 @dataclass(frozen=True)
 class EventCall:
     """One engagement event of one caller (never a self-test acknowledgement)."""
@@ -259,11 +296,22 @@ def record_events(
     def tx_fn(tx: Tx) -> dict[int, EngagementState | None]:
         lock_profiles(tx, [call.profile_id for call in events])
         states: dict[int, EngagementState | None] = {}
+        unstamped: dict[str, str] = {}  # state elementId -> the variant to stamp (issue 26)
         for kind, members in _rounds(events):
             rows = [{"index": index, "profileId": call.profile_id, "campaignId": call.campaign_id,
                      "actionId": call.action_id} for index, call in members]  # fmt: skip
             for record in tx.run(_record_query(kind), events=rows, now=now, **policy.params()):
-                states[int(record["index"])] = EngagementState.from_rel(dict(record["state"]))
+                index = int(record["index"])
+                state = dict(record["state"])
+                states[index] = EngagementState.from_rel(state)
+                if record["variants"] and state.get("variantId") is None:
+                    call = events[index]
+                    variant = assigned_variant(json.loads(record["variants"]), campaign_id=call.campaign_id,
+                                               profile_id=call.profile_id)  # fmt: skip
+                    unstamped[str(record["stateId"])] = str(variant)
+        if unstamped:  # a reader's first events only: one statement for the whole batch
+            stamps = [{"stateId": sid, "variantId": vid} for sid, vid in sorted(unstamped.items())]
+            tx.run(_STAMP_VARIANT, stamps=stamps).consume()
         return states
 
     states = graph.write(tx_fn)

@@ -43,7 +43,7 @@ def discover(graph: Graph, *, profile_id: str, policy: Policy) -> Discovered:
     def tx_fn(tx: Tx) -> list[CampaignCard]:
         rows = tx.run(policy_query("discover"), profileId=profile_id, now=format_ts(policy.now),
                       limit=DISCOVER_LIMIT, **policy.params())  # fmt: skip
-        return [card_from_node(dict(row["campaign"]), row["locale"]) for row in rows]
+        return [card_from_node(dict(row["campaign"]), row["locale"], profile_id) for row in rows]
 
     return Discovered(campaigns=graph.read(tx_fn))
 

@@ -18,6 +18,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from campaign_engine.campaigns.segments import SegmentExplanation, explain_segment
+from campaign_engine.domain.ab_variants import assigned_variant, unit_point, variant_bounds
 from campaign_engine.domain.dispatch import send_blocked
 from campaign_engine.domain.errors import NotFound
 from campaign_engine.domain.frequency_cap import CapChannel, ChannelCap, cap_params
@@ -72,6 +73,8 @@ class PastSend(BaseModel):
     dismissed_first_at: Annotated[str | None, Field(alias="dismissedFirstAt")] = None
     notify_capped_at: Annotated[str | None, Field(alias="notifyCappedAt")] = None
     email_capped_at: Annotated[str | None, Field(alias="emailCappedAt")] = None
+    variant_id: Annotated[str | None, Field(alias="variantId")] = None
+    """The A/B content variant recorded at the first delivery or in-app event (issue 26)."""
 
 
 class LanguageChoice(BaseModel):
@@ -81,6 +84,25 @@ class LanguageChoice(BaseModel):
 
     locale: str | None = Field(description="the profile's locale, as stored")
     served: dict[str, str] = Field(description="per content (message, notification, email): its language")
+    why: str
+
+
+class VariantShare(BaseModel):
+    model_config = _WIRE
+
+    id: str
+    start: float
+    end: float
+
+
+class VariantChoice(BaseModel):
+    """Which A/B content variant this profile gets on every channel, and why (issue 26)."""
+
+    model_config = _WIRE
+
+    variant_id: Annotated[str, Field(alias="variantId")]
+    point: float = Field(description="the keyed hash of (campaign, profile) as a point in [0, 1)")
+    shares: list[VariantShare] = Field(description="each variant's share of [0, 1), by weight, in order")
     why: str
 
 
@@ -98,6 +120,8 @@ class RecipientExplanation(BaseModel):
     language: LanguageChoice | None = None
     segment: SegmentExplanation | None = None
     """The live segment's verdict for this profile, condition by condition (issue 27)."""
+    variant: VariantChoice | None = None
+    """None when the campaign has no A/B variants."""
 
 
 def _channel(channel: ExplainedChannel, rules: list[RuleVerdict]) -> ChannelExplanation:
@@ -140,6 +164,7 @@ def explain_recipient(
         raise NotFound(f"profile '{profile_id}' not found")
     campaign, profile, membership = row["campaign"], row["profile"], row["membership"]
     state: dict[str, Any] = row["state"] or {}
+    definition = json.loads(campaign["definition"])
     stamp = format_ts(now)
     segment: SegmentExplanation | None = row["segment"]
     in_segment = segment is not None and segment.matched
@@ -190,7 +215,8 @@ def explain_recipient(
         member_added_at=(membership or {}).get("addedAt"),
         channels=[_channel("notify", notify), _channel("email", email)],
         past=PastSend.model_validate(state) if state else None,
-        language=_language(json.loads(campaign["definition"]), row["locale"]),
+        language=_language(definition, row["locale"]),
+        variant=_variant(definition, campaign_id=campaign_id, profile_id=profile_id),
         segment=segment,
     )
 
@@ -232,6 +258,22 @@ def _language(definition: dict[str, Any], locale: str | None) -> LanguageChoice:
         picked = sorted(set(served.values()))
         why = f"{locale} is served {', '.join(picked)} (RFC 4647 lookup: the most specific tag it has)"
     return LanguageChoice(locale=locale, served=served, why=why)
+
+
+def _variant(definition: dict[str, Any], *, campaign_id: str, profile_id: str) -> VariantChoice | None:
+    variants = definition.get("variants")
+    chosen = assigned_variant(variants, campaign_id=campaign_id, profile_id=profile_id)
+    if not variants or chosen is None:
+        return None
+    point = unit_point(campaign_id, profile_id)
+    shares = [VariantShare(id=vid, start=start, end=end) for vid, start, end in variant_bounds(variants)]
+    share = next(s for s in shares if s.id == chosen)
+    weights = ", ".join(f"{v['id']}:{v.get('weight') or 1}" for v in variants)
+    why = (
+        f"the keyed hash of (campaign, profile) is {point:.4f}, in {chosen}'s share "
+        f"[{share.start:.4f}, {share.end:.4f}) of the weights {weights}: the same on every channel and send"
+    )
+    return VariantChoice(variant_id=chosen, point=point, shares=shares, why=why)
 
 
 def _cap_rule(cap: Mapping[str, Any] | None, reached: bool) -> RuleVerdict:

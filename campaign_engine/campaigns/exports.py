@@ -10,11 +10,13 @@ explainRecipient and audit.list.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from datetime import datetime
 from typing import Any
 
 from campaign_engine.campaigns.audience import Policy
+from campaign_engine.domain.ab_variants import assigned_variant
 from campaign_engine.graph.audit import list_audit
 from campaign_engine.graph.graph import Graph, Tx
 from campaign_engine.graph.policy import policy_query
@@ -27,7 +29,7 @@ RECIPIENT_COLUMNS = (
     "profileId", "source", "selfEnrolled", "addedAt", "eligibleNow",
     "notifiedAt", "notifyCappedAt",
     "emailedAt", "emailOutcome", "emailOutcomeReason", "emailCappedAt", "bouncedAt", "complainedAt",
-    "shown", "clicked", "dismissed",
+    "shown", "clicked", "dismissed", "variantId",
 )  # fmt: skip
 AUDIT_COLUMNS = (
     "at", "actor", "tenantId", "procedure", "requestId", "targetType", "targetId", "campaignId",
@@ -39,8 +41,14 @@ def recipient_rows(
     graph: Graph, *, campaign_id: str, policy: Policy, page: int = PAGE
 ) -> Iterator[dict[str, Any]]:
     """Every member of ``campaign_id`` (a storage id the caller resolved in its tenant), in profileId
-    order; ``eligibleNow`` is the age policy at ``policy.now``, as getAudience and getStats count."""
+    order; ``eligibleNow`` is the age policy at ``policy.now``, as getAudience and getStats count.
+    ``variantId``: the A/B content variant recorded at the member's first delivery or event, else the
+    one they are assigned (``domain/ab_variants.py``); empty without variants."""
     statement = policy_query("export_recipients")
+    found = graph.read(
+        lambda tx: tx.run("MATCH (c:Campaign {id: $id}) RETURN c.abVariants AS v", id=campaign_id).single()
+    )
+    variants = json.loads(found["v"]) if found is not None and found["v"] else None
 
     def read(tx: Tx, cursor: str) -> list[dict[str, Any]]:
         rows = tx.run(statement, campaignId=campaign_id, cursor=cursor, limit=page, **policy.params())
@@ -49,7 +57,12 @@ def recipient_rows(
     cursor = ""
     while True:
         rows = graph.read(read, cursor)
-        yield from rows
+        for row in rows:
+            if row["variantId"] is None:
+                row["variantId"] = assigned_variant(
+                    variants, campaign_id=campaign_id, profile_id=row["profileId"]
+                )
+            yield row
         if len(rows) < page:
             return
         cursor = rows[-1]["profileId"]

@@ -1,8 +1,9 @@
 """``sendTestToMe``: an admin previews a campaign on their own account, on every testable channel.
 
 The test ignores audience, status and dates, never enrols the admin and never touches CAMPAIGN_STATE,
-so stats cannot see it. One fresh ``testId`` names the whole test. The inApp part is a private
-snapshot on CAMPAIGN_TEST (the latest replaces a pending one; deleting the campaign deletes it).
+so stats cannot see it. One fresh ``testId`` names the whole test. Every channel shows the admin's own
+A/B content variant (issue 26), the one a recipient with their profile id would get. The inApp part is a
+private snapshot on CAMPAIGN_TEST (the latest replaces a pending one; deleting the campaign deletes it).
 
 Other channels slot in as ``ChannelTester``s (the notify and email issues provide them): each one is
 called after the snapshot commits, outside any transaction, because it does network I/O. Every channel
@@ -44,6 +45,11 @@ class SelfTestResult(BaseModel):
 
     test_id: Annotated[str, Field(alias="testId")]
     channels: list[Channel]
+    variant_id: Annotated[str | None, Field(alias="variantId")] = Field(
+        default=None,
+        description="the A/B content variant the test shows on every channel: the admin's own assignment,"
+        " as a recipient's (issue 26; campaigns.previewEmail renders any variant)",
+    )
 
 
 # What wires each tester (wiring/ ``build_self_testers``), for the error that names it.
@@ -64,15 +70,18 @@ def testable_channels(campaign: CampaignPublic, testers: Mapping[str, ChannelTes
     return channels
 
 
-def in_app_snapshot(campaign: CampaignPublic, locale: str | None = None) -> str:
+def in_app_snapshot(campaign: CampaignPublic, locale: str | None = None, admin_id: str | None = None) -> str:
     """What the admin's client renders: the public projection at the time of the test, in the admin's
-    own language (the variant their locale is served, as any reader's would be)."""
+    own language (the variant their locale is served, as any reader's would be) and their own A/B
+    content variant (``domain/ab_variants.py``)."""
     assert campaign.message is not None
     wire = campaign.wire()
-    served, message = campaign.variant("message", locale)
+    variant_id = None if admin_id is None else campaign.variant_of(admin_id)
+    served, message = campaign.content("message", locale, variant_id)
     return json.dumps(
         {"name": campaign.name, "message": message.model_dump(mode="json", by_alias=True, exclude_none=True),
-         "locale": served, "startsAt": wire.get("startsAt"), "endsAt": wire.get("endsAt")},
+         "locale": served, "variantId": variant_id, "startsAt": wire.get("startsAt"),
+         "endsAt": wire.get("endsAt")},
         separators=(",", ":"),
     )  # fmt: skip
 
@@ -106,8 +115,9 @@ def send_test_to_me(
                 raise NotFound("your profile is not in the graph; upsert it before sending yourself a test")
             own = tx.run("MATCH (p:Profile {profileId: $id}) RETURN p.locale AS locale", id=admin_id).single()
             locale = None if own is None else own["locale"]
+            snapshot = in_app_snapshot(campaign, locale, admin_id)
             tx.run(query("send_test_in_app"), profileId=admin_id, campaignId=campaign_id, testId=test_id,
-                   snapshot=in_app_snapshot(campaign, locale), now=format_ts(now)).consume()  # fmt: skip
+                   snapshot=snapshot, now=format_ts(now)).consume()  # fmt: skip
         # Audited whatever the channels: the test is sent (after this commit) on the entry's word.
         record_audit(tx, audit, target_type="campaign", target_id=campaign.id,
                      campaign={"id": campaign.id, "createdAt": campaign.created_at},
@@ -119,4 +129,4 @@ def send_test_to_me(
     for channel in channels:
         if channel != "inApp":
             wired[channel](admin_id=admin_id, campaign=campaign, test_id=test_id)
-    return SelfTestResult(test_id=test_id, channels=channels)
+    return SelfTestResult(test_id=test_id, channels=channels, variant_id=campaign.variant_of(admin_id))

@@ -5,12 +5,15 @@ count. ``notified`` and ``emailed`` are written by the delivery workers (zero un
 (hard bounces) and ``complained`` by provider feedback on the send it names, found by the provider's
 message id (``feedback/store.py``). ``capped``: profiles the frequency cap held back on a channel and
 that have not received the campaign on it since (``CAMPAIGN_FREQUENCY_CAPS``). No client procedure can
-set any of them.
+set any of them. ``variants``: the same per A/B content variant (issue 26).
 """
 
 from __future__ import annotations
 
-from pydantic import BaseModel
+import json
+from typing import Annotated, Any
+
+from pydantic import BaseModel, ConfigDict, Field
 
 from campaign_engine.campaigns.audience import Policy
 from campaign_engine.domain.errors import NotFound
@@ -19,7 +22,23 @@ from campaign_engine.graph.graph import Graph, Tx
 from campaign_engine.graph.policy import policy_query
 from campaign_engine.graph.segment import compile_for, count_audience
 
-__all__ = ["CampaignStats", "get_stats"]
+__all__ = ["CampaignStats", "VariantStats", "get_stats"]
+
+
+class VariantStats(BaseModel):
+    """One A/B content variant's recipients (issue 26): distinct profiles whose state names the variant
+    (stamped at their first delivery or in-app event), and of them how many reached each step."""
+
+    model_config = ConfigDict(populate_by_name=True)
+
+    recipients: int = 0
+    notified: int = 0
+    emailed: int = 0
+    shown: int = 0
+    clicked: int = 0
+    email_clicked: Annotated[int, Field(alias="emailClicked")] = 0
+    bounced: int = 0
+    complained: int = 0
 
 
 class CampaignStats(BaseModel):
@@ -33,6 +52,20 @@ class CampaignStats(BaseModel):
     bounced: int
     complained: int
     capped: int
+    variants: dict[str, VariantStats] = Field(
+        default_factory=dict,
+        description="per A/B content variant id: each of the campaign's variants (zeros until it reaches"
+        " someone) and any variant recorded before the variants were edited; {} without variants",
+    )
+
+
+def _stats(record: dict[str, Any]) -> CampaignStats:
+    rows = record.pop("variantRows")
+    current = [v["id"] for v in json.loads(record.pop("abVariants") or "[]")]
+    variants = {vid: VariantStats() for vid in current}
+    for row in rows:
+        variants[str(row.pop("id"))] = VariantStats.model_validate(row)
+    return CampaignStats.model_validate({**record, "variants": variants})
 
 
 _SEGMENT_OF = "MATCH (c:Campaign {id: $id}) RETURN c {.id, .ref, .tenantId, .definition} AS c"
@@ -43,7 +76,7 @@ def get_stats(graph: Graph, *, campaign_id: str, policy: Policy) -> CampaignStat
         record = tx.run(policy_query("campaign_stats"), campaignId=campaign_id, **policy.params()).single()
         if record is None:
             return None
-        stats = CampaignStats.model_validate(record.data())
+        stats = _stats(record.data())
         node = tx.run(_SEGMENT_OF, id=campaign_id).single()
         segment = None if node is None else compile_for(tx, dict(node["c"]))
         if segment is None:

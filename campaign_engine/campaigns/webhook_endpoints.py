@@ -246,20 +246,36 @@ def rotate_endpoint_secret(
 
 
 def list_attempts(graph: Graph, *, endpoint_id: str, cursor: str | None, limit: int) -> DeliveryPage:
-    before = cursor or "\uffff"
-    rows = graph.read(
-        lambda tx: [
-            dict(r["attempt"])
-            for r in tx.run(
-                query("webhook_attempt_list"), endpointId=endpoint_id, before=before, limit=limit + 1
-            )
-        ]
-    )
+    """Attempts newest first: rounds newest first, each round's POSTs last to first. The cursor is
+    ``<round orderKey>#<index>``: the next page starts before that attempt. Rounds are read lazily, so a
+    page costs the rounds it shows. ``limit + 2`` rounds hold ``limit + 1`` attempts, whatever is left of
+    the cursor's own round."""
+    key, _, index = (cursor or "\uffff").partition("#")
+    start = int(index) if index.isdigit() else 0  # a cursor of the release before rounds: the key's older
+
+    def read(tx: Tx) -> list[tuple[str, int, dict[str, Any]]]:
+        found: list[tuple[str, int, dict[str, Any]]] = []
+        rounds = tx.run(query("webhook_attempt_list"), endpointId=endpoint_id, before=key, limit=limit + 2)
+        for r in rounds:
+            indexes = range(len(r["eventIds"]) - 1, -1, -1)
+            for i in (j for j in indexes if r["orderKey"] != key or j < start):
+                status = int(r["statusCodes"][i]) or None
+                delivered = status is not None and 200 <= status < 300
+                found.append((r["orderKey"], i, {
+                    "eventId": r["eventIds"][i], "type": r["types"][i], "at": r["at"], "statusCode": status,
+                    "latencyMs": r["latencyMs"], "error": r["errors"][i] or None,
+                    "nextRetryAt": None if delivered else r["retryAt"],
+                }))  # fmt: skip
+            if len(found) > limit:
+                break
+        return found
+
+    rows = graph.read(read)
     more = len(rows) > limit
-    rows = rows[:limit]
+    last_key, last_index, _ = rows[limit - 1] if more else ("", 0, None)
     return DeliveryPage(
-        records=[DeliveryAttempt.model_validate(r) for r in rows],
-        cursor=str(rows[-1]["orderKey"]) if more and rows else None,
+        records=[DeliveryAttempt.model_validate(r) for _, _, r in rows[:limit]],
+        cursor=f"{last_key}#{last_index}" if more else None,
     )
 
 

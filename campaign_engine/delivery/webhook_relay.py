@@ -5,8 +5,8 @@ events leave in order), then runs rounds: read the oldest queued events, POST th
 recipients concurrently (a recipient's later event never travels beside its earlier one, so each
 recipient's events arrive in order) through the same signing poster and safe egress transport as
 announcements, signed with the endpoint's live secrets (both during a rotation's overlap), with the
-event id as ``webhook-id`` on every attempt. Each round's attempts, the delivered events and the
-endpoint's failure state are written in one transaction under the lease.
+event id as ``webhook-id`` on every attempt. Each round's attempts (one node, its POSTs as lists), the
+delivered events and the endpoint's failure state are written in one transaction under the lease.
 
 A 2xx answer delivers an event; anything else (another status, no answer) fails the round: the endpoint
 waits the Standard Webhooks schedule (``domain/webhook_events.py``), counted in failures in a row, is
@@ -168,10 +168,7 @@ class WebhookRelay:
             failed = len(ok) < len(round_)
             settled_at = self._clock()
             endpoint, retry_at = _endpoint_state(state, failed=failed, now=settled_at, answers=answers)
-            attempts = [
-                _attempt(row, answer, at=settled_at, latency=latency, retry_at=retry_at)
-                for row, answer in zip(round_, answers, strict=True)
-            ]
+            attempts = _attempt_round(round_, answers, at=settled_at, latency=latency, retry_at=retry_at)
             out_of_time = time.monotonic() - started > self._run_seconds
             done = failed or out_of_time
             self._graph.write(
@@ -198,7 +195,7 @@ class WebhookRelay:
     def _release(self, endpoint_id: str, token: str) -> None:
         self._graph.write(
             _settle, endpoint_id=endpoint_id, token=token, endpoint={}, release=True,
-            delivered=[], attempts=[], now=format_ts(self._clock()),
+            delivered=[], attempts=None, now=format_ts(self._clock()),
         )  # fmt: skip
 
 
@@ -230,19 +227,27 @@ def _endpoint_state(
     return endpoint, endpoint.get("retryAt")
 
 
-def _attempt(
-    row: dict[str, Any], answer: PostResult, *, at: datetime, latency: int, retry_at: str | None
+def _attempt_round(
+    round_: list[dict[str, Any]],
+    answers: list[PostResult],
+    *,
+    at: datetime,
+    latency: int,
+    retry_at: str | None,
 ) -> dict[str, Any]:
+    """A round's attempts as one node's properties: the POSTs as parallel lists (a status of 0 and an
+    error of '' stand for none: a list property cannot hold null), what they share once. ``retryAt``
+    belongs to the attempts that were not delivered (``list_attempts`` reads it so)."""
     stamp = format_ts(at)
     return {
-        "eventId": row["eventId"],
-        "type": row["type"],
         "at": stamp,
         "orderKey": f"{stamp}|{uuid.uuid4().hex}",
-        "statusCode": answer.status_code if isinstance(answer, Answered) else None,
         "latencyMs": latency,
-        "error": None if isinstance(answer, Answered) else type(answer).__name__,
-        "nextRetryAt": None if _delivered(answer) else retry_at,
+        "retryAt": retry_at,
+        "eventIds": [row["eventId"] for row in round_],
+        "types": [row["type"] for row in round_],
+        "statusCodes": [a.status_code if isinstance(a, Answered) else 0 for a in answers],
+        "errors": ["" if isinstance(a, Answered) else type(a).__name__ for a in answers],
     }
 
 
@@ -277,7 +282,7 @@ def _by_batch(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def _settle(tx: Tx, *, endpoint_id: str, token: str, endpoint: dict[str, Any], release: bool,
-            delivered: list[dict[str, Any]], attempts: list[dict[str, Any]], now: str) -> None:  # fmt: skip
+            delivered: list[dict[str, Any]], attempts: dict[str, Any] | None, now: str) -> None:  # fmt: skip
     tx.run(
         query("webhook_relay_settle"), endpointId=endpoint_id, token=token, endpoint=endpoint,
         release=release, delivered=delivered, attempts=attempts, now=now,

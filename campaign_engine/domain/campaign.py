@@ -26,6 +26,13 @@ from pydantic import (
     model_validator,
 )
 
+from campaign_engine.domain.ab_variants import (
+    MAX_VARIANTS,
+    MIN_VARIANTS,
+    ContentVariant,
+    assigned_variant,
+    check_variants,
+)
 from campaign_engine.domain.content import (
     EmailCopy,
     Message,
@@ -49,6 +56,7 @@ __all__ = [
     "CampaignPublic",
     "CampaignStatus",
     "Channel",
+    "ContentVariant",
     "EmailCopy",
     "Message",
     "NotificationCopy",
@@ -141,6 +149,7 @@ CLEARABLE_FIELDS = frozenset(
         "quietHours",
         "translations",
         "segment",
+        "variants",
     }
 )
 
@@ -185,6 +194,10 @@ class CampaignDefinition(StrictModel):
     translations: Annotated[dict[LanguageTag, Translation], Field(max_length=MAX_TRANSLATIONS)] | None = None
     # Issue 27: a live segment; the audience is the static members plus whoever it matches at send time.
     segment: SegmentRule | None = None
+    # Issue 26: A/B content variants, each overriding whole content fields (domain/ab_variants.py).
+    variants: (
+        Annotated[list[ContentVariant], Field(min_length=MIN_VARIANTS, max_length=MAX_VARIANTS)] | None
+    ) = None
 
     @field_validator("channels")
     @classmethod
@@ -206,6 +219,9 @@ class CampaignDefinition(StrictModel):
             if normalized(tag) in seen:
                 raise ValueError(f"translations: '{tag}' repeats the base locale or another translation")
             seen.add(normalized(tag))
+        if self.variants:
+            base = {"message": self.message, "notification": self.notification, "email": self.email}
+            check_variants(self.variants, base=base, translations=self.translations or {})
         return self
 
     def variant(self, field: ContentField, requested: str | None) -> tuple[str, Any]:
@@ -215,6 +231,27 @@ class CampaignDefinition(StrictModel):
         if tag == self.locale:
             return self.locale, getattr(self, field)
         return tag, getattr((self.translations or {})[tag], field)
+
+    def content(self, field: ContentField, requested: str | None, variant_id: str | None) -> tuple[str, Any]:
+        """``variant`` for a reader of content variant ``variant_id`` (``domain/ab_variants.py``): the
+        same language, and the variant's own ``field`` in it when the variant overrides that field."""
+        tag, base = self.variant(field, requested)
+        chosen = next((v for v in self.variants or () if v.id == variant_id), None)
+        if chosen is None or getattr(chosen, field) is None:
+            return tag, base
+        if tag == self.locale:
+            return tag, getattr(chosen, field)
+        own = {normalized(t): content for t, content in (chosen.translations or {}).items()}
+        return tag, getattr(own[normalized(tag)], field)
+
+    def variant_of(self, profile_id: str) -> str | None:
+        """THE content variant of ``profile_id`` (``domain/ab_variants.py:assigned_variant``)."""
+        wire = [{"id": v.id, "weight": v.weight} for v in self.variants or ()]
+        return assigned_variant(wire, campaign_id=self.storage_id(), profile_id=profile_id)
+
+    def storage_id(self) -> str:
+        """The id the assignment hash is keyed by; only stored campaigns (``CampaignPublic``) have one."""
+        raise TypeError("an unsaved definition has no storage id")
 
     def languages(self, field: ContentField) -> list[str]:
         """The tags ``field`` has content in, the base first."""
@@ -276,6 +313,10 @@ class CampaignPatch(BaseModel):
     locale: LanguageTag | None = None
     translations: Annotated[dict[LanguageTag, Translation], Field(max_length=MAX_TRANSLATIONS)] | None = None
     segment: SegmentRule | None = None
+    # Issue 26: A/B content variants, each overriding whole content fields (domain/ab_variants.py).
+    variants: (
+        Annotated[list[ContentVariant], Field(min_length=MIN_VARIANTS, max_length=MAX_VARIANTS)] | None
+    ) = None
 
     def changes(self) -> dict[str, Any]:
         """The fields the caller sent, by wire name, in wire form, with ``None`` meaning "clear"."""
@@ -293,6 +334,9 @@ class CampaignPublic(CampaignDefinition):
     created_at: Annotated[str, Field(alias="createdAt")]
     updated_at: Annotated[str, Field(alias="updatedAt")]
     revision: int
+
+    def storage_id(self) -> str:
+        return self.id
 
 
 def campaign_from_node(node: Mapping[str, Any]) -> CampaignPublic:

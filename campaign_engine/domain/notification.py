@@ -37,6 +37,8 @@ class AnnouncementMetadata(BaseModel):
     campaign_test_id: _Id | None = None
     # Issue 24: the language of title and body (BCP 47), the best match for the recipient's locale.
     locale: Annotated[str, Field(max_length=35)] | None = None
+    # Issue 26: the A/B content variant the copy is (``domain/ab_variants.py``); absent without variants.
+    variant_id: Annotated[str, Field(max_length=32)] | None = None
 
     @field_validator("campaign_created_at")
     @classmethod

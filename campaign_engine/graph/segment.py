@@ -366,7 +366,8 @@ def _arm_text(arm: _Arm, *, predicate: str, tenant: str, extra: str, bind_c: boo
     rule = predicate if arm.residual is None else arm.residual
     checks = f"{tenant} IN coalesce(p.tenants, []) AND {rule}{extra}"
     carried = "p, c" if bind_c else "p"
-    lines = ["MATCH (c:Campaign {id: $campaignId})" if bind_c else ""]
+    # The hint: on a graph of a few campaigns the planner may otherwise scan the label for `c`.
+    lines = ["MATCH (c:Campaign {id: $campaignId}) USING INDEX c:Campaign(id)" if bind_c else ""]
     if arm.order == "p.profileId":
         cursor = "p.profileId > $cursor AND " if paged else ""
         # DISTINCT: an expansion may reach a profile twice (a connection stored both ways), and a

@@ -44,6 +44,7 @@ from campaign_engine.api.admin_console import ASSETS_DIR, admin_console_router
 from campaign_engine.api.app import create_app
 from campaign_engine.api.auth import ADMIN_SCOPE, mint_token
 from campaign_engine.config import Settings
+from campaign_engine.domain.ab_variants import assigned_variant
 from campaign_engine.graph.graph import Graph
 from tests.conftest import ADMIN_ID, free_port
 from tests.support.concurrency import wait_for as wait_until
@@ -1644,6 +1645,87 @@ def test_translations_are_edited_previewed_reviewed_and_the_layout_with_its_prev
             "Northside News",
             "#7a1f5c",
         )
+        watch.assert_clean()
+    finally:
+        context.close()
+
+
+def test_ab_variants_are_composed_and_their_stats_charted_side_by_side(
+    stack: tuple[str, Settings, Path], browser: Browser
+) -> None:
+    """Issue 26 in the console: two arms added (a third added and removed again), the challenger's weight
+    and in-app title typed, stored as typed and read back; each member's app shows their own arm, and the
+    stats chart each arm's distinct profiles side by side, as an independent count of the arms says."""
+    url, settings, _ = stack
+    admin_token = mint_token(settings, profile_id=ADMIN_ID, scope=ADMIN_SCOPE)
+    members = [f"ab{i:02d}" for i in range(8)]
+    trpc(
+        url,
+        admin_token,
+        "profiles.upsert",
+        {"profiles": [{"profileId": p, "dob": "1990-01-01"} for p in members]},
+    )
+    context, page, watch = signed_in(browser, url, admin_token)
+    try:
+        page.get_by_role("link", name="New campaign").first.click()
+        page.get_by_label("Campaign id").fill("ab-console")
+        page.get_by_label("Name", exact=True).fill("Two titles")
+        page.get_by_label("Title", exact=True).fill("Control title")
+        page.get_by_label(re.compile(r"^Title \(banner")).fill("Spring news")
+        page.get_by_label(re.compile(r"^Body \(banner")).fill("New this spring")
+        page.get_by_role("button", name="Add variant").click()  # an A/B test starts with two arms
+        expect(page.locator("fieldset.variant")).to_have_count(2)
+        page.get_by_role("button", name="Add variant").click()
+        page.locator("fieldset.variant").nth(2).get_by_role("button", name="Remove variant").click()
+        expect(page.locator("fieldset.variant")).to_have_count(2)
+        page.locator("[data-path='variants.1.weight']").fill("3")
+        page.locator("[data-path='variants.1.message.title']").fill("Challenger title")
+        assert_every_control_labelled(page)
+        assert_accessible(page, "composer with variants")
+        page.get_by_role("button", name="Create campaign").click()
+        expect(page.get_by_role("heading", name="Two titles")).to_be_visible()
+        stored = trpc(url, admin_token, "campaigns.get", {"campaignId": "ab-console"}, mutation=False)
+        assert [(v["id"], v["weight"]) for v in stored["variants"]] == [("A", 1), ("B", 3)]
+        assert stored["variants"][1]["message"]["title"] == "Challenger title"
+        assert stored["variants"][0]["message"] is None  # the control keeps the campaign's own copy
+        expect(page.locator("[data-path='variants.1.message.title']")).to_have_value("Challenger title")
+
+        source = {"type": "profileIds", "profileIds": members}
+        trpc(url, admin_token, "campaigns.addAudience", {"campaignId": "ab-console", "source": source})
+        trpc(url, admin_token, "campaigns.setStatus", {"campaignId": "ab-console", "status": "live"})
+        arms = {
+            p: assigned_variant(stored["variants"], campaign_id="ab-console", profile_id=p) for p in members
+        }
+        for pid in members:
+            token = mint_token(settings, profile_id=pid)
+            [card] = trpc(url, token, "campaigns.getMyCampaigns", None, mutation=False)["campaigns"]
+            title = "Challenger title" if arms[pid] == "B" else "Control title"
+            assert (card["variantId"], card["message"]["title"]) == (arms[pid], title), pid
+            trpc(url, token, "campaigns.recordEvent", {"campaignId": "ab-console", "event": "shown"})
+        clicked = members[:3]
+        for pid in clicked:
+            trpc(url, mint_token(settings, profile_id=pid), "campaigns.recordEvent",
+                 {"campaignId": "ab-console", "event": "clicked"})  # fmt: skip
+        page.get_by_role("button", name="Refresh stats").click()
+        table = page.locator("#variant-stats")
+        for arm in ("A", "B"):
+            readers = sum(a == arm for a in arms.values())
+            expect(table.locator(f"td[data-variant='{arm}'][data-stat='recipients']")).to_have_text(
+                str(readers)
+            )
+            expect(table.locator(f"td[data-variant='{arm}'][data-stat='shown']")).to_have_text(
+                re.compile(rf"^{readers} \(")
+            )
+            taken = sum(arms[p] == arm for p in clicked)
+            expect(table.locator(f"td[data-variant='{arm}'][data-stat='clicked']")).to_have_text(
+                re.compile(rf"^{taken} \(")
+            )
+        expect(page.locator("#variant-chart rect.variant-bar")).to_have_count(2 * 8)  # two arms, eight steps
+        explain_in_console(page, members[0])  # which arm, and why, in the explanation
+        expect(page.locator("#explain-variant")).to_have_attribute("data-variant", str(arms[members[0]]))
+        expect(page.locator("#explain-variant")).to_contain_text("the keyed hash of (campaign, profile)")
+        assert_accessible(page, "stats per variant")
+        shot(page, "stats-variants", "#stats")
         watch.assert_clean()
     finally:
         context.close()

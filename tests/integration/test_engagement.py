@@ -76,9 +76,19 @@ def test_get_my_campaigns_shows_only_visible_campaigns_in_order(
     with api_client(base_settings, graph, clock=clock) as api:
         mine = ok(api.query("campaigns.getMyCampaigns", as_="u1"))["campaigns"]
         assert [c["campaignId"] for c in mine] == ["high", "early", "low"]
-        fields = {"campaignId", "name", "message", "locale", "startsAt", "endsAt", "state", "testId"}
+        fields = {
+            "campaignId",
+            "name",
+            "message",
+            "locale",
+            "variantId",
+            "startsAt",
+            "endsAt",
+            "state",
+            "testId",
+        }
         assert set(mine[0]) == fields
-        assert mine[0]["state"] is None and mine[0]["testId"] is None
+        assert mine[0]["state"] is None and mine[0]["testId"] is None and mine[0]["variantId"] is None
         assert ok(api.query("campaigns.getMyCampaigns", as_="kid"))["campaigns"] == []  # age policy
         assert ok(api.query("campaigns.getMyCampaigns", as_="nobody"))["campaigns"] == []
         assert error_code(api.query("campaigns.getMyCampaigns")) == "UNAUTHORIZED"

@@ -24,7 +24,7 @@ from fastapi.responses import Response
 from standardwebhooks import Webhook, WebhookVerificationError
 
 from campaign_engine.campaigns import definitions
-from campaign_engine.campaigns.webhook_endpoints import create_endpoint
+from campaign_engine.campaigns.webhook_endpoints import create_endpoint, list_attempts
 from campaign_engine.config import Settings
 from campaign_engine.delivery.notify.sender import Outgoing, PostResult
 from campaign_engine.delivery.runner import Worker
@@ -396,7 +396,9 @@ def test_delivered_events_and_attempts_expire_but_a_queued_event_never(stack: St
             "MATCH (b:WebhookBatch) UNWIND range(0, size(b.sent) - 1) AS i"
             " RETURN b.bodies[i] AS body, b.sent[i] AS sent"
         )
-        attempts = graph.run("MATCH (a:WebhookAttempt) RETURN a.at AS at ORDER BY at")
+        attempts = graph.run(  # one node per relay round, its attempts as lists
+            "MATCH (a:WebhookAttempt) UNWIND a.eventIds AS event RETURN a.at AS at ORDER BY at"
+        )
         return {
             "sent": sorted(json.loads(m["body"])["data"]["campaignId"] for m in messages if m["sent"]),
             "queued": sorted(json.loads(m["body"])["data"]["campaignId"] for m in messages if not m["sent"]),
@@ -424,6 +426,38 @@ def test_delivered_events_and_attempts_expire_but_a_queued_event_never(stack: St
         stack.run()  # c2 delivered late, c3 at once; then c2's event is old and delivered: it goes
         assert sorted(r["event"]["data"]["campaignId"] for r in receiver.received) == ["c1", "c2", "c3"]
         assert history() == {"sent": ["c3"], "queued": [], "attempts": ["2026-04-01", "2026-04-01"]}
+
+
+def test_attempts_page_through_a_round_and_into_those_recorded_one_per_node(graph: Graph) -> None:
+    """A round's attempts are one node (its POSTs as lists); attempts the release before rounds wrote are
+    one node each. Both read as attempts, newest first, and a cursor may fall inside a round."""
+    graph.run(
+        "CREATE (:WebhookAttempt {endpointId: 'e', eventId: 'old', type: 'campaign.created',"
+        " at: '2026-03-01T00:00:00.000000Z', orderKey: '2026-03-01T00:00:00.000000Z|a', statusCode: 503,"
+        " latencyMs: 5, error: null, nextRetryAt: '2026-03-01T00:00:05.000000Z'})"
+        " CREATE (:WebhookAttempt {endpointId: 'e', at: '2026-03-02T00:00:00.000000Z',"
+        " orderKey: '2026-03-02T00:00:00.000000Z|b', latencyMs: 7, retryAt: '2026-03-02T00:05:00.000000Z',"
+        " eventIds: ['r0', 'r1', 'r2'],"
+        " types: ['recipient.notified', 'recipient.emailed', 'dispatch.started'],"
+        " statusCodes: [204, 0, 500], errors: ['', 'TimedOut', '']})"
+        " CREATE (:WebhookAttempt {endpointId: 'other', at: '2026-03-03T00:00:00.000000Z',"
+        " orderKey: '2026-03-03T00:00:00.000000Z|c', latencyMs: 1, retryAt: null, eventIds: ['x'],"
+        " types: ['campaign.created'], statusCodes: [204], errors: ['']})"
+    )
+    seen, cursor, pages = [], None, 0
+    while True:
+        page = list_attempts(graph, endpoint_id="e", cursor=cursor, limit=2)
+        seen += [(a.event_id, a.status_code, a.error, a.next_retry_at) for a in page.records]
+        pages, cursor = pages + 1, page.cursor
+        if cursor is None:
+            break
+    assert pages == 2
+    assert seen == [
+        ("r2", 500, None, "2026-03-02T00:05:00.000000Z"),
+        ("r1", None, "TimedOut", "2026-03-02T00:05:00.000000Z"),
+        ("r0", 204, None, None),
+        ("old", 503, None, "2026-03-01T00:00:05.000000Z"),
+    ]
 
 
 @pytest.mark.parametrize(

@@ -219,6 +219,22 @@ def test_the_csv_import_links_guardians_after_all_rows(api: TrpcClient, graph: G
     assert _post(api, "/imports/profiles", body)["guardianLinks"] == 0
 
 
+def test_a_row_refused_past_the_listed_thousand_links_no_guardian(api: TrpcClient, graph: Graph) -> None:
+    """A row refused when its batch is written (its profileId is another tenant's) names a guardian after
+    a thousand other refusals, so it is counted but not listed: it must still link nothing, and count once."""
+    graph.run("CREATE (:Profile {profileId: 'foreign', dob: '2015-01-01', tenants: ['beta']})")
+    token = mint_token(api.settings, profile_id="alpha-author", tenant_id="alpha", roles=["author"])
+    body = "profileId,email,dob,guardians\r\n"
+    body += "".join(f"bad{i:04d},nope,,\r\n" for i in range(1000))
+    body += "foreign,,2015-01-01,mum:granted\r\nmum,,1980-01-01,\r\n"
+    headers = {"authorization": f"Bearer {token}", "content-type": "text/csv"}
+    answer = api.http.post("/imports/profiles", content=body.encode(), headers=headers)
+    report = answer.json()
+    assert answer.status_code == 200, answer.text
+    assert (report["rejectedCount"], len(report["rejected"]), report["guardianLinks"]) == (1001, 1000, 0)
+    assert _pairs(graph) == []
+
+
 def test_the_command_line_prints_the_same_report(
     base_settings: Settings, graph: Graph, tmp_path: Path
 ) -> None:

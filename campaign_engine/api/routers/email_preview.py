@@ -8,7 +8,7 @@ that opens nothing.
 
 from __future__ import annotations
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from campaign_engine.api.access import Access
 from campaign_engine.api.context import Context
@@ -17,6 +17,8 @@ from campaign_engine.api.trpc import ProcedureRouter
 from campaign_engine.campaigns import definitions
 from campaign_engine.delivery.email.compose import email_content_for
 from campaign_engine.delivery.email.render import render_email
+from campaign_engine.domain.ab_variants import VariantId
+from campaign_engine.domain.errors import BadRequest
 from campaign_engine.domain.variants import LanguageTag
 from campaign_engine.graph.tenant_directory import tenants_of
 from campaign_engine.unsubscribe.tokens import unsubscribe_url, web_view_url
@@ -36,13 +38,23 @@ class EmailPreviewInput(CampaignRef):
     locale: LanguageTag | None = Field(
         default=None, description="preview as a reader of this locale sees it (default: the base content)"
     )
+    variant_id: VariantId | None = Field(
+        default=None,
+        alias="variantId",
+        description="preview this A/B content variant (default: the campaign's first variant, if any)",
+    )
 
 
 class EmailPreview(BaseModel):
+    model_config = ConfigDict(populate_by_name=True)
+
     subject: str
     html: str
     text: str
     locale: str = Field(description="the language shown: the variant `locale` is served")
+    variant_id: str | None = Field(
+        default=None, alias="variantId", description="the A/B content variant shown (issue 26)"
+    )
 
 
 @router.query("previewEmail")
@@ -51,6 +63,11 @@ def preview_email(ctx: Context, data: EmailPreviewInput) -> EmailPreview:
     app origin: BAD_REQUEST)."""
     settings = ctx.services.settings
     campaign = definitions.get_campaign(ctx.services.graph, ctx.campaign(data.campaign_id))
+    ids = [v.id for v in campaign.variants or ()]
+    if data.variant_id is not None and data.variant_id not in ids:
+        raise BadRequest(
+            f"variantId: the campaign has no variant '{data.variant_id}' (it has: {', '.join(ids) or 'none'})"
+        )
     tenants = tenants_of(ctx.services.graph, settings)
     content = email_content_for(
         campaign,
@@ -58,6 +75,7 @@ def preview_email(ctx: Context, data: EmailPreviewInput) -> EmailPreview:
         tenants=tenants.branding(),
         default_tenant=settings.campaign_default_tenant_id,
         locale=data.locale,
+        variant_id=data.variant_id or (ids[0] if ids else None),
     )
     rendered = render_email(
         copy=content.copy,
@@ -68,5 +86,9 @@ def preview_email(ctx: Context, data: EmailPreviewInput) -> EmailPreview:
         lang=content.locale,
     )
     return EmailPreview(
-        subject=rendered.subject, html=rendered.html, text=rendered.text, locale=content.locale
+        subject=rendered.subject,
+        html=rendered.html,
+        text=rendered.text,
+        locale=content.locale,
+        variant_id=content.variant_id,
     )

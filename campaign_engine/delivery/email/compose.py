@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from email.header import Header
 from email.utils import parseaddr
 from functools import cached_property
@@ -20,6 +20,7 @@ from typing import Any
 
 from markupsafe import escape
 
+from campaign_engine.delivery.email.page_tx import ClaimedPage
 from campaign_engine.delivery.email.provider import BodyTemplate, OutgoingEmail
 from campaign_engine.delivery.email.render import (
     Branding,
@@ -29,6 +30,7 @@ from campaign_engine.delivery.email.render import (
     cta_url_for,
     render_email,
 )
+from campaign_engine.domain.ab_variants import Assignment
 from campaign_engine.domain.campaign import CampaignPublic, EmailCopy
 from campaign_engine.domain.tenancy import campaign_ref
 from campaign_engine.domain.variants import served_locale
@@ -86,6 +88,8 @@ class EmailContent:
     list_name: str = ""
     """The campaign's name, for ``List-ID`` (RFC 2919): mailbox providers group and filter list mail by it."""
     tenant_id: str = "default"
+    variant_id: str | None = None
+    """The A/B content variant of ``copy`` (issue 26; ``domain/ab_variants.py``), None without variants."""
 
     @cached_property
     def template(self) -> RenderedEmail:
@@ -132,22 +136,25 @@ def email_content_for(
     tenants: Mapping[str, Any],
     default_tenant: str,
     locale: str | None = None,
+    variant_id: str | None = None,
 ) -> EmailContent:
-    """Resolve copy (in the variant ``locale`` is served), CTA, branding and sender; raises
-    ``EmailConfigError`` before anyone is claimed.
+    """Resolve copy (in the language ``locale`` is served, of content variant ``variant_id``), CTA,
+    branding and sender; raises ``EmailConfigError`` before anyone is claimed.
 
     ``origins`` and ``tenants`` are ``TenantDirectory.app_origins()`` / ``.branding()`` in production:
     the tenant records, as the settings they replace were shaped."""
     if campaign.email is None:
         raise EmailConfigError("the campaign has no email content")
-    served, email = campaign.variant("email", locale)
-    return _content(campaign, email, served, origins=origins, tenants=tenants, default_tenant=default_tenant)
+    served, email = campaign.content("email", locale, variant_id)
+    return _content(campaign, email, served, variant_id if campaign.variants else None, origins=origins,
+                    tenants=tenants, default_tenant=default_tenant)  # fmt: skip
 
 
 def _content(
     campaign: CampaignPublic,
     email: EmailCopy,
     served: str,
+    variant_id: str | None,
     *,
     origins: Mapping[str, Any],
     tenants: Mapping[str, Any],
@@ -167,6 +174,7 @@ def _content(
         locale=served,
         list_name=campaign.name,
         tenant_id=campaign.tenant_id or default_tenant,
+        variant_id=variant_id,
     )
     content.template  # noqa: B018 - render now: a template error must surface before any claim
     return content
@@ -174,36 +182,54 @@ def _content(
 
 @dataclass(frozen=True)
 class EmailVariants:
-    """A campaign's email in every language it has one, each rendered once per page walk; a recipient
-    gets the variant their locale is served (``domain/campaign.py:served_locale``)."""
+    """A campaign's email in every language it has one and every A/B content variant, each rendered
+    once per page walk, never per recipient; a recipient gets the language their locale is served
+    (``domain/variants.py:served_locale``) of their content variant (``domain/ab_variants.py``)."""
 
+    campaign_id: str
     languages: tuple[str, ...]
-    by_language: Mapping[str, EmailContent]
+    assignment: Assignment
+    """The campaign's content variants' shares, what ``variant_of`` draws from (empty without variants)."""
+    by_language: Mapping[tuple[str, str | None], EmailContent]
 
-    def for_reader(self, locale: str | None) -> EmailContent:
-        return self.by_language[served_locale(self.languages, locale)]
+    def variant_of(self, profile_id: str) -> str | None:
+        return self.assignment.variant_of(campaign_id=self.campaign_id, profile_id=profile_id)
+
+    def for_reader(self, locale: str | None, variant_id: str | None) -> EmailContent:
+        return self.by_language[(served_locale(self.languages, locale), variant_id)]
+
+    def assigned(self, page: ClaimedPage) -> ClaimedPage:
+        """``page`` with each claimed recipient's content variant (unchanged without variants)."""
+        if not self.assignment.bounds or not page.claimed:
+            return page
+        claimed = [replace(c, variant_id=self.variant_of(c.profile_id)) for c in page.claimed]
+        return replace(page, claimed=claimed)
 
 
 def email_variants_for(
     campaign: CampaignPublic, *, origins: Mapping[str, Any], tenants: Mapping[str, Any], default_tenant: str
 ) -> EmailVariants:
-    """Every language's content, all rendered now: a broken translation fails the dispatch before
-    anyone is claimed, not halfway through its pages."""
+    """Every (language, content variant)'s content, all rendered now: a broken translation fails the
+    dispatch before anyone is claimed, not halfway through its pages."""
     if campaign.email is None:
         raise EmailConfigError("the campaign has no email content")
     languages = tuple(campaign.languages("email"))
+    variant_ids: list[str | None] = [v.id for v in campaign.variants or ()] or [None]
     by_language = {
-        tag: _content(
+        (tag, vid): _content(
             campaign,
-            campaign.variant("email", tag)[1],
+            campaign.content("email", tag, vid)[1],
             tag,
+            vid,
             origins=origins,
             tenants=tenants,
             default_tenant=default_tenant,
         )
         for tag in languages
+        for vid in variant_ids
     }
-    return EmailVariants(languages, by_language)
+    assignment = Assignment.of([{"id": v.id, "weight": v.weight} for v in campaign.variants or ()])
+    return EmailVariants(campaign.id, languages, assignment, by_language)
 
 
 def sender_for(tenants: Mapping[str, Any], tenant_id: str | None, default_tenant: str) -> str | None:

@@ -62,6 +62,9 @@ class Claimed:
     """The elementId of the CAMPAIGN_STATE this claim wrote: where the outcome record finds it again."""
     locale: str | None = None
     """The profile's locale: which language variant of the email this recipient gets (issue 24)."""
+    variant_id: str | None = None
+    """The A/B content variant this recipient gets (issue 26), set by the walk after the claim
+    (``EmailVariants.assigned``); recorded on the CAMPAIGN_STATE with the outcome."""
 
 
 @dataclass(frozen=True)
@@ -187,12 +190,14 @@ class PageTransactions:
         # Sorted by profileId: the statement takes each row's profile lock in this order, as the claim did.
         # Every result is of a claimed message (send_each), so each has the state its claim wrote.
         states = {c.profile_id: c.state_id for c in page.claimed}
+        variants = {c.profile_id: c.variant_id for c in page.claimed}
         rows = [
             {
                 "stateId": states[r.key],
                 "outcome": r.outcome,
                 "reason": r.reason,
                 "messageId": r.provider_message_id,
+                "variantId": variants[r.key],
             }
             for r in sorted(results, key=lambda r: r.key)
         ]

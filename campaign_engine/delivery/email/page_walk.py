@@ -184,7 +184,7 @@ class EmailWorker:
         deadline = time.monotonic() + self._run_seconds
         totals = WalkTotals()
         started = time.perf_counter()
-        page = self._claim_page(job, after=job.cursor)
+        page = content.assigned(self._claim_page(job, after=job.cursor))
         totals.claim_s += time.perf_counter() - started
         if page.skip is not None:
             return EmailPageOutcome("waiting" if page.skip == "wave_not_due" else "stale", reason=page.skip)
@@ -210,6 +210,7 @@ class EmailWorker:
                     ahead, committed = self._claim_ahead(
                         page.job, after=page.last, settling_from=settling_from, after_commit=committed
                     )
+                    ahead = content.assigned(ahead)
                 except Exception:  # rolled back, nothing claimed: record this page, the successor retries
                     log.warning("email.claim_ahead_failed dispatch_id=%s", job.dispatch_id, exc_info=True)
                 totals.claim_s += time.perf_counter() - started
@@ -298,7 +299,7 @@ class EmailWorker:
         metadata = {"campaignId": job.campaign_id, "dispatchId": job.dispatch_id}
         messages = [
             compose_email(
-                content.for_reader(c.locale),
+                content.for_reader(c.locale, c.variant_id),
                 key=c.profile_id,
                 to=c.address,
                 unsubscribe_id=c.unsubscribe_id,

@@ -70,6 +70,7 @@ class EmailSelfTester:
             tenants=self._tenants,
             default_tenant=self._default_tenant,
             locale=locale,
+            variant_id=campaign.variant_of(admin_id),  # their own A/B variant, as on every channel
         )
         content = dataclasses.replace(
             content, copy=dataclasses.replace(content.copy, subject=f"[Test] {content.copy.subject}")

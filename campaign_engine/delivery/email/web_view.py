@@ -48,7 +48,7 @@ log = logging.getLogger(__name__)
 _READ = """
 OPTIONAL MATCH (p:Profile {campaignUnsubscribeId: $unsubscribeId})
 OPTIONAL MATCH (c:Campaign {id: $campaignId})
-RETURN p.locale AS locale, CASE WHEN c IS NULL THEN null ELSE c {.*} END AS campaign
+RETURN p.locale AS locale, p.profileId AS profileId, CASE WHEN c IS NULL THEN null ELSE c {.*} END AS campaign
 """
 
 
@@ -82,12 +82,14 @@ def policy_for(html: str) -> str:
     return content_security_policy(style_attributes=found.styles, image_origins=found.images)
 
 
-def _read(tx: Tx, unsubscribe_id: str, campaign_id: str) -> tuple[str | None, dict[str, Any] | None]:
+def _read(
+    tx: Tx, unsubscribe_id: str, campaign_id: str
+) -> tuple[str | None, str | None, dict[str, Any] | None]:
     record = tx.run(_READ, unsubscribeId=unsubscribe_id, campaignId=campaign_id).single()
     if record is None:
-        return None, None
+        return None, None, None
     campaign = record["campaign"]
-    return record["locale"], None if campaign is None else dict(campaign)
+    return record["locale"], record["profileId"], None if campaign is None else dict(campaign)
 
 
 def render_web_view(
@@ -95,17 +97,21 @@ def render_web_view(
 ) -> tuple[str, str] | None:
     """(html, language) of the recipient's view; None when there is nothing to show (no such campaign,
     no email content, a tenant without an app origin). ``ServiceUnavailable`` when the graph is down."""
-    locale, node = graph.read(_read, unsubscribe_id, campaign_id)
+    locale, profile_id, node = graph.read(_read, unsubscribe_id, campaign_id)
     if node is None:
         return None
     tenants = tenants_of(graph, settings)
+    campaign = campaign_from_node(node)
     try:
         content = email_content_for(
-            campaign_from_node(node),
+            campaign,
             origins=tenants.app_origins(),
             tenants=tenants.branding(),
             default_tenant=settings.campaign_default_tenant_id,
             locale=locale,
+            # The reader's own content variant (issue 26), as their email was; a reader who is gone gets
+            # one drawn from the token's id, so the page still says nothing about whether they exist.
+            variant_id=campaign.variant_of(profile_id or unsubscribe_id),
         )
     except EmailConfigError:
         return None

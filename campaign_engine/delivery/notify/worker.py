@@ -41,11 +41,12 @@ from campaign_engine.delivery.notify.sender import (
     WebhookSender,
 )
 from campaign_engine.delivery.notify.verdicts import Verdict, delivery_ids, metric_outcomes, verdict_of
+from campaign_engine.domain.ab_variants import wire_variant_content, wire_variant_id
 from campaign_engine.domain.dispatch import DeliveryJob
 from campaign_engine.domain.frequency_cap import CapChannel, ChannelCap, cap_params, caps_channel
 from campaign_engine.domain.notification import AnnouncementMetadata, AnnouncementPayload, payload_json
 from campaign_engine.domain.types import Clock, format_ts
-from campaign_engine.domain.variants import served_locale, wire_languages, wire_variant
+from campaign_engine.domain.variants import served_locale, wire_languages
 from campaign_engine.domain.webhook_events import Event
 from campaign_engine.domain.webhook_keys import RingUnreadable, SecretBox
 from campaign_engine.graph.cypher import query
@@ -77,6 +78,7 @@ class _Send:
     url: str
     body: bytes
     secrets: tuple[str, ...] = ()
+    variant_id: str | None = None
 
 
 class _Recheck(NamedTuple):
@@ -209,6 +211,7 @@ class NotificationWorker:
                 result.verdicts,
                 batch=uuid.uuid4().hex,
                 now=format_ts(self._clock()),
+                variant_ids={s.job.delivery_id: s.variant_id for s in sends},
             )
         metrics.deliveries(
             "notify", metric_outcomes([j for _, j in jobs.values()], result.verdicts, acknowledged)
@@ -282,7 +285,8 @@ class NotificationWorker:
             copies[row.definition] = json.loads(row.definition)
         definition = copies[row.definition]
         locale = served_locale(wire_languages(definition, "notification"), row.locale)
-        copy = wire_variant(definition, "notification", locale)
+        variant_id = wire_variant_id(definition, campaign_id=job.campaign_id, profile_id=job.profile_id)
+        copy = wire_variant_content(definition, "notification", locale, variant_id)
         if not url or not copy:
             log.info("notify.suppressed", extra={**delivery_ids(job), "reason": "no_destination_or_copy"})
             return None
@@ -299,9 +303,11 @@ class NotificationWorker:
                 campaign_has_in_app=row.has_in_app and job.campaign_test_id is None,
                 campaign_test_id=job.campaign_test_id,
                 locale=locale,
+                variant_id=variant_id,
             ),
         )
-        return _Send(message=message, job=job, url=url, body=payload_json(payload), secrets=secrets)
+        return _Send(message=message, job=job, url=url, body=payload_json(payload), secrets=secrets,
+                     variant_id=variant_id)  # fmt: skip
 
     def _receiver_secrets(self, row: _Recheck, now: datetime) -> tuple[str, ...]:
         """A profile's own webhook signs with its own live secrets; the default inbox (and a webhook set
@@ -313,7 +319,14 @@ class NotificationWorker:
         return self._box.open(row.keys).signing(int(now.timestamp()))
 
     def _write_outcomes(
-        self, tx: Tx, jobs: list[DeliveryJob], verdicts: dict[str, Verdict], *, batch: str, now: str
+        self,
+        tx: Tx,
+        jobs: list[DeliveryJob],
+        verdicts: dict[str, Verdict],
+        *,
+        batch: str,
+        now: str,
+        variant_ids: Mapping[str, str | None],
     ) -> int:
         """Writes the outcomes; returns how many were first acknowledgements (the Dispatch's count).
         Idempotent (see ``_COUNT``): ``batch`` names this write for every attempt of it."""
@@ -323,6 +336,7 @@ class NotificationWorker:
                 "campaignId": j.campaign_id,
                 "campaignCreatedAt": j.campaign_created_at,
                 "dispatchId": j.dispatch_id,
+                "variantId": variant_ids.get(j.delivery_id),
             }
             for j in jobs
             if verdicts[j.delivery_id] == "positive" and j.campaign_test_id is None

@@ -621,6 +621,7 @@ export interface CampaignCreate {
     [k: string]: Translation;
   } | null;
   segment?: Segment | null;
+  variants?: [ContentVariant, ContentVariant, ...ContentVariant[]] | null;
   id: string;
 }
 /**
@@ -737,6 +738,9 @@ export interface QuietHoursWindow {
  * This interface was referenced by `undefined`'s JSON-Schema definition
  * via the `patternProperty` "^[A-Za-z]{2,8}(-[A-Za-z]{3}){0,3}(-[A-Za-z]{4})?(-([A-Za-z]{2}|[0-9]{3}))?(-([A-Za-z0-9]{5,8}|[0-9][A-Za-z0-9]{3}))*(-[0-9A-WY-Za-wy-z](-[A-Za-z0-9]{2,8})+)*(-[Xx](-[A-Za-z0-9]{1,8})+)?$".
  *
+ * This interface was referenced by `undefined`'s JSON-Schema definition
+ * via the `patternProperty` "^[A-Za-z]{2,8}(-[A-Za-z]{3}){0,3}(-[A-Za-z]{4})?(-([A-Za-z]{2}|[0-9]{3}))?(-([A-Za-z0-9]{5,8}|[0-9][A-Za-z0-9]{3}))*(-[0-9A-WY-Za-wy-z](-[A-Za-z0-9]{2,8})+)*(-[Xx](-[A-Za-z0-9]{1,8})+)?$".
+ *
  * This interface was referenced by `Procedures`'s JSON-Schema
  * via the `definition` "Translation".
  */
@@ -777,6 +781,22 @@ export interface Engaged {
   event: "notified" | "emailed" | "shown" | "clicked" | "dismissed" | "emailClicked";
 }
 /**
+ * One arm of an A/B test: what it overrides of the campaign's content (see the module's rule).
+ *
+ * This interface was referenced by `Procedures`'s JSON-Schema
+ * via the `definition` "ContentVariant".
+ */
+export interface ContentVariant {
+  id: string;
+  weight?: number | null;
+  message?: Message | null;
+  notification?: NotificationCopy | null;
+  email?: EmailCopy | null;
+  translations?: {
+    [k: string]: Translation;
+  } | null;
+}
+/**
  * A campaign as admins read it: the definition plus lifecycle fields. ``id`` is the storage id in
  * Python (delivery names the campaign by it) and the tenant's ref on the wire (domain/tenancy.py).
  *
@@ -805,6 +825,7 @@ export interface CampaignPublic {
     [k: string]: Translation;
   } | null;
   segment?: Segment | null;
+  variants?: [ContentVariant, ContentVariant, ...ContentVariant[]] | null;
   id: string;
   status: "draft" | "live" | "paused" | "archived";
   tenantId: string | null;
@@ -840,6 +861,10 @@ export interface CampaignCard {
    * the language of `message`: the best match for the reader's locale
    */
   locale?: string | null;
+  /**
+   * the A/B content variant of `message` this reader is assigned (issue 26)
+   */
+  variantId?: string | null;
   startsAt: string | null;
   endsAt: string | null;
 }
@@ -920,6 +945,7 @@ export interface RecipientExplanation {
   past?: PastSend | null;
   language?: LanguageChoice | null;
   segment?: SegmentExplanation | null;
+  variant?: VariantChoice | null;
 }
 /**
  * This interface was referenced by `Procedures`'s JSON-Schema
@@ -960,6 +986,7 @@ export interface PastSend {
   dismissedFirstAt?: string | null;
   notifyCappedAt?: string | null;
   emailCappedAt?: string | null;
+  variantId?: string | null;
 }
 /**
  * Which language each channel serves this reader, and why (issue 24): the one rule of every send.
@@ -1007,6 +1034,33 @@ export interface ConditionVerdict {
    * holds, or not when negated: what the rule counts
    */
   ok: boolean;
+}
+/**
+ * Which A/B content variant this profile gets on every channel, and why (issue 26).
+ *
+ * This interface was referenced by `Procedures`'s JSON-Schema
+ * via the `definition` "VariantChoice".
+ */
+export interface VariantChoice {
+  variantId: string;
+  /**
+   * the keyed hash of (campaign, profile) as a point in [0, 1)
+   */
+  point: number;
+  /**
+   * each variant's share of [0, 1), by weight, in order
+   */
+  shares: VariantShare[];
+  why: string;
+}
+/**
+ * This interface was referenced by `Procedures`'s JSON-Schema
+ * via the `definition` "VariantShare".
+ */
+export interface VariantShare {
+  id: string;
+  start: number;
+  end: number;
 }
 /**
  * This interface was referenced by `Procedures`'s JSON-Schema
@@ -1118,6 +1172,10 @@ export interface MyCampaign {
    * the language of `message`: the best match for the reader's locale
    */
   locale?: string | null;
+  /**
+   * the A/B content variant of `message` this reader is assigned (issue 26)
+   */
+  variantId?: string | null;
   startsAt: string | null;
   endsAt: string | null;
   state?: EngagementState | null;
@@ -1154,6 +1212,29 @@ export interface CampaignStats {
   bounced: number;
   complained: number;
   capped: number;
+  /**
+   * per A/B content variant id: each of the campaign's variants (zeros until it reaches someone) and any variant recorded before the variants were edited; {} without variants
+   */
+  variants?: {
+    [k: string]: VariantStats | undefined;
+  };
+}
+/**
+ * One A/B content variant's recipients (issue 26): distinct profiles whose state names the variant
+ * (stamped at their first delivery or in-app event), and of them how many reached each step.
+ *
+ * This interface was referenced by `Procedures`'s JSON-Schema
+ * via the `definition` "VariantStats".
+ */
+export interface VariantStats {
+  recipients?: number;
+  notified?: number;
+  emailed?: number;
+  shown?: number;
+  clicked?: number;
+  emailClicked?: number;
+  bounced?: number;
+  complained?: number;
 }
 /**
  * This interface was referenced by `Procedures`'s JSON-Schema
@@ -1270,6 +1351,10 @@ export interface EmailPreviewInput {
    * preview as a reader of this locale sees it (default: the base content)
    */
   locale?: string | null;
+  /**
+   * preview this A/B content variant (default: the campaign's first variant, if any)
+   */
+  variantId?: string | null;
 }
 /**
  * This interface was referenced by `Procedures`'s JSON-Schema
@@ -1283,6 +1368,10 @@ export interface EmailPreview {
    * the language shown: the variant `locale` is served
    */
   locale: string;
+  /**
+   * the A/B content variant shown (issue 26)
+   */
+  variantId?: string | null;
 }
 /**
  * This interface was referenced by `Procedures`'s JSON-Schema
@@ -1345,6 +1434,10 @@ export interface ScheduleInput {
 export interface SelfTestResult {
   testId: string;
   channels: ("inApp" | "notify" | "email")[];
+  /**
+   * the A/B content variant the test shows on every channel: the admin's own assignment, as a recipient's (issue 26; campaigns.previewEmail renders any variant)
+   */
+  variantId?: string | null;
 }
 /**
  * This interface was referenced by `Procedures`'s JSON-Schema
@@ -1396,6 +1489,7 @@ export interface CampaignPatch {
     [k: string]: Translation;
   } | null;
   segment?: Segment | null;
+  variants?: [ContentVariant, ContentVariant, ...ContentVariant[]] | null;
 }
 /**
  * This interface was referenced by `Procedures`'s JSON-Schema

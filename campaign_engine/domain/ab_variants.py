@@ -1,0 +1,193 @@
+"""A/B content variants of a campaign (issue 26 item 1): their model, THE assignment of a recipient to
+one, and the content a variant serves.
+
+Not ``domain/variants.py``: that module is the *language* variant (``served_locale``, issue 24). A
+content variant is an arm of an A/B test, chosen per recipient; the language is chosen independently of
+it, by the same rule as without variants, and the content variant then overrides whole channel fields
+in that language.
+
+The override rule (what an author can rely on):
+
+- A variant may carry ``message``, ``notification`` and ``email`` (each a whole field, validated like
+  the base content) and ``translations`` (the same fields per language). A variant's top-level fields
+  are in the campaign's base ``locale``; its translations name only languages the campaign translates.
+- A field a variant overrides, it overrides in **every** language the campaign has that field in, so a
+  reader of any language in variant B reads B's copy, never A's by a silent fallback. A field it leaves
+  out is the campaign's own in every language (a variant with no field at all is the control arm).
+- Variants add no language: a reader's language is ``served_locale`` over the campaign's languages, as
+  without variants.
+
+Assignment is ``assigned_variant``: a keyed hash (BLAKE2b keyed by the campaign's storage id) of the
+profile id gives a point in [0, 1) (``unit_point``), and the point falls in one variant's share of the
+weights. Every path calls it (the in-app card, the notify payload, the email walk, the web view,
+self-tests, the email preview, explainRecipient), so a recipient keeps their variant across retries,
+re-dispatches, channels and devices. It depends on the variants' ids, order and weights only: editing
+copy keeps everyone's arm; editing ids, order or weights may move readers (and voids a reviewed
+dispatch preview, whose token digests the definition). A test wave (issue 26 item 2) draws its members
+with ``unit_point(..., purpose="test-wave")``: independent of the variant draw, stable the same way.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Annotated, Any
+
+from pydantic import Field, StringConstraints
+
+from campaign_engine.domain.content import EmailCopy, Message, NotificationCopy, StrictModel, Translation
+from campaign_engine.domain.locale import normalized
+from campaign_engine.domain.variants import MAX_TRANSLATIONS, ContentField, LanguageTag
+
+__all__ = [
+    "MAX_VARIANTS",
+    "MIN_VARIANTS",
+    "Assignment",
+    "ContentVariant",
+    "VariantId",
+    "assigned_variant",
+    "check_variants",
+    "unit_point",
+    "variant_bounds",
+    "wire_variant_content",
+    "wire_variant_id",
+]
+
+MIN_VARIANTS = 2
+MAX_VARIANTS = 4
+_FIELDS: tuple[ContentField, ...] = ("message", "notification", "email")
+
+VariantId = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9][A-Za-z0-9_-]{0,31}$")]
+"""A variant's id: 1-32 letters, digits, ``_`` or ``-`` (``A``, ``B``, ``short-subject``)."""
+
+
+class ContentVariant(StrictModel):
+    """One arm of an A/B test: what it overrides of the campaign's content (see the module's rule)."""
+
+    id: VariantId
+    weight: Annotated[int, Field(ge=1, le=10_000)] | None = None
+    """Its share of the recipients relative to the others' (absent: 1, so equal shares by default)."""
+    message: Message | None = None
+    notification: NotificationCopy | None = None
+    email: EmailCopy | None = None
+    translations: Annotated[dict[LanguageTag, Translation], Field(max_length=MAX_TRANSLATIONS)] | None = None
+
+
+def check_variants(
+    variants: Sequence[ContentVariant], *, base: Mapping[str, object], translations: Mapping[str, Translation]
+) -> None:
+    """The rules across a variant and its campaign (``ValueError`` naming the variant and field):
+    unique ids (case-insensitively), an overridden field exists in the campaign, a variant's translation
+    names a language the campaign has that field in, and an overridden field is overridden in every
+    language the campaign has it in. ``base``: the campaign's own fields by wire name."""
+    seen: set[str] = set()
+    campaign_tags = {normalized(tag): tag for tag in translations}
+    for variant in variants:
+        where = f"variants['{variant.id}']"
+        if variant.id.lower() in seen:
+            raise ValueError(f"{where}: variant ids must be unique")
+        seen.add(variant.id.lower())
+        own = {normalized(tag): content for tag, content in (variant.translations or {}).items()}
+        if len(own) != len(variant.translations or {}):
+            raise ValueError(f"{where}.translations: a language repeats")
+        for tag in own:
+            if tag not in campaign_tags:
+                raise ValueError(f"{where}.translations: the campaign has no '{tag}' translation")
+        for field in _FIELDS:
+            has = {tag for tag, content in translations.items() if getattr(content, field) is not None}
+            overridden = {campaign_tags[tag] for tag, content in own.items() if getattr(content, field)}
+            if base.get(field) is None and (getattr(variant, field) is not None or overridden):
+                raise ValueError(f"{where}.{field}: the campaign has no {field} content to override")
+            if not overridden <= has:
+                extra = ", ".join(sorted(overridden - has))
+                raise ValueError(f"{where}.translations: the campaign has no {field} in {extra}")
+            if getattr(variant, field) is None and not overridden:
+                continue
+            missing = sorted(has - overridden)
+            if getattr(variant, field) is None:
+                missing.insert(0, "the base locale")
+            if missing:
+                raise ValueError(
+                    f"{where}.{field}: a variant overriding {field} overrides it in every language the "
+                    f"campaign has it in; missing: {', '.join(missing)}"
+                )
+
+
+def unit_point(campaign_id: str, profile_id: str, *, purpose: str = "variant") -> float:
+    """A point in [0, 1) fixed by (campaign, profile, purpose): BLAKE2b keyed by the campaign's storage
+    id, personalised by ``purpose``, over the profile id. Uniform across profiles, independent between
+    campaigns and purposes, and the same in every process and on every path."""
+    hasher = _keyed(campaign_id, purpose).copy()
+    hasher.update(profile_id.encode())
+    return int.from_bytes(hasher.digest(), "big") / 2.0**64
+
+
+@lru_cache(maxsize=1024)
+def _keyed(campaign_id: str, purpose: str) -> Any:
+    """The keyed, personalised BLAKE2b state of a campaign before any input, copied per profile (half
+    the cost of keying it again). The key is a digest of the storage id, so any id length fits
+    BLAKE2b's 64-byte key."""
+    key = hashlib.blake2b(campaign_id.encode(), digest_size=32).digest()
+    return hashlib.blake2b(key=key, person=purpose.encode()[:16], digest_size=8)
+
+
+def variant_bounds(variants: Sequence[Mapping[str, Any]]) -> list[tuple[str, float, float]]:
+    """Each variant's share of [0, 1) as (id, start, end), in the order the author listed them."""
+    weights = [int(v.get("weight") or 1) for v in variants]
+    total = sum(weights)
+    bounds: list[tuple[str, float, float]] = []
+    start = 0
+    for variant, weight in zip(variants, weights, strict=True):
+        bounds.append((str(variant["id"]), start / total, (start + weight) / total))
+        start += weight
+    return bounds
+
+
+@dataclass(frozen=True)
+class Assignment:
+    """A campaign's variants' shares, computed once: what the hot paths hold (one per campaign version) so
+    a recipient costs one keyed hash and a scan of at most four bounds."""
+
+    bounds: tuple[tuple[str, float, float], ...]
+
+    @classmethod
+    def of(cls, variants: Sequence[Mapping[str, Any]] | None) -> Assignment:
+        return cls(tuple(variant_bounds(variants or ())))
+
+    def variant_of(self, *, campaign_id: str, profile_id: str) -> str | None:
+        """THE variant of ``profile_id`` in ``campaign_id`` (None: the campaign has no variants)."""
+        if not self.bounds:
+            return None
+        point = unit_point(campaign_id, profile_id)
+        return next((vid for vid, _, end in self.bounds if point < end), self.bounds[-1][0])
+
+
+def assigned_variant(
+    variants: Sequence[Mapping[str, Any]] | None, *, campaign_id: str, profile_id: str
+) -> str | None:
+    """THE variant of ``profile_id`` in ``campaign_id`` (None: the campaign has no variants), by
+    ``Assignment``. ``variants`` in wire form (``id``, ``weight``), as stored."""
+    return Assignment.of(variants).variant_of(campaign_id=campaign_id, profile_id=profile_id)
+
+
+def wire_variant_id(definition: Mapping[str, Any], *, campaign_id: str, profile_id: str) -> str | None:
+    """``assigned_variant`` for a stored definition's wire JSON (the hot reads keep definitions unparsed)."""
+    return assigned_variant(definition.get("variants"), campaign_id=campaign_id, profile_id=profile_id)
+
+
+def wire_variant_content(
+    definition: Mapping[str, Any], field: ContentField, tag: str, variant_id: str | None
+) -> Any:
+    """The wire content of ``field`` in language ``tag`` (one ``wire_languages`` gave) for a reader of
+    ``variant_id``: the variant's own when it overrides the field, else the campaign's."""
+    variant = next((v for v in definition.get("variants") or () if v["id"] == variant_id), None)
+    if variant is not None and variant.get(field) is not None:
+        if tag == definition.get("locale", "en"):
+            return variant[field]
+        own = {normalized(t): content for t, content in (variant.get("translations") or {}).items()}
+        return own[normalized(tag)][field]
+    if tag == definition.get("locale", "en"):
+        return definition.get(field)
+    return definition["translations"][tag][field]
