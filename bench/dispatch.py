@@ -54,8 +54,14 @@ order swapped every round) between a one-language campaign (its readers fall bac
 dispatched with ``acceptFallback``) and one with ``es`` and ``ar`` translations, each recipient's payload
 in their variant. Both rates per round, their ratio (three / one) and the medians are printed, and in
 the RESULT line.
+``--segment`` (issue 27: a live segment within 15% of the same audience as static members): after the
+rounds above, the first N bench profiles are tagged, and the rounds alternate (the order swapped every
+round) between a campaign whose N members are static and one with no member and the live segment
+``{"tag": "bench-segment"}``, evaluated by the preview and again by every page. Both rates per round,
+their ratio (segment / static) and the medians are printed, and in the RESULT line.
 Usage: ``.venv/bin/python -m bench.dispatch [--profiles N] [--compare M] [--rounds R] [--cap]
-[--baseline-ref REF] [--events] [--languages 3]``, e.g. ``--profiles 1000000 --compare 20000 --rounds 1``.
+[--baseline-ref REF] [--events] [--languages 3] [--segment]``,
+e.g. ``--profiles 1000000 --compare 20000 --rounds 1``.
 """
 
 from __future__ import annotations
@@ -701,6 +707,62 @@ def with_languages(graph: Graph, admin: Admin, *, n: int, rounds: int, languages
     )
 
 
+SEGMENT_TAG = "bench-segment"
+_SEGMENT_PROFILES = f"""
+MERGE (t:Tag {{slug: $slug}})
+WITH t
+UNWIND range($first, $last) AS i
+WITH t, {PROFILE_ID_CYPHER} AS id
+MERGE (p:Profile {{profileId: id}})
+  ON CREATE SET p.announcementPushOptOut = false, p.announcementEmailOptOut = false
+SET p.tenants = [$tenant]
+MERGE (p)-[:HAS_TAG]->(t)
+"""
+
+
+def seed_segment(graph: Graph, campaign_id: str) -> str:
+    """A live notify campaign with no static member and a live segment: the profiles tagged
+    SEGMENT_TAG (issue 27), evaluated by the preview and again by every page of the walk."""
+    now = datetime.now(UTC)
+    data = {
+        "id": campaign_id,
+        "name": "Bench segment",
+        "channels": ["notify"],
+        "notification": {"title": "Bench", "body": "Throughput"},
+        "segment": {"tag": SEGMENT_TAG},
+    }
+    created = definitions.create_campaign(
+        graph, data=CampaignCreate.model_validate(data), tenant_id=TENANT, now=now
+    )
+    definitions.set_status(graph, campaign_id=campaign_id, status="live", now=now)
+    return created.created_at
+
+
+def with_segment(graph: Graph, admin: Admin, *, n: int, rounds: int, give_up: float) -> str:
+    """Rounds of ``n``, alternating (the order swapped every round) a campaign whose audience is the
+    first ``n`` bench profiles as static members and one whose live segment matches exactly them (a
+    tag); the RESULT fields. Both walk the same recipients in the same order through the same worker."""
+    for first in range(0, n, SEED_BATCH):
+        graph.run(_SEGMENT_PROFILES, first=first, last=min(first + SEED_BATCH, n) - 1, prefix="bench-",
+                  slug=SEGMENT_TAG, tenant=TENANT)  # fmt: skip
+    rates: dict[str, list[float]] = {"static": [], "segment": []}
+    for k in range(1, rounds + 1):
+        for mode in ("static", "segment") if k % 2 else ("segment", "static"):
+            campaign_id = f"bench-{mode}-{k}"
+            if mode == "static":
+                seed(graph, campaign_id, n)
+            else:
+                seed_segment(graph, campaign_id)
+            _, elapsed, done = run_dispatch(graph, admin, campaign_id, n, give_up)
+            rates[mode].append(done / elapsed)
+            print(f"segment round {k}: {mode} -> {done / elapsed:.0f}/s", flush=True)
+    ratio = side_by_side("recipients/s over a live segment", rates["segment"], rates["static"], ref="static")
+    return (
+        f" static_members_per_s={statistics.median(rates['static']):.0f}"
+        f" live_segment_per_s={statistics.median(rates['segment']):.0f} segment_ratio={ratio:.3f}"
+    )
+
+
 _PENDING = "MATCH (b:WebhookBatch) WHERE b.endpointId = $id AND b.queueKey > '' RETURN count(b) AS n"
 
 
@@ -754,6 +816,9 @@ def main() -> int:
     parser.add_argument(
         "--languages", type=int, choices=[1, 3], default=1, help="3: then alternate 1- and 3-language rounds"
     )
+    parser.add_argument(
+        "--segment", action="store_true", help="then alternate static-member and live-segment rounds"
+    )
     args = parser.parse_args()
     if args.baseline_ref and (args.compare or args.cap or args.time_cap):
         parser.error("--baseline-ref measures --profiles rounds only (no --compare, --cap or --time-cap)")
@@ -768,6 +833,8 @@ def main() -> int:
     if args.events:  # twice the rounds again
         deadline *= 2
     if args.languages > 1:  # and again
+        deadline *= 2
+    if args.segment:  # and again
         deadline *= 2
     # A million profiles and their relationships outgrow a 256 MB page cache many times over.
     pagecache = "256m" if largest <= 100_000 else "1g"
@@ -835,7 +902,9 @@ def main() -> int:
                     )
                 api_peak, worker_peak = peak_rss_mb(api_pid), peak_rss_mb(worker.pid)
                 print(f"{procs.peak_rss()} (whole run)")
-                ratio = cap_result = events_result = languages_result = ""
+                ratio = cap_result = events_result = languages_result = segment_result = ""
+                if args.segment:
+                    segment_result = with_segment(graph, admin, n=n, rounds=args.rounds, give_up=give_up)
                 if args.languages > 1:
                     languages_result = with_languages(
                         graph, admin, n=n, rounds=args.rounds, languages=args.languages, give_up=give_up
@@ -875,7 +944,7 @@ def main() -> int:
                     f"shared_ceiling_per_s={median.shared_ceiling:.0f} "
                     f"shared_efficiency={median.shared_efficiency:.2f} "
                     f"api_peak_rss_mb={api_peak:.0f} worker_peak_rss_mb={worker_peak:.0f}{ratio}{cap_result}"
-                    f"{baseline}{events_result}{languages_result}",
+                    f"{baseline}{events_result}{languages_result}{segment_result}",
                     flush=True,
                 )
                 delete_largest(admin, procs, "bench-1", n)

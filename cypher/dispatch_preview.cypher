@@ -10,13 +10,10 @@
 // replan=skip: the membership seek is pinned by its hint and the rest expands from bound nodes, so
 // statistics cannot improve the plan; a dispatch's own sends move them fast enough that Neo4j otherwise
 // replanned it (and JIT-compiled it again) between dispatches: a dispatch call of ~0.3 s took ~0.9 s.
+// The AUDIENCE_PAGE placeholder: graph/policy.py's static page, or with a live segment its seeks beside it in one
+// ordered union (graph/segment.py, issue 27); either way `p` and `c` for at most $limit members in order.
 CYPHER replan=skip
-MATCH (p:Profile)-[m:IN_CAMPAIGN_AUDIENCE]->(c:Campaign)
-USING INDEX m:IN_CAMPAIGN_AUDIENCE(campaignId, profileId)
-WHERE m.campaignId = $campaignId AND m.profileId > $cursor
-WITH p, c, m
-ORDER BY m.campaignId, m.profileId
-LIMIT $limit
+{{AUDIENCE_PAGE}}
 WITH p, c, EXISTS { (p)-[s:CAMPAIGN_STATE]->(c) WHERE s.notifiedAt IS NOT NULL } AS notified,
      CASE WHEN $email THEN {{PRIMARY_EMAILS}} ELSE [] END AS emails
 WITH p, notified, emails,

@@ -28,19 +28,16 @@
 // replan=skip: a send moves the statistics fast enough that Neo4j would otherwise recompile this
 // statement every few seconds (seconds each on a loaded machine); its plan is fixed by its index
 // predicates (tests/integration/test_email_page_walk.py asserts it).
+// The AUDIENCE_PAGE placeholder: graph/policy.py's static page, or with a live segment its seeks beside it in one
+// ordered union (graph/segment.py, issue 27); either way `p` and `c` for at most $limit members in order.
 CYPHER replan=skip
-MATCH (p:Profile)-[m:IN_CAMPAIGN_AUDIENCE]->(c:Campaign)
-USING INDEX m:IN_CAMPAIGN_AUDIENCE(campaignId, profileId)
-WHERE m.campaignId = $campaignId AND m.profileId > $cursor
-WITH p, c, m
-ORDER BY m.campaignId, m.profileId
-LIMIT $limit
+{{AUDIENCE_PAGE}}
 SET p.campaignStateLock = coalesce(p.campaignStateLock, 0) + 1
-WITH p, c, m
+WITH p, c
 OPTIONAL MATCH (p)-[s:CAMPAIGN_STATE]->(c)
-WITH p, c, m, s, {{PRIMARY_EMAILS}} AS emails,
+WITH p, c, s, {{PRIMARY_EMAILS}} AS emails,
      coalesce($caps[coalesce(c.tenantId, '*')], $caps['*']) AS cap
-WITH p, c, m, s, emails, cap,
+WITH p, c, s, emails, cap,
      CASE
        WHEN c.createdAt <> $campaignCreatedAt THEN 'campaign_gone'
        WHEN coalesce(p.announcementEmailOptOut, false) THEN 'opted_out'
@@ -73,7 +70,7 @@ CALL (p, c, s, blocked) {
   RETURN null AS stateId
 }
 {{EMAIL_CAP}}
-WITH m.profileId AS profileId, blocked, emails[0] AS address, p.campaignUnsubscribeId AS unsubscribeId,
+WITH p.profileId AS profileId, blocked, emails[0] AS address, p.campaignUnsubscribeId AS unsubscribeId,
      stateId, firstCapped, p.locale AS locale,
      CASE WHEN blocked = 'deferred' THEN coalesce($readyAt[p.timeZone], $fallbackReadyAt) END AS readyAt
 RETURN count(*) AS read, max(profileId) AS last,

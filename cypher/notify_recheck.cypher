@@ -12,6 +12,8 @@
 // profile lock, taken first, in the ascending profileId order of $jobs) and the second (NOTIFY_CAP:
 // cypher/notify_cap.cypher, reserve a slot or hold back under that lock), and the statement runs in a
 // write transaction.
+// pagedMember (issue 27): the job of a campaign with a live segment, whose page matched the profile
+// moments ago; the rule is the page's to evaluate (graph/segment.py), not this statement's.
 // replan=skip: every lookup is a unique-key seek, so statistics cannot improve the plan, and a
 // send moving CAMPAIGN_STATE counts fast otherwise replans (and JIT-compiles) it every few seconds.
 CYPHER replan=skip
@@ -20,7 +22,7 @@ OPTIONAL MATCH (p:Profile {profileId: job.profileId})
 {{NOTIFY_CAP_LOCK}}
 OPTIONAL MATCH (c:Campaign {id: job.campaignId})
 WITH job, c, p,
-     EXISTS { MATCH (p)-[:IN_CAMPAIGN_AUDIENCE]->(c) } AS member,
+     job.pagedMember OR EXISTS { MATCH (p)-[:IN_CAMPAIGN_AUDIENCE]->(c) } AS member,
      [(p)-[s:CAMPAIGN_STATE]->(c) WHERE s.notifiedAt IS NOT NULL | coalesce(s.notifiedDispatchId, '')]
        AS notifiedBy
 WITH job, c, p,

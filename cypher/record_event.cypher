@@ -7,11 +7,15 @@
 // `variants` (issue 26): the campaign's A/B variant ids and weights, so the caller stamps the state's
 // variantId on a profile's first event (campaigns/engagement.py), in this transaction.
 // Two unique seeks per event, then the membership check as Expand(Into): cost is independent of
-// audience size.
+// audience size. A live segment's recipient (issue 27) has no membership; someone the campaign was
+// notified or emailed to may record engagement too (one more Expand(Into), for non-members only), so a
+// follow-up's `engaged` rule sees what they did.
 UNWIND $events AS event
 MATCH (p:Profile {profileId: event.profileId})
 MATCH (c:Campaign {id: event.campaignId}) USING INDEX c:Campaign(id)
-WHERE c.status = 'live' AND EXISTS { (p)-[:IN_CAMPAIGN_AUDIENCE]->(c) }
+WHERE c.status = 'live'
+  AND (EXISTS { (p)-[:IN_CAMPAIGN_AUDIENCE]->(c) }
+       OR EXISTS { (p)-[r:CAMPAIGN_STATE]->(c) WHERE r.notifiedAt IS NOT NULL OR r.emailedAt IS NOT NULL })
   AND (c.startsAt IS NULL OR c.startsAt <= $now) AND (c.endsAt IS NULL OR $now < c.endsAt)
   AND {{CAMPAIGN_AGE_OK}}
 OPTIONAL MATCH (p)-[existing:CAMPAIGN_STATE]->(c)

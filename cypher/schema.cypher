@@ -59,3 +59,8 @@ CREATE INDEX webhook_endpoint_tenant IF NOT EXISTS FOR (e:WebhookEndpoint) ON (e
 CREATE INDEX webhook_batch_queue IF NOT EXISTS FOR (b:WebhookBatch) ON (b.endpointId, b.queueKey);
 CREATE INDEX webhook_batch_time IF NOT EXISTS FOR (b:WebhookBatch) ON (b.endpointId, b.orderKey);
 CREATE INDEX webhook_attempt_order IF NOT EXISTS FOR (a:WebhookAttempt) ON (a.endpointId, a.orderKey);
+// Live segments (issue 27, graph/segment.py): a segment's locale (prefix), zone and age conditions seek
+// these when they are the rule's most selective positive condition, so a page never reads all profiles.
+CREATE INDEX profile_locale IF NOT EXISTS FOR (p:Profile) ON (p.locale);
+CREATE INDEX profile_time_zone IF NOT EXISTS FOR (p:Profile) ON (p.timeZone);
+CREATE INDEX profile_dob IF NOT EXISTS FOR (p:Profile) ON (p.dob);

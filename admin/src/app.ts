@@ -611,8 +611,20 @@ async function renderCampaign(id: string): Promise<void> {
     });
     if (s && mine === generation) replace(statsOut, chart(s));
   }
+  // Follow-up (issue 27 item 4): a draft with this campaign's content over a live segment of its audience
+  // who never saw it, opened for editing; its own window, no dispatch of its own yet.
+  const remindOut = h("div", { id: "remind-result" });
+  const remindBtn: HTMLButtonElement = button("Remind those who did not see it", () => {
+    void guarded(remindBtn, () => api.call("campaigns.create", reminderOf(current)), (err) => replace(remindOut, errorBox(err))).then((draft) => {
+      if (!draft) return;
+      announce(`Created the reminder draft ${draft.id}.`);
+      location.hash = `#/c/${encodeURIComponent(draft.id)}`;
+    });
+  }, { id: "remind-button" });
   const statsSection = h("section", { id: "stats", "aria-labelledby": "stats-h" }, h("h2", { id: "stats-h" }, "Stats"),
     h("p", { className: "hint" }, "Distinct profiles at each step."), statsOut, button("Refresh stats", () => void refreshStats()),
+    can("campaigns.create") ? h("div", { className: "inline-form", role: "group", "aria-label": "Follow up" }, remindBtn,
+      h("p", { className: "hint" }, "A new draft with this content for this campaign's audience who have not been shown it, evaluated when it is sent."), remindOut) : null,
     held ? recipientsDownload(kit(held.session), id) : null);
 
   async function poll(): Promise<void> {
@@ -647,6 +659,19 @@ async function renderCampaign(id: string): Promise<void> {
     h("nav", { className: "sections", "aria-label": "Campaign sections" }, ...[["definition", "Definition"], ["audience", "Audience"], ["test", "Test"], ["review", "Review and send"], ["progress", "Progress"], ["stats", "Stats"], ["explain", "Explain a recipient"]].map(([a, l]) => h("a", { href: `#/c/${encodeURIComponent(id)}`, "data-target": a ?? "", onclick: jump as EventListener }, l ?? ""))),
     defSection, audienceSection, testSection, reviewSection, progressSection, statsSection, explainSection(api, id, guarded, errorBox));
   await Promise.all([loadMembers(true).catch((err: unknown) => replace(pager, errorBox(err))), poll()]);
+}
+
+/** The follow-up of ``c``: its content (not its window) as a draft over a live segment, members of
+ *  ``c`` who were never shown it (issue 27 item 4). */
+function reminderOf(c: Campaign): Definition & { id: string } {
+  const { id, status: _status, tenantId: _tenant, createdAt: _created, updatedAt: _updated, revision: _revision,
+    startsAt: _starts, endsAt: _ends, segment: _segment, ...content } = c;
+  return {
+    ...content,
+    id: `${id}-reminder`.slice(0, 64).replace(/-+$/, ""),
+    name: `${c.name} (reminder)`.slice(0, 200),
+    segment: { all: [{ memberOf: id }, { engaged: { campaignId: id, event: "shown" }, not: true }] },
+  };
 }
 
 function untranslatedTotal(p: DispatchPreview): number {

@@ -39,6 +39,7 @@ from campaign_engine.graph.cypher import query
 from campaign_engine.graph.graph import Graph, Tx
 from campaign_engine.graph.locks import lock_campaign
 from campaign_engine.graph.policy import policy_params, policy_query
+from campaign_engine.graph.segment import compile_for, segment_query
 
 __all__ = [
     "CHUNK",
@@ -220,7 +221,8 @@ def _resolve(graph: Graph, campaign_id: str, source: Source, domain: str) -> _Re
 
 def _require_campaign(tx: Tx, campaign_id: str) -> dict[str, Any]:
     record = tx.run(
-        "MATCH (c:Campaign {id: $id}) RETURN c {.id, .status, .tenantId} AS c", id=campaign_id
+        "MATCH (c:Campaign {id: $id}) RETURN c {.id, .ref, .status, .tenantId, .definition} AS c",
+        id=campaign_id,
     ).single()
     if record is None:
         raise NotFound(f"campaign '{campaign_ref(campaign_id)}' not found")
@@ -327,13 +329,18 @@ def get_audience(
     """Eligible members after ``cursor`` in profileId order (keyset paging on the audience index)."""
 
     def tx_fn(tx: Tx) -> list[dict[str, Any]]:
-        _require_campaign(tx, campaign_id)
+        campaign = _require_campaign(tx, campaign_id)
+        segment = compile_for(tx, campaign)
+        statement = policy_query("audience_page")
+        if segment is not None:  # the static members and the live segment's matches now (issue 27)
+            statement = segment_query("audience_segment_page", segment, arm_filter="{{CAMPAIGN_AGE_OK}}")
         rows = tx.run(
-            policy_query("audience_page"),
+            statement,
             campaignId=campaign_id,
             cursor=cursor or "",
             limit=limit + 1,
             **policy.params(),
+            **(segment.params(policy.now) if segment else {}),
         )
         return [row.data() for row in rows]
 

@@ -36,6 +36,7 @@ from campaign_engine.domain.webhook_events import Event, EventType
 from campaign_engine.graph.audit import AuditContext, record_audit
 from campaign_engine.graph.graph import Graph, Tx
 from campaign_engine.graph.locks import lock_campaign
+from campaign_engine.graph.segment import check_segment
 from campaign_engine.graph.webhook_outbox import record_dispatch_events, record_events, subscribers_for
 
 __all__ = [
@@ -117,8 +118,11 @@ def create_campaign(
     tenant_id: str,
     now: datetime,
     audit: AuditContext | None = None,
+    adult_age: int | None = None,
 ) -> CampaignPublic:
-    """A draft in ``tenant_id``; CONFLICT only when that tenant already has the id."""
+    """A draft in ``tenant_id``; CONFLICT only when that tenant already has the id. ``adult_age``
+    (CAMPAIGN_ADULT_AGE, as the API passes it) also checks a segment's age conditions against the
+    campaign's age policy."""
     definition = CampaignDefinition.model_validate(data.model_dump(by_alias=True, exclude={"id"}))
     props = node_properties(definition)
     params: dict[str, Any] = {
@@ -128,6 +132,11 @@ def create_campaign(
     }
 
     def tx_fn(tx: Tx) -> dict[str, Any]:
+        if definition.segment is not None:
+            check_segment(
+                tx, definition.segment, tenant_id=tenant_id, own_ref=data.id,
+                excludes_minors=definition.exclude_minors, adult_age=adult_age,
+            )  # fmt: skip
         record = tx.run(_CREATE, now=format_ts(now), props=props, **params).single()
         if record is None:
             raise Conflict(f"campaign '{data.id}' already exists")
@@ -266,7 +275,12 @@ def _patched(current: CampaignDefinition, changes: dict[str, Any]) -> CampaignDe
 
 
 def update_campaign(
-    graph: Graph, *, patch: CampaignPatch, now: datetime, audit: AuditContext | None = None
+    graph: Graph,
+    *,
+    patch: CampaignPatch,
+    now: datetime,
+    audit: AuditContext | None = None,
+    adult_age: int | None = None,
 ) -> CampaignPublic:
     changes = patch.changes()
 
@@ -278,6 +292,11 @@ def update_campaign(
         if node["status"] == "archived":
             raise BadRequest("archived campaigns cannot be edited")
         definition = _patched(load_definition(node), changes)
+        if definition.segment is not None and {"segment", "excludeMinors"} & changes.keys():
+            check_segment(
+                tx, definition.segment, tenant_id=node.get("tenantId"), own_ref=node.get("ref") or node["id"],
+                excludes_minors=definition.exclude_minors, adult_age=adult_age,
+            )  # fmt: skip
         saved = _save(tx, node, node_properties(definition), now)
         _audit(tx, audit, node, before=node, after=saved, detail={"fields": sorted(changes)})
         _event(tx, graph, "campaign.updated", saved, now, fields=sorted(changes))

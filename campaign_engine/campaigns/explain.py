@@ -17,6 +17,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from campaign_engine.campaigns.segments import SegmentExplanation, explain_segment
 from campaign_engine.domain.ab_variants import assigned_variant, unit_point, variant_bounds
 from campaign_engine.domain.dispatch import send_blocked
 from campaign_engine.domain.errors import NotFound
@@ -27,6 +28,7 @@ from campaign_engine.domain.types import format_ts
 from campaign_engine.domain.variants import ContentField, served_locale, wire_languages
 from campaign_engine.graph.graph import Graph, Tx
 from campaign_engine.graph.policy import policy_params, policy_query
+from campaign_engine.graph.segment import compile_for, segment_of
 
 __all__ = ["ChannelExplanation", "RecipientExplanation", "RuleVerdict", "explain_recipient"]
 
@@ -118,6 +120,8 @@ class RecipientExplanation(BaseModel):
     channels: list[ChannelExplanation]
     past: PastSend | None = None
     language: LanguageChoice | None = None
+    segment: SegmentExplanation | None = None
+    """The live segment's verdict for this profile, condition by condition (issue 27)."""
     variant: VariantChoice | None = None
     """None when the campaign has no A/B variants."""
 
@@ -144,6 +148,7 @@ def explain_recipient(
     """``caps``: CAMPAIGN_FREQUENCY_CAPS, so the cap's verdict is the one a send would reach now."""
 
     def tx_fn(tx: Tx) -> dict[str, Any] | None:
+        segment = _segment(tx, campaign_id=campaign_id, profile_id=profile_id, now=now, adult_age=adult_age)
         record = tx.run(
             policy_query("explain_recipient"),
             campaignId=campaign_id,
@@ -152,7 +157,7 @@ def explain_recipient(
             emailCaps=cap_params(caps or {}, "email", now=now)["caps"],
             **policy_params(now, adult_age),
         ).single()
-        return None if record is None else record.data()
+        return None if record is None else {**record.data(), "segment": segment}
 
     row = graph.read(tx_fn)
     if row is None:
@@ -163,7 +168,13 @@ def explain_recipient(
     state: dict[str, Any] = row["state"] or {}
     definition = json.loads(campaign["definition"])
     stamp = format_ts(now)
-    member = RuleVerdict(rule="not_member", ok=membership is not None)
+    segment: SegmentExplanation | None = row["segment"]
+    in_segment = segment is not None and segment.matched
+    member = RuleVerdict(
+        rule="not_member",
+        ok=membership is not None or in_segment,
+        detail=None if membership is not None or not in_segment else "matched by the live segment",
+    )
     notify = [
         _campaign_rule(campaign, "notify", stamp),
         member,
@@ -201,14 +212,34 @@ def explain_recipient(
     return RecipientExplanation(
         campaign_id=campaign_id,
         profile_id=profile_id,
-        member=membership is not None,
-        member_source=(membership or {}).get("source"),
+        member=membership is not None or in_segment,
+        member_source=(membership or {}).get("source") or ("segment" if in_segment else None),
         member_added_at=(membership or {}).get("addedAt"),
         channels=[_channel("notify", notify), _channel("email", email)],
         past=PastSend.model_validate(state) if state else None,
         language=_language(definition, row["locale"]),
         variant=_variant(definition, campaign_id=campaign_id, profile_id=profile_id),
+        segment=segment,
     )
+
+
+_SEGMENT_OF = "MATCH (c:Campaign {id: $id}) RETURN c {.id, .ref, .tenantId, .definition} AS campaign"
+
+
+def _segment(
+    tx: Tx, *, campaign_id: str, profile_id: str, now: datetime, adult_age: int
+) -> SegmentExplanation | None:
+    """The live segment's verdict per condition (issue 27); None without a segment. A profile outside
+    the campaign's tenant is never found, as for the rest of the explanation."""
+    record = tx.run(_SEGMENT_OF, id=campaign_id).single()
+    if record is None:
+        return None
+    node = dict(record["campaign"])
+    compiled, rule = compile_for(tx, node), segment_of(node)
+    if compiled is None or rule is None:
+        return None
+    params = policy_params(now, adult_age)
+    return explain_segment(tx, compiled, rule, profile_id=profile_id, now=now, params=params)
 
 
 _CONTENT: tuple[ContentField, ...] = ("message", "notification", "email")

@@ -21,6 +21,7 @@ from campaign_engine.domain.locale import language_of
 from campaign_engine.domain.variants import ContentField, served_locale, wire_languages
 from campaign_engine.graph.graph import Tx
 from campaign_engine.graph.policy import policy_params, policy_query
+from campaign_engine.graph.segment import compile_for, segment_query
 
 __all__ = ["PREVIEW_PAGE", "Tally", "pinned"]
 
@@ -72,16 +73,22 @@ def pinned(
     page boundaries never change the digest. Counts go to ``tally`` as pages are read."""
     channels = campaign.get("channels") or []
     languages = _Languages(json.loads(campaign["definition"]))
+    segment = compile_for(tx, campaign)  # a live segment is evaluated now; the token pins what it matched
+    statement = (
+        policy_query("dispatch_preview") if segment is None else segment_query("dispatch_preview", segment)
+    )
+    extra = segment.params(now) if segment else {}
     cursor = ""
     while True:
         row = tx.run(
-            policy_query("dispatch_preview"),
+            statement,
             campaignId=campaign["id"],
             cursor=cursor,
             limit=PREVIEW_PAGE,
             notify="notify" in channels,
             email="email" in channels,
             **policy_params(now, adult_age),
+            **extra,
         ).single()
         assert row is not None  # an aggregation always returns one record
         if row["read"] == 0:

@@ -21,6 +21,7 @@ from campaign_engine.domain.errors import NotFound
 from campaign_engine.domain.tenancy import campaign_ref
 from campaign_engine.graph.graph import Graph, Tx
 from campaign_engine.graph.policy import policy_query
+from campaign_engine.graph.segment import compile_for, count_audience
 
 __all__ = ["CampaignStats", "VariantStats", "get_stats"]
 
@@ -71,10 +72,24 @@ def _stats(record: dict[str, Any]) -> CampaignStats:
     return CampaignStats.model_validate({**record, "variants": variants})
 
 
+_SEGMENT_OF = "MATCH (c:Campaign {id: $id}) RETURN c {.id, .ref, .tenantId, .definition} AS c"
+
+
 def get_stats(graph: Graph, *, campaign_id: str, policy: Policy) -> CampaignStats:
     def tx_fn(tx: Tx) -> CampaignStats | None:
         record = tx.run(policy_query("campaign_stats"), campaignId=campaign_id, **policy.params()).single()
-        return None if record is None else _stats(record.data())
+        if record is None:
+            return None
+        stats = _stats(record.data())
+        node = tx.run(_SEGMENT_OF, id=campaign_id).single()
+        segment = None if node is None else compile_for(tx, dict(node["c"]))
+        if segment is None:
+            return stats
+        # Issue 27: the audience of a campaign with a live segment is its members and the matches now.
+        audience = count_audience(
+            tx, segment, campaign_id=campaign_id, now=policy.now, params=policy.params()
+        )
+        return stats.model_copy(update={"audience": audience})
 
     stats = graph.read(tx_fn)
     if stats is None:

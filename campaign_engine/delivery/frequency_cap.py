@@ -19,6 +19,7 @@ from functools import cache
 from campaign_engine.graph.cypher import query
 from campaign_engine.graph.graph import Tx
 from campaign_engine.graph.policy import policy_query
+from campaign_engine.graph.segment import CompiledSegment, segment_query
 
 __all__ = ["count_capped", "email_page_query", "notify_recheck_query"]
 
@@ -49,10 +50,17 @@ def notify_recheck_query(capped: bool) -> str:
     )
 
 
-@cache
-def email_page_query(capped: bool) -> str:
+def email_page_query(capped: bool, segment: CompiledSegment | None = None) -> str:
     """The email page claim, with the cap's subqueries (``cypher/email_cap.cypher``) only when a tenant caps
-    email: without one they cost ~8% of the statement for rows they never touch."""
+    email: without one they cost ~8% of the statement for rows they never touch. ``segment``: the
+    campaign's live segment, whose matches the page reads beside its members (issue 27)."""
+    if segment is None:
+        return _email_page_query(capped)
+    return segment_query("email_page", segment).replace("{{EMAIL_CAP}}", query("email_cap") if capped else "")
+
+
+@cache
+def _email_page_query(capped: bool) -> str:
     return policy_query("email_page").replace("{{EMAIL_CAP}}", query("email_cap") if capped else "")
 
 

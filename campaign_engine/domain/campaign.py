@@ -43,6 +43,7 @@ from campaign_engine.domain.content import (
 )
 from campaign_engine.domain.locale import normalized
 from campaign_engine.domain.schedule import ZONE_NAME_PATTERN, QuietHours, known_zone
+from campaign_engine.domain.segment import SegmentRule
 from campaign_engine.domain.tenancy import CampaignRefOut
 from campaign_engine.domain.types import checked_instant, format_ts, parse_instant
 from campaign_engine.domain.variants import MAX_TRANSLATIONS, ContentField, LanguageTag, served_locale
@@ -147,6 +148,7 @@ CLEARABLE_FIELDS = frozenset(
         "timeZone",
         "quietHours",
         "translations",
+        "segment",
         "variants",
     }
 )
@@ -190,6 +192,8 @@ class CampaignDefinition(StrictModel):
     # Issue 24: the language of the content above, and the same content in other languages.
     locale: LanguageTag = "en"
     translations: Annotated[dict[LanguageTag, Translation], Field(max_length=MAX_TRANSLATIONS)] | None = None
+    # Issue 27: a live segment; the audience is the static members plus whoever it matches at send time.
+    segment: SegmentRule | None = None
     # Issue 26: A/B content variants, each overriding whole content fields (domain/ab_variants.py).
     variants: (
         Annotated[list[ContentVariant], Field(min_length=MIN_VARIANTS, max_length=MAX_VARIANTS)] | None
@@ -308,6 +312,7 @@ class CampaignPatch(BaseModel):
     quiet_hours: Annotated[QuietHoursWindow | None, Field(alias="quietHours")] = None
     locale: LanguageTag | None = None
     translations: Annotated[dict[LanguageTag, Translation], Field(max_length=MAX_TRANSLATIONS)] | None = None
+    segment: SegmentRule | None = None
     # Issue 26: A/B content variants, each overriding whole content fields (domain/ab_variants.py).
     variants: (
         Annotated[list[ContentVariant], Field(min_length=MIN_VARIANTS, max_length=MAX_VARIANTS)] | None

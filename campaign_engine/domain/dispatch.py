@@ -85,6 +85,9 @@ class DeliveryJob(_Message):
     campaign_created_at: Annotated[str, Field(alias="campaignCreatedAt")]
     profile_id: Annotated[_Id, Field(alias="profileId")]
     campaign_test_id: Annotated[_Id | None, Field(alias="campaignTestId")] = None
+    paged_member: Annotated[bool | None, Field(alias="pagedMember")] = None
+    """Issue 27: enqueued by a page of a campaign with a live segment, which found the profile in its
+    audience moments ago; the recheck does not evaluate the rule again (absent: a static member)."""
 
 
 class RelayJob(_Message):

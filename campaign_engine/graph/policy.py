@@ -34,6 +34,8 @@ __all__ = [
     "EMAIL_SUPPRESSED",
     "NOTIFY_CAP_REACHED",
     "PRIMARY_EMAILS",
+    "STATIC_AUDIENCE_PAGE",
+    "fill_policy",
     "policy_params",
     "policy_query",
 ]
@@ -93,6 +95,18 @@ SELF_ENROLLABLE = (
     " AND {{CAMPAIGN_AGE_OK}}"
 )
 
+# The static audience page every audience reader starts with (``{{AUDIENCE_PAGE}}``): the campaign's
+# members after $cursor, read in profileId order from the relationship index audience_member
+# (campaignId, profileId) and cut at $limit, so a page costs the members it reads; never SKIP, never a
+# sort. The hint keeps the seek on a young database whose statistics would otherwise favour a scan. A
+# campaign with a live segment puts its seeks beside it (graph/segment.py:audience_head).
+STATIC_AUDIENCE_PAGE = """MATCH (p:Profile)-[m:IN_CAMPAIGN_AUDIENCE]->(c:Campaign)
+USING INDEX m:IN_CAMPAIGN_AUDIENCE(campaignId, profileId)
+WHERE m.campaignId = $campaignId AND m.profileId > $cursor
+WITH p, c, m
+ORDER BY m.campaignId, m.profileId
+LIMIT $limit"""
+
 _FRAGMENTS = {  # in replacement order: a fragment may use those after it
     "{{SELF_ENROLLABLE}}": SELF_ENROLLABLE,
     "{{EMAIL_CAP_REACHED}}": EMAIL_CAP_REACHED,
@@ -107,11 +121,16 @@ _FRAGMENTS = {  # in replacement order: a fragment may use those after it
 
 @cache
 def policy_query(name: str) -> str:
-    """``cypher/<name>.cypher`` with the eligibility predicates filled in."""
-    text = query(name)
+    """``cypher/<name>.cypher`` with the eligibility predicates filled in (and the static audience page:
+    a campaign with a segment reads through ``graph/segment.py:segment_query``)."""
+    return fill_policy(query(name).replace("{{AUDIENCE_PAGE}}", STATIC_AUDIENCE_PAGE), name=name)
+
+
+def fill_policy(text: str, *, name: str = "a statement") -> str:
+    """``text`` with the eligibility predicates filled in."""
     uses_emails = "{{EMAIL_CONTACT_OK}}" in text or "{{EMAIL_SUPPRESSED}}" in text
     if uses_emails and not _EMAILS_BOUND.search(text):
-        raise ValueError(f"cypher/{name}.cypher uses a contact predicate but never binds `emails`")
+        raise ValueError(f"{name} uses a contact predicate but never binds `emails`")
     for placeholder, fragment in _FRAGMENTS.items():
         text = text.replace(placeholder, fragment)
     return text

@@ -764,10 +764,33 @@ def test_admin_journey_in_chromium(
         shot(page, "phone-composer-errors", "viewport")
         assert_accessible(page, "composer at phone width")
 
+        # --- follow-up (issue 27 item 4): from the stats, a reminder draft over a live segment of the
+        # audience never shown it (m000-m002 were), opened for editing
+        page.goto(f"{url}/admin#/c/{CAMPAIGN}")
+        page.get_by_role("button", name="Remind those who did not see it").click()
+        expect(page.get_by_role("heading", name="Spring launch 2026 (reminder)")).to_be_visible()
+        assert page.evaluate("location.hash") == f"#/c/{CAMPAIGN}-reminder"
+        expect(page.locator("#campaign-status")).to_have_text("draft")
+        reminder = trpc(url, admin_token, "campaigns.get", {"campaignId": f"{CAMPAIGN}-reminder"},
+                        mutation=False)  # fmt: skip
+        unseen = {"engaged": {"campaignId": CAMPAIGN, "event": "shown"}, "not": True}
+        assert _set(reminder["segment"]) == {"all": [{"memberOf": CAMPAIGN}, unseen]}
+        counted = trpc(url, admin_token, "campaigns.previewSegment", {"segment": reminder["segment"]})
+        assert counted == {"matches": 9}
+
         assert page.evaluate("window.__cspViolations") == []
         watch.assert_clean()
     finally:
         context.close()
+
+
+def _set(value: Any) -> Any:
+    """``value`` without its null fields, at any depth (answers spell every optional field)."""
+    if isinstance(value, dict):
+        return {k: _set(v) for k, v in value.items() if v is not None}
+    if isinstance(value, list):
+        return [_set(v) for v in value]
+    return value
 
 
 def test_dev_sign_in_link_reads_then_clears_the_fragment(

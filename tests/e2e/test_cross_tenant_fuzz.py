@@ -111,7 +111,9 @@ def target(base_settings: Settings, session_graph: Graph) -> Iterator[Target]:
             graph=session_graph,
             ids={
                 "campaignId": A_REFS,
+                "memberOf": A_REFS,  # a live segment's references (issue 27), at any depth
                 "profileId": A_PEOPLE,
+                "connectedTo": A_PEOPLE,
                 "tenantId": [A],
                 "subject": ["a-editor"],
                 "id": [a_key["id"]],
@@ -123,13 +125,17 @@ def target(base_settings: Settings, session_graph: Graph) -> Iterator[Target]:
     session_graph.run("MATCH (n) DETACH DELETE n")
 
 
+_NESTED_IDS = frozenset({"profileId", "campaignId", "memberOf", "connectedTo"})
+
+
 def _aim(value: Any, ids: dict[str, list[str]], rng: random.Random, *, top: bool = True) -> Any:
-    """``value`` with its identifier fields replaced by A's: every top-level one, and a profileId at any
-    depth (an audience source's, an upsert row's). Nested addresses stay B's own (an upsert's emails)."""
+    """``value`` with its identifier fields replaced by A's: every top-level one, and a profileId or a
+    segment's campaign and profile references at any depth (an audience source's, an upsert row's, a
+    rule's). Nested addresses stay B's own (an upsert's emails)."""
     if isinstance(value, dict):
         return {
             key: rng.choice(ids[key])
-            if key in ids and isinstance(item, str) and (top or key == "profileId")
+            if key in ids and isinstance(item, str) and (top or key in _NESTED_IDS)
             else _aim(item, ids, rng, top=False)
             for key, item in value.items()
         }

@@ -161,6 +161,7 @@ def _inputs(seeded: Seeded) -> dict[str, Any]:
         "campaigns.explainRecipient": {"campaignId": REF, "profileId": "p1"},
         "campaigns.duplicate": {"campaignId": REF, "id": "copy-of-it"},
         "campaigns.previewAudience": {"campaignId": REF, "source": {"type": "all"}},
+        "campaigns.previewSegment": {"segment": {"memberOf": REF}},
         "campaigns.addAudience": {"campaignId": REF, "source": p2},
         "campaigns.removeAudience": {"campaignId": REF, "source": p1},
         "campaigns.getAudience": campaign,

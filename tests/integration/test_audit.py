@@ -29,7 +29,7 @@ from tests.support.api import TrpcClient, api_client, error_code, ok
 from tests.support.delivery import NOW, StepClock, local_queues
 
 # Admin mutations that write nothing (a POST only because a large source does not fit in a GET).
-READ_ONLY_MUTATIONS = {"campaigns.previewAudience"}
+READ_ONLY_MUTATIONS = {"campaigns.previewAudience", "campaigns.previewSegment"}
 
 
 class RecordingTester:

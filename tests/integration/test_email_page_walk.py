@@ -24,6 +24,7 @@ from campaign_engine.domain.dispatch import PageJob, parse_job
 from campaign_engine.domain.frequency_cap import cap_params
 from campaign_engine.graph.graph import Graph, PendingWrite, Tx
 from campaign_engine.graph.policy import policy_params, policy_query
+from campaign_engine.graph.segment import compile_for
 from campaign_engine.unsubscribe.tokens import UnsubscribeTokens
 from campaign_engine.wiring import Queues, build_email_worker, build_worker
 from tests.support.delivery import NOW, StepClock, drain, local_queues, start_dispatch
@@ -175,6 +176,41 @@ def test_a_small_audience_among_many_profiles_reads_only_its_members(
     assert accepted_to(postmark) == sorted(address_of(p) for p in members)
     [record] = list_dispatches(graph, "c1")
     assert (record.status, record.emailed, record.pages) == ("completed", 30, 4)
+
+
+def test_a_live_segment_is_claimed_through_the_same_page_among_many_profiles(
+    settings: Settings, graph: Graph, queues: Queues, postmark: PostmarkStandin
+) -> None:
+    """Issue 27: a segment's matches are read, locked and claimed by the same statement as members,
+    opted-out and other tenants' profiles skipped as for members, without walking all profiles."""
+    make_email_campaign(graph, segment={"tag": "rare"})
+    profiles = [f"p{i:04d}" for i in range(3000)]
+    add_email_members(graph, "c1", profiles, member=False, tenants=["default"])
+    rare = profiles[::150]  # 20 of 3,000
+    graph.run("MATCH (p:Profile) WHERE p.profileId IN $ids SET p.tenants = ['other']", ids=rare[:2])
+    graph.run("MATCH (p:Profile {profileId: $id}) SET p.announcementEmailOptOut = true", id=rare[2])
+    graph.run(
+        "MERGE (t:Tag {slug: 'rare'}) WITH t MATCH (p:Profile) WHERE p.profileId IN $ids "
+        "MERGE (p)-[:HAS_TAG]->(t)",
+        ids=rare,
+    )
+    node = graph.run("MATCH (c:Campaign {id: 'c1'}) RETURN c {.*} AS c")[0]["c"]
+    compiled = graph.read(lambda tx: compile_for(tx, node))
+    assert compiled is not None
+    with graph.driver.session(database=graph.database) as session:
+        summary = session.run(
+            "PROFILE " + email_page_query(False, compiled),
+            **_page_params("c1", node["createdAt"], limit=1000),
+            **compiled.params(NOW),
+        ).consume()
+    assert summary.profile is not None
+    hits = _db_hits(summary.profile)
+    assert hits < 3000, hits  # a hit per profile would be 3,000 on its own
+    graph.run("MATCH ()-[s:CAMPAIGN_STATE]->() DELETE s")  # the PROFILE above claimed them
+
+    start_dispatch(graph, queues.dispatch, max_recipients=10_000)
+    _run(settings.model_copy(update={"campaign_email_page_size": 7}), graph, queues)
+    assert accepted_to(postmark) == sorted(address_of(p) for p in rare[3:])
 
 
 def test_a_page_of_ineligible_members_moves_the_cursor_past_them(

@@ -10,8 +10,9 @@ from campaign_engine.api.access import Access
 from campaign_engine.api.context import Context
 from campaign_engine.api.routers.common import CampaignRef, Ok
 from campaign_engine.api.trpc import ProcedureRouter
-from campaign_engine.campaigns import definitions
+from campaign_engine.campaigns import definitions, segments
 from campaign_engine.campaigns.explain import RecipientExplanation, explain_recipient
+from campaign_engine.campaigns.segments import SegmentInput
 from campaign_engine.domain.campaign import (
     CampaignCreate,
     CampaignDefinition,
@@ -20,6 +21,7 @@ from campaign_engine.domain.campaign import (
     CampaignPublic,
     CampaignStatus,
 )
+from campaign_engine.domain.segment import SegmentPreview
 from campaign_engine.graph.tenant_directory import tenants_of
 
 __all__ = ["ACCESS", "router"]
@@ -34,6 +36,7 @@ ACCESS: dict[str, Access] = {
     "delete": "publisher",
     "explainRecipient": "viewer",
     "duplicate": "author",
+    "previewSegment": "author",
 }
 router = ProcedureRouter("campaigns", ACCESS)
 
@@ -65,8 +68,9 @@ class DuplicateInput(CampaignRef):
 def create(ctx: Context, data: CampaignCreate) -> CampaignPublic:
     """Create a campaign in draft; its tenant comes from the request."""
     return definitions.create_campaign(
-        ctx.services.graph, data=data, tenant_id=ctx.tenant_id, now=ctx.services.clock(), audit=ctx.audit()
-    )
+        ctx.services.graph, data=data, tenant_id=ctx.tenant_id, now=ctx.services.clock(), audit=ctx.audit(),
+        adult_age=ctx.services.settings.campaign_adult_age,
+    )  # fmt: skip
 
 
 @router.mutation("duplicate")
@@ -77,8 +81,9 @@ def duplicate(ctx: Context, data: DuplicateInput) -> CampaignPublic:
     wire = CampaignDefinition.model_validate(source.model_dump(by_alias=True, include=_DEFINITION)).wire()
     copy = CampaignCreate.model_validate({**wire, "id": data.id, "name": data.name or source.name})
     return definitions.create_campaign(
-        ctx.services.graph, data=copy, tenant_id=ctx.tenant_id, now=ctx.services.clock(), audit=ctx.audit()
-    )
+        ctx.services.graph, data=copy, tenant_id=ctx.tenant_id, now=ctx.services.clock(), audit=ctx.audit(),
+        adult_age=ctx.services.settings.campaign_adult_age,
+    )  # fmt: skip
 
 
 _DEFINITION = set(CampaignDefinition.model_fields)
@@ -109,6 +114,7 @@ def update(ctx: Context, data: CampaignPatch) -> CampaignPublic:
         patch=data.model_copy(update={"campaign_id": ctx.campaign(data.campaign_id)}),
         now=ctx.services.clock(),
         audit=ctx.audit(),
+        adult_age=ctx.services.settings.campaign_adult_age,
     )
 
 
@@ -131,6 +137,17 @@ def delete(ctx: Context, data: CampaignRef) -> Ok:
         ctx.services.graph, campaign_id=ctx.campaign(data.campaign_id), audit=ctx.audit()
     )
     return Ok()
+
+
+# A mutation only in transport, as previewAudience: a rule tree does not belong in a GET query string.
+@router.mutation("previewSegment")
+def preview_segment(ctx: Context, data: SegmentInput) -> SegmentPreview:
+    """Count the profiles of the caller's tenant a live segment matches now, before saving it; writes
+    nothing. BAD_REQUEST names the path of a campaign the rule names that is not the tenant's."""
+    return segments.preview_segment(
+        ctx.services.graph, segment=data.segment, tenant_id=ctx.tenant_id, now=ctx.services.clock(),
+        adult_age=ctx.services.settings.campaign_adult_age,
+    )  # fmt: skip
 
 
 @router.query("explainRecipient")

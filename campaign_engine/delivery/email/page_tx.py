@@ -28,6 +28,7 @@ from campaign_engine.domain.webhook_events import Event, EventType
 from campaign_engine.graph.cypher import query
 from campaign_engine.graph.graph import Graph, Tx
 from campaign_engine.graph.policy import policy_params, policy_query
+from campaign_engine.graph.segment import SegmentCache
 from campaign_engine.graph.webhook_outbox import record_events, subscribers_for
 
 __all__ = ["Claimed", "ClaimedPage", "PageTransactions", "counters"]
@@ -113,6 +114,7 @@ class PageTransactions:
         # The tenants' caps (a live view of the tenant records in production), applied inside the claim.
         self._caps = frequency_caps
         self._record_query = policy_query("email_record")
+        self._segments = SegmentCache()  # a live segment compiles once per walk (issue 27)
 
     def claim(
         self,
@@ -159,8 +161,9 @@ class PageTransactions:
         assert campaign is not None
         readiness = readiness_params(dispatch, campaign, now=now)
         caps = dict(self._caps)  # one answer per claim, so its statement and parameters agree
+        segment = self._segments.get(tx, dispatch_id=job.dispatch_id, campaign=campaign)
         row = tx.run(
-            email_page_query(caps_channel(caps, "email")),
+            email_page_query(caps_channel(caps, "email"), segment),
             campaignId=job.campaign_id,
             campaignCreatedAt=job.campaign_created_at,
             cursor=after or "",
@@ -171,6 +174,7 @@ class PageTransactions:
             **readiness,
             **cap_params(caps, "email", now=now),
             **policy_params(now, self._adult_age),
+            **(segment.params(now) if segment else {}),
         ).single(strict=True)
         count_capped(tx, [job.dispatch_id] * int(row["capped"]))  # marked by the claim, counted with it
         claimed = _with_unsubscribe_ids(tx, row["claimed"])

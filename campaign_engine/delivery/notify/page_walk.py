@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import logging
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, Literal
@@ -37,6 +38,7 @@ from campaign_engine.domain.dispatch import DeliveryJob, PageJob, delivery_id, j
 from campaign_engine.domain.types import Clock, format_ts, parse_ts
 from campaign_engine.graph.graph import Graph, Tx
 from campaign_engine.graph.policy import policy_params, policy_query
+from campaign_engine.graph.segment import SegmentCache, segment_query
 from campaign_engine.observability import metrics
 from campaign_engine.queue.port import MAX_DELAY_SECONDS, Queue
 
@@ -78,6 +80,7 @@ class PageWorker:
         self._delay = delay_seconds
         self._adult_age = adult_age
         self._page_query = policy_query("dispatch_page")
+        self._segments = SegmentCache()  # a live segment compiles once per walk (issue 27)
 
     def handle_page(self, job: PageJob) -> PageOutcome:
         """Process one page job. Raises ``QueueError`` when enqueueing fails: the job must be retried."""
@@ -109,7 +112,9 @@ class PageWorker:
             return PageOutcome("paused" if done else "lost_race", reason=breach.message)
         readiness = readiness_params(dispatch, campaign, now=now)
 
-        read, last, eligible, tally = self._graph.read(self._read_page, job, now=now, readiness=readiness)
+        read, last, eligible, tally, segmented = self._graph.read(
+            self._read_page, job, campaign=campaign, now=now, readiness=readiness
+        )
         bodies = [
             job_json(
                 DeliveryJob(
@@ -122,6 +127,7 @@ class PageWorker:
                     campaign_id=job.campaign_id,
                     campaign_created_at=job.campaign_created_at,
                     profile_id=profile_id,
+                    paged_member=segmented or None,
                 )
             )
             for profile_id in eligible
@@ -170,17 +176,21 @@ class PageWorker:
             self._pages.send_batch([job_json(job.model_copy(update={"cursor": None}))], delay_seconds=wait)
 
     def _read_page(
-        self, tx: Tx, job: PageJob, *, now: datetime, readiness: dict[str, Any]
-    ) -> tuple[int, str | None, list[str], PageTally]:
-        """(members read, the last of them, the ids to send to now, what waits for a later pass)."""
+        self, tx: Tx, job: PageJob, *, campaign: Mapping[str, Any], now: datetime, readiness: dict[str, Any]
+    ) -> tuple[int, str | None, list[str], PageTally, bool]:
+        """(members read, the last of them, the ids to send to now, what waits for a later pass, whether
+        a live segment drew them). The segment is evaluated again on every page: later waves reach
+        whoever matches by then."""
+        segment = self._segments.get(tx, dispatch_id=job.dispatch_id, campaign=campaign)
         row = tx.run(
-            self._page_query,
+            self._page_query if segment is None else segment_query("dispatch_page", segment),
             campaignId=job.campaign_id,
             cursor=job.cursor or "",
             limit=self._page_size,
             now=format_ts(now),
             **readiness,
             **policy_params(now, self._adult_age),
+            **(segment.params(now) if segment else {}),
         ).single(strict=True)
         tally = PageTally(deferred=row["deferred"], missed=row["missed"], ready_at=row["readyAt"])
-        return row["read"], row["last"], row["eligible"], tally
+        return row["read"], row["last"], row["eligible"], tally, segment is not None

@@ -239,6 +239,7 @@ class NotificationWorker:
                 "profileId": j.profile_id,
                 "testId": j.campaign_test_id,
                 "dispatchId": j.dispatch_id,
+                "pagedMember": bool(j.paged_member),
             }
             for j in sorted(jobs, key=lambda j: j.profile_id)
         ]

@@ -183,6 +183,11 @@ export interface Procedures {
     input: EmailPreviewInput;
     output: EmailPreview;
   };
+  "campaigns.previewSegment": {
+    kind: "mutation";
+    input: SegmentInput;
+    output: SegmentPreview;
+  };
   "campaigns.recordEvent": {
     kind: "mutation";
     input: EventInput;
@@ -615,6 +620,7 @@ export interface CampaignCreate {
   translations?: {
     [k: string]: Translation;
   } | null;
+  segment?: Segment | null;
   variants?: [ContentVariant, ContentVariant, ...ContentVariant[]] | null;
   id: string;
 }
@@ -744,6 +750,37 @@ export interface Translation {
   email?: EmailCopy | null;
 }
 /**
+ * One rule of a live segment: exactly one of ``all`` / ``any`` (rules), ``not`` (a rule) or one
+ * condition; ``not: true`` beside a condition negates it. Campaign ids are the tenant's own.
+ *
+ * This interface was referenced by `Procedures`'s JSON-Schema
+ * via the `definition` "Segment".
+ */
+export interface Segment {
+  all?: [Segment, ...Segment[]] | null;
+  any?: [Segment, ...Segment[]] | null;
+  not?: Segment | boolean | null;
+  tag?: string | null;
+  connectedTo?: string | null;
+  /**
+   * a language tag prefix: en matches en-GB
+   */
+  locale?: string | null;
+  timeZone?: string | null;
+  ageAtLeast?: number | null;
+  ageBelow?: number | null;
+  memberOf?: string | null;
+  engaged?: Engaged | null;
+}
+/**
+ * This interface was referenced by `Procedures`'s JSON-Schema
+ * via the `definition` "Engaged".
+ */
+export interface Engaged {
+  campaignId: string;
+  event: "notified" | "emailed" | "shown" | "clicked" | "dismissed" | "emailClicked";
+}
+/**
  * One arm of an A/B test: what it overrides of the campaign's content (see the module's rule).
  *
  * This interface was referenced by `Procedures`'s JSON-Schema
@@ -787,6 +824,7 @@ export interface CampaignPublic {
   translations?: {
     [k: string]: Translation;
   } | null;
+  segment?: Segment | null;
   variants?: [ContentVariant, ContentVariant, ...ContentVariant[]] | null;
   id: string;
   status: "draft" | "live" | "paused" | "archived";
@@ -906,6 +944,7 @@ export interface RecipientExplanation {
   channels: ChannelExplanation[];
   past?: PastSend | null;
   language?: LanguageChoice | null;
+  segment?: SegmentExplanation | null;
   variant?: VariantChoice | null;
 }
 /**
@@ -968,6 +1007,34 @@ export interface LanguageChoice {
     [k: string]: string | undefined;
   };
   why: string;
+}
+/**
+ * This interface was referenced by `Procedures`'s JSON-Schema
+ * via the `definition` "SegmentExplanation".
+ */
+export interface SegmentExplanation {
+  matched: boolean;
+  conditions: ConditionVerdict[];
+}
+/**
+ * This interface was referenced by `Procedures`'s JSON-Schema
+ * via the `definition` "ConditionVerdict".
+ */
+export interface ConditionVerdict {
+  /**
+   * where the condition sits in the rule, e.g. all.1
+   */
+  path: string;
+  condition: string;
+  negated: boolean;
+  /**
+   * whether the condition itself holds for the profile
+   */
+  holds: boolean;
+  /**
+   * holds, or not when negated: what the rule counts
+   */
+  ok: boolean;
 }
 /**
  * Which A/B content variant this profile gets on every channel, and why (issue 26).
@@ -1310,6 +1377,23 @@ export interface EmailPreview {
 }
 /**
  * This interface was referenced by `Procedures`'s JSON-Schema
+ * via the `definition` "SegmentInput".
+ */
+export interface SegmentInput {
+  segment: Segment;
+}
+/**
+ * This interface was referenced by `Procedures`'s JSON-Schema
+ * via the `definition` "SegmentPreview".
+ */
+export interface SegmentPreview {
+  /**
+   * profiles of the caller's tenant the segment matches now
+   */
+  matches: number;
+}
+/**
+ * This interface was referenced by `Procedures`'s JSON-Schema
  * via the `definition` "EventInput".
  */
 export interface EventInput {
@@ -1406,6 +1490,7 @@ export interface CampaignPatch {
   translations?: {
     [k: string]: Translation;
   } | null;
+  segment?: Segment | null;
   variants?: [ContentVariant, ContentVariant, ...ContentVariant[]] | null;
 }
 /**

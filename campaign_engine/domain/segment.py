@@ -1,0 +1,203 @@
+"""Live segments (issue 27): a rule tree a campaign's audience is evaluated against at send time.
+
+A rule node is exactly one of: ``all`` / ``any`` (a list of rules), ``not`` (a rule), or one condition
+(``tag``, ``connectedTo``, ``locale``, ``timeZone``, ``ageAtLeast``, ``ageBelow``, ``memberOf``,
+``engaged``). A condition may carry ``not: true`` to negate it, so "those who did not see it" reads
+``{"engaged": {"campaignId": "launch", "event": "shown"}, "not": true}``. Campaign ids are the tenant's
+refs, resolved in the campaign's own tenant whenever the segment is evaluated.
+
+The model checks shape and the limits (depth, node count); what needs the graph (referenced campaigns
+exist in the tenant, no ``memberOf`` cycle) is ``graph/segment.py:check_segment``, and the rule
+needs a positive condition to seek on (``seek_paths``): the cost of a page grows with the segment,
+never with all profiles, so a segment that could only be found by reading every profile is refused.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Annotated, Literal
+
+from pydantic import AfterValidator, Field, StringConstraints, model_validator
+
+from campaign_engine.domain.content import StrictModel
+from campaign_engine.domain.patterns import ProfileIdStr, Slug
+from campaign_engine.domain.schedule import ZONE_NAME_PATTERN
+
+__all__ = [
+    "CONDITIONS",
+    "ENGAGED_PROPERTY",
+    "MAX_DEPTH",
+    "MAX_NODES",
+    "Engaged",
+    "EngagedEvent",
+    "Segment",
+    "SegmentPreview",
+    "SegmentRule",
+    "campaign_refs",
+    "check_limits",
+    "condition_of",
+    "minor_only",
+    "seekable",
+    "walk",
+]
+
+MAX_DEPTH = 6
+MAX_NODES = 50
+
+EngagedEvent = Literal["notified", "emailed", "shown", "clicked", "dismissed", "emailClicked"]
+
+# The CAMPAIGN_STATE property each event sets (emailClickedAt: email click tracking, branch `clicks`).
+ENGAGED_PROPERTY: dict[str, str] = {
+    "notified": "notifiedAt",
+    "emailed": "emailedAt",
+    "shown": "shownFirstAt",
+    "clicked": "clickedFirstAt",
+    "dismissed": "dismissedFirstAt",
+    "emailClicked": "emailClickedAt",
+}
+
+CampaignRefIn = Annotated[str, StringConstraints(pattern=r"^[a-z0-9](?:[a-z0-9-]{0,62}[a-z0-9])?$")]
+LocalePrefix = Annotated[str, StringConstraints(min_length=1, max_length=35, pattern=r"^[A-Za-z0-9-]+$")]
+ZonePattern = Annotated[str, StringConstraints(max_length=64, pattern=ZONE_NAME_PATTERN)]
+Age = Annotated[int, Field(ge=0, le=130)]
+
+CONDITIONS = (
+    "tag",
+    "connected_to",
+    "locale",
+    "time_zone",
+    "age_at_least",
+    "age_below",
+    "member_of",
+    "engaged",
+)
+
+
+class Engaged(StrictModel):
+    campaign_id: Annotated[CampaignRefIn, Field(alias="campaignId")]
+    event: EngagedEvent
+
+
+class Segment(StrictModel):
+    """One rule of a live segment: exactly one of ``all`` / ``any`` (rules), ``not`` (a rule) or one
+    condition; ``not: true`` beside a condition negates it. Campaign ids are the tenant's own."""
+
+    all: Annotated[list[Segment], Field(min_length=1, max_length=MAX_NODES)] | None = None
+    any: Annotated[list[Segment], Field(min_length=1, max_length=MAX_NODES)] | None = None
+    not_: Annotated[Segment | bool | None, Field(alias="not")] = None
+    tag: Slug | None = None
+    connected_to: Annotated[ProfileIdStr | None, Field(alias="connectedTo")] = None
+    locale: Annotated[LocalePrefix | None, Field(description="a language tag prefix: en matches en-GB")] = (
+        None
+    )
+    time_zone: Annotated[ZonePattern | None, Field(alias="timeZone")] = None
+    age_at_least: Annotated[Age | None, Field(alias="ageAtLeast")] = None
+    age_below: Annotated[Age | None, Field(alias="ageBelow")] = None
+    member_of: Annotated[CampaignRefIn | None, Field(alias="memberOf")] = None
+    engaged: Engaged | None = None
+
+    model_config = StrictModel.model_config | {"populate_by_name": True}
+
+    @model_validator(mode="after")
+    def _one_kind(self) -> Segment:
+        kinds = [name for name in ("all", "any", *CONDITIONS) if getattr(self, name) is not None]
+        nested_not = isinstance(self.not_, Segment)
+        if nested_not and kinds:
+            raise ValueError("'not' holding a rule stands alone; to negate a condition use not: true")
+        if not nested_not and len(kinds) != 1:
+            raise ValueError(
+                "a rule is exactly one of all, any, not, tag, connectedTo, locale, timeZone, ageAtLeast,"
+                f" ageBelow, memberOf, engaged (found {len(kinds)})"
+            )
+        return self
+
+    @property
+    def negated(self) -> bool:
+        return self.not_ is True
+
+    def wire(self) -> dict[str, object]:
+        return self.model_dump(mode="json", by_alias=True, exclude_none=True)
+
+
+class SegmentPreview(StrictModel):
+    model_config = StrictModel.model_config | {"populate_by_name": True}
+
+    matches: int = Field(description="profiles of the caller's tenant the segment matches now")
+
+
+def condition_of(node: Segment) -> str | None:
+    """The condition field a leaf node holds (``None`` for all / any / not)."""
+    return next((name for name in CONDITIONS if getattr(node, name) is not None), None)
+
+
+def walk(node: Segment, path: tuple[str | int, ...] = ()) -> Iterator[tuple[tuple[str | int, ...], Segment]]:
+    """Every node with its path below ``segment`` (depth first, the tree's own order)."""
+    yield path, node
+    for key in ("all", "any"):
+        children: list[Segment] | None = getattr(node, key)
+        for i, child in enumerate(children or []):
+            yield from walk(child, (*path, key, i))
+    if isinstance(node.not_, Segment):
+        yield from walk(node.not_, (*path, "not"))
+
+
+def check_limits(segment: Segment) -> None:
+    """Depth and size: a segment compiles into one statement per walk, so both stay small."""
+    nodes = list(walk(segment))
+    if len(nodes) > MAX_NODES:
+        raise ValueError(f"a segment has at most {MAX_NODES} rules (found {len(nodes)})")
+    depth = max(sum(1 for part in path if isinstance(part, str)) for path, _ in nodes) + 1
+    if depth > MAX_DEPTH:
+        raise ValueError(f"a segment nests at most {MAX_DEPTH} levels (found {depth})")
+
+
+def campaign_refs(segment: Segment) -> Iterator[tuple[tuple[str | int, ...], str]]:
+    """Each campaign a segment names (``memberOf``, ``engaged``), with the path naming it."""
+    for path, node in walk(segment):
+        if node.member_of is not None:
+            yield (*path, "memberOf"), node.member_of
+        if node.engaged is not None:
+            yield (*path, "engaged", "campaignId"), node.engaged.campaign_id
+
+
+def _checked(segment: Segment) -> Segment:
+    check_limits(segment)
+    if not seekable(segment):
+        raise ValueError(
+            "a segment needs a condition outside any 'not' that every match must meet (a tag, connectedTo,"
+            " locale, timeZone, an age, memberOf or engaged): it is what evaluation seeks, so it never"
+            " reads every profile"
+        )
+    return segment
+
+
+SegmentRule = Annotated[Segment, AfterValidator(_checked)]
+"""A whole segment as a campaign carries it: the shape, the limits and a condition to seek on."""
+
+
+def minor_only(
+    node: Segment, path: tuple[str | int, ...] = (), *, adult_age: int = 0, negated: bool = False
+) -> Iterator[tuple[tuple[str | int, ...], Segment]]:
+    """Each ``ageBelow`` condition outside any ``not`` (each only matches known minors when its age is
+    at most the adult age; the caller compares), with its path."""
+    if isinstance(node.not_, Segment):
+        yield from minor_only(node.not_, (*path, "not"), adult_age=adult_age, negated=not negated)
+        return
+    for key in ("all", "any"):
+        for i, child in enumerate(getattr(node, key) or []):
+            yield from minor_only(child, (*path, key, i), adult_age=adult_age, negated=negated)
+    if node.age_below is not None and not negated and not node.negated and node.age_below <= adult_age:
+        yield (*path, "ageBelow"), node
+
+
+def seekable(node: Segment) -> bool:
+    """Whether the rule has a positive condition to seek on for every way it can match (an ``all``
+    needs one child that has, an ``any`` all its children): else it could only be found by reading
+    every profile of the tenant."""
+    if node.negated or isinstance(node.not_, Segment):
+        return False
+    if node.all is not None:
+        return any(seekable(child) for child in node.all)
+    if node.any is not None:
+        return all(seekable(child) for child in node.any)
+    return True
