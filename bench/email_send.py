@@ -2,7 +2,7 @@
 
     .venv/bin/python -m bench.email_send [--recipients 20000] [--page-size 500] [--runs 3]
         [--warm-up 20000] [--max-warm-ups 8] [--cap [JSON]] [--provider postmark|smtp] [--languages 3]
-        [--variants 2]
+        [--variants 2] [--click-tracking]
 
 ``--provider smtp`` (issue 23) sends through the SMTP provider to the pipelining SMTP sink in its own
 process (``bench/_smtp_sink.py``), which records every recipient; its raw pass is the SMTP provider
@@ -53,6 +53,12 @@ theirs. Both rates are printed per run with their ratio (three / one) and median
 campaign A/B content variants (``bench/_variants.py``: the control and arms with their own email copy in
 each of its languages), so the walk renders once per (language, variant) and assigns each recipient an
 arm; with ``--languages 1`` the comparison is a one-language campaign with variants against one without.
+
+The measured (plain) dispatches send with the tenant's click tracking off (``clickTracking: false``), so
+their figures stay comparable with the ones before issue 26. ``--click-tracking`` (issue 26 item 4: a
+tracked CTA, one more signed token and slot per message) adds to each measured run a dispatch over fresh
+profiles with click tracking on, the order swapped every run, and prints both rates side by side with
+their ratio (tracked / plain), as ``--languages 3`` does.
 """
 
 from __future__ import annotations
@@ -88,8 +94,11 @@ from campaign_engine.delivery.email.postmark import PostmarkProvider
 from campaign_engine.delivery.email.provider import OutgoingEmail
 from campaign_engine.delivery.email.smtp import SmtpProvider
 from campaign_engine.domain.campaign import CampaignCreate
+from campaign_engine.domain.tenant import TenantPatch
 from campaign_engine.graph.graph import Graph, open_graph
 from campaign_engine.graph.schema import apply_schema
+from campaign_engine.graph.tenant_directory import tenants_of
+from campaign_engine.graph.tenants import settings_seed, update_tenant
 from campaign_engine.queue.local import LocalQueue
 from campaign_engine.wiring import Queues, build_worker
 
@@ -183,6 +192,9 @@ def main() -> None:
     parser.add_argument(
         "--variants", type=int, choices=[1, 2, 3, 4], default=1, help="2-4: the comparison has A/B variants"
     )
+    parser.add_argument(
+        "--click-tracking", action="store_true", help="also runs with click-tracked CTAs (issue 26)"
+    )
     args = parser.parse_args()
     comparing = args.languages > 1 or args.variants > 1
     work = Path(tempfile.mkdtemp(prefix="bench-email-"))
@@ -218,15 +230,21 @@ def main() -> None:
             # Each measured run, then its bare-writes pass over a campaign of its own (``Campaigns``).
             sizes += [args.recipients] * (2 * args.runs + (1 if args.cap else 0))
             sizes += [args.recipients] * (args.runs if comparing else 0)
+            sizes += [args.recipients] * (args.runs if args.click_tracking else 0)
             t0 = time.perf_counter()
             seed_profiles(graph, sum(sizes))
+            set_click_tracking(graph, settings, on=False)  # the plain runs: as before issue 26
             if args.languages > 1:
                 set_locales(graph, "u")
             print(f"seeded {sum(sizes)} email-eligible profiles in {time.perf_counter() - t0:.1f} s")
             campaigns = Campaigns(graph)
             cold_rate = warm_up(settings, graph, work, standin, campaigns, args.warm_up, args.max_warm_ups)
-            runs, raws, writes, translated_rates = [], [], [], []
+            runs, raws, writes, translated_rates, tracked_runs = [], [], [], [], []
             for number in range(1, args.runs + 1):
+                if args.click_tracking and not number % 2:  # the order swapped every run: drift cancels
+                    tracked_runs.append(
+                        tracked_run(settings, graph, work, standin, campaigns, args.recipients)
+                    )
                 if comparing and number % 2:  # the order swapped every run: drift cancels
                     translated_rates.append(
                         languages_run(
@@ -275,6 +293,10 @@ def main() -> None:
                             args.languages,
                             args.variants,
                         )
+                    )
+                if args.click_tracking and number % 2:
+                    tracked_runs.append(
+                        tracked_run(settings, graph, work, standin, campaigns, args.recipients)
                     )
             capped = (
                 with_cap(settings, graph, work, campaigns.new(args.recipients), args.recipients, args.cap)
@@ -333,6 +355,21 @@ def main() -> None:
         key = f"languages_{args.languages}" + (f"_variants_{args.variants}" if args.variants > 1 else "")
         result += f" {key}_emails_per_s={statistics.median(translated_rates):.0f}"
         result += f" {'variants' if args.variants > 1 else 'languages'}_ratio={ratio3:.3f}"
+    if tracked_runs:
+        one = [args.recipients / run.elapsed for run in runs]
+        tracked = [args.recipients / run.elapsed for run in tracked_runs]
+        tracked_ratio = side_by_side("emails/s click-tracked", tracked, one, ref="plain")
+        result += f" tracked_emails_per_s={statistics.median(tracked):.0f}"
+        result += f" tracked_ratio={tracked_ratio:.3f}"
+        # Our own CPU per 1,000 emails (this process and Neo4j): what a busy shared machine cannot blur.
+        own = [_own_cpu(run, args.recipients) for run in runs]
+        tracked_cpu = side_by_side(
+            "core-s per 1000 emails click-tracked",
+            [_own_cpu(run, args.recipients) for run in tracked_runs],
+            own,
+            ref="plain",
+        )
+        result += f" tracked_cpu_ratio={tracked_cpu:.3f}"
     print(f"RESULT {result}{cap_result}")
 
 
@@ -390,6 +427,43 @@ def languages_run(
     print(f"{languages} languages{arms}: {recipients} emails in {run.elapsed:.2f} s ({rate:,.0f}/s; the "
           f"dispatch call {run.elapsed - run.walk:.2f} s, the page walk {run.walk:.2f} s)")  # fmt: skip
     return rate
+
+
+def _own_cpu(run: Run, recipients: int) -> float:
+    return (run.cpu.own + run.cpu.bolt + run.cpu.jit + run.cpu.jvm_other) / recipients * 1000
+
+
+def set_click_tracking(graph: Graph, settings: Settings, *, on: bool) -> None:
+    """The default tenant's ``clickTracking`` (its record seeded first: the bench wiped the graph)."""
+    directory = tenants_of(graph, settings)
+    directory.seed_now(settings_seed(settings))
+    patch = TenantPatch.model_validate({"tenantId": settings.campaign_default_tenant_id, "clickTracking": on})
+    update_tenant(graph, patch=patch, now=NOW, audit=None)
+    directory.invalidate()
+
+
+def tracked_run(
+    settings: Settings,
+    graph: Graph,
+    work: Path,
+    standin: StandinProcess | SinkProcess,
+    campaigns: Campaigns,
+    recipients: int,
+) -> Run:
+    """One dispatch with click tracking on over fresh profiles (then off again)."""
+    set_click_tracking(graph, settings, on=True)
+    try:
+        run = run_dispatch(settings, graph, work, campaigns.new(recipients))
+    finally:
+        set_click_tracking(graph, settings, on=False)
+    addresses = standin.addresses()
+    assert len(addresses) == len(set(addresses)) == recipients, f"stand-in accepted {len(addresses)}"
+    if isinstance(standin, StandinProcess):
+        assert "/c?token=" in str(standin.sample(1)[0]["HtmlBody"]), "the CTA was not tracked"
+    standin.reset()
+    rate = recipients / run.elapsed
+    print(f"click-tracked: {recipients} emails in {run.elapsed:.2f} s ({rate:,.0f}/s)")
+    return run
 
 
 class Run(NamedTuple):

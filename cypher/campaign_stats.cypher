@@ -2,7 +2,8 @@
 // engagement counts come from CAMPAIGN_STATE only (self-tests live on CAMPAIGN_TEST and never count).
 // bounced/complained are set by provider feedback on the send it names (cypher/feedback_link.cypher).
 // capped: profiles the frequency cap held back on a channel (notify_cap, email_page) that have not
-// received the campaign on that channel since.
+// received the campaign on that channel since. emailClicked: recipients whose tracked email CTA was
+// followed (emailClickedAt, set once per recipient by campaigns/email_clicks.py).
 MATCH (c:Campaign {id: $campaignId})
 CALL (c) {
   OPTIONAL MATCH (p:Profile)-[m:IN_CAMPAIGN_AUDIENCE]->(c)
@@ -19,6 +20,7 @@ CALL (c) {
          count(DISTINCT CASE WHEN s.emailedAt IS NOT NULL THEN p END) AS emailed,
          count(DISTINCT CASE WHEN s.bouncedAt IS NOT NULL THEN p END) AS bounced,
          count(DISTINCT CASE WHEN s.complainedAt IS NOT NULL THEN p END) AS complained,
+         count(DISTINCT CASE WHEN s.emailClickedAt IS NOT NULL THEN p END) AS emailClicked,
          count(DISTINCT CASE WHEN (s.notifyCappedAt IS NOT NULL AND s.notifiedAt IS NULL)
                                OR (s.emailCappedAt IS NOT NULL AND s.emailedAt IS NULL) THEN p END) AS capped
 }
@@ -41,4 +43,4 @@ CALL (c) {
                  bounced: bounced, complained: complained} END) AS variantRows
 }
 RETURN audience, enrolled, shown, clicked, dismissed, notified, emailed, bounced, complained, capped,
-       variantRows, c.abVariants AS abVariants
+       emailClicked, variantRows, c.abVariants AS abVariants

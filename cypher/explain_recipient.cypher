@@ -32,5 +32,5 @@ RETURN c {.status, .channels, .startsAt, .endsAt, .excludeMinors, .definition} A
        } END AS profile,
        notifyCap, emailCap,
        s {.notifiedAt, .emailClaimedAt, .emailedAt, .emailOutcome, .emailOutcomeReason, .emailOutcomeAt,
-          .bouncedAt, .complainedAt, .shownFirstAt, .clickedFirstAt, .dismissedFirstAt,
+          .bouncedAt, .complainedAt, .emailClickedAt, .shownFirstAt, .clickedFirstAt, .dismissedFirstAt,
           .notifyCappedAt, .emailCappedAt, .variantId} AS state

@@ -721,7 +721,7 @@ function jump(ev: Event): void {
 }
 
 function chart(s: Stats): Node {
-  const steps: [string, number][] = [["Audience", s.audience], ["Notified", s.notified], ["Emailed", s.emailed], ["Shown", s.shown], ["Clicked", s.clicked], ["Dismissed", s.dismissed]];
+  const steps: [string, number][] = [["Audience", s.audience], ["Notified", s.notified], ["Emailed", s.emailed], ["Email clicks", s.emailClicked], ["Shown", s.shown], ["Clicked", s.clicked], ["Dismissed", s.dismissed]];
   const max = Math.max(1, ...steps.map(([, v]) => v));
   const rowH = 28;
   const labelW = 90;
@@ -730,9 +730,9 @@ function chart(s: Stats): Node {
     svg("title", { id: "stats-title" }, `Distinct profiles: ${steps.map(([k, v]) => `${k} ${v}`).join(", ")}`),
     ...steps.map(([label, value], i) => svg("g", { transform: `translate(0 ${i * rowH})` },
       svg("text", { x: 0, y: 18, class: "chart-label" }, label),
-      svg("rect", { x: labelW, y: 4, width: Math.round((value / max) * barW), height: 18, class: `chart-bar bar-${label.toLowerCase()}` }),
+      svg("rect", { x: labelW, y: 4, width: Math.round((value / max) * barW), height: 18, class: `chart-bar bar-${label.toLowerCase().replace(" ", "-")}` }),
       svg("text", { x: labelW + Math.round((value / max) * barW) + 6, y: 18, class: "chart-value" }, String(value)))));
-  const table = h("table", { className: "visually-hidden" }, h("caption", {}, "Stats"), h("tbody", {}, ...steps.map(([k, v]) => h("tr", {}, h("th", { scope: "row" }, k), h("td", { "data-stat": k.toLowerCase() }, String(v))))));
+  const table = h("table", { className: "visually-hidden" }, h("caption", {}, "Stats"), h("tbody", {}, ...steps.map(([k, v]) => h("tr", {}, h("th", { scope: "row" }, k), h("td", { "data-stat": k.toLowerCase().replace(" ", "-") }, String(v))))));
   return h("div", {}, graphic, table, variantChart(s.variants ?? {}));
 }
 

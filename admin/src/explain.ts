@@ -170,6 +170,7 @@ const PAST: Record<string, string> = {
   emailOutcomeAt: "Outcome received",
   bouncedAt: "Bounced",
   complainedAt: "Complained (marked as spam)",
+  emailClickedAt: "First clicked the email's link",
   shownFirstAt: "First shown in the app",
   clickedFirstAt: "First clicked",
   dismissedFirstAt: "First dismissed",

@@ -1,5 +1,5 @@
 // Tenant settings (#/tenant, #/tenant/<id>): a tenant's record (tenants.get): its name, branding, app
-// origin, sender, frequency caps and approval policy. A tenant's admins read their own; platform admins
+// origin, sender, email click tracking, frequency caps and approval policy. A tenant's admins read their own; platform admins
 // pick any tenant (tenants.list), edit it (tenants.update, a patch of the fields changed: an emptied
 // optional field is sent as null, which clears it) and create one (tenants.create). The server
 // validates: a BAD_REQUEST issue is shown on the field its path names, and nothing is saved.
@@ -74,6 +74,11 @@ function recordForm(kit: Kit, tenant: Tenant, saving: () => void, saved: (t: Ten
     add(`frequencyCaps.${channel}.windowSeconds`, `${what} cap window (seconds)`, h("input", { type: "number", min: 1, step: 1, value: cap ? String(cap.windowSeconds) : "" }));
     capRows.push(h("div", { className: "inline-form", role: "group", "aria-label": `${channel} frequency cap` }, ...rows.splice(before)));
   }
+  // Click tracking (issue 26): on unless the record says false (older records have no field).
+  const trackingWas = tenant.clickTracking !== false;
+  const tracking = h("input", { type: "checkbox", checked: trackingWas, disabled: !editable });
+  add("clickTracking", "Track email clicks", tracking, "On: the email's button links through this deployment's /c, which counts each recipient's first click and redirects. Off: it links to the app directly.");
+  const trackingRow = rows.pop() as HTMLElement;
   const min = h("input", { type: "number", min: 1, step: 1, value: tenant.approval ? String(tenant.approval.minRecipients) : "" });
   add("approval.minRecipients", "Approval from (recipients)", min, "Empty: no two-person approval.");
   const approvalRow = rows.pop() as HTMLElement;
@@ -145,6 +150,7 @@ function recordForm(kit: Kit, tenant: Tenant, saving: () => void, saved: (t: Ten
     const minNow = min.value.trim();
     const minWas = tenant.approval ? String(tenant.approval.minRecipients) : "";
     if (minNow !== minWas) changes.approval = minNow ? { minRecipients: Number(minNow) } : null;
+    if (tracking.checked !== trackingWas) changes.clickTracking = tracking.checked;
     return { changes, local };
   };
 
@@ -180,6 +186,7 @@ function recordForm(kit: Kit, tenant: Tenant, saving: () => void, saved: (t: Ten
     h("p", { className: "muted" }, "Created ", when(tenant.createdAt), " · updated ", h("span", { id: "tenant-updated" }, when(tenant.updatedAt))),
     h("form", { className: "tenant-form", "aria-label": `Settings of ${tenant.tenantId}`, onsubmit: ((ev: Event) => ev.preventDefault()) as EventListener },
       h("h3", {}, "Name and branding"), ...rows,
+      h("h3", {}, "Email clicks"), trackingRow,
       h("h3", {}, "Frequency caps"), h("p", { className: "hint" }, "Across campaigns, per profile and channel. The default tenant's caps apply to every tenant without its own for that channel."), ...capRows,
       h("h3", {}, "Two-person approval"), approvalRow, sentence),
     editable ? h("div", { className: "actions" }, save) : h("p", { className: "hint role-note" }, `Changing tenant settings needs ${roleName(kit.session.needs("tenants.update"))}; this record is read-only.`),

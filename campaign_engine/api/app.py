@@ -23,6 +23,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from campaign_engine.api import routers
 from campaign_engine.api.admin_console import admin_console_router
 from campaign_engine.api.auth import TokenVerifier
+from campaign_engine.api.clicks import clicks_router
 from campaign_engine.api.context import RateLimiter, Services
 from campaign_engine.api.exports import exports_router
 from campaign_engine.api.imports import imports_router
@@ -31,6 +32,7 @@ from campaign_engine.api.routers.webhooks import webhooks_router
 from campaign_engine.api.trpc import ProcedureRouter, TrpcEndpoint
 from campaign_engine.campaigns.api_keys import verify_key
 from campaign_engine.campaigns.audience import Policy
+from campaign_engine.campaigns.email_clicks import ClickRecorder
 from campaign_engine.campaigns.engagement import EngagementService
 from campaign_engine.campaigns.rate_limit import GraphRateLimiter
 from campaign_engine.campaigns.self_test import ChannelTester
@@ -148,6 +150,9 @@ def create_app(
         ),
     )
 
+    # Email clicks (issue 26 item 4) are written on the recorder's thread: the redirect never waits for them.
+    clicks = ClickRecorder(the_graph)
+
     # The tenant records, seeded once from the tenant settings (checked here, at start, as that seed).
     tenants = tenants_of(the_graph, settings)
     tenants.seed_before_load(settings_seed(settings))
@@ -163,6 +168,7 @@ def create_app(
             start()
         yield
         services.engagement.close()  # their batch threads, before the graph they use
+        clicks.close()
         if own_limiter is not None:
             own_limiter.close()
         if owns_graph:
@@ -172,6 +178,7 @@ def create_app(
         start()
     app = FastAPI(title="campaign-engine", version="0.1.0", lifespan=lifespan, docs_url=None, redoc_url=None)
     app.state.services = services
+    app.state.click_recorder = clicks
     endpoint = TrpcEndpoint(services, ROUTERS)
 
     app.add_middleware(_TrpcFirst, endpoint=endpoint)
@@ -186,6 +193,7 @@ def create_app(
     if tokens is not None:
         app.include_router(unsubscribe_router(graph=the_graph, tokens=tokens, clock=clock))
         app.include_router(web_view_router(graph=the_graph, tokens=tokens, settings=settings))
+        app.include_router(clicks_router(tokens=tokens.clicks, recorder=clicks, clock=clock))
     # Provider feedback (bounces, complaints); each endpoint answers 404 until configured.
     app.include_router(webhooks_router(settings=settings, graph=the_graph, clock=clock, sns_http=sns_http))
     app.include_router(imports_router(services))

@@ -123,6 +123,7 @@ class _RequestError(Exception):
 
 _NO_INPUT = object()
 MAX_BATCH = 100  # calls in one batch request; more is a client bug or abuse
+_QUERY_PARAMETERS = frozenset({"input", "batch"})
 MAX_BODY_BYTES = 8 * 1024 * 1024  # a full profiles.upsert batch fits with room to spare
 # Every answer is one caller's data (their campaigns, an admin's audience): no cache may keep it.
 NO_STORE = {"cache-control": "no-store"}
@@ -165,6 +166,10 @@ class TrpcEndpoint:
                 raise _RequestError("METHOD_NOT_SUPPORTED", f"Unsupported {request.method} request")
             if len(paths) > MAX_BATCH:
                 raise _RequestError("BAD_REQUEST", f"A batch may hold at most {MAX_BATCH} calls")
+            if not _QUERY_PARAMETERS.issuperset(request.query_params.keys()):
+                # What a tRPC client sends is all a call reads; anything else is a caller's mistake, not
+                # something to ignore silently (the fuzzer's negative cases: an undeclared parameter).
+                raise _RequestError("BAD_REQUEST", "Unknown query parameter: a call reads input and batch")
             inputs = await self._inputs(request, batch=batch, count=len(paths))
         except _RequestError as exc:
             # Refused before any call ran: counted once, under its one procedure or as a batch.

@@ -68,6 +68,8 @@ class PastSend(BaseModel):
     email_outcome_at: Annotated[str | None, Field(alias="emailOutcomeAt")] = None
     bounced_at: Annotated[str | None, Field(alias="bouncedAt")] = None
     complained_at: Annotated[str | None, Field(alias="complainedAt")] = None
+    email_clicked_at: Annotated[str | None, Field(alias="emailClickedAt")] = None
+    """The first click on the email's tracked CTA (issue 26 item 4)."""
     shown_first_at: Annotated[str | None, Field(alias="shownFirstAt")] = None
     clicked_first_at: Annotated[str | None, Field(alias="clickedFirstAt")] = None
     dismissed_first_at: Annotated[str | None, Field(alias="dismissedFirstAt")] = None

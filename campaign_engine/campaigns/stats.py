@@ -4,8 +4,9 @@ Engagement counts come from CAMPAIGN_STATE only; admin self-tests live on CAMPAI
 count. ``notified`` and ``emailed`` are written by the delivery workers (zero until they run); ``bounced``
 (hard bounces) and ``complained`` by provider feedback on the send it names, found by the provider's
 message id (``feedback/store.py``). ``capped``: profiles the frequency cap held back on a channel and
-that have not received the campaign on it since (``CAMPAIGN_FREQUENCY_CAPS``). No client procedure can
-set any of them. ``variants``: the same per A/B content variant (issue 26).
+that have not received the campaign on it since (``CAMPAIGN_FREQUENCY_CAPS``). ``emailClicked``:
+recipients who followed the email's tracked CTA at least once (``emailClickedAt``, issue 26 item 4). No
+client procedure can set any of them. ``variants``: the same per A/B content variant (issue 26).
 """
 
 from __future__ import annotations
@@ -42,6 +43,8 @@ class VariantStats(BaseModel):
 
 
 class CampaignStats(BaseModel):
+    model_config = ConfigDict(populate_by_name=True)
+
     audience: int
     enrolled: int
     shown: int
@@ -52,6 +55,7 @@ class CampaignStats(BaseModel):
     bounced: int
     complained: int
     capped: int
+    email_clicked: Annotated[int, Field(alias="emailClicked")]
     variants: dict[str, VariantStats] = Field(
         default_factory=dict,
         description="per A/B content variant id: each of the campaign's variants (zeros until it reaches"

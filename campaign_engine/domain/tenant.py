@@ -1,5 +1,6 @@
 """Tenants as records (issue 21 item 1): one organisation's name, branding, app origin, sender, caps and
-approval policy, and its email layout (issue 24 item 6: footer copy, sender display name), editable
+approval policy, its email layout (issue 24 item 6: footer copy, sender display name) and whether its
+email CTA is click-tracked (issue 26 item 4: ``clickTracking``, on by default), editable
 through ``tenants.*`` without a redeploy.
 
 One model per direction: ``TenantCreate`` (input), ``TenantPatch`` (partial update input), ``TenantPublic``
@@ -157,6 +158,8 @@ class TenantSettings(_Strict, GuardOverrides):
     footer_text: Annotated[FooterText | None, Field(alias="footerText")] = None
     footer_address: Annotated[FooterAddress | None, Field(alias="footerAddress")] = None
     sender_name: Annotated[SenderName | None, Field(alias="senderName")] = None
+    click_tracking: Annotated[bool, Field(alias="clickTracking")] = True
+    """Issue 26 item 4: the email CTA links through ``/c`` (first-party click tracking); off, directly."""
 
     def wire(self) -> dict[str, Any]:
         return self.model_dump(mode="json", by_alias=True)
@@ -199,6 +202,8 @@ class TenantPatch(GuardOverrides):
     footer_text: Annotated[FooterText | None, Field(alias="footerText")] = None
     footer_address: Annotated[FooterAddress | None, Field(alias="footerAddress")] = None
     sender_name: Annotated[SenderName | None, Field(alias="senderName")] = None
+    click_tracking: Annotated[bool, Field(alias="clickTracking")] = True
+    """Sent or omitted, never null: on or off."""
 
     def changes(self) -> dict[str, Any]:
         """The fields the caller sent, by wire name, in wire form, with ``None`` meaning "clear"."""
@@ -273,6 +278,7 @@ def tenant_from_node(node: Mapping[str, Any]) -> TenantPublic:
             "footerText": node.get("footerText"),
             "footerAddress": node.get("footerAddress"),
             "senderName": node.get("senderName"),
+            "clickTracking": node.get("clickTracking") is not False,  # absent (an older record) = on
             **{name: node.get(name) for name in GUARD_OVERRIDE_FIELDS},
             "createdAt": node["createdAt"],
             "updatedAt": node["updatedAt"],

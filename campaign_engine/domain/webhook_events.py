@@ -43,6 +43,7 @@ EventType = Literal[
     "recipient.notified",
     "recipient.emailed",
     "recipient.email_rejected",
+    "recipient.email_clicked",
     "recipient.bounced",
     "recipient.complained",
     "recipient.unsubscribed",

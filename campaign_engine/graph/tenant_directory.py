@@ -135,10 +135,11 @@ class TenantDirectory:
         """tenant -> app origin, as ``CAMPAIGN_APP_ORIGINS`` was (no fallback: a CTA must be the tenant's)."""
         return _LiveView(lambda: {t: r.app_origin for t, r in self.records().items() if r.app_origin})
 
-    def branding(self) -> Mapping[str, Mapping[str, str]]:
+    def branding(self) -> Mapping[str, Mapping[str, str | bool]]:
         """tenant -> ``{"name", "logoUrl"?, "primaryColor"?, "textColor"?, "emailFrom"?, "footerText"?,
-        "footerAddress"?, "senderName"?, "platformFrom"?}``, the shape of a ``CAMPAIGN_TENANTS`` entry
-        that ``render.py:branding_for`` reads (the senders for ``compose.py:sender_for``)."""
+        "footerAddress"?, "senderName"?, "platformFrom"?, "clickTracking"}``, the shape of a
+        ``CAMPAIGN_TENANTS`` entry that ``render.py:branding_for`` reads (the senders for
+        ``compose.py:sender_for``, the CTA's tracking for ``compose.py``)."""
         return _LiveView(
             lambda: {t: branding_entry(r, self.platform_from) for t, r in self.records().items()}
         )
@@ -158,9 +159,9 @@ class TenantDirectory:
         return caps
 
 
-def branding_entry(record: TenantSettings, platform_from: str | None) -> dict[str, str]:
+def branding_entry(record: TenantSettings, platform_from: str | None) -> dict[str, str | bool]:
     """One tenant's entry of ``branding()``: what the renderer and ``compose.py`` read of its layout."""
-    entry = {
+    entry: dict[str, str | bool | None] = {
         "name": record.name,
         "logoUrl": record.logo_url,
         "primaryColor": record.primary_color,
@@ -170,6 +171,7 @@ def branding_entry(record: TenantSettings, platform_from: str | None) -> dict[st
         "footerAddress": record.footer_address,
         "senderName": record.sender_name,
         "platformFrom": platform_from if record.sender_name else None,
+        "clickTracking": record.click_tracking,
     }
     return {k: v for k, v in entry.items() if v is not None}
 

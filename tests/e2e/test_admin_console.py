@@ -617,8 +617,26 @@ def test_admin_journey_in_chromium(
             member_token = mint_token(settings, profile_id=pid)
             for event in events:
                 trpc(url, member_token, "campaigns.recordEvent", {"campaignId": CAMPAIGN, "event": event})
+        # A recipient follows the email's tracked button twice (issue 26 item 4): both land on the CTA,
+        # and the chart counts one recipient.
+        wait_for("a member's email", lambda: len(list(mailbox.glob("*.eml"))) >= 13)
+        sent = [read_mail(p) for p in mailbox.glob("*.eml")]
+        member_mail = next(m for m in sent if "[Test]" not in str(m["Subject"]))
+        text = member_mail.get_body(preferencelist=("plain",)).get_content()
+        [click] = re.findall(r"https?://[^/\s]+(/c\?token=\S+)", text)
+        for _ in range(2):
+            hop = httpx.get(f"{url}{click}", follow_redirects=False)
+            landed = httpx.get(f"{url}{hop.headers['location']}", follow_redirects=False)
+            assert landed.headers["location"].startswith("https://app.campaigns.test/m/spring-launch?")
+        ask = {"campaignId": CAMPAIGN}
+
+        def clicked() -> int:
+            return int(trpc(url, admin_token, "campaigns.getStats", ask, mutation=False)["emailClicked"])
+
+        wait_for("the click recorded", lambda: clicked() == 1)
         page.get_by_role("button", name="Refresh stats").click()
         stats = page.locator("#stats")
+        expect(stats.locator("[data-stat='email-clicks']")).to_have_text("1")
         expect(stats.locator("[data-stat='shown']")).to_have_text("3")
         for name, value in (("audience", "12"), ("notified", "12"), ("emailed", "12"), ("clicked", "1"),
                             ("dismissed", "1")):  # fmt: skip
@@ -1276,6 +1294,8 @@ def test_tenant_settings_are_edited_by_platform_admins_and_read_by_tenant_admins
         )
         record.get_by_label("Primary colour").fill("#0b7285")
         record.get_by_label("Approval from (recipients)").fill("50")
+        expect(record.get_by_label("Track email clicks")).to_be_checked()  # on by default (issue 26)
+        record.get_by_label("Track email clicks").uncheck()
         expect(page.locator("#approval-sentence")).to_have_text(
             "Sends reaching 50 recipients need a second publisher."
         )
@@ -1284,6 +1304,8 @@ def test_tenant_settings_are_edited_by_platform_admins_and_read_by_tenant_admins
         expect(page.locator("#tenant-saved")).to_contain_text(f"Saved the settings of {TENANT}")
         stored = trpc(url, platform, "tenants.get", {"tenantId": TENANT}, mutation=False)
         assert stored["primaryColor"] == "#0b7285" and stored["approval"] == {"minRecipients": 50}
+        assert stored["clickTracking"] is False
+        expect(record.get_by_label("Track email clicks")).not_to_be_checked()
         assert stored["appOrigin"] is None and stored["name"] == "Alpha"  # only what changed was sent
         expect(record.get_by_label("Primary colour")).to_have_value("#0b7285")
         shot(page, "tenant-settings", "#main")

@@ -238,6 +238,14 @@ def test_logs_of_a_full_dispatch_are_json_with_bound_ids_and_no_secrets(system: 
         "MATCH (p:Profile) WHERE p.announcementEmailOptOut RETURN p.profileId AS id ORDER BY id"
     )
     assert [row["id"] for row in opted_out] == ["ada", "bob"]
+    # chloé follows the email's tracked button (issue 26): both hops carry her click token in the query.
+    [chloe] = [m for m in system.postmark.accepted if m["To"] == address_of("chloé")]
+    [click_token] = re.findall(r"https://campaigns\.test/c\?token=([A-Za-z0-9%._-]+)", chloe["TextBody"])
+    click_token = unquote(click_token)
+    hop = httpx.get(f"{system.api}/c", params={"token": click_token}, timeout=30)
+    assert hop.status_code == 302 and hop.url.path == "/c"  # not followed: the destination is not ours
+    landed = httpx.get(f"{system.api}{hop.headers['location']}", timeout=30)
+    assert landed.status_code == 302, landed.text
     lookup = _trpc_get(system, "suppressions.get", {"address": address_of("chloé")})
     assert lookup.status_code == 404, lookup.text  # not suppressed; the address was in the query
 
@@ -265,6 +273,7 @@ def test_logs_of_a_full_dispatch_are_json_with_bound_ids_and_no_secrets(system: 
         "Postmark token": POSTMARK_TOKEN,
         "admin bearer token": system.admin_token,
         **{f"unsubscribe token of {to}": token for to, token in tokens.items()},
+        "click token": click_token,
         **{f"address of {m}": address_of(m) for m in MEMBERS},
     }
     everything = {
@@ -288,6 +297,7 @@ def test_logs_of_a_full_dispatch_are_json_with_bound_ids_and_no_secrets(system: 
     assert ("GET", "/campaigns/unsubscribe/browser?[redacted]", 200) in paths
     assert ("POST", "/campaigns/unsubscribe/browser?[redacted]", 200) in paths
     assert ("POST", "/campaigns/unsubscribe?[redacted]", 200) in paths
+    assert ("GET", "/c?[redacted]", 302) in paths and ("GET", "/c/go?[redacted]", 302) in paths
     assert ("GET", "/trpc/suppressions.get?[redacted]", 404) in paths
     # The worker's page jobs and email pages name their campaign and dispatch; deliveries their id.
     assert {e.get("dispatchId") for e in worker if e.get("campaignId") == CAMPAIGN} >= dispatch_ids

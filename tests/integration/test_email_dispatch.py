@@ -212,7 +212,10 @@ def test_message_headers_links_and_one_click_unsubscribe(
     link, token = match.group(1), unquote(match.group(2))
     assert link.replace("&", "&amp;") in message["HtmlBody"] or link in message["HtmlBody"]
     assert link in message["TextBody"]
-    assert "https://t.example/m/c1?utm_source=email&amp;utm_campaign=c1" in message["HtmlBody"]
+    # The CTA is tracked (issue 26 item 4): its /c token pins the tenant's campaign page.
+    [cta] = re.findall(r'href="https://campaigns\.test/c\?token=([^"]+)"', message["HtmlBody"])
+    click = UnsubscribeTokens.from_settings(settings).clicks.read(unquote(cta))
+    assert click is not None and click.url == "https://t.example/m/c1?utm_source=email&utm_campaign=c1"
     assert "Line &lt;two&gt;" in message["HtmlBody"]  # autoescaped admin copy
     unsubscribe_id = graph.run("MATCH (p:Profile {profileId: 'p1'}) RETURN p.campaignUnsubscribeId AS u")[0][
         "u"

@@ -36,6 +36,7 @@ def test_stats_count_distinct_profiles(base_settings: Settings, graph: Graph) ->
             "bounced": 0,
             "complained": 0,
             "capped": 0,
+            "emailClicked": 0,
             "variants": {},  # no A/B variants (issue 26)
         }
         assert stats() == zero
@@ -80,6 +81,7 @@ def test_stats_count_distinct_profiles(base_settings: Settings, graph: Graph) ->
             "bounced": 0,
             "complained": 0,
             "capped": 0,
+            "emailClicked": 0,
             "variants": {},
         }
         assert error_code(api.query("campaigns.getStats", {"campaignId": "c1"}, as_="u1")) == "FORBIDDEN"

@@ -306,7 +306,7 @@ def test_the_tenants_sender_and_branding_reach_the_providers_message(
             return postmark.accepted[-1]
 
         first = sent()
-        assert first["From"] == "news@campaigns.test" and "https://app.example/m/c1?" in first["HtmlBody"]
+        assert first["From"] == "news@campaigns.test" and "/c?token=" in first["HtmlBody"]  # a tracked CTA
         patch = TenantPatch.model_validate(
             {"tenantId": "default", "name": "Tee School", "emailFrom": "Tee School <tee@campaigns.test>"}
         )

@@ -93,6 +93,21 @@ def test_query_by_get_with_json_input_and_mutation_by_post_with_json_body(
     assert [c["id"] for c in listed["records"]] == ["c1"]
 
 
+def test_an_undeclared_query_parameter_is_bad_request_and_nothing_runs(
+    api: TrpcClient, admin: dict[str, str]
+) -> None:
+    """A call reads ``input`` and ``batch``; anything else is refused, not ignored (the fuzzer's negative
+    case: a query parameter the document does not declare)."""
+    params = {"input": json.dumps({"campaignId": "c1"}), "extra": "1"}
+    for refused in (
+        api.http.get("/trpc/campaigns.get", params=params, headers=admin),
+        api.http.post("/trpc/campaigns.create?extra=1", json=NEW_CAMPAIGN, headers=admin),
+    ):
+        assert refused.status_code == 400
+        _error(refused.json(), "BAD_REQUEST", 400)
+    assert ok(api.http.get("/trpc/campaigns.list", headers=admin))["records"] == []
+
+
 def test_batch_get_answers_an_array_in_order(api: TrpcClient, admin: dict[str, str]) -> None:
     _create(api, admin)
     response = api.http.get(

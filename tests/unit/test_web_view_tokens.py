@@ -37,6 +37,35 @@ def test_a_view_token_names_the_recipient_and_the_campaign_and_is_no_unsubscribe
         tokens.web_view.issue("", "spring")
 
 
+def test_a_click_token_pins_its_url_and_no_kind_reads_as_another() -> None:
+    """Issue 26 item 4: the third kind names the recipient, the campaign incarnation and the URL."""
+    tokens = UnsubscribeTokens(SECRET)
+    url = "https://app.example/m/spring?utm_source=email&utm_campaign=spring"
+    click = tokens.clicks.issue(
+        "3f1e-uid", campaign_id="acme~spring", campaign_created_at="2026-03-01", url=url
+    )
+    found = tokens.clicks.read(click)
+    assert found is not None and (found.unsubscribe_id, found.campaign_id, found.url) == (
+        "3f1e-uid",
+        "acme~spring",
+        url,
+    )
+    assert found.campaign_created_at == "2026-03-01" and not found.test
+    test = tokens.clicks.read(
+        tokens.clicks.issue("u", campaign_id="c", campaign_created_at="t", url=url, test=True)
+    )
+    assert test is not None and test.test
+    view, unsubscribe = tokens.web_view.issue("3f1e-uid", "acme~spring"), tokens.issue("3f1e-uid")
+    assert tokens.clicks.read(view) is None and tokens.clicks.read(unsubscribe) is None
+    assert tokens.web_view.read(click) is None
+    with pytest.raises(InvalidUnsubscribeToken):
+        tokens.read(click)
+    assert UnsubscribeTokens(SECRET + "x").clicks.read(click) is None
+    for bad_url in ("javascript:alert(1)", "https://a.example/\r\nX: y", "//a.example/", "x" * 3000):
+        with pytest.raises(ValueError):
+            tokens.clicks.issue("u", campaign_id="c", campaign_created_at="t", url=bad_url)
+
+
 @pytest.mark.parametrize(
     ("served", "footer"),
     [("es", "es"), ("es-MX", "es"), ("ar-EG", "ar"), ("fr", "fr"), ("de", "en"), (None, "en")],

@@ -1,7 +1,8 @@
 """One announcement email per recipient, rendered once per campaign page.
 
 The templates are rendered once with a slot for each per-recipient value (``SLOTS``: the unsubscribe
-link, the web-view link), the only parts that differ between recipients; ``compose_email`` fills them
+link, the web-view link and, where the tenant tracks clicks, the CTA's ``/c`` link), the only parts
+that differ between recipients; ``compose_email`` fills them
 with the recipient's signed links and sets the RFC 8058 headers. A new per-recipient value is one more
 slot and its fill here; the adapters assemble any number. Resolving the CTA origin and branding here,
 before any claim, means a misconfigured tenant fails a dispatch without burning anyone's single email
@@ -36,6 +37,7 @@ from campaign_engine.domain.tenancy import campaign_ref
 from campaign_engine.domain.variants import served_locale
 from campaign_engine.unsubscribe.tokens import (
     UnsubscribeTokens,
+    click_url,
     list_unsubscribe_headers,
     unsubscribe_url,
     web_view_url,
@@ -45,6 +47,7 @@ __all__ = [
     "SLOTS",
     "EmailContent",
     "EmailVariants",
+    "click_tracking_for",
     "compose_email",
     "email_content_for",
     "email_variants_for",
@@ -64,9 +67,11 @@ class _Copy:
 
 _UNSUBSCRIBE_SLOT = "https://unsubscribe.invalid/slot-7f3c9a1e"
 _WEB_VIEW_SLOT = "https://view.invalid/slot-7f3c9a1e"
-SLOTS = (_UNSUBSCRIBE_SLOT, _WEB_VIEW_SLOT)
+_CLICK_SLOT = "https://click.invalid/slot-7f3c9a1e"
+SLOTS = (_UNSUBSCRIBE_SLOT, _WEB_VIEW_SLOT, _CLICK_SLOT)
 """Rendered in place of each per-recipient link, then replaced per recipient (URL-safe: escaping is a
-no-op), in this order in ``OutgoingEmail.fills``."""
+no-op), in this order in ``OutgoingEmail.fills``. The click slot (issue 26 item 4) is the tracked CTA:
+a content whose tenant turned click tracking off renders its CTA's URL itself and uses the first two."""
 
 
 @dataclass(frozen=True)
@@ -90,13 +95,18 @@ class EmailContent:
     tenant_id: str = "default"
     variant_id: str | None = None
     """The A/B content variant of ``copy`` (issue 26; ``domain/ab_variants.py``), None without variants."""
+    campaign_created_at: str = ""
+    """The campaign's incarnation, which a click token names (a recreated campaign's clicks are not its)."""
+    click_tracking: bool = False
+    """The CTA links through ``/c`` with a per-recipient token pinning ``cta_url`` (the tenant's
+    ``clickTracking``); False: the CTA is ``cta_url`` itself."""
 
     @cached_property
     def template(self) -> RenderedEmail:
         return render_email(
             copy=self.copy,
             branding=self.branding,
-            cta_url=self.cta_url,
+            cta_url=_CLICK_SLOT if self.click_tracking else self.cta_url,
             unsubscribe_url=_UNSUBSCRIBE_SLOT,
             web_view_url=_WEB_VIEW_SLOT,
             lang=self.locale,
@@ -104,7 +114,8 @@ class EmailContent:
 
     @cached_property
     def body_template(self) -> BodyTemplate:
-        return BodyTemplate(text=self.template.text, html=self.template.html, slots=SLOTS)
+        slots = SLOTS if self.click_tracking else SLOTS[:2]
+        return BodyTemplate(text=self.template.text, html=self.template.html, slots=slots)
 
     @cached_property
     def _list_ids(self) -> dict[str, str]:
@@ -119,7 +130,8 @@ class EmailContent:
 
     def web_view(self) -> RenderedEmail:
         """What the web view shows: this email without its per-recipient links (a forwarded view link
-        must not unsubscribe anyone, and the view needs no link to itself)."""
+        must not unsubscribe anyone, and the view needs no link to itself); its CTA links directly (a
+        view is no one recipient's click)."""
         return render_email(
             copy=self.copy,
             branding=self.branding,
@@ -175,6 +187,8 @@ def _content(
         list_name=campaign.name,
         tenant_id=campaign.tenant_id or default_tenant,
         variant_id=variant_id,
+        campaign_created_at=campaign.created_at,
+        click_tracking=click_tracking_for(tenants, campaign.tenant_id, default_tenant),
     )
     content.template  # noqa: B018 - render now: a template error must surface before any claim
     return content
@@ -251,6 +265,13 @@ def sender_for(tenants: Mapping[str, Any], tenant_id: str | None, default_tenant
     return f"{_display_phrase(name)} <{bare}>"
 
 
+def click_tracking_for(tenants: Mapping[str, Any], tenant_id: str | None, default_tenant: str) -> bool:
+    """The tenant entry's ``clickTracking`` (its record's; an unknown tenant's is the default tenant's),
+    on unless the record turned it off."""
+    entry = tenants.get(tenant_id or default_tenant) or tenants.get(default_tenant)
+    return not (isinstance(entry, Mapping) and entry.get("clickTracking") is False)
+
+
 def _display_phrase(name: str) -> str:
     """A header phrase (RFC 5322): RFC 2047-encoded when not ASCII, quoted when it has specials."""
     name = " ".join(name.split())
@@ -296,14 +317,26 @@ def compose_email(
     domain_name: str,
     tag: str = "announcement",
     metadata: Mapping[str, str] | None = None,
+    test: bool = False,
 ) -> OutgoingEmail:
     """One recipient's message: the visible unsubscribe link and RFC 8058 headers carry its unsubscribe
-    token, the web-view link its view token of this campaign."""
+    token, the web-view link its view token of this campaign, a tracked CTA its click token (a
+    self-test's, ``test``, redirects and records nothing)."""
     link = unsubscribe_url(domain_name, tokens.issue(unsubscribe_id))
     view = web_view_url(domain_name, tokens.web_view.issue(unsubscribe_id, content.campaign_id))
     body = content.body_template
-    text_fills = (link, view)
-    html_fills = (_escaped(link), _escaped(view))
+    text_fills: tuple[str, ...] = (link, view)
+    html_fills: tuple[str, ...] = (_escaped(link), _escaped(view))
+    if content.click_tracking:
+        token = tokens.clicks.issue(
+            unsubscribe_id,
+            campaign_id=content.campaign_id,
+            campaign_created_at=content.campaign_created_at,
+            url=content.cta_url,
+            test=test,
+        )
+        cta = click_url(domain_name, token)
+        text_fills, html_fills = (*text_fills, cta), (*html_fills, _escaped(cta))
     return OutgoingEmail(
         key=key,
         to=to,

@@ -84,6 +84,7 @@ class EmailSelfTester:
             domain_name=self._domain,
             tag="announcement-test",
             metadata={"campaignId": campaign.id, "campaignTestId": test_id},
+            test=True,  # a working CTA that records no click: a test is not a recipient's
         )
         [result] = self._provider.send_batch([message])
         if result.outcome != "accepted":

@@ -981,6 +981,7 @@ export interface PastSend {
   emailOutcomeAt?: string | null;
   bouncedAt?: string | null;
   complainedAt?: string | null;
+  emailClickedAt?: string | null;
   shownFirstAt?: string | null;
   clickedFirstAt?: string | null;
   dismissedFirstAt?: string | null;
@@ -1212,6 +1213,7 @@ export interface CampaignStats {
   bounced: number;
   complained: number;
   capped: number;
+  emailClicked: number;
   /**
    * per A/B content variant id: each of the campaign's variants (zeros until it reaches someone) and any variant recorded before the variants were edited; {} without variants
    */
@@ -1708,6 +1710,7 @@ export interface TenantCreate {
   footerText?: string | null;
   footerAddress?: string | null;
   senderName?: string | null;
+  clickTracking?: boolean;
   tenantId: string;
 }
 /**
@@ -1751,6 +1754,7 @@ export interface TenantPublic {
   footerText?: string | null;
   footerAddress?: string | null;
   senderName?: string | null;
+  clickTracking?: boolean;
   tenantId: string;
   createdAt: string;
   updatedAt: string;
@@ -1835,6 +1839,7 @@ export interface TenantPatch {
   footerText?: string | null;
   footerAddress?: string | null;
   senderName?: string | null;
+  clickTracking?: boolean;
 }
 /**
  * ``tenants.updateLayout``: a partial patch of one tenant's layout, nothing else of its record.
@@ -1858,10 +1863,10 @@ export interface LayoutPatch {
 export interface CreateInputValidation {
   url: string;
   /**
-   * event types (dispatch.started, dispatch.paused, dispatch.resumed, dispatch.completed, dispatch.failed, recipient.notified, recipient.emailed, recipient.email_rejected, recipient.bounced, recipient.complained, recipient.unsubscribed, campaign.created, campaign.updated, campaign.status_changed, campaign.deleted) or '*' for all
+   * event types (dispatch.started, dispatch.paused, dispatch.resumed, dispatch.completed, dispatch.failed, recipient.notified, recipient.emailed, recipient.email_rejected, recipient.email_clicked, recipient.bounced, recipient.complained, recipient.unsubscribed, campaign.created, campaign.updated, campaign.status_changed, campaign.deleted) or '*' for all
    *
    * @minItems 1
-   * @maxItems 15
+   * @maxItems 16
    */
   events: [
     (
@@ -1874,6 +1879,7 @@ export interface CreateInputValidation {
           | "recipient.notified"
           | "recipient.emailed"
           | "recipient.email_rejected"
+          | "recipient.email_clicked"
           | "recipient.bounced"
           | "recipient.complained"
           | "recipient.unsubscribed"
@@ -1894,6 +1900,7 @@ export interface CreateInputValidation {
           | "recipient.notified"
           | "recipient.emailed"
           | "recipient.email_rejected"
+          | "recipient.email_clicked"
           | "recipient.bounced"
           | "recipient.complained"
           | "recipient.unsubscribed"
@@ -2050,6 +2057,7 @@ export interface UpdateInput {
               | "recipient.notified"
               | "recipient.emailed"
               | "recipient.email_rejected"
+              | "recipient.email_clicked"
               | "recipient.bounced"
               | "recipient.complained"
               | "recipient.unsubscribed"
@@ -2070,6 +2078,7 @@ export interface UpdateInput {
               | "recipient.notified"
               | "recipient.emailed"
               | "recipient.email_rejected"
+              | "recipient.email_clicked"
               | "recipient.bounced"
               | "recipient.complained"
               | "recipient.unsubscribed"
