@@ -240,24 +240,21 @@ def main() -> None:
             campaigns = Campaigns(graph)
             cold_rate = warm_up(settings, graph, work, standin, campaigns, args.warm_up, args.max_warm_ups)
             runs, raws, writes, translated_rates, tracked_runs = [], [], [], [], []
+
+            def in_languages() -> None:
+                rate = languages_run(settings, graph, work, standin, campaigns, args.recipients,
+                                     args.languages, args.variants)  # fmt: skip
+                translated_rates.append(rate)
+
+            def tracked() -> None:
+                tracked_runs.append(tracked_run(settings, graph, work, standin, campaigns, args.recipients))
+
             for number in range(1, args.runs + 1):
-                if args.click_tracking and not number % 2:  # the order swapped every run: drift cancels
-                    tracked_runs.append(
-                        tracked_run(settings, graph, work, standin, campaigns, args.recipients)
-                    )
-                if comparing and number % 2:  # the order swapped every run: drift cancels
-                    translated_rates.append(
-                        languages_run(
-                            settings,
-                            graph,
-                            work,
-                            standin,
-                            campaigns,
-                            args.recipients,
-                            args.languages,
-                            args.variants,
-                        )
-                    )
+                odd = bool(number % 2)  # each comparison's order swapped every run: drift cancels
+                if comparing and odd:
+                    in_languages()
+                if args.click_tracking and not odd:
+                    tracked()
                 run = run_dispatch(settings, graph, work, campaigns.new(args.recipients))
                 rate = args.recipients / run.elapsed
                 addresses = standin.addresses()
@@ -281,23 +278,10 @@ def main() -> None:
                       f"bare graph writes {writes[-1]:,.0f}/s; shared ceiling {shared:,.0f}/s, "
                       f"efficiency against it {rate / shared:.2f}")  # fmt: skip
                 runs.append(run)
-                if comparing and not number % 2:
-                    translated_rates.append(
-                        languages_run(
-                            settings,
-                            graph,
-                            work,
-                            standin,
-                            campaigns,
-                            args.recipients,
-                            args.languages,
-                            args.variants,
-                        )
-                    )
-                if args.click_tracking and number % 2:
-                    tracked_runs.append(
-                        tracked_run(settings, graph, work, standin, campaigns, args.recipients)
-                    )
+                if comparing and not odd:
+                    in_languages()
+                if args.click_tracking and odd:
+                    tracked()
             capped = (
                 with_cap(settings, graph, work, campaigns.new(args.recipients), args.recipients, args.cap)
                 if args.cap
