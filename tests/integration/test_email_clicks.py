@@ -136,7 +136,10 @@ def test_a_followed_click_counts_once_per_recipient_and_nothing_else_counts(
         add_email_members(graph, "c1", [ADMIN_ID], member=False)
         tester = build_email_self_tester(settings, graph, clock=StepClock())
         assert tester is not None
-        send_test_to_me(graph, admin_id=ADMIN_ID, campaign_id="c1", now=NOW, testers={"email": tester})
+        try:
+            send_test_to_me(graph, admin_id=ADMIN_ID, campaign_id="c1", now=NOW, testers={"email": tester})
+        finally:
+            tester._provider.close()  # its pooled connection to the stand-in
         [test_link] = _CLICK.findall(standin.accepted[-1]["TextBody"])
         assert _click(api, test_link).headers["location"] == CTA
         assert recorder.flush(timeout=15)
