@@ -3,9 +3,10 @@
 // (campaignId, profileId), as getAudience's (audience_page.cypher): never SKIP, and the LIMIT applies
 // before the state is read, so a page costs its own rows whatever the audience. The :Campaign label
 // skips memberships of a deleted incarnation still being reaped. Ids and times only: no address, no copy.
-// The hint pins the seek: on a nearly empty graph the planner would otherwise scan, and keep that plan.
+// The SEEK hint pins the seek: a plain index hint may be served by a scan of the whole index when the
+// statistics say one campaign holds every membership (a young graph), and the plan would be kept.
 MATCH (p:Profile)-[m:IN_CAMPAIGN_AUDIENCE]->(c:Campaign)
-USING INDEX m:IN_CAMPAIGN_AUDIENCE(campaignId, profileId)
+USING INDEX SEEK m:IN_CAMPAIGN_AUDIENCE(campaignId, profileId)
 WHERE m.campaignId = $campaignId AND m.profileId > $cursor
 WITH p, m, c
 ORDER BY m.campaignId, m.profileId

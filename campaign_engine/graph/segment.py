@@ -312,7 +312,7 @@ class _Compiler:
         predicate = f"EXISTS {{ (p)-[:IN_CAMPAIGN_AUDIENCE]->(:Campaign {{id: ${s}}}) }}"
         arms = [
             _Arm("MATCH (p:Profile)-[segM:IN_CAMPAIGN_AUDIENCE]->(:Campaign)"
-                 " USING INDEX segM:IN_CAMPAIGN_AUDIENCE(campaignId, profileId)",
+                 " USING INDEX SEEK segM:IN_CAMPAIGN_AUDIENCE(campaignId, profileId)",
                  f"segM.campaignId = ${s} AND segM.profileId > $cursor", "segM.campaignId, segM.profileId", n)
         ]  # fmt: skip
         inner = segment_of(target)
