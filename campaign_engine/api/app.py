@@ -149,6 +149,8 @@ def create_app(
             self_test_testers if self_test_testers is not None else build_self_testers(settings, the_graph)
         ),
     )
+    # Testers the app built hold their provider's connections; ones handed in are their caller's to close.
+    own_testers = [] if self_test_testers is not None else list(services.self_test_testers.values())
 
     # Email clicks (issue 26 item 4) are written on the recorder's thread: the redirect never waits for them.
     clicks = ClickRecorder(the_graph)
@@ -169,6 +171,10 @@ def create_app(
         yield
         services.engagement.close()  # their batch threads, before the graph they use
         clicks.close()
+        for tester in own_testers:
+            close = getattr(tester, "close", None)
+            if close is not None:
+                close()
         if own_limiter is not None:
             own_limiter.close()
         if owns_graph:

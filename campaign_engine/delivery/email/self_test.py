@@ -62,6 +62,10 @@ class EmailSelfTester:
         self._clock = clock
         self._query = policy_query("email_test_recipient")
 
+    def close(self) -> None:
+        """Close the provider (its pooled connections): the tester owns the provider it was built with."""
+        self._provider.close()
+
     def __call__(self, *, admin_id: str, campaign: CampaignPublic, test_id: str) -> None:
         address, unsubscribe_id, locale = self._graph.write(self._recipient, admin_id, now=self._clock())
         content = email_content_for(  # in the admin's own language, as a recipient of theirs would get it
