@@ -17,11 +17,11 @@ from campaign_engine.graph.graph import Graph, Tx
 from campaign_engine.graph.policy import policy_params
 from campaign_engine.graph.segment import (
     CompiledSegment,
-    check_segment,
     compile_segment,
     count_matches,
     leaf_verdicts,
 )
+from campaign_engine.graph.segment_check import check_segment
 
 __all__ = [
     "ConditionVerdict",

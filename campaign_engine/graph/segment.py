@@ -20,7 +20,8 @@ a segment gets the static head alone, the very statement it had before.
 
 Referenced campaigns are the tenant's refs, resolved in the campaign's own tenant when the segment is
 compiled (a walk compiles once, ``SegmentCache``); a ``memberOf`` campaign's own segment joins its
-members (cycles are refused by ``check_segment`` and cut here too). A missing campaign matches nobody.
+members (cycles are refused by ``graph/segment_check.py`` and cut here too). A missing campaign matches
+nobody.
 """
 
 from __future__ import annotations
@@ -36,8 +37,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from campaign_engine.domain.age_policy import adult_dob_cutoff
-from campaign_engine.domain.errors import BadRequest
-from campaign_engine.domain.segment import ENGAGED_PROPERTY, Segment, campaign_refs, condition_of, minor_only
+from campaign_engine.domain.segment import ENGAGED_PROPERTY, Segment, condition_of
 from campaign_engine.graph.cypher import query
 from campaign_engine.graph.graph import Tx
 from campaign_engine.graph.policy import STATIC_AUDIENCE_PAGE, fill_policy
@@ -46,12 +46,12 @@ __all__ = [
     "CompiledSegment",
     "SegmentCache",
     "audience_head",
-    "check_segment",
     "compile_for",
     "compile_segment",
     "count_audience",
     "count_matches",
     "leaf_verdicts",
+    "resolve_refs",
     "segment_of",
     "segment_query",
 ]
@@ -94,10 +94,6 @@ def segment_of(campaign: Mapping[str, Any]) -> Segment | None:
     return None if raw is None else Segment.model_validate(raw)
 
 
-# ---------------------------------------------------------------------------------------------------
-# Checking a segment before it is saved
-
-
 _RESOLVE = """
 UNWIND $refs AS ref
 MATCH (x:Campaign {tenantId: $tenantId, ref: ref})
@@ -105,62 +101,12 @@ RETURN x.ref AS ref, x.id AS id, x.definition AS definition
 """
 
 
-def _resolve(tx: Tx, tenant_id: str | None, refs: set[str]) -> dict[str, dict[str, Any]]:
+def resolve_refs(tx: Tx, tenant_id: str | None, refs: set[str]) -> dict[str, dict[str, Any]]:
+    """The tenant's campaigns among ``refs``: storage id and definition by ref (None tenant: none)."""
     if not refs or tenant_id is None:
         return {}
     rows = tx.run(_RESOLVE, tenantId=tenant_id, refs=sorted(refs))
     return {str(r["ref"]): {"id": r["id"], "definition": r["definition"]} for r in rows}
-
-
-def check_segment(
-    tx: Tx,
-    segment: Segment,
-    *,
-    tenant_id: str | None,
-    own_ref: str,
-    excludes_minors: bool = False,
-    adult_age: int | None = None,
-) -> None:
-    """BAD_REQUEST naming the path of the first campaign the segment names that is not one of the
-    tenant's, of a ``memberOf`` that would make the campaign a member of itself, or (with
-    ``adult_age``) of an age condition the campaign's age policy leaves nobody to match: ``ageBelow``
-    the adult age in a campaign that excludes minors (domain/age_policy.py)."""
-    if excludes_minors and adult_age is not None:
-        for path, node in minor_only(segment, adult_age=adult_age):
-            _refuse(
-                path,
-                f"the campaign excludes minors (excludeMinors), so ageBelow {node.age_below} reaches"
-                f" nobody: the age policy needs a known age of {adult_age} or more",
-            )
-    named = list(campaign_refs(segment))
-    found = _resolve(tx, tenant_id, {ref for _, ref in named})
-    for path, ref in named:
-        if ref == own_ref and path[-1] == "memberOf":
-            _refuse(path, "a campaign cannot be a member of its own audience")
-        if ref not in found and ref != own_ref:
-            _refuse(path, f"campaign '{ref}' not found")
-    # memberOf cycles: the campaigns reachable through memberOf must not lead back here.
-    seen: set[str] = set()
-    frontier = [(path, ref) for path, ref in named if path[-1] == "memberOf"]
-    while frontier:
-        path, ref = frontier.pop()
-        if ref in seen:
-            continue
-        seen.add(ref)
-        inner = segment_of(found.get(ref) or {"definition": "{}"}) if ref in found else None
-        if inner is None:
-            continue
-        inner_named = [r for p, r in campaign_refs(inner) if p[-1] == "memberOf"]
-        if own_ref in inner_named:
-            _refuse(path, f"campaign '{ref}' is itself a segment over this campaign (memberOf cycle)")
-        more = _resolve(tx, tenant_id, set(inner_named) - found.keys())
-        found.update(more)
-        frontier += [(path, r) for r in inner_named]
-
-
-def _refuse(path: tuple[str | int, ...], message: str) -> None:
-    where = ".".join(str(part) for part in ("segment", *path))
-    raise BadRequest(f"{where}: {message}", issues=[{"path": ["segment", *path], "message": message}])
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -187,7 +133,7 @@ class _Compiler:
         return name
 
     def _campaign(self, ref: str) -> dict[str, Any] | None:
-        return _resolve(self._tx, self._tenant, {ref}).get(ref)
+        return resolve_refs(self._tx, self._tenant, {ref}).get(ref)
 
     def _count(self, statement: str, **params: Any) -> int:
         row = self._tx.run(statement, cap=_ESTIMATE_CAP, **params).single()
