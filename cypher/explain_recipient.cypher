@@ -14,7 +14,7 @@ WITH c, p, m, s, {{PRIMARY_EMAILS}} AS emails,
 WITH c, p, m, s, emails, {{NOTIFY_CAP_REACHED}} AS notifyCapReached, cap AS notifyCap,
      coalesce($emailCaps[coalesce(c.tenantId, '*')], $emailCaps['*']) AS cap
 WITH c, p, m, s, emails, notifyCapReached, notifyCap, {{EMAIL_CAP_REACHED}} AS emailCapReached, cap AS emailCap
-RETURN c {.status, .channels, .startsAt, .endsAt, .excludeMinors, .definition} AS campaign,
+RETURN c {.status, .channels, .startsAt, .endsAt, .excludeMinors, .definition, .abTest} AS campaign,
        p.locale AS locale,
        p IS NOT NULL AS profileFound,
        m {.source, .addedAt, .selfEnrolled} AS membership,

@@ -10,4 +10,4 @@ WHERE c.status = 'live' AND c.hasInAppMessage
   AND {{CAMPAIGN_AGE_OK}}
 OPTIONAL MATCH (p)-[s:CAMPAIGN_STATE]->(c)
 // One record per caller (not per membership): far fewer records for the driver to decode.
-RETURN profileId, p.locale AS locale, collect([c.id, c.updatedAt, s {.*}]) AS visible
+RETURN profileId, p.locale AS locale, collect([c.id, c.updatedAt, s {.*}, c.abTest]) AS visible

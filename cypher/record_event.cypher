@@ -31,4 +31,5 @@ SET s.{{EVENT}}FirstAt = coalesce(s.{{EVENT}}FirstAt, $now),
     s.{{EVENT}}LastAt = $now,
     s.{{EVENT}}Count = coalesce(s.{{EVENT}}Count, 0) + 1,
     s.lastActionId = coalesce(event.actionId, s.lastActionId)
-RETURN event.index AS index, s {.*} AS state, elementId(s) AS stateId, c.abVariants AS variants
+RETURN event.index AS index, s {.*} AS state, elementId(s) AS stateId, c.abVariants AS variants,
+       c.abTest AS abTest

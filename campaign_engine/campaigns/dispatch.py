@@ -34,6 +34,8 @@ from campaign_engine.campaigns.approval import (
 from campaign_engine.campaigns.dispatch_reads import WIRE as _WIRE
 from campaign_engine.campaigns.preview_pass import PREVIEW_PAGE, Tally, pinned
 from campaign_engine.campaigns.send_blocks import ALL_CHANNELS, blocked_reason, undeliverable, why_blocked
+from campaign_engine.campaigns.test_wave import check_experiment, start_test
+from campaign_engine.domain.ab_variants import Experiment
 from campaign_engine.domain.dispatch import (
     DeliveryChannel,
     PageJob,
@@ -226,12 +228,14 @@ def dispatch(
     approval_policy: ApprovalPolicy | None = None,
     untranslated_max_share: float = DEFAULT_UNTRANSLATED_MAX_SHARE,
     accept_fallback: bool = False,
+    experiment: Experiment | None = None,
 ) -> DispatchStarted:
     """Confirm a send; under ``approval_policy`` a large one needs its approval (``approval.py``), and
     the dispatcher is the audit actor. The preview (a pass over the whole audience) is read *before*
     the campaign lock and re-verified under it by the lock counter, so adds, enrolments and edits of
     the campaign wait for a node read, not for the audience walk (issue 11). After
-    ``_UNLOCKED_ATTEMPTS`` lost races it is computed under the lock, as before."""
+    ``_UNLOCKED_ATTEMPTS`` lost races it is computed under the lock, as before. ``experiment``: a test
+    wave (``test_wave.py``), refused before anything is written when the campaign cannot run it."""
     # Ids are drawn outside the tx function: a driver retry keeps them.
     ids: dict[DeliveryChannel, str] = {ch: f"dsp_{uuid.uuid4().hex}" for ch in _WALKED_CHANNELS}
     stamp = format_ts(now)
@@ -265,17 +269,22 @@ def dispatch(
         )  # fmt: skip
         approved: dict[str, Any] = {"approvedBy": approval.approved_by if approval else None,
                     "approvedAt": approval.approved_at if approval else None}  # fmt: skip
-        tx.run(_SUPERSEDE, campaignId=campaign_id, now=stamp).consume()
         walked = [ch for ch in _WALKED_CHANNELS if ch in (computed.campaign.get("channels") or [])]
+        if experiment is not None:
+            check_experiment(tx, computed.campaign, experiment, walked=list(walked))
+        tx.run(_SUPERSEDE, campaignId=campaign_id, now=stamp).consume()
         rows = [{"id": ids[ch], "channel": ch} for ch in walked]
         row = tx.run(_CREATE, campaignId=campaign_id, dispatches=rows, now=stamp, **approved).single()
         assert row is not None
+        start_test(tx, campaign_id=campaign_id, experiment=experiment, dispatch_ids=[r["id"] for r in rows],
+                   now=now)  # fmt: skip
         record_dispatch_events(tx, graph, "dispatch.started", [r["id"] for r in rows], now=stamp,
                                recipients=preview.recipient_count)  # fmt: skip
+        tested = {"experiment": experiment.model_dump(by_alias=True)} if experiment else {}
         record_audit(tx, audit, target_type="campaign", target_id=campaign_id, campaign=locked,
                      revision_before=locked["revision"], revision_after=locked["revision"] + 1,
                      detail={"dispatchIds": [r["id"] for r in rows],
-                             "recipients": preview.recipient_count, **approved})  # fmt: skip
+                             "recipients": preview.recipient_count, **approved, **tested})  # fmt: skip
         return str(row["createdAt"]), walked
 
     try:

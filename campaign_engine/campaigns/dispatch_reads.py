@@ -4,16 +4,26 @@ creates Dispatches, the page walks and workers move them."""
 
 from __future__ import annotations
 
+import json
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from campaign_engine.domain.ab_variants import Experiment
 from campaign_engine.domain.dispatch import DispatchStatus
 from campaign_engine.domain.errors import NotFound
 from campaign_engine.domain.tenancy import CampaignRefOut
 from campaign_engine.graph.graph import Graph
 
-__all__ = ["WIRE", "DispatchPublic", "PauseReason", "dispatch_from_node", "get_dispatch", "list_dispatches"]
+__all__ = [
+    "WIRE",
+    "DispatchPublic",
+    "PauseReason",
+    "TestDecision",
+    "dispatch_from_node",
+    "get_dispatch",
+    "list_dispatches",
+]
 
 WIRE = ConfigDict(populate_by_name=True)
 """The API's models are read and written by their camelCase aliases; Python names work too."""
@@ -31,6 +41,29 @@ class PauseReason(BaseModel):
     """Accepted emails (answered attempts, for ``rejection``) the rate is over."""
     message: str
     """Readable, e.g. ``hard_bounce_rate 0.03 > 0.02 (over 200)``."""
+
+
+class VariantRateOut(BaseModel):
+    model_config = WIRE
+
+    variant_id: Annotated[str, Field(alias="variantId")]
+    numerator: int
+    """Test recipients of this variant with the metric."""
+    denominator: int
+    """Test recipients of this variant the send reached (emailed, for ``emailClicked``)."""
+    rate: float
+
+
+class TestDecision(BaseModel):
+    """The decision of a test wave: the winner, each variant's rate, who decided and when."""
+
+    __test__ = False  # not a pytest class
+    model_config = WIRE
+
+    winner: str
+    rates: list[VariantRateOut]
+    decided_by: Annotated[str, Field(alias="decidedBy", description="an admin's id, or system:test-wave")]
+    decided_at: Annotated[str, Field(alias="decidedAt")]
 
 
 class DispatchPublic(BaseModel):
@@ -89,6 +122,13 @@ class DispatchPublic(BaseModel):
     complaints: int = 0
     paused_at: Annotated[str | None, Field(alias="pausedAt")] = None
     pause_reason: Annotated[PauseReason | None, Field(alias="pauseReason")] = None
+    # Issue 26, the A/B test wave: the experiment this send runs, its phase (`testing`: only the test
+    # wave is sent, the rest waits until nextPageAt = decideAt; `rest`: decided, everyone else gets only
+    # the winner) and, once decided, the decision.
+    experiment: Experiment | None = None
+    phase: Literal["testing", "rest"] | None = None
+    decide_at: Annotated[str | None, Field(alias="decideAt")] = None
+    decision: TestDecision | None = None
 
 
 _GET = """
@@ -115,7 +155,9 @@ def dispatch_from_node(node: dict[str, Any]) -> DispatchPublic:
             "sample": node["pauseSample"],
             "message": node["pauseReason"],
         }
-    wire = {**node, "dispatchId": node["id"], "perRecipient": per_recipient, "pauseReason": reason}
+    wire = {**node, "dispatchId": node["id"], "perRecipient": per_recipient, "pauseReason": reason,
+            "experiment": json.loads(node["experiment"]) if node.get("experiment") else None,
+            "decision": json.loads(node["decision"]) if node.get("decision") else None}  # fmt: skip
     return DispatchPublic.model_validate(wire)
 
 

@@ -19,14 +19,20 @@ import asyncio
 import json
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cache
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from campaign_engine.campaigns.audience import Policy
-from campaign_engine.domain.ab_variants import Assignment, assigned_variant, wire_variant_content
+from campaign_engine.domain.ab_variants import (
+    Assignment,
+    TestWave,
+    assigned_variant,
+    served_variant,
+    wire_variant_content,
+)
 from campaign_engine.domain.campaign import Message
 from campaign_engine.domain.errors import NotFound
 from campaign_engine.domain.types import format_ts
@@ -148,8 +154,17 @@ class _Cards:
     assignment: Assignment
     by_language: dict[tuple[str, str | None], MyCampaign]
 
-    def for_reader(self, requested_locale: str | None, profile_id: str) -> tuple[int, MyCampaign]:
-        variant_id = self.assignment.variant_of(campaign_id=self.campaign_id, profile_id=profile_id)
+    def for_reader(
+        self, requested_locale: str | None, profile_id: str, ab_test: str | None = None
+    ) -> tuple[int, MyCampaign] | None:
+        """The reader's card; None while they wait outside an undecided test wave (issue 26: no card
+        until the decision, then the winner's), so nobody sees two variants."""
+        served = (
+            replace(self.assignment, wave=TestWave.of(ab_test)) if self.assignment.bounds else self.assignment
+        )
+        variant_id = served.variant_of(campaign_id=self.campaign_id, profile_id=profile_id)
+        if served.bounds and variant_id is None:
+            return None
         return self.priority, self.by_language[(served_locale(self.languages, requested_locale), variant_id)]
 
 
@@ -210,21 +225,16 @@ def my_campaigns_of(
     result = tx.run(policy_query("my_campaigns"), profileIds=list(profile_ids), now=format_ts(policy.now),
                     **policy.params())  # fmt: skip
     visible = {record["profileId"]: (record["locale"], record["visible"]) for record in result}
-    found = cards.fetch(tx, ((cid, at) for _, rows in visible.values() for cid, at, _ in rows))
-    return {
-        profile_id: [
-            _with_state(card, state)
-            for (_, card), state in sorted(
-                (
-                    (found[cid].for_reader(locale, profile_id), state)
-                    for cid, _, state in rows
-                    if cid in found
-                ),
-                key=lambda entry: _order_key(entry[0]),
-            )
+    found = cards.fetch(tx, ((row[0], row[1]) for _, rows in visible.values() for row in rows))
+    mine: dict[str, list[MyCampaign]] = {}
+    for profile_id, (locale, rows) in visible.items():
+        served = ((found[cid].for_reader(locale, profile_id, test), state)
+                  for cid, _, state, test in rows if cid in found)  # fmt: skip
+        entries = [(entry, state) for entry, state in served if entry is not None]
+        mine[profile_id] = [
+            _with_state(card, state) for (_, card), state in sorted(entries, key=lambda e: _order_key(e[0]))
         ]
-        for profile_id, (locale, rows) in visible.items()
-    }
+    return mine
 
 
 def my_campaigns(
@@ -306,9 +316,12 @@ def record_events(
                 states[index] = EngagementState.from_rel(state)
                 if record["variants"] and state.get("variantId") is None:
                     call = events[index]
-                    variant = assigned_variant(json.loads(record["variants"]), campaign_id=call.campaign_id,
-                                               profile_id=call.profile_id)  # fmt: skip
-                    unstamped[str(record["stateId"])] = str(variant)
+                    wave = TestWave.of(record["abTest"])
+                    variants = json.loads(record["variants"])
+                    variant = served_variant(variants, wave, campaign_id=call.campaign_id,
+                                             profile_id=call.profile_id)  # fmt: skip
+                    if variant is not None:  # a reader waiting for a test's decision is stamped later
+                        unstamped[str(record["stateId"])] = variant
         if unstamped:  # a reader's first events only: one statement for the whole batch
             stamps = [{"stateId": sid, "variantId": vid} for sid, vid in sorted(unstamped.items())]
             tx.run(_STAMP_VARIANT, stamps=stamps).consume()

@@ -18,7 +18,14 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from campaign_engine.campaigns.segments import SegmentExplanation, explain_segment
-from campaign_engine.domain.ab_variants import assigned_variant, unit_point, variant_bounds
+from campaign_engine.domain.ab_variants import (
+    TestWave,
+    assigned_variant,
+    in_test_wave,
+    served_variant,
+    unit_point,
+    variant_bounds,
+)
 from campaign_engine.domain.dispatch import send_blocked
 from campaign_engine.domain.errors import NotFound
 from campaign_engine.domain.frequency_cap import CapChannel, ChannelCap, cap_params
@@ -106,6 +113,14 @@ class VariantChoice(BaseModel):
     point: float = Field(description="the keyed hash of (campaign, profile) as a point in [0, 1)")
     shares: list[VariantShare] = Field(description="each variant's share of [0, 1), by weight, in order")
     why: str
+    in_test_wave: Annotated[bool | None, Field(alias="inTestWave")] = Field(
+        default=None, description="with a test wave (issue 26): whether this profile is one of its members"
+    )
+    served: str | None = Field(
+        default=None,
+        description="the variant this profile is served now: variantId, or the test's winner outside the "
+        "test wave; null while they wait for its decision",
+    )
 
 
 class RecipientExplanation(BaseModel):
@@ -218,7 +233,12 @@ def explain_recipient(
         channels=[_channel("notify", notify), _channel("email", email)],
         past=PastSend.model_validate(state) if state else None,
         language=_language(definition, row["locale"]),
-        variant=_variant(definition, campaign_id=campaign_id, profile_id=profile_id),
+        variant=_variant(
+            definition,
+            campaign_id=campaign_id,
+            profile_id=profile_id,
+            wave=TestWave.of(row["campaign"].get("abTest")),
+        ),
         segment=segment,
     )
 
@@ -262,7 +282,9 @@ def _language(definition: dict[str, Any], locale: str | None) -> LanguageChoice:
     return LanguageChoice(locale=locale, served=served, why=why)
 
 
-def _variant(definition: dict[str, Any], *, campaign_id: str, profile_id: str) -> VariantChoice | None:
+def _variant(
+    definition: dict[str, Any], *, campaign_id: str, profile_id: str, wave: TestWave | None = None
+) -> VariantChoice | None:
     variants = definition.get("variants")
     chosen = assigned_variant(variants, campaign_id=campaign_id, profile_id=profile_id)
     if not variants or chosen is None:
@@ -275,7 +297,19 @@ def _variant(definition: dict[str, Any], *, campaign_id: str, profile_id: str) -
         f"the keyed hash of (campaign, profile) is {point:.4f}, in {chosen}'s share "
         f"[{share.start:.4f}, {share.end:.4f}) of the weights {weights}: the same on every channel and send"
     )
-    return VariantChoice(variant_id=chosen, point=point, shares=shares, why=why)
+    if wave is None:
+        return VariantChoice(variant_id=chosen, point=point, shares=shares, why=why, served=chosen)
+    member = in_test_wave(campaign_id, profile_id, wave.share)
+    served = served_variant(variants, wave, campaign_id=campaign_id, profile_id=profile_id)
+    if member:
+        why += f"; a member of the test wave ({wave.share:.0%}), served {chosen} for good"
+    elif served is None:
+        why += f"; outside the test wave ({wave.share:.0%}): nothing is served until the test is decided"
+    else:
+        why += f"; outside the test wave ({wave.share:.0%}): served the winner, {served}"
+    return VariantChoice(
+        variant_id=chosen, point=point, shares=shares, why=why, in_test_wave=member, served=served
+    )
 
 
 def _cap_rule(cap: Mapping[str, Any] | None, reached: bool) -> RuleVerdict:

@@ -16,7 +16,7 @@ from datetime import datetime
 from typing import Any
 
 from campaign_engine.campaigns.audience import Policy
-from campaign_engine.domain.ab_variants import assigned_variant
+from campaign_engine.domain.ab_variants import TestWave, served_variant
 from campaign_engine.graph.audit import list_audit
 from campaign_engine.graph.graph import Graph, Tx
 from campaign_engine.graph.policy import policy_query
@@ -43,12 +43,16 @@ def recipient_rows(
     """Every member of ``campaign_id`` (a storage id the caller resolved in its tenant), in profileId
     order; ``eligibleNow`` is the age policy at ``policy.now``, as getAudience and getStats count.
     ``variantId``: the A/B content variant recorded at the member's first delivery or event, else the
-    one they are assigned (``domain/ab_variants.py``); empty without variants."""
+    one they are served (``domain/ab_variants.py:served_variant``, a test wave's winner outside it);
+    empty without variants or while they wait for a test's decision."""
     statement = policy_query("export_recipients")
     found = graph.read(
-        lambda tx: tx.run("MATCH (c:Campaign {id: $id}) RETURN c.abVariants AS v", id=campaign_id).single()
+        lambda tx: tx.run(
+            "MATCH (c:Campaign {id: $id}) RETURN c.abVariants AS v, c.abTest AS t", id=campaign_id
+        ).single()
     )
     variants = json.loads(found["v"]) if found is not None and found["v"] else None
+    wave = TestWave.of(found["t"]) if found is not None else None
 
     def read(tx: Tx, cursor: str) -> list[dict[str, Any]]:
         rows = tx.run(statement, campaignId=campaign_id, cursor=cursor, limit=page, **policy.params())
@@ -59,8 +63,8 @@ def recipient_rows(
         rows = graph.read(read, cursor)
         for row in rows:
             if row["variantId"] is None:
-                row["variantId"] = assigned_variant(
-                    variants, campaign_id=campaign_id, profile_id=row["profileId"]
+                row["variantId"] = served_variant(  # null while they wait for a test's decision
+                    variants, wave, campaign_id=campaign_id, profile_id=row["profileId"]
                 )
             yield row
         if len(rows) < page:

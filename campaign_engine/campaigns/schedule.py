@@ -41,6 +41,8 @@ from campaign_engine.campaigns.dispatch import DEFAULT_UNTRANSLATED_MAX_SHARE, c
 from campaign_engine.campaigns.dispatch_reads import DispatchPublic, dispatch_from_node
 from campaign_engine.campaigns.schedule_input import ScheduleInput
 from campaign_engine.campaigns.send_blocks import ALL_CHANNELS, why_blocked
+from campaign_engine.campaigns.test_wave import check_experiment, experiment_json, start_test
+from campaign_engine.domain.ab_variants import Experiment
 from campaign_engine.domain.dispatch import DeliveryChannel, PageJob
 from campaign_engine.domain.errors import BadRequest, Conflict, NotFound
 from campaign_engine.domain.tenancy import campaign_ref
@@ -72,7 +74,7 @@ MATCH (c:Campaign {id: $campaignId})
 UNWIND $dispatches AS row
 CREATE (d:Dispatch {id: row.id, scheduleId: $scheduleId, channel: row.channel, status: 'scheduled',
                     sendAt: $sendAt, sendLocalTime: $sendLocalTime, maxLateSeconds: $maxLateSeconds,
-                    onChange: $onChange, acceptFallback: $acceptFallback,
+                    onChange: $onChange, acceptFallback: $acceptFallback, experiment: $experiment,
                     previewToken: $token, scheduledAt: $now, approvedBy: $approvedBy,
                     approvedAt: $approvedAt, cursor: null, pages: 0, enqueued: 0,
                     acknowledged: 0, rejected: 0, suppressed: 0, emailed: 0, throttled: 0, uncertain: 0,
@@ -145,6 +147,8 @@ def schedule_dispatch(
         approved: dict[str, Any] = {"approvedBy": approval.approved_by if approval else None,
                     "approvedAt": approval.approved_at if approval else None}  # fmt: skip
         channels = [ch for ch in _WALKED if ch in (computed.campaign.get("channels") or [])]
+        if data.experiment is not None:  # checked again when it fires: a test decided meanwhile refuses it
+            check_experiment(tx, computed.campaign, data.experiment, walked=list(channels))
         record_audit(tx, audit, target_type="campaign", target_id=data.campaign_id, campaign=locked,
                      revision_before=locked["revision"], revision_after=locked["revision"],
                      detail={"scheduleId": schedule_id, "sendAt": format_ts(send_at),
@@ -161,6 +165,7 @@ def schedule_dispatch(
                 maxLateSeconds=data.max_late_seconds,
                 onChange=data.on_change,
                 acceptFallback=data.accept_fallback,
+                experiment=experiment_json(data.experiment),
                 token=data.expected_preview_token,
                 now=stamp,
                 **approved,
@@ -335,8 +340,17 @@ def _fire_one(
         record_dispatch_events(tx, graph, "dispatch.failed", [d["dispatch"]["id"] for d in dispatches],
                                now=stamp, reason=blocked)  # fmt: skip
         return _decide(tx, schedule_id, "failed", why_blocked(blocked), stamp), []
+    experiment = Experiment.model_validate_json(first["experiment"]) if first.get("experiment") else None
+    if experiment is not None:
+        walked = [str(d["dispatch"]["channel"]) for d in dispatches]
+        try:
+            check_experiment(tx, computed.campaign, experiment, walked=walked)
+        except BadRequest as refused:
+            return _decide(tx, schedule_id, "failed", str(refused), stamp), []
     created_at = str(dispatches[0]["createdAt"])
     started = tx.run(_START, campaignId=campaign_id, scheduleId=schedule_id, now=stamp).data()
+    start_test(tx, campaign_id=campaign_id, experiment=experiment, dispatch_ids=[r["id"] for r in started],
+               now=now)  # fmt: skip
     record_dispatch_events(tx, graph, "dispatch.started", [r["id"] for r in started], now=stamp,
                            recipients=computed.preview.recipient_count, scheduled=True)  # fmt: skip
     return "sending", [

@@ -8,6 +8,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from campaign_engine.domain.ab_variants import Experiment
 from campaign_engine.domain.campaign import UtcDatetime
 from campaign_engine.domain.schedule import (
     EARLIEST_ZONE,
@@ -78,6 +79,9 @@ class ScheduleInput(BaseModel):
     )
     on_change: Annotated[OnChange, Field(alias="onChange")] = "review"
     accept_fallback: Annotated[bool, Field(alias="acceptFallback")] = False
+    experiment: Experiment | None = Field(
+        default=None, description="an A/B test wave (issue 26): kept on the Dispatches until the send starts"
+    )
     """Send although the preview says ``missing_translation`` (issue 24): those readers get the base."""
 
     @model_validator(mode="after")

@@ -170,16 +170,21 @@ def advance_pass(
     counters: Mapping[str, int] | None = None,
     last_error: str | None = None,
     graph: Graph | None = None,
+    hold_until: str | None = None,
 ) -> PassStep:
     """``advance``, counting this page's deferred members; the end of a walk that deferred someone
     starts the next pass instead of completing. With ``graph``, completing records ``dispatch.completed``
-    for the event webhooks in this transaction."""
+    for the event webhooks in this transaction. ``hold_until``: an undecided test wave's decision time
+    (``test_wave_page.py``); the end of the pass then never completes, it waits for that pass."""
     # A page with nothing deferred in the middle of a pass changes no count: the ordinary path (no
     # readiness rules) pays the tally on a walk's first and last page only.
     quiet_page = tally == PageTally() and bool(job.cursor) and not done
     record = None if quiet_page else tally_page(tx, job, tally, now=now)
-    wrap = done and record is not None and int(record["deferred"]) > 0
-    next_pass_at = str(record["at"]) if wrap and record is not None else None
+    wrap = done and record is not None and (int(record["deferred"]) > 0 or hold_until is not None)
+    next_pass_at = None
+    if wrap and record is not None:
+        times = [str(t) for t in (record["at"], hold_until) if t is not None]
+        next_pass_at = min(times)
     won = advance(
         tx,
         job,

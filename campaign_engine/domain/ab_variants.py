@@ -30,27 +30,36 @@ with ``unit_point(..., purpose="test-wave")``: independent of the variant draw, 
 from __future__ import annotations
 
 import hashlib
+import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
-from pydantic import Field, StringConstraints
+from pydantic import ConfigDict, Field, StringConstraints
 
 from campaign_engine.domain.content import EmailCopy, Message, NotificationCopy, StrictModel, Translation
 from campaign_engine.domain.locale import normalized
 from campaign_engine.domain.variants import MAX_TRANSLATIONS, ContentField, LanguageTag
 
 __all__ = [
+    "MAX_DECIDE_AFTER_SECONDS",
     "MAX_VARIANTS",
     "MIN_VARIANTS",
     "Assignment",
     "ContentVariant",
+    "Experiment",
+    "Metric",
+    "TestWave",
     "VariantId",
+    "VariantRate",
     "assigned_variant",
     "check_variants",
+    "in_test_wave",
+    "served_variant",
     "unit_point",
     "variant_bounds",
+    "winner_of",
     "wire_variant_content",
     "wire_variant_id",
 ]
@@ -145,31 +154,132 @@ def variant_bounds(variants: Sequence[Mapping[str, Any]]) -> list[tuple[str, flo
     return bounds
 
 
-@dataclass(frozen=True)
-class Assignment:
-    """A campaign's variants' shares, computed once: what the hot paths hold (one per campaign version) so
-    a recipient costs one keyed hash and a scan of at most four bounds."""
+Metric = Literal["clicked", "shown", "emailClicked"]
+MAX_DECIDE_AFTER_SECONDS = 7 * 24 * 3600
 
-    bounds: tuple[tuple[str, float, float], ...]
+
+class Experiment(StrictModel):
+    """A test wave (issue 26 item 2), as ``dispatch`` and ``scheduleDispatch`` accept it: ``testShare`` of
+    the recipients (drawn by ``in_test_wave``) get their assigned variant first; after
+    ``decideAfterSeconds`` the variant with the highest rate of ``metric`` over its test recipients wins,
+    and everyone else gets only the winner."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+
+    test_share: Annotated[float, Field(alias="testShare", ge=0.05, le=0.5)]
+    metric: Metric
+    decide_after_seconds: Annotated[int, Field(alias="decideAfterSeconds", ge=1, le=MAX_DECIDE_AFTER_SECONDS)]
+
+
+@dataclass(frozen=True)
+class TestWave:
+    """A campaign's test wave as the serving paths need it: who is in it, and the winner once decided.
+    Stored on the Campaign as ``abTest`` (JSON) by the confirmation and the decision, so every reader
+    (walks, in-app cards, web view, explain, export) reads the same state off the node it already reads."""
+
+    __test__ = False  # not a pytest class
+
+    share: float
+    winner: str | None = None
 
     @classmethod
-    def of(cls, variants: Sequence[Mapping[str, Any]] | None) -> Assignment:
-        return cls(tuple(variant_bounds(variants or ())))
+    def of(cls, stored: str | Mapping[str, Any] | None) -> TestWave | None:
+        """From the Campaign's ``abTest`` property (None: no test wave)."""
+        if not stored:
+            return None
+        data = json.loads(stored) if isinstance(stored, str) else stored
+        return cls(share=float(data["testShare"]), winner=data.get("winner"))
 
-    def variant_of(self, *, campaign_id: str, profile_id: str) -> str | None:
-        """THE variant of ``profile_id`` in ``campaign_id`` (None: the campaign has no variants)."""
+
+def in_test_wave(campaign_id: str, profile_id: str, share: float) -> bool:
+    """THE test-wave membership: a point of its own (``purpose="test-wave"``), independent of the
+    variant draw, below ``share``."""
+    return unit_point(campaign_id, profile_id, purpose="test-wave") < share
+
+
+@dataclass(frozen=True)
+class Assignment:
+    """A campaign's variants' shares (and its test wave, if any), computed once: what the hot paths hold
+    (one per campaign version) so a recipient costs one or two keyed hashes and a scan of at most four
+    bounds."""
+
+    bounds: tuple[tuple[str, float, float], ...]
+    wave: TestWave | None = None
+
+    @classmethod
+    def of(cls, variants: Sequence[Mapping[str, Any]] | None, wave: TestWave | None = None) -> Assignment:
+        return cls(tuple(variant_bounds(variants or ())), wave if variants else None)
+
+    def assigned(self, *, campaign_id: str, profile_id: str) -> str | None:
+        """The variant the hash assigns ``profile_id`` (None: no variants), whatever the test wave."""
         if not self.bounds:
             return None
         point = unit_point(campaign_id, profile_id)
         return next((vid for vid, _, end in self.bounds if point < end), self.bounds[-1][0])
 
+    def waiting(self, *, campaign_id: str, profile_id: str) -> bool:
+        """``profile_id`` is outside an undecided test wave: nothing is served to them yet."""
+        wave = self.wave
+        return (
+            wave is not None and wave.winner is None and not in_test_wave(campaign_id, profile_id, wave.share)
+        )
+
+    def variant_of(self, *, campaign_id: str, profile_id: str) -> str | None:
+        """THE variant ``profile_id`` is served in ``campaign_id`` (None: the campaign has no variants, or
+        the reader waits for an undecided test wave, ``waiting``): a test-wave member (or anyone, without
+        a test wave) their assigned one forever; everyone else the winner once decided."""
+        if not self.bounds:
+            return None
+        wave = self.wave
+        if wave is None or in_test_wave(campaign_id, profile_id, wave.share):
+            return self.assigned(campaign_id=campaign_id, profile_id=profile_id)
+        return wave.winner
+
+
+def served_variant(
+    variants: Sequence[Mapping[str, Any]] | None,
+    wave: TestWave | None,
+    *,
+    campaign_id: str,
+    profile_id: str,
+) -> str | None:
+    """THE variant a recipient is served (``Assignment.variant_of``), for one-off reads."""
+    return Assignment.of(variants, wave).variant_of(campaign_id=campaign_id, profile_id=profile_id)
+
+
+@dataclass(frozen=True)
+class VariantRate:
+    """One variant's rate of the test's metric over its test recipients."""
+
+    variant_id: str
+    numerator: int
+    denominator: int
+
+    @property
+    def rate(self) -> float:
+        return self.numerator / self.denominator if self.denominator else 0.0
+
+    def wire(self) -> dict[str, Any]:
+        return {"variantId": self.variant_id, "numerator": self.numerator, "denominator": self.denominator,
+                "rate": self.rate}  # fmt: skip
+
+
+def winner_of(rates: Sequence[VariantRate]) -> str:
+    """The highest rate wins; a tie goes to the first in definition order (``rates`` in that order)."""
+    best = rates[0]
+    for candidate in rates[1:]:
+        if candidate.rate > best.rate:
+            best = candidate
+    return best.variant_id
+
 
 def assigned_variant(
     variants: Sequence[Mapping[str, Any]] | None, *, campaign_id: str, profile_id: str
 ) -> str | None:
-    """THE variant of ``profile_id`` in ``campaign_id`` (None: the campaign has no variants), by
-    ``Assignment``. ``variants`` in wire form (``id``, ``weight``), as stored."""
-    return Assignment.of(variants).variant_of(campaign_id=campaign_id, profile_id=profile_id)
+    """The variant the hash assigns ``profile_id`` in ``campaign_id`` (None: the campaign has no
+    variants), by ``Assignment``, whatever a test wave says (what is *served* is ``served_variant``).
+    ``variants`` in wire form (``id``, ``weight``), as stored."""
+    return Assignment.of(variants).assigned(campaign_id=campaign_id, profile_id=profile_id)
 
 
 def wire_variant_id(definition: Mapping[str, Any], *, campaign_id: str, profile_id: str) -> str | None:

@@ -13,10 +13,12 @@ from campaign_engine.api.trpc import ProcedureRouter
 from campaign_engine.campaigns import dispatch as dispatching
 from campaign_engine.campaigns import dispatch_reads as reads
 from campaign_engine.campaigns.approval import Approved, AwaitingList, awaiting, policy_of
+from campaign_engine.campaigns.choose_variant import choose_variant as choose
 from campaign_engine.campaigns.resume import resume_dispatch as resume
 from campaign_engine.campaigns.schedule import cancel_scheduled, schedule_dispatch
 from campaign_engine.campaigns.schedule_input import ScheduleInput
 from campaign_engine.campaigns.uncertain_emails import UncertainEmailPage, list_uncertain_emails
+from campaign_engine.domain.ab_variants import Experiment, VariantId
 from campaign_engine.domain.errors import ServiceUnavailable
 from campaign_engine.queue.port import Queue
 
@@ -34,6 +36,7 @@ ACCESS: dict[str, Access] = {
     "resumeDispatch": "publisher",
     "listDispatches": "viewer",
     "listUncertainEmails": "viewer",
+    "chooseVariant": "admin",
 }
 router = ProcedureRouter("campaigns", ACCESS)
 
@@ -45,6 +48,11 @@ class DispatchInput(CampaignRef):
         alias="acceptFallback",
         description="send although the preview says missing_translation: those readers get the base content",
     )
+    experiment: Experiment | None = Field(
+        default=None,
+        description="an A/B test wave (issue 26): testShare of the recipients get their variant first; after "
+        "decideAfterSeconds the variant with the highest rate of metric wins and the rest get only it",
+    )
 
 
 class ApproveInput(CampaignRef):
@@ -55,6 +63,10 @@ class DispatchRef(BaseModel):
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
 
     dispatch_id: Annotated[str, Field(alias="dispatchId", min_length=1, max_length=100)]
+
+
+class ChooseVariantInput(DispatchRef):
+    variant_id: Annotated[VariantId, Field(alias="variantId")]
 
 
 class UncertainEmailsInput(DispatchRef):
@@ -101,6 +113,7 @@ def dispatch(ctx: Context, data: DispatchInput) -> dispatching.DispatchStarted:
         approval_policy=policy_of(ctx.services.graph, ctx.tenant_id),
         untranslated_max_share=settings.campaign_untranslated_max_share,
         accept_fallback=data.accept_fallback,
+        experiment=data.experiment,
     )
 
 
@@ -175,6 +188,20 @@ def resume_dispatch(ctx: Context, data: DispatchRef) -> reads.DispatchPublic:
         ctx.services.graph, _queue(ctx), dispatch_id=ctx.dispatch(data.dispatch_id), now=ctx.services.clock(),
         audit=ctx.audit(),
     )  # fmt: skip
+
+
+@router.mutation("chooseVariant")
+def choose_variant(ctx: Context, data: ChooseVariantInput) -> reads.DispatchPublic:
+    """Decide a testing dispatch's A/B test now, for ``variantId`` (issue 26): the rest of the audience
+    gets only it. Not testing or already decided: CONFLICT; a variant the campaign lacks: BAD_REQUEST."""
+    return choose(
+        ctx.services.graph,
+        _queue(ctx),
+        dispatch_id=ctx.dispatch(data.dispatch_id),
+        variant_id=data.variant_id,
+        now=ctx.services.clock(),
+        audit=ctx.audit(),
+    )
 
 
 @router.query("listDispatches")

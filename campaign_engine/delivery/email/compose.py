@@ -31,7 +31,7 @@ from campaign_engine.delivery.email.render import (
     cta_url_for,
     render_email,
 )
-from campaign_engine.domain.ab_variants import Assignment
+from campaign_engine.domain.ab_variants import Assignment, TestWave
 from campaign_engine.domain.campaign import CampaignPublic, EmailCopy
 from campaign_engine.domain.tenancy import campaign_ref
 from campaign_engine.domain.variants import served_locale
@@ -216,7 +216,13 @@ class EmailVariants:
         """``page`` with each claimed recipient's content variant (unchanged without variants)."""
         if not self.assignment.bounds or not page.claimed:
             return page
-        claimed = [replace(c, variant_id=self.variant_of(c.profile_id)) for c in page.claimed]
+        # Served under the test wave as the claim read it (issue 26): only test members are claimed
+        # while it is undecided, and everyone else only after, with the winner.
+        served = Assignment(self.assignment.bounds, TestWave.of(page.ab_test))
+        claimed = [
+            replace(c, variant_id=served.variant_of(campaign_id=self.campaign_id, profile_id=c.profile_id))
+            for c in page.claimed
+        ]
         return replace(page, claimed=claimed)
 
 

@@ -20,6 +20,7 @@ from campaign_engine.delivery.email.provider import SendResult
 from campaign_engine.delivery.frequency_cap import count_capped, email_page_query
 from campaign_engine.delivery.health_guard import HealthGuard
 from campaign_engine.delivery.readiness import PageTally, PassStep, advance_pass, readiness_params, tally_page
+from campaign_engine.delivery.test_wave_page import WaveFilter, chosen_claim_query, page_ids_query
 from campaign_engine.domain.dispatch import PageJob
 from campaign_engine.domain.dispatch_health import Breach
 from campaign_engine.domain.frequency_cap import CapChannel, ChannelCap, cap_params, caps_channel
@@ -89,6 +90,10 @@ class ClaimedPage:
     """The health guard's verdict before this page (issue 26): nothing claimed, the walk pauses."""
     campaign: Mapping[str, Any] | None = None
     """The campaign node, with ``pause`` only: the pause's audit entry names it."""
+    ab_test: str | None = None
+    """The campaign's test wave as this claim read it (issue 26): which variant each claim is served."""
+    hold_until: str | None = None
+    """An undecided test wave's decision time: the end of this pass waits for it (``test_wave_page``)."""
 
 
 class PageTransactions:
@@ -162,27 +167,32 @@ class PageTransactions:
         readiness = readiness_params(dispatch, campaign, now=now)
         caps = dict(self._caps)  # one answer per claim, so its statement and parameters agree
         segment = self._segments.get(tx, dispatch_id=job.dispatch_id, campaign=campaign)
-        row = tx.run(
-            email_page_query(caps_channel(caps, "email"), segment),
-            campaignId=job.campaign_id,
-            campaignCreatedAt=job.campaign_created_at,
-            cursor=after or "",
-            limit=self._page_size,
-            claimId=claim_id,
-            dispatchId=job.dispatch_id,
-            now=stamp,
-            **readiness,
-            **cap_params(caps, "email", now=now),
-            **policy_params(now, self._adult_age),
+        params: dict[str, Any] = {
+            "campaignId": job.campaign_id, "campaignCreatedAt": job.campaign_created_at,
+            "cursor": after or "", "limit": self._page_size, "claimId": claim_id,
+            "dispatchId": job.dispatch_id, "now": stamp,
+            **readiness, **cap_params(caps, "email", now=now), **policy_params(now, self._adult_age),
             **(segment.params(now) if segment else {}),
-        ).single(strict=True)
+        }  # fmt: skip
+        wave = WaveFilter.of(campaign)
+        if wave is None:
+            row = tx.run(email_page_query(caps_channel(caps, "email"), segment), **params).single(strict=True)
+        else:  # an undecided test wave: the page's ids, then the claim of its test members only
+            ids = sorted(tx.run(page_ids_query(segment), **params).single(strict=True)["ids"])
+            chosen, waiting = wave.split(ids)
+            row = tx.run(chosen_claim_query(caps_channel(caps, "email")), chosen=chosen, **params).single(
+                strict=True
+            )
         count_capped(tx, [job.dispatch_id] * int(row["capped"]))  # marked by the claim, counted with it
         claimed = _with_unsubscribe_ids(tx, row["claimed"])
         tally = PageTally(deferred=int(row["deferred"]), missed=int(row["missed"]), ready_at=row["readyAt"])
         read, last = int(row["read"]), row["last"]
+        if wave is not None:
+            read, last, tally = len(ids), (ids[-1] if ids else None), wave.tally(tally, waiting)
         return ClaimedPage(
             job, claim_id, read=read, last=last, claimed=claimed, tally=tally,
             tenant_id=campaign.get("tenantId"), campaign_ref=campaign.get("ref") or campaign.get("id"),
+            ab_test=campaign.get("abTest"), hold_until=None if wave is None else wave.decide_at,
         )  # fmt: skip
 
     def record(self, tx: Tx, page: ClaimedPage, results: Sequence[SendResult], *, now: str) -> int:

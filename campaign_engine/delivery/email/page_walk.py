@@ -60,6 +60,7 @@ from campaign_engine.delivery.email.render import EmailConfigError
 from campaign_engine.delivery.email.walk_outcome import EmailPageOutcome, Outcome, WalkTotals
 from campaign_engine.delivery.health_guard import HealthGuard, pause, paused, system_audit
 from campaign_engine.delivery.readiness import page_delay
+from campaign_engine.delivery.test_wave_page import decide_on_time
 from campaign_engine.domain.campaign import campaign_from_node
 from campaign_engine.domain.dispatch import PageJob, job_json
 from campaign_engine.domain.frequency_cap import CapChannel, ChannelCap
@@ -163,6 +164,9 @@ class EmailWorker:
         if reason is not None:
             return self._stop(job, "stopped", reason, stamp)
         assert campaign_node is not None
+        if decide_on_time(self._graph, dispatch_id=job.dispatch_id, campaign=campaign_node, now=stamp):
+            _, campaign_node = self._graph.read(read_guard, job)  # the claim reads the decision again
+            assert campaign_node is not None
         try:
             content = email_variants_for(
                 campaign_from_node(campaign_node),

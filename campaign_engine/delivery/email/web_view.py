@@ -32,6 +32,7 @@ from starlette.responses import HTMLResponse, Response
 from campaign_engine.config import Settings
 from campaign_engine.delivery.email.compose import email_content_for
 from campaign_engine.delivery.email.render import EmailConfigError
+from campaign_engine.domain.ab_variants import TestWave, served_variant
 from campaign_engine.domain.campaign import campaign_from_node
 from campaign_engine.domain.errors import ServiceUnavailable
 from campaign_engine.graph.graph import Graph, Tx
@@ -111,7 +112,13 @@ def render_web_view(
             locale=locale,
             # The reader's own content variant (issue 26), as their email was; a reader who is gone gets
             # one drawn from the token's id, so the page still says nothing about whether they exist.
-            variant_id=campaign.variant_of(profile_id or unsubscribe_id),
+            variant_id=served_variant(
+                [{"id": v.id, "weight": v.weight} for v in campaign.variants or ()],
+                TestWave.of(node.get("abTest")),
+                campaign_id=campaign_id,
+                profile_id=profile_id or unsubscribe_id,
+            )
+            or campaign.variant_of(profile_id or unsubscribe_id),  # waiting for a test: no email yet
         )
     except EmailConfigError:
         return None

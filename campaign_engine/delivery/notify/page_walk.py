@@ -34,6 +34,7 @@ from campaign_engine.delivery.dispatch_cursor import (
 )
 from campaign_engine.delivery.health_guard import HealthGuard, pause, paused, system_audit
 from campaign_engine.delivery.readiness import PageTally, advance_pass, page_delay, readiness_params
+from campaign_engine.delivery.test_wave_page import WaveFilter, decide_on_time
 from campaign_engine.domain.dispatch import DeliveryJob, PageJob, delivery_id, job_json
 from campaign_engine.domain.types import Clock, format_ts, parse_ts
 from campaign_engine.graph.graph import Graph, Tx
@@ -101,6 +102,10 @@ class PageWorker:
             log.info("dispatch.stopped dispatch_id=%s reason=%s", job.dispatch_id, reason)
             return PageOutcome("stopped", reason=reason)
         assert campaign is not None
+        if decide_on_time(self._graph, dispatch_id=job.dispatch_id, campaign=campaign, now=stamp):
+            dispatch, campaign = self._graph.read(read_guard, job)  # the rest pass starts on this page
+            assert dispatch is not None
+            assert campaign is not None
         breach = None if self._guard is None else self._guard.breach(dispatch, campaign)
         if breach is not None:
             audit = system_audit(job, campaign, at=stamp)  # drawn outside: a re-run writes the same entry
@@ -115,6 +120,10 @@ class PageWorker:
         read, last, eligible, tally, segmented = self._graph.read(
             self._read_page, job, campaign=campaign, now=now, readiness=readiness
         )
+        wave = WaveFilter.of(campaign)  # an undecided test wave: its members now, the rest at decideAt
+        if wave is not None:
+            eligible, waiting = wave.split(eligible)
+            tally = wave.tally(tally, waiting)
         bodies = [
             job_json(
                 DeliveryJob(
@@ -149,6 +158,7 @@ class PageWorker:
             now=stamp,
             next_page_at=next_at,
             graph=self._graph,
+            hold_until=None if wave is None else wave.decide_at,
         )
         if not step.won:
             log.info("dispatch.page_lost_race dispatch_id=%s", job.dispatch_id)

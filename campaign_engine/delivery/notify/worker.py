@@ -41,7 +41,7 @@ from campaign_engine.delivery.notify.sender import (
     WebhookSender,
 )
 from campaign_engine.delivery.notify.verdicts import Verdict, delivery_ids, metric_outcomes, verdict_of
-from campaign_engine.domain.ab_variants import wire_variant_content, wire_variant_id
+from campaign_engine.domain.ab_variants import TestWave, served_variant, wire_variant_content
 from campaign_engine.domain.dispatch import DeliveryJob
 from campaign_engine.domain.frequency_cap import CapChannel, ChannelCap, cap_params, caps_channel
 from campaign_engine.domain.notification import AnnouncementMetadata, AnnouncementPayload, payload_json
@@ -91,6 +91,8 @@ class _Recheck(NamedTuple):
     has_in_app: bool
     keys: str | None = None
     locale: str | None = None
+    ab_test: str | None = None
+    """The campaign's test wave (``abTest``, issue 26): which variant this recipient is served."""
 
 
 # The outcome write is re-run when its commit was cut off (``Graph.write_idempotent``), so a second
@@ -252,16 +254,15 @@ class NotificationWorker:
             **policy_params(now, self._adult_age),
         ).single(strict=True)
         count_capped(tx, record["capped"])  # capped ones were marked by this statement, counted here
-        copies = {campaign: (definition, in_app) for campaign, definition, in_app in record["campaigns"]}
+        copies = {row[0]: (row[1], row[2], row[3]) for row in record["campaigns"]}
         by_id = {j.delivery_id: j for j in jobs}
         rows: dict[str, _Recheck] = {}
         columns = (record["deliveryIds"], record["blocked"], record["webhooks"], record["webhookKeys"],
                    record["locales"])  # fmt: skip
         for delivery_id, blocked, webhook, keys, locale in zip(*columns, strict=True):
-            definition, has_in_app = copies.get(by_id[delivery_id].campaign_id, ("", False))
-            row = _Recheck(
-                blocked or None, webhook or None, definition, has_in_app, keys or None, locale or None
-            )
+            definition, has_in_app, ab_test = copies.get(by_id[delivery_id].campaign_id, ("", False, None))
+            row = _Recheck(blocked or None, webhook or None, definition, has_in_app, keys or None,
+                           locale or None, ab_test)  # fmt: skip
             rows[delivery_id] = row
         return rows
 
@@ -285,7 +286,13 @@ class NotificationWorker:
             copies[row.definition] = json.loads(row.definition)
         definition = copies[row.definition]
         locale = served_locale(wire_languages(definition, "notification"), row.locale)
-        variant_id = wire_variant_id(definition, campaign_id=job.campaign_id, profile_id=job.profile_id)
+        variants = definition.get("variants")
+        wave = None if job.campaign_test_id is not None else TestWave.of(row.ab_test)  # a self-test: own arm
+        variant_id = served_variant(variants, wave, campaign_id=job.campaign_id, profile_id=job.profile_id)
+        if variants and variant_id is None:
+            # Outside an undecided test wave (issue 26): not served yet; the rest phase's walk sends it.
+            log.info("notify.suppressed", extra={**delivery_ids(job), "reason": "awaiting_test_decision"})
+            return None
         copy = wire_variant_content(definition, "notification", locale, variant_id)
         if not url or not copy:
             log.info("notify.suppressed", extra={**delivery_ids(job), "reason": "no_destination_or_copy"})

@@ -1,0 +1,94 @@
+"""A dispatch's A/B test wave (issue 26 item 2): accepting the ``experiment`` and starting it
+(``campaigns.chooseVariant`` is ``choose_variant.py``).
+
+``dispatch`` and ``scheduleDispatch`` take ``experiment: {testShare, metric, decideAfterSeconds}``
+(``domain/ab_variants.py:Experiment``). ``check_experiment`` refuses it (BAD_REQUEST, inside the
+confirmation's transaction, so nothing is written) on a campaign without variants, with a metric on a
+channel the campaign lacks, or once the campaign decided a test already (its readers got the winner; a
+second test would serve some of them another variant). ``start_test`` writes, in the transaction that
+starts the send (the confirmation, or the sweeper firing a schedule), the Campaign's ``abTest`` (what
+every serving path reads: ``TestWave.of``) and each Dispatch's ``phase: testing`` and ``decideAt``. A
+send without an experiment abandons an undecided test (its testing Dispatch is superseded): everyone
+is then served their assigned variant, which test members already have.
+
+The decision itself is ``graph/test_wave.py:decide``, shared with the page walks that decide on time.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from datetime import datetime, timedelta
+from typing import Any
+
+from campaign_engine.domain.ab_variants import Experiment
+from campaign_engine.domain.errors import BadRequest
+from campaign_engine.domain.types import format_ts
+from campaign_engine.graph.graph import Tx
+
+__all__ = ["check_experiment", "experiment_json", "start_test"]
+
+_CLICK_TRACKING = "MATCH (t:Tenant {tenantId: $tenantId}) RETURN t.clickTracking AS on"
+
+_START = """
+MATCH (c:Campaign {id: $campaignId})
+SET c.abTest = CASE WHEN $abTest IS NOT NULL THEN $abTest
+                    WHEN c.abTest CONTAINS '"winner":null' THEN null ELSE c.abTest END
+WITH c
+UNWIND $dispatchIds AS dispatchId
+MATCH (d:Dispatch {id: dispatchId})-[:DISPATCH_OF]->(c)
+SET d.experiment = $experiment, d.phase = $phase, d.decideAt = $decideAt
+"""
+
+
+def check_experiment(
+    tx: Tx, campaign: Mapping[str, Any], experiment: Experiment, *, walked: list[str]
+) -> None:
+    """BAD_REQUEST for an experiment this campaign cannot run (module docstring); reads only."""
+    where = [{"path": ["experiment"], "message": "not possible for this campaign"}]
+    if not json.loads(campaign.get("abVariants") or "[]"):
+        raise BadRequest("experiment: the campaign has no variants to test", issues=where)
+    if not walked:
+        raise BadRequest("experiment: a test wave needs the notify or email channel", issues=where)
+    if campaign.get("abTest") and json.loads(campaign["abTest"]).get("winner") is not None:
+        raise BadRequest("experiment: this campaign already decided an A/B test", issues=where)
+    channels = campaign.get("channels") or []
+    if experiment.metric == "emailClicked":
+        if "email" not in channels:
+            raise BadRequest("experiment: metric emailClicked needs the email channel", issues=where)
+        record = tx.run(_CLICK_TRACKING, tenantId=campaign.get("tenantId") or "").single()
+        if record is not None and record["on"] is False:
+            raise BadRequest(
+                "experiment: metric emailClicked needs the tenant's clickTracking on", issues=where
+            )
+    elif not campaign.get("hasInAppMessage"):
+        raise BadRequest(f"experiment: metric {experiment.metric} needs the in-app message", issues=where)
+
+
+def experiment_json(experiment: Experiment | None) -> str | None:
+    """As a Dispatch keeps it (a scheduled one until it fires)."""
+    return None if experiment is None else experiment.model_dump_json(by_alias=True)
+
+
+def start_test(
+    tx: Tx, *, campaign_id: str, experiment: Experiment | None, dispatch_ids: list[str], now: datetime
+) -> None:
+    """Start the test wave of a send starting now (module docstring); without one, abandon an
+    undecided test."""
+    ab_test = decide_at = None
+    if experiment is not None:
+        decide_at = format_ts(now + timedelta(seconds=experiment.decide_after_seconds))
+        ab_test = json.dumps(
+            {**experiment.model_dump(by_alias=True), "decideAt": decide_at, "startedAt": format_ts(now),
+             "dispatchIds": dispatch_ids, "winner": None},
+            separators=(",", ":"),
+        )  # fmt: skip
+    tx.run(
+        _START,
+        campaignId=campaign_id,
+        abTest=ab_test,
+        dispatchIds=dispatch_ids,
+        experiment=experiment_json(experiment),
+        phase=None if experiment is None else "testing",
+        decideAt=decide_at,
+    ).consume()
