@@ -177,6 +177,7 @@ def _inputs(seeded: Seeded) -> dict[str, Any]:
         "campaigns.cancelScheduledDispatch": dispatch,
         "campaigns.getDispatch": dispatch,
         "campaigns.resumeDispatch": dispatch,
+        "campaigns.chooseVariant": {**dispatch, "variantId": "A"},  # not testing: CONFLICT once admitted
         "campaigns.listDispatches": campaign,
         "campaigns.listUncertainEmails": dispatch,
         "campaigns.previewEmail": campaign,

@@ -203,6 +203,22 @@ def test_every_admin_mutation_commits_exactly_one_entry_with_its_revisions(
     _, entry = call("campaigns.setStatus", {"campaignId": "c1", "status": "paused"})
     assert (entry["revisionBefore"], entry["revisionAfter"]) == (4, 5)
 
+    # An A/B test wave decided by hand (issue 26): the decision is the entry.
+    arms = [{"id": "A"}, {"id": "B", "message": {"title": "B"}, "notification": {"title": "B", "body": "B"}}]
+    call("campaigns.create", {**CAMPAIGN, "id": "ab1", "variants": arms})
+    call("campaigns.addAudience", {"campaignId": "ab1", "source": source})
+    call("campaigns.setStatus", {"campaignId": "ab1", "status": "live"})
+    token = ok(api.query("campaigns.previewDispatch", {"campaignId": "ab1"}, as_=ADMIN_ID, admin=True))
+    experiment = {"testShare": 0.5, "metric": "clicked", "decideAfterSeconds": 3600}
+    tested, entry = call("campaigns.dispatch", {"campaignId": "ab1", "experiment": experiment,
+                                                "expectedPreviewToken": token["previewToken"]})  # fmt: skip
+    assert json.loads(entry["detail"])["experiment"] == experiment
+    _, entry = call("campaigns.chooseVariant", {"dispatchId": tested["dispatchId"], "variantId": "B"})
+    assert (entry["targetType"], entry["targetId"], json.loads(entry["detail"])["winner"]) == (
+        "campaign", "ab1", "B"
+    )  # fmt: skip
+    call("campaigns.delete", {"campaignId": "ab1"})
+
     graph.run("CREATE (:EmailSuppression {address: 'gone@example.com', reason: 'hard_bounce'})")
     _, entry = call("suppressions.remove", {"address": "Gone@Example.com"})
     digest = hashlib.sha256(b"gone@example.com").hexdigest()
@@ -289,6 +305,7 @@ def test_a_failed_mutation_leaves_no_entry(api: TrpcClient, graph: Graph, clock:
     call.refused("campaigns.dispatch", {"campaignId": "c1", "expectedPreviewToken": "stale"}, "CONFLICT")
     call.refused("campaigns.cancelScheduledDispatch", {"dispatchId": "dsp_nope"}, "NOT_FOUND")
     call.refused("campaigns.resumeDispatch", {"dispatchId": "dsp_nope"}, "NOT_FOUND")
+    call.refused("campaigns.chooseVariant", {"dispatchId": "dsp_nope", "variantId": "A"}, "NOT_FOUND")
     call.refused("profiles.delete", {"profileId": "nobody"}, "NOT_FOUND")
     call.refused("profiles.rotateWebhookSecret", {"profileId": "nobody"}, "NOT_FOUND")  # after the lock
     call.refused("suppressions.remove", {"address": "kept@example.com"}, "NOT_FOUND")

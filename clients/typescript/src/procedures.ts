@@ -83,6 +83,11 @@ export interface Procedures {
     input: DispatchRef;
     output: Ok;
   };
+  "campaigns.chooseVariant": {
+    kind: "mutation";
+    input: ChooseVariantInput;
+    output: DispatchPublic;
+  };
   "campaigns.create": {
     kind: "mutation";
     input: CampaignCreate;
@@ -597,6 +602,122 @@ export interface DispatchRef {
 }
 /**
  * This interface was referenced by `Procedures`'s JSON-Schema
+ * via the `definition` "ChooseVariantInput".
+ */
+export interface ChooseVariantInput {
+  dispatchId: string;
+  variantId: string;
+}
+/**
+ * This interface was referenced by `Procedures`'s JSON-Schema
+ * via the `definition` "DispatchPublic".
+ */
+export interface DispatchPublic {
+  dispatchId: string;
+  campaignId: string;
+  campaignCreatedAt: string;
+  channel: string;
+  status:
+    | "scheduled"
+    | "sending"
+    | "paused"
+    | "completed"
+    | "stopped"
+    | "failed"
+    | "missed"
+    | "cancelled"
+    | "needs_review";
+  pages: number;
+  enqueued: number;
+  acknowledged: number;
+  rejected: number;
+  suppressed: number;
+  emailed?: number;
+  throttled?: number;
+  uncertain?: number;
+  capped?: number;
+  cursor?: string | null;
+  startedAt?: string | null;
+  lastProgressAt: string;
+  finishedAt?: string | null;
+  nextPageAt?: string | null;
+  lastError?: string | null;
+  pageFailures?: number;
+  pastErrors?: string[];
+  sendAt?: string | null;
+  scheduledAt?: string | null;
+  maxLateSeconds?: number | null;
+  onChange?: string | null;
+  sendLocalTime?: string | null;
+  perRecipient?: boolean;
+  deferred?: number;
+  missed?: number;
+  pass?: number;
+  approvedBy?: string | null;
+  approvedAt?: string | null;
+  hardBounces?: number;
+  complaints?: number;
+  pausedAt?: string | null;
+  pauseReason?: PauseReason | null;
+  experiment?: Experiment | null;
+  phase?: ("testing" | "rest") | null;
+  decideAt?: string | null;
+  decision?: TestDecision | null;
+}
+/**
+ * Why the health guard paused a Dispatch (issue 26): the rate over its limit, and as a sentence.
+ *
+ * This interface was referenced by `Procedures`'s JSON-Schema
+ * via the `definition` "PauseReason".
+ */
+export interface PauseReason {
+  rate: "hardBounce" | "complaint" | "rejection";
+  value: number;
+  limit: number;
+  sample: number;
+  message: string;
+}
+/**
+ * A test wave (issue 26 item 2), as ``dispatch`` and ``scheduleDispatch`` accept it: ``testShare`` of
+ * the recipients (drawn by ``in_test_wave``) get their assigned variant first; after
+ * ``decideAfterSeconds`` the variant with the highest rate of ``metric`` over its test recipients wins,
+ * and everyone else gets only the winner.
+ *
+ * This interface was referenced by `Procedures`'s JSON-Schema
+ * via the `definition` "Experiment".
+ */
+export interface Experiment {
+  testShare: number;
+  metric: "clicked" | "shown" | "emailClicked";
+  decideAfterSeconds: number;
+}
+/**
+ * The decision of a test wave: the winner, each variant's rate, who decided and when.
+ *
+ * This interface was referenced by `Procedures`'s JSON-Schema
+ * via the `definition` "TestDecision".
+ */
+export interface TestDecision {
+  winner: string;
+  rates: VariantRateOut[];
+  /**
+   * an admin's id, or system:test-wave
+   */
+  decidedBy: string;
+  decidedAt: string;
+}
+/**
+ * This interface was referenced by `Procedures`'s JSON-Schema
+ * via the `definition` "VariantRateOut".
+ */
+export interface VariantRateOut {
+  variantId: string;
+  numerator: number;
+  denominator: number;
+  rate: number;
+}
+/**
+ * This interface was referenced by `Procedures`'s JSON-Schema
  * via the `definition` "CampaignCreate".
  */
 export interface CampaignCreate {
@@ -879,6 +1000,10 @@ export interface DispatchInput {
    * send although the preview says missing_translation: those readers get the base content
    */
   acceptFallback?: boolean;
+  /**
+   * an A/B test wave (issue 26): testShare of the recipients get their variant first; after decideAfterSeconds the variant with the highest rate of metric wins and the rest get only it
+   */
+  experiment?: Experiment | null;
 }
 /**
  * This interface was referenced by `Procedures`'s JSON-Schema
@@ -1053,6 +1178,14 @@ export interface VariantChoice {
    */
   shares: VariantShare[];
   why: string;
+  /**
+   * with a test wave (issue 26): whether this profile is one of its members
+   */
+  inTestWave?: boolean | null;
+  /**
+   * the variant this profile is served now: variantId, or the test's winner outside the test wave; null while they wait for its decision
+   */
+  served?: string | null;
 }
 /**
  * This interface was referenced by `Procedures`'s JSON-Schema
@@ -1088,71 +1221,6 @@ export interface AudiencePage {
 export interface AudienceRecord {
   profileId: string;
   did: string | null;
-}
-/**
- * This interface was referenced by `Procedures`'s JSON-Schema
- * via the `definition` "DispatchPublic".
- */
-export interface DispatchPublic {
-  dispatchId: string;
-  campaignId: string;
-  campaignCreatedAt: string;
-  channel: string;
-  status:
-    | "scheduled"
-    | "sending"
-    | "paused"
-    | "completed"
-    | "stopped"
-    | "failed"
-    | "missed"
-    | "cancelled"
-    | "needs_review";
-  pages: number;
-  enqueued: number;
-  acknowledged: number;
-  rejected: number;
-  suppressed: number;
-  emailed?: number;
-  throttled?: number;
-  uncertain?: number;
-  capped?: number;
-  cursor?: string | null;
-  startedAt?: string | null;
-  lastProgressAt: string;
-  finishedAt?: string | null;
-  nextPageAt?: string | null;
-  lastError?: string | null;
-  pageFailures?: number;
-  pastErrors?: string[];
-  sendAt?: string | null;
-  scheduledAt?: string | null;
-  maxLateSeconds?: number | null;
-  onChange?: string | null;
-  sendLocalTime?: string | null;
-  perRecipient?: boolean;
-  deferred?: number;
-  missed?: number;
-  pass?: number;
-  approvedBy?: string | null;
-  approvedAt?: string | null;
-  hardBounces?: number;
-  complaints?: number;
-  pausedAt?: string | null;
-  pauseReason?: PauseReason | null;
-}
-/**
- * Why the health guard paused a Dispatch (issue 26): the rate over its limit, and as a sentence.
- *
- * This interface was referenced by `Procedures`'s JSON-Schema
- * via the `definition` "PauseReason".
- */
-export interface PauseReason {
-  rate: "hardBounce" | "complaint" | "rejection";
-  value: number;
-  limit: number;
-  sample: number;
-  message: string;
 }
 /**
  * This interface was referenced by `Procedures`'s JSON-Schema
@@ -1428,6 +1496,10 @@ export interface ScheduleInput {
   maxLateSeconds?: number;
   onChange?: "review" | "send_current";
   acceptFallback?: boolean;
+  /**
+   * an A/B test wave (issue 26): kept on the Dispatches until the send starts
+   */
+  experiment?: Experiment | null;
 }
 /**
  * This interface was referenced by `Procedures`'s JSON-Schema
