@@ -1,0 +1,147 @@
+"""Issue 26's done-when for the A/B test wave, through ``make dev``'s processes: the local Neo4j launcher,
+the reference inbox, the SMTP catcher, the worker and the API as OS processes wired by
+``dev_stack.child_env`` (``bench/_chaos_stack.py``, without faults), driven over HTTP as a user drives them.
+
+A campaign with two email variants goes out with a test wave of 20% and a decision after a few seconds.
+The test clicks the CTA links (``/c?token=``, both hops, as a browser follows them) of one variant's
+test recipients, read from the catcher's mailbox; the worker decides on time, and the rest of the
+audience receives only that variant, while nobody receives two emails or two variants."""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from collections import defaultdict
+from collections.abc import Iterator
+from email import policy
+from email.message import EmailMessage
+from email.parser import BytesParser
+from email.utils import parseaddr
+from pathlib import Path
+from typing import Any, cast
+
+import httpx
+import pytest
+
+from bench._chaos_stack import Stack
+from bench.chaos import Api
+from campaign_engine.api.auth import ADMIN_SCOPE, mint_token
+from campaign_engine.config import Settings
+from campaign_engine.domain.ab_variants import in_test_wave
+
+pytestmark = pytest.mark.e2e
+
+DEADLINE = 180.0
+READERS = [f"w{i:03d}" for i in range(60)]
+SHARE = 0.2
+
+
+def _email(tag: str) -> dict[str, Any]:
+    return {"subject": f"Subject {tag}", "title": f"Title {tag}", "body": f"Body {tag}", "ctaLabel": "Open"}
+
+
+CAMPAIGN = {
+    "id": "wave",
+    "name": "Wave",
+    "channels": ["email"],
+    "email": _email("A"),
+    "variants": [{"id": "A"}, {"id": "B", "email": _email("B")}],
+}
+
+
+@pytest.fixture(scope="module")
+def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
+    running = Stack(tmp_path_factory.mktemp("dev"), page_size=100, delay_seconds=0)
+    try:
+        running.start()
+        yield running
+    finally:
+        running.stop()
+
+
+@pytest.fixture
+def admin(stack: Stack) -> Iterator[Api]:
+    settings = Settings(_env_file=stack.env_file)  # type: ignore[call-arg]
+    api = Api(stack.api_url, mint_token(settings, profile_id="admin", scope=ADMIN_SCOPE), patience=60)
+    with api.client:
+        yield api
+
+
+def _mail(mailbox: Path) -> dict[str, list[EmailMessage]]:
+    """Every message the catcher holds, by recipient: a list, so a second email would show."""
+    found: dict[str, list[EmailMessage]] = defaultdict(list)
+    for path in sorted(mailbox.glob("*.eml")):
+        message = cast(EmailMessage, BytesParser(policy=policy.default).parsebytes(path.read_bytes()))
+        found[parseaddr(str(message["To"]))[1].split("@")[0]].append(message)
+    return found
+
+
+def _wait(what: str, done: Any) -> None:
+    deadline = time.monotonic() + DEADLINE
+    while not done():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{what} within {DEADLINE:.0f} s")
+        time.sleep(0.5)
+
+
+def _click(message: EmailMessage) -> str:
+    """Follow the CTA as a browser does: ``/c`` → ``/c/go`` (records) → the pinned URL (not fetched)."""
+    html = message.get_body(("html",))
+    assert html is not None
+    link = re.search(r'href="(http[^"]+/c\?token=[^"]+)"', html.get_content())
+    assert link is not None
+    first = httpx.get(link.group(1).replace("&amp;", "&"), timeout=30)
+    assert first.status_code == 302 and "/c/go?token=" in first.headers["location"]
+    second = httpx.get(str(first.url.join(first.headers["location"])), timeout=30)
+    assert second.status_code == 302
+    return second.headers["location"]
+
+
+def test_the_rest_gets_only_the_variant_the_test_wave_clicked_through_the_dev_processes(
+    stack: Stack, admin: Api
+) -> None:
+    with (stack.work / "readers.jsonl").open("w") as out:
+        for pid in READERS:
+            email = {"address": f"{pid}@example.com", "verified": True, "primary": True}
+            out.write(json.dumps({"profileId": pid, "dob": "1990-01-01", "emails": [email]}) + "\n")
+    stack.cli("profiles", "import", str(stack.work / "readers.jsonl"))
+    admin.mutate("campaigns.create", CAMPAIGN)
+    admin.mutate("campaigns.addAudience", {"campaignId": "wave", "source": {"type": "all"}})
+    admin.mutate("campaigns.setStatus", {"campaignId": "wave", "status": "live"})
+    testers = {pid for pid in READERS if in_test_wave("wave", pid, SHARE)}
+    assert 4 <= len(testers) <= 24
+
+    preview = admin.query("campaigns.previewDispatch", {"campaignId": "wave"})
+    experiment = {"testShare": SHARE, "metric": "emailClicked", "decideAfterSeconds": 20}
+    body = {"campaignId": "wave", "experiment": experiment, "expectedPreviewToken": preview["previewToken"]}
+    started = admin.mutate("campaigns.dispatch", body)
+    dispatch_id = started["dispatchIds"]["email"]
+
+    _wait("the test wave emailed", lambda: set(_mail(stack.mailbox)) == testers)
+    testing = admin.query("campaigns.getDispatch", {"dispatchId": dispatch_id})
+    assert (testing["status"], testing["phase"]) == ("sending", "testing")
+    mail = _mail(stack.mailbox)
+    arms = {pid: str(messages[0]["Subject"]).removeprefix("Subject ") for pid, messages in mail.items()}
+    assert set(arms.values()) == {"A", "B"}
+    winner = "B"
+    clickers = sorted(pid for pid, arm in arms.items() if arm == winner)
+    for pid in clickers:
+        assert _click(mail[pid][0]).startswith("http")  # the campaign's CTA, pinned by the token
+    _wait("the clicks recorded", lambda: admin.query("campaigns.getStats", {"campaignId": "wave"})
+          ["variants"][winner]["emailClicked"] == len(clickers))  # fmt: skip
+
+    _wait("everyone emailed", lambda: set(_mail(stack.mailbox)) == set(READERS))
+    _wait("the dispatch completed", lambda: admin.query("campaigns.getDispatch", {"dispatchId": dispatch_id})
+          ["status"] == "completed")  # fmt: skip
+    mail = _mail(stack.mailbox)
+    assert {pid: len(messages) for pid, messages in mail.items() if len(messages) != 1} == {}  # one each
+    for pid in READERS:
+        served = arms[pid] if pid in testers else winner
+        assert str(mail[pid][0]["Subject"]) == f"Subject {served}", pid
+    done = admin.query("campaigns.getDispatch", {"dispatchId": dispatch_id})
+    assert done["phase"] == "rest" and done["decision"]["winner"] == winner
+    assert done["decision"]["decidedBy"] == "system:test-wave"
+    assert done["decision"]["decidedAt"] >= testing["decideAt"]
+    rates = {r["variantId"]: (r["numerator"], r["denominator"]) for r in done["decision"]["rates"]}
+    assert rates == {"A": (0, len(testers) - len(clickers)), winner: (len(clickers), len(clickers))}
