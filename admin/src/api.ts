@@ -201,6 +201,7 @@ const PROCEDURE_KINDS = {
   "campaigns.dispatch": "mutation",
   "campaigns.listDispatches": "query",
   "campaigns.resumeDispatch": "mutation",
+  "campaigns.chooseVariant": "mutation",
   "campaigns.explainRecipient": "query",
   "profiles.get": "query",
   "campaigns.listAwaitingApproval": "query",

@@ -587,7 +587,22 @@ async function renderCampaign(id: string): Promise<void> {
     }
     replace(progressOut, ...dispatches.map((d) =>
       progressView(d, planned ? (d.channel === "email" ? planned.emailRecipientCount : planned.notificationRecipientCount) : 0,
-        can("campaigns.resumeDispatch") ? resumeControl : undefined)));
+        can("campaigns.resumeDispatch") ? resumeControl : undefined,
+        can("campaigns.chooseVariant") ? chooseControl : undefined)));
+  }
+  /** Decide a test wave now, for one variant: the admin's decision, audited (issue 26). */
+  function chooseControl(d: Dispatch): HTMLElement {
+    const out = h("div", {});
+    const buttons = (current.variants ?? []).map((v) => {
+      const b: HTMLButtonElement = button(`Choose ${v.id} now`, () => void guarded(b, () => api.call("campaigns.chooseVariant", { dispatchId: d.dispatchId, variantId: v.id }), (err) => replace(out, errorBox(err))).then((chosen) => {
+        if (chosen) {
+          announce(`Variant ${v.id} chosen: the rest of the audience gets it.`);
+          void poll();
+        }
+      }), { id: `choose-${d.dispatchId}-${v.id}` });
+      return b;
+    });
+    return h("div", { className: "choose" }, ...buttons, out);
   }
   /** Resume a paused (health guard) or failed dispatch from its cursor: the admin's decision, audited. */
   function resumeControl(d: Dispatch): HTMLElement {

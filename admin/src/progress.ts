@@ -18,6 +18,7 @@ const OTHER_CHANNEL: Record<string, Set<string>> = {
 };
 /** Numbers of DispatchPublic that are settings, not counts. */
 const NOT_COUNTERS = new Set(["maxLateSeconds"]);
+// (the experiment's numbers are settings too, but they sit in a nested object, never in this list)
 
 const LABELS: Record<string, Record<string, string>> = {
   notify: { enqueued: "Sent to their inbox", acknowledged: "Received", rejected: "Refused by their inbox", suppressed: "Skipped: opted out since the review" },
@@ -104,9 +105,35 @@ function pauseNotice(d: Dispatch, resume: ((d: Dispatch) => HTMLElement | null) 
     resume ? resume(d) : null);
 }
 
+const METRIC_WORDS: Record<string, string> = { emailClicked: "email clicks", clicked: "in-app clicks", shown: "in-app views" };
+
+/** An A/B test wave (issue 26): while testing, who gets what and when it is decided, with `choose` (the
+ *  "choose this variant now" controls, absent: the caller may not); once decided, the winner, each
+ *  variant's rate over its test recipients, and who decided. */
+function testWaveNotice(d: Dispatch, choose: ((d: Dispatch) => HTMLElement | null) | undefined): HTMLElement | null {
+  const x = d.experiment;
+  if (!x) return null;
+  const metric = METRIC_WORDS[x.metric] ?? words(x.metric);
+  if (d.decision) {
+    const r = d.decision;
+    return h("div", { className: "notice test-wave decided", id: `decision-${d.dispatchId}` },
+      h("p", {}, h("strong", {}, `Variant ${r.winner} won`), ` on ${metric}; everyone outside the ${percent(x.testShare)} test wave gets only it.`),
+      h("ul", { className: "rates" }, ...r.rates.map((v) => h("li", { "data-variant": v.variantId },
+        `${v.variantId}: ${v.numerator} of ${v.denominator} test recipients (${percent(v.rate)})`))),
+      h("p", { className: "muted" }, `Decided by ${r.decidedBy === "system:test-wave" ? "the system on time" : r.decidedBy} `, timeEl(r.decidedAt)));
+  }
+  if (d.phase !== "testing" || d.status !== "sending") return null;
+  return h("div", { className: "notice test-wave", id: `testing-${d.dispatchId}` },
+    h("p", {}, h("strong", {}, "Testing variants: "), `${percent(x.testShare)} of the recipients get their variant first; the variant with the highest rate of ${metric} wins at `,
+      d.decideAt ? timeEl(d.decideAt) : "its decision time", ", and the rest then gets only the winner."),
+    choose ? choose(d) : null);
+}
+
 /** The article for one channel's dispatch; `planned` is the reviewed recipient count, if known;
- *  `resume` builds the control that resumes a paused or failed one (absent: the caller may not). */
-export function progressView(d: Dispatch, planned: number, resume?: (d: Dispatch) => HTMLElement | null): HTMLElement {
+ *  `resume` builds the control that resumes a paused or failed one (absent: the caller may not);
+ *  `choose` the controls that decide a test wave now. */
+export function progressView(d: Dispatch, planned: number, resume?: (d: Dispatch) => HTMLElement | null,
+  choose?: (d: Dispatch) => HTMLElement | null): HTMLElement {
   const all = fields(d);
   const numbers = Object.keys(all).filter((k) => typeof all[k] === "number" && !NOT_COUNTERS.has(k))
     .filter((k) => all[k] !== 0 || !OTHER_CHANNEL[d.channel]?.has(k));
@@ -129,6 +156,7 @@ export function progressView(d: Dispatch, planned: number, resume?: (d: Dispatch
       d.finishedAt ? h("span", {}, " · finished ", timeEl(d.finishedAt)) : null,
       d.nextPageAt && d.status === "sending" ? h("span", {}, " · next wave at ", timeEl(d.nextPageAt)) : null),
     pauseNotice(d, resume),
+    testWaveNotice(d, choose),
     d.lastError ? h("p", { className: "error" }, `Last error: ${d.lastError}`) : null,
     d.status === "failed" && resume ? resume(d) : null,
     rest.length ? h("details", { className: "counter-details" }, h("summary", {}, "Details"), counterList(d, rest)) : null);
