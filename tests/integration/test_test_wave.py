@@ -290,3 +290,34 @@ def test_an_admin_chooses_early_and_the_rest_starts_at_once(
     assert entries == [{"actor": ADMIN_ID}]
     again = api.mutate("campaigns.chooseVariant", {"dispatchId": notify_id, "variantId": "B"}, **ADMIN)
     assert error_code(again) == "CONFLICT"
+
+
+def test_a_scheduled_dispatch_keeps_its_experiment_until_it_fires(
+    stack: tuple[_Stack, TrpcClient, str], graph: Graph, standin: PostmarkStandin
+) -> None:
+    run, api, hook = stack
+    readers = READERS[:20]
+    _live(api, graph, _campaign("later"), readers, hook)
+    token = ok(api.query("campaigns.previewDispatch", {"campaignId": "later"}, **ADMIN))["previewToken"]
+    experiment = {"testShare": SHARE, "metric": "clicked", "decideAfterSeconds": 120}
+    send_at = NOW + timedelta(hours=1)
+    body = {"campaignId": "later", "sendAt": format_ts(send_at), "expectedPreviewToken": token,
+            "experiment": experiment}  # fmt: skip
+    scheduled = ok(api.mutate("campaigns.scheduleDispatch", body, **ADMIN))
+    assert [(d["status"], d["experiment"], d["phase"]) for d in scheduled] == [
+        ("scheduled", experiment, None)
+    ] * 2
+    assert graph.run("MATCH (c:Campaign {id: 'later'}) RETURN c.abTest AS t") == [{"t": None}]
+    run.at(send_at)  # the sweeper fires it: the test starts now, its decision 120 s later
+    testers = {pid for pid in readers if in_test_wave("later", pid, SHARE)}
+    assert set(_subjects(standin)) == testers
+    fired = ok(api.query("campaigns.getDispatch", {"dispatchId": scheduled[0]["dispatchId"]}, **ADMIN))
+    decide_at = format_ts(send_at + timedelta(seconds=120))
+    assert (fired["status"], fired["phase"], fired["decideAt"], fired["nextPageAt"]) == (
+        "sending", "testing", decide_at, decide_at
+    )  # fmt: skip
+    run.at(send_at + timedelta(seconds=121))
+    sent = _subjects(standin)
+    assert set(sent) == set(readers) and all(len(s) == 1 for s in sent.values())
+    done = ok(api.query("campaigns.getDispatch", {"dispatchId": scheduled[0]["dispatchId"]}, **ADMIN))
+    assert done["decision"]["winner"] == "A"  # no clicks at all: a tie goes to the first variant
