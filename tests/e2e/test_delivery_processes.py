@@ -36,6 +36,7 @@ from campaign_engine.campaigns.dispatch import dispatch
 from campaign_engine.campaigns.dispatch_reads import DispatchPublic, get_dispatch, list_dispatches
 from campaign_engine.config import Settings
 from campaign_engine.delivery.notify.page_walk import PageWorker
+from campaign_engine.domain.ab_variants import Experiment, assigned_variant, in_test_wave
 from campaign_engine.domain.dispatch import PageJob, parse_job
 from campaign_engine.domain.types import format_ts
 from campaign_engine.graph.graph import Graph
@@ -475,3 +476,59 @@ def test_lost_first_page_is_recovered_by_the_sweeper(stack: Stack) -> None:
     record = get_dispatch(stack.graph, dispatch_id)
     assert (record.acknowledged, record.enqueued) == (len(members), len(members))
     assert json.loads(json.dumps(record.model_dump(by_alias=True)))["dispatchId"] == dispatch_id
+
+
+# --- (c) an A/B test wave through a kill and duplicated jobs (issue 26 item 2) ------------------------
+
+
+def test_a_test_wave_survives_a_killed_worker_and_duplicated_jobs_without_reassigning_anyone(
+    stack: Stack,
+) -> None:
+    """The test wave walked by worker processes, one killed mid-wave, every queue message delivered
+    twice (the decision job too): each member gets one notification, test members their own variant,
+    everyone else the winner, decided once."""
+    members = profile_ids("w", 600)
+    push_b = {"title": "Push B", "body": "B"}
+    created_at = make_campaign(stack.graph, "cw", channels=["inApp", "notify"], now=utc_now(),
+                               variants=[{"id": "A"}, {"id": "B", "notification": push_b}])  # fmt: skip
+    add_members(stack.graph, "cw", members)
+    stack.queue("dispatch").close()  # creates the schema in the file
+    conn = sqlite3.connect(stack.queue_path)
+    conn.executescript(_DUPLICATE_EVERY_SEND)
+    conn.close()
+    worker = stack.worker()
+    started = dispatch(
+        stack.graph, stack.queue("dispatch"), campaign_id="cw", expected_token=None, now=utc_now(),
+        adult_age=18, max_recipients=10_000,
+        experiment=Experiment(test_share=0.4, metric="clicked", decide_after_seconds=6),
+    )  # fmt: skip
+    wait_for("the first notifications", lambda: len(stack.inbox_rows("cw")) >= 20)
+    worker.kill9()
+    testers = sum(in_test_wave("cw", pid, 0.4) for pid in members)
+    assert len(notified(stack.graph, "cw")) < testers, "the test wave ended before the kill"
+    stack.worker()  # the restart picks up what the dead one held, after the visibility timeout
+    dispatch_id = started.dispatch_id
+    wait_for("the dispatch to complete", lambda: get_dispatch(stack.graph, dispatch_id).status == "completed")
+    wait_for("the queues to drain", stack.queues_empty)
+    assert_exactly_once(stack, "cw", members, created_at)  # one notification each, whatever the faults
+
+    conn = sqlite3.connect(f"file:{stack.inbox_db}?mode=ro", uri=True, timeout=10)
+    try:
+        rows = conn.execute(
+            "SELECT recipient, payload FROM notifications WHERE campaign_id = 'cw'"
+        ).fetchall()
+    finally:
+        conn.close()
+    served = {str(pid): json.loads(payload)["metadata"]["variantId"] for pid, payload in rows}
+    variants = [{"id": "A"}, {"id": "B"}]
+    expected = {
+        pid: assigned_variant(variants, campaign_id="cw", profile_id=pid)
+        if in_test_wave("cw", pid, 0.4)
+        else "A"
+        for pid in members
+    }  # nobody clicked in-app: the tie goes to the first variant
+    assert served == expected
+    decided = get_dispatch(stack.graph, dispatch_id)
+    assert decided.phase == "rest" and decided.decision is not None and decided.decision.winner == "A"
+    entries = stack.graph.run("MATCH (e:AuditEntry {procedure: 'delivery.testWave'}) RETURN e.id AS id")
+    assert len(entries) == 1  # decided once, though every decision job ran twice
