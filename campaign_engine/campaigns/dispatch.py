@@ -87,6 +87,11 @@ class DispatchPreview(BaseModel):
         default_factory=dict,
         description="a recipient language the campaign has no translation for -> recipients who get the base",
     )
+    test_wave: Annotated[dict[str, int] | None, Field(alias="testWave")] = Field(
+        default=None,
+        description="asked with an experiment (issue 26): the test wave's recipients per variant; the token "
+        "is the same with or without it",
+    )
 
 
 class DispatchStarted(BaseModel):
@@ -111,6 +116,7 @@ def compute_preview(
     max_recipients: int,
     deliverable: frozenset[DeliveryChannel] = ALL_CHANNELS,
     untranslated_max_share: float = DEFAULT_UNTRANSLATED_MAX_SHARE,
+    test_share: float | None = None,
 ) -> _Computed:
     """The preview in one pass over the audience in keyset pages: the token is a running digest, so
     no recipient list is ever held whole (issue 11). The campaign is read first; its
@@ -119,7 +125,7 @@ def compute_preview(
     if record is None:
         raise NotFound(f"campaign '{campaign_ref(campaign_id)}' not found")
     campaign = dict(record["campaign"])
-    tally = Tally()
+    tally = Tally(test_share=test_share)
     token = preview_token(
         campaign_id=campaign["id"],
         created_at=campaign["createdAt"],
@@ -145,6 +151,7 @@ def compute_preview(
         blocked_reason=reason,
         locale_counts={ch: dict(sorted(c.items())) for ch, c in tally.locales.items() if c},
         untranslated=dict(sorted(tally.untranslated.items())),
+        test_wave=None if test_share is None else dict(sorted(tally.test_wave.items())),
     )
     return _Computed(campaign=campaign, preview=preview)
 
@@ -158,17 +165,23 @@ def preview_dispatch(
     max_recipients: int,
     deliverable: frozenset[DeliveryChannel] = ALL_CHANNELS,
     untranslated_max_share: float = DEFAULT_UNTRANSLATED_MAX_SHARE,
+    experiment: Experiment | None = None,
 ) -> DispatchPreview:
-    """``deliverable``: the channels this deployment can deliver (the API's ``Services``)."""
-    computed = graph.read(
-        compute_preview,
-        campaign_id=campaign_id,
-        now=now,
-        adult_age=adult_age,
-        max_recipients=max_recipients,
-        deliverable=deliverable,
-        untranslated_max_share=untranslated_max_share,
-    )
+    """``deliverable``: the channels this deployment can deliver (the API's ``Services``). With
+    ``experiment``, also the test wave's size per variant (checked as ``dispatch`` would check it)."""
+
+    def tx_fn(tx: Tx) -> _Computed:
+        computed = compute_preview(
+            tx, campaign_id=campaign_id, now=now, adult_age=adult_age, max_recipients=max_recipients,
+            deliverable=deliverable, untranslated_max_share=untranslated_max_share,
+            test_share=None if experiment is None else experiment.test_share,
+        )  # fmt: skip
+        if experiment is not None:
+            walked = [ch for ch in _WALKED_CHANNELS if ch in (computed.campaign.get("channels") or [])]
+            check_experiment(tx, computed.campaign, experiment, walked=list(walked))
+        return computed
+
+    computed = graph.read(tx_fn)
     return computed.preview
 
 

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from campaign_engine.domain.ab_variants import Assignment, in_test_wave
 from campaign_engine.domain.errors import BadRequest
 from campaign_engine.domain.locale import language_of
 from campaign_engine.domain.variants import ContentField, served_locale, wire_languages
@@ -41,6 +42,9 @@ class Tally:
         default_factory=lambda: {"notify": Counter(), "email": Counter()}
     )
     untranslated: Counter[str] = field(default_factory=Counter)  # by the reader's language, distinct readers
+    test_share: float | None = None
+    """With an experiment asked about (issue 26): its share, and ``test_wave`` counts its members."""
+    test_wave: Counter[str] = field(default_factory=Counter)  # test-wave recipients by assigned variant
 
 
 @dataclass(frozen=True)
@@ -63,6 +67,15 @@ class _Languages:
         if not locale or served != base or language_of(locale) == language_of(base):
             return None
         return language_of(locale)
+
+
+def _count_test_wave(tally: Tally, campaign: dict[str, Any], profiles: list[str]) -> None:
+    """The test wave's recipients among ``profiles`` by their variant (``in_test_wave``, ``assigned``)."""
+    assert tally.test_share is not None
+    assignment = Assignment.of(json.loads(campaign.get("abVariants") or "[]"))
+    for pid in profiles:
+        if in_test_wave(campaign["id"], pid, tally.test_share):
+            tally.test_wave[str(assignment.assigned(campaign_id=campaign["id"], profile_id=pid))] += 1
 
 
 def pinned(
@@ -107,6 +120,8 @@ def pinned(
             )
         profiles = sorted(notify_locales.keys() | addresses.keys())
         tally.recipients += len(profiles)
+        if tally.test_share is not None:
+            _count_test_wave(tally, campaign, profiles)
         for pid in profiles:
             fell_back: str | None = None
             if pid in notify_locales:

@@ -157,6 +157,8 @@ def test_an_experiment_is_refused_where_it_cannot_run_and_nothing_is_written(
     for campaign_id, experiment in refused:
         answer = _dispatch(api, campaign_id, experiment)
         assert error_code(answer) == "BAD_REQUEST", (campaign_id, experiment)
+        asked = {"campaignId": campaign_id, "experiment": experiment}
+        assert error_code(api.query("campaigns.previewDispatch", asked, **ADMIN)) == "BAD_REQUEST"
     for campaign_id in ("plain", "no-inapp", "push-only"):
         assert ok(api.query("campaigns.listDispatches", {"campaignId": campaign_id}, **ADMIN)) == []
     assert graph.run("MATCH (c:Campaign) WHERE c.abTest IS NOT NULL RETURN c.id") == []
@@ -179,6 +181,13 @@ def test_the_test_wave_goes_first_the_decision_is_taken_once_and_the_rest_gets_o
     rest = set(READERS) - testers
     assert {arms[p] for p in testers} == {"A", "B"} and len(rest) > 30  # a fixed draw: deterministic
     experiment = {"testShare": SHARE, "metric": "emailClicked", "decideAfterSeconds": 600}
+    # The review may ask about the experiment: the test wave's size per variant, the same token.
+    asked = ok(
+        api.query("campaigns.previewDispatch", {"campaignId": "ab", "experiment": experiment}, **ADMIN)
+    )
+    plain = ok(api.query("campaigns.previewDispatch", {"campaignId": "ab"}, **ADMIN))
+    assert asked["previewToken"] == plain["previewToken"] and plain["testWave"] is None
+    assert asked["testWave"] == dict(Counter(arms[p] for p in testers))
     started = ok(_dispatch(api, "ab", experiment))
     email_id = started["dispatchIds"]["email"]
     decide_at = format_ts(NOW + timedelta(seconds=600))

@@ -55,6 +55,12 @@ class DispatchInput(CampaignRef):
     )
 
 
+class PreviewInput(CampaignRef):
+    experiment: Experiment | None = Field(
+        default=None, description="also report the test wave's recipients per variant (issue 26)"
+    )
+
+
 class ApproveInput(CampaignRef):
     preview_token: Annotated[str, Field(alias="previewToken", min_length=1, max_length=200)]
 
@@ -82,7 +88,7 @@ def _queue(ctx: Context) -> Queue:
 
 
 @router.query("previewDispatch")
-def preview_dispatch(ctx: Context, data: CampaignRef) -> dispatching.DispatchPreview:
+def preview_dispatch(ctx: Context, data: PreviewInput) -> dispatching.DispatchPreview:
     """What a dispatch would send now, with the token that confirms exactly this."""
     settings = ctx.services.settings
     return dispatching.preview_dispatch(
@@ -93,6 +99,7 @@ def preview_dispatch(ctx: Context, data: CampaignRef) -> dispatching.DispatchPre
         max_recipients=settings.campaign_preview_max_recipients,
         deliverable=ctx.services.dispatch_channels,
         untranslated_max_share=settings.campaign_untranslated_max_share,
+        experiment=data.experiment,
     )
 
 

@@ -180,7 +180,7 @@ export interface Procedures {
   };
   "campaigns.previewDispatch": {
     kind: "query";
-    input: CampaignRef;
+    input: PreviewInput;
     output: DispatchPreview;
   };
   "campaigns.previewEmail": {
@@ -1384,6 +1384,17 @@ export interface UncertainEmail {
 }
 /**
  * This interface was referenced by `Procedures`'s JSON-Schema
+ * via the `definition` "PreviewInput".
+ */
+export interface PreviewInput {
+  campaignId: string;
+  /**
+   * also report the test wave's recipients per variant (issue 26)
+   */
+  experiment?: Experiment | null;
+}
+/**
+ * This interface was referenced by `Procedures`'s JSON-Schema
  * via the `definition` "DispatchPreview".
  */
 export interface DispatchPreview {
@@ -1410,6 +1421,12 @@ export interface DispatchPreview {
   untranslated?: {
     [k: string]: number | undefined;
   };
+  /**
+   * asked with an experiment (issue 26): the test wave's recipients per variant; the token is the same with or without it
+   */
+  testWave?: {
+    [k: string]: number | undefined;
+  } | null;
 }
 /**
  * This interface was referenced by `Procedures`'s JSON-Schema
