@@ -53,6 +53,14 @@ _BACKFILLS = {
         DELETE m
         RETURN count(*) AS n
     """,
+    # Issue 27: the flat `hasSegment` of campaigns saved before it (campaigns/definitions.py); a segment
+    # is a top-level key of the stored JSON, and a quote inside any copy is escaped there.
+    "campaign_has_segment": """
+        MATCH (c:Campaign) WHERE c.hasSegment IS NULL
+        WITH c LIMIT 10000
+        SET c.hasSegment = coalesce(c.definition CONTAINS '"segment":', false)
+        RETURN count(c) AS n
+    """,
     "audit_entry_tenants": """
         MATCH (a:AuditEntry) WHERE a.tenantId IS NULL
         WITH a LIMIT 10000
