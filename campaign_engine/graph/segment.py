@@ -8,8 +8,9 @@ its ``segment`` matches at that moment. ``compile_segment`` turns the rule tree 
 - the **arms** to find candidates with: each seeks an index for a positive condition the rule cannot
   match without (an ``all`` takes its most selective child, estimated from degrees and bounded index
   counts; an ``any`` needs one per branch). ``memberOf`` and the audience itself read the
-  ``audience_member`` relationship index in profileId order; a tag, a connection, an engagement seek
-  their node by its unique key and expand; locale, zone and age seek ``profile_locale``,
+  ``audience_member`` relationship index in profileId order, a tag the ``tag_member`` one; a
+  connection and an engagement seek their node by its unique key and expand; locale, zone and age seek
+  ``profile_locale``,
   ``profile_time_zone`` and ``profile_dob``. So a page costs the segment's candidates, never all profiles.
 
 ``audience_head`` then puts the arms beside the static members in one ``CALL { .. UNION .. }`` that
@@ -27,6 +28,7 @@ nobody.
 from __future__ import annotations
 
 import json
+import re
 import threading
 from collections import OrderedDict
 from collections.abc import Mapping
@@ -179,8 +181,10 @@ class _Compiler:
                 "OPTIONAL MATCH (t:Tag {slug: $s}) RETURN COUNT { (t)<-[:HAS_TAG]-() } AS n", s=node.tag
             )
             return f"EXISTS {{ (p)-[:HAS_TAG]->(:Tag {{slug: ${s}}}) }}", [
-                _Arm(f"MATCH (segT:Tag {{slug: ${s}}})<-[:HAS_TAG]-(p:Profile) USING INDEX segT:Tag(slug)",
-                     "true", "p.profileId", n, exact=True)
+                _Arm("MATCH (p:Profile)-[segG:HAS_TAG]->(:Tag)"
+                     " USING INDEX SEEK segG:HAS_TAG(slug, profileId)",
+                     f"segG.slug = ${s} AND segG.profileId > $cursor", "segG.slug, segG.profileId", n,
+                     exact=True)
             ]  # fmt: skip
         if condition == "connected_to":
             s = self._param(node.connected_to)
@@ -322,7 +326,7 @@ def _arm_text(arm: _Arm, *, predicate: str, tenant: str, extra: str, bind_c: boo
                   f"WITH {carried}", f"WHERE {cursor}{checks}"]  # fmt: skip
     else:
         # The composite hint needs a predicate on both keys: unpaged, profileId's is its existence.
-        unpaged = arm.where.replace("segM.profileId > $cursor", "segM.profileId IS NOT NULL")
+        unpaged = re.sub(r"(seg[MG])\.profileId > \$cursor", r"\1.profileId IS NOT NULL", arm.where)
         where = arm.where if paged else unpaged
         lines += [arm.match, f"WHERE {where} AND {checks}"]
     if paged:
