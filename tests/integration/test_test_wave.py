@@ -18,11 +18,15 @@ from typing import Any
 import pytest
 
 from campaign_engine.config import Settings
+from campaign_engine.delivery.readiness import readiness_params
+from campaign_engine.delivery.test_wave_page import chosen_claim_query, page_ids_query
 from campaign_engine.domain.ab_variants import assigned_variant, in_test_wave
 from campaign_engine.domain.dispatch import PageJob, job_json
+from campaign_engine.domain.frequency_cap import cap_params
 from campaign_engine.domain.types import format_ts
 from campaign_engine.graph.audit import AuditContext
 from campaign_engine.graph.graph import Graph
+from campaign_engine.graph.policy import policy_params
 from campaign_engine.graph.test_wave import decide
 from campaign_engine.wiring import Queues, build_worker, run_sweep
 from tests.conftest import ADMIN_ID
@@ -37,6 +41,7 @@ from tests.support.delivery import (
     local_queues,
 )
 from tests.support.email import add_email_members, email_settings
+from tests.support.plans import operators
 from tests.support.postmark_standin import PostmarkStandin
 
 ADMIN = {"as_": ADMIN_ID, "admin": True}
@@ -330,3 +335,28 @@ def test_a_scheduled_dispatch_keeps_its_experiment_until_it_fires(
     assert set(sent) == set(readers) and all(len(s) == 1 for s in sent.values())
     done = ok(api.query("campaigns.getDispatch", {"dispatchId": scheduled[0]["dispatchId"]}, **ADMIN))
     assert done["decision"]["winner"] == "A"  # no clicks at all: a tie goes to the first variant
+
+
+@pytest.mark.parametrize("capped", [False, True])
+def test_a_testing_page_seeks_its_ids_in_index_order_and_claims_the_chosen_by_their_unique_key(
+    graph: Graph, capped: bool
+) -> None:
+    """The two statements of an email page while a test wave is undecided (``delivery/test_wave_page``):
+    the page's ids from audience_member in index order (no sort, no profile scan), then the claim of
+    the chosen ids, each profile by its unique key, one UNWIND."""
+    params = {
+        "campaignId": "c", "campaignCreatedAt": "x", "cursor": "", "limit": 10, "claimId": "claim-1",
+        "dispatchId": "d-1", "now": format_ts(NOW), "chosen": ["p1", "p2"],
+        **cap_params({}, "email", now=NOW), **readiness_params({}, {}, now=NOW), **policy_params(NOW, 18),
+    }  # fmt: skip
+    with graph.driver.session(database=graph.database) as session:
+        ids = session.run("EXPLAIN " + page_ids_query(None), **params).consume().plan
+        claim = session.run("EXPLAIN " + chosen_claim_query(capped), **params).consume().plan
+    assert ids is not None and claim is not None
+    read = operators(ids)
+    assert any("RelationshipIndexSeek" in op for op in read), read
+    assert not any(op.startswith(("Sort", "PartialSort", "Top")) or "Scan" in op for op in read), read
+    claimed = operators(claim)
+    assert any(op.startswith("NodeUniqueIndexSeek") for op in claimed), claimed
+    assert not any("Scan" in op for op in claimed), claimed
+    assert "CYPHER replan=skip" in page_ids_query(None) and "CYPHER replan=skip" in chosen_claim_query(capped)
