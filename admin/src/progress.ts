@@ -75,7 +75,7 @@ function fields(d: Dispatch): Record<string, unknown> {
 
 function counterList(d: Dispatch, keys: string[], id?: string): HTMLElement {
   return h("dl", { className: "counts", ...(id ? { id } : {}) }, ...keys.flatMap((k) => [
-    h("dt", {}, label(d.channel, k)),
+    h("dt", {}, k === "deferred" && d.phase === "testing" ? "Waiting: their local send time, or the test's decision" : label(d.channel, k)),
     h("dd", { "data-counter": k.toLowerCase() }, String(fields(d)[k] as number)),
   ]));
 }
