@@ -9,6 +9,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import re
 from collections import Counter
 from collections.abc import Iterator
 from datetime import timedelta
@@ -235,10 +236,13 @@ def test_the_test_wave_goes_first_the_decision_is_taken_once_and_the_rest_gets_o
     run.at(NOW + timedelta(seconds=601))
     sent = _subjects(standin)
     assert set(sent) == set(READERS)
+    bodies = {m["To"].split("@")[0]: str(m["TextBody"]) for m in standin.accepted}
     assert all(len(subjects) == 1 for subjects in sent.values())  # nobody got two emails
     for pid in READERS:
         served = arms[pid] if pid in testers else "B"
         assert sent[pid] == [f"Subject {served}"], pid
+        view = re.search(r"https://[^/\s]+(/campaigns/view\?token=[A-Za-z0-9%._-]+)", bodies[pid])
+        assert view is not None and f"Subject {served}" in api.http.get(view.group(1)).text, pid
         [record] = inbox_records(hook.rsplit("/api", 1)[0], pid)
         assert record["metadata"]["variantId"] == served, pid
         cards = ok(api.query("campaigns.getMyCampaigns", as_=pid))["campaigns"]
