@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from email.header import Header
 from email.utils import parseaddr
 from functools import cached_property
@@ -205,18 +205,30 @@ class EmailVariants:
     assignment: Assignment
     """The campaign's content variants' shares, what ``variant_of`` draws from (empty without variants)."""
     by_language: Mapping[tuple[str, str | None], EmailContent]
+    guardian_languages: tuple[str, ...] = ()
+    guardian: Mapping[str, EmailContent] = field(default_factory=dict)
+    """Issue 27 item 3: the guardian copy's email by language (empty: guardians read the campaign's)."""
 
     def variant_of(self, profile_id: str) -> str | None:
         return self.assignment.variant_of(campaign_id=self.campaign_id, profile_id=profile_id)
 
-    def for_reader(self, locale: str | None, variant_id: str | None) -> EmailContent:
+    def for_reader(
+        self, locale: str | None, variant_id: str | None, *, guardian: bool = False
+    ) -> EmailContent:
+        """The content one reader gets; a routed ``guardian`` reads the guardian copy where it has one."""
+        if guardian and self.guardian:
+            return self.guardian[served_locale(self.guardian_languages, locale)]
         return self.by_language[(served_locale(self.languages, locale), variant_id)]
 
     def assigned(self, page: ClaimedPage) -> ClaimedPage:
-        """``page`` with each claimed recipient's content variant (unchanged without variants)."""
+        """``page`` with each claimed recipient's content variant (unchanged without variants; none for a
+        guardian who reads the guardian copy)."""
         if not self.assignment.bounds or not page.claimed:
             return page
-        claimed = [replace(c, variant_id=self.variant_of(c.profile_id)) for c in page.claimed]
+        claimed = [
+            replace(c, variant_id=None if c.routed_from and self.guardian else self.variant_of(c.profile_id))
+            for c in page.claimed
+        ]
         return replace(page, claimed=claimed)
 
 
@@ -243,7 +255,17 @@ def email_variants_for(
         for vid in variant_ids
     }
     assignment = Assignment.of([{"id": v.id, "weight": v.weight} for v in campaign.variants or ()])
-    return EmailVariants(campaign.id, languages, assignment, by_language)
+    copy = campaign.guardian_copy
+    if copy is None or copy.email is None:
+        return EmailVariants(campaign.id, languages, assignment, by_language)
+    own = {tag: t.email for tag, t in (copy.translations or {}).items() if t.email is not None}
+    guardian_languages = (campaign.locale, *own)
+    guardian = {
+        tag: _content(campaign, own.get(tag) or copy.email, tag, None, origins=origins, tenants=tenants,
+                      default_tenant=default_tenant)
+        for tag in guardian_languages
+    }  # fmt: skip
+    return EmailVariants(campaign.id, languages, assignment, by_language, guardian_languages, guardian)
 
 
 def sender_for(tenants: Mapping[str, Any], tenant_id: str | None, default_tenant: str) -> str | None:
