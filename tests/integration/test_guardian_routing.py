@@ -16,11 +16,14 @@ from campaign_engine.campaigns.dispatch import dispatch, preview_dispatch
 from campaign_engine.campaigns.explain import explain_recipient
 from campaign_engine.campaigns.stats import get_stats
 from campaign_engine.config import Settings
+from campaign_engine.delivery.frequency_cap import notify_recheck_query
 from campaign_engine.domain.errors import Conflict
 from campaign_engine.graph.graph import Graph
 from campaign_engine.graph.policy import policy_params
 from campaign_engine.graph.routing import ROUTED_GUARDIAN, routed_query
 from campaign_engine.wiring import Queues, build_worker
+from tests.conftest import ADMIN_ID
+from tests.support.api import api_client, error_code, ok
 from tests.support.delivery import (
     NOW,
     StepClock,
@@ -101,6 +104,13 @@ def _fixture(graph: Graph, hook: str, *, minors: str = "guardians", campaign: st
         ("g3", "k4", "granted"), ("g4", "k6", "granted"), ("a1", "k3", "granted"), ("g6", "k7", "granted"),
     ]:  # fmt: skip
         _link(graph, guardian, child, consent)
+
+
+def _bare(value: Any) -> Any:
+    """``value`` without its null fields (the API answers unset optional fields as null)."""
+    if isinstance(value, dict):
+        return {k: _bare(v) for k, v in value.items() if v is not None}
+    return value
 
 
 def _run(settings: Settings, graph: Graph, queues: Queues) -> None:
@@ -217,6 +227,8 @@ def test_exclude_runs_todays_statements_and_reaches_no_guardian(
     assert [str(m["To"]) for m in postmark.accepted] == ["a1@example.com"]
     node = graph.run("MATCH (c:Campaign {id: 'c1'}) RETURN c.minors AS minors")[0]
     assert node["minors"] is None  # the walks read it: null is today's path
+    # A batch without a guardian's job rechecks with the statement it always had.
+    assert "GUARDIAN_OF" not in notify_recheck_query(False) and "{{" not in notify_recheck_query(False)
 
 
 def test_the_routing_expands_per_excluded_member_and_never_scans_profiles(graph: Graph) -> None:
@@ -260,3 +272,85 @@ def test_explain_shows_the_path_from_child_to_guardian_and_why_not(graph: Graph)
         **policy_params(NOW, 18),
     )
     assert [r["id"] for r in rows] == ["a1", "g1", "g4", "g5"]
+
+
+def test_a_live_segment_routes_its_excluded_matches(
+    base_settings: Settings, postmark: PostmarkStandin, graph: Graph, queues: Queues, tmp_path: Path
+) -> None:
+    """Members matched by a live segment route like static ones: k1 and k2 are tagged minors, never
+    static members; g1 gets it for k1, g2 (tagged, an adult) for being matched, once, as a member."""
+    settings = _settings(base_settings, postmark)
+    with inbox_server(tmp_path) as inbox:
+        hook = f"{inbox.url}/api/notifications/send"
+        make_campaign(graph, "c1", minors="guardians", segment={"tag": "grade-7"})
+        _profiles(graph, ["k1", "k2"], campaign="c1", dob=MINOR, member=False, hook=hook, isManaged=True)
+        _profiles(graph, ["g1", "g2"], campaign="c1", dob=ADULT, member=False, hook=hook)
+        graph.run("MERGE (t:Tag {slug: 'grade-7'}) WITH t MATCH (p:Profile) WHERE p.profileId IN "
+                  "['k1', 'k2', 'g2'] MERGE (p)-[:HAS_TAG]->(t)")  # fmt: skip
+        _link(graph, "g1", "k1")
+        _link(graph, "g2", "k2")
+        preview = _preview(graph)
+        assert (preview.notification_recipient_count, preview.guardian_recipient_count) == (2, 1)
+        dispatch(graph, queues.dispatch, campaign_id="c1", expected_token=preview.preview_token, now=NOW,
+                 adult_age=18, max_recipients=1000)  # fmt: skip
+        _run(settings, graph, queues)
+        got = {pid: inbox_records(inbox.url, pid) for pid in ["g1", "g2", "k1", "k2"]}
+    assert {pid: len(r) for pid, r in got.items()} == {"g1": 1, "g2": 1, "k1": 0, "k2": 0}
+    assert (got["g1"][0]["metadata"]["audience"], got["g2"][0]["metadata"].get("audience")) == (
+        "guardian",
+        None,
+    )
+
+
+def test_minors_and_guardian_copy_are_validated_and_kept_by_get_update_and_duplicate(
+    base_settings: Settings, graph: Graph
+) -> None:
+    admin = {"as_": ADMIN_ID, "admin": True}
+    base = {"id": "fam", "name": "Families", "channels": ["notify"],
+            "notification": {"title": "News", "body": "Body"}}  # fmt: skip
+    bad = [
+        {"minors": "parents"},
+        {"guardianCopy": {}},  # some copy
+        {"guardianCopy": {"notification": {"title": "x" * 66, "body": "b"}}},  # validated like content
+        {
+            "guardianCopy": {
+                "notification": {"title": "t", "body": "b"},
+                "translations": {"en": {"notification": {"title": "t", "body": "b"}}},
+            }
+        },  # repeats the base locale
+        {
+            "guardianCopy": {
+                "notification": {"title": "t", "body": "b"},
+                "translations": {"es": {"email": {**EMAIL_COPY}}},
+            }
+        },  # translates a channel it has no base copy for
+    ]
+    with api_client(base_settings, graph) as api:
+        for extra in bad:
+            assert error_code(api.mutate("campaigns.create", {**base, **extra}, **admin)) == "BAD_REQUEST", (
+                extra
+            )
+        assert ok(api.query("campaigns.list", **admin))["records"] == []  # nothing half-written
+        plain = ok(api.mutate("campaigns.create", base, **admin))
+        assert (plain["minors"], plain.get("guardianCopy")) == ("exclude", None)
+        copy = {
+            "notification": GUARDIAN_COPY["notification"],
+            "translations": {"es": GUARDIAN_COPY["translations"]["es"]},
+        }
+        current = ok(api.query("campaigns.get", {"campaignId": "fam"}, **admin))
+        change = {"campaignId": "fam", "expectedUpdatedAt": current["updatedAt"], "minors": "guardians",
+                  "guardianCopy": copy}  # fmt: skip
+        updated = ok(api.mutate("campaigns.update", change, **admin))
+        assert (updated["minors"], _bare(updated["guardianCopy"])) == ("guardians", copy)
+        got = ok(api.query("campaigns.get", {"campaignId": "fam"}, **admin))
+        assert (got["minors"], _bare(got["guardianCopy"])) == ("guardians", copy)
+        dup = ok(api.mutate("campaigns.duplicate", {"campaignId": "fam", "id": "fam-2"}, **admin))
+        assert (dup["minors"], _bare(dup["guardianCopy"])) == ("guardians", copy)
+        before = ok(api.query("campaigns.previewDispatch", {"campaignId": "fam-2"}, **admin))["previewToken"]
+        edited = ok(api.mutate("campaigns.update", {"campaignId": "fam-2", "guardianCopy": {
+            "notification": {"title": "Other", "body": "Body"}}}, **admin))  # fmt: skip
+        assert edited["guardianCopy"]["notification"]["title"] == "Other"
+        after = ok(api.query("campaigns.previewDispatch", {"campaignId": "fam-2"}, **admin))["previewToken"]
+        assert before != after  # the token digests the definition, guardian copy included
+        cleared = ok(api.mutate("campaigns.update", {"campaignId": "fam-2", "guardianCopy": None}, **admin))
+        assert cleared.get("guardianCopy") is None
