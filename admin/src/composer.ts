@@ -133,6 +133,7 @@ export function composer(existing: Campaign | null): Composer {
   const geBody = h("textarea", { rows: 4, maxlength: 20000 });
   geBody.value = gc?.email?.body ?? "";
   const geCta = input("text", { maxlength: 40, value: gc?.email?.ctaLabel ?? "" });
+  const guardianSlot = h("div", { id: "guardian-copy-slot" });
 
   const checkbox = (path: string, label: string, box: HTMLInputElement): HTMLElement => {
     box.id ||= `cb-${path.replace(/\W/g, "-")}`;
@@ -154,6 +155,14 @@ export function composer(existing: Campaign | null): Composer {
     languages: () => [translations.locale.value.trim() || "en", ...translations.tags()],
   }, (path, error) => errors.set(path, error), () => onChange.forEach((f) => f()));
 
+  const guardianFieldset = h("fieldset", { id: "guardian-copy" }, h("legend", {}, "Copy for guardians (optional; otherwise they read the copy above)"),
+    h("p", { className: "hint" }, "Guardians read this instead of the campaign's copy. Never name the child or carry learner data: it goes to inboxes and mail providers."),
+    add("guardianCopy.notification.title", "Guardians' notification title", gnTitle),
+    add("guardianCopy.notification.body", "Guardians' notification body", gnBody),
+    add("guardianCopy.email.subject", "Guardians' email subject", geSubject),
+    add("guardianCopy.email.title", "Guardians' email heading", geTitle),
+    add("guardianCopy.email.body", "Guardians' email body", geBody),
+    add("guardianCopy.email.ctaLabel", "Guardians' email button label", geCta));
   const form = h(
     "div",
     { className: "composer" },
@@ -191,13 +200,12 @@ export function composer(existing: Campaign | null): Composer {
       checkbox("excludeMinors", "Exclude minors (age policy)", excludeMinors),
       checkbox("discoverable", "Discoverable: people may join it themselves", discoverable),
       add("minors", "Members the age policy excludes", minors)),
-    h("fieldset", { id: "guardian-copy" }, h("legend", {}, "Copy for guardians (optional; otherwise they read the copy above)"),
-      h("p", { className: "hint" }, "Guardians read this instead of the campaign's copy. Never name the child or carry learner data: it goes to inboxes and mail providers."),
-      add("guardianCopy.notification.title", "Notification title", gnTitle),
-      add("guardianCopy.notification.body", "Notification body", gnBody),
-      add("guardianCopy.email.subject", "Email subject", geSubject), add("guardianCopy.email.title", "Email heading", geTitle),
-      add("guardianCopy.email.body", "Email body", geBody), add("guardianCopy.email.ctaLabel", "Email button label", geCta)),
+    guardianSlot,
   );
+  // The guardian copy is on the page only while minors go to their guardians.
+  const showGuardianCopy = (): void => replace(guardianSlot, minors.value === "guardians" ? guardianFieldset : null);
+  minors.addEventListener("change", showGuardianCopy);
+  showGuardianCopy();
 
   // The window is typed in local time: each field's hint echoes it with its UTC instant.
   for (const control of [startsAt, endsAt]) {
