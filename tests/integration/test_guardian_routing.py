@@ -16,6 +16,7 @@ from campaign_engine.campaigns.dispatch import dispatch, preview_dispatch
 from campaign_engine.campaigns.explain import explain_recipient
 from campaign_engine.campaigns.stats import get_stats
 from campaign_engine.config import Settings
+from campaign_engine.delivery.email.web_view import render_web_view
 from campaign_engine.delivery.frequency_cap import notify_recheck_query
 from campaign_engine.domain.errors import Conflict
 from campaign_engine.graph.graph import Graph
@@ -42,7 +43,7 @@ ADULT = "1980-05-17"
 MINOR = "2015-09-01"
 GUARDIAN_COPY = {
     "notification": {"title": "For families", "body": "Your child's class has news"},
-    "email": {**EMAIL_COPY, "subject": "For families of grade 7"},
+    "email": {**EMAIL_COPY, "subject": "For families of grade 7", "title": "Families of grade 7"},
     "translations": {"es": {"notification": {"title": "Para familias", "body": "Noticias de la clase"}}},
 }
 
@@ -160,6 +161,12 @@ def test_minors_reach_their_consenting_eligible_guardians_once_on_both_channels(
         "notify": 3,
         "email": 2,
     }
+    # The web view of each email is what that reader got: the guardian copy for a guardian.
+    rows = graph.run("MATCH (p:Profile) RETURN p.profileId AS id, p.campaignUnsubscribeId AS u")
+    ids = {r["id"]: r["u"] for r in rows}
+    guardian_view, member_view = (render_web_view(graph, settings, ids[pid], "c1") for pid in ("g1", "a1"))
+    assert guardian_view is not None and "Families of grade 7" in guardian_view[0]
+    assert member_view is not None and "Families of grade 7" not in member_view[0]
     states = email_states(graph, "c1")
     assert not any(pid.startswith("k") for pid in states)  # never a child, on any channel
     stats = get_stats(graph, campaign_id="c1", policy=Policy(now=NOW, adult_age=18, domain="example.com"))

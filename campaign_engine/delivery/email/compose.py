@@ -149,6 +149,7 @@ def email_content_for(
     default_tenant: str,
     locale: str | None = None,
     variant_id: str | None = None,
+    guardian: bool = False,
 ) -> EmailContent:
     """Resolve copy (in the language ``locale`` is served, of content variant ``variant_id``), CTA,
     branding and sender; raises ``EmailConfigError`` before anyone is claimed.
@@ -157,6 +158,11 @@ def email_content_for(
     the tenant records, as the settings they replace were shaped."""
     if campaign.email is None:
         raise EmailConfigError("the campaign has no email content")
+    own = _guardian_emails(campaign) if guardian else {}
+    if own:  # a routed guardian reads the guardian copy (issue 27 item 3)
+        served = served_locale(list(own), locale)
+        return _content(campaign, own[served], served, None, origins=origins, tenants=tenants,
+                        default_tenant=default_tenant)  # fmt: skip
     served, email = campaign.content("email", locale, variant_id)
     return _content(campaign, email, served, variant_id if campaign.variants else None, origins=origins,
                     tenants=tenants, default_tenant=default_tenant)  # fmt: skip
@@ -255,17 +261,23 @@ def email_variants_for(
         for vid in variant_ids
     }
     assignment = Assignment.of([{"id": v.id, "weight": v.weight} for v in campaign.variants or ()])
+    own = _guardian_emails(campaign)
+    guardian = {
+        tag: _content(
+            campaign, email, tag, None, origins=origins, tenants=tenants, default_tenant=default_tenant
+        )
+        for tag, email in own.items()
+    }
+    return EmailVariants(campaign.id, languages, assignment, by_language, tuple(own), guardian)
+
+
+def _guardian_emails(campaign: CampaignPublic) -> dict[str, EmailCopy]:
+    """The guardian copy's email by language, the base first (empty: guardians read the campaign's)."""
     copy = campaign.guardian_copy
     if copy is None or copy.email is None:
-        return EmailVariants(campaign.id, languages, assignment, by_language)
+        return {}
     own = {tag: t.email for tag, t in (copy.translations or {}).items() if t.email is not None}
-    guardian_languages = (campaign.locale, *own)
-    guardian = {
-        tag: _content(campaign, own.get(tag) or copy.email, tag, None, origins=origins, tenants=tenants,
-                      default_tenant=default_tenant)
-        for tag in guardian_languages
-    }  # fmt: skip
-    return EmailVariants(campaign.id, languages, assignment, by_language, guardian_languages, guardian)
+    return {campaign.locale: copy.email, **own}
 
 
 def sender_for(tenants: Mapping[str, Any], tenant_id: str | None, default_tenant: str) -> str | None:
