@@ -340,6 +340,9 @@ def test_minors_and_guardian_copy_are_validated_and_kept_by_get_update_and_dupli
         assert ok(api.query("campaigns.list", **admin))["records"] == []  # nothing half-written
         plain = ok(api.mutate("campaigns.create", base, **admin))
         assert (plain["minors"], plain.get("guardianCopy")) == ("exclude", None)
+        ok(api.mutate("profiles.upsert", {"profiles": [{"profileId": "kid", "dob": MINOR}]}, **admin))
+        kid = {"campaignId": "fam", "source": {"type": "profileIds", "profileIds": ["kid"]}}
+        assert ok(api.mutate("campaigns.addAudience", kid, **admin))["added"] == 0  # the age policy
         copy = {
             "notification": GUARDIAN_COPY["notification"],
             "translations": {"es": GUARDIAN_COPY["translations"]["es"]},
@@ -351,6 +354,10 @@ def test_minors_and_guardian_copy_are_validated_and_kept_by_get_update_and_dupli
         assert (updated["minors"], _bare(updated["guardianCopy"])) == ("guardians", copy)
         got = ok(api.query("campaigns.get", {"campaignId": "fam"}, **admin))
         assert (got["minors"], _bare(got["guardianCopy"])) == ("guardians", copy)
+        # A minor is a member of a campaign that routes minors to guardians: whom they are replaced by.
+        assert ok(api.mutate("campaigns.addAudience", kid, **admin))["added"] == 1
+        members = ok(api.query("campaigns.getAudience", {"campaignId": "fam"}, **admin))["records"]
+        assert [m["profileId"] for m in members] == ["kid"]
         dup = ok(api.mutate("campaigns.duplicate", {"campaignId": "fam", "id": "fam-2"}, **admin))
         assert (dup["minors"], _bare(dup["guardianCopy"])) == ("guardians", copy)
         before = ok(api.query("campaigns.previewDispatch", {"campaignId": "fam-2"}, **admin))["previewToken"]

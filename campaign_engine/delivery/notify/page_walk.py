@@ -47,6 +47,8 @@ __all__ = ["PageOutcome", "PageWorker"]
 
 log = logging.getLogger(__name__)
 
+_ROUTED_FROM = 100  # members a guardian's job names (DeliveryJob.routed_from holds up to 1000)
+
 Outcome = Literal["next", "completed", "stopped", "stale", "lost_race", "waiting", "paused"]
 
 
@@ -203,6 +205,7 @@ class PageWorker:
         routed: list[tuple[str, list[str] | None]] = []
         if campaign.get("minors") == "guardians" and row["read"]:
             extra = tx.run(routed_query("guardian_page", segment), **params).single(strict=True)
-            routed = [(str(pid), [str(v) for v in via]) for pid, via in extra["routed"]]
+            # A job names at most _ROUTED_FROM of them: the recheck needs one granted link among them.
+            routed = [(str(pid), [str(v) for v in via[:_ROUTED_FROM]]) for pid, via in extra["routed"]]
             tally = tally.plus(deferred=extra["deferred"], missed=extra["missed"], ready_at=extra["readyAt"])
         return row["read"], row["last"], row["eligible"], tally, segment is not None, routed
