@@ -25,7 +25,7 @@ OPTIONAL MATCH (p:Profile {profileId: job.profileId})
 {{NOTIFY_CAP_LOCK}}
 OPTIONAL MATCH (c:Campaign {id: job.campaignId})
 WITH job, c, p,
-     job.pagedMember OR EXISTS { MATCH (p)-[:IN_CAMPAIGN_AUDIENCE]->(c) }{{ROUTED_MEMBER}} AS member,
+     {{ROUTED_MEMBER}}job.pagedMember OR EXISTS { MATCH (p)-[:IN_CAMPAIGN_AUDIENCE]->(c) } AS member,
      [(p)-[s:CAMPAIGN_STATE]->(c) WHERE s.notifiedAt IS NOT NULL | coalesce(s.notifiedDispatchId, '')]
        AS notifiedBy
 WITH job, c, p,

@@ -42,10 +42,11 @@ SET d.capped = coalesce(d.capped, 0) + k.capped
 
 
 # A guardian's job (issue 27 item 3) stands for membership through the link it was routed by.
+# First: a guardian's own relationships are walked for it, and it is what holds for their jobs.
 _ROUTED_MEMBER = (
-    " OR (job.routedFrom IS NOT NULL AND c.minors = 'guardians' AND EXISTS {"
+    "(job.routedFrom IS NOT NULL AND c.minors = 'guardians' AND EXISTS {"
     " MATCH (p)-[:GUARDIAN_OF {consent: 'granted'}]->(child:Profile)"
-    " WHERE child.profileId IN job.routedFrom })"
+    " WHERE child.profileId IN job.routedFrom }) OR "
 )
 
 
