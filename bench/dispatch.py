@@ -722,7 +722,7 @@ WITH t, {PROFILE_ID_CYPHER} AS id
 MERGE (p:Profile {{profileId: id}})
   ON CREATE SET p.announcementPushOptOut = false, p.announcementEmailOptOut = false
 SET p.tenants = [$tenant]
-MERGE (p)-[:HAS_TAG]->(t)
+MERGE (p)-[:HAS_TAG {{slug: t.slug, profileId: id}}]->(t)
 """
 
 

@@ -9,12 +9,13 @@
 // Two unique seeks per event, then the membership check as Expand(Into): cost is independent of
 // audience size. A live segment's recipient (issue 27) has no membership; someone the campaign was
 // notified or emailed to may record engagement too (one more Expand(Into), for non-members only), so a
-// follow-up's `engaged` rule sees what they did.
+// follow-up's `engaged` rule sees what they did; so may a profile the live segment matches now, which the
+// caller checked for the events this statement refused (`segmentMatched`, campaigns/segment_reach.py).
 UNWIND $events AS event
 MATCH (p:Profile {profileId: event.profileId})
 MATCH (c:Campaign {id: event.campaignId}) USING INDEX c:Campaign(id)
 WHERE c.status = 'live'
-  AND (EXISTS { (p)-[:IN_CAMPAIGN_AUDIENCE]->(c) }
+  AND (event.segmentMatched OR EXISTS { (p)-[:IN_CAMPAIGN_AUDIENCE]->(c) }
        OR EXISTS { (p)-[r:CAMPAIGN_STATE]->(c) WHERE r.notifiedAt IS NOT NULL OR r.emailedAt IS NOT NULL })
   AND (c.startsAt IS NULL OR c.startsAt <= $now) AND (c.endsAt IS NULL OR $now < c.endsAt)
   AND {{CAMPAIGN_AGE_OK}}

@@ -25,6 +25,10 @@ CREATE INDEX campaign_status IF NOT EXISTS FOR (c:Campaign) ON (c.status);
 CREATE INDEX dispatch_status IF NOT EXISTS FOR (d:Dispatch) ON (d.status);
 // Audience pages (getAudience, dispatch pages) seek and order memberships by (campaignId, profileId).
 CREATE INDEX audience_member IF NOT EXISTS FOR ()-[m:IN_CAMPAIGN_AUDIENCE]-() ON (m.campaignId, m.profileId);
+// A live segment's tag seek (graph/segment.py) reads a tag's profiles in profileId order after a cursor,
+// as audience pages read memberships: the slug and profileId are copied onto HAS_TAG by its one writer
+// (upsert_profiles.cypher; graph/schema.py backfills older links).
+CREATE INDEX tag_member IF NOT EXISTS FOR ()-[g:HAS_TAG]-() ON (g.slug, g.profileId);
 // The rate limiter sweeps expired per-minute buckets through this index.
 CREATE INDEX rate_bucket_expires IF NOT EXISTS FOR (b:RateBucket) ON (b.expiresAt);
 // Email claims by outcome: those without one past the horizon (the sweeper counts them uncertain),

@@ -32,6 +32,6 @@ CALL (p, row) {
   WITH DISTINCT p, row
   UNWIND row.tags AS slug
   MERGE (t:Tag {slug: slug})
-  MERGE (p)-[:HAS_TAG]->(t)
+  MERGE (p)-[:HAS_TAG {slug: slug, profileId: p.profileId}]->(t)
 }
 RETURN sum(CASE WHEN created THEN 1 ELSE 0 END) AS created, count(*) AS total

@@ -76,6 +76,8 @@ def node_properties(definition: CampaignDefinition) -> dict[str, Any]:
         "discoverable": definition.discoverable,
         "hasInAppMessage": definition.has_in_app_message(),
         "messagePriority": definition.message.priority if definition.message else 0,
+        # Issue 27: the live segment campaigns getMyCampaigns evaluates for its callers (segment_reach.py).
+        "hasSegment": definition.segment is not None,
         # Issue 26: the A/B variants' ids and weights, what assignment hashes over, for the statements
         # that stamp a recipient's variant without the whole definition (recordEvent); null removes it.
         "abVariants": json.dumps(

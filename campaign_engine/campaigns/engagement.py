@@ -26,6 +26,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from campaign_engine.campaigns.audience import Policy
+from campaign_engine.campaigns.segment_reach import matched_pairs, visible_by_segment
 from campaign_engine.domain.ab_variants import Assignment, assigned_variant, wire_variant_content
 from campaign_engine.domain.campaign import Message
 from campaign_engine.domain.errors import NotFound
@@ -210,6 +211,8 @@ def my_campaigns_of(
     result = tx.run(policy_query("my_campaigns"), profileIds=list(profile_ids), now=format_ts(policy.now),
                     **policy.params())  # fmt: skip
     visible = {record["profileId"]: (record["locale"], record["visible"]) for record in result}
+    for profile_id, (locale, reached) in visible_by_segment(tx, profile_ids, policy=policy).items():
+        visible.setdefault(profile_id, (locale, []))[1].extend(reached)  # members are never in both
     found = cards.fetch(tx, ((cid, at) for _, rows in visible.values() for cid, at, _ in rows))
     return {
         profile_id: [
@@ -274,41 +277,56 @@ class EventCall:
     action_id: str | None = None
 
 
-def _rounds(events: Sequence[EventCall]) -> list[tuple[str, list[tuple[int, EventCall]]]]:
+def _rounds(events: Iterable[tuple[int, EventCall]]) -> list[tuple[str, list[tuple[int, EventCall]]]]:
     """Statements to run, in order: one event kind each, and each (profile, campaign) at most once per
     statement (the n-th event of a pair goes in round n), so repeated events of a pair count one by one."""
     seen: Counter[tuple[str, str]] = Counter()
     rounds: dict[tuple[int, str], list[tuple[int, EventCall]]] = {}
-    for index, call in enumerate(events):
+    for index, call in events:
         pair = (call.profile_id, call.campaign_id)
         rounds.setdefault((seen[pair], call.event), []).append((index, call))
         seen[pair] += 1
     return [(kind, members) for (_, kind), members in sorted(rounds.items())]
 
 
+def _variant_of(call: EventCall, wire_variants: str) -> str:
+    """The content variant ``call``'s reader is assigned (``domain/ab_variants.py``)."""
+    arms = json.loads(wire_variants)
+    return str(assigned_variant(arms, campaign_id=call.campaign_id, profile_id=call.profile_id))
+
+
 def record_events(
     graph: Graph, events: Sequence[EventCall], *, policy: Policy
 ) -> list[EventResult | NotFound]:
     """Records every event in one transaction under the sorted locks of all their profiles. An event
-    whose caller may not record (no such live campaign, not a member, too young) gets ``NotFound``."""
+    whose caller may not record (no such live campaign, neither a member nor reached by it nor matched
+    by its live segment, too young) gets ``NotFound``."""
     now = format_ts(policy.now)
 
     def tx_fn(tx: Tx) -> dict[int, EngagementState | None]:
         lock_profiles(tx, [call.profile_id for call in events])
         states: dict[int, EngagementState | None] = {}
         unstamped: dict[str, str] = {}  # state elementId -> the variant to stamp (issue 26)
-        for kind, members in _rounds(events):
-            rows = [{"index": index, "profileId": call.profile_id, "campaignId": call.campaign_id,
-                     "actionId": call.action_id} for index, call in members]  # fmt: skip
-            for record in tx.run(_record_query(kind), events=rows, now=now, **policy.params()):
-                index = int(record["index"])
-                state = dict(record["state"])
-                states[index] = EngagementState.from_rel(state)
-                if record["variants"] and state.get("variantId") is None:
-                    call = events[index]
-                    variant = assigned_variant(json.loads(record["variants"]), campaign_id=call.campaign_id,
-                                               profile_id=call.profile_id)  # fmt: skip
-                    unstamped[str(record["stateId"])] = str(variant)
+
+        def record(indexed: Iterable[tuple[int, EventCall]], *, segment_matched: bool) -> None:
+            for kind, members in _rounds(indexed):
+                rows = [{"index": index, "profileId": call.profile_id, "campaignId": call.campaign_id,
+                         "actionId": call.action_id, "segmentMatched": segment_matched}
+                        for index, call in members]  # fmt: skip
+                for found in tx.run(_record_query(kind), events=rows, now=now, **policy.params()):
+                    index = int(found["index"])
+                    state = dict(found["state"])
+                    states[index] = EngagementState.from_rel(state)
+                    if found["variants"] and state.get("variantId") is None:
+                        unstamped[str(found["stateId"])] = _variant_of(events[index], found["variants"])
+
+        record(enumerate(events), segment_matched=False)
+        # Refused events wrote nothing (every event of a refused pair is refused alike): a live segment's
+        # match who was never notified (an in-app-only campaign) is checked against the rule and retried.
+        refused = {i: (call.profile_id, call.campaign_id) for i, call in enumerate(events) if i not in states}
+        if refused:
+            matched = matched_pairs(tx, set(refused.values()), policy=policy)
+            record([(i, events[i]) for i, pair in refused.items() if pair in matched], segment_matched=True)
         if unstamped:  # a reader's first events only: one statement for the whole batch
             stamps = [{"stateId": sid, "variantId": vid} for sid, vid in sorted(unstamped.items())]
             tx.run(_STAMP_VARIANT, stamps=stamps).consume()

@@ -20,6 +20,7 @@ from campaign_engine.domain.ab_variants import assigned_variant
 from campaign_engine.graph.audit import list_audit
 from campaign_engine.graph.graph import Graph, Tx
 from campaign_engine.graph.policy import policy_query
+from campaign_engine.graph.segment import CompiledSegment, compile_for, segment_query
 
 __all__ = ["AUDIT_COLUMNS", "PAGE", "RECIPIENT_COLUMNS", "audit_rows", "recipient_rows"]
 
@@ -41,17 +42,26 @@ def recipient_rows(
     graph: Graph, *, campaign_id: str, policy: Policy, page: int = PAGE
 ) -> Iterator[dict[str, Any]]:
     """Every member of ``campaign_id`` (a storage id the caller resolved in its tenant), in profileId
-    order; ``eligibleNow`` is the age policy at ``policy.now``, as getAudience and getStats count.
+    order (with a live segment: its matches now and whoever it reached before, ``source`` ``segment``
+    and ``reached``); ``eligibleNow`` is the age policy at ``policy.now``, as getAudience and getStats count.
     ``variantId``: the A/B content variant recorded at the member's first delivery or event, else the
     one they are assigned (``domain/ab_variants.py``); empty without variants."""
-    statement = policy_query("export_recipients")
-    found = graph.read(
-        lambda tx: tx.run("MATCH (c:Campaign {id: $id}) RETURN c.abVariants AS v", id=campaign_id).single()
-    )
-    variants = json.loads(found["v"]) if found is not None and found["v"] else None
+
+    def load(tx: Tx) -> tuple[dict[str, Any] | None, CompiledSegment | None]:
+        found = tx.run("MATCH (c:Campaign {id: $id}) RETURN c {.*} AS c", id=campaign_id).single()
+        campaign = None if found is None else dict(found["c"])
+        return campaign, None if campaign is None else compile_for(tx, campaign)
+
+    campaign, compiled = graph.read(load)
+    variants = json.loads(campaign["abVariants"]) if campaign and campaign.get("abVariants") else None
+    if compiled is None:
+        statement, params = policy_query("export_recipients"), policy.params()
+    else:  # a live segment: its matches and everyone it reached too (cypher/export_segment_recipients)
+        statement = segment_query("export_segment_recipients", compiled)
+        params = {**policy.params(), **compiled.params(policy.now)}
 
     def read(tx: Tx, cursor: str) -> list[dict[str, Any]]:
-        rows = tx.run(statement, campaignId=campaign_id, cursor=cursor, limit=page, **policy.params())
+        rows = tx.run(statement, campaignId=campaign_id, cursor=cursor, limit=page, **params)
         return [row.data() for row in rows]
 
     cursor = ""

@@ -53,6 +53,22 @@ _BACKFILLS = {
         DELETE m
         RETURN count(*) AS n
     """,
+    # Issue 27: the flat `hasSegment` of campaigns saved before it (campaigns/definitions.py); a segment
+    # is a top-level key of the stored JSON, and a quote inside any copy is escaped there.
+    "campaign_has_segment": """
+        MATCH (c:Campaign) WHERE c.hasSegment IS NULL
+        WITH c LIMIT 10000
+        SET c.hasSegment = coalesce(c.definition CONTAINS '"segment":', false)
+        RETURN count(c) AS n
+    """,
+    # Issue 27: a live segment's tag seek reads the tag_member index (slug, profileId) of HAS_TAG, which
+    # upsert_profiles.cypher writes; links made before carry neither.
+    "has_tag_keys": """
+        MATCH (p:Profile)-[g:HAS_TAG]->(t:Tag) WHERE g.slug IS NULL
+        WITH p, g, t LIMIT 10000
+        SET g.slug = t.slug, g.profileId = p.profileId
+        RETURN count(g) AS n
+    """,
     "audit_entry_tenants": """
         MATCH (a:AuditEntry) WHERE a.tenantId IS NULL
         WITH a LIMIT 10000

@@ -8,8 +8,9 @@ its ``segment`` matches at that moment. ``compile_segment`` turns the rule tree 
 - the **arms** to find candidates with: each seeks an index for a positive condition the rule cannot
   match without (an ``all`` takes its most selective child, estimated from degrees and bounded index
   counts; an ``any`` needs one per branch). ``memberOf`` and the audience itself read the
-  ``audience_member`` relationship index in profileId order; a tag, a connection, an engagement seek
-  their node by its unique key and expand; locale, zone and age seek ``profile_locale``,
+  ``audience_member`` relationship index in profileId order, a tag the ``tag_member`` one; a
+  connection and an engagement seek their node by its unique key and expand; locale, zone and age seek
+  ``profile_locale``,
   ``profile_time_zone`` and ``profile_dob``. So a page costs the segment's candidates, never all profiles.
 
 ``audience_head`` then puts the arms beside the static members in one ``CALL { .. UNION .. }`` that
@@ -27,6 +28,7 @@ nobody.
 from __future__ import annotations
 
 import json
+import re
 import threading
 from collections import OrderedDict
 from collections.abc import Mapping
@@ -39,7 +41,7 @@ from pydantic import ValidationError
 from campaign_engine.domain.age_policy import adult_dob_cutoff
 from campaign_engine.domain.segment import ENGAGED_PROPERTY, Segment, condition_of
 from campaign_engine.graph.cypher import query
-from campaign_engine.graph.graph import Tx
+from campaign_engine.graph.graph import Statements
 from campaign_engine.graph.policy import STATIC_AUDIENCE_PAGE, fill_policy
 
 __all__ = [
@@ -101,7 +103,7 @@ RETURN x.ref AS ref, x.id AS id, x.definition AS definition
 """
 
 
-def resolve_refs(tx: Tx, tenant_id: str | None, refs: set[str]) -> dict[str, dict[str, Any]]:
+def resolve_refs(tx: Statements, tenant_id: str | None, refs: set[str]) -> dict[str, dict[str, Any]]:
     """The tenant's campaigns among ``refs``: storage id and definition by ref (None tenant: none)."""
     if not refs or tenant_id is None:
         return {}
@@ -114,7 +116,7 @@ def resolve_refs(tx: Tx, tenant_id: str | None, refs: set[str]) -> dict[str, dic
 
 
 class _Compiler:
-    def __init__(self, tx: Tx, tenant_id: str | None) -> None:
+    def __init__(self, tx: Statements, tenant_id: str | None) -> None:
         self._tx = tx
         self._tenant = tenant_id
         self.values: dict[str, Any] = {}
@@ -179,8 +181,10 @@ class _Compiler:
                 "OPTIONAL MATCH (t:Tag {slug: $s}) RETURN COUNT { (t)<-[:HAS_TAG]-() } AS n", s=node.tag
             )
             return f"EXISTS {{ (p)-[:HAS_TAG]->(:Tag {{slug: ${s}}}) }}", [
-                _Arm(f"MATCH (segT:Tag {{slug: ${s}}})<-[:HAS_TAG]-(p:Profile) USING INDEX segT:Tag(slug)",
-                     "true", "p.profileId", n, exact=True)
+                _Arm("MATCH (p:Profile)-[segG:HAS_TAG]->(:Tag)"
+                     " USING INDEX SEEK segG:HAS_TAG(slug, profileId)",
+                     f"segG.slug = ${s} AND segG.profileId > $cursor", "segG.slug, segG.profileId", n,
+                     exact=True)
             ]  # fmt: skip
         if condition == "connected_to":
             s = self._param(node.connected_to)
@@ -285,7 +289,7 @@ _WIRE_NAME = {
 
 
 def compile_segment(
-    tx: Tx, segment: Segment, *, tenant_id: str | None, own_ref: str | None
+    tx: Statements, segment: Segment, *, tenant_id: str | None, own_ref: str | None
 ) -> CompiledSegment:
     """The segment as Cypher for the campaign of ``own_ref`` in ``tenant_id``; a handful of small reads
     (referenced campaigns, the degree or bounded index count of each condition's seek)."""
@@ -322,7 +326,7 @@ def _arm_text(arm: _Arm, *, predicate: str, tenant: str, extra: str, bind_c: boo
                   f"WITH {carried}", f"WHERE {cursor}{checks}"]  # fmt: skip
     else:
         # The composite hint needs a predicate on both keys: unpaged, profileId's is its existence.
-        unpaged = arm.where.replace("segM.profileId > $cursor", "segM.profileId IS NOT NULL")
+        unpaged = re.sub(r"(seg[MG])\.profileId > \$cursor", r"\1.profileId IS NOT NULL", arm.where)
         where = arm.where if paged else unpaged
         lines += [arm.match, f"WHERE {where} AND {checks}"]
     if paged:
@@ -355,14 +359,17 @@ _STATEMENTS_LOCK = threading.Lock()  # the worker's polling threads share it
 
 
 def segment_query(name: str, compiled: CompiledSegment | None, *, arm_filter: str | None = None) -> str:
-    """``cypher/<name>.cypher`` with its ``{{AUDIENCE_PAGE}}`` for this segment and the policy filled in;
-    the same segment gives the same text (Neo4j's plan cache keys on it), built once per process."""
+    """``cypher/<name>.cypher`` with its ``{{AUDIENCE_PAGE}}`` for this segment, its ``{{SEGMENT_RULE}}``
+    (the predicate over ``p``; no segment: ``false``) and the policy filled in; the same segment gives
+    the same text (Neo4j's plan cache keys on it), built once per process."""
     key = (name, compiled, arm_filter)
     with _STATEMENTS_LOCK:
         text = _STATEMENTS.get(key)
     if text is None:
         head = audience_head(compiled, arm_filter=arm_filter)
-        text = fill_policy(query(name).replace("{{AUDIENCE_PAGE}}", head), name=name)
+        rule = compiled.predicate if compiled is not None else "false"
+        text = query(name).replace("{{AUDIENCE_PAGE}}", head).replace("{{SEGMENT_RULE}}", rule)
+        text = fill_policy(text, name=name)
         with _STATEMENTS_LOCK:
             _STATEMENTS[key] = text
             while len(_STATEMENTS) > 256:
@@ -371,7 +378,7 @@ def segment_query(name: str, compiled: CompiledSegment | None, *, arm_filter: st
 
 
 def count_matches(
-    tx: Tx, compiled: CompiledSegment, *, tenant_id: str, now: datetime, params: dict[str, Any]
+    tx: Statements, compiled: CompiledSegment, *, tenant_id: str, now: datetime, params: dict[str, Any]
 ) -> int:
     """How many of the tenant's profiles the segment matches now (``campaigns.previewSegment``)."""
     if not compiled.arms:
@@ -386,7 +393,7 @@ def count_matches(
 
 
 def count_audience(
-    tx: Tx, compiled: CompiledSegment, *, campaign_id: str, now: datetime, params: dict[str, Any]
+    tx: Statements, compiled: CompiledSegment, *, campaign_id: str, now: datetime, params: dict[str, Any]
 ) -> int:
     """The distinct profiles a segmented campaign reaches now: static members and the segment's
     matches in its tenant, each passing the campaign age policy (``getStats.audience``). One pass over
@@ -407,7 +414,7 @@ def count_audience(
 
 
 def leaf_verdicts(
-    tx: Tx, compiled: CompiledSegment, *, profile_id: str, now: datetime, params: dict[str, Any]
+    tx: Statements, compiled: CompiledSegment, *, profile_id: str, now: datetime, params: dict[str, Any]
 ) -> list[bool]:
     """Each leaf condition's own verdict (before its ``not``) for one profile: one unique seek."""
     if not compiled.leaves:
@@ -431,7 +438,7 @@ class SegmentCache:
         self._items: OrderedDict[tuple[str, str, str], CompiledSegment | None] = OrderedDict()
         self._lock = threading.Lock()
 
-    def get(self, tx: Tx, *, dispatch_id: str, campaign: Mapping[str, Any]) -> CompiledSegment | None:
+    def get(self, tx: Statements, *, dispatch_id: str, campaign: Mapping[str, Any]) -> CompiledSegment | None:
         key = (dispatch_id, str(campaign.get("id")), str(campaign.get("updatedAt")))
         with self._lock:
             if key in self._items:
@@ -445,7 +452,7 @@ class SegmentCache:
         return compiled
 
 
-def compile_for(tx: Tx, campaign: Mapping[str, Any]) -> CompiledSegment | None:
+def compile_for(tx: Statements, campaign: Mapping[str, Any]) -> CompiledSegment | None:
     """The compiled segment of a stored campaign node (``None``: static members only)."""
     try:
         segment = segment_of(campaign)

@@ -191,7 +191,7 @@ def test_a_live_segment_is_claimed_through_the_same_page_among_many_profiles(
     graph.run("MATCH (p:Profile {profileId: $id}) SET p.announcementEmailOptOut = true", id=rare[2])
     graph.run(
         "MERGE (t:Tag {slug: 'rare'}) WITH t MATCH (p:Profile) WHERE p.profileId IN $ids "
-        "MERGE (p)-[:HAS_TAG]->(t)",
+        "MERGE (p)-[:HAS_TAG {slug: t.slug, profileId: p.profileId}]->(t)",
         ids=rare,
     )
     node = graph.run("MATCH (c:Campaign {id: 'c1'}) RETURN c {.*} AS c")[0]["c"]

@@ -1,0 +1,11 @@
+// The live, in-window in-app campaigns with a live segment (issue 27) in the tenants of the given
+// profiles: the campaigns whose cards getMyCampaigns must evaluate a rule for. One unique seek per
+// profile, then the campaign_status seek of the live campaigns (a few per deployment), filtered.
+UNWIND $profileIds AS profileId
+MATCH (p:Profile {profileId: profileId})
+UNWIND coalesce(p.tenants, []) AS tenantId
+WITH collect(DISTINCT tenantId) AS tenants
+MATCH (c:Campaign) USING INDEX c:Campaign(status)
+WHERE c.status = 'live' AND c.hasSegment AND c.hasInAppMessage AND c.tenantId IN tenants
+  AND (c.startsAt IS NULL OR c.startsAt <= $now) AND (c.endsAt IS NULL OR $now < c.endsAt)
+RETURN c {.id, .ref, .tenantId, .updatedAt, .definition} AS campaign
