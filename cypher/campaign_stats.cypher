@@ -1,4 +1,5 @@
-// getStats: distinct-profile counts. Audience and enrolled count members that pass the age policy now;
+// getStats: distinct-profile counts. Audience and enrolled count members that pass the age policy now
+// (AUDIENCE_AGE_OK: with minors routed to guardians, issue 27 item 3, the members it excludes too);
 // engagement counts come from CAMPAIGN_STATE only (self-tests live on CAMPAIGN_TEST and never count).
 // bounced/complained are set by provider feedback on the send it names (cypher/feedback_link.cypher).
 // capped: profiles the frequency cap held back on a channel (notify_cap, email_page) that have not
@@ -9,7 +10,7 @@
 MATCH (c:Campaign {id: $campaignId})
 CALL (c) {
   OPTIONAL MATCH (p:Profile)-[m:IN_CAMPAIGN_AUDIENCE]->(c)
-  WHERE {{CAMPAIGN_AGE_OK}}
+  WHERE {{AUDIENCE_AGE_OK}}
   RETURN count(DISTINCT p) AS audience,
          count(DISTINCT CASE WHEN m.selfEnrolled THEN p END) AS enrolled
 }

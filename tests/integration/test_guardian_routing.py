@@ -171,6 +171,7 @@ def test_minors_reach_their_consenting_eligible_guardians_once_on_both_channels(
     assert not any(pid.startswith("k") for pid in states)  # never a child, on any channel
     stats = get_stats(graph, campaign_id="c1", policy=Policy(now=NOW, adult_age=18, domain="example.com"))
     assert stats.guardians.model_dump() == {"notified": 3, "emailed": 2}
+    assert stats.audience == preview.audience_count == 7  # a1 and k1..k6: the minors are members
     assert started.dispatch_ids
 
 
