@@ -59,8 +59,13 @@ rounds above, the first N bench profiles are tagged, and the rounds alternate (t
 round) between a campaign whose N members are static and one with no member and the live segment
 ``{"tag": "bench-segment"}``, evaluated by the preview and again by every page. Both rates per round,
 their ratio (segment / static) and the medians are printed, and in the RESULT line.
+``--guardians`` (issue 27 item 3: routing to guardians within 15% of the same recipients as static
+members): the first N bench profiles become guardians of one minor each, and the rounds alternate
+between a campaign whose N members are those adults and a ``minors: "guardians"`` campaign whose N
+members are the minors, replaced by their guardians (``bench/_guardians.py``); both rates per round,
+their ratio (routed / static) and the medians, in the RESULT line too.
 Usage: ``.venv/bin/python -m bench.dispatch [--profiles N] [--compare M] [--rounds R] [--cap]
-[--baseline-ref REF] [--events] [--languages 3] [--segment]``,
+[--baseline-ref REF] [--events] [--languages 3] [--segment] [--guardians]``,
 e.g. ``--profiles 1000000 --compare 20000 --rounds 1``.
 """
 
@@ -88,6 +93,7 @@ import httpx
 from cryptography.fernet import Fernet
 
 from bench._event_sink import EventSink
+from bench._guardians import with_guardians
 from bench._languages import set_locales, translated
 from bench._support import (
     PROFILE_ID_CYPHER,
@@ -817,6 +823,9 @@ def main() -> int:
         "--languages", type=int, choices=[1, 3], default=1, help="3: then alternate 1- and 3-language rounds"
     )
     parser.add_argument(
+        "--guardians", action="store_true", help="then alternate static-adult and routed-guardian rounds"
+    )
+    parser.add_argument(
         "--segment", action="store_true", help="then alternate static-member and live-segment rounds"
     )
     args = parser.parse_args()
@@ -835,6 +844,8 @@ def main() -> int:
     if args.languages > 1:  # and again
         deadline *= 2
     if args.segment:  # and again
+        deadline *= 2
+    if args.guardians:  # and again
         deadline *= 2
     # A million profiles and their relationships outgrow a 256 MB page cache many times over.
     pagecache = "256m" if largest <= 100_000 else "1g"
@@ -902,9 +913,15 @@ def main() -> int:
                     )
                 api_peak, worker_peak = peak_rss_mb(api_pid), peak_rss_mb(worker.pid)
                 print(f"{procs.peak_rss()} (whole run)")
-                ratio = cap_result = events_result = languages_result = segment_result = ""
+                ratio = cap_result = events_result = languages_result = segment_result = guardians_result = ""
                 if args.segment:
                     segment_result = with_segment(graph, admin, n=n, rounds=args.rounds, give_up=give_up)
+                if args.guardians:
+                    guardians_result = with_guardians(
+                        graph, n=n, rounds=args.rounds, tenant=TENANT,
+                        seed_static=lambda cid, size: seed(graph, cid, size),
+                        dispatch_round=lambda cid, size: run_dispatch(graph, admin, cid, size, give_up)[1:],
+                    )  # fmt: skip
                 if args.languages > 1:
                     languages_result = with_languages(
                         graph, admin, n=n, rounds=args.rounds, languages=args.languages, give_up=give_up
@@ -944,7 +961,7 @@ def main() -> int:
                     f"shared_ceiling_per_s={median.shared_ceiling:.0f} "
                     f"shared_efficiency={median.shared_efficiency:.2f} "
                     f"api_peak_rss_mb={api_peak:.0f} worker_peak_rss_mb={worker_peak:.0f}{ratio}{cap_result}"
-                    f"{baseline}{events_result}{languages_result}{segment_result}",
+                    f"{baseline}{events_result}{languages_result}{segment_result}{guardians_result}",
                     flush=True,
                 )
                 delete_largest(admin, procs, "bench-1", n)

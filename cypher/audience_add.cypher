@@ -4,7 +4,7 @@
 MATCH (c:Campaign {id: $campaignId})
 UNWIND $profileIds AS profileId
 MATCH (p:Profile {profileId: profileId})
-WHERE {{CAMPAIGN_AGE_OK}}
+WHERE {{AUDIENCE_AGE_OK}}
 OPTIONAL MATCH (p)-[m:IN_CAMPAIGN_AUDIENCE]->(c)
 WITH c, p, m IS NULL AS isNew
 FOREACH (_ IN CASE WHEN isNew THEN [1] ELSE [] END |

@@ -1,7 +1,8 @@
 // previewAudience: distinct resolved profiles that pass the campaign age policy now.
-// {{CAMPAIGN_AGE_OK}} is replaced by graph/policy.py's predicate (one definition of the policy).
+// {{AUDIENCE_AGE_OK}} is graph/policy.py's predicate (one definition of the policy; with minors routed to
+// guardians, issue 27 item 3, the members it excludes are members too).
 MATCH (c:Campaign {id: $campaignId})
 UNWIND $profileIds AS profileId
 MATCH (p:Profile {profileId: profileId})
-WHERE {{CAMPAIGN_AGE_OK}}
+WHERE {{AUDIENCE_AGE_OK}}
 RETURN count(DISTINCT p) AS count

@@ -5,7 +5,7 @@
 // skips the memberships of a deleted incarnation of the same id that are still being reaped.
 MATCH (p:Profile)-[m:IN_CAMPAIGN_AUDIENCE]->(c:Campaign)
 WHERE m.campaignId = $campaignId AND m.profileId > $cursor
-  AND {{CAMPAIGN_AGE_OK}}
+  AND {{AUDIENCE_AGE_OK}}
 RETURN p.profileId AS profileId, p.did AS did
 ORDER BY m.campaignId, m.profileId
 LIMIT $limit

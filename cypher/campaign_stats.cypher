@@ -1,13 +1,16 @@
-// getStats: distinct-profile counts. Audience and enrolled count members that pass the age policy now;
+// getStats: distinct-profile counts. Audience and enrolled count members that pass the age policy now
+// (AUDIENCE_AGE_OK: with minors routed to guardians, issue 27 item 3, the members it excludes too);
 // engagement counts come from CAMPAIGN_STATE only (self-tests live on CAMPAIGN_TEST and never count).
 // bounced/complained are set by provider feedback on the send it names (cypher/feedback_link.cypher).
 // capped: profiles the frequency cap held back on a channel (notify_cap, email_page) that have not
 // received the campaign on that channel since. emailClicked: recipients whose tracked email CTA was
-// followed (emailClickedAt, set once per recipient by campaigns/email_clicks.py).
+// followed (emailClickedAt, set once per recipient by campaigns/email_clicks.py). guardians (issue 27
+// item 3): of notified and emailed, the guardians reached in place of excluded members (the walks mark
+// their state notifyRouted / emailRouted, cypher/guardian_mark.cypher).
 MATCH (c:Campaign {id: $campaignId})
 CALL (c) {
   OPTIONAL MATCH (p:Profile)-[m:IN_CAMPAIGN_AUDIENCE]->(c)
-  WHERE {{CAMPAIGN_AGE_OK}}
+  WHERE {{AUDIENCE_AGE_OK}}
   RETURN count(DISTINCT p) AS audience,
          count(DISTINCT CASE WHEN m.selfEnrolled THEN p END) AS enrolled
 }
@@ -22,7 +25,9 @@ CALL (c) {
          count(DISTINCT CASE WHEN s.complainedAt IS NOT NULL THEN p END) AS complained,
          count(DISTINCT CASE WHEN s.emailClickedAt IS NOT NULL THEN p END) AS emailClicked,
          count(DISTINCT CASE WHEN (s.notifyCappedAt IS NOT NULL AND s.notifiedAt IS NULL)
-                               OR (s.emailCappedAt IS NOT NULL AND s.emailedAt IS NULL) THEN p END) AS capped
+                               OR (s.emailCappedAt IS NOT NULL AND s.emailedAt IS NULL) THEN p END) AS capped,
+         count(DISTINCT CASE WHEN s.notifyRouted AND s.notifiedAt IS NOT NULL THEN p END) AS guardiansNotified,
+         count(DISTINCT CASE WHEN s.emailRouted AND s.emailedAt IS NOT NULL THEN p END) AS guardiansEmailed
 }
 // variants (issue 26): the same distinct-profile counts per A/B content variant, by the variantId stamped
 // on the state at its first delivery or in-app event; emailClicked reads emailClickedAt (email clicks).
@@ -43,4 +48,4 @@ CALL (c) {
                  bounced: bounced, complained: complained} END) AS variantRows
 }
 RETURN audience, enrolled, shown, clicked, dismissed, notified, emailed, bounced, complained, capped,
-       emailClicked, variantRows, c.abVariants AS abVariants
+       emailClicked, variantRows, c.abVariants AS abVariants, guardiansNotified, guardiansEmailed

@@ -14,6 +14,9 @@
 // write transaction.
 // pagedMember (issue 27): the job of a campaign with a live segment, whose page matched the profile
 // moments ago; the rule is the page's to evaluate (graph/segment.py), not this statement's.
+// ROUTED_MEMBER (issue 27 item 3, only in a batch holding a guardian's job; else nothing): a job with
+// routedFrom stands for membership while the campaign still routes minors and the guardian is still
+// linked with consent granted to one of the members routed to them; every other rule holds as for members.
 // replan=skip: every lookup is a unique-key seek, so statistics cannot improve the plan, and a
 // send moving CAMPAIGN_STATE counts fast otherwise replans (and JIT-compiles) it every few seconds.
 CYPHER replan=skip
@@ -22,7 +25,7 @@ OPTIONAL MATCH (p:Profile {profileId: job.profileId})
 {{NOTIFY_CAP_LOCK}}
 OPTIONAL MATCH (c:Campaign {id: job.campaignId})
 WITH job, c, p,
-     job.pagedMember OR EXISTS { MATCH (p)-[:IN_CAMPAIGN_AUDIENCE]->(c) } AS member,
+     {{ROUTED_MEMBER}}job.pagedMember OR EXISTS { MATCH (p)-[:IN_CAMPAIGN_AUDIENCE]->(c) } AS member,
      [(p)-[s:CAMPAIGN_STATE]->(c) WHERE s.notifiedAt IS NOT NULL | coalesce(s.notifiedDispatchId, '')]
        AS notifiedBy
 WITH job, c, p,

@@ -568,7 +568,13 @@ async function renderCampaign(id: string): Promise<void> {
       h("dt", {}, "Already notified"), h("dd", {}, String(p.alreadyNotifiedCount)),
       h("dt", {}, "Recipients"), h("dd", { id: "review-recipients" }, String(p.recipientCount)),
       h("dt", {}, "Notifications"), h("dd", { id: "review-notify" }, String(p.notificationRecipientCount)),
-      h("dt", {}, "Emails"), h("dd", { id: "review-email" }, String(p.emailRecipientCount))),
+      h("dt", {}, "Emails"), h("dd", { id: "review-email" }, String(p.emailRecipientCount)),
+      // Issue 27: guardians reached in place of excluded minors (minors: guardians), counted in the above.
+      ...(p.guardianRecipientCount ? [
+        h("dt", {}, "Guardians (of excluded minors)"),
+        h("dd", { id: "review-guardians" },
+          `${p.guardianRecipientCount} (notify ${p.guardianNotificationRecipientCount ?? 0}, email ${p.guardianEmailRecipientCount ?? 0})`),
+      ] : [])),
       languagesReview(p),
       p.blockedReason ? h("p", { role: "alert", className: "error", id: "review-blocked" }, `Blocked: ${p.blockedReason}`) : null,
       fallbackOnly ? h("div", { className: "field check" }, accept, h("label", { for: accept.id }, `Send the base content to the ${untranslatedTotal(p)} recipients without a translation`)) : null,

@@ -120,6 +120,20 @@ export function composer(existing: Campaign | null): Composer {
   excludeMinors.checked = def?.excludeMinors ?? true;
   const discoverable = input("checkbox");
   discoverable.checked = def?.discoverable ?? false;
+  // Issue 27: minors the age policy excludes get nothing, or their consenting guardians get it instead,
+  // with the guardian copy below where it is given (never naming the child).
+  const minors = select([["exclude", "Exclude them (nobody gets it in their place)"], ["guardians", "Send to their guardians instead"]], def?.minors ?? "exclude");
+  minors.id = "minors";
+  const gc = def?.guardianCopy ?? undefined;
+  const gnTitle = input("text", { value: gc?.notification?.title ?? "" });
+  const gnBody = h("textarea", { rows: 2 });
+  gnBody.value = gc?.notification?.body ?? "";
+  const geSubject = input("text", { maxlength: 150, value: gc?.email?.subject ?? "" });
+  const geTitle = input("text", { maxlength: 200, value: gc?.email?.title ?? "" });
+  const geBody = h("textarea", { rows: 4, maxlength: 20000 });
+  geBody.value = gc?.email?.body ?? "";
+  const geCta = input("text", { maxlength: 40, value: gc?.email?.ctaLabel ?? "" });
+  const guardianSlot = h("div", { id: "guardian-copy-slot" });
 
   const checkbox = (path: string, label: string, box: HTMLInputElement): HTMLElement => {
     box.id ||= `cb-${path.replace(/\W/g, "-")}`;
@@ -141,6 +155,14 @@ export function composer(existing: Campaign | null): Composer {
     languages: () => [translations.locale.value.trim() || "en", ...translations.tags()],
   }, (path, error) => errors.set(path, error), () => onChange.forEach((f) => f()));
 
+  const guardianFieldset = h("fieldset", { id: "guardian-copy" }, h("legend", {}, "Copy for guardians (optional; otherwise they read the copy above)"),
+    h("p", { className: "hint" }, "Guardians read this instead of the campaign's copy. Never name the child or carry learner data: it goes to inboxes and mail providers."),
+    add("guardianCopy.notification.title", "Guardians' notification title", gnTitle),
+    add("guardianCopy.notification.body", "Guardians' notification body", gnBody),
+    add("guardianCopy.email.subject", "Guardians' email subject", geSubject),
+    add("guardianCopy.email.title", "Guardians' email heading", geTitle),
+    add("guardianCopy.email.body", "Guardians' email body", geBody),
+    add("guardianCopy.email.ctaLabel", "Guardians' email button label", geCta));
   const form = h(
     "div",
     { className: "composer" },
@@ -176,8 +198,14 @@ export function composer(existing: Campaign | null): Composer {
     h("fieldset", {}, h("legend", {}, "Window and audience policy"),
       add("startsAt", `Starts at (your time, ${zoneName()})`, startsAt, " "), add("endsAt", `Ends at (your time, ${zoneName()})`, endsAt, " "),
       checkbox("excludeMinors", "Exclude minors (age policy)", excludeMinors),
-      checkbox("discoverable", "Discoverable: people may join it themselves", discoverable)),
+      checkbox("discoverable", "Discoverable: people may join it themselves", discoverable),
+      add("minors", "Members the age policy excludes", minors)),
+    guardianSlot,
   );
+  // The guardian copy is on the page only while minors go to their guardians.
+  const showGuardianCopy = (): void => replace(guardianSlot, minors.value === "guardians" ? guardianFieldset : null);
+  minors.addEventListener("change", showGuardianCopy);
+  showGuardianCopy();
 
   // The window is typed in local time: each field's hint echoes it with its UTC instant.
   for (const control of [startsAt, endsAt]) {
@@ -245,6 +273,17 @@ export function composer(existing: Campaign | null): Composer {
     out.translations = translations.read();
     // One arm alone is sent as typed, for the API to say two are needed.
     out.variants = variants.read() as NonNullable<Definition["variants"]> | null;
+    out.minors = minors.value as "exclude" | "guardians";
+    // Guardian copy: a channel with any field typed is sent whole, for the API to name a missing one;
+    // existing translations of the guardian copy (set through the API) are kept.
+    const guardianCopy: NonNullable<Definition["guardianCopy"]> = {};
+    if (text(gnTitle) || text(gnBody)) guardianCopy.notification = { title: gnTitle.value, body: gnBody.value };
+    if (text(geSubject) || text(geTitle) || text(geBody) || text(geCta)) {
+      guardianCopy.email = { subject: geSubject.value, title: geTitle.value, body: geBody.value, ctaLabel: geCta.value };
+    }
+    if (gc?.message) guardianCopy.message = gc.message;
+    if (gc?.translations) guardianCopy.translations = gc.translations;
+    out.guardianCopy = guardianCopy.notification || guardianCopy.email || guardianCopy.message ? guardianCopy : null;
     const s = instant(startsAt);
     if (s) out.startsAt = s;
     const e = instant(endsAt);

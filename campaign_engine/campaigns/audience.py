@@ -8,8 +8,10 @@ resolution (a DID and a did:web alias of the same profile give one id), so ``cou
 count profiles, not inputs. Adds and removes take the campaign lock first in every chunk transaction:
 concurrent adds, retries and self-enrolments serialise on it, which is what makes ``added`` exact.
 
-Only profiles that pass the campaign age policy are added; the policy is evaluated again on every read
-(paging, stats, getMyCampaigns, delivery), so a membership is never a licence by itself.
+Only profiles that pass the campaign age policy are added (and, where the campaign routes minors to
+their guardians, the members it excludes, whom the walks replace by their guardians: issue 27 item 3);
+the policy is evaluated again on every read (paging, stats, getMyCampaigns, delivery), so a membership
+is never a licence by itself.
 """
 
 from __future__ import annotations
@@ -333,7 +335,7 @@ def get_audience(
         segment = compile_for(tx, campaign)
         statement = policy_query("audience_page")
         if segment is not None:  # the static members and the live segment's matches now (issue 27)
-            statement = segment_query("audience_segment_page", segment, arm_filter="{{CAMPAIGN_AGE_OK}}")
+            statement = segment_query("audience_segment_page", segment, arm_filter="{{AUDIENCE_AGE_OK}}")
         rows = tx.run(
             statement,
             campaignId=campaign_id,

@@ -85,6 +85,8 @@ def node_properties(definition: CampaignDefinition) -> dict[str, Any]:
         )
         if definition.variants
         else None,
+        # Issue 27 item 3: read by the walks to choose the routed statements; null (exclude) removes it.
+        "minors": "guardians" if definition.minors == "guardians" else None,
     }
 
 

@@ -92,6 +92,17 @@ class DispatchPreview(BaseModel):
         description="asked with an experiment (issue 26): the test wave's recipients per variant; the token "
         "is the same with or without it",
     )
+    guardian_recipient_count: Annotated[int, Field(alias="guardianRecipientCount")] = Field(
+        default=0,
+        description="issue 27: distinct guardians reached on any channel in place of members the age policy"
+        " excludes (minors: guardians); included in recipientCount and the per-channel counts",
+    )
+    guardian_notification_recipient_count: Annotated[
+        int, Field(alias="guardianNotificationRecipientCount")
+    ] = Field(default=0, description="of notificationRecipientCount, the routed guardians")
+    guardian_email_recipient_count: Annotated[int, Field(alias="guardianEmailRecipientCount")] = Field(
+        default=0, description="of emailRecipientCount, the routed guardians"
+    )
 
 
 class DispatchStarted(BaseModel):
@@ -135,6 +146,7 @@ def compute_preview(
             tx, campaign=campaign, now=now, adult_age=adult_age, max_recipients=max_recipients, tally=tally
         ),
     )
+    tally.recipients += len(tally.guardians)  # routed guardians are never members (graph/routing.py)
     reason = blocked_reason(campaign, now=format_ts(now)) or undeliverable(campaign, deliverable)
     if reason is None and not tally.recipients:
         reason = "no_recipients"
@@ -152,6 +164,9 @@ def compute_preview(
         locale_counts={ch: dict(sorted(c.items())) for ch, c in tally.locales.items() if c},
         untranslated=dict(sorted(tally.untranslated.items())),
         test_wave=None if test_share is None else dict(sorted(tally.test_wave.items())),
+        guardian_recipient_count=len(tally.guardians),
+        guardian_notification_recipient_count=tally.guardian_notify,
+        guardian_email_recipient_count=tally.guardian_email,
     )
     return _Computed(campaign=campaign, preview=preview)
 

@@ -17,6 +17,13 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from campaign_engine.campaigns.guardian_explain import (
+    GuardianRoute,
+    RoutedTo,
+    guardian_route,
+    routed_children,
+    routed_to,
+)
 from campaign_engine.campaigns.segments import SegmentExplanation, explain_segment
 from campaign_engine.domain.ab_variants import (
     TestWave,
@@ -29,6 +36,7 @@ from campaign_engine.domain.ab_variants import (
 from campaign_engine.domain.dispatch import send_blocked
 from campaign_engine.domain.errors import NotFound
 from campaign_engine.domain.frequency_cap import CapChannel, ChannelCap, cap_params
+from campaign_engine.domain.guardian_copy import routes_guardians
 from campaign_engine.domain.locale import language_of
 from campaign_engine.domain.tenancy import CampaignRefOut, campaign_ref
 from campaign_engine.domain.types import format_ts
@@ -139,6 +147,10 @@ class RecipientExplanation(BaseModel):
     """The live segment's verdict for this profile, condition by condition (issue 27)."""
     variant: VariantChoice | None = None
     """None when the campaign has no A/B variants."""
+    guardian: GuardianRoute | None = None
+    """Issue 27 item 3 (``minors: "guardians"``): this profile as a guardian, the members routed to them."""
+    routed_to: Annotated[list[RoutedTo] | None, Field(alias="routedTo")] = None
+    """Issue 27 item 3: a member the age policy excludes, where the campaign goes instead ([]: none)."""
 
 
 def _channel(channel: ExplainedChannel, rules: list[RuleVerdict]) -> ChannelExplanation:
@@ -164,6 +176,7 @@ def explain_recipient(
 
     def tx_fn(tx: Tx) -> dict[str, Any] | None:
         segment = _segment(tx, campaign_id=campaign_id, profile_id=profile_id, now=now, adult_age=adult_age)
+        routing = _routing(tx, campaign_id=campaign_id, profile_id=profile_id, now=now, adult_age=adult_age)
         record = tx.run(
             policy_query("explain_recipient"),
             campaignId=campaign_id,
@@ -172,7 +185,7 @@ def explain_recipient(
             emailCaps=cap_params(caps or {}, "email", now=now)["caps"],
             **policy_params(now, adult_age),
         ).single()
-        return None if record is None else {**record.data(), "segment": segment}
+        return None if record is None else {**record.data(), "segment": segment, "routing": routing}
 
     row = graph.read(tx_fn)
     if row is None:
@@ -224,6 +237,14 @@ def explain_recipient(
         ),
         _cap_rule(row["emailCap"], bool(profile["emailCapReached"])),
     ]
+    guardian, routed = None, None
+    if row["routing"] is not None:  # issue 27 item 3: the campaign routes excluded members to guardians
+        children, guardians = row["routing"]
+        passes = {name: all(r.ok for r in rules if r.rule != "not_member")
+                  for name, rules in (("notify", notify), ("email", email))}  # fmt: skip
+        guardian = guardian_route(children, member=membership is not None or in_segment, passes=passes)
+        excluded = not profile["campaignAgeOk"] or not profile["emailAgeOk"]
+        routed = guardians if (membership is not None or in_segment) and excluded else None
     return RecipientExplanation(
         campaign_id=campaign_id,
         profile_id=profile_id,
@@ -240,6 +261,28 @@ def explain_recipient(
             wave=TestWave.of(row["campaign"].get("abTest")),
         ),
         segment=segment,
+        guardian=guardian,
+        routed_to=routed,
+    )
+
+
+def _routing(
+    tx: Tx, *, campaign_id: str, profile_id: str, now: datetime, adult_age: int
+) -> tuple[list[dict[str, Any]], list[RoutedTo]] | None:
+    """With ``minors: "guardians"``: the members routed to this profile and its own guardians' outcomes."""
+    record = tx.run(_SEGMENT_OF, id=campaign_id).single()
+    if record is None:
+        return None
+    node = dict(record["campaign"])
+    if not routes_guardians(json.loads(node.get("definition") or "{}")):
+        return None
+    compiled = compile_for(tx, node)
+    params = {**policy_params(now, adult_age), **(compiled.params(now) if compiled else {})}
+    children = routed_children(
+        tx, campaign_id=campaign_id, profile_id=profile_id, compiled=compiled, params=params
+    )
+    return children, routed_to(
+        tx, campaign_id=campaign_id, profile_id=profile_id, compiled=compiled, params=params
     )
 
 

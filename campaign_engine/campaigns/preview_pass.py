@@ -18,10 +18,12 @@ from typing import Any
 
 from campaign_engine.domain.ab_variants import Assignment, in_test_wave
 from campaign_engine.domain.errors import BadRequest
+from campaign_engine.domain.guardian_copy import guardian_source, routes_guardians
 from campaign_engine.domain.locale import language_of
 from campaign_engine.domain.variants import ContentField, served_locale, wire_languages
 from campaign_engine.graph.graph import Tx
 from campaign_engine.graph.policy import policy_params, policy_query
+from campaign_engine.graph.routing import routed_query
 from campaign_engine.graph.segment import compile_for, segment_query
 
 __all__ = ["PREVIEW_PAGE", "Tally", "pinned"]
@@ -45,6 +47,11 @@ class Tally:
     test_share: float | None = None
     """With an experiment asked about (issue 26): its share, and ``test_wave`` counts its members."""
     test_wave: Counter[str] = field(default_factory=Counter)  # test-wave recipients by assigned variant
+    # Issue 27 item 3: guardians routed in place of excluded members, per channel and distinct across
+    # both (the ids are held only while both channels route someone: bounded by max_recipients).
+    guardian_notify: int = 0
+    guardian_email: int = 0
+    guardians: set[str] = field(default_factory=set)
 
 
 @dataclass(frozen=True)
@@ -60,6 +67,11 @@ class _Languages:
 
     def serve(self, field: ContentField, locale: str | None) -> str:
         return served_locale(wire_languages(self.definition, field), locale)
+
+    def guardian_serve(self, field: ContentField, locale: str | None) -> str:
+        """A routed guardian's language: over the guardian copy's languages where it has ``field``."""
+        source, _ = guardian_source(self.definition, field)
+        return served_locale(wire_languages(source, field), locale)
 
     def untranslated(self, locale: str | None, served: str) -> str | None:
         """The reader's language when they get the base content though they read another one."""
@@ -118,11 +130,39 @@ def pinned(
                 f"more than {max_recipients} eligible recipients; "
                 "raise CAMPAIGN_PREVIEW_MAX_RECIPIENTS to send"
             )
+        routed: list[tuple[str, str, str]] = []
+        if routes_guardians(languages.definition):
+            routed = _routed_entries(
+                tx.run(
+                    routed_query("guardian_preview", segment),
+                    campaignId=campaign["id"],
+                    cursor=cursor,
+                    limit=PREVIEW_PAGE,
+                    notify="notify" in channels,
+                    email="email" in channels,
+                    **policy_params(now, adult_age),
+                    **extra,
+                ).single(),
+                languages,
+                tally,
+            )
+            if tally.notify > max_recipients or tally.email > max_recipients:
+                raise BadRequest(
+                    f"more than {max_recipients} eligible recipients; "
+                    "raise CAMPAIGN_PREVIEW_MAX_RECIPIENTS to send"
+                )
         profiles = sorted(notify_locales.keys() | addresses.keys())
         tally.recipients += len(profiles)
         if tally.test_share is not None:
             _count_test_wave(tally, campaign, profiles)
+        # A guardian's entries sit after the entries of the first child routed to them (that child is in
+        # this page), so the order, like the sets, is the same whatever the page boundaries.
+        entries = iter(sorted(routed))
+        pending = next(entries, None)
         for pid in profiles:
+            while pending is not None and pending[0] < pid:
+                yield pending[2]
+                pending = next(entries, None)
             fell_back: str | None = None
             if pid in notify_locales:
                 served = languages.serve("notification", notify_locales[pid])
@@ -141,6 +181,35 @@ def pinned(
                 yield f"{entry}\x1f{served}" if languages.translated else entry
             if fell_back is not None:
                 tally.untranslated[fell_back] += 1
+        while pending is not None:
+            yield pending[2]
+            pending = next(entries, None)
         if row["read"] < PREVIEW_PAGE:
             return
         cursor = row["last"]
+
+
+def _routed_entries(row: Any, languages: _Languages, tally: Tally) -> list[tuple[str, str, str]]:
+    """The token's entries for one page's routed guardians (``cypher/guardian_preview.cypher``), each
+    keyed by the first child routed to them: (that child, the entry's own order, the entry). A guardian's
+    entry names the children it was routed for, so a consent or membership change voids the preview."""
+    if row is None:  # an empty page
+        return []
+    out: list[tuple[str, str, str]] = []
+    for pid, locale, via in row["notifyRows"]:
+        served = languages.guardian_serve("notification", locale)
+        tally.notify += 1
+        tally.guardian_notify += 1
+        tally.locales["notify"][served] += 1
+        tally.guardians.add(str(pid))
+        entry = f"guardian\x1f{pid}\x1fnotify\x1f{served}\x1f{','.join(via)}"
+        out.append((str(min(via)), f"{pid}\x1f0", entry))
+    for pid, address, locale, via in row["emailRows"]:
+        served = languages.guardian_serve("email", locale)
+        tally.email += 1
+        tally.guardian_email += 1
+        tally.locales["email"][served] += 1
+        tally.guardians.add(str(pid))
+        entry = f"guardian\x1f{pid}\x1femail\x1f{address}\x1f{served}\x1f{','.join(via)}"
+        out.append((str(min(via)), f"{pid}\x1f1", entry))
+    return out

@@ -7,6 +7,7 @@ message id (``feedback/store.py``). ``capped``: profiles the frequency cap held 
 that have not received the campaign on it since (``CAMPAIGN_FREQUENCY_CAPS``). ``emailClicked``:
 recipients who followed the email's tracked CTA at least once (``emailClickedAt``, issue 26 item 4). No
 client procedure can set any of them. ``variants``: the same per A/B content variant (issue 26).
+``guardians``: of ``notified`` and ``emailed``, the guardians reached in place of excluded minors (issue 27).
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from campaign_engine.graph.graph import Graph, Tx
 from campaign_engine.graph.policy import policy_query
 from campaign_engine.graph.segment import compile_for, count_audience
 
-__all__ = ["CampaignStats", "VariantStats", "get_stats"]
+__all__ = ["CampaignStats", "GuardianStats", "VariantStats", "get_stats"]
 
 
 class VariantStats(BaseModel):
@@ -40,6 +41,14 @@ class VariantStats(BaseModel):
     email_clicked: Annotated[int, Field(alias="emailClicked")] = 0
     bounced: int = 0
     complained: int = 0
+
+
+class GuardianStats(BaseModel):
+    """Issue 27 item 3: guardians reached in place of members the age policy excludes, per channel
+    (distinct profiles; they are counted in ``notified`` / ``emailed`` too)."""
+
+    notified: int = 0
+    emailed: int = 0
 
 
 class CampaignStats(BaseModel):
@@ -61,6 +70,7 @@ class CampaignStats(BaseModel):
         description="per A/B content variant id: each of the campaign's variants (zeros until it reaches"
         " someone) and any variant recorded before the variants were edited; {} without variants",
     )
+    guardians: GuardianStats = Field(default_factory=GuardianStats)
 
 
 def _stats(record: dict[str, Any]) -> CampaignStats:
@@ -69,7 +79,10 @@ def _stats(record: dict[str, Any]) -> CampaignStats:
     variants = {vid: VariantStats() for vid in current}
     for row in rows:
         variants[str(row.pop("id"))] = VariantStats.model_validate(row)
-    return CampaignStats.model_validate({**record, "variants": variants})
+    guardians = GuardianStats(
+        notified=record.pop("guardiansNotified"), emailed=record.pop("guardiansEmailed")
+    )
+    return CampaignStats.model_validate({**record, "variants": variants, "guardians": guardians})
 
 
 _SEGMENT_OF = "MATCH (c:Campaign {id: $id}) RETURN c {.id, .ref, .tenantId, .definition} AS c"

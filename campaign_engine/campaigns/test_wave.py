@@ -50,6 +50,8 @@ def check_experiment(
         raise BadRequest("experiment: the campaign has no variants to test", issues=where)
     if not walked:
         raise BadRequest("experiment: a test wave needs the notify or email channel", issues=where)
+    if campaign.get("minors") == "guardians":  # routed guardians are not drawn into a wave (yet)
+        raise BadRequest("experiment: not with minors routed to their guardians", issues=where)
     if campaign.get("abTest") and json.loads(campaign["abTest"]).get("winner") is not None:
         raise BadRequest("experiment: this campaign already decided an A/B test", issues=where)
     channels = campaign.get("channels") or []

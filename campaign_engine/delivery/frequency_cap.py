@@ -41,10 +41,20 @@ SET d.capped = coalesce(d.capped, 0) + k.capped
 """
 
 
+# A guardian's job (issue 27 item 3) stands for membership through the link it was routed by.
+# First: a guardian's own relationships are walked for it, and it is what holds for their jobs.
+_ROUTED_MEMBER = (
+    "(job.routedFrom IS NOT NULL AND c.minors = 'guardians' AND EXISTS {"
+    " MATCH (p)-[:GUARDIAN_OF {consent: 'granted'}]->(child:Profile)"
+    " WHERE child.profileId IN job.routedFrom }) OR "
+)
+
+
 @cache
-def notify_recheck_query(capped: bool) -> str:
-    """The notify batch recheck: a read without a notify cap, a locking write with one."""
-    text = policy_query("notify_recheck")
+def notify_recheck_query(capped: bool, routed: bool = False) -> str:
+    """The notify batch recheck: a read without a notify cap, a locking write with one; ``routed``: the
+    batch holds a guardian's job (without one the statement is the one it always was)."""
+    text = policy_query("notify_recheck").replace("{{ROUTED_MEMBER}}", _ROUTED_MEMBER if routed else "")
     return text.replace("{{NOTIFY_CAP_LOCK}}", _LOCK if capped else "").replace(
         "{{NOTIFY_CAP}}", query("notify_cap") if capped else _UNCAPPED
     )

@@ -110,6 +110,11 @@ class PageTally:
     missed: int = 0
     ready_at: str | None = None
 
+    def plus(self, *, deferred: int, missed: int, ready_at: str | None) -> PageTally:
+        """This page's tally with a second read's over the same page (routed guardians, issue 27)."""
+        instants = [t for t in (self.ready_at, ready_at) if t is not None]
+        return PageTally(self.deferred + deferred, self.missed + missed, min(instants) if instants else None)
+
 
 @dataclass(frozen=True)
 class PassStep:

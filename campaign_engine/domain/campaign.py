@@ -41,6 +41,7 @@ from campaign_engine.domain.content import (
     Text,
     Translation,
 )
+from campaign_engine.domain.guardian_copy import GuardianCopy, Minors
 from campaign_engine.domain.locale import normalized
 from campaign_engine.domain.schedule import ZONE_NAME_PATTERN, QuietHours, known_zone
 from campaign_engine.domain.segment import SegmentRule
@@ -58,6 +59,7 @@ __all__ = [
     "Channel",
     "ContentVariant",
     "EmailCopy",
+    "GuardianCopy",
     "Message",
     "NotificationCopy",
     "QuietHoursWindow",
@@ -150,6 +152,7 @@ CLEARABLE_FIELDS = frozenset(
         "translations",
         "segment",
         "variants",
+        "guardianCopy",
     }
 )
 
@@ -198,6 +201,11 @@ class CampaignDefinition(StrictModel):
     variants: (
         Annotated[list[ContentVariant], Field(min_length=MIN_VARIANTS, max_length=MAX_VARIANTS)] | None
     ) = None
+    # Issue 27 item 3: members the age policy excludes get nothing ("exclude") or are replaced by their
+    # consenting eligible guardians ("guardians"), who read guardianCopy where it has the channel
+    # (domain/guardian_copy.py).
+    minors: Minors = "exclude"
+    guardian_copy: Annotated[GuardianCopy | None, Field(alias="guardianCopy")] = None
 
     @field_validator("channels")
     @classmethod
@@ -222,6 +230,8 @@ class CampaignDefinition(StrictModel):
         if self.variants:
             base = {"message": self.message, "notification": self.notification, "email": self.email}
             check_variants(self.variants, base=base, translations=self.translations or {})
+        if self.guardian_copy is not None:
+            self.guardian_copy.check_base_locale(self.locale)
         return self
 
     def variant(self, field: ContentField, requested: str | None) -> tuple[str, Any]:
@@ -317,6 +327,8 @@ class CampaignPatch(BaseModel):
     variants: (
         Annotated[list[ContentVariant], Field(min_length=MIN_VARIANTS, max_length=MAX_VARIANTS)] | None
     ) = None
+    minors: Minors | None = None
+    guardian_copy: Annotated[GuardianCopy | None, Field(alias="guardianCopy")] = None
 
     def changes(self) -> dict[str, Any]:
         """The fields the caller sent, by wire name, in wire form, with ``None`` meaning "clear"."""

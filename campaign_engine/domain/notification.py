@@ -39,6 +39,9 @@ class AnnouncementMetadata(BaseModel):
     locale: Annotated[str, Field(max_length=35)] | None = None
     # Issue 26: the A/B content variant the copy is (``domain/ab_variants.py``); absent without variants.
     variant_id: Annotated[str, Field(max_length=32)] | None = None
+    # Issue 27 item 3: "guardian" when the recipient gets it as the guardian of a member the age policy
+    # excludes (the copy is then the campaign's guardianCopy where it has one); absent for members.
+    audience: Literal["guardian"] | None = None
 
     @field_validator("campaign_created_at")
     @classmethod

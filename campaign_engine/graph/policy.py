@@ -26,6 +26,7 @@ from campaign_engine.domain.patterns import EMAIL_PATTERN
 from campaign_engine.graph.cypher import query
 
 __all__ = [
+    "AUDIENCE_AGE_OK",
     "CAMPAIGN_AGE_OK",
     "EMAIL_AGE_OK",
     "EMAIL_CAP_REACHED",
@@ -108,8 +109,14 @@ WITH p, c, m
 ORDER BY m.campaignId, m.profileId
 LIMIT $limit"""
 
+# Who may be a member of `c` (addAudience, its preview, getAudience): whoever the campaign age policy
+# admits, and, where the campaign routes minors to their guardians (issue 27 item 3), the members it
+# excludes too: they are whom the walks replace by their guardians, never recipients themselves.
+AUDIENCE_AGE_OK = "({{CAMPAIGN_AGE_OK}} OR coalesce(c.minors = 'guardians', false))"
+
 _FRAGMENTS = {  # in replacement order: a fragment may use those after it
     "{{SELF_ENROLLABLE}}": SELF_ENROLLABLE,
+    "{{AUDIENCE_AGE_OK}}": AUDIENCE_AGE_OK,
     "{{EMAIL_CAP_REACHED}}": EMAIL_CAP_REACHED,
     "{{NOTIFY_CAP_REACHED}}": NOTIFY_CAP_REACHED,
     "{{CAMPAIGN_AGE_OK}}": CAMPAIGN_AGE_OK,

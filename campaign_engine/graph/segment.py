@@ -396,15 +396,16 @@ def count_audience(
     tx: Statements, compiled: CompiledSegment, *, campaign_id: str, now: datetime, params: dict[str, Any]
 ) -> int:
     """The distinct profiles a segmented campaign reaches now: static members and the segment's
-    matches in its tenant, each passing the campaign age policy (``getStats.audience``). One pass over
+    matches in its tenant, each passing the campaign age policy or routed to guardians (``AUDIENCE_AGE_OK``;
+    ``getStats.audience``). One pass over
     the members and the segment's candidates, as the static count is one pass over the members."""
     arms = [
         "MATCH (p:Profile)-[m:IN_CAMPAIGN_AUDIENCE]->(c:Campaign {id: $campaignId})\n"
-        "WHERE {{CAMPAIGN_AGE_OK}}\nRETURN p"
+        "WHERE {{AUDIENCE_AGE_OK}}\nRETURN p"
     ]
     for arm in compiled.arms:
         text = _arm_text(
-            arm, predicate=compiled.predicate, tenant="c.tenantId", extra=" AND {{CAMPAIGN_AGE_OK}}",
+            arm, predicate=compiled.predicate, tenant="c.tenantId", extra=" AND {{AUDIENCE_AGE_OK}}",
             bind_c=True, paged=False,
         )  # fmt: skip
         arms.append(text)

@@ -1672,6 +1672,67 @@ def test_translations_are_edited_previewed_reviewed_and_the_layout_with_its_prev
         context.close()
 
 
+def test_minors_are_routed_to_their_guardians_from_the_composer_to_the_review(
+    stack: tuple[str, Settings, Path], browser: Browser
+) -> None:
+    """Issue 27 item 3 in the console, briefly: the composer sends minors to their guardians with the
+    guardians' own copy, the review counts the guardian, and the guardian's email is that copy."""
+    url, settings, mailbox = stack
+    admin_token = mint_token(settings, profile_id=ADMIN_ID, scope=ADMIN_SCOPE)
+    trpc(url, admin_token, "profiles.upsert", {"profiles": [
+        {"profileId": "fam-parent", "dob": "1980-01-01",
+         "emails": [{"address": "fam-parent@example.com", "verified": True, "primary": True}]},
+        {"profileId": "fam-kid", "dob": "2016-01-01", "isManaged": True,
+         "guardians": [{"profileId": "fam-parent", "consent": "granted"}]},
+    ]})  # fmt: skip
+    context, page, watch = signed_in(browser, url, admin_token)
+    try:
+        page.get_by_role("link", name="New campaign").first.click()
+        page.get_by_label("Campaign id").fill("class-trip")
+        page.get_by_label("Name", exact=True).fill("Class trip")
+        page.get_by_label("Email", exact=True).check()
+        page.get_by_label("Title", exact=True).fill("Trip on Friday")
+        page.get_by_label(re.compile(r"^Title \(banner")).fill("Trip on Friday")
+        page.get_by_label(re.compile(r"^Body \(banner")).fill("Bring a packed lunch")
+        page.get_by_label("Subject", exact=True).fill("Trip on Friday")
+        page.get_by_label("Heading", exact=True).fill("Trip on Friday")
+        page.locator("[data-path='email.body']").fill("Bring a packed lunch.")
+        page.get_by_label("Button label", exact=True).fill("Details")
+        expect(page.locator("#guardian-copy")).to_have_count(0)  # only while minors go to guardians
+        page.get_by_label("Members the age policy excludes").select_option("guardians")
+        page.get_by_label("Guardians' email subject").fill("Your child's class travels on Friday")
+        page.get_by_label("Guardians' email heading").fill("Class trip")
+        page.get_by_label("Guardians' email body").fill("The class travels on Friday.")
+        page.get_by_label("Guardians' email button label").fill("Details")
+        assert_every_control_labelled(page)
+        page.get_by_role("button", name="Create campaign").click()
+        expect(page.get_by_role("heading", name="Class trip")).to_be_visible()
+        stored = trpc(url, admin_token, "campaigns.get", {"campaignId": "class-trip"}, mutation=False)
+        assert stored["minors"] == "guardians"
+        assert stored["guardianCopy"]["email"]["subject"] == "Your child's class travels on Friday"
+        audience = page.locator("#audience")
+        audience.get_by_label("Source type").select_option("profileIds")
+        audience.get_by_label(re.compile("^Profile ids, DIDs")).fill("fam-kid")
+        audience.get_by_role("button", name="Add to audience").click()
+        expect(page.locator("#audience-added")).to_have_text("1")
+        page.get_by_role("button", name="Go live").click()
+        expect(page.locator("#campaign-status")).to_have_text("live")
+        page.get_by_role("button", name="Review dispatch").click()
+        expect(page.locator("#review-guardians")).to_have_text("1 (notify 1, email 1)")
+        assert_accessible(page, "review with guardians")
+        page.get_by_role("button", name="Confirm and send to 1").click()
+        expect(page.locator("#review-result")).to_contain_text("started")
+        wait_for("the guardian's email", lambda: any(
+            str(read_mail(p)["To"]) == "fam-parent@example.com" for p in mailbox.glob("*.eml")))  # fmt: skip
+        mail = next(
+            m for m in map(read_mail, mailbox.glob("*.eml")) if str(m["To"]) == "fam-parent@example.com"
+        )
+        assert str(mail["Subject"]) == "Your child's class travels on Friday"
+        watch.assert_clean()
+    finally:
+        context.close()
+
+
 def test_ab_variants_are_composed_and_their_stats_charted_side_by_side(
     stack: tuple[str, Settings, Path], browser: Browser
 ) -> None:

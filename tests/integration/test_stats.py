@@ -38,6 +38,7 @@ def test_stats_count_distinct_profiles(base_settings: Settings, graph: Graph) ->
             "capped": 0,
             "emailClicked": 0,
             "variants": {},  # no A/B variants (issue 26)
+            "guardians": {"notified": 0, "emailed": 0},  # nobody routed to guardians (issue 27)
         }
         assert stats() == zero
         ok(
@@ -83,6 +84,7 @@ def test_stats_count_distinct_profiles(base_settings: Settings, graph: Graph) ->
             "capped": 0,
             "emailClicked": 0,
             "variants": {},
+            "guardians": {"notified": 0, "emailed": 0},
         }
         assert error_code(api.query("campaigns.getStats", {"campaignId": "c1"}, as_="u1")) == "FORBIDDEN"
         assert error_code(

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from email.header import Header
 from email.utils import parseaddr
 from functools import cached_property
@@ -149,6 +149,7 @@ def email_content_for(
     default_tenant: str,
     locale: str | None = None,
     variant_id: str | None = None,
+    guardian: bool = False,
 ) -> EmailContent:
     """Resolve copy (in the language ``locale`` is served, of content variant ``variant_id``), CTA,
     branding and sender; raises ``EmailConfigError`` before anyone is claimed.
@@ -157,6 +158,11 @@ def email_content_for(
     the tenant records, as the settings they replace were shaped."""
     if campaign.email is None:
         raise EmailConfigError("the campaign has no email content")
+    own = _guardian_emails(campaign) if guardian else {}
+    if own:  # a routed guardian reads the guardian copy (issue 27 item 3)
+        served = served_locale(list(own), locale)
+        return _content(campaign, own[served], served, None, origins=origins, tenants=tenants,
+                        default_tenant=default_tenant)  # fmt: skip
     served, email = campaign.content("email", locale, variant_id)
     return _content(campaign, email, served, variant_id if campaign.variants else None, origins=origins,
                     tenants=tenants, default_tenant=default_tenant)  # fmt: skip
@@ -205,22 +211,36 @@ class EmailVariants:
     assignment: Assignment
     """The campaign's content variants' shares, what ``variant_of`` draws from (empty without variants)."""
     by_language: Mapping[tuple[str, str | None], EmailContent]
+    guardian_languages: tuple[str, ...] = ()
+    guardian: Mapping[str, EmailContent] = field(default_factory=dict)
+    """Issue 27 item 3: the guardian copy's email by language (empty: guardians read the campaign's)."""
 
     def variant_of(self, profile_id: str) -> str | None:
         return self.assignment.variant_of(campaign_id=self.campaign_id, profile_id=profile_id)
 
-    def for_reader(self, locale: str | None, variant_id: str | None) -> EmailContent:
+    def for_reader(
+        self, locale: str | None, variant_id: str | None, *, guardian: bool = False
+    ) -> EmailContent:
+        """The content one reader gets; a routed ``guardian`` reads the guardian copy where it has one."""
+        if guardian and self.guardian:
+            return self.guardian[served_locale(self.guardian_languages, locale)]
         return self.by_language[(served_locale(self.languages, locale), variant_id)]
 
     def assigned(self, page: ClaimedPage) -> ClaimedPage:
-        """``page`` with each claimed recipient's content variant (unchanged without variants)."""
+        """``page`` with each claimed recipient's content variant (unchanged without variants; none for a
+        guardian who reads the guardian copy)."""
         if not self.assignment.bounds or not page.claimed:
             return page
         # Served under the test wave as the claim read it (issue 26): only test members are claimed
         # while it is undecided, and everyone else only after, with the winner.
         served = Assignment(self.assignment.bounds, TestWave.of(page.ab_test))
         claimed = [
-            replace(c, variant_id=served.variant_of(campaign_id=self.campaign_id, profile_id=c.profile_id))
+            replace(
+                c,
+                variant_id=None
+                if c.routed_from and self.guardian
+                else served.variant_of(campaign_id=self.campaign_id, profile_id=c.profile_id),
+            )
             for c in page.claimed
         ]
         return replace(page, claimed=claimed)
@@ -249,7 +269,23 @@ def email_variants_for(
         for vid in variant_ids
     }
     assignment = Assignment.of([{"id": v.id, "weight": v.weight} for v in campaign.variants or ()])
-    return EmailVariants(campaign.id, languages, assignment, by_language)
+    own = _guardian_emails(campaign)
+    guardian = {
+        tag: _content(
+            campaign, email, tag, None, origins=origins, tenants=tenants, default_tenant=default_tenant
+        )
+        for tag, email in own.items()
+    }
+    return EmailVariants(campaign.id, languages, assignment, by_language, tuple(own), guardian)
+
+
+def _guardian_emails(campaign: CampaignPublic) -> dict[str, EmailCopy]:
+    """The guardian copy's email by language, the base first (empty: guardians read the campaign's)."""
+    copy = campaign.guardian_copy
+    if copy is None or copy.email is None:
+        return {}
+    own = {tag: t.email for tag, t in (copy.translations or {}).items() if t.email is not None}
+    return {campaign.locale: copy.email, **own}
 
 
 def sender_for(tenants: Mapping[str, Any], tenant_id: str | None, default_tenant: str) -> str | None:

@@ -11,8 +11,9 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
+from functools import cache
 from typing import Any
 
 from campaign_engine.delivery.dispatch_cursor import defer, gate, guard_reason
@@ -28,8 +29,9 @@ from campaign_engine.domain.types import format_ts
 from campaign_engine.domain.webhook_events import Event, EventType
 from campaign_engine.graph.cypher import query
 from campaign_engine.graph.graph import Graph, Tx
-from campaign_engine.graph.policy import policy_params, policy_query
-from campaign_engine.graph.segment import SegmentCache
+from campaign_engine.graph.policy import fill_policy, policy_params, policy_query
+from campaign_engine.graph.routing import GUARDIAN_CLAIM_HEAD, routed_query
+from campaign_engine.graph.segment import CompiledSegment, SegmentCache
 from campaign_engine.graph.webhook_outbox import record_events, subscribers_for
 
 __all__ = ["Claimed", "ClaimedPage", "PageTransactions", "counters"]
@@ -66,6 +68,9 @@ class Claimed:
     variant_id: str | None = None
     """The A/B content variant this recipient gets (issue 26), set by the walk after the claim
     (``EmailVariants.assigned``); recorded on the CAMPAIGN_STATE with the outcome."""
+    routed_from: tuple[str, ...] | None = None
+    """Issue 27 item 3: a guardian claimed for these members of the page (the age policy excludes them),
+    who reads the guardian copy; None for a member."""
 
 
 @dataclass(frozen=True)
@@ -175,6 +180,10 @@ class PageTransactions:
             **(segment.params(now) if segment else {}),
         }  # fmt: skip
         wave = WaveFilter.of(campaign)
+        # Issue 27 item 3: a campaign routing minors to guardians first reads the page's guardians and
+        # locks members and guardians together in profileId order; any other claims as it always did.
+        # (An experiment is refused on such a campaign: campaigns/test_wave.py.)
+        routed = _route(tx, segment, params) if campaign.get("minors") == "guardians" and wave is None else {}
         if wave is None:
             row = tx.run(email_page_query(caps_channel(caps, "email"), segment), **params).single(strict=True)
         else:  # an undecided test wave: the page's ids, then the claim of its test members only
@@ -183,9 +192,25 @@ class PageTransactions:
             row = tx.run(chosen_claim_query(caps_channel(caps, "email")), chosen=chosen, **params).single(
                 strict=True
             )
-        count_capped(tx, [job.dispatch_id] * int(row["capped"]))  # marked by the claim, counted with it
+        capped = int(row["capped"])
         claimed = _with_unsubscribe_ids(tx, row["claimed"])
         tally = PageTally(deferred=int(row["deferred"]), missed=int(row["missed"]), ready_at=row["readyAt"])
+        if routed:
+            extra = tx.run(
+                _guardian_claim_query(caps_channel(caps, "email")),
+                **params,
+                routed=[[pid, list(via)] for pid, via in sorted(routed.items())],
+            ).single(strict=True)
+            capped += int(extra["capped"])
+            guardians = [replace(c, routed_from=routed[c.profile_id])
+                         for c in _with_unsubscribe_ids(tx, extra["claimed"])]  # fmt: skip
+            if guardians:
+                marks = [{"profileId": c.profile_id, "campaignId": job.campaign_id} for c in guardians]
+                tx.run(query("guardian_mark"), marks=marks, channel="email").consume()
+            claimed = sorted(claimed + guardians, key=lambda c: c.profile_id)
+            tally = tally.plus(deferred=int(extra["deferred"]), missed=int(extra["missed"]),
+                               ready_at=extra["readyAt"])  # fmt: skip
+        count_capped(tx, [job.dispatch_id] * capped)  # marked by the claims, counted with them
         read, last = int(row["read"]), row["last"]
         if wave is not None:
             read, last, tally = len(ids), (ids[-1] if ids else None), wave.tally(tally, waiting)
@@ -294,6 +319,26 @@ class PageTransactions:
             counters=counters(results, late=late),
             last_error=last_error,
         )
+
+
+def _route(tx: Tx, segment: CompiledSegment | None, params: Mapping[str, Any]) -> dict[str, tuple[str, ...]]:
+    """The guardians this page routes for email (guardian id -> the page's members routed to them), with
+    every profile lock of the page taken, members and guardians in ascending order
+    (``cypher/guardian_lock.cypher``); empty for an empty page."""
+    row = tx.run(routed_query("guardian_lock", segment), **params).single()
+    if row is None:
+        return {}
+    return {str(pid): tuple(str(v) for v in via) for pid, via in row["routed"]}
+
+
+@cache
+def _guardian_claim_query(capped: bool) -> str:
+    """The email claim (``cypher/email_page.cypher``, every rule as for members) over a page's routed
+    guardians instead of its members (``graph/routing.py:GUARDIAN_CLAIM_HEAD``)."""
+    text = fill_policy(
+        query("email_page").replace("{{AUDIENCE_PAGE}}", GUARDIAN_CLAIM_HEAD), name="email_page"
+    )
+    return text.replace("{{EMAIL_CAP}}", query("email_cap") if capped else "")
 
 
 def _with_unsubscribe_ids(tx: Tx, rows: Sequence[Sequence[Any]]) -> list[Claimed]:

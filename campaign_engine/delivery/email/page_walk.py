@@ -301,15 +301,16 @@ class EmailWorker:
         self, claimed: Sequence[Claimed], content: EmailVariants, job: PageJob
     ) -> list[SendResult]:
         metadata = {"campaignId": job.campaign_id, "dispatchId": job.dispatch_id}
+        routed = {**metadata, "audience": "guardian"}  # issue 27 item 3: a guardian's email says so
         messages = [
             compose_email(
-                content.for_reader(c.locale, c.variant_id),
+                content.for_reader(c.locale, c.variant_id, guardian=c.routed_from is not None),
                 key=c.profile_id,
                 to=c.address,
                 unsubscribe_id=c.unsubscribe_id,
                 tokens=self._tokens,
                 domain_name=self._domain,
-                metadata=metadata,
+                metadata=metadata if c.routed_from is None else routed,
             )
             for c in claimed
         ]

@@ -49,7 +49,9 @@ log = logging.getLogger(__name__)
 _READ = """
 OPTIONAL MATCH (p:Profile {campaignUnsubscribeId: $unsubscribeId})
 OPTIONAL MATCH (c:Campaign {id: $campaignId})
-RETURN p.locale AS locale, p.profileId AS profileId, CASE WHEN c IS NULL THEN null ELSE c {.*} END AS campaign
+OPTIONAL MATCH (p)-[s:CAMPAIGN_STATE]->(c)
+RETURN p.locale AS locale, p.profileId AS profileId,
+       CASE WHEN c IS NULL THEN null ELSE c {.*} END AS campaign, coalesce(s.emailRouted, false) AS routed
 """
 
 
@@ -85,12 +87,17 @@ def policy_for(html: str) -> str:
 
 def _read(
     tx: Tx, unsubscribe_id: str, campaign_id: str
-) -> tuple[str | None, str | None, dict[str, Any] | None]:
+) -> tuple[str | None, str | None, dict[str, Any] | None, bool]:
     record = tx.run(_READ, unsubscribeId=unsubscribe_id, campaignId=campaign_id).single()
     if record is None:
-        return None, None, None
+        return None, None, None, False
     campaign = record["campaign"]
-    return record["locale"], record["profileId"], None if campaign is None else dict(campaign)
+    return (
+        record["locale"],
+        record["profileId"],
+        None if campaign is None else dict(campaign),
+        record["routed"],
+    )
 
 
 def render_web_view(
@@ -98,7 +105,7 @@ def render_web_view(
 ) -> tuple[str, str] | None:
     """(html, language) of the recipient's view; None when there is nothing to show (no such campaign,
     no email content, a tenant without an app origin). ``ServiceUnavailable`` when the graph is down."""
-    locale, profile_id, node = graph.read(_read, unsubscribe_id, campaign_id)
+    locale, profile_id, node, routed = graph.read(_read, unsubscribe_id, campaign_id)
     if node is None:
         return None
     tenants = tenants_of(graph, settings)
@@ -119,6 +126,7 @@ def render_web_view(
                 profile_id=profile_id or unsubscribe_id,
             )
             or campaign.variant_of(profile_id or unsubscribe_id),  # waiting for a test: no email yet
+            guardian=routed,  # a guardian's email was the guardian copy (issue 27 item 3)
         )
     except EmailConfigError:
         return None

@@ -39,6 +39,7 @@ from campaign_engine.domain.dispatch import DeliveryJob, PageJob, delivery_id, j
 from campaign_engine.domain.types import Clock, format_ts, parse_ts
 from campaign_engine.graph.graph import Graph, Tx
 from campaign_engine.graph.policy import policy_params, policy_query
+from campaign_engine.graph.routing import routed_query
 from campaign_engine.graph.segment import SegmentCache, segment_query
 from campaign_engine.observability import metrics
 from campaign_engine.queue.port import MAX_DELAY_SECONDS, Queue
@@ -46,6 +47,8 @@ from campaign_engine.queue.port import MAX_DELAY_SECONDS, Queue
 __all__ = ["PageOutcome", "PageWorker"]
 
 log = logging.getLogger(__name__)
+
+_ROUTED_FROM = 100  # members a guardian's job names (DeliveryJob.routed_from holds up to 1000)
 
 Outcome = Literal["next", "completed", "stopped", "stale", "lost_race", "waiting", "paused"]
 
@@ -117,13 +120,14 @@ class PageWorker:
             return PageOutcome("paused" if done else "lost_race", reason=breach.message)
         readiness = readiness_params(dispatch, campaign, now=now)
 
-        read, last, eligible, tally, segmented = self._graph.read(
+        read, last, eligible, tally, segmented, routed = self._graph.read(
             self._read_page, job, campaign=campaign, now=now, readiness=readiness
         )
         wave = WaveFilter.of(campaign)  # an undecided test wave: its members now, the rest at decideAt
-        if wave is not None:
+        if wave is not None:  # routed guardians wait for the rest pass (an experiment is refused there)
             eligible, waiting = wave.split(eligible)
-            tally = wave.tally(tally, waiting)
+            tally, routed = wave.tally(tally, waiting), []
+        recipients: list[tuple[str, list[str] | None]] = [(pid, None) for pid in eligible] + routed
         bodies = [
             job_json(
                 DeliveryJob(
@@ -136,10 +140,11 @@ class PageWorker:
                     campaign_id=job.campaign_id,
                     campaign_created_at=job.campaign_created_at,
                     profile_id=profile_id,
-                    paged_member=segmented or None,
+                    paged_member=(segmented and via is None) or None,
+                    routed_from=via,
                 )
             )
-            for profile_id in eligible
+            for profile_id, via in recipients
         ]
         self._deliveries.send_batch(bodies)  # before the CAS: a crash here re-sends, never skips
 
@@ -187,20 +192,30 @@ class PageWorker:
 
     def _read_page(
         self, tx: Tx, job: PageJob, *, campaign: Mapping[str, Any], now: datetime, readiness: dict[str, Any]
-    ) -> tuple[int, str | None, list[str], PageTally, bool]:
+    ) -> tuple[int, str | None, list[str], PageTally, bool, list[tuple[str, list[str] | None]]]:
         """(members read, the last of them, the ids to send to now, what waits for a later pass, whether
-        a live segment drew them). The segment is evaluated again on every page: later waves reach
-        whoever matches by then."""
+        a live segment drew them, the guardians routed to now with the members routed to them). The
+        segment is evaluated again on every page: later waves reach whoever matches by then. A campaign
+        routing minors to guardians (issue 27 item 3) reads the same page's guardians in a second
+        statement (``cypher/guardian_page.cypher``); any other runs the page statement alone."""
         segment = self._segments.get(tx, dispatch_id=job.dispatch_id, campaign=campaign)
-        row = tx.run(
-            self._page_query if segment is None else segment_query("dispatch_page", segment),
-            campaignId=job.campaign_id,
-            cursor=job.cursor or "",
-            limit=self._page_size,
-            now=format_ts(now),
+        params = {
+            "campaignId": job.campaign_id,
+            "cursor": job.cursor or "",
+            "limit": self._page_size,
+            "now": format_ts(now),
             **readiness,
             **policy_params(now, self._adult_age),
             **(segment.params(now) if segment else {}),
+        }
+        row = tx.run(
+            self._page_query if segment is None else segment_query("dispatch_page", segment), **params
         ).single(strict=True)
         tally = PageTally(deferred=row["deferred"], missed=row["missed"], ready_at=row["readyAt"])
-        return row["read"], row["last"], row["eligible"], tally, segment is not None
+        routed: list[tuple[str, list[str] | None]] = []
+        if campaign.get("minors") == "guardians" and row["read"]:
+            extra = tx.run(routed_query("guardian_page", segment), **params).single(strict=True)
+            # A job names at most _ROUTED_FROM of them: the recheck needs one granted link among them.
+            routed = [(str(pid), [str(v) for v in via[:_ROUTED_FROM]]) for pid, via in extra["routed"]]
+            tally = tally.plus(deferred=extra["deferred"], missed=extra["missed"], ready_at=extra["readyAt"])
+        return row["read"], row["last"], row["eligible"], tally, segment is not None, routed

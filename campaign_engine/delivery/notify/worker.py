@@ -44,6 +44,7 @@ from campaign_engine.delivery.notify.verdicts import Verdict, delivery_ids, metr
 from campaign_engine.domain.ab_variants import TestWave, served_variant, wire_variant_content
 from campaign_engine.domain.dispatch import DeliveryJob
 from campaign_engine.domain.frequency_cap import CapChannel, ChannelCap, cap_params, caps_channel
+from campaign_engine.domain.guardian_copy import guardian_source
 from campaign_engine.domain.notification import AnnouncementMetadata, AnnouncementPayload, payload_json
 from campaign_engine.domain.types import Clock, format_ts
 from campaign_engine.domain.variants import served_locale, wire_languages
@@ -242,12 +243,13 @@ class NotificationWorker:
                 "testId": j.campaign_test_id,
                 "dispatchId": j.dispatch_id,
                 "pagedMember": bool(j.paged_member),
+                "routedFrom": j.routed_from,
             }
             for j in sorted(jobs, key=lambda j: j.profile_id)
         ]
         cap = cap_params(caps, "notify", now=now) if caps is not None else {}
         record = tx.run(
-            notify_recheck_query(caps is not None),
+            notify_recheck_query(caps is not None, any(j.routed_from for j in jobs)),
             jobs=params,
             now=format_ts(now),
             **cap,
@@ -285,15 +287,21 @@ class NotificationWorker:
         if row.definition not in copies:
             copies[row.definition] = json.loads(row.definition)
         definition = copies[row.definition]
-        locale = served_locale(wire_languages(definition, "notification"), row.locale)
+        # A routed guardian (issue 27 item 3) reads the guardian copy where it has a notification, in
+        # the language their own locale is served by the one rule; else the campaign's, as anyone.
+        source, own = guardian_source(definition, "notification") if job.routed_from else (definition, False)
+        locale = served_locale(wire_languages(source, "notification"), row.locale)
         variants = definition.get("variants")
         wave = None if job.campaign_test_id is not None else TestWave.of(row.ab_test)  # a self-test: own arm
-        variant_id = served_variant(variants, wave, campaign_id=job.campaign_id, profile_id=job.profile_id)
-        if variants and variant_id is None:
+        variant_id = None
+        if not own:
+            ids = {"campaign_id": job.campaign_id, "profile_id": job.profile_id}
+            variant_id = served_variant(variants, wave, **ids)
+        if variants and variant_id is None and not own:
             # Outside an undecided test wave (issue 26): not served yet; the rest phase's walk sends it.
             log.info("notify.suppressed", extra={**delivery_ids(job), "reason": "awaiting_test_decision"})
             return None
-        copy = wire_variant_content(definition, "notification", locale, variant_id)
+        copy = wire_variant_content(source, "notification", locale, variant_id)
         if not url or not copy:
             log.info("notify.suppressed", extra={**delivery_ids(job), "reason": "no_destination_or_copy"})
             return None
@@ -311,6 +319,7 @@ class NotificationWorker:
                 campaign_test_id=job.campaign_test_id,
                 locale=locale,
                 variant_id=variant_id,
+                audience="guardian" if job.routed_from else None,
             ),
         )
         return _Send(message=message, job=job, url=url, body=payload_json(payload), secrets=secrets,
@@ -360,6 +369,13 @@ class NotificationWorker:
 
         for dispatch_id, firsts in record_notified(tx, acks, now=now, graph=self._graph).items():
             bump(dispatch_id, "acknowledged", firsts)
+        routed = [
+            {"profileId": j.profile_id, "campaignId": j.campaign_id}
+            for j in jobs
+            if j.routed_from and verdicts[j.delivery_id] == "positive" and j.campaign_test_id is None
+        ]
+        if routed:  # issue 27 item 3: getStats counts the guardians reached (under the locks just taken)
+            tx.run(query("guardian_mark"), marks=routed, channel="notify").consume()
         held = [
             {"profileId": j.profile_id, "dispatchId": j.dispatch_id,
              "outcome": "suppressed" if verdicts[j.delivery_id] == "suppressed" else "rejected"}

@@ -743,6 +743,8 @@ export interface CampaignCreate {
   } | null;
   segment?: Segment | null;
   variants?: [ContentVariant, ContentVariant, ...ContentVariant[]] | null;
+  minors?: "exclude" | "guardians";
+  guardianCopy?: GuardianCopy | null;
   id: string;
 }
 /**
@@ -862,6 +864,9 @@ export interface QuietHoursWindow {
  * This interface was referenced by `undefined`'s JSON-Schema definition
  * via the `patternProperty` "^[A-Za-z]{2,8}(-[A-Za-z]{3}){0,3}(-[A-Za-z]{4})?(-([A-Za-z]{2}|[0-9]{3}))?(-([A-Za-z0-9]{5,8}|[0-9][A-Za-z0-9]{3}))*(-[0-9A-WY-Za-wy-z](-[A-Za-z0-9]{2,8})+)*(-[Xx](-[A-Za-z0-9]{1,8})+)?$".
  *
+ * This interface was referenced by `undefined`'s JSON-Schema definition
+ * via the `patternProperty` "^[A-Za-z]{2,8}(-[A-Za-z]{3}){0,3}(-[A-Za-z]{4})?(-([A-Za-z]{2}|[0-9]{3}))?(-([A-Za-z0-9]{5,8}|[0-9][A-Za-z0-9]{3}))*(-[0-9A-WY-Za-wy-z](-[A-Za-z0-9]{2,8})+)*(-[Xx](-[A-Za-z0-9]{1,8})+)?$".
+ *
  * This interface was referenced by `Procedures`'s JSON-Schema
  * via the `definition` "Translation".
  */
@@ -918,6 +923,20 @@ export interface ContentVariant {
   } | null;
 }
 /**
+ * What a routed guardian reads per channel; validated like the campaign's content (same models).
+ *
+ * This interface was referenced by `Procedures`'s JSON-Schema
+ * via the `definition` "GuardianCopy".
+ */
+export interface GuardianCopy {
+  message?: Message | null;
+  notification?: NotificationCopy | null;
+  email?: EmailCopy | null;
+  translations?: {
+    [k: string]: Translation;
+  } | null;
+}
+/**
  * A campaign as admins read it: the definition plus lifecycle fields. ``id`` is the storage id in
  * Python (delivery names the campaign by it) and the tenant's ref on the wire (domain/tenancy.py).
  *
@@ -947,6 +966,8 @@ export interface CampaignPublic {
   } | null;
   segment?: Segment | null;
   variants?: [ContentVariant, ContentVariant, ...ContentVariant[]] | null;
+  minors?: "exclude" | "guardians";
+  guardianCopy?: GuardianCopy | null;
   id: string;
   status: "draft" | "live" | "paused" | "archived";
   tenantId: string | null;
@@ -1071,6 +1092,8 @@ export interface RecipientExplanation {
   language?: LanguageChoice | null;
   segment?: SegmentExplanation | null;
   variant?: VariantChoice | null;
+  guardian?: GuardianRoute | null;
+  routedTo?: RoutedTo[] | null;
 }
 /**
  * This interface was referenced by `Procedures`'s JSON-Schema
@@ -1197,6 +1220,30 @@ export interface VariantShare {
   end: number;
 }
 /**
+ * This profile as a guardian: the members routed to them, and per channel whether they would
+ * receive it as a guardian now (every rule of the channel but membership holds, and some member
+ * routed to them is excluded on that channel).
+ *
+ * This interface was referenced by `Procedures`'s JSON-Schema
+ * via the `definition` "GuardianRoute".
+ */
+export interface GuardianRoute {
+  routedFrom: string[];
+  channels: {
+    [k: string]: boolean | undefined;
+  };
+}
+/**
+ * One guardian of an excluded member, and whether the campaign is routed to them.
+ *
+ * This interface was referenced by `Procedures`'s JSON-Schema
+ * via the `definition` "RoutedTo".
+ */
+export interface RoutedTo {
+  guardianId: string;
+  outcome: "routed" | "consent_revoked" | "guardian_not_eligible" | "guardian_is_a_member";
+}
+/**
  * This interface was referenced by `Procedures`'s JSON-Schema
  * via the `definition` "AudiencePageInput".
  */
@@ -1288,6 +1335,7 @@ export interface CampaignStats {
   variants?: {
     [k: string]: VariantStats | undefined;
   };
+  guardians?: GuardianStats;
 }
 /**
  * One A/B content variant's recipients (issue 26): distinct profiles whose state names the variant
@@ -1305,6 +1353,17 @@ export interface VariantStats {
   emailClicked?: number;
   bounced?: number;
   complained?: number;
+}
+/**
+ * Issue 27 item 3: guardians reached in place of members the age policy excludes, per channel
+ * (distinct profiles; they are counted in ``notified`` / ``emailed`` too).
+ *
+ * This interface was referenced by `Procedures`'s JSON-Schema
+ * via the `definition` "GuardianStats".
+ */
+export interface GuardianStats {
+  notified?: number;
+  emailed?: number;
 }
 /**
  * This interface was referenced by `Procedures`'s JSON-Schema
@@ -1427,6 +1486,18 @@ export interface DispatchPreview {
   testWave?: {
     [k: string]: number | undefined;
   } | null;
+  /**
+   * issue 27: distinct guardians reached on any channel in place of members the age policy excludes (minors: guardians); included in recipientCount and the per-channel counts
+   */
+  guardianRecipientCount?: number;
+  /**
+   * of notificationRecipientCount, the routed guardians
+   */
+  guardianNotificationRecipientCount?: number;
+  /**
+   * of emailRecipientCount, the routed guardians
+   */
+  guardianEmailRecipientCount?: number;
 }
 /**
  * This interface was referenced by `Procedures`'s JSON-Schema
@@ -1581,6 +1652,8 @@ export interface CampaignPatch {
   } | null;
   segment?: Segment | null;
   variants?: [ContentVariant, ContentVariant, ...ContentVariant[]] | null;
+  minors?: "exclude" | "guardians";
+  guardianCopy?: GuardianCopy | null;
 }
 /**
  * This interface was referenced by `Procedures`'s JSON-Schema

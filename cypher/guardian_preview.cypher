@@ -1,0 +1,30 @@
+// Routing to guardians in the dispatch preview (issue 27 item 3; graph/routing.py): for one preview page
+// (dispatch_preview.cypher's $cursor and $limit, the same head), the guardians it routes on each channel
+// and whether each passes that channel's rules, as the walks decide them (guardian_page.cypher for
+// notify; the email claim's rules for email: opted in, an adult by EMAIL_AGE_OK, one primary verified
+// unsuppressed address, never claimed). Each guardian is reported by the page of their first routing
+// child only, so the preview counts them once whatever its page size. One record, nothing for an empty
+// page: [profileId, locale, children routed to them] per notify guardian, [profileId, address, locale,
+// children] per email guardian.
+{{AUDIENCE_PAGE}}
+WITH c, collect(p) AS members
+CALL (c, members) {
+  WITH c, members WHERE $notify
+  {{ROUTE_NOTIFY}}
+  WHERE NOT EXISTS { (p)-[s:CAMPAIGN_STATE]->(c) WHERE s.notifiedAt IS NOT NULL }
+    AND NOT coalesce(p.announcementPushOptOut, false) AND {{CAMPAIGN_AGE_OK}}
+  RETURN collect([p.profileId, p.locale, via]) AS notifyRows
+}
+CALL (c, members) {
+  WITH c, members WHERE $email
+  {{ROUTE_EMAIL}}
+  WITH p, c, via, {{PRIMARY_EMAILS}} AS emails
+  WHERE NOT coalesce(p.announcementEmailOptOut, false)
+    AND {{EMAIL_AGE_OK}}
+    AND {{EMAIL_CONTACT_OK}}
+    AND NOT EXISTS {
+      (p)-[s:CAMPAIGN_STATE]->(c) WHERE s.emailClaimedAt IS NOT NULL OR s.emailedAt IS NOT NULL
+    }
+  RETURN collect([p.profileId, emails[0], p.locale, via]) AS emailRows
+}
+RETURN notifyRows, emailRows
