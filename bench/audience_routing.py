@@ -60,7 +60,7 @@ class Families:
 
 def families(profiles: int) -> Families:
     out = Families()
-    for f in range(max(1, profiles // 6)):
+    for f in range(max(1, -(-profiles // 6))):  # at least `profiles`
         g0, g1, k0, k1, a0, a1 = (f"f{f:07d}{s}" for s in ("g0", "g1", "k0", "k1", "a0", "a1"))
         even, revoked = f % 2 == 0, f % 3 == 0
         g0_tags = ["news", "grade7"] if f % 4 == 0 else []

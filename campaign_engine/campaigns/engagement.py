@@ -18,7 +18,7 @@ from __future__ import annotations
 import asyncio
 import json
 from collections import Counter
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from functools import cache
 from typing import Annotated, Any, Literal
@@ -26,6 +26,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from campaign_engine.campaigns.audience import Policy
+from campaign_engine.campaigns.guardian_cards import GUARDIAN_ROW, routed_pairs, visible_as_guardian
 from campaign_engine.campaigns.segment_reach import matched_pairs, visible_by_segment
 from campaign_engine.domain.ab_variants import (
     Assignment,
@@ -36,6 +37,7 @@ from campaign_engine.domain.ab_variants import (
 )
 from campaign_engine.domain.campaign import Message
 from campaign_engine.domain.errors import NotFound
+from campaign_engine.domain.guardian_copy import guardian_source
 from campaign_engine.domain.types import format_ts
 from campaign_engine.domain.variants import served_locale, wire_languages
 from campaign_engine.graph.coalesce import Coalescer
@@ -133,7 +135,9 @@ def card_from_node(
     return _card(node, definition, tag, variant_id)
 
 
-def _card(node: dict[str, Any], definition: dict[str, Any], tag: str, variant_id: str | None) -> CampaignCard:
+def _card(
+    node: dict[str, Any], definition: Mapping[str, Any], tag: str, variant_id: str | None
+) -> CampaignCard:
     return CampaignCard(
         campaign_id=node["id"],
         name=definition["name"],
@@ -154,19 +158,26 @@ class _Cards:
     languages: list[str]
     assignment: Assignment
     by_language: dict[tuple[str, str | None], MyCampaign]
+    guardian_languages: list[str]
+    guardian: dict[str, MyCampaign]
+    """Issue 27 item 3: the guardian copy's message card by language (empty: guardians read the
+    campaign's own cards, as anyone)."""
 
     def for_reader(
-        self, requested_locale: str | None, profile_id: str, ab_test: str | None = None
+        self, locale: str | None, profile_id: str, ab_test: str | None = None, *, routed: bool = False
     ) -> tuple[int, MyCampaign] | None:
         """The reader's card; None while they wait outside an undecided test wave (issue 26: no card
-        until the decision, then the winner's), so nobody sees two variants."""
+        until the decision, then the winner's), so nobody sees two variants. A ``routed`` guardian reads
+        the guardian copy where it has a message (never in a test: an experiment is refused there)."""
+        if routed and self.guardian:
+            return self.priority, self.guardian[served_locale(self.guardian_languages, locale)]
         served = (
             replace(self.assignment, wave=TestWave.of(ab_test)) if self.assignment.bounds else self.assignment
         )
         variant_id = served.variant_of(campaign_id=self.campaign_id, profile_id=profile_id)
         if served.bounds and variant_id is None:
             return None
-        return self.priority, self.by_language[(served_locale(self.languages, requested_locale), variant_id)]
+        return self.priority, self.by_language[(served_locale(self.languages, locale), variant_id)]
 
 
 class CardCache:
@@ -200,9 +211,20 @@ class CardCache:
                     for tag in languages
                     for vid in arms
                 }
+                source, own = guardian_source(definition, "message")
+                guardian_languages = wire_languages(source, "message") if own else []
+                guardian = {
+                    tag: MyCampaign.model_validate(
+                        _card(node, {**source, "name": definition["name"]}, tag, None).model_dump(
+                            by_alias=True
+                        )
+                    )
+                    for tag in guardian_languages
+                }
                 entry = _Cards(
-                    node["id"], int(node.get("messagePriority") or 0), languages, assignment, cards
-                )
+                    node["id"], int(node.get("messagePriority") or 0), languages, assignment, cards,
+                    guardian_languages, guardian,
+                )  # fmt: skip
                 self._cards[(node["id"], node["updatedAt"])] = entry
                 found[node["id"]] = entry
         return found
@@ -228,13 +250,15 @@ def my_campaigns_of(
     visible = {record["profileId"]: (record["locale"], record["visible"]) for record in result}
     for profile_id, (locale, reached) in visible_by_segment(tx, profile_ids, policy=policy).items():
         visible.setdefault(profile_id, (locale, []))[1].extend(reached)  # members are never in both
+    for profile_id, (locale, reached) in visible_as_guardian(tx, profile_ids, policy=policy).items():
+        visible.setdefault(profile_id, (locale, []))[1].extend(reached)  # a routed guardian is no member
     found = cards.fetch(tx, ((row[0], row[1]) for _, rows in visible.values() for row in rows))
     mine: dict[str, list[MyCampaign]] = {}
     for profile_id, (locale, rows) in visible.items():
         # Each row: [campaign id, updatedAt, state, abTest]; no card for a reader waiting for a test's
         # decision (issue 26).
-        served = ((found[cid].for_reader(locale, profile_id, test), state)
-                  for cid, _, state, test in rows if cid in found)  # fmt: skip
+        served = ((found[cid].for_reader(locale, profile_id, test, routed=GUARDIAN_ROW in rest), state)
+                  for cid, _, state, test, *rest in rows if cid in found)  # fmt: skip
         entries = [(entry, state) for entry, state in served if entry is not None]
         mine[profile_id] = [
             _with_state(card, state) for (_, card), state in sorted(entries, key=lambda e: _order_key(e[0]))
@@ -339,10 +363,12 @@ def record_events(
 
         record(enumerate(events), segment_matched=False)
         # Refused events wrote nothing (every event of a refused pair is refused alike): a live segment's
-        # match who was never notified (an in-app-only campaign) is checked against the rule and retried.
+        # match who was never notified (an in-app-only campaign) is checked against the rule, and a
+        # routed guardian against the routing (issue 27 item 3), and retried.
         refused = {i: (call.profile_id, call.campaign_id) for i, call in enumerate(events) if i not in states}
         if refused:
-            matched = matched_pairs(tx, set(refused.values()), policy=policy)
+            pairs = set(refused.values())
+            matched = matched_pairs(tx, pairs, policy=policy) | routed_pairs(tx, pairs, policy=policy)
             record([(i, events[i]) for i, pair in refused.items() if pair in matched], segment_matched=True)
         if unstamped:  # a reader's first events only: one statement for the whole batch
             stamps = [{"stateId": sid, "variantId": vid} for sid, vid in sorted(unstamped.items())]

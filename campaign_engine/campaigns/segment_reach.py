@@ -26,7 +26,7 @@ from campaign_engine.graph.segment import SegmentCache, segment_query
 __all__ = ["Reached", "matched_pairs", "visible_by_segment"]
 
 # profileId -> (locale, [(campaignId, updatedAt, state or None)]): the shape of my_campaigns' read
-Reached = dict[str, tuple[str | None, list[tuple[str, str, dict[str, Any] | None, str | None]]]]
+Reached = dict[str, tuple[str | None, list[tuple[Any, ...]]]]
 
 _RULES = SegmentCache(size=256)
 

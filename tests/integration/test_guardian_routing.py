@@ -13,12 +13,13 @@ import pytest
 
 from campaign_engine.campaigns.audience import Policy
 from campaign_engine.campaigns.dispatch import dispatch, preview_dispatch
+from campaign_engine.campaigns.engagement import my_campaigns, record_event
 from campaign_engine.campaigns.explain import explain_recipient
 from campaign_engine.campaigns.stats import get_stats
 from campaign_engine.config import Settings
 from campaign_engine.delivery.email.web_view import render_web_view
 from campaign_engine.delivery.frequency_cap import notify_recheck_query
-from campaign_engine.domain.errors import Conflict
+from campaign_engine.domain.errors import Conflict, NotFound
 from campaign_engine.graph.graph import Graph
 from campaign_engine.graph.policy import policy_params
 from campaign_engine.graph.routing import ROUTED_GUARDIAN, routed_query
@@ -395,3 +396,45 @@ def test_a_consent_revoked_after_the_page_holds_the_guardians_notification_back(
             worker.close()
         reached = {pid: len(inbox_records(inbox.url, pid)) for pid in ["a1", "g1", "g4", "g5"]}
     assert reached == {"a1": 1, "g1": 0, "g4": 1, "g5": 0}
+
+
+def test_a_routed_guardian_sees_the_in_app_card_in_the_guardian_copy_and_records_engagement(
+    graph: Graph,
+) -> None:
+    """getMyCampaigns shows an in-app campaign to its routed guardians (in the guardian copy's message,
+    in their language) and to no one the routing leaves out; recordEvent accepts a routed guardian's."""
+    copy = {
+        "message": {"title": "For families"},
+        "translations": {"es": {"message": {"title": "Para familias"}}},
+    }
+    make_campaign(graph, "app", channels=["inApp"], minors="guardians", guardianCopy=copy)
+    _profiles(graph, ["a1"], campaign="app", dob=ADULT, member=True, hook="http://127.0.0.1:9/hook")
+    _profiles(graph, ["k1", "k2", "k3", "k4"], campaign="app", dob=MINOR, member=True,
+              hook="http://127.0.0.1:9/hook", isManaged=True)  # fmt: skip
+    _profiles(graph, ["g1", "g2", "g6"], campaign="app", dob=ADULT, member=False, hook="http://127.0.0.1:9/h")
+    _profiles(
+        graph, ["g5"], campaign="app", dob=ADULT, member=False, hook="http://127.0.0.1:9/h", locale="es-MX"
+    )
+    _profiles(graph, ["g3", "k7"], campaign="app", dob=MINOR, member=False, hook="http://127.0.0.1:9/h")
+    for guardian, child, consent in [
+        ("g1", "k1", "granted"), ("g1", "k2", "granted"), ("g5", "k1", "granted"), ("g2", "k3", "revoked"),
+        ("g3", "k4", "granted"), ("a1", "k4", "granted"), ("g6", "k7", "granted"),
+    ]:  # fmt: skip
+        _link(graph, guardian, child, consent)
+    policy = Policy(now=NOW, adult_age=18, domain="campaigns.test")
+
+    def titles(profile_id: str) -> list[tuple[str, str]]:
+        cards = my_campaigns(graph, profile_id=profile_id, include_tests=False, policy=policy).campaigns
+        return [(card.campaign_id, card.message.title if card.message else "") for card in cards]
+
+    assert titles("g1") == [("app", "For families")]  # one card for two children
+    assert titles("g5") == [("app", "Para familias")]
+    assert titles("a1") == [("app", "In app")]  # a member reads the campaign, guardian or not
+    for nobody in ("g2", "g3", "g6", "k1"):  # revoked, a minor, a child who is no member, a child
+        assert titles(nobody) == [], nobody
+    recorded = record_event(graph, profile_id="g1", campaign_id="app", event="shown", action_id=None,
+                            test_id=None, policy=policy)  # fmt: skip
+    assert recorded.state is not None and recorded.state.shown_count == 1
+    with pytest.raises(NotFound):
+        record_event(graph, profile_id="g2", campaign_id="app", event="shown", action_id=None, test_id=None,
+                     policy=policy)  # fmt: skip
