@@ -150,6 +150,7 @@ def test_an_experiment_is_refused_where_it_cannot_run_and_nothing_is_written(
                                 variants=[{"id": "A"}, {"id": "B", "email": _content("B")["email"]}]),
           ["p1"], hook)  # fmt: skip
     _live(api, graph, _campaign("push-only", channels=["inApp", "notify"]), ["p1"], hook)
+    _live(api, graph, {**_campaign("routed"), "minors": "guardians"}, ["p1"], hook)
     good = {"testShare": 0.2, "metric": "emailClicked", "decideAfterSeconds": 60}
     refused = [
         ("plain", good),  # no variants
@@ -159,13 +160,14 @@ def test_an_experiment_is_refused_where_it_cannot_run_and_nothing_is_written(
         ("push-only", {**good, "metric": "clicked", "decideAfterSeconds": 0}),
         ("push-only", {**good, "metric": "clicked", "decideAfterSeconds": 8 * 86_400}),
         ("push-only", {**good, "metric": "opened"}),
+        ("routed", good),  # minors routed to guardians
     ]
     for campaign_id, experiment in refused:
         answer = _dispatch(api, campaign_id, experiment)
         assert error_code(answer) == "BAD_REQUEST", (campaign_id, experiment)
         asked = {"campaignId": campaign_id, "experiment": experiment}
         assert error_code(api.query("campaigns.previewDispatch", asked, **ADMIN)) == "BAD_REQUEST"
-    for campaign_id in ("plain", "no-inapp", "push-only"):
+    for campaign_id in ("plain", "no-inapp", "push-only", "routed"):
         assert ok(api.query("campaigns.listDispatches", {"campaignId": campaign_id}, **ADMIN)) == []
     assert graph.run("MATCH (c:Campaign) WHERE c.abTest IS NOT NULL RETURN c.id") == []
     # A plain dispatch has no experiment, phase or decision, and nothing to choose.
