@@ -48,16 +48,19 @@ _AGE = {"notify": "{{CAMPAIGN_AGE_OK}}", "email": "{{EMAIL_AGE_OK}}"}
 # rule over `p`, {{MEMBER}} whether `p` is in the campaign's audience (static or segment).
 # The links are read by pattern comprehensions from the bound profile: always an expansion of that
 # profile, whatever the statistics (a MATCH may be planned as a scan of every Profile and an
-# expand-into when the label looks small, as it does on a young or just-wiped graph).
+# expand-into when the label looks small, as it does on a young or just-wiped graph). For the same
+# reason whether a guardian is a member is {{MEMBER}} over the bound guardian (`g AS p`), never a
+# MATCH of the guardian by key (a full test run planned one as a label scan).
 _ROUTE = """UNWIND members AS p
   WITH c, p WHERE NOT {{AGE_OK}}
   UNWIND [(p)<-[:GUARDIAN_OF {consent: 'granted'}]-(guardian:Profile) | guardian] AS g
   WITH c, g, collect(p.profileId) AS via, min(p.profileId) AS first
   WHERE (c.tenantId IS NULL OR c.tenantId IN coalesce(g.tenants, []))
-    AND NOT EXISTS { MATCH (p:Profile {profileId: g.profileId}) WHERE {{MEMBER}} }
     AND size([(g)-[:GUARDIAN_OF {consent: 'granted'}]->(p:Profile)
               WHERE p.profileId < first AND NOT {{AGE_OK}} AND {{MEMBER}} | p]) = 0
-  WITH c, g AS p, via"""
+  WITH c, g AS p, via
+  WHERE NOT {{MEMBER}}
+  WITH c, p, via"""
 
 # A seek of the audience_member index (campaignId, profileId), not an expansion of `p`: a guardian's
 # relationships grow with every campaign they have state or membership in, and the routing asks this

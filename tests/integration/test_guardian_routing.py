@@ -216,7 +216,7 @@ def test_a_page_size_never_changes_the_routed_set_or_its_token(graph: Graph) -> 
                 guardians += [("e", r[0]) for r in record["emailRows"]]
             cursor = page[-1]["id"]
         rows.append(sorted(guardians))
-    assert all(r == rows[0] for r in rows)
+    assert all(r == rows[0] for r in rows), rows
     assert rows[0] == [("e", "g1"), ("e", "g5"), ("n", "g1"), ("n", "g4"), ("n", "g5")]
 
 
