@@ -25,8 +25,7 @@ ask about one guardian (the in-app card, ``explainRecipient``).
 
 from __future__ import annotations
 
-import threading
-from collections import OrderedDict
+from functools import lru_cache
 from typing import Literal
 
 from campaign_engine.graph.cypher import query
@@ -109,27 +108,16 @@ def route(channel: RouteChannel, compiled: CompiledSegment | None) -> str:
     return _ROUTE.replace("{{AGE_OK}}", _AGE[channel]).replace("{{MEMBER}}", member_predicate(compiled))
 
 
-_STATEMENTS: OrderedDict[tuple[str, CompiledSegment | None], str] = OrderedDict()
-_LOCK = threading.Lock()
-
-
+# Built once per process and (statement, segment): the same segment gives the same text, which Neo4j's
+# plan cache keys on. lru_cache is thread-safe (the worker's polling threads share it) and bounded.
+@lru_cache(maxsize=256)
 def routed_query(name: str, compiled: CompiledSegment | None) -> str:
     """``cypher/<name>.cypher`` (a routing statement) for this campaign's audience: its
-    ``{{AUDIENCE_PAGE}}``, ``{{ROUTE_NOTIFY}}`` and ``{{ROUTE_EMAIL}}`` and the policy filled in; built
-    once per process and segment."""
-    key = (name, compiled)
-    with _LOCK:
-        text = _STATEMENTS.get(key)
-    if text is None:
-        text = (
-            query(name)
-            .replace("{{AUDIENCE_PAGE}}", audience_head(compiled))
-            .replace("{{ROUTE_NOTIFY}}", route("notify", compiled))
-            .replace("{{ROUTE_EMAIL}}", route("email", compiled))
-        )
-        text = fill_policy(text, name=name)
-        with _LOCK:
-            _STATEMENTS[key] = text
-            while len(_STATEMENTS) > 256:
-                _STATEMENTS.popitem(last=False)
-    return text
+    ``{{AUDIENCE_PAGE}}``, ``{{ROUTE_NOTIFY}}`` and ``{{ROUTE_EMAIL}}`` and the policy filled in."""
+    text = (
+        query(name)
+        .replace("{{AUDIENCE_PAGE}}", audience_head(compiled))
+        .replace("{{ROUTE_NOTIFY}}", route("notify", compiled))
+        .replace("{{ROUTE_EMAIL}}", route("email", compiled))
+    )
+    return fill_policy(text, name=name)

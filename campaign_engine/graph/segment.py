@@ -34,6 +34,7 @@ from collections import OrderedDict
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
+from functools import lru_cache
 from typing import Any
 
 from pydantic import ValidationError
@@ -363,27 +364,15 @@ def audience_head(compiled: CompiledSegment | None, *, arm_filter: str | None = 
     return f"CALL () {{\n{body}\n}}\nWITH p, c\nORDER BY p.profileId\nLIMIT $limit"
 
 
-_STATEMENTS: OrderedDict[tuple[str, CompiledSegment | None, str | None], str] = OrderedDict()
-_STATEMENTS_LOCK = threading.Lock()  # the worker's polling threads share it
-
-
+@lru_cache(maxsize=256)  # thread-safe and bounded; the worker's polling threads share it
 def segment_query(name: str, compiled: CompiledSegment | None, *, arm_filter: str | None = None) -> str:
     """``cypher/<name>.cypher`` with its ``{{AUDIENCE_PAGE}}`` for this segment, its ``{{SEGMENT_RULE}}``
     (the predicate over ``p``; no segment: ``false``) and the policy filled in; the same segment gives
     the same text (Neo4j's plan cache keys on it), built once per process."""
-    key = (name, compiled, arm_filter)
-    with _STATEMENTS_LOCK:
-        text = _STATEMENTS.get(key)
-    if text is None:
-        head = audience_head(compiled, arm_filter=arm_filter)
-        rule = compiled.predicate if compiled is not None else "false"
-        text = query(name).replace("{{AUDIENCE_PAGE}}", head).replace("{{SEGMENT_RULE}}", rule)
-        text = fill_policy(text, name=name)
-        with _STATEMENTS_LOCK:
-            _STATEMENTS[key] = text
-            while len(_STATEMENTS) > 256:
-                _STATEMENTS.popitem(last=False)
-    return text
+    head = audience_head(compiled, arm_filter=arm_filter)
+    rule = compiled.predicate if compiled is not None else "false"
+    text = query(name).replace("{{AUDIENCE_PAGE}}", head).replace("{{SEGMENT_RULE}}", rule)
+    return fill_policy(text, name=name)
 
 
 def count_matches(
