@@ -49,13 +49,15 @@ _AGE = {"notify": "{{CAMPAIGN_AGE_OK}}", "email": "{{EMAIL_AGE_OK}}"}
 # profile, whatever the statistics (a MATCH may be planned as a scan of every Profile and an
 # expand-into when the label looks small, as it does on a young or just-wiped graph). For the same
 # reason whether a guardian is a member is {{MEMBER}} over the bound guardian (`g AS p`), never a
-# MATCH of the guardian by key (a full test run planned one as a label scan).
+# MATCH of the guardian by key, and the far end of a link carries no label (GUARDIAN_OF only joins
+# profiles): a full test run solved a labelled child by a scan of the profile_dob index its age rule's
+# `p.dob =~` allows, then an expand-into from the guardian.
 _ROUTE = """UNWIND members AS p
   WITH c, p WHERE NOT {{AGE_OK}}
-  UNWIND [(p)<-[:GUARDIAN_OF {consent: 'granted'}]-(guardian:Profile) | guardian] AS g
+  UNWIND [(p)<-[:GUARDIAN_OF {consent: 'granted'}]-(guardian) | guardian] AS g
   WITH c, g, collect(p.profileId) AS via, min(p.profileId) AS first
   WHERE (c.tenantId IS NULL OR c.tenantId IN coalesce(g.tenants, []))
-    AND size([(g)-[:GUARDIAN_OF {consent: 'granted'}]->(p:Profile)
+    AND size([(g)-[:GUARDIAN_OF {consent: 'granted'}]->(p)
               WHERE p.profileId < first AND NOT {{AGE_OK}} AND {{MEMBER}} | p]) = 0
   WITH c, g AS p, via
   WHERE NOT {{MEMBER}}
