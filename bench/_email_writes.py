@@ -14,7 +14,7 @@ import uuid
 from datetime import UTC, datetime
 from pathlib import Path
 
-from campaign_engine.campaigns.dispatch import dispatch
+from campaign_engine.campaigns.sending.dispatch import dispatch
 from campaign_engine.config import Settings
 from campaign_engine.delivery.email.page_tx import PageTransactions
 from campaign_engine.delivery.email.provider import SendResult

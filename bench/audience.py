@@ -52,7 +52,8 @@ from bench._support import (
     wiped_graph,
 )
 from campaign_engine.api.auth import ADMIN_SCOPE, mint_token
-from campaign_engine.campaigns import definitions, profiles
+from campaign_engine.campaigns import definitions
+from campaign_engine.campaigns.profiles import records as profiles
 from campaign_engine.config import Settings
 from campaign_engine.domain.audience import did_web_for
 from campaign_engine.domain.campaign import CampaignCreate

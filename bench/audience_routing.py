@@ -40,7 +40,7 @@ from bench.chaos import Api
 from campaign_engine.api.auth import ADMIN_SCOPE, mint_token
 from campaign_engine.config import Settings
 from campaign_engine.graph.graph import open_graph
-from campaign_engine.graph.policy import policy_params
+from campaign_engine.graph.rules.policy import policy_params
 
 __all__ = ["Families", "families", "main", "run"]
 

@@ -109,7 +109,7 @@ from bench._support import (
 )
 from campaign_engine.api.auth import ADMIN_SCOPE, mint_token
 from campaign_engine.campaigns import definitions
-from campaign_engine.campaigns.dispatch_reads import get_dispatch
+from campaign_engine.campaigns.sending.dispatch_reads import get_dispatch
 from campaign_engine.config import Settings
 from campaign_engine.delivery.notify.gate import SendGate
 from campaign_engine.delivery.notify.poster import WebhookPoster

@@ -92,8 +92,8 @@ from bench._support import neo4j_uri, side_by_side
 from bench._variants import with_variants
 from bench.smtp_provider import pages as smtp_pages
 from campaign_engine.campaigns import definitions
-from campaign_engine.campaigns.dispatch import dispatch
-from campaign_engine.campaigns.dispatch_reads import list_dispatches
+from campaign_engine.campaigns.sending.dispatch import dispatch
+from campaign_engine.campaigns.sending.dispatch_reads import list_dispatches
 from campaign_engine.config import Settings
 from campaign_engine.delivery.email.postmark import PostmarkProvider
 from campaign_engine.delivery.email.provider import OutgoingEmail

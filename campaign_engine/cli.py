@@ -185,7 +185,7 @@ def _cli_actor() -> str:
 def _profiles_import(args: argparse.Namespace) -> int:
     from tqdm import tqdm
 
-    from campaign_engine.campaigns.profiles import import_jsonl
+    from campaign_engine.campaigns.profiles.records import import_jsonl
     from campaign_engine.domain.types import system_clock
     from campaign_engine.graph.audit import AuditContext
     from campaign_engine.graph.graph import open_graph
@@ -218,9 +218,9 @@ def _profiles_import(args: argparse.Namespace) -> int:
 def _profiles_import_csv(
     args: argparse.Namespace, graph: Graph, settings: Settings, audit: AuditContext
 ) -> int:
-    """The CSV import with its report (``campaigns/csv_import.py``), as ``POST /imports/profiles``
+    """The CSV import with its report (``campaigns/profiles/csv_import.py``), as ``POST /imports/profiles``
     answers it; exit status 1 when a row was rejected, so a script notices."""
-    from campaign_engine.campaigns.csv_import import import_csv
+    from campaign_engine.campaigns.profiles.csv_import import import_csv
 
     try:
         bad = _not_utf8_at(Path(args.file))
@@ -242,7 +242,7 @@ def _profiles_import_csv(
 def _roster_import(args: argparse.Namespace) -> int:
     """``roster import --format oneroster|sds FILE``, as ``POST /imports/roster`` answers it; exit 1 when
     a row was rejected, 2 when the file is not UTF-8."""
-    from campaign_engine.campaigns.roster_import import import_roster
+    from campaign_engine.campaigns.profiles.roster_import import import_roster
     from campaign_engine.domain.types import system_clock
     from campaign_engine.graph.audit import AuditContext
     from campaign_engine.graph.graph import open_graph
@@ -271,7 +271,7 @@ def _roster_import(args: argparse.Namespace) -> int:
 
 def _not_utf8_at(path: Path) -> int | None:
     """The 1-based offset of the first byte of ``path`` that is not UTF-8, or None."""
-    from campaign_engine.campaigns.csv_import import Utf8Check
+    from campaign_engine.campaigns.profiles.csv_import import Utf8Check
 
     check = Utf8Check()
     with path.open("rb") as raw:

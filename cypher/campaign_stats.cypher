@@ -4,7 +4,7 @@
 // bounced/complained are set by provider feedback on the send it names (cypher/feedback_link.cypher).
 // capped: profiles the frequency cap held back on a channel (notify_cap, email_page) that have not
 // received the campaign on that channel since. emailClicked: recipients whose tracked email CTA was
-// followed (emailClickedAt, set once per recipient by campaigns/email_clicks.py). guardians (issue 27
+// followed (emailClickedAt, set once per recipient by campaigns/engagement/email_clicks.py). guardians (issue 27
 // item 3): of notified and emailed, the guardians reached in place of excluded members (the walks mark
 // their state notifyRouted / emailRouted, cypher/guardian_mark.cypher).
 MATCH (c:Campaign {id: $campaignId})

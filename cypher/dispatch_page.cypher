@@ -9,8 +9,8 @@
 // unknown zone. Not yet ready: read (the cursor moves) but not sent, counted deferred, and the earliest
 // such instant returned for the next pass. Ready since before $staleBefore (a schedule's maxLateSeconds;
 // null = never stale): missed, not sent. With neither rule the map is empty and every member is ready.
-// The AUDIENCE_PAGE placeholder: graph/policy.py's static page, or with a live segment its seeks beside it in one
-// ordered union (graph/segment.py, issue 27); either way `p` and `c` for at most $limit members in order.
+// The AUDIENCE_PAGE placeholder: graph/rules/policy.py's static page, or with a live segment its seeks beside it in one
+// ordered union (graph/rules/segment.py, issue 27); either way `p` and `c` for at most $limit members in order.
 {{AUDIENCE_PAGE}}
 OPTIONAL MATCH (p)-[s:CAMPAIGN_STATE]->(c)
 WITH p.profileId AS profileId, coalesce($readyAt[p.timeZone], $fallbackReadyAt) AS readyAt,

@@ -10,8 +10,8 @@
 // replan=skip: the membership seek is pinned by its hint and the rest expands from bound nodes, so
 // statistics cannot improve the plan; a dispatch's own sends move them fast enough that Neo4j otherwise
 // replanned it (and JIT-compiled it again) between dispatches: a dispatch call of ~0.3 s took ~0.9 s.
-// The AUDIENCE_PAGE placeholder: graph/policy.py's static page, or with a live segment its seeks beside it in one
-// ordered union (graph/segment.py, issue 27); either way `p` and `c` for at most $limit members in order.
+// The AUDIENCE_PAGE placeholder: graph/rules/policy.py's static page, or with a live segment its seeks beside it in one
+// ordered union (graph/rules/segment.py, issue 27); either way `p` and `c` for at most $limit members in order.
 CYPHER replan=skip
 {{AUDIENCE_PAGE}}
 WITH p, c, EXISTS { (p)-[s:CAMPAIGN_STATE]->(c) WHERE s.notifiedAt IS NOT NULL } AS notified,

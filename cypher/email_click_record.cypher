@@ -1,4 +1,4 @@
-// The email clicks a ClickRecorder batch holds (campaigns/email_clicks.py), after the profile locks: one
+// The email clicks a ClickRecorder batch holds (campaigns/engagement/email_clicks.py), after the profile locks: one
 // row per (recipient, campaign incarnation), its first click time and how many clicks it holds. The
 // profile is found by its campaignUnsubscribeId (unique constraint seek), then its own CAMPAIGN_STATE to
 // that campaign id and incarnation (the planner expands the profile's states: a recipient's campaign

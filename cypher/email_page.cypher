@@ -11,7 +11,7 @@
 // (email_unsubscribe_ids.cypher): a subquery per row here cost ~10% of the statement for a case that
 // does not occur in a backfilled graph. The caller checked the campaign guard in the same transaction.
 // The primary addresses are read once per member (`emails`), and the contact predicates of
-// graph/policy.py read that binding.
+// graph/rules/policy.py read that binding.
 // CAMPAIGN_STATE is created, not MERGEd: MERGE's locking variant also locks the campaign node (see
 // notify_record). The claim's subquery gives every row exactly one stateId (one branch of its union
 // holds for each): the elementId of the CAMPAIGN_STATE the claim wrote, where email_record.cypher
@@ -27,9 +27,9 @@
 // ready before $staleBefore is missed, never claimed.
 // replan=skip: a send moves the statistics fast enough that Neo4j would otherwise recompile this
 // statement every few seconds (seconds each on a loaded machine); its plan is fixed by its index
-// predicates (tests/integration/test_email_page_walk.py asserts it).
-// The AUDIENCE_PAGE placeholder: graph/policy.py's static page, or with a live segment its seeks beside it in one
-// ordered union (graph/segment.py, issue 27); either way `p` and `c` for at most $limit members in order.
+// predicates (tests/integration/delivery/email/test_email_page_walk.py asserts it).
+// The AUDIENCE_PAGE placeholder: graph/rules/policy.py's static page, or with a live segment its seeks beside it in one
+// ordered union (graph/rules/segment.py, issue 27); either way `p` and `c` for at most $limit members in order.
 CYPHER replan=skip
 {{AUDIENCE_PAGE}}
 SET p.campaignStateLock = coalesce(p.campaignStateLock, 0) + 1

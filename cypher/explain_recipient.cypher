@@ -1,7 +1,7 @@
 // campaigns.explainRecipient: every eligibility fact about one profile and one campaign, computed with
-// the same policy fragments the preview, the page walks and the rechecks use (graph/policy.py), so an
+// the same policy fragments the preview, the page walks and the rechecks use (graph/rules/policy.py), so an
 // explanation cannot disagree with a send. Two unique seeks and one profile's relationships: the cost
-// is independent of audience size. The verdicts are assembled in campaigns/explain.py, in the order
+// is independent of audience size. The verdicts are assembled in campaigns/audience/explain.py, in the order
 // the walks apply them. The frequency cap is the claim's own fragment (EMAIL_CAP_REACHED) and its
 // notify twin, with the campaign tenant's cap ($notifyCaps / $emailCaps from domain/frequency_cap.py).
 // A profile outside the campaign's tenant is not found (issue 21).

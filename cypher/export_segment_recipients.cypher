@@ -1,7 +1,7 @@
 // exports/campaigns/{id}/recipients for a campaign with a live segment (issue 27): one keyset page of its
 // static members, its segment's matches now and everyone it reached before (a state: sent, capped,
 // engaged) who matches no longer, with what happened to each, as export_recipients.cypher answers a
-// static campaign. The page head is the walks' own union (graph/segment.py); the reached arm reads
+// static campaign. The page head is the walks' own union (graph/rules/segment.py); the reached arm reads
 // the campaign's states and keeps the first $limit after the cursor, so a page costs the campaign's
 // states (a top-n, the cost an unordered segment seek has too; see "Live segments" in the architecture).
 // `source`: the membership's, else `segment` for a match now, else `reached`.

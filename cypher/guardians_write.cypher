@@ -1,5 +1,5 @@
 // Replace each row's guardian set: rows sorted by the minor's profileId, their profiles and every named
-// guardian already locked in ascending profileId (campaigns/guardians.py), and checked by
+// guardian already locked in ascending profileId (campaigns/profiles/guardians.py), and checked by
 // guardians_check. A link whose consent does not change keeps its provenance, so running the same
 // input again writes nothing; a new or changed link records how (`source`), through what (`sourceRef`:
 // the audit entry of the write), by whom (`setBy`) and when (`updatedAt`). A named consent of null (a

@@ -1,7 +1,7 @@
 // getMyCampaigns' cards for routed guardians (issue 27 item 3): each caller's live, in-window in-app
 // campaigns that route minors to their guardians and hold a child of the caller, linked with consent
 // granted, as a static member the campaign age policy excludes; the caller an adult of its tenant and no
-// member ({{ROUTED_GUARDIAN}}, graph/routing.py, the one rule). One unique seek per caller and the
+// member ({{ROUTED_GUARDIAN}}, graph/rules/routing.py, the one rule). One unique seek per caller and the
 // expansion of their GUARDIAN_OF links, which most callers have none of.
 UNWIND $profileIds AS profileId
 MATCH (p:Profile {profileId: profileId})

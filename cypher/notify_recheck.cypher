@@ -13,7 +13,7 @@
 // cypher/notify_cap.cypher, reserve a slot or hold back under that lock), and the statement runs in a
 // write transaction.
 // pagedMember (issue 27): the job of a campaign with a live segment, whose page matched the profile
-// moments ago; the rule is the page's to evaluate (graph/segment.py), not this statement's.
+// moments ago; the rule is the page's to evaluate (graph/rules/segment.py), not this statement's.
 // ROUTED_MEMBER (issue 27 item 3, only in a batch holding a guardian's job; else nothing): a job with
 // routedFrom stands for membership while the campaign still routes minors and the guardian is still
 // linked with consent granted to one of the members routed to them; every other rule holds as for members.

@@ -5,12 +5,12 @@
 // no row can miss a state another row of the same statement created. {{EVENT}} is one of
 // shown|clicked|dismissed (a closed set checked in Python before substitution).
 // `variants` (issue 26): the campaign's A/B variant ids and weights, so the caller stamps the state's
-// variantId on a profile's first event (campaigns/engagement.py), in this transaction.
+// variantId on a profile's first event (campaigns/engagement/service.py), in this transaction.
 // Two unique seeks per event, then the membership check as Expand(Into): cost is independent of
 // audience size. A live segment's recipient (issue 27) has no membership; someone the campaign was
 // notified or emailed to may record engagement too (one more Expand(Into), for non-members only), so a
 // follow-up's `engaged` rule sees what they did; so may a profile the live segment matches now, which the
-// caller checked for the events this statement refused (`segmentMatched`, campaigns/segment_reach.py).
+// caller checked for the events this statement refused (`segmentMatched`, campaigns/engagement/segment_reach.py).
 UNWIND $events AS event
 MATCH (p:Profile {profileId: event.profileId})
 MATCH (c:Campaign {id: event.campaignId}) USING INDEX c:Campaign(id)

@@ -8,12 +8,12 @@ CREATE CONSTRAINT campaign_id IF NOT EXISTS FOR (c:Campaign) REQUIRE c.id IS UNI
 // campaigns.list seeks and orders by it. A storage id once held is never given to another tenant.
 CREATE CONSTRAINT campaign_tenant_ref IF NOT EXISTS FOR (c:Campaign) REQUIRE (c.tenantId, c.ref) IS UNIQUE;
 CREATE CONSTRAINT retired_campaign_id IF NOT EXISTS FOR (r:RetiredCampaignId) REQUIRE r.id IS UNIQUE;
-// Role grants (campaigns/access_grants.py): every admin call reads its caller's by (tenantId, subject).
-// Two-person approval (campaigns/approval.py): approvals and requests by campaign, requests by tenant.
+// Role grants (campaigns/tenants/access_grants.py): every admin call reads its caller's by (tenantId, subject).
+// Two-person approval (campaigns/sending/approval.py): approvals and requests by campaign, requests by tenant.
 CREATE INDEX dispatch_approval_campaign IF NOT EXISTS FOR (x:DispatchApproval) ON (x.campaignId);
 CREATE INDEX dispatch_approval_request_campaign IF NOT EXISTS FOR (r:DispatchApprovalRequest) ON (r.campaignId);
 CREATE INDEX dispatch_approval_request_tenant IF NOT EXISTS FOR (r:DispatchApprovalRequest) ON (r.tenantId);
-// API keys by id (campaigns/api_keys.py): every call made with one reads its record; a tenant's are listed.
+// API keys by id (campaigns/tenants/api_keys.py): every call made with one reads its record; a tenant's are listed.
 CREATE CONSTRAINT api_key_id IF NOT EXISTS FOR (k:ApiKey) REQUIRE k.id IS UNIQUE;
 CREATE INDEX api_key_tenant IF NOT EXISTS FOR (k:ApiKey) ON (k.tenantId);
 CREATE CONSTRAINT access_grant_key IF NOT EXISTS FOR (g:AccessGrant) REQUIRE (g.tenantId, g.subject, g.role) IS UNIQUE;
@@ -25,7 +25,7 @@ CREATE INDEX campaign_status IF NOT EXISTS FOR (c:Campaign) ON (c.status);
 CREATE INDEX dispatch_status IF NOT EXISTS FOR (d:Dispatch) ON (d.status);
 // Audience pages (getAudience, dispatch pages) seek and order memberships by (campaignId, profileId).
 CREATE INDEX audience_member IF NOT EXISTS FOR ()-[m:IN_CAMPAIGN_AUDIENCE]-() ON (m.campaignId, m.profileId);
-// A live segment's tag seek (graph/segment.py) reads a tag's profiles in profileId order after a cursor,
+// A live segment's tag seek (graph/rules/segment.py) reads a tag's profiles in profileId order after a cursor,
 // as audience pages read memberships: the slug and profileId are copied onto HAS_TAG by its one writer
 // (upsert_profiles.cypher; graph/schema.py backfills older links).
 CREATE INDEX tag_member IF NOT EXISTS FOR ()-[g:HAS_TAG]-() ON (g.slug, g.profileId);
@@ -63,7 +63,7 @@ CREATE INDEX webhook_endpoint_tenant IF NOT EXISTS FOR (e:WebhookEndpoint) ON (e
 CREATE INDEX webhook_batch_queue IF NOT EXISTS FOR (b:WebhookBatch) ON (b.endpointId, b.queueKey);
 CREATE INDEX webhook_batch_time IF NOT EXISTS FOR (b:WebhookBatch) ON (b.endpointId, b.orderKey);
 CREATE INDEX webhook_attempt_order IF NOT EXISTS FOR (a:WebhookAttempt) ON (a.endpointId, a.orderKey);
-// Live segments (issue 27, graph/segment.py): a segment's locale (prefix), zone and age conditions seek
+// Live segments (issue 27, graph/rules/segment.py): a segment's locale (prefix), zone and age conditions seek
 // these when they are the rule's most selective positive condition, so a page never reads all profiles.
 CREATE INDEX profile_locale IF NOT EXISTS FOR (p:Profile) ON (p.locale);
 CREATE INDEX profile_time_zone IF NOT EXISTS FOR (p:Profile) ON (p.timeZone);

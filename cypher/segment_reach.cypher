@@ -1,7 +1,7 @@
 // Which of the given profiles a campaign's live segment matches now (issue 27), passing its age policy,
 // each with their state: the in-app side of a segment (getMyCampaigns' cards, recordEvent's check).
 // Members are left out (the membership read serves them). {{SEGMENT_RULE}} is the compiled predicate over
-// `p` (graph/segment.py), its values parameters. One unique seek per profile and the rule over it, so
+// `p` (graph/rules/segment.py), its values parameters. One unique seek per profile and the rule over it, so
 // the cost grows with the profiles asked about, never with the segment.
 MATCH (c:Campaign {id: $campaignId}) USING INDEX c:Campaign(id)
 UNWIND $profileIds AS profileId

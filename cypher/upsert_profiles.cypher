@@ -4,7 +4,7 @@
 // while a provided list (empty for an explicit null) replaces the stored one.
 // Tenants (issue 21): a named set replaces the stored one (platform credentials only); otherwise a new
 // profile joins $tenant and an existing one keeps its set (a tenant credential never reaches here for a
-// profile outside its tenant: campaigns/profiles.py refuses the batch first).
+// profile outside its tenant: campaigns/profiles/records.py refuses the batch first).
 // A new profile gets its campaignUnsubscribeId here, once for life: allocating it inside the email
 // claim cost a unique-index insert per first-time recipient on the send's hot path (issue 13 item 5).
 UNWIND $rows AS row

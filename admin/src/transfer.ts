@@ -11,7 +11,7 @@ interface Rejection {
   column: string | null;
   reason: string;
 }
-/** What POST /imports/profiles answers (campaigns/csv_import.py `CsvImportReport`). */
+/** What POST /imports/profiles answers (campaigns/profiles/csv_import.py `CsvImportReport`). */
 interface ImportReport {
   rows: number;
   created: number;

@@ -30,18 +30,18 @@ from campaign_engine.api.imports import imports_router
 from campaign_engine.api.openapi import build_openapi
 from campaign_engine.api.routers.webhooks import webhooks_router
 from campaign_engine.api.trpc import ProcedureRouter, TrpcEndpoint
-from campaign_engine.campaigns.api_keys import verify_key
-from campaign_engine.campaigns.audience import Policy
-from campaign_engine.campaigns.email_clicks import ClickRecorder
-from campaign_engine.campaigns.engagement import EngagementService
-from campaign_engine.campaigns.rate_limit import GraphRateLimiter
+from campaign_engine.campaigns.engagement.email_clicks import ClickRecorder
+from campaign_engine.campaigns.engagement.rate_limit import GraphRateLimiter
+from campaign_engine.campaigns.engagement.service import EngagementService
 from campaign_engine.campaigns.self_test import ChannelTester
+from campaign_engine.campaigns.tenants.api_keys import verify_key
 from campaign_engine.config import ConfigError, Settings
 from campaign_engine.delivery.email.web_view import web_view_router
 from campaign_engine.domain.types import Clock, system_clock
 from campaign_engine.feedback.config import FeedbackConfig
 from campaign_engine.feedback.sns_http import SnsHttp
 from campaign_engine.graph.graph import API_UNAVAILABLE_WAIT_SECONDS, Graph, open_graph
+from campaign_engine.graph.rules.policy import Policy
 from campaign_engine.graph.schema import apply_schema, schema_applied
 from campaign_engine.graph.tenant_directory import tenants_of
 from campaign_engine.graph.tenants import settings_seed

@@ -26,7 +26,7 @@ import jwt
 from cryptography.hazmat.primitives.asymmetric import rsa
 from jwt.types import Options
 
-from campaign_engine.campaigns.api_keys import KEY_PREFIX, KeyHolder, is_api_key
+from campaign_engine.campaigns.tenants.api_keys import KEY_PREFIX, KeyHolder, is_api_key
 from campaign_engine.config import Settings
 from campaign_engine.domain.errors import ServiceUnavailable, Unauthorized
 
@@ -118,7 +118,8 @@ class JwksKeys:
 
 
 ApiKeyCheck = Callable[[str], KeyHolder]
-"""Verifies an API key against its record (``campaigns/api_keys.py``); reads the graph on every call."""
+"""Verifies an API key against its record (``campaigns/tenants/api_keys.py``);
+reads the graph on every call."""
 
 
 def _rs256_signing_keys(document: object) -> dict[str, jwt.PyJWK]:

@@ -1,11 +1,11 @@
 """``/c``: the email CTA's first-party click redirect (issue 26 item 4), two hops.
 
 ``GET /c?token=`` verifies the click token (``unsubscribe/tokens.py:ClickTokens``, no graph read) and
-answers a 302 to our own ``/c/go?token=`` (the same token), recording nothing. ``GET /c/go?token=``
-hands the click to the ``ClickRecorder`` (``campaigns/email_clicks.py``, which writes it later on its own
-thread) and answers a 302 to the URL the token pins; nothing else can be a destination. So a link
-scanner that fetches the link without following the redirect is never counted, nor is any ``HEAD``
-(both paths answer it as GET would, recording nothing), and the redirect answers at once whether the
+answers a 302 to our own ``/c/go?token=`` (the same token), recording nothing. ``GET /c/go?token=`` hands the
+click to the ``ClickRecorder`` (``campaigns/engagement/email_clicks.py``, which writes it later on its own
+thread) and answers a 302 to the URL the token pins; nothing else can be a destination. So a link scanner that
+fetches the link without following the redirect is never counted, nor is any ``HEAD`` (both paths answer it as
+GET would, recording nothing), and the redirect answers at once whether the
 graph is up or not. A self-test email's token redirects and records nothing.
 
 A missing, tampered or foreign token (another secret, another kind, a URL changed) is the web view's
@@ -25,7 +25,7 @@ from fastapi import APIRouter
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, Response
 
-from campaign_engine.campaigns.email_clicks import ClickHit, ClickRecorder
+from campaign_engine.campaigns.engagement.email_clicks import ClickHit, ClickRecorder
 from campaign_engine.domain.types import Clock, format_ts
 from campaign_engine.unsubscribe.i18n import choose_language
 from campaign_engine.unsubscribe.pages import page_headers, render_page

@@ -12,11 +12,11 @@ from typing import Protocol
 
 from campaign_engine.api.access import ROLES, Access, Role, highest, role_satisfies
 from campaign_engine.api.auth import Caller, TokenVerifier
-from campaign_engine.campaigns.access_grants import roles_of
-from campaign_engine.campaigns.engagement import EngagementService
+from campaign_engine.campaigns.engagement.service import EngagementService
 from campaign_engine.campaigns.self_test import ChannelTester
-from campaign_engine.campaigns.send_blocks import ALL_CHANNELS
-from campaign_engine.campaigns.tenancy import campaign_id_ever, campaign_in_tenant, dispatch_in_tenant
+from campaign_engine.campaigns.sending.send_blocks import ALL_CHANNELS
+from campaign_engine.campaigns.tenants.access_grants import roles_of
+from campaign_engine.campaigns.tenants.tenancy import campaign_id_ever, campaign_in_tenant, dispatch_in_tenant
 from campaign_engine.config import Settings
 from campaign_engine.domain.dispatch import DeliveryChannel
 from campaign_engine.domain.errors import Forbidden, Unauthorized

@@ -1,10 +1,10 @@
 """Streamed exports (issue 25 item 2): ``GET /exports/campaigns/{campaignId}/recipients.csv`` (and
 ``.ndjson``) and ``GET /exports/audit.csv?from=&to=``.
 
-Everything that can refuse (the credential, the role, the campaign, the range) is decided before the
-first byte, so a refusal is a whole tRPC error envelope with its status; after that the rows stream in
-keyset pages (``campaigns/exports.py``), the header at once, memory one page whatever the size. A read
-that fails mid-stream aborts the response rather than ending it early, so a client never takes a cut
+Everything that can refuse (the credential, the role, the campaign, the range) is decided before the first
+byte, so a refusal is a whole tRPC error envelope with its status; after that the rows stream in keyset pages
+(``campaigns/audience/exports.py``), the header at once, memory one page whatever the size. A read that fails
+mid-stream aborts the response rather than ending it early, so a client never takes a cut
 file for a whole one. Authorization is the equivalent procedure's: getAudience's role for recipients,
 audit.list's for the audit trail, in the caller's tenant.
 """
@@ -29,11 +29,16 @@ from campaign_engine.api.errors import envelope_for
 from campaign_engine.api.routers.audience import ACCESS as AUDIENCE_ACCESS
 from campaign_engine.api.routers.audit import ACCESS as AUDIT_ACCESS
 from campaign_engine.api.trpc import request_context
-from campaign_engine.campaigns.audience import Policy
-from campaign_engine.campaigns.exports import AUDIT_COLUMNS, RECIPIENT_COLUMNS, audit_rows, recipient_rows
+from campaign_engine.campaigns.audience.exports import (
+    AUDIT_COLUMNS,
+    RECIPIENT_COLUMNS,
+    audit_rows,
+    recipient_rows,
+)
 from campaign_engine.domain.campaign import UtcDatetime
 from campaign_engine.domain.errors import BadRequest, CampaignError, NotFound
 from campaign_engine.domain.tenancy import campaign_ref
+from campaign_engine.graph.rules.policy import Policy
 
 __all__ = ["exports_router"]
 

@@ -1,14 +1,14 @@
 """``POST /imports/profiles``: a CSV file of profiles in, a report of every row out (issue 25 item 3).
 
 The body is ``text/csv`` and streamed: it is decoded as it arrives (UTF-8, a byte-order mark allowed)
-into a temporary file that stays in memory up to 1 MiB and spills to disk past it, so a large file
-costs disk, not memory, and a body that is not UTF-8 is refused before anything is written. The import
-itself (``campaigns/csv_import.py``) then runs on a worker thread. ``?dryRun=true`` validates and counts
+into a temporary file that stays in memory up to 1 MiB and spills to disk past it, so a large file costs disk,
+not memory, and a body that is not UTF-8 is refused before anything is written. The import itself
+(``campaigns/profiles/csv_import.py``) then runs on a worker thread. ``?dryRun=true`` validates and counts
 without writing. The same credential and role as ``profiles.upsert`` (author in the caller's tenant);
 errors are the tRPC envelope with the same codes, so a client reads them one way.
 
 ``POST /imports/roster?format=oneroster|sds&dryRun=&consentCollected=`` (issue 27) is its twin for a
-school's roster (``campaigns/roster_import.py``): the same body rules, credential and report shape.
+school's roster (``campaigns/profiles/roster_import.py``): the same body rules, credential and report shape.
 """
 
 from __future__ import annotations
@@ -27,8 +27,8 @@ from campaign_engine.api.context import Context, Services
 from campaign_engine.api.errors import envelope_for
 from campaign_engine.api.routers.profiles import ACCESS as PROFILE_ACCESS
 from campaign_engine.api.trpc import request_context
-from campaign_engine.campaigns.csv_import import CsvImportReport, Utf8Check, import_csv
-from campaign_engine.campaigns.roster_import import RosterFormat, RosterImportReport, import_roster
+from campaign_engine.campaigns.profiles.csv_import import CsvImportReport, Utf8Check, import_csv
+from campaign_engine.campaigns.profiles.roster_import import RosterFormat, RosterImportReport, import_roster
 from campaign_engine.domain.errors import BadRequest, CampaignError, PayloadTooLarge, UnsupportedMediaType
 
 __all__ = ["MAX_IMPORT_BYTES", "imports_router"]

@@ -36,7 +36,7 @@ from campaign_engine.domain.webhook_events import Event, EventType
 from campaign_engine.graph.audit import AuditContext, record_audit
 from campaign_engine.graph.graph import Graph, Tx
 from campaign_engine.graph.locks import lock_campaign
-from campaign_engine.graph.segment_check import check_segment
+from campaign_engine.graph.rules.segment_check import check_segment
 from campaign_engine.graph.webhook_outbox import record_dispatch_events, record_events, subscribers_for
 
 __all__ = [

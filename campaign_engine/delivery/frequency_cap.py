@@ -18,8 +18,8 @@ from functools import cache
 
 from campaign_engine.graph.cypher import query
 from campaign_engine.graph.graph import Tx
-from campaign_engine.graph.policy import policy_query
-from campaign_engine.graph.segment import CompiledSegment, segment_query
+from campaign_engine.graph.rules.policy import policy_query
+from campaign_engine.graph.rules.segment import CompiledSegment, segment_query
 
 __all__ = ["count_capped", "email_page_query", "notify_recheck_query"]
 

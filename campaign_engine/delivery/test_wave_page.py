@@ -32,8 +32,8 @@ from campaign_engine.domain.ab_variants import TestWave, in_test_wave
 from campaign_engine.graph.audit import AuditContext
 from campaign_engine.graph.cypher import query
 from campaign_engine.graph.graph import Graph
-from campaign_engine.graph.policy import fill_policy, policy_query
-from campaign_engine.graph.segment import CompiledSegment, segment_query
+from campaign_engine.graph.rules.policy import fill_policy, policy_query
+from campaign_engine.graph.rules.segment import CompiledSegment, segment_query
 from campaign_engine.graph.test_wave import SYSTEM_ACTOR, decide, decision_due
 
 __all__ = ["WaveFilter", "chosen_claim_query", "decide_on_time", "page_ids_query"]

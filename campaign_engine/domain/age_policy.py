@@ -3,7 +3,7 @@
 Age is evaluated at the moment of use in UTC from the stored ``dob`` (``YYYY-MM-DD``); it is unknown
 when ``dob`` is absent or malformed. Rather than computing ages row by row, callers compute one cutoff
 date per evaluation: a profile is an adult exactly when ``dob <= adult_dob_cutoff(today)``. ISO dates
-compare correctly as strings, so the graph predicates in ``graph/policy.py`` stay simple and cheap.
+compare correctly as strings, so the graph predicates in ``graph/rules/policy.py`` stay simple and cheap.
 
 - Campaign policy (inApp, notify): with ``excludeMinors`` exclude known minors and managed profiles of
   unknown age; without it, no age filter.

@@ -38,8 +38,8 @@ DeliveryChannel = Literal["notify", "email"]
 DispatchStatus = Literal[
     "scheduled", "sending", "paused", "completed", "stopped", "failed", "missed", "cancelled", "needs_review"
 ]
-"""``scheduled`` waits for its ``sendAt`` (campaigns/schedule.py), then becomes ``sending``, or ``missed``
-(too late), ``cancelled`` (by an admin, or the campaign stopped being live) or ``needs_review``.
+"""``scheduled`` waits for its ``sendAt`` (campaigns/sending/schedule.py), then becomes ``sending``, or
+``missed`` (too late), ``cancelled`` (by an admin, or the campaign stopped being live) or ``needs_review``.
 ``paused``: the health guard held it before a page (``pauseReason``, domain/dispatch_health.py) until an
 admin's ``campaigns.resumeDispatch``; nothing is sent, and the sweeper leaves it alone."""
 

@@ -3,7 +3,7 @@ choice, the copy guardians read (``guardianCopy``) and which content one reader 
 
 ``minors: "exclude"`` (the default) is the age policy as it always was: a member it excludes gets
 nothing. ``minors: "guardians"`` replaces such a member, on each channel whose age rule excludes them,
-by their guardians with consent granted who are themselves eligible (``graph/routing.py`` has the rule
+by their guardians with consent granted who are themselves eligible (``graph/rules/routing.py`` has the rule
 as Cypher, once for every reader).
 
 ``guardianCopy`` is shaped like a translation plus its own ``translations``: per channel

@@ -7,7 +7,7 @@ A rule node is exactly one of: ``all`` / ``any`` (a list of rules), ``not`` (a r
 refs, resolved in the campaign's own tenant whenever the segment is evaluated.
 
 The model checks shape and the limits (depth, node count); what needs the graph (referenced campaigns
-exist in the tenant, no ``memberOf`` cycle) is ``graph/segment.py:check_segment``, and the rule
+exist in the tenant, no ``memberOf`` cycle) is ``graph/rules/segment.py:check_segment``, and the rule
 needs a positive condition to seek on (``seek_paths``): the cost of a page grows with the segment,
 never with all profiles, so a segment that could only be found by reading every profile is refused.
 """

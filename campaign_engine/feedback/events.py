@@ -4,7 +4,7 @@ A suppression belongs to the email *address*, not to a profile: every profile us
 receiving email. Addresses are compared in one normal form, the whole address lowercased: mailbox
 providers treat local parts case-insensitively in practice, providers report addresses in their own
 case, and mailing a complainer because of a capital letter is worse than a case-variant suppression.
-``graph/policy.py`` applies the same form (Cypher ``toLower``) to the stored contact value.
+``graph/rules/policy.py`` applies the same form (Cypher ``toLower``) to the stored contact value.
 """
 
 from __future__ import annotations

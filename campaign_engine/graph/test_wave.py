@@ -3,7 +3,7 @@ when ``decideAt`` falls due or by an admin early (``campaigns.chooseVariant``).
 
 Base layer because both sides write it: the page walks of ``delivery`` decide when their page job wakes
 at the decision time (the wave delay machinery wakes them, locally and on Lambda, as it wakes any next
-pass), and ``campaigns/test_wave.py`` decides by hand. They must not import each other (§2), and the
+pass), and ``campaigns/sending/test_wave.py`` decides by hand. They must not import each other (§2), and the
 decision must be one rule.
 
 The decision is a compare-and-set on the Campaign's ``abTest`` under the campaign lock: only an

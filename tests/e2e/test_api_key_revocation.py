@@ -2,7 +2,7 @@
 ``campaign-engine serve`` processes, as deployed, on the test Neo4j.
 
 The key is created and revoked through process one; process two is asked with it in a tight loop from
-just before the revocation. Nothing caches a key (``campaigns/api_keys.py`` reads its record on every
+just before the revocation. Nothing caches a key (``campaigns/tenants/api_keys.py`` reads its record on every
 call), so the first call after the revoking commit is already refused; the test allows one second.
 """
 

@@ -20,7 +20,7 @@ import time
 import pytest
 
 from campaign_engine.campaigns import definitions
-from campaign_engine.campaigns.dispatch_reads import get_dispatch
+from campaign_engine.campaigns.sending.dispatch_reads import get_dispatch
 from campaign_engine.delivery.notify.page_walk import PageWorker
 from campaign_engine.domain.dispatch import PageJob, parse_job
 from tests.e2e.test_delivery_processes import (  # noqa: F401 - fixtures

@@ -19,7 +19,7 @@ from pydantic import SecretStr
 
 from campaign_engine.api.app import create_app
 from campaign_engine.api.auth import ADMIN_SCOPE, mint_token
-from campaign_engine.campaigns.dispatch_reads import get_dispatch
+from campaign_engine.campaigns.sending.dispatch_reads import get_dispatch
 from campaign_engine.config import Settings
 from campaign_engine.graph.graph import Graph
 from campaign_engine.wiring import build_worker

@@ -16,8 +16,8 @@ from playwright.sync_api import Browser, expect, sync_playwright
 
 from campaign_engine.api.app import create_app
 from campaign_engine.api.auth import ADMIN_SCOPE, mint_token
-from campaign_engine.campaigns.dispatch import dispatch
-from campaign_engine.campaigns.dispatch_reads import get_dispatch
+from campaign_engine.campaigns.sending.dispatch import dispatch
+from campaign_engine.campaigns.sending.dispatch_reads import get_dispatch
 from campaign_engine.config import Settings
 from campaign_engine.domain.ab_variants import Experiment, in_test_wave
 from campaign_engine.graph.graph import Graph

@@ -32,8 +32,8 @@ from fastapi import FastAPI, Request
 from fastapi.responses import Response
 
 from campaign_engine.campaigns import definitions
-from campaign_engine.campaigns.dispatch import dispatch
-from campaign_engine.campaigns.dispatch_reads import DispatchPublic, get_dispatch, list_dispatches
+from campaign_engine.campaigns.sending.dispatch import dispatch
+from campaign_engine.campaigns.sending.dispatch_reads import DispatchPublic, get_dispatch, list_dispatches
 from campaign_engine.config import Settings
 from campaign_engine.delivery.notify.page_walk import PageWorker
 from campaign_engine.domain.ab_variants import Experiment, assigned_variant, in_test_wave

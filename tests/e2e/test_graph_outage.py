@@ -46,7 +46,7 @@ from pydantic import SecretStr
 
 from campaign_engine.api.app import create_app
 from campaign_engine.api.auth import ADMIN_SCOPE, mint_token
-from campaign_engine.campaigns.dispatch_reads import DispatchPublic, list_dispatches
+from campaign_engine.campaigns.sending.dispatch_reads import DispatchPublic, list_dispatches
 from campaign_engine.config import Settings
 from campaign_engine.delivery.email.catcher import start_smtp_catcher
 from campaign_engine.graph.graph import Graph, open_graph

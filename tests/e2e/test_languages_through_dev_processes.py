@@ -29,7 +29,7 @@ from bench._chaos_stack import Stack
 from bench.chaos import Api
 from campaign_engine.api.auth import ADMIN_SCOPE, mint_token
 from campaign_engine.config import Settings
-from tests.integration.test_translations import CAMPAIGN, COPY, EXPECTED, READERS
+from tests.integration.campaigns.test_translations import CAMPAIGN, COPY, EXPECTED, READERS
 
 pytestmark = pytest.mark.e2e
 

@@ -23,7 +23,7 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 from pydantic import SecretStr
 
-from campaign_engine.campaigns.dispatch_reads import DispatchPublic, list_dispatches
+from campaign_engine.campaigns.sending.dispatch_reads import DispatchPublic, list_dispatches
 from campaign_engine.config import Settings
 from campaign_engine.delivery.email.catcher import start_smtp_catcher
 from campaign_engine.graph.graph import Graph

@@ -34,7 +34,7 @@ import pytest
 from pydantic import SecretStr
 
 from campaign_engine.api.auth import ADMIN_SCOPE, mint_token
-from campaign_engine.campaigns.dispatch_reads import list_dispatches
+from campaign_engine.campaigns.sending.dispatch_reads import list_dispatches
 from campaign_engine.config import Settings
 from campaign_engine.graph.graph import Graph
 from tests.conftest import ADMIN_ID, TEST_JWT_SECRET, free_port

@@ -22,7 +22,7 @@ from fastapi.responses import Response
 from pydantic import SecretStr
 
 from campaign_engine.campaigns import definitions
-from campaign_engine.campaigns.dispatch import DispatchStarted, dispatch
+from campaign_engine.campaigns.sending.dispatch import DispatchStarted, dispatch
 from campaign_engine.config import Settings
 from campaign_engine.domain.campaign import CampaignCreate
 from campaign_engine.graph.graph import Graph

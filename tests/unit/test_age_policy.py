@@ -8,7 +8,7 @@ import pytest
 
 from campaign_engine.domain.age_policy import adult_dob_cutoff, campaign_allows, email_allows
 from campaign_engine.domain.audience import did_web_for, profile_id_from_did_web
-from campaign_engine.graph.policy import policy_params
+from campaign_engine.graph.rules.policy import policy_params
 
 
 def test_cutoff_is_the_eighteenth_birthday() -> None:

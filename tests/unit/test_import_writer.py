@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from campaign_engine.campaigns.import_writer import BatchWriter
+from campaign_engine.campaigns.profiles.import_writer import BatchWriter
 
 
 def test_disjoint_batches_overlap_and_a_shared_id_waits_for_the_earlier_batch() -> None:

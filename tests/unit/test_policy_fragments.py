@@ -1,4 +1,4 @@
-"""The eligibility fragments of graph/policy.py (issue 13 item 5): the contact predicates read the
+"""The eligibility fragments of graph/rules/policy.py (issue 13 item 5): the contact predicates read the
 addresses a query bound once per profile, and the address grammar is domain/patterns.py's."""
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ from datetime import UTC, datetime
 import pytest
 
 from campaign_engine.domain import patterns
-from campaign_engine.graph import policy
 from campaign_engine.graph.cypher import cypher_dir
+from campaign_engine.graph.rules import policy
 
 
 @pytest.mark.parametrize("name", sorted(path.stem for path in cypher_dir().glob("*.cypher")))

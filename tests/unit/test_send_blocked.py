@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from campaign_engine.campaigns.send_blocks import blocked_reason
+from campaign_engine.campaigns.sending.send_blocks import blocked_reason
 from campaign_engine.delivery.dispatch_cursor import guard_reason
 from campaign_engine.domain.dispatch import PageJob
 

@@ -11,7 +11,7 @@ from campaign_engine.api.access import Access, Role
 from campaign_engine.api.context import Context
 from campaign_engine.api.routers.common import Ok
 from campaign_engine.api.trpc import ProcedureRouter
-from campaign_engine.campaigns import access_grants
+from campaign_engine.campaigns.tenants import access_grants
 from campaign_engine.domain.patterns import ProfileIdStr
 from campaign_engine.domain.tenancy import TenantId
 

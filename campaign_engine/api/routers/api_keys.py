@@ -1,5 +1,5 @@
-"""``apiKeys.*``: machine credentials of one tenant and one role (``campaigns/api_keys.py``), managed by
-the tenant's admins. A key is sent as ``Authorization: Bearer cek_...`` and shown only at creation."""
+"""``apiKeys.*``: machine credentials of one tenant and one role (``campaigns/tenants/api_keys.py``), managed
+by the tenant's admins. A key is sent as ``Authorization: Bearer cek_...`` and shown only at creation."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from campaign_engine.api.access import Access, Role
 from campaign_engine.api.context import Context
 from campaign_engine.api.routers.access import TenantRef
 from campaign_engine.api.trpc import ProcedureRouter
-from campaign_engine.campaigns import api_keys
+from campaign_engine.campaigns.tenants import api_keys
 from campaign_engine.domain.campaign import UtcDatetime
 from campaign_engine.domain.content import Text
 from campaign_engine.domain.errors import NotFound

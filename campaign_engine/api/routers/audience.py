@@ -10,9 +10,11 @@ from campaign_engine.api.access import Access
 from campaign_engine.api.context import Context
 from campaign_engine.api.routers.common import CampaignRef
 from campaign_engine.api.trpc import ProcedureRouter
-from campaign_engine.campaigns import audience, self_test, stats
-from campaign_engine.campaigns.audience import Policy
+from campaign_engine.campaigns import self_test
+from campaign_engine.campaigns.audience import members as audience
+from campaign_engine.campaigns.audience import stats
 from campaign_engine.domain.audience import AudienceSource
+from campaign_engine.graph.rules.policy import Policy
 
 __all__ = ["ACCESS", "router"]
 

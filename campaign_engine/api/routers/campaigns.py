@@ -10,9 +10,10 @@ from campaign_engine.api.access import Access
 from campaign_engine.api.context import Context
 from campaign_engine.api.routers.common import CampaignRef, Ok
 from campaign_engine.api.trpc import ProcedureRouter
-from campaign_engine.campaigns import definitions, segments
-from campaign_engine.campaigns.explain import RecipientExplanation, explain_recipient
-from campaign_engine.campaigns.segments import SegmentInput
+from campaign_engine.campaigns import definitions
+from campaign_engine.campaigns.audience import segments
+from campaign_engine.campaigns.audience.explain import RecipientExplanation, explain_recipient
+from campaign_engine.campaigns.audience.segments import SegmentInput
 from campaign_engine.domain.campaign import (
     CampaignCreate,
     CampaignDefinition,

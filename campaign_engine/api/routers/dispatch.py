@@ -10,14 +10,14 @@ from campaign_engine.api.access import Access
 from campaign_engine.api.context import Context
 from campaign_engine.api.routers.common import CampaignRef, Ok
 from campaign_engine.api.trpc import ProcedureRouter
-from campaign_engine.campaigns import dispatch as dispatching
-from campaign_engine.campaigns import dispatch_reads as reads
-from campaign_engine.campaigns.approval import Approved, AwaitingList, awaiting, policy_of
-from campaign_engine.campaigns.choose_variant import choose_variant as choose
-from campaign_engine.campaigns.resume import resume_dispatch as resume
-from campaign_engine.campaigns.schedule import cancel_scheduled, schedule_dispatch
-from campaign_engine.campaigns.schedule_input import ScheduleInput
-from campaign_engine.campaigns.uncertain_emails import UncertainEmailPage, list_uncertain_emails
+from campaign_engine.campaigns.sending import dispatch as dispatching
+from campaign_engine.campaigns.sending import dispatch_reads as reads
+from campaign_engine.campaigns.sending.approval import Approved, AwaitingList, awaiting, policy_of
+from campaign_engine.campaigns.sending.choose_variant import choose_variant as choose
+from campaign_engine.campaigns.sending.resume import resume_dispatch as resume
+from campaign_engine.campaigns.sending.schedule import cancel_scheduled, schedule_dispatch
+from campaign_engine.campaigns.sending.schedule_input import ScheduleInput
+from campaign_engine.campaigns.sending.uncertain_emails import UncertainEmailPage, list_uncertain_emails
 from campaign_engine.domain.ab_variants import Experiment, VariantId
 from campaign_engine.domain.errors import ServiceUnavailable
 from campaign_engine.queue.port import Queue

@@ -12,8 +12,9 @@ from campaign_engine.api.access import Access
 from campaign_engine.api.context import Context
 from campaign_engine.api.routers.common import AppCampaignRef
 from campaign_engine.api.trpc import ProcedureRouter
-from campaign_engine.campaigns import engagement, enrollment
-from campaign_engine.campaigns.audience import Policy
+from campaign_engine.campaigns.engagement import enrollment
+from campaign_engine.campaigns.engagement import service as engagement
+from campaign_engine.graph.rules.policy import Policy
 
 __all__ = ["ACCESS", "router"]
 

@@ -9,8 +9,8 @@ from pydantic import BaseModel, ConfigDict, Field, StrictBool
 from campaign_engine.api.access import Access
 from campaign_engine.api.context import Context
 from campaign_engine.api.trpc import ProcedureRouter
-from campaign_engine.campaigns import preferences
-from campaign_engine.campaigns.preferences import AnnouncementPreferences
+from campaign_engine.campaigns.engagement import preferences
+from campaign_engine.campaigns.engagement.preferences import AnnouncementPreferences
 
 __all__ = ["ACCESS", "router"]
 

@@ -9,7 +9,8 @@ from pydantic import BaseModel, ConfigDict, Field
 from campaign_engine.api.access import Access
 from campaign_engine.api.context import Context
 from campaign_engine.api.trpc import ProcedureRouter
-from campaign_engine.campaigns import profiles, receiver_secrets
+from campaign_engine.campaigns.profiles import receiver_secrets
+from campaign_engine.campaigns.profiles import records as profiles
 from campaign_engine.domain.errors import BadRequest, NotFound
 from campaign_engine.domain.profile import ProfileOut, ProfileUpsert, UpsertResult, WebhookSecret
 from campaign_engine.egress.policy import EgressBlocked

@@ -14,7 +14,7 @@ from campaign_engine.api.access import Access
 from campaign_engine.api.context import Context
 from campaign_engine.api.routers.common import Ok
 from campaign_engine.api.trpc import ProcedureRouter
-from campaign_engine.campaigns import webhook_endpoints as endpoints
+from campaign_engine.campaigns.tenants import webhook_endpoints as endpoints
 from campaign_engine.domain.campaign import UtcDatetime
 from campaign_engine.domain.content import Text
 from campaign_engine.domain.errors import BadRequest, NotFound

@@ -29,9 +29,9 @@ from campaign_engine.domain.types import format_ts
 from campaign_engine.domain.webhook_events import Event, EventType
 from campaign_engine.graph.cypher import query
 from campaign_engine.graph.graph import Graph, Tx
-from campaign_engine.graph.policy import fill_policy, policy_params, policy_query
-from campaign_engine.graph.routing import GUARDIAN_CLAIM_HEAD, routed_query
-from campaign_engine.graph.segment import CompiledSegment, SegmentCache
+from campaign_engine.graph.rules.policy import fill_policy, policy_params, policy_query
+from campaign_engine.graph.rules.routing import GUARDIAN_CLAIM_HEAD, routed_query
+from campaign_engine.graph.rules.segment import CompiledSegment, SegmentCache
 from campaign_engine.graph.webhook_outbox import record_events, subscribers_for
 
 __all__ = ["Claimed", "ClaimedPage", "PageTransactions", "counters"]
@@ -182,7 +182,7 @@ class PageTransactions:
         wave = WaveFilter.of(campaign)
         # Issue 27 item 3: a campaign routing minors to guardians first reads the page's guardians and
         # locks members and guardians together in profileId order; any other claims as it always did.
-        # (An experiment is refused on such a campaign: campaigns/test_wave.py.)
+        # (An experiment is refused on such a campaign: campaigns/sending/test_wave.py.)
         routed = _route(tx, segment, params) if campaign.get("minors") == "guardians" and wave is None else {}
         if wave is None:
             row = tx.run(email_page_query(caps_channel(caps, "email"), segment), **params).single(strict=True)
@@ -334,7 +334,7 @@ def _route(tx: Tx, segment: CompiledSegment | None, params: Mapping[str, Any]) -
 @cache
 def _guardian_claim_query(capped: bool) -> str:
     """The email claim (``cypher/email_page.cypher``, every rule as for members) over a page's routed
-    guardians instead of its members (``graph/routing.py:GUARDIAN_CLAIM_HEAD``)."""
+    guardians instead of its members (``graph/rules/routing.py:GUARDIAN_CLAIM_HEAD``)."""
     text = fill_policy(
         query("email_page").replace("{{AUDIENCE_PAGE}}", GUARDIAN_CLAIM_HEAD), name="email_page"
     )

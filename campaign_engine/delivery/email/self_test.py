@@ -21,7 +21,7 @@ from campaign_engine.domain.campaign import CampaignPublic
 from campaign_engine.domain.errors import BadRequest, NotFound, ServiceUnavailable
 from campaign_engine.domain.types import Clock, system_clock
 from campaign_engine.graph.graph import Graph, Tx
-from campaign_engine.graph.policy import policy_params, policy_query
+from campaign_engine.graph.rules.policy import policy_params, policy_query
 from campaign_engine.unsubscribe.optout import ensure_unsubscribe_ids
 from campaign_engine.unsubscribe.tokens import UnsubscribeTokens
 

@@ -38,9 +38,9 @@ from campaign_engine.delivery.test_wave_page import WaveFilter, decide_on_time
 from campaign_engine.domain.dispatch import DeliveryJob, PageJob, delivery_id, job_json
 from campaign_engine.domain.types import Clock, format_ts, parse_ts
 from campaign_engine.graph.graph import Graph, Tx
-from campaign_engine.graph.policy import policy_params, policy_query
-from campaign_engine.graph.routing import routed_query
-from campaign_engine.graph.segment import SegmentCache, segment_query
+from campaign_engine.graph.rules.policy import policy_params, policy_query
+from campaign_engine.graph.rules.routing import routed_query
+from campaign_engine.graph.rules.segment import SegmentCache, segment_query
 from campaign_engine.observability import metrics
 from campaign_engine.queue.port import MAX_DELAY_SECONDS, Queue
 

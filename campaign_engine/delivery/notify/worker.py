@@ -52,7 +52,7 @@ from campaign_engine.domain.webhook_events import Event
 from campaign_engine.domain.webhook_keys import RingUnreadable, SecretBox
 from campaign_engine.graph.cypher import query
 from campaign_engine.graph.graph import Graph, Tx
-from campaign_engine.graph.policy import policy_params
+from campaign_engine.graph.rules.policy import policy_params
 from campaign_engine.graph.webhook_outbox import record_events, subscribers_for
 from campaign_engine.observability import metrics
 from campaign_engine.queue.port import Received, ReceivedMessage

@@ -1,0 +1,107 @@
+"""``explainRecipient``'s share of routing to guardians (issue 27 item 3): for a guardian, which members
+routed the campaign to them; for an excluded member, where it was routed, or why not.
+
+Both read one profile's ``GUARDIAN_OF`` links (an expansion from a unique seek) with the rules the walks
+use (``graph/rules/routing.py``: the link's consent, the channel's age rule, membership static or by the live
+segment, a guardian who is a member gets it as a member). They name profiles by id only, and only
+those the admin can already read: a guardian's children that are members of the campaign (its
+audience), a member's guardians (``profiles.get`` answers ``guardians`` on the child).
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from campaign_engine.graph.graph import Tx
+from campaign_engine.graph.rules.policy import fill_policy
+from campaign_engine.graph.rules.routing import member_predicate
+from campaign_engine.graph.rules.segment import CompiledSegment
+
+__all__ = ["GuardianRoute", "RoutedTo", "guardian_route", "routed_children", "routed_to"]
+
+_WIRE = ConfigDict(populate_by_name=True)
+
+# The members `$profileId` is a consenting guardian of, and on which channel each is excluded.
+_CHILDREN = """
+MATCH (c:Campaign {id: $campaignId})
+MATCH (:Profile {profileId: $profileId})-[:GUARDIAN_OF {consent: 'granted'}]->(p:Profile)
+WHERE {{MEMBER}}
+RETURN p.profileId AS id, NOT {{CAMPAIGN_AGE_OK}} AS notify, NOT {{EMAIL_AGE_OK}} AS email
+ORDER BY id
+"""
+
+# The guardians of member `$profileId` and what the routing makes of each.
+_GUARDIANS = """
+MATCH (c:Campaign {id: $campaignId})
+MATCH (p:Profile)-[link:GUARDIAN_OF]->(:Profile {profileId: $profileId})
+RETURN p.profileId AS id, link.consent AS consent, {{MEMBER}} AS member,
+       (c.tenantId IS NULL OR c.tenantId IN coalesce(p.tenants, [])) AND {{CAMPAIGN_AGE_OK}} AS eligible
+ORDER BY id
+"""
+
+Outcome = Literal["routed", "consent_revoked", "guardian_not_eligible", "guardian_is_a_member"]
+
+
+class GuardianRoute(BaseModel):
+    """This profile as a guardian: the members routed to them, and per channel whether they would
+    receive it as a guardian now (every rule of the channel but membership holds, and some member
+    routed to them is excluded on that channel)."""
+
+    model_config = _WIRE
+
+    routed_from: Annotated[list[str], Field(alias="routedFrom")]
+    channels: dict[str, bool]
+
+
+class RoutedTo(BaseModel):
+    """One guardian of an excluded member, and whether the campaign is routed to them."""
+
+    model_config = _WIRE
+
+    guardian_id: Annotated[str, Field(alias="guardianId")]
+    outcome: Outcome
+
+
+def _statement(text: str, compiled: CompiledSegment | None) -> str:
+    return fill_policy(text.replace("{{MEMBER}}", member_predicate(compiled)))
+
+
+def routed_children(
+    tx: Tx, *, campaign_id: str, profile_id: str, compiled: CompiledSegment | None, params: dict[str, Any]
+) -> list[dict[str, Any]]:
+    """The members ``profile_id`` is a consenting guardian of, each with the channels excluding it."""
+    result = tx.run(_statement(_CHILDREN, compiled), campaignId=campaign_id, profileId=profile_id, **params)
+    return [r.data() for r in result]
+
+
+def guardian_route(
+    children: list[dict[str, Any]], *, member: bool, passes: dict[str, bool]
+) -> GuardianRoute | None:
+    """``children``: ``routed_children``; ``passes``: per channel, whether every rule but membership
+    holds for the profile. None when no member is routed to the profile."""
+    routed = [r for r in children if r["notify"] or r["email"]]
+    if not routed:
+        return None
+    channels = {ch: not member and passes[ch] and any(r[ch] for r in routed) for ch in ("notify", "email")}
+    return GuardianRoute(routed_from=[r["id"] for r in routed], channels=channels)
+
+
+def routed_to(
+    tx: Tx, *, campaign_id: str, profile_id: str, compiled: CompiledSegment | None, params: dict[str, Any]
+) -> list[RoutedTo]:
+    """Each guardian of the member ``profile_id`` (whom the age policy excludes) and the outcome; an
+    empty list: no guardian to route to."""
+    rows = tx.run(_statement(_GUARDIANS, compiled), campaignId=campaign_id, profileId=profile_id, **params)
+    out: list[RoutedTo] = []
+    for row in rows:
+        outcome: Outcome = "routed"
+        if row["consent"] != "granted":
+            outcome = "consent_revoked"
+        elif not row["eligible"]:
+            outcome = "guardian_not_eligible"
+        elif row["member"]:
+            outcome = "guardian_is_a_member"
+        out.append(RoutedTo(guardian_id=str(row["id"]), outcome=outcome))
+    return out

@@ -1,0 +1,109 @@
+"""Campaign stats: distinct-profile counts, read in one query.
+
+Engagement counts come from CAMPAIGN_STATE only; admin self-tests live on CAMPAIGN_TEST and never
+count. ``notified`` and ``emailed`` are written by the delivery workers (zero until they run); ``bounced``
+(hard bounces) and ``complained`` by provider feedback on the send it names, found by the provider's
+message id (``feedback/store.py``). ``capped``: profiles the frequency cap held back on a channel and
+that have not received the campaign on it since (``CAMPAIGN_FREQUENCY_CAPS``). ``emailClicked``:
+recipients who followed the email's tracked CTA at least once (``emailClickedAt``, issue 26 item 4). No
+client procedure can set any of them. ``variants``: the same per A/B content variant (issue 26).
+``guardians``: of ``notified`` and ``emailed``, the guardians reached in place of excluded minors (issue 27).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated, Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from campaign_engine.domain.errors import NotFound
+from campaign_engine.domain.tenancy import campaign_ref
+from campaign_engine.graph.graph import Graph, Tx
+from campaign_engine.graph.rules.policy import Policy, policy_query
+from campaign_engine.graph.rules.segment import compile_for, count_audience
+
+__all__ = ["CampaignStats", "GuardianStats", "VariantStats", "get_stats"]
+
+
+class VariantStats(BaseModel):
+    """One A/B content variant's recipients (issue 26): distinct profiles whose state names the variant
+    (stamped at their first delivery or in-app event), and of them how many reached each step."""
+
+    model_config = ConfigDict(populate_by_name=True)
+
+    recipients: int = 0
+    notified: int = 0
+    emailed: int = 0
+    shown: int = 0
+    clicked: int = 0
+    email_clicked: Annotated[int, Field(alias="emailClicked")] = 0
+    bounced: int = 0
+    complained: int = 0
+
+
+class GuardianStats(BaseModel):
+    """Issue 27 item 3: guardians reached in place of members the age policy excludes, per channel
+    (distinct profiles; they are counted in ``notified`` / ``emailed`` too)."""
+
+    notified: int = 0
+    emailed: int = 0
+
+
+class CampaignStats(BaseModel):
+    model_config = ConfigDict(populate_by_name=True)
+
+    audience: int
+    enrolled: int
+    shown: int
+    clicked: int
+    dismissed: int
+    notified: int
+    emailed: int
+    bounced: int
+    complained: int
+    capped: int
+    email_clicked: Annotated[int, Field(alias="emailClicked")]
+    variants: dict[str, VariantStats] = Field(
+        default_factory=dict,
+        description="per A/B content variant id: each of the campaign's variants (zeros until it reaches"
+        " someone) and any variant recorded before the variants were edited; {} without variants",
+    )
+    guardians: GuardianStats = Field(default_factory=GuardianStats)
+
+
+def _stats(record: dict[str, Any]) -> CampaignStats:
+    rows = record.pop("variantRows")
+    current = [v["id"] for v in json.loads(record.pop("abVariants") or "[]")]
+    variants = {vid: VariantStats() for vid in current}
+    for row in rows:
+        variants[str(row.pop("id"))] = VariantStats.model_validate(row)
+    guardians = GuardianStats(
+        notified=record.pop("guardiansNotified"), emailed=record.pop("guardiansEmailed")
+    )
+    return CampaignStats.model_validate({**record, "variants": variants, "guardians": guardians})
+
+
+_SEGMENT_OF = "MATCH (c:Campaign {id: $id}) RETURN c {.id, .ref, .tenantId, .definition} AS c"
+
+
+def get_stats(graph: Graph, *, campaign_id: str, policy: Policy) -> CampaignStats:
+    def tx_fn(tx: Tx) -> CampaignStats | None:
+        record = tx.run(policy_query("campaign_stats"), campaignId=campaign_id, **policy.params()).single()
+        if record is None:
+            return None
+        stats = _stats(record.data())
+        node = tx.run(_SEGMENT_OF, id=campaign_id).single()
+        segment = None if node is None else compile_for(tx, dict(node["c"]))
+        if segment is None:
+            return stats
+        # Issue 27: the audience of a campaign with a live segment is its members and the matches now.
+        audience = count_audience(
+            tx, segment, campaign_id=campaign_id, now=policy.now, params=policy.params()
+        )
+        return stats.model_copy(update={"audience": audience})
+
+    stats = graph.read(tx_fn)
+    if stats is None:
+        raise NotFound(f"campaign '{campaign_ref(campaign_id)}' not found")
+    return stats

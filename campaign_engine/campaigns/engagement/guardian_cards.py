@@ -1,0 +1,66 @@
+"""The in-app side of routing to guardians (issue 27 item 3): the cards a routed guardian sees.
+
+A campaign with ``minors: "guardians"`` reaches a consenting adult guardian in place of a member the age
+policy excludes; on the notify and email walks (``graph/rules/routing.py``), and here in the app:
+``getMyCampaigns`` shows the guardian the campaign in the guardian copy's message (where it has one,
+else the campaign's), and ``recordEvent`` accepts what they do with it. Both read ``ROUTED_GUARDIAN``,
+the one in-app rule: static members only (a segment's routed guardians are reached by the walks, whose
+jobs carry the routing, but get no card: evaluating every campaign's rule over a caller's children on
+each app start is not worth its cost yet).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from functools import cache
+
+from campaign_engine.campaigns.engagement.segment_reach import Reached
+from campaign_engine.domain.types import format_ts
+from campaign_engine.graph.cypher import query
+from campaign_engine.graph.graph import Statements
+from campaign_engine.graph.rules.policy import Policy, fill_policy
+from campaign_engine.graph.rules.routing import ROUTED_GUARDIAN
+
+__all__ = ["GUARDIAN_ROW", "routed_pairs", "visible_as_guardian"]
+
+GUARDIAN_ROW = "guardian"
+"""The fifth element of a visible row (campaign id, updatedAt, state, abTest, GUARDIAN_ROW): the
+reader is a routed guardian, who reads the guardian copy."""
+
+_ROUTED_PAIRS = """
+UNWIND $pairs AS pair
+MATCH (p:Profile {profileId: pair[0]})
+MATCH (c:Campaign {id: pair[1]}) USING INDEX c:Campaign(id)
+WHERE c.hasInAppMessage AND {{ROUTED_GUARDIAN}}
+RETURN p.profileId AS profileId, c.id AS campaignId
+"""
+
+
+@cache
+def _statement(text: str) -> str:
+    return fill_policy(text.replace("{{ROUTED_GUARDIAN}}", ROUTED_GUARDIAN))
+
+
+def visible_as_guardian(tx: Statements, profile_ids: Sequence[str], *, policy: Policy) -> Reached:
+    """The live, in-window in-app campaigns each profile sees as a routed guardian, with their state;
+    profiles who guard no member of such a campaign are absent."""
+    found: Reached = {}
+    rows = tx.run(
+        _statement(query("my_guardian_campaigns")),
+        profileIds=list(profile_ids), now=format_ts(policy.now), **policy.params(),
+    )  # fmt: skip
+    for record in rows:
+        visible = [(cid, at, None if state is None else dict(state), None, GUARDIAN_ROW)
+                   for cid, at, state in record["visible"]]  # fmt: skip
+        found[record["profileId"]] = (record["locale"], visible)
+    return found
+
+
+def routed_pairs(tx: Statements, pairs: Iterable[tuple[str, str]], *, policy: Policy) -> set[tuple[str, str]]:
+    """Of (profileId, campaignId) pairs, those whose campaign shows an in-app card and routes to the
+    profile as a guardian (liveness and the window are the caller's check)."""
+    listed = sorted({(pid, cid) for pid, cid in pairs})
+    if not listed:
+        return set()
+    rows = tx.run(_statement(_ROUTED_PAIRS), pairs=[list(p) for p in listed], **policy.params())
+    return {(str(r["profileId"]), str(r["campaignId"])) for r in rows}

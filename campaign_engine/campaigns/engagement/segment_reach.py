@@ -1,0 +1,88 @@
+"""The in-app side of live segments (issue 27): which of some profiles a campaign's segment matches now.
+
+A page walk reaches a segment's matches without a membership; the app must show them the same campaign
+and let them record what they did with it. ``getMyCampaigns`` asks ``visible_by_segment`` for the live
+in-app segment campaigns of its callers' tenants; ``recordEvent`` asks ``matched_pairs`` for the events
+the membership check refused. Both evaluate the rule per profile (``cypher/segment_reach.cypher``, one
+unique seek per profile), so the cost grows with the callers and the live segment campaigns of their
+tenants, never with a segment's size.
+
+Compiled rules are kept per (campaign, updatedAt) and minute (``SegmentCache``): a rule's values are
+parameters evaluated at each read, so a cached rule is only stale in what compiling resolves (a
+campaign a ``memberOf``/``engaged`` condition names, created after the compile), for at most a minute.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from campaign_engine.domain.types import format_ts
+from campaign_engine.graph.cypher import query
+from campaign_engine.graph.graph import Statements
+from campaign_engine.graph.rules.policy import Policy
+from campaign_engine.graph.rules.segment import SegmentCache, segment_query
+
+__all__ = ["Reached", "matched_pairs", "visible_by_segment"]
+
+# profileId -> (locale, [(campaignId, updatedAt, state or None)]): the shape of my_campaigns' read
+Reached = dict[str, tuple[str | None, list[tuple[Any, ...]]]]
+
+_RULES = SegmentCache(size=256)
+
+_CAMPAIGNS_BY_ID = """
+UNWIND $campaignIds AS campaignId
+MATCH (c:Campaign {id: campaignId}) USING INDEX c:Campaign(id)
+WHERE c.hasSegment AND c.hasInAppMessage
+RETURN c {.id, .ref, .tenantId, .updatedAt, .definition} AS campaign
+"""
+
+
+def _matches(
+    tx: Statements, campaign: Mapping[str, Any], profile_ids: Sequence[str], *, policy: Policy
+) -> list[Any]:
+    minute = int(policy.now.timestamp() // 60)
+    compiled = _RULES.get(tx, dispatch_id=f"in-app:{minute}", campaign=campaign)
+    if compiled is None or not profile_ids:
+        return []
+    statement = segment_query("segment_reach", compiled)
+    params = {**policy.params(), **compiled.params(policy.now)}
+    return list(tx.run(statement, campaignId=campaign["id"], profileIds=list(profile_ids), **params))
+
+
+def visible_by_segment(tx: Statements, profile_ids: Sequence[str], *, policy: Policy) -> Reached:
+    """The live, in-window in-app campaigns each profile sees through a segment (not a membership), with
+    their state; profiles reached by none are absent."""
+    found: Reached = {}
+    campaigns = [
+        dict(record["campaign"])
+        for record in tx.run(
+            query("live_segment_campaigns"), profileIds=list(profile_ids), now=format_ts(policy.now)
+        )
+    ]
+    for campaign in campaigns:
+        for record in _matches(tx, campaign, profile_ids, policy=policy):
+            state = None if record["state"] is None else dict(record["state"])
+            entry = found.setdefault(record["profileId"], (record["locale"], []))
+            entry[1].append((campaign["id"], campaign["updatedAt"], state, campaign.get("abTest")))
+    return found
+
+
+def matched_pairs(
+    tx: Statements, pairs: Iterable[tuple[str, str]], *, policy: Policy
+) -> set[tuple[str, str]]:
+    """Of (profileId, campaignId) pairs, those whose campaign shows an in-app card (the card is what a
+    match who was never sent anything can engage with) and has a segment matching the profile now,
+    admitting them under its age policy (liveness and the window are the caller's check)."""
+    by_campaign: dict[str, set[str]] = {}
+    for profile_id, campaign_id in pairs:
+        by_campaign.setdefault(campaign_id, set()).add(profile_id)
+    if not by_campaign:
+        return set()
+    rows = tx.run(_CAMPAIGNS_BY_ID, campaignIds=sorted(by_campaign))
+    matched: set[tuple[str, str]] = set()
+    for campaign in [dict(record["campaign"]) for record in rows]:
+        profile_ids = sorted(by_campaign[campaign["id"]])
+        for record in _matches(tx, campaign, profile_ids, policy=policy):
+            matched.add((str(record["profileId"]), str(campaign["id"])))
+    return matched

@@ -1,0 +1,386 @@
+"""Reviewed dispatch: preview what a send would do and confirm it once (its progress: ``dispatch_reads``).
+
+``preview_dispatch`` is read-only and returns a token that digests the definition, revision and the
+sorted eligible recipients, read in keyset pages as a running digest (memory bounded by a page, not
+the audience). ``dispatch`` recomputes the same thing and confirms it under the campaign lock: a stale
+token is CONFLICT, and success advances the revision so one token confirms one send. The recompute
+runs before the lock and is re-verified under it by the campaign's lock counter, so a long audience
+walk never holds the lock that audience edits wait for. The Dispatch
+record commits *before* the first page job is enqueued (the lock is released first); if that enqueue
+fails the dispatch still stands and the sweeper re-arms it ("duplicate over drop").
+
+A new dispatch supersedes a dispatch of the same campaign still ``sending`` (it is marked stopped), so
+two confirmations never leave two chains walking one audience.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from datetime import datetime
+from typing import Annotated, Any
+
+from pydantic import BaseModel, Field
+
+from campaign_engine.campaigns.sending.approval import (
+    ApprovalMissing,
+    ApprovalPolicy,
+    ApprovalStale,
+    Approved,
+    check_approval,
+    record_approval,
+    record_refusal,
+)
+from campaign_engine.campaigns.sending.dispatch_reads import WIRE as _WIRE
+from campaign_engine.campaigns.sending.preview_pass import PREVIEW_PAGE, Tally, pinned
+from campaign_engine.campaigns.sending.send_blocks import (
+    ALL_CHANNELS,
+    blocked_reason,
+    undeliverable,
+    why_blocked,
+)
+from campaign_engine.campaigns.sending.test_wave import check_experiment, start_test
+from campaign_engine.domain.ab_variants import Experiment
+from campaign_engine.domain.dispatch import (
+    DeliveryChannel,
+    PageJob,
+    job_json,
+    preview_token,
+)
+from campaign_engine.domain.errors import BadRequest, Conflict, NotFound
+from campaign_engine.domain.tenancy import campaign_ref
+from campaign_engine.domain.types import format_ts
+from campaign_engine.graph.audit import AuditContext, record_audit
+from campaign_engine.graph.graph import Graph, Tx
+from campaign_engine.graph.locks import lock_campaign
+from campaign_engine.graph.webhook_outbox import record_dispatch_events
+from campaign_engine.queue.port import Queue, QueueError
+
+__all__ = [
+    "DEFAULT_UNTRANSLATED_MAX_SHARE",
+    "PREVIEW_PAGE",
+    "DispatchPreview",
+    "DispatchStarted",
+    "approve_dispatch",
+    "compute_preview",
+    "dispatch",
+    "preview_dispatch",
+    "start_pages",
+]
+
+log = logging.getLogger(__name__)
+
+# Issue 24: past this share of a translated campaign's recipients getting the base content though they
+# read another language, a send needs acceptFallback (CAMPAIGN_UNTRANSLATED_MAX_SHARE).
+DEFAULT_UNTRANSLATED_MAX_SHARE = 0.05
+
+
+class DispatchPreview(BaseModel):
+    model_config = _WIRE
+
+    audience_count: Annotated[int, Field(alias="audienceCount")]
+    already_notified_count: Annotated[int, Field(alias="alreadyNotifiedCount")]
+    recipient_count: Annotated[int, Field(alias="recipientCount")]
+    notification_recipient_count: Annotated[int, Field(alias="notificationRecipientCount")]
+    email_recipient_count: Annotated[int, Field(alias="emailRecipientCount")]
+    preview_token: Annotated[str, Field(alias="previewToken")]
+    blocked_reason: Annotated[str | None, Field(alias="blockedReason")] = None
+    locale_counts: Annotated[dict[str, dict[str, int]], Field(alias="localeCounts")] = Field(
+        default_factory=dict, description="per channel, the served language -> its recipients (issue 24)"
+    )
+    untranslated: dict[str, int] = Field(
+        default_factory=dict,
+        description="a recipient language the campaign has no translation for -> recipients who get the base",
+    )
+    test_wave: Annotated[dict[str, int] | None, Field(alias="testWave")] = Field(
+        default=None,
+        description="asked with an experiment (issue 26): the test wave's recipients per variant; the token "
+        "is the same with or without it",
+    )
+    guardian_recipient_count: Annotated[int, Field(alias="guardianRecipientCount")] = Field(
+        default=0,
+        description="issue 27: distinct guardians reached on any channel in place of members the age policy"
+        " excludes (minors: guardians); included in recipientCount and the per-channel counts",
+    )
+    guardian_notification_recipient_count: Annotated[
+        int, Field(alias="guardianNotificationRecipientCount")
+    ] = Field(default=0, description="of notificationRecipientCount, the routed guardians")
+    guardian_email_recipient_count: Annotated[int, Field(alias="guardianEmailRecipientCount")] = Field(
+        default=0, description="of emailRecipientCount, the routed guardians"
+    )
+
+
+class DispatchStarted(BaseModel):
+    model_config = _WIRE
+
+    dispatch_id: Annotated[str, Field(alias="dispatchId")]
+    channels: list[DeliveryChannel]
+    dispatch_ids: Annotated[dict[str, str], Field(alias="dispatchIds")] = {}
+
+
+class _Computed(BaseModel):
+    campaign: dict[str, Any]
+    preview: DispatchPreview
+
+
+def compute_preview(
+    tx: Tx,
+    *,
+    campaign_id: str,
+    now: datetime,
+    adult_age: int,
+    max_recipients: int,
+    deliverable: frozenset[DeliveryChannel] = ALL_CHANNELS,
+    untranslated_max_share: float = DEFAULT_UNTRANSLATED_MAX_SHARE,
+    test_share: float | None = None,
+) -> _Computed:
+    """The preview in one pass over the audience in keyset pages: the token is a running digest, so
+    no recipient list is ever held whole (issue 11). The campaign is read first; its
+    ``campaignStateLock`` is the version ``dispatch`` re-verifies under the lock."""
+    record = tx.run("MATCH (c:Campaign {id: $id}) RETURN c {.*} AS campaign", id=campaign_id).single()
+    if record is None:
+        raise NotFound(f"campaign '{campaign_ref(campaign_id)}' not found")
+    campaign = dict(record["campaign"])
+    tally = Tally(test_share=test_share)
+    token = preview_token(
+        campaign_id=campaign["id"],
+        created_at=campaign["createdAt"],
+        revision=int(campaign["revision"]),
+        definition=campaign["definition"],
+        profile_ids=pinned(
+            tx, campaign=campaign, now=now, adult_age=adult_age, max_recipients=max_recipients, tally=tally
+        ),
+    )
+    tally.recipients += len(tally.guardians)  # routed guardians are never members (graph/rules/routing.py)
+    reason = blocked_reason(campaign, now=format_ts(now)) or undeliverable(campaign, deliverable)
+    if reason is None and not tally.recipients:
+        reason = "no_recipients"
+    fallbacks = sum(tally.untranslated.values())
+    if reason is None and tally.recipients and fallbacks / tally.recipients > untranslated_max_share:
+        reason = "missing_translation"  # dispatch and scheduleDispatch then need acceptFallback
+    preview = DispatchPreview(
+        audience_count=tally.audience,
+        already_notified_count=tally.notified,
+        recipient_count=tally.recipients,
+        notification_recipient_count=tally.notify,
+        email_recipient_count=tally.email,
+        preview_token=token,
+        blocked_reason=reason,
+        locale_counts={ch: dict(sorted(c.items())) for ch, c in tally.locales.items() if c},
+        untranslated=dict(sorted(tally.untranslated.items())),
+        test_wave=None if test_share is None else dict(sorted(tally.test_wave.items())),
+        guardian_recipient_count=len(tally.guardians),
+        guardian_notification_recipient_count=tally.guardian_notify,
+        guardian_email_recipient_count=tally.guardian_email,
+    )
+    return _Computed(campaign=campaign, preview=preview)
+
+
+def preview_dispatch(
+    graph: Graph,
+    *,
+    campaign_id: str,
+    now: datetime,
+    adult_age: int,
+    max_recipients: int,
+    deliverable: frozenset[DeliveryChannel] = ALL_CHANNELS,
+    untranslated_max_share: float = DEFAULT_UNTRANSLATED_MAX_SHARE,
+    experiment: Experiment | None = None,
+) -> DispatchPreview:
+    """``deliverable``: the channels this deployment can deliver (the API's ``Services``). With
+    ``experiment``, also the test wave's size per variant (checked as ``dispatch`` would check it)."""
+
+    def tx_fn(tx: Tx) -> _Computed:
+        computed = compute_preview(
+            tx, campaign_id=campaign_id, now=now, adult_age=adult_age, max_recipients=max_recipients,
+            deliverable=deliverable, untranslated_max_share=untranslated_max_share,
+            test_share=None if experiment is None else experiment.test_share,
+        )  # fmt: skip
+        if experiment is not None:
+            walked = [ch for ch in _WALKED_CHANNELS if ch in (computed.campaign.get("channels") or [])]
+            check_experiment(tx, computed.campaign, experiment, walked=list(walked))
+        return computed
+
+    computed = graph.read(tx_fn)
+    return computed.preview
+
+
+_WALKED_CHANNELS: tuple[DeliveryChannel, ...] = ("notify", "email")
+
+_SUPERSEDE = """
+MATCH (old:Dispatch)-[:DISPATCH_OF]->(:Campaign {id: $campaignId})
+WHERE old.status IN ['sending', 'paused']  // a paused one (health guard) is superseded too
+SET old.status = 'stopped', old.lastError = 'superseded', old.finishedAt = $now
+"""
+
+# One Dispatch (own cursor) per delivery channel of the campaign; the revision advances once.
+_CREATE = """
+MATCH (c:Campaign {id: $campaignId})
+SET c.revision = c.revision + 1
+WITH c
+UNWIND $dispatches AS row
+CREATE (d:Dispatch {id: row.id, channel: row.channel, status: 'sending', cursor: null, pages: 0,
+                    enqueued: 0, acknowledged: 0, rejected: 0, suppressed: 0, emailed: 0, throttled: 0,
+                    uncertain: 0, startedAt: $now, lastProgressAt: $now, approvedBy: $approvedBy,
+                    approvedAt: $approvedAt, campaignCreatedAt: c.createdAt})-[:DISPATCH_OF]->(c)
+RETURN DISTINCT c.createdAt AS createdAt
+"""
+
+
+# Outside-the-lock previews tried before ``dispatch`` falls back to computing under the lock: each one is
+# wasted only if a locked campaign write (audience chunk, enrolment, edit, another confirmation) commits
+# while it reads.
+_UNLOCKED_ATTEMPTS = 3
+
+
+class _Changed(Exception):
+    """The campaign was written between the unlocked preview and the lock: compute again."""
+
+
+def _same_version(read: dict[str, Any], locked: dict[str, Any]) -> bool:
+    """``locked`` is the node as ``lock_campaign`` returned it, after its own increment. Every write
+    that can change a campaign's recipients or definition takes that lock, so an unchanged counter (and
+    incarnation) means the preview read outside the lock is still the one a locked read would give."""
+    return (
+        locked["createdAt"] == read["createdAt"]
+        and locked.get("campaignStateLock") == (read.get("campaignStateLock") or 0) + 1
+    )
+
+
+def dispatch(
+    graph: Graph,
+    queue: Queue,
+    *,
+    campaign_id: str,
+    expected_token: str | None,
+    now: datetime,
+    adult_age: int,
+    max_recipients: int,
+    deliverable: frozenset[DeliveryChannel] = ALL_CHANNELS,
+    audit: AuditContext | None = None,
+    approval_policy: ApprovalPolicy | None = None,
+    untranslated_max_share: float = DEFAULT_UNTRANSLATED_MAX_SHARE,
+    accept_fallback: bool = False,
+    experiment: Experiment | None = None,
+) -> DispatchStarted:
+    """Confirm a send; under ``approval_policy`` a large one needs its approval (``approval.py``), and
+    the dispatcher is the audit actor. The preview (a pass over the whole audience) is read *before*
+    the campaign lock and re-verified under it by the lock counter, so adds, enrolments and edits of
+    the campaign wait for a node read, not for the audience walk (issue 11). After
+    ``_UNLOCKED_ATTEMPTS`` lost races it is computed under the lock, as before. ``experiment``: a test
+    wave (``test_wave.py``), refused before anything is written when the campaign cannot run it."""
+    # Ids are drawn outside the tx function: a driver retry keeps them.
+    ids: dict[DeliveryChannel, str] = {ch: f"dsp_{uuid.uuid4().hex}" for ch in _WALKED_CHANNELS}
+    stamp = format_ts(now)
+    args: dict[str, Any] = {
+        "campaign_id": campaign_id,
+        "now": now,
+        "adult_age": adult_age,
+        "max_recipients": max_recipients,
+        "deliverable": deliverable,
+        "untranslated_max_share": untranslated_max_share,
+    }
+
+    def tx_fn(tx: Tx, read: _Computed | None) -> tuple[str, list[DeliveryChannel]]:
+        locked = lock_campaign(tx, campaign_id)
+        if locked is None:
+            raise NotFound(f"campaign '{campaign_ref(campaign_id)}' not found")
+        if read is not None and not _same_version(read.campaign, locked):
+            raise _Changed
+        computed = read or compute_preview(tx, **args)
+        preview = computed.preview
+        if expected_token is not None and expected_token != preview.preview_token:
+            raise Conflict("the dispatch preview is stale; preview again and confirm the new token")
+        if preview.blocked_reason is not None and not (
+            accept_fallback and preview.blocked_reason == "missing_translation"
+        ):
+            raise BadRequest(why_blocked(preview.blocked_reason))
+        approval = check_approval(
+            tx, policy=approval_policy, campaign=computed.campaign, expected_token=expected_token,
+            current_token=preview.preview_token, recipients=preview.recipient_count,
+            dispatcher=audit.actor if audit else None,
+        )  # fmt: skip
+        approved: dict[str, Any] = {"approvedBy": approval.approved_by if approval else None,
+                    "approvedAt": approval.approved_at if approval else None}  # fmt: skip
+        walked = [ch for ch in _WALKED_CHANNELS if ch in (computed.campaign.get("channels") or [])]
+        if experiment is not None:
+            check_experiment(tx, computed.campaign, experiment, walked=list(walked))
+        tx.run(_SUPERSEDE, campaignId=campaign_id, now=stamp).consume()
+        rows = [{"id": ids[ch], "channel": ch} for ch in walked]
+        row = tx.run(_CREATE, campaignId=campaign_id, dispatches=rows, now=stamp, **approved).single()
+        assert row is not None
+        start_test(tx, campaign_id=campaign_id, experiment=experiment, dispatch_ids=[r["id"] for r in rows],
+                   now=now)  # fmt: skip
+        record_dispatch_events(tx, graph, "dispatch.started", [r["id"] for r in rows], now=stamp,
+                               recipients=preview.recipient_count)  # fmt: skip
+        tested = {"experiment": experiment.model_dump(by_alias=True)} if experiment else {}
+        record_audit(tx, audit, target_type="campaign", target_id=campaign_id, campaign=locked,
+                     revision_before=locked["revision"], revision_after=locked["revision"] + 1,
+                     detail={"dispatchIds": [r["id"] for r in rows],
+                             "recipients": preview.recipient_count, **approved, **tested})  # fmt: skip
+        return str(row["createdAt"]), walked
+
+    try:
+        for _ in range(_UNLOCKED_ATTEMPTS):
+            try:
+                created_at, channels = graph.write(tx_fn, graph.read(compute_preview, **args))
+                break
+            except _Changed:
+                log.info("dispatch.preview_raced campaign_id=%s", campaign_id)
+        else:
+            created_at, channels = graph.write(tx_fn, None)
+    except (ApprovalMissing, ApprovalStale) as refused:
+        record_refusal(graph, audit, campaign_id=campaign_id, refused=refused)
+        raise
+    # The lock is released and the Dispatch committed: queue I/O may now fail without losing the send.
+    jobs = [
+        PageJob(dispatch_id=ids[ch], campaign_id=campaign_id, campaign_created_at=created_at, channel=ch)
+        for ch in channels
+    ]
+    start_pages(queue, jobs, campaign_id=campaign_id)
+    return DispatchStarted(
+        dispatch_id=ids[channels[0]], channels=channels, dispatch_ids={ch: ids[ch] for ch in channels}
+    )
+
+
+def approve_dispatch(
+    graph: Graph,
+    *,
+    campaign_id: str,
+    preview_token: str,
+    approver: str,
+    now: datetime,
+    adult_age: int,
+    max_recipients: int,
+    deliverable: frozenset[DeliveryChannel] = ALL_CHANNELS,
+    audit: AuditContext | None = None,
+) -> Approved:
+    """Approve the send of exactly this preview (``approval.py``): under the campaign lock, so the
+    preview the approver saw is the campaign's at the approval's commit."""
+
+    def tx_fn(tx: Tx) -> Approved:
+        locked = lock_campaign(tx, campaign_id)
+        if locked is None:
+            raise NotFound(f"campaign '{campaign_ref(campaign_id)}' not found")
+        computed = compute_preview(
+            tx, campaign_id=campaign_id, now=now, adult_age=adult_age, max_recipients=max_recipients,
+            deliverable=deliverable,
+        )  # fmt: skip
+        if computed.preview.blocked_reason is not None:
+            raise BadRequest(why_blocked(computed.preview.blocked_reason))
+        return record_approval(
+            tx, campaign=locked, preview_token=preview_token, current_token=computed.preview.preview_token,
+            recipients=computed.preview.recipient_count, approver=approver, now=now, audit=audit,
+        )  # fmt: skip
+
+    return graph.write(tx_fn)
+
+
+def start_pages(queue: Queue, jobs: list[PageJob], *, campaign_id: str) -> None:
+    """Enqueue the first page job of each channel of a committed Dispatch. A failed enqueue loses nothing:
+    the Dispatch is ``sending`` and the sweeper re-arms it ("duplicate over drop")."""
+    try:
+        queue.send_batch([job_json(job) for job in jobs])
+    except QueueError:
+        log.warning("dispatch.first_page_enqueue_failed campaign_id=%s", campaign_id)
+    log.info("dispatch.started dispatch_id=%s campaign_id=%s", jobs[0].dispatch_id, campaign_id)

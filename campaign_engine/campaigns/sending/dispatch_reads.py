@@ -1,0 +1,173 @@
+"""A Dispatch as admins and operators read it: its counters, schedule and progress (``getDispatch``,
+``listDispatches``, the console, ``dispatch watch``). Writes live where they happen: ``dispatch.py``
+creates Dispatches, the page walks and workers move them."""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from campaign_engine.domain.ab_variants import Experiment
+from campaign_engine.domain.dispatch import DispatchStatus
+from campaign_engine.domain.errors import NotFound
+from campaign_engine.domain.tenancy import CampaignRefOut
+from campaign_engine.graph.graph import Graph
+
+__all__ = [
+    "WIRE",
+    "DispatchPublic",
+    "PauseReason",
+    "TestDecision",
+    "dispatch_from_node",
+    "get_dispatch",
+    "list_dispatches",
+]
+
+WIRE = ConfigDict(populate_by_name=True)
+"""The API's models are read and written by their camelCase aliases; Python names work too."""
+
+
+class PauseReason(BaseModel):
+    """Why the health guard paused a Dispatch (issue 26): the rate over its limit, and as a sentence."""
+
+    model_config = WIRE
+
+    rate: Literal["hardBounce", "complaint", "rejection"]
+    value: float
+    limit: float
+    sample: int
+    """Accepted emails (answered attempts, for ``rejection``) the rate is over."""
+    message: str
+    """Readable, e.g. ``hard_bounce_rate 0.03 > 0.02 (over 200)``."""
+
+
+class VariantRateOut(BaseModel):
+    model_config = WIRE
+
+    variant_id: Annotated[str, Field(alias="variantId")]
+    numerator: int
+    """Test recipients of this variant with the metric."""
+    denominator: int
+    """Test recipients of this variant the send reached (emailed, for ``emailClicked``)."""
+    rate: float
+
+
+class TestDecision(BaseModel):
+    """The decision of a test wave: the winner, each variant's rate, who decided and when."""
+
+    __test__ = False  # not a pytest class
+    model_config = WIRE
+
+    winner: str
+    rates: list[VariantRateOut]
+    decided_by: Annotated[str, Field(alias="decidedBy", description="an admin's id, or system:test-wave")]
+    decided_at: Annotated[str, Field(alias="decidedAt")]
+
+
+class DispatchPublic(BaseModel):
+    model_config = WIRE
+
+    dispatch_id: Annotated[str, Field(alias="dispatchId")]
+    campaign_id: Annotated[CampaignRefOut, Field(alias="campaignId")]
+    campaign_created_at: Annotated[str, Field(alias="campaignCreatedAt")]
+    channel: str
+    status: DispatchStatus
+    pages: int
+    enqueued: int
+    acknowledged: int
+    rejected: int
+    suppressed: int
+    # Email dispatches: emailed = accepted by the provider; uncertain = claimed, fate unknown (an
+    # operator must look; never retried); throttled = deferred by back-pressure, not an error.
+    emailed: int = 0
+    throttled: int = 0
+    uncertain: int = 0
+    # Both channels: recipients held back by CAMPAIGN_FREQUENCY_CAPS, each once; never retried by this
+    # dispatch (delivery/frequency_cap.py).
+    capped: int = 0
+    cursor: str | None = None
+    started_at: Annotated[str | None, Field(alias="startedAt")] = None
+    """When it started sending; None while ``scheduled`` (and for a schedule that never fired)."""
+    last_progress_at: Annotated[str, Field(alias="lastProgressAt")]
+    finished_at: Annotated[str | None, Field(alias="finishedAt")] = None
+    next_page_at: Annotated[str | None, Field(alias="nextPageAt")] = None
+    last_error: Annotated[str | None, Field(alias="lastError")] = None
+    # Consecutive failed attempts at the page after `cursor` (CAMPAIGN_DISPATCH_MAX_PAGE_FAILURES fails
+    # the dispatch); pastErrors: the lastError of each failure a resumeDispatch cleared, oldest first.
+    page_failures: Annotated[int, Field(alias="pageFailures")] = 0
+    past_errors: Annotated[list[str], Field(alias="pastErrors")] = []
+    # Scheduled dispatches (campaigns/sending/schedule.py): when, how late it may still start, and what a
+    # change since the confirmed preview does (hold for review, or send to the current recipients).
+    send_at: Annotated[str | None, Field(alias="sendAt")] = None
+    scheduled_at: Annotated[str | None, Field(alias="scheduledAt")] = None
+    max_late_seconds: Annotated[int | None, Field(alias="maxLateSeconds")] = None
+    on_change: Annotated[str | None, Field(alias="onChange")] = None
+    # Issue 12: a per-recipient schedule's local time (sendAt is then when the first zone, UTC+14,
+    # reaches it). Members not yet ready (their local time, quiet hours) are read but wait: deferred and
+    # missed (ready more than maxLateSeconds before the pass began) count the current walk of the
+    # audience, `pass` numbers it (1 = the first), and nextPageAt says when the next pass starts.
+    send_local_time: Annotated[str | None, Field(alias="sendLocalTime")] = None
+    per_recipient: Annotated[bool, Field(alias="perRecipient")] = False
+    deferred: int = 0
+    missed: int = 0
+    pass_number: Annotated[int, Field(alias="pass")] = 1
+    # Issue 21: the second publisher who approved this send under the tenant's approval policy.
+    approved_by: Annotated[str | None, Field(alias="approvedBy")] = None
+    approved_at: Annotated[str | None, Field(alias="approvedAt")] = None
+    # Issue 26, the health guard: email feedback counted on the Dispatch that sent it (first hard bounce
+    # or complaint of each send), and, while `paused`, why and since when (resumeDispatch goes on).
+    hard_bounces: Annotated[int, Field(alias="hardBounces")] = 0
+    complaints: int = 0
+    paused_at: Annotated[str | None, Field(alias="pausedAt")] = None
+    pause_reason: Annotated[PauseReason | None, Field(alias="pauseReason")] = None
+    # Issue 26, the A/B test wave: the experiment this send runs, its phase (`testing`: only the test
+    # wave is sent, the rest waits until nextPageAt = decideAt; `rest`: decided, everyone else gets only
+    # the winner) and, once decided, the decision.
+    experiment: Experiment | None = None
+    phase: Literal["testing", "rest"] | None = None
+    decide_at: Annotated[str | None, Field(alias="decideAt")] = None
+    decision: TestDecision | None = None
+
+
+_GET = """
+MATCH (d:Dispatch {id: $dispatchId})-[:DISPATCH_OF]->(c:Campaign)
+RETURN d {.*, campaignId: c.id} AS dispatch
+"""
+
+_LIST = """
+MATCH (d:Dispatch)-[:DISPATCH_OF]->(c:Campaign {id: $campaignId})
+RETURN d {.*, campaignId: c.id} AS dispatch
+ORDER BY coalesce(d.startedAt, d.scheduledAt) DESC, d.id
+LIMIT 200
+"""
+
+
+def dispatch_from_node(node: dict[str, Any]) -> DispatchPublic:
+    per_recipient = node.get("sendLocalTime") is not None
+    reason = None
+    if node.get("status") == "paused" and node.get("pauseRate") is not None:
+        reason = {
+            "rate": node["pauseRate"],
+            "value": node["pauseValue"],
+            "limit": node["pauseLimit"],
+            "sample": node["pauseSample"],
+            "message": node["pauseReason"],
+        }
+    wire = {**node, "dispatchId": node["id"], "perRecipient": per_recipient, "pauseReason": reason,
+            "experiment": json.loads(node["experiment"]) if node.get("experiment") else None,
+            "decision": json.loads(node["decision"]) if node.get("decision") else None}  # fmt: skip
+    return DispatchPublic.model_validate(wire)
+
+
+def get_dispatch(graph: Graph, dispatch_id: str) -> DispatchPublic:
+    rows = graph.read(lambda tx: [dict(r["dispatch"]) for r in tx.run(_GET, dispatchId=dispatch_id)])
+    if not rows:
+        raise NotFound(f"dispatch '{dispatch_id}' not found")
+    return dispatch_from_node(rows[0])
+
+
+def list_dispatches(graph: Graph, campaign_id: str) -> list[DispatchPublic]:
+    rows = graph.read(lambda tx: [dict(r["dispatch"]) for r in tx.run(_LIST, campaignId=campaign_id)])
+    return [dispatch_from_node(row) for row in rows]

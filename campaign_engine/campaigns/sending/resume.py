@@ -1,0 +1,159 @@
+"""``campaigns.resumeDispatch``: a ``failed`` or ``paused`` Dispatch resumes from its durable cursor.
+
+A walk fails for good after ``CAMPAIGN_DISPATCH_MAX_PAGE_FAILURES`` failed attempts in a row
+(``delivery/jobs.py``, ``delivery/sweeper.py``), and an email walk after
+``CAMPAIGN_EMAIL_MAX_DEFERRALS`` back-pressure deferrals in a row; once an operator fixed the cause (or
+the provider accepts mail again), this is the way back: both counts reset.
+
+A walk is ``paused`` by the health guard (``delivery/health_guard.py``) when its own bounce, complaint
+or rejection rate crossed its limit; resuming is the admin's decision to go on regardless. So that the
+guard does not pause again at once on the very numbers the admin judged, the resume restarts the guard's
+window: the counters of this moment are stored as ``guardBase*`` (and ``guardSince``), and the guard
+judges only what is accepted, bounced, complained about or refused after it, with
+``CAMPAIGN_GUARD_MIN_SAMPLE`` counted afresh (``domain/dispatch_health.py``). The pause's reason
+moves to ``pastErrors``.
+Either resume records a ``dispatch.resumed`` event in its transaction.
+Lock order is campaign, then Dispatch, as for a confirmation.
+"""
+
+from __future__ import annotations
+
+import logging
+from datetime import datetime
+from typing import Any
+
+from campaign_engine.campaigns.sending.dispatch_reads import DispatchPublic, dispatch_from_node
+from campaign_engine.domain.dispatch import PageJob, job_json, send_blocked
+from campaign_engine.domain.errors import Conflict, NotFound
+from campaign_engine.domain.types import format_ts
+from campaign_engine.graph.audit import AuditContext, record_audit
+from campaign_engine.graph.graph import Graph, Tx
+from campaign_engine.graph.locks import lock_campaign
+from campaign_engine.graph.webhook_outbox import record_dispatch_events
+from campaign_engine.queue.port import Queue, QueueError
+
+__all__ = ["resume_dispatch"]
+
+log = logging.getLogger(__name__)
+
+_RESUME_FIND = "MATCH (d:Dispatch {id: $dispatchId})-[:DISPATCH_OF]->(c:Campaign) RETURN c.id AS campaignId"
+
+# Taken after the campaign lock (order campaign -> Dispatch), so a confirmation cannot interleave.
+_RESUME_LOCK = """
+MATCH (d:Dispatch {id: $dispatchId})-[:DISPATCH_OF]->(c:Campaign {id: $campaignId})
+SET d.casLock = coalesce(d.casLock, 0) + 1
+WITH d, c
+OPTIONAL MATCH (other:Dispatch {channel: d.channel})-[:DISPATCH_OF]->(c)
+WHERE other.id <> d.id AND (other.status IN ['sending', 'paused'] OR other.startedAt > d.startedAt)
+WITH d, c, other ORDER BY other.startedAt DESC LIMIT 1
+RETURN d {.*, campaignId: c.id} AS dispatch, other {.id, .status} AS newer
+"""
+
+# A paused one restarts the health guard's window at the counters of now (module docstring).
+_RESUME = """
+MATCH (d:Dispatch {id: $dispatchId})
+WITH d, d.status = 'paused' AS wasPaused,
+     CASE WHEN d.status = 'paused' THEN 'paused: ' + d.pauseReason ELSE coalesce(d.lastError, 'failed') END
+       AS past
+SET d.status = 'sending', d.pageFailures = 0, d.emailDeferrals = null, d.nextPageAt = null,
+    d.finishedAt = null,
+    d.pastErrors = (coalesce(d.pastErrors, []) + [$failedAt + ' ' + past])[-20..],
+    d.lastError = CASE WHEN wasPaused THEN d.lastError ELSE null END,
+    d.lastProgressAt = $now, d.resumedAt = $now
+FOREACH (_ IN CASE WHEN wasPaused THEN [1] ELSE [] END |
+  SET d.guardSince = $now, d.guardBaseEmailed = coalesce(d.emailed, 0),
+      d.guardBaseRejected = coalesce(d.rejected, 0), d.guardBaseHardBounces = coalesce(d.hardBounces, 0),
+      d.guardBaseComplaints = coalesce(d.complaints, 0),
+      d.guardBaseAcknowledged = coalesce(d.acknowledged, 0),
+      d.pauseReason = null, d.pauseRate = null, d.pauseValue = null, d.pauseLimit = null,
+      d.pauseSample = null, d.pausedAt = null)
+RETURN d {.*, campaignId: $campaignId} AS dispatch
+"""
+
+
+def resume_dispatch(
+    graph: Graph, queue: Queue, *, dispatch_id: str, now: datetime, audit: AuditContext | None = None
+) -> DispatchPublic:
+    """Resume a ``failed`` or ``paused`` Dispatch from its durable cursor (``campaigns.resumeDispatch``).
+
+    Only ``failed`` and ``paused`` resume: ``completed`` has nothing left, and ``stopped`` means a pause, the
+    window, a deletion or a newer confirmation ended it, so the campaign's own status and a new
+    dispatch say what happens next (already notified or emailed recipients are skipped). The campaign
+    must be the same incarnation and able to send on the channel, and no newer Dispatch of the same
+    channel may exist (it walks, or walked, the audience itself). The failure count resets and
+    ``lastError`` moves to ``pastErrors``. The page job is enqueued after the commit: if that send
+    fails the sweeper re-arms the walk; a duplicate is absorbed by the cursor CAS.
+    """
+    stamp = format_ts(now)
+
+    def tx_fn(tx: Tx) -> DispatchPublic:
+        found = tx.run(_RESUME_FIND, dispatchId=dispatch_id).single()
+        campaign = None if found is None else lock_campaign(tx, found["campaignId"])
+        if campaign is None:
+            raise NotFound(f"dispatch '{dispatch_id}' not found")
+        row = tx.run(_RESUME_LOCK, dispatchId=dispatch_id, campaignId=campaign["id"]).single()
+        if row is None:  # the campaign was deleted or recreated before we held its lock
+            raise NotFound(f"dispatch '{dispatch_id}' not found")
+        current = dict(row["dispatch"])
+        _check_resumable(current, campaign, newer=row["newer"], now=stamp)
+        resumed = tx.run(
+            _RESUME,
+            dispatchId=dispatch_id,
+            campaignId=campaign["id"],
+            failedAt=current.get("finishedAt") or current.get("pausedAt") or stamp,
+            now=stamp,
+        ).single(strict=True)
+        record_audit(tx, audit, target_type="dispatch", target_id=dispatch_id, campaign=campaign,
+                     revision_before=campaign["revision"], revision_after=campaign["revision"],
+                     detail={"channel": current["channel"], "cursor": current.get("cursor"),
+                             "from": current.get("status"),
+                             "pauseReason": current.get("pauseReason")})  # fmt: skip
+        record_dispatch_events(tx, graph, "dispatch.resumed", [dispatch_id], now=stamp,
+                               **{"from": current.get("status")})  # fmt: skip
+        return dispatch_from_node(dict(resumed["dispatch"]))
+
+    resumed = graph.write(tx_fn)
+    job = PageJob.model_validate(
+        {
+            "dispatchId": resumed.dispatch_id,
+            "campaignId": resumed.campaign_id,
+            "campaignCreatedAt": resumed.campaign_created_at,
+            "channel": resumed.channel,
+            "cursor": resumed.cursor,
+        }
+    )
+    try:
+        queue.send_batch([job_json(job)])
+    except QueueError:
+        log.warning("dispatch.resume_enqueue_failed dispatch_id=%s", dispatch_id)
+    log.info("dispatch.resumed dispatch_id=%s campaign_id=%s", dispatch_id, resumed.campaign_id)
+    return resumed
+
+
+def _check_resumable(
+    dispatch_node: dict[str, Any], campaign: dict[str, Any], *, newer: dict[str, Any] | None, now: str
+) -> None:
+    """Why this Dispatch must not resume, as a CONFLICT the admin can act on (checked under the locks)."""
+    dispatch_id, status = dispatch_node["id"], dispatch_node.get("status")
+    if status not in ("failed", "paused"):
+        advice = {
+            "sending": "it is still sending",
+            "completed": "it completed; there is nothing left to send",
+            "stopped": "a stopped dispatch is not resumed: once the campaign is live, dispatch again "
+            "(recipients already reached are skipped)",
+        }.get(str(status), f"its status is {status}")
+        raise Conflict(
+            f"dispatch '{dispatch_id}' cannot be resumed: only a failed or paused dispatch can; {advice}"
+        )
+    if dispatch_node.get("campaignCreatedAt") != campaign.get("createdAt"):
+        raise Conflict(
+            f"dispatch '{dispatch_id}' belongs to an earlier incarnation of campaign '{campaign['id']}'"
+        )
+    reason = send_blocked(campaign, channels=[dispatch_node["channel"]], missing="channel_removed", now=now)
+    if reason is not None:
+        raise Conflict(f"dispatch '{dispatch_id}' cannot be resumed: the campaign cannot send ({reason})")
+    if newer is not None:
+        raise Conflict(
+            f"dispatch '{dispatch_id}' cannot be resumed: the newer dispatch '{newer['id']}' of the same "
+            f"channel ({newer['status']}) supersedes it"
+        )

@@ -1,0 +1,370 @@
+"""Scheduled dispatch: confirm a reviewed send now, let the sweeper start it at ``sendAt``, exactly once.
+
+``schedule_dispatch`` checks the preview token like ``dispatch`` does and records one Dispatch per
+delivery channel in status ``scheduled`` with ``sendAt``, ``maxLateSeconds``, ``onChange`` and the
+confirmed token. Nothing is enqueued: the sweeper (local worker loop, Lambda schedule) calls
+``fire_due``, which takes each due schedule under its campaign lock and decides, in one transaction:
+
+- already fired or cancelled (another sweeper won): nothing, so several sweepers fire it once;
+- past ``sendAt + maxLateSeconds`` (the machine was down): ``missed``, nothing sent; a stale
+  announcement is worse than none, and the admin sees why;
+- the campaign is no longer live (paused, archived; a deleted one takes its Dispatches with it):
+  ``cancelled`` with the reason;
+- the recomputed preview differs from the confirmed token (definition or recipients changed):
+  ``needs_review``, unless the admin chose ``onChange: "send_current"``;
+- otherwise ``sending``: from here it is an ordinary dispatch, and its first page jobs are enqueued
+  after the commit (a lost enqueue is re-armed by the sweeper, as for ``dispatch``).
+
+A per-recipient schedule (``{"localTime": ..., "perRecipient": true}``, issue 12) stores ``sendLocalTime``
+and fires when the first zone (UTC+14) reaches that time; from there the page walks hold each recipient
+until their own zone does (``delivery/readiness.py``), and ``maxLateSeconds`` also guards each of them.
+
+The schedule does not advance the campaign revision (``dispatch`` does): the token it holds must still
+match at fire time when nothing changed. One pending schedule per campaign keeps that token honest.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from datetime import datetime, timedelta
+from typing import Any
+
+from campaign_engine.campaigns.sending.approval import (
+    ApprovalMissing,
+    ApprovalPolicy,
+    ApprovalStale,
+    check_approval,
+    record_refusal,
+)
+from campaign_engine.campaigns.sending.dispatch import (
+    DEFAULT_UNTRANSLATED_MAX_SHARE,
+    compute_preview,
+    start_pages,
+)
+from campaign_engine.campaigns.sending.dispatch_reads import DispatchPublic, dispatch_from_node
+from campaign_engine.campaigns.sending.schedule_input import ScheduleInput
+from campaign_engine.campaigns.sending.send_blocks import ALL_CHANNELS, why_blocked
+from campaign_engine.campaigns.sending.test_wave import check_experiment, experiment_json, start_test
+from campaign_engine.domain.ab_variants import Experiment
+from campaign_engine.domain.dispatch import DeliveryChannel, PageJob
+from campaign_engine.domain.errors import BadRequest, Conflict, NotFound
+from campaign_engine.domain.tenancy import campaign_ref
+from campaign_engine.domain.types import format_ts, parse_ts
+from campaign_engine.graph.audit import AuditContext, record_audit
+from campaign_engine.graph.graph import Graph, Tx
+from campaign_engine.graph.locks import lock_campaign
+from campaign_engine.graph.webhook_outbox import record_dispatch_events
+from campaign_engine.queue.port import Queue
+
+__all__ = [
+    "cancel_scheduled",
+    "fire_due",
+    "schedule_dispatch",
+]
+
+log = logging.getLogger(__name__)
+
+_WALKED: tuple[DeliveryChannel, ...] = ("notify", "email")
+
+
+_PENDING = """
+MATCH (d:Dispatch {status: 'scheduled'})-[:DISPATCH_OF]->(:Campaign {id: $campaignId})
+RETURN d.id AS id LIMIT 1
+"""
+
+_CREATE_SCHEDULED = """
+MATCH (c:Campaign {id: $campaignId})
+UNWIND $dispatches AS row
+CREATE (d:Dispatch {id: row.id, scheduleId: $scheduleId, channel: row.channel, status: 'scheduled',
+                    sendAt: $sendAt, sendLocalTime: $sendLocalTime, maxLateSeconds: $maxLateSeconds,
+                    onChange: $onChange, acceptFallback: $acceptFallback, experiment: $experiment,
+                    previewToken: $token, scheduledAt: $now, approvedBy: $approvedBy,
+                    approvedAt: $approvedAt, cursor: null, pages: 0, enqueued: 0,
+                    acknowledged: 0, rejected: 0, suppressed: 0, emailed: 0, throttled: 0, uncertain: 0,
+                    lastProgressAt: $now, campaignCreatedAt: c.createdAt})-[:DISPATCH_OF]->(c)
+RETURN d {.*, campaignId: c.id} AS dispatch
+ORDER BY d.channel DESC
+"""
+
+
+def schedule_dispatch(
+    graph: Graph,
+    *,
+    data: ScheduleInput,
+    now: datetime,
+    adult_age: int,
+    max_recipients: int,
+    deliverable: frozenset[DeliveryChannel] = ALL_CHANNELS,
+    audit: AuditContext | None = None,
+    approval_policy: ApprovalPolicy | None = None,
+    untranslated_max_share: float = DEFAULT_UNTRANSLATED_MAX_SHARE,
+) -> list[DispatchPublic]:
+    """Confirm the reviewed preview for a send at ``sendAt``; one Dispatch per channel, ``scheduled``.
+    Under ``approval_policy`` a large one needs its approval now, and a change before it fires holds
+    it for review (``onChange: send_current`` would send what nobody approved)."""
+    send_at = data.instant()
+    if send_at <= now:
+        raise BadRequest("sendAt is in the past; dispatch now instead, or choose a later time")
+    if approval_policy is not None and data.on_change != "review":
+        raise BadRequest(
+            "this tenant requires approval of large sends: onChange must be 'review'",
+            issues=[{"path": ["onChange"], "message": "must be 'review' under an approval policy"}],
+        )
+    ids = {ch: f"dsp_{uuid.uuid4().hex}" for ch in _WALKED}
+    schedule_id = f"sch_{uuid.uuid4().hex}"
+    stamp = format_ts(now)
+
+    def tx_fn(tx: Tx) -> list[dict[str, Any]]:
+        locked = lock_campaign(tx, data.campaign_id)
+        if locked is None:
+            raise NotFound(f"campaign '{campaign_ref(data.campaign_id)}' not found")
+        if tx.run(_PENDING, campaignId=data.campaign_id).single() is not None:
+            raise Conflict("this campaign already has a scheduled dispatch; cancel it first")
+        computed = compute_preview(
+            tx,
+            campaign_id=data.campaign_id,
+            now=now,
+            adult_age=adult_age,
+            max_recipients=max_recipients,
+            deliverable=deliverable,
+            untranslated_max_share=untranslated_max_share,
+        )
+        if data.expected_preview_token != computed.preview.preview_token:
+            raise Conflict("the dispatch preview is stale; preview again and confirm the new token")
+        reason = computed.preview.blocked_reason
+        # The window is judged at sendAt: a campaign may be scheduled for the moment it starts.
+        ends_at = computed.campaign.get("endsAt")
+        if reason == "not_started" and send_at >= parse_ts(computed.campaign["startsAt"]):
+            reason = None
+        elif reason is None and ends_at and send_at >= parse_ts(ends_at):
+            reason = "ended"
+        if reason == "missing_translation" and data.accept_fallback:
+            reason = None
+        if reason is not None:
+            raise BadRequest(why_blocked(reason))
+        approval = check_approval(
+            tx, policy=approval_policy, campaign=computed.campaign,
+            expected_token=data.expected_preview_token, current_token=computed.preview.preview_token,
+            recipients=computed.preview.recipient_count, dispatcher=audit.actor if audit else None,
+        )  # fmt: skip
+        approved: dict[str, Any] = {"approvedBy": approval.approved_by if approval else None,
+                    "approvedAt": approval.approved_at if approval else None}  # fmt: skip
+        channels = [ch for ch in _WALKED if ch in (computed.campaign.get("channels") or [])]
+        if data.experiment is not None:  # checked again when it fires: a test decided meanwhile refuses it
+            check_experiment(tx, computed.campaign, data.experiment, walked=list(channels))
+        record_audit(tx, audit, target_type="campaign", target_id=data.campaign_id, campaign=locked,
+                     revision_before=locked["revision"], revision_after=locked["revision"],
+                     detail={"scheduleId": schedule_id, "sendAt": format_ts(send_at),
+                             **approved})  # fmt: skip
+        return [
+            dict(record["dispatch"])
+            for record in tx.run(
+                _CREATE_SCHEDULED,
+                campaignId=data.campaign_id,
+                dispatches=[{"id": ids[ch], "channel": ch} for ch in channels],
+                scheduleId=schedule_id,
+                sendAt=format_ts(send_at),
+                sendLocalTime=data.local_time(),
+                maxLateSeconds=data.max_late_seconds,
+                onChange=data.on_change,
+                acceptFallback=data.accept_fallback,
+                experiment=experiment_json(data.experiment),
+                token=data.expected_preview_token,
+                now=stamp,
+                **approved,
+            )
+        ]
+
+    try:
+        rows = graph.write(tx_fn)
+    except (ApprovalMissing, ApprovalStale) as refused:
+        record_refusal(graph, audit, campaign_id=data.campaign_id, refused=refused)
+        raise
+    log.info("dispatch.scheduled schedule_id=%s campaign_id=%s", schedule_id, data.campaign_id)
+    return [dispatch_from_node(row) for row in rows]
+
+
+_SCHEDULE_OF = """
+MATCH (d:Dispatch {id: $dispatchId})-[:DISPATCH_OF]->(c:Campaign)
+RETURN c.id AS campaignId, d.scheduleId AS scheduleId
+"""
+
+_SET_STATUS = """
+MATCH (d:Dispatch {scheduleId: $scheduleId, status: 'scheduled'})
+SET d.status = $status, d.lastError = $reason, d.finishedAt = $now, d.lastProgressAt = $now
+RETURN count(d) AS changed
+"""
+
+
+def cancel_scheduled(
+    graph: Graph, *, dispatch_id: str, now: datetime, audit: AuditContext | None = None
+) -> int:
+    """Cancel the schedule ``dispatch_id`` belongs to (all its channels); CONFLICT once it has fired."""
+
+    def tx_fn(tx: Tx) -> int:
+        found = tx.run(_SCHEDULE_OF, dispatchId=dispatch_id).single()
+        if found is None:
+            raise NotFound(f"dispatch '{dispatch_id}' not found")
+        if found["scheduleId"] is None:
+            raise BadRequest("this dispatch was not scheduled")
+        locked = lock_campaign(tx, found["campaignId"])  # serialises with fire_due: one of the two wins
+        changed = tx.run(
+            _SET_STATUS,
+            scheduleId=found["scheduleId"],
+            status="cancelled",
+            reason="cancelled",
+            now=format_ts(now),
+        ).single()
+        assert changed is not None
+        if not changed["changed"]:
+            raise Conflict("this scheduled dispatch has already fired, been cancelled or missed")
+        revision = None if locked is None else locked["revision"]
+        record_audit(tx, audit, target_type="dispatch", target_id=dispatch_id, campaign=locked,
+                     revision_before=revision, revision_after=revision,
+                     detail={"scheduleId": found["scheduleId"]})  # fmt: skip
+        return int(changed["changed"])
+
+    return graph.write(tx_fn)
+
+
+_DUE = """
+MATCH (d:Dispatch {status: 'scheduled'})-[:DISPATCH_OF]->(c:Campaign)
+WHERE d.sendAt <= $now
+RETURN DISTINCT d.scheduleId AS scheduleId, c.id AS campaignId
+ORDER BY scheduleId
+LIMIT $limit
+"""
+
+_SCHEDULED = """
+MATCH (d:Dispatch {scheduleId: $scheduleId, status: 'scheduled'})-[:DISPATCH_OF]->(c:Campaign)
+RETURN d {.*} AS dispatch, c.createdAt AS createdAt
+ORDER BY d.channel DESC
+"""
+
+# As ``dispatch``: the revision advances (the token confirmed one send) and a dispatch of the campaign
+# still sending is superseded by this one.
+_START = """
+MATCH (c:Campaign {id: $campaignId})
+SET c.revision = c.revision + 1
+WITH c
+CALL (c) {
+  MATCH (old:Dispatch)-[:DISPATCH_OF]->(c)
+  WHERE old.status IN ['sending', 'paused']
+  SET old.status = 'stopped', old.lastError = 'superseded', old.finishedAt = $now
+}
+MATCH (d:Dispatch {scheduleId: $scheduleId, status: 'scheduled'})-[:DISPATCH_OF]->(c)
+SET d.status = 'sending', d.startedAt = $now, d.lastProgressAt = $now
+RETURN d.id AS id, d.channel AS channel
+ORDER BY channel DESC
+"""
+
+
+def fire_due(
+    graph: Graph,
+    queue: Queue,
+    *,
+    now: datetime,
+    adult_age: int,
+    max_recipients: int,
+    deliverable: frozenset[DeliveryChannel] = ALL_CHANNELS,
+    limit: int = 100,
+    untranslated_max_share: float = DEFAULT_UNTRANSLATED_MAX_SHARE,
+) -> dict[str, str]:
+    """Start, miss, cancel or hold every schedule due at ``now``; returns scheduleId -> what happened.
+
+    Safe to run from several sweepers at once: each schedule is decided under its campaign lock, and
+    only a schedule still ``scheduled`` under that lock is decided at all."""
+    stamp = format_ts(now)
+    due = graph.read(lambda tx: tx.run(_DUE, now=stamp, limit=limit).data())
+    outcomes: dict[str, str] = {}
+    for row in due:
+        outcome, jobs = graph.write(
+            _fire_one,
+            row["scheduleId"],
+            row["campaignId"],
+            now=now,
+            adult_age=adult_age,
+            max_recipients=max_recipients,
+            deliverable=deliverable,
+            untranslated_max_share=untranslated_max_share,
+            graph=graph,
+        )
+        if jobs:  # committed: the first pages may now be enqueued (a lost enqueue is re-armed)
+            start_pages(queue, jobs, campaign_id=row["campaignId"])
+        outcomes[row["scheduleId"]] = outcome
+        log.info("dispatch.schedule_fired schedule_id=%s outcome=%s", row["scheduleId"], outcome)
+    return outcomes
+
+
+def _fire_one(
+    tx: Tx,
+    schedule_id: str,
+    campaign_id: str,
+    *,
+    now: datetime,
+    adult_age: int,
+    max_recipients: int,
+    deliverable: frozenset[DeliveryChannel],
+    untranslated_max_share: float,
+    graph: Graph | None = None,
+) -> tuple[str, list[PageJob]]:
+    """Decide one due schedule under its campaign lock (see the module docstring for the order).
+    With ``graph``, a start records ``dispatch.started`` and a refusal ``dispatch.failed`` in this
+    transaction, as a confirmed dispatch and a failed walk do."""
+    stamp = format_ts(now)
+    lock_campaign(tx, campaign_id)
+    dispatches = tx.run(_SCHEDULED, scheduleId=schedule_id).data()
+    if not dispatches:
+        return "already_decided", []
+    first = dispatches[0]["dispatch"]
+    late_by = now - parse_ts(first["sendAt"])
+    if late_by > timedelta(seconds=int(first["maxLateSeconds"])):
+        reason = f"missed: the sweeper ran {int(late_by.total_seconds())} s after sendAt"
+        return _decide(tx, schedule_id, "missed", reason, stamp), []
+    computed = compute_preview(
+        tx,
+        campaign_id=campaign_id,
+        now=now,
+        adult_age=adult_age,
+        max_recipients=max_recipients,
+        deliverable=deliverable,
+        untranslated_max_share=untranslated_max_share,
+    )
+    status = computed.campaign.get("status")
+    if status != "live":
+        return _decide(tx, schedule_id, "cancelled", f"campaign_{status}", stamp), []
+    if computed.preview.preview_token != first["previewToken"] and first.get("onChange") != "send_current":
+        reason = "the campaign or its recipients changed since the preview was confirmed"
+        return _decide(tx, schedule_id, "needs_review", reason, stamp), []
+    blocked = computed.preview.blocked_reason
+    if blocked == "missing_translation" and first.get("acceptFallback"):
+        blocked = None
+    if blocked is not None:
+        record_dispatch_events(tx, graph, "dispatch.failed", [d["dispatch"]["id"] for d in dispatches],
+                               now=stamp, reason=blocked)  # fmt: skip
+        return _decide(tx, schedule_id, "failed", why_blocked(blocked), stamp), []
+    experiment = Experiment.model_validate_json(first["experiment"]) if first.get("experiment") else None
+    if experiment is not None:
+        walked = [str(d["dispatch"]["channel"]) for d in dispatches]
+        try:
+            check_experiment(tx, computed.campaign, experiment, walked=walked)
+        except BadRequest as refused:
+            return _decide(tx, schedule_id, "failed", str(refused), stamp), []
+    created_at = str(dispatches[0]["createdAt"])
+    started = tx.run(_START, campaignId=campaign_id, scheduleId=schedule_id, now=stamp).data()
+    start_test(tx, campaign_id=campaign_id, experiment=experiment, dispatch_ids=[r["id"] for r in started],
+               now=now)  # fmt: skip
+    record_dispatch_events(tx, graph, "dispatch.started", [r["id"] for r in started], now=stamp,
+                           recipients=computed.preview.recipient_count, scheduled=True)  # fmt: skip
+    return "sending", [
+        PageJob(
+            dispatch_id=r["id"], campaign_id=campaign_id, campaign_created_at=created_at, channel=r["channel"]
+        )
+        for r in started
+    ]
+
+
+def _decide(tx: Tx, schedule_id: str, status: str, reason: str, stamp: str) -> str:
+    tx.run(_SET_STATUS, scheduleId=schedule_id, status=status, reason=reason, now=stamp).consume()
+    return status

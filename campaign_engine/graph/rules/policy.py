@@ -1,0 +1,173 @@
+"""Eligibility as Cypher, in one place: the age policy (the twin of ``domain/age_policy.py``; tests hold
+them equal) and the email contact rule, filled into named queries.
+
+Queries in ``cypher/`` write ``{{CAMPAIGN_AGE_OK}}``, ``{{EMAIL_AGE_OK}}``, ``{{EMAIL_CONTACT_OK}}``,
+``{{EMAIL_SUPPRESSED}}`` or ``{{PRIMARY_EMAILS}}`` where ``p`` is the Profile and ``c`` the Campaign;
+``policy_query`` fills them and ``policy_params`` gives the parameters they read. The preview, the page
+reads, the delivery rechecks, the email claim and the email self-test all use the same predicates, so
+they can never disagree about who is eligible. ``EMAIL_CONTACT_OK`` includes the address suppression;
+``EMAIL_SUPPRESSED`` exists only so a query can name that reason before the contact rule.
+
+The two contact predicates read the profile's primary verified addresses from the variable ``emails``,
+which the query binds once per row (``{{PRIMARY_EMAILS}} AS emails``) before using them: spelled inline,
+the list was walked three or four times per profile, most of the email claim's cost (issue 13 item 5).
+``policy_query`` refuses a query that uses them without that binding.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from functools import cache
+from typing import Any
+
+from campaign_engine.config import Settings
+from campaign_engine.domain.age_policy import DOB_PATTERN, adult_dob_cutoff
+from campaign_engine.domain.patterns import EMAIL_PATTERN
+from campaign_engine.graph.cypher import query
+
+__all__ = [
+    "AUDIENCE_AGE_OK",
+    "CAMPAIGN_AGE_OK",
+    "EMAIL_AGE_OK",
+    "EMAIL_CAP_REACHED",
+    "EMAIL_CONTACT_OK",
+    "EMAIL_PATTERN",
+    "EMAIL_SUPPRESSED",
+    "NOTIFY_CAP_REACHED",
+    "PRIMARY_EMAILS",
+    "STATIC_AUDIENCE_PAGE",
+    "Policy",
+    "fill_policy",
+    "policy_params",
+    "policy_query",
+]
+
+# Both age predicates are wrapped in coalesce so they are never null (a missing dob would otherwise
+# make the whole predicate null, which is wrong under NOT).
+CAMPAIGN_AGE_OK = (
+    "coalesce(NOT coalesce(c.excludeMinors, true) OR "
+    "CASE WHEN coalesce(p.dob =~ $dobPattern, false) THEN p.dob <= $adultDob "
+    "ELSE NOT coalesce(p.isManaged, false) END, false)"
+)
+
+EMAIL_AGE_OK = (
+    "coalesce(p.dob =~ $dobPattern AND p.dob <= $adultDob AND "
+    "(NOT coalesce(p.isManaged, false) OR coalesce(p.isServiceProfile, false)), false)"
+)
+
+PRIMARY_EMAILS = (
+    "[(p)-[:HAS_CONTACT_METHOD]->(em:ContactMethod {type: 'email'}) "
+    "WHERE em.isPrimary = true AND em.isVerified = true | em.value]"
+)
+
+# The variable the contact predicates read, bound once per row (``{{PRIMARY_EMAILS}} AS emails``).
+_EMAILS_BOUND = re.compile(r"\{\{PRIMARY_EMAILS\}\}[^;]*?\bAS\s+emails\b", re.DOTALL)
+
+# A suppressed address (provider feedback: bounces, complaints, provider suppressions; feedback/) is
+# keyed by the whole address lowercased, the normal form of feedback/events.py. A seek of the unique
+# email_suppression_address index per candidate, never a scan.
+_SUPPRESSED = "EXISTS { MATCH (emailSuppression:EmailSuppression {address: toLower(address)}) }"
+EMAIL_SUPPRESSED = f"any(address IN emails WHERE {_SUPPRESSED})"
+
+# Exactly one primary verified address, a plausible one, and not suppressed: two primaries are
+# ambiguous and fail closed, like an unknown age. The address grammar is domain/patterns.py's, which
+# Java's regex engine reads as Python and pydantic do.
+EMAIL_CONTACT_OK = (
+    "(size(emails) = 1 AND "
+    f"all(address IN emails WHERE coalesce(address =~ $emailPattern, false) AND NOT {_SUPPRESSED}))"
+)
+
+# The frequency cap's verdict for one recipient (issue 12 item 4; the setting: domain/frequency_cap.py):
+# where `cap` is the campaign tenant's {max, since} for the channel (null: no cap) and `s` the
+# recipient's CAMPAIGN_STATE, the cap is reached unless this campaign already holds a slot or the
+# profile's log has fewer than max sends since the window began. The email claim and the explanation
+# read it; the notify recheck folds the same rule over a profile's jobs of one batch (notify_cap.cypher).
+EMAIL_CAP_REACHED = (
+    "(cap IS NOT NULL AND s.emailCapCountedAt IS NULL AND "
+    "size([t IN coalesce(p.emailCapLog, []) WHERE t > cap.since]) >= cap.max)"
+)
+NOTIFY_CAP_REACHED = EMAIL_CAP_REACHED.replace("emailCap", "notifyCap")
+
+# Who may enrol themselves in ``c``: read once before the lock (to refuse without taking it) and again
+# under it (cypher/enroll_eligible.cypher, cypher/enroll.cypher). Only a member of the campaign's tenant
+# (issue 21): another app's campaigns are not there for them to find.
+SELF_ENROLLABLE = (
+    "c.status = 'live' AND c.discoverable AND c.tenantId IN coalesce(p.tenants, [])"
+    " AND (c.startsAt IS NULL OR c.startsAt <= $now) AND (c.endsAt IS NULL OR $now < c.endsAt)"
+    " AND {{CAMPAIGN_AGE_OK}}"
+)
+
+# The static audience page every audience reader starts with (``{{AUDIENCE_PAGE}}``): the campaign's
+# members after $cursor, read in profileId order from the relationship index audience_member
+# (campaignId, profileId) and cut at $limit, so a page costs the members it reads; never SKIP, never a
+# sort. The SEEK hint keeps the seek whatever the statistics say: a plain index hint may be served by a
+# scan of the whole index (seen after a test wiped a graph whose index held one campaign's members). A
+# campaign with a live segment puts its seeks beside it (graph/rules/segment.py:audience_head).
+STATIC_AUDIENCE_PAGE = """MATCH (p:Profile)-[m:IN_CAMPAIGN_AUDIENCE]->(c:Campaign)
+USING INDEX SEEK m:IN_CAMPAIGN_AUDIENCE(campaignId, profileId)
+WHERE m.campaignId = $campaignId AND m.profileId > $cursor
+WITH p, c, m
+ORDER BY m.campaignId, m.profileId
+LIMIT $limit"""
+
+# Who may be a member of `c` (addAudience, its preview, getAudience): whoever the campaign age policy
+# admits, and, where the campaign routes minors to their guardians (issue 27 item 3), the members it
+# excludes too: they are whom the walks replace by their guardians, never recipients themselves.
+AUDIENCE_AGE_OK = "({{CAMPAIGN_AGE_OK}} OR coalesce(c.minors = 'guardians', false))"
+
+_FRAGMENTS = {  # in replacement order: a fragment may use those after it
+    "{{SELF_ENROLLABLE}}": SELF_ENROLLABLE,
+    "{{AUDIENCE_AGE_OK}}": AUDIENCE_AGE_OK,
+    "{{EMAIL_CAP_REACHED}}": EMAIL_CAP_REACHED,
+    "{{NOTIFY_CAP_REACHED}}": NOTIFY_CAP_REACHED,
+    "{{CAMPAIGN_AGE_OK}}": CAMPAIGN_AGE_OK,
+    "{{EMAIL_AGE_OK}}": EMAIL_AGE_OK,
+    "{{EMAIL_CONTACT_OK}}": EMAIL_CONTACT_OK,
+    "{{EMAIL_SUPPRESSED}}": EMAIL_SUPPRESSED,
+    "{{PRIMARY_EMAILS}}": PRIMARY_EMAILS,
+}
+
+
+@cache
+def policy_query(name: str) -> str:
+    """``cypher/<name>.cypher`` with the eligibility predicates filled in (and the static audience page:
+    a campaign with a segment reads through ``graph/rules/segment.py:segment_query``)."""
+    return fill_policy(query(name).replace("{{AUDIENCE_PAGE}}", STATIC_AUDIENCE_PAGE), name=name)
+
+
+def fill_policy(text: str, *, name: str = "a statement") -> str:
+    """``text`` with the eligibility predicates filled in."""
+    uses_emails = "{{EMAIL_CONTACT_OK}}" in text or "{{EMAIL_SUPPRESSED}}" in text
+    if uses_emails and not _EMAILS_BOUND.search(text):
+        raise ValueError(f"{name} uses a contact predicate but never binds `emails`")
+    for placeholder, fragment in _FRAGMENTS.items():
+        text = text.replace(placeholder, fragment)
+    return text
+
+
+def policy_params(now: datetime, adult_age: int) -> dict[str, Any]:
+    """The parameters of every policy-checked query. Ages count from the UTC date of ``now``, whatever
+    its zone, so the preview, the page walks and the rechecks agree about who turned 18 today."""
+    return {
+        "adultDob": adult_dob_cutoff(now.astimezone(UTC).date(), adult_age),
+        "dobPattern": DOB_PATTERN,
+        "emailPattern": EMAIL_PATTERN,
+    }
+
+
+@dataclass(frozen=True)
+class Policy:
+    """What every policy-checked query needs: the evaluation moment, the adult age, the did:web domain."""
+
+    now: datetime
+    adult_age: int
+    domain: str
+
+    @classmethod
+    def of(cls, settings: Settings, now: datetime) -> Policy:
+        return cls(now=now, adult_age=settings.campaign_adult_age, domain=settings.domain_name)
+
+    def params(self) -> dict[str, Any]:
+        return policy_params(self.now, self.adult_age)
