@@ -389,6 +389,3 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"configuration error: {name}: {error['msg']}", file=sys.stderr)
         return 2
 
-
-if __name__ == "__main__":
-    sys.exit(main())
