@@ -16,7 +16,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from campaign_engine.cli.common import load_settings
+from campaign_engine.cli.common import CommandFailed, command_graph, load_settings
 from campaign_engine.cli.imports import add_import_commands
 from campaign_engine.config import ConfigError
 
@@ -46,11 +46,10 @@ def _worker(args: argparse.Namespace) -> int:
 
 
 def _sweep(args: argparse.Namespace) -> int:
-    from campaign_engine.graph.graph import open_graph
     from campaign_engine.wiring import build_dispatch_queue, run_sweep
 
     settings = load_settings()
-    graph = open_graph(settings)
+    graph = command_graph(settings)
     try:
         print(run_sweep(settings, graph, build_dispatch_queue(settings)))
     finally:
@@ -82,14 +81,13 @@ def _smtp_catcher(args: argparse.Namespace) -> int:
 
 
 def _migrate(args: argparse.Namespace) -> int:
-    from campaign_engine.graph.graph import open_graph
     from campaign_engine.graph.schema import apply_schema
     from campaign_engine.graph.tenant_directory import tenants_of
     from campaign_engine.graph.tenants import settings_seed
 
     settings = load_settings()
     rows = settings_seed(settings)  # the tenant settings, checked before anything is written
-    graph = open_graph(settings)
+    graph = command_graph(settings)
     try:
         apply_schema(graph, default_tenant=settings.campaign_default_tenant_id)
         created = tenants_of(graph, settings).seed_now(rows)
@@ -239,6 +237,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ConfigError as exc:
         print(f"configuration error: {exc}", file=sys.stderr)
         return 2
+    except CommandFailed as exc:
+        print(f"campaign-engine: {exc}", file=sys.stderr)
+        return 3
     except ValidationError as exc:  # a setting that does not parse, e.g. CAMPAIGN_APP_ORIGINS='[1]'
         for error in exc.errors(include_url=False, include_input=False):
             name = ".".join(str(part) for part in error["loc"]).upper()

@@ -1,7 +1,8 @@
 """``profiles import`` and ``roster import``: files of people into the graph, as the HTTP imports do.
 
-The command line has no token: the operator holds the database, and the audit trail names the
-operating-system user who ran the command.
+The command line has no token: the operator holds the database and so acts as the platform, in the
+tenant ``--tenant`` names (the default tenant without it); the audit trail names the operating-system
+user who ran the command, in that tenant's trail.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import uuid
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from campaign_engine.cli.common import load_settings
+from campaign_engine.cli.common import CommandFailed, command_graph, load_settings
 from campaign_engine.config import Settings
 
 if TYPE_CHECKING:
@@ -31,28 +32,40 @@ def _cli_actor() -> str:
         return "cli"
 
 
+def _import_tenant(graph: Graph, settings: Settings, tenant: str | None) -> str:
+    """``--tenant`` (default: the deployment's default tenant), which must exist: rows never land in a
+    tenant a typo made up."""
+    from campaign_engine.graph.tenant_directory import tenants_of
+
+    if tenant is None:
+        return settings.campaign_default_tenant_id
+    if tenants_of(graph, settings).tenant(tenant) is None:
+        graph.close()
+        raise CommandFailed(f"no tenant {tenant!r}: create it first (tenants.create), then import")
+    return tenant
+
+
 def _profiles_import(args: argparse.Namespace) -> int:
     from tqdm import tqdm
 
     from campaign_engine.campaigns.profiles.records import import_jsonl
     from campaign_engine.domain.types import system_clock
     from campaign_engine.graph.audit import AuditContext
-    from campaign_engine.graph.graph import open_graph
 
-    # The command line has no token: the audit trail names the operating-system user who ran it.
     settings = load_settings()
+    graph = command_graph(settings)
+    tenant_id = _import_tenant(graph, settings, args.tenant)
     audit = AuditContext.begin(
         actor=_cli_actor(), procedure="cli.profiles.import", request_id=uuid.uuid4().hex,
-        now=system_clock(), tenant_id=settings.campaign_default_tenant_id,
+        now=system_clock(), tenant_id=tenant_id,
     )  # fmt: skip
-    graph = open_graph(settings)
     if args.file.lower().endswith(".csv"):
-        return _profiles_import_csv(args, graph, settings, audit)
+        return _profiles_import_csv(args, graph, settings, audit, tenant_id=tenant_id)
     try:
         with Path(args.file).open(encoding="utf-8") as lines, tqdm(unit="profiles") as bar:
             result = import_jsonl(
                 graph, lines, batch_size=args.batch_size, progress=bar.update, audit=audit,
-                tenant_id=settings.campaign_default_tenant_id, secrets=settings.secret_box(),
+                tenant_id=tenant_id, secrets=settings.secret_box(),
             )  # fmt: skip
     finally:
         graph.close()
@@ -65,7 +78,7 @@ def _profiles_import(args: argparse.Namespace) -> int:
 
 
 def _profiles_import_csv(
-    args: argparse.Namespace, graph: Graph, settings: Settings, audit: AuditContext
+    args: argparse.Namespace, graph: Graph, settings: Settings, audit: AuditContext, *, tenant_id: str
 ) -> int:
     """The CSV import with its report (``campaigns/profiles/csv_import.py``), as ``POST /imports/profiles``
     answers it; exit status 1 when a row was rejected, so a script notices."""
@@ -78,7 +91,7 @@ def _profiles_import_csv(
             return 2
         with Path(args.file).open(encoding="utf-8", newline="") as text:  # import_csv drops a BOM
             report = import_csv(
-                graph, text, tenant_id=settings.campaign_default_tenant_id, platform=True,
+                graph, text, tenant_id=tenant_id, platform=True,
                 dry_run=args.dry_run, audit=None if args.dry_run else audit, secrets=settings.secret_box(),
                 adult_age=settings.campaign_adult_age,
             )  # fmt: skip
@@ -94,21 +107,21 @@ def _roster_import(args: argparse.Namespace) -> int:
     from campaign_engine.campaigns.profiles.roster_import import import_roster
     from campaign_engine.domain.types import system_clock
     from campaign_engine.graph.audit import AuditContext
-    from campaign_engine.graph.graph import open_graph
 
     settings = load_settings()
     if (bad := _not_utf8_at(Path(args.file))) is not None:
         print(f"{args.file}: not UTF-8 at byte {bad}; nothing was imported", file=sys.stderr)
         return 2
+    graph = command_graph(settings)
+    tenant_id = _import_tenant(graph, settings, args.tenant)
     audit = AuditContext.begin(
         actor=_cli_actor(), procedure="cli.roster.import", request_id=uuid.uuid4().hex,
-        now=system_clock(), tenant_id=settings.campaign_default_tenant_id,
+        now=system_clock(), tenant_id=tenant_id,
     )  # fmt: skip
-    graph = open_graph(settings)
     try:
         with Path(args.file).open(encoding="utf-8", newline="") as text:
             report = import_roster(
-                graph, text, format=args.format, tenant_id=settings.campaign_default_tenant_id, platform=True,
+                graph, text, format=args.format, tenant_id=tenant_id, platform=True,
                 consent_collected=args.consent_collected, dry_run=args.dry_run,
                 audit=None if args.dry_run else audit, adult_age=settings.campaign_adult_age,
             )  # fmt: skip
@@ -140,6 +153,7 @@ def add_import_commands(commands: Any) -> None:
     importer.add_argument("file")
     importer.add_argument("--batch-size", type=int, default=1000)
     importer.add_argument("--dry-run", action="store_true", help="CSV: validate and count, write nothing")
+    importer.add_argument("--tenant", help="the tenant the rows belong to (default: the default tenant)")
     importer.set_defaults(run=_profiles_import)
     roster = commands.add_parser("roster", help="school rosters: families as profiles and guardian links")
     roster_import = roster.add_subparsers(dest="roster_command", required=True).add_parser(
@@ -148,6 +162,7 @@ def add_import_commands(commands: Any) -> None:
     roster_import.add_argument("--format", choices=["oneroster", "sds"], required=True)
     roster_import.add_argument("file")
     roster_import.add_argument("--dry-run", action="store_true", help="validate and count, write nothing")
+    roster_import.add_argument("--tenant", help="the tenant the rows belong to (default: the default tenant)")
     roster_import.add_argument(
         "--consent-collected", action="store_true", help="the school collected consent: links are granted"
     )
