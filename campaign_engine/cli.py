@@ -321,7 +321,7 @@ def _parser() -> argparse.ArgumentParser:
     dev.add_argument("--port", type=int, default=port)
     dev.set_defaults(run=_dev)
 
-    commands.add_parser("migrate", help="apply cypher/schema.cypher").set_defaults(run=_migrate)
+    commands.add_parser("migrate", help="apply cypher/graph/schema.cypher").set_defaults(run=_migrate)
 
     token = commands.add_parser("token", help="mint a bearer token from AUTH_JWT_SECRET (local use)")
     token.add_argument("--profile-id", required=True)
