@@ -53,7 +53,7 @@ export function definitionSection(page: CampaignPage): HTMLElement {
     }
     const frameOut = h("div", { className: "email-preview" });
     const previewBtn: HTMLButtonElement = kit.button("Render email preview", () => void showEmail());
-    // Each language of the campaign previews as a reader of that language gets it (issue 24).
+    // Each language of the campaign previews as a reader of that language gets it.
     const previewLang = h("select", { name: "preview-locale", id: "preview-locale" });
     const fillLanguages = (): void => {
       const chosen = previewLang.value;
@@ -63,7 +63,7 @@ export function definitionSection(page: CampaignPage): HTMLElement {
     fillLanguages();
     previewLang.addEventListener("focus", fillLanguages);
     const langRow = field("Preview language", previewLang, "Save first: the preview renders the saved translations.").row;
-    // Each A/B variant of the saved campaign previews as its recipients get it (issue 26).
+    // Each A/B variant of the saved campaign previews as its recipients get it.
     const previewVariant = h("select", { name: "preview-variant", id: "preview-variant" });
     const variantRow = field("Preview variant", previewVariant, "The saved variants.").row;
     fillVariants = (): void => {

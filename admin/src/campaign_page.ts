@@ -74,7 +74,7 @@ export async function renderCampaign(kit: Kit, id: string): Promise<void> {
     else kit.announce("No dispatch is sending.");
   }
 
-  // Duplicate (issue 24 item 5): the definition, translations included, into a new draft; never the
+  // Duplicate: the definition, translations included, into a new draft; never the
   // audience, state or dispatches.
   const dupId = h("input", { type: "text", name: "duplicate-id", id: "duplicate-id", maxlength: 64, autocomplete: "off", spellcheck: "false", value: `${id}-copy` });
   const dupOut = h("div", { id: "duplicate-result" });

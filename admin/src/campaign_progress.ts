@@ -25,7 +25,7 @@ export function progressSection(page: CampaignPage): ProgressSection {
         kit.can("campaigns.resumeDispatch") ? resumeControl : undefined,
         kit.can("campaigns.chooseVariant") ? chooseControl : undefined)));
   }
-  /** Decide a test wave now, for one variant: the admin's decision, audited (issue 26). */
+  /** Decide a test wave now, for one variant: the admin's decision, audited. */
   function chooseControl(d: Dispatch): HTMLElement {
     const out = h("div", {});
     const buttons = (page.current.variants ?? []).map((v) => {

@@ -22,7 +22,7 @@ export function reviewSection(page: CampaignPage): HTMLElement {
     if (!p) return;
     page.planned = p;
     // Too many recipients without their language block the send until the admin accepts, explicitly,
-    // that they get the base content (issue 24: missing_translation, acceptFallback).
+    // that they get the base content (missing_translation, lifted by acceptFallback).
     const fallbackOnly = p.blockedReason === "missing_translation";
     const accept = h("input", { type: "checkbox", id: "accept-fallback", name: "accept-fallback" });
     const confirm: HTMLButtonElement = kit.button(`Confirm and send to ${p.recipientCount}`, () => void kit.guarded(confirm, () => kit.api.call("campaigns.dispatch", { campaignId: id, expectedPreviewToken: p.previewToken, ...(fallbackOnly ? { acceptFallback: accept.checked } : {}) }), (err) => replace(confirmOut, dispatchRefusal(kit, err))).then((started) => {
@@ -43,7 +43,7 @@ export function reviewSection(page: CampaignPage): HTMLElement {
       h("dt", {}, "Recipients"), h("dd", { id: "review-recipients" }, String(p.recipientCount)),
       h("dt", {}, "Notifications"), h("dd", { id: "review-notify" }, String(p.notificationRecipientCount)),
       h("dt", {}, "Emails"), h("dd", { id: "review-email" }, String(p.emailRecipientCount)),
-      // Issue 27: guardians reached in place of excluded minors (minors: guardians), counted in the above.
+      // Guardians reached in place of excluded minors (minors: guardians), counted in the above.
       ...(p.guardianRecipientCount ? [
         h("dt", {}, "Guardians (of excluded minors)"),
         h("dd", { id: "review-guardians" },

@@ -23,7 +23,7 @@ export function statsSection(page: CampaignPage): StatsSection {
     });
     if (s && page.onScreen()) replace(statsOut, chart(s));
   }
-  // Follow-up (issue 27 item 4): a draft with this campaign's content over a live segment of its audience
+  // Follow-up: a draft with this campaign's content over a live segment of its audience
   // who never saw it, opened for editing; its own window, no dispatch of its own yet.
   const remindOut = h("div", { id: "remind-result" });
   const remindBtn: HTMLButtonElement = kit.button("Remind those who did not see it", () => {
@@ -42,7 +42,7 @@ export function statsSection(page: CampaignPage): StatsSection {
 }
 
 /** The follow-up of ``c``: its content (not its window) as a draft over a live segment, members of
- *  ``c`` who were never shown it (issue 27 item 4). */
+ *  ``c`` who were never shown it. */
 function reminderOf(c: Campaign): Definition & { id: string } {
   const { id, status: _status, tenantId: _tenant, createdAt: _created, updatedAt: _updated, revision: _revision,
     startsAt: _starts, endsAt: _ends, segment: _segment, ...content } = c;
@@ -70,7 +70,7 @@ function chart(s: Stats): Node {
   return h("div", {}, graphic, table, variantChart(s.variants ?? {}));
 }
 
-// Per A/B variant (issue 26): each step's distinct profiles, the arms' bars side by side, and the rate
+// Per A/B variant: each step's distinct profiles, the arms' bars side by side, and the rate
 // of each step over the arm's recipients in the table beside it.
 const VARIANT_STEPS: [string, keyof VariantStats][] = [
   ["Recipients", "recipients"], ["Notified", "notified"], ["Emailed", "emailed"], ["Shown", "shown"],

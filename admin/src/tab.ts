@@ -88,8 +88,8 @@ export function mine(): string {
 }
 
 // A link into a tab that already holds a session asks before replacing it: a crafted link must not
-// silently sign an admin into someone else's session (issue 21). A link for the profile and tenant the
-// tab is open as is a renewal (issue 28): checked by the server, held, and the page stays as it is.
+// silently sign an admin into someone else's session. A link for the profile and tenant the tab is
+// open as is a renewal: checked by the server, held, and the page stays as it is (unsaved edits too).
 // Returns true when the link was taken in place (no navigation).
 export function takeFragmentToken(): boolean {
   const match = /^#token=([^&]+)/.exec(location.hash);
