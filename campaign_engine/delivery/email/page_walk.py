@@ -33,6 +33,10 @@ commit succeeded, and the claims of one walk commit in order: a claim after one 
 is rolled back, and the walk ends at the page that failed (a successor claims it again). Page n+1 is
 sent only once page n's answer showed no back-pressure; if page n was throttled, its outcome is
 recorded inline and page n+1's claims are released (the cursor stays before them) without a send.
+
+Over 350 lines on purpose: that overlap is one protocol across three threads (send, settle, commit),
+and its ordering rules only read as a whole; the transactions (``page_tx.py``, ``page_settle.py``) and
+the opening (``page_opening.py``) are already apart.
 """
 
 from __future__ import annotations
