@@ -120,7 +120,7 @@ export function composer(existing: Campaign | null): Composer {
   excludeMinors.checked = def?.excludeMinors ?? true;
   const discoverable = input("checkbox");
   discoverable.checked = def?.discoverable ?? false;
-  // Issue 27: minors the age policy excludes get nothing, or their consenting guardians get it instead,
+  // Minors the age policy excludes get nothing, or their consenting guardians get it instead,
   // with the guardian copy below where it is given (never naming the child).
   const minors = select([["exclude", "Exclude them (nobody gets it in their place)"], ["guardians", "Send to their guardians instead"]], def?.minors ?? "exclude");
   minors.id = "minors";
