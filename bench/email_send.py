@@ -94,6 +94,7 @@ from bench.smtp_provider import pages as smtp_pages
 from campaign_engine.campaigns import definitions
 from campaign_engine.campaigns.sending.dispatch import dispatch
 from campaign_engine.campaigns.sending.dispatch_reads import list_dispatches
+from campaign_engine.campaigns.sending.dispatch_settings import DispatchSettings
 from campaign_engine.config import Settings
 from campaign_engine.delivery.email.postmark import PostmarkProvider
 from campaign_engine.delivery.email.provider import OutgoingEmail
@@ -540,8 +541,15 @@ def run_dispatch(settings: Settings, graph: Graph, work: Path, campaign_id: str)
     cpu = CpuMeter(settings.neo4j_uri)
     start = time.perf_counter()
     # acceptFallback: over --languages' locales a one-language campaign falls back
-    dispatch(graph, queues.dispatch, campaign_id=campaign_id, expected_token=None, now=NOW, adult_age=18,
-             max_recipients=10**7, accept_fallback=True)  # fmt: skip
+    dispatch(
+        graph,
+        queues.dispatch,
+        campaign_id=campaign_id,
+        expected_token=None,
+        now=NOW,
+        settings=DispatchSettings(adult_age=18, max_recipients=10**7),
+        accept_fallback=True,
+    )
     walk_start = time.perf_counter()
     try:
         while True:

@@ -144,7 +144,6 @@ def create_app(
         secret_box=settings.secret_box(),  # a malformed CAMPAIGN_SECRETS_KEY stops the API at start
         rate_limiter=own_limiter or rate_limiter,
         dispatch_queue=dispatch_queue if dispatch_queue is not None else build_dispatch_queue(settings),
-        dispatch_channels=settings.dispatch_channels,
         self_test_testers=dict(
             self_test_testers if self_test_testers is not None else build_self_testers(settings, the_graph)
         ),

@@ -31,13 +31,9 @@ from campaign_engine.campaigns.sending.approval import (
     record_approval,
     record_refusal,
 )
+from campaign_engine.campaigns.sending.dispatch_settings import DispatchSettings
 from campaign_engine.campaigns.sending.preview_pass import PREVIEW_PAGE, Tally, pinned
-from campaign_engine.campaigns.sending.send_blocks import (
-    ALL_CHANNELS,
-    blocked_reason,
-    undeliverable,
-    why_blocked,
-)
+from campaign_engine.campaigns.sending.send_blocks import blocked_reason, undeliverable, why_blocked
 from campaign_engine.campaigns.sending.test_wave import check_experiment, start_test
 from campaign_engine.domain.ab_variants import Experiment
 from campaign_engine.domain.camel import CamelModel
@@ -57,7 +53,6 @@ from campaign_engine.graph.webhook_outbox import record_dispatch_events
 from campaign_engine.queue.port import Queue, QueueError
 
 __all__ = [
-    "DEFAULT_UNTRANSLATED_MAX_SHARE",
     "PREVIEW_PAGE",
     "DispatchPreview",
     "DispatchStarted",
@@ -69,10 +64,6 @@ __all__ = [
 ]
 
 log = logging.getLogger(__name__)
-
-# Issue 24: past this share of a translated campaign's recipients getting the base content though they
-# read another language, a send needs acceptFallback (CAMPAIGN_UNTRANSLATED_MAX_SHARE).
-DEFAULT_UNTRANSLATED_MAX_SHARE = 0.05
 
 
 class DispatchPreview(CamelModel):
@@ -124,10 +115,7 @@ def compute_preview(
     *,
     campaign_id: str,
     now: datetime,
-    adult_age: int,
-    max_recipients: int,
-    deliverable: frozenset[DeliveryChannel] = ALL_CHANNELS,
-    untranslated_max_share: float = DEFAULT_UNTRANSLATED_MAX_SHARE,
+    settings: DispatchSettings,
     test_share: float | None = None,
 ) -> _Computed:
     """The preview in one pass over the audience in keyset pages: the token is a running digest, so
@@ -144,15 +132,20 @@ def compute_preview(
         revision=int(campaign["revision"]),
         definition=campaign["definition"],
         profile_ids=pinned(
-            tx, campaign=campaign, now=now, adult_age=adult_age, max_recipients=max_recipients, tally=tally
+            tx,
+            campaign=campaign,
+            now=now,
+            adult_age=settings.adult_age,
+            max_recipients=settings.max_recipients,
+            tally=tally,
         ),
     )
     tally.recipients += len(tally.guardians)  # routed guardians are never members (graph/rules/routing.py)
-    reason = blocked_reason(campaign, now=format_ts(now)) or undeliverable(campaign, deliverable)
+    reason = blocked_reason(campaign, now=format_ts(now)) or undeliverable(campaign, settings.deliverable)
     if reason is None and not tally.recipients:
         reason = "no_recipients"
     fallbacks = sum(tally.untranslated.values())
-    if reason is None and tally.recipients and fallbacks / tally.recipients > untranslated_max_share:
+    if reason is None and tally.recipients and fallbacks / tally.recipients > settings.untranslated_max_share:
         reason = "missing_translation"  # dispatch and scheduleDispatch then need acceptFallback
     preview = DispatchPreview(
         audience_count=tally.audience,
@@ -177,19 +170,15 @@ def preview_dispatch(
     *,
     campaign_id: str,
     now: datetime,
-    adult_age: int,
-    max_recipients: int,
-    deliverable: frozenset[DeliveryChannel] = ALL_CHANNELS,
-    untranslated_max_share: float = DEFAULT_UNTRANSLATED_MAX_SHARE,
+    settings: DispatchSettings,
     experiment: Experiment | None = None,
 ) -> DispatchPreview:
-    """``deliverable``: the channels this deployment can deliver (the API's ``Services``). With
-    ``experiment``, also the test wave's size per variant (checked as ``dispatch`` would check it)."""
+    """With ``experiment``, also the test wave's size per variant (checked as ``dispatch`` would
+    check it)."""
 
     def tx_fn(tx: Tx) -> _Computed:
         computed = compute_preview(
-            tx, campaign_id=campaign_id, now=now, adult_age=adult_age, max_recipients=max_recipients,
-            deliverable=deliverable, untranslated_max_share=untranslated_max_share,
+            tx, campaign_id=campaign_id, now=now, settings=settings,
             test_share=None if experiment is None else experiment.test_share,
         )  # fmt: skip
         if experiment is not None:
@@ -250,12 +239,9 @@ def dispatch(
     campaign_id: str,
     expected_token: str | None,
     now: datetime,
-    adult_age: int,
-    max_recipients: int,
-    deliverable: frozenset[DeliveryChannel] = ALL_CHANNELS,
+    settings: DispatchSettings,
     audit: AuditContext | None = None,
     approval_policy: ApprovalPolicy | None = None,
-    untranslated_max_share: float = DEFAULT_UNTRANSLATED_MAX_SHARE,
     accept_fallback: bool = False,
     experiment: Experiment | None = None,
 ) -> DispatchStarted:
@@ -268,14 +254,7 @@ def dispatch(
     # Ids are drawn outside the tx function: a driver retry keeps them.
     ids: dict[DeliveryChannel, str] = {ch: f"dsp_{uuid.uuid4().hex}" for ch in _WALKED_CHANNELS}
     stamp = format_ts(now)
-    args: dict[str, Any] = {
-        "campaign_id": campaign_id,
-        "now": now,
-        "adult_age": adult_age,
-        "max_recipients": max_recipients,
-        "deliverable": deliverable,
-        "untranslated_max_share": untranslated_max_share,
-    }
+    args: dict[str, Any] = {"campaign_id": campaign_id, "now": now, "settings": settings}
 
     def tx_fn(tx: Tx, read: _Computed | None) -> tuple[str, list[DeliveryChannel]]:
         locked = lock_campaign(tx, campaign_id)
@@ -346,11 +325,8 @@ def approve_dispatch(
     preview_token: str,
     approver: str,
     now: datetime,
-    adult_age: int,
-    max_recipients: int,
-    deliverable: frozenset[DeliveryChannel] = ALL_CHANNELS,
+    settings: DispatchSettings,
     audit: AuditContext | None = None,
-    untranslated_max_share: float = DEFAULT_UNTRANSLATED_MAX_SHARE,
 ) -> Approved:
     """Approve the send of exactly this preview (``approval.py``): under the campaign lock, so the
     preview the approver saw is the campaign's at the approval's commit."""
@@ -359,10 +335,7 @@ def approve_dispatch(
         locked = lock_campaign(tx, campaign_id)
         if locked is None:
             raise NotFound(f"campaign '{campaign_ref(campaign_id)}' not found")
-        computed = compute_preview(
-            tx, campaign_id=campaign_id, now=now, adult_age=adult_age, max_recipients=max_recipients,
-            deliverable=deliverable, untranslated_max_share=untranslated_max_share,
-        )  # fmt: skip
+        computed = compute_preview(tx, campaign_id=campaign_id, now=now, settings=settings)
         if computed.preview.blocked_reason is not None:
             raise BadRequest(why_blocked(computed.preview.blocked_reason))
         return record_approval(

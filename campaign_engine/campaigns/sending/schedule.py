@@ -37,14 +37,11 @@ from campaign_engine.campaigns.sending.approval import (
     check_approval,
     record_refusal,
 )
-from campaign_engine.campaigns.sending.dispatch import (
-    DEFAULT_UNTRANSLATED_MAX_SHARE,
-    compute_preview,
-    start_pages,
-)
+from campaign_engine.campaigns.sending.dispatch import compute_preview, start_pages
 from campaign_engine.campaigns.sending.dispatch_reads import DispatchPublic, dispatch_from_node
+from campaign_engine.campaigns.sending.dispatch_settings import DispatchSettings
 from campaign_engine.campaigns.sending.schedule_input import ScheduleInput
-from campaign_engine.campaigns.sending.send_blocks import ALL_CHANNELS, why_blocked
+from campaign_engine.campaigns.sending.send_blocks import why_blocked
 from campaign_engine.campaigns.sending.test_wave import check_experiment, experiment_json, start_test
 from campaign_engine.domain.ab_variants import Experiment
 from campaign_engine.domain.dispatch import DeliveryChannel, PageJob
@@ -93,12 +90,9 @@ def schedule_dispatch(
     *,
     data: ScheduleInput,
     now: datetime,
-    adult_age: int,
-    max_recipients: int,
-    deliverable: frozenset[DeliveryChannel] = ALL_CHANNELS,
+    settings: DispatchSettings,
     audit: AuditContext | None = None,
     approval_policy: ApprovalPolicy | None = None,
-    untranslated_max_share: float = DEFAULT_UNTRANSLATED_MAX_SHARE,
 ) -> list[DispatchPublic]:
     """Confirm the reviewed preview for a send at ``sendAt``; one Dispatch per channel, ``scheduled``.
     Under ``approval_policy`` a large one needs its approval now, and a change before it fires holds
@@ -121,15 +115,7 @@ def schedule_dispatch(
             raise NotFound(f"campaign '{campaign_ref(data.campaign_id)}' not found")
         if tx.run(_PENDING, campaignId=data.campaign_id).single() is not None:
             raise Conflict("this campaign already has a scheduled dispatch; cancel it first")
-        computed = compute_preview(
-            tx,
-            campaign_id=data.campaign_id,
-            now=now,
-            adult_age=adult_age,
-            max_recipients=max_recipients,
-            deliverable=deliverable,
-            untranslated_max_share=untranslated_max_share,
-        )
+        computed = compute_preview(tx, campaign_id=data.campaign_id, now=now, settings=settings)
         if data.expected_preview_token != computed.preview.preview_token:
             raise Conflict("the dispatch preview is stale; preview again and confirm the new token")
         reason = computed.preview.blocked_reason
@@ -265,11 +251,8 @@ def fire_due(
     queue: Queue,
     *,
     now: datetime,
-    adult_age: int,
-    max_recipients: int,
-    deliverable: frozenset[DeliveryChannel] = ALL_CHANNELS,
+    settings: DispatchSettings,
     limit: int = 100,
-    untranslated_max_share: float = DEFAULT_UNTRANSLATED_MAX_SHARE,
 ) -> dict[str, str]:
     """Start, miss, cancel or hold every schedule due at ``now``; returns scheduleId -> what happened.
 
@@ -284,10 +267,7 @@ def fire_due(
             row["scheduleId"],
             row["campaignId"],
             now=now,
-            adult_age=adult_age,
-            max_recipients=max_recipients,
-            deliverable=deliverable,
-            untranslated_max_share=untranslated_max_share,
+            settings=settings,
             graph=graph,
         )
         if jobs:  # committed: the first pages may now be enqueued (a lost enqueue is re-armed)
@@ -303,10 +283,7 @@ def _fire_one(
     campaign_id: str,
     *,
     now: datetime,
-    adult_age: int,
-    max_recipients: int,
-    deliverable: frozenset[DeliveryChannel],
-    untranslated_max_share: float,
+    settings: DispatchSettings,
     graph: Graph | None = None,
 ) -> tuple[str, list[PageJob]]:
     """Decide one due schedule under its campaign lock (see the module docstring for the order).
@@ -322,15 +299,7 @@ def _fire_one(
     if late_by > timedelta(seconds=int(first["maxLateSeconds"])):
         reason = f"missed: the sweeper ran {int(late_by.total_seconds())} s after sendAt"
         return _decide(tx, schedule_id, "missed", reason, stamp), []
-    computed = compute_preview(
-        tx,
-        campaign_id=campaign_id,
-        now=now,
-        adult_age=adult_age,
-        max_recipients=max_recipients,
-        deliverable=deliverable,
-        untranslated_max_share=untranslated_max_share,
-    )
+    computed = compute_preview(tx, campaign_id=campaign_id, now=now, settings=settings)
     status = computed.campaign.get("status")
     if status != "live":
         return _decide(tx, schedule_id, "cancelled", f"campaign_{status}", stamp), []

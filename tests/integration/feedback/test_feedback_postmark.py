@@ -15,6 +15,7 @@ from pydantic import SecretStr
 
 from campaign_engine.api.app import create_app
 from campaign_engine.campaigns.sending.dispatch import preview_dispatch
+from campaign_engine.campaigns.sending.dispatch_settings import DispatchSettings
 from campaign_engine.config import ConfigError, Settings
 from campaign_engine.delivery.email.catcher import start_smtp_catcher
 from campaign_engine.feedback.postmark import parse_postmark
@@ -30,6 +31,8 @@ from tests.support.delivery import NOW, StepClock, drain, local_queues, start_di
 from tests.support.email import ORIGINS, add_email_members, address_of, email_settings, make_email_campaign
 from tests.support.hostile_json import HOSTILE_BODIES
 from tests.support.plans import operators
+
+DISPATCH_SETTINGS = DispatchSettings(adult_age=18, max_recipients=100)
 
 USER, PASSWORD = "postmark", "pm-webhook-password-0123456789"
 
@@ -362,7 +365,7 @@ def test_a_suppressed_address_gets_no_email_end_to_end(
         emails=[{"value": "B@EXAMPLE.com", "isPrimary": True, "isVerified": True}],
     )
     assert applied(api, record(BOUNCE, Email="B@Example.com")) == "applied"
-    preview = preview_dispatch(graph, campaign_id="c1", now=NOW, adult_age=18, max_recipients=100)
+    preview = preview_dispatch(graph, campaign_id="c1", now=NOW, settings=DISPATCH_SETTINGS)
     assert preview.email_recipient_count == 2
     port = free_port()
     catcher = start_smtp_catcher("127.0.0.1", port, tmp_path / "mail")

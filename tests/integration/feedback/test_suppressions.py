@@ -11,6 +11,7 @@ import pytest
 
 from campaign_engine.campaigns.self_test import send_test_to_me
 from campaign_engine.campaigns.sending.dispatch import preview_dispatch
+from campaign_engine.campaigns.sending.dispatch_settings import DispatchSettings
 from campaign_engine.config import Settings
 from campaign_engine.domain.errors import BadRequest
 from campaign_engine.feedback.events import AddressEvent, Feedback
@@ -24,6 +25,8 @@ from tests.support.api import TrpcClient, api_client, error_code, ok
 from tests.support.delivery import NOW, StepClock
 from tests.support.email import add_email_members, address_of, email_settings, make_email_campaign
 from tests.support.postmark_standin import PostmarkStandin
+
+DISPATCH_SETTINGS = DispatchSettings(adult_age=18, max_recipients=100)
 
 
 def suppress(graph: Graph, address: str, action: Any = "hard_bounce", key: str | None = None) -> None:
@@ -100,7 +103,7 @@ def test_preview_counts_leave_suppressed_addresses_out_until_removed(api: TrpcCl
 
     def email_recipients() -> int:
         return preview_dispatch(
-            graph, campaign_id="c1", now=NOW, adult_age=18, max_recipients=100
+            graph, campaign_id="c1", now=NOW, settings=DISPATCH_SETTINGS
         ).email_recipient_count
 
     assert email_recipients() == 4

@@ -15,6 +15,7 @@ from campaign_engine.campaigns import definitions, deletion
 from campaign_engine.campaigns.audience import members as audience
 from campaign_engine.campaigns.audience.members import CHUNK
 from campaign_engine.campaigns.sending.dispatch import PREVIEW_PAGE, preview_dispatch
+from campaign_engine.campaigns.sending.dispatch_settings import DispatchSettings
 from campaign_engine.domain.audience import AllSource, TagSource
 from campaign_engine.domain.dispatch import preview_token
 from campaign_engine.domain.errors import BadRequest, NotFound
@@ -93,7 +94,9 @@ def test_preview_pages_the_audience_and_pins_the_same_recipients(graph: Graph) -
     make_campaign(graph, "big", channels=["notify", "email"], email=EMAIL_COPY)
     create_members(graph, "big", MEMBERS)
 
-    preview = preview_dispatch(graph, campaign_id="big", now=NOW, adult_age=18, max_recipients=MEMBERS)
+    preview = preview_dispatch(
+        graph, campaign_id="big", now=NOW, settings=DispatchSettings(adult_age=18, max_recipients=MEMBERS)
+    )
 
     ids = range(MEMBERS)
     notify = [i for i in ids if i % 5 and i % 7]
@@ -105,7 +108,12 @@ def test_preview_pages_the_audience_and_pins_the_same_recipients(graph: Graph) -
     assert preview.recipient_count == len(set(notify) | set(email))
     assert preview.preview_token == expected_token(graph, "big", notify, email)
     with pytest.raises(BadRequest):  # the cap still holds when it is crossed on a later page
-        preview_dispatch(graph, campaign_id="big", now=NOW, adult_age=18, max_recipients=len(notify) - 1)
+        preview_dispatch(
+            graph,
+            campaign_id="big",
+            now=NOW,
+            settings=DispatchSettings(adult_age=18, max_recipients=len(notify) - 1),
+        )
 
 
 @pytest.mark.parametrize("members", [2000, 0], ids=["real_memberships", "empty_graph"])
@@ -201,7 +209,9 @@ def test_delete_retires_at_once_and_reaps_in_bounded_transactions(graph: Graph) 
     page = audience.get_audience(graph, campaign_id="big", cursor=None, limit=10, policy=policy)
     assert page.records == []  # the old incarnation's memberships are not the new one's
     assert (
-        preview_dispatch(graph, campaign_id="big", now=NOW, adult_age=18, max_recipients=10).audience_count
+        preview_dispatch(
+            graph, campaign_id="big", now=NOW, settings=DispatchSettings(adult_age=18, max_recipients=10)
+        ).audience_count
         == 0
     )
 

@@ -17,6 +17,7 @@ from campaign_engine.api.auth import ADMIN_SCOPE, mint_token
 from campaign_engine.api.exports import _cell
 from campaign_engine.campaigns.audience.exports import RECIPIENT_COLUMNS
 from campaign_engine.campaigns.sending.dispatch import dispatch, preview_dispatch
+from campaign_engine.campaigns.sending.dispatch_settings import DispatchSettings
 from campaign_engine.config import Settings
 from campaign_engine.graph.graph import Graph
 from campaign_engine.graph.rules.policy import policy_params, policy_query
@@ -33,6 +34,8 @@ from tests.support.email import (
 )
 from tests.support.plans import operators
 from tests.support.postmark_standin import PostmarkStandin
+
+DISPATCH_SETTINGS = DispatchSettings(adult_age=18, max_recipients=10_000)
 
 ADULTS = [f"r{i:04d}" for i in range(2300)]  # three export pages of 1,000
 MINORS = ["kid1", "kid2"]
@@ -56,9 +59,9 @@ def emailed_campaign(
     add_email_members(graph, "c1", ADULTS)
     add_email_members(graph, "c1", MINORS, dob="2015-06-01")
     queues = local_queues(tmp_path / "q.sqlite3")
-    preview = preview_dispatch(graph, campaign_id="c1", now=NOW, adult_age=18, max_recipients=10_000)
+    preview = preview_dispatch(graph, campaign_id="c1", now=NOW, settings=DISPATCH_SETTINGS)
     dispatch(graph, queues.dispatch, campaign_id="c1", expected_token=preview.preview_token, now=NOW,
-             adult_age=18, max_recipients=10_000)  # fmt: skip
+             settings=DISPATCH_SETTINGS)  # fmt: skip
     worker = build_worker(settings, graph, queues=queues, clock=StepClock(), sweep_every=None)
     try:
         drain(worker.handle, queues)

@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 from campaign_engine.campaigns.sending.dispatch import dispatch, preview_dispatch
+from campaign_engine.campaigns.sending.dispatch_settings import DispatchSettings
 from campaign_engine.config import Settings
 from campaign_engine.delivery.email.compose import compose_email, email_variants_for
 from campaign_engine.domain.ab_variants import assigned_variant, unit_point
@@ -37,6 +38,8 @@ from tests.support.delivery import (
 )
 from tests.support.email import add_email_members, email_settings
 from tests.support.postmark_standin import PostmarkStandin
+
+DISPATCH_SETTINGS = DispatchSettings(adult_age=18, max_recipients=100)
 
 ADMIN = {"as_": ADMIN_ID, "admin": True}
 NOW_TS = "2026-01-01T00:00:00.000000Z"
@@ -208,9 +211,9 @@ def test_every_path_serves_each_reader_the_same_variant_and_stats_count_it(
         assert error_code(refused) == "CONFLICT"
         ok(api.mutate("campaigns.update", {"campaignId": "ab", "variants": CAMPAIGN["variants"]}, **ADMIN))
 
-        preview = preview_dispatch(graph, campaign_id="ab", now=NOW, adult_age=18, max_recipients=100)
+        preview = preview_dispatch(graph, campaign_id="ab", now=NOW, settings=DISPATCH_SETTINGS)
         dispatch(graph, queues.dispatch, campaign_id="ab", expected_token=preview.preview_token, now=NOW,
-                 adult_age=18, max_recipients=100)  # fmt: skip
+                 settings=DISPATCH_SETTINGS)  # fmt: skip
         worker = build_worker(settings, graph, queues=queues, clock=StepClock(), sweep_every=None)
         try:
             drain(worker.handle, queues)
@@ -299,9 +302,9 @@ def test_every_path_serves_each_reader_the_same_variant_and_stats_count_it(
         add_email_members(
             graph, "ab", ["late-push"], emails=[], notificationsWebhook=hook, tenants=["default"]
         )
-        preview = preview_dispatch(graph, campaign_id="ab", now=NOW, adult_age=18, max_recipients=100)
+        preview = preview_dispatch(graph, campaign_id="ab", now=NOW, settings=DISPATCH_SETTINGS)
         dispatch(graph, queues.dispatch, campaign_id="ab", expected_token=preview.preview_token, now=NOW,
-                 adult_age=18, max_recipients=100)  # fmt: skip
+                 settings=DISPATCH_SETTINGS)  # fmt: skip
         worker = build_worker(settings, graph, queues=queues, clock=StepClock(), sweep_every=None)
         try:
             drain(worker.handle, queues)
