@@ -31,7 +31,7 @@ from typing import Any
 from campaign_engine.delivery.dispatch_cursor import record_failure
 from campaign_engine.domain.dispatch import PageJob, job_json
 from campaign_engine.domain.types import format_ts
-from campaign_engine.graph.cypher import query
+from campaign_engine.graph.cypher import statement
 from campaign_engine.graph.graph import Graph, Tx
 from campaign_engine.queue.port import Queue, QueueError
 
@@ -163,5 +163,5 @@ def _mark(tx: Tx, *, dispatch_id: str, cursor: str, now: str, failed: int) -> No
 
 
 def _count_abandoned(tx: Tx, *, before: str, now: str) -> list[tuple[str, int]]:
-    rows = tx.run(query("email_abandoned"), before=before, now=now, limit=_BATCH)
+    rows = tx.run(statement("email_abandoned"), before=before, now=now, limit=_BATCH)
     return [(str(row["dispatchId"]), int(row["n"])) for row in rows]

@@ -22,7 +22,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from campaign_engine.domain.webhook_events import Event, EventType, matches
-from campaign_engine.graph.cypher import query
+from campaign_engine.graph.cypher import statement
 from campaign_engine.graph.graph import Graph, Tx
 
 __all__ = [
@@ -104,7 +104,7 @@ class Subscribers:
 
 
 def _load(tx: Tx) -> list[dict[str, Any]]:
-    return [record.data() for record in tx.run(query("webhook_subscribers"))]
+    return [record.data() for record in tx.run(statement("webhook_subscribers"))]
 
 
 _registry: weakref.WeakKeyDictionary[Graph, Subscribers] = weakref.WeakKeyDictionary()
@@ -147,7 +147,7 @@ def record_events(tx: Tx, graph: Graph, tenant_id: str | None, events: Sequence[
         {"endpointId": endpoint_id, "orderKey": lists["orderKeys"][-1], **lists}
         for endpoint_id, lists in batches.items()
     ]
-    tx.run(query("webhook_outbox_record"), batches=rows, tenantId=tenant_id).consume()
+    tx.run(statement("webhook_outbox_record"), batches=rows, tenantId=tenant_id).consume()
     view.touch(list(batches))
     return sum(len(lists["eventIds"]) for lists in batches.values())
 
@@ -187,7 +187,7 @@ def expire_delivered(graph: Graph, *, before: str) -> int:
     deleted = 0
     while True:
         row = graph.write(
-            lambda tx: tx.run(query("webhook_expire"), before=before, limit=_EXPIRE_BATCH).single()
+            lambda tx: tx.run(statement("webhook_expire"), before=before, limit=_EXPIRE_BATCH).single()
         )
         if row is None:  # no endpoint at all
             return deleted

@@ -15,7 +15,7 @@ from campaign_engine.graph.rules import policy
 @pytest.mark.parametrize("name", sorted(statement_paths()))
 def test_every_query_binds_the_addresses_its_contact_predicates_read(name: str) -> None:
     text = policy.policy_query(name)  # raises when a contact predicate has no `emails` to read
-    assert not any(placeholder in text for placeholder in policy._FRAGMENTS)
+    assert not any(f"{{{{{placeholder}}}}}" in text for placeholder in policy.FRAGMENTS)
     if "EmailSuppression {address: toLower(address)}" in text:
         # The addresses are walked once, where they are bound, never inside a predicate.
         assert text.count(policy.PRIMARY_EMAILS) == 1, name

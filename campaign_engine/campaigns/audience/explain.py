@@ -42,8 +42,9 @@ from campaign_engine.domain.locale import language_of
 from campaign_engine.domain.tenancy import CampaignRefOut, campaign_ref
 from campaign_engine.domain.types import format_ts
 from campaign_engine.domain.variants import ContentField, served_locale, wire_languages
+from campaign_engine.graph.cypher import statement
 from campaign_engine.graph.graph import Graph, Tx
-from campaign_engine.graph.rules.policy import policy_params, policy_query
+from campaign_engine.graph.rules.policy import policy_params
 from campaign_engine.graph.rules.segment import compile_for, segment_of
 
 __all__ = ["ChannelExplanation", "RecipientExplanation", "RuleVerdict", "explain_recipient"]
@@ -179,7 +180,7 @@ def explain_recipient(
         segment = _segment(tx, campaign_id=campaign_id, profile_id=profile_id, now=now, adult_age=adult_age)
         routing = _routing(tx, campaign_id=campaign_id, profile_id=profile_id, now=now, adult_age=adult_age)
         record = tx.run(
-            policy_query("explain_recipient"),
+            statement("explain_recipient"),
             campaignId=campaign_id,
             profileId=profile_id,
             notifyCaps=cap_params(caps or {}, "notify", now=now)["caps"],

@@ -35,10 +35,10 @@ from campaign_engine.domain.errors import BadRequest, NotFound
 from campaign_engine.domain.tenancy import campaign_ref
 from campaign_engine.domain.types import format_ts
 from campaign_engine.graph.audit import AuditContext, record_audit
-from campaign_engine.graph.cypher import query
+from campaign_engine.graph.cypher import statement
 from campaign_engine.graph.graph import Graph, Tx
 from campaign_engine.graph.locks import lock_campaign
-from campaign_engine.graph.rules.policy import Policy, policy_query
+from campaign_engine.graph.rules.policy import Policy
 from campaign_engine.graph.rules.segment import compile_for, segment_query
 
 __all__ = [
@@ -150,7 +150,7 @@ def _resolve_list(
 ) -> tuple[list[str], list[str]]:
     tenant = _require_campaign(tx, campaign_id)["tenantId"]
     items = _list_items(source, domain)
-    lists = tx.run(query("audience_resolve_list"), items=items, tenant=tenant).single()
+    lists = tx.run(statement("audience_resolve_list"), items=items, tenant=tenant).single()
     assert lists is not None  # an aggregation always returns one record
     return sorted(set(lists["found"])), list(lists["missing"])
 
@@ -218,7 +218,7 @@ def preview_audience(graph: Graph, *, campaign_id: str, source: Source, policy: 
 
     def tx_fn(tx: Tx, chunk: list[str]) -> int:
         record = tx.run(
-            policy_query("audience_count"), campaignId=campaign_id, profileIds=chunk, **policy.params()
+            statement("audience_count"), campaignId=campaign_id, profileIds=chunk, **policy.params()
         ).single()
         return int(record["count"]) if record is not None else 0
 
@@ -267,7 +267,7 @@ def add_audience(
     def chunk_fn(tx: Tx, chunk: list[str], done: int, count: int, added: int) -> tuple[int, int]:
         node = _locked_editable(tx, campaign_id)
         record = tx.run(
-            policy_query("audience_add"),
+            statement("audience_add"),
             campaignId=campaign_id,
             profileIds=chunk,
             now=now,
@@ -295,7 +295,7 @@ def remove_audience(
 
     def chunk_fn(tx: Tx, chunk: list[str], done: int, removed: int) -> int:
         node = _locked_editable(tx, campaign_id)
-        record = tx.run(query("audience_remove"), campaignId=campaign_id, profileIds=chunk).single()
+        record = tx.run(statement("audience_remove"), campaignId=campaign_id, profileIds=chunk).single()
         chunk_removed = int(record["removed"]) if record is not None else 0
         _audit_chunk(tx, audit, node, source, {"chunks": done + 1, "removed": removed + chunk_removed})
         return chunk_removed
@@ -314,11 +314,11 @@ def get_audience(
     def tx_fn(tx: Tx) -> list[dict[str, Any]]:
         campaign = _require_campaign(tx, campaign_id)
         segment = compile_for(tx, campaign)
-        statement = policy_query("audience_page")
+        text = statement("audience_page")
         if segment is not None:  # the static members and the live segment's matches now (issue 27)
-            statement = segment_query("audience_segment_page", segment, arm_filter="{{AUDIENCE_AGE_OK}}")
+            text = segment_query("audience_segment_page", segment)
         rows = tx.run(
-            statement,
+            text,
             campaignId=campaign_id,
             cursor=cursor or "",
             limit=limit + 1,

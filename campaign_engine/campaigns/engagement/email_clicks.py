@@ -34,7 +34,7 @@ from typing import Any
 
 from campaign_engine.domain.errors import ServiceUnavailable
 from campaign_engine.domain.webhook_events import Event
-from campaign_engine.graph.cypher import query
+from campaign_engine.graph.cypher import statement
 from campaign_engine.graph.graph import Graph, Tx
 from campaign_engine.graph.locks import lock_profiles
 from campaign_engine.graph.webhook_outbox import record_events
@@ -80,7 +80,7 @@ def record_clicks(graph: Graph, clicks: Sequence[ClickHit], *, batch_id: str | N
         if not lock_profiles(tx, profile_ids):
             return 0
         firsts = 0
-        for row in tx.run(query("email_click_record"), clicks=ordered, batchId=batch):
+        for row in tx.run(statement("email_click_record"), clicks=ordered, batchId=batch):
             if not row["first"]:
                 continue
             firsts += 1

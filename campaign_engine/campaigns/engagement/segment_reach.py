@@ -18,7 +18,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from campaign_engine.domain.types import format_ts
-from campaign_engine.graph.cypher import query
+from campaign_engine.graph.cypher import statement
 from campaign_engine.graph.graph import Statements
 from campaign_engine.graph.rules.policy import Policy
 from campaign_engine.graph.rules.segment import SegmentCache, segment_query
@@ -45,9 +45,9 @@ def _matches(
     compiled = _RULES.get(tx, dispatch_id=f"in-app:{minute}", campaign=campaign)
     if compiled is None or not profile_ids:
         return []
-    statement = segment_query("segment_reach", compiled)
+    text = segment_query("segment_reach", compiled)
     params = {**policy.params(), **compiled.params(policy.now)}
-    return list(tx.run(statement, campaignId=campaign["id"], profileIds=list(profile_ids), **params))
+    return list(tx.run(text, campaignId=campaign["id"], profileIds=list(profile_ids), **params))
 
 
 def visible_by_segment(tx: Statements, profile_ids: Sequence[str], *, policy: Policy) -> Reached:
@@ -57,7 +57,7 @@ def visible_by_segment(tx: Statements, profile_ids: Sequence[str], *, policy: Po
     campaigns = [
         dict(record["campaign"])
         for record in tx.run(
-            query("live_segment_campaigns"), profileIds=list(profile_ids), now=format_ts(policy.now)
+            statement("live_segment_campaigns"), profileIds=list(profile_ids), now=format_ts(policy.now)
         )
     ]
     for campaign in campaigns:

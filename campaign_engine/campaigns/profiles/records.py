@@ -39,7 +39,7 @@ from campaign_engine.domain.profile import (
 from campaign_engine.domain.types import Clock, system_clock
 from campaign_engine.domain.webhook_keys import SecretBox
 from campaign_engine.graph.audit import AuditContext, record_audit
-from campaign_engine.graph.cypher import query
+from campaign_engine.graph.cypher import statement
 from campaign_engine.graph.graph import Graph, Tx
 from campaign_engine.graph.locks import lock_profiles
 
@@ -114,12 +114,12 @@ def upsert_profiles(
         if links:  # the minors and their guardians, ascending, before any of them is written or read
             lock_profiles(tx, ids + lock_ids(links))
         rows, generated = seal_rows(tx, unsealed, by_id, secrets)
-        record = tx.run(query("upsert_profiles"), rows=rows, tenant=tenant_id).single()
+        record = tx.run(statement("upsert_profiles"), rows=rows, tenant=tenant_id).single()
         assert record is not None
         missing = 0
         if with_connections:
             scope = None if platform else tenant_id
-            linked = tx.run(query("upsert_connections"), rows=with_connections, tenant=scope).single()
+            linked = tx.run(statement("upsert_connections"), rows=with_connections, tenant=scope).single()
             missing = int(linked["missing"]) if linked is not None else 0
         detail: dict[str, Any] = {"count": len(ids), "created": int(record["created"]),
                                   "profileIds": ids[:AUDIT_IDS_CAP]}  # fmt: skip

@@ -21,8 +21,9 @@ from campaign_engine.domain.errors import BadRequest
 from campaign_engine.domain.guardian_copy import guardian_source, routes_guardians
 from campaign_engine.domain.locale import language_of
 from campaign_engine.domain.variants import ContentField, served_locale, wire_languages
+from campaign_engine.graph.cypher import statement
 from campaign_engine.graph.graph import Tx
-from campaign_engine.graph.rules.policy import policy_params, policy_query
+from campaign_engine.graph.rules.policy import policy_params
 from campaign_engine.graph.rules.routing import routed_query
 from campaign_engine.graph.rules.segment import compile_for, segment_query
 
@@ -99,14 +100,12 @@ def pinned(
     channels = campaign.get("channels") or []
     languages = _Languages(json.loads(campaign["definition"]))
     segment = compile_for(tx, campaign)  # a live segment is evaluated now; the token pins what it matched
-    statement = (
-        policy_query("dispatch_preview") if segment is None else segment_query("dispatch_preview", segment)
-    )
+    text = statement("dispatch_preview") if segment is None else segment_query("dispatch_preview", segment)
     extra = segment.params(now) if segment else {}
     cursor = ""
     while True:
         row = tx.run(
-            statement,
+            text,
             campaignId=campaign["id"],
             cursor=cursor,
             limit=PREVIEW_PAGE,

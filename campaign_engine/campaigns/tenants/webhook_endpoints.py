@@ -20,7 +20,7 @@ from campaign_engine.domain.errors import BadRequest, NotFound
 from campaign_engine.domain.types import format_ts
 from campaign_engine.domain.webhook_keys import KeyRing, RingUnreadable, SecretBox, generate_secret
 from campaign_engine.graph.audit import AuditContext, record_audit
-from campaign_engine.graph.cypher import query
+from campaign_engine.graph.cypher import statement
 from campaign_engine.graph.graph import Graph, Tx
 from campaign_engine.graph.webhook_outbox import subscribers_for
 
@@ -163,7 +163,7 @@ def endpoint_tenant(graph: Graph, endpoint_id: str) -> str | None:
 
 def list_endpoints(graph: Graph, *, tenant_id: str) -> EndpointList:
     rows = graph.read(
-        lambda tx: [r.data() for r in tx.run(query("webhook_endpoint_list"), tenantId=tenant_id)]
+        lambda tx: [r.data() for r in tx.run(statement("webhook_endpoint_list"), tenantId=tenant_id)]
     )
     return EndpointList(records=[_public(dict(r["endpoint"]), int(r["pending"])) for r in rows])
 
@@ -209,8 +209,8 @@ def delete_endpoint(graph: Graph, *, endpoint_id: str, audit: AuditContext) -> N
 
     graph.write(tx_fn)
     subscribers_for(graph).invalidate()
-    for statement in (_DELETE_MESSAGES, _DELETE_ATTEMPTS):  # its queue and history, in bounded steps
-        while graph.write(_delete_some, statement=statement, endpoint_id=endpoint_id):
+    for text in (_DELETE_MESSAGES, _DELETE_ATTEMPTS):  # its queue and history, in bounded steps
+        while graph.write(_delete_some, statement=text, endpoint_id=endpoint_id):
             pass
 
 
@@ -255,7 +255,9 @@ def list_attempts(graph: Graph, *, endpoint_id: str, cursor: str | None, limit: 
 
     def read(tx: Tx) -> list[tuple[str, int, dict[str, Any]]]:
         found: list[tuple[str, int, dict[str, Any]]] = []
-        rounds = tx.run(query("webhook_attempt_list"), endpointId=endpoint_id, before=key, limit=limit + 2)
+        rounds = tx.run(
+            statement("webhook_attempt_list"), endpointId=endpoint_id, before=key, limit=limit + 2
+        )
         for r in rounds:
             indexes = range(len(r["eventIds"]) - 1, -1, -1)
             for i in (j for j in indexes if r["orderKey"] != key or j < start):
@@ -301,7 +303,7 @@ def replay_endpoint(graph: Graph, *, endpoint_id: str, since: datetime, audit: A
 
 def _replay_step(tx: Tx, *, endpoint_id: str, since: str, after: str) -> tuple[int, int, str]:
     row = tx.run(
-        query("webhook_replay"), endpointId=endpoint_id, since=since, after=after, limit=_REPLAY_BATCH
+        statement("webhook_replay"), endpointId=endpoint_id, since=since, after=after, limit=_REPLAY_BATCH
     ).single(strict=True)
     return int(row["n"]), int(row["events"] or 0), str(row["last"] or "")
 

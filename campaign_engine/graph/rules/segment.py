@@ -31,7 +31,7 @@ import json
 import re
 import threading
 from collections import OrderedDict
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from functools import lru_cache
@@ -41,11 +41,12 @@ from pydantic import ValidationError
 
 from campaign_engine.domain.age_policy import adult_dob_cutoff
 from campaign_engine.domain.segment import ENGAGED_PROPERTY, Segment, condition_of
-from campaign_engine.graph.cypher import query
+from campaign_engine.graph.cypher import fill, statement
 from campaign_engine.graph.graph import Statements
-from campaign_engine.graph.rules.policy import STATIC_AUDIENCE_PAGE, fill_policy
+from campaign_engine.graph.rules.policy import STATIC_AUDIENCE_PAGE
 
 __all__ = [
+    "SEGMENT_TEMPLATES",
     "CompiledSegment",
     "SegmentCache",
     "audience_head",
@@ -57,6 +58,7 @@ __all__ = [
     "resolve_refs",
     "segment_of",
     "segment_query",
+    "statement_variants",
 ]
 
 # Index counts stop here: an estimate only has to rank the candidates of one `all`.
@@ -364,15 +366,40 @@ def audience_head(compiled: CompiledSegment | None, *, arm_filter: str | None = 
     return f"CALL () {{\n{body}\n}}\nWITH p, c\nORDER BY p.profileId\nLIMIT $limit"
 
 
+# The segment templates and the slots this module fills in each (a caller adds its own, as email_page's
+# EMAIL_CAP): graph/cypher.py refuses a slot a template lacks, and any it leaves unfilled.
+# getAudience lists members the campaign may hold (AUDIENCE_AGE_OK), filtered in every arm.
+SEGMENT_TEMPLATES: dict[str, tuple[str, ...]] = {
+    "dispatch_page": ("AUDIENCE_PAGE",),
+    "dispatch_preview": ("AUDIENCE_PAGE",),
+    "email_page": ("AUDIENCE_PAGE",),
+    "test_wave_page": ("AUDIENCE_PAGE",),
+    "audience_segment_page": ("AUDIENCE_PAGE",),
+    "export_segment_recipients": ("AUDIENCE_PAGE", "SEGMENT_RULE"),
+    "segment_reach": ("SEGMENT_RULE",),
+}
+_ARM_FILTERS = {"audience_segment_page": "{{AUDIENCE_AGE_OK}}"}
+_CALLER_SLOTS = {"email_page"}  # delivery/frequency_cap.py, delivery/test_wave_page.py fill its EMAIL_CAP
+
+
 @lru_cache(maxsize=256)  # thread-safe and bounded; the worker's polling threads share it
-def segment_query(name: str, compiled: CompiledSegment | None, *, arm_filter: str | None = None) -> str:
-    """``cypher/<name>.cypher`` with its ``{{AUDIENCE_PAGE}}`` for this segment, its ``{{SEGMENT_RULE}}``
-    (the predicate over ``p``; no segment: ``false``) and the policy filled in; the same segment gives
-    the same text (Neo4j's plan cache keys on it), built once per process."""
-    head = audience_head(compiled, arm_filter=arm_filter)
-    rule = compiled.predicate if compiled is not None else "false"
-    text = query(name).replace("{{AUDIENCE_PAGE}}", head).replace("{{SEGMENT_RULE}}", rule)
-    return fill_policy(text, name=name)
+def segment_query(name: str, compiled: CompiledSegment | None, **slots: str) -> str:
+    """``cypher/<room>/<name>.cypher`` with its ``{{AUDIENCE_PAGE}}`` for this segment and its
+    ``{{SEGMENT_RULE}}`` (the predicate over ``p``; no segment: ``false``), as ``SEGMENT_TEMPLATES``
+    declares, and the caller's ``slots``; the same segment gives the same text (Neo4j's plan cache keys
+    on it), built once per process."""
+    own = {
+        "AUDIENCE_PAGE": lambda: audience_head(compiled, arm_filter=_ARM_FILTERS.get(name)),
+        "SEGMENT_RULE": lambda: compiled.predicate if compiled is not None else "false",
+    }
+    return statement(name, **{slot: own[slot]() for slot in SEGMENT_TEMPLATES[name]}, **slots)
+
+
+def statement_variants(samples: Sequence[CompiledSegment | None]) -> Iterator[tuple[str, str]]:
+    """Every segment statement this module fills alone, per sample segment (tests EXPLAIN them all)."""
+    for name in SEGMENT_TEMPLATES.keys() - _CALLER_SLOTS:
+        for compiled in samples:
+            yield name, segment_query(name, compiled)
 
 
 def count_matches(
@@ -386,7 +413,9 @@ def count_matches(
         for arm in compiled.arms
     ]
     statement = "CALL () {\n" + "\n  UNION\n".join(arms) + "\n}\nRETURN count(p) AS n"
-    row = tx.run(fill_policy(statement), tenantId=tenant_id, **params, **compiled.params(now)).single()
+    row = tx.run(
+        fill(statement, name="count_matches", slots={}), tenantId=tenant_id, **params, **compiled.params(now)
+    ).single()
     return 0 if row is None else int(row["n"])
 
 
@@ -408,7 +437,12 @@ def count_audience(
         )  # fmt: skip
         arms.append(text)
     statement = "CALL () {\n" + "\n  UNION\n".join(arms) + "\n}\nRETURN count(p) AS n"
-    row = tx.run(fill_policy(statement), campaignId=campaign_id, **params, **compiled.params(now)).single()
+    row = tx.run(
+        fill(statement, name="count_audience", slots={}),
+        campaignId=campaign_id,
+        **params,
+        **compiled.params(now),
+    ).single()
     return 0 if row is None else int(row["n"])
 
 
