@@ -30,11 +30,7 @@ __all__ = ["count_capped", "email_cap_slot", "email_page_query", "notify_recheck
 # Without a cap the recheck stays the read it always was.
 _UNCAPPED = "WITH job, c, p, blocked, false AS firstCapped"
 
-_COUNT_CAPPED = """
-UNWIND $counts AS k
-MATCH (d:Dispatch {id: k.dispatchId})
-SET d.capped = coalesce(d.capped, 0) + k.capped
-"""
+_COUNT_CAPPED = "dispatch_count_capped"  # cypher/delivery/dispatch_count_capped.cypher
 
 
 # A guardian's job (issue 27 item 3) stands for membership through the link it was routed by.
@@ -87,4 +83,4 @@ def count_capped(tx: Tx, dispatch_ids: Iterable[str | None]) -> None:
     counts = Counter(d for d in dispatch_ids if d)
     if counts:
         rows = [{"dispatchId": d, "capped": n} for d, n in sorted(counts.items())]
-        tx.run(_COUNT_CAPPED, counts=rows).consume()
+        tx.run(statement(_COUNT_CAPPED), counts=rows).consume()

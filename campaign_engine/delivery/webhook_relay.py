@@ -289,19 +289,13 @@ def _settle(tx: Tx, *, endpoint_id: str, token: str, endpoint: dict[str, Any], r
     ).consume()  # fmt: skip
 
 
-_DUE = """
-MATCH (e:WebhookEndpoint)
-WHERE e.enabled AND coalesce(e.retryAt, '') <= $now AND coalesce(e.leaseUntil, '') < $now
-  AND EXISTS { MATCH (b:WebhookBatch) WHERE b.endpointId = e.id AND b.queueKey > '' }
-RETURN e.id AS id
-ORDER BY e.id
-"""
+_DUE = "webhook_relay_due"  # cypher/delivery/webhook_relay_due.cypher
 
 
 def enqueue_due(graph: Graph, queue: Queue, *, now: datetime) -> list[str]:
     """The sweep's share: a relay job for every enabled endpoint with queued events that is due and free
     (its first attempt, or its retry after a wait longer than the queue can hold). Returns their ids."""
-    ids = graph.read(lambda tx: [str(r["id"]) for r in tx.run(_DUE, now=format_ts(now))])
+    ids = graph.read(lambda tx: [str(r["id"]) for r in tx.run(statement(_DUE), now=format_ts(now))])
     if ids:
         try:
             for start in range(0, len(ids), 10):

@@ -155,11 +155,7 @@ def record_events(tx: Tx, graph: Graph, tenant_id: str | None, events: Sequence[
 _BATCH_LISTS = ("eventIds", "types", "bodies", "orderKeys", "recipientKeys", "sent")
 
 
-_DISPATCH_CAMPAIGNS = """
-UNWIND $dispatchIds AS dispatchId
-MATCH (d:Dispatch {id: dispatchId})-[:DISPATCH_OF]->(c:Campaign)
-RETURN d.id AS dispatchId, d.channel AS channel, c.tenantId AS tenantId, coalesce(c.ref, c.id) AS campaignId
-"""
+_DISPATCH_CAMPAIGNS = "webhook_dispatch_campaigns"  # cypher/graph/webhook_dispatch_campaigns.cypher
 
 
 def record_dispatch_events(
@@ -170,7 +166,7 @@ def record_dispatch_events(
     if graph is None or not dispatch_ids or not subscribers_for(graph).any(event_type, tx):
         return 0
     written = 0
-    for row in tx.run(_DISPATCH_CAMPAIGNS, dispatchIds=list(dispatch_ids)):
+    for row in tx.run(statement(_DISPATCH_CAMPAIGNS), dispatchIds=list(dispatch_ids)):
         ids = {"campaignId": row["campaignId"], "dispatchId": row["dispatchId"], "channel": row["channel"]}
         event = Event.of(event_type, now, **ids, **data)
         written += record_events(tx, graph, row["tenantId"], [event])

@@ -106,42 +106,15 @@ def _list_items(source: DidsSource | ProfileIdsSource, domain: str) -> list[dict
 # neighbours are expanded from their one node and the page after the cursor kept.
 # Every source resolves inside the campaign's tenant (issue 21): only its members are found, and a key
 # (a tag, a profile) that names none of them is reported not found, exactly as if it did not exist.
-_KEY_EXISTS = {
-    "tag": """
-        OPTIONAL MATCH (t:Tag {slug: $key})
-        RETURN t IS NOT NULL AND EXISTS { (t)<-[:HAS_TAG]-(p:Profile) WHERE $tenant IN p.tenants } AS exists
-    """,
-    "connections": """
-        OPTIONAL MATCH (a:Profile {profileId: $key})
-        RETURN a IS NOT NULL AND $tenant IN a.tenants AS exists
-    """,
+_KEY_EXISTS = {  # cypher/audience/
+    "tag": "audience_tag_exists",
+    "connections": "audience_profile_exists",
 }
 
-_GRAPH_PAGE = {
-    "tag": """
-        MATCH (:Tag {slug: $key})<-[:HAS_TAG]-(p:Profile)
-        WHERE p.profileId > $cursor AND $tenant IN p.tenants
-        WITH DISTINCT p.profileId AS profileId
-        ORDER BY profileId
-        LIMIT $limit
-        RETURN collect(profileId) AS profileIds
-    """,
-    "connections": """
-        MATCH (a:Profile {profileId: $key})-[:CONNECTED_WITH]-(p:Profile)
-        WHERE p <> a AND p.profileId > $cursor AND $tenant IN p.tenants
-        WITH DISTINCT p.profileId AS profileId
-        ORDER BY profileId
-        LIMIT $limit
-        RETURN collect(profileId) AS profileIds
-    """,
-    "all": """
-        MATCH (p:Profile)
-        WHERE p.profileId > $cursor AND $tenant IN p.tenants
-        WITH p.profileId AS profileId
-        ORDER BY profileId
-        LIMIT $limit
-        RETURN collect(profileId) AS profileIds
-    """,
+_GRAPH_PAGE = {  # cypher/audience/
+    "tag": "audience_tag_page",
+    "connections": "audience_connections_page",
+    "all": "audience_all_page",
 }
 
 
@@ -160,12 +133,12 @@ def _key_exists(tx: Tx, campaign_id: str, kind: str, key: str | None) -> tuple[s
     tenant = str(_require_campaign(tx, campaign_id)["tenantId"])
     if key is None:
         return tenant, True
-    record = tx.run(_KEY_EXISTS[kind], key=key, tenant=tenant).single()
+    record = tx.run(statement(_KEY_EXISTS[kind]), key=key, tenant=tenant).single()
     return tenant, record is not None and bool(record["exists"])
 
 
 def _graph_page(tx: Tx, kind: str, key: str | None, tenant: str, cursor: str) -> list[str]:
-    record = tx.run(_GRAPH_PAGE[kind], key=key, tenant=tenant, cursor=cursor, limit=CHUNK).single()
+    record = tx.run(statement(_GRAPH_PAGE[kind]), key=key, tenant=tenant, cursor=cursor, limit=CHUNK).single()
     assert record is not None
     return sorted(record["profileIds"])
 

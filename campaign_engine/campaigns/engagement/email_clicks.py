@@ -43,11 +43,7 @@ __all__ = ["ClickHit", "ClickRecorder", "record_clicks"]
 
 log = logging.getLogger(__name__)
 
-_PROFILES = """
-UNWIND $unsubscribeIds AS unsubscribeId
-MATCH (p:Profile {campaignUnsubscribeId: unsubscribeId})
-RETURN p.profileId AS profileId
-"""
+_PROFILES = "email_click_profiles"  # cypher/engagement/email_click_profiles.cypher
 
 
 @dataclass(frozen=True)
@@ -76,7 +72,9 @@ def record_clicks(graph: Graph, clicks: Sequence[ClickHit], *, batch_id: str | N
     batch = batch_id or uuid.uuid4().hex
 
     def tx_fn(tx: Tx) -> int:
-        profile_ids = [r["profileId"] for r in tx.run(_PROFILES, unsubscribeIds=sorted({r[0] for r in rows}))]
+        profile_ids = [
+            r["profileId"] for r in tx.run(statement(_PROFILES), unsubscribeIds=sorted({r[0] for r in rows}))
+        ]
         if not lock_profiles(tx, profile_ids):
             return 0
         firsts = 0

@@ -30,12 +30,7 @@ Reached = dict[str, tuple[str | None, list[tuple[Any, ...]]]]
 
 _RULES = SegmentCache(size=256)
 
-_CAMPAIGNS_BY_ID = """
-UNWIND $campaignIds AS campaignId
-MATCH (c:Campaign {id: campaignId}) USING INDEX c:Campaign(id)
-WHERE c.hasSegment AND c.hasInAppMessage
-RETURN c {.id, .ref, .tenantId, .updatedAt, .definition} AS campaign
-"""
+_CAMPAIGNS_BY_ID = "segment_reach_campaigns"  # cypher/engagement/segment_reach_campaigns.cypher
 
 
 def _matches(
@@ -79,7 +74,7 @@ def matched_pairs(
         by_campaign.setdefault(campaign_id, set()).add(profile_id)
     if not by_campaign:
         return set()
-    rows = tx.run(_CAMPAIGNS_BY_ID, campaignIds=sorted(by_campaign))
+    rows = tx.run(statement(_CAMPAIGNS_BY_ID), campaignIds=sorted(by_campaign))
     matched: set[tuple[str, str]] = set()
     for campaign in [dict(record["campaign"]) for record in rows]:
         profile_ids = sorted(by_campaign[campaign["id"]])

@@ -93,27 +93,18 @@ class DeliveryPage(BaseModel):
     cursor: str | None = Field(description="pass back for the next (older) page; null at the end")
 
 
-_CREATE = """
-CREATE (e:WebhookEndpoint {id: $id, tenantId: $tenantId, url: $url, events: $events,
-        description: $description, keys: $keys, enabled: true, createdAt: $now, updatedAt: $now,
-        failures: 0})
-"""
+_CREATE = "webhook_endpoint_create"  # cypher/tenants/webhook_endpoint_create.cypher
 _GET = "MATCH (e:WebhookEndpoint {id: $id}) RETURN e {.*} AS e"
 _LOCK = "MATCH (e:WebhookEndpoint {id: $id}) SET e.lock = coalesce(e.lock, 0) + 1 RETURN e {.*} AS e"
 _SET = "MATCH (e:WebhookEndpoint {id: $id}) SET e += $props RETURN e {.*} AS e"
-_DELETE = """
-MATCH (e:WebhookEndpoint {id: $id})
-DETACH DELETE e
-"""
+_DELETE = "webhook_endpoint_delete"  # cypher/tenants/webhook_endpoint_delete.cypher
 # Bounded per transaction: an endpoint deleted after a long outage may leave many queued batches.
-_DELETE_MESSAGES = """
-MATCH (b:WebhookBatch) WHERE b.endpointId = $id AND b.orderKey > ''
-WITH b LIMIT 1000 DETACH DELETE b RETURN count(*) AS n
-"""
-_DELETE_ATTEMPTS = """
-MATCH (a:WebhookAttempt) WHERE a.endpointId = $id AND a.orderKey > ''
-WITH a LIMIT 5000 DETACH DELETE a RETURN count(*) AS n
-"""
+_DELETE_MESSAGES = (
+    "webhook_endpoint_delete_messages"  # cypher/tenants/webhook_endpoint_delete_messages.cypher
+)
+_DELETE_ATTEMPTS = (
+    "webhook_endpoint_delete_attempts"  # cypher/tenants/webhook_endpoint_delete_attempts.cypher
+)
 
 
 def _public(node: dict[str, Any], pending: int = 0) -> EndpointPublic:
@@ -145,8 +136,8 @@ def create_endpoint(
 
     def tx_fn(tx: Tx) -> None:
         tx.run(
-            _CREATE, id=endpoint_id, tenantId=tenant_id, url=url, events=events, description=description,
-            keys=sealer.seal(KeyRing(secret)), now=format_ts(now),
+            statement(_CREATE), id=endpoint_id, tenantId=tenant_id, url=url, events=events,
+            description=description, keys=sealer.seal(KeyRing(secret)), now=format_ts(now),
         ).consume()  # fmt: skip
         detail = {"events": events}
         record_audit(tx, audit, target_type="webhookEndpoint", target_id=endpoint_id, detail=detail)
@@ -202,14 +193,17 @@ def delete_endpoint(graph: Graph, *, endpoint_id: str, audit: AuditContext) -> N
     def tx_fn(tx: Tx) -> None:
         if tx.run(_LOCK, id=endpoint_id).single() is None:
             raise NotFound(f"webhook endpoint '{endpoint_id}' not found")
-        tx.run(_DELETE, id=endpoint_id).consume()
+        tx.run(statement(_DELETE), id=endpoint_id).consume()
         record_audit(
             tx, audit, target_type="webhookEndpoint", target_id=endpoint_id, detail={"deleted": True}
         )
 
     graph.write(tx_fn)
     subscribers_for(graph).invalidate()
-    for text in (_DELETE_MESSAGES, _DELETE_ATTEMPTS):  # its queue and history, in bounded steps
+    for text in (
+        statement(_DELETE_MESSAGES),
+        statement(_DELETE_ATTEMPTS),
+    ):  # its queue and history, in bounded steps
         while graph.write(_delete_some, statement=text, endpoint_id=endpoint_id):
             pass
 

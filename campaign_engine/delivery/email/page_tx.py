@@ -37,23 +37,13 @@ from campaign_engine.graph.webhook_outbox import record_events, subscribers_for
 __all__ = ["Claimed", "ClaimedPage", "PageTransactions", "counters"]
 
 # replan=skip: three unique-key seeks, run by every claim (as dispatch_cursor's per-page statements).
-_GUARD = """
-CYPHER replan=skip
-OPTIONAL MATCH (d:Dispatch {id: $dispatchId})
-OPTIONAL MATCH (c:Campaign {id: $campaignId})
-OPTIONAL MATCH (x:EmailCooldown {provider: $provider})
-RETURN d {.*} AS dispatch, c {.*} AS campaign, x.until AS cooldownUntil
-"""
+_GUARD = "email_page_guard"  # cypher/delivery/email/email_page_guard.cypher
 
 # The final outcomes an event webhook hears of (throttled ones are given back, uncertain ones unknown).
 _EVENT_OF: dict[str, EventType] = {"accepted": "recipient.emailed", "rejected": "recipient.email_rejected"}
 
 # The longest wait wins: a shorter Retry-After heard later never shortens the provider's cooldown.
-_COOLDOWN = """
-MERGE (x:EmailCooldown {provider: $provider})
-SET x.until = CASE WHEN x.until IS NULL OR x.until < $until THEN $until ELSE x.until END,
-    x.lastReason = $reason, x.updatedAt = $now
-"""
+_COOLDOWN = "email_cooldown"  # cypher/delivery/email/email_cooldown.cypher
 
 
 @dataclass(frozen=True)
@@ -144,7 +134,7 @@ class PageTransactions:
         Dispatch still shows that cursor, which is then this walk's too."""
         stamp = format_ts(now)
         record = tx.run(
-            _GUARD, dispatchId=job.dispatch_id, campaignId=job.campaign_id, provider=self._provider
+            statement(_GUARD), dispatchId=job.dispatch_id, campaignId=job.campaign_id, provider=self._provider
         ).single()
         assert record is not None
         dispatch = None if record["dispatch"] is None else dict(record["dispatch"])
@@ -306,7 +296,9 @@ class PageTransactions:
     ) -> Any:
         late = self.record(tx, page, results, now=now)
         tally_page(tx, page.job, page.tally, now=now)  # re-read members count again: more passes, never fewer
-        tx.run(_COOLDOWN, provider=self._provider, until=retry_at, reason=reason, now=now).consume()
+        tx.run(
+            statement(_COOLDOWN), provider=self._provider, until=retry_at, reason=reason, now=now
+        ).consume()
         return defer(
             tx,
             page.job,

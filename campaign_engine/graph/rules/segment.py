@@ -99,18 +99,14 @@ def segment_of(campaign: Mapping[str, Any]) -> Segment | None:
     return None if raw is None else Segment.model_validate(raw)
 
 
-_RESOLVE = """
-UNWIND $refs AS ref
-MATCH (x:Campaign {tenantId: $tenantId, ref: ref})
-RETURN x.ref AS ref, x.id AS id, x.definition AS definition
-"""
+_RESOLVE = "segment_resolve_refs"  # cypher/graph/rules/segment_resolve_refs.cypher
 
 
 def resolve_refs(tx: Statements, tenant_id: str | None, refs: set[str]) -> dict[str, dict[str, Any]]:
     """The tenant's campaigns among ``refs``: storage id and definition by ref (None tenant: none)."""
     if not refs or tenant_id is None:
         return {}
-    rows = tx.run(_RESOLVE, tenantId=tenant_id, refs=sorted(refs))
+    rows = tx.run(statement(_RESOLVE), tenantId=tenant_id, refs=sorted(refs))
     return {str(r["ref"]): {"id": r["id"], "definition": r["definition"]} for r in rows}
 
 

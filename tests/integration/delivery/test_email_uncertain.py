@@ -14,7 +14,6 @@ from pathlib import Path
 import pytest
 
 from campaign_engine.campaigns.sending.dispatch_reads import list_dispatches
-from campaign_engine.campaigns.sending.uncertain_emails import _LIST
 from campaign_engine.config import Settings
 from campaign_engine.delivery.email.provider import OutgoingEmail, SendResult
 from campaign_engine.domain.types import format_ts
@@ -184,7 +183,9 @@ def test_the_sweep_and_the_listing_seek_the_email_outcome_index(graph: Graph) ->
         sweep = session.run(
             "EXPLAIN " + statement("email_abandoned"), before="x", now="x", limit=10
         ).consume()
-        listing = session.run("EXPLAIN " + _LIST, dispatchId="d", after="", limit=10).consume()
+        listing = session.run(
+            "EXPLAIN " + statement("uncertain_emails_list"), dispatchId="d", after="", limit=10
+        ).consume()
     for summary in (sweep, listing):
         assert summary.plan is not None
         ops = operators(summary.plan)
