@@ -37,8 +37,9 @@ from campaign_engine.delivery.readiness import PageTally, advance_pass, page_del
 from campaign_engine.delivery.test_wave_page import WaveFilter, decide_on_time
 from campaign_engine.domain.dispatch import DeliveryJob, PageJob, delivery_id, job_json
 from campaign_engine.domain.types import Clock, format_ts, parse_ts
+from campaign_engine.graph.cypher import statement
 from campaign_engine.graph.graph import Graph, Tx
-from campaign_engine.graph.rules.policy import policy_params, policy_query
+from campaign_engine.graph.rules.policy import policy_params
 from campaign_engine.graph.rules.routing import routed_query
 from campaign_engine.graph.rules.segment import SegmentCache, segment_query
 from campaign_engine.observability import metrics
@@ -83,7 +84,7 @@ class PageWorker:
         self._page_size = page_size
         self._delay = delay_seconds
         self._adult_age = adult_age
-        self._page_query = policy_query("dispatch_page")
+        self._page_query = statement("dispatch_page")
         self._segments = SegmentCache()  # a live segment compiles once per walk (issue 27)
 
     def handle_page(self, job: PageJob) -> PageOutcome:

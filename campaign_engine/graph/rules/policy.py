@@ -20,7 +20,6 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from functools import cache
 from typing import Any
 
 from campaign_engine.config import Settings
@@ -42,7 +41,6 @@ __all__ = [
     "Policy",
     "check_bindings",
     "policy_params",
-    "policy_query",
 ]
 
 # Both age predicates are wrapped in coalesce so they are never null (a missing dob would otherwise
@@ -141,18 +139,6 @@ def check_bindings(text: str, *, name: str) -> None:
     uses_emails = "{{EMAIL_CONTACT_OK}}" in text or "{{EMAIL_SUPPRESSED}}" in text
     if uses_emails and not _EMAILS_BOUND.search(text):
         raise ValueError(f"{name} uses a contact predicate but never binds `emails`")
-
-
-@cache
-def policy_query(name: str) -> str:
-    """The lenient fill of the modules still being split (it leaves their own slots for them)."""
-    from campaign_engine.graph.cypher import query
-
-    text = query(name).replace("{{AUDIENCE_PAGE}}", STATIC_AUDIENCE_PAGE)
-    check_bindings(text, name=name)
-    for placeholder in FRAGMENTS:
-        text = text.replace(f"{{{{{placeholder}}}}}", FRAGMENTS[placeholder])
-    return text
 
 
 def policy_params(now: datetime, adult_age: int) -> dict[str, Any]:
