@@ -19,7 +19,8 @@ from functools import cache
 
 from campaign_engine.graph.cypher import fragment, statement
 from campaign_engine.graph.graph import Tx
-from campaign_engine.graph.rules.segment import CompiledSegment, segment_query
+from campaign_engine.graph.rules.segment import CompiledSegment
+from campaign_engine.graph.rules.segment_statements import segment_query
 
 __all__ = ["count_capped", "email_cap_slot", "email_page_query", "notify_recheck_query", "statement_variants"]
 

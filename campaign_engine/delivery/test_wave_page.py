@@ -33,7 +33,8 @@ from campaign_engine.domain.ab_variants import TestWave, in_test_wave
 from campaign_engine.graph.audit import AuditContext
 from campaign_engine.graph.cypher import fragment, statement
 from campaign_engine.graph.graph import Graph
-from campaign_engine.graph.rules.segment import CompiledSegment, segment_query
+from campaign_engine.graph.rules.segment import CompiledSegment
+from campaign_engine.graph.rules.segment_statements import segment_query
 from campaign_engine.graph.test_wave import SYSTEM_ACTOR, decide, decision_due
 
 __all__ = ["WaveFilter", "chosen_claim_query", "decide_on_time", "page_ids_query", "statement_variants"]

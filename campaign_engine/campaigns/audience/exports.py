@@ -20,7 +20,8 @@ from campaign_engine.graph.audit import list_audit
 from campaign_engine.graph.cypher import statement
 from campaign_engine.graph.graph import Graph, Tx
 from campaign_engine.graph.rules.policy import Policy
-from campaign_engine.graph.rules.segment import CompiledSegment, compile_for, segment_query
+from campaign_engine.graph.rules.segment import CompiledSegment, compile_for
+from campaign_engine.graph.rules.segment_statements import segment_query
 
 __all__ = ["AUDIT_COLUMNS", "PAGE", "RECIPIENT_COLUMNS", "audit_rows", "recipient_rows"]
 

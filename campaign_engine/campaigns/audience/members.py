@@ -39,7 +39,8 @@ from campaign_engine.graph.cypher import statement
 from campaign_engine.graph.graph import Graph, Tx
 from campaign_engine.graph.locks import lock_campaign
 from campaign_engine.graph.rules.policy import Policy
-from campaign_engine.graph.rules.segment import compile_for, segment_query
+from campaign_engine.graph.rules.segment import compile_for
+from campaign_engine.graph.rules.segment_statements import segment_query
 
 __all__ = [
     "CHUNK",

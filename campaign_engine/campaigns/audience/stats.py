@@ -22,7 +22,8 @@ from campaign_engine.domain.tenancy import campaign_ref
 from campaign_engine.graph.cypher import statement
 from campaign_engine.graph.graph import Graph, Tx
 from campaign_engine.graph.rules.policy import Policy
-from campaign_engine.graph.rules.segment import compile_for, count_audience
+from campaign_engine.graph.rules.segment import compile_for
+from campaign_engine.graph.rules.segment_statements import count_audience
 
 __all__ = ["CampaignStats", "GuardianStats", "VariantStats", "get_stats"]
 

@@ -21,7 +21,8 @@ from campaign_engine.domain.types import format_ts
 from campaign_engine.graph.cypher import statement
 from campaign_engine.graph.graph import Statements
 from campaign_engine.graph.rules.policy import Policy
-from campaign_engine.graph.rules.segment import SegmentCache, segment_query
+from campaign_engine.graph.rules.segment import SegmentCache
+from campaign_engine.graph.rules.segment_statements import segment_query
 
 __all__ = ["Reached", "matched_pairs", "visible_by_segment"]
 

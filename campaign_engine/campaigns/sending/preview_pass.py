@@ -25,7 +25,8 @@ from campaign_engine.graph.cypher import statement
 from campaign_engine.graph.graph import Tx
 from campaign_engine.graph.rules.policy import policy_params
 from campaign_engine.graph.rules.routing import routed_query
-from campaign_engine.graph.rules.segment import compile_for, segment_query
+from campaign_engine.graph.rules.segment import compile_for
+from campaign_engine.graph.rules.segment_statements import segment_query
 
 __all__ = ["PREVIEW_PAGE", "Tally", "pinned"]
 

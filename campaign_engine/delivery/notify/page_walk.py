@@ -41,7 +41,8 @@ from campaign_engine.graph.cypher import statement
 from campaign_engine.graph.graph import Graph, Tx
 from campaign_engine.graph.rules.policy import policy_params
 from campaign_engine.graph.rules.routing import routed_query
-from campaign_engine.graph.rules.segment import SegmentCache, segment_query
+from campaign_engine.graph.rules.segment import SegmentCache
+from campaign_engine.graph.rules.segment_statements import segment_query
 from campaign_engine.observability import metrics
 from campaign_engine.queue.port import MAX_DELAY_SECONDS, Queue
 

@@ -103,7 +103,7 @@ SELF_ENROLLABLE = (
 # (campaignId, profileId) and cut at $limit, so a page costs the members it reads; never SKIP, never a
 # sort. The SEEK hint keeps the seek whatever the statistics say: a plain index hint may be served by a
 # scan of the whole index (seen after a test wiped a graph whose index held one campaign's members). A
-# campaign with a live segment puts its seeks beside it (graph/rules/segment.py:audience_head).
+# campaign with a live segment puts its seeks beside it (graph/rules/segment_statements.py:audience_head).
 STATIC_AUDIENCE_PAGE = """MATCH (p:Profile)-[m:IN_CAMPAIGN_AUDIENCE]->(c:Campaign)
 USING INDEX SEEK m:IN_CAMPAIGN_AUDIENCE(campaignId, profileId)
 WHERE m.campaignId = $campaignId AND m.profileId > $cursor

@@ -1,8 +1,8 @@
 """Routing to guardians as Cypher (issue 27 item 3): who a page's excluded members are replaced by.
 
 A campaign with ``minors: "guardians"`` reads each audience page as every campaign does (the static
-head or a live segment's, ``graph/rules/segment.py:audience_head``), then, in a statement of its own, expands
-the page's members that a channel's age rule excludes (notify: ``CAMPAIGN_AGE_OK``; email:
+head or a live segment's, ``graph/rules/segment_statements.py:audience_head``), then, in a statement
+of its own, expands the page's members that a channel's age rule excludes (notify: ``CAMPAIGN_AGE_OK``; email:
 ``EMAIL_AGE_OK``) to their guardians: one ``GUARDIAN_OF`` expansion per excluded member of the page,
 no index of its own, never a scan of profiles. A guardian is routed when the link's consent is
 ``granted``, the guardian is of the campaign's tenant, and then passes every rule a recipient of that
@@ -31,7 +31,8 @@ from typing import Literal
 
 from campaign_engine.graph.cypher import fragment, statement
 from campaign_engine.graph.rules.policy import CAMPAIGN_AGE_OK
-from campaign_engine.graph.rules.segment import CompiledSegment, audience_head
+from campaign_engine.graph.rules.segment import CompiledSegment
+from campaign_engine.graph.rules.segment_statements import audience_head
 
 __all__ = [
     "ROUTED_GUARDIAN",
