@@ -1,8 +1,8 @@
 """Who on a page may receive now, and walking the audience again for those who may not yet (issue 12).
 
 Readiness is computed in Python and used in Cypher. Per page, ``readiness_params`` gives the page
-statements (``cypher/dispatch_page.cypher``, ``cypher/email_page.cypher``) a map from every zone of the
-tz database to the instant its recipients may receive (``domain/schedule.py:ready_map``: the
+statements (``dispatch_page.cypher``, ``email_page.cypher`` in ``cypher/delivery/``) a map from every
+zone of the tz database to the instant its recipients may receive (``domain/schedule.py:ready_map``: the
 per-recipient wave, then quiet hours) plus one instant for a missing or unknown zone. A page looks each
 member's zone up in that map, in the statement it already runs: no per-recipient round trip. The map
 is built once per distinct schedule, rules and minute (about 600 zones, a few ms) and cached; quiet

@@ -18,7 +18,7 @@ mark written after its enqueue, so a queue that refuses the send costs no attemp
 
 Email claims abandoned by a killed worker (claimed longer than ``uncertain_after_seconds`` ago, no
 outcome) are never re-sent; the sweep makes them ``uncertain`` and counts them once on their Dispatch
-(``cypher/email_abandoned.cypher``), where an operator sees and lists them.
+(``cypher/delivery/email_abandoned.cypher``), where an operator sees and lists them.
 """
 
 from __future__ import annotations

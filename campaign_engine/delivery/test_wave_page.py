@@ -6,7 +6,7 @@ hash in Python (``domain/ab_variants.py:in_test_wave``), so it sits between the 
 - notify: the page statement already returns its eligible ids; the ones outside the test wave are
   dropped before any delivery is enqueued;
 - email: the read and the claim are one statement, so an undecided wave splits it in two inside the
-  claim's transaction: the page's ids (``cypher/test_wave_page.cypher``: the same audience page, ids
+  claim's transaction: the page's ids (``cypher/delivery/test_wave_page.cypher``: the same audience page, ids
   only), then the claim over the chosen ids only (``email_page.cypher`` with its audience page replaced
   by a seek of those ids, so every rule of the claim is its own), in ascending order as its locks need.
 

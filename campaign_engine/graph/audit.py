@@ -14,7 +14,7 @@ updates its ``detail`` in each later one, so every committed chunk is accounted 
 Entries carry ``campaignId`` and ``campaignCreatedAt`` as properties, not a relationship: deleting a
 campaign retires and reaps its node with every relationship, and its trail must outlive it.
 ``audit.list`` reads newest first, keyset-paged by ``(at, id)`` stored as one ``orderKey`` string, so
-every bound is one range on the index of the leading filter (``cypher/schema.cypher``: none, campaign,
+every bound is one range on the index of the leading filter (``cypher/graph/schema.cypher``: none, campaign,
 actor) and the answer comes in index order, never sorted.
 """
 

@@ -2,8 +2,8 @@
 
 Every verdict comes from the rules the sends use: the campaign-level rule is ``domain/dispatch.py``'s
 ``send_blocked`` (what the preview and the page guard call), and the recipient rules are the policy
-fragments of ``graph/rules/policy.py`` evaluated by ``cypher/explain_recipient.cypher``, listed in the order
-the page walks apply them. The rule names are the walks' own reason codes (``opted_out``,
+fragments of ``graph/rules/policy.py`` evaluated by ``cypher/audience/explain_recipient.cypher``,
+listed in the order the page walks apply them. The rule names are the walks' own reason codes (``opted_out``,
 ``age_policy``, ``suppressed``, ...), so ``blockedBy`` is what a send would have recorded. A test
 holds the explanation and the preview together for each rule
 (tests/integration/campaigns/audience/test_explain_recipient.py).

@@ -59,7 +59,7 @@ def recipient_rows(
     wave = TestWave.of(campaign.get("abTest")) if campaign else None
     if compiled is None:
         text, params = statement("export_recipients"), policy.params()
-    else:  # a live segment: its matches and everyone it reached too (cypher/export_segment_recipients)
+    else:  # a live segment: its matches and everyone it reached too (export_segment_recipients.cypher)
         text = segment_query("export_segment_recipients", compiled)
         params = {**policy.params(), **compiled.params(policy.now)}
 

@@ -3,9 +3,9 @@
 A page walk reaches a segment's matches without a membership; the app must show them the same campaign
 and let them record what they did with it. ``getMyCampaigns`` asks ``visible_by_segment`` for the live
 in-app segment campaigns of its callers' tenants; ``recordEvent`` asks ``matched_pairs`` for the events
-the membership check refused. Both evaluate the rule per profile (``cypher/segment_reach.cypher``, one
-unique seek per profile), so the cost grows with the callers and the live segment campaigns of their
-tenants, never with a segment's size.
+the membership check refused. Both evaluate the rule per profile
+(``cypher/engagement/segment_reach.cypher``, one unique seek per profile), so the cost grows with the
+callers and the live segment campaigns of their tenants, never with a segment's size.
 
 Compiled rules are kept per (campaign, updatedAt) and minute (``SegmentCache``): a rule's values are
 parameters evaluated at each read, so a cached rule is only stale in what compiling resolves (a

@@ -2,7 +2,7 @@
 
 A link is written only in a transaction that has locked the minor and every named guardian in ascending
 profileId (``lock_profiles``, the order of docs/architecture.md §5) and then checked them under those
-locks (``cypher/guardians_check.cypher``): a guardian must be a profile of the minor's tenant (of the
+locks (``cypher/profiles/guardians_check.cypher``): a guardian must be a profile of the minor's tenant (of the
 caller's, for a tenant credential) that the age policy holds for an adult, never the minor themself.
 ``profiles.upsert`` refuses the whole batch on the first problem (BAD_REQUEST naming it, nothing
 written); the file imports (CSV, OneRoster, SDS) check a batch first and report each bad link by its

@@ -1,6 +1,6 @@
 """The preview's one pass over the audience, in keyset pages: the token's entries and the counts.
 
-Each page is one statement (``cypher/dispatch_preview.cypher``); memory stays one page whatever the
+Each page is one statement (``cypher/sending/dispatch_preview.cypher``); memory stays one page whatever the
 audience, and the entries are a function of the recipient sets alone (profile order, notify before
 email), so page boundaries never change the digest. With translations (issue 24) each entry names the
 language its reader is served, so a reader whose variant changes voids the preview, and the counts say
@@ -190,7 +190,7 @@ def pinned(
 
 
 def _routed_entries(row: Any, languages: _Languages, tally: Tally) -> list[tuple[str, str, str]]:
-    """The token's entries for one page's routed guardians (``cypher/guardian_preview.cypher``), each
+    """The token's entries for one page's routed guardians (``cypher/sending/guardian_preview.cypher``), each
     keyed by the first child routed to them: (that child, the entry's own order, the entry). A guardian's
     entry names the children it was routed for, so a consent or membership change voids the preview."""
     if row is None:  # an empty page

@@ -316,7 +316,7 @@ class PageTransactions:
 def _route(tx: Tx, segment: CompiledSegment | None, params: Mapping[str, Any]) -> dict[str, tuple[str, ...]]:
     """The guardians this page routes for email (guardian id -> the page's members routed to them), with
     every profile lock of the page taken, members and guardians in ascending order
-    (``cypher/guardian_lock.cypher``); empty for an empty page."""
+    (``cypher/delivery/email/guardian_lock.cypher``); empty for an empty page."""
     row = tx.run(routed_query("guardian_lock", segment), **params).single()
     if row is None:
         return {}

@@ -1,4 +1,4 @@
-"""Rejected and suppressed deliveries counted once per recipient and Dispatch (``cypher/notify_held.cypher``).
+"""Rejected and suppressed deliveries counted once per recipient and Dispatch (``notify_held.cypher``).
 
 Found by the chaos run (``bench/chaos.py``, seed 4): every copy of a delivery the queue handed out again
 after a pause added one to ``suppressed``, so a stopped Dispatch showed more outcomes than recipients.

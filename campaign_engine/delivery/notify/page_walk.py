@@ -199,7 +199,7 @@ class PageWorker:
         a live segment drew them, the guardians routed to now with the members routed to them). The
         segment is evaluated again on every page: later waves reach whoever matches by then. A campaign
         routing minors to guardians (issue 27 item 3) reads the same page's guardians in a second
-        statement (``cypher/guardian_page.cypher``); any other runs the page statement alone."""
+        statement (``guardian_page.cypher``); any other runs the page statement alone."""
         segment = self._segments.get(tx, dispatch_id=job.dispatch_id, campaign=campaign)
         params = {
             "campaignId": job.campaign_id,

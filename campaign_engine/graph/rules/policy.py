@@ -90,8 +90,8 @@ EMAIL_CAP_REACHED = (
 NOTIFY_CAP_REACHED = EMAIL_CAP_REACHED.replace("emailCap", "notifyCap")
 
 # Who may enrol themselves in ``c``: read once before the lock (to refuse without taking it) and again
-# under it (cypher/enroll_eligible.cypher, cypher/enroll.cypher). Only a member of the campaign's tenant
-# (issue 21): another app's campaigns are not there for them to find.
+# under it (cypher/engagement/: enroll_eligible.cypher, enroll.cypher). Only a member of the campaign's
+# tenant (issue 21): another app's campaigns are not there for them to find.
 SELF_ENROLLABLE = (
     "c.status = 'live' AND c.discoverable AND c.tenantId IN coalesce(p.tenants, [])"
     " AND (c.startsAt IS NULL OR c.startsAt <= $now) AND (c.endsAt IS NULL OR $now < c.endsAt)"
