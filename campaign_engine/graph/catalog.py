@@ -23,8 +23,8 @@ __all__ = ["filled_statements", "variant_sources"]
 
 Variants = Callable[[Sequence[Any]], Iterable[tuple[str, str]]]
 
-# Modules never imported for the search: entry points with import-time side effects.
-_SKIP = ("campaign_engine.__main__",)
+# Never imported for the search: a ``__main__`` runs its command line on import.
+_ENTRY_POINT = "__main__"
 # Not one statement: apply_schema runs each of its statements (graph/schema.py), which checks them.
 _APPLIED = {"schema"}
 
@@ -33,7 +33,7 @@ def variant_sources() -> dict[str, Variants]:
     """Every ``statement_variants`` function of the package, by module."""
     found: dict[str, Variants] = {}
     for info in pkgutil.walk_packages(campaign_engine.__path__, "campaign_engine."):
-        if info.name.startswith(_SKIP):
+        if info.name.rpartition(".")[2] == _ENTRY_POINT:
             continue
         module = importlib.import_module(info.name)
         variants = module.__dict__.get("statement_variants")

@@ -41,9 +41,9 @@ for dotted in handlers:
     module, _, name = dotted.rpartition(".")
     assert callable(getattr(importlib.import_module(module), name)), dotted
 files = {name: importlib.import_module(name).__file__ for name in modules}
-from campaign_engine.graph.cypher import cypher_dir, statement, statement_paths
+from campaign_engine.graph.cypher import cypher_dir, query, statement_paths
 names = sorted(statement_paths())
-sizes = {name: len(statement(name)) for name in names}
+sizes = {name: len(query(name)) for name in names}
 from neo4j._codec.packstream import v1
 print(json.dumps({
     "files": files,
