@@ -10,7 +10,7 @@ LAUNCHER := infra/neo4j/target/neo4j-launcher.jar
 ADMIN_MODULES := admin/node_modules/.package-lock.json
 ADMIN_ASSETS := campaign_engine/api/admin_static/manifest.json
 
-.PHONY: dev test lint typecheck unit bench chaos install system-deps clean lambda-package admin-assets client
+.PHONY: dev test lint typecheck docs unit bench chaos install system-deps clean lambda-package admin-assets client
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -49,7 +49,11 @@ typecheck: $(STAMP) $(ADMIN_MODULES)
 	$(BIN)/mypy
 	cd admin && node_modules/.bin/tsc --noEmit
 
-test: $(STAMP) $(LAUNCHER) $(ADMIN_ASSETS) system-deps lint typecheck
+# The documentation site (mkdocs.yml, docs/): every relative link must resolve; built into .local/site.
+docs: $(STAMP)
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --site-dir .local/site
+
+test: $(STAMP) $(LAUNCHER) $(ADMIN_ASSETS) system-deps lint typecheck docs
 	$(BIN)/pytest -q --durations=15
 
 unit: $(STAMP)

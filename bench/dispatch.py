@@ -108,13 +108,13 @@ from bench._support import (
     wait_until_ok,
 )
 from campaign_engine.api.auth import ADMIN_SCOPE, mint_token
-from campaign_engine.campaigns import definitions
+from campaign_engine.campaigns import definitions, deletion
 from campaign_engine.campaigns.sending.dispatch_reads import get_dispatch
 from campaign_engine.config import Settings
 from campaign_engine.delivery.notify.gate import SendGate
+from campaign_engine.delivery.notify.outcomes import record_notified
 from campaign_engine.delivery.notify.poster import WebhookPoster
 from campaign_engine.delivery.notify.sender import Answered, Outgoing
-from campaign_engine.delivery.notify.worker import record_notified
 from campaign_engine.domain.campaign import CampaignCreate
 from campaign_engine.domain.dispatch import RelayJob, delivery_id, job_json
 from campaign_engine.domain.notification import (
@@ -274,7 +274,7 @@ def forget_earlier_runs(graph: Graph) -> None:
         ).consume()
     graph.run("MATCH (c:Campaign) WHERE c.id STARTS WITH 'bench' DETACH DELETE c")
     graph.run("MATCH (d:Dispatch) WHERE NOT (d)-[:DISPATCH_OF]->() DETACH DELETE d")
-    definitions.reap_deleted_campaigns(graph)  # what an interrupted delete of an earlier run left
+    deletion.reap_deleted_campaigns(graph)  # what an interrupted delete of an earlier run left
 
 
 def notified_count(graph: Graph, campaign_id: str) -> int:
@@ -784,7 +784,7 @@ def _drained(graph: Graph, endpoint: str, give_up: float) -> float:
 
 def delete_largest(admin: Admin, procs: Processes, campaign_id: str, n: int) -> None:
     """Delete a campaign of ``n`` members (and their states) through the API: retired in one
-    transaction, reaped in bounded ones (campaigns/definitions.py)."""
+    transaction, reaped in bounded ones (campaigns/deletion.py)."""
     started = time.perf_counter()
     admin.mutate("campaigns.delete", {"campaignId": campaign_id})
     print(

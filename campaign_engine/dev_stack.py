@@ -60,14 +60,16 @@ def new_env_file(path: Path) -> Path:
     return path
 
 
-def dev_env() -> Path:
-    """Local secrets for ``make dev``, generated once and kept under ``.local/``. A plain webhook secret
-    left by an older ``make dev`` is replaced (the worker and inbox refuse it at start), and a missing
-    ``CAMPAIGN_SECRETS_KEY`` added (profiles' own webhooks need it)."""
-    path = _LOCAL / "dev.env"
+def dev_env(*, neo4j_uri: str, local: Path = _LOCAL) -> Path:
+    """Local secrets for ``make dev``, generated once and kept under ``.local/``, with the address of the
+    Neo4j it starts (``NEO4J_URI``), so a command run beside it with ``CAMPAIGN_ENV_FILE=.local/dev.env``
+    reaches that graph. A plain webhook secret left by an older ``make dev`` is replaced (the worker and
+    inbox refuse it at start), and a missing ``CAMPAIGN_SECRETS_KEY`` added (profiles' own webhooks
+    need it)."""
+    path = local / "dev.env"
     if not path.exists():
-        _LOCAL.mkdir(exist_ok=True)
-        return new_env_file(path)
+        local.mkdir(exist_ok=True)
+        new_env_file(path)
     lines = path.read_text().splitlines()
     kept = [
         _webhook_secret_line()
@@ -75,8 +77,9 @@ def dev_env() -> Path:
         else line
         for line in lines
     ]
-    if not any(line.startswith(_SECRETS_KEY) for line in kept):  # an env file from before issue 22
+    if not any(line.startswith(_SECRETS_KEY) for line in kept):  # an env file of an older make dev
         kept.append(_secrets_key_line())
+    kept = [line for line in kept if not line.startswith("NEO4J_URI=")] + [f"NEO4J_URI={neo4j_uri}"]
     if kept != lines:
         path.write_text("\n".join([*kept, ""]))
     return path
@@ -144,12 +147,12 @@ def run_dev(*, host: str, port: int) -> int:
     from campaign_engine.graph.local_neo4j import LocalNeo4j
     from campaign_engine.observability.logs import configure_logging
 
-    env_file = dev_env()
-    # Each child configures its own logging the same way (JSON lines unless LOG_FORMAT says otherwise).
-    configure_logging(Settings(_env_file=env_file))
     inbox_port = int(os.environ.get("INBOX_PORT", "8025"))
     smtp_port = int(os.environ.get("SMTP_CATCHER_PORT", "1025"))
     neo4j_port = int(os.environ.get("NEO4J_PORT", "7687"))
+    env_file = dev_env(neo4j_uri=f"bolt://127.0.0.1:{neo4j_port}")
+    # Each child configures its own logging the same way (JSON lines unless LOG_FORMAT says otherwise).
+    configure_logging(Settings(_env_file=env_file))
     env = child_env(
         env_file,
         local=_LOCAL,

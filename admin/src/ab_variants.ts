@@ -1,4 +1,4 @@
-// The composer's A/B content variants (issue 26): two to four arms, each with an id, a weight and the
+// The composer's A/B content variants: two to four arms, each with an id, a weight and the
 // channel copy it overrides, in the base language and in each translated one. The rule (a field a
 // variant overrides, it overrides in every language the campaign has it in) and the assignment are the
 // API's: this only edits the `variants` list, and the API's field errors land beside these fields.

@@ -1,14 +1,13 @@
-// The campaign composer: every field of the definition, live previews, and the API's field errors
+// The campaign composer: every field of the definition, its live previews, and the API's field errors
 // shown beside the fields they name (tRPC `data.issues[].path`), in the words of messages.ts.
 import type { Action, Campaign, Channel, Definition, Issue, Message } from "./api";
 import { field, h, replace } from "./dom";
 import { echoUtc, zoneName } from "./time";
 import { variantsEditor } from "./ab_variants";
+import { NOTIFY_BODY_MAX, NOTIFY_TITLE_MAX, previews } from "./composer_previews";
 import { translationsEditor } from "./translations";
 
 type Control = HTMLInputElement | HTMLSelectElement | HTMLTextAreaElement;
-const NOTIFY_TITLE_MAX = 65; // push banners truncate here (NotificationCopy in domain/campaign.py)
-const NOTIFY_BODY_MAX = 240;
 
 export interface Composer {
   element: HTMLElement;
@@ -41,9 +40,6 @@ function localInput(value: string | null | undefined): string {
   const d = new Date(value);
   const pad = (n: number): string => String(n).padStart(2, "0");
   return `${d.getFullYear()}-${pad(d.getMonth() + 1)}-${pad(d.getDate())}T${pad(d.getHours())}:${pad(d.getMinutes())}`;
-}
-export function truncate(value: string, max: number): string {
-  return value.length > max ? `${value.slice(0, max - 1)}…` : value;
 }
 
 export function composer(existing: Campaign | null): Composer {
@@ -120,7 +116,7 @@ export function composer(existing: Campaign | null): Composer {
   excludeMinors.checked = def?.excludeMinors ?? true;
   const discoverable = input("checkbox");
   discoverable.checked = def?.discoverable ?? false;
-  // Issue 27: minors the age policy excludes get nothing, or their consenting guardians get it instead,
+  // Minors the age policy excludes get nothing, or their consenting guardians get it instead,
   // with the guardian copy below where it is given (never naming the child).
   const minors = select([["exclude", "Exclude them (nobody gets it in their place)"], ["guardians", "Send to their guardians instead"]], def?.minors ?? "exclude");
   minors.id = "minors";
@@ -291,36 +287,10 @@ export function composer(existing: Campaign | null): Composer {
     return out;
   }
 
-  // Live previews of the in-app card and the push banner, as the recipient's device shows them.
-  const card = h("div", { className: "preview-card", id: "preview-inapp" });
-  const banner = h("div", { className: "preview-banner", id: "preview-push" });
-  function renderPreviews(): void {
-    const m = readMessage();
-    if (m && m.title) {
-      replace(card,
-        m.media && m.media.type !== "youtube" && m.media.url.startsWith("https://")
-          ? h("img", { src: m.media.url, alt: m.media.alt ?? "", className: "media" })
-          : m.media ? h("p", { className: "media-placeholder" }, `Video: ${m.media.url}`) : null,
-        h("p", { className: "card-title" }, `${m.emoji ? `${m.emoji} ` : ""}${m.title}`),
-        m.body ? h("p", { className: "card-body" }, m.body) : null,
-        h("div", { className: "card-actions" }, ...(m.actions ?? []).map((a) => h("span", { className: `fake-button ${a.style}` }, a.label))),
-        m.dismissible ? h("span", { className: "card-dismiss" }, "×") : null);
-    } else replace(card, h("p", { className: "muted" }, "No in-app message."));
-    const nt = nTitle.value.trim();
-    if (nt) {
-      const nb = nBody.value.trim();
-      const over = nt.length > NOTIFY_TITLE_MAX || nb.length > NOTIFY_BODY_MAX;
-      replace(banner, h("p", { className: "banner-app" }, "Notification"), h("p", { className: "banner-title" }, truncate(nt, NOTIFY_TITLE_MAX)),
-        h("p", { className: "banner-body" }, truncate(nb, NOTIFY_BODY_MAX)),
-        h("p", { className: over ? "banner-count over" : "banner-count" }, `Title ${nt.length}/${NOTIFY_TITLE_MAX}, body ${nb.length}/${NOTIFY_BODY_MAX} characters${over ? ": the banner cuts the rest" : ""}`));
-    } else replace(banner, h("p", { className: "muted" }, "No notification."));
-  }
-  onChange.push(renderPreviews);
-  renderPreviews();
-
-  const element = h("div", { className: "composer-layout" }, form,
-    h("aside", { className: "previews", "aria-label": "Previews" },
-      h("h3", {}, "In-app card"), card, h("h3", {}, "Push banner"), banner));
+  const preview = previews(readMessage, () => ({ title: nTitle.value, body: nBody.value }));
+  onChange.push(preview.render);
+  preview.render();
+  const element = h("div", { className: "composer-layout" }, form, preview.element);
 
   function clearIssues(): void {
     for (const el of errors.values()) {

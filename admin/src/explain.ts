@@ -192,7 +192,7 @@ function view(x: RecipientExplanation, profile: ProfileFacts | null): HTMLElemen
       ? h("span", {}, `${x.profileId} is a member, ${joined(x.memberSource)}`, ...(x.memberAddedAt ? [" on ", when(x.memberAddedAt)] : []), ".")
       : `${x.profileId} is not a member of the audience.`),
     ...x.channels.map((c) => channelView(x, profile, c)),
-    // Issue 26: the A/B content variant every channel serves this profile, and why.
+    // The A/B content variant every channel serves this profile, and why.
     x.variant ? h("p", { id: "explain-variant", "data-variant": x.variant.variantId }, `Variant ${x.variant.variantId}: ${x.variant.why}.`) : null,
     h("h3", {}, "What already happened"),
     facts.length

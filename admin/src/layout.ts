@@ -1,4 +1,4 @@
-// Email layout (#/layout, issue 24 item 6): a tenant's logo, colours, footer text and postal address and
+// Email layout (#/layout): a tenant's logo, colours, footer text and postal address and
 // sender name, edited by the tenant's own admins (tenants.updateLayout) with the email rendered by the
 // server before saving (tenants.previewLayout: the worker's renderer and From rule, the proposed layout
 // over the stored one). Copy is plain text; the renderer escapes it. An emptied field is sent as null,

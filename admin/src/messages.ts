@@ -58,7 +58,7 @@ const MESSAGES: Row[] = [
   { path: /^(layout\.)?logoUrl$/, noun: "the logo URL", when: [HTTPS] },
   { path: /^(layout\.)?primaryColor$/, noun: "the primary colour", codes: HEX },
   { path: /^(layout\.)?textColor$/, noun: "the text colour", codes: HEX },
-  // The email layout (issue 24): plain text on one line, for the footer and the From header.
+  // The email layout: plain text on one line, for the footer and the From header.
   { path: /^(layout\.)?footerText$/, noun: "the footer text", codes: PLAIN },
   { path: /^(layout\.)?footerAddress$/, noun: "the postal address", codes: PLAIN },
   { path: /^(layout\.)?senderName$/, noun: "the sender name", codes: PLAIN },

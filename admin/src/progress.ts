@@ -80,7 +80,7 @@ function counterList(d: Dispatch, keys: string[], id?: string): HTMLElement {
   ]));
 }
 
-/** Issue 26: why the health guard paused this dispatch, in the admin's words, with the numbers. */
+/** Why the health guard paused this dispatch, in the admin's words, with the numbers. */
 const RATE_WORDS: Record<string, string> = {
   hardBounce: "hard-bounce rate",
   complaint: "spam-complaint rate",
@@ -107,7 +107,7 @@ function pauseNotice(d: Dispatch, resume: ((d: Dispatch) => HTMLElement | null) 
 
 const METRIC_WORDS: Record<string, string> = { emailClicked: "email clicks", clicked: "in-app clicks", shown: "in-app views" };
 
-/** An A/B test wave (issue 26): while testing, who gets what and when it is decided, with `choose` (the
+/** An A/B test wave: while testing, who gets what and when it is decided, with `choose` (the
  *  "choose this variant now" controls, absent: the caller may not); once decided, the winner, each
  *  variant's rate over its test recipients, and who decided. */
 function testWaveNotice(d: Dispatch, choose: ((d: Dispatch) => HTMLElement | null) | undefined): HTMLElement | null {

@@ -74,7 +74,7 @@ function recordForm(kit: Kit, tenant: Tenant, saving: () => void, saved: (t: Ten
     add(`frequencyCaps.${channel}.windowSeconds`, `${what} cap window (seconds)`, h("input", { type: "number", min: 1, step: 1, value: cap ? String(cap.windowSeconds) : "" }));
     capRows.push(h("div", { className: "inline-form", role: "group", "aria-label": `${channel} frequency cap` }, ...rows.splice(before)));
   }
-  // Click tracking (issue 26): on unless the record says false (older records have no field).
+  // Click tracking: on unless the record says false (older records have no field).
   const trackingWas = tenant.clickTracking !== false;
   const tracking = h("input", { type: "checkbox", checked: trackingWas, disabled: !editable });
   add("clickTracking", "Track email clicks", tracking, "On: the email's button links through this deployment's /c, which counts each recipient's first click and redirects. Off: it links to the app directly.");

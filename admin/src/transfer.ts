@@ -1,4 +1,4 @@
-// Files in and out (issue 25): the CSV import of profiles with its report (#/import), and the downloads
+// Files in and out: the CSV import of profiles with its report (#/import), and the downloads
 // of a campaign's recipients and of the audit trail. They are plain HTTP routes of the API, called with
 // the same bearer token and renewal as every procedure (Api.http); a file is handed to the browser as a
 // download from memory, never through a URL that would carry the token.

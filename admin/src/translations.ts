@@ -1,4 +1,4 @@
-// The composer's translations (issue 24): the base content's language, and per language its message,
+// The composer's translations: the base content's language, and per language its message,
 // notification and email copy beside the base fields. A language is a BCP 47 tag (typed, with common
 // suggestions); right-to-left languages get right-to-left text fields. What the server does with them
 // (the lookup, the fallbacks, the limits) is the API's: this only edits the `translations` map.

@@ -1,4 +1,4 @@
-"""Campaign definitions and lifecycle: create, read, list, patch, status changes, delete.
+"""Campaign definitions and lifecycle: create, read, list, patch, status changes (delete: ``deletion.py``).
 
 Every write that changes a campaign takes the campaign lock first (``graph.locks.lock_campaign``), so
 optimistic checks such as ``expectedUpdatedAt`` compare against a value no other writer can change
@@ -31,7 +31,7 @@ from campaign_engine.domain.campaign import (
 )
 from campaign_engine.domain.errors import BadRequest, Conflict, NotFound, bad_request_from
 from campaign_engine.domain.tenancy import campaign_ref, namespaced_id
-from campaign_engine.domain.types import format_ts, next_after, parse_ts, system_clock, truncated
+from campaign_engine.domain.types import format_ts, next_after, parse_ts, truncated
 from campaign_engine.domain.webhook_events import Event, EventType
 from campaign_engine.graph.audit import AuditContext, record_audit
 from campaign_engine.graph.graph import Graph, Tx
@@ -41,15 +41,15 @@ from campaign_engine.graph.webhook_outbox import record_dispatch_events, record_
 
 __all__ = [
     "CampaignPage",
+    "audit_change",
     "campaign_from_node",
     "create_campaign",
-    "delete_campaign",
+    "emit_event",
     "get_campaign",
     "list_campaigns",
     "load_definition",
+    "locked_campaign",
     "node_properties",
-    "reap_deleted_campaigns",
-    "retire_campaign",
     "set_status",
     "update_campaign",
 ]
@@ -145,8 +145,8 @@ def create_campaign(
         if record is None:
             raise Conflict(f"campaign '{data.id}' already exists")
         node = dict(record["campaign"])
-        _audit(tx, audit, node, before=None, after=node)
-        _event(tx, graph, "campaign.created", node, now)
+        audit_change(tx, audit, node, before=None, after=node)
+        emit_event(tx, graph, "campaign.created", node, now)
         return node
 
     for attempt in range(_CREATE_ATTEMPTS):
@@ -201,7 +201,7 @@ RETURN c {.*} AS campaign
 """
 
 
-def _audit(
+def audit_change(
     tx: Tx,
     audit: AuditContext | None,
     node: dict[str, Any],
@@ -226,7 +226,7 @@ def _audit(
 _SENDING = "MATCH (d:Dispatch {status: 'sending'})-[:DISPATCH_OF]->(:Campaign {id: $id}) RETURN d.id AS id"
 
 
-def _event(
+def emit_event(
     tx: Tx, graph: Graph, event_type: EventType, node: dict[str, Any], now: datetime, **data: Any
 ) -> None:
     """A ``campaign.*`` event for the event webhooks, in the transaction of the change (ids only)."""
@@ -236,7 +236,7 @@ def _event(
         record_events(tx, graph, tenant, [Event.of(event_type, format_ts(now), campaignId=campaign, **data)])
 
 
-def _locked(tx: Tx, campaign_id: str) -> dict[str, Any]:
+def locked_campaign(tx: Tx, campaign_id: str) -> dict[str, Any]:
     node = lock_campaign(tx, campaign_id)
     if node is None:
         raise NotFound(f"campaign '{campaign_ref(campaign_id)}' not found")
@@ -289,7 +289,7 @@ def update_campaign(
     changes = patch.changes()
 
     def tx_fn(tx: Tx) -> dict[str, Any]:
-        node = _locked(tx, patch.campaign_id)
+        node = locked_campaign(tx, patch.campaign_id)
         expected = patch.expected_updated_at
         if expected is not None and not _is_current(expected, node["updatedAt"]):
             raise Conflict("the campaign changed since it was read (expectedUpdatedAt is stale)")
@@ -302,8 +302,8 @@ def update_campaign(
                 excludes_minors=definition.exclude_minors, adult_age=adult_age,
             )  # fmt: skip
         saved = _save(tx, node, node_properties(definition), now)
-        _audit(tx, audit, node, before=node, after=saved, detail={"fields": sorted(changes)})
-        _event(tx, graph, "campaign.updated", saved, now, fields=sorted(changes))
+        audit_change(tx, audit, node, before=node, after=saved, detail={"fields": sorted(changes)})
+        emit_event(tx, graph, "campaign.updated", saved, now, fields=sorted(changes))
         return saved
 
     return campaign_from_node(graph.write(tx_fn))
@@ -318,96 +318,15 @@ def set_status(
     audit: AuditContext | None = None,
 ) -> CampaignPublic:
     def tx_fn(tx: Tx) -> dict[str, Any]:
-        node = _locked(tx, campaign_id)
+        node = locked_campaign(tx, campaign_id)
         if not allowed_transition(node["status"], status):
             raise BadRequest(f"cannot change status from {node['status']} to {status}")
         saved = _save(tx, node, {"status": status}, now)
-        _audit(tx, audit, node, before=node, after=saved, detail={"from": node["status"], "to": status})
-        _event(tx, graph, "campaign.status_changed", saved, now, **{"from": node["status"], "to": status})
+        audit_change(tx, audit, node, before=node, after=saved, detail={"from": node["status"], "to": status})
+        emit_event(tx, graph, "campaign.status_changed", saved, now, **{"from": node["status"], "to": status})
         if status == "paused":  # its sending dispatches hold at the gate until it is live again
             sending = [str(r["id"]) for r in tx.run(_SENDING, id=campaign_id)]
             record_dispatch_events(tx, graph, "dispatch.paused", sending, now=format_ts(now))
         return saved
 
     return campaign_from_node(graph.write(tx_fn))
-
-
-# Delete in two steps (issue 11): one small transaction under the campaign lock retires the campaign
-# (its Dispatches go, and the node loses the :Campaign label every reader matches on, which also frees
-# the id for a new incarnation); then its relationships, as many as its audience, are removed in
-# bounded transactions. Users see the first step only: after it the campaign is gone everywhere, and
-# the second never has to fit an audience in one transaction.
-_RETIRE = """
-MATCH (c:Campaign {id: $id})
-OPTIONAL MATCH (d:Dispatch)-[:DISPATCH_OF]->(c)
-DETACH DELETE d
-WITH DISTINCT c
-REMOVE c:Campaign
-SET c:DeletedCampaign
-// Its plain id is never handed to another tenant (domain/tenancy.py): a call that resolved it before
-// this delete cannot land on a stranger's campaign.
-FOREACH (_ IN CASE WHEN c.id = c.ref THEN [1] ELSE [] END |
-  MERGE (r:RetiredCampaignId {id: c.id}) ON CREATE SET r.tenantId = c.tenantId)
-"""
-
-# One bounded batch: relationships of retired campaigns (memberships, states, tests), then the retired
-# nodes left without any. A relationship a late writer attached after retirement is reaped the same way.
-_REAP = """
-CALL () {
-  MATCH (:DeletedCampaign)-[r]-()
-  WITH r LIMIT $limit
-  DELETE r
-  RETURN count(r) AS removed
-}
-CALL () {
-  MATCH (t:DeletedCampaign) WHERE NOT EXISTS { (t)--() }
-  DELETE t
-  RETURN count(t) AS dropped
-}
-RETURN removed, dropped
-"""
-
-# Relationships removed per reaping transaction: a transaction's memory stays bounded by this.
-REAP_BATCH = 10_000
-
-
-def delete_campaign(graph: Graph, *, campaign_id: str, audit: AuditContext | None = None) -> None:
-    """Removes the campaign with its audience, states, pending tests and dispatch records.
-
-    Retirement is one transaction (all or nothing); the reaping after it can be interrupted and is
-    finished by the next ``reap_deleted_campaigns`` (every delete starts with one)."""
-    reap_deleted_campaigns(graph)
-    retire_campaign(graph, campaign_id=campaign_id, audit=audit)
-    reap_deleted_campaigns(graph)
-
-
-def retire_campaign(graph: Graph, *, campaign_id: str, audit: AuditContext | None = None) -> None:
-    """The user-visible half of a delete: from its commit the campaign is gone for every reader and
-    its id free; what it leaves is for ``reap_deleted_campaigns``. Its audit entry is written here,
-    and carries the id and incarnation as properties, so reaping the node leaves the trail whole."""
-
-    def tx_fn(tx: Tx) -> None:
-        node = _locked(tx, campaign_id)
-        tx.run(_RETIRE, id=campaign_id).consume()
-        _audit(tx, audit, node, before=node, after=None)
-        _event(tx, graph, "campaign.deleted", node, system_clock())
-
-    graph.write(tx_fn)
-
-
-def reap_deleted_campaigns(graph: Graph, *, batch: int = REAP_BATCH) -> int:
-    """Removes what retired campaigns left, ``batch`` relationships per transaction; returns how many
-    relationships it removed. Safe to run anywhere, any time, concurrently: it touches retired nodes
-    only."""
-
-    def tx_fn(tx: Tx) -> tuple[int, int]:
-        record = tx.run(_REAP, limit=batch).single()
-        assert record is not None
-        return int(record["removed"]), int(record["dropped"])
-
-    total = 0
-    while True:
-        removed, dropped = graph.write(tx_fn)
-        total += removed
-        if removed == 0 and dropped == 0:
-            return total

@@ -69,6 +69,7 @@ _SCRUB = re.compile(
             # JWTs and itsdangerous tokens (unsubscribe links): base64url of '{"' then a signature
             r"(?P<signed>\beyJ[A-Za-z0-9_-]*\.[A-Za-z0-9_.-]+)",
             r"(?P<whsec>\bwhsec_[A-Za-z0-9+/=]+)",  # Standard Webhooks secret
+            r"(?P<apikey>\bcek_[A-Za-z0-9_-]+)",  # an API key: cek_<id>_<secret>
             r"(?P<sig>\bv1,[A-Za-z0-9+/=]{20,})",  # Standard Webhooks signature
             r"(?P<param>(?i:[?&;](?:token|password|secret|key|api_?key|signature|sig|auth)=))[^&#\s\"']*",
         ]
@@ -125,6 +126,7 @@ def _may_hold_secret(value: str) -> bool:
         or "%40" in value
         or "eyJ" in value
         or "whsec_" in value
+        or "cek_" in value
         or "v1," in value
         or "earer" in value
         or "EARER" in value

@@ -8,7 +8,7 @@ import threading
 from dataclasses import replace
 from datetime import timedelta
 
-from campaign_engine.campaigns.definitions import reap_deleted_campaigns
+from campaign_engine.campaigns.deletion import reap_deleted_campaigns
 from campaign_engine.campaigns.sending.schedule import fire_due
 from campaign_engine.config import Settings
 from campaign_engine.delivery.email.provider import EmailProvider

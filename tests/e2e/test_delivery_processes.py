@@ -31,7 +31,7 @@ import pytest
 from fastapi import FastAPI, Request
 from fastapi.responses import Response
 
-from campaign_engine.campaigns import definitions
+from campaign_engine.campaigns import definitions, deletion
 from campaign_engine.campaigns.sending.dispatch import dispatch
 from campaign_engine.campaigns.sending.dispatch_reads import DispatchPublic, get_dispatch, list_dispatches
 from campaign_engine.config import Settings
@@ -423,7 +423,7 @@ def test_jobs_of_a_deleted_campaign_do_nothing_for_its_successor(stack: Stack) -
     dispatch_queue.delete(message.receipt)
     assert (dispatch_queue.depth(), delivery_queue.depth()) == (1, PAGE_SIZE)
 
-    definitions.delete_campaign(stack.graph, campaign_id="cf")
+    deletion.delete_campaign(stack.graph, campaign_id="cf")
     time.sleep(0.01)  # a distinct createdAt for the new incarnation
     new_created_at = campaign(stack.graph, "cf", members)  # same id, same members, not dispatched
     stack.worker()

@@ -41,8 +41,8 @@ for dotted in handlers:
     module, _, name = dotted.rpartition(".")
     assert callable(getattr(importlib.import_module(module), name)), dotted
 files = {name: importlib.import_module(name).__file__ for name in modules}
-from campaign_engine.graph.cypher import cypher_dir, query
-names = sorted(path.stem for path in cypher_dir().glob("*.cypher"))
+from campaign_engine.graph.cypher import cypher_dir, query, statement_paths
+names = sorted(statement_paths())
 sizes = {name: len(query(name)) for name in names}
 from neo4j._codec.packstream import v1
 print(json.dumps({
@@ -143,7 +143,7 @@ def test_every_handler_imports_from_the_zip_alone(config: dict[str, Any], task_r
 
     # campaign_engine.graph.cypher reads the named queries next to the package, as on /var/task.
     assert Path(report["cypher_dir"]) == task_root / "cypher"
-    repo_queries = sorted(p.stem for p in (REPO_ROOT / "cypher").glob("*.cypher"))
+    repo_queries = sorted(p.stem for p in (REPO_ROOT / "cypher").rglob("*.cypher"))
     assert sorted(report["cypher"]) == repo_queries
     assert all(report["cypher"].values())
 

@@ -70,13 +70,14 @@ def test_make_dev_generates_a_standard_webhooks_secret(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.chdir(tmp_path)
-    path = dev_env()
+    path = dev_env(neo4j_uri="bolt://127.0.0.1:7687")
     settings = Settings(_env_file=path)
     assert settings.notifications_webhook_secret is not None
     assert settings.notifications_webhook_secret.get_secret_value().startswith("whsec_")
     settings.require_webhooks()
     assert settings.secret_box() is not None  # profiles' own webhooks can be given their secrets
-    assert dev_env().read_text() == path.read_text()  # generated once, then kept
+    again = dev_env(neo4j_uri="bolt://127.0.0.1:7687")
+    assert again.read_text() == path.read_text()  # generated once, then kept
 
 
 def test_make_dev_replaces_a_plain_secret_left_by_an_older_version(
@@ -88,7 +89,20 @@ def test_make_dev_replaces_a_plain_secret_left_by_an_older_version(
     old.write_text(f"AUTH_JWT_SECRET={'j' * 48}\nNOTIFICATIONS_WEBHOOK_SECRET={PLAIN_SECRET}\n")
     with pytest.raises(ConfigError, match="NOTIFICATIONS_WEBHOOK_SECRET"):
         Settings(_env_file=old).require_webhooks()
-    settings = Settings(_env_file=dev_env())
+    settings = Settings(_env_file=dev_env(neo4j_uri="bolt://127.0.0.1:7687"))
     settings.require_webhooks()
     assert settings.secret_box() is not None  # the key an older env file lacked is added
     assert settings.auth_jwt_secret is not None and settings.auth_jwt_secret.get_secret_value() == "j" * 48
+
+
+def test_make_dev_records_where_its_neo4j_listens(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A command run beside ``make dev`` with ``CAMPAIGN_ENV_FILE=.local/dev.env`` reaches the Neo4j it
+    started, on whatever port ``NEO4J_PORT`` chose this time, and the secrets stay as they were."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("NEO4J_URI", raising=False)
+    first = dev_env(neo4j_uri="bolt://127.0.0.1:7687").read_text()
+    assert Settings(_env_file=".local/dev.env").neo4j_uri == "bolt://127.0.0.1:7687"
+    moved = dev_env(neo4j_uri="bolt://127.0.0.1:17687").read_text()
+    assert Settings(_env_file=".local/dev.env").neo4j_uri == "bolt://127.0.0.1:17687"
+    assert moved.count("NEO4J_URI=") == 1
+    assert moved.replace("17687", "7687") == first  # only the address changed

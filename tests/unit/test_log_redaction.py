@@ -95,6 +95,23 @@ def test_no_secret_survives_in_any_value(captured: tuple[io.StringIO, logging.Lo
     assert "ValueError" in lines(stream)[1]["exception"]  # the traceback stays, its secrets do not
 
 
+def test_an_api_key_is_masked_wherever_it_stands(captured: tuple[io.StringIO, logging.Logger]) -> None:
+    """An API key (``cek_<id>_<secret>``) named in a message, a field or an exception, without the
+    ``Bearer`` that would otherwise give it away."""
+    stream, logger = captured
+    key = "cek_0123456789abcdef_" + "Zq-9_" * 8 + "xyz"
+    logger.info("refused key %s", key, extra={"presented": key, "detail": {"keys": [f"({key})"]}})
+    try:
+        raise PermissionError(f"key {key} is revoked")
+    except PermissionError:
+        logger.exception("auth.failed")
+    text = stream.getvalue()
+    assert key not in text and key.rpartition("_")[2] not in text
+    first = lines(stream)[0]
+    assert first["event"] == "refused key [redacted]"
+    assert first["detail"] == {"keys": ["([redacted])"]}
+
+
 def test_the_access_line_keeps_method_path_and_status_but_no_query() -> None:
     stream = io.StringIO()
     access = logging.getLogger("uvicorn.access")

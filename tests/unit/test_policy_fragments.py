@@ -8,11 +8,11 @@ from datetime import UTC, datetime
 import pytest
 
 from campaign_engine.domain import patterns
-from campaign_engine.graph.cypher import cypher_dir
+from campaign_engine.graph.cypher import statement_paths
 from campaign_engine.graph.rules import policy
 
 
-@pytest.mark.parametrize("name", sorted(path.stem for path in cypher_dir().glob("*.cypher")))
+@pytest.mark.parametrize("name", sorted(statement_paths()))
 def test_every_query_binds_the_addresses_its_contact_predicates_read(name: str) -> None:
     text = policy.policy_query(name)  # raises when a contact predicate has no `emails` to read
     assert not any(placeholder in text for placeholder in policy._FRAGMENTS)

@@ -268,8 +268,8 @@ def test_make_lambda_package_builds_the_deployed_artifact() -> None:
     assert recipe[-1].split() == [".venv/bin/python", "infra/lambda/package.py"]
 
 
-def test_readme_lists_every_ssm_parameter(config: dict[str, Any]) -> None:
-    readme = (ROOT / "README.md").read_text()
-    section = readme.split("\n## Deployment on AWS Lambda\n", 1)[1].split("\n## ", 1)[0]
+def test_deployment_page_lists_every_ssm_parameter(config: dict[str, Any]) -> None:
+    page = (ROOT / "docs" / "deployment.md").read_text()
+    section = page.split("\n## AWS Lambda\n", 1)[1].split("\n## ", 1)[0]
     for name in sorted(ssm_parameter_names(config, stage="<stage>")):
         assert f"`{name}`" in section, name

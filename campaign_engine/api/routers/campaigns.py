@@ -10,7 +10,7 @@ from campaign_engine.api.access import Access
 from campaign_engine.api.context import Context
 from campaign_engine.api.routers.common import CampaignRef, Ok
 from campaign_engine.api.trpc import ProcedureRouter
-from campaign_engine.campaigns import definitions
+from campaign_engine.campaigns import definitions, deletion
 from campaign_engine.campaigns.audience import segments
 from campaign_engine.campaigns.audience.explain import RecipientExplanation, explain_recipient
 from campaign_engine.campaigns.audience.segments import SegmentInput
@@ -134,7 +134,7 @@ def set_status(ctx: Context, data: StatusInput) -> CampaignPublic:
 @router.mutation("delete")
 def delete(ctx: Context, data: CampaignRef) -> Ok:
     """Delete a campaign with its audience, states, tests and dispatch records."""
-    definitions.delete_campaign(
+    deletion.delete_campaign(
         ctx.services.graph, campaign_id=ctx.campaign(data.campaign_id), audit=ctx.audit()
     )
     return Ok()

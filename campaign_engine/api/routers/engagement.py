@@ -13,7 +13,7 @@ from campaign_engine.api.context import Context
 from campaign_engine.api.routers.common import AppCampaignRef
 from campaign_engine.api.trpc import ProcedureRouter
 from campaign_engine.campaigns.engagement import enrollment
-from campaign_engine.campaigns.engagement import service as engagement
+from campaign_engine.campaigns.engagement.models import EventKind, EventResult, MyCampaigns
 from campaign_engine.graph.rules.policy import Policy
 
 __all__ = ["ACCESS", "router"]
@@ -30,7 +30,7 @@ router = ProcedureRouter("campaigns", ACCESS)
 
 
 class EventInput(AppCampaignRef):
-    event: engagement.EventKind
+    event: EventKind
     action_id: Annotated[str | None, Field(alias="actionId", min_length=1, max_length=100)] = None
     test_id: Annotated[str | None, Field(alias="testId", min_length=1, max_length=64)] = None
 
@@ -40,7 +40,7 @@ def _policy(ctx: Context) -> Policy:
 
 
 @router.query("getMyCampaigns")
-async def get_my_campaigns(ctx: Context) -> engagement.MyCampaigns:
+async def get_my_campaigns(ctx: Context) -> MyCampaigns:
     """The caller's live in-app campaigns with their own state (an admin also sees pending tests)."""
     caller = ctx.user()
     return await ctx.services.engagement.my_campaigns_async(
@@ -49,7 +49,7 @@ async def get_my_campaigns(ctx: Context) -> engagement.MyCampaigns:
 
 
 @router.mutation("recordEvent")
-async def record_event(ctx: Context, data: EventInput) -> engagement.EventResult:
+async def record_event(ctx: Context, data: EventInput) -> EventResult:
     """Record shown/clicked/dismissed, or acknowledge a self-test with testId."""
     return await ctx.services.engagement.record_event_async(
         profile_id=ctx.user().profile_id, campaign_id=data.campaign_id, event=data.event,

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 from pydantic import BaseModel
 
-from campaign_engine.campaigns.engagement.service import CampaignCard, card_from_node
+from campaign_engine.campaigns.engagement.cards import card_from_node
+from campaign_engine.campaigns.engagement.models import CampaignCard
 from campaign_engine.domain.errors import NotFound
 from campaign_engine.domain.types import format_ts
 from campaign_engine.graph.cypher import query

@@ -15,6 +15,7 @@ Per batch (up to 10 SQS messages, or the local queue's larger receive batch):
    transaction under ascending profile locks; counters move on the Dispatch in that same transaction.
    Negatives and egress-blocked destinations are counted as rejected and never retried. Uncertain
    answers are handed back for retry: the queue redelivers them and dead-letters after max receives.
+   That write is ``outcomes.py``'s.
 
 With a notify frequency cap configured (``CAMPAIGN_FREQUENCY_CAPS``), step 1 is a write: it takes the
 profile locks (ascending) and reserves each recipient's slot or holds it back as ``capped`` (counted on
@@ -35,7 +36,7 @@ from datetime import datetime
 from typing import Any, NamedTuple
 
 from campaign_engine.delivery.frequency_cap import count_capped, notify_recheck_query
-from campaign_engine.delivery.notify.held import record_held
+from campaign_engine.delivery.notify.outcomes import write_outcomes
 from campaign_engine.delivery.notify.sender import (
     Outgoing,
     WebhookSender,
@@ -48,16 +49,13 @@ from campaign_engine.domain.guardian_copy import guardian_source
 from campaign_engine.domain.notification import AnnouncementMetadata, AnnouncementPayload, payload_json
 from campaign_engine.domain.types import Clock, format_ts
 from campaign_engine.domain.variants import served_locale, wire_languages
-from campaign_engine.domain.webhook_events import Event
 from campaign_engine.domain.webhook_keys import RingUnreadable, SecretBox
-from campaign_engine.graph.cypher import query
 from campaign_engine.graph.graph import Graph, Tx
 from campaign_engine.graph.rules.policy import policy_params
-from campaign_engine.graph.webhook_outbox import record_events, subscribers_for
 from campaign_engine.observability import metrics
 from campaign_engine.queue.port import Received, ReceivedMessage
 
-__all__ = ["BatchResult", "NotificationWorker", "Verdict", "record_notified"]
+__all__ = ["BatchResult", "NotificationWorker", "Verdict"]
 
 log = logging.getLogger(__name__)
 
@@ -94,25 +92,6 @@ class _Recheck(NamedTuple):
     locale: str | None = None
     ab_test: str | None = None
     """The campaign's test wave (``abTest``, issue 26): which variant this recipient is served."""
-
-
-# The outcome write is re-run when its commit was cut off (``Graph.write_idempotent``), so a second
-# application must change nothing. ``acknowledged`` adds only first acknowledgements (notify_record), a
-# second run finds none. ``rejected`` and ``suppressed`` are plain additions: a row that carries any
-# names its batch (``k.batch``), and a Dispatch remembers the last _COUNTED_BATCHES of those names, so a
-# re-run after a commit that did land adds nothing. (A re-run follows its cut-off commit as soon as the
-# graph answers again, with at most the other delivery threads' writes in between.)
-_COUNTED_BATCHES = 64
-_COUNT = f"""
-CYPHER replan=skip
-UNWIND $counts AS k
-MATCH (d:Dispatch {{id: k.dispatchId}})
-WITH d, k WHERE k.batch IS NULL OR NOT k.batch IN coalesce(d.countedBatches, [])
-SET d.acknowledged = d.acknowledged + k.acknowledged, d.rejected = d.rejected + k.rejected,
-    d.suppressed = d.suppressed + k.suppressed,
-    d.countedBatches = CASE WHEN k.batch IS NULL THEN d.countedBatches
-                            ELSE ([k.batch] + coalesce(d.countedBatches, []))[..{_COUNTED_BATCHES}] END
-"""
 
 
 class NotificationWorker:
@@ -209,12 +188,13 @@ class NotificationWorker:
         # Only this process knows what the receivers answered: a commit cut off is re-run, not given up.
         with self._write_turn:
             acknowledged = self._graph.write_idempotent(
-                self._write_outcomes,
+                write_outcomes,
                 [job for _, job in jobs.values()],
                 result.verdicts,
                 batch=uuid.uuid4().hex,
                 now=format_ts(self._clock()),
                 variant_ids={s.job.delivery_id: s.variant_id for s in sends},
+                graph=self._graph,
             )
         metrics.deliveries(
             "notify", metric_outcomes([j for _, j in jobs.values()], result.verdicts, acknowledged)
@@ -333,92 +313,6 @@ class NotificationWorker:
         if self._box is None:
             raise RingUnreadable("CAMPAIGN_SECRETS_KEY is not set")
         return self._box.open(row.keys).signing(int(now.timestamp()))
-
-    def _write_outcomes(
-        self,
-        tx: Tx,
-        jobs: list[DeliveryJob],
-        verdicts: dict[str, Verdict],
-        *,
-        batch: str,
-        now: str,
-        variant_ids: Mapping[str, str | None],
-    ) -> int:
-        """Writes the outcomes; returns how many were first acknowledgements (the Dispatch's count).
-        Idempotent (see ``_COUNT``): ``batch`` names this write for every attempt of it."""
-        acks = [
-            {
-                "profileId": j.profile_id,
-                "campaignId": j.campaign_id,
-                "campaignCreatedAt": j.campaign_created_at,
-                "dispatchId": j.dispatch_id,
-                "variantId": variant_ids.get(j.delivery_id),
-            }
-            for j in jobs
-            if verdicts[j.delivery_id] == "positive" and j.campaign_test_id is None
-        ]
-        counts: dict[str, dict[str, Any]] = {}
-
-        def bump(dispatch_id: str | None, key: str, by: int = 1) -> None:
-            if dispatch_id is not None:
-                entry = counts.setdefault(
-                    dispatch_id,
-                    {"dispatchId": dispatch_id, "acknowledged": 0, "rejected": 0, "suppressed": 0},
-                )
-                entry[key] += by
-
-        for dispatch_id, firsts in record_notified(tx, acks, now=now, graph=self._graph).items():
-            bump(dispatch_id, "acknowledged", firsts)
-        routed = [
-            {"profileId": j.profile_id, "campaignId": j.campaign_id}
-            for j in jobs
-            if j.routed_from and verdicts[j.delivery_id] == "positive" and j.campaign_test_id is None
-        ]
-        if routed:  # issue 27 item 3: getStats counts the guardians reached (under the locks just taken)
-            tx.run(query("guardian_mark"), marks=routed, channel="notify").consume()
-        held = [
-            {"profileId": j.profile_id, "dispatchId": j.dispatch_id,
-             "outcome": "suppressed" if verdicts[j.delivery_id] == "suppressed" else "rejected"}
-            for j in jobs
-            if j.campaign_test_id is None and j.dispatch_id is not None
-            and verdicts[j.delivery_id] in ("negative", "blocked", "suppressed")
-        ]  # fmt: skip
-        for dispatch_id, outcome, firsts in record_held(tx, held, batch=batch):
-            bump(dispatch_id, outcome, firsts)
-        for entry in counts.values():
-            entry["batch"] = batch if entry["rejected"] or entry["suppressed"] else None
-        if counts:
-            tx.run(_COUNT, counts=[counts[k] for k in sorted(counts)]).consume()
-        return sum(int(entry["acknowledged"]) for entry in counts.values())
-
-
-def record_notified(
-    tx: Tx, acks: list[dict[str, Any]], *, now: str, graph: Graph | None = None
-) -> dict[str | None, int]:
-    """Sets ``notifiedAt`` for acknowledged deliveries under their profile locks (taken by the statement
-    itself, ascending); returns, by dispatch id, how many of them were the profile's first
-    acknowledgement. A (profile, campaign) acknowledged twice in one batch (two dispatches) is written
-    once: the statement must see each pair once, and only one of them can be first anyway. With
-    ``graph``, each first acknowledgement is a ``recipient.notified`` event for the endpoints that take it."""
-    unique = {(a["profileId"], a["campaignId"]): a for a in reversed(acks)}  # reversed: the first wins
-    ordered = sorted(unique.values(), key=lambda a: str(a["profileId"]))
-    if not ordered:
-        return {}
-    view = subscribers_for(graph) if graph is not None else None
-    wanted = view is not None and view.any("recipient.notified", tx)
-    rows = [r.data() for r in tx.run(query("notify_record"), acks=ordered, now=now, events=wanted)]
-    if graph is not None and wanted:
-        for row in rows:  # the first acknowledgements, as events, in this same transaction
-            events = [
-                Event.of("recipient.notified", now, campaignId=row["campaignId"],
-                         dispatchId=row["dispatchId"], profileId=profile_id)
-                for profile_id in row["profiles"]
-            ]  # fmt: skip
-            record_events(tx, graph, row["tenantId"], events)
-    counts: dict[str | None, int] = {}
-    for row in rows:
-        counts[row["dispatchId"]] = counts.get(row["dispatchId"], 0) + int(row["firsts"])
-    return counts
 
 
 # Held back at the recheck: by the frequency cap, or already acknowledged for this very dispatch (a

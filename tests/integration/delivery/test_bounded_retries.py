@@ -11,7 +11,8 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
-from campaign_engine.campaigns.definitions import delete_campaign, set_status
+from campaign_engine.campaigns.definitions import set_status
+from campaign_engine.campaigns.deletion import delete_campaign
 from campaign_engine.campaigns.sending.dispatch_reads import get_dispatch
 from campaign_engine.config import Settings
 from campaign_engine.delivery.runner import settle

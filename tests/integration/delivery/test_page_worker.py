@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from campaign_engine.campaigns import definitions
+from campaign_engine.campaigns import definitions, deletion
 from campaign_engine.campaigns.sending.dispatch_reads import get_dispatch
 from campaign_engine.config import Settings
 from campaign_engine.delivery import dispatch_cursor
@@ -174,7 +174,7 @@ def test_jobs_of_a_deleted_and_recreated_campaign_do_nothing(
     base_settings: Settings, graph: Graph, queues: Queues
 ) -> None:
     job = _start(graph, queues, ["p1", "p2"])
-    definitions.delete_campaign(graph, campaign_id="c1")
+    deletion.delete_campaign(graph, campaign_id="c1")
     make_campaign(graph, "c1", now=NOW + timedelta(seconds=5))
     add_members(graph, "c1", ["p1", "p2"])
     worker = build_page_worker(delivery_settings(base_settings), graph, queues, clock=StepClock())

@@ -11,7 +11,7 @@ from typing import Any, Concatenate, ParamSpec, TypeVar
 
 import pytest
 
-from campaign_engine.campaigns import definitions
+from campaign_engine.campaigns import definitions, deletion
 from campaign_engine.campaigns.audience import members as audience
 from campaign_engine.campaigns.audience.members import CHUNK
 from campaign_engine.campaigns.sending.dispatch import PREVIEW_PAGE, preview_dispatch
@@ -190,7 +190,7 @@ def test_delete_retires_at_once_and_reaps_in_bounded_transactions(graph: Graph) 
     )
     relationships = graph.run("MATCH (:Campaign {id: 'big'})-[r]-() RETURN count(r) AS n")[0]["n"]
 
-    definitions.retire_campaign(graph, campaign_id="big")  # what a crash right after retirement leaves
+    deletion.retire_campaign(graph, campaign_id="big")  # what a crash right after retirement leaves
 
     with pytest.raises(NotFound):
         definitions.get_campaign(graph, "big")
@@ -206,7 +206,7 @@ def test_delete_retires_at_once_and_reaps_in_bounded_transactions(graph: Graph) 
     )
 
     counting = CountingGraph(graph)
-    removed = definitions.reap_deleted_campaigns(counting, batch=1000)
+    removed = deletion.reap_deleted_campaigns(counting, batch=1000)
 
     assert removed == relationships - 1  # the Dispatch went with the retirement
     assert counting.writes >= removed // 1000
@@ -219,14 +219,14 @@ def test_concurrent_reapers_and_deletes_leave_nothing_behind(graph: Graph) -> No
     for campaign_id in ("a", "b"):
         make_campaign(graph, campaign_id)
         create_members(graph, campaign_id, 3000, prefix=campaign_id)
-    definitions.retire_campaign(graph, campaign_id="a")
+    deletion.retire_campaign(graph, campaign_id="a")
 
     at_once(
         lambda job: job(),
         [
-            (lambda: definitions.reap_deleted_campaigns(graph, batch=500),),
-            (lambda: definitions.reap_deleted_campaigns(graph, batch=700),),
-            (lambda: definitions.delete_campaign(graph, campaign_id="b"),),
+            (lambda: deletion.reap_deleted_campaigns(graph, batch=500),),
+            (lambda: deletion.reap_deleted_campaigns(graph, batch=700),),
+            (lambda: deletion.delete_campaign(graph, campaign_id="b"),),
         ],
     )
 

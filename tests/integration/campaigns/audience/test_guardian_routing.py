@@ -12,7 +12,8 @@ import pytest
 
 from campaign_engine.campaigns.audience.explain import explain_recipient
 from campaign_engine.campaigns.audience.stats import get_stats
-from campaign_engine.campaigns.engagement.service import my_campaigns, record_event
+from campaign_engine.campaigns.engagement.cards import my_campaigns
+from campaign_engine.campaigns.engagement.events import record_event
 from campaign_engine.campaigns.sending.dispatch import dispatch, preview_dispatch
 from campaign_engine.config import Settings
 from campaign_engine.delivery.email.web_view import render_web_view

@@ -14,7 +14,9 @@ from campaign_engine.campaigns.audience.exports import recipient_rows
 from campaign_engine.campaigns.audience.members import get_audience
 from campaign_engine.campaigns.audience.segments import preview_segment
 from campaign_engine.campaigns.audience.stats import get_stats
-from campaign_engine.campaigns.engagement.service import EngagementService, my_campaigns, record_event
+from campaign_engine.campaigns.engagement.cards import my_campaigns
+from campaign_engine.campaigns.engagement.events import record_event
+from campaign_engine.campaigns.engagement.service import EngagementService
 from campaign_engine.campaigns.sending.dispatch import dispatch, preview_dispatch
 from campaign_engine.campaigns.sending.dispatch_reads import get_dispatch
 from campaign_engine.config import Settings

@@ -7,7 +7,10 @@ from datetime import UTC, datetime
 from typing import Any
 
 from campaign_engine.campaigns import definitions
-from campaign_engine.campaigns.engagement import service as engagement
+from campaign_engine.campaigns.engagement.cards import CardCache, my_campaigns_of
+from campaign_engine.campaigns.engagement.events import EventCall, record_event, record_events
+from campaign_engine.campaigns.engagement.models import EventKind, EventResult
+from campaign_engine.campaigns.engagement.service import EngagementService
 from campaign_engine.campaigns.profiles import records as profiles
 from campaign_engine.config import Settings
 from campaign_engine.domain.campaign import CampaignCreate, CampaignPatch
@@ -142,10 +145,10 @@ def test_twenty_concurrent_events_make_one_state_with_exact_counts(graph: Graph)
     live_campaign(graph, "c1")
     add_member(graph, "c1", "u1")
     policy = Policy(now=NOW, adult_age=18, domain="campaigns.test")
-    kinds: list[engagement.EventKind] = ["shown"] * 10 + ["clicked"] * 6 + ["dismissed"] * 4
+    kinds: list[EventKind] = ["shown"] * 10 + ["clicked"] * 6 + ["dismissed"] * 4
 
-    def worker(kind: engagement.EventKind) -> engagement.EventResult:
-        return engagement.record_event(
+    def worker(kind: EventKind) -> EventResult:
+        return record_event(
             graph, profile_id="u1", campaign_id="c1", event=kind, action_id=None, test_id=None, policy=policy
         )
 
@@ -204,12 +207,11 @@ def test_concurrent_events_through_two_batching_services_count_one_by_one(graph:
     live_campaign(graph, "c1")
     add_member(graph, "c1", "u1")
     services = [
-        engagement.EngagementService(graph, policy=lambda: Policy(now=NOW, adult_age=18, domain="x"))
-        for _ in range(2)
+        EngagementService(graph, policy=lambda: Policy(now=NOW, adult_age=18, domain="x")) for _ in range(2)
     ]
-    kinds: list[engagement.EventKind] = ["shown"] * 16 + ["clicked"] * 8 + ["dismissed"] * 6
+    kinds: list[EventKind] = ["shown"] * 16 + ["clicked"] * 8 + ["dismissed"] * 6
 
-    def worker(i: int, kind: engagement.EventKind) -> tuple[str, engagement.EventResult]:
+    def worker(i: int, kind: EventKind) -> tuple[str, EventResult]:
         result = services[i % 2].record_event(
             profile_id="u1", campaign_id="c1", event=kind, action_id=f"a{i}", test_id=None
         )
@@ -234,18 +236,18 @@ def test_a_batch_records_the_allowed_events_and_refuses_only_the_others(graph: G
     add_member(graph, "c1", "u1")
     add_member(graph, "draft", "u1")
     calls = [
-        engagement.EventCall("u1", "c1", "shown"),
-        engagement.EventCall("u2", "c1", "shown"),  # not a member
-        engagement.EventCall("u1", "draft", "clicked"),  # not live
-        engagement.EventCall("ghost", "c1", "shown"),  # no such profile
-        engagement.EventCall("u1", "c1", "shown", "cta"),
+        EventCall("u1", "c1", "shown"),
+        EventCall("u2", "c1", "shown"),  # not a member
+        EventCall("u1", "draft", "clicked"),  # not live
+        EventCall("ghost", "c1", "shown"),  # no such profile
+        EventCall("u1", "c1", "shown", "cta"),
     ]
-    outcomes = engagement.record_events(graph, calls, policy=Policy(now=NOW, adult_age=18, domain="x"))
+    outcomes = record_events(graph, calls, policy=Policy(now=NOW, adult_age=18, domain="x"))
     assert [type(outcome).__name__ for outcome in outcomes] == [
         "EventResult", "NotFound", "NotFound", "NotFound", "EventResult",
     ]  # fmt: skip
     first, last = outcomes[0], outcomes[4]
-    assert isinstance(first, engagement.EventResult) and isinstance(last, engagement.EventResult)
+    assert isinstance(first, EventResult) and isinstance(last, EventResult)
     assert first.state is not None and first.state.shown_count == 1
     assert last.state is not None and (last.state.shown_count, last.state.last_action_id) == (2, "cta")
     assert graph.run("MATCH ()-[s:CAMPAIGN_STATE]->() RETURN count(s) AS n") == [{"n": 1}]
@@ -258,11 +260,9 @@ def test_batched_reads_keep_each_caller_apart_and_never_serve_a_stale_card(graph
     add_member(graph, "a", "u1")
     add_member(graph, "a", "u2")
     add_member(graph, "b", "u2")
-    cards = engagement.CardCache()
+    cards = CardCache()
     policy = Policy(now=NOW, adult_age=18, domain="x")
-    found = graph.read(
-        lambda tx: engagement.my_campaigns_of(tx, ["u1", "u2", "u3"], policy=policy, cards=cards)
-    )
+    found = graph.read(lambda tx: my_campaigns_of(tx, ["u1", "u2", "u3"], policy=policy, cards=cards))
     assert {pid: [c.campaign_id for c in mine] for pid, mine in found.items()} == {
         "u1": ["a"],
         "u2": ["a", "b"],
@@ -271,7 +271,7 @@ def test_batched_reads_keep_each_caller_apart_and_never_serve_a_stale_card(graph
     later = datetime(2026, 3, 1, 12, 5, tzinfo=UTC)
     patch = CampaignPatch.model_validate({"campaignId": "a", "message": {"title": "changed"}})
     definitions.update_campaign(graph, patch=patch, now=later)
-    again = graph.read(lambda tx: engagement.my_campaigns_of(tx, ["u1"], policy=policy, cards=cards))
+    again = graph.read(lambda tx: my_campaigns_of(tx, ["u1"], policy=policy, cards=cards))
     message = again["u1"][0].message
     assert message is not None and message.title == "changed"
 

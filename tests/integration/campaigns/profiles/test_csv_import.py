@@ -207,3 +207,48 @@ def test_the_command_line_prints_the_same_report(
     )  # fmt: skip
     assert refused.returncode == 2 and "not UTF-8 at byte 44" in refused.stderr
     assert graph.run("MATCH (p:Profile {profileId: 's20'}) RETURN p") == []
+
+
+def test_the_command_line_imports_into_the_tenant_it_names(
+    base_settings: Settings, graph: Graph, tmp_path: Path
+) -> None:
+    """``--tenant T`` lands the rows in T, audited in T's trail; a tenant that does not exist is refused
+    before anything is written (a typo never makes a tenant up)."""
+    from datetime import UTC, datetime
+
+    from campaign_engine.domain.tenant import TenantCreate
+    from campaign_engine.graph.tenants import create_tenant
+
+    now = datetime(2026, 12, 5, 9, 0, tzinfo=UTC)
+    create_tenant(
+        graph,
+        data=TenantCreate.model_validate({"tenantId": "riverside", "name": "Riverside School"}),
+        now=now,
+        audit=None,
+    )
+    path = tmp_path / "families.csv"
+    path.write_text("profileId,email\nr1,r1@example.com\nr2,r2@example.com\n", encoding="utf-8")
+    env = {
+        **os.environ,
+        "NEO4J_URI": base_settings.neo4j_uri,
+        "NEO4J_USER": base_settings.neo4j_user,
+        "NEO4J_PASSWORD": base_settings.neo4j_password.get_secret_value(),
+        "CAMPAIGN_ENV_FILE": "/dev/null",
+    }
+
+    def cli(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "campaign_engine.cli", *args],
+            env=env, capture_output=True, text=True, timeout=120, check=False,
+        )  # fmt: skip
+
+    refused = cli("profiles", "import", str(path), "--tenant", "riversde")
+    assert refused.returncode == 3 and "no tenant 'riversde'" in refused.stderr
+    assert graph.run("MATCH (p:Profile) RETURN count(p) AS n") == [{"n": 0}]
+    run = cli("profiles", "import", str(path), "--tenant", "riverside")
+    assert run.returncode == 0, run.stderr
+    assert json.loads(run.stdout)["created"] == 2
+    rows = graph.run("MATCH (p:Profile) RETURN p.profileId AS id, p.tenants AS tenants ORDER BY id")
+    assert rows == [{"id": "r1", "tenants": ["riverside"]}, {"id": "r2", "tenants": ["riverside"]}]
+    entries = graph.run("MATCH (a:AuditEntry {procedure: 'cli.profiles.import'}) RETURN a.tenantId AS t")
+    assert [e["t"] for e in entries] == ["riverside"]

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from campaign_engine.campaigns import definitions
+from campaign_engine.campaigns import definitions, deletion
 from campaign_engine.campaigns.sending.dispatch import dispatch, preview_dispatch
 from campaign_engine.campaigns.sending.dispatch_reads import DispatchPublic
 from campaign_engine.campaigns.sending.schedule import fire_due, schedule_dispatch
@@ -163,7 +163,7 @@ def test_pause_failure_and_delete_are_events(settings: Settings, graph: Graph, q
     )
     assert [e["data"]["dispatchId"] for e in _events(graph, "dispatch.failed")] == [job.dispatch_id]
 
-    definitions.delete_campaign(graph, campaign_id="c1")
+    deletion.delete_campaign(graph, campaign_id="c1")
     assert [e["data"] for e in _events(graph, "campaign.deleted")] == [{"campaignId": "c1"}]
     tenants = graph.run("MATCH (m:WebhookBatch)<-[]-() RETURN count(m) AS n")  # no relationship to anything
     assert tenants == [{"n": 0}]

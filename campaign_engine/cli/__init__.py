@@ -9,39 +9,20 @@ the same redaction and never carry a query string (unsubscribe tokens, tRPC inpu
 from __future__ import annotations
 
 import argparse
-import getpass
-import json
 import os
 import sys
-import uuid
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from pydantic import ValidationError
 
-from campaign_engine.config import ConfigError, Settings
-
-if TYPE_CHECKING:
-    from campaign_engine.graph.audit import AuditContext
-    from campaign_engine.graph.graph import Graph
+from campaign_engine.cli.common import CommandFailed, command_graph, load_settings
+from campaign_engine.cli.imports import add_import_commands
+from campaign_engine.config import ConfigError
 
 __all__ = ["main"]
 
 _LOCAL = Path(".local")
-
-
-def load_settings(*, logs: bool = True) -> Settings:
-    """This command's settings; unless ``logs`` is off (a command that only prints an answer), the
-    process's logging is configured from them (level, format, the secrets to mask), so every process
-    logs the same JSON lines."""
-    from campaign_engine.observability.logs import configure_logging
-
-    env_file = os.environ.get("CAMPAIGN_ENV_FILE")
-    settings = Settings(_env_file=env_file if env_file else None)
-    if logs:
-        configure_logging(settings)
-    return settings
 
 
 def _serve(args: argparse.Namespace) -> int:
@@ -65,11 +46,10 @@ def _worker(args: argparse.Namespace) -> int:
 
 
 def _sweep(args: argparse.Namespace) -> int:
-    from campaign_engine.graph.graph import open_graph
     from campaign_engine.wiring import build_dispatch_queue, run_sweep
 
     settings = load_settings()
-    graph = open_graph(settings)
+    graph = command_graph(settings)
     try:
         print(run_sweep(settings, graph, build_dispatch_queue(settings)))
     finally:
@@ -101,14 +81,13 @@ def _smtp_catcher(args: argparse.Namespace) -> int:
 
 
 def _migrate(args: argparse.Namespace) -> int:
-    from campaign_engine.graph.graph import open_graph
     from campaign_engine.graph.schema import apply_schema
     from campaign_engine.graph.tenant_directory import tenants_of
     from campaign_engine.graph.tenants import settings_seed
 
     settings = load_settings()
     rows = settings_seed(settings)  # the tenant settings, checked before anything is written
-    graph = open_graph(settings)
+    graph = command_graph(settings)
     try:
         apply_schema(graph, default_tenant=settings.campaign_default_tenant_id)
         created = tenants_of(graph, settings).seed_now(rows)
@@ -175,112 +154,6 @@ def _neo4j(args: argparse.Namespace) -> int:
     return 0
 
 
-def _cli_actor() -> str:
-    try:
-        return f"cli:{getpass.getuser()}"
-    except (KeyError, OSError):  # no login name (e.g. a container user without a passwd entry)
-        return "cli"
-
-
-def _profiles_import(args: argparse.Namespace) -> int:
-    from tqdm import tqdm
-
-    from campaign_engine.campaigns.profiles.records import import_jsonl
-    from campaign_engine.domain.types import system_clock
-    from campaign_engine.graph.audit import AuditContext
-    from campaign_engine.graph.graph import open_graph
-
-    # The command line has no token: the audit trail names the operating-system user who ran it.
-    settings = load_settings()
-    audit = AuditContext.begin(
-        actor=_cli_actor(), procedure="cli.profiles.import", request_id=uuid.uuid4().hex,
-        now=system_clock(), tenant_id=settings.campaign_default_tenant_id,
-    )  # fmt: skip
-    graph = open_graph(settings)
-    if args.file.lower().endswith(".csv"):
-        return _profiles_import_csv(args, graph, settings, audit)
-    try:
-        with Path(args.file).open(encoding="utf-8") as lines, tqdm(unit="profiles") as bar:
-            result = import_jsonl(
-                graph, lines, batch_size=args.batch_size, progress=bar.update, audit=audit,
-                tenant_id=settings.campaign_default_tenant_id, secrets=settings.secret_box(),
-            )  # fmt: skip
-    finally:
-        graph.close()
-    for generated in result.webhook_secrets:  # shown this once: the graph holds them only sealed
-        print(json.dumps({"profileId": generated.profile_id, "webhookSecret": generated.secret}))
-    print(
-        f"created={result.created} updated={result.updated} missingConnections={result.missing_connections}"
-    )
-    return 0
-
-
-def _profiles_import_csv(
-    args: argparse.Namespace, graph: Graph, settings: Settings, audit: AuditContext
-) -> int:
-    """The CSV import with its report (``campaigns/profiles/csv_import.py``), as ``POST /imports/profiles``
-    answers it; exit status 1 when a row was rejected, so a script notices."""
-    from campaign_engine.campaigns.profiles.csv_import import import_csv
-
-    try:
-        bad = _not_utf8_at(Path(args.file))
-        if bad is not None:  # refused before any row is written, as the HTTP import refuses it
-            print(f"{args.file}: not UTF-8 at byte {bad}; nothing was imported", file=sys.stderr)
-            return 2
-        with Path(args.file).open(encoding="utf-8", newline="") as text:  # import_csv drops a BOM
-            report = import_csv(
-                graph, text, tenant_id=settings.campaign_default_tenant_id, platform=True,
-                dry_run=args.dry_run, audit=None if args.dry_run else audit, secrets=settings.secret_box(),
-                adult_age=settings.campaign_adult_age,
-            )  # fmt: skip
-    finally:
-        graph.close()
-    print(json.dumps(report.model_dump(by_alias=True), indent=2))
-    return 1 if report.rejected_count else 0
-
-
-def _roster_import(args: argparse.Namespace) -> int:
-    """``roster import --format oneroster|sds FILE``, as ``POST /imports/roster`` answers it; exit 1 when
-    a row was rejected, 2 when the file is not UTF-8."""
-    from campaign_engine.campaigns.profiles.roster_import import import_roster
-    from campaign_engine.domain.types import system_clock
-    from campaign_engine.graph.audit import AuditContext
-    from campaign_engine.graph.graph import open_graph
-
-    settings = load_settings()
-    if (bad := _not_utf8_at(Path(args.file))) is not None:
-        print(f"{args.file}: not UTF-8 at byte {bad}; nothing was imported", file=sys.stderr)
-        return 2
-    audit = AuditContext.begin(
-        actor=_cli_actor(), procedure="cli.roster.import", request_id=uuid.uuid4().hex,
-        now=system_clock(), tenant_id=settings.campaign_default_tenant_id,
-    )  # fmt: skip
-    graph = open_graph(settings)
-    try:
-        with Path(args.file).open(encoding="utf-8", newline="") as text:
-            report = import_roster(
-                graph, text, format=args.format, tenant_id=settings.campaign_default_tenant_id, platform=True,
-                consent_collected=args.consent_collected, dry_run=args.dry_run,
-                audit=None if args.dry_run else audit, adult_age=settings.campaign_adult_age,
-            )  # fmt: skip
-    finally:
-        graph.close()
-    print(json.dumps(report.model_dump(by_alias=True), indent=2))
-    return 1 if report.rejected_count else 0
-
-
-def _not_utf8_at(path: Path) -> int | None:
-    """The 1-based offset of the first byte of ``path`` that is not UTF-8, or None."""
-    from campaign_engine.campaigns.profiles.csv_import import Utf8Check
-
-    check = Utf8Check()
-    with path.open("rb") as raw:
-        while block := raw.read(1 << 20):
-            if (bad := check.feed(block)) is not None:
-                return bad
-    return check.end()
-
-
 def _dev(args: argparse.Namespace) -> int:
     from campaign_engine.dev_stack import run_dev
 
@@ -321,7 +194,7 @@ def _parser() -> argparse.ArgumentParser:
     dev.add_argument("--port", type=int, default=port)
     dev.set_defaults(run=_dev)
 
-    commands.add_parser("migrate", help="apply cypher/schema.cypher").set_defaults(run=_migrate)
+    commands.add_parser("migrate", help="apply cypher/graph/schema.cypher").set_defaults(run=_migrate)
 
     token = commands.add_parser("token", help="mint a bearer token from AUTH_JWT_SECRET (local use)")
     token.add_argument("--profile-id", required=True)
@@ -353,26 +226,7 @@ def _parser() -> argparse.ArgumentParser:
     watch.add_argument("--retries", type=int, default=10, help="unanswered polls before giving up")
     watch.set_defaults(run=_dispatch_watch)
 
-    profiles = commands.add_parser("profiles", help="profile administration")
-    profile_commands = profiles.add_subparsers(dest="profiles_command", required=True)
-    importer = profile_commands.add_parser(
-        "import", help="stream a JSONL or CSV file (by its .csv suffix) of profiles into the graph"
-    )
-    importer.add_argument("file")
-    importer.add_argument("--batch-size", type=int, default=1000)
-    importer.add_argument("--dry-run", action="store_true", help="CSV: validate and count, write nothing")
-    importer.set_defaults(run=_profiles_import)
-    roster = commands.add_parser("roster", help="school rosters: families as profiles and guardian links")
-    roster_import = roster.add_subparsers(dest="roster_command", required=True).add_parser(
-        "import", help="a OneRoster users.csv or an SDS v2.1 relationships.csv, with a per-row report"
-    )
-    roster_import.add_argument("--format", choices=["oneroster", "sds"], required=True)
-    roster_import.add_argument("file")
-    roster_import.add_argument("--dry-run", action="store_true", help="validate and count, write nothing")
-    roster_import.add_argument(
-        "--consent-collected", action="store_true", help="the school collected consent: links are granted"
-    )
-    roster_import.set_defaults(run=_roster_import)
+    add_import_commands(commands)
     return parser
 
 
@@ -383,12 +237,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ConfigError as exc:
         print(f"configuration error: {exc}", file=sys.stderr)
         return 2
+    except CommandFailed as exc:
+        print(f"campaign-engine: {exc}", file=sys.stderr)
+        return 3
     except ValidationError as exc:  # a setting that does not parse, e.g. CAMPAIGN_APP_ORIGINS='[1]'
         for error in exc.errors(include_url=False, include_input=False):
             name = ".".join(str(part) for part in error["loc"]).upper()
             print(f"configuration error: {name}: {error['msg']}", file=sys.stderr)
         return 2
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -1,0 +1,25 @@
+// A new campaign (#/new): the composer, empty, and a create that opens the new draft's page.
+import { composer } from "./composer";
+import { h, replace } from "./dom";
+import type { Kit } from "./kit";
+import { showSaveError } from "./save_refusal";
+
+export function renderNew(kit: Kit): void {
+  if (!kit.can("campaigns.create")) {
+    kit.shell("New campaign", kit.roleNote("Creating a campaign", "campaigns.create"));
+    return;
+  }
+  const form = composer(null);
+  const out = h("div", {});
+  const save = kit.button("Create campaign", () => {
+    form.clearIssues();
+    replace(out);
+    void kit.guarded(save, () => kit.api.call("campaigns.create", form.read()), (err) => showSaveError(kit, err, form, out, null)).then((created) => {
+      if (created) {
+        kit.announce(`Created ${created.id}.`);
+        location.hash = `#/c/${encodeURIComponent(created.id)}`;
+      }
+    });
+  });
+  kit.shell("New campaign", out, form.element, h("div", { className: "actions" }, save));
+}

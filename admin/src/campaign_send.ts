@@ -1,0 +1,94 @@
+// A campaign page's Test and Review-and-send sections: a test to the admin alone, then the review of
+// exactly what a send would do (recipients per channel, guardians, languages served) and the confirm
+// that sends exactly that, or says why it waits (an approval policy, a stale approval).
+import { ApiError, type DispatchPreview } from "./api";
+import { h, replace } from "./dom";
+import type { CampaignPage, Kit } from "./kit";
+
+export function testSection(page: CampaignPage): HTMLElement {
+  const { kit, id } = page;
+  const testOut = h("div", { id: "test-result", "aria-live": "polite" });
+  const testBtn: HTMLButtonElement = kit.button("Send test to me", () => void kit.guarded(testBtn, () => kit.api.call("campaigns.sendTestToMe", { campaignId: id }), (err) => replace(testOut, kit.errorBox(err))).then((r) => {
+    if (r) replace(testOut, h("p", { className: "ok" }, `Test ${r.testId} sent on: ${r.channels.join(", ")}.`));
+  }));
+  return h("section", { id: "test", "aria-labelledby": "test-h" }, h("h2", { id: "test-h" }, "Test"), h("p", { className: "hint" }, "Sends the saved campaign to you only, on every channel it has content for."),
+    kit.can("campaigns.sendTestToMe") ? testBtn : kit.roleNote("Sending a test", "campaigns.sendTestToMe"), testOut);
+}
+
+export function reviewSection(page: CampaignPage): HTMLElement {
+  const { kit, id } = page;
+  const reviewOut = h("div", { id: "review-result" });
+  const reviewBtn: HTMLButtonElement = kit.button("Review dispatch", () => void kit.guarded(reviewBtn, () => kit.api.call("campaigns.previewDispatch", { campaignId: id }), (err) => replace(reviewOut, kit.errorBox(err))).then((p) => {
+    if (!p) return;
+    page.planned = p;
+    // Too many recipients without their language block the send until the admin accepts, explicitly,
+    // that they get the base content (missing_translation, lifted by acceptFallback).
+    const fallbackOnly = p.blockedReason === "missing_translation";
+    const accept = h("input", { type: "checkbox", id: "accept-fallback", name: "accept-fallback" });
+    const confirm: HTMLButtonElement = kit.button(`Confirm and send to ${p.recipientCount}`, () => void kit.guarded(confirm, () => kit.api.call("campaigns.dispatch", { campaignId: id, expectedPreviewToken: p.previewToken, ...(fallbackOnly ? { acceptFallback: accept.checked } : {}) }), (err) => replace(confirmOut, dispatchRefusal(kit, err))).then((started) => {
+      if (started) {
+        replace(confirmOut, h("p", { className: "ok" }, `Dispatch ${started.dispatchId} started (${started.channels.join(", ")}).`));
+        confirm.disabled = true;
+        kit.announce("Dispatch started.");
+        void page.poll();
+      }
+    }), { id: "confirm-send", disabled: Boolean(p.blockedReason) || p.recipientCount === 0 });
+    accept.addEventListener("change", () => {
+      confirm.disabled = !accept.checked || p.recipientCount === 0;
+    });
+    const confirmOut = h("div", {});
+    replace(reviewOut, h("dl", { className: "counts" },
+      h("dt", {}, "Audience"), h("dd", { id: "review-audience" }, String(p.audienceCount)),
+      h("dt", {}, "Already notified"), h("dd", {}, String(p.alreadyNotifiedCount)),
+      h("dt", {}, "Recipients"), h("dd", { id: "review-recipients" }, String(p.recipientCount)),
+      h("dt", {}, "Notifications"), h("dd", { id: "review-notify" }, String(p.notificationRecipientCount)),
+      h("dt", {}, "Emails"), h("dd", { id: "review-email" }, String(p.emailRecipientCount)),
+      // Guardians reached in place of excluded minors (minors: guardians), counted in the above.
+      ...(p.guardianRecipientCount ? [
+        h("dt", {}, "Guardians (of excluded minors)"),
+        h("dd", { id: "review-guardians" },
+          `${p.guardianRecipientCount} (notify ${p.guardianNotificationRecipientCount ?? 0}, email ${p.guardianEmailRecipientCount ?? 0})`),
+      ] : [])),
+      languagesReview(p),
+      p.blockedReason ? h("p", { role: "alert", className: "error", id: "review-blocked" }, `Blocked: ${p.blockedReason}`) : null,
+      fallbackOnly ? h("div", { className: "field check" }, accept, h("label", { for: accept.id }, `Send the base content to the ${untranslatedTotal(p)} recipients without a translation`)) : null,
+      h("p", { className: "hint" }, "Confirming sends exactly this: if anything changed since the review, the server refuses and you review again."),
+      kit.can("campaigns.dispatch") ? confirm : kit.roleNote("Sending", "campaigns.dispatch"), confirmOut);
+  }));
+  return h("section", { id: "review", "aria-labelledby": "review-h" }, h("h2", { id: "review-h" }, "Review and send"),
+    kit.can("campaigns.previewDispatch") ? reviewBtn : kit.roleNote("Reviewing a send", "campaigns.previewDispatch"), reviewOut);
+}
+
+function untranslatedTotal(p: DispatchPreview): number {
+  return Object.values(p.untranslated ?? {}).reduce<number>((sum, n) => sum + (n ?? 0), 0);
+}
+
+/** Per channel, how many recipients get each language, and who gets the base content for want of theirs. */
+function languagesReview(p: DispatchPreview): HTMLElement | null {
+  const channels = Object.entries(p.localeCounts ?? {});
+  if (!channels.length) return null;
+  const missing = Object.entries(p.untranslated ?? {});
+  return h("div", { id: "review-languages" },
+    h("div", { className: "table-wrap" }, h("table", { id: "locale-counts" }, h("caption", {}, "Recipients by language served"),
+      h("thead", {}, h("tr", {}, ...["Channel", "Language", "Recipients"].map((t) => h("th", { scope: "col" }, t)))),
+      h("tbody", {}, ...channels.flatMap(([channel, counts]) => Object.entries(counts ?? {}).map(([tag, n]) =>
+        h("tr", { "data-channel": channel, "data-locale": tag }, h("th", { scope: "row" }, channel), h("td", { lang: tag }, tag), h("td", {}, String(n ?? 0)))))))),
+    missing.length
+      ? h("p", { id: "review-untranslated" }, "No translation for: ", ...missing.map(([tag, n], i) => h("span", { "data-locale": tag }, `${i ? ", " : ""}${tag} (${n ?? 0})`)), " — they get the base content.")
+      : h("p", { className: "hint", id: "review-untranslated" }, "Every recipient's language has a translation or is the base."));
+}
+
+/** A refused dispatch, explained. Under the tenant's approval policy a large send is FORBIDDEN until a
+ *  second publisher approves it (the server has then listed it under Approvals), and an approval made
+ *  before a change is CONFLICT: both say what happens next, with the server's own words below. */
+function dispatchRefusal(kit: Kit, err: unknown): HTMLElement {
+  if (err instanceof ApiError && (err.code === "FORBIDDEN" || err.code === "CONFLICT") && err.message.includes("approveDispatch")) {
+    const stale = err.code === "CONFLICT";
+    return h("div", { role: "alert", className: "notice awaiting", id: "dispatch-awaits" },
+      h("p", {}, h("strong", {}, stale ? "The approval is stale. " : "This send now awaits a second publisher. "),
+        stale ? "The campaign changed after it was approved: review again and have the new preview approved." : "It is listed under Approvals; once another publisher approves it, confirm the send again here."),
+      h("p", { className: "api-message" }, `The server said: ${err.message}`),
+      kit.can("campaigns.listAwaitingApproval") ? h("p", {}, h("a", { href: "#/approvals" }, "Open approvals")) : null);
+  }
+  return kit.errorBox(err);
+}
