@@ -4,10 +4,8 @@
 import { composer } from "./composer";
 import { field, h, replace } from "./dom";
 import type { CampaignPage } from "./kit";
+import { showEmailFrame } from "./preview_frame";
 import { type Conflict, showSaveError } from "./save_refusal";
-
-const root = document.body.dataset["root"] ?? "";
-const emailFrameUrl = document.body.dataset["emailFrame"] ?? `${root}/admin/email-frame`;
 
 export function definitionSection(page: CampaignPage): HTMLElement {
   const { kit, id } = page;
@@ -78,19 +76,11 @@ export function definitionSection(page: CampaignPage): HTMLElement {
       const variantId = page.current.variants?.length ? previewVariant.value : "";
       const preview = await kit.guarded(previewBtn, () => kit.api.call("campaigns.previewEmail", { campaignId: id, ...(locale ? { locale } : {}), ...(variantId ? { variantId } : {}) }), (err) => replace(frameOut, kit.errorBox(err)));
       if (!preview) return;
-      // The email is styled inline, which this page's CSP forbids; it is shown in a sandboxed frame
-      // (opaque origin, no same-origin rights) with its own policy, posted in once the frame is ready.
-      const frame = h("iframe", { sandbox: "allow-scripts", src: emailFrameUrl, title: `Email preview: ${preview.subject}`, id: "email-frame" });
-      const onReady = (ev: MessageEvent<unknown>): void => {
-        if (ev.source !== frame.contentWindow) return;
-        window.removeEventListener("message", onReady);
-        frame.contentWindow?.postMessage({ html: preview.html }, "*");
-      };
-      window.addEventListener("message", onReady);
-      replace(frameOut, h("p", {}, h("strong", {}, "Subject: "), h("span", { id: "email-subject" }, preview.subject),
-        h("span", { className: "muted" }, " · Language "), h("span", { id: "email-locale" }, preview.locale),
-        ...(preview.variantId ? [h("span", { className: "muted" }, " · Variant "), h("span", { id: "email-variant" }, preview.variantId)] : [])), frame,
-        h("details", {}, h("summary", {}, "Plain-text part"), h("pre", { className: "email-text" }, preview.text)));
+      showEmailFrame(frameOut, {
+        ...preview, id: "email-frame", subjectId: "email-subject", title: `Email preview: ${preview.subject}`,
+        notes: [h("span", { className: "muted" }, " · Language "), h("span", { id: "email-locale" }, preview.locale),
+          ...(preview.variantId ? [h("span", { className: "muted" }, " · Variant "), h("span", { id: "email-variant" }, preview.variantId)] : [])],
+      });
     }
     const editable = kit.can("campaigns.update");
     if (!editable) {

@@ -10,8 +10,12 @@ export interface Rendered {
   subject: string;
   html: string;
   text: string;
+  /** The frame's id; the subject's is `<id>-subject` unless `subjectId` names it. */
   id: string;
   title: string;
+  subjectId?: string;
+  /** Shown on the subject's line after it (the language and variant rendered). */
+  notes?: Node[];
 }
 
 /** Replaces ``out`` with the subject, the frame and the plain-text part (plus ``extra`` lines). */
@@ -23,7 +27,7 @@ export function showEmailFrame(out: HTMLElement, email: Rendered, ...extra: Node
     frame.contentWindow?.postMessage({ html: email.html }, "*");
   };
   window.addEventListener("message", onReady);
-  replace(out, h("p", {}, h("strong", {}, "Subject: "), h("span", { id: `${email.id}-subject` }, email.subject)), ...extra, frame,
+  replace(out, h("p", {}, h("strong", {}, "Subject: "), h("span", { id: email.subjectId ?? `${email.id}-subject` }, email.subject), ...(email.notes ?? [])), ...extra, frame,
     h("details", {}, h("summary", {}, "Plain-text part"), h("pre", { className: "email-text" }, email.text)));
   return frame;
 }

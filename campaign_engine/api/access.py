@@ -10,13 +10,17 @@ from __future__ import annotations
 
 from typing import Literal, get_args
 
-__all__ = ["ROLES", "Access", "Role", "highest", "role_satisfies"]
+__all__ = ["PEOPLE_ONLY", "ROLES", "Access", "Role", "highest", "role_satisfies"]
 
 Role = Literal["viewer", "author", "publisher", "admin"]
 ROLES: tuple[Role, ...] = get_args(Role)
 Access = Literal["public", "user", "viewer", "author", "publisher", "admin", "platform"]
 """``public``: anyone; ``user``: any signed-in profile; a role: that role in the caller's tenant;
 ``platform``: platform admins only."""
+
+PEOPLE_ONLY: frozenset[str] = frozenset({"apiKeys.create"})
+"""Procedures no API key may call, whatever its role: a key never mints another key, so every key
+traces to the person who created it, and revoking a key leaves no key it made behind."""
 
 _RANK: dict[Role, int] = {role: rank for rank, role in enumerate(ROLES)}
 

@@ -36,6 +36,8 @@ log = logging.getLogger(__name__)
 
 ADMIN_SCOPE = "campaigns:admin"
 
+API_KEY_ACTOR = "apikey:"  # the subject (and audit actor) of a call made with an API key
+
 
 @dataclass(frozen=True)
 class Caller:
@@ -44,6 +46,11 @@ class Caller:
     is_admin: bool  # a platform admin: every role in every tenant
     tenant_id: str | None
     roles: frozenset[str] = frozenset()  # the signed ``roles`` claim: roles in ``tenant_id``, if it names one
+
+    @property
+    def is_api_key(self) -> bool:
+        """The caller is an API key (``TokenVerifier._key_caller``), not a person."""
+        return self.profile_id.startswith(API_KEY_ACTOR)
 
 
 _REMEMBERED = 10_000  # verified tokens kept per process
@@ -223,7 +230,7 @@ class TokenVerifier:
             raise Unauthorized("API keys are not accepted here")
         holder = self._api_keys(token)
         return Caller(
-            profile_id=f"apikey:{holder.key_id}",
+            profile_id=f"{API_KEY_ACTOR}{holder.key_id}",
             scopes=frozenset(),
             is_admin=False,
             tenant_id=holder.tenant_id,

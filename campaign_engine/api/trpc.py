@@ -30,10 +30,17 @@ from starlette.concurrency import run_in_threadpool
 from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response
 
-from campaign_engine.api.access import Access
+from campaign_engine.api.access import PEOPLE_ONLY, Access
 from campaign_engine.api.context import Context, RateLimiter, Services
 from campaign_engine.api.errors import envelope_for, error_envelope
-from campaign_engine.domain.errors import BadRequest, CampaignError, NotFound, TrpcCode, bad_request_from
+from campaign_engine.domain.errors import (
+    BadRequest,
+    CampaignError,
+    Forbidden,
+    NotFound,
+    TrpcCode,
+    bad_request_from,
+)
 from campaign_engine.observability import metrics
 from campaign_engine.observability.request_id import REQUEST_ID_HEADER, request_id_from
 
@@ -300,9 +307,14 @@ class TrpcEndpoint:
 
     def _authorize(self, procedure: Procedure, ctx: Context) -> RateLimiter | None:
         """Raises unless the caller may run ``procedure``; returns the limiter their call counts against."""
-        ctx.require(procedure.access)
+        caller = ctx.require(procedure.access)
         if procedure.access == "public":
             return None
+        if caller is not None and caller.is_api_key and procedure.path in PEOPLE_ONLY:
+            raise Forbidden(
+                f"{procedure.path} needs the {procedure.access} role held by a person: "
+                "an API key cannot mint keys; sign in to create one"
+            )
         return self.services.rate_limiter if procedure.rate_limited else None
 
     @staticmethod

@@ -14,11 +14,12 @@ from __future__ import annotations
 
 import json
 from datetime import datetime, timedelta
-from typing import Annotated, Any
+from typing import Any
 
 from neo4j.exceptions import ConstraintError
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import ValidationError
 
+from campaign_engine.domain.camel import CamelModel
 from campaign_engine.domain.campaign import (
     CLEARABLE_FIELDS,
     CampaignCreate,
@@ -55,12 +56,10 @@ __all__ = [
 ]
 
 
-class CampaignPage(BaseModel):
-    model_config = ConfigDict(populate_by_name=True)
-
+class CampaignPage(CamelModel):
     records: list[CampaignPublic]
     cursor: str | None
-    has_more: Annotated[bool, Field(alias="hasMore")]
+    has_more: bool
 
 
 def node_properties(definition: CampaignDefinition) -> dict[str, Any]:

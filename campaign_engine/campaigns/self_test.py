@@ -18,11 +18,12 @@ import json
 import uuid
 from collections.abc import Mapping
 from datetime import datetime
-from typing import Annotated, Protocol
+from typing import Protocol
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from campaign_engine.campaigns.definitions import campaign_from_node
+from campaign_engine.domain.camel import CamelModel
 from campaign_engine.domain.campaign import CampaignPublic, Channel
 from campaign_engine.domain.errors import BadRequest, NotFound
 from campaign_engine.domain.tenancy import campaign_ref
@@ -40,12 +41,10 @@ class ChannelTester(Protocol):
         """Deliver the test on this channel to ``admin_id`` only; raise a ``CampaignError`` on failure."""
 
 
-class SelfTestResult(BaseModel):
-    model_config = ConfigDict(populate_by_name=True)
-
-    test_id: Annotated[str, Field(alias="testId")]
+class SelfTestResult(CamelModel):
+    test_id: str
     channels: list[Channel]
-    variant_id: Annotated[str | None, Field(alias="variantId")] = Field(
+    variant_id: str | None = Field(
         default=None,
         description="the A/B content variant the test shows on every channel: the admin's own assignment,"
         " as a recipient's (issue 26; campaigns.previewEmail renders any variant)",

@@ -46,10 +46,10 @@ def _worker(args: argparse.Namespace) -> int:
 
 
 def _sweep(args: argparse.Namespace) -> int:
+    settings = load_settings()
+    graph = command_graph(settings)  # before the queue's heavy imports: an absent graph is said at once
     from campaign_engine.wiring import build_dispatch_queue, run_sweep
 
-    settings = load_settings()
-    graph = command_graph(settings)
     try:
         print(run_sweep(settings, graph, build_dispatch_queue(settings)))
     finally:

@@ -38,6 +38,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import ConfigDict, Field, StringConstraints
 
+from campaign_engine.domain.camel import CamelModel
 from campaign_engine.domain.content import EmailCopy, Message, NotificationCopy, StrictModel, Translation
 from campaign_engine.domain.locale import normalized
 from campaign_engine.domain.variants import MAX_TRANSLATIONS, ContentField, LanguageTag
@@ -158,17 +159,17 @@ Metric = Literal["clicked", "shown", "emailClicked"]
 MAX_DECIDE_AFTER_SECONDS = 7 * 24 * 3600
 
 
-class Experiment(StrictModel):
+class Experiment(StrictModel, CamelModel):
     """A test wave (issue 26 item 2), as ``dispatch`` and ``scheduleDispatch`` accept it: ``testShare`` of
     the recipients (drawn by ``in_test_wave``) get their assigned variant first; after
     ``decideAfterSeconds`` the variant with the highest rate of ``metric`` over its test recipients wins,
     and everyone else gets only the winner."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+    model_config = ConfigDict(extra="forbid", frozen=True)
 
-    test_share: Annotated[float, Field(alias="testShare", ge=0.05, le=0.5)]
+    test_share: Annotated[float, Field(ge=0.05, le=0.5)]
     metric: Metric
-    decide_after_seconds: Annotated[int, Field(alias="decideAfterSeconds", ge=1, le=MAX_DECIDE_AFTER_SECONDS)]
+    decide_after_seconds: Annotated[int, Field(ge=1, le=MAX_DECIDE_AFTER_SECONDS)]
 
 
 @dataclass(frozen=True)

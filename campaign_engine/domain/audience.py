@@ -12,8 +12,9 @@ from __future__ import annotations
 from typing import Annotated, Literal
 from urllib.parse import quote, unquote
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ConfigDict, Field
 
+from campaign_engine.domain.camel import CamelModel
 from campaign_engine.domain.patterns import DidStr, ProfileIdStr, Slug
 
 __all__ = [
@@ -32,8 +33,8 @@ __all__ = [
 MAX_LIST = 10_000
 
 
-class _Source(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+class _Source(CamelModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
 
 
 class DidsSource(_Source):
@@ -43,7 +44,7 @@ class DidsSource(_Source):
 
 class ProfileIdsSource(_Source):
     type: Literal["profileIds"]
-    profile_ids: Annotated[list[ProfileIdStr], Field(alias="profileIds", min_length=1, max_length=MAX_LIST)]
+    profile_ids: Annotated[list[ProfileIdStr], Field(min_length=1, max_length=MAX_LIST)]
 
 
 class TagSource(_Source):
@@ -55,7 +56,7 @@ class ConnectionsSource(_Source):
     """Profiles connected with ``profileId`` (not the profile itself)."""
 
     type: Literal["connections"]
-    profile_id: Annotated[ProfileIdStr, Field(alias="profileId")]
+    profile_id: ProfileIdStr
 
 
 class AllSource(_Source):

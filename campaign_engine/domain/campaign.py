@@ -15,7 +15,6 @@ from typing import Annotated, Any, Literal
 
 from pydantic import (
     AfterValidator,
-    BaseModel,
     BeforeValidator,
     ConfigDict,
     Field,
@@ -33,6 +32,7 @@ from campaign_engine.domain.ab_variants import (
     assigned_variant,
     check_variants,
 )
+from campaign_engine.domain.camel import CamelModel
 from campaign_engine.domain.content import (
     EmailCopy,
     Message,
@@ -169,12 +169,10 @@ def _content_rule_schema(schema: dict[str, Any]) -> None:
     ]
 
 
-class CampaignDefinition(StrictModel):
+class CampaignDefinition(StrictModel, CamelModel):
     """Everything an admin authors. Stored as JSON on the Campaign node; validated on every write."""
 
-    model_config = ConfigDict(
-        extra="forbid", frozen=True, populate_by_name=True, json_schema_extra=_content_rule_schema
-    )
+    model_config = ConfigDict(extra="forbid", frozen=True, json_schema_extra=_content_rule_schema)
 
     name: Annotated[Text, Field(min_length=1, max_length=200)]
     description: Annotated[str, Field(max_length=2000)] | None = None
@@ -184,14 +182,14 @@ class CampaignDefinition(StrictModel):
     message: Message | None = None
     notification: NotificationCopy | None = None
     email: EmailCopy | None = None
-    starts_at: Annotated[UtcDatetime | None, Field(alias="startsAt")] = None
-    ends_at: Annotated[UtcDatetime | None, Field(alias="endsAt")] = None
-    exclude_minors: Annotated[bool, Field(alias="excludeMinors")] = True
+    starts_at: UtcDatetime | None = None
+    ends_at: UtcDatetime | None = None
+    exclude_minors: bool = True
     discoverable: bool = False
     # Issue 12: the zone of recipients whose profile has none (or an unknown one; absent = UTC), and
     # the local hours in which notify and email deliveries wait (in-app is unaffected).
-    time_zone: Annotated[ZoneName | None, Field(alias="timeZone")] = None
-    quiet_hours: Annotated[QuietHoursWindow | None, Field(alias="quietHours")] = None
+    time_zone: ZoneName | None = None
+    quiet_hours: QuietHoursWindow | None = None
     # Issue 24: the language of the content above, and the same content in other languages.
     locale: LanguageTag = "en"
     translations: Annotated[dict[LanguageTag, Translation], Field(max_length=MAX_TRANSLATIONS)] | None = None
@@ -205,7 +203,7 @@ class CampaignDefinition(StrictModel):
     # consenting eligible guardians ("guardians"), who read guardianCopy where it has the channel
     # (domain/guardian_copy.py).
     minors: Minors = "exclude"
-    guardian_copy: Annotated[GuardianCopy | None, Field(alias="guardianCopy")] = None
+    guardian_copy: GuardianCopy | None = None
 
     @field_validator("channels")
     @classmethod
@@ -293,7 +291,7 @@ def _clearable_only_schema(schema: dict[str, Any]) -> None:
         prop.pop("default", None)
 
 
-class CampaignPatch(BaseModel):
+class CampaignPatch(CamelModel):
     """A partial update: omitted fields are kept, ``null`` clears an optional field.
 
     Each field has its definition's type, so a wrong type is refused with its path before the campaign is
@@ -301,10 +299,10 @@ class CampaignPatch(BaseModel):
     fields. ``expectedUpdatedAt`` is an instant, not a spelling: it is compared to the stored
     ``updatedAt`` to the millisecond, so a value echoed through a JavaScript ``Date`` matches."""
 
-    model_config = ConfigDict(extra="forbid", populate_by_name=True, json_schema_extra=_clearable_only_schema)
+    model_config = ConfigDict(extra="forbid", json_schema_extra=_clearable_only_schema)
 
-    campaign_id: Annotated[str, Field(alias="campaignId", min_length=1, max_length=64)]
-    expected_updated_at: Annotated[UtcDatetime | None, Field(alias="expectedUpdatedAt")] = None
+    campaign_id: Annotated[str, Field(min_length=1, max_length=64)]
+    expected_updated_at: UtcDatetime | None = None
     name: Annotated[Text, Field(min_length=1, max_length=200)] | None = None
     description: Annotated[str, Field(max_length=2000)] | None = None
     channels: (
@@ -314,12 +312,12 @@ class CampaignPatch(BaseModel):
     message: Message | None = None
     notification: NotificationCopy | None = None
     email: EmailCopy | None = None
-    starts_at: Annotated[UtcDatetime | None, Field(alias="startsAt")] = None
-    ends_at: Annotated[UtcDatetime | None, Field(alias="endsAt")] = None
-    exclude_minors: Annotated[bool | None, Field(alias="excludeMinors")] = None
+    starts_at: UtcDatetime | None = None
+    ends_at: UtcDatetime | None = None
+    exclude_minors: bool | None = None
     discoverable: bool | None = None
-    time_zone: Annotated[ZoneName | None, Field(alias="timeZone")] = None
-    quiet_hours: Annotated[QuietHoursWindow | None, Field(alias="quietHours")] = None
+    time_zone: ZoneName | None = None
+    quiet_hours: QuietHoursWindow | None = None
     locale: LanguageTag | None = None
     translations: Annotated[dict[LanguageTag, Translation], Field(max_length=MAX_TRANSLATIONS)] | None = None
     segment: SegmentRule | None = None
@@ -328,7 +326,7 @@ class CampaignPatch(BaseModel):
         Annotated[list[ContentVariant], Field(min_length=MIN_VARIANTS, max_length=MAX_VARIANTS)] | None
     ) = None
     minors: Minors | None = None
-    guardian_copy: Annotated[GuardianCopy | None, Field(alias="guardianCopy")] = None
+    guardian_copy: GuardianCopy | None = None
 
     def changes(self) -> dict[str, Any]:
         """The fields the caller sent, by wire name, in wire form, with ``None`` meaning "clear"."""
@@ -342,9 +340,9 @@ class CampaignPublic(CampaignDefinition):
 
     id: CampaignRefOut
     status: CampaignStatus
-    tenant_id: Annotated[str | None, Field(alias="tenantId")]
-    created_at: Annotated[str, Field(alias="createdAt")]
-    updated_at: Annotated[str, Field(alias="updatedAt")]
+    tenant_id: str | None
+    created_at: str
+    updated_at: str
     revision: int
 
     def storage_id(self) -> str:

@@ -9,6 +9,7 @@ from typing import Annotated, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstraints, model_validator
 
+from campaign_engine.domain.camel import CamelModel
 from campaign_engine.domain.patterns import INTERNAL_PATH_PATTERN
 
 __all__ = [
@@ -76,10 +77,10 @@ class Action(StrictModel):
     action: Annotated[InternalLink | ExternalLink | DismissAction, Field(discriminator="type")]
 
 
-class EveryDays(StrictModel):
-    every_days: Annotated[int, Field(ge=1, le=365, alias="everyDays")]
+class EveryDays(StrictModel, CamelModel):
+    every_days: Annotated[int, Field(ge=1, le=365)]
 
-    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+    model_config = ConfigDict(extra="forbid", frozen=True)
 
 
 class Message(StrictModel):
@@ -104,14 +105,14 @@ class NotificationCopy(StrictModel):
     body: Annotated[Text, Field(min_length=1, max_length=240)]
 
 
-class EmailCopy(StrictModel):
+class EmailCopy(StrictModel, CamelModel):
     subject: Annotated[Text, Field(min_length=1, max_length=150)]
     title: Annotated[Text, Field(min_length=1, max_length=200)]
     body: Annotated[str, Field(min_length=1, max_length=20_000)]
-    cta_label: Annotated[Text, Field(min_length=1, max_length=40, alias="ctaLabel")]
-    hero_image_url: Annotated[HttpsUrl | None, Field(alias="heroImageUrl")] = None
+    cta_label: Annotated[Text, Field(min_length=1, max_length=40)]
+    hero_image_url: HttpsUrl | None = None
 
-    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+    model_config = ConfigDict(extra="forbid", frozen=True)
 
 
 class Translation(StrictModel):

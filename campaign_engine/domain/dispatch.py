@@ -16,7 +16,9 @@ import json
 from collections.abc import Iterable, Mapping
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, TypeAdapter
+from pydantic import ConfigDict, Field, PrivateAttr, TypeAdapter
+
+from campaign_engine.domain.camel import CamelModel
 
 __all__ = [
     "DeliveryChannel",
@@ -46,17 +48,17 @@ admin's ``campaigns.resumeDispatch``; nothing is sent, and the sweeper leaves it
 _Id = Annotated[str, Field(min_length=1, max_length=200)]
 
 
-class _Message(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+class _Message(CamelModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
 
 
 class PageJob(_Message):
     """Read the page of members after ``cursor`` (None = from the beginning) and enqueue deliveries."""
 
     type: Literal["page"] = "page"
-    dispatch_id: Annotated[_Id, Field(alias="dispatchId")]
-    campaign_id: Annotated[_Id, Field(alias="campaignId")]
-    campaign_created_at: Annotated[str, Field(alias="campaignCreatedAt")]
+    dispatch_id: _Id
+    campaign_id: _Id
+    campaign_created_at: str
     channel: DeliveryChannel = "notify"
     cursor: Annotated[str | None, Field(max_length=200)] = None
     _message_id: str | None = PrivateAttr(default=None)
@@ -79,16 +81,16 @@ class DeliveryJob(_Message):
     """POST one announcement to one profile. ``campaignTestId`` marks an admin's send-to-me test."""
 
     type: Literal["notify"] = "notify"
-    delivery_id: Annotated[_Id, Field(alias="deliveryId")]
-    dispatch_id: Annotated[_Id | None, Field(alias="dispatchId")] = None
-    campaign_id: Annotated[_Id, Field(alias="campaignId")]
-    campaign_created_at: Annotated[str, Field(alias="campaignCreatedAt")]
-    profile_id: Annotated[_Id, Field(alias="profileId")]
-    campaign_test_id: Annotated[_Id | None, Field(alias="campaignTestId")] = None
-    paged_member: Annotated[bool | None, Field(alias="pagedMember")] = None
+    delivery_id: _Id
+    dispatch_id: _Id | None = None
+    campaign_id: _Id
+    campaign_created_at: str
+    profile_id: _Id
+    campaign_test_id: _Id | None = None
+    paged_member: bool | None = None
     """Issue 27: enqueued by a page of a campaign with a live segment, which found the profile in its
     audience moments ago; the recheck does not evaluate the rule again (absent: a static member)."""
-    routed_from: Annotated[list[_Id] | None, Field(alias="routedFrom", max_length=1000)] = None
+    routed_from: Annotated[list[_Id] | None, Field(max_length=1000)] = None
     """Issue 27 item 3: a guardian's job, routed from these members of the page that enqueued it (the
     age policy excludes them); the recheck holds the guardian to a link with consent granted to one of
     them instead of membership (absent: a member)."""
@@ -98,7 +100,7 @@ class RelayJob(_Message):
     """Send one event-webhook endpoint's queued events, oldest first (``delivery/webhook_relay.py``)."""
 
     type: Literal["webhooks"] = "webhooks"
-    endpoint_id: Annotated[_Id, Field(alias="endpointId")]
+    endpoint_id: _Id
 
 
 Job = Annotated[PageJob | DeliveryJob | RelayJob, Field(discriminator="type")]

@@ -19,8 +19,9 @@ from collections.abc import Mapping
 from datetime import datetime, timedelta
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ConfigDict, Field
 
+from campaign_engine.domain.camel import CamelModel
 from campaign_engine.domain.types import format_ts
 
 __all__ = ["DEFAULT_TENANT", "CapChannel", "ChannelCap", "FrequencyCaps", "cap_params", "caps_channel"]
@@ -29,13 +30,13 @@ CapChannel = Literal["notify", "email"]
 DEFAULT_TENANT = "*"
 
 
-class ChannelCap(BaseModel):
+class ChannelCap(CamelModel):
     """At most ``max`` announcements per ``windowSeconds`` on one channel."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)
+    model_config = ConfigDict(frozen=True, extra="forbid")
 
     max: int = Field(ge=1, le=1000)  # the log keeps this many entries at most: bounded per profile
-    window_seconds: int = Field(alias="windowSeconds", ge=1, le=366 * 86_400)
+    window_seconds: int = Field(ge=1, le=366 * 86_400)
 
 
 FrequencyCaps = dict[str, dict[CapChannel, ChannelCap]]

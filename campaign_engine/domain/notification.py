@@ -12,18 +12,18 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
-from pydantic.alias_generators import to_camel
+from pydantic import ConfigDict, Field, field_validator
 
+from campaign_engine.domain.camel import CamelModel
 from campaign_engine.domain.types import parse_ts
 
 __all__ = ["AnnouncementMetadata", "AnnouncementPayload", "payload_json"]
 
-_WIRE = ConfigDict(extra="ignore", alias_generator=to_camel, populate_by_name=True, frozen=True)
+_WIRE = ConfigDict(extra="ignore", frozen=True)
 _Id = Annotated[str, Field(min_length=1, max_length=200)]
 
 
-class AnnouncementMetadata(BaseModel):
+class AnnouncementMetadata(CamelModel):
     """Identity of the announcement: ``campaignId`` + ``campaignCreatedAt`` name one incarnation."""
 
     model_config = _WIRE
@@ -53,7 +53,7 @@ class AnnouncementMetadata(BaseModel):
         return value
 
 
-class AnnouncementPayload(BaseModel):
+class AnnouncementPayload(CamelModel):
     model_config = _WIRE
 
     type: Literal["ANNOUNCEMENT"] = "ANNOUNCEMENT"

@@ -22,6 +22,7 @@ from pydantic import (
     model_validator,
 )
 
+from campaign_engine.domain.camel import CamelModel
 from campaign_engine.domain.patterns import EMAIL_PATTERN, WEBHOOK_PATTERN, DidStr, ProfileIdStr, Slug
 from campaign_engine.domain.schedule import ZONE_NAME_PATTERN, known_zone
 from campaign_engine.domain.tenancy import TenantId
@@ -115,47 +116,40 @@ Consent = Literal["granted", "revoked"]
 """Whether a guardian agreed to receive announcements meant for their child: only ``granted`` routes."""
 
 
-class GuardianIn(BaseModel):
+class GuardianIn(CamelModel):
     """One adult who may receive what is meant for the minor whose row names them (issue 27)."""
 
-    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+    model_config = ConfigDict(extra="forbid")
 
-    profile_id: Annotated[ProfileIdStr, Field(alias="profileId")]
+    profile_id: ProfileIdStr
     consent: Consent
 
 
-class GuardianLink(BaseModel):
+class GuardianLink(CamelModel):
     """A ``GUARDIAN_OF`` link as ``profiles.get`` answers it: the other profile and the consent only."""
 
-    model_config = ConfigDict(populate_by_name=True)
-
-    profile_id: Annotated[str, Field(alias="profileId")]
+    profile_id: str
     consent: Consent
 
 
-class ProfileIn(BaseModel):
-    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+class ProfileIn(CamelModel):
+    model_config = ConfigDict(extra="forbid")
 
-    profile_id: Annotated[ProfileIdStr, Field(alias="profileId")]
+    profile_id: ProfileIdStr
     did: DidStr | None = None
     dob: IsoDate | None = None
     locale: (
         Annotated[str, StringConstraints(max_length=35, pattern=r"^[A-Za-z]{2,3}([-_][A-Za-z0-9]{2,8})*$")]
         | None
     ) = None
-    is_managed: Annotated[bool | None, Field(alias="isManaged")] = None
-    is_service_profile: Annotated[bool | None, Field(alias="isServiceProfile")] = None
+    is_managed: bool | None = None
+    is_service_profile: bool | None = None
     emails: Annotated[list[EmailContact], Field(max_length=20)] | None = None
-    notifications_webhook: Annotated[
-        WebhookUrl | None,
-        Field(alias="notificationsWebhook"),
-    ] = None
-    notifications_webhook_secret: Annotated[
-        WebhookSecret | None, Field(alias="notificationsWebhookSecret", repr=False)
-    ] = None
+    notifications_webhook: WebhookUrl | None = None
+    notifications_webhook_secret: Annotated[WebhookSecret | None, Field(repr=False)] = None
     """The receiver's own ``whsec_`` secret, with ``notificationsWebhook`` only; omitted, the engine
     generates one when the webhook is new or changes and answers it once (``webhookSecrets``)."""
-    time_zone: Annotated[TimeZoneName | None, Field(alias="timeZone")] = None
+    time_zone: TimeZoneName | None = None
     """Where local-time schedules and quiet hours put this person's day; the campaign's zone if unset."""
     tags: Annotated[list[Slug], Field(max_length=200)] | None = None
     connections: Annotated[list[ProfileIdStr], Field(max_length=5000)] | None = None
@@ -220,50 +214,40 @@ class ProfileUpsert(BaseModel):
         return self
 
 
-class WebhookSecretOut(BaseModel):
+class WebhookSecretOut(CamelModel):
     """A secret the engine generated, answered once: it is stored only sealed and never read back."""
 
-    model_config = ConfigDict(populate_by_name=True)
-
-    profile_id: Annotated[str, Field(alias="profileId")]
+    profile_id: str
     secret: str
 
 
-class UpsertResult(BaseModel):
-    model_config = ConfigDict(populate_by_name=True)
-
+class UpsertResult(CamelModel):
     created: int
     updated: int
-    missing_connections: Annotated[int, Field(alias="missingConnections")]
+    missing_connections: int
     guardian_links: Annotated[
-        int, Field(alias="guardianLinks", description="GUARDIAN_OF links created or whose consent changed")
+        int, Field(description="GUARDIAN_OF links created or whose consent changed")
     ] = 0
-    webhook_secrets: Annotated[list[WebhookSecretOut], Field(alias="webhookSecrets")] = Field(
-        default_factory=list
-    )
+    webhook_secrets: list[WebhookSecretOut] = Field(default_factory=list)
 
 
-class ProfileOut(BaseModel):
-    model_config = ConfigDict(populate_by_name=True)
-
-    profile_id: Annotated[str, Field(alias="profileId")]
+class ProfileOut(CamelModel):
+    profile_id: str
     did: str | None
     dob: str | None
     locale: str | None
-    is_managed: Annotated[bool, Field(alias="isManaged")]
-    is_service_profile: Annotated[bool, Field(alias="isServiceProfile")]
+    is_managed: bool
+    is_service_profile: bool
     emails: list[EmailContact]
-    notifications_webhook: Annotated[str | None, Field(alias="notificationsWebhook")]
-    time_zone: Annotated[str | None, Field(alias="timeZone")] = None
+    notifications_webhook: str | None
+    time_zone: str | None = None
     tags: list[str]
     connections: list[str]
     guardians: list[GuardianLink] = Field(default_factory=list, description="this person's guardians")
     guardian_of: Annotated[
         list[GuardianLink],
-        Field(
-            alias="guardianOf", default_factory=list, description="the minors this person is a guardian of"
-        ),
+        Field(default_factory=list, description="the minors this person is a guardian of"),
     ]
     tenants: list[str] = Field(description="a tenant's own credential sees only its own tenant here")
-    announcement_email_opt_out: Annotated[bool, Field(alias="announcementEmailOptOut")]
-    announcement_push_opt_out: Annotated[bool, Field(alias="announcementPushOptOut")]
+    announcement_email_opt_out: bool
+    announcement_push_opt_out: bool

@@ -17,8 +17,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Annotated, Literal
 
-from pydantic import AfterValidator, Field, StringConstraints, model_validator
+from pydantic import AfterValidator, ConfigDict, Field, StringConstraints, model_validator
 
+from campaign_engine.domain.camel import CamelModel
 from campaign_engine.domain.content import StrictModel
 from campaign_engine.domain.patterns import ProfileIdStr, Slug
 from campaign_engine.domain.schedule import ZONE_NAME_PATTERN
@@ -73,12 +74,15 @@ CONDITIONS = (
 )
 
 
-class Engaged(StrictModel):
-    campaign_id: Annotated[CampaignRefIn, Field(alias="campaignId")]
+class Engaged(StrictModel, CamelModel):
+    # Only ``campaignId`` on the wire, as before the shared base (which also takes field names).
+    model_config = ConfigDict(populate_by_name=False)
+
+    campaign_id: CampaignRefIn
     event: EngagedEvent
 
 
-class Segment(StrictModel):
+class Segment(StrictModel, CamelModel):
     """One rule of a live segment: exactly one of ``all`` / ``any`` (rules), ``not`` (a rule) or one
     condition; ``not: true`` beside a condition negates it. Campaign ids are the tenant's own."""
 
@@ -86,17 +90,15 @@ class Segment(StrictModel):
     any: Annotated[list[Segment], Field(min_length=1, max_length=MAX_NODES)] | None = None
     not_: Annotated[Segment | bool | None, Field(alias="not")] = None
     tag: Slug | None = None
-    connected_to: Annotated[ProfileIdStr | None, Field(alias="connectedTo")] = None
+    connected_to: ProfileIdStr | None = None
     locale: Annotated[LocalePrefix | None, Field(description="a language tag prefix: en matches en-GB")] = (
         None
     )
-    time_zone: Annotated[ZonePattern | None, Field(alias="timeZone")] = None
-    age_at_least: Annotated[Age | None, Field(alias="ageAtLeast")] = None
-    age_below: Annotated[Age | None, Field(alias="ageBelow")] = None
-    member_of: Annotated[CampaignRefIn | None, Field(alias="memberOf")] = None
+    time_zone: ZonePattern | None = None
+    age_at_least: Age | None = None
+    age_below: Age | None = None
+    member_of: CampaignRefIn | None = None
     engaged: Engaged | None = None
-
-    model_config = StrictModel.model_config | {"populate_by_name": True}
 
     @model_validator(mode="after")
     def _one_kind(self) -> Segment:

@@ -21,8 +21,9 @@ from email.utils import parseaddr
 from typing import Annotated, Any
 from urllib.parse import urlsplit
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstraints
+from pydantic import AfterValidator, ConfigDict, Field, StringConstraints
 
+from campaign_engine.domain.camel import CamelModel
 from campaign_engine.domain.frequency_cap import CapChannel, ChannelCap
 from campaign_engine.domain.patterns import EMAIL_PATTERN
 from campaign_engine.domain.tenancy import TenantId
@@ -113,15 +114,15 @@ SenderName = Annotated[Text, StringConstraints(min_length=1, max_length=100, pat
 TenantCaps = dict[CapChannel, ChannelCap]
 
 
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+class _Strict(CamelModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
 
 
 class Approval(_Strict):
     """Two-person approval (issue 21 item 5): a dispatch reaching this many recipients needs a second
     publisher. Stored here; enforced by the dispatch use cases."""
 
-    min_recipients: Annotated[int, Field(alias="minRecipients", ge=1, le=100_000_000)]
+    min_recipients: Annotated[int, Field(ge=1, le=100_000_000)]
 
 
 # --- health guard overrides (issue 26 item 5) -------------------------------------------------------
@@ -133,12 +134,12 @@ GUARD_OVERRIDE_FIELDS = frozenset(
 )
 
 
-class GuardOverrides(BaseModel):
+class GuardOverrides(CamelModel):
     """Rates in 0..1 above which this tenant's dispatches pause themselves; ``null`` clears one."""
 
-    guard_max_hard_bounce_rate: Annotated[Rate | None, Field(alias="guardMaxHardBounceRate")] = None
-    guard_max_complaint_rate: Annotated[Rate | None, Field(alias="guardMaxComplaintRate")] = None
-    guard_max_rejection_rate: Annotated[Rate | None, Field(alias="guardMaxRejectionRate")] = None
+    guard_max_hard_bounce_rate: Rate | None = None
+    guard_max_complaint_rate: Rate | None = None
+    guard_max_rejection_rate: Rate | None = None
 
 
 # --- end of the health guard overrides -------------------------------------------------------------
@@ -148,17 +149,17 @@ class TenantSettings(_Strict, GuardOverrides):
     """What an admin sets on a tenant; a missing colour is the built-in default of ``Branding``."""
 
     name: TenantName
-    logo_url: Annotated[LogoUrl | None, Field(alias="logoUrl")] = None
-    primary_color: Annotated[HexColour | None, Field(alias="primaryColor")] = None
-    text_color: Annotated[HexColour | None, Field(alias="textColor")] = None
-    app_origin: Annotated[AppOrigin | None, Field(alias="appOrigin")] = None
-    email_from: Annotated[Sender | None, Field(alias="emailFrom")] = None
-    frequency_caps: Annotated[TenantCaps, Field(alias="frequencyCaps")] = Field(default_factory=dict)
+    logo_url: LogoUrl | None = None
+    primary_color: HexColour | None = None
+    text_color: HexColour | None = None
+    app_origin: AppOrigin | None = None
+    email_from: Sender | None = None
+    frequency_caps: TenantCaps = Field(default_factory=dict)
     approval: Approval | None = None
-    footer_text: Annotated[FooterText | None, Field(alias="footerText")] = None
-    footer_address: Annotated[FooterAddress | None, Field(alias="footerAddress")] = None
-    sender_name: Annotated[SenderName | None, Field(alias="senderName")] = None
-    click_tracking: Annotated[bool, Field(alias="clickTracking")] = True
+    footer_text: FooterText | None = None
+    footer_address: FooterAddress | None = None
+    sender_name: SenderName | None = None
+    click_tracking: bool = True
     """Issue 26 item 4: the email CTA links through ``/c`` (first-party click tracking); off, directly."""
 
     def wire(self) -> dict[str, Any]:
@@ -166,7 +167,7 @@ class TenantSettings(_Strict, GuardOverrides):
 
 
 class TenantCreate(TenantSettings):
-    tenant_id: Annotated[TenantId, Field(alias="tenantId")]
+    tenant_id: TenantId
 
 
 CLEARABLE_TENANT_FIELDS = GUARD_OVERRIDE_FIELDS | frozenset(
@@ -188,21 +189,21 @@ class TenantPatch(GuardOverrides):
     """A partial update: omitted fields are kept, ``null`` clears an optional field (``frequencyCaps``
     is cleared with ``{}``; ``name`` cannot be cleared)."""
 
-    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+    model_config = ConfigDict(extra="forbid")
 
-    tenant_id: Annotated[str, Field(alias="tenantId", min_length=1, max_length=64)]
+    tenant_id: Annotated[str, Field(min_length=1, max_length=64)]
     name: TenantName | None = None
-    logo_url: Annotated[LogoUrl | None, Field(alias="logoUrl")] = None
-    primary_color: Annotated[HexColour | None, Field(alias="primaryColor")] = None
-    text_color: Annotated[HexColour | None, Field(alias="textColor")] = None
-    app_origin: Annotated[AppOrigin | None, Field(alias="appOrigin")] = None
-    email_from: Annotated[Sender | None, Field(alias="emailFrom")] = None
-    frequency_caps: Annotated[TenantCaps | None, Field(alias="frequencyCaps")] = None
+    logo_url: LogoUrl | None = None
+    primary_color: HexColour | None = None
+    text_color: HexColour | None = None
+    app_origin: AppOrigin | None = None
+    email_from: Sender | None = None
+    frequency_caps: TenantCaps | None = None
     approval: Approval | None = None
-    footer_text: Annotated[FooterText | None, Field(alias="footerText")] = None
-    footer_address: Annotated[FooterAddress | None, Field(alias="footerAddress")] = None
-    sender_name: Annotated[SenderName | None, Field(alias="senderName")] = None
-    click_tracking: Annotated[bool, Field(alias="clickTracking")] = True
+    footer_text: FooterText | None = None
+    footer_address: FooterAddress | None = None
+    sender_name: SenderName | None = None
+    click_tracking: bool = True
     """Sent or omitted, never null: on or off."""
 
     def changes(self) -> dict[str, Any]:
@@ -211,19 +212,19 @@ class TenantPatch(GuardOverrides):
         return self.model_dump(mode="json", by_alias=True, include=sent)
 
 
-class TenantLayout(BaseModel):
+class TenantLayout(CamelModel):
     """The email layout of a tenant (issue 24 item 6), the part of its settings its own admins may edit:
     logo, colours, footer copy and the From display name. Every field optional: ``null`` clears it, and
     a cleared field renders as the built-in default (no footer line, EMAIL_FROM's name)."""
 
-    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+    model_config = ConfigDict(extra="forbid")
 
-    logo_url: Annotated[LogoUrl | None, Field(alias="logoUrl")] = None
-    primary_color: Annotated[HexColour | None, Field(alias="primaryColor")] = None
-    text_color: Annotated[HexColour | None, Field(alias="textColor")] = None
-    footer_text: Annotated[FooterText | None, Field(alias="footerText")] = None
-    footer_address: Annotated[FooterAddress | None, Field(alias="footerAddress")] = None
-    sender_name: Annotated[SenderName | None, Field(alias="senderName")] = None
+    logo_url: LogoUrl | None = None
+    primary_color: HexColour | None = None
+    text_color: HexColour | None = None
+    footer_text: FooterText | None = None
+    footer_address: FooterAddress | None = None
+    sender_name: SenderName | None = None
 
     def changes(self) -> dict[str, Any]:
         """The fields the caller sent, by wire name, with ``None`` meaning "clear"."""
@@ -233,22 +234,22 @@ class TenantLayout(BaseModel):
 class LayoutPatch(TenantLayout):
     """``tenants.updateLayout``: a partial patch of one tenant's layout, nothing else of its record."""
 
-    tenant_id: Annotated[str, Field(alias="tenantId", min_length=1, max_length=64)]
+    tenant_id: Annotated[str, Field(min_length=1, max_length=64)]
 
 
-class LayoutPreviewInput(BaseModel):
+class LayoutPreviewInput(CamelModel):
     """``tenants.previewLayout``: the stored layout, or ``layout`` (a proposed patch) applied over it."""
 
-    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+    model_config = ConfigDict(extra="forbid")
 
-    tenant_id: Annotated[str, Field(alias="tenantId", min_length=1, max_length=64)]
+    tenant_id: Annotated[str, Field(min_length=1, max_length=64)]
     layout: TenantLayout | None = None
 
 
 class TenantPublic(TenantSettings):
-    tenant_id: Annotated[str, Field(alias="tenantId")]
-    created_at: Annotated[str, Field(alias="createdAt")]
-    updated_at: Annotated[str, Field(alias="updatedAt")]
+    tenant_id: str
+    created_at: str
+    updated_at: str
 
 
 def tenant_node_properties(settings: TenantSettings) -> dict[str, Any]:

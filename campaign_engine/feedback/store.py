@@ -13,10 +13,9 @@ import hashlib
 import uuid
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import Annotated, Any
+from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
-
+from campaign_engine.domain.camel import CamelModel
 from campaign_engine.domain.errors import NotFound
 from campaign_engine.domain.types import Clock, format_ts
 from campaign_engine.domain.webhook_events import Event, EventType
@@ -165,24 +164,20 @@ class FeedbackStore:
 # --- admin reads and removal ------------------------------------------------------------------------
 
 
-class Suppression(BaseModel):
-    model_config = ConfigDict(populate_by_name=True)
-
+class Suppression(CamelModel):
     address: str
     reason: SuppressionReason
     source: str
     detail: str | None = None
-    suppressed_at: Annotated[str, Field(alias="suppressedAt")]
-    last_feedback_at: Annotated[str | None, Field(alias="lastFeedbackAt")] = None
-    feedback_count: Annotated[int, Field(alias="feedbackCount")] = 0
+    suppressed_at: str
+    last_feedback_at: str | None = None
+    feedback_count: int = 0
 
 
-class SuppressionPage(BaseModel):
-    model_config = ConfigDict(populate_by_name=True)
-
+class SuppressionPage(CamelModel):
     records: list[Suppression]
     cursor: str | None
-    has_more: Annotated[bool, Field(alias="hasMore")]
+    has_more: bool
 
 
 def list_suppressions(

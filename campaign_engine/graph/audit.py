@@ -79,6 +79,11 @@ class AuditContext:
         """The context for another entry of the same call (one per transaction of a batched import)."""
         return replace(self, at=format_ts(now), entry_id=new_entry_id())
 
+    def in_trail_of(self, tenant_id: str) -> AuditContext:
+        """The same call's entry in another tenant's trail: a change made to a tenant from outside it
+        (a platform admin's ``tenants.update``) is shown to that tenant too."""
+        return replace(self, tenant_id=tenant_id, entry_id=new_entry_id())
+
 
 def record_audit(
     tx: Tx,

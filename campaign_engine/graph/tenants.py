@@ -64,7 +64,15 @@ class TenantPage(BaseModel):
 
 
 def _audit(tx: Tx, audit: AuditContext | None, tenant_id: str, *, changed: list[str]) -> None:
-    record_audit(tx, audit, target_type="tenant", target_id=tenant_id, detail={"fields": sorted(changed)})
+    """One entry in the caller's trail and, when the caller acts from another tenant (a platform
+    admin), one in the changed tenant's own: a tenant sees every change to its record, its approval
+    policy included."""
+    detail = {"fields": sorted(changed)}
+    record_audit(tx, audit, target_type="tenant", target_id=tenant_id, detail=detail)
+    if audit is not None and audit.tenant_id != tenant_id:
+        record_audit(
+            tx, audit.in_trail_of(tenant_id), target_type="tenant", target_id=tenant_id, detail=detail
+        )
 
 
 def create_tenant(

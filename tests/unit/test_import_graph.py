@@ -117,3 +117,48 @@ def test_the_import_graph_has_no_cycle() -> None:
         if not state.get(module):
             visit(module, [])
     assert cycles == []
+
+
+ROOMS = ("sending", "audience", "engagement", "profiles", "tenants")
+"""``campaigns``' rooms: each owns one part of the use cases and never imports another; what two rooms
+share sits at the top of ``campaigns`` (definitions, deletion) or in a layer below."""
+
+
+def _room(module: str) -> str | None:
+    parts = module.split(".")
+    return parts[2] if len(parts) > 2 and parts[1] == "campaigns" and parts[2] in ROOMS else None
+
+
+def _imported_rooms() -> dict[str, set[str]]:
+    """Module -> the rooms it names, counting ``from campaign_engine.campaigns import <room>`` too
+    (``_modules`` records that import as the ``campaigns`` package itself)."""
+    rooms: dict[str, set[str]] = {}
+    for path in PACKAGE.rglob("*.py"):
+        parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+        name = ".".join(parts).removesuffix(".__init__")
+        named: set[str] = set()
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.module:
+                targets = [node.module]
+                if node.module == "campaign_engine.campaigns":
+                    targets += [f"{node.module}.{alias.name}" for alias in node.names]
+            elif isinstance(node, ast.Import):
+                targets = [alias.name for alias in node.names]
+            else:
+                continue
+            named |= {room for room in map(_room, targets) if room is not None}
+        rooms[name] = named
+    return rooms
+
+
+def test_no_room_of_campaigns_imports_another() -> None:
+    """A room reaching into another (engagement reading sending's dispatch, audience calling
+    engagement's cards) ties two owners' code together; lazy imports inside functions count too."""
+    crossing = sorted(
+        f"{module} -> campaigns.{room}"
+        for module, rooms in _imported_rooms().items()
+        if _room(module) is not None
+        for room in rooms
+        if room != _room(module)
+    )
+    assert crossing == []

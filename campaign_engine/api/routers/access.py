@@ -5,13 +5,14 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ConfigDict, Field
 
 from campaign_engine.api.access import Access, Role
 from campaign_engine.api.context import Context
 from campaign_engine.api.routers.common import Ok
 from campaign_engine.api.trpc import ProcedureRouter
 from campaign_engine.campaigns.tenants import access_grants
+from campaign_engine.domain.camel import CamelModel
 from campaign_engine.domain.patterns import ProfileIdStr
 from campaign_engine.domain.tenancy import TenantId
 
@@ -28,19 +29,17 @@ ACCESS: dict[str, Access] = {
 router = ProcedureRouter("access", ACCESS)
 
 
-class TenantRef(BaseModel):
-    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+class TenantRef(CamelModel):
+    model_config = ConfigDict(extra="forbid")
 
-    tenant_id: Annotated[TenantId, Field(alias="tenantId")]
+    tenant_id: TenantId
 
 
-class Me(BaseModel):
+class Me(CamelModel):
     """Who the caller is here: what the console shows and what it lets them do."""
 
-    model_config = ConfigDict(populate_by_name=True)
-
-    profile_id: Annotated[str, Field(alias="profileId")]
-    tenant_id: Annotated[str, Field(alias="tenantId", description="the tenant this credential acts in")]
+    profile_id: str
+    tenant_id: Annotated[str, Field(description="the tenant this credential acts in")]
     role: Role | None = Field(description="the caller's highest role in that tenant; platform admins: admin")
     platform: bool = Field(description="a platform admin: every role in every tenant")
 

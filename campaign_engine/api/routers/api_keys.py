@@ -31,7 +31,7 @@ router = ProcedureRouter("apiKeys", ACCESS)
 class CreateInput(TenantRef):
     name: Annotated[Text, Field(min_length=1, max_length=200)]
     role: Role
-    expires_at: Annotated[UtcDatetime | None, Field(alias="expiresAt")] = None
+    expires_at: UtcDatetime | None = None
 
 
 class KeyRef(BaseModel):

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ConfigDict, Field
 
 from campaign_engine.api.access import Access
 from campaign_engine.api.context import Context
 from campaign_engine.api.trpc import ProcedureRouter
+from campaign_engine.domain.camel import CamelModel
 from campaign_engine.domain.campaign import UtcDatetime
 from campaign_engine.graph.audit import ORDER_KEY_PATTERN, AuditPage, list_audit
 
@@ -21,10 +22,10 @@ ACCESS: dict[str, Access] = {
 router = ProcedureRouter("audit", ACCESS)
 
 
-class ListInput(BaseModel):
-    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+class ListInput(CamelModel):
+    model_config = ConfigDict(extra="forbid")
 
-    campaign_id: Annotated[str | None, Field(alias="campaignId", min_length=1, max_length=64)] = None
+    campaign_id: Annotated[str | None, Field(min_length=1, max_length=64)] = None
     actor: Annotated[str | None, Field(min_length=1, max_length=128)] = None
     since: Annotated[UtcDatetime | None, Field(alias="from")] = None
     until: Annotated[UtcDatetime | None, Field(alias="to")] = None

@@ -51,7 +51,7 @@ class ListInput(BaseModel):
 
 
 class RecipientRef(CampaignRef):
-    profile_id: Annotated[str, Field(alias="profileId", min_length=1, max_length=128)]
+    profile_id: Annotated[str, Field(min_length=1, max_length=128)]
 
 
 class StatusInput(CampaignRef):

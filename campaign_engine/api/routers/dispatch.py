@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ConfigDict, Field
 
 from campaign_engine.api.access import Access
 from campaign_engine.api.context import Context
@@ -19,6 +19,7 @@ from campaign_engine.campaigns.sending.schedule import cancel_scheduled, schedul
 from campaign_engine.campaigns.sending.schedule_input import ScheduleInput
 from campaign_engine.campaigns.sending.uncertain_emails import UncertainEmailPage, list_uncertain_emails
 from campaign_engine.domain.ab_variants import Experiment, VariantId
+from campaign_engine.domain.camel import CamelModel
 from campaign_engine.domain.errors import ServiceUnavailable
 from campaign_engine.queue.port import Queue
 
@@ -42,10 +43,9 @@ router = ProcedureRouter("campaigns", ACCESS)
 
 
 class DispatchInput(CampaignRef):
-    expected_preview_token: Annotated[str | None, Field(alias="expectedPreviewToken", max_length=200)] = None
+    expected_preview_token: Annotated[str | None, Field(max_length=200)] = None
     accept_fallback: bool = Field(
         default=False,
-        alias="acceptFallback",
         description="send although the preview says missing_translation: those readers get the base content",
     )
     experiment: Experiment | None = Field(
@@ -62,17 +62,17 @@ class PreviewInput(CampaignRef):
 
 
 class ApproveInput(CampaignRef):
-    preview_token: Annotated[str, Field(alias="previewToken", min_length=1, max_length=200)]
+    preview_token: Annotated[str, Field(min_length=1, max_length=200)]
 
 
-class DispatchRef(BaseModel):
-    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+class DispatchRef(CamelModel):
+    model_config = ConfigDict(extra="forbid")
 
-    dispatch_id: Annotated[str, Field(alias="dispatchId", min_length=1, max_length=100)]
+    dispatch_id: Annotated[str, Field(min_length=1, max_length=100)]
 
 
 class ChooseVariantInput(DispatchRef):
-    variant_id: Annotated[VariantId, Field(alias="variantId")]
+    variant_id: VariantId
 
 
 class UncertainEmailsInput(DispatchRef):
@@ -140,6 +140,7 @@ def approve(ctx: Context, data: ApproveInput) -> Approved:
         max_recipients=settings.campaign_preview_max_recipients,
         deliverable=ctx.services.dispatch_channels,
         audit=ctx.audit(),
+        untranslated_max_share=settings.campaign_untranslated_max_share,
     )
 
 

@@ -8,7 +8,7 @@ that opens nothing.
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from campaign_engine.api.access import Access
 from campaign_engine.api.context import Context
@@ -18,6 +18,7 @@ from campaign_engine.campaigns import definitions
 from campaign_engine.delivery.email.compose import email_content_for
 from campaign_engine.delivery.email.render import render_email
 from campaign_engine.domain.ab_variants import VariantId
+from campaign_engine.domain.camel import CamelModel
 from campaign_engine.domain.errors import BadRequest
 from campaign_engine.domain.variants import LanguageTag
 from campaign_engine.graph.tenant_directory import tenants_of
@@ -40,21 +41,16 @@ class EmailPreviewInput(CampaignRef):
     )
     variant_id: VariantId | None = Field(
         default=None,
-        alias="variantId",
         description="preview this A/B content variant (default: the campaign's first variant, if any)",
     )
 
 
-class EmailPreview(BaseModel):
-    model_config = ConfigDict(populate_by_name=True)
-
+class EmailPreview(CamelModel):
     subject: str
     html: str
     text: str
     locale: str = Field(description="the language shown: the variant `locale` is served")
-    variant_id: str | None = Field(
-        default=None, alias="variantId", description="the A/B content variant shown (issue 26)"
-    )
+    variant_id: str | None = Field(default=None, description="the A/B content variant shown (issue 26)")
 
 
 @router.query("previewEmail")

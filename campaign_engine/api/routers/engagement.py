@@ -31,8 +31,8 @@ router = ProcedureRouter("campaigns", ACCESS)
 
 class EventInput(AppCampaignRef):
     event: EventKind
-    action_id: Annotated[str | None, Field(alias="actionId", min_length=1, max_length=100)] = None
-    test_id: Annotated[str | None, Field(alias="testId", min_length=1, max_length=64)] = None
+    action_id: Annotated[str | None, Field(min_length=1, max_length=100)] = None
+    test_id: Annotated[str | None, Field(min_length=1, max_length=64)] = None
 
 
 def _policy(ctx: Context) -> Policy:

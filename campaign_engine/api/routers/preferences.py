@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Annotated
-
-from pydantic import BaseModel, ConfigDict, Field, StrictBool
+from pydantic import ConfigDict, StrictBool
 
 from campaign_engine.api.access import Access
 from campaign_engine.api.context import Context
 from campaign_engine.api.trpc import ProcedureRouter
 from campaign_engine.campaigns.engagement import preferences
 from campaign_engine.campaigns.engagement.preferences import AnnouncementPreferences
+from campaign_engine.domain.camel import CamelModel
 
 __all__ = ["ACCESS", "router"]
 
@@ -22,20 +21,18 @@ ACCESS: dict[str, Access] = {
 router = ProcedureRouter("preferences", ACCESS)
 
 
-class AnnouncementPreferencesPatch(BaseModel):
+class AnnouncementPreferencesPatch(CamelModel):
     """Omitted (or null) choices stay as they are."""
 
-    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+    model_config = ConfigDict(extra="forbid")
 
-    announcement_email_opt_out: Annotated[StrictBool | None, Field(alias="announcementEmailOptOut")] = None
-    announcement_push_opt_out: Annotated[StrictBool | None, Field(alias="announcementPushOptOut")] = None
+    announcement_email_opt_out: StrictBool | None = None
+    announcement_push_opt_out: StrictBool | None = None
 
 
-class AnnouncementPreferencesOut(BaseModel):
-    model_config = ConfigDict(populate_by_name=True)
-
-    announcement_email_opt_out: Annotated[bool, Field(alias="announcementEmailOptOut")]
-    announcement_push_opt_out: Annotated[bool, Field(alias="announcementPushOptOut")]
+class AnnouncementPreferencesOut(CamelModel):
+    announcement_email_opt_out: bool
+    announcement_push_opt_out: bool
 
 
 def _out(prefs: AnnouncementPreferences) -> AnnouncementPreferencesOut:

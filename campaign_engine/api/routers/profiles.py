@@ -11,6 +11,7 @@ from campaign_engine.api.context import Context
 from campaign_engine.api.trpc import ProcedureRouter
 from campaign_engine.campaigns.profiles import receiver_secrets
 from campaign_engine.campaigns.profiles import records as profiles
+from campaign_engine.domain.camel import CamelModel
 from campaign_engine.domain.errors import BadRequest, NotFound
 from campaign_engine.domain.profile import ProfileOut, ProfileUpsert, UpsertResult, WebhookSecret
 from campaign_engine.egress.policy import EgressBlocked
@@ -28,10 +29,10 @@ ACCESS: dict[str, Access] = {
 router = ProcedureRouter("profiles", ACCESS)
 
 
-class ProfileRef(BaseModel):
-    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+class ProfileRef(CamelModel):
+    model_config = ConfigDict(extra="forbid")
 
-    profile_id: Annotated[str, Field(alias="profileId", min_length=1, max_length=128)]
+    profile_id: Annotated[str, Field(min_length=1, max_length=128)]
 
 
 class Deleted(BaseModel):
@@ -42,22 +43,18 @@ DEFAULT_OVERLAP_SECONDS = 86_400  # a day for the receiver to deploy the new sec
 MAX_OVERLAP_SECONDS = 30 * 86_400
 
 
-class RotateWebhookSecret(BaseModel):
-    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+class RotateWebhookSecret(CamelModel):
+    model_config = ConfigDict(extra="forbid")
 
-    profile_id: Annotated[str, Field(alias="profileId", min_length=1, max_length=128)]
-    overlap_seconds: Annotated[int, Field(alias="overlapSeconds", ge=0, le=MAX_OVERLAP_SECONDS)] = (
-        DEFAULT_OVERLAP_SECONDS
-    )
+    profile_id: Annotated[str, Field(min_length=1, max_length=128)]
+    overlap_seconds: Annotated[int, Field(ge=0, le=MAX_OVERLAP_SECONDS)] = DEFAULT_OVERLAP_SECONDS
     """How long the replaced secret keeps signing beside the new one (0: it stops at once)."""
     secret: Annotated[WebhookSecret | None, Field(repr=False)] = None
     """The new secret; omitted, the engine generates one and answers it once."""
 
 
-class Rotated(BaseModel):
-    model_config = ConfigDict(populate_by_name=True)
-
-    profile_id: Annotated[str, Field(alias="profileId")]
+class Rotated(CamelModel):
+    profile_id: str
     secret: str | None = Field(description="the generated secret, shown only here; null when supplied")
 
 

@@ -20,6 +20,7 @@ from campaign_engine.api.context import Context
 from campaign_engine.api.trpc import ProcedureRouter
 from campaign_engine.delivery.email.compose import sender_for
 from campaign_engine.delivery.email.render import branding_for, render_email
+from campaign_engine.domain.camel import CamelModel
 from campaign_engine.domain.tenant import (
     LayoutPatch,
     LayoutPreviewInput,
@@ -45,10 +46,10 @@ ACCESS: dict[str, Access] = {
 router = ProcedureRouter("tenants", ACCESS)
 
 
-class TenantRef(BaseModel):
-    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+class TenantRef(CamelModel):
+    model_config = ConfigDict(extra="forbid")
 
-    tenant_id: Annotated[str, Field(alias="tenantId", min_length=1, max_length=64)]
+    tenant_id: Annotated[str, Field(min_length=1, max_length=64)]
 
 
 class ListInput(BaseModel):

@@ -14,9 +14,9 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from datetime import datetime
-from typing import Annotated, Any, Literal
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from campaign_engine.campaigns.audience.guardian_explain import (
     GuardianRoute,
@@ -34,6 +34,7 @@ from campaign_engine.domain.ab_variants import (
     unit_point,
     variant_bounds,
 )
+from campaign_engine.domain.camel import CamelModel
 from campaign_engine.domain.dispatch import send_blocked
 from campaign_engine.domain.errors import NotFound
 from campaign_engine.domain.frequency_cap import CapChannel, ChannelCap, cap_params
@@ -48,81 +49,68 @@ from campaign_engine.graph.rules.segment import compile_for, segment_of
 
 __all__ = ["ChannelExplanation", "RecipientExplanation", "RuleVerdict", "explain_recipient"]
 
-_WIRE = ConfigDict(populate_by_name=True)
 ExplainedChannel = Literal["notify", "email"]
 
 
-class RuleVerdict(BaseModel):
-    model_config = _WIRE
-
+class RuleVerdict(CamelModel):
     rule: str
     """The reason code a send records when this rule fails (``not_member``, ``opted_out``, ...)."""
     ok: bool
     detail: str | None = None
 
 
-class ChannelExplanation(BaseModel):
-    model_config = _WIRE
-
+class ChannelExplanation(CamelModel):
     channel: ExplainedChannel
-    would_receive: Annotated[bool, Field(alias="wouldReceive")]
-    blocked_by: Annotated[str | None, Field(alias="blockedBy")] = None
+    would_receive: bool
+    blocked_by: str | None = None
     """The first failing rule, as the walk checks them; None when the profile would receive it."""
     rules: list[RuleVerdict]
 
 
-class PastSend(BaseModel):
+class PastSend(CamelModel):
     """What already happened to this profile for this campaign (the CAMPAIGN_STATE relationship)."""
 
-    model_config = _WIRE
-
-    notified_at: Annotated[str | None, Field(alias="notifiedAt")] = None
-    email_claimed_at: Annotated[str | None, Field(alias="emailClaimedAt")] = None
-    emailed_at: Annotated[str | None, Field(alias="emailedAt")] = None
-    email_outcome: Annotated[str | None, Field(alias="emailOutcome")] = None
-    email_outcome_reason: Annotated[str | None, Field(alias="emailOutcomeReason")] = None
-    email_outcome_at: Annotated[str | None, Field(alias="emailOutcomeAt")] = None
-    bounced_at: Annotated[str | None, Field(alias="bouncedAt")] = None
-    complained_at: Annotated[str | None, Field(alias="complainedAt")] = None
-    email_clicked_at: Annotated[str | None, Field(alias="emailClickedAt")] = None
+    notified_at: str | None = None
+    email_claimed_at: str | None = None
+    emailed_at: str | None = None
+    email_outcome: str | None = None
+    email_outcome_reason: str | None = None
+    email_outcome_at: str | None = None
+    bounced_at: str | None = None
+    complained_at: str | None = None
+    email_clicked_at: str | None = None
     """The first click on the email's tracked CTA (issue 26 item 4)."""
-    shown_first_at: Annotated[str | None, Field(alias="shownFirstAt")] = None
-    clicked_first_at: Annotated[str | None, Field(alias="clickedFirstAt")] = None
-    dismissed_first_at: Annotated[str | None, Field(alias="dismissedFirstAt")] = None
-    notify_capped_at: Annotated[str | None, Field(alias="notifyCappedAt")] = None
-    email_capped_at: Annotated[str | None, Field(alias="emailCappedAt")] = None
-    variant_id: Annotated[str | None, Field(alias="variantId")] = None
+    shown_first_at: str | None = None
+    clicked_first_at: str | None = None
+    dismissed_first_at: str | None = None
+    notify_capped_at: str | None = None
+    email_capped_at: str | None = None
+    variant_id: str | None = None
     """The A/B content variant recorded at the first delivery or in-app event (issue 26)."""
 
 
-class LanguageChoice(BaseModel):
+class LanguageChoice(CamelModel):
     """Which language each channel serves this reader, and why (issue 24): the one rule of every send."""
-
-    model_config = _WIRE
 
     locale: str | None = Field(description="the profile's locale, as stored")
     served: dict[str, str] = Field(description="per content (message, notification, email): its language")
     why: str
 
 
-class VariantShare(BaseModel):
-    model_config = _WIRE
-
+class VariantShare(CamelModel):
     id: str
     start: float
     end: float
 
 
-class VariantChoice(BaseModel):
+class VariantChoice(CamelModel):
     """Which A/B content variant this profile gets on every channel, and why (issue 26)."""
 
-    model_config = _WIRE
-
-    variant_id: Annotated[str, Field(alias="variantId")]
+    variant_id: str
     point: float = Field(description="the keyed hash of (campaign, profile) as a point in [0, 1)")
     shares: list[VariantShare] = Field(description="each variant's share of [0, 1), by weight, in order")
     why: str
-    in_test_wave: Annotated[bool | None, Field(alias="inTestWave")] = Field(
+    in_test_wave: bool | None = Field(
         default=None, description="with a test wave (issue 26): whether this profile is one of its members"
     )
     served: str | None = Field(
@@ -132,15 +120,13 @@ class VariantChoice(BaseModel):
     )
 
 
-class RecipientExplanation(BaseModel):
-    model_config = _WIRE
-
-    campaign_id: Annotated[CampaignRefOut, Field(alias="campaignId")]
-    profile_id: Annotated[str, Field(alias="profileId")]
+class RecipientExplanation(CamelModel):
+    campaign_id: CampaignRefOut
+    profile_id: str
     member: bool
-    member_source: Annotated[str | None, Field(alias="memberSource")] = None
+    member_source: str | None = None
     """How the profile joined the audience (``profileIds``, ``tag:beta``, ``selfEnrolled``...)."""
-    member_added_at: Annotated[str | None, Field(alias="memberAddedAt")] = None
+    member_added_at: str | None = None
     channels: list[ChannelExplanation]
     past: PastSend | None = None
     language: LanguageChoice | None = None
@@ -150,7 +136,7 @@ class RecipientExplanation(BaseModel):
     """None when the campaign has no A/B variants."""
     guardian: GuardianRoute | None = None
     """Issue 27 item 3 (``minors: "guardians"``): this profile as a guardian, the members routed to them."""
-    routed_to: Annotated[list[RoutedTo] | None, Field(alias="routedTo")] = None
+    routed_to: list[RoutedTo] | None = None
     """Issue 27 item 3: a member the age policy excludes, where the campaign goes instead ([]: none)."""
 
 

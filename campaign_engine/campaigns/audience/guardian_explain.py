@@ -10,10 +10,9 @@ audience), a member's guardians (``profiles.get`` answers ``guardians`` on the c
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
-
+from campaign_engine.domain.camel import CamelModel
 from campaign_engine.graph.graph import Tx
 from campaign_engine.graph.rules.policy import fill_policy
 from campaign_engine.graph.rules.routing import member_predicate
@@ -21,7 +20,6 @@ from campaign_engine.graph.rules.segment import CompiledSegment
 
 __all__ = ["GuardianRoute", "RoutedTo", "guardian_route", "routed_children", "routed_to"]
 
-_WIRE = ConfigDict(populate_by_name=True)
 
 # The members `$profileId` is a consenting guardian of, and on which channel each is excluded.
 _CHILDREN = """
@@ -44,23 +42,19 @@ ORDER BY id
 Outcome = Literal["routed", "consent_revoked", "guardian_not_eligible", "guardian_is_a_member"]
 
 
-class GuardianRoute(BaseModel):
+class GuardianRoute(CamelModel):
     """This profile as a guardian: the members routed to them, and per channel whether they would
     receive it as a guardian now (every rule of the channel but membership holds, and some member
     routed to them is excluded on that channel)."""
 
-    model_config = _WIRE
-
-    routed_from: Annotated[list[str], Field(alias="routedFrom")]
+    routed_from: list[str]
     channels: dict[str, bool]
 
 
-class RoutedTo(BaseModel):
+class RoutedTo(CamelModel):
     """One guardian of an excluded member, and whether the campaign is routed to them."""
 
-    model_config = _WIRE
-
-    guardian_id: Annotated[str, Field(alias="guardianId")]
+    guardian_id: str
     outcome: Outcome
 
 

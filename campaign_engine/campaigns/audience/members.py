@@ -18,9 +18,9 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Annotated, Any
+from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel
 
 from campaign_engine.domain.audience import (
     AllSource,
@@ -31,6 +31,7 @@ from campaign_engine.domain.audience import (
     profile_id_from_did_web,
     source_label,
 )
+from campaign_engine.domain.camel import CamelModel
 from campaign_engine.domain.errors import BadRequest, NotFound
 from campaign_engine.domain.tenancy import campaign_ref
 from campaign_engine.domain.types import format_ts
@@ -59,31 +60,25 @@ CHUNK = 10_000
 Source = DidsSource | ProfileIdsSource | TagSource | ConnectionsSource | AllSource
 
 
-class AudienceCount(BaseModel):
-    model_config = ConfigDict(populate_by_name=True)
-
+class AudienceCount(CamelModel):
     count: int
     added: int
-    not_found: Annotated[list[str], Field(alias="notFound")]
+    not_found: list[str]
 
 
 class Removed(BaseModel):
     removed: int
 
 
-class AudienceRecord(BaseModel):
-    model_config = ConfigDict(populate_by_name=True)
-
-    profile_id: Annotated[str, Field(alias="profileId")]
+class AudienceRecord(CamelModel):
+    profile_id: str
     did: str | None
 
 
-class AudiencePage(BaseModel):
-    model_config = ConfigDict(populate_by_name=True)
-
+class AudiencePage(CamelModel):
     records: list[AudienceRecord]
     cursor: str | None
-    has_more: Annotated[bool, Field(alias="hasMore")]
+    has_more: bool
 
 
 @dataclass(frozen=True)

@@ -13,10 +13,11 @@ client procedure can set any of them. ``variants``: the same per A/B content var
 from __future__ import annotations
 
 import json
-from typing import Annotated, Any
+from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, Field
 
+from campaign_engine.domain.camel import CamelModel
 from campaign_engine.domain.errors import NotFound
 from campaign_engine.domain.tenancy import campaign_ref
 from campaign_engine.graph.graph import Graph, Tx
@@ -26,18 +27,16 @@ from campaign_engine.graph.rules.segment import compile_for, count_audience
 __all__ = ["CampaignStats", "GuardianStats", "VariantStats", "get_stats"]
 
 
-class VariantStats(BaseModel):
+class VariantStats(CamelModel):
     """One A/B content variant's recipients (issue 26): distinct profiles whose state names the variant
     (stamped at their first delivery or in-app event), and of them how many reached each step."""
-
-    model_config = ConfigDict(populate_by_name=True)
 
     recipients: int = 0
     notified: int = 0
     emailed: int = 0
     shown: int = 0
     clicked: int = 0
-    email_clicked: Annotated[int, Field(alias="emailClicked")] = 0
+    email_clicked: int = 0
     bounced: int = 0
     complained: int = 0
 
@@ -50,9 +49,7 @@ class GuardianStats(BaseModel):
     emailed: int = 0
 
 
-class CampaignStats(BaseModel):
-    model_config = ConfigDict(populate_by_name=True)
-
+class CampaignStats(CamelModel):
     audience: int
     enrolled: int
     shown: int
@@ -63,7 +60,7 @@ class CampaignStats(BaseModel):
     bounced: int
     complained: int
     capped: int
-    email_clicked: Annotated[int, Field(alias="emailClicked")]
+    email_clicked: int
     variants: dict[str, VariantStats] = Field(
         default_factory=dict,
         description="per A/B content variant id: each of the campaign's variants (zeros until it reaches"

@@ -7,10 +7,11 @@ therefore never import each other.
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
+from campaign_engine.domain.camel import CamelModel
 from campaign_engine.domain.campaign import Message
 
 __all__ = ["CampaignCard", "EngagementState", "EventKind", "EventResult", "MyCampaign", "MyCampaigns"]
@@ -18,37 +19,33 @@ __all__ = ["CampaignCard", "EngagementState", "EventKind", "EventResult", "MyCam
 EventKind = Literal["shown", "clicked", "dismissed"]
 
 
-class _Out(BaseModel):
-    model_config = ConfigDict(populate_by_name=True)
-
-
-class CampaignCard(_Out):
+class CampaignCard(CamelModel):
     """The public projection of a campaign: what any eligible user may read."""
 
-    campaign_id: Annotated[str, Field(alias="campaignId")]
+    campaign_id: str
     name: str
     message: Message | None
     locale: str | None = Field(
         default=None, description="the language of `message`: the best match for the reader's locale"
     )
-    variant_id: Annotated[str | None, Field(alias="variantId")] = Field(
+    variant_id: str | None = Field(
         default=None, description="the A/B content variant of `message` this reader is assigned (issue 26)"
     )
-    starts_at: Annotated[str | None, Field(alias="startsAt")]
-    ends_at: Annotated[str | None, Field(alias="endsAt")]
+    starts_at: str | None
+    ends_at: str | None
 
 
-class EngagementState(_Out):
-    shown_first_at: Annotated[str | None, Field(alias="shownFirstAt")] = None
-    shown_last_at: Annotated[str | None, Field(alias="shownLastAt")] = None
-    shown_count: Annotated[int, Field(alias="shownCount")] = 0
-    clicked_first_at: Annotated[str | None, Field(alias="clickedFirstAt")] = None
-    clicked_last_at: Annotated[str | None, Field(alias="clickedLastAt")] = None
-    clicked_count: Annotated[int, Field(alias="clickedCount")] = 0
-    dismissed_first_at: Annotated[str | None, Field(alias="dismissedFirstAt")] = None
-    dismissed_last_at: Annotated[str | None, Field(alias="dismissedLastAt")] = None
-    dismissed_count: Annotated[int, Field(alias="dismissedCount")] = 0
-    last_action_id: Annotated[str | None, Field(alias="lastActionId")] = None
+class EngagementState(CamelModel):
+    shown_first_at: str | None = None
+    shown_last_at: str | None = None
+    shown_count: int = 0
+    clicked_first_at: str | None = None
+    clicked_last_at: str | None = None
+    clicked_count: int = 0
+    dismissed_first_at: str | None = None
+    dismissed_last_at: str | None = None
+    dismissed_count: int = 0
+    last_action_id: str | None = None
 
     @classmethod
     def from_rel(cls, props: dict[str, Any] | None) -> EngagementState | None:
@@ -59,13 +56,13 @@ class EngagementState(_Out):
 
 class MyCampaign(CampaignCard):
     state: EngagementState | None = None
-    test_id: Annotated[str | None, Field(alias="testId")] = None
+    test_id: str | None = None
 
 
-class MyCampaigns(_Out):
+class MyCampaigns(CamelModel):
     campaigns: list[MyCampaign]
 
 
-class EventResult(_Out):
+class EventResult(CamelModel):
     recorded: bool
     state: EngagementState | None = None

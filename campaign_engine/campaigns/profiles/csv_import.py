@@ -33,11 +33,12 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, Field, ValidationError
 
 from campaign_engine.campaigns.profiles.guardians import LinkPair, LinkRow, Provenance, import_links
 from campaign_engine.campaigns.profiles.import_writer import BatchWriter
 from campaign_engine.campaigns.profiles.records import upsert_profiles
+from campaign_engine.domain.camel import CamelModel
 from campaign_engine.domain.errors import BadRequest, Conflict
 from campaign_engine.domain.profile import GuardianIn, ProfileIn, ProfileUpsert
 from campaign_engine.domain.types import Clock, system_clock
@@ -63,19 +64,17 @@ class RowRejection(BaseModel):
     reason: str
 
 
-class CsvImportReport(BaseModel):
-    model_config = ConfigDict(populate_by_name=True)
-
+class CsvImportReport(CamelModel):
     rows: int = Field(description="data rows read (the header excluded)")
     created: int
     updated: int
     rejected: list[RowRejection] = Field(description=f"up to {MAX_LISTED} rejected rows, by line")
-    rejected_count: Annotated[int, Field(alias="rejectedCount", description="every rejected row")]
-    unknown_columns: Annotated[list[str], Field(alias="unknownColumns")]
+    rejected_count: Annotated[int, Field(description="every rejected row")]
+    unknown_columns: list[str]
     guardian_links: Annotated[
-        int, Field(alias="guardianLinks", description="GUARDIAN_OF links created or changed (dry run: valid)")
+        int, Field(description="GUARDIAN_OF links created or changed (dry run: valid)")
     ] = 0
-    dry_run: Annotated[bool, Field(alias="dryRun")]
+    dry_run: bool
 
 
 @dataclass

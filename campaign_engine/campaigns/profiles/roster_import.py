@@ -31,11 +31,12 @@ import csv
 from collections.abc import Iterable, Iterator
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import Field, ValidationError
 
 from campaign_engine.campaigns.profiles.csv_import import MAX_LISTED, RowRejection, _existing, _lines
 from campaign_engine.campaigns.profiles.guardians import LinkPair, LinkRow, Provenance, Source, import_links
 from campaign_engine.campaigns.profiles.records import upsert_profiles
+from campaign_engine.domain.camel import CamelModel
 from campaign_engine.domain.errors import BadRequest, Conflict
 from campaign_engine.domain.profile import Consent, GuardianIn, ProfileIn, ProfileUpsert
 from campaign_engine.domain.types import Clock, system_clock
@@ -50,18 +51,16 @@ _SDS_COLUMNS = ("userSourcedId", "relationshipUserSourcedId", "relationshipRole"
 _BATCH = 1000
 
 
-class RosterImportReport(BaseModel):
-    model_config = ConfigDict(populate_by_name=True)
-
+class RosterImportReport(CamelModel):
     format: RosterFormat
     rows: int = Field(description="data rows read (the header excluded)")
     created: int
     updated: int
     skipped: int = Field(description="rows of other roles, or status tobedeleted")
-    guardian_links: Annotated[int, Field(alias="guardianLinks", description="links created or changed")]
+    guardian_links: Annotated[int, Field(description="links created or changed")]
     rejected: list[RowRejection] = Field(description=f"up to {MAX_LISTED} rejected rows, by line")
-    rejected_count: Annotated[int, Field(alias="rejectedCount", description="every rejected row")]
-    dry_run: Annotated[bool, Field(alias="dryRun")]
+    rejected_count: Annotated[int, Field(description="every rejected row")]
+    dry_run: bool
 
 
 class _Report:

@@ -13,10 +13,11 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Annotated, Any
+from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, Field
 
+from campaign_engine.domain.camel import CamelModel
 from campaign_engine.domain.errors import Conflict, Forbidden
 from campaign_engine.domain.tenancy import CampaignRefOut, campaign_ref
 from campaign_engine.domain.types import format_ts
@@ -101,13 +102,11 @@ class ApprovalPolicy:
     min_recipients: int
 
 
-class Approved(BaseModel):
-    model_config = ConfigDict(populate_by_name=True)
-
-    campaign_id: Annotated[CampaignRefOut, Field(alias="campaignId")]
-    preview_token: Annotated[str, Field(alias="previewToken")]
-    approved_by: Annotated[str, Field(alias="approvedBy")]
-    approved_at: Annotated[str, Field(alias="approvedAt")]
+class Approved(CamelModel):
+    campaign_id: CampaignRefOut
+    preview_token: str
+    approved_by: str
+    approved_at: str
     recipients: int
 
 
@@ -237,18 +236,16 @@ def record_refusal(
     graph.write(tx_fn)
 
 
-class AwaitingApproval(BaseModel):
+class AwaitingApproval(CamelModel):
     """A send a publisher asked for and the policy held back until a second publisher approves it."""
 
-    model_config = ConfigDict(populate_by_name=True)
-
-    campaign_id: Annotated[CampaignRefOut, Field(alias="campaignId")]
+    campaign_id: CampaignRefOut
     name: str
-    preview_token: Annotated[str, Field(alias="previewToken")]
+    preview_token: str
     recipients: int
-    requested_by: Annotated[str | None, Field(alias="requestedBy")]
-    requested_at: Annotated[str | None, Field(alias="requestedAt")]
-    changed_since: Annotated[bool, Field(alias="changedSince")] = Field(
+    requested_by: str | None
+    requested_at: str | None
+    changed_since: bool = Field(
         description="the campaign was edited after the request: approving it will be refused as stale"
     )
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 import logging
 import uuid
 from datetime import datetime
-from typing import Annotated, Any
+from typing import Any
 
 from pydantic import BaseModel, Field
 
@@ -31,7 +31,6 @@ from campaign_engine.campaigns.sending.approval import (
     record_approval,
     record_refusal,
 )
-from campaign_engine.campaigns.sending.dispatch_reads import WIRE as _WIRE
 from campaign_engine.campaigns.sending.preview_pass import PREVIEW_PAGE, Tally, pinned
 from campaign_engine.campaigns.sending.send_blocks import (
     ALL_CHANNELS,
@@ -41,6 +40,7 @@ from campaign_engine.campaigns.sending.send_blocks import (
 )
 from campaign_engine.campaigns.sending.test_wave import check_experiment, start_test
 from campaign_engine.domain.ab_variants import Experiment
+from campaign_engine.domain.camel import CamelModel
 from campaign_engine.domain.dispatch import (
     DeliveryChannel,
     PageJob,
@@ -75,47 +75,43 @@ log = logging.getLogger(__name__)
 DEFAULT_UNTRANSLATED_MAX_SHARE = 0.05
 
 
-class DispatchPreview(BaseModel):
-    model_config = _WIRE
-
-    audience_count: Annotated[int, Field(alias="audienceCount")]
-    already_notified_count: Annotated[int, Field(alias="alreadyNotifiedCount")]
-    recipient_count: Annotated[int, Field(alias="recipientCount")]
-    notification_recipient_count: Annotated[int, Field(alias="notificationRecipientCount")]
-    email_recipient_count: Annotated[int, Field(alias="emailRecipientCount")]
-    preview_token: Annotated[str, Field(alias="previewToken")]
-    blocked_reason: Annotated[str | None, Field(alias="blockedReason")] = None
-    locale_counts: Annotated[dict[str, dict[str, int]], Field(alias="localeCounts")] = Field(
+class DispatchPreview(CamelModel):
+    audience_count: int
+    already_notified_count: int
+    recipient_count: int
+    notification_recipient_count: int
+    email_recipient_count: int
+    preview_token: str
+    blocked_reason: str | None = None
+    locale_counts: dict[str, dict[str, int]] = Field(
         default_factory=dict, description="per channel, the served language -> its recipients (issue 24)"
     )
     untranslated: dict[str, int] = Field(
         default_factory=dict,
         description="a recipient language the campaign has no translation for -> recipients who get the base",
     )
-    test_wave: Annotated[dict[str, int] | None, Field(alias="testWave")] = Field(
+    test_wave: dict[str, int] | None = Field(
         default=None,
         description="asked with an experiment (issue 26): the test wave's recipients per variant; the token "
         "is the same with or without it",
     )
-    guardian_recipient_count: Annotated[int, Field(alias="guardianRecipientCount")] = Field(
+    guardian_recipient_count: int = Field(
         default=0,
         description="issue 27: distinct guardians reached on any channel in place of members the age policy"
         " excludes (minors: guardians); included in recipientCount and the per-channel counts",
     )
-    guardian_notification_recipient_count: Annotated[
-        int, Field(alias="guardianNotificationRecipientCount")
-    ] = Field(default=0, description="of notificationRecipientCount, the routed guardians")
-    guardian_email_recipient_count: Annotated[int, Field(alias="guardianEmailRecipientCount")] = Field(
+    guardian_notification_recipient_count: int = Field(
+        default=0, description="of notificationRecipientCount, the routed guardians"
+    )
+    guardian_email_recipient_count: int = Field(
         default=0, description="of emailRecipientCount, the routed guardians"
     )
 
 
-class DispatchStarted(BaseModel):
-    model_config = _WIRE
-
-    dispatch_id: Annotated[str, Field(alias="dispatchId")]
+class DispatchStarted(CamelModel):
+    dispatch_id: str
     channels: list[DeliveryChannel]
-    dispatch_ids: Annotated[dict[str, str], Field(alias="dispatchIds")] = {}
+    dispatch_ids: dict[str, str] = {}
 
 
 class _Computed(BaseModel):
@@ -354,6 +350,7 @@ def approve_dispatch(
     max_recipients: int,
     deliverable: frozenset[DeliveryChannel] = ALL_CHANNELS,
     audit: AuditContext | None = None,
+    untranslated_max_share: float = DEFAULT_UNTRANSLATED_MAX_SHARE,
 ) -> Approved:
     """Approve the send of exactly this preview (``approval.py``): under the campaign lock, so the
     preview the approver saw is the campaign's at the approval's commit."""
@@ -364,7 +361,7 @@ def approve_dispatch(
             raise NotFound(f"campaign '{campaign_ref(campaign_id)}' not found")
         computed = compute_preview(
             tx, campaign_id=campaign_id, now=now, adult_age=adult_age, max_recipients=max_recipients,
-            deliverable=deliverable,
+            deliverable=deliverable, untranslated_max_share=untranslated_max_share,
         )  # fmt: skip
         if computed.preview.blocked_reason is not None:
             raise BadRequest(why_blocked(computed.preview.blocked_reason))

@@ -7,16 +7,16 @@ from __future__ import annotations
 import json
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from campaign_engine.domain.ab_variants import Experiment
+from campaign_engine.domain.camel import CamelModel
 from campaign_engine.domain.dispatch import DispatchStatus
 from campaign_engine.domain.errors import NotFound
 from campaign_engine.domain.tenancy import CampaignRefOut
 from campaign_engine.graph.graph import Graph
 
 __all__ = [
-    "WIRE",
     "DispatchPublic",
     "PauseReason",
     "TestDecision",
@@ -25,14 +25,11 @@ __all__ = [
     "list_dispatches",
 ]
 
-WIRE = ConfigDict(populate_by_name=True)
 """The API's models are read and written by their camelCase aliases; Python names work too."""
 
 
-class PauseReason(BaseModel):
+class PauseReason(CamelModel):
     """Why the health guard paused a Dispatch (issue 26): the rate over its limit, and as a sentence."""
-
-    model_config = WIRE
 
     rate: Literal["hardBounce", "complaint", "rejection"]
     value: float
@@ -43,10 +40,8 @@ class PauseReason(BaseModel):
     """Readable, e.g. ``hard_bounce_rate 0.03 > 0.02 (over 200)``."""
 
 
-class VariantRateOut(BaseModel):
-    model_config = WIRE
-
-    variant_id: Annotated[str, Field(alias="variantId")]
+class VariantRateOut(CamelModel):
+    variant_id: str
     numerator: int
     """Test recipients of this variant with the metric."""
     denominator: int
@@ -54,24 +49,21 @@ class VariantRateOut(BaseModel):
     rate: float
 
 
-class TestDecision(BaseModel):
+class TestDecision(CamelModel):
     """The decision of a test wave: the winner, each variant's rate, who decided and when."""
 
     __test__ = False  # not a pytest class
-    model_config = WIRE
 
     winner: str
     rates: list[VariantRateOut]
-    decided_by: Annotated[str, Field(alias="decidedBy", description="an admin's id, or system:test-wave")]
-    decided_at: Annotated[str, Field(alias="decidedAt")]
+    decided_by: Annotated[str, Field(description="an admin's id, or system:test-wave")]
+    decided_at: str
 
 
-class DispatchPublic(BaseModel):
-    model_config = WIRE
-
-    dispatch_id: Annotated[str, Field(alias="dispatchId")]
-    campaign_id: Annotated[CampaignRefOut, Field(alias="campaignId")]
-    campaign_created_at: Annotated[str, Field(alias="campaignCreatedAt")]
+class DispatchPublic(CamelModel):
+    dispatch_id: str
+    campaign_id: CampaignRefOut
+    campaign_created_at: str
     channel: str
     status: DispatchStatus
     pages: int
@@ -88,46 +80,46 @@ class DispatchPublic(BaseModel):
     # dispatch (delivery/frequency_cap.py).
     capped: int = 0
     cursor: str | None = None
-    started_at: Annotated[str | None, Field(alias="startedAt")] = None
+    started_at: str | None = None
     """When it started sending; None while ``scheduled`` (and for a schedule that never fired)."""
-    last_progress_at: Annotated[str, Field(alias="lastProgressAt")]
-    finished_at: Annotated[str | None, Field(alias="finishedAt")] = None
-    next_page_at: Annotated[str | None, Field(alias="nextPageAt")] = None
-    last_error: Annotated[str | None, Field(alias="lastError")] = None
+    last_progress_at: str
+    finished_at: str | None = None
+    next_page_at: str | None = None
+    last_error: str | None = None
     # Consecutive failed attempts at the page after `cursor` (CAMPAIGN_DISPATCH_MAX_PAGE_FAILURES fails
     # the dispatch); pastErrors: the lastError of each failure a resumeDispatch cleared, oldest first.
-    page_failures: Annotated[int, Field(alias="pageFailures")] = 0
-    past_errors: Annotated[list[str], Field(alias="pastErrors")] = []
+    page_failures: int = 0
+    past_errors: list[str] = []
     # Scheduled dispatches (campaigns/sending/schedule.py): when, how late it may still start, and what a
     # change since the confirmed preview does (hold for review, or send to the current recipients).
-    send_at: Annotated[str | None, Field(alias="sendAt")] = None
-    scheduled_at: Annotated[str | None, Field(alias="scheduledAt")] = None
-    max_late_seconds: Annotated[int | None, Field(alias="maxLateSeconds")] = None
-    on_change: Annotated[str | None, Field(alias="onChange")] = None
+    send_at: str | None = None
+    scheduled_at: str | None = None
+    max_late_seconds: int | None = None
+    on_change: str | None = None
     # Issue 12: a per-recipient schedule's local time (sendAt is then when the first zone, UTC+14,
     # reaches it). Members not yet ready (their local time, quiet hours) are read but wait: deferred and
     # missed (ready more than maxLateSeconds before the pass began) count the current walk of the
     # audience, `pass` numbers it (1 = the first), and nextPageAt says when the next pass starts.
-    send_local_time: Annotated[str | None, Field(alias="sendLocalTime")] = None
-    per_recipient: Annotated[bool, Field(alias="perRecipient")] = False
+    send_local_time: str | None = None
+    per_recipient: bool = False
     deferred: int = 0
     missed: int = 0
     pass_number: Annotated[int, Field(alias="pass")] = 1
     # Issue 21: the second publisher who approved this send under the tenant's approval policy.
-    approved_by: Annotated[str | None, Field(alias="approvedBy")] = None
-    approved_at: Annotated[str | None, Field(alias="approvedAt")] = None
+    approved_by: str | None = None
+    approved_at: str | None = None
     # Issue 26, the health guard: email feedback counted on the Dispatch that sent it (first hard bounce
     # or complaint of each send), and, while `paused`, why and since when (resumeDispatch goes on).
-    hard_bounces: Annotated[int, Field(alias="hardBounces")] = 0
+    hard_bounces: int = 0
     complaints: int = 0
-    paused_at: Annotated[str | None, Field(alias="pausedAt")] = None
-    pause_reason: Annotated[PauseReason | None, Field(alias="pauseReason")] = None
+    paused_at: str | None = None
+    pause_reason: PauseReason | None = None
     # Issue 26, the A/B test wave: the experiment this send runs, its phase (`testing`: only the test
     # wave is sent, the rest waits until nextPageAt = decideAt; `rest`: decided, everyone else gets only
     # the winner) and, once decided, the decision.
     experiment: Experiment | None = None
     phase: Literal["testing", "rest"] | None = None
-    decide_at: Annotated[str | None, Field(alias="decideAt")] = None
+    decide_at: str | None = None
     decision: TestDecision | None = None
 
 

@@ -6,9 +6,10 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import ConfigDict, Field, model_validator
 
 from campaign_engine.domain.ab_variants import Experiment
+from campaign_engine.domain.camel import CamelModel
 from campaign_engine.domain.campaign import UtcDatetime
 from campaign_engine.domain.schedule import (
     EARLIEST_ZONE,
@@ -38,18 +39,16 @@ def _one_zone_or_each_recipients(schema: dict[str, Any]) -> None:
     ]
 
 
-class WallClockAt(BaseModel):
+class WallClockAt(CamelModel):
     """A wall-clock time in an IANA zone (``2026-12-07T09:00`` in ``Europe/Paris``), or in each
     recipient's own zone (``perRecipient: true``; issue 12): then each recipient receives at that local
     time, those without a known zone at the campaign's ``timeZone`` (else UTC)."""
 
-    model_config = ConfigDict(
-        extra="forbid", populate_by_name=True, json_schema_extra=_one_zone_or_each_recipients
-    )
+    model_config = ConfigDict(extra="forbid", json_schema_extra=_one_zone_or_each_recipients)
 
-    local_time: Annotated[str, Field(alias="localTime", pattern=WALL_CLOCK_PATTERN)]
-    time_zone: Annotated[str | None, Field(alias="timeZone", max_length=64, pattern=ZONE_NAME_PATTERN)] = None
-    per_recipient: Annotated[bool, Field(alias="perRecipient")] = False
+    local_time: Annotated[str, Field(pattern=WALL_CLOCK_PATTERN)]
+    time_zone: Annotated[str | None, Field(max_length=64, pattern=ZONE_NAME_PATTERN)] = None
+    per_recipient: bool = False
 
     @model_validator(mode="after")
     def _one_zone(self) -> WallClockAt:
@@ -67,18 +66,16 @@ class WallClockAt(BaseModel):
         return parse_wall_clock(self.local_time).at(zone)
 
 
-class ScheduleInput(BaseModel):
-    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+class ScheduleInput(CamelModel):
+    model_config = ConfigDict(extra="forbid")
 
-    campaign_id: Annotated[str, Field(alias="campaignId", min_length=1, max_length=64)]
-    send_at: Annotated[UtcDatetime | WallClockAt, Field(alias="sendAt")]
+    campaign_id: Annotated[str, Field(min_length=1, max_length=64)]
+    send_at: UtcDatetime | WallClockAt
     """An RFC 3339 instant with an offset, or a wall-clock time plus an IANA zone."""
-    expected_preview_token: Annotated[str, Field(alias="expectedPreviewToken", min_length=1, max_length=200)]
-    max_late_seconds: Annotated[int, Field(alias="maxLateSeconds", ge=0, le=7 * 86_400)] = (
-        DEFAULT_MAX_LATE_SECONDS
-    )
-    on_change: Annotated[OnChange, Field(alias="onChange")] = "review"
-    accept_fallback: Annotated[bool, Field(alias="acceptFallback")] = False
+    expected_preview_token: Annotated[str, Field(min_length=1, max_length=200)]
+    max_late_seconds: Annotated[int, Field(ge=0, le=7 * 86_400)] = DEFAULT_MAX_LATE_SECONDS
+    on_change: OnChange = "review"
+    accept_fallback: bool = False
     experiment: Experiment | None = Field(
         default=None, description="an A/B test wave (issue 26): kept on the Dispatches until the send starts"
     )

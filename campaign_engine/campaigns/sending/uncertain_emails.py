@@ -9,16 +9,12 @@ recipients (rare by design), never the audience. Addresses are not returned: the
 
 from __future__ import annotations
 
-from typing import Annotated
-
-from pydantic import BaseModel, ConfigDict, Field
-
+from campaign_engine.domain.camel import CamelModel
 from campaign_engine.domain.errors import NotFound
 from campaign_engine.graph.graph import Graph, Tx
 
 __all__ = ["UncertainEmail", "UncertainEmailPage", "list_uncertain_emails"]
 
-_WIRE = ConfigDict(populate_by_name=True)
 
 _LIST = """
 OPTIONAL MATCH (d:Dispatch {id: $dispatchId})
@@ -39,20 +35,16 @@ RETURN d IS NOT NULL AS found, items
 """
 
 
-class UncertainEmail(BaseModel):
-    model_config = _WIRE
-
-    profile_id: Annotated[str, Field(alias="profileId")]
+class UncertainEmail(CamelModel):
+    profile_id: str
     reason: str | None = None
-    claimed_at: Annotated[str | None, Field(alias="claimedAt")] = None
-    outcome_at: Annotated[str | None, Field(alias="outcomeAt")] = None
+    claimed_at: str | None = None
+    outcome_at: str | None = None
 
 
-class UncertainEmailPage(BaseModel):
-    model_config = _WIRE
-
+class UncertainEmailPage(CamelModel):
     items: list[UncertainEmail]
-    next_after: Annotated[str | None, Field(alias="nextAfter")] = None
+    next_after: str | None = None
     """Pass as ``after`` for the next page; null when this page is the last."""
 
 

@@ -7,10 +7,11 @@ read here on each call, so a revoked grant stops working with the transaction th
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Annotated, Any, cast
+from typing import Any, cast
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel
 
+from campaign_engine.domain.camel import CamelModel
 from campaign_engine.domain.errors import NotFound
 from campaign_engine.domain.types import format_ts
 from campaign_engine.graph.audit import AuditContext, record_audit
@@ -40,14 +41,12 @@ ORDER BY g.subject, g.role
 """
 
 
-class Grant(BaseModel):
-    model_config = ConfigDict(populate_by_name=True)
-
-    tenant_id: Annotated[str, Field(alias="tenantId")]
+class Grant(CamelModel):
+    tenant_id: str
     subject: str
     role: str
-    granted_at: Annotated[str, Field(alias="grantedAt")]
-    granted_by: Annotated[str | None, Field(alias="grantedBy")] = None
+    granted_at: str
+    granted_by: str | None = None
 
 
 class GrantList(BaseModel):

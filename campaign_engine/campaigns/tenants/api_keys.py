@@ -14,10 +14,11 @@ import hmac
 import secrets
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Annotated, Any, cast
+from typing import Any, cast
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, Field
 
+from campaign_engine.domain.camel import CamelModel
 from campaign_engine.domain.errors import BadRequest, NotFound, Unauthorized
 from campaign_engine.domain.types import format_ts, parse_ts
 from campaign_engine.graph.audit import AuditContext, record_audit
@@ -58,21 +59,19 @@ RETURN k {.*} AS key
 _LIST = "MATCH (k:ApiKey {tenantId: $tenantId}) RETURN k {.*} AS key ORDER BY k.createdAt, k.id"
 
 
-class ApiKeyPublic(BaseModel):
+class ApiKeyPublic(CamelModel):
     """A key as its tenant's admins list it: never the key, never its hash."""
 
-    model_config = ConfigDict(populate_by_name=True)
-
     id: str
-    tenant_id: Annotated[str, Field(alias="tenantId")]
+    tenant_id: str
     name: str
     role: str
     prefix: str = Field(description="the first characters of the key, to tell keys apart")
-    created_at: Annotated[str, Field(alias="createdAt")]
-    created_by: Annotated[str, Field(alias="createdBy")]
-    expires_at: Annotated[str | None, Field(alias="expiresAt")] = None
-    revoked_at: Annotated[str | None, Field(alias="revokedAt")] = None
-    last_used_at: Annotated[str | None, Field(alias="lastUsedAt")] = None
+    created_at: str
+    created_by: str
+    expires_at: str | None = None
+    revoked_at: str | None = None
+    last_used_at: str | None = None
 
 
 class ApiKeyCreated(BaseModel):

@@ -14,8 +14,9 @@ import secrets as random
 from datetime import datetime
 from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, Field
 
+from campaign_engine.domain.camel import CamelModel
 from campaign_engine.domain.errors import BadRequest, NotFound
 from campaign_engine.domain.types import format_ts
 from campaign_engine.domain.webhook_keys import KeyRing, RingUnreadable, SecretBox, generate_secret
@@ -44,24 +45,20 @@ _NO_KEY = "CAMPAIGN_SECRETS_KEY is not set: an event-webhook endpoint needs it t
 _REPLAY_BATCH = 500  # outbox batches per transaction (each up to a page of events)
 
 
-class EndpointPublic(BaseModel):
-    model_config = ConfigDict(populate_by_name=True)
-
+class EndpointPublic(CamelModel):
     id: str
     url: str
     events: list[str]
     description: str | None = None
     enabled: bool
-    disabled_reason: Annotated[str | None, Field(alias="disabledReason")] = None
-    created_at: Annotated[str, Field(alias="createdAt")]
-    updated_at: Annotated[str, Field(alias="updatedAt")]
+    disabled_reason: str | None = None
+    created_at: str
+    updated_at: str
     failures: int = Field(0, description="failed attempts in a row (0 when the last one succeeded)")
-    failing_since: Annotated[str | None, Field(alias="failingSince")] = None
-    retry_at: Annotated[str | None, Field(alias="retryAt", description="the next attempt while failing")] = (
-        None
-    )
-    last_status: Annotated[int | None, Field(alias="lastStatus")] = None
-    last_attempt_at: Annotated[str | None, Field(alias="lastAttemptAt")] = None
+    failing_since: str | None = None
+    retry_at: Annotated[str | None, Field(description="the next attempt while failing")] = None
+    last_status: int | None = None
+    last_attempt_at: str | None = None
     pending: int = Field(0, description="events waiting for this endpoint")
 
 
@@ -74,21 +71,17 @@ class EndpointList(BaseModel):
     records: list[EndpointPublic]
 
 
-class DeliveryAttempt(BaseModel):
-    model_config = ConfigDict(populate_by_name=True)
-
-    event_id: Annotated[str, Field(alias="eventId")]
+class DeliveryAttempt(CamelModel):
+    event_id: str
     type: str
     at: str
-    status_code: Annotated[int | None, Field(alias="statusCode", description="null: no answer")] = None
-    latency_ms: Annotated[int, Field(alias="latencyMs")]
+    status_code: Annotated[int | None, Field(description="null: no answer")] = None
+    latency_ms: int
     error: str | None = Field(None, description="why there was no answer (a transport failure class)")
-    next_retry_at: Annotated[str | None, Field(alias="nextRetryAt")] = None
+    next_retry_at: str | None = None
 
 
-class DeliveryPage(BaseModel):
-    model_config = ConfigDict(populate_by_name=True)
-
+class DeliveryPage(CamelModel):
     records: list[DeliveryAttempt]
     cursor: str | None = Field(description="pass back for the next (older) page; null at the end")
 

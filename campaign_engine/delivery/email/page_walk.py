@@ -4,7 +4,8 @@ Order of a page, each step load-bearing (docs/architecture.md "Email is at most 
 is not failure"):
 
 1. Guard: the Dispatch is ``sending`` at this job's cursor and the campaign is the same incarnation,
-   live, in window, with the email channel. Otherwise the dispatch stops.
+   live, in window, with the email channel. Otherwise the dispatch stops (``page_opening.py``, as
+   the notify walk opens).
 2. Resolve the tenant's CTA origin and branding. A misconfigured tenant fails the dispatch here,
    *before* any claim, so no claim is burnt on a message that cannot be built.
 3. ONE transaction (``page_tx.py``, as step 5): the guard again, the provider's cooldown (open: defer
@@ -32,6 +33,10 @@ commit succeeded, and the claims of one walk commit in order: a claim after one 
 is rolled back, and the walk ends at the page that failed (a successor claims it again). Page n+1 is
 sent only once page n's answer showed no back-pressure; if page n was throttled, its outcome is
 recorded inline and page n+1's claims are released (the cursor stays before them) without a send.
+
+Over 350 lines on purpose: that overlap is one protocol across three threads (send, settle, commit),
+and its ordering rules only read as a whole; the transactions (``page_tx.py``, ``page_settle.py``) and
+the opening (``page_opening.py``) are already apart.
 """
 
 from __future__ import annotations
@@ -45,13 +50,7 @@ from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import replace
 from typing import Any
 
-from campaign_engine.delivery.dispatch_cursor import (
-    gate,
-    guard_reason,
-    read_guard,
-    resend_lost_successor,
-    stop,
-)
+from campaign_engine.delivery.dispatch_cursor import stop
 from campaign_engine.delivery.email.compose import EmailVariants, compose_email, email_variants_for
 from campaign_engine.delivery.email.page_settle import PageSettler
 from campaign_engine.delivery.email.page_tx import Claimed, ClaimedPage, PageTransactions
@@ -59,8 +58,8 @@ from campaign_engine.delivery.email.provider import EmailProvider, SendResult, s
 from campaign_engine.delivery.email.render import EmailConfigError
 from campaign_engine.delivery.email.walk_outcome import EmailPageOutcome, Outcome, WalkTotals
 from campaign_engine.delivery.health_guard import HealthGuard, pause, paused, system_audit
+from campaign_engine.delivery.page_opening import ClosedPage, open_page
 from campaign_engine.delivery.readiness import page_delay
-from campaign_engine.delivery.test_wave_page import decide_on_time
 from campaign_engine.domain.campaign import campaign_from_node
 from campaign_engine.domain.dispatch import PageJob, job_json
 from campaign_engine.domain.frequency_cap import CapChannel, ChannelCap
@@ -149,24 +148,15 @@ class EmailWorker:
 
         Raises (message redelivered) only before anything is claimed; once a claim committed, every
         message of it gets an outcome recorded, whatever the provider does."""
-        now = self._clock()
-        stamp = format_ts(now)
-        dispatch, campaign_node = self._graph.read(read_guard, job)
-        skip = gate(dispatch, job, now=stamp)
-        if skip == "cursor_moved" and resend_lost_successor(
-            dispatch, job, self._pages, wave_delay=self._delay, now=now
-        ):
-            return EmailPageOutcome("next", reason="successor_resent")
-        if skip is not None:
-            return EmailPageOutcome("waiting" if skip == "wave_not_due" else "stale", reason=skip)
-        assert dispatch is not None
-        reason = guard_reason(dispatch, campaign_node, job, now=stamp)
-        if reason is not None:
-            return self._stop(job, "stopped", reason, stamp)
-        assert campaign_node is not None
-        if decide_on_time(self._graph, dispatch_id=job.dispatch_id, campaign=campaign_node, now=stamp):
-            _, campaign_node = self._graph.read(read_guard, job)  # the claim reads the decision again
-            assert campaign_node is not None
+        opened = open_page(
+            self._graph, job, clock=self._clock, dispatch_queue=self._pages, wave_delay=self._delay
+        )
+        if isinstance(opened, ClosedPage):
+            if opened.outcome == "stopped":
+                reason = opened.reason.split(":")[0]
+                log.info("email.dispatch_stopped dispatch_id=%s reason=%s", job.dispatch_id, reason)
+            return EmailPageOutcome(opened.outcome, reason=opened.reason)
+        campaign_node, stamp = opened.campaign, opened.stamp
         try:
             content = email_variants_for(
                 campaign_from_node(campaign_node),

@@ -3,7 +3,8 @@
 Order of a page, each step load-bearing (docs/architecture.md "Delivery pipeline"):
 
 1. Guard: the Dispatch is ``sending`` at this job's cursor, and the campaign is the same incarnation,
-   live, in window and still has the channel. Otherwise record why (status ``stopped``) and stop.
+   live, in window and still has the channel. Otherwise record why (status ``stopped``) and stop
+   (``page_opening.py``, as the email walk opens).
 2. Read members with ``profileId > cursor`` in order, rechecking eligibility in the same query.
 3. Enqueue one delivery per eligible recipient (deterministic delivery id).
 4. Compare-and-set the cursor from the value read in 1. Enqueue happens *before* the CAS, so a crash
@@ -25,16 +26,10 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, Literal
 
-from campaign_engine.delivery.dispatch_cursor import (
-    gate,
-    guard_reason,
-    read_guard,
-    resend_lost_successor,
-    stop,
-)
 from campaign_engine.delivery.health_guard import HealthGuard, pause, paused, system_audit
+from campaign_engine.delivery.page_opening import ClosedPage, open_page
 from campaign_engine.delivery.readiness import PageTally, advance_pass, page_delay, readiness_params
-from campaign_engine.delivery.test_wave_page import WaveFilter, decide_on_time
+from campaign_engine.delivery.test_wave_page import WaveFilter
 from campaign_engine.domain.dispatch import DeliveryJob, PageJob, delivery_id, job_json
 from campaign_engine.domain.types import Clock, format_ts, parse_ts
 from campaign_engine.graph.graph import Graph, Tx
@@ -88,27 +83,14 @@ class PageWorker:
 
     def handle_page(self, job: PageJob) -> PageOutcome:
         """Process one page job. Raises ``QueueError`` when enqueueing fails: the job must be retried."""
-        now = self._clock()
-        stamp = format_ts(now)
-        dispatch, campaign = self._graph.read(read_guard, job)
-        skip = gate(dispatch, job, now=stamp)
-        if skip == "cursor_moved" and resend_lost_successor(
-            dispatch, job, self._pages, wave_delay=self._delay, now=now
-        ):
-            return PageOutcome("next", reason="successor_resent")
-        if skip is not None:
-            return PageOutcome("waiting" if skip == "wave_not_due" else "stale", reason=skip)
-        assert dispatch is not None
-        reason = guard_reason(dispatch, campaign, job, now=stamp)
-        if reason is not None:
-            self._graph.write(stop, job, status="stopped", reason=reason, now=stamp, graph=self._graph)
-            log.info("dispatch.stopped dispatch_id=%s reason=%s", job.dispatch_id, reason)
-            return PageOutcome("stopped", reason=reason)
-        assert campaign is not None
-        if decide_on_time(self._graph, dispatch_id=job.dispatch_id, campaign=campaign, now=stamp):
-            dispatch, campaign = self._graph.read(read_guard, job)  # the rest pass starts on this page
-            assert dispatch is not None
-            assert campaign is not None
+        opened = open_page(
+            self._graph, job, clock=self._clock, dispatch_queue=self._pages, wave_delay=self._delay
+        )
+        if isinstance(opened, ClosedPage):
+            if opened.outcome == "stopped":
+                log.info("dispatch.stopped dispatch_id=%s reason=%s", job.dispatch_id, opened.reason)
+            return PageOutcome(opened.outcome, reason=opened.reason)
+        now, stamp, dispatch, campaign = opened.now, opened.stamp, opened.dispatch, opened.campaign
         breach = None if self._guard is None else self._guard.breach(dispatch, campaign)
         if breach is not None:
             audit = system_audit(job, campaign, at=stamp)  # drawn outside: a re-run writes the same entry

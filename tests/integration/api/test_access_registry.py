@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 
-from campaign_engine.api.access import ROLES, Access, role_satisfies
+from campaign_engine.api.access import PEOPLE_ONLY, ROLES, Access, role_satisfies
 from campaign_engine.api.app import ROUTERS
 from campaign_engine.api.auth import ADMIN_SCOPE, mint_token
 from campaign_engine.config import Settings
@@ -43,6 +43,7 @@ class Credential:
     platform: bool = False
     signed_in: bool = True  # False: anonymous, or a key that no longer works
     tenant_b_admin: bool = False
+    api_key: bool = False  # an API key, refused the procedures only a person may call (PEOPLE_ONLY)
 
 
 def _jwt(sub: str, *, tenant: str | None = None, roles: list[str] | None = None, scope: str = "") -> Any:
@@ -66,7 +67,7 @@ CREDENTIALS = [
     Credential("viewer of A", _jwt("viewer-a", tenant=A), tenant_role="viewer"),
     Credential("author of A", _jwt("author-a", tenant=A, roles=["author"]), tenant_role="author"),
     Credential("publisher of A", _jwt("publisher-a", tenant=A, roles=["publisher"]), tenant_role="publisher"),
-    Credential("admin key of A", _key("live"), tenant_role="admin"),
+    Credential("admin key of A", _key("live"), tenant_role="admin", api_key=True),
     Credential("admin of A", _jwt("admin-a", tenant=A, roles=["admin"]), tenant_role="admin"),
     Credential("admin of B", _jwt("admin-b", tenant=B, roles=["admin"]), tenant_b_admin=True),
     # Roles signed without a tenant count for nothing: the call acts in the default tenant, roleless.
@@ -236,12 +237,14 @@ def _fingerprint(graph: Graph, where: str = "true", ends: str = "true") -> str:
     return hashlib.sha256("\n".join(canonical).encode()).hexdigest()
 
 
-def _expected(access: Access, credential: Credential) -> str:
+def _expected(path: str, access: Access, credential: Credential) -> str:
     """``refused-401``, ``refused-403``, ``beta`` (B's admin: refused or its own data), or ``admitted``."""
     if access == "public":
         return "admitted"
     if not credential.signed_in:
         return "refused-401"
+    if credential.api_key and path in PEOPLE_ONLY:
+        return "refused-403"
     if access == "user" or credential.platform:
         return "admitted"
     if access == "platform":
@@ -285,7 +288,7 @@ def test_every_procedure_answers_every_credential_as_its_table_says(
             body = response.text
             code = "OK" if response.status_code == 200 else response.json()["error"]["data"]["code"]
             where = f"{path} as {credential.name}: {code} {body[:300]}"
-            expected = _expected(procedure.access, credential)
+            expected = _expected(path, procedure.access, credential)
             assert code != "INTERNAL_SERVER_ERROR", where
             if expected == "refused-401":
                 assert code == "UNAUTHORIZED", where
