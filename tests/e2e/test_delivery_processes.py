@@ -48,7 +48,8 @@ from tests.support.concurrency import wait_for as wait_until
 from tests.support.delivery import WEBHOOK_SECRET, ThreadServer, add_members, make_campaign, notified
 from tests.support.processes import REPO_ROOT, CliProcess
 
-pytestmark = pytest.mark.e2e
+# pytest-xdist: one inbox process serves the module (distinct campaign ids): its tests stay on one worker.
+pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("test_delivery_processes")]
 
 PAGE_SIZE = 10
 DEADLINE = 30.0

@@ -140,6 +140,7 @@ def approve(ctx: Context, data: ApproveInput) -> Approved:
         max_recipients=settings.campaign_preview_max_recipients,
         deliverable=ctx.services.dispatch_channels,
         audit=ctx.audit(),
+        untranslated_max_share=settings.campaign_untranslated_max_share,
     )
 
 

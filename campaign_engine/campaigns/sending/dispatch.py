@@ -339,6 +339,7 @@ def approve_dispatch(
     max_recipients: int,
     deliverable: frozenset[DeliveryChannel] = ALL_CHANNELS,
     audit: AuditContext | None = None,
+    untranslated_max_share: float = DEFAULT_UNTRANSLATED_MAX_SHARE,
 ) -> Approved:
     """Approve the send of exactly this preview (``approval.py``): under the campaign lock, so the
     preview the approver saw is the campaign's at the approval's commit."""
@@ -349,7 +350,7 @@ def approve_dispatch(
             raise NotFound(f"campaign '{campaign_ref(campaign_id)}' not found")
         computed = compute_preview(
             tx, campaign_id=campaign_id, now=now, adult_age=adult_age, max_recipients=max_recipients,
-            deliverable=deliverable,
+            deliverable=deliverable, untranslated_max_share=untranslated_max_share,
         )  # fmt: skip
         if computed.preview.blocked_reason is not None:
             raise BadRequest(why_blocked(computed.preview.blocked_reason))

@@ -7,7 +7,6 @@ from __future__ import annotations
 import csv
 import io
 import json
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -38,12 +37,6 @@ from tests.support.postmark_standin import PostmarkStandin
 ADULTS = [f"r{i:04d}" for i in range(2300)]  # three export pages of 1,000
 MINORS = ["kid1", "kid2"]
 SHOWN = ["r0001", "r0500", "r2299"]
-
-
-@pytest.fixture(scope="module")
-def standin() -> Iterator[PostmarkStandin]:
-    with PostmarkStandin() as server:
-        yield server
 
 
 @pytest.fixture

@@ -10,7 +10,6 @@ import base64
 import json
 import re
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, quote, urlsplit
@@ -47,12 +46,6 @@ from tests.support.postmark_standin import PostmarkStandin
 
 CTA = "https://app.example/m/c1?utm_source=email&utm_campaign=c1"
 _CLICK = re.compile(r"https://campaigns\.test(/c\?token=[A-Za-z0-9%._-]+)")
-
-
-@pytest.fixture(scope="module")
-def standin() -> Iterator[PostmarkStandin]:
-    with PostmarkStandin() as server:
-        yield server
 
 
 @pytest.fixture

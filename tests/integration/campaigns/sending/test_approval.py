@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -55,8 +56,15 @@ class Person:
 
 @pytest.fixture
 def api(base_settings: Settings, graph: Graph, tmp_path: Path) -> Iterator[TrpcClient]:
+    with _approval_api(base_settings, graph, tmp_path) as client:
+        yield client
+
+
+@contextmanager
+def _approval_api(settings: Settings, graph: Graph, tmp_path: Path) -> Iterator[TrpcClient]:
+    """The API under ``settings``, with tenant ``alpha`` asking approval of sends to two or more."""
     queues = local_queues(tmp_path / "queue.sqlite3")
-    with api_client(base_settings, graph, clock=CLOCK, dispatch_queue=queues.dispatch) as client:
+    with api_client(settings, graph, clock=CLOCK, dispatch_queue=queues.dispatch) as client:
         platform = {
             "authorization": f"Bearer {mint_token(client.settings, profile_id=ADMIN_ID, scope=ADMIN_SCOPE)}"
         }
@@ -70,11 +78,13 @@ def api(base_settings: Settings, graph: Graph, tmp_path: Path) -> Iterator[TrpcC
         yield client
 
 
-def _profiles(api: TrpcClient, *ids: str) -> None:
-    """Upserted by a platform admin (profiles.* is platform-only)."""
+def _profiles(api: TrpcClient, *ids: str, locale: dict[str, str] | None = None) -> None:
+    """Upserted by a platform admin (profiles.* is platform-only); ``locale``: profile id -> its language."""
     token = mint_token(api.settings, profile_id=ADMIN_ID, scope=ADMIN_SCOPE)
+    languages = locale or {}
     members = [
         {"profileId": p, "notificationsWebhook": f"https://{p}.example/hook", "tenants": [TENANT]}
+        | ({"locale": languages[p]} if p in languages else {})
         for p in ids
     ]
     response = api.http.post(
@@ -181,3 +191,31 @@ def test_a_send_below_the_threshold_needs_no_approval(api: TrpcClient, graph: Gr
     )
     # Still, under the policy nobody dispatches unseen: a token is required whatever the size.
     assert error_code(publisher.mutate("campaigns.dispatch", {"campaignId": "launch"})) == "FORBIDDEN"
+
+
+def test_approval_judges_untranslated_readers_by_the_configured_share(
+    base_settings: Settings, graph: Graph, tmp_path: Path
+) -> None:
+    """One reader in three gets the base content: past the default share (0.05), within the configured
+    one (0.5). Preview, approval and dispatch all judge it by the configured share, so the send the
+    preview offers can be approved and sent."""
+    settings = base_settings.model_copy(update={"campaign_untranslated_max_share": 0.5})
+    with _approval_api(settings, graph, tmp_path) as api:
+        author, first = Person(api, "ana", "author"), Person(api, "pia", "publisher")
+        second = Person(api, "pol", "publisher")
+        _profiles(api, "m1", "m2", "m3", locale={"m1": "fr", "m2": "es", "m3": "en"})
+        spanish = {"notification": {"title": "Noticias", "body": "Algo pasó"}, "message": {"title": "App"}}
+        translated = {**CAMPAIGN, "locale": "en", "translations": {"es": spanish}}
+        ok(author.mutate("campaigns.create", translated))
+        source = {"type": "profileIds", "profileIds": ["m1", "m2", "m3"]}
+        ok(author.mutate("campaigns.addAudience", {"campaignId": "launch", "source": source}))
+        ok(first.mutate("campaigns.setStatus", {"campaignId": "launch", "status": "live"}))
+        preview = ok(first.query("campaigns.previewDispatch", {"campaignId": "launch"}))
+        assert (preview["untranslated"], preview["blockedReason"]) == ({"fr": 1}, None)
+
+        approval = {"campaignId": "launch", "previewToken": preview["previewToken"]}
+        assert ok(first.mutate("campaigns.approveDispatch", approval))["recipients"] == 3
+        sent = {"campaignId": "launch", "expectedPreviewToken": preview["previewToken"]}
+        started = ok(second.mutate("campaigns.dispatch", sent))
+        record = ok(second.query("campaigns.getDispatch", {"dispatchId": started["dispatchId"]}))
+        assert record["approvedBy"] == "pia"

@@ -7,7 +7,6 @@ Real Neo4j, the real worker and the loopback Postmark stand-in.
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -43,18 +42,6 @@ from tests.support.plans import operators
 from tests.support.postmark_standin import PostmarkStandin
 
 _PROFILE_READS = ("NodeByLabelScan", "NodeIndexSeek", "NodeIndexScan", "NodeUniqueIndexSeek", "AllNodesScan")
-
-
-@pytest.fixture(scope="module")
-def standin() -> Iterator[PostmarkStandin]:
-    with PostmarkStandin() as server:
-        yield server
-
-
-@pytest.fixture
-def postmark(standin: PostmarkStandin) -> PostmarkStandin:
-    standin.reset()
-    return standin
 
 
 @pytest.fixture
