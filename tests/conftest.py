@@ -1,5 +1,8 @@
 """Session fixtures shared by every test layer: one real Neo4j per test session, wiped per test.
 
+``make test`` runs pytest-xdist workers, each its own session: each starts its own Neo4j on a free port
+with data, queue files and temporary folders under its own ``tmp_path_factory`` base.
+
 Neo4j comes from, in order: ``NEO4J_URI`` (+ ``NEO4J_USER``/``NEO4J_PASSWORD``) if set; a testcontainers
 ``neo4j:5.26-community`` when a Docker engine answers a ping; else the local launcher in ``infra/neo4j``.
 If none can start, the tests that need the graph error out: a missing Neo4j is a failure, never a skip.
@@ -46,6 +49,16 @@ def _docker_answers() -> bool:
     return reply.startswith(b"HTTP/1.") and b" 200 " in reply
 
 
+def _neo4j_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The session's own Neo4j data folder. Each pytest-xdist worker is a session with its own Neo4j,
+    so a folder named by ``CAMPAIGN_TEST_NEO4J_DIR`` gets one subfolder per worker (``gw0``, ``gw1``)."""
+    chosen = os.environ.get("CAMPAIGN_TEST_NEO4J_DIR")
+    if not chosen:
+        return tmp_path_factory.mktemp("neo4j")
+    worker = os.environ.get("PYTEST_XDIST_WORKER")
+    return Path(chosen) / worker if worker else Path(chosen)
+
+
 @pytest.fixture(scope="session")
 def neo4j_uri(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     if os.environ.get("NEO4J_URI"):
@@ -58,7 +71,7 @@ def neo4j_uri(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
             os.environ["NEO4J_USER"], os.environ["NEO4J_PASSWORD"] = "neo4j", container.password
             yield container.get_connection_url()
         return
-    data_dir = Path(os.environ.get("CAMPAIGN_TEST_NEO4J_DIR", tmp_path_factory.mktemp("neo4j")))
+    data_dir = _neo4j_dir(tmp_path_factory)
     server = LocalNeo4j(data_dir=data_dir, port=free_port(), heap="1g", pagecache="128m")
     server.start(timeout=300)  # a JVM start on a loaded 2-core machine can outlast the 120 s default
     try:

@@ -29,7 +29,7 @@ from campaign_engine.domain.errors import BadRequest, NotFound
 from campaign_engine.domain.tenancy import campaign_ref
 from campaign_engine.domain.types import format_ts
 from campaign_engine.graph.audit import AuditContext, record_audit
-from campaign_engine.graph.cypher import query
+from campaign_engine.graph.cypher import statement
 from campaign_engine.graph.graph import Graph, Tx
 from campaign_engine.graph.locks import lock_profiles
 
@@ -115,7 +115,7 @@ def send_test_to_me(
             own = tx.run("MATCH (p:Profile {profileId: $id}) RETURN p.locale AS locale", id=admin_id).single()
             locale = None if own is None else own["locale"]
             snapshot = in_app_snapshot(campaign, locale, admin_id)
-            tx.run(query("send_test_in_app"), profileId=admin_id, campaignId=campaign_id, testId=test_id,
+            tx.run(statement("send_test_in_app"), profileId=admin_id, campaignId=campaign_id, testId=test_id,
                    snapshot=snapshot, now=format_ts(now)).consume()  # fmt: skip
         # Audited whatever the channels: the test is sent (after this commit) on the entry's word.
         record_audit(tx, audit, target_type="campaign", target_id=campaign.id,

@@ -17,7 +17,7 @@ Rates, each over the Dispatch's own window (everything since it started, or sinc
 A resume restarts the window: it stores the counters of that moment as ``guardBase*`` and the guard
 compares only what happened since, so an admin's decision to go on is not undone by the very numbers
 they judged. Feedback arriving after the resume about an email accepted before it belongs to the old
-window: the feedback write adds it to the base as well (``cypher/feedback_dispatch_counts.cypher``).
+window: the feedback write adds it to the base as well (``cypher/feedback/feedback_dispatch_counts.cypher``).
 No I/O.
 """
 

@@ -34,7 +34,7 @@ from campaign_engine.domain.tenant import (
 )
 from campaign_engine.domain.types import format_ts
 from campaign_engine.graph.audit import AuditContext, record_audit
-from campaign_engine.graph.cypher import query
+from campaign_engine.graph.cypher import statement
 from campaign_engine.graph.graph import Graph, Tx
 
 __all__ = [
@@ -83,7 +83,7 @@ def create_tenant(
 
     def tx_fn(tx: Tx) -> dict[str, Any] | None:
         record = tx.run(
-            query("tenant_create"), tenantId=data.tenant_id, props=props, now=format_ts(now)
+            statement("tenant_create"), tenantId=data.tenant_id, props=props, now=format_ts(now)
         ).single()
         if record is None:
             return None
@@ -138,7 +138,7 @@ def _patch(
     """Merge ``changes`` into the locked record and validate the whole again; BAD_REQUEST writes nothing."""
 
     def tx_fn(tx: Tx) -> dict[str, Any]:
-        record = tx.run(query("tenant_lock"), tenantId=tenant_id).single()
+        record = tx.run(statement("tenant_lock"), tenantId=tenant_id).single()
         if record is None:
             raise NotFound(f"tenant '{tenant_id}' not found")
         merged = _settings_wire(tenant_from_node(record["tenant"]))
@@ -147,7 +147,7 @@ def _patch(
         except ValidationError as exc:
             raise bad_request_from(exc, "the patched tenant is invalid") from exc
         saved = tx.run(
-            query("tenant_save"),
+            statement("tenant_save"),
             tenantId=tenant_id,
             props=tenant_node_properties(settings),
             now=format_ts(now),
@@ -164,7 +164,7 @@ def _issue(path: str, message: str) -> dict[str, Any]:
 
 
 def _read(tx: Tx, tenant_id: str) -> dict[str, Any] | None:
-    record = tx.run(query("tenant_get"), tenantId=tenant_id).single()
+    record = tx.run(statement("tenant_get"), tenantId=tenant_id).single()
     return None if record is None else dict(record["tenant"])
 
 
@@ -176,7 +176,7 @@ def get_tenant(graph: Graph, tenant_id: str) -> TenantPublic:
 
 
 def _page(tx: Tx, cursor: str, limit: int) -> list[dict[str, Any]]:
-    return [dict(row["tenant"]) for row in tx.run(query("tenant_list"), cursor=cursor, limit=limit)]
+    return [dict(row["tenant"]) for row in tx.run(statement("tenant_list"), cursor=cursor, limit=limit)]
 
 
 def list_tenants(graph: Graph, *, cursor: str | None, limit: int) -> TenantPage:
@@ -267,5 +267,5 @@ def seed_tenants(graph: Graph, rows: list[dict[str, Any]], *, now: datetime) -> 
 
     Idempotent and cheap (one statement, an index seek per tenant), so every API and worker start runs
     it: a tenant added to the settings later is created; one seeded before is never touched again."""
-    records = graph.run(query("tenant_seed"), rows=rows, now=format_ts(now))
+    records = graph.run(statement("tenant_seed"), rows=rows, now=format_ts(now))
     return [str(t) for t in records[0]["created"]] if records else []

@@ -33,7 +33,8 @@ from campaign_engine.graph.graph import Graph
 from tests.conftest import ADMIN_ID
 from tests.support.servers import serve_in_thread
 
-pytestmark = pytest.mark.e2e
+# pytest-xdist: the module's server keeps what the calls made: its cases run on one worker, in order.
+pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("test_api_fuzz")]
 
 SEED = 20261130
 EXAMPLES_PER_OPERATION = 10

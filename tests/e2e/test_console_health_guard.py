@@ -8,13 +8,12 @@ Bounces arrive as real Postmark webhook posts to the API.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
-from playwright.sync_api import Browser, expect, sync_playwright
+from playwright.sync_api import Browser, expect
 from pydantic import SecretStr
 
 from campaign_engine.api.app import create_app
@@ -24,7 +23,7 @@ from campaign_engine.config import Settings
 from campaign_engine.graph.graph import Graph
 from campaign_engine.wiring import build_worker
 from tests.conftest import ADMIN_ID
-from tests.e2e.test_admin_console import CHROMIUM, CHROMIUM_ARGS, assert_accessible, shot, signed_in
+from tests.e2e.test_admin_console import assert_accessible, shot, signed_in
 from tests.support.delivery import StepClock, drain, local_queues, start_dispatch
 from tests.support.email import add_email_members, email_settings, make_email_campaign
 from tests.support.postmark_standin import PostmarkStandin
@@ -39,16 +38,6 @@ BOUNCE = {
     "Name": "Hard bounce", "Description": "unknown user", "Details": "mailbox not found",
     "From": "news@campaigns.test", "BouncedAt": "2026-03-01T12:00:00Z", "Inactive": True,
 }  # fmt: skip
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Browser]:
-    with sync_playwright() as pw:
-        chromium = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
-        try:
-            yield chromium
-        finally:
-            chromium.close()
 
 
 def _bounce(url: str, messages: list[dict[str, Any]]) -> None:

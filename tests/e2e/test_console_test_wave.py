@@ -8,11 +8,10 @@ Postmark stand-in and a durable local queue, so the test decides when pages run.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from playwright.sync_api import Browser, expect, sync_playwright
+from playwright.sync_api import Browser, expect
 
 from campaign_engine.api.app import create_app
 from campaign_engine.api.auth import ADMIN_SCOPE, mint_token
@@ -24,7 +23,7 @@ from campaign_engine.domain.ab_variants import Experiment, in_test_wave
 from campaign_engine.graph.graph import Graph
 from campaign_engine.wiring import build_worker
 from tests.conftest import ADMIN_ID
-from tests.e2e.test_admin_console import CHROMIUM, CHROMIUM_ARGS, assert_accessible, shot, signed_in
+from tests.e2e.test_admin_console import assert_accessible, shot, signed_in
 from tests.support.delivery import NOW, StepClock, drain, local_queues
 from tests.support.email import EMAIL_COPY, add_email_members, email_settings, make_email_campaign
 from tests.support.postmark_standin import PostmarkStandin
@@ -36,16 +35,6 @@ pytestmark = pytest.mark.e2e
 expect.set_options(timeout=20_000)
 
 READERS = [f"v{n:03d}" for n in range(40)]
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Browser]:
-    with sync_playwright() as pw:
-        chromium = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
-        try:
-            yield chromium
-        finally:
-            chromium.close()
 
 
 def test_a_testing_dispatch_offers_each_variant_and_shows_the_decision(

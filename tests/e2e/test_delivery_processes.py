@@ -51,7 +51,8 @@ from tests.support.processes import REPO_ROOT, CliProcess
 
 DISPATCH_SETTINGS = DispatchSettings(adult_age=18, max_recipients=10_000)
 
-pytestmark = pytest.mark.e2e
+# pytest-xdist: one inbox process serves the module (distinct campaign ids): its tests stay on one worker.
+pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("test_delivery_processes")]
 
 PAGE_SIZE = 10
 DEADLINE = 30.0

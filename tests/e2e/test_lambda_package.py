@@ -26,7 +26,8 @@ import pytest
 
 from tests.support.lambda_emulator import REPO_ROOT, load_serverless
 
-pytestmark = pytest.mark.e2e
+# pytest-xdist: the zip is built once per module (minutes): its checks share one worker and one build.
+pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("test_lambda_package")]
 
 TRIPLETS = {"x86_64": "x86_64-linux-gnu", "arm64": "aarch64-linux-gnu"}
 ELF_MACHINES = {"x86_64": 62, "arm64": 183}

@@ -12,13 +12,12 @@ from __future__ import annotations
 import json
 import re
 import sqlite3
-import time
 from collections import Counter
-from collections.abc import Iterator
 from email import policy
 from email.message import EmailMessage
 from email.parser import BytesParser
 from email.utils import parseaddr
+from functools import partial
 from pathlib import Path
 from typing import Any, cast
 
@@ -27,23 +26,15 @@ import pytest
 
 from bench._chaos_stack import Stack
 from bench.chaos import Api
-from campaign_engine.api.auth import ADMIN_SCOPE, mint_token
+from campaign_engine.api.auth import mint_token
 from campaign_engine.config import Settings
 from tests.integration.campaigns.test_translations import CAMPAIGN, COPY, EXPECTED, READERS
+from tests.support.concurrency import wait_for
 
 pytestmark = pytest.mark.e2e
 
 DEADLINE = 180.0
-
-
-@pytest.fixture(scope="module")
-def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
-    running = Stack(tmp_path_factory.mktemp("dev"), page_size=100, delay_seconds=0)
-    try:
-        running.start()
-        yield running
-    finally:
-        running.stop()
+_wait = partial(wait_for, timeout=DEADLINE, every=0.2)
 
 
 def _profiles(path: Path) -> None:
@@ -75,50 +66,34 @@ def _inbox(db: Path) -> dict[str, dict[str, Any]]:
     return {str(r[0]): json.loads(r[1]) for r in rows}
 
 
-def _wait(what: str, done: Any) -> None:
-    deadline = time.monotonic() + DEADLINE
-    while not done():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"{what} within {DEADLINE:.0f} s")
-        time.sleep(0.5)
-
-
-@pytest.fixture
-def admin(stack: Stack) -> Iterator[Api]:
-    settings = Settings(_env_file=stack.env_file)  # type: ignore[call-arg]
-    api = Api(stack.api_url, mint_token(settings, profile_id="admin", scope=ADMIN_SCOPE), patience=60)
-    with api.client:
-        yield api
-
-
 def test_each_reader_gets_their_language_on_every_channel_through_the_dev_processes(
-    stack: Stack, admin: Api
+    dev_stack: Stack, dev_admin: Api
 ) -> None:
-    _profiles(stack.work / "readers.jsonl")
-    stack.cli("profiles", "import", str(stack.work / "readers.jsonl"))
-    settings = Settings(_env_file=stack.env_file)  # type: ignore[call-arg]
-    admin.mutate("campaigns.create", CAMPAIGN)
-    admin.mutate("campaigns.addAudience", {"campaignId": "spring", "source": {"type": "all"}})
-    admin.mutate("campaigns.setStatus", {"campaignId": "spring", "status": "live"})
+    _profiles(dev_stack.work / "readers.jsonl")
+    dev_stack.cli("profiles", "import", str(dev_stack.work / "readers.jsonl"))
+    settings = Settings(_env_file=dev_stack.env_file)  # type: ignore[call-arg]
+    dev_admin.mutate("campaigns.create", CAMPAIGN)
+    dev_admin.mutate("campaigns.addAudience", {"campaignId": "spring", "source": {"type": "all"}})
+    dev_admin.mutate("campaigns.setStatus", {"campaignId": "spring", "status": "live"})
 
-    preview = admin.query("campaigns.previewDispatch", {"campaignId": "spring"})
+    preview = dev_admin.query("campaigns.previewDispatch", {"campaignId": "spring"})
     served = Counter(EXPECTED.values())
     assert preview["localeCounts"] == {"notify": served, "email": served}
     assert preview["untranslated"] == {"fr": 1, "zz": 1}
     assert preview["blockedReason"] == "missing_translation"
-    refused = admin.client.post(
+    refused = dev_admin.client.post(
         "/trpc/campaigns.dispatch",
         json={"campaignId": "spring", "expectedPreviewToken": preview["previewToken"]},
     )
     assert refused.status_code == 400 and "acceptFallback" in refused.text
-    admin.mutate(
+    dev_admin.mutate(
         "campaigns.dispatch",
         {"campaignId": "spring", "expectedPreviewToken": preview["previewToken"], "acceptFallback": True},
     )
 
-    _wait("every reader notified", lambda: len(_inbox(stack.inbox_db)) == len(READERS))
-    _wait("every reader emailed", lambda: len(_mail(stack.mailbox)) == len(READERS))
-    inbox, mail = _inbox(stack.inbox_db), _mail(stack.mailbox)
+    _wait("every reader notified", lambda: len(_inbox(dev_stack.inbox_db)) == len(READERS))
+    _wait("every reader emailed", lambda: len(_mail(dev_stack.mailbox)) == len(READERS))
+    inbox, mail = _inbox(dev_stack.inbox_db), _mail(dev_stack.mailbox)
     delivered: dict[str, Counter[str]] = {"notify": Counter(), "email": Counter()}
     for pid, lang in EXPECTED.items():
         title, _, subject, cta = COPY[lang]
@@ -149,7 +124,7 @@ def test_each_reader_gets_their_language_on_every_channel_through_the_dev_proces
         )
 
         bearer = {"authorization": f"Bearer {mint_token(settings, profile_id=pid)}"}
-        mine = httpx.get(f"{stack.api_url}/trpc/campaigns.getMyCampaigns", headers=bearer, timeout=30)
+        mine = httpx.get(f"{dev_stack.api_url}/trpc/campaigns.getMyCampaigns", headers=bearer, timeout=30)
         assert mine.status_code == 200, mine.text
         [card] = mine.json()["result"]["data"]["campaigns"]
         assert (card["message"]["title"], card["locale"]) == (title, lang), pid

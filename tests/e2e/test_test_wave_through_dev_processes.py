@@ -11,13 +11,12 @@ from __future__ import annotations
 
 import json
 import re
-import time
 from collections import defaultdict
-from collections.abc import Iterator
 from email import policy
 from email.message import EmailMessage
 from email.parser import BytesParser
 from email.utils import parseaddr
+from functools import partial
 from pathlib import Path
 from typing import Any, cast
 
@@ -26,13 +25,13 @@ import pytest
 
 from bench._chaos_stack import Stack
 from bench.chaos import Api
-from campaign_engine.api.auth import ADMIN_SCOPE, mint_token
-from campaign_engine.config import Settings
 from campaign_engine.domain.ab_variants import in_test_wave
+from tests.support.concurrency import wait_for
 
 pytestmark = pytest.mark.e2e
 
 DEADLINE = 180.0
+_wait = partial(wait_for, timeout=DEADLINE, every=0.2)
 READERS = [f"w{i:03d}" for i in range(60)]
 SHARE = 0.2
 
@@ -50,24 +49,6 @@ CAMPAIGN = {
 }
 
 
-@pytest.fixture(scope="module")
-def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
-    running = Stack(tmp_path_factory.mktemp("dev"), page_size=100, delay_seconds=0)
-    try:
-        running.start()
-        yield running
-    finally:
-        running.stop()
-
-
-@pytest.fixture
-def admin(stack: Stack) -> Iterator[Api]:
-    settings = Settings(_env_file=stack.env_file)  # type: ignore[call-arg]
-    api = Api(stack.api_url, mint_token(settings, profile_id="admin", scope=ADMIN_SCOPE), patience=60)
-    with api.client:
-        yield api
-
-
 def _mail(mailbox: Path) -> dict[str, list[EmailMessage]]:
     """Every message the catcher holds, by recipient: a list, so a second email would show."""
     found: dict[str, list[EmailMessage]] = defaultdict(list)
@@ -75,14 +56,6 @@ def _mail(mailbox: Path) -> dict[str, list[EmailMessage]]:
         message = cast(EmailMessage, BytesParser(policy=policy.default).parsebytes(path.read_bytes()))
         found[parseaddr(str(message["To"]))[1].split("@")[0]].append(message)
     return found
-
-
-def _wait(what: str, done: Any) -> None:
-    deadline = time.monotonic() + DEADLINE
-    while not done():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"{what} within {DEADLINE:.0f} s")
-        time.sleep(0.5)
 
 
 def _click(message: EmailMessage) -> str:
@@ -99,47 +72,51 @@ def _click(message: EmailMessage) -> str:
 
 
 def test_the_rest_gets_only_the_variant_the_test_wave_clicked_through_the_dev_processes(
-    stack: Stack, admin: Api
+    dev_stack: Stack, dev_admin: Api
 ) -> None:
-    with (stack.work / "readers.jsonl").open("w") as out:
+    with (dev_stack.work / "readers.jsonl").open("w") as out:
         for pid in READERS:
             email = {"address": f"{pid}@example.com", "verified": True, "primary": True}
             out.write(json.dumps({"profileId": pid, "dob": "1990-01-01", "emails": [email]}) + "\n")
-    stack.cli("profiles", "import", str(stack.work / "readers.jsonl"))
-    admin.mutate("campaigns.create", CAMPAIGN)
-    admin.mutate("campaigns.addAudience", {"campaignId": "wave", "source": {"type": "all"}})
-    admin.mutate("campaigns.setStatus", {"campaignId": "wave", "status": "live"})
+    dev_stack.cli("profiles", "import", str(dev_stack.work / "readers.jsonl"))
+    dev_admin.mutate("campaigns.create", CAMPAIGN)
+    dev_admin.mutate("campaigns.addAudience", {"campaignId": "wave", "source": {"type": "all"}})
+    dev_admin.mutate("campaigns.setStatus", {"campaignId": "wave", "status": "live"})
     testers = {pid for pid in READERS if in_test_wave("wave", pid, SHARE)}
     assert 4 <= len(testers) <= 24
 
-    preview = admin.query("campaigns.previewDispatch", {"campaignId": "wave"})
+    preview = dev_admin.query("campaigns.previewDispatch", {"campaignId": "wave"})
     experiment = {"testShare": SHARE, "metric": "emailClicked", "decideAfterSeconds": 20}
     body = {"campaignId": "wave", "experiment": experiment, "expectedPreviewToken": preview["previewToken"]}
-    started = admin.mutate("campaigns.dispatch", body)
+    started = dev_admin.mutate("campaigns.dispatch", body)
     dispatch_id = started["dispatchIds"]["email"]
 
-    _wait("the test wave emailed", lambda: set(_mail(stack.mailbox)) == testers)
-    testing = admin.query("campaigns.getDispatch", {"dispatchId": dispatch_id})
+    _wait("the test wave emailed", lambda: set(_mail(dev_stack.mailbox)) == testers)
+    testing = dev_admin.query("campaigns.getDispatch", {"dispatchId": dispatch_id})
     assert (testing["status"], testing["phase"]) == ("sending", "testing")
-    mail = _mail(stack.mailbox)
+    mail = _mail(dev_stack.mailbox)
     arms = {pid: str(messages[0]["Subject"]).removeprefix("Subject ") for pid, messages in mail.items()}
     assert set(arms.values()) == {"A", "B"}
     winner = "B"
     clickers = sorted(pid for pid, arm in arms.items() if arm == winner)
     for pid in clickers:
         assert _click(mail[pid][0]).startswith("http")  # the campaign's CTA, pinned by the token
-    _wait("the clicks recorded", lambda: admin.query("campaigns.getStats", {"campaignId": "wave"})
+    _wait("the clicks recorded", lambda: dev_admin.query("campaigns.getStats", {"campaignId": "wave"})
           ["variants"][winner]["emailClicked"] == len(clickers))  # fmt: skip
 
-    _wait("everyone emailed", lambda: set(_mail(stack.mailbox)) == set(READERS))
-    _wait("the dispatch completed", lambda: admin.query("campaigns.getDispatch", {"dispatchId": dispatch_id})
-          ["status"] == "completed")  # fmt: skip
-    mail = _mail(stack.mailbox)
+    _wait("everyone emailed", lambda: set(_mail(dev_stack.mailbox)) == set(READERS))
+    _wait(
+        "the dispatch completed",
+        lambda: (
+            dev_admin.query("campaigns.getDispatch", {"dispatchId": dispatch_id})["status"] == "completed"
+        ),
+    )
+    mail = _mail(dev_stack.mailbox)
     assert {pid: len(messages) for pid, messages in mail.items() if len(messages) != 1} == {}  # one each
     for pid in READERS:
         served = arms[pid] if pid in testers else winner
         assert str(mail[pid][0]["Subject"]) == f"Subject {served}", pid
-    done = admin.query("campaigns.getDispatch", {"dispatchId": dispatch_id})
+    done = dev_admin.query("campaigns.getDispatch", {"dispatchId": dispatch_id})
     assert done["phase"] == "rest" and done["decision"]["winner"] == winner
     assert done["decision"]["decidedBy"] == "system:test-wave"
     assert done["decision"]["decidedAt"] >= testing["decideAt"]

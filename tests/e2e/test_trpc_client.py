@@ -25,7 +25,8 @@ from campaign_engine.graph.graph import Graph
 from tests.conftest import ADMIN_ID
 from tests.support.servers import serve_in_thread
 
-pytestmark = pytest.mark.e2e
+# pytest-xdist: npm ci into tests/e2e/trpc_client (one folder for every worker): one worker runs it.
+pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("test_trpc_client")]
 
 CLIENT_DIR = Path(__file__).parent / "trpc_client"
 

@@ -20,7 +20,8 @@ import pytest
 from campaign_engine.api.app import ROUTERS
 from campaign_engine.api.client_schema import client_schema
 
-pytestmark = pytest.mark.e2e
+# pytest-xdist: npm ci into clients/typescript (one folder for every worker): one worker runs it.
+pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("test_typescript_client")]
 
 PACKAGE = Path(__file__).resolve().parents[2] / "clients" / "typescript"
 V10 = PACKAGE / "test" / "v10"

@@ -8,34 +8,22 @@ must apply, and no request may leave the page's origin.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
-from playwright.sync_api import Browser, Page, sync_playwright
+from playwright.sync_api import Browser, Page
 from pydantic import SecretStr
 
 from campaign_engine.api.app import create_app
 from campaign_engine.config import Settings
 from campaign_engine.graph.graph import Graph
 from campaign_engine.unsubscribe.tokens import UnsubscribeTokens
+from tests.support.browser import ARTIFACTS
 from tests.support.servers import serve_in_thread
 
 pytestmark = pytest.mark.e2e
 
 SECRET = "browser-test-unsubscribe-secret-0123456789abcdef"
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
-ARTIFACTS = Path(__file__).resolve().parents[1] / "artifacts"
 
 LANGUAGES = [
     # (language, Accept-Language, direction, button label, confirmation heading)
@@ -61,16 +49,6 @@ def server(base_settings: Settings, graph: Graph) -> Iterator[str]:
         log_level="info",
     ) as url:
         yield url
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Browser]:
-    with sync_playwright() as pw:
-        chromium = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
-        try:
-            yield chromium
-        finally:
-            chromium.close()
 
 
 def _assert_page_headers(headers: dict[str, str]) -> None:

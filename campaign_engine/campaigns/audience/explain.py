@@ -2,8 +2,8 @@
 
 Every verdict comes from the rules the sends use: the campaign-level rule is ``domain/dispatch.py``'s
 ``send_blocked`` (what the preview and the page guard call), and the recipient rules are the policy
-fragments of ``graph/rules/policy.py`` evaluated by ``cypher/explain_recipient.cypher``, listed in the order
-the page walks apply them. The rule names are the walks' own reason codes (``opted_out``,
+fragments of ``graph/rules/policy.py`` evaluated by ``cypher/audience/explain_recipient.cypher``,
+listed in the order the page walks apply them. The rule names are the walks' own reason codes (``opted_out``,
 ``age_policy``, ``suppressed``, ...), so ``blockedBy`` is what a send would have recorded. A test
 holds the explanation and the preview together for each rule
 (tests/integration/campaigns/audience/test_explain_recipient.py).
@@ -43,8 +43,9 @@ from campaign_engine.domain.locale import language_of
 from campaign_engine.domain.tenancy import CampaignRefOut, campaign_ref
 from campaign_engine.domain.types import format_ts
 from campaign_engine.domain.variants import ContentField, served_locale, wire_languages
+from campaign_engine.graph.cypher import statement
 from campaign_engine.graph.graph import Graph, Tx
-from campaign_engine.graph.rules.policy import policy_params, policy_query
+from campaign_engine.graph.rules.policy import policy_params
 from campaign_engine.graph.rules.segment import compile_for, segment_of
 
 __all__ = ["ChannelExplanation", "RecipientExplanation", "RuleVerdict", "explain_recipient"]
@@ -165,7 +166,7 @@ def explain_recipient(
         segment = _segment(tx, campaign_id=campaign_id, profile_id=profile_id, now=now, adult_age=adult_age)
         routing = _routing(tx, campaign_id=campaign_id, profile_id=profile_id, now=now, adult_age=adult_age)
         record = tx.run(
-            policy_query("explain_recipient"),
+            statement("explain_recipient"),
             campaignId=campaign_id,
             profileId=profile_id,
             notifyCaps=cap_params(caps or {}, "notify", now=now)["caps"],

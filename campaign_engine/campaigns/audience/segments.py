@@ -15,13 +15,9 @@ from pydantic import BaseModel, ConfigDict, Field
 from campaign_engine.domain.segment import Segment, SegmentPreview, SegmentRule
 from campaign_engine.graph.graph import Graph, Tx
 from campaign_engine.graph.rules.policy import policy_params
-from campaign_engine.graph.rules.segment import (
-    CompiledSegment,
-    compile_segment,
-    count_matches,
-    leaf_verdicts,
-)
+from campaign_engine.graph.rules.segment import CompiledSegment, compile_segment
 from campaign_engine.graph.rules.segment_check import check_segment
+from campaign_engine.graph.rules.segment_statements import count_matches, leaf_verdicts
 
 __all__ = [
     "ConditionVerdict",

@@ -20,9 +20,11 @@ from pydantic import BaseModel, Field
 from campaign_engine.domain.camel import CamelModel
 from campaign_engine.domain.errors import NotFound
 from campaign_engine.domain.tenancy import campaign_ref
+from campaign_engine.graph.cypher import statement
 from campaign_engine.graph.graph import Graph, Tx
-from campaign_engine.graph.rules.policy import Policy, policy_query
-from campaign_engine.graph.rules.segment import compile_for, count_audience
+from campaign_engine.graph.rules.policy import Policy
+from campaign_engine.graph.rules.segment import compile_for
+from campaign_engine.graph.rules.segment_statements import count_audience
 
 __all__ = ["CampaignStats", "GuardianStats", "VariantStats", "get_stats"]
 
@@ -86,7 +88,7 @@ _SEGMENT_OF = "MATCH (c:Campaign {id: $id}) RETURN c {.id, .ref, .tenantId, .def
 
 def get_stats(graph: Graph, *, campaign_id: str, policy: Policy) -> CampaignStats:
     def tx_fn(tx: Tx) -> CampaignStats | None:
-        record = tx.run(policy_query("campaign_stats"), campaignId=campaign_id, **policy.params()).single()
+        record = tx.run(statement("campaign_stats"), campaignId=campaign_id, **policy.params()).single()
         if record is None:
             return None
         stats = _stats(record.data())

@@ -47,6 +47,7 @@ from campaign_engine.domain.errors import BadRequest, Conflict, NotFound
 from campaign_engine.domain.tenancy import campaign_ref
 from campaign_engine.domain.types import format_ts
 from campaign_engine.graph.audit import AuditContext, record_audit
+from campaign_engine.graph.cypher import statement
 from campaign_engine.graph.graph import Graph, Tx
 from campaign_engine.graph.locks import lock_campaign
 from campaign_engine.graph.webhook_outbox import record_dispatch_events
@@ -192,24 +193,10 @@ def preview_dispatch(
 
 _WALKED_CHANNELS: tuple[DeliveryChannel, ...] = ("notify", "email")
 
-_SUPERSEDE = """
-MATCH (old:Dispatch)-[:DISPATCH_OF]->(:Campaign {id: $campaignId})
-WHERE old.status IN ['sending', 'paused']  // a paused one (health guard) is superseded too
-SET old.status = 'stopped', old.lastError = 'superseded', old.finishedAt = $now
-"""
+_SUPERSEDE = "dispatch_supersede"  # cypher/sending/dispatch_supersede.cypher
 
 # One Dispatch (own cursor) per delivery channel of the campaign; the revision advances once.
-_CREATE = """
-MATCH (c:Campaign {id: $campaignId})
-SET c.revision = c.revision + 1
-WITH c
-UNWIND $dispatches AS row
-CREATE (d:Dispatch {id: row.id, channel: row.channel, status: 'sending', cursor: null, pages: 0,
-                    enqueued: 0, acknowledged: 0, rejected: 0, suppressed: 0, emailed: 0, throttled: 0,
-                    uncertain: 0, startedAt: $now, lastProgressAt: $now, approvedBy: $approvedBy,
-                    approvedAt: $approvedAt, campaignCreatedAt: c.createdAt})-[:DISPATCH_OF]->(c)
-RETURN DISTINCT c.createdAt AS createdAt
-"""
+_CREATE = "dispatch_create"  # cypher/sending/dispatch_create.cypher
 
 
 # Outside-the-lock previews tried before ``dispatch`` falls back to computing under the lock: each one is
@@ -280,9 +267,11 @@ def dispatch(
         walked = [ch for ch in _WALKED_CHANNELS if ch in (computed.campaign.get("channels") or [])]
         if experiment is not None:
             check_experiment(tx, computed.campaign, experiment, walked=list(walked))
-        tx.run(_SUPERSEDE, campaignId=campaign_id, now=stamp).consume()
+        tx.run(statement(_SUPERSEDE), campaignId=campaign_id, now=stamp).consume()
         rows = [{"id": ids[ch], "channel": ch} for ch in walked]
-        row = tx.run(_CREATE, campaignId=campaign_id, dispatches=rows, now=stamp, **approved).single()
+        row = tx.run(
+            statement(_CREATE), campaignId=campaign_id, dispatches=rows, now=stamp, **approved
+        ).single()
         assert row is not None
         start_test(tx, campaign_id=campaign_id, experiment=experiment, dispatch_ids=[r["id"] for r in rows],
                    now=now)  # fmt: skip

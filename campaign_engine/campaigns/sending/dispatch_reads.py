@@ -14,6 +14,7 @@ from campaign_engine.domain.camel import CamelModel
 from campaign_engine.domain.dispatch import DispatchStatus
 from campaign_engine.domain.errors import NotFound
 from campaign_engine.domain.tenancy import CampaignRefOut
+from campaign_engine.graph.cypher import statement
 from campaign_engine.graph.graph import Graph
 
 __all__ = [
@@ -123,17 +124,9 @@ class DispatchPublic(CamelModel):
     decision: TestDecision | None = None
 
 
-_GET = """
-MATCH (d:Dispatch {id: $dispatchId})-[:DISPATCH_OF]->(c:Campaign)
-RETURN d {.*, campaignId: c.id} AS dispatch
-"""
+_GET = "dispatch_get"  # cypher/sending/dispatch_get.cypher
 
-_LIST = """
-MATCH (d:Dispatch)-[:DISPATCH_OF]->(c:Campaign {id: $campaignId})
-RETURN d {.*, campaignId: c.id} AS dispatch
-ORDER BY coalesce(d.startedAt, d.scheduledAt) DESC, d.id
-LIMIT 200
-"""
+_LIST = "dispatch_list"  # cypher/sending/dispatch_list.cypher
 
 
 def dispatch_from_node(node: dict[str, Any]) -> DispatchPublic:
@@ -154,12 +147,16 @@ def dispatch_from_node(node: dict[str, Any]) -> DispatchPublic:
 
 
 def get_dispatch(graph: Graph, dispatch_id: str) -> DispatchPublic:
-    rows = graph.read(lambda tx: [dict(r["dispatch"]) for r in tx.run(_GET, dispatchId=dispatch_id)])
+    rows = graph.read(
+        lambda tx: [dict(r["dispatch"]) for r in tx.run(statement(_GET), dispatchId=dispatch_id)]
+    )
     if not rows:
         raise NotFound(f"dispatch '{dispatch_id}' not found")
     return dispatch_from_node(rows[0])
 
 
 def list_dispatches(graph: Graph, campaign_id: str) -> list[DispatchPublic]:
-    rows = graph.read(lambda tx: [dict(r["dispatch"]) for r in tx.run(_LIST, campaignId=campaign_id)])
+    rows = graph.read(
+        lambda tx: [dict(r["dispatch"]) for r in tx.run(statement(_LIST), campaignId=campaign_id)]
+    )
     return [dispatch_from_node(row) for row in rows]

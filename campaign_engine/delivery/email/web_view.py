@@ -35,6 +35,7 @@ from campaign_engine.delivery.email.render import EmailConfigError
 from campaign_engine.domain.ab_variants import TestWave, served_variant
 from campaign_engine.domain.campaign import campaign_from_node
 from campaign_engine.domain.errors import ServiceUnavailable
+from campaign_engine.graph.cypher import statement
 from campaign_engine.graph.graph import Graph, Tx
 from campaign_engine.graph.tenant_directory import tenants_of
 from campaign_engine.unsubscribe.i18n import choose_language
@@ -46,13 +47,7 @@ __all__ = ["policy_for", "render_web_view", "web_view_router"]
 log = logging.getLogger(__name__)
 
 # Both lookups are by unique constraint (campaignUnsubscribeId, Campaign.id); either may be missing.
-_READ = """
-OPTIONAL MATCH (p:Profile {campaignUnsubscribeId: $unsubscribeId})
-OPTIONAL MATCH (c:Campaign {id: $campaignId})
-OPTIONAL MATCH (p)-[s:CAMPAIGN_STATE]->(c)
-RETURN p.locale AS locale, p.profileId AS profileId,
-       CASE WHEN c IS NULL THEN null ELSE c {.*} END AS campaign, coalesce(s.emailRouted, false) AS routed
-"""
+_READ = "web_view_read"  # cypher/delivery/email/web_view_read.cypher
 
 
 class _Resources(HTMLParser):
@@ -88,7 +83,7 @@ def policy_for(html: str) -> str:
 def _read(
     tx: Tx, unsubscribe_id: str, campaign_id: str
 ) -> tuple[str | None, str | None, dict[str, Any] | None, bool]:
-    record = tx.run(_READ, unsubscribeId=unsubscribe_id, campaignId=campaign_id).single()
+    record = tx.run(statement(_READ), unsubscribeId=unsubscribe_id, campaignId=campaign_id).single()
     if record is None:
         return None, None, None, False
     campaign = record["campaign"]

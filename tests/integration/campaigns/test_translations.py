@@ -5,7 +5,6 @@ card of each are in the language the one rule (``served_locale``) picks, the Ara
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -67,12 +66,6 @@ CAMPAIGN = {
     **_content("en"),
     "translations": {"es": _content("es"), "ar": _content("ar")},
 }
-
-
-@pytest.fixture(scope="module")
-def standin() -> Iterator[PostmarkStandin]:
-    with PostmarkStandin() as server:
-        yield server
 
 
 def test_the_lookup_takes_the_most_specific_tag_and_falls_back_to_the_base() -> None:

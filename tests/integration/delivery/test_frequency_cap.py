@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from collections.abc import Iterator
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -210,18 +209,6 @@ def test_admin_self_tests_are_exempt_and_take_no_slot(
 
 
 # --- email ------------------------------------------------------------------------------------------
-
-
-@pytest.fixture(scope="module")
-def standin() -> Iterator[PostmarkStandin]:
-    with PostmarkStandin() as server:
-        yield server
-
-
-@pytest.fixture
-def postmark(standin: PostmarkStandin) -> PostmarkStandin:
-    standin.reset()
-    return standin
 
 
 def _email_workers(settings: Settings, graph: Graph, queues: Queues, clock: StepClock) -> list[EmailWorker]:

@@ -60,18 +60,6 @@ COMPLAINT: dict[str, Any] = {
 }  # fmt: skip
 
 
-@pytest.fixture(scope="module")
-def standin() -> Iterator[PostmarkStandin]:
-    with PostmarkStandin() as server:
-        yield server
-
-
-@pytest.fixture
-def postmark(standin: PostmarkStandin) -> PostmarkStandin:
-    standin.reset()
-    return standin
-
-
 @pytest.fixture
 def clock() -> StepClock:
     return StepClock()

@@ -233,12 +233,6 @@ def test_quiet_hours_defer_notify_to_their_end_never_drop_and_leave_in_app_alone
     assert (record.status, record.deferred, record.acknowledged) == ("completed", 0, 3)
 
 
-@pytest.fixture(scope="module")
-def standin() -> Iterator[PostmarkStandin]:
-    with PostmarkStandin() as server:
-        yield server
-
-
 def test_quiet_hours_defer_email_to_their_end_and_claim_nobody_early(
     base_settings: Settings, graph: Graph, queues: Queues, clock: StepClock, standin: PostmarkStandin
 ) -> None:

@@ -20,7 +20,7 @@ from campaign_engine.config import ConfigError, Settings
 from campaign_engine.delivery.email.catcher import start_smtp_catcher
 from campaign_engine.feedback.postmark import parse_postmark
 from campaign_engine.feedback.store import FeedbackStore
-from campaign_engine.graph.cypher import query
+from campaign_engine.graph.cypher import statement
 from campaign_engine.graph.graph import Graph
 from campaign_engine.queue.local import LocalQueue
 from campaign_engine.wiring import build_worker, run_sweep
@@ -252,7 +252,7 @@ def test_record_identities_are_forgotten_after_the_dedup_window(
     assert run_sweep(dedup, graph, queue, clock=clock).feedback_expired == 0
 
     with graph.driver.session() as session:
-        summary = session.run("EXPLAIN " + query("feedback_expire"), before="x", limit=1).consume()
+        summary = session.run("EXPLAIN " + statement("feedback_expire"), before="x", limit=1).consume()
     assert summary.plan is not None
     ops = operators(summary.plan)
     assert "NodeIndexSeekByRange" in ops and "NodeByLabelScan" not in ops, ops

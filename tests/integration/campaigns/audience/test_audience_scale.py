@@ -19,9 +19,10 @@ from campaign_engine.campaigns.sending.dispatch_settings import DispatchSettings
 from campaign_engine.domain.audience import AllSource, TagSource
 from campaign_engine.domain.dispatch import preview_token
 from campaign_engine.domain.errors import BadRequest, NotFound
+from campaign_engine.graph.cypher import statement
 from campaign_engine.graph.graph import Graph, Tx
 from campaign_engine.graph.locks import lock_campaign
-from campaign_engine.graph.rules.policy import Policy, policy_params, policy_query
+from campaign_engine.graph.rules.policy import Policy, policy_params
 from tests.support.concurrency import at_once
 from tests.support.delivery import NOW, make_campaign
 from tests.support.email import EMAIL_COPY
@@ -125,11 +126,11 @@ def test_preview_page_is_an_ordered_index_seek(graph: Graph, members: int) -> No
     if members:
         create_members(graph, "c1", members)
         create_members(graph, "c2", members, prefix="n")
-    assert "CYPHER replan=skip" in policy_query("dispatch_preview")
+    assert "CYPHER replan=skip" in statement("dispatch_preview")
     graph.run("CALL db.prepareForReplanning()")
     graph.run("CALL db.clearQueryCaches()")
     plan = graph.driver.execute_query(
-        "EXPLAIN " + policy_query("dispatch_preview"),
+        "EXPLAIN " + statement("dispatch_preview"),
         {
             "campaignId": "c1",
             "cursor": "",

@@ -7,7 +7,6 @@ from __future__ import annotations
 import csv
 import io
 import json
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -19,8 +18,9 @@ from campaign_engine.campaigns.audience.exports import RECIPIENT_COLUMNS
 from campaign_engine.campaigns.sending.dispatch import dispatch, preview_dispatch
 from campaign_engine.campaigns.sending.dispatch_settings import DispatchSettings
 from campaign_engine.config import Settings
+from campaign_engine.graph.cypher import statement
 from campaign_engine.graph.graph import Graph
-from campaign_engine.graph.rules.policy import policy_params, policy_query
+from campaign_engine.graph.rules.policy import policy_params
 from campaign_engine.wiring import build_worker
 from tests.conftest import ADMIN_ID
 from tests.support.api import TrpcClient, api_client, ok
@@ -40,12 +40,6 @@ DISPATCH_SETTINGS = DispatchSettings(adult_age=18, max_recipients=10_000)
 ADULTS = [f"r{i:04d}" for i in range(2300)]  # three export pages of 1,000
 MINORS = ["kid1", "kid2"]
 SHOWN = ["r0001", "r0500", "r2299"]
-
-
-@pytest.fixture(scope="module")
-def standin() -> Iterator[PostmarkStandin]:
-    with PostmarkStandin() as server:
-        yield server
 
 
 @pytest.fixture
@@ -120,7 +114,7 @@ def test_recipients_export_matches_stats_the_provider_and_the_graph(
 
 def test_the_export_page_is_an_ordered_index_seek(graph: Graph) -> None:
     plan = graph.driver.execute_query(
-        "EXPLAIN " + policy_query("export_recipients"),
+        "EXPLAIN " + statement("export_recipients"),
         {"campaignId": "c1", "cursor": "", "limit": 1000, **policy_params(NOW, 18)},
         database_=graph.database,
     ).summary.plan

@@ -5,7 +5,6 @@ a guardian's children fall on different pages."""
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -50,18 +49,6 @@ GUARDIAN_COPY = {
     "email": {**EMAIL_COPY, "subject": "For families of grade 7", "title": "Families of grade 7"},
     "translations": {"es": {"notification": {"title": "Para familias", "body": "Noticias de la clase"}}},
 }
-
-
-@pytest.fixture(scope="module")
-def standin() -> Iterator[PostmarkStandin]:
-    with PostmarkStandin() as server:
-        yield server
-
-
-@pytest.fixture
-def postmark(standin: PostmarkStandin) -> PostmarkStandin:
-    standin.reset()
-    return standin
 
 
 @pytest.fixture

@@ -27,7 +27,8 @@ from campaign_engine.domain.errors import BadRequest, Conflict, NotFound
 from campaign_engine.domain.segment import Segment
 from campaign_engine.graph.graph import Graph
 from campaign_engine.graph.rules.policy import Policy, policy_params
-from campaign_engine.graph.rules.segment import compile_for, segment_query
+from campaign_engine.graph.rules.segment import compile_for
+from campaign_engine.graph.rules.segment_statements import segment_query
 from campaign_engine.graph.schema import apply_schema
 from campaign_engine.queue.port import Queue
 from campaign_engine.wiring import Queues, build_page_worker, build_worker

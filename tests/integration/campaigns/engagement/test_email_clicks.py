@@ -10,7 +10,6 @@ import base64
 import json
 import re
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, quote, urlsplit
@@ -25,7 +24,7 @@ from campaign_engine.campaigns.engagement.email_clicks import ClickRecorder
 from campaign_engine.campaigns.self_test import send_test_to_me
 from campaign_engine.campaigns.tenants.webhook_endpoints import create_endpoint
 from campaign_engine.config import Settings
-from campaign_engine.graph.cypher import query
+from campaign_engine.graph.cypher import statement
 from campaign_engine.graph.graph import Graph, open_graph
 from campaign_engine.graph.rules.policy import Policy
 from campaign_engine.graph.webhook_outbox import subscribers_for
@@ -47,12 +46,6 @@ from tests.support.postmark_standin import PostmarkStandin
 
 CTA = "https://app.example/m/c1?utm_source=email&utm_campaign=c1"
 _CLICK = re.compile(r"https://campaigns\.test(/c\?token=[A-Za-z0-9%._-]+)")
-
-
-@pytest.fixture(scope="module")
-def standin() -> Iterator[PostmarkStandin]:
-    with PostmarkStandin() as server:
-        yield server
 
 
 @pytest.fixture
@@ -277,7 +270,11 @@ def test_the_click_write_seeks_its_unique_indexes_and_never_scans(graph: Graph) 
     own CAMPAIGN_STATE relationships to the campaign; never a label or index scan."""
     row = {"unsubscribeId": "u", "campaignId": "c", "campaignCreatedAt": "t", "at": "t", "count": 1}
     with graph.driver.session(database=graph.database) as session:
-        plan = session.run("EXPLAIN " + query("email_click_record"), clicks=[row], batchId="b").consume().plan
+        plan = (
+            session.run("EXPLAIN " + statement("email_click_record"), clicks=[row], batchId="b")
+            .consume()
+            .plan
+        )
     assert plan is not None
     every = operators(plan)
     assert any(op.startswith("NodeUniqueIndexSeek") for op in every), " ".join(every)

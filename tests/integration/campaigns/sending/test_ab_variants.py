@@ -10,11 +10,8 @@ import csv
 import io
 import re
 from collections import Counter
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
-
-import pytest
 
 from campaign_engine.campaigns.sending.dispatch import dispatch, preview_dispatch
 from campaign_engine.campaigns.sending.dispatch_settings import DispatchSettings
@@ -88,12 +85,6 @@ def _lang(pid: str) -> str:
 
 def _issues(answer: Any) -> str:
     return " ".join(issue["message"] for issue in answer.json()["error"]["data"]["issues"])
-
-
-@pytest.fixture(scope="module")
-def standin() -> Iterator[PostmarkStandin]:
-    with PostmarkStandin() as server:
-        yield server
 
 
 def test_assignment_is_deterministic_weighted_and_independent_between_campaigns() -> None:

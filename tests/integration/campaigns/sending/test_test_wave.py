@@ -82,12 +82,6 @@ def _arm(campaign_id: str, pid: str) -> str:
     return arm
 
 
-@pytest.fixture(scope="module")
-def standin() -> Iterator[PostmarkStandin]:
-    with PostmarkStandin() as server:
-        yield server
-
-
 class _Stack:
     def __init__(self, settings: Settings, graph: Graph, queues: Queues, clock: StepClock) -> None:
         self.settings, self.graph, self.queues, self.clock = settings, graph, queues, clock

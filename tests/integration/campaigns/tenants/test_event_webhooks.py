@@ -30,7 +30,6 @@ from campaign_engine.delivery.notify.sender import Outgoing, PostResult
 from campaign_engine.delivery.runner import Worker
 from campaign_engine.delivery.webhook_relay import WebhookRelay
 from campaign_engine.domain.webhook_events import RETRY_SCHEDULE_SECONDS, Event
-from campaign_engine.graph.cypher import query
 from campaign_engine.graph.graph import Graph
 from campaign_engine.graph.schema import apply_schema
 from campaign_engine.graph.webhook_outbox import subscribers_for
@@ -474,7 +473,7 @@ def test_the_queue_history_and_retention_reads_are_ordered_index_seeks(
 ) -> None:
     """A queue of a million events costs a round its batch, not a sort of the million."""
     plan = graph.driver.execute_query(
-        "EXPLAIN " + query(statement), params, database_=graph.database
+        "EXPLAIN " + statement(statement), params, database_=graph.database
     ).summary.plan
     assert plan is not None
     ops = operators(plan)

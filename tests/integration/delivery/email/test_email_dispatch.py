@@ -42,18 +42,6 @@ from tests.support.postmark_standin import PostmarkStandin
 DISPATCH_SETTINGS = DispatchSettings(adult_age=18, max_recipients=100)
 
 
-@pytest.fixture(scope="module")
-def standin() -> Iterator[PostmarkStandin]:
-    with PostmarkStandin() as server:
-        yield server
-
-
-@pytest.fixture
-def postmark(standin: PostmarkStandin) -> PostmarkStandin:
-    standin.reset()
-    return standin
-
-
 @pytest.fixture
 def settings(base_settings: Settings, postmark: PostmarkStandin) -> Settings:
     return email_settings(base_settings, postmark.url, postmark.token)

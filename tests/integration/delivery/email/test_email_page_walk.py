@@ -7,7 +7,6 @@ Real Neo4j, the real worker and the loopback Postmark stand-in.
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -22,8 +21,9 @@ from campaign_engine.delivery.frequency_cap import email_page_query
 from campaign_engine.delivery.readiness import readiness_params
 from campaign_engine.domain.dispatch import PageJob, parse_job
 from campaign_engine.domain.frequency_cap import cap_params
+from campaign_engine.graph.cypher import statement
 from campaign_engine.graph.graph import Graph, PendingWrite, Tx
-from campaign_engine.graph.rules.policy import policy_params, policy_query
+from campaign_engine.graph.rules.policy import policy_params
 from campaign_engine.graph.rules.segment import compile_for
 from campaign_engine.unsubscribe.tokens import UnsubscribeTokens
 from campaign_engine.wiring import Queues, build_email_worker, build_worker
@@ -42,18 +42,6 @@ from tests.support.plans import operators
 from tests.support.postmark_standin import PostmarkStandin
 
 _PROFILE_READS = ("NodeByLabelScan", "NodeIndexSeek", "NodeIndexScan", "NodeUniqueIndexSeek", "AllNodesScan")
-
-
-@pytest.fixture(scope="module")
-def standin() -> Iterator[PostmarkStandin]:
-    with PostmarkStandin() as server:
-        yield server
-
-
-@pytest.fixture
-def postmark(standin: PostmarkStandin) -> PostmarkStandin:
-    standin.reset()
-    return standin
 
 
 @pytest.fixture
@@ -137,7 +125,7 @@ def test_the_outcome_record_finds_each_claim_by_its_id_whatever_the_recipients_h
         "now": "2026-03-01T12:00:01.000000Z",
     }  # fmt: skip
     with graph.driver.session(database=graph.database) as session:
-        summary = session.run("PROFILE " + policy_query("email_record"), params).consume()
+        summary = session.run("PROFILE " + statement("email_record"), params).consume()
     assert summary.profile is not None
     every = operators(summary.profile)
     assert any("RelationshipByElementIdSeek" in op for op in every), every

@@ -9,12 +9,9 @@ from __future__ import annotations
 import base64
 import hashlib
 import re
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
-
-import pytest
 
 from campaign_engine.campaigns.self_test import send_test_to_me
 from campaign_engine.campaigns.sending.dispatch import dispatch, preview_dispatch
@@ -58,12 +55,6 @@ CAMPAIGN = {
     "email": _email("en"),
     "translations": {"es": {"email": _email("es")}, "ar": {"email": _email("ar")}},
 }
-
-
-@pytest.fixture(scope="module")
-def standin() -> Iterator[PostmarkStandin]:
-    with PostmarkStandin() as server:
-        yield server
 
 
 def _view_path(message: dict[str, Any]) -> str:

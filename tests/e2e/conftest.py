@@ -1,0 +1,46 @@
+"""Fixtures the end-to-end tests share: the browser of the console and unsubscribe-page tests, and
+``make dev``'s processes with an admin client for the journeys driven through them.
+
+A module's browser tests share one Chromium (its start is seconds on a loaded machine) and isolate
+themselves in their own browser contexts. Module scope, not session: Playwright's sync API keeps an
+event loop of its own, which must not stay open beside the other tests' ``asyncio.run``."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+from playwright.sync_api import Browser
+
+from bench._chaos_stack import Stack
+from bench.chaos import Api
+from campaign_engine.api.auth import ADMIN_SCOPE, mint_token
+from campaign_engine.config import Settings
+from tests.support.browser import chromium
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Browser]:
+    with chromium() as launched:
+        yield launched
+
+
+@pytest.fixture(scope="module")
+def dev_stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
+    """``make dev``'s processes (its own Neo4j, inbox, SMTP catcher, worker, API) for one module: a
+    module's journey reads the whole graph (audience ``all``), so modules do not share one."""
+    running = Stack(tmp_path_factory.mktemp("dev"), page_size=100, delay_seconds=0)
+    try:
+        running.start()
+        yield running
+    finally:
+        running.stop()
+
+
+@pytest.fixture
+def dev_admin(dev_stack: Stack) -> Iterator[Api]:
+    """The dev stack's API as a platform admin calls it."""
+    settings = Settings(_env_file=dev_stack.env_file)  # type: ignore[call-arg]
+    api = Api(dev_stack.api_url, mint_token(settings, profile_id="admin", scope=ADMIN_SCOPE), patience=60)
+    with api.client:
+        yield api
