@@ -1,4 +1,4 @@
-"""The email walk's bare graph writes (issue 23 item 4): its two transactions per page, nothing else.
+"""The email walk's bare graph writes: its two transactions per page, nothing else.
 
 Each page is the worker's own claim transaction (guard, cooldown, read-lock-recheck-claim, through
 ``PageTransactions.claim``) followed by its record + cursor step (``record_and_advance``) with every

@@ -151,7 +151,7 @@ def create_app(
     # Testers the app built hold their provider's connections; ones handed in are their caller's to close.
     own_testers = [] if self_test_testers is not None else list(services.self_test_testers.values())
 
-    # Email clicks (issue 26 item 4) are written on the recorder's thread: the redirect never waits for them.
+    # Email clicks are written on the recorder's thread: the redirect never waits for them.
     clicks = ClickRecorder(the_graph)
 
     # The tenant records, seeded once from the tenant settings (checked here, at start, as that seed).

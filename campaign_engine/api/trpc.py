@@ -298,7 +298,7 @@ class TrpcEndpoint:
         """A coroutine handler, on the event loop: the same steps, waiting without a thread.
 
         The call is counted before its work is issued, query or mutation: an over-limit call costs its
-        count and nothing else (issue 22), so a batch of refused getMyCampaigns calls reads no graph.
+        count and nothing else, so a batch of refused getMyCampaigns calls reads no graph.
         """
         limiter = self._authorize(procedure, ctx)
         if limiter is not None:
@@ -348,7 +348,7 @@ def request_context(services: Services, request: Request) -> Context:
         auth_error: CampaignError | None = None
     except CampaignError as exc:
         caller, auth_error = None, exc
-    # Only the verified credential names the tenant: no header can (issue 21). A credential without a
+    # Only the verified credential names the tenant: no header can. A credential without a
     # tenant claim acts in the default tenant, the one data made before tenants belongs to.
     tenant = caller.tenant_id if caller else None
     return Context(

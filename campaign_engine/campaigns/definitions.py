@@ -76,16 +76,16 @@ def node_properties(definition: CampaignDefinition) -> dict[str, Any]:
         "discoverable": definition.discoverable,
         "hasInAppMessage": definition.has_in_app_message(),
         "messagePriority": definition.message.priority if definition.message else 0,
-        # Issue 27: the live segment campaigns getMyCampaigns evaluates for its callers (segment_reach.py).
+        # The live segment campaigns getMyCampaigns evaluates for its callers (segment_reach.py).
         "hasSegment": definition.segment is not None,
-        # Issue 26: the A/B variants' ids and weights, what assignment hashes over, for the statements
+        # The A/B variants' ids and weights, what assignment hashes over, for the statements
         # that stamp a recipient's variant without the whole definition (recordEvent); null removes it.
         "abVariants": json.dumps(
             [{"id": v.id, "weight": v.weight} for v in definition.variants], separators=(",", ":")
         )
         if definition.variants
         else None,
-        # Issue 27 item 3: read by the walks to choose the routed statements; null (exclude) removes it.
+        # Read by the walks to choose the routed statements; null (exclude) removes it.
         "minors": "guardians" if definition.minors == "guardians" else None,
     }
 

@@ -15,7 +15,7 @@ from campaign_engine.graph.graph import Graph, Tx
 
 __all__ = ["REAP_BATCH", "delete_campaign", "reap_deleted_campaigns", "retire_campaign"]
 
-# Delete in two steps (issue 11): one small transaction under the campaign lock retires the campaign
+# Delete in two steps: one small transaction under the campaign lock retires the campaign
 # (its Dispatches go, and the node loses the :Campaign label every reader matches on, which also frees
 # the id for a new incarnation); then its relationships, as many as its audience, are removed in
 # bounded transactions. Users see the first step only: after it the campaign is gone everywhere, and

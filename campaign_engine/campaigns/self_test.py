@@ -2,14 +2,14 @@
 
 The test ignores audience, status and dates, never enrols the admin and never touches CAMPAIGN_STATE,
 so stats cannot see it. One fresh ``testId`` names the whole test. Every channel shows the admin's own
-A/B content variant (issue 26), the one a recipient with their profile id would get. The inApp part is a
+A/B content variant, the one a recipient with their profile id would get. The inApp part is a
 private snapshot on CAMPAIGN_TEST (the latest replaces a pending one; deleting the campaign deletes it).
 
 Other channels slot in as ``ChannelTester``s (the notify and email issues provide them): each one is
 called after the snapshot commits, outside any transaction, because it does network I/O. Every channel
 the campaign has content for is tested. One this API cannot test (no tester wired, because its setting
 is missing here) refuses the whole test with BAD_REQUEST naming that setting, before anything is
-written: a test that silently left out a channel would pass for one that reached it (issue 11).
+written: a test that silently left out a channel would pass for one that reached it.
 """
 
 from __future__ import annotations
@@ -47,7 +47,7 @@ class SelfTestResult(CamelModel):
     variant_id: str | None = Field(
         default=None,
         description="the A/B content variant the test shows on every channel: the admin's own assignment,"
-        " as a recipient's (issue 26; campaigns.previewEmail renders any variant)",
+        " as a recipient's (campaigns.previewEmail renders any variant)",
     )
 
 

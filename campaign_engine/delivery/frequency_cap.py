@@ -1,4 +1,4 @@
-"""The frequency cap's share of the delivery statements (issue 12 item 4; the setting and its
+"""The frequency cap's share of the delivery statements (the setting and its
 parameters: ``domain/frequency_cap.py``; docs/architecture.md "Frequency cap").
 
 Both channels evaluate the cap inside the batched statement they already run, under the profile lock:
@@ -34,7 +34,7 @@ _UNCAPPED = "WITH job, c, p, blocked, false AS firstCapped"
 _COUNT_CAPPED = "dispatch_count_capped"  # cypher/delivery/dispatch_count_capped.cypher
 
 
-# A guardian's job (issue 27 item 3) stands for membership through the link it was routed by.
+# A guardian's job stands for membership through the link it was routed by.
 # First: a guardian's own relationships are walked for it, and it is what holds for their jobs.
 _ROUTED_MEMBER = (
     "(job.routedFrom IS NOT NULL AND c.minors = 'guardians' AND EXISTS {"

@@ -1,4 +1,4 @@
-"""The health guard's share of the page walks (issue 26 item 5): check before a page, pause by itself.
+"""The health guard's share of the page walks: check before a page, pause by itself.
 
 Both walks ask ``HealthGuard.breach`` at the start of every page, with the Dispatch node they already
 read (the email claim's guard read, the notify page's ``read_guard``): the counters it judges are kept

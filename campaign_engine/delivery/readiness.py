@@ -1,4 +1,4 @@
-"""Who on a page may receive now, and walking the audience again for those who may not yet (issue 12).
+"""Who on a page may receive now, and walking the audience again for those who may not yet.
 
 Readiness is computed in Python and used in Cypher. Per page, ``readiness_params`` gives the page
 statements (``dispatch_page.cypher``, ``email_page.cypher`` in ``cypher/delivery/``) a map from every
@@ -112,7 +112,7 @@ class PageTally:
     ready_at: str | None = None
 
     def plus(self, *, deferred: int, missed: int, ready_at: str | None) -> PageTally:
-        """This page's tally with a second read's over the same page (routed guardians, issue 27)."""
+        """This page's tally with a second read's over the same page (routed guardians)."""
         instants = [t for t in (self.ready_at, ready_at) if t is not None]
         return PageTally(self.deferred + deferred, self.missed + missed, min(instants) if instants else None)
 

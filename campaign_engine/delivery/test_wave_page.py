@@ -1,4 +1,4 @@
-"""A page walk while a test wave is undecided (issue 26 item 2; docs/architecture.md "A/B test wave").
+"""A page walk while a test wave is undecided (docs/architecture.md "A/B test wave").
 
 The walks need one thing from the test wave: which members of a page are sent now. The draw is a keyed
 hash in Python (``domain/ab_variants.py:in_test_wave``), so it sits between the page read and the send:

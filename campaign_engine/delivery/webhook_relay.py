@@ -1,4 +1,4 @@
-"""The event-webhook relay (issue 25): an endpoint's queued events POSTed in order, retried on schedule.
+"""The event-webhook relay: an endpoint's queued events POSTed in order, retried on schedule.
 
 One relay job (``RelayJob``) serves one endpoint. It takes the endpoint's lease (one relay at a time, so
 events leave in order), then runs rounds: read the oldest queued events, POST those of distinct

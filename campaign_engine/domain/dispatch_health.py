@@ -1,4 +1,4 @@
-"""The health guard's rule (issue 26 item 5): when a sending Dispatch's own feedback says the list or
+"""The health guard's rule: when a sending Dispatch's own feedback says the list or
 the copy is bad, it pauses before its next page.
 
 Pure, so the page walks (which pause), the resume (which restarts the window) and the reads (which show

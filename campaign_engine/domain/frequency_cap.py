@@ -1,4 +1,4 @@
-"""Frequency caps across campaigns (issue 12 item 4): how many announcements one profile receives per
+"""Frequency caps across campaigns: how many announcements one profile receives per
 channel within a rolling window, whichever campaigns they come from.
 
 ``CAMPAIGN_FREQUENCY_CAPS`` maps tenant -> channel -> ``{"max", "windowSeconds"}``; the tenant ``"*"`` is

@@ -1,4 +1,4 @@
-"""The audit trail of admin mutations (issue 14, item 2): who changed what, when, in which request.
+"""The audit trail of admin mutations: who changed what, when, in which request.
 
 An entry is written by the mutation's own transaction function, never by a second transaction: it
 commits with the change or rolls back with it, so a committed admin mutation always has its entry and a

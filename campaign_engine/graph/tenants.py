@@ -1,4 +1,4 @@
-"""Tenant records in the graph (issue 21 item 1): create, patch, read, list, and the one-time seed.
+"""Tenant records in the graph: create, patch, read, list, and the one-time seed.
 
 Base layer, beside ``audit.py``: the API's ``tenants.*`` procedures write through it and the
 ``TenantDirectory`` (``graph/tenant_directory.py``), which delivery and the API both read, loads through
@@ -114,7 +114,7 @@ def update_tenant(
 def update_layout(
     graph: Graph, *, patch: LayoutPatch, now: datetime, audit: AuditContext | None
 ) -> TenantPublic:
-    """``tenants.updateLayout``: only the layout fields change (issue 24 item 6), merged and validated
+    """``tenants.updateLayout``: only the layout fields change, merged and validated
     like any patch, in one audited transaction."""
     return _patch(graph, patch.tenant_id, patch.changes(), now=now, audit=audit)
 

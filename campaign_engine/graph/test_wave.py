@@ -1,4 +1,4 @@
-"""A test wave's decision (issue 26 item 2): the one transaction that picks the winner, by the system
+"""A test wave's decision: the one transaction that picks the winner, by the system
 when ``decideAt`` falls due or by an admin early (``campaigns.chooseVariant``).
 
 Base layer because both sides write it: the page walks of ``delivery`` decide when their page job wakes

@@ -1,10 +1,10 @@
-"""Event webhooks' outbox (issue 25): events written beside the change they report, for the relay.
+"""Event webhooks' outbox: events written beside the change they report, for the relay.
 
 ``record_events(tx, graph, tenant_id, events)`` runs inside the use case's own transaction (the notify
 record, the email record, a campaign update, ...), so an event exists exactly when its change committed,
 and writes one ``:WebhookBatch`` per subscribed endpoint holding the call's events for it, in one
 UNWIND: a page of a thousand recipients is one node and two index entries per endpoint, not a thousand of
-each (issue 25: recording must not slow a send). Base layer, so ``campaigns``, ``delivery``,
+each (recording must not slow a send). Base layer, so ``campaigns``, ``delivery``,
 ``feedback`` and ``unsubscribe`` all record through this one function.
 
 Recording must not slow a send, so which endpoints want which types is a per-process view of the

@@ -1,4 +1,4 @@
-"""The A/B test wave in the admin console (issue 26 item 2), in Debian's Chromium: a testing dispatch
+"""The A/B test wave in the admin console, in Debian's Chromium: a testing dispatch
 says who gets what and when it is decided, "Choose B now" decides it, and the decided dispatch shows the
 winner, each variant's rate over its test recipients and who decided.
 

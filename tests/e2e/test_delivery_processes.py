@@ -1,4 +1,4 @@
-"""Proof with real processes (issue 4, §9): the worker and the inbox run as separate OS processes.
+"""Proof with real processes: the worker and the inbox run as separate OS processes.
 
 ``python -m campaign_engine.cli worker`` and ``... inbox`` are started with settings in their
 environment, against the session's real Neo4j and a durable local queue file in ``tmp_path``. The test
@@ -481,7 +481,7 @@ def test_lost_first_page_is_recovered_by_the_sweeper(stack: Stack) -> None:
     assert json.loads(json.dumps(record.model_dump(by_alias=True)))["dispatchId"] == dispatch_id
 
 
-# --- (c) an A/B test wave through a kill and duplicated jobs (issue 26 item 2) ------------------------
+# --- (c) an A/B test wave through a kill and duplicated jobs ------------------------
 
 
 def test_a_test_wave_survives_a_killed_worker_and_duplicated_jobs_without_reassigning_anyone(

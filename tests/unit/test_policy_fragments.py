@@ -1,4 +1,4 @@
-"""The eligibility fragments of graph/rules/policy.py (issue 13 item 5): the contact predicates read the
+"""The eligibility fragments of graph/rules/policy.py: the contact predicates read the
 addresses a query bound once per profile, and the address grammar is domain/patterns.py's."""
 
 from __future__ import annotations

@@ -50,14 +50,14 @@ class DispatchInput(CampaignRef):
     )
     experiment: Experiment | None = Field(
         default=None,
-        description="an A/B test wave (issue 26): testShare of the recipients get their variant first; after "
+        description="an A/B test wave: testShare of the recipients get their variant first; after "
         "decideAfterSeconds the variant with the highest rate of metric wins and the rest get only it",
     )
 
 
 class PreviewInput(CampaignRef):
     experiment: Experiment | None = Field(
-        default=None, description="also report the test wave's recipients per variant (issue 26)"
+        default=None, description="also report the test wave's recipients per variant"
     )
 
 
@@ -184,7 +184,7 @@ def resume_dispatch(ctx: Context, data: DispatchRef) -> reads.DispatchPublic:
 
 @router.mutation("chooseVariant")
 def choose_variant(ctx: Context, data: ChooseVariantInput) -> reads.DispatchPublic:
-    """Decide a testing dispatch's A/B test now, for ``variantId`` (issue 26): the rest of the audience
+    """Decide a testing dispatch's A/B test now, for ``variantId``: the rest of the audience
     gets only it. Not testing or already decided: CONFLICT; a variant the campaign lacks: BAD_REQUEST."""
     return choose(
         ctx.services.graph,

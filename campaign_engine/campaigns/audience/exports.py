@@ -1,4 +1,4 @@
-"""Exports (issue 25 item 2): a campaign's recipients with what happened to each, and the audit trail,
+"""Exports: a campaign's recipients with what happened to each, and the audit trail,
 as row iterators read in keyset pages straight from the graph.
 
 Each page is its own short read transaction of at most ``PAGE`` rows, so the first rows leave at once

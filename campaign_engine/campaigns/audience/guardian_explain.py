@@ -1,4 +1,4 @@
-"""``explainRecipient``'s share of routing to guardians (issue 27 item 3): for a guardian, which members
+"""``explainRecipient``'s share of routing to guardians: for a guardian, which members
 routed the campaign to them; for an excluded member, where it was routed, or why not.
 
 Both read one profile's ``GUARDIAN_OF`` links (an expansion from a unique seek) with the rules the walks

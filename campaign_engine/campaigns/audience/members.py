@@ -9,7 +9,7 @@ count profiles, not inputs. Adds and removes take the campaign lock first in eve
 concurrent adds, retries and self-enrolments serialise on it, which is what makes ``added`` exact.
 
 Only profiles that pass the campaign age policy are added (and, where the campaign routes minors to
-their guardians, the members it excludes, whom the walks replace by their guardians: issue 27 item 3);
+their guardians, the members it excludes, whom the walks replace by their guardians);
 the policy is evaluated again on every read (paging, stats, getMyCampaigns, delivery), so a membership
 is never a licence by itself.
 """
@@ -98,9 +98,9 @@ def _list_items(source: DidsSource | ProfileIdsSource, domain: str) -> list[dict
 
 
 # Graph sources can name every profile there is: they are read in keyset pages of CHUNK ids, never
-# collected whole (issue 11). `all` walks the profileId index in order; a tag's or a profile's
+# collected whole. `all` walks the profileId index in order; a tag's or a profile's
 # neighbours are expanded from their one node and the page after the cursor kept.
-# Every source resolves inside the campaign's tenant (issue 21): only its members are found, and a key
+# Every source resolves inside the campaign's tenant: only its members are found, and a key
 # (a tag, a profile) that names none of them is reported not found, exactly as if it did not exist.
 _KEY_EXISTS = {  # cypher/audience/
     "tag": "audience_tag_exists",
@@ -284,7 +284,7 @@ def get_audience(
         campaign = _require_campaign(tx, campaign_id)
         segment = compile_for(tx, campaign)
         text = statement("audience_page")
-        if segment is not None:  # the static members and the live segment's matches now (issue 27)
+        if segment is not None:  # the static members and the live segment's matches now
             text = segment_query("audience_segment_page", segment)
         rows = tx.run(
             text,

@@ -1,4 +1,4 @@
-"""Live segments at the API (issue 27): ``campaigns.previewSegment`` counts a rule's matches before it
+"""Live segments at the API: ``campaigns.previewSegment`` counts a rule's matches before it
 is saved, and ``explain_segment`` gives ``explainRecipient`` each condition's verdict for one profile.
 
 Both compile the rule with ``graph/rules/segment.py``, the compiler every audience reader uses (preview,

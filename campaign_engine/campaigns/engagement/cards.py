@@ -68,13 +68,13 @@ class _Cards:
     by_language: dict[tuple[str, str | None], MyCampaign]
     guardian_languages: list[str]
     guardian: dict[str, MyCampaign]
-    """Issue 27 item 3: the guardian copy's message card by language (empty: guardians read the
+    """The guardian copy's message card by language (empty: guardians read the
     campaign's own cards, as anyone)."""
 
     def for_reader(
         self, locale: str | None, profile_id: str, ab_test: str | None = None, *, routed: bool = False
     ) -> tuple[int, MyCampaign] | None:
-        """The reader's card; None while they wait outside an undecided test wave (issue 26: no card
+        """The reader's card; None while they wait outside an undecided test wave (no card
         until the decision, then the winner's), so nobody sees two variants. A ``routed`` guardian reads
         the guardian copy where it has a message (never in a test: an experiment is refused there)."""
         if routed and self.guardian:
@@ -164,7 +164,7 @@ def my_campaigns_of(
     mine: dict[str, list[MyCampaign]] = {}
     for profile_id, (locale, rows) in visible.items():
         # Each row: [campaign id, updatedAt, state, abTest]; no card for a reader waiting for a test's
-        # decision (issue 26).
+        # decision.
         served = ((found[cid].for_reader(locale, profile_id, test, routed=GUARDIAN_ROW in rest), state)
                   for cid, _, state, test, *rest in rows if cid in found)  # fmt: skip
         entries = [(entry, state) for entry, state in served if entry is not None]

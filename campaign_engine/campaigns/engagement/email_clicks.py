@@ -1,4 +1,4 @@
-"""First-party email clicks (issue 26 item 4): recording a recipient's click on a campaign's CTA.
+"""First-party email clicks: recording a recipient's click on a campaign's CTA.
 
 A click arrives at ``GET /c/go`` (``api/clicks.py``) with a verified click token naming the recipient's
 durable ``campaignUnsubscribeId`` and the campaign incarnation. The redirect never waits for the graph:

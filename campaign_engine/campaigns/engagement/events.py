@@ -90,7 +90,7 @@ def record_events(
     def tx_fn(tx: Tx) -> dict[int, EngagementState | None]:
         lock_profiles(tx, [call.profile_id for call in events])
         states: dict[int, EngagementState | None] = {}
-        unstamped: dict[str, str] = {}  # state elementId -> the variant to stamp (issue 26)
+        unstamped: dict[str, str] = {}  # state elementId -> the variant to stamp
 
         def record(indexed: Iterable[tuple[int, EventCall]], *, segment_matched: bool) -> None:
             for kind, members in _rounds(indexed):
@@ -109,7 +109,7 @@ def record_events(
         record(enumerate(events), segment_matched=False)
         # Refused events wrote nothing (every event of a refused pair is refused alike): a live segment's
         # match who was never notified (an in-app-only campaign) is checked against the rule, and a
-        # routed guardian against the routing (issue 27 item 3), and retried.
+        # routed guardian against the routing, and retried.
         refused = {i: (call.profile_id, call.campaign_id) for i, call in enumerate(events) if i not in states}
         if refused:
             pairs = set(refused.values())

@@ -1,4 +1,4 @@
-"""The in-app side of routing to guardians (issue 27 item 3): the cards a routed guardian sees.
+"""The in-app side of routing to guardians: the cards a routed guardian sees.
 
 A campaign with ``minors: "guardians"`` reaches a consenting adult guardian in place of a member the age
 policy excludes; on the notify and email walks (``graph/rules/routing.py``), and here in the app:

@@ -1,4 +1,4 @@
-"""The in-app side of live segments (issue 27): which of some profiles a campaign's segment matches now.
+"""The in-app side of live segments: which of some profiles a campaign's segment matches now.
 
 A page walk reaches a segment's matches without a membership; the app must show them the same campaign
 and let them record what they did with it. ``getMyCampaigns`` asks ``visible_by_segment`` for the live

@@ -1,10 +1,10 @@
-"""CSV import of profiles with a report (issue 25 item 3): every bad row named, every good one written.
+"""CSV import of profiles with a report: every bad row named, every good one written.
 
 The file is what an SIS or CRM exports: a header row, then one profile per row, UTF-8 with or without a
 byte-order mark, quoted fields, CRLF or LF (the standard ``csv`` reader). Columns:
 
 - ``profileId`` (required), ``email``, ``emailVerified`` (true/false, yes/no, 1/0), ``dob``
-  (YYYY-MM-DD), ``locale``, ``timeZone``, ``tags`` (``;``-separated), ``guardians`` (issue 27:
+  (YYYY-MM-DD), ``locale``, ``timeZone``, ``tags`` (``;``-separated), ``guardians`` (
   ``g1:granted;g2:revoked``, the row's guardian set, replacing the stored one). Any other column is
   reported in ``unknownColumns`` and ignored.
 - An empty cell says nothing: the stored value is kept, so a partial export never erases what other

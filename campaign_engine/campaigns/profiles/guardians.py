@@ -1,4 +1,4 @@
-"""Guardians as data (issue 27 item 2): ``GUARDIAN_OF`` links from an adult to a minor, with consent.
+"""Guardians as data: ``GUARDIAN_OF`` links from an adult to a minor, with consent.
 
 A link is written only in a transaction that has locked the minor and every named guardian in ascending
 profileId (``lock_profiles``, the order of docs/architecture.md §5) and then checked them under those

@@ -1,4 +1,4 @@
-"""Each profile's own receiver secret (issue 22): given with the webhook, sealed, rotated with overlap.
+"""Each profile's own receiver secret: given with the webhook, sealed, rotated with overlap.
 
 A row that sets ``notificationsWebhook`` gives the receiver a secret of its own: the one the row supplies
 (``notificationsWebhookSecret``), else a generated one when the webhook is new, changed, or has none

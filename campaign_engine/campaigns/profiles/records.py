@@ -1,6 +1,6 @@
 """Profiles: batched idempotent upsert, read and delete (admin), plus streaming JSONL import.
 
-A profile is a person, shared by the tenants (apps) it belongs to (``tenants``, issue 21). A tenant's own
+A profile is a person, shared by the tenants (apps) it belongs to (``tenants``). A tenant's own
 credential reads and writes only its members, sees only itself in their ``tenants``, and cannot take
 in a profile another tenant holds (a platform admin adds it); ``tenant=None`` is a platform credential.
 

@@ -1,4 +1,4 @@
-"""Two-person approval of large sends (issue 21).
+"""Two-person approval of large sends.
 
 Under a tenant's policy ``approval: {minRecipients: N}``, a dispatch or schedule whose preview reaches N
 recipients or more needs ``campaigns.approveDispatch`` first, by a publisher who is neither the one who

@@ -1,4 +1,4 @@
-"""``campaigns.chooseVariant`` (issue 26 item 2): an admin decides a test wave early, by hand.
+"""``campaigns.chooseVariant``: an admin decides a test wave early, by hand.
 
 The decision is ``graph/test_wave.py:decide`` (the same compare-and-set the page walks run on time), so
 a hand and the system cannot both decide; the Dispatches waiting for it start their rest pass here,

@@ -76,7 +76,7 @@ class DispatchPreview(CamelModel):
     preview_token: str
     blocked_reason: str | None = None
     locale_counts: dict[str, dict[str, int]] = Field(
-        default_factory=dict, description="per channel, the served language -> its recipients (issue 24)"
+        default_factory=dict, description="per channel, the served language -> its recipients"
     )
     untranslated: dict[str, int] = Field(
         default_factory=dict,
@@ -84,12 +84,12 @@ class DispatchPreview(CamelModel):
     )
     test_wave: dict[str, int] | None = Field(
         default=None,
-        description="asked with an experiment (issue 26): the test wave's recipients per variant; the token "
+        description="asked with an experiment: the test wave's recipients per variant; the token "
         "is the same with or without it",
     )
     guardian_recipient_count: int = Field(
         default=0,
-        description="issue 27: distinct guardians reached on any channel in place of members the age policy"
+        description="distinct guardians reached on any channel in place of members the age policy"
         " excludes (minors: guardians); included in recipientCount and the per-channel counts",
     )
     guardian_notification_recipient_count: int = Field(
@@ -120,7 +120,7 @@ def compute_preview(
     test_share: float | None = None,
 ) -> _Computed:
     """The preview in one pass over the audience in keyset pages: the token is a running digest, so
-    no recipient list is ever held whole (issue 11). The campaign is read first; its
+    no recipient list is ever held whole. The campaign is read first; its
     ``campaignStateLock`` is the version ``dispatch`` re-verifies under the lock."""
     record = tx.run("MATCH (c:Campaign {id: $id}) RETURN c {.*} AS campaign", id=campaign_id).single()
     if record is None:
@@ -235,7 +235,7 @@ def dispatch(
     """Confirm a send; under ``approval_policy`` a large one needs its approval (``approval.py``), and
     the dispatcher is the audit actor. The preview (a pass over the whole audience) is read *before*
     the campaign lock and re-verified under it by the lock counter, so adds, enrolments and edits of
-    the campaign wait for a node read, not for the audience walk (issue 11). After
+    the campaign wait for a node read, not for the audience walk. After
     ``_UNLOCKED_ATTEMPTS`` lost races it is computed under the lock, as before. ``experiment``: a test
     wave (``test_wave.py``), refused before anything is written when the campaign cannot run it."""
     # Ids are drawn outside the tx function: a driver retry keeps them.

@@ -2,7 +2,7 @@
 
 Each page is one statement (``cypher/sending/dispatch_preview.cypher``); memory stays one page whatever the
 audience, and the entries are a function of the recipient sets alone (profile order, notify before
-email), so page boundaries never change the digest. With translations (issue 24) each entry names the
+email), so page boundaries never change the digest. With translations each entry names the
 language its reader is served, so a reader whose variant changes voids the preview, and the counts say
 which languages go out and who falls back to the base content.
 """
@@ -47,9 +47,9 @@ class Tally:
     )
     untranslated: Counter[str] = field(default_factory=Counter)  # by the reader's language, distinct readers
     test_share: float | None = None
-    """With an experiment asked about (issue 26): its share, and ``test_wave`` counts its members."""
+    """With an experiment asked about: its share, and ``test_wave`` counts its members."""
     test_wave: Counter[str] = field(default_factory=Counter)  # test-wave recipients by assigned variant
-    # Issue 27 item 3: guardians routed in place of excluded members, per channel and distinct across
+    # Guardians routed in place of excluded members, per channel and distinct across
     # both (the ids are held only while both channels route someone: bounded by max_recipients).
     guardian_notify: int = 0
     guardian_email: int = 0

@@ -15,7 +15,7 @@ confirmed token. Nothing is enqueued: the sweeper (local worker loop, Lambda sch
 - otherwise ``sending``: from here it is an ordinary dispatch, and its first page jobs are enqueued
   after the commit (a lost enqueue is re-armed by the sweeper, as for ``dispatch``).
 
-A per-recipient schedule (``{"localTime": ..., "perRecipient": true}``, issue 12) stores ``sendLocalTime``
+A per-recipient schedule (``{"localTime": ..., "perRecipient": true}``) stores ``sendLocalTime``
 and fires when the first zone (UTC+14) reaches that time; from there the page walks hold each recipient
 until their own zone does (``delivery/readiness.py``), and ``maxLateSeconds`` also guards each of them.
 

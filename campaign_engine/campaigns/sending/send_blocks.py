@@ -21,7 +21,7 @@ def blocked_reason(campaign: dict[str, Any], *, now: str) -> str | None:
 
 ALL_CHANNELS: frozenset[DeliveryChannel] = frozenset({"notify", "email"})
 
-# A channel of the campaign this deployment cannot deliver blocks the whole send (issue 11): its Dispatch
+# A channel of the campaign this deployment cannot deliver blocks the whole send: its Dispatch
 # could only fail in the worker. The channels it can deliver come in DispatchSettings, from its Settings.
 _HINTS = {
     "email_not_configured": "this deployment has no email provider; set CAMPAIGN_EMAIL_PROVIDER",

@@ -1,4 +1,4 @@
-"""A dispatch's A/B test wave (issue 26 item 2): accepting the ``experiment`` and starting it
+"""A dispatch's A/B test wave: accepting the ``experiment`` and starting it
 (``campaigns.chooseVariant`` is ``choose_variant.py``).
 
 ``dispatch`` and ``scheduleDispatch`` take ``experiment: {testShare, metric, decideAfterSeconds}``

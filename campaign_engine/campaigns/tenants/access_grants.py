@@ -1,4 +1,4 @@
-"""Role grants (issue 21): ``access.grant/revoke/list``, and the roles a subject holds in a tenant.
+"""Role grants: ``access.grant/revoke/list``, and the roles a subject holds in a tenant.
 
 A grant binds a subject (a JWT ``sub``) to one role in one tenant. The roles an admin call acts with are
 read here on each call, so a revoked grant stops working with the transaction that removed it.

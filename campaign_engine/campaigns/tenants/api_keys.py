@@ -1,4 +1,4 @@
-"""API keys (issue 21): machine credentials for one tenant and one role, revocable without touching the
+"""API keys: machine credentials for one tenant and one role, revocable without touching the
 identity provider.
 
 A key reads ``cek_<id>_<secret>``: the fixed prefix lets secret scanners find a leaked one, the id finds

@@ -1,4 +1,4 @@
-"""Event-webhook endpoints (issue 25): a tenant's subscriptions to its own events, managed by its admins.
+"""Event-webhook endpoints: a tenant's subscriptions to its own events, managed by its admins.
 
 An endpoint is a URL (checked against the egress rules by the API before it gets here), the event types
 it takes (``*`` for all) and its own ``whsec_`` secret, answered once at creation and on rotation and

@@ -54,12 +54,12 @@ class Claimed:
     state_id: str
     """The elementId of the CAMPAIGN_STATE this claim wrote: where the outcome record finds it again."""
     locale: str | None = None
-    """The profile's locale: which language variant of the email this recipient gets (issue 24)."""
+    """The profile's locale: which language variant of the email this recipient gets."""
     variant_id: str | None = None
-    """The A/B content variant this recipient gets (issue 26), set by the walk after the claim
+    """The A/B content variant this recipient gets, set by the walk after the claim
     (``EmailVariants.assigned``); recorded on the CAMPAIGN_STATE with the outcome."""
     routed_from: tuple[str, ...] | None = None
-    """Issue 27 item 3: a guardian claimed for these members of the page (the age policy excludes them),
+    """A guardian claimed for these members of the page (the age policy excludes them),
     who reads the guardian copy; None for a member."""
 
 
@@ -77,16 +77,16 @@ class ClaimedPage:
     stop: str | None = None
     cooldown_until: str | None = None
     tally: PageTally = field(default_factory=PageTally)
-    """Members read but not yet ready (issue 12): neither claimed nor sent; a later pass takes them."""
+    """Members read but not yet ready: neither claimed nor sent; a later pass takes them."""
     tenant_id: str | None = None
     campaign_ref: str | None = None
     """The campaign's tenant and the id it knows it by: what the page's event-webhook events name."""
     pause: Breach | None = None
-    """The health guard's verdict before this page (issue 26): nothing claimed, the walk pauses."""
+    """The health guard's verdict before this page: nothing claimed, the walk pauses."""
     campaign: Mapping[str, Any] | None = None
     """The campaign node, with ``pause`` only: the pause's audit entry names it."""
     ab_test: str | None = None
-    """The campaign's test wave as this claim read it (issue 26): which variant each claim is served."""
+    """The campaign's test wave as this claim read it: which variant each claim is served."""
     hold_until: str | None = None
     """An undecided test wave's decision time: the end of this pass waits for it (``test_wave_page``)."""
 
@@ -114,7 +114,7 @@ class PageTransactions:
         # The tenants' caps (a live view of the tenant records in production), applied inside the claim.
         self._caps = frequency_caps
         self._record_query = statement("email_record")
-        self._segments = SegmentCache()  # a live segment compiles once per walk (issue 27)
+        self._segments = SegmentCache()  # a live segment compiles once per walk
 
     def claim(
         self,
@@ -170,7 +170,7 @@ class PageTransactions:
             **(segment.params(now) if segment else {}),
         }  # fmt: skip
         wave = WaveFilter.of(campaign)
-        # Issue 27 item 3: a campaign routing minors to guardians first reads the page's guardians and
+        # A campaign routing minors to guardians first reads the page's guardians and
         # locks members and guardians together in profileId order; any other claims as it always did.
         # (An experiment is refused on such a campaign: campaigns/sending/test_wave.py.)
         routed = _route(tx, segment, params) if campaign.get("minors") == "guardians" and wave is None else {}

@@ -291,7 +291,7 @@ class EmailWorker:
         self, claimed: Sequence[Claimed], content: EmailVariants, job: PageJob
     ) -> list[SendResult]:
         metadata = {"campaignId": job.campaign_id, "dispatchId": job.dispatch_id}
-        routed = {**metadata, "audience": "guardian"}  # issue 27 item 3: a guardian's email says so
+        routed = {**metadata, "audience": "guardian"}  # A guardian's email says so
         messages = [
             compose_email(
                 content.for_reader(c.locale, c.variant_id, guardian=c.routed_from is not None),

@@ -1,6 +1,6 @@
 """One SMTP client connection on asyncio: setup (EHLO, STARTTLS, AUTH) and runs of pipelined messages.
 
-Hand-written rather than aiosmtplib or smtplib (issue 23): neither pipelines (RFC 2920), and bolting
+Hand-written rather than aiosmtplib or smtplib: neither pipelines (RFC 2920), and bolting
 PIPELINING onto smtplib measured slower than lock-step. This module is only the part of the protocol
 the provider needs: a transaction per message of one MAIL, one RCPT and DATA.
 

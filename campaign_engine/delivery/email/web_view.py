@@ -1,5 +1,4 @@
-"""``GET /campaigns/view?token=``: the web view of one announcement email as one recipient got it (issue 24
-item 7).
+"""``GET /campaigns/view?token=``: the web view of one announcement email as one recipient got it.
 
 The token (``unsubscribe/tokens.py:WebViewTokens``) names the recipient's durable
 ``campaignUnsubscribeId`` and the campaign; it is the page's only authority. The page is the campaign's
@@ -112,7 +111,7 @@ def render_web_view(
             tenants=tenants.branding(),
             default_tenant=settings.campaign_default_tenant_id,
             locale=locale,
-            # The reader's own content variant (issue 26), as their email was; a reader who is gone gets
+            # The reader's own content variant, as their email was; a reader who is gone gets
             # one drawn from the token's id, so the page still says nothing about whether they exist.
             variant_id=served_variant(
                 [{"id": v.id, "weight": v.weight} for v in campaign.variants or ()],
@@ -121,7 +120,7 @@ def render_web_view(
                 profile_id=profile_id or unsubscribe_id,
             )
             or campaign.variant_of(profile_id or unsubscribe_id),  # waiting for a test: no email yet
-            guardian=routed,  # a guardian's email was the guardian copy (issue 27 item 3)
+            guardian=routed,  # a guardian's email was the guardian copy
         )
     except EmailConfigError:
         return None

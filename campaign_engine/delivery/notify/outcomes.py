@@ -80,7 +80,7 @@ def write_outcomes(
         for j in jobs
         if j.routed_from and verdicts[j.delivery_id] == "positive" and j.campaign_test_id is None
     ]
-    if routed:  # issue 27 item 3: getStats counts the guardians reached (under the locks just taken)
+    if routed:  # GetStats counts the guardians reached (under the locks just taken)
         tx.run(statement("guardian_mark"), marks=routed, channel="notify").consume()
     held = [
         {"profileId": j.profile_id, "dispatchId": j.dispatch_id,

@@ -73,7 +73,7 @@ class PageWorker:
         guard: HealthGuard | None = None,
     ) -> None:
         self._graph = graph
-        self._guard = guard  # asked before every page: the receivers' rejection rate (issue 26)
+        self._guard = guard  # asked before every page: the receivers' rejection rate
         self._deliveries = delivery_queue
         self._pages = dispatch_queue
         self._clock = clock
@@ -81,7 +81,7 @@ class PageWorker:
         self._delay = delay_seconds
         self._adult_age = adult_age
         self._page_query = statement("dispatch_page")
-        self._segments = SegmentCache()  # a live segment compiles once per walk (issue 27)
+        self._segments = SegmentCache()  # a live segment compiles once per walk
 
     def handle_page(self, job: PageJob) -> PageOutcome:
         """Process one page job. Raises ``QueueError`` when enqueueing fails: the job must be retried."""
@@ -180,7 +180,7 @@ class PageWorker:
         """(members read, the last of them, the ids to send to now, what waits for a later pass, whether
         a live segment drew them, the guardians routed to now with the members routed to them). The
         segment is evaluated again on every page: later waves reach whoever matches by then. A campaign
-        routing minors to guardians (issue 27 item 3) reads the same page's guardians in a second
+        routing minors to guardians reads the same page's guardians in a second
         statement (``guardian_page.cypher``); any other runs the page statement alone."""
         segment = self._segments.get(tx, dispatch_id=job.dispatch_id, campaign=campaign)
         params = {

@@ -11,7 +11,7 @@ contact rule.
 
 The two contact predicates read the profile's primary verified addresses from the variable ``emails``,
 which the query binds once per row (``{{PRIMARY_EMAILS}} AS emails``) before using them: spelled inline,
-the list was walked three or four times per profile, most of the email claim's cost (issue 13 item 5).
+the list was walked three or four times per profile, most of the email claim's cost.
 ``check_bindings`` refuses a query that uses them without that binding.
 """
 
@@ -78,7 +78,7 @@ EMAIL_CONTACT_OK = (
     f"all(address IN emails WHERE coalesce(address =~ $emailPattern, false) AND NOT {_SUPPRESSED}))"
 )
 
-# The frequency cap's verdict for one recipient (issue 12 item 4; the setting: domain/frequency_cap.py):
+# The frequency cap's verdict for one recipient (the setting: domain/frequency_cap.py):
 # where `cap` is the campaign tenant's {max, since} for the channel (null: no cap) and `s` the
 # recipient's CAMPAIGN_STATE, the cap is reached unless this campaign already holds a slot or the
 # profile's log has fewer than max sends since the window began. The email claim and the explanation
@@ -91,7 +91,7 @@ NOTIFY_CAP_REACHED = EMAIL_CAP_REACHED.replace("emailCap", "notifyCap")
 
 # Who may enrol themselves in ``c``: read once before the lock (to refuse without taking it) and again
 # under it (cypher/engagement/: enroll_eligible.cypher, enroll.cypher). Only a member of the campaign's
-# tenant (issue 21): another app's campaigns are not there for them to find.
+# tenant: another app's campaigns are not there for them to find.
 SELF_ENROLLABLE = (
     "c.status = 'live' AND c.discoverable AND c.tenantId IN coalesce(p.tenants, [])"
     " AND (c.startsAt IS NULL OR c.startsAt <= $now) AND (c.endsAt IS NULL OR $now < c.endsAt)"
@@ -112,7 +112,7 @@ ORDER BY m.campaignId, m.profileId
 LIMIT $limit"""
 
 # Who may be a member of `c` (addAudience, its preview, getAudience): whoever the campaign age policy
-# admits, and, where the campaign routes minors to their guardians (issue 27 item 3), the members it
+# admits, and, where the campaign routes minors to their guardians, the members it
 # excludes too: they are whom the walks replace by their guardians, never recipients themselves.
 AUDIENCE_AGE_OK = "({{CAMPAIGN_AGE_OK}} OR coalesce(c.minors = 'guardians', false))"
 

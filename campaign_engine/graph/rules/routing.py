@@ -1,4 +1,4 @@
-"""Routing to guardians as Cypher (issue 27 item 3): who a page's excluded members are replaced by.
+"""Routing to guardians as Cypher: who a page's excluded members are replaced by.
 
 A campaign with ``minors: "guardians"`` reads each audience page as every campaign does (the static
 head or a live segment's, ``graph/rules/segment_statements.py:audience_head``), then, in a statement
@@ -68,7 +68,7 @@ _STATIC_MEMBER = (
 
 
 # Whether profile `p` is a guardian campaign `c` routes, for a reader holding one profile and one
-# campaign (the in-app card, issue 27 item 3: the lead's `getMyCampaigns`): the campaign routes minors,
+# campaign (the in-app card of `getMyCampaigns`): the campaign routes minors,
 # `p` is an adult of its tenant under the campaign age policy, and some child of `p` linked with consent
 # granted is a static member that policy excludes. Filled in (no placeholders left); reads $adultDob and
 # $dobPattern (graph/rules/policy.py:policy_params). One expansion of `p`'s GUARDIAN_OF links.

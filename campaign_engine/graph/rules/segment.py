@@ -1,4 +1,4 @@
-"""Live segments compiled into Cypher (issue 27): who a segment matches, evaluated where it is read.
+"""Live segments compiled into Cypher: who a segment matches, evaluated where it is read.
 
 A campaign's audience is its static members (``IN_CAMPAIGN_AUDIENCE``) plus every profile of its tenant
 its ``segment`` matches at that moment. ``compile_segment`` turns the rule tree into:

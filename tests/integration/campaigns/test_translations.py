@@ -1,4 +1,4 @@
-"""Every recipient in their own language (issue 24 items 1-3), on the real graph, worker, reference inbox
+"""Every recipient in their own language, on the real graph, worker, reference inbox
 and Postmark stand-in: one campaign with `en` base content and `es` and `ar` translations, recipients of
 locales `en-GB`, `es-MX`, `es`, `ar`, `fr`, `zz` and none; the inbox payload, the email and the in-app
 card of each are in the language the one rule (``served_locale``) picks, the Arabic email is RTL."""

@@ -1,4 +1,4 @@
-"""Claims abandoned between claim and record are counted ``uncertain`` and listed (issue 13 item 4).
+"""Claims abandoned between claim and record are counted ``uncertain`` and listed.
 
 A claim is written as the claim transaction writes it and then left alone, as a worker killed before
 its provider call leaves it (``test_email_faults.py`` kills a real worker process for the same end).

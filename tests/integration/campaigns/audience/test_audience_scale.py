@@ -1,4 +1,4 @@
-"""What grows with the audience stays bounded (issue 11): the dispatch preview walks keyset pages with a
+"""What grows with the audience stays bounded: the dispatch preview walks keyset pages with a
 running digest, graph audience sources are read a page at a time, and a campaign delete retires the
 campaign in one small transaction and reaps its relationships in bounded ones. Real Neo4j throughout."""
 

@@ -1,4 +1,4 @@
-"""Streamed exports (issue 25 item 2) on the real app and graph: a campaign emailed through the worker
+"""Streamed exports on the real app and graph: a campaign emailed through the worker
 to the loopback Postmark stand-in, engagement recorded through the API, then its recipients exported
 and checked against getStats, the stand-in's records and the graph; the audit trail against audit.list."""
 

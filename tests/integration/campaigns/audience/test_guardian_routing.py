@@ -1,4 +1,4 @@
-"""Routing announcements for minors to their guardians (issue 27 item 3), against real Neo4j, the real
+"""Routing announcements for minors to their guardians, against real Neo4j, the real
 local queue, the reference inbox and the Postmark stand-in: both channels walked in pages of two, so
 a guardian's children fall on different pages."""
 

@@ -1,4 +1,4 @@
-"""Live segments (issue 27) against real Neo4j and the real local queue: evaluated at send time, on every
+"""Live segments against real Neo4j and the real local queue: evaluated at send time, on every
 page; the tenant boundary, the preview token, previewSegment's count and explain's verdicts."""
 
 from __future__ import annotations

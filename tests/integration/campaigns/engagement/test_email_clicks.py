@@ -1,4 +1,4 @@
-"""First-party email clicks (issue 26 item 4) on the real graph, worker, API and Postmark stand-in: every
+"""First-party email clicks on the real graph, worker, API and Postmark stand-in: every
 email's CTA links through ``/c``; a GET that follows our own redirect records the click once per
 recipient and lands on the URL the token pins; ``HEAD``, a fetch that does not follow, a self-test's
 link and a bad token record nothing; the redirect answers at once while the graph is unreachable and

@@ -1,4 +1,4 @@
-"""Guardians through ``profiles.upsert`` and ``profiles.get`` on the real app and graph (issue 27)."""
+"""Guardians through ``profiles.upsert`` and ``profiles.get`` on the real app and graph."""
 
 from __future__ import annotations
 

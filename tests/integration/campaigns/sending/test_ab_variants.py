@@ -1,4 +1,4 @@
-"""A/B content variants (issue 26 items 1 and 3) on the real graph, worker, reference inbox and Postmark
+"""A/B content variants on the real graph, worker, reference inbox and Postmark
 stand-in: one assignment (``domain/ab_variants.py:assigned_variant``) decides every path's copy (the
 inbox payload, the email, its web view, the in-app card, the self-test, explainRecipient, the export),
 stays put across channels, re-dispatches and copy edits, and getStats counts each variant's recipients

@@ -1,4 +1,4 @@
-"""Event webhooks (issue 25 item 1), end to end on real components: Neo4j, the local queue, the real
+"""Event webhooks, end to end on real components: Neo4j, the local queue, the real
 worker (``wiring.build_worker``), loopback receivers verifying every POST with the official Standard
 Webhooks library, and the API for the endpoint procedures.
 
@@ -484,7 +484,8 @@ def test_the_queue_history_and_retention_reads_are_ordered_index_seeks(
 def test_events_queued_by_the_first_release_one_node_each_are_still_delivered(
     stack: Stack, graph: Graph
 ) -> None:
-    """Issue 25 first queued a :WebhookMessage per event; the schema's backfill folds them into batches."""
+    """The first release of event webhooks queued a :WebhookMessage per event; the schema's backfill folds
+    them into batches."""
     receiver = EventReceiver()
     with ThreadServer(receiver.app()) as server:
         endpoint_id, secret = _endpoint(stack, server, events=["campaign.created"])

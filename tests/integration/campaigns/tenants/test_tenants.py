@@ -1,4 +1,4 @@
-"""Tenant records (issue 21 item 1) over the real API and a real Neo4j: the settings seed them once,
+"""Tenant records over the real API and a real Neo4j: the settings seed them once,
 ``tenants.*`` edits them, and an edit reaches the email every process renders without a restart."""
 
 from __future__ import annotations

@@ -202,7 +202,7 @@ def test_message_headers_links_and_one_click_unsubscribe(
     link, token = match.group(1), unquote(match.group(2))
     assert link.replace("&", "&amp;") in message["HtmlBody"] or link in message["HtmlBody"]
     assert link in message["TextBody"]
-    # The CTA is tracked (issue 26 item 4): its /c token pins the tenant's campaign page.
+    # The CTA is tracked: its /c token pins the tenant's campaign page.
     [cta] = re.findall(r'href="https://campaigns\.test/c\?token=([^"]+)"', message["HtmlBody"])
     click = UnsubscribeTokens.from_settings(settings).clicks.read(unquote(cta))
     assert click is not None and click.url == "https://t.example/m/c1?utm_source=email&utm_campaign=c1"

@@ -1,4 +1,4 @@
-"""The email page walk's shape (issue 13 item 5): it seeks the campaign's membership, reads only
+"""The email page walk's shape: it seeks the campaign's membership, reads only
 members, moves the cursor over every member it read, and pipelines pages within one job.
 
 Real Neo4j, the real worker and the loopback Postmark stand-in.
@@ -169,7 +169,7 @@ def test_a_small_audience_among_many_profiles_reads_only_its_members(
 def test_a_live_segment_is_claimed_through_the_same_page_among_many_profiles(
     settings: Settings, graph: Graph, queues: Queues, postmark: PostmarkStandin
 ) -> None:
-    """Issue 27: a segment's matches are read, locked and claimed by the same statement as members,
+    """A segment's matches are read, locked and claimed by the same statement as members,
     opted-out and other tenants' profiles skipped as for members, without walking all profiles."""
     make_email_campaign(graph, segment={"tag": "rare"})
     profiles = [f"p{i:04d}" for i in range(3000)]

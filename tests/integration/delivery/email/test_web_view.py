@@ -1,4 +1,4 @@
-"""The web view of every announcement email (issue 24 items 3 and 7), on the real graph, worker and Postmark
+"""The web view of every announcement email, on the real graph, worker and Postmark
 stand-in: each captured email links to ``/campaigns/view``; following it shows that recipient's variant
 (RTL for Arabic) with the unsubscribe pages' strict headers and no unsubscribe action; the footer is in
 the recipient's language when the unsubscribe page speaks it; anything but a valid view token of an
