@@ -26,10 +26,9 @@ import uuid
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
-from typing import Annotated, Any, Literal
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
-
+from campaign_engine.domain.camel import CamelModel
 from campaign_engine.domain.errors import BadRequest
 from campaign_engine.domain.tenancy import campaign_ref
 from campaign_engine.domain.types import format_ts, parse_ts
@@ -123,30 +122,26 @@ def record_audit(
     ).consume()
 
 
-class AuditEntry(BaseModel):
-    model_config = ConfigDict(populate_by_name=True)
-
+class AuditEntry(CamelModel):
     id: str
     at: str
     actor: str
-    tenant_id: Annotated[str | None, Field(alias="tenantId")] = None
+    tenant_id: str | None = None
     procedure: str
-    request_id: Annotated[str, Field(alias="requestId")]
-    target_type: Annotated[TargetType, Field(alias="targetType")]
-    target_id: Annotated[str, Field(alias="targetId")]
-    campaign_id: Annotated[str | None, Field(alias="campaignId")] = None
-    campaign_created_at: Annotated[str | None, Field(alias="campaignCreatedAt")] = None
-    revision_before: Annotated[int | None, Field(alias="revisionBefore")] = None
-    revision_after: Annotated[int | None, Field(alias="revisionAfter")] = None
+    request_id: str
+    target_type: TargetType
+    target_id: str
+    campaign_id: str | None = None
+    campaign_created_at: str | None = None
+    revision_before: int | None = None
+    revision_after: int | None = None
     detail: dict[str, Any] | None = None
 
 
-class AuditPage(BaseModel):
-    model_config = ConfigDict(populate_by_name=True)
-
+class AuditPage(CamelModel):
     records: list[AuditEntry]
     cursor: str | None
-    has_more: Annotated[bool, Field(alias="hasMore")]
+    has_more: bool
 
 
 # An entry's place in audit.list, and the cursor: its fixed-width time, "|", its id (see audit_list.cypher).

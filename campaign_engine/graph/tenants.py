@@ -17,9 +17,10 @@ from datetime import datetime
 from typing import Any
 
 from neo4j.exceptions import ConstraintError
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import ValidationError
 
 from campaign_engine.config import ConfigError, Settings
+from campaign_engine.domain.camel import CamelModel
 from campaign_engine.domain.errors import BadRequest, Conflict, NotFound, bad_request_from
 from campaign_engine.domain.frequency_cap import DEFAULT_TENANT, CapChannel, ChannelCap
 from campaign_engine.domain.tenant import (
@@ -55,12 +56,10 @@ _LOAD_PAGE = 1000
 _SEEDED_LAYOUT = ("logoUrl", "primaryColor", "textColor", "footerText", "footerAddress", "senderName")
 
 
-class TenantPage(BaseModel):
-    model_config = ConfigDict(populate_by_name=True)
-
+class TenantPage(CamelModel):
     records: list[TenantPublic]
     cursor: str | None
-    has_more: bool = Field(alias="hasMore")
+    has_more: bool
 
 
 def _audit(tx: Tx, audit: AuditContext | None, tenant_id: str, *, changed: list[str]) -> None:
