@@ -11,7 +11,8 @@ UTF-8, lone surrogates and NaN, so every malformed input is one PARSE_ERROR, nev
 Handlers are plain synchronous functions ``(ctx, input) -> output``; they run in the thread pool because
 the Neo4j driver is synchronous. A handler may instead be a coroutine when its work is handed to a
 batching worker (``graph/coalesce.py``); it then runs on the event loop and must never block. Type
-hints give the input model and the output schema.
+hints give the input model and the output schema. One module past 350 lines on purpose: the wire
+protocol (paths, batches, methods, envelopes, errors) is one contract with clients and is read whole.
 """
 
 from __future__ import annotations

@@ -3,7 +3,8 @@
 One model per direction: ``CampaignCreate`` (input), ``CampaignPatch`` (partial update input),
 ``CampaignPublic`` (what admins read back). ``CampaignDefinition`` is the validated whole that is
 stored; a patch is applied to it and the result is validated again, so every rule holds after every
-write, not only at creation.
+write, not only at creation. One module past 350 lines on purpose: the four models share their
+fields and validators, and a rule split from them could hold for one direction and not another.
 """
 
 from __future__ import annotations
