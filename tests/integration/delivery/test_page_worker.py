@@ -246,7 +246,8 @@ _PER_PAGE = {
 
 @pytest.mark.parametrize("name", sorted(_PER_PAGE))
 def test_per_page_statements_seek_unique_keys_and_never_replan(graph: Graph, name: str) -> None:
-    text, seeks = _PER_PAGE[name]
+    name_of, seeks = _PER_PAGE[name]
+    text = statement(name_of)
     plan = graph.driver.execute_query("EXPLAIN " + text, database_=graph.database).summary.plan
     ops = operators(plan)
     assert "CYPHER replan=skip" in text

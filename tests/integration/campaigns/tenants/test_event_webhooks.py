@@ -30,6 +30,7 @@ from campaign_engine.delivery.notify.sender import Outgoing, PostResult
 from campaign_engine.delivery.runner import Worker
 from campaign_engine.delivery.webhook_relay import WebhookRelay
 from campaign_engine.domain.webhook_events import RETRY_SCHEDULE_SECONDS, Event
+from campaign_engine.graph.cypher import statement
 from campaign_engine.graph.graph import Graph
 from campaign_engine.graph.schema import apply_schema
 from campaign_engine.graph.webhook_outbox import subscribers_for
@@ -460,7 +461,7 @@ def test_attempts_page_through_a_round_and_into_those_recorded_one_per_node(grap
 
 
 @pytest.mark.parametrize(
-    ("statement", "params"),
+    ("name", "params"),
     [
         ("webhook_relay_pending", {"endpointId": "e", "limit": 200}),
         ("webhook_replay", {"endpointId": "e", "since": "", "after": "", "limit": 1000}),
@@ -469,11 +470,11 @@ def test_attempts_page_through_a_round_and_into_those_recorded_one_per_node(grap
     ],
 )
 def test_the_queue_history_and_retention_reads_are_ordered_index_seeks(
-    graph: Graph, statement: str, params: dict[str, Any]
+    graph: Graph, name: str, params: dict[str, Any]
 ) -> None:
     """A queue of a million events costs a round its batch, not a sort of the million."""
     plan = graph.driver.execute_query(
-        "EXPLAIN " + statement(statement), params, database_=graph.database
+        "EXPLAIN " + statement(name), params, database_=graph.database
     ).summary.plan
     assert plan is not None
     ops = operators(plan)
