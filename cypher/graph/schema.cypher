@@ -3,6 +3,8 @@
 CREATE CONSTRAINT profile_id IF NOT EXISTS FOR (p:Profile) REQUIRE p.profileId IS UNIQUE;
 CREATE CONSTRAINT profile_did IF NOT EXISTS FOR (p:Profile) REQUIRE p.did IS UNIQUE;
 CREATE CONSTRAINT profile_unsubscribe_id IF NOT EXISTS FOR (p:Profile) REQUIRE p.campaignUnsubscribeId IS UNIQUE;
+// A tenant's view of a person (docs/people.md): at most one per tenant and person.
+CREATE CONSTRAINT tenant_view_key IF NOT EXISTS FOR (v:TenantView) REQUIRE (v.tenantId, v.profileId) IS UNIQUE;
 CREATE CONSTRAINT campaign_id IF NOT EXISTS FOR (c:Campaign) REQUIRE c.id IS UNIQUE;
 // A tenant's campaigns by the id it knows them by (domain/tenancy.py): admin calls resolve through it,
 // campaigns.list seeks and orders by it. A storage id once held is never given to another tenant.

@@ -38,6 +38,7 @@ __all__ = [
     "NOTIFY_CAP_REACHED",
     "PRIMARY_EMAILS",
     "STATIC_AUDIENCE_PAGE",
+    "TENANT_VIEW",
     "Policy",
     "check_bindings",
     "policy_params",
@@ -116,11 +117,19 @@ LIMIT $limit"""
 # excludes too: they are whom the walks replace by their guardians, never recipients themselves.
 AUDIENCE_AGE_OK = "({{CAMPAIGN_AGE_OK}} OR coalesce(c.minors = 'guardians', false))"
 
+# The campaign tenant's view of the person (docs/people.md), bound once per row as ``view`` before any
+# fragment reads a fact of ``p``: null where the tenant wrote nothing of its own (or the campaign has no
+# tenant), so every fact falls back to the shared one (``coalesce(view.x, p.x)``). An expansion from
+# the profile, not an index seek: a person has a view per tenant that wrote about them, rarely more than
+# one or two.
+TENANT_VIEW = "OPTIONAL MATCH (p)-[:HAS_VIEW]->(view:TenantView) WHERE view.tenantId = c.tenantId"
+
 # The named fragments every statement may hold (``{{NAME}}``), filled by ``graph/cypher.py:statement``
 # after the caller's slots; a fragment may hold further ones. ``AUDIENCE_PAGE`` is the static page unless
 # the caller passes a segment's (``graph/rules/segment_statements.py``) or another head.
 FRAGMENTS: dict[str, str] = {
     "AUDIENCE_PAGE": STATIC_AUDIENCE_PAGE,
+    "TENANT_VIEW": TENANT_VIEW,
     "SELF_ENROLLABLE": SELF_ENROLLABLE,
     "AUDIENCE_AGE_OK": AUDIENCE_AGE_OK,
     "EMAIL_CAP_REACHED": EMAIL_CAP_REACHED,
