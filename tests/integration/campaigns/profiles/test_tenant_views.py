@@ -1,0 +1,192 @@
+"""A tenant's view of a person, the write side (docs/people.md), through the API on a real graph.
+
+``p1`` belongs to alpha and beta, with shared facts a platform admin wrote. Every write path of alpha
+(``profiles.upsert`` by each role and by an API key, the CSV and roster imports over HTTP) leaves
+beta's ``profiles.get`` and the shared facts exactly as they were, and alpha reads its own writes.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from campaign_engine.api.auth import ADMIN_SCOPE, mint_token
+from campaign_engine.config import Settings
+from campaign_engine.graph.graph import Graph
+from tests.conftest import ADMIN_ID
+from tests.support.api import TrpcClient, api_client, ok
+
+SHARED = {
+    "profileId": "p1",
+    "tenants": ["alpha", "beta"],
+    "emails": [{"address": "p1@shared.example", "primary": True, "verified": True}],
+    "locale": "en",
+    "timeZone": "Europe/London",
+    "dob": "1980-01-01",
+    "isManaged": False,
+    "notificationsWebhook": "https://shared.example/hook",
+    "tags": ["shared-tag"],
+    "connections": ["p2"],
+}
+# What alpha writes about p1: every fact a view holds except the receiver (an admin's, tested apart).
+ALPHA_FACTS = {
+    "profileId": "p1",
+    "emails": [{"address": "p1@alpha.example", "primary": True, "verified": False}],
+    "locale": "fr",
+    "timeZone": "Europe/Paris",
+    "dob": "1981-02-02",
+    "isManaged": True,
+    "tags": ["alpha-tag"],
+    "connections": ["p3"],
+}
+ROLES = ["author", "publisher", "admin"]
+
+
+class Caller:
+    def __init__(self, api: TrpcClient, token: str) -> None:
+        self.api, self.headers = api, {"authorization": f"Bearer {token}"}
+
+    def mutate(self, path: str, data: Any) -> Any:
+        return self.api.http.post(f"/trpc/{path}", json=data, headers=self.headers)
+
+    def get(self, pid: str = "p1") -> Any:
+        params = {"input": json.dumps({"profileId": pid})}
+        return ok(self.api.http.get("/trpc/profiles.get", params=params, headers=self.headers))
+
+    def upload(self, path: str, body: str, **params: str) -> Any:
+        headers = {**self.headers, "content-type": "text/csv"}
+        answer = self.api.http.post(path, content=body.encode(), params=params, headers=headers)
+        assert answer.status_code == 200, answer.text
+        return answer.json()
+
+
+def _member(api: TrpcClient, tenant: str, role: str) -> Caller:
+    token = mint_token(api.settings, profile_id=f"{tenant}-{role}", tenant_id=tenant, roles=[role])
+    return Caller(api, token)
+
+
+def _platform(api: TrpcClient) -> Caller:
+    return Caller(api, mint_token(api.settings, profile_id=ADMIN_ID, scope=ADMIN_SCOPE))
+
+
+@pytest.fixture
+def api(base_settings: Settings, graph: Graph) -> Iterator[TrpcClient]:
+    with api_client(base_settings, graph) as client:
+        platform = _platform(client)
+        for tenant in ("alpha", "beta"):
+            ok(platform.mutate("tenants.create", {"tenantId": tenant, "name": tenant.title()}))
+        others = [{"profileId": p, "tenants": ["alpha", "beta"]} for p in ("p2", "p3")]
+        ok(platform.mutate("profiles.upsert", {"profiles": others}))
+        ok(platform.mutate("profiles.upsert", {"profiles": [SHARED]}))
+        yield client
+
+
+def _facts(answer: dict[str, Any]) -> dict[str, Any]:
+    keep = ("emails", "locale", "timeZone", "dob", "isManaged", "notificationsWebhook", "tags", "connections")
+    return {k: answer[k] for k in keep}
+
+
+def _stored_shared(graph: Graph) -> list[dict[str, Any]]:
+    """The Profile's own properties and relationships, as the platform wrote them."""
+    return graph.run(
+        "MATCH (p:Profile {profileId: 'p1'}) "
+        "RETURN p {.*, campaignStateLock: null} AS props, "
+        "[(p)-[:HAS_CONTACT_METHOD]->(m) | m.value] AS emails, "
+        "[(p)-[r:HAS_TAG]->(t) WHERE r.tenantId IS NULL | t.slug] AS tags, "
+        "[(p)-[r:CONNECTED_WITH]-(o) WHERE r.tenantId IS NULL | o.profileId] AS connections"
+    )
+
+
+def _alpha_writers(api: TrpcClient) -> Iterator[tuple[str, Caller]]:
+    for role in ROLES:
+        yield role, _member(api, "alpha", role)
+    admin = _member(api, "alpha", "admin")
+    key = ok(admin.mutate("apiKeys.create", {"tenantId": "alpha", "name": "sis", "role": "author"}))
+    yield "api key", Caller(api, key["key"])
+
+
+def test_each_alpha_writer_changes_only_alphas_view(api: TrpcClient, graph: Graph) -> None:
+    beta, platform = _member(api, "beta", "viewer"), _platform(api)
+    beta_before, shared_before, stored = beta.get(), platform.get(), _stored_shared(graph)
+    assert _facts(beta_before) == _facts(shared_before)  # beta reads the shared facts: no view yet
+    for who, writer in _alpha_writers(api):
+        ok(writer.mutate("profiles.upsert", {"profiles": [ALPHA_FACTS]}))
+        assert beta.get() == beta_before, who
+        assert platform.get() == shared_before, who
+        assert _stored_shared(graph) == stored, who
+        mine = writer.get()
+        assert {k: mine[k] for k in ALPHA_FACTS if k != "profileId"} == {
+            **{k: v for k, v in ALPHA_FACTS.items() if k != "profileId"}
+        }, who
+        assert mine["notificationsWebhook"] == SHARED["notificationsWebhook"]  # not overridden: shared
+        # Audited in the writer's tenant, as every profiles.upsert.
+        entry = graph.run(
+            "MATCH (a:AuditEntry {procedure: 'profiles.upsert'}) RETURN a.tenantId AS t "
+            "ORDER BY a.at DESC LIMIT 1"
+        )
+        assert entry == [{"t": "alpha"}], who
+    views = graph.run("MATCH (:Profile {profileId: 'p1'})-[:HAS_VIEW]->(v:TenantView) RETURN v.tenantId AS t")
+    assert views == [{"t": "alpha"}]  # one view, however many writes
+
+
+def test_null_falls_back_and_an_empty_list_is_alphas_own(api: TrpcClient) -> None:
+    author = _member(api, "alpha", "author")
+    ok(author.mutate("profiles.upsert", {"profiles": [ALPHA_FACTS]}))
+    empty = {"profileId": "p1", "emails": [], "tags": [], "connections": []}
+    ok(author.mutate("profiles.upsert", {"profiles": [empty]}))
+    mine = author.get()
+    assert (mine["emails"], mine["tags"], mine["connections"]) == ([], [], [])  # alpha's: no emails
+    cleared = dict.fromkeys(k for k in ALPHA_FACTS if k != "profileId")
+    ok(author.mutate("profiles.upsert", {"profiles": [{"profileId": "p1", **cleared}]}))
+    assert _facts(author.get()) == _facts(_platform(api).get())  # every fact falls back to the shared
+
+
+def test_alpha_connections_keep_both_ends_inside_alpha(api: TrpcClient) -> None:
+    author, beta = _member(api, "alpha", "author"), _member(api, "beta", "viewer")
+    ok(author.mutate("profiles.upsert", {"profiles": [{"profileId": "p3", "connections": ["p1"]}]}))
+    assert author.get("p1")["connections"] == ["p2", "p3"]  # p1 keeps its shared p2 and gains p3
+    assert author.get("p3")["connections"] == ["p1"]
+    assert beta.get("p1")["connections"] == ["p2"] and beta.get("p3")["connections"] == []
+
+
+def test_the_imports_write_alphas_view(api: TrpcClient, graph: Graph) -> None:
+    beta, platform = _member(api, "beta", "viewer"), _platform(api)
+    beta_before, shared_before, stored = beta.get(), platform.get(), _stored_shared(graph)
+    for _, writer in _alpha_writers(api):
+        csv = "profileId,email,locale,timeZone,dob,tags\np1,p1@csv.example,fr,Europe/Paris,1982-03-03,csv\n"
+        report = writer.upload("/imports/profiles", csv)
+        assert (report["updated"], report["rejectedCount"]) == (1, 0)
+        # No links here: guardian links of a tenant are campaigns/profiles/guardians.py's to test.
+        roster = "sourcedId,role,email\np3,student,\np1,parent,p1@roster.example\n"
+        report = writer.upload("/imports/roster", roster, format="oneroster")
+        assert report["rejectedCount"] == 0, report
+        assert beta.get() == beta_before
+        assert platform.get() == shared_before and _stored_shared(graph) == stored
+        mine = writer.get()
+        assert (mine["emails"][0]["address"], mine["locale"], mine["tags"]) == (
+            "p1@csv.example",
+            "fr",
+            ["csv"],
+        )
+        assert writer.get("p3")["isManaged"] and not beta.get("p3")["isManaged"]
+
+
+def test_leaving_alpha_drops_alphas_view(api: TrpcClient, graph: Graph) -> None:
+    author, admin = _member(api, "alpha", "author"), _member(api, "alpha", "admin")
+    ok(author.mutate("profiles.upsert", {"profiles": [ALPHA_FACTS]}))
+    beta_before = _member(api, "beta", "viewer").get()
+    ok(admin.mutate("profiles.delete", {"profileId": "p1"}))
+    left = graph.run(
+        "MATCH (p:Profile {profileId: 'p1'}) RETURN COUNT { (p)-[:HAS_VIEW]->() } AS views, "
+        "COUNT { (p)-[r]-() WHERE r.tenantId = 'alpha' } AS alphas, COUNT { (v:TenantView) } AS all, "
+        "COUNT { (m:ContactMethod) WHERE m.value = 'p1@alpha.example' } AS emails"
+    )
+    assert left == [{"views": 0, "alphas": 0, "all": 1, "emails": 0}]  # p3's view (from the link) stays
+    assert _member(api, "beta", "viewer").get() == beta_before
+    ok(_platform(api).mutate("profiles.delete", {"profileId": "p3"}))
+    ok(_platform(api).mutate("profiles.delete", {"profileId": "p1"}))
+    gone = graph.run("MATCH (n) WHERE n:TenantView OR n:ContactMethod RETURN count(n) AS n")
+    assert gone == [{"n": 0}]
