@@ -90,6 +90,7 @@ def upsert_profiles(
     adult_age: int = 18,
     clock: Clock = system_clock,
     source: Source = "api",
+    may_route: bool = True,
 ) -> UpsertResult:
     """``tenant_id`` is the tenant new profiles join; ``platform`` False is a tenant's own credential,
     which may neither name ``tenants`` nor touch a profile outside its tenant (CONFLICT, nothing written: it
@@ -97,7 +98,10 @@ def upsert_profiles(
     secrets (``campaigns/profiles/receiver_secrets.py``); a row setting a webhook needs it. Rows naming
     ``guardians`` replace those sets (``campaigns/profiles/guardians.py``) after every row's profile is
     written, so a guardian the batch creates may be named; ``adult_age`` is the age policy's, for that
-    check."""
+    check. ``may_route`` False: the caller may not write receivers (only the role that rotates their
+    secrets may), so a row naming ``notificationsWebhook`` or its secret, even as null, refuses the batch."""
+    if not may_route:
+        _refuse_routes(batch.profiles)
     check_sealable(batch.profiles, secrets)
     by_id = {p.profile_id: p for p in batch.profiles}
     unsealed = sorted((_row(p) for p in batch.profiles), key=lambda r: r["profileId"])
@@ -167,6 +171,16 @@ def upsert_profiles(
         webhook_secrets=generated,
         guardian_links=guardian_links,
     )
+
+
+def _refuse_routes(rows: list[ProfileIn]) -> None:
+    for index, row in enumerate(rows):
+        if row.named("notifications_webhook") or row.named("notifications_webhook_secret"):
+            raise Forbidden(
+                f"profiles.{index}.notificationsWebhook: a receiver and its secret are written by an admin "
+                "of the tenant (the role that rotates the secret) or a platform admin; nothing in this "
+                "batch was written"
+            )
 
 
 _GET = "profile_get"  # cypher/profiles/profile_get.cypher

@@ -17,7 +17,7 @@ from campaign_engine.api.auth import ADMIN_SCOPE, mint_token
 from campaign_engine.config import Settings
 from campaign_engine.graph.graph import Graph
 from tests.conftest import ADMIN_ID
-from tests.support.api import TrpcClient, api_client, ok
+from tests.support.api import TrpcClient, api_client, error_code, ok
 
 SHARED = {
     "profileId": "p1",
@@ -150,6 +150,39 @@ def test_alpha_connections_keep_both_ends_inside_alpha(api: TrpcClient) -> None:
     assert author.get("p1")["connections"] == ["p2", "p3"]  # p1 keeps its shared p2 and gains p3
     assert author.get("p3")["connections"] == ["p1"]
     assert beta.get("p1")["connections"] == ["p2"] and beta.get("p3")["connections"] == []
+
+
+def test_only_an_admin_writes_a_receiver(api: TrpcClient, graph: Graph) -> None:
+    beta, platform = _member(api, "beta", "viewer"), _platform(api)
+    beta_before, shared_keys = beta.get(), _keys(graph, "MATCH (p:Profile {profileId: 'p1'}) RETURN p")
+    hook = {"profileId": "p1", "notificationsWebhook": "https://alpha.example/hook", "locale": "de"}
+    for role in ("author", "publisher"):
+        writer = _member(api, "alpha", role)
+        for row in (hook, {"profileId": "p1", "notificationsWebhook": None, "locale": "de"}):
+            refused = writer.mutate("profiles.upsert", {"profiles": [{"profileId": "p2"}, row]})
+            assert error_code(refused) == "FORBIDDEN", role
+            assert "admin" in refused.json()["error"]["message"]
+    assert graph.run("MATCH (v:TenantView) RETURN count(v) AS n") == [{"n": 0}]  # nothing written
+    admin = _member(api, "alpha", "admin")
+    secret = ok(admin.mutate("profiles.upsert", {"profiles": [hook]}))["webhookSecrets"][0]["secret"]
+    assert admin.get()["notificationsWebhook"] == "https://alpha.example/hook"
+    assert (
+        beta.get() == beta_before and platform.get()["notificationsWebhook"] == SHARED["notificationsWebhook"]
+    )
+    view = "MATCH (:Profile {profileId: 'p1'})-[:HAS_VIEW]->(v:TenantView {tenantId: 'alpha'}) RETURN v AS p"
+    alpha_keys = _keys(graph, view)
+    assert alpha_keys is not None and alpha_keys != shared_keys and secret
+    # Rotating by alpha turns alpha's ring only; the shared receiver keeps its own.
+    rotated = ok(admin.mutate("profiles.rotateWebhookSecret", {"profileId": "p1"}))["secret"]
+    assert rotated and _keys(graph, view) != alpha_keys
+    assert _keys(graph, "MATCH (p:Profile {profileId: 'p1'}) RETURN p") == shared_keys
+    # Beta has no receiver of its own to rotate.
+    beta_admin = _member(api, "beta", "admin")
+    assert error_code(beta_admin.mutate("profiles.rotateWebhookSecret", {"profileId": "p1"})) == "BAD_REQUEST"
+
+
+def _keys(graph: Graph, query: str) -> Any:
+    return graph.run(query)[0]["p"].get("notificationsWebhookKeys")
 
 
 def test_the_imports_write_alphas_view(api: TrpcClient, graph: Graph) -> None:
