@@ -283,6 +283,7 @@ def import_jsonl(
     tenant_id: str = "default",
     secrets: SecretBox | None = None,
     platform: bool = True,
+    may_route: bool = True,
 ) -> UpsertResult:
     """Streams a JSONL file of profiles in batches; an invalid row names its line and stops the import.
     ``platform`` False: a tenant's credential, whose facts go into its views (``upsert_profiles``).
@@ -303,7 +304,7 @@ def import_jsonl(
             raise BadRequest(f"line {line}: {field}: {err['msg']} (earlier batches were imported)") from exc
         entry = None if audit is None else audit.next_entry(clock())
         result = upsert_profiles(graph, batch, tenant_id=tenant_id, audit=entry, secrets=secrets,
-                                 platform=platform)  # fmt: skip
+                                 platform=platform, may_route=may_route)  # fmt: skip
         generated += result.webhook_secrets
         created += result.created
         updated += result.updated

@@ -8,7 +8,11 @@ beta's ``profiles.get`` and the shared facts exactly as they were, and alpha rea
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -16,7 +20,7 @@ import pytest
 from campaign_engine.api.auth import ADMIN_SCOPE, mint_token
 from campaign_engine.config import Settings
 from campaign_engine.graph.graph import Graph
-from tests.conftest import ADMIN_ID
+from tests.conftest import ADMIN_ID, TEST_JWT_SECRET, TEST_SECRETS_KEY
 from tests.support.api import TrpcClient, api_client, error_code, ok
 
 SHARED = {
@@ -223,3 +227,47 @@ def test_leaving_alpha_drops_alphas_view(api: TrpcClient, graph: Graph) -> None:
     ok(_platform(api).mutate("profiles.delete", {"profileId": "p1"}))
     gone = graph.run("MATCH (n) WHERE n:TenantView OR n:ContactMethod RETURN count(n) AS n")
     assert gone == [{"n": 0}]
+
+
+def test_the_command_line_writes_the_view_of_the_token_it_runs_as(
+    api: TrpcClient, graph: Graph, base_settings: Settings, tmp_path: Path
+) -> None:
+    """``profiles import --tenant alpha --token`` with alpha's credential writes alpha's view, as the
+    HTTP import does; an author's JSONL row naming a receiver is refused; no token is the platform."""
+    beta, platform = _member(api, "beta", "viewer"), _platform(api)
+    beta_before, shared_before = beta.get(), platform.get()
+    env = {
+        **os.environ,
+        "NEO4J_URI": base_settings.neo4j_uri,
+        "NEO4J_USER": base_settings.neo4j_user,
+        "NEO4J_PASSWORD": base_settings.neo4j_password.get_secret_value(),
+        "AUTH_JWT_SECRET": TEST_JWT_SECRET,
+        "CAMPAIGN_SECRETS_KEY": TEST_SECRETS_KEY,
+        "CAMPAIGN_ENV_FILE": "/dev/null",
+    }
+
+    def cli(*args: str, stdin: str = "") -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "campaign_engine.cli", "profiles", "import", *args],
+            env=env, input=stdin, capture_output=True, text=True, timeout=120, check=False,
+        )  # fmt: skip
+
+    csv, jsonl = tmp_path / "p.csv", tmp_path / "p.jsonl"
+    csv.write_text("profileId,email,locale\np1,p1@cli.example,fr\n", encoding="utf-8")
+    jsonl.write_text(json.dumps({"profileId": "p1", "notificationsWebhook": "https://cli.example/h"}) + "\n")
+    author = mint_token(api.settings, profile_id="alpha-author", tenant_id="alpha", roles=["author"])
+    viewer = mint_token(api.settings, profile_id="alpha-viewer", tenant_id="alpha", roles=["viewer"])
+    refused = cli(str(csv), "--tenant", "alpha", "--token", "-", stdin=viewer + "\n")
+    assert refused.returncode == 3 and "author" in refused.stderr
+    run = cli(str(csv), "--tenant", "alpha", "--token", "-", stdin=author + "\n")
+    assert run.returncode == 0, run.stderr
+    routed = cli(str(jsonl), "--token", author)  # the token's own tenant
+    assert routed.returncode != 0 and "admin" in routed.stderr
+    mine = _member(api, "alpha", "author").get()
+    assert (mine["emails"][0]["address"], mine["locale"]) == ("p1@cli.example", "fr")
+    assert mine["notificationsWebhook"] == SHARED["notificationsWebhook"]
+    assert beta.get() == beta_before and platform.get() == shared_before
+    entries = graph.run(
+        "MATCH (a:AuditEntry {procedure: 'cli.profiles.import'}) RETURN a.tenantId AS t, a.actor AS a"
+    )
+    assert entries == [{"t": "alpha", "a": "alpha-author"}]
