@@ -43,7 +43,7 @@ WITH p, c, s, view, {{PRIMARY_EMAILS}} AS emails,
 WITH p, c, s, view, emails, cap, readyAt,
      CASE
        WHEN c.createdAt <> $campaignCreatedAt THEN 'campaign_gone'
-       WHEN coalesce(p.announcementEmailOptOut, false) THEN 'opted_out'
+       WHEN {{EMAIL_OPTED_OUT}} THEN 'opted_out'
        WHEN NOT {{EMAIL_AGE_OK}} THEN 'age_policy'
        WHEN {{EMAIL_SUPPRESSED}} THEN 'suppressed'
        WHEN NOT {{EMAIL_CONTACT_OK}} THEN 'no_email'

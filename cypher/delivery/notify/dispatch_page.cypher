@@ -18,7 +18,7 @@ OPTIONAL MATCH (p)-[s:CAMPAIGN_STATE]->(c)
 {{TENANT_VIEW}}
 WITH p.profileId AS profileId,
      coalesce($readyAt[coalesce(view.timeZone, p.timeZone)], $fallbackReadyAt) AS readyAt,
-     (NOT coalesce(p.announcementPushOptOut, false) AND s.notifiedAt IS NULL AND {{CAMPAIGN_AGE_OK}})
+     (NOT {{PUSH_OPTED_OUT}} AND s.notifiedAt IS NULL AND {{CAMPAIGN_AGE_OK}})
        AS eligible
 WITH profileId, readyAt,
      CASE
