@@ -1,4 +1,4 @@
-"""The email walk's bare graph writes (issue 23 item 4): its two transactions per page, nothing else.
+"""The email walk's bare graph writes: its two transactions per page, nothing else.
 
 Each page is the worker's own claim transaction (guard, cooldown, read-lock-recheck-claim, through
 ``PageTransactions.claim``) followed by its record + cursor step (``record_and_advance``) with every
@@ -15,6 +15,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from campaign_engine.campaigns.sending.dispatch import dispatch
+from campaign_engine.campaigns.sending.dispatch_settings import DispatchSettings
 from campaign_engine.config import Settings
 from campaign_engine.delivery.email.page_tx import PageTransactions
 from campaign_engine.delivery.email.provider import SendResult
@@ -33,8 +34,15 @@ def bare_write_rate(
     claimed and recorded accepted, and the dispatch ends ``completed`` as a real one would."""
     queue = LocalQueue(work / "bare-writes.sqlite3", "dispatch", visibility_timeout=300)
     # acceptFallback: over --languages' locales a one-language campaign falls back
-    dispatch(graph, queue, campaign_id=campaign_id, expected_token=None, now=now, adult_age=18,
-             max_recipients=10**7, accept_fallback=True)  # fmt: skip
+    dispatch(
+        graph,
+        queue,
+        campaign_id=campaign_id,
+        expected_token=None,
+        now=now,
+        settings=DispatchSettings(adult_age=18, max_recipients=10**7),
+        accept_fallback=True,
+    )
     [message] = queue.receive(max_messages=1)
     job = parse_job(message.body)
     assert isinstance(job, PageJob), job

@@ -1,4 +1,4 @@
-"""``bench.dispatch --guardians`` (issue 27 item 3): routed delivery against the same recipients as
+"""``bench.dispatch --guardians``: routed delivery against the same recipients as
 static adult members, side by side in one run.
 
 Each of the first N bench profiles (``bench-0000000``...) becomes the guardian, with consent granted, of

@@ -1,4 +1,4 @@
-"""Three languages in the benches (issue 24: a send in three languages within 10% of one in one).
+"""Three languages in the benches (a send in three languages within 10% of one in one).
 
 A campaign gets its base content in ``en`` and translations into ``es`` and ``ar`` of every channel it
 has; the profiles get locales spread over ``LOCALES`` (by the last digit of their profileId), so a

@@ -1,4 +1,4 @@
-"""A/B content variants in the benches (issue 26: a send with variants within 10% of a plain one).
+"""A/B content variants in the benches (a send with variants within 10% of a plain one).
 
 ``with_variants`` gives a campaign ``count`` arms: ``A`` the control (the campaign's own copy) and each
 other arm its own email copy in every language the campaign has email in (the rule a variant's override

@@ -17,9 +17,9 @@ DIDs, half did:web aliases); previewAudience of every profile (``all``) in one c
 latency for users who are members of 10 of ``--campaigns`` live campaigns; recordEvent throughput;
 the API's peak resident memory (VmHWM).
 Targets on 2 cores: add >= 10,000 profiles/s, getMyCampaigns p99 < 50 ms, recordEvent >= 500/s; at
-1,000,000 profiles the API's peak RSS under 400 MB (issue 11).
+1,000,000 profiles the API's peak RSS under 400 MB.
 
-``--baseline-ref REF`` (issue 21: the hot paths within 5% of the release without tenant checks) also
+``--baseline-ref REF`` (the hot paths within 5% of the release without tenant checks) also
 starts REF's API (its ``campaign_engine`` and ``cypher`` from ``git archive``, ``PYTHONPATH``) on the
 same graph, seeded once in a form both releases read, and after the audience figures measures
 getMyCampaigns and recordEvent ``--rounds`` times through each API, alternating; it prints both figures
@@ -100,7 +100,7 @@ def main() -> None:
                 baseline_base, _ = stack.enter_context(api_process({**env, "PYTHONPATH": str(tree)}))
                 rounds = (current_base, baseline_base)
             asyncio.run(measure(base, settings, users, args, rounds))
-            # Peak resident memory over the whole run (issue 11: bounded, whatever the audience).
+            # Peak resident memory over the whole run (bounded, whatever the audience).
             api_peak = peak_rss_mb(api_pid)
             print(
                 f"peak RSS: API {api_peak:.0f} MiB (now {rss_mb(api_pid):.0f} MiB); bench client "
@@ -230,7 +230,7 @@ async def _audience(
     assert added == n, added
     print(f"addAudience: {added} added of {n} dids in {add_s:.2f}s ({args.add_rate:,.0f} profiles/s)")
 
-    # A graph source names every profile: one call, resolved by the API in keyset pages (issue 11).
+    # A graph source names every profile: one call, resolved by the API in keyset pages.
     start = time.perf_counter()
     every = await admin("campaigns.previewAudience", {"campaignId": "audience", "source": {"type": "all"}})
     all_s = time.perf_counter() - start

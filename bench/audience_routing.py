@@ -1,5 +1,6 @@
-"""Issue 27's done-when through ``make dev``'s processes: a live segment and guardian routing on a
-generated fixture of families, checked against the real reference inbox and independent Cypher counts.
+"""The done-when of live segments and guardian routing through ``make dev``'s processes: a live segment and
+guardian routing on a generated fixture of families, checked against the real reference inbox and independent
+Cypher counts.
 
     .venv/bin/python -m bench.audience_routing --profiles 100000
 

@@ -1,4 +1,4 @@
-"""A seeded chaos run (issue 22 item 7): ``make dev``'s processes, one notify + email campaign, and faults
+"""A seeded chaos run: ``make dev``'s processes, one notify + email campaign, and faults
 at moments the seed chooses; then the delivery promises are checked against what the receivers saw.
 
     .venv/bin/python -m bench.chaos --seed N [--minutes M] [--recipients 20000] [--keep]
@@ -265,10 +265,10 @@ def run(args: argparse.Namespace, work: Path) -> Result:
                 "uncertain",
             )
             print(f"  {d['channel']} {d['dispatchId']}: " + " ".join(f"{k}={d[k]}" for k in keys))
-            # Each recipient is acknowledged or suppressed once at most; `enqueued` may miss a page per
-            # kill (enqueued, then killed before the cursor CAS). Not a promise of issue 22 (no receiver
-            # sees it), so not in RESULT: `suppressed` adds one per delivery message rechecked away, so a
-            # message delivered twice after a pause counts twice (the notify worker's _HELD spares only
+            # Each recipient is acknowledged or suppressed once at most; `enqueued` may miss a page per kill
+            # (enqueued, then killed before the cursor CAS). Not a promise of the receiver contract (no
+            # receiver sees it), so not in RESULT: `suppressed` adds one per delivery message rechecked away,
+            # so a message delivered twice after a pause counts twice (the notify worker's _HELD spares only
             # acknowledged ones).
             slack = page_size * sum(1 for f in injector.injected if f.kind == "kill_worker")
             if d["channel"] == "notify" and d["acknowledged"] + d["suppressed"] > d["enqueued"] + slack:

@@ -1,4 +1,4 @@
-"""CSV import figures (issue 25 item 3; not a test): rows/s and the API's memory, printed with a RESULT.
+"""CSV import figures (not a test): rows/s and the API's memory, printed with a RESULT.
 
     .venv/bin/python -m bench.csv_import [--rows 100000] [--small 10000]
 

@@ -4,7 +4,7 @@
         [--warm-up 20000] [--max-warm-ups 8] [--cap [JSON]] [--provider postmark|smtp] [--languages 3]
         [--variants 2] [--click-tracking]
 
-``--provider smtp`` (issue 23) sends through the SMTP provider to the pipelining SMTP sink in its own
+``--provider smtp`` sends through the SMTP provider to the pipelining SMTP sink in its own
 process (``bench/_smtp_sink.py``), which records every recipient; its raw pass is the SMTP provider
 alone sending the same number of pre-composed messages over the same pooled connections.
 
@@ -22,7 +22,7 @@ batch-POST rate. The efficiency is the median of each run's rate over its own ra
 the provider's own speed the pipeline keeps. (The host's speed drifts by tens of percent over minutes;
 one raw pass at the end made the ratio swing between 0.17 and 0.28 for the same code.)
 
-Issue 23 item 4: after each raw pass, the walk's bare graph writes (``bench/_email_writes.py``: the
+After each raw pass, the walk's bare graph writes (``bench/_email_writes.py``: the
 claim and the record + cursor step per page, one after the other, nothing else) over a campaign of
 their own; the shared ceiling 1 / (1/raw + 1/writes) is the rate both would reach run one after the
 other on the same cores, and the run's rate is set against it too (``shared_efficiency``). On one
@@ -39,28 +39,28 @@ That is the price of a restart, not of a send; a production database has long pa
 prints where the CPU went (``bench/_cpu.py``), including how much of the machine stayed idle: what
 is left for more parallelism. ``--warm-up 0`` measures the cold database alone.
 
-``--cap [JSON]`` (issue 12 item 5) then runs one more campaign over the same audience with
+``--cap [JSON]`` then runs one more campaign over the same audience with
 ``CAMPAIGN_FREQUENCY_CAPS`` set (default: 100 emails per 7 days, which nobody reaches, so every claim
 pays the cap's check and its log write and nobody is held back), and prints both rates side by side.
 
-``--languages 3`` (issue 24: three languages within 10% of one) gives every profile a locale spread over
+``--languages 3`` (three languages within 10% of one) gives every profile a locale spread over
 en-GB, es-MX, es, ar and none (``bench/_languages.py``), and each measured run is then two dispatches
 over fresh profiles, the order swapped every run: the one-language campaign (the figures above) and one
 with ``es`` and ``ar`` translations, so the page walk renders three variants and serves each recipient
 theirs. Both rates are printed per run with their ratio (three / one) and medians, and in the RESULT line.
 
-``--variants 2`` (issue 26: A/B variants within 10% of a plain send; 2 to 4) gives that comparison
+``--variants 2`` (A/B variants within 10% of a plain send; 2 to 4) gives that comparison
 campaign A/B content variants (``bench/_variants.py``: the control and arms with their own email copy in
 each of its languages), so the walk renders once per (language, variant) and assigns each recipient an
 arm; with ``--languages 1`` the comparison is a one-language campaign with variants against one without.
 
 The measured (plain) dispatches send with the tenant's click tracking off (``clickTracking: false``), so
-their figures stay comparable with the ones before issue 26. ``--click-tracking`` (issue 26 item 4: a
+their figures stay comparable with the ones before variants and click tracking. ``--click-tracking`` (a
 tracked CTA, one more signed token and slot per message) adds to each measured run a dispatch over fresh
 profiles with click tracking on, the order swapped every run, and prints both rates side by side with
 their ratio (tracked / plain), as ``--languages 3`` does.
 
-``--variants 2 --click-tracking`` together (issue 26's done-when: variants and click-tracked links within
+``--variants 2 --click-tracking`` together (the done-when: variants and click-tracked links within
 10% of the plain run) make that second dispatch of each run a campaign with the A/B variants **and**
 click tracking, against the plain one, side by side in one run: ``tracked_ratio`` is then (variants +
 clicks) / plain. (With ``--languages 3`` as well, the languages comparison keeps its variants too.)
@@ -94,6 +94,7 @@ from bench.smtp_provider import pages as smtp_pages
 from campaign_engine.campaigns import definitions
 from campaign_engine.campaigns.sending.dispatch import dispatch
 from campaign_engine.campaigns.sending.dispatch_reads import list_dispatches
+from campaign_engine.campaigns.sending.dispatch_settings import DispatchSettings
 from campaign_engine.config import Settings
 from campaign_engine.delivery.email.postmark import PostmarkProvider
 from campaign_engine.delivery.email.provider import OutgoingEmail
@@ -197,9 +198,7 @@ def main() -> None:
     parser.add_argument(
         "--variants", type=int, choices=[1, 2, 3, 4], default=1, help="2-4: the comparison has A/B variants"
     )
-    parser.add_argument(
-        "--click-tracking", action="store_true", help="also runs with click-tracked CTAs (issue 26)"
-    )
+    parser.add_argument("--click-tracking", action="store_true", help="also runs with click-tracked CTAs")
     args = parser.parse_args()
     # Variants with click tracking: the tracked dispatch carries the variants (one combined comparison).
     combined = args.variants > 1 and args.click_tracking
@@ -240,7 +239,7 @@ def main() -> None:
             sizes += [args.recipients] * (args.runs if args.click_tracking else 0)
             t0 = time.perf_counter()
             seed_profiles(graph, sum(sizes))
-            set_click_tracking(graph, settings, on=False)  # the plain runs: as before issue 26
+            set_click_tracking(graph, settings, on=False)  # the plain runs: as before click tracking
             if args.languages > 1:
                 set_locales(graph, "u")
             print(f"seeded {sum(sizes)} email-eligible profiles in {time.perf_counter() - t0:.1f} s")
@@ -354,7 +353,7 @@ def main() -> None:
         tracked_ratio = side_by_side(f"emails/s {what}", tracked, one, ref="plain")
         result += f" tracked_emails_per_s={statistics.median(tracked):.0f}"
         result += f" tracked_ratio={tracked_ratio:.3f}"
-        if combined:  # issue 26's done-when: within 10% of the plain run
+        if combined:  # the done-when: within 10% of the plain run
             verdict = "within" if tracked_ratio >= 0.9 else "NOT within"
             print(f"{what} / plain: {tracked_ratio:.3f}, {verdict} 10%")
         # Our own CPU per 1,000 emails (this process and Neo4j): what a busy shared machine cannot blur.
@@ -540,8 +539,15 @@ def run_dispatch(settings: Settings, graph: Graph, work: Path, campaign_id: str)
     cpu = CpuMeter(settings.neo4j_uri)
     start = time.perf_counter()
     # acceptFallback: over --languages' locales a one-language campaign falls back
-    dispatch(graph, queues.dispatch, campaign_id=campaign_id, expected_token=None, now=NOW, adult_age=18,
-             max_recipients=10**7, accept_fallback=True)  # fmt: skip
+    dispatch(
+        graph,
+        queues.dispatch,
+        campaign_id=campaign_id,
+        expected_token=None,
+        now=NOW,
+        settings=DispatchSettings(adult_age=18, max_recipients=10**7),
+        accept_fallback=True,
+    )
     walk_start = time.perf_counter()
     try:
         while True:

@@ -1,4 +1,4 @@
-"""The SMTP provider alone (issue 23), not a test: prints its rate and CPU, ends with one RESULT line.
+"""The SMTP provider alone, not a test: prints its rate and CPU, ends with one RESULT line.
 
     .venv/bin/python -m bench.smtp_provider [--messages 20000] [--page-size 500] [--connections 8]
         [--runs 3] [--no-pipelining]

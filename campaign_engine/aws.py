@@ -112,7 +112,7 @@ def delivery_handler(event: Mapping[str, Any], context: Any) -> dict[str, Any]:
 
 
 def webhook_handler(event: Mapping[str, Any], context: Any) -> dict[str, Any]:
-    """Event-webhook relay jobs (issue 25) from their own queue: one endpoint's queued events each."""
+    """Event-webhook relay jobs from their own queue: one endpoint's queued events each."""
     with _invocation(context):
         return handle_sqs_event(_table(), _queues().webhooks, event)
 

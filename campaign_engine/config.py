@@ -2,7 +2,8 @@
 
 Every variable the product reads is a field here, named as its environment variable. Each edge calls
 the ``require_*`` check for what it needs, so a missing or placeholder secret fails at start with a
-message that names the variable, never at the first request.
+message that names the variable, never at the first request. One module past 350 lines on purpose:
+every setting in one typed place is the point of it.
 """
 
 from __future__ import annotations
@@ -105,7 +106,7 @@ class Settings(BaseSettings):
     campaign_dispatch_delay_seconds: int = Field(default=60, ge=0)
     campaign_email_page_size: int = Field(default=500, ge=1, le=1000)
     campaign_preview_max_recipients: int = Field(default=10_000, ge=1)
-    # Issue 24: the share of a translated campaign's recipients who may get the base content though they
+    # The share of a translated campaign's recipients who may get the base content though they
     # read another language before a send needs acceptFallback (blockedReason missing_translation).
     campaign_untranslated_max_share: float = Field(default=0.05, ge=0.0, le=1.0)
     # Page budget for the sweeper: a `sending` dispatch untouched for (wave delay <= 900 s) + this long
@@ -114,7 +115,7 @@ class Settings(BaseSettings):
     # Consecutive failed attempts at one page (job raised, or re-armed by the sweeper without progress)
     # before its Dispatch becomes `failed`; campaigns.resumeDispatch resumes it from its cursor.
     campaign_dispatch_max_page_failures: int = Field(default=5, ge=1, le=1000)
-    # The health guard (issue 26, domain/dispatch_health.py): a sending Dispatch whose own hard-bounce,
+    # The health guard (domain/dispatch_health.py): a sending Dispatch whose own hard-bounce,
     # complaint or rejection rate crosses its limit, once this many emails were accepted (attempts
     # answered, for rejections), pauses before its next page. Tenants may override the three limits.
     campaign_guard_min_sample: int = Field(default=100, ge=1, le=10_000_000)
@@ -128,7 +129,7 @@ class Settings(BaseSettings):
     campaign_queue_max_receives: int = Field(default=5, ge=1)
     campaign_dispatch_queue_url: str | None = None
     campaign_delivery_queue_url: str | None = None
-    # Event-webhook relay jobs (issue 25): their own SQS queue and Lambda; unset, the delivery queue's.
+    # Event-webhook relay jobs: their own SQS queue and Lambda; unset, the delivery queue's.
     campaign_webhook_queue_url: str | None = None
     aws_endpoint_url_sqs: str | None = None
     aws_region: str = "us-east-1"  # SQS region (Lambda sets AWS_REGION itself)
@@ -163,7 +164,7 @@ class Settings(BaseSettings):
     smtp_port: int = 1025
     smtp_username: str | None = None
     smtp_password: SecretStr | None = None
-    # Issue 23: sessions open at once to the relay per worker process (idle ones included); each
+    # Sessions open at once to the relay per worker process (idle ones included); each
     # carries at most this many messages and is closed after this long unused.
     smtp_max_connections: int = Field(default=8, ge=1, le=256)
     smtp_max_messages_per_connection: int = Field(default=1000, ge=1, le=1_000_000)
@@ -174,7 +175,7 @@ class Settings(BaseSettings):
     # tenant -> branding {"name", "logoUrl"?, "primaryColor"?, "textColor"?}.
     campaign_app_origins: Annotated[dict[str, str], NoDecode] = Field(default_factory=dict)
     campaign_tenants: Annotated[dict[str, dict[str, str]], NoDecode] = Field(default_factory=dict)
-    # Frequency cap across campaigns (issue 12): tenant ("*" = default) -> channel (notify, email) ->
+    # Frequency cap across campaigns: tenant ("*" = default) -> channel (notify, email) ->
     # {"max": n >= 1, "windowSeconds": s}, e.g. {"*": {"email": {"max": 3, "windowSeconds": 604800}}}.
     # Validated here so a typo stops the process at start, never at send time; unset = no cap.
     campaign_frequency_caps: Annotated[FrequencyCaps, NoDecode] = Field(default_factory=dict)

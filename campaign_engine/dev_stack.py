@@ -23,7 +23,7 @@ __all__ = ["child_env", "dev_env", "new_env_file", "run_dev"]
 
 _LOCAL = Path(".local")
 
-# The sign-in link and the printed token command last a working day (issue 28): a console tab opened in the
+# The sign-in link and the printed token command last a working day: a console tab opened in the
 # morning keeps working until the evening, and warns before it ends rather than falling to the sign-in page.
 WORKING_DAY_SECONDS = 12 * 3600
 

@@ -1,4 +1,4 @@
-"""``campaign-engine dispatch watch <dispatchId>``: a dispatch's live progress in the terminal (issue 14).
+"""``campaign-engine dispatch watch <dispatchId>``: a dispatch's live progress in the terminal.
 
 A client of the public tRPC API, like the admin console: it reads ``campaigns.getDispatch`` and, to show
 every channel of the same confirmation (one Dispatch record per channel), ``campaigns.listDispatches``,

@@ -1,4 +1,4 @@
-"""Who may call what (issue 21): the access levels a procedure declares, and how roles rank.
+"""Who may call what: the access levels a procedure declares, and how roles rank.
 
 Every router module keeps one table, procedure name -> access, next to its procedures, and
 ``ProcedureRouter`` refuses a procedure without an entry, so none can be added unguarded. Tenant roles

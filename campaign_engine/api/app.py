@@ -144,7 +144,6 @@ def create_app(
         secret_box=settings.secret_box(),  # a malformed CAMPAIGN_SECRETS_KEY stops the API at start
         rate_limiter=own_limiter or rate_limiter,
         dispatch_queue=dispatch_queue if dispatch_queue is not None else build_dispatch_queue(settings),
-        dispatch_channels=settings.dispatch_channels,
         self_test_testers=dict(
             self_test_testers if self_test_testers is not None else build_self_testers(settings, the_graph)
         ),
@@ -152,7 +151,7 @@ def create_app(
     # Testers the app built hold their provider's connections; ones handed in are their caller's to close.
     own_testers = [] if self_test_testers is not None else list(services.self_test_testers.values())
 
-    # Email clicks (issue 26 item 4) are written on the recorder's thread: the redirect never waits for them.
+    # Email clicks are written on the recorder's thread: the redirect never waits for them.
     clicks = ClickRecorder(the_graph)
 
     # The tenant records, seeded once from the tenant settings (checked here, at start, as that seed).

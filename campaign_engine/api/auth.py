@@ -11,7 +11,7 @@ Only tokens that verified are kept, and a kept token stops counting at its ``exp
 ``AUTH_JWT_ISSUER`` and ``AUTH_JWT_AUDIENCE`` are checked when set; ``exp``/``nbf``/``iat`` allow
 ``AUTH_JWT_LEEWAY_SECONDS`` of clock skew. The key set is held by ``JwksKeys``: anyone can forge a token
 naming a ``kid`` we do not hold, so such tokens must not be able to make us fetch the key set on demand
-(issue 11): it is fetched at most once per ``AUTH_JWKS_MIN_REFRESH_SECONDS``.
+: it is fetched at most once per ``AUTH_JWKS_MIN_REFRESH_SECONDS``.
 """
 
 from __future__ import annotations

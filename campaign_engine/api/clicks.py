@@ -1,4 +1,4 @@
-"""``/c``: the email CTA's first-party click redirect (issue 26 item 4), two hops.
+"""``/c``: the email CTA's first-party click redirect, two hops.
 
 ``GET /c?token=`` verifies the click token (``unsubscribe/tokens.py:ClickTokens``, no graph read) and
 answers a 302 to our own ``/c/go?token=`` (the same token), recording nothing. ``GET /c/go?token=`` hands the

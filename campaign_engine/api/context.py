@@ -14,11 +14,10 @@ from campaign_engine.api.access import ROLES, Access, Role, highest, role_satisf
 from campaign_engine.api.auth import Caller, TokenVerifier
 from campaign_engine.campaigns.engagement.service import EngagementService
 from campaign_engine.campaigns.self_test import ChannelTester
-from campaign_engine.campaigns.sending.send_blocks import ALL_CHANNELS
+from campaign_engine.campaigns.sending.dispatch_settings import DispatchSettings
 from campaign_engine.campaigns.tenants.access_grants import roles_of
 from campaign_engine.campaigns.tenants.tenancy import campaign_id_ever, campaign_in_tenant, dispatch_in_tenant
 from campaign_engine.config import Settings
-from campaign_engine.domain.dispatch import DeliveryChannel
 from campaign_engine.domain.errors import Forbidden, Unauthorized
 from campaign_engine.domain.types import Clock
 from campaign_engine.domain.webhook_keys import SecretBox
@@ -48,10 +47,14 @@ class Services:
     engagement: EngagementService
     rate_limiter: RateLimiter | None = None
     dispatch_queue: Queue | None = None  # page jobs; the API enqueues the first page of a dispatch
-    dispatch_channels: frozenset[DeliveryChannel] = ALL_CHANNELS  # what this deployment can deliver
     self_test_testers: Mapping[str, ChannelTester] = field(default_factory=dict)  # notify, email
     unsubscribe_tokens: UnsubscribeTokens | None = None  # None: CAMPAIGN_UNSUBSCRIBE_SECRET is not set
     secret_box: SecretBox | None = None  # None: CAMPAIGN_SECRETS_KEY is not set (no receivers of their own)
+    # What every reviewed send is judged by (preview, approval, dispatch, schedule), from ``settings``.
+    dispatch_settings: DispatchSettings = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.dispatch_settings = DispatchSettings.from_settings(self.settings)
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,4 @@
-"""Streamed exports (issue 25 item 2): ``GET /exports/campaigns/{campaignId}/recipients.csv`` (and
+"""Streamed exports: ``GET /exports/campaigns/{campaignId}/recipients.csv`` (and
 ``.ndjson``) and ``GET /exports/audit.csv?from=&to=``.
 
 Everything that can refuse (the credential, the role, the campaign, the range) is decided before the first

@@ -1,4 +1,4 @@
-"""``POST /imports/profiles``: a CSV file of profiles in, a report of every row out (issue 25 item 3).
+"""``POST /imports/profiles``: a CSV file of profiles in, a report of every row out.
 
 The body is ``text/csv`` and streamed: it is decoded as it arrives (UTF-8, a byte-order mark allowed)
 into a temporary file that stays in memory up to 1 MiB and spills to disk past it, so a large file costs disk,
@@ -7,7 +7,7 @@ not memory, and a body that is not UTF-8 is refused before anything is written. 
 without writing. The same credential and role as ``profiles.upsert`` (author in the caller's tenant);
 errors are the tRPC envelope with the same codes, so a client reads them one way.
 
-``POST /imports/roster?format=oneroster|sds&dryRun=&consentCollected=`` (issue 27) is its twin for a
+``POST /imports/roster?format=oneroster|sds&dryRun=&consentCollected=`` is its twin for a
 school's roster (``campaigns/profiles/roster_import.py``): the same body rules, credential and report shape.
 """
 

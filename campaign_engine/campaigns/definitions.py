@@ -35,6 +35,7 @@ from campaign_engine.domain.tenancy import campaign_ref, namespaced_id
 from campaign_engine.domain.types import format_ts, next_after, parse_ts, truncated
 from campaign_engine.domain.webhook_events import Event, EventType
 from campaign_engine.graph.audit import AuditContext, record_audit
+from campaign_engine.graph.cypher import statement
 from campaign_engine.graph.graph import Graph, Tx
 from campaign_engine.graph.locks import lock_campaign
 from campaign_engine.graph.rules.segment_check import check_segment
@@ -75,16 +76,16 @@ def node_properties(definition: CampaignDefinition) -> dict[str, Any]:
         "discoverable": definition.discoverable,
         "hasInAppMessage": definition.has_in_app_message(),
         "messagePriority": definition.message.priority if definition.message else 0,
-        # Issue 27: the live segment campaigns getMyCampaigns evaluates for its callers (segment_reach.py).
+        # The live segment campaigns getMyCampaigns evaluates for its callers (segment_reach.py).
         "hasSegment": definition.segment is not None,
-        # Issue 26: the A/B variants' ids and weights, what assignment hashes over, for the statements
+        # The A/B variants' ids and weights, what assignment hashes over, for the statements
         # that stamp a recipient's variant without the whole definition (recordEvent); null removes it.
         "abVariants": json.dumps(
             [{"id": v.id, "weight": v.weight} for v in definition.variants], separators=(",", ":")
         )
         if definition.variants
         else None,
-        # Issue 27 item 3: read by the walks to choose the routed statements; null (exclude) removes it.
+        # Read by the walks to choose the routed statements; null (exclude) removes it.
         "minors": "guardians" if definition.minors == "guardians" else None,
     }
 
@@ -96,21 +97,7 @@ def load_definition(node: dict[str, Any]) -> CampaignDefinition:
 # The storage id (domain/tenancy.py): the ref itself while no other tenant's campaign holds or held it,
 # else the namespaced form. The (tenantId, ref) constraint refuses a second campaign of the same ref in
 # one tenant; a race with another tenant for the plain id fails on campaign_id and is retried.
-_CREATE = """
-OPTIONAL MATCH (mine:Campaign {tenantId: $tenantId, ref: $ref})
-OPTIONAL MATCH (taken:Campaign {id: $ref})
-OPTIONAL MATCH (retired:RetiredCampaignId {id: $ref})
-WITH mine, taken IS NULL AND coalesce(retired.tenantId = $tenantId, true) AS plainFree
-CALL (mine, plainFree) {
-  WITH mine, plainFree WHERE mine IS NULL
-  CREATE (c:Campaign {id: CASE WHEN plainFree THEN $ref ELSE $namespaced END, ref: $ref,
-                      status: 'draft', tenantId: $tenantId, createdAt: $now, updatedAt: $now, revision: 1,
-                      campaignStateLock: 0})
-  SET c += $props
-  RETURN c {.*} AS campaign
-}
-RETURN campaign
-"""
+_CREATE = "campaign_create"  # cypher/campaigns/campaign_create.cypher
 _CREATE_ATTEMPTS = 3
 
 
@@ -140,7 +127,7 @@ def create_campaign(
                 tx, definition.segment, tenant_id=tenant_id, own_ref=data.id,
                 excludes_minors=definition.exclude_minors, adult_age=adult_age,
             )  # fmt: skip
-        record = tx.run(_CREATE, now=format_ts(now), props=props, **params).single()
+        record = tx.run(statement(_CREATE), now=format_ts(now), props=props, **params).single()
         if record is None:
             raise Conflict(f"campaign '{data.id}' already exists")
         node = dict(record["campaign"])
@@ -170,20 +157,16 @@ def get_campaign(graph: Graph, campaign_id: str) -> CampaignPublic:
 
 
 # One tenant's campaigns by ref, seeking the campaign_tenant_ref constraint's index.
-_LIST = """
-MATCH (c:Campaign)
-WHERE c.tenantId = $tenantId AND c.ref > $cursor AND ($status IS NULL OR c.status = $status)
-RETURN c {.*} AS campaign
-ORDER BY c.tenantId, c.ref
-LIMIT $limit
-"""
+_LIST = "campaign_list"  # cypher/campaigns/campaign_list.cypher
 
 
 def list_campaigns(
     graph: Graph, *, tenant_id: str, status: CampaignStatus | None, cursor: str | None, limit: int
 ) -> CampaignPage:
     def tx_fn(tx: Tx) -> list[dict[str, Any]]:
-        rows = tx.run(_LIST, tenantId=tenant_id, cursor=cursor or "", status=status, limit=limit + 1)
+        rows = tx.run(
+            statement(_LIST), tenantId=tenant_id, cursor=cursor or "", status=status, limit=limit + 1
+        )
         return [dict(row["campaign"]) for row in rows]
 
     nodes = graph.read(tx_fn)
@@ -193,11 +176,7 @@ def list_campaigns(
     return CampaignPage(records=page, cursor=cursor_out, has_more=has_more)
 
 
-_SAVE = """
-MATCH (c:Campaign {id: $id})
-SET c += $props, c.updatedAt = $updatedAt, c.revision = c.revision + 1
-RETURN c {.*} AS campaign
-"""
+_SAVE = "campaign_save"  # cypher/campaigns/campaign_save.cypher
 
 
 def audit_change(
@@ -251,7 +230,7 @@ def _is_current(expected: datetime, stored: str) -> bool:
 
 def _save(tx: Tx, node: dict[str, Any], props: dict[str, Any], now: datetime) -> dict[str, Any]:
     record = tx.run(
-        _SAVE,
+        statement(_SAVE),
         id=node["id"],
         props=props,
         updatedAt=next_after(now, node["updatedAt"], resolution=_MILLISECOND),

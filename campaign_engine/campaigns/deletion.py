@@ -10,44 +10,21 @@ from __future__ import annotations
 from campaign_engine.campaigns.definitions import audit_change, emit_event, locked_campaign
 from campaign_engine.domain.types import system_clock
 from campaign_engine.graph.audit import AuditContext
+from campaign_engine.graph.cypher import statement
 from campaign_engine.graph.graph import Graph, Tx
 
 __all__ = ["REAP_BATCH", "delete_campaign", "reap_deleted_campaigns", "retire_campaign"]
 
-# Delete in two steps (issue 11): one small transaction under the campaign lock retires the campaign
+# Delete in two steps: one small transaction under the campaign lock retires the campaign
 # (its Dispatches go, and the node loses the :Campaign label every reader matches on, which also frees
 # the id for a new incarnation); then its relationships, as many as its audience, are removed in
 # bounded transactions. Users see the first step only: after it the campaign is gone everywhere, and
 # the second never has to fit an audience in one transaction.
-_RETIRE = """
-MATCH (c:Campaign {id: $id})
-OPTIONAL MATCH (d:Dispatch)-[:DISPATCH_OF]->(c)
-DETACH DELETE d
-WITH DISTINCT c
-REMOVE c:Campaign
-SET c:DeletedCampaign
-// Its plain id is never handed to another tenant (domain/tenancy.py): a call that resolved it before
-// this delete cannot land on a stranger's campaign.
-FOREACH (_ IN CASE WHEN c.id = c.ref THEN [1] ELSE [] END |
-  MERGE (r:RetiredCampaignId {id: c.id}) ON CREATE SET r.tenantId = c.tenantId)
-"""
+_RETIRE = "campaign_retire"  # cypher/campaigns/campaign_retire.cypher
 
 # One bounded batch: relationships of retired campaigns (memberships, states, tests), then the retired
 # nodes left without any. A relationship a late writer attached after retirement is reaped the same way.
-_REAP = """
-CALL () {
-  MATCH (:DeletedCampaign)-[r]-()
-  WITH r LIMIT $limit
-  DELETE r
-  RETURN count(r) AS removed
-}
-CALL () {
-  MATCH (t:DeletedCampaign) WHERE NOT EXISTS { (t)--() }
-  DELETE t
-  RETURN count(t) AS dropped
-}
-RETURN removed, dropped
-"""
+_REAP = "campaign_reap"  # cypher/campaigns/campaign_reap.cypher
 
 # Relationships removed per reaping transaction: a transaction's memory stays bounded by this.
 REAP_BATCH = 10_000
@@ -70,7 +47,7 @@ def retire_campaign(graph: Graph, *, campaign_id: str, audit: AuditContext | Non
 
     def tx_fn(tx: Tx) -> None:
         node = locked_campaign(tx, campaign_id)
-        tx.run(_RETIRE, id=campaign_id).consume()
+        tx.run(statement(_RETIRE), id=campaign_id).consume()
         audit_change(tx, audit, node, before=node, after=None)
         emit_event(tx, graph, "campaign.deleted", node, system_clock())
 
@@ -83,7 +60,7 @@ def reap_deleted_campaigns(graph: Graph, *, batch: int = REAP_BATCH) -> int:
     only."""
 
     def tx_fn(tx: Tx) -> tuple[int, int]:
-        record = tx.run(_REAP, limit=batch).single()
+        record = tx.run(statement(_REAP), limit=batch).single()
         assert record is not None
         return int(record["removed"]), int(record["dropped"])
 

@@ -2,14 +2,14 @@
 
 The test ignores audience, status and dates, never enrols the admin and never touches CAMPAIGN_STATE,
 so stats cannot see it. One fresh ``testId`` names the whole test. Every channel shows the admin's own
-A/B content variant (issue 26), the one a recipient with their profile id would get. The inApp part is a
+A/B content variant, the one a recipient with their profile id would get. The inApp part is a
 private snapshot on CAMPAIGN_TEST (the latest replaces a pending one; deleting the campaign deletes it).
 
 Other channels slot in as ``ChannelTester``s (the notify and email issues provide them): each one is
 called after the snapshot commits, outside any transaction, because it does network I/O. Every channel
 the campaign has content for is tested. One this API cannot test (no tester wired, because its setting
 is missing here) refuses the whole test with BAD_REQUEST naming that setting, before anything is
-written: a test that silently left out a channel would pass for one that reached it (issue 11).
+written: a test that silently left out a channel would pass for one that reached it.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ from campaign_engine.domain.errors import BadRequest, NotFound
 from campaign_engine.domain.tenancy import campaign_ref
 from campaign_engine.domain.types import format_ts
 from campaign_engine.graph.audit import AuditContext, record_audit
-from campaign_engine.graph.cypher import query
+from campaign_engine.graph.cypher import statement
 from campaign_engine.graph.graph import Graph, Tx
 from campaign_engine.graph.locks import lock_profiles
 
@@ -47,7 +47,7 @@ class SelfTestResult(CamelModel):
     variant_id: str | None = Field(
         default=None,
         description="the A/B content variant the test shows on every channel: the admin's own assignment,"
-        " as a recipient's (issue 26; campaigns.previewEmail renders any variant)",
+        " as a recipient's (campaigns.previewEmail renders any variant)",
     )
 
 
@@ -115,7 +115,7 @@ def send_test_to_me(
             own = tx.run("MATCH (p:Profile {profileId: $id}) RETURN p.locale AS locale", id=admin_id).single()
             locale = None if own is None else own["locale"]
             snapshot = in_app_snapshot(campaign, locale, admin_id)
-            tx.run(query("send_test_in_app"), profileId=admin_id, campaignId=campaign_id, testId=test_id,
+            tx.run(statement("send_test_in_app"), profileId=admin_id, campaignId=campaign_id, testId=test_id,
                    snapshot=snapshot, now=format_ts(now)).consume()  # fmt: skip
         # Audited whatever the channels: the test is sent (after this commit) on the entry's word.
         record_audit(tx, audit, target_type="campaign", target_id=campaign.id,

@@ -40,6 +40,7 @@ from typing import Any
 
 from campaign_engine.domain.dispatch import PageJob, job_json, send_blocked
 from campaign_engine.domain.types import parse_ts
+from campaign_engine.graph.cypher import statement
 from campaign_engine.graph.graph import Graph, Tx
 from campaign_engine.graph.webhook_outbox import record_dispatch_events
 from campaign_engine.queue.port import MAX_DELAY_SECONDS, Queue
@@ -61,85 +62,24 @@ log = logging.getLogger(__name__)
 
 # replan=skip on the statements every page runs: unique-key seeks, a plan statistics cannot improve,
 # and a send moves the statistics fast enough that Neo4j would otherwise replan (and JIT-compile) them.
-_READ_GUARD = """
-CYPHER replan=skip
-OPTIONAL MATCH (d:Dispatch {id: $dispatchId})
-OPTIONAL MATCH (c:Campaign {id: $campaignId})
-RETURN d {.*} AS dispatch, c {.*} AS campaign
-"""
+_READ_GUARD = "dispatch_read_guard"  # cypher/delivery/dispatch_read_guard.cypher
 
-_STOP = """
-MATCH (d:Dispatch {id: $dispatchId})
-SET d.casLock = coalesce(d.casLock, 0) + 1
-WITH d
-WHERE d.status = 'sending' AND coalesce(d.cursor, '') = $cursor
-SET d.status = $status, d.lastError = $reason, d.finishedAt = $now, d.lastProgressAt = $now
-RETURN d.id AS id
-"""
+_STOP = "dispatch_stop"  # cypher/delivery/dispatch_stop.cypher
 
-_ADVANCE = """
-CYPHER replan=skip
-MATCH (d:Dispatch {id: $dispatchId})
-SET d.casLock = coalesce(d.casLock, 0) + 1,
-    d.emailed = coalesce(d.emailed, 0) + $emailed,
-    d.rejected = coalesce(d.rejected, 0) + $rejected,
-    d.uncertain = coalesce(d.uncertain, 0) + $uncertain,
-    d.throttled = coalesce(d.throttled, 0) + $throttled,
-    d.lastError = coalesce($lastError, d.lastError)
-WITH d
-WHERE d.status = 'sending' AND coalesce(d.cursor, '') = $expected
-SET d.cursor = $cursor, d.cursorMessageId = $messageId, d.pages = d.pages + 1,
-    d.enqueued = d.enqueued + $enqueued, d.lastProgressAt = $now, d.nextPageAt = $nextPageAt,
-    d.pageFailures = 0, d.emailDeferrals = null,
-    d.status = CASE WHEN $done THEN 'completed' ELSE d.status END,
-    d.finishedAt = CASE WHEN $done THEN $now ELSE d.finishedAt END
-RETURN d.id AS id
-"""
+_ADVANCE = "dispatch_advance"  # cypher/delivery/dispatch_advance.cypher
 
 _COUNTERS = ("emailed", "rejected", "uncertain", "throttled")
 
 # Back-pressure: counters always count; the holder of the cursor moves it (over the prefix the provider
 # took), schedules the retry in the graph and counts the deferral; the last allowed one fails the walk.
-_DEFER = """
-MATCH (d:Dispatch {id: $dispatchId})
-SET d.casLock = coalesce(d.casLock, 0) + 1,
-    d.emailed = coalesce(d.emailed, 0) + $emailed,
-    d.rejected = coalesce(d.rejected, 0) + $rejected,
-    d.uncertain = coalesce(d.uncertain, 0) + $uncertain,
-    d.throttled = coalesce(d.throttled, 0) + $throttled,
-    d.lastError = coalesce($lastError, d.lastError)
-WITH d
-WHERE d.status = 'sending' AND coalesce(d.cursor, '') = $expected
-WITH d, coalesce(d.emailDeferrals, 0) + 1 AS deferrals
-SET d.cursor = $cursor, d.cursorMessageId = $messageId, d.enqueued = d.enqueued + $enqueued,
-    d.lastProgressAt = $now,
-    d.nextPageAt = CASE WHEN deferrals >= $maxDeferrals THEN null ELSE $nextPageAt END,
-    d.pageFailures = 0, d.emailDeferrals = deferrals,
-    d.status = CASE WHEN deferrals >= $maxDeferrals THEN 'failed' ELSE d.status END,
-    d.lastError = CASE WHEN deferrals >= $maxDeferrals THEN $failure ELSE d.lastError END,
-    d.finishedAt = CASE WHEN deferrals >= $maxDeferrals THEN $now ELSE d.finishedAt END
-RETURN deferrals, d.status = 'failed' AS failed
-"""
+_DEFER = "dispatch_defer"  # cypher/delivery/dispatch_defer.cypher
 
 # The lock first, then the check (module docstring): the count belongs to the holder of the cursor.
-_FAILURES = """
-MATCH (d:Dispatch {id: $dispatchId})
-SET d.casLock = coalesce(d.casLock, 0) + 1
-WITH d
-WHERE d.status = 'sending' AND coalesce(d.cursor, '') = $cursor
-RETURN coalesce(d.pageFailures, 0) AS failures
-"""
+_FAILURES = "dispatch_page_failures"  # cypher/delivery/dispatch_page_failures.cypher
 
-_COUNT_FAILURE = """
-MATCH (d:Dispatch {id: $dispatchId})
-SET d.pageFailures = $failures, d.lastFailureAt = $now
-"""
+_COUNT_FAILURE = "dispatch_count_failure"  # cypher/delivery/dispatch_count_failure.cypher
 
-_FAIL = """
-MATCH (d:Dispatch {id: $dispatchId})
-SET d.pageFailures = $failures, d.lastFailureAt = $now, d.status = 'failed', d.lastError = $reason,
-    d.finishedAt = $now, d.lastProgressAt = $now
-"""
+_FAIL = "dispatch_fail"  # cypher/delivery/dispatch_fail.cypher
 
 
 @dataclass(frozen=True)
@@ -161,7 +101,7 @@ class Deferral:
 
 
 def read_guard(tx: Tx, job: PageJob) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
-    record = tx.run(_READ_GUARD, dispatchId=job.dispatch_id, campaignId=job.campaign_id).single()
+    record = tx.run(statement(_READ_GUARD), dispatchId=job.dispatch_id, campaignId=job.campaign_id).single()
     assert record is not None
     dispatch, campaign = record["dispatch"], record["campaign"]
     return (None if dispatch is None else dict(dispatch), None if campaign is None else dict(campaign))
@@ -217,7 +157,12 @@ def stop(tx: Tx, job: PageJob, *, status: str, reason: str, now: str, graph: Gra
     """End the walk (``stopped`` or ``failed``) if this job still holds the cursor; a failed walk is a
     ``dispatch.failed`` event (with ``graph``, for the event webhooks)."""
     stopped = tx.run(
-        _STOP, dispatchId=job.dispatch_id, cursor=job.cursor or "", status=status, reason=reason, now=now
+        statement(_STOP),
+        dispatchId=job.dispatch_id,
+        cursor=job.cursor or "",
+        status=status,
+        reason=reason,
+        now=now,
     ).single()
     if stopped is not None and status == "failed":
         record_dispatch_events(tx, graph, "dispatch.failed", [job.dispatch_id], now=now)
@@ -239,20 +184,22 @@ def record_failure(
     is counted. The cursor never moves here. ``only_if_final`` writes nothing unless this failure is
     the last allowed one: the sweeper counts an ordinary re-arm in its mark, after the enqueue.
     """
-    record = tx.run(_FAILURES, dispatchId=job.dispatch_id, cursor=job.cursor or "").single()
+    record = tx.run(statement(_FAILURES), dispatchId=job.dispatch_id, cursor=job.cursor or "").single()
     if record is None:
         return None
     failures = int(record["failures"]) + 1
     if failures < max_failures:
         if not only_if_final:
-            tx.run(_COUNT_FAILURE, dispatchId=job.dispatch_id, failures=failures, now=now).consume()
+            tx.run(
+                statement(_COUNT_FAILURE), dispatchId=job.dispatch_id, failures=failures, now=now
+            ).consume()
         return PageFailure(failures=failures, failed=False)
     where = f"after cursor '{job.cursor}'" if job.cursor else "at the start"
     reason = (
         f"page_failures: the {job.channel} page {where} failed {failures} times in a row "
         f"(last: {error}); fix the cause, then resume with campaigns.resumeDispatch"
     )
-    tx.run(_FAIL, dispatchId=job.dispatch_id, failures=failures, reason=reason, now=now).consume()
+    tx.run(statement(_FAIL), dispatchId=job.dispatch_id, failures=failures, reason=reason, now=now).consume()
     record_dispatch_events(tx, graph, "dispatch.failed", [job.dispatch_id], now=now)
     return PageFailure(failures=failures, failed=True, reason=reason)
 
@@ -272,7 +219,7 @@ def advance(
     """The CAS from the cursor this job read. True when this job won (and may schedule or finish)."""
     counts: dict[str, Any] = {name: (counters or {}).get(name, 0) for name in _COUNTERS}
     record = tx.run(
-        _ADVANCE,
+        statement(_ADVANCE),
         dispatchId=job.dispatch_id,
         expected=job.cursor or "",
         cursor=cursor,
@@ -309,7 +256,7 @@ def defer(
         f"(last: {reason}); resume with campaigns.resumeDispatch once the provider accepts mail again"
     )
     record = tx.run(
-        _DEFER,
+        statement(_DEFER),
         dispatchId=job.dispatch_id,
         expected=job.cursor or "",
         cursor=cursor,

@@ -1,10 +1,11 @@
-"""The frequency cap's share of the delivery statements (issue 12 item 4; the setting and its
+"""The frequency cap's share of the delivery statements (the setting and its
 parameters: ``domain/frequency_cap.py``; docs/architecture.md "Frequency cap").
 
 Both channels evaluate the cap inside the batched statement they already run, under the profile lock:
-notify in the recheck before the POSTs (``cypher/notify_recheck.cypher`` + ``cypher/notify_cap.cypher``),
-email in the page claim (``cypher/email_page.cypher`` + ``cypher/email_cap.cypher``); where no tenant caps
-a channel, its statement carries none of the cap's steps. No recipient costs an extra round trip. A capped
+notify in the recheck before the POSTs (``cypher/delivery/notify/``: ``notify_recheck.cypher`` and
+``fragments/notify_cap.cypher``), email in the page claim (``cypher/delivery/email/``: ``email_page.cypher``
+and ``fragments/email_cap.cypher``); where no tenant caps a channel, its statement carries none of the
+cap's steps. No recipient costs an extra round trip. A capped
 recipient is marked on its CAMPAIGN_STATE in that same statement, and the Dispatch's ``capped`` counter
 moves in that same transaction (``count_capped``), once per (profile, dispatch): a redelivered job or a
 second worker on the same page finds the mark and does not count again.
@@ -13,35 +14,27 @@ second worker on the same page finds the mark and does not count again.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator, Sequence
 from functools import cache
 
-from campaign_engine.graph.cypher import query
+from campaign_engine.graph.cypher import fragment, statement
 from campaign_engine.graph.graph import Tx
-from campaign_engine.graph.rules.policy import policy_query
-from campaign_engine.graph.rules.segment import CompiledSegment, segment_query
+from campaign_engine.graph.rules.segment import CompiledSegment
+from campaign_engine.graph.rules.segment_statements import segment_query
 
-__all__ = ["count_capped", "email_page_query", "notify_recheck_query"]
+__all__ = ["count_capped", "email_cap_slot", "email_page_query", "notify_recheck_query", "statement_variants"]
 
-# The profile lock, first: ordinary deliveries only (self-tests are exempt from the cap and from its
-# lock). $jobs arrive sorted by profileId, so concurrent batches lock in one order and cannot deadlock.
-_LOCK = """CALL (p, job) {
-  WITH p, job
-  WHERE p IS NOT NULL AND job.testId IS NULL
-  SET p.campaignStateLock = coalesce(p.campaignStateLock, 0) + 1
-}"""
+# The profile lock, first (cypher/delivery/notify/fragments/notify_cap_lock.cypher): ordinary deliveries
+# only (self-tests are exempt from the cap and from its lock). $jobs arrive sorted by profileId, so
+# concurrent batches lock in one order and cannot deadlock.
 
 # Without a cap the recheck stays the read it always was.
 _UNCAPPED = "WITH job, c, p, blocked, false AS firstCapped"
 
-_COUNT_CAPPED = """
-UNWIND $counts AS k
-MATCH (d:Dispatch {id: k.dispatchId})
-SET d.capped = coalesce(d.capped, 0) + k.capped
-"""
+_COUNT_CAPPED = "dispatch_count_capped"  # cypher/delivery/dispatch_count_capped.cypher
 
 
-# A guardian's job (issue 27 item 3) stands for membership through the link it was routed by.
+# A guardian's job stands for membership through the link it was routed by.
 # First: a guardian's own relationships are walked for it, and it is what holds for their jobs.
 _ROUTED_MEMBER = (
     "(job.routedFrom IS NOT NULL AND c.minors = 'guardians' AND EXISTS {"
@@ -54,24 +47,35 @@ _ROUTED_MEMBER = (
 def notify_recheck_query(capped: bool, routed: bool = False) -> str:
     """The notify batch recheck: a read without a notify cap, a locking write with one; ``routed``: the
     batch holds a guardian's job (without one the statement is the one it always was)."""
-    text = policy_query("notify_recheck").replace("{{ROUTED_MEMBER}}", _ROUTED_MEMBER if routed else "")
-    return text.replace("{{NOTIFY_CAP_LOCK}}", _LOCK if capped else "").replace(
-        "{{NOTIFY_CAP}}", query("notify_cap") if capped else _UNCAPPED
+    return statement(
+        "notify_recheck",
+        ROUTED_MEMBER=_ROUTED_MEMBER if routed else "",
+        NOTIFY_CAP_LOCK=fragment("notify_cap_lock") if capped else "",
+        NOTIFY_CAP=fragment("notify_cap") if capped else _UNCAPPED,
     )
 
 
+def email_cap_slot(capped: bool) -> str:
+    """email_page's ``{{EMAIL_CAP}}``: the cap's subqueries (``fragments/email_cap.cypher``) only when a
+    tenant caps email; without one they cost ~8% of the statement for rows they never touch."""
+    return fragment("email_cap") if capped else ""
+
+
 def email_page_query(capped: bool, segment: CompiledSegment | None = None) -> str:
-    """The email page claim, with the cap's subqueries (``cypher/email_cap.cypher``) only when a tenant caps
-    email: without one they cost ~8% of the statement for rows they never touch. ``segment``: the
-    campaign's live segment, whose matches the page reads beside its members (issue 27)."""
+    """The email page claim, with the cap's subqueries when a tenant caps email (``email_cap_slot``).
+    ``segment``: the campaign's live segment, whose matches the page reads beside its members."""
     if segment is None:
-        return _email_page_query(capped)
-    return segment_query("email_page", segment).replace("{{EMAIL_CAP}}", query("email_cap") if capped else "")
+        return statement("email_page", EMAIL_CAP=email_cap_slot(capped))
+    return segment_query("email_page", segment, EMAIL_CAP=email_cap_slot(capped))
 
 
-@cache
-def _email_page_query(capped: bool) -> str:
-    return policy_query("email_page").replace("{{EMAIL_CAP}}", query("email_cap") if capped else "")
+def statement_variants(samples: Sequence[CompiledSegment | None]) -> Iterator[tuple[str, str]]:
+    """Every statement this module fills (tests EXPLAIN them all)."""
+    for capped in (False, True):
+        for routed in (False, True):
+            yield "notify_recheck", notify_recheck_query(capped, routed)
+        for segment in samples:
+            yield "email_page", email_page_query(capped, segment)
 
 
 def count_capped(tx: Tx, dispatch_ids: Iterable[str | None]) -> None:
@@ -80,4 +84,4 @@ def count_capped(tx: Tx, dispatch_ids: Iterable[str | None]) -> None:
     counts = Counter(d for d in dispatch_ids if d)
     if counts:
         rows = [{"dispatchId": d, "capped": n} for d, n in sorted(counts.items())]
-        tx.run(_COUNT_CAPPED, counts=rows).consume()
+        tx.run(statement(_COUNT_CAPPED), counts=rows).consume()

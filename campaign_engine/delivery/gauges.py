@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from typing import Protocol, get_args
 
 from campaign_engine.domain.dispatch import DispatchStatus
+from campaign_engine.graph.cypher import statement
 from campaign_engine.graph.graph import Graph, Tx
 from campaign_engine.observability.metrics_serving import ScrapeGauges
 from campaign_engine.queue.port import QueueStats
@@ -20,11 +21,7 @@ __all__ = ["StatsQueue", "count_dispatches", "scrape_gauges"]
 _STATUSES = list(get_args(DispatchStatus))
 
 # IN over the closed list of statuses: a seek of the dispatch_status index per status, no label scan.
-_COUNT = """
-MATCH (d:Dispatch)
-WHERE d.status IN $statuses
-RETURN d.channel AS channel, d.status AS status, count(*) AS n
-"""
+_COUNT = "gauges_count"  # cypher/delivery/gauges_count.cypher
 
 
 class StatsQueue(Protocol):
@@ -35,7 +32,10 @@ class StatsQueue(Protocol):
 
 def count_dispatches(tx: Tx) -> dict[tuple[str, str], int]:
     """Dispatches by (channel, status); statuses with none are reported as 0 for every channel seen."""
-    counts = {(str(r["channel"]), str(r["status"])): int(r["n"]) for r in tx.run(_COUNT, statuses=_STATUSES)}
+    counts = {
+        (str(r["channel"]), str(r["status"])): int(r["n"])
+        for r in tx.run(statement(_COUNT), statuses=_STATUSES)
+    }
     channels = {channel for channel, _ in counts} or {"notify"}
     return {(c, s): counts.get((c, s), 0) for c in sorted(channels) for s in _STATUSES}
 

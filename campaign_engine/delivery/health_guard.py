@@ -1,4 +1,4 @@
-"""The health guard's share of the page walks (issue 26 item 5): check before a page, pause by itself.
+"""The health guard's share of the page walks: check before a page, pause by itself.
 
 Both walks ask ``HealthGuard.breach`` at the start of every page, with the Dispatch node they already
 read (the email claim's guard read, the notify page's ``read_guard``): the counters it judges are kept
@@ -21,6 +21,7 @@ from campaign_engine.domain.dispatch import PageJob
 from campaign_engine.domain.dispatch_health import Breach, GuardLimits, breach_of
 from campaign_engine.domain.tenant import TenantPublic
 from campaign_engine.graph.audit import AuditContext, record_audit
+from campaign_engine.graph.cypher import statement
 from campaign_engine.graph.graph import Graph, Tx
 from campaign_engine.graph.webhook_outbox import record_dispatch_events
 from campaign_engine.observability import metrics
@@ -37,16 +38,7 @@ TenantRecord = Callable[[str | None], TenantPublic | None]
 """The tenant's record (or the default tenant's): ``TenantDirectory.tenant``, a 5 s cached view."""
 
 # Lock first, then the cursor check (dispatch_cursor's rule): only the walk holding the cursor pauses.
-_PAUSE = """
-MATCH (d:Dispatch {id: $dispatchId})
-SET d.casLock = coalesce(d.casLock, 0) + 1
-WITH d
-WHERE d.status = 'sending' AND coalesce(d.cursor, '') = $cursor
-SET d.status = 'paused', d.pausedAt = $now, d.lastProgressAt = $now, d.nextPageAt = null,
-    d.pauseReason = $message, d.pauseRate = $rate, d.pauseValue = $value, d.pauseLimit = $limit,
-    d.pauseSample = $sample
-RETURN d.id AS id
-"""
+_PAUSE = "health_guard_pause"  # cypher/delivery/health_guard_pause.cypher
 
 
 @dataclass(frozen=True)
@@ -92,7 +84,7 @@ def pause(
     ``dispatch.paused`` event in the same transaction. True when it paused. ``audit`` is drawn outside
     the transaction function (its id and time), so a driver retry writes the same entry."""
     paused = tx.run(
-        _PAUSE,
+        statement(_PAUSE),
         dispatchId=job.dispatch_id,
         cursor=job.cursor or "",
         now=now,

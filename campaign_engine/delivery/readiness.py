@@ -1,8 +1,8 @@
-"""Who on a page may receive now, and walking the audience again for those who may not yet (issue 12).
+"""Who on a page may receive now, and walking the audience again for those who may not yet.
 
 Readiness is computed in Python and used in Cypher. Per page, ``readiness_params`` gives the page
-statements (``cypher/dispatch_page.cypher``, ``cypher/email_page.cypher``) a map from every zone of the
-tz database to the instant its recipients may receive (``domain/schedule.py:ready_map``: the
+statements (``dispatch_page.cypher``, ``email_page.cypher`` in ``cypher/delivery/``) a map from every
+zone of the tz database to the instant its recipients may receive (``domain/schedule.py:ready_map``: the
 per-recipient wave, then quiet hours) plus one instant for a missing or unknown zone. A page looks each
 member's zone up in that map, in the statement it already runs: no per-recipient round trip. The map
 is built once per distinct schedule, rules and minute (about 600 zones, a few ms) and cached; quiet
@@ -36,6 +36,7 @@ from campaign_engine.delivery.dispatch_cursor import advance
 from campaign_engine.domain.dispatch import PageJob
 from campaign_engine.domain.schedule import QuietHours, known_zone, parse_wall_clock, ready_map
 from campaign_engine.domain.types import format_ts, parse_ts
+from campaign_engine.graph.cypher import statement
 from campaign_engine.graph.graph import Graph, Tx
 from campaign_engine.graph.webhook_outbox import record_dispatch_events
 
@@ -111,7 +112,7 @@ class PageTally:
     ready_at: str | None = None
 
     def plus(self, *, deferred: int, missed: int, ready_at: str | None) -> PageTally:
-        """This page's tally with a second read's over the same page (routed guardians, issue 27)."""
+        """This page's tally with a second read's over the same page (routed guardians)."""
         instants = [t for t in (self.ready_at, ready_at) if t is not None]
         return PageTally(self.deferred + deferred, self.missed + missed, min(instants) if instants else None)
 
@@ -126,27 +127,14 @@ class PassStep:
 
 
 # Under the Dispatch lock, for the holder of the cursor only; a pass starts at the empty cursor.
-_TALLY = """
-MATCH (d:Dispatch {id: $dispatchId})
-SET d.casLock = coalesce(d.casLock, 0) + 1
-WITH d
-WHERE d.status = 'sending' AND coalesce(d.cursor, '') = $expected
-WITH d, $expected = '' AS fresh
-WITH d, CASE WHEN fresh THEN 0 ELSE coalesce(d.deferred, 0) END + $deferred AS deferred,
-     CASE WHEN fresh THEN 0 ELSE coalesce(d.missed, 0) END + $missed AS missed,
-     [t IN [CASE WHEN fresh THEN null ELSE d.passReadyAt END, $readyAt] WHERE t IS NOT NULL] AS times
-WITH d, deferred, missed, reduce(m = null, t IN times | CASE WHEN m IS NULL OR t < m THEN t ELSE m END) AS at
-SET d.deferred = deferred, d.missed = missed, d.passReadyAt = at,
-    d.passStartedAt = CASE WHEN $expected = '' THEN $now ELSE d.passStartedAt END
-RETURN deferred, at
-"""
+_TALLY = "readiness_tally"  # cypher/delivery/readiness_tally.cypher
 
 
 def tally_page(tx: Tx, job: PageJob, tally: PageTally, *, now: str) -> Any:
     """Count a page's deferred and missed members on its Dispatch if ``job`` holds the cursor
     (None otherwise): (deferred this pass, earliest instant among them)."""
     return tx.run(
-        _TALLY,
+        statement(_TALLY),
         dispatchId=job.dispatch_id,
         expected=job.cursor or "",
         deferred=tally.deferred,
@@ -156,10 +144,7 @@ def tally_page(tx: Tx, job: PageJob, tally: PageTally, *, now: str) -> Any:
     ).single()
 
 
-_WRAP = """
-MATCH (d:Dispatch {id: $dispatchId})
-SET d.pass = coalesce(d.pass, 1) + 1
-"""
+_WRAP = "readiness_wrap"  # cypher/delivery/readiness_wrap.cypher
 
 
 def advance_pass(
@@ -202,7 +187,7 @@ def advance_pass(
         last_error=last_error,
     )
     if won and wrap:
-        tx.run(_WRAP, dispatchId=job.dispatch_id).consume()
+        tx.run(statement(_WRAP), dispatchId=job.dispatch_id).consume()
     if won and done and not wrap:
         record_dispatch_events(tx, graph, "dispatch.completed", [job.dispatch_id], now=now)
     return PassStep(won=won, completed=won and done and not wrap, next_pass_at=next_pass_at if won else None)

@@ -18,7 +18,7 @@ mark written after its enqueue, so a queue that refuses the send costs no attemp
 
 Email claims abandoned by a killed worker (claimed longer than ``uncertain_after_seconds`` ago, no
 outcome) are never re-sent; the sweep makes them ``uncertain`` and counts them once on their Dispatch
-(``cypher/email_abandoned.cypher``), where an operator sees and lists them.
+(``cypher/delivery/email_abandoned.cypher``), where an operator sees and lists them.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ from typing import Any
 from campaign_engine.delivery.dispatch_cursor import record_failure
 from campaign_engine.domain.dispatch import PageJob, job_json
 from campaign_engine.domain.types import format_ts
-from campaign_engine.graph.cypher import query
+from campaign_engine.graph.cypher import statement
 from campaign_engine.graph.graph import Graph, Tx
 from campaign_engine.queue.port import Queue, QueueError
 
@@ -41,26 +41,10 @@ log = logging.getLogger(__name__)
 
 _BATCH = 500
 
-_DUE = """
-MATCH (d:Dispatch {status: 'sending'})-[:DISPATCH_OF]->(c:Campaign)
-WITH d, c, reduce(latest = d.lastProgressAt, t IN [d.rearmedAt, d.lastFailureAt] |
-                  CASE WHEN t IS NOT NULL AND t > latest THEN t ELSE latest END) AS lastTouched
-WHERE (d.nextPageAt IS NOT NULL AND d.nextPageAt <= $now)
-   OR (d.nextPageAt IS NULL AND lastTouched < $stuckBefore)
-RETURN d.id AS dispatchId, c.id AS campaignId, d.campaignCreatedAt AS campaignCreatedAt,
-       d.channel AS channel, d.cursor AS cursor, d.nextPageAt IS NOT NULL AS wave
-ORDER BY d.id
-LIMIT $limit
-"""
+_DUE = "sweeper_due"  # cypher/delivery/sweeper_due.cypher
 
 # Only if nothing moved since the sweep read it: a page that ran meanwhile keeps its own schedule.
-_MARK = """
-MATCH (d:Dispatch {id: $dispatchId})
-SET d.casLock = coalesce(d.casLock, 0) + 1
-WITH d
-WHERE d.status = 'sending' AND coalesce(d.cursor, '') = $cursor
-SET d.rearmedAt = $now, d.nextPageAt = null, d.pageFailures = coalesce(d.pageFailures, 0) + $failed
-"""
+_MARK = "sweeper_mark"  # cypher/delivery/sweeper_mark.cypher
 
 
 @dataclass
@@ -106,7 +90,7 @@ def sweep(
     stuck_before = format_ts(now - timedelta(seconds=stuck_after_seconds))
 
     def read(tx: Tx) -> list[dict[str, Any]]:
-        return [r.data() for r in tx.run(_DUE, now=stamp, stuckBefore=stuck_before, limit=_BATCH)]
+        return [r.data() for r in tx.run(statement(_DUE), now=stamp, stuckBefore=stuck_before, limit=_BATCH)]
 
     result = SweepResult()
     if uncertain_after_seconds is not None:
@@ -159,9 +143,9 @@ def sweep(
 
 
 def _mark(tx: Tx, *, dispatch_id: str, cursor: str, now: str, failed: int) -> None:
-    tx.run(_MARK, dispatchId=dispatch_id, cursor=cursor, now=now, failed=failed).consume()
+    tx.run(statement(_MARK), dispatchId=dispatch_id, cursor=cursor, now=now, failed=failed).consume()
 
 
 def _count_abandoned(tx: Tx, *, before: str, now: str) -> list[tuple[str, int]]:
-    rows = tx.run(query("email_abandoned"), before=before, now=now, limit=_BATCH)
+    rows = tx.run(statement("email_abandoned"), before=before, now=now, limit=_BATCH)
     return [(str(row["dispatchId"]), int(row["n"])) for row in rows]

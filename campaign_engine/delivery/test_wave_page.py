@@ -1,4 +1,4 @@
-"""A page walk while a test wave is undecided (issue 26 item 2; docs/architecture.md "A/B test wave").
+"""A page walk while a test wave is undecided (docs/architecture.md "A/B test wave").
 
 The walks need one thing from the test wave: which members of a page are sent now. The draw is a keyed
 hash in Python (``domain/ab_variants.py:in_test_wave``), so it sits between the page read and the send:
@@ -6,7 +6,7 @@ hash in Python (``domain/ab_variants.py:in_test_wave``), so it sits between the 
 - notify: the page statement already returns its eligible ids; the ones outside the test wave are
   dropped before any delivery is enqueued;
 - email: the read and the claim are one statement, so an undecided wave splits it in two inside the
-  claim's transaction: the page's ids (``cypher/test_wave_page.cypher``: the same audience page, ids
+  claim's transaction: the page's ids (``cypher/delivery/test_wave_page.cypher``: the same audience page, ids
   only), then the claim over the chosen ids only (``email_page.cypher`` with its audience page replaced
   by a seek of those ids, so every rule of the claim is its own), in ascending order as its locks need.
 
@@ -22,28 +22,22 @@ decision (``hold_until``).
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
+from campaign_engine.delivery.frequency_cap import email_cap_slot
 from campaign_engine.delivery.readiness import PageTally
 from campaign_engine.domain.ab_variants import TestWave, in_test_wave
 from campaign_engine.graph.audit import AuditContext
-from campaign_engine.graph.cypher import query
+from campaign_engine.graph.cypher import fragment, statement
 from campaign_engine.graph.graph import Graph
-from campaign_engine.graph.rules.policy import fill_policy, policy_query
-from campaign_engine.graph.rules.segment import CompiledSegment, segment_query
+from campaign_engine.graph.rules.segment import CompiledSegment
+from campaign_engine.graph.rules.segment_statements import segment_query
 from campaign_engine.graph.test_wave import SYSTEM_ACTOR, decide, decision_due
 
-__all__ = ["WaveFilter", "chosen_claim_query", "decide_on_time", "page_ids_query"]
-
-# The claim's audience page for an undecided wave: the chosen ids (sorted), each profile by its unique
-# key, with the campaign; the claim's own rules follow unchanged.
-_CHOSEN_HEAD = """MATCH (c:Campaign {id: $campaignId})
-UNWIND $chosen AS chosenId
-MATCH (p:Profile {profileId: chosenId})
-WITH p, c"""
+__all__ = ["WaveFilter", "chosen_claim_query", "decide_on_time", "page_ids_query", "statement_variants"]
 
 
 @dataclass(frozen=True)
@@ -82,14 +76,25 @@ class WaveFilter:
 
 
 def page_ids_query(segment: CompiledSegment | None) -> str:
-    return policy_query("test_wave_page") if segment is None else segment_query("test_wave_page", segment)
+    return statement("test_wave_page") if segment is None else segment_query("test_wave_page", segment)
 
 
 @cache
 def chosen_claim_query(capped: bool) -> str:
-    """``email_page.cypher`` over the chosen ids (``$chosen``) instead of an audience page."""
-    text = fill_policy(query("email_page").replace("{{AUDIENCE_PAGE}}", _CHOSEN_HEAD), name="email_page")
-    return text.replace("{{EMAIL_CAP}}", query("email_cap") if capped else "")
+    """``email_page.cypher`` over the chosen ids (``$chosen``) instead of an audience page: its head
+    (``fragments/test_wave_chosen_head.cypher``) reads each chosen profile, sorted, by its unique key,
+    with the campaign; the claim's own rules follow unchanged."""
+    return statement(
+        "email_page", AUDIENCE_PAGE=fragment("test_wave_chosen_head"), EMAIL_CAP=email_cap_slot(capped)
+    )
+
+
+def statement_variants(samples: Sequence[CompiledSegment | None]) -> Iterator[tuple[str, str]]:
+    """Every statement this module fills (tests EXPLAIN them all)."""
+    for segment in samples:
+        yield "test_wave_page", page_ids_query(segment)
+    for capped in (False, True):
+        yield "email_page", chosen_claim_query(capped)
 
 
 def decide_on_time(graph: Graph, *, dispatch_id: str, campaign: Mapping[str, Any], now: str) -> bool:

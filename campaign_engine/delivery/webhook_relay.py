@@ -1,4 +1,4 @@
-"""The event-webhook relay (issue 25): an endpoint's queued events POSTed in order, retried on schedule.
+"""The event-webhook relay: an endpoint's queued events POSTed in order, retried on schedule.
 
 One relay job (``RelayJob``) serves one endpoint. It takes the endpoint's lease (one relay at a time, so
 events leave in order), then runs rounds: read the oldest queued events, POST those of distinct
@@ -33,7 +33,7 @@ from campaign_engine.domain.dispatch import RelayJob, job_json
 from campaign_engine.domain.types import Clock, format_ts, parse_ts
 from campaign_engine.domain.webhook_events import DISABLE_AFTER_SECONDS, retry_delay_after
 from campaign_engine.domain.webhook_keys import RingUnreadable, SecretBox
-from campaign_engine.graph.cypher import query
+from campaign_engine.graph.cypher import statement
 from campaign_engine.graph.graph import Graph, Tx
 from campaign_engine.graph.webhook_outbox import subscribers_for
 from campaign_engine.queue.port import MAX_DELAY_SECONDS, Queue, QueueError
@@ -253,7 +253,7 @@ def _attempt_round(
 
 def _claim(tx: Tx, *, endpoint_id: str, now: str, lease: str, token: str) -> dict[str, Any] | None:
     record = tx.run(
-        query("webhook_relay_claim"), endpointId=endpoint_id, now=now, leaseUntil=lease, token=token
+        statement("webhook_relay_claim"), endpointId=endpoint_id, now=now, leaseUntil=lease, token=token
     )
     row = record.single()
     return None if row is None else row.data()
@@ -263,7 +263,7 @@ def _pending(tx: Tx, *, endpoint_id: str, limit: int) -> list[dict[str, Any]]:
     """The oldest ``limit`` unsent events, each with its batch's key and its index in the batch; batches
     are read lazily, so a queue of long batches costs the round what it sends."""
     events: list[dict[str, Any]] = []
-    for batch in tx.run(query("webhook_relay_pending"), endpointId=endpoint_id, limit=limit):
+    for batch in tx.run(statement("webhook_relay_pending"), endpointId=endpoint_id, limit=limit):
         lists = (batch["idx"], batch["eventIds"], batch["types"], batch["bodies"], batch["recipientKeys"])
         for index, event_id, type_, body, recipient in zip(*lists, strict=True):
             events.append({"batchKey": batch["batchKey"], "index": index, "eventId": event_id, "type": type_,
@@ -284,24 +284,18 @@ def _by_batch(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
 def _settle(tx: Tx, *, endpoint_id: str, token: str, endpoint: dict[str, Any], release: bool,
             delivered: list[dict[str, Any]], attempts: dict[str, Any] | None, now: str) -> None:  # fmt: skip
     tx.run(
-        query("webhook_relay_settle"), endpointId=endpoint_id, token=token, endpoint=endpoint,
+        statement("webhook_relay_settle"), endpointId=endpoint_id, token=token, endpoint=endpoint,
         release=release, delivered=delivered, attempts=attempts, now=now,
     ).consume()  # fmt: skip
 
 
-_DUE = """
-MATCH (e:WebhookEndpoint)
-WHERE e.enabled AND coalesce(e.retryAt, '') <= $now AND coalesce(e.leaseUntil, '') < $now
-  AND EXISTS { MATCH (b:WebhookBatch) WHERE b.endpointId = e.id AND b.queueKey > '' }
-RETURN e.id AS id
-ORDER BY e.id
-"""
+_DUE = "webhook_relay_due"  # cypher/delivery/webhook_relay_due.cypher
 
 
 def enqueue_due(graph: Graph, queue: Queue, *, now: datetime) -> list[str]:
     """The sweep's share: a relay job for every enabled endpoint with queued events that is due and free
     (its first attempt, or its retry after a wait longer than the queue can hold). Returns their ids."""
-    ids = graph.read(lambda tx: [str(r["id"]) for r in tx.run(_DUE, now=format_ts(now))])
+    ids = graph.read(lambda tx: [str(r["id"]) for r in tx.run(statement(_DUE), now=format_ts(now))])
     if ids:
         try:
             for start in range(0, len(ids), 10):

@@ -1,7 +1,7 @@
-"""A/B content variants of a campaign (issue 26 item 1): their model, THE assignment of a recipient to
+"""A/B content variants of a campaign: their model, THE assignment of a recipient to
 one, and the content a variant serves.
 
-Not ``domain/variants.py``: that module is the *language* variant (``served_locale``, issue 24). A
+Not ``domain/variants.py``: that module is the *language* variant (``served_locale``). A
 content variant is an arm of an A/B test, chosen per recipient; the language is chosen independently of
 it, by the same rule as without variants, and the content variant then overrides whole channel fields
 in that language.
@@ -23,7 +23,7 @@ weights. Every path calls it (the in-app card, the notify payload, the email wal
 self-tests, the email preview, explainRecipient), so a recipient keeps their variant across retries,
 re-dispatches, channels and devices. It depends on the variants' ids, order and weights only: editing
 copy keeps everyone's arm; editing ids, order or weights may move readers (and voids a reviewed
-dispatch preview, whose token digests the definition). A test wave (issue 26 item 2) draws its members
+dispatch preview, whose token digests the definition). A test wave draws its members
 with ``unit_point(..., purpose="test-wave")``: independent of the variant draw, stable the same way.
 """
 
@@ -160,7 +160,7 @@ MAX_DECIDE_AFTER_SECONDS = 7 * 24 * 3600
 
 
 class Experiment(StrictModel, CamelModel):
-    """A test wave (issue 26 item 2), as ``dispatch`` and ``scheduleDispatch`` accept it: ``testShare`` of
+    """A test wave, as ``dispatch`` and ``scheduleDispatch`` accept it: ``testShare`` of
     the recipients (drawn by ``in_test_wave``) get their assigned variant first; after
     ``decideAfterSeconds`` the variant with the highest rate of ``metric`` over its test recipients wins,
     and everyone else gets only the winner."""

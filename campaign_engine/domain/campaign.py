@@ -3,7 +3,8 @@
 One model per direction: ``CampaignCreate`` (input), ``CampaignPatch`` (partial update input),
 ``CampaignPublic`` (what admins read back). ``CampaignDefinition`` is the validated whole that is
 stored; a patch is applied to it and the result is validated again, so every rule holds after every
-write, not only at creation.
+write, not only at creation. One module past 350 lines on purpose: the four models share their
+fields and validators, and a rule split from them could hold for one direction and not another.
 """
 
 from __future__ import annotations
@@ -122,7 +123,7 @@ HourMinute = Annotated[str, StringConstraints(pattern=r"^(?:[01]\d|2[0-3]):[0-5]
 
 
 class QuietHoursWindow(StrictModel):
-    """Local wall-clock hours in which notify and email wait (issue 12); ``start > end`` wraps midnight."""
+    """Local wall-clock hours in which notify and email wait; ``start > end`` wraps midnight."""
 
     start: HourMinute
     end: HourMinute
@@ -186,20 +187,20 @@ class CampaignDefinition(StrictModel, CamelModel):
     ends_at: UtcDatetime | None = None
     exclude_minors: bool = True
     discoverable: bool = False
-    # Issue 12: the zone of recipients whose profile has none (or an unknown one; absent = UTC), and
+    # The zone of recipients whose profile has none (or an unknown one; absent = UTC), and
     # the local hours in which notify and email deliveries wait (in-app is unaffected).
     time_zone: ZoneName | None = None
     quiet_hours: QuietHoursWindow | None = None
-    # Issue 24: the language of the content above, and the same content in other languages.
+    # The language of the content above, and the same content in other languages.
     locale: LanguageTag = "en"
     translations: Annotated[dict[LanguageTag, Translation], Field(max_length=MAX_TRANSLATIONS)] | None = None
-    # Issue 27: a live segment; the audience is the static members plus whoever it matches at send time.
+    # A live segment; the audience is the static members plus whoever it matches at send time.
     segment: SegmentRule | None = None
-    # Issue 26: A/B content variants, each overriding whole content fields (domain/ab_variants.py).
+    # A/B content variants, each overriding whole content fields (domain/ab_variants.py).
     variants: (
         Annotated[list[ContentVariant], Field(min_length=MIN_VARIANTS, max_length=MAX_VARIANTS)] | None
     ) = None
-    # Issue 27 item 3: members the age policy excludes get nothing ("exclude") or are replaced by their
+    # Members the age policy excludes get nothing ("exclude") or are replaced by their
     # consenting eligible guardians ("guardians"), who read guardianCopy where it has the channel
     # (domain/guardian_copy.py).
     minors: Minors = "exclude"
@@ -321,7 +322,7 @@ class CampaignPatch(CamelModel):
     locale: LanguageTag | None = None
     translations: Annotated[dict[LanguageTag, Translation], Field(max_length=MAX_TRANSLATIONS)] | None = None
     segment: SegmentRule | None = None
-    # Issue 26: A/B content variants, each overriding whole content fields (domain/ab_variants.py).
+    # A/B content variants, each overriding whole content fields (domain/ab_variants.py).
     variants: (
         Annotated[list[ContentVariant], Field(min_length=MIN_VARIANTS, max_length=MAX_VARIANTS)] | None
     ) = None

@@ -88,10 +88,10 @@ class DeliveryJob(_Message):
     profile_id: _Id
     campaign_test_id: _Id | None = None
     paged_member: bool | None = None
-    """Issue 27: enqueued by a page of a campaign with a live segment, which found the profile in its
+    """Enqueued by a page of a campaign with a live segment, which found the profile in its
     audience moments ago; the recheck does not evaluate the rule again (absent: a static member)."""
     routed_from: Annotated[list[_Id] | None, Field(max_length=1000)] = None
-    """Issue 27 item 3: a guardian's job, routed from these members of the page that enqueued it (the
+    """A guardian's job, routed from these members of the page that enqueued it (the
     age policy excludes them); the recheck holds the guardian to a link with consent granted to one of
     them instead of membership (absent: a member)."""
 

@@ -1,4 +1,4 @@
-"""The health guard's rule (issue 26 item 5): when a sending Dispatch's own feedback says the list or
+"""The health guard's rule: when a sending Dispatch's own feedback says the list or
 the copy is bad, it pauses before its next page.
 
 Pure, so the page walks (which pause), the resume (which restarts the window) and the reads (which show
@@ -17,7 +17,7 @@ Rates, each over the Dispatch's own window (everything since it started, or sinc
 A resume restarts the window: it stores the counters of that moment as ``guardBase*`` and the guard
 compares only what happened since, so an admin's decision to go on is not undone by the very numbers
 they judged. Feedback arriving after the resume about an email accepted before it belongs to the old
-window: the feedback write adds it to the base as well (``cypher/feedback_dispatch_counts.cypher``).
+window: the feedback write adds it to the base as well (``cypher/feedback/feedback_dispatch_counts.cypher``).
 No I/O.
 """
 

@@ -1,11 +1,11 @@
-"""Frequency caps across campaigns (issue 12 item 4): how many announcements one profile receives per
+"""Frequency caps across campaigns: how many announcements one profile receives per
 channel within a rolling window, whichever campaigns they come from.
 
 ``CAMPAIGN_FREQUENCY_CAPS`` maps tenant -> channel -> ``{"max", "windowSeconds"}``; the tenant ``"*"`` is
 the default for campaigns of a tenant without an entry for that channel. The setting is parsed and
 validated once (``config.py``); this module only turns it into the parameters the capped statements
-read (``cypher/notify_recheck.cypher`` with its cap fragments, ``cypher/email_page.cypher``), which
-evaluate it in the graph under the profile lock at delivery time.
+read (``notify_recheck.cypher`` with its cap fragments, ``email_page.cypher``; ``cypher/delivery/``),
+which evaluate it in the graph under the profile lock at delivery time.
 
 The log a cap counts lives on the Profile (``notifyCapLog`` / ``emailCapLog``: timestamps of counted
 sends): it is the recipient's experience, shared by every tenant's campaigns; each campaign's tenant

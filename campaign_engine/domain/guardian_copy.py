@@ -1,4 +1,4 @@
-"""Routing announcements for minors to their guardians (issue 27 item 3): the campaign's ``minors``
+"""Routing announcements for minors to their guardians: the campaign's ``minors``
 choice, the copy guardians read (``guardianCopy``) and which content one reader is served.
 
 ``minors: "exclude"`` (the default) is the age policy as it always was: a member it excludes gets

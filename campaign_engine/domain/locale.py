@@ -1,4 +1,4 @@
-"""Languages (issue 24): which variant of a campaign a recipient reads, and which way it is written.
+"""Languages: which variant of a campaign a recipient reads, and which way it is written.
 
 One rule for every path (in-app cards, notification payloads, emails, self-tests, previews, explain):
 the profile's ``locale`` is matched against the tags a campaign has content in by the *lookup* of

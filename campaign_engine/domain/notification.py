@@ -35,11 +35,11 @@ class AnnouncementMetadata(CamelModel):
     campaign_has_in_app: bool
     # Set only for an admin's send-to-me test; a test is a separate inbox entry from the real send.
     campaign_test_id: _Id | None = None
-    # Issue 24: the language of title and body (BCP 47), the best match for the recipient's locale.
+    # The language of title and body (BCP 47), the best match for the recipient's locale.
     locale: Annotated[str, Field(max_length=35)] | None = None
-    # Issue 26: the A/B content variant the copy is (``domain/ab_variants.py``); absent without variants.
+    # The A/B content variant the copy is (``domain/ab_variants.py``); absent without variants.
     variant_id: Annotated[str, Field(max_length=32)] | None = None
-    # Issue 27 item 3: "guardian" when the recipient gets it as the guardian of a member the age policy
+    # "guardian" when the recipient gets it as the guardian of a member the age policy
     # excludes (the copy is then the campaign's guardianCopy where it has one); absent for members.
     audience: Literal["guardian"] | None = None
 

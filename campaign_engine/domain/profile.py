@@ -117,7 +117,7 @@ Consent = Literal["granted", "revoked"]
 
 
 class GuardianIn(CamelModel):
-    """One adult who may receive what is meant for the minor whose row names them (issue 27)."""
+    """One adult who may receive what is meant for the minor whose row names them."""
 
     model_config = ConfigDict(extra="forbid")
 

@@ -1,7 +1,7 @@
 """When a send happens: wall-clock times in IANA zones, per-recipient local times, and quiet hours.
 
 Pure rules, no clock and no graph, so the scheduler, the page walks and the tests share one meaning
-of "09:00 in Europe/Paris" (issue 12). Two wall-clock times do not name exactly one instant:
+of "09:00 in Europe/Paris". Two wall-clock times do not name exactly one instant:
 
 - In a spring-forward gap (02:30 on the night clocks jump from 02:00 to 03:00) the time never happens.
   It resolves to the same distance past the gap's end (03:30), as a person whose alarm is set for

@@ -1,4 +1,4 @@
-"""Live segments (issue 27): a rule tree a campaign's audience is evaluated against at send time.
+"""Live segments: a rule tree a campaign's audience is evaluated against at send time.
 
 A rule node is exactly one of: ``all`` / ``any`` (a list of rules), ``not`` (a rule), or one condition
 (``tag``, ``connectedTo``, ``locale``, ``timeZone``, ``ageAtLeast``, ``ageBelow``, ``memberOf``,

@@ -1,4 +1,4 @@
-"""How campaign ids are namespaced per tenant (issue 21).
+"""How campaign ids are namespaced per tenant.
 
 A tenant names its campaigns with its own ids (``ref``, what admins type and read), and no tenant can
 learn which ids another uses. Below the API a campaign is known by its storage id ``Campaign.id``, which

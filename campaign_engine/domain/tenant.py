@@ -1,6 +1,6 @@
-"""Tenants as records (issue 21 item 1): one organisation's name, branding, app origin, sender, caps and
-approval policy, its email layout (issue 24 item 6: footer copy, sender display name) and whether its
-email CTA is click-tracked (issue 26 item 4: ``clickTracking``, on by default), editable
+"""Tenants as records: one organisation's name, branding, app origin, sender, caps and
+approval policy, its email layout (footer copy, sender display name) and whether its
+email CTA is click-tracked (``clickTracking``, on by default), editable
 through ``tenants.*`` without a redeploy.
 
 One model per direction: ``TenantCreate`` (input), ``TenantPatch`` (partial update input), ``TenantPublic``
@@ -119,13 +119,13 @@ class _Strict(CamelModel):
 
 
 class Approval(_Strict):
-    """Two-person approval (issue 21 item 5): a dispatch reaching this many recipients needs a second
+    """Two-person approval: a dispatch reaching this many recipients needs a second
     publisher. Stored here; enforced by the dispatch use cases."""
 
     min_recipients: Annotated[int, Field(ge=1, le=100_000_000)]
 
 
-# --- health guard overrides (issue 26 item 5) -------------------------------------------------------
+# --- health guard overrides -------------------------------------------------------
 # A tenant's own limits for the health guard (domain/dispatch_health.py); absent = CAMPAIGN_GUARD_*.
 
 Rate = Annotated[float, Field(ge=0, le=1)]
@@ -160,7 +160,7 @@ class TenantSettings(_Strict, GuardOverrides):
     footer_address: FooterAddress | None = None
     sender_name: SenderName | None = None
     click_tracking: bool = True
-    """Issue 26 item 4: the email CTA links through ``/c`` (first-party click tracking); off, directly."""
+    """The email CTA links through ``/c`` (first-party click tracking); off, directly."""
 
     def wire(self) -> dict[str, Any]:
         return self.model_dump(mode="json", by_alias=True)
@@ -213,7 +213,7 @@ class TenantPatch(GuardOverrides):
 
 
 class TenantLayout(CamelModel):
-    """The email layout of a tenant (issue 24 item 6), the part of its settings its own admins may edit:
+    """The email layout of a tenant, the part of its settings its own admins may edit:
     logo, colours, footer copy and the From display name. Every field optional: ``null`` clears it, and
     a cleared field renders as the built-in default (no footer line, EMAIL_FROM's name)."""
 

@@ -1,4 +1,4 @@
-"""Which language variant of a campaign's content a reader gets (issue 24), as one rule.
+"""Which language variant of a campaign's content a reader gets, as one rule.
 
 ``served_locale`` is THE choice, for every channel and path; the ``wire_*`` helpers read it off a
 stored definition's JSON for the hot reads that keep definitions unparsed (the in-app card cache, the

@@ -1,4 +1,4 @@
-"""Event webhooks (issue 25): the event types an endpoint subscribes to, the event body, the retry rule.
+"""Event webhooks: the event types an endpoint subscribes to, the event body, the retry rule.
 
 An event is ``{id, type, occurredAt, data}`` where ``data`` names things by id only (campaignId,
 dispatchId, profileId): never an address or a message's copy, so an endpoint learns what happened, not

@@ -1,4 +1,4 @@
-"""A receiver's own signing secrets (issue 22): generated, rotated with an overlap, sealed at rest.
+"""A receiver's own signing secrets: generated, rotated with an overlap, sealed at rest.
 
 A profile with its own ``notificationsWebhook`` holds a key ring: the current ``whsec_`` secret and,
 during a rotation's overlap, the previous one with the moment it stops signing. Every POST carries one

@@ -3,7 +3,7 @@
 The signed content is ``"{webhook-id}.{webhook-timestamp}.{body}"``. The secret is written the
 standard way, ``whsec_<base64>``, and signs with its decoded bytes (at least 24, the spec's minimum). Any
 other spelling is refused: a plain text secret would be read as base64 by an official Standard Webhooks
-library and key a different HMAC, so a receiver using one could never verify us (issue 11).
+library and key a different HMAC, so a receiver using one could never verify us.
 ``webhook-id`` is the delivery id and stays stable across retries; the timestamp is fresh on every
 attempt and bounds replays to the tolerance window.
 

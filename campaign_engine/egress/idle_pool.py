@@ -1,7 +1,7 @@
 """Kept-alive webhook connections: bounded in total across destinations, oldest out first, reaped at expiry.
 
 ``transport.AsyncSafeTransport`` keeps answered connections here for reuse. A bound per destination is
-not enough when receivers are user-supplied (issue 11): thousands of distinct hosts would each keep
+not enough when receivers are user-supplied: thousands of distinct hosts would each keep
 their idle sockets until reused and exhaust file descriptors. So every destination shares one bound (the
 oldest idle connection is closed to make room), and a timer on the event loop closes connections idle
 longer than the expiry even when no POST comes. Open sockets therefore stay at most the POSTs in flight

@@ -9,7 +9,7 @@ and capped at ``MAX_RESPONSE_BYTES`` while reading (``ResponseTooLarge``; a head
 ``http1`` is ``HeadersTooLarge``); content encodings are not decoded, because a decoded size cannot be
 capped (we ask for ``identity``).
 
-A hostile receiver must not hold our resources either (issue 11):
+A hostile receiver must not hold our resources either:
 
 - Resolution runs on the transport's own small thread pool, never the loop's default executor (the
   pause gate reads the graph there), and each POST waits for it at most its connect budget: a name

@@ -1,7 +1,7 @@
 """The SES endpoint's signing certificates: fetched off the request path, remembered, bounded.
 
 ``POST /webhooks/ses`` is anonymous and every envelope names its own certificate URL on the SNS host, so
-each fetch is a cost a stranger chooses (issue 22). Hence:
+each fetch is a cost a stranger chooses. Hence:
 
 - a certificate is kept by URL until its ``notAfter`` (an expired one is dropped and fetched again);
 - a failed fetch (unreachable, not 200, not a PEM certificate) is remembered for ``failure_seconds``,

@@ -21,7 +21,7 @@ from campaign_engine.domain.types import Clock, format_ts
 from campaign_engine.domain.webhook_events import Event, EventType
 from campaign_engine.feedback.events import Feedback, SuppressionReason, normalize_address
 from campaign_engine.graph.audit import AuditContext, record_audit
-from campaign_engine.graph.cypher import query
+from campaign_engine.graph.cypher import statement
 from campaign_engine.graph.graph import Graph, Tx
 from campaign_engine.graph.locks import lock_profiles
 from campaign_engine.graph.webhook_outbox import record_events
@@ -72,7 +72,7 @@ class FeedbackStore:
     def _apply(self, tx: Tx, feedback: Feedback, params: dict[str, Any]) -> Applied:
         now = params["now"]
         record = tx.run(
-            query("feedback_record"),
+            statement("feedback_record"),
             key=feedback.key,
             source=feedback.source,
             now=now,
@@ -83,7 +83,7 @@ class FeedbackStore:
         reactivate = sorted({e.normalized for e in feedback.events if e.action == "reactivate"})
         reactivated = 0
         if reactivate:
-            reactivated = tx.run(query("suppression_remove"), addresses=reactivate).single(strict=True)[
+            reactivated = tx.run(statement("suppression_remove"), addresses=reactivate).single(strict=True)[
                 "removed"
             ]
         suppress: dict[str, dict[str, str]] = {}
@@ -91,7 +91,7 @@ class FeedbackStore:
         if soft:
             rows = [{"address": address, "detail": detail} for address, detail in soft]
             for row in tx.run(
-                query("feedback_soft_bounce"),
+                statement("feedback_soft_bounce"),
                 rows=rows,
                 now=now,
                 windowStart=params["windowStart"],
@@ -116,7 +116,7 @@ class FeedbackStore:
         if suppress:
             rows = [suppress[address] for address in sorted(suppress)]
             suppressed = tx.run(
-                query("feedback_suppress"), rows=rows, source=feedback.source, now=now
+                statement("feedback_suppress"), rows=rows, source=feedback.source, now=now
             ).single(strict=True)["suppressed"]
         self._touch_profiles(tx, feedback, now, self._graph)
         return Applied(duplicate=False, suppressed=suppressed, reactivated=reactivated)
@@ -133,7 +133,7 @@ class FeedbackStore:
         # the message id link, and its sends by the suppression, which compares normalized addresses.
         values = sorted({v for e in complaints for v in (e.address.strip(), e.normalized)})
         found = tx.run(
-            query("feedback_profiles"), values=values, messageIds=list(feedback.message_ids)
+            statement("feedback_profiles"), values=values, messageIds=list(feedback.message_ids)
         ).single()
         profile_ids: list[str] = [] if found is None else list(found["profileIds"])
         if not profile_ids:
@@ -141,7 +141,7 @@ class FeedbackStore:
         lock_profiles(tx, profile_ids)
         if feedback.message_ids:
             marked = tx.run(
-                query("feedback_link"),
+                statement("feedback_link"),
                 messageIds=list(feedback.message_ids),
                 bounced=bounced,
                 complained=bool(complaints),
@@ -156,9 +156,9 @@ class FeedbackStore:
                 if row["dispatchId"] is not None:
                     counted.append({k: row[k] for k in ("dispatchId", "emailedAt", "bounce", "complaint")})
             if counted:  # the health guard's counters on each send's Dispatch, in this transaction
-                tx.run(query("feedback_dispatch_counts"), rows=counted).consume()
+                tx.run(statement("feedback_dispatch_counts"), rows=counted).consume()
         if complaints:
-            tx.run(query("feedback_opt_out"), profileIds=sorted(profile_ids), now=now).consume()
+            tx.run(statement("feedback_opt_out"), profileIds=sorted(profile_ids), now=now).consume()
 
 
 # --- admin reads and removal ------------------------------------------------------------------------
@@ -198,7 +198,7 @@ def list_suppressions(
             "limit": limit + 1,
             "tenant": tenant_id,
         }
-        rows = tx.run(query("suppression_list"), **params)
+        rows = tx.run(statement("suppression_list"), **params)
         return [dict(row["suppression"]) for row in rows]
 
     nodes = graph.read(tx_fn)
@@ -212,7 +212,7 @@ def list_suppressions(
 def get_suppression(graph: Graph, address: str, *, tenant_id: str | None = None) -> Suppression:
     def tx_fn(tx: Tx) -> dict[str, Any] | None:
         params: dict[str, Any] = {"address": normalize_address(address), "tenant": tenant_id}
-        record = tx.run(query("suppression_get"), **params).single()
+        record = tx.run(statement("suppression_get"), **params).single()
         return None if record is None else dict(record["suppression"])
 
     node = graph.read(tx_fn)
@@ -229,7 +229,7 @@ def remove_suppression(graph: Graph, address: str, *, audit: AuditContext | None
     normal = normalize_address(address)
 
     def tx_fn(tx: Tx) -> int:
-        record = tx.run(query("suppression_remove"), addresses=[normal]).single(strict=True)
+        record = tx.run(statement("suppression_remove"), addresses=[normal]).single(strict=True)
         removed = int(record["removed"])
         if removed:  # nothing lifted is NOT_FOUND at the API: no change, no entry
             digest = hashlib.sha256(normal.encode()).hexdigest()
@@ -248,7 +248,7 @@ def expire_feedback_records(graph: Graph, *, before: str) -> int:
     (``CAMPAIGN_FEEDBACK_DEDUP_DAYS``) is far longer than any provider retries."""
     total = 0
     while True:
-        rows = graph.run(query("feedback_expire"), before=before, limit=_EXPIRE_BATCH)
+        rows = graph.run(statement("feedback_expire"), before=before, limit=_EXPIRE_BATCH)
         deleted = int(rows[0]["deleted"]) if rows else 0
         total += deleted
         if deleted < _EXPIRE_BATCH:

@@ -1,4 +1,4 @@
-"""The audit trail of admin mutations (issue 14, item 2): who changed what, when, in which request.
+"""The audit trail of admin mutations: who changed what, when, in which request.
 
 An entry is written by the mutation's own transaction function, never by a second transaction: it
 commits with the change or rolls back with it, so a committed admin mutation always has its entry and a
@@ -14,7 +14,7 @@ updates its ``detail`` in each later one, so every committed chunk is accounted 
 Entries carry ``campaignId`` and ``campaignCreatedAt`` as properties, not a relationship: deleting a
 campaign retires and reaps its node with every relationship, and its trail must outlive it.
 ``audit.list`` reads newest first, keyset-paged by ``(at, id)`` stored as one ``orderKey`` string, so
-every bound is one range on the index of the leading filter (``cypher/schema.cypher``: none, campaign,
+every bound is one range on the index of the leading filter (``cypher/graph/schema.cypher``: none, campaign,
 actor) and the answer comes in index order, never sorted.
 """
 
@@ -23,16 +23,16 @@ from __future__ import annotations
 import json
 import re
 import uuid
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
-from typing import Annotated, Any, Literal
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
-
+from campaign_engine.domain.camel import CamelModel
 from campaign_engine.domain.errors import BadRequest
 from campaign_engine.domain.tenancy import campaign_ref
 from campaign_engine.domain.types import format_ts, parse_ts
-from campaign_engine.graph.cypher import query
+from campaign_engine.graph.cypher import statement
 from campaign_engine.graph.graph import Graph, Tx
 
 __all__ = [
@@ -45,6 +45,7 @@ __all__ = [
     "list_statement",
     "new_entry_id",
     "record_audit",
+    "statement_variants",
 ]
 
 TargetType = Literal[
@@ -104,7 +105,7 @@ def record_audit(
     if audit is None:
         return
     tx.run(
-        query("audit_record"),
+        statement("audit_record"),
         id=audit.entry_id,
         at=audit.at,
         actor=audit.actor,
@@ -121,30 +122,26 @@ def record_audit(
     ).consume()
 
 
-class AuditEntry(BaseModel):
-    model_config = ConfigDict(populate_by_name=True)
-
+class AuditEntry(CamelModel):
     id: str
     at: str
     actor: str
-    tenant_id: Annotated[str | None, Field(alias="tenantId")] = None
+    tenant_id: str | None = None
     procedure: str
-    request_id: Annotated[str, Field(alias="requestId")]
-    target_type: Annotated[TargetType, Field(alias="targetType")]
-    target_id: Annotated[str, Field(alias="targetId")]
-    campaign_id: Annotated[str | None, Field(alias="campaignId")] = None
-    campaign_created_at: Annotated[str | None, Field(alias="campaignCreatedAt")] = None
-    revision_before: Annotated[int | None, Field(alias="revisionBefore")] = None
-    revision_after: Annotated[int | None, Field(alias="revisionAfter")] = None
+    request_id: str
+    target_type: TargetType
+    target_id: str
+    campaign_id: str | None = None
+    campaign_created_at: str | None = None
+    revision_before: int | None = None
+    revision_after: int | None = None
     detail: dict[str, Any] | None = None
 
 
-class AuditPage(BaseModel):
-    model_config = ConfigDict(populate_by_name=True)
-
+class AuditPage(CamelModel):
     records: list[AuditEntry]
     cursor: str | None
-    has_more: Annotated[bool, Field(alias="hasMore")]
+    has_more: bool
 
 
 # An entry's place in audit.list, and the cursor: its fixed-width time, "|", its id (see audit_list.cypher).
@@ -171,7 +168,7 @@ def _issue(path: str) -> dict[str, Any]:
 # The index that leads each seek, its filter and its order, so it runs on its own index (campaign,
 # actor, or time alone) and reads in index order, newest first. The index is hinted: left to itself the
 # planner may pick audit_entry_order for a campaign's entries when the counts favour it, and then sort.
-_LIST_BY = {
+_LIST_BY: dict[Literal["campaign", "actor", "all"], tuple[str, str, str]] = {
     "campaign": (
         "(campaignId, orderKey)",
         "a.campaignId = $campaignId",
@@ -185,7 +182,13 @@ _LIST_BY = {
 def list_statement(lead: Literal["campaign", "actor", "all"]) -> str:
     """The ``audit.list`` query led by one filter's index."""
     index, key, order = _LIST_BY[lead]
-    return query("audit_list").replace("{{INDEX}}", index).replace("{{KEY}}", key).replace("{{ORDER}}", order)
+    return statement("audit_list", INDEX=index, KEY=key, ORDER=order)
+
+
+def statement_variants(samples: Sequence[object]) -> Iterator[tuple[str, str]]:
+    """Every statement this module fills (tests EXPLAIN them all)."""
+    for lead in _LIST_BY:
+        yield "audit_list", list_statement(lead)
 
 
 # Bounds that every orderKey lies between: digits sort after "" and before "~".
@@ -210,7 +213,7 @@ def list_audit(
     lead: Literal["campaign", "actor", "all"] = (
         "campaign" if campaign_id is not None else "actor" if actor is not None else "all"
     )
-    statement = list_statement(lead)
+    text = list_statement(lead)
     params: dict[str, Any] = {
         "tenantId": tenant_id,
         "campaignId": campaign_id,
@@ -222,7 +225,7 @@ def list_audit(
     }
 
     def tx_fn(tx: Tx) -> list[dict[str, Any]]:
-        return [dict(row["entry"]) for row in tx.run(statement, **params)]
+        return [dict(row["entry"]) for row in tx.run(text, **params)]
 
     rows = graph.read(tx_fn)
     page = [_entry(row) for row in rows[:limit]]

@@ -6,7 +6,7 @@ it may only touch the graph, never a queue, a socket or a clock read that must n
 
 Every driver failure that means "the graph cannot answer now" becomes ``ServiceUnavailable`` here, and
 nowhere else (HTTP 503 at the API; a job that raises it is redelivered). The retries are ours, not the
-driver's, because the two causes want different budgets (issue 11, item 7):
+driver's, because the two causes want different budgets:
 
 - a transient server error (deadlock victim) is retried with back-off for up to 30 s, as the driver
   would;

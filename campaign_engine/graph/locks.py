@@ -9,35 +9,25 @@ from __future__ import annotations
 
 from typing import Any
 
+from campaign_engine.graph.cypher import statement
 from campaign_engine.graph.graph import Tx
 
 __all__ = ["lock_campaign", "lock_profiles"]
 
 # The label is checked again once the lock is held: a delete that committed while this waited has
 # retired the node (campaigns/definitions.py), and a retired campaign is not found.
-_LOCK_CAMPAIGN = """
-MATCH (c:Campaign {id: $campaignId})
-SET c.campaignStateLock = coalesce(c.campaignStateLock, 0) + 1
-WITH c
-WHERE c:Campaign
-RETURN c {.*} AS campaign
-"""
+_LOCK_CAMPAIGN = "lock_campaign"  # cypher/graph/lock_campaign.cypher
 
-_LOCK_PROFILES = """
-UNWIND $profileIds AS profileId
-MATCH (p:Profile {profileId: profileId})
-SET p.campaignStateLock = coalesce(p.campaignStateLock, 0) + 1
-RETURN p.profileId AS profileId
-"""
+_LOCK_PROFILES = "lock_profiles"  # cypher/graph/lock_profiles.cypher
 
 
 def lock_campaign(tx: Tx, campaign_id: str) -> dict[str, Any] | None:
     """Lock the campaign node and return its properties, or None when it does not exist."""
-    record = tx.run(_LOCK_CAMPAIGN, campaignId=campaign_id).single()
+    record = tx.run(statement(_LOCK_CAMPAIGN), campaignId=campaign_id).single()
     return None if record is None else dict(record["campaign"])
 
 
 def lock_profiles(tx: Tx, profile_ids: list[str]) -> list[str]:
     """Lock the existing profiles among ``profile_ids`` in ascending order; returns the ids locked."""
     ordered = sorted(set(profile_ids))
-    return [record["profileId"] for record in tx.run(_LOCK_PROFILES, profileIds=ordered)]
+    return [record["profileId"] for record in tx.run(statement(_LOCK_PROFILES), profileIds=ordered)]

@@ -1,4 +1,4 @@
-"""Tenant records in the graph (issue 21 item 1): create, patch, read, list, and the one-time seed.
+"""Tenant records in the graph: create, patch, read, list, and the one-time seed.
 
 Base layer, beside ``audit.py``: the API's ``tenants.*`` procedures write through it and the
 ``TenantDirectory`` (``graph/tenant_directory.py``), which delivery and the API both read, loads through
@@ -17,9 +17,10 @@ from datetime import datetime
 from typing import Any
 
 from neo4j.exceptions import ConstraintError
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import ValidationError
 
 from campaign_engine.config import ConfigError, Settings
+from campaign_engine.domain.camel import CamelModel
 from campaign_engine.domain.errors import BadRequest, Conflict, NotFound, bad_request_from
 from campaign_engine.domain.frequency_cap import DEFAULT_TENANT, CapChannel, ChannelCap
 from campaign_engine.domain.tenant import (
@@ -34,7 +35,7 @@ from campaign_engine.domain.tenant import (
 )
 from campaign_engine.domain.types import format_ts
 from campaign_engine.graph.audit import AuditContext, record_audit
-from campaign_engine.graph.cypher import query
+from campaign_engine.graph.cypher import statement
 from campaign_engine.graph.graph import Graph, Tx
 
 __all__ = [
@@ -55,12 +56,10 @@ _LOAD_PAGE = 1000
 _SEEDED_LAYOUT = ("logoUrl", "primaryColor", "textColor", "footerText", "footerAddress", "senderName")
 
 
-class TenantPage(BaseModel):
-    model_config = ConfigDict(populate_by_name=True)
-
+class TenantPage(CamelModel):
     records: list[TenantPublic]
     cursor: str | None
-    has_more: bool = Field(alias="hasMore")
+    has_more: bool
 
 
 def _audit(tx: Tx, audit: AuditContext | None, tenant_id: str, *, changed: list[str]) -> None:
@@ -83,7 +82,7 @@ def create_tenant(
 
     def tx_fn(tx: Tx) -> dict[str, Any] | None:
         record = tx.run(
-            query("tenant_create"), tenantId=data.tenant_id, props=props, now=format_ts(now)
+            statement("tenant_create"), tenantId=data.tenant_id, props=props, now=format_ts(now)
         ).single()
         if record is None:
             return None
@@ -114,7 +113,7 @@ def update_tenant(
 def update_layout(
     graph: Graph, *, patch: LayoutPatch, now: datetime, audit: AuditContext | None
 ) -> TenantPublic:
-    """``tenants.updateLayout``: only the layout fields change (issue 24 item 6), merged and validated
+    """``tenants.updateLayout``: only the layout fields change, merged and validated
     like any patch, in one audited transaction."""
     return _patch(graph, patch.tenant_id, patch.changes(), now=now, audit=audit)
 
@@ -138,7 +137,7 @@ def _patch(
     """Merge ``changes`` into the locked record and validate the whole again; BAD_REQUEST writes nothing."""
 
     def tx_fn(tx: Tx) -> dict[str, Any]:
-        record = tx.run(query("tenant_lock"), tenantId=tenant_id).single()
+        record = tx.run(statement("tenant_lock"), tenantId=tenant_id).single()
         if record is None:
             raise NotFound(f"tenant '{tenant_id}' not found")
         merged = _settings_wire(tenant_from_node(record["tenant"]))
@@ -147,7 +146,7 @@ def _patch(
         except ValidationError as exc:
             raise bad_request_from(exc, "the patched tenant is invalid") from exc
         saved = tx.run(
-            query("tenant_save"),
+            statement("tenant_save"),
             tenantId=tenant_id,
             props=tenant_node_properties(settings),
             now=format_ts(now),
@@ -164,7 +163,7 @@ def _issue(path: str, message: str) -> dict[str, Any]:
 
 
 def _read(tx: Tx, tenant_id: str) -> dict[str, Any] | None:
-    record = tx.run(query("tenant_get"), tenantId=tenant_id).single()
+    record = tx.run(statement("tenant_get"), tenantId=tenant_id).single()
     return None if record is None else dict(record["tenant"])
 
 
@@ -176,7 +175,7 @@ def get_tenant(graph: Graph, tenant_id: str) -> TenantPublic:
 
 
 def _page(tx: Tx, cursor: str, limit: int) -> list[dict[str, Any]]:
-    return [dict(row["tenant"]) for row in tx.run(query("tenant_list"), cursor=cursor, limit=limit)]
+    return [dict(row["tenant"]) for row in tx.run(statement("tenant_list"), cursor=cursor, limit=limit)]
 
 
 def list_tenants(graph: Graph, *, cursor: str | None, limit: int) -> TenantPage:
@@ -267,5 +266,5 @@ def seed_tenants(graph: Graph, rows: list[dict[str, Any]], *, now: datetime) -> 
 
     Idempotent and cheap (one statement, an index seek per tenant), so every API and worker start runs
     it: a tenant added to the settings later is created; one seeded before is never touched again."""
-    records = graph.run(query("tenant_seed"), rows=rows, now=format_ts(now))
+    records = graph.run(statement("tenant_seed"), rows=rows, now=format_ts(now))
     return [str(t) for t in records[0]["created"]] if records else []

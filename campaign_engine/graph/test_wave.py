@@ -1,4 +1,4 @@
-"""A test wave's decision (issue 26 item 2): the one transaction that picks the winner, by the system
+"""A test wave's decision: the one transaction that picks the winner, by the system
 when ``decideAt`` falls due or by an admin early (``campaigns.chooseVariant``).
 
 Base layer because both sides write it: the page walks of ``delivery`` decide when their page job wakes
@@ -26,6 +26,7 @@ from typing import Any
 
 from campaign_engine.domain.ab_variants import VariantRate, in_test_wave, winner_of
 from campaign_engine.graph.audit import AuditContext, record_audit
+from campaign_engine.graph.cypher import statement
 from campaign_engine.graph.graph import Tx
 from campaign_engine.graph.locks import lock_campaign
 
@@ -36,30 +37,9 @@ SYSTEM_ACTOR = "system:test-wave"
 # The recipients the confirmation reached: one expansion of the campaign's state relationships, once
 # per test. Only test members were reached before the decision (the rest waits), and the Python filter
 # below keeps exactly them anyway.
-_REACHED = """
-MATCH (p:Profile)-[s:CAMPAIGN_STATE]->(c:Campaign {id: $campaignId})
-WHERE s.variantId IS NOT NULL
-  AND ((s.emailedAt IS NOT NULL AND s.emailDispatchId IN $dispatchIds)
-       OR (s.notifiedAt IS NOT NULL AND s.notifiedDispatchId IN $dispatchIds))
-RETURN p.profileId AS profileId, s.variantId AS variantId,
-       s.emailedAt IS NOT NULL AND s.emailDispatchId IN $dispatchIds AS emailed,
-       s.shownFirstAt IS NOT NULL AS shown, s.clickedFirstAt IS NOT NULL AS clicked,
-       s.emailClickedAt IS NOT NULL AS emailClicked
-"""
+_REACHED = "test_wave_reached"  # cypher/graph/test_wave_reached.cypher
 
-_WRITE = """
-MATCH (c:Campaign {id: $campaignId})
-SET c.abTest = $abTest
-WITH c
-UNWIND $dispatchIds AS dispatchId
-MATCH (d:Dispatch {id: dispatchId})-[:DISPATCH_OF]->(c)
-SET d.casLock = coalesce(d.casLock, 0) + 1
-SET d.phase = 'rest', d.decision = $decision, d.winner = $winner, d.decidedBy = $decidedBy,
-    d.decidedAt = $now,
-    d.nextPageAt = CASE WHEN d.status = 'sending' AND d.cursor IS NULL THEN null ELSE d.nextPageAt END,
-    d.passReadyAt = CASE WHEN d.passReadyAt > $now THEN $now ELSE d.passReadyAt END
-RETURN d.id AS id, d.channel AS channel, d.status = 'sending' AND d.cursor IS NULL AS idle
-"""
+_WRITE = "test_wave_decide"  # cypher/graph/test_wave_decide.cypher
 
 
 @dataclass(frozen=True)
@@ -111,7 +91,7 @@ def decide(
     decision = Decision(winner=winner, rates=rates, decided_by=audit.actor, decided_at=now, restart=[])
     stored = {**test, "winner": winner, "decidedAt": now, "decidedBy": audit.actor}
     rows = tx.run(
-        _WRITE,
+        statement(_WRITE),
         campaignId=campaign_id,
         abTest=json.dumps(stored, separators=(",", ":")),
         dispatchIds=list(test.get("dispatchIds") or []),
@@ -134,7 +114,9 @@ def _rates(tx: Tx, *, campaign_id: str, test: Mapping[str, Any], order: list[str
     metric, share = str(test["metric"]), float(test["testShare"])
     denominators: Counter[str] = Counter()
     numerators: Counter[str] = Counter()
-    for row in tx.run(_REACHED, campaignId=campaign_id, dispatchIds=list(test.get("dispatchIds") or [])):
+    for row in tx.run(
+        statement(_REACHED), campaignId=campaign_id, dispatchIds=list(test.get("dispatchIds") or [])
+    ):
         if not in_test_wave(campaign_id, str(row["profileId"]), share):
             continue
         if metric == "emailClicked" and not row["emailed"]:

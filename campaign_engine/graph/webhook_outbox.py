@@ -1,10 +1,10 @@
-"""Event webhooks' outbox (issue 25): events written beside the change they report, for the relay.
+"""Event webhooks' outbox: events written beside the change they report, for the relay.
 
 ``record_events(tx, graph, tenant_id, events)`` runs inside the use case's own transaction (the notify
 record, the email record, a campaign update, ...), so an event exists exactly when its change committed,
 and writes one ``:WebhookBatch`` per subscribed endpoint holding the call's events for it, in one
 UNWIND: a page of a thousand recipients is one node and two index entries per endpoint, not a thousand of
-each (issue 25: recording must not slow a send). Base layer, so ``campaigns``, ``delivery``,
+each (recording must not slow a send). Base layer, so ``campaigns``, ``delivery``,
 ``feedback`` and ``unsubscribe`` all record through this one function.
 
 Recording must not slow a send, so which endpoints want which types is a per-process view of the
@@ -22,7 +22,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from campaign_engine.domain.webhook_events import Event, EventType, matches
-from campaign_engine.graph.cypher import query
+from campaign_engine.graph.cypher import statement
 from campaign_engine.graph.graph import Graph, Tx
 
 __all__ = [
@@ -104,7 +104,7 @@ class Subscribers:
 
 
 def _load(tx: Tx) -> list[dict[str, Any]]:
-    return [record.data() for record in tx.run(query("webhook_subscribers"))]
+    return [record.data() for record in tx.run(statement("webhook_subscribers"))]
 
 
 _registry: weakref.WeakKeyDictionary[Graph, Subscribers] = weakref.WeakKeyDictionary()
@@ -147,7 +147,7 @@ def record_events(tx: Tx, graph: Graph, tenant_id: str | None, events: Sequence[
         {"endpointId": endpoint_id, "orderKey": lists["orderKeys"][-1], **lists}
         for endpoint_id, lists in batches.items()
     ]
-    tx.run(query("webhook_outbox_record"), batches=rows, tenantId=tenant_id).consume()
+    tx.run(statement("webhook_outbox_record"), batches=rows, tenantId=tenant_id).consume()
     view.touch(list(batches))
     return sum(len(lists["eventIds"]) for lists in batches.values())
 
@@ -155,11 +155,7 @@ def record_events(tx: Tx, graph: Graph, tenant_id: str | None, events: Sequence[
 _BATCH_LISTS = ("eventIds", "types", "bodies", "orderKeys", "recipientKeys", "sent")
 
 
-_DISPATCH_CAMPAIGNS = """
-UNWIND $dispatchIds AS dispatchId
-MATCH (d:Dispatch {id: dispatchId})-[:DISPATCH_OF]->(c:Campaign)
-RETURN d.id AS dispatchId, d.channel AS channel, c.tenantId AS tenantId, coalesce(c.ref, c.id) AS campaignId
-"""
+_DISPATCH_CAMPAIGNS = "webhook_dispatch_campaigns"  # cypher/graph/webhook_dispatch_campaigns.cypher
 
 
 def record_dispatch_events(
@@ -170,7 +166,7 @@ def record_dispatch_events(
     if graph is None or not dispatch_ids or not subscribers_for(graph).any(event_type, tx):
         return 0
     written = 0
-    for row in tx.run(_DISPATCH_CAMPAIGNS, dispatchIds=list(dispatch_ids)):
+    for row in tx.run(statement(_DISPATCH_CAMPAIGNS), dispatchIds=list(dispatch_ids)):
         ids = {"campaignId": row["campaignId"], "dispatchId": row["dispatchId"], "channel": row["channel"]}
         event = Event.of(event_type, now, **ids, **data)
         written += record_events(tx, graph, row["tenantId"], [event])
@@ -187,7 +183,7 @@ def expire_delivered(graph: Graph, *, before: str) -> int:
     deleted = 0
     while True:
         row = graph.write(
-            lambda tx: tx.run(query("webhook_expire"), before=before, limit=_EXPIRE_BATCH).single()
+            lambda tx: tx.run(statement("webhook_expire"), before=before, limit=_EXPIRE_BATCH).single()
         )
         if row is None:  # no endpoint at all
             return deleted

@@ -1,4 +1,4 @@
-"""JSON-line logs for every process, with bound ids and no secrets in them (issue 14, item 3).
+"""JSON-line logs for every process, with bound ids and no secrets in them.
 
 Every process (API, worker, sweeper, inbox, SMTP catcher, Lambda handlers) calls ``configure_logging``
 once with its ``Settings``. One stderr handler on the root logger renders every record through

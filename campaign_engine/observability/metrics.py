@@ -288,7 +288,7 @@ def email_provider_call(provider: str, outcomes: Iterable[str], seconds: float) 
 
 
 def guard_paused(channel: Channel, rate: str) -> None:
-    """A Dispatch the health guard paused (issue 26), after the pause committed."""
+    """A Dispatch the health guard paused, after the pause committed."""
     current_recorder().add(GUARD_PAUSES, {"channel": channel, "rate": rate}, 1)
 
 

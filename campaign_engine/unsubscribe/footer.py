@@ -1,4 +1,4 @@
-"""The email footer's words (issue 24 item 3) in the languages the unsubscribe page speaks.
+"""The email footer's words in the languages the unsubscribe page speaks.
 
 An email's footer links to the unsubscribe page and the web view, so it is written in the recipient's
 language exactly when the page it leads to speaks it (``i18n.STRINGS``: en, es, fr, ar); any other

@@ -33,7 +33,7 @@ class PageStrings:
     unavailable_heading: str
     unavailable_text: str
     view_invalid_text: str
-    """The web view's answer to any link that is not a valid view link (issue 24 item 7)."""
+    """The web view's answer to any link that is not a valid view link."""
     view_unavailable_text: str
 
 

@@ -12,30 +12,17 @@ from datetime import datetime
 
 from campaign_engine.domain.types import format_ts
 from campaign_engine.domain.webhook_events import Event
+from campaign_engine.graph.cypher import statement
 from campaign_engine.graph.graph import Graph, Tx
 from campaign_engine.graph.webhook_outbox import record_events
 
 __all__ = ["allocate_unsubscribe_id", "ensure_unsubscribe_ids", "opt_out_by_unsubscribe_id"]
 
-_OPT_OUT = """
-MATCH (p:Profile {campaignUnsubscribeId: $unsubscribeId})
-SET p.campaignStateLock = coalesce(p.campaignStateLock, 0) + 1
-WITH p, coalesce(p.announcementEmailOptOut, false) AS already
-SET p.announcementEmailOptOut = true,
-    p.announcementEmailOptOutAt = CASE WHEN already THEN p.announcementEmailOptOutAt ELSE $now END
-RETURN already, p.profileId AS profileId, coalesce(p.tenants, []) AS tenants
-"""
+_OPT_OUT = "opt_out"  # cypher/unsubscribe/opt_out.cypher
 
 # The lock comes first so the coalesce reads a value no concurrent claim can still change; inside a
 # claim transaction that already holds the profile locks it is a harmless re-lock.
-_ENSURE_IDS = """
-UNWIND $rows AS row
-MATCH (p:Profile {profileId: row.profileId})
-SET p.campaignStateLock = coalesce(p.campaignStateLock, 0) + 1
-WITH p, row
-SET p.campaignUnsubscribeId = coalesce(p.campaignUnsubscribeId, row.candidate)
-RETURN p.profileId AS profileId, p.campaignUnsubscribeId AS unsubscribeId
-"""
+_ENSURE_IDS = "opt_out_ensure_ids"  # cypher/unsubscribe/opt_out_ensure_ids.cypher
 
 
 def allocate_unsubscribe_id() -> str:
@@ -50,7 +37,9 @@ def ensure_unsubscribe_ids(tx: Tx, profile_ids: list[str]) -> dict[str, str]:
     for ids that were never committed.
     """
     rows = [{"profileId": pid, "candidate": allocate_unsubscribe_id()} for pid in sorted(set(profile_ids))]
-    return {record["profileId"]: record["unsubscribeId"] for record in tx.run(_ENSURE_IDS, rows=rows)}
+    return {
+        record["profileId"]: record["unsubscribeId"] for record in tx.run(statement(_ENSURE_IDS), rows=rows)
+    }
 
 
 def opt_out_by_unsubscribe_id(graph: Graph, unsubscribe_id: str, *, now: datetime) -> bool:
@@ -63,7 +52,7 @@ def opt_out_by_unsubscribe_id(graph: Graph, unsubscribe_id: str, *, now: datetim
     stamp = format_ts(now)
 
     def tx_fn(tx: Tx) -> bool:
-        row = tx.run(_OPT_OUT, unsubscribeId=unsubscribe_id, now=stamp).single()
+        row = tx.run(statement(_OPT_OUT), unsubscribeId=unsubscribe_id, now=stamp).single()
         if row is None:
             return False
         if not row["already"]:

@@ -10,8 +10,8 @@ record it (see ``redaction.py``).
 
 When the graph cannot record an opt-out (an outage: ``ServiceUnavailable``), both POSTs answer 503 with
 ``Retry-After`` and the same headers as every other answer (CSP, no-store, no-referrer), the browser
-one with a translated "try again" page: nothing changed, and the link still works later (issue 11,
-item 7). The GETs never touch the graph, so they keep answering during an outage.
+one with a translated "try again" page: nothing changed, and the link still works later. The GETs
+never touch the graph, so they keep answering during an outage.
 """
 
 from __future__ import annotations

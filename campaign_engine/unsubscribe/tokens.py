@@ -10,10 +10,10 @@ Rotating ``CAMPAIGN_UNSUBSCRIBE_SECRET`` therefore invalidates every link alread
 the secret leaked. Version 1 tokens (legacy) and unknown versions are refused. A token grants exactly one
 power, opting its profile out of announcement email, and it must never be logged.
 
-Web-view tokens (``WebViewTokens``, issue 24 item 7) use the same secret under their own salt: they name
+Web-view tokens (``WebViewTokens``) use the same secret under their own salt: they name
 the same durable id plus a campaign and grant reading that campaign's email as that recipient got it.
 
-Click tokens (``ClickTokens``, issue 26 item 4) are the third kind, under a third salt: they name the same
+Click tokens (``ClickTokens``) are the third kind, under a third salt: they name the same
 durable id, a campaign incarnation (storage id and ``createdAt``) and the CTA's destination URL, which
 they pin: ``/c`` redirects only to the URL the token was signed for.
 """
@@ -92,7 +92,7 @@ class SignedPayloads:
         # itsdangerous derives the signing key (an HMAC of the salt) on every signature and encodes the
         # payload through json and its Serializer classes; an email page signs hundreds (~14 µs each, half
         # of composing a message), so ``issue`` keeps the keyed HMAC and writes the token itself
-        # (tests/unit/test_unsubscribe_tokens.py holds it to itsdangerous' bytes). Issue 13 item 5.
+        # (tests/unit/test_unsubscribe_tokens.py holds it to itsdangerous' bytes).
         self._mac = hmac.new(self._serializer.make_signer().derive_key(), digestmod=hashlib.sha256)
         self._max_chars = max_chars
         self._max_plain = max_chars - 44  # with "." and the 43-character signature
@@ -242,7 +242,7 @@ class Click:
 
 
 class ClickTokens:
-    """Tokens of ``/c`` (issue 26 item 4): ``{"k": 1, "u": <campaignUnsubscribeId>, "c": <campaign id>,
+    """Tokens of ``/c``: ``{"k": 1, "u": <campaignUnsubscribeId>, "c": <campaign id>,
     "t": <campaign createdAt>, "l": <the CTA's URL>}``, plus ``"x": 1`` in a self-test's email, under
     ``CLICK_SALT``. The URL is signed, so a token leads to that URL and nowhere else: any change to it (or
     a token re-signed under another secret or salt) does not verify. No kind verifies as another."""
@@ -267,7 +267,7 @@ class ClickTokens:
 
     def _link(self, campaign_id: str, created_at: str, url: str, test: bool) -> _PrefixSigner:
         """The signer of one campaign link's tokens: everything but the recipient's id is the same for
-        every message of a page, so it is checked, encoded and hashed once (issue 26: one more token per
+        every message of a page, so it is checked, encoded and hashed once (one more token per
         message must stay within the send's budget; checking the URL alone cost more than signing)."""
         if not (valid_id(campaign_id) and valid_id(created_at)):
             raise ValueError("click-token ids must be 1-128 characters")

@@ -55,7 +55,7 @@ def build_email_worker(
         return None
     settings.require_email()
     tenants = tenant_directory(settings, graph)
-    # EmailWorker copies both maps when it is built: this reads the records once, here (issue 21 left:
+    # EmailWorker copies both maps when it is built: this reads the records once, here (as it was left:
     # the walk sees an edit after a restart until page_walk.py keeps the live views it is given).
     return EmailWorker(
         graph=graph,

@@ -34,7 +34,7 @@ def tenant_directory(settings: Settings, graph: Graph) -> TenantDirectory:
 
 
 def health_guard(settings: Settings, graph: Graph) -> HealthGuard:
-    """The page walks' health guard (issue 26): ``CAMPAIGN_GUARD_*``, each overridden by the campaign's
+    """The page walks' health guard: ``CAMPAIGN_GUARD_*``, each overridden by the campaign's
     tenant record where it sets one (read through the directory's 5 s view, so an edit needs no restart)."""
     limits = GuardLimits(
         min_sample=settings.campaign_guard_min_sample,

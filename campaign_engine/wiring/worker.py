@@ -9,6 +9,7 @@ from dataclasses import replace
 from datetime import timedelta
 
 from campaign_engine.campaigns.deletion import reap_deleted_campaigns
+from campaign_engine.campaigns.sending.dispatch_settings import DispatchSettings
 from campaign_engine.campaigns.sending.schedule import fire_due
 from campaign_engine.config import Settings
 from campaign_engine.delivery.email.provider import EmailProvider
@@ -129,15 +130,7 @@ def run_sweep(
     )
     now = clock()
     # Due schedules first: a schedule started here is an ordinary sending dispatch for the sweep below.
-    fired = fire_due(
-        graph,
-        queue,
-        now=now,
-        adult_age=settings.campaign_adult_age,
-        max_recipients=settings.campaign_preview_max_recipients,
-        deliverable=settings.dispatch_channels,
-        untranslated_max_share=settings.campaign_untranslated_max_share,
-    )
+    fired = fire_due(graph, queue, now=now, settings=DispatchSettings.from_settings(settings))
     result = sweep(
         graph,
         queue,

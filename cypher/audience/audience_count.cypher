@@ -1,6 +1,6 @@
 // previewAudience: distinct resolved profiles that pass the campaign age policy now.
 // {{AUDIENCE_AGE_OK}} is graph/rules/policy.py's predicate (one definition of the policy; with minors routed to
-// guardians, issue 27 item 3, the members it excludes are members too).
+// guardians, the members it excludes are members too).
 MATCH (c:Campaign {id: $campaignId})
 UNWIND $profileIds AS profileId
 MATCH (p:Profile {profileId: profileId})

@@ -1,4 +1,4 @@
-// getAudience of a campaign with a live segment (issue 27): one keyset page of its static members and
+// getAudience of a campaign with a live segment: one keyset page of its static members and
 // the segment's current matches, each passing the campaign age policy, in profileId order. The
 // AUDIENCE_PAGE placeholder is graph/rules/segment.py's union (the audience_member seek beside the
 // segment's own seeks, the age rule applied in each before its LIMIT); never SKIP.

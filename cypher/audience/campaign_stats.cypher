@@ -1,12 +1,12 @@
 // getStats: distinct-profile counts. Audience and enrolled count members that pass the age policy now
-// (AUDIENCE_AGE_OK: with minors routed to guardians, issue 27 item 3, the members it excludes too);
+// (AUDIENCE_AGE_OK: with minors routed to guardians, the members it excludes too);
 // engagement counts come from CAMPAIGN_STATE only (self-tests live on CAMPAIGN_TEST and never count).
 // bounced/complained are set by provider feedback on the send it names (cypher/feedback_link.cypher).
 // capped: profiles the frequency cap held back on a channel (notify_cap, email_page) that have not
 // received the campaign on that channel since. emailClicked: recipients whose tracked email CTA was
-// followed (emailClickedAt, set once per recipient by campaigns/engagement/email_clicks.py). guardians (issue 27
-// item 3): of notified and emailed, the guardians reached in place of excluded members (the walks mark
-// their state notifyRouted / emailRouted, cypher/guardian_mark.cypher).
+// followed (emailClickedAt, set once per recipient by campaigns/engagement/email_clicks.py). guardians:
+// of notified and emailed, the guardians reached in place of excluded members (the walks mark
+// their state notifyRouted / emailRouted, cypher/delivery/guardian_mark.cypher).
 MATCH (c:Campaign {id: $campaignId})
 CALL (c) {
   OPTIONAL MATCH (p:Profile)-[m:IN_CAMPAIGN_AUDIENCE]->(c)
@@ -29,7 +29,7 @@ CALL (c) {
          count(DISTINCT CASE WHEN s.notifyRouted AND s.notifiedAt IS NOT NULL THEN p END) AS guardiansNotified,
          count(DISTINCT CASE WHEN s.emailRouted AND s.emailedAt IS NOT NULL THEN p END) AS guardiansEmailed
 }
-// variants (issue 26): the same distinct-profile counts per A/B content variant, by the variantId stamped
+// variants: the same distinct-profile counts per A/B content variant, by the variantId stamped
 // on the state at its first delivery or in-app event; emailClicked reads emailClickedAt (email clicks).
 CALL (c) {
   OPTIONAL MATCH (p:Profile)-[s:CAMPAIGN_STATE]->(c)

@@ -4,7 +4,7 @@
 // is independent of audience size. The verdicts are assembled in campaigns/audience/explain.py, in the order
 // the walks apply them. The frequency cap is the claim's own fragment (EMAIL_CAP_REACHED) and its
 // notify twin, with the campaign tenant's cap ($notifyCaps / $emailCaps from domain/frequency_cap.py).
-// A profile outside the campaign's tenant is not found (issue 21).
+// A profile outside the campaign's tenant is not found.
 MATCH (c:Campaign {id: $campaignId})
 OPTIONAL MATCH (p:Profile {profileId: $profileId}) WHERE c.tenantId IN coalesce(p.tenants, [])
 OPTIONAL MATCH (p)-[m:IN_CAMPAIGN_AUDIENCE]->(c)

@@ -1,4 +1,4 @@
-// exports/campaigns/{id}/recipients for a campaign with a live segment (issue 27): one keyset page of its
+// exports/campaigns/{id}/recipients for a campaign with a live segment: one keyset page of its
 // static members, its segment's matches now and everyone it reached before (a state: sent, capped,
 // engaged) who matches no longer, with what happened to each, as export_recipients.cypher answers a
 // static campaign. The page head is the walks' own union (graph/rules/segment.py); the reached arm reads

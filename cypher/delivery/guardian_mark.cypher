@@ -1,4 +1,4 @@
-// Routing to guardians (issue 27 item 3): a guardian reached on $channel ('notify' | 'email') as the
+// Routing to guardians: a guardian reached on $channel ('notify' | 'email') as the
 // guardian of excluded members, marked on their CAMPAIGN_STATE (notifyRouted / emailRouted) in the
 // transaction that recorded the delivery, under the profile locks it took; getStats.guardians counts
 // them. Unique seeks; a guardian's state was written by that same transaction.

@@ -1,4 +1,4 @@
-// The live, in-window in-app campaigns with a live segment (issue 27) in the tenants of the given
+// The live, in-window in-app campaigns with a live segment in the tenants of the given
 // profiles: the campaigns whose cards getMyCampaigns must evaluate a rule for. One unique seek per
 // profile, then the campaign_status seek of the live campaigns (a few per deployment), filtered.
 UNWIND $profileIds AS profileId

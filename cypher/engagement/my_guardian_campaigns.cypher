@@ -1,4 +1,4 @@
-// getMyCampaigns' cards for routed guardians (issue 27 item 3): each caller's live, in-window in-app
+// getMyCampaigns' cards for routed guardians: each caller's live, in-window in-app
 // campaigns that route minors to their guardians and hold a child of the caller, linked with consent
 // granted, as a static member the campaign age policy excludes; the caller an adult of its tenant and no
 // member ({{ROUTED_GUARDIAN}}, graph/rules/routing.py, the one rule). One unique seek per caller and the

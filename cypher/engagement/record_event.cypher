@@ -4,10 +4,10 @@
 // every recipient's events.) The caller passes each (profile, campaign) pair at most once per run, so
 // no row can miss a state another row of the same statement created. {{EVENT}} is one of
 // shown|clicked|dismissed (a closed set checked in Python before substitution).
-// `variants` (issue 26): the campaign's A/B variant ids and weights, so the caller stamps the state's
+// `variants`: the campaign's A/B variant ids and weights, so the caller stamps the state's
 // variantId on a profile's first event (campaigns/engagement/service.py), in this transaction.
 // Two unique seeks per event, then the membership check as Expand(Into): cost is independent of
-// audience size. A live segment's recipient (issue 27) has no membership; someone the campaign was
+// audience size. A live segment's recipient has no membership; someone the campaign was
 // notified or emailed to may record engagement too (one more Expand(Into), for non-members only), so a
 // follow-up's `engaged` rule sees what they did; so may a profile the live segment matches now, which the
 // caller checked for the events this statement refused (`segmentMatched`, campaigns/engagement/segment_reach.py).

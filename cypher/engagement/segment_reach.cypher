@@ -1,4 +1,4 @@
-// Which of the given profiles a campaign's live segment matches now (issue 27), passing its age policy,
+// Which of the given profiles a campaign's live segment matches now, passing its age policy,
 // each with their state: the in-app side of a segment (getMyCampaigns' cards, recordEvent's check).
 // Members are left out (the membership read serves them). {{SEGMENT_RULE}} is the compiled predicate over
 // `p` (graph/rules/segment.py), its values parameters. One unique seek per profile and the rule over it, so

@@ -1,4 +1,4 @@
-// The health guard's counters (issue 26, domain/dispatch_health.py): each send bounced or complained
+// The health guard's counters (domain/dispatch_health.py): each send bounced or complained
 // about for the first time counts once on the Dispatch that emailed it, in the feedback's transaction
 // (after the profile locks: the order is profiles -> Dispatch). A send accepted before the Dispatch's
 // last resume (`guardSince`) belongs to the window the admin already judged, so it moves the window's

@@ -1,5 +1,5 @@
 // suppressions.list: keyset page by address (unique index range seek, in index order), optional reason.
-// A tenant's credential ($tenant not null) sees only addresses one of its members has (issue 21).
+// A tenant's credential ($tenant not null) sees only addresses one of its members has.
 MATCH (s:EmailSuppression)
 WHERE s.address > $cursor AND ($reason IS NULL OR s.reason = $reason)
   AND ($tenant IS NULL OR EXISTS {

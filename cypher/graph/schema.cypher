@@ -3,6 +3,8 @@
 CREATE CONSTRAINT profile_id IF NOT EXISTS FOR (p:Profile) REQUIRE p.profileId IS UNIQUE;
 CREATE CONSTRAINT profile_did IF NOT EXISTS FOR (p:Profile) REQUIRE p.did IS UNIQUE;
 CREATE CONSTRAINT profile_unsubscribe_id IF NOT EXISTS FOR (p:Profile) REQUIRE p.campaignUnsubscribeId IS UNIQUE;
+// A tenant's view of a person (docs/people.md): at most one per tenant and person.
+CREATE CONSTRAINT tenant_view_key IF NOT EXISTS FOR (v:TenantView) REQUIRE (v.tenantId, v.profileId) IS UNIQUE;
 CREATE CONSTRAINT campaign_id IF NOT EXISTS FOR (c:Campaign) REQUIRE c.id IS UNIQUE;
 // A tenant's campaigns by the id it knows them by (domain/tenancy.py): admin calls resolve through it,
 // campaigns.list seeks and orders by it. A storage id once held is never given to another tenant.
@@ -49,11 +51,11 @@ CREATE CONSTRAINT audit_entry_id IF NOT EXISTS FOR (a:AuditEntry) REQUIRE a.id I
 CREATE INDEX audit_entry_tenant_order IF NOT EXISTS FOR (a:AuditEntry) ON (a.tenantId, a.orderKey);
 CREATE INDEX audit_entry_campaign IF NOT EXISTS FOR (a:AuditEntry) ON (a.campaignId, a.orderKey);
 CREATE INDEX audit_entry_actor IF NOT EXISTS FOR (a:AuditEntry) ON (a.actor, a.orderKey);
-// Tenant records (issue 21): one per tenantId; tenants.list pages by it in index order.
+// Tenant records: one per tenantId; tenants.list pages by it in index order.
 CREATE CONSTRAINT tenant_id IF NOT EXISTS FOR (t:Tenant) REQUIRE t.tenantId IS UNIQUE;
 // One-time data migrations (graph/schema.py): each start looks its markers up by name.
 CREATE INDEX schema_migration_name IF NOT EXISTS FOR (m:SchemaMigration) ON (m.name);
-// Event webhooks (issue 25): endpoints by id and by tenant; outbox batches per endpoint, those with an
+// Event webhooks: endpoints by id and by tenant; outbox batches per endpoint, those with an
 // unsent event in order (queueKey is null once all are sent), all by time (replay, retention); each
 // attempt per endpoint, newest first (webhookEndpoints.deliveries). (The first release wrote one
 // :WebhookMessage per event, indexed as webhook_message_queue/_time; graph/schema.py folds any left
@@ -63,7 +65,7 @@ CREATE INDEX webhook_endpoint_tenant IF NOT EXISTS FOR (e:WebhookEndpoint) ON (e
 CREATE INDEX webhook_batch_queue IF NOT EXISTS FOR (b:WebhookBatch) ON (b.endpointId, b.queueKey);
 CREATE INDEX webhook_batch_time IF NOT EXISTS FOR (b:WebhookBatch) ON (b.endpointId, b.orderKey);
 CREATE INDEX webhook_attempt_order IF NOT EXISTS FOR (a:WebhookAttempt) ON (a.endpointId, a.orderKey);
-// Live segments (issue 27, graph/rules/segment.py): a segment's locale (prefix), zone and age conditions seek
+// Live segments (graph/rules/segment.py): a segment's locale (prefix), zone and age conditions seek
 // these when they are the rule's most selective positive condition, so a page never reads all profiles.
 CREATE INDEX profile_locale IF NOT EXISTS FOR (p:Profile) ON (p.locale);
 CREATE INDEX profile_time_zone IF NOT EXISTS FOR (p:Profile) ON (p.timeZone);

@@ -1,4 +1,4 @@
-// The guardians each row names, checked before a minor's guardian set is written (issue 27): whether
+// The guardians each row names, checked before a minor's guardian set is written: whether
 // the minor is a profile the writer may touch, whether each guardian is a profile of a tenant the minor
 // belongs to (and of $tenant for a tenant credential), and whether the age policy holds it for an adult.
 // Runs after upsert_profiles in the same transaction, so a guardian the same batch creates counts. One

@@ -2,11 +2,11 @@
 // order. A row changes only what it named: `row.props` holds just the named properties (`+=` removes a
 // property whose value is null), and a list field that is null was omitted and is left untouched,
 // while a provided list (empty for an explicit null) replaces the stored one.
-// Tenants (issue 21): a named set replaces the stored one (platform credentials only); otherwise a new
+// Tenants: a named set replaces the stored one (platform credentials only); otherwise a new
 // profile joins $tenant and an existing one keeps its set (a tenant credential never reaches here for a
 // profile outside its tenant: campaigns/profiles/records.py refuses the batch first).
 // A new profile gets its campaignUnsubscribeId here, once for life: allocating it inside the email
-// claim cost a unique-index insert per first-time recipient on the send's hot path (issue 13 item 5).
+// claim cost a unique-index insert per first-time recipient on the send's hot path.
 UNWIND $rows AS row
 OPTIONAL MATCH (existing:Profile {profileId: row.profileId})
 WITH row, existing IS NULL AS created

@@ -1,7 +1,7 @@
 // Reviewed-dispatch preview, one keyset page of campaign members after $cursor in profileId order: the
 // seek and the order come from the relationship index audience_member (campaignId, profileId), as in
 // dispatch_page, so a page costs the members it reads and the whole preview is one pass over the
-// audience in bounded pages (issue 11: never the whole audience in one record or one sort).
+// audience in bounded pages (never the whole audience in one record or one sort).
 // One record per page: members read, the last one, how many were already notified, the notify
 // recipients and the email recipients with their one address. The email rule is the email claim's
 // (email_page.cypher): opted in, adult by EMAIL_AGE_OK, one primary verified address, never claimed.
@@ -11,7 +11,7 @@
 // statistics cannot improve the plan; a dispatch's own sends move them fast enough that Neo4j otherwise
 // replanned it (and JIT-compiled it again) between dispatches: a dispatch call of ~0.3 s took ~0.9 s.
 // The AUDIENCE_PAGE placeholder: graph/rules/policy.py's static page, or with a live segment its seeks beside it in one
-// ordered union (graph/rules/segment.py, issue 27); either way `p` and `c` for at most $limit members in order.
+// ordered union (graph/rules/segment.py); either way `p` and `c` for at most $limit members in order.
 CYPHER replan=skip
 {{AUDIENCE_PAGE}}
 WITH p, c, EXISTS { (p)-[s:CAMPAIGN_STATE]->(c) WHERE s.notifiedAt IS NOT NULL } AS notified,

@@ -1,4 +1,4 @@
-// Routing to guardians in the dispatch preview (issue 27 item 3; graph/rules/routing.py): for one preview page
+// Routing to guardians in the dispatch preview (graph/rules/routing.py): for one preview page
 // (dispatch_preview.cypher's $cursor and $limit, the same head), the guardians it routes on each channel
 // and whether each passes that channel's rules, as the walks decide them (guardian_page.cypher for
 // notify; the email claim's rules for email: opted in, an adult by EMAIL_AGE_OK, one primary verified

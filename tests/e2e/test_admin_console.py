@@ -8,7 +8,7 @@ sources, email preview, send a test, review, confirm, watch the dispatch complet
 Two other actors use the public API directly, as they would: a second admin who edits the campaign
 behind the first one's back, and members whose apps record engagement.
 
-Roles (issue 21) get their own journeys in tenant ``alpha``: a viewer is offered nothing that writes, an
+Roles get their own journeys in tenant ``alpha``: a viewer is offered nothing that writes, an
 author creates and reviews but cannot send, a tenant admin grants and revokes a role and creates a key
 (shown once, copied, then seen in use and revoked), and a send the tenant's approval policy holds back
 is approved from the Approvals list by a second publisher after the last editor's own approval and a
@@ -596,7 +596,7 @@ def test_admin_journey_in_chromium(
             member_token = mint_token(settings, profile_id=pid)
             for event in events:
                 trpc(url, member_token, "campaigns.recordEvent", {"campaignId": CAMPAIGN, "event": event})
-        # A recipient follows the email's tracked button twice (issue 26 item 4): both land on the CTA,
+        # A recipient follows the email's tracked button twice: both land on the CTA,
         # and the chart counts one recipient.
         wait_for("a member's email", lambda: len(list(mailbox.glob("*.eml"))) >= 13)
         sent = [read_mail(p) for p in mailbox.glob("*.eml")]
@@ -743,7 +743,7 @@ def test_admin_journey_in_chromium(
         shot(page, "phone-composer-errors", "viewport")
         assert_accessible(page, "composer at phone width")
 
-        # --- follow-up (issue 27 item 4): from the stats, a reminder draft over a live segment of the
+        # --- follow-up: from the stats, a reminder draft over a live segment of the
         # audience never shown it (m000-m002 were), opened for editing
         page.goto(f"{url}/admin#/c/{CAMPAIGN}")
         page.get_by_role("button", name="Remind those who did not see it").click()
@@ -841,7 +841,7 @@ def test_a_sign_in_link_asks_before_replacing_a_held_session(
 def test_an_ending_session_warns_then_renews_in_place_keeping_unsaved_edits(
     stack: tuple[str, Settings, Path], browser: Browser, width: int
 ) -> None:
-    """Issue 28 item 1: a token that ends during the test. The console warns while minutes remain, and
+    """A token that ends during the test. The console warns while minutes remain, and
     at the end asks for a new token over the page without leaving it: a token for someone else is
     refused, a pasted one for the same admin is taken, and later a fresh sign-in link opened in the same
     tab renews it again; a save the server refuses waits for a new token and then goes through by itself.
@@ -947,7 +947,7 @@ def test_missing_assets_answer_503_naming_the_make_target(tmp_path: Path) -> Non
     assert (ASSETS_DIR / "manifest.json").is_file(), "run `make admin-assets` before the browser tests"
 
 
-# --- roles (issue 21): what each role sees, tenant admins' grants and keys, two-person approval ------
+# --- roles: what each role sees, tenant admins' grants and keys, two-person approval ------
 TENANT = "alpha"
 TENANT_MEMBERS = ["a1", "a2", "a3"]
 AUTUMN = {
@@ -1229,7 +1229,7 @@ def test_a_second_publisher_approves_a_waiting_send(
 def test_tenant_settings_are_edited_by_platform_admins_and_read_by_tenant_admins(
     stack: tuple[str, Settings, Path], browser: Browser
 ) -> None:
-    """Tenant records (issue 21 item 1) from the console: a platform admin creates a tenant, picks one,
+    """Tenant records from the console: a platform admin creates a tenant, picks one,
     sets its primary colour and approval policy (read back through the API); a bad origin shows the
     server's own message on that field and saves nothing; a tenant admin reads the record with no save
     control; a viewer is not offered the screen."""
@@ -1277,7 +1277,7 @@ def test_tenant_settings_are_edited_by_platform_admins_and_read_by_tenant_admins
         )
         record.get_by_label("Primary colour").fill("#0b7285")
         record.get_by_label("Approval from (recipients)").fill("50")
-        expect(record.get_by_label("Track email clicks")).to_be_checked()  # on by default (issue 26)
+        expect(record.get_by_label("Track email clicks")).to_be_checked()  # on by default
         record.get_by_label("Track email clicks").uncheck()
         expect(page.locator("#approval-sentence")).to_have_text(
             "Sends reaching 50 recipients need a second publisher."
@@ -1409,8 +1409,8 @@ IMPORT_CSV = (
 def test_profiles_are_imported_from_csv_and_exports_download_in_the_console(
     stack: tuple[str, Settings, Path], browser: Browser, tmp_path: Path
 ) -> None:
-    """Issue 25 in the console: a CSV upload answers its report (dry run first), a campaign's recipients
-    and the audit trail download as files, all with the tab's own token."""
+    """Imports and exports in the console: a CSV upload answers its report (dry run first), a campaign's
+    recipients and the audit trail download as files, all with the tab's own token."""
     url, settings, _ = stack
     tenant_alpha(url, settings)
     ana = tenant_token(settings, "ana", "author")
@@ -1493,7 +1493,7 @@ ARABIC = {
 def test_translations_are_edited_previewed_reviewed_and_the_layout_with_its_preview(
     stack: tuple[str, Settings, Path], browser: Browser
 ) -> None:
-    """Issue 24 in the console: a campaign with es and ar translations beside its base content (the
+    """Translations in the console: a campaign with es and ar translations beside its base content (the
     Arabic fields right to left), the Arabic email previewed right to left, the review's counts per
     language, the missing-translation block sent anyway only after the explicit fallback confirmation,
     a duplicate with its translations, and the tenant's email layout edited with its rendered preview."""
@@ -1658,7 +1658,7 @@ def test_translations_are_edited_previewed_reviewed_and_the_layout_with_its_prev
 def test_minors_are_routed_to_their_guardians_from_the_composer_to_the_review(
     stack: tuple[str, Settings, Path], browser: Browser
 ) -> None:
-    """Issue 27 item 3 in the console, briefly: the composer sends minors to their guardians with the
+    """Guardian routing in the console, briefly: the composer sends minors to their guardians with the
     guardians' own copy, the review counts the guardian, and the guardian's email is that copy."""
     url, settings, mailbox = stack
     admin_token = mint_token(settings, profile_id=ADMIN_ID, scope=ADMIN_SCOPE)
@@ -1719,7 +1719,7 @@ def test_minors_are_routed_to_their_guardians_from_the_composer_to_the_review(
 def test_ab_variants_are_composed_and_their_stats_charted_side_by_side(
     stack: tuple[str, Settings, Path], browser: Browser
 ) -> None:
-    """Issue 26 in the console: two arms added (a third added and removed again), the challenger's weight
+    """A/B variants in the console: two arms added (a third added and removed again), the challenger's weight
     and in-app title typed, stored as typed and read back; each member's app shows their own arm, and the
     stats chart each arm's distinct profiles side by side, as an independent count of the arms says."""
     url, settings, _ = stack

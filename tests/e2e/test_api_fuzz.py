@@ -56,7 +56,7 @@ _POSITIVE_DATA_ALSO_REFUSED = {
     # The patched whole is validated against the stored campaign (channel content, the window, an
     # archived campaign is read-only): the rule spans the request and the graph.
     "campaigns.update": "rules that span the patch and the stored campaign",
-    # A live segment (issue 27) names campaigns that must be the tenant's, is exactly one kind of rule
+    # A live segment names campaigns that must be the tenant's, is exactly one kind of rule
     # per node and needs a positive condition to seek on: the graph and the tree's shape, not its fields.
     "campaigns.previewSegment": "a rule's referenced campaigns exist in the tenant; one kind per node",
     # A token that fails its signature is BAD_REQUEST "this unsubscribe link is not valid": a string is

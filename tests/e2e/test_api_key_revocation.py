@@ -1,4 +1,4 @@
-"""An API key revoked in one API process is refused by another within a second (issue 21): two
+"""An API key revoked in one API process is refused by another within a second: two
 ``campaign-engine serve`` processes, as deployed, on the test Neo4j.
 
 The key is created and revoked through process one; process two is asked with it in a tight loop from

@@ -1,4 +1,4 @@
-"""The short seeded chaos run (issue 22 item 7) as part of the suite: ``python -m bench.chaos`` with few
+"""The short seeded chaos run as part of the suite: ``python -m bench.chaos`` with few
 recipients and a 90-second fault window, as its own process with its own Neo4j, inbox, catcher, worker
 and API (``bench/chaos.py``). It must inject faults of every kind and then find every promise kept."""
 

@@ -1,4 +1,4 @@
-"""The health guard in the admin console (issue 26 item 5), in Debian's Chromium: a dispatch the guard
+"""The health guard in the admin console, in Debian's Chromium: a dispatch the guard
 paused shows why on the progress screen, and its Resume button continues it.
 
 The API serves the console in a thread; the worker runs in this process against the real Neo4j, the

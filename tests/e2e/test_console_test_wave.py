@@ -1,4 +1,4 @@
-"""The A/B test wave in the admin console (issue 26 item 2), in Debian's Chromium: a testing dispatch
+"""The A/B test wave in the admin console, in Debian's Chromium: a testing dispatch
 says who gets what and when it is decided, "Choose B now" decides it, and the decided dispatch shows the
 winner, each variant's rate over its test recipients and who decided.
 
@@ -17,6 +17,7 @@ from campaign_engine.api.app import create_app
 from campaign_engine.api.auth import ADMIN_SCOPE, mint_token
 from campaign_engine.campaigns.sending.dispatch import dispatch
 from campaign_engine.campaigns.sending.dispatch_reads import get_dispatch
+from campaign_engine.campaigns.sending.dispatch_settings import DispatchSettings
 from campaign_engine.config import Settings
 from campaign_engine.domain.ab_variants import Experiment, in_test_wave
 from campaign_engine.graph.graph import Graph
@@ -27,6 +28,8 @@ from tests.support.delivery import NOW, StepClock, drain, local_queues
 from tests.support.email import EMAIL_COPY, add_email_members, email_settings, make_email_campaign
 from tests.support.postmark_standin import PostmarkStandin
 from tests.support.servers import serve_in_thread
+
+DISPATCH_SETTINGS = DispatchSettings(adult_age=18, max_recipients=100)
 
 pytestmark = pytest.mark.e2e
 expect.set_options(timeout=20_000)
@@ -45,7 +48,7 @@ def test_a_testing_dispatch_offers_each_variant_and_shows_the_decision(
         add_email_members(graph, "c1", READERS)
         experiment = Experiment(test_share=0.25, metric="emailClicked", decide_after_seconds=3600)
         started = dispatch(graph, queues.dispatch, campaign_id="c1", expected_token=None, now=NOW,
-                           adult_age=18, max_recipients=100, experiment=experiment)  # fmt: skip
+                           settings=DISPATCH_SETTINGS, experiment=experiment)  # fmt: skip
         dispatch_id = started.dispatch_ids["email"]
         testers = {p for p in READERS if in_test_wave("c1", p, 0.25)}
         worker = build_worker(settings, graph, queues=queues, clock=StepClock(), sweep_every=None)

@@ -1,4 +1,4 @@
-"""The whole API fuzzed with tenant B's admin key aimed at tenant A's ids (issue 21): schemathesis draws
+"""The whole API fuzzed with tenant B's admin key aimed at tenant A's ids: schemathesis draws
 every operation's inputs from ``/openapi.json``, and each identifier in them (campaignId, dispatchId,
 profileId, tenantId, a key's id) is replaced by one of A's before the call.
 
@@ -112,7 +112,7 @@ def target(base_settings: Settings, session_graph: Graph) -> Iterator[Target]:
             graph=session_graph,
             ids={
                 "campaignId": A_REFS,
-                "memberOf": A_REFS,  # a live segment's references (issue 27), at any depth
+                "memberOf": A_REFS,  # a live segment's references, at any depth
                 "profileId": A_PEOPLE,
                 "connectedTo": A_PEOPLE,
                 "tenantId": [A],

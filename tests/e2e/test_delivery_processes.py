@@ -1,4 +1,4 @@
-"""Proof with real processes (issue 4, §9): the worker and the inbox run as separate OS processes.
+"""Proof with real processes: the worker and the inbox run as separate OS processes.
 
 ``python -m campaign_engine.cli worker`` and ``... inbox`` are started with settings in their
 environment, against the session's real Neo4j and a durable local queue file in ``tmp_path``. The test
@@ -34,6 +34,7 @@ from fastapi.responses import Response
 from campaign_engine.campaigns import definitions, deletion
 from campaign_engine.campaigns.sending.dispatch import dispatch
 from campaign_engine.campaigns.sending.dispatch_reads import DispatchPublic, get_dispatch, list_dispatches
+from campaign_engine.campaigns.sending.dispatch_settings import DispatchSettings
 from campaign_engine.config import Settings
 from campaign_engine.delivery.notify.page_walk import PageWorker
 from campaign_engine.domain.ab_variants import Experiment, assigned_variant, in_test_wave
@@ -47,6 +48,8 @@ from tests.support.concurrency import at_once
 from tests.support.concurrency import wait_for as wait_until
 from tests.support.delivery import WEBHOOK_SECRET, ThreadServer, add_members, make_campaign, notified
 from tests.support.processes import REPO_ROOT, CliProcess
+
+DISPATCH_SETTINGS = DispatchSettings(adult_age=18, max_recipients=10_000)
 
 # pytest-xdist: one inbox process serves the module (distinct campaign ids): its tests stay on one worker.
 pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("test_delivery_processes")]
@@ -108,8 +111,7 @@ class Stack:
             campaign_id=campaign_id,
             expected_token=None,
             now=utc_now(),
-            adult_age=18,
-            max_recipients=10_000,
+            settings=DISPATCH_SETTINGS,
         )
         return started.dispatch_id
 
@@ -479,7 +481,7 @@ def test_lost_first_page_is_recovered_by_the_sweeper(stack: Stack) -> None:
     assert json.loads(json.dumps(record.model_dump(by_alias=True)))["dispatchId"] == dispatch_id
 
 
-# --- (c) an A/B test wave through a kill and duplicated jobs (issue 26 item 2) ------------------------
+# --- (c) an A/B test wave through a kill and duplicated jobs ------------------------
 
 
 def test_a_test_wave_survives_a_killed_worker_and_duplicated_jobs_without_reassigning_anyone(
@@ -500,7 +502,7 @@ def test_a_test_wave_survives_a_killed_worker_and_duplicated_jobs_without_reassi
     worker = stack.worker()
     started = dispatch(
         stack.graph, stack.queue("dispatch"), campaign_id="cw", expected_token=None, now=utc_now(),
-        adult_age=18, max_recipients=10_000,
+        settings=DISPATCH_SETTINGS,
         experiment=Experiment(test_share=0.4, metric="clicked", decide_after_seconds=6),
     )  # fmt: skip
     wait_for("the first notifications", lambda: len(stack.inbox_rows("cw")) >= 20)

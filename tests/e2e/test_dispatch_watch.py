@@ -1,4 +1,4 @@
-"""``campaign-engine dispatch watch`` against the real API, worker and graph (issue 14, item 6).
+"""``campaign-engine dispatch watch`` against the real API, worker and graph.
 
 The API (uvicorn, in a thread) and the reference inbox run here; the worker is an OS process on the
 session's real Neo4j and one durable local queue file. A campaign of 15 members is dispatched through the

@@ -1,4 +1,4 @@
-"""A graph that goes away (issue 11, item 7): Neo4j is killed mid-dispatch and under API load.
+"""A graph that goes away: Neo4j is killed mid-dispatch and under API load.
 
 Everything is real: this test's own Neo4j (the local launcher, its own port and store, so the session
 graph of other tests is untouched), the API served by uvicorn, the worker as an OS process

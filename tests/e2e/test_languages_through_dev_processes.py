@@ -1,6 +1,7 @@
-"""Issue 24's end-to-end proof through ``make dev``'s processes: the local Neo4j launcher, the reference
-inbox, the SMTP catcher, the worker and the API as OS processes wired by ``dev_stack.child_env``
-(``bench/_chaos_stack.py``, here without faults), driven over HTTP as a user drives them.
+"""Every recipient in their own language, end to end through ``make dev``'s processes: the local Neo4j
+launcher, the reference inbox, the SMTP catcher, the worker and the API as OS processes wired by
+``dev_stack.child_env`` (``bench/_chaos_stack.py``, here without faults), driven over HTTP as a user drives
+them.
 
 A campaign with ``en`` base content and ``es`` and ``ar`` translations goes to readers of locales
 ``en-GB``, ``es-MX``, ``es``, ``ar``, ``fr``, ``zz`` and none. Each reader's inbox payload, email (read from

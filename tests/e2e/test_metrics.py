@@ -1,4 +1,4 @@
-"""``/metrics`` on the API and on the worker process, scraped during and after a real dispatch (issue 14).
+"""``/metrics`` on the API and on the worker process, scraped during and after a real dispatch.
 
 The worker runs as an OS process (``python -m campaign_engine.cli worker``) with ``METRICS_PORT`` set,
 against the session's Neo4j, a durable local queue file, the reference inbox and the SMTP catcher. The

@@ -1,7 +1,8 @@
-"""Issue 27's end-to-end proof through ``make dev``'s processes (``bench/audience_routing.py``, here on a
-small fixture; the same run at 100,000 profiles is the bench): a live segment reaches a profile tagged
-after its dispatch started in a later wave, and a guardian-routed campaign reaches no minor and exactly
-one announcement per consenting adult guardian and adult member, as an independent Cypher count says."""
+"""Live segments and guardian routing, end to end through ``make dev``'s processes
+(``bench/audience_routing.py``, here on a small fixture; the same run at 100,000 profiles is the bench): a
+live segment reaches a profile tagged after its dispatch started in a later wave, and a guardian-routed
+campaign reaches no minor and exactly one announcement per consenting adult guardian and adult member, as an
+independent Cypher count says."""
 
 from __future__ import annotations
 

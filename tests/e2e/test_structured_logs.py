@@ -1,4 +1,4 @@
-"""Structured logs without secrets (issue 14, item 3), proven on the logs of real processes.
+"""Structured logs without secrets, proven on the logs of real processes.
 
 The API (``campaign-engine serve``: uvicorn with its access log), the worker and the reference inbox run
 as OS processes with real settings, against the session's Neo4j, one durable local queue file and a
@@ -238,7 +238,7 @@ def test_logs_of_a_full_dispatch_are_json_with_bound_ids_and_no_secrets(system: 
         "MATCH (p:Profile) WHERE p.announcementEmailOptOut RETURN p.profileId AS id ORDER BY id"
     )
     assert [row["id"] for row in opted_out] == ["ada", "bob"]
-    # chloé follows the email's tracked button (issue 26): both hops carry her click token in the query.
+    # chloé follows the email's tracked button: both hops carry her click token in the query.
     [chloe] = [m for m in system.postmark.accepted if m["To"] == address_of("chloé")]
     [click_token] = re.findall(r"https://campaigns\.test/c\?token=([A-Za-z0-9%._-]+)", chloe["TextBody"])
     click_token = unquote(click_token)

@@ -1,4 +1,4 @@
-"""Issue 26's done-when for the A/B test wave, through ``make dev``'s processes: the local Neo4j launcher,
+"""The A/B test wave's done-when, through ``make dev``'s processes: the local Neo4j launcher,
 the reference inbox, the SMTP catcher, the worker and the API as OS processes wired by
 ``dev_stack.child_env`` (``bench/_chaos_stack.py``, without faults), driven over HTTP as a user drives them.
 

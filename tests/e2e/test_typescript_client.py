@@ -1,4 +1,4 @@
-"""The generated TypeScript client (issue 25 item 4): its declarations are the routers', and every
+"""The generated TypeScript client: its declarations are the routers', and every
 procedure type-checks with the real ``@trpc/client`` v11 and v10 under ``tsc``.
 
 The committed ``clients/typescript/src/procedures.ts`` is regenerated here from the routers and must be

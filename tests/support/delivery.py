@@ -23,6 +23,7 @@ from pydantic import SecretStr
 
 from campaign_engine.campaigns import definitions
 from campaign_engine.campaigns.sending.dispatch import DispatchStarted, dispatch
+from campaign_engine.campaigns.sending.dispatch_settings import DispatchSettings
 from campaign_engine.config import Settings
 from campaign_engine.domain.campaign import CampaignCreate
 from campaign_engine.graph.graph import Graph
@@ -113,8 +114,8 @@ def start_dispatch(
     graph: Graph, queue: Queue, campaign_id: str = "c1", *, now: datetime = NOW, max_recipients: int = 100
 ) -> DispatchStarted:
     """``campaigns.dispatch`` without a preview token (adult age 18), as most delivery tests need it."""
-    return dispatch(graph, queue, campaign_id=campaign_id, expected_token=None, now=now, adult_age=18,
-                    max_recipients=max_recipients)  # fmt: skip
+    return dispatch(graph, queue, campaign_id=campaign_id, expected_token=None, now=now,
+                    settings=DispatchSettings(adult_age=18, max_recipients=max_recipients))  # fmt: skip
 
 
 def notified(graph: Graph, campaign_id: str) -> list[str]:

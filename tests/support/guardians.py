@@ -1,4 +1,4 @@
-"""Generated families for guardian tests and, later, guardian routing (issue 27).
+"""Generated families for guardian tests and, later, guardian routing.
 
 ``families`` builds a deterministic set: each family has one or two adult guardians and one to three
 minor children; every third family's guardians have consent ``revoked``, and some guardians share a
@@ -89,7 +89,7 @@ def granted_pairs(found: list[Family]) -> set[tuple[str, str]]:
 
 # Written plainly, not from graph/rules/policy.py's fragments or graph/rules/routing.py, so it can disagree
 # with them: # for a campaign that excludes minors and has static members only, the distinct guardians a
-# routed dispatch must reach on each channel (issue 27 item 3's done-when check; the lead's 100,000-profile
+# routed dispatch must reach on each channel (the done-when check; the lead's 100,000-profile
 # fixture uses it too). A child is excluded on notify when known to be a minor or managed with no age, on
 # email unless known to be an adult and unmanaged (or a service profile); a guardian is reached when
 # linked with consent granted, of the campaign's tenant, no member, a known adult (unmanaged for email),

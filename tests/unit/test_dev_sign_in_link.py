@@ -1,4 +1,4 @@
-"""`make dev`'s sign-in link lasts a working day (issue 28): the console tab opened with it in the morning
+"""`make dev`'s sign-in link lasts a working day: the console tab opened with it in the morning
 still works in the evening, and the token in the link says so in its own ``exp``."""
 
 from __future__ import annotations

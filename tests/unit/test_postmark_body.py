@@ -1,6 +1,6 @@
 """The Postmark batch body assembled once per page is byte for byte the one built message by message
-(issue 23 item 2), over text hypothesis draws: non-ASCII, right-to-left, quotes, backslashes, control
-and line-separator characters, emoji, and several slots (issue 24: unsubscribe, web view, and more to
+, over text hypothesis draws: non-ASCII, right-to-left, quotes, backslashes, control
+and line-separator characters, emoji, and several slots (unsubscribe, web view, and more to
 come) each at the start, the end, twice, in any order or not at all."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The readiness map the page statements read (issue 12): per-recipient waves and quiet hours per zone."""
+"""The readiness map the page statements read: per-recipient waves and quiet hours per zone."""
 
 from __future__ import annotations
 

@@ -8,7 +8,7 @@ policy and its one translation into our result types are held to the whole matri
 
 Blocked-destination tests use a short timeout, so that without the rule they would fail fast with a
 connect error or timeout instead of the expected verdict. The last section plays a hostile receiver
-(issue 11): heads that never end (a raw loopback server), names that never resolve, and many hosts,
+: heads that never end (a raw loopback server), names that never resolve, and many hosts,
 counting open sockets through the transport's bookkeeping and ``/proc/self/fd``.
 """
 
@@ -727,7 +727,7 @@ def test_poster_answers_one_result_per_item_in_order_failures_as_values(inbox: _
     assert inbox.seen.paths == ["/a"]
 
 
-# --- a hostile receiver: endless heads, names that never resolve, thousands of hosts (issue 11) ---
+# --- a hostile receiver: endless heads, names that never resolve, thousands of hosts ---
 
 
 class _RawInbox:

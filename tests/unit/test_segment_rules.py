@@ -1,4 +1,4 @@
-"""The live segment's rule model (issue 27): one kind per node, the limits, a condition to seek on, and
+"""The live segment's rule model: one kind per node, the limits, a condition to seek on, and
 the age conditions the age policy would leave nobody to match."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Messages assembled once per page are byte for byte what the email package builds (issue 23).
+"""Messages assembled once per page are byte for byte what the email package builds.
 
 Each message is composed as the email worker composes it (real templates, a signed unsubscribe link)
 and built twice: by ``PageAssembler`` and by the reference ``build_message`` with the same Message-ID,

@@ -56,7 +56,7 @@ def _itsdangerous_token(uid: str) -> str:
     ],
 )
 def test_issue_signs_as_itsdangerous_and_its_reader_takes_it(unsubscribe_id: str) -> None:
-    # issue() keeps the keyed HMAC and signs itself (issue 13 item 5), without the zlib call that
+    # issue() keeps the keyed HMAC and signs itself, without the zlib call that
     # itsdangerous makes for every token; its loads (what read() uses) must still take every token.
     token = UnsubscribeTokens(SECRET).issue(unsubscribe_id)
     assert token == _itsdangerous_token(unsubscribe_id)

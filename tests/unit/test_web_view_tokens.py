@@ -1,4 +1,4 @@
-"""Web-view tokens (issue 24 item 7): bound like unsubscribe tokens, but neither kind reads as the other,
+"""Web-view tokens: bound like unsubscribe tokens, but neither kind reads as the other,
 and the view page's policy admits exactly the email's own inline styles and image origins."""
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ def test_a_view_token_names_the_recipient_and_the_campaign_and_is_no_unsubscribe
 
 
 def test_a_click_token_pins_its_url_and_no_kind_reads_as_another() -> None:
-    """Issue 26 item 4: the third kind names the recipient, the campaign incarnation and the URL."""
+    """The third kind names the recipient, the campaign incarnation and the URL."""
     tokens = UnsubscribeTokens(SECRET)
     url = "https://app.example/m/spring?utm_source=email&utm_campaign=spring"
     click = tokens.clicks.issue(

@@ -1,4 +1,4 @@
-"""``access.*``: who holds which role in a tenant (issue 21). Tenant admins manage their own tenant's
+"""``access.*``: who holds which role in a tenant. Tenant admins manage their own tenant's
 grants; platform admins any tenant's. Grants take effect on the next call (``api/context.py``)."""
 
 from __future__ import annotations

@@ -50,14 +50,14 @@ class DispatchInput(CampaignRef):
     )
     experiment: Experiment | None = Field(
         default=None,
-        description="an A/B test wave (issue 26): testShare of the recipients get their variant first; after "
+        description="an A/B test wave: testShare of the recipients get their variant first; after "
         "decideAfterSeconds the variant with the highest rate of metric wins and the rest get only it",
     )
 
 
 class PreviewInput(CampaignRef):
     experiment: Experiment | None = Field(
-        default=None, description="also report the test wave's recipients per variant (issue 26)"
+        default=None, description="also report the test wave's recipients per variant"
     )
 
 
@@ -90,15 +90,11 @@ def _queue(ctx: Context) -> Queue:
 @router.query("previewDispatch")
 def preview_dispatch(ctx: Context, data: PreviewInput) -> dispatching.DispatchPreview:
     """What a dispatch would send now, with the token that confirms exactly this."""
-    settings = ctx.services.settings
     return dispatching.preview_dispatch(
         ctx.services.graph,
         campaign_id=ctx.campaign(data.campaign_id),
         now=ctx.services.clock(),
-        adult_age=settings.campaign_adult_age,
-        max_recipients=settings.campaign_preview_max_recipients,
-        deliverable=ctx.services.dispatch_channels,
-        untranslated_max_share=settings.campaign_untranslated_max_share,
+        settings=ctx.services.dispatch_settings,
         experiment=data.experiment,
     )
 
@@ -106,19 +102,15 @@ def preview_dispatch(ctx: Context, data: PreviewInput) -> dispatching.DispatchPr
 @router.mutation("dispatch")
 def dispatch(ctx: Context, data: DispatchInput) -> dispatching.DispatchStarted:
     """Confirm a send (stale token: CONFLICT) and start walking the audience in waves."""
-    settings = ctx.services.settings
     return dispatching.dispatch(
         ctx.services.graph,
         _queue(ctx),
         campaign_id=ctx.campaign(data.campaign_id),
         expected_token=data.expected_preview_token,
         now=ctx.services.clock(),
-        adult_age=settings.campaign_adult_age,
-        max_recipients=settings.campaign_preview_max_recipients,
-        deliverable=ctx.services.dispatch_channels,
+        settings=ctx.services.dispatch_settings,
         audit=ctx.audit(),
         approval_policy=policy_of(ctx.services.graph, ctx.tenant_id),
-        untranslated_max_share=settings.campaign_untranslated_max_share,
         accept_fallback=data.accept_fallback,
         experiment=data.experiment,
     )
@@ -129,18 +121,14 @@ def approve(ctx: Context, data: ApproveInput) -> Approved:
     """Approve the send of exactly this preview, as the second publisher a tenant's approval policy
     asks for: not the campaign's last editor, and not who will dispatch it. A change since the
     preview is CONFLICT; a later change voids the approval."""
-    settings = ctx.services.settings
     return dispatching.approve_dispatch(
         ctx.services.graph,
         campaign_id=ctx.campaign(data.campaign_id),
         preview_token=data.preview_token,
         approver=ctx.admin().profile_id,
         now=ctx.services.clock(),
-        adult_age=settings.campaign_adult_age,
-        max_recipients=settings.campaign_preview_max_recipients,
-        deliverable=ctx.services.dispatch_channels,
+        settings=ctx.services.dispatch_settings,
         audit=ctx.audit(),
-        untranslated_max_share=settings.campaign_untranslated_max_share,
     )
 
 
@@ -157,17 +145,13 @@ def schedule(ctx: Context, data: ScheduleInput) -> list[reads.DispatchPublic]:
     Dispatch per channel, ``scheduled``. The sweeper starts it within a sweep period of ``sendAt``;
     past ``sendAt + maxLateSeconds`` it is ``missed``; a change since the preview holds it as
     ``needs_review`` unless ``onChange`` is ``send_current``. A stale token is CONFLICT."""
-    settings = ctx.services.settings
     return schedule_dispatch(
         ctx.services.graph,
         data=data.model_copy(update={"campaign_id": ctx.campaign(data.campaign_id)}),
         now=ctx.services.clock(),
-        adult_age=settings.campaign_adult_age,
-        max_recipients=settings.campaign_preview_max_recipients,
-        deliverable=ctx.services.dispatch_channels,
+        settings=ctx.services.dispatch_settings,
         audit=ctx.audit(),
         approval_policy=policy_of(ctx.services.graph, ctx.tenant_id),
-        untranslated_max_share=settings.campaign_untranslated_max_share,
     )
 
 
@@ -200,7 +184,7 @@ def resume_dispatch(ctx: Context, data: DispatchRef) -> reads.DispatchPublic:
 
 @router.mutation("chooseVariant")
 def choose_variant(ctx: Context, data: ChooseVariantInput) -> reads.DispatchPublic:
-    """Decide a testing dispatch's A/B test now, for ``variantId`` (issue 26): the rest of the audience
+    """Decide a testing dispatch's A/B test now, for ``variantId``: the rest of the audience
     gets only it. Not testing or already decided: CONFLICT; a variant the campaign lacks: BAD_REQUEST."""
     return choose(
         ctx.services.graph,

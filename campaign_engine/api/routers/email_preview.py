@@ -50,7 +50,7 @@ class EmailPreview(CamelModel):
     html: str
     text: str
     locale: str = Field(description="the language shown: the variant `locale` is served")
-    variant_id: str | None = Field(default=None, description="the A/B content variant shown (issue 26)")
+    variant_id: str | None = Field(default=None, description="the A/B content variant shown")
 
 
 @router.query("previewEmail")

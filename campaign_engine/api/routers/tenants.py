@@ -1,8 +1,8 @@
-"""``tenants.*`` (issue 21 item 1): tenant records, editable without a redeploy.
+"""``tenants.*``: tenant records, editable without a redeploy.
 
-Platform admins create, edit and list tenants; a tenant's own admins may also ``get`` theirs (issue 21
-item 1): its table row admits admins of the caller's tenant, and the handler checks the tenant it names,
-as ``access.*`` does; ``updateLayout`` and ``previewLayout`` (issue 24 item 6) let those admins edit and
+Platform admins create, edit and list tenants; a tenant's own admins may also ``get`` theirs: its
+table row admits admins of the caller's tenant, and the handler checks the tenant it names, as
+``access.*`` does; ``updateLayout`` and ``previewLayout`` let those admins edit and
 preview the tenant's email layout, and nothing else of its record. After a committed edit this process forgets
 its cached records, so its next email, preview or capped statement reads the edit; other processes read
 it within the directory's TTL (5 s).
@@ -105,7 +105,7 @@ _PREVIEW_TOKEN = "preview"  # noqa: S105 - not a signed token: the unsubscribe p
 
 @router.mutation("updateLayout")
 def update_layout(ctx: Context, data: LayoutPatch) -> TenantPublic:
-    """The tenant's email layout (issue 24 item 6), by its own admins or platform admins: omitted fields
+    """The tenant's email layout, by its own admins or platform admins: omitted fields
     are kept, null clears one; nothing else of the record can change here. NOT_FOUND when missing."""
     ctx.require("admin", tenant_id=data.tenant_id)
     graph, now = ctx.services.graph, ctx.services.clock()

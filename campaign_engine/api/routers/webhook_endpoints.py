@@ -1,4 +1,4 @@
-"""``webhookEndpoints.*``: event webhooks (issue 25), the tenant's own subscriptions to its events.
+"""``webhookEndpoints.*``: event webhooks, the tenant's own subscriptions to its events.
 
 Endpoints belong to the tenant of the credential that made them; another tenant's is NOT_FOUND. URLs are
 checked against the same egress rules as every webhook when set, not first at the relay's POST.

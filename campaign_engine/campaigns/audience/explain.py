@@ -2,11 +2,15 @@
 
 Every verdict comes from the rules the sends use: the campaign-level rule is ``domain/dispatch.py``'s
 ``send_blocked`` (what the preview and the page guard call), and the recipient rules are the policy
-fragments of ``graph/rules/policy.py`` evaluated by ``cypher/explain_recipient.cypher``, listed in the order
-the page walks apply them. The rule names are the walks' own reason codes (``opted_out``,
+fragments of ``graph/rules/policy.py`` evaluated by ``cypher/audience/explain_recipient.cypher``,
+listed in the order the page walks apply them. The rule names are the walks' own reason codes (``opted_out``,
 ``age_policy``, ``suppressed``, ...), so ``blockedBy`` is what a send would have recorded. A test
 holds the explanation and the preview together for each rule
 (tests/integration/campaigns/audience/test_explain_recipient.py).
+
+One module past 350 lines on purpose: its sections (language, variant, segment, guardian route) are
+read from the one statement's row, and keeping them beside each other is what keeps them in step with
+the preview.
 """
 
 from __future__ import annotations
@@ -43,8 +47,9 @@ from campaign_engine.domain.locale import language_of
 from campaign_engine.domain.tenancy import CampaignRefOut, campaign_ref
 from campaign_engine.domain.types import format_ts
 from campaign_engine.domain.variants import ContentField, served_locale, wire_languages
+from campaign_engine.graph.cypher import statement
 from campaign_engine.graph.graph import Graph, Tx
-from campaign_engine.graph.rules.policy import policy_params, policy_query
+from campaign_engine.graph.rules.policy import policy_params
 from campaign_engine.graph.rules.segment import compile_for, segment_of
 
 __all__ = ["ChannelExplanation", "RecipientExplanation", "RuleVerdict", "explain_recipient"]
@@ -79,18 +84,18 @@ class PastSend(CamelModel):
     bounced_at: str | None = None
     complained_at: str | None = None
     email_clicked_at: str | None = None
-    """The first click on the email's tracked CTA (issue 26 item 4)."""
+    """The first click on the email's tracked CTA."""
     shown_first_at: str | None = None
     clicked_first_at: str | None = None
     dismissed_first_at: str | None = None
     notify_capped_at: str | None = None
     email_capped_at: str | None = None
     variant_id: str | None = None
-    """The A/B content variant recorded at the first delivery or in-app event (issue 26)."""
+    """The A/B content variant recorded at the first delivery or in-app event."""
 
 
 class LanguageChoice(CamelModel):
-    """Which language each channel serves this reader, and why (issue 24): the one rule of every send."""
+    """Which language each channel serves this reader, and why: the one rule of every send."""
 
     locale: str | None = Field(description="the profile's locale, as stored")
     served: dict[str, str] = Field(description="per content (message, notification, email): its language")
@@ -104,14 +109,14 @@ class VariantShare(CamelModel):
 
 
 class VariantChoice(CamelModel):
-    """Which A/B content variant this profile gets on every channel, and why (issue 26)."""
+    """Which A/B content variant this profile gets on every channel, and why."""
 
     variant_id: str
     point: float = Field(description="the keyed hash of (campaign, profile) as a point in [0, 1)")
     shares: list[VariantShare] = Field(description="each variant's share of [0, 1), by weight, in order")
     why: str
     in_test_wave: bool | None = Field(
-        default=None, description="with a test wave (issue 26): whether this profile is one of its members"
+        default=None, description="with a test wave: whether this profile is one of its members"
     )
     served: str | None = Field(
         default=None,
@@ -131,13 +136,14 @@ class RecipientExplanation(CamelModel):
     past: PastSend | None = None
     language: LanguageChoice | None = None
     segment: SegmentExplanation | None = None
-    """The live segment's verdict for this profile, condition by condition (issue 27)."""
+    """The live segment's verdict for this profile, condition by condition."""
     variant: VariantChoice | None = None
     """None when the campaign has no A/B variants."""
     guardian: GuardianRoute | None = None
-    """Issue 27 item 3 (``minors: "guardians"``): this profile as a guardian, the members routed to them."""
+    """Where the campaign routes minors to guardians (``minors: "guardians"``): this profile as a guardian,
+    the members routed to them."""
     routed_to: list[RoutedTo] | None = None
-    """Issue 27 item 3: a member the age policy excludes, where the campaign goes instead ([]: none)."""
+    """A member the age policy excludes, where the campaign goes instead ([]: none)."""
 
 
 def _channel(channel: ExplainedChannel, rules: list[RuleVerdict]) -> ChannelExplanation:
@@ -165,7 +171,7 @@ def explain_recipient(
         segment = _segment(tx, campaign_id=campaign_id, profile_id=profile_id, now=now, adult_age=adult_age)
         routing = _routing(tx, campaign_id=campaign_id, profile_id=profile_id, now=now, adult_age=adult_age)
         record = tx.run(
-            policy_query("explain_recipient"),
+            statement("explain_recipient"),
             campaignId=campaign_id,
             profileId=profile_id,
             notifyCaps=cap_params(caps or {}, "notify", now=now)["caps"],
@@ -225,7 +231,7 @@ def explain_recipient(
         _cap_rule(row["emailCap"], bool(profile["emailCapReached"])),
     ]
     guardian, routed = None, None
-    if row["routing"] is not None:  # issue 27 item 3: the campaign routes excluded members to guardians
+    if row["routing"] is not None:  # The campaign routes excluded members to guardians
         children, guardians = row["routing"]
         passes = {name: all(r.ok for r in rules if r.rule != "not_member")
                   for name, rules in (("notify", notify), ("email", email))}  # fmt: skip
@@ -279,7 +285,7 @@ _SEGMENT_OF = "MATCH (c:Campaign {id: $id}) RETURN c {.id, .ref, .tenantId, .def
 def _segment(
     tx: Tx, *, campaign_id: str, profile_id: str, now: datetime, adult_age: int
 ) -> SegmentExplanation | None:
-    """The live segment's verdict per condition (issue 27); None without a segment. A profile outside
+    """The live segment's verdict per condition; None without a segment. A profile outside
     the campaign's tenant is never found, as for the rest of the explanation."""
     record = tx.run(_SEGMENT_OF, id=campaign_id).single()
     if record is None:

@@ -1,4 +1,4 @@
-"""Exports (issue 25 item 2): a campaign's recipients with what happened to each, and the audit trail,
+"""Exports: a campaign's recipients with what happened to each, and the audit trail,
 as row iterators read in keyset pages straight from the graph.
 
 Each page is its own short read transaction of at most ``PAGE`` rows, so the first rows leave at once
@@ -17,9 +17,11 @@ from typing import Any
 
 from campaign_engine.domain.ab_variants import TestWave, served_variant
 from campaign_engine.graph.audit import list_audit
+from campaign_engine.graph.cypher import statement
 from campaign_engine.graph.graph import Graph, Tx
-from campaign_engine.graph.rules.policy import Policy, policy_query
-from campaign_engine.graph.rules.segment import CompiledSegment, compile_for, segment_query
+from campaign_engine.graph.rules.policy import Policy
+from campaign_engine.graph.rules.segment import CompiledSegment, compile_for
+from campaign_engine.graph.rules.segment_statements import segment_query
 
 __all__ = ["AUDIT_COLUMNS", "PAGE", "RECIPIENT_COLUMNS", "audit_rows", "recipient_rows"]
 
@@ -56,13 +58,13 @@ def recipient_rows(
     variants = json.loads(campaign["abVariants"]) if campaign and campaign.get("abVariants") else None
     wave = TestWave.of(campaign.get("abTest")) if campaign else None
     if compiled is None:
-        statement, params = policy_query("export_recipients"), policy.params()
-    else:  # a live segment: its matches and everyone it reached too (cypher/export_segment_recipients)
-        statement = segment_query("export_segment_recipients", compiled)
+        text, params = statement("export_recipients"), policy.params()
+    else:  # a live segment: its matches and everyone it reached too (export_segment_recipients.cypher)
+        text = segment_query("export_segment_recipients", compiled)
         params = {**policy.params(), **compiled.params(policy.now)}
 
     def read(tx: Tx, cursor: str) -> list[dict[str, Any]]:
-        rows = tx.run(statement, campaignId=campaign_id, cursor=cursor, limit=page, **params)
+        rows = tx.run(text, campaignId=campaign_id, cursor=cursor, limit=page, **params)
         return [row.data() for row in rows]
 
     cursor = ""

@@ -1,4 +1,4 @@
-"""``explainRecipient``'s share of routing to guardians (issue 27 item 3): for a guardian, which members
+"""``explainRecipient``'s share of routing to guardians: for a guardian, which members
 routed the campaign to them; for an excluded member, where it was routed, or why not.
 
 Both read one profile's ``GUARDIAN_OF`` links (an expansion from a unique seek) with the rules the walks
@@ -10,34 +10,24 @@ audience), a member's guardians (``profiles.get`` answers ``guardians`` on the c
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Sequence
 from typing import Any, Literal
 
 from campaign_engine.domain.camel import CamelModel
+from campaign_engine.graph.cypher import statement
 from campaign_engine.graph.graph import Tx
-from campaign_engine.graph.rules.policy import fill_policy
 from campaign_engine.graph.rules.routing import member_predicate
 from campaign_engine.graph.rules.segment import CompiledSegment
 
-__all__ = ["GuardianRoute", "RoutedTo", "guardian_route", "routed_children", "routed_to"]
+__all__ = [
+    "GuardianRoute",
+    "RoutedTo",
+    "guardian_route",
+    "routed_children",
+    "routed_to",
+    "statement_variants",
+]
 
-
-# The members `$profileId` is a consenting guardian of, and on which channel each is excluded.
-_CHILDREN = """
-MATCH (c:Campaign {id: $campaignId})
-MATCH (:Profile {profileId: $profileId})-[:GUARDIAN_OF {consent: 'granted'}]->(p:Profile)
-WHERE {{MEMBER}}
-RETURN p.profileId AS id, NOT {{CAMPAIGN_AGE_OK}} AS notify, NOT {{EMAIL_AGE_OK}} AS email
-ORDER BY id
-"""
-
-# The guardians of member `$profileId` and what the routing makes of each.
-_GUARDIANS = """
-MATCH (c:Campaign {id: $campaignId})
-MATCH (p:Profile)-[link:GUARDIAN_OF]->(:Profile {profileId: $profileId})
-RETURN p.profileId AS id, link.consent AS consent, {{MEMBER}} AS member,
-       (c.tenantId IS NULL OR c.tenantId IN coalesce(p.tenants, [])) AND {{CAMPAIGN_AGE_OK}} AS eligible
-ORDER BY id
-"""
 
 Outcome = Literal["routed", "consent_revoked", "guardian_not_eligible", "guardian_is_a_member"]
 
@@ -58,15 +48,24 @@ class RoutedTo(CamelModel):
     outcome: Outcome
 
 
-def _statement(text: str, compiled: CompiledSegment | None) -> str:
-    return fill_policy(text.replace("{{MEMBER}}", member_predicate(compiled)))
+def _statement(name: str, compiled: CompiledSegment | None) -> str:
+    return statement(name, MEMBER=member_predicate(compiled))
+
+
+def statement_variants(samples: Sequence[CompiledSegment | None]) -> Iterator[tuple[str, str]]:
+    """Every statement this module fills (tests EXPLAIN them all)."""
+    for name in ("guardian_children", "guardian_routes"):
+        for compiled in samples:
+            yield name, _statement(name, compiled)
 
 
 def routed_children(
     tx: Tx, *, campaign_id: str, profile_id: str, compiled: CompiledSegment | None, params: dict[str, Any]
 ) -> list[dict[str, Any]]:
     """The members ``profile_id`` is a consenting guardian of, each with the channels excluding it."""
-    result = tx.run(_statement(_CHILDREN, compiled), campaignId=campaign_id, profileId=profile_id, **params)
+    result = tx.run(
+        _statement("guardian_children", compiled), campaignId=campaign_id, profileId=profile_id, **params
+    )
     return [r.data() for r in result]
 
 
@@ -87,7 +86,9 @@ def routed_to(
 ) -> list[RoutedTo]:
     """Each guardian of the member ``profile_id`` (whom the age policy excludes) and the outcome; an
     empty list: no guardian to route to."""
-    rows = tx.run(_statement(_GUARDIANS, compiled), campaignId=campaign_id, profileId=profile_id, **params)
+    rows = tx.run(
+        _statement("guardian_routes", compiled), campaignId=campaign_id, profileId=profile_id, **params
+    )
     out: list[RoutedTo] = []
     for row in rows:
         outcome: Outcome = "routed"

@@ -9,7 +9,7 @@ count profiles, not inputs. Adds and removes take the campaign lock first in eve
 concurrent adds, retries and self-enrolments serialise on it, which is what makes ``added`` exact.
 
 Only profiles that pass the campaign age policy are added (and, where the campaign routes minors to
-their guardians, the members it excludes, whom the walks replace by their guardians: issue 27 item 3);
+their guardians, the members it excludes, whom the walks replace by their guardians);
 the policy is evaluated again on every read (paging, stats, getMyCampaigns, delivery), so a membership
 is never a licence by itself.
 """
@@ -36,11 +36,12 @@ from campaign_engine.domain.errors import BadRequest, NotFound
 from campaign_engine.domain.tenancy import campaign_ref
 from campaign_engine.domain.types import format_ts
 from campaign_engine.graph.audit import AuditContext, record_audit
-from campaign_engine.graph.cypher import query
+from campaign_engine.graph.cypher import statement
 from campaign_engine.graph.graph import Graph, Tx
 from campaign_engine.graph.locks import lock_campaign
-from campaign_engine.graph.rules.policy import Policy, policy_query
-from campaign_engine.graph.rules.segment import compile_for, segment_query
+from campaign_engine.graph.rules.policy import Policy
+from campaign_engine.graph.rules.segment import compile_for
+from campaign_engine.graph.rules.segment_statements import segment_query
 
 __all__ = [
     "CHUNK",
@@ -97,46 +98,19 @@ def _list_items(source: DidsSource | ProfileIdsSource, domain: str) -> list[dict
 
 
 # Graph sources can name every profile there is: they are read in keyset pages of CHUNK ids, never
-# collected whole (issue 11). `all` walks the profileId index in order; a tag's or a profile's
+# collected whole. `all` walks the profileId index in order; a tag's or a profile's
 # neighbours are expanded from their one node and the page after the cursor kept.
-# Every source resolves inside the campaign's tenant (issue 21): only its members are found, and a key
+# Every source resolves inside the campaign's tenant: only its members are found, and a key
 # (a tag, a profile) that names none of them is reported not found, exactly as if it did not exist.
-_KEY_EXISTS = {
-    "tag": """
-        OPTIONAL MATCH (t:Tag {slug: $key})
-        RETURN t IS NOT NULL AND EXISTS { (t)<-[:HAS_TAG]-(p:Profile) WHERE $tenant IN p.tenants } AS exists
-    """,
-    "connections": """
-        OPTIONAL MATCH (a:Profile {profileId: $key})
-        RETURN a IS NOT NULL AND $tenant IN a.tenants AS exists
-    """,
+_KEY_EXISTS = {  # cypher/audience/
+    "tag": "audience_tag_exists",
+    "connections": "audience_profile_exists",
 }
 
-_GRAPH_PAGE = {
-    "tag": """
-        MATCH (:Tag {slug: $key})<-[:HAS_TAG]-(p:Profile)
-        WHERE p.profileId > $cursor AND $tenant IN p.tenants
-        WITH DISTINCT p.profileId AS profileId
-        ORDER BY profileId
-        LIMIT $limit
-        RETURN collect(profileId) AS profileIds
-    """,
-    "connections": """
-        MATCH (a:Profile {profileId: $key})-[:CONNECTED_WITH]-(p:Profile)
-        WHERE p <> a AND p.profileId > $cursor AND $tenant IN p.tenants
-        WITH DISTINCT p.profileId AS profileId
-        ORDER BY profileId
-        LIMIT $limit
-        RETURN collect(profileId) AS profileIds
-    """,
-    "all": """
-        MATCH (p:Profile)
-        WHERE p.profileId > $cursor AND $tenant IN p.tenants
-        WITH p.profileId AS profileId
-        ORDER BY profileId
-        LIMIT $limit
-        RETURN collect(profileId) AS profileIds
-    """,
+_GRAPH_PAGE = {  # cypher/audience/
+    "tag": "audience_tag_page",
+    "connections": "audience_connections_page",
+    "all": "audience_all_page",
 }
 
 
@@ -145,7 +119,7 @@ def _resolve_list(
 ) -> tuple[list[str], list[str]]:
     tenant = _require_campaign(tx, campaign_id)["tenantId"]
     items = _list_items(source, domain)
-    lists = tx.run(query("audience_resolve_list"), items=items, tenant=tenant).single()
+    lists = tx.run(statement("audience_resolve_list"), items=items, tenant=tenant).single()
     assert lists is not None  # an aggregation always returns one record
     return sorted(set(lists["found"])), list(lists["missing"])
 
@@ -155,12 +129,12 @@ def _key_exists(tx: Tx, campaign_id: str, kind: str, key: str | None) -> tuple[s
     tenant = str(_require_campaign(tx, campaign_id)["tenantId"])
     if key is None:
         return tenant, True
-    record = tx.run(_KEY_EXISTS[kind], key=key, tenant=tenant).single()
+    record = tx.run(statement(_KEY_EXISTS[kind]), key=key, tenant=tenant).single()
     return tenant, record is not None and bool(record["exists"])
 
 
 def _graph_page(tx: Tx, kind: str, key: str | None, tenant: str, cursor: str) -> list[str]:
-    record = tx.run(_GRAPH_PAGE[kind], key=key, tenant=tenant, cursor=cursor, limit=CHUNK).single()
+    record = tx.run(statement(_GRAPH_PAGE[kind]), key=key, tenant=tenant, cursor=cursor, limit=CHUNK).single()
     assert record is not None
     return sorted(record["profileIds"])
 
@@ -213,7 +187,7 @@ def preview_audience(graph: Graph, *, campaign_id: str, source: Source, policy: 
 
     def tx_fn(tx: Tx, chunk: list[str]) -> int:
         record = tx.run(
-            policy_query("audience_count"), campaignId=campaign_id, profileIds=chunk, **policy.params()
+            statement("audience_count"), campaignId=campaign_id, profileIds=chunk, **policy.params()
         ).single()
         return int(record["count"]) if record is not None else 0
 
@@ -262,7 +236,7 @@ def add_audience(
     def chunk_fn(tx: Tx, chunk: list[str], done: int, count: int, added: int) -> tuple[int, int]:
         node = _locked_editable(tx, campaign_id)
         record = tx.run(
-            policy_query("audience_add"),
+            statement("audience_add"),
             campaignId=campaign_id,
             profileIds=chunk,
             now=now,
@@ -290,7 +264,7 @@ def remove_audience(
 
     def chunk_fn(tx: Tx, chunk: list[str], done: int, removed: int) -> int:
         node = _locked_editable(tx, campaign_id)
-        record = tx.run(query("audience_remove"), campaignId=campaign_id, profileIds=chunk).single()
+        record = tx.run(statement("audience_remove"), campaignId=campaign_id, profileIds=chunk).single()
         chunk_removed = int(record["removed"]) if record is not None else 0
         _audit_chunk(tx, audit, node, source, {"chunks": done + 1, "removed": removed + chunk_removed})
         return chunk_removed
@@ -309,11 +283,11 @@ def get_audience(
     def tx_fn(tx: Tx) -> list[dict[str, Any]]:
         campaign = _require_campaign(tx, campaign_id)
         segment = compile_for(tx, campaign)
-        statement = policy_query("audience_page")
-        if segment is not None:  # the static members and the live segment's matches now (issue 27)
-            statement = segment_query("audience_segment_page", segment, arm_filter="{{AUDIENCE_AGE_OK}}")
+        text = statement("audience_page")
+        if segment is not None:  # the static members and the live segment's matches now
+            text = segment_query("audience_segment_page", segment)
         rows = tx.run(
-            statement,
+            text,
             campaignId=campaign_id,
             cursor=cursor or "",
             limit=limit + 1,

@@ -1,4 +1,4 @@
-"""Live segments at the API (issue 27): ``campaigns.previewSegment`` counts a rule's matches before it
+"""Live segments at the API: ``campaigns.previewSegment`` counts a rule's matches before it
 is saved, and ``explain_segment`` gives ``explainRecipient`` each condition's verdict for one profile.
 
 Both compile the rule with ``graph/rules/segment.py``, the compiler every audience reader uses (preview,
@@ -15,13 +15,9 @@ from pydantic import BaseModel, ConfigDict, Field
 from campaign_engine.domain.segment import Segment, SegmentPreview, SegmentRule
 from campaign_engine.graph.graph import Graph, Tx
 from campaign_engine.graph.rules.policy import policy_params
-from campaign_engine.graph.rules.segment import (
-    CompiledSegment,
-    compile_segment,
-    count_matches,
-    leaf_verdicts,
-)
+from campaign_engine.graph.rules.segment import CompiledSegment, compile_segment
 from campaign_engine.graph.rules.segment_check import check_segment
+from campaign_engine.graph.rules.segment_statements import count_matches, leaf_verdicts
 
 __all__ = [
     "ConditionVerdict",

@@ -5,9 +5,9 @@ count. ``notified`` and ``emailed`` are written by the delivery workers (zero un
 (hard bounces) and ``complained`` by provider feedback on the send it names, found by the provider's
 message id (``feedback/store.py``). ``capped``: profiles the frequency cap held back on a channel and
 that have not received the campaign on it since (``CAMPAIGN_FREQUENCY_CAPS``). ``emailClicked``:
-recipients who followed the email's tracked CTA at least once (``emailClickedAt``, issue 26 item 4). No
-client procedure can set any of them. ``variants``: the same per A/B content variant (issue 26).
-``guardians``: of ``notified`` and ``emailed``, the guardians reached in place of excluded minors (issue 27).
+recipients who followed the email's tracked CTA at least once (``emailClickedAt``). No
+client procedure can set any of them. ``variants``: the same per A/B content variant.
+``guardians``: of ``notified`` and ``emailed``, the guardians reached in place of excluded minors.
 """
 
 from __future__ import annotations
@@ -20,15 +20,17 @@ from pydantic import BaseModel, Field
 from campaign_engine.domain.camel import CamelModel
 from campaign_engine.domain.errors import NotFound
 from campaign_engine.domain.tenancy import campaign_ref
+from campaign_engine.graph.cypher import statement
 from campaign_engine.graph.graph import Graph, Tx
-from campaign_engine.graph.rules.policy import Policy, policy_query
-from campaign_engine.graph.rules.segment import compile_for, count_audience
+from campaign_engine.graph.rules.policy import Policy
+from campaign_engine.graph.rules.segment import compile_for
+from campaign_engine.graph.rules.segment_statements import count_audience
 
 __all__ = ["CampaignStats", "GuardianStats", "VariantStats", "get_stats"]
 
 
 class VariantStats(CamelModel):
-    """One A/B content variant's recipients (issue 26): distinct profiles whose state names the variant
+    """One A/B content variant's recipients: distinct profiles whose state names the variant
     (stamped at their first delivery or in-app event), and of them how many reached each step."""
 
     recipients: int = 0
@@ -42,7 +44,7 @@ class VariantStats(CamelModel):
 
 
 class GuardianStats(BaseModel):
-    """Issue 27 item 3: guardians reached in place of members the age policy excludes, per channel
+    """Guardians reached in place of members the age policy excludes, per channel
     (distinct profiles; they are counted in ``notified`` / ``emailed`` too)."""
 
     notified: int = 0
@@ -86,7 +88,7 @@ _SEGMENT_OF = "MATCH (c:Campaign {id: $id}) RETURN c {.id, .ref, .tenantId, .def
 
 def get_stats(graph: Graph, *, campaign_id: str, policy: Policy) -> CampaignStats:
     def tx_fn(tx: Tx) -> CampaignStats | None:
-        record = tx.run(policy_query("campaign_stats"), campaignId=campaign_id, **policy.params()).single()
+        record = tx.run(statement("campaign_stats"), campaignId=campaign_id, **policy.params()).single()
         if record is None:
             return None
         stats = _stats(record.data())
@@ -94,7 +96,7 @@ def get_stats(graph: Graph, *, campaign_id: str, policy: Policy) -> CampaignStat
         segment = None if node is None else compile_for(tx, dict(node["c"]))
         if segment is None:
             return stats
-        # Issue 27: the audience of a campaign with a live segment is its members and the matches now.
+        # The audience of a campaign with a live segment is its members and the matches now.
         audience = count_audience(
             tx, segment, campaign_id=campaign_id, now=policy.now, params=policy.params()
         )

@@ -21,9 +21,9 @@ from campaign_engine.domain.ab_variants import Assignment, TestWave, assigned_va
 from campaign_engine.domain.guardian_copy import guardian_source
 from campaign_engine.domain.types import format_ts
 from campaign_engine.domain.variants import served_locale, wire_languages
-from campaign_engine.graph.cypher import query
+from campaign_engine.graph.cypher import statement
 from campaign_engine.graph.graph import Graph, Statements, Tx
-from campaign_engine.graph.rules.policy import Policy, policy_query
+from campaign_engine.graph.rules.policy import Policy
 
 __all__ = ["CardCache", "card_from_node", "my_campaigns", "my_campaigns_of"]
 
@@ -68,13 +68,13 @@ class _Cards:
     by_language: dict[tuple[str, str | None], MyCampaign]
     guardian_languages: list[str]
     guardian: dict[str, MyCampaign]
-    """Issue 27 item 3: the guardian copy's message card by language (empty: guardians read the
+    """The guardian copy's message card by language (empty: guardians read the
     campaign's own cards, as anyone)."""
 
     def for_reader(
         self, locale: str | None, profile_id: str, ab_test: str | None = None, *, routed: bool = False
     ) -> tuple[int, MyCampaign] | None:
-        """The reader's card; None while they wait outside an undecided test wave (issue 26: no card
+        """The reader's card; None while they wait outside an undecided test wave (no card
         until the decision, then the winner's), so nobody sees two variants. A ``routed`` guardian reads
         the guardian copy where it has a message (never in a test: an experiment is refused there)."""
         if routed and self.guardian:
@@ -106,7 +106,7 @@ class CardCache:
         if missing:
             if len(self._cards) + len(missing) > self._max:
                 self._cards.clear()  # crude but bounded; refilled from the next reads
-            for record in tx.run(query("campaign_cards"), campaignIds=missing):
+            for record in tx.run(statement("campaign_cards"), campaignIds=missing):
                 node = dict(record["campaign"])
                 definition = json.loads(node["definition"])
                 languages = wire_languages(definition, "message")
@@ -153,7 +153,7 @@ def my_campaigns_of(
 ) -> dict[str, list[MyCampaign]]:
     """Each profile's visible campaigns, in display order and its own language, read in one statement;
     writes nothing. A campaign deleted between that statement and the card read is simply left out."""
-    result = tx.run(policy_query("my_campaigns"), profileIds=list(profile_ids), now=format_ts(policy.now),
+    result = tx.run(statement("my_campaigns"), profileIds=list(profile_ids), now=format_ts(policy.now),
                     **policy.params())  # fmt: skip
     visible = {record["profileId"]: (record["locale"], record["visible"]) for record in result}
     for profile_id, (locale, reached) in visible_by_segment(tx, profile_ids, policy=policy).items():
@@ -164,7 +164,7 @@ def my_campaigns_of(
     mine: dict[str, list[MyCampaign]] = {}
     for profile_id, (locale, rows) in visible.items():
         # Each row: [campaign id, updatedAt, state, abTest]; no card for a reader waiting for a test's
-        # decision (issue 26).
+        # decision.
         served = ((found[cid].for_reader(locale, profile_id, test, routed=GUARDIAN_ROW in rest), state)
                   for cid, _, state, test, *rest in rows if cid in found)  # fmt: skip
         entries = [(entry, state) for entry, state in served if entry is not None]
@@ -182,7 +182,9 @@ def my_campaigns(
 
     def tx_fn(tx: Tx) -> tuple[list[MyCampaign], list[dict[str, Any]]]:
         mine = my_campaigns_of(tx, [profile_id], policy=policy, cards=card_cache).get(profile_id, [])
-        tests = [r.data() for r in tx.run(query("my_tests"), profileId=profile_id)] if include_tests else []
+        tests = (
+            [r.data() for r in tx.run(statement("my_tests"), profileId=profile_id)] if include_tests else []
+        )
         return mine, tests
 
     mine, tests = graph.read(tx_fn)

@@ -1,4 +1,4 @@
-"""First-party email clicks (issue 26 item 4): recording a recipient's click on a campaign's CTA.
+"""First-party email clicks: recording a recipient's click on a campaign's CTA.
 
 A click arrives at ``GET /c/go`` (``api/clicks.py``) with a verified click token naming the recipient's
 durable ``campaignUnsubscribeId`` and the campaign incarnation. The redirect never waits for the graph:
@@ -34,7 +34,7 @@ from typing import Any
 
 from campaign_engine.domain.errors import ServiceUnavailable
 from campaign_engine.domain.webhook_events import Event
-from campaign_engine.graph.cypher import query
+from campaign_engine.graph.cypher import statement
 from campaign_engine.graph.graph import Graph, Tx
 from campaign_engine.graph.locks import lock_profiles
 from campaign_engine.graph.webhook_outbox import record_events
@@ -43,11 +43,7 @@ __all__ = ["ClickHit", "ClickRecorder", "record_clicks"]
 
 log = logging.getLogger(__name__)
 
-_PROFILES = """
-UNWIND $unsubscribeIds AS unsubscribeId
-MATCH (p:Profile {campaignUnsubscribeId: unsubscribeId})
-RETURN p.profileId AS profileId
-"""
+_PROFILES = "email_click_profiles"  # cypher/engagement/email_click_profiles.cypher
 
 
 @dataclass(frozen=True)
@@ -76,11 +72,13 @@ def record_clicks(graph: Graph, clicks: Sequence[ClickHit], *, batch_id: str | N
     batch = batch_id or uuid.uuid4().hex
 
     def tx_fn(tx: Tx) -> int:
-        profile_ids = [r["profileId"] for r in tx.run(_PROFILES, unsubscribeIds=sorted({r[0] for r in rows}))]
+        profile_ids = [
+            r["profileId"] for r in tx.run(statement(_PROFILES), unsubscribeIds=sorted({r[0] for r in rows}))
+        ]
         if not lock_profiles(tx, profile_ids):
             return 0
         firsts = 0
-        for row in tx.run(query("email_click_record"), clicks=ordered, batchId=batch):
+        for row in tx.run(statement("email_click_record"), clicks=ordered, batchId=batch):
             if not row["first"]:
                 continue
             firsts += 1

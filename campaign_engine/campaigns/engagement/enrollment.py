@@ -16,10 +16,10 @@ from campaign_engine.campaigns.engagement.cards import card_from_node
 from campaign_engine.campaigns.engagement.models import CampaignCard
 from campaign_engine.domain.errors import NotFound
 from campaign_engine.domain.types import format_ts
-from campaign_engine.graph.cypher import query
+from campaign_engine.graph.cypher import statement
 from campaign_engine.graph.graph import Graph, Tx
 from campaign_engine.graph.locks import lock_campaign
-from campaign_engine.graph.rules.policy import Policy, policy_query
+from campaign_engine.graph.rules.policy import Policy
 
 __all__ = ["DISCOVER_LIMIT", "Discovered", "Enrolled", "Left", "discover", "enroll", "leave"]
 
@@ -41,7 +41,7 @@ class Left(BaseModel):
 
 def discover(graph: Graph, *, profile_id: str, policy: Policy) -> Discovered:
     def tx_fn(tx: Tx) -> list[CampaignCard]:
-        rows = tx.run(policy_query("discover"), profileId=profile_id, now=format_ts(policy.now),
+        rows = tx.run(statement("discover"), profileId=profile_id, now=format_ts(policy.now),
                       limit=DISCOVER_LIMIT, **policy.params())  # fmt: skip
         return [card_from_node(dict(row["campaign"]), row["locale"], profile_id) for row in rows]
 
@@ -53,10 +53,10 @@ def enroll(graph: Graph, *, profile_id: str, campaign_id: str, policy: Policy) -
     params = {"profileId": profile_id, "campaignId": campaign_id, "now": format_ts(policy.now)}
 
     def tx_fn(tx: Tx) -> bool:
-        eligible = tx.run(policy_query("enroll_eligible"), {**params, **policy.params()}).single()
+        eligible = tx.run(statement("enroll_eligible"), {**params, **policy.params()}).single()
         if eligible is None or not eligible["eligible"] or lock_campaign(tx, campaign_id) is None:
             raise NotFound(f"campaign '{campaign_id}' not found")
-        record = tx.run(policy_query("enroll"), {**params, **policy.params()}).single()
+        record = tx.run(statement("enroll"), {**params, **policy.params()}).single()
         if record is None:
             raise NotFound(f"campaign '{campaign_id}' not found")
         return bool(record["created"])
@@ -68,14 +68,14 @@ def leave(graph: Graph, *, profile_id: str, campaign_id: str) -> Left:
     """Removes the caller's self-enrolled membership; memberships an admin created are kept."""
 
     def tx_fn(tx: Tx) -> bool:
-        found = tx.run(query("leave_member"), profileId=profile_id, campaignId=campaign_id).single()
+        found = tx.run(statement("leave_member"), profileId=profile_id, campaignId=campaign_id).single()
         if found is None:
             raise NotFound(f"campaign '{campaign_id}' not found")
         if not found["member"]:
             return False
         if lock_campaign(tx, campaign_id) is None:
             raise NotFound(f"campaign '{campaign_id}' not found")
-        record = tx.run(query("leave"), profileId=profile_id, campaignId=campaign_id).single()
+        record = tx.run(statement("leave"), profileId=profile_id, campaignId=campaign_id).single()
         return record is not None and int(record["removed"]) > 0
 
     return Left(left=graph.write(tx_fn))

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import cache
 
@@ -20,12 +20,12 @@ from campaign_engine.campaigns.engagement.segment_reach import matched_pairs
 from campaign_engine.domain.ab_variants import TestWave, served_variant
 from campaign_engine.domain.errors import NotFound
 from campaign_engine.domain.types import format_ts
-from campaign_engine.graph.cypher import query
+from campaign_engine.graph.cypher import statement
 from campaign_engine.graph.graph import Graph, Tx
 from campaign_engine.graph.locks import lock_profiles
-from campaign_engine.graph.rules.policy import Policy, policy_query
+from campaign_engine.graph.rules.policy import Policy
 
-__all__ = ["EventCall", "record_event", "record_events"]
+__all__ = ["EventCall", "record_event", "record_events", "statement_variants"]
 
 _EVENTS: frozenset[str] = frozenset({"shown", "clicked", "dismissed"})
 
@@ -34,17 +34,18 @@ _EVENTS: frozenset[str] = frozenset({"shown", "clicked", "dismissed"})
 def _record_query(event: str) -> str:
     if event not in _EVENTS:  # the event name becomes part of the query text: closed set only
         raise ValueError(f"unknown event {event!r}")
-    return policy_query("record_event").replace("{{EVENT}}", event)
+    return statement("record_event", EVENT=event)
+
+
+def statement_variants(samples: Sequence[object]) -> Iterator[tuple[str, str]]:
+    """Every statement this module fills, one per event (tests EXPLAIN them all)."""
+    for event in sorted(_EVENTS):
+        yield "record_event", _record_query(event)
 
 
 # The content variant a reader saw, stamped on their state by its first event (the record statement
 # named the state; the profile locks are held).
-_STAMP_VARIANT = """
-UNWIND $stamps AS stamp
-MATCH ()-[s:CAMPAIGN_STATE]->()
-WHERE elementId(s) = stamp.stateId
-SET s.variantId = coalesce(s.variantId, stamp.variantId)
-"""
+_STAMP_VARIANT = "record_event_variant"  # cypher/engagement/record_event_variant.cypher
 
 
 @dataclass(frozen=True)
@@ -89,7 +90,7 @@ def record_events(
     def tx_fn(tx: Tx) -> dict[int, EngagementState | None]:
         lock_profiles(tx, [call.profile_id for call in events])
         states: dict[int, EngagementState | None] = {}
-        unstamped: dict[str, str] = {}  # state elementId -> the variant to stamp (issue 26)
+        unstamped: dict[str, str] = {}  # state elementId -> the variant to stamp
 
         def record(indexed: Iterable[tuple[int, EventCall]], *, segment_matched: bool) -> None:
             for kind, members in _rounds(indexed):
@@ -108,7 +109,7 @@ def record_events(
         record(enumerate(events), segment_matched=False)
         # Refused events wrote nothing (every event of a refused pair is refused alike): a live segment's
         # match who was never notified (an in-app-only campaign) is checked against the rule, and a
-        # routed guardian against the routing (issue 27 item 3), and retried.
+        # routed guardian against the routing, and retried.
         refused = {i: (call.profile_id, call.campaign_id) for i, call in enumerate(events) if i not in states}
         if refused:
             pairs = set(refused.values())
@@ -116,7 +117,7 @@ def record_events(
             record([(i, events[i]) for i, pair in refused.items() if pair in matched], segment_matched=True)
         if unstamped:  # a reader's first events only: one statement for the whole batch
             stamps = [{"stateId": sid, "variantId": vid} for sid, vid in sorted(unstamped.items())]
-            tx.run(_STAMP_VARIANT, stamps=stamps).consume()
+            tx.run(statement(_STAMP_VARIANT), stamps=stamps).consume()
         return states
 
     states = graph.write(tx_fn)
@@ -155,7 +156,7 @@ def record_event(
         if not lock_profiles(tx, [profile_id]):
             raise NotFound(f"campaign '{campaign_id}' not found")
         record = tx.run(
-            query("ack_test"), profileId=profile_id, campaignId=campaign_id, testId=test_id
+            statement("ack_test"), profileId=profile_id, campaignId=campaign_id, testId=test_id
         ).single()
         return EventResult(recorded=record is not None and int(record["removed"]) > 0)
 

@@ -1,4 +1,4 @@
-"""The in-app side of routing to guardians (issue 27 item 3): the cards a routed guardian sees.
+"""The in-app side of routing to guardians: the cards a routed guardian sees.
 
 A campaign with ``minors: "guardians"`` reaches a consenting adult guardian in place of a member the age
 policy excludes; on the notify and email walks (``graph/rules/routing.py``), and here in the app:
@@ -11,34 +11,30 @@ each app start is not worth its cost yet).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
-from functools import cache
+from collections.abc import Iterable, Iterator, Sequence
 
 from campaign_engine.campaigns.engagement.segment_reach import Reached
 from campaign_engine.domain.types import format_ts
-from campaign_engine.graph.cypher import query
+from campaign_engine.graph.cypher import statement
 from campaign_engine.graph.graph import Statements
-from campaign_engine.graph.rules.policy import Policy, fill_policy
+from campaign_engine.graph.rules.policy import Policy
 from campaign_engine.graph.rules.routing import ROUTED_GUARDIAN
 
-__all__ = ["GUARDIAN_ROW", "routed_pairs", "visible_as_guardian"]
+__all__ = ["GUARDIAN_ROW", "routed_pairs", "statement_variants", "visible_as_guardian"]
 
 GUARDIAN_ROW = "guardian"
 """The fifth element of a visible row (campaign id, updatedAt, state, abTest, GUARDIAN_ROW): the
 reader is a routed guardian, who reads the guardian copy."""
 
-_ROUTED_PAIRS = """
-UNWIND $pairs AS pair
-MATCH (p:Profile {profileId: pair[0]})
-MATCH (c:Campaign {id: pair[1]}) USING INDEX c:Campaign(id)
-WHERE c.hasInAppMessage AND {{ROUTED_GUARDIAN}}
-RETURN p.profileId AS profileId, c.id AS campaignId
-"""
+
+def _statement(name: str) -> str:
+    return statement(name, ROUTED_GUARDIAN=ROUTED_GUARDIAN)
 
 
-@cache
-def _statement(text: str) -> str:
-    return fill_policy(text.replace("{{ROUTED_GUARDIAN}}", ROUTED_GUARDIAN))
+def statement_variants(samples: Sequence[object]) -> Iterator[tuple[str, str]]:
+    """Every statement this module fills (tests EXPLAIN them all)."""
+    for name in ("my_guardian_campaigns", "routed_pairs"):
+        yield name, _statement(name)
 
 
 def visible_as_guardian(tx: Statements, profile_ids: Sequence[str], *, policy: Policy) -> Reached:
@@ -46,7 +42,7 @@ def visible_as_guardian(tx: Statements, profile_ids: Sequence[str], *, policy: P
     profiles who guard no member of such a campaign are absent."""
     found: Reached = {}
     rows = tx.run(
-        _statement(query("my_guardian_campaigns")),
+        _statement("my_guardian_campaigns"),
         profileIds=list(profile_ids), now=format_ts(policy.now), **policy.params(),
     )  # fmt: skip
     for record in rows:
@@ -62,5 +58,5 @@ def routed_pairs(tx: Statements, pairs: Iterable[tuple[str, str]], *, policy: Po
     listed = sorted({(pid, cid) for pid, cid in pairs})
     if not listed:
         return set()
-    rows = tx.run(_statement(_ROUTED_PAIRS), pairs=[list(p) for p in listed], **policy.params())
+    rows = tx.run(_statement("routed_pairs"), pairs=[list(p) for p in listed], **policy.params())
     return {(str(r["profileId"]), str(r["campaignId"])) for r in rows}

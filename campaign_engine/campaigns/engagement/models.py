@@ -29,7 +29,7 @@ class CampaignCard(CamelModel):
         default=None, description="the language of `message`: the best match for the reader's locale"
     )
     variant_id: str | None = Field(
-        default=None, description="the A/B content variant of `message` this reader is assigned (issue 26)"
+        default=None, description="the A/B content variant of `message` this reader is assigned"
     )
     starts_at: str | None
     ends_at: str | None

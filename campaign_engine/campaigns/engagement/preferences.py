@@ -14,6 +14,7 @@ from typing import Any
 
 from campaign_engine.domain.errors import NotFound
 from campaign_engine.domain.types import format_ts
+from campaign_engine.graph.cypher import statement
 from campaign_engine.graph.graph import Graph, Tx
 
 __all__ = ["AnnouncementPreferences", "get_announcement_preferences", "update_announcement_preferences"]
@@ -25,26 +26,10 @@ class AnnouncementPreferences:
     push_opt_out: bool
 
 
-_GET = """
-MATCH (p:Profile {profileId: $profileId})
-RETURN coalesce(p.announcementEmailOptOut, false) AS email,
-       coalesce(p.announcementPushOptOut, false) AS push
-"""
+_GET = "preferences_get"  # cypher/engagement/preferences_get.cypher
 
 # A null choice leaves the stored value (and its timestamp) untouched.
-_UPDATE = """
-MATCH (p:Profile {profileId: $profileId})
-SET p.campaignStateLock = coalesce(p.campaignStateLock, 0) + 1
-WITH p, coalesce(p.announcementEmailOptOut, false) AS email, coalesce(p.announcementPushOptOut, false) AS push
-WITH p, email, push, coalesce($email, email) AS newEmail, coalesce($push, push) AS newPush
-SET p.announcementEmailOptOut = newEmail,
-    p.announcementEmailOptOutAt = CASE
-      WHEN NOT newEmail THEN null WHEN email THEN p.announcementEmailOptOutAt ELSE $now END,
-    p.announcementPushOptOut = newPush,
-    p.announcementPushOptOutAt = CASE
-      WHEN NOT newPush THEN null WHEN push THEN p.announcementPushOptOutAt ELSE $now END
-RETURN newEmail AS email, newPush AS push
-"""
+_UPDATE = "preferences_update"  # cypher/engagement/preferences_update.cypher
 
 
 def _preferences(record: Any) -> AnnouncementPreferences:
@@ -53,7 +38,7 @@ def _preferences(record: Any) -> AnnouncementPreferences:
 
 def get_announcement_preferences(graph: Graph, profile_id: str) -> AnnouncementPreferences:
     def tx_fn(tx: Tx) -> AnnouncementPreferences | None:
-        record = tx.run(_GET, profileId=profile_id).single()
+        record = tx.run(statement(_GET), profileId=profile_id).single()
         return None if record is None else _preferences(record)
 
     found = graph.read(tx_fn)
@@ -75,7 +60,7 @@ def update_announcement_preferences(
 
     def tx_fn(tx: Tx) -> AnnouncementPreferences | None:
         record = tx.run(
-            _UPDATE, profileId=profile_id, email=email_opt_out, push=push_opt_out, now=stamp
+            statement(_UPDATE), profileId=profile_id, email=email_opt_out, push=push_opt_out, now=stamp
         ).single()
         return None if record is None else _preferences(record)
 

@@ -31,6 +31,7 @@ from datetime import timedelta
 from campaign_engine.domain.errors import ServiceUnavailable, TooManyRequests
 from campaign_engine.domain.types import Clock, format_ts
 from campaign_engine.graph.coalesce import Coalescer
+from campaign_engine.graph.cypher import statement
 from campaign_engine.graph.graph import Graph
 
 __all__ = ["SWEEP", "GraphRateLimiter"]
@@ -39,19 +40,9 @@ log = logging.getLogger(__name__)
 
 SWEEP = 100
 
-_HIT = """
-UNWIND $buckets AS bucket
-MERGE (b:RateBucket {key: bucket.key})
-  ON CREATE SET b.count = 0, b.expiresAt = $expiresAt
-SET b.count = b.count + bucket.hits
-RETURN bucket.key AS key, b.count AS count
-"""
+_HIT = "rate_limit_hit"  # cypher/engagement/rate_limit_hit.cypher
 
-_SWEEP = """
-MATCH (b:RateBucket) WHERE b.expiresAt < $now
-WITH b LIMIT $limit
-DELETE b
-"""
+_SWEEP = "rate_limit_sweep"  # cypher/engagement/rate_limit_sweep.cypher
 
 
 @dataclass(frozen=True)
@@ -99,11 +90,11 @@ class GraphRateLimiter:
         return counts
 
     def _add(self, buckets: list[dict[str, object]], *, expires_at: str) -> dict[str, int]:
-        rows = self._graph.run(_HIT, buckets=buckets, expiresAt=expires_at)
+        rows = self._graph.run(statement(_HIT), buckets=buckets, expiresAt=expires_at)
         return {row["key"]: int(row["count"]) for row in rows}
 
     def _sweep(self, now: str) -> None:
         try:
-            self._graph.run(_SWEEP, now=now, limit=SWEEP)
+            self._graph.run(statement(_SWEEP), now=now, limit=SWEEP)
         except ServiceUnavailable:
             log.info("rate_limit.sweep_skipped")  # best effort: a failed sweep only delays cleanup

@@ -1,11 +1,11 @@
-"""The in-app side of live segments (issue 27): which of some profiles a campaign's segment matches now.
+"""The in-app side of live segments: which of some profiles a campaign's segment matches now.
 
 A page walk reaches a segment's matches without a membership; the app must show them the same campaign
 and let them record what they did with it. ``getMyCampaigns`` asks ``visible_by_segment`` for the live
 in-app segment campaigns of its callers' tenants; ``recordEvent`` asks ``matched_pairs`` for the events
-the membership check refused. Both evaluate the rule per profile (``cypher/segment_reach.cypher``, one
-unique seek per profile), so the cost grows with the callers and the live segment campaigns of their
-tenants, never with a segment's size.
+the membership check refused. Both evaluate the rule per profile
+(``cypher/engagement/segment_reach.cypher``, one unique seek per profile), so the cost grows with the
+callers and the live segment campaigns of their tenants, never with a segment's size.
 
 Compiled rules are kept per (campaign, updatedAt) and minute (``SegmentCache``): a rule's values are
 parameters evaluated at each read, so a cached rule is only stale in what compiling resolves (a
@@ -18,10 +18,11 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from campaign_engine.domain.types import format_ts
-from campaign_engine.graph.cypher import query
+from campaign_engine.graph.cypher import statement
 from campaign_engine.graph.graph import Statements
 from campaign_engine.graph.rules.policy import Policy
-from campaign_engine.graph.rules.segment import SegmentCache, segment_query
+from campaign_engine.graph.rules.segment import SegmentCache
+from campaign_engine.graph.rules.segment_statements import segment_query
 
 __all__ = ["Reached", "matched_pairs", "visible_by_segment"]
 
@@ -30,12 +31,7 @@ Reached = dict[str, tuple[str | None, list[tuple[Any, ...]]]]
 
 _RULES = SegmentCache(size=256)
 
-_CAMPAIGNS_BY_ID = """
-UNWIND $campaignIds AS campaignId
-MATCH (c:Campaign {id: campaignId}) USING INDEX c:Campaign(id)
-WHERE c.hasSegment AND c.hasInAppMessage
-RETURN c {.id, .ref, .tenantId, .updatedAt, .definition} AS campaign
-"""
+_CAMPAIGNS_BY_ID = "segment_reach_campaigns"  # cypher/engagement/segment_reach_campaigns.cypher
 
 
 def _matches(
@@ -45,9 +41,9 @@ def _matches(
     compiled = _RULES.get(tx, dispatch_id=f"in-app:{minute}", campaign=campaign)
     if compiled is None or not profile_ids:
         return []
-    statement = segment_query("segment_reach", compiled)
+    text = segment_query("segment_reach", compiled)
     params = {**policy.params(), **compiled.params(policy.now)}
-    return list(tx.run(statement, campaignId=campaign["id"], profileIds=list(profile_ids), **params))
+    return list(tx.run(text, campaignId=campaign["id"], profileIds=list(profile_ids), **params))
 
 
 def visible_by_segment(tx: Statements, profile_ids: Sequence[str], *, policy: Policy) -> Reached:
@@ -57,7 +53,7 @@ def visible_by_segment(tx: Statements, profile_ids: Sequence[str], *, policy: Po
     campaigns = [
         dict(record["campaign"])
         for record in tx.run(
-            query("live_segment_campaigns"), profileIds=list(profile_ids), now=format_ts(policy.now)
+            statement("live_segment_campaigns"), profileIds=list(profile_ids), now=format_ts(policy.now)
         )
     ]
     for campaign in campaigns:
@@ -79,7 +75,7 @@ def matched_pairs(
         by_campaign.setdefault(campaign_id, set()).add(profile_id)
     if not by_campaign:
         return set()
-    rows = tx.run(_CAMPAIGNS_BY_ID, campaignIds=sorted(by_campaign))
+    rows = tx.run(statement(_CAMPAIGNS_BY_ID), campaignIds=sorted(by_campaign))
     matched: set[tuple[str, str]] = set()
     for campaign in [dict(record["campaign"]) for record in rows]:
         profile_ids = sorted(by_campaign[campaign["id"]])

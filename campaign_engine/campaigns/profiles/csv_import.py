@@ -1,10 +1,10 @@
-"""CSV import of profiles with a report (issue 25 item 3): every bad row named, every good one written.
+"""CSV import of profiles with a report: every bad row named, every good one written.
 
 The file is what an SIS or CRM exports: a header row, then one profile per row, UTF-8 with or without a
 byte-order mark, quoted fields, CRLF or LF (the standard ``csv`` reader). Columns:
 
 - ``profileId`` (required), ``email``, ``emailVerified`` (true/false, yes/no, 1/0), ``dob``
-  (YYYY-MM-DD), ``locale``, ``timeZone``, ``tags`` (``;``-separated), ``guardians`` (issue 27:
+  (YYYY-MM-DD), ``locale``, ``timeZone``, ``tags`` (``;``-separated), ``guardians`` (
   ``g1:granted;g2:revoked``, the row's guardian set, replacing the stored one). Any other column is
   reported in ``unknownColumns`` and ignored.
 - An empty cell says nothing: the stored value is kept, so a partial export never erases what other
@@ -44,6 +44,7 @@ from campaign_engine.domain.profile import GuardianIn, ProfileIn, ProfileUpsert
 from campaign_engine.domain.types import Clock, system_clock
 from campaign_engine.domain.webhook_keys import SecretBox
 from campaign_engine.graph.audit import AuditContext
+from campaign_engine.graph.cypher import statement
 from campaign_engine.graph.graph import Graph, Tx
 
 __all__ = ["COLUMNS", "CsvImportReport", "RowRejection", "Utf8Check", "import_csv"]
@@ -185,11 +186,7 @@ def _lines(text: Iterable[str]) -> Iterator[str]:
         yield chunk
 
 
-_EXISTING = """
-UNWIND $ids AS id
-MATCH (p:Profile {profileId: id})
-RETURN p.profileId AS id, $tenant IS NULL OR $tenant IN coalesce(p.tenants, []) AS ours
-"""
+_EXISTING = "csv_import_existing"  # cypher/profiles/csv_import_existing.cypher
 
 
 @dataclass
@@ -203,7 +200,7 @@ class _Written:
 
 def _existing(tx: Tx, ids: list[str], tenant: str | None) -> dict[str, bool]:
     """Which of ``ids`` exist, each with whether ``tenant`` (None: any) may write it."""
-    return {str(r["id"]): bool(r["ours"]) for r in tx.run(_EXISTING, ids=ids, tenant=tenant)}
+    return {str(r["id"]): bool(r["ours"]) for r in tx.run(statement(_EXISTING), ids=ids, tenant=tenant)}
 
 
 def import_csv(

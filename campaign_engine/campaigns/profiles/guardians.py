@@ -1,8 +1,8 @@
-"""Guardians as data (issue 27 item 2): ``GUARDIAN_OF`` links from an adult to a minor, with consent.
+"""Guardians as data: ``GUARDIAN_OF`` links from an adult to a minor, with consent.
 
 A link is written only in a transaction that has locked the minor and every named guardian in ascending
 profileId (``lock_profiles``, the order of docs/architecture.md §5) and then checked them under those
-locks (``cypher/guardians_check.cypher``): a guardian must be a profile of the minor's tenant (of the
+locks (``cypher/profiles/guardians_check.cypher``): a guardian must be a profile of the minor's tenant (of the
 caller's, for a tenant credential) that the age policy holds for an adult, never the minor themself.
 ``profiles.upsert`` refuses the whole batch on the first problem (BAD_REQUEST naming it, nothing
 written); the file imports (CSV, OneRoster, SDS) check a batch first and report each bad link by its
@@ -22,10 +22,10 @@ from campaign_engine.domain.errors import BadRequest
 from campaign_engine.domain.profile import Consent, ProfileIn
 from campaign_engine.domain.types import Clock, format_ts
 from campaign_engine.graph.audit import AuditContext, record_audit
-from campaign_engine.graph.cypher import query
+from campaign_engine.graph.cypher import statement
 from campaign_engine.graph.graph import Graph, Tx
 from campaign_engine.graph.locks import lock_profiles
-from campaign_engine.graph.rules.policy import policy_params, policy_query
+from campaign_engine.graph.rules.policy import policy_params
 
 __all__ = ["LinkPair", "LinkRow", "Provenance", "Source", "import_links", "set_guardians", "upsert_rows"]
 
@@ -90,7 +90,7 @@ def _problems(
         return {}
     statement_rows = [r.statement_row() for r in rows]
     found = tx.run(
-        policy_query("guardians_check"),
+        statement("guardians_check"),
         rows=statement_rows,
         tenant=tenant,
         assumed=sorted(assumed),
@@ -120,7 +120,7 @@ def set_guardians(
     if problems:
         (minor, _), reason = min(problems.items())
         raise BadRequest(f"guardians of '{minor}': {reason}; nothing was written")
-    record = tx.run(query("guardians_write"), rows=[r.statement_row() for r in rows], tenant=tenant,
+    record = tx.run(statement("guardians_write"), rows=[r.statement_row() for r in rows], tenant=tenant,
                     **provenance.params()).single()  # fmt: skip
     return 0 if record is None else int(record["changed"])
 

@@ -1,4 +1,4 @@
-"""Batched writes of an import, two in flight (issue 25 item 3: at least 5,000 rows/s).
+"""Batched writes of an import, two in flight (at least 5,000 rows/s).
 
 A profile batch costs the importing process little (parsing, validation) and Neo4j much (one
 transaction, its index entries, its commit); one transaction at a time leaves the second core idle

@@ -1,4 +1,4 @@
-"""Each profile's own receiver secret (issue 22): given with the webhook, sealed, rotated with overlap.
+"""Each profile's own receiver secret: given with the webhook, sealed, rotated with overlap.
 
 A row that sets ``notificationsWebhook`` gives the receiver a secret of its own: the one the row supplies
 (``notificationsWebhookSecret``), else a generated one when the webhook is new, changed, or has none
@@ -15,6 +15,7 @@ from campaign_engine.domain.errors import BadRequest, NotFound
 from campaign_engine.domain.profile import ProfileIn, WebhookSecretOut
 from campaign_engine.domain.webhook_keys import KeyRing, RingUnreadable, SecretBox, generate_secret
 from campaign_engine.graph.audit import AuditContext, record_audit
+from campaign_engine.graph.cypher import statement
 from campaign_engine.graph.graph import Graph, Tx
 
 __all__ = ["KEYS_PROPERTY", "check_sealable", "rotate_webhook_secret", "seal_rows"]
@@ -28,13 +29,7 @@ _NO_KEY = (
 
 # Under the profile locks (ascending ids), so two concurrent upserts of one new webhook cannot both
 # generate a secret and answer the one the other overwrote.
-_STORED = """
-UNWIND $ids AS id
-MATCH (p:Profile {profileId: id})
-SET p.campaignStateLock = coalesce(p.campaignStateLock, 0) + 1
-RETURN p.profileId AS profileId, p.notificationsWebhook AS webhook,
-       p.notificationsWebhookKeys IS NOT NULL AS keyed
-"""
+_STORED = "receiver_secret_stored"  # cypher/profiles/receiver_secret_stored.cypher
 
 
 def check_sealable(profiles: list[ProfileIn], box: SecretBox | None) -> None:
@@ -51,7 +46,7 @@ def seal_rows(
     generate: set[str] = set()
     pending = sorted(pid for pid in webhooked if profiles[pid].notifications_webhook_secret is None)
     if pending:
-        stored = {r["profileId"]: r for r in tx.run(_STORED, ids=pending)}
+        stored = {r["profileId"]: r for r in tx.run(statement(_STORED), ids=pending)}
         for pid in pending:
             before = stored.get(pid)
             new_url = profiles[pid].notifications_webhook
@@ -75,14 +70,8 @@ def seal_rows(
     return sealed_rows, generated
 
 
-_RING = """
-MATCH (p:Profile {profileId: $profileId}) WHERE $tenant IS NULL OR $tenant IN p.tenants
-RETURN p.notificationsWebhook AS webhook, p.notificationsWebhookKeys AS keys
-"""
-_SET_RING = """
-MATCH (p:Profile {profileId: $profileId})
-SET p.notificationsWebhookKeys = $keys, p.campaignStateLock = coalesce(p.campaignStateLock, 0) + 1
-"""
+_RING = "receiver_secret_ring"  # cypher/profiles/receiver_secret_ring.cypher
+_SET_RING = "receiver_secret_set_ring"  # cypher/profiles/receiver_secret_set_ring.cypher
 
 
 def rotate_webhook_secret(
@@ -104,8 +93,10 @@ def rotate_webhook_secret(
 
     def tx_fn(tx: Tx) -> str | None:
         # The lock first: two rotations at once must not both keep the same old secret.
-        tx.run(_SET_RING.replace("$keys", "p.notificationsWebhookKeys"), profileId=profile_id).consume()
-        record = tx.run(_RING, profileId=profile_id, tenant=tenant_id).single()
+        tx.run(
+            statement(_SET_RING).replace("$keys", "p.notificationsWebhookKeys"), profileId=profile_id
+        ).consume()
+        record = tx.run(statement(_RING), profileId=profile_id, tenant=tenant_id).single()
         if record is None:
             raise NotFound(f"profile '{profile_id}' not found")
         if not record["webhook"]:
@@ -119,7 +110,7 @@ def rotate_webhook_secret(
                 ring = box.open(record["keys"]).rotated(new, now=now, overlap_seconds=overlap_seconds)
             except RingUnreadable:
                 ring = KeyRing(new)  # sealed under a key now gone: nothing left that could sign
-        tx.run(_SET_RING, profileId=profile_id, keys=box.seal(ring)).consume()
+        tx.run(statement(_SET_RING), profileId=profile_id, keys=box.seal(ring)).consume()
         detail = {"overlapSeconds": overlap_seconds, "generated": secret is None}
         record_audit(tx, audit, target_type="profile", target_id=profile_id, detail=detail)
         return None if secret is not None else new

@@ -1,6 +1,6 @@
 """Profiles: batched idempotent upsert, read and delete (admin), plus streaming JSONL import.
 
-A profile is a person, shared by the tenants (apps) it belongs to (``tenants``, issue 21). A tenant's own
+A profile is a person, shared by the tenants (apps) it belongs to (``tenants``). A tenant's own
 credential reads and writes only its members, sees only itself in their ``tenants``, and cannot take
 in a profile another tenant holds (a platform admin adds it); ``tenant=None`` is a platform credential.
 
@@ -39,7 +39,7 @@ from campaign_engine.domain.profile import (
 from campaign_engine.domain.types import Clock, system_clock
 from campaign_engine.domain.webhook_keys import SecretBox
 from campaign_engine.graph.audit import AuditContext, record_audit
-from campaign_engine.graph.cypher import query
+from campaign_engine.graph.cypher import statement
 from campaign_engine.graph.graph import Graph, Tx
 from campaign_engine.graph.locks import lock_profiles
 
@@ -67,11 +67,7 @@ AUDIT_IDS_CAP = 20
 
 
 # Profiles of the batch that exist outside the tenant: a tenant credential may not take them in.
-_FOREIGN = """
-UNWIND $ids AS id
-MATCH (p:Profile {profileId: id}) WHERE NOT $tenant IN coalesce(p.tenants, [])
-RETURN count(p) AS foreign
-"""
+_FOREIGN = "profile_foreign"  # cypher/profiles/profile_foreign.cypher
 
 
 def upsert_profiles(
@@ -105,7 +101,7 @@ def upsert_profiles(
 
     def tx_fn(tx: Tx) -> tuple[int, int, int, list[WebhookSecretOut], int]:
         if not platform:
-            held = tx.run(_FOREIGN, ids=ids, tenant=tenant_id).single()
+            held = tx.run(statement(_FOREIGN), ids=ids, tenant=tenant_id).single()
             if held is not None and held["foreign"]:
                 raise Conflict(
                     f"{held['foreign']} of these profileIds are taken outside this tenant; a platform admin "
@@ -114,12 +110,12 @@ def upsert_profiles(
         if links:  # the minors and their guardians, ascending, before any of them is written or read
             lock_profiles(tx, ids + lock_ids(links))
         rows, generated = seal_rows(tx, unsealed, by_id, secrets)
-        record = tx.run(query("upsert_profiles"), rows=rows, tenant=tenant_id).single()
+        record = tx.run(statement("upsert_profiles"), rows=rows, tenant=tenant_id).single()
         assert record is not None
         missing = 0
         if with_connections:
             scope = None if platform else tenant_id
-            linked = tx.run(query("upsert_connections"), rows=with_connections, tenant=scope).single()
+            linked = tx.run(statement("upsert_connections"), rows=with_connections, tenant=scope).single()
             missing = int(linked["missing"]) if linked is not None else 0
         detail: dict[str, Any] = {"count": len(ids), "created": int(record["created"]),
                                   "profileIds": ids[:AUDIT_IDS_CAP]}  # fmt: skip
@@ -152,19 +148,7 @@ def upsert_profiles(
     )
 
 
-_GET = """
-MATCH (p:Profile {profileId: $profileId}) WHERE $tenant IS NULL OR $tenant IN p.tenants
-RETURN p {.*} AS profile,
-       [(p)-[:HAS_CONTACT_METHOD]->(m:ContactMethod {type: 'email'}) |
-          {address: m.value, verified: m.isVerified, primary: m.isPrimary}] AS emails,
-       [(p)-[:HAS_TAG]->(t:Tag) | t.slug] AS tags,
-       [(p)-[:CONNECTED_WITH]-(o:Profile) WHERE $tenant IS NULL OR $tenant IN o.tenants | o.profileId]
-         AS connections,
-       [(g:Profile)-[r:GUARDIAN_OF]->(p) WHERE $tenant IS NULL OR $tenant IN g.tenants |
-          {profileId: g.profileId, consent: r.consent}] AS guardians,
-       [(p)-[r:GUARDIAN_OF]->(m:Profile) WHERE $tenant IS NULL OR $tenant IN m.tenants |
-          {profileId: m.profileId, consent: r.consent}] AS guardianOf
-"""
+_GET = "profile_get"  # cypher/profiles/profile_get.cypher
 
 
 def _by_id(link: GuardianLink) -> str:
@@ -175,7 +159,7 @@ def get_profile(graph: Graph, profile_id: str, *, tenant_id: str | None = None) 
     """``tenant_id``: a tenant's credential, for which a profile outside it is NOT_FOUND."""
 
     def tx_fn(tx: Tx) -> dict[str, Any] | None:
-        record = tx.run(_GET, profileId=profile_id, tenant=tenant_id).single()
+        record = tx.run(statement(_GET), profileId=profile_id, tenant=tenant_id).single()
         return None if record is None else record.data()
 
     found = graph.read(tx_fn)
@@ -202,25 +186,12 @@ def get_profile(graph: Graph, profile_id: str, *, tenant_id: str | None = None) 
     )
 
 
-_DELETE = """
-MATCH (p:Profile {profileId: $profileId})
-OPTIONAL MATCH (p)-[:HAS_CONTACT_METHOD]->(m:ContactMethod)
-DETACH DELETE m, p
-RETURN count(DISTINCT p) AS deleted
-"""
+_DELETE = "profile_delete"  # cypher/profiles/profile_delete.cypher
 
 
 # A tenant's delete takes the person out of that tenant (and its campaigns' audiences); the person goes
 # only when no tenant holds them any more. A platform delete is the whole person.
-_LEAVE_TENANT = """
-MATCH (p:Profile {profileId: $profileId}) WHERE $tenant IN p.tenants
-SET p.tenants = [t IN p.tenants WHERE t <> $tenant]
-WITH p
-OPTIONAL MATCH (p)-[m:IN_CAMPAIGN_AUDIENCE]->(:Campaign {tenantId: $tenant})
-DELETE m
-WITH DISTINCT p
-RETURN p.tenants = [] AS orphaned
-"""
+_LEAVE_TENANT = "profile_leave_tenant"  # cypher/profiles/profile_leave_tenant.cypher
 
 
 def delete_profile(
@@ -231,14 +202,14 @@ def delete_profile(
 
     def tx_fn(tx: Tx) -> int:
         if tenant_id is not None:
-            left = tx.run(_LEAVE_TENANT, profileId=profile_id, tenant=tenant_id).single()
+            left = tx.run(statement(_LEAVE_TENANT), profileId=profile_id, tenant=tenant_id).single()
             if left is None:
                 return 0
             if not left["orphaned"]:
                 detail = {"left": tenant_id}
                 record_audit(tx, audit, target_type="profile", target_id=profile_id, detail=detail)
                 return 1
-        record = tx.run(_DELETE, profileId=profile_id).single()
+        record = tx.run(statement(_DELETE), profileId=profile_id).single()
         deleted = int(record["deleted"]) if record is not None else 0
         if deleted:  # nothing deleted is NOT_FOUND at the API: no change, no entry
             record_audit(tx, audit, target_type="profile", target_id=profile_id)

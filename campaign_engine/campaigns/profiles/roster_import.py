@@ -1,4 +1,4 @@
-"""Roster import (issue 27): the families a school exports, as profiles and ``GUARDIAN_OF`` links.
+"""Roster import: the families a school exports, as profiles and ``GUARDIAN_OF`` links.
 
 Two formats, each a CSV file with a header row (UTF-8, a byte-order mark allowed), with a report of
 every rejected row (line, column, reason; the first 1,000 listed, all counted) and a dry run:

@@ -1,4 +1,4 @@
-"""Two-person approval of large sends (issue 21).
+"""Two-person approval of large sends.
 
 Under a tenant's policy ``approval: {minRecipients: N}``, a dispatch or schedule whose preview reaches N
 recipients or more needs ``campaigns.approveDispatch`` first, by a publisher who is neither the one who
@@ -22,6 +22,7 @@ from campaign_engine.domain.errors import Conflict, Forbidden
 from campaign_engine.domain.tenancy import CampaignRefOut, campaign_ref
 from campaign_engine.domain.types import format_ts
 from campaign_engine.graph.audit import AuditContext, record_audit
+from campaign_engine.graph.cypher import statement
 from campaign_engine.graph.graph import Graph, Tx
 
 __all__ = [
@@ -42,44 +43,15 @@ __all__ = [
 
 # The mutations that make someone the campaign's editor: what it says and who receives it.
 _EDITS = ["campaigns.create", "campaigns.update", "campaigns.addAudience", "campaigns.removeAudience"]
-_LAST_EDITOR = """
-MATCH (a:AuditEntry)
-USING INDEX a:AuditEntry(campaignId, orderKey)
-WHERE a.campaignId = $campaignId AND a.orderKey IS NOT NULL AND a.procedure IN $edits
-  AND a.campaignCreatedAt = $createdAt
-RETURN a.actor AS actor
-ORDER BY a.campaignId DESC, a.orderKey DESC
-LIMIT 1
-"""
-_APPROVALS = """
-MATCH (x:DispatchApproval {campaignId: $campaignId})
-RETURN x {.*} AS approval
-ORDER BY x.approvedAt DESC
-"""
-_APPROVE = """
-MERGE (x:DispatchApproval {campaignId: $campaignId, previewToken: $previewToken})
-SET x.approvedBy = $approver, x.approvedAt = $now, x.recipients = $recipients
-RETURN x {.*} AS approval
-"""
+_LAST_EDITOR = "approval_last_editor"  # cypher/sending/approval_last_editor.cypher
+_APPROVALS = "approval_list"  # cypher/sending/approval_list.cypher
+_APPROVE = "approval_approve"  # cypher/sending/approval_approve.cypher
 _CONSUME = "MATCH (x:DispatchApproval {campaignId: $campaignId}) DELETE x"
 # A refused send becomes a request (one per campaign and preview); the dispatch that uses an approval
 # closes the campaign's requests.
-_REQUEST = """
-MATCH (c:Campaign {id: $campaignId})
-MERGE (r:DispatchApprovalRequest {campaignId: $campaignId, previewToken: $previewToken})
-ON CREATE SET r.tenantId = c.tenantId, r.requestedBy = $requestedBy, r.requestedAt = $requestedAt,
-              r.recipients = $recipients, r.revision = $revision
-"""
+_REQUEST = "approval_request"  # cypher/sending/approval_request.cypher
 _CLOSE_REQUESTS = "MATCH (r:DispatchApprovalRequest {campaignId: $campaignId}) DELETE r"
-_AWAITING = """
-MATCH (r:DispatchApprovalRequest {tenantId: $tenantId})
-MATCH (c:Campaign {id: r.campaignId})
-WHERE NOT EXISTS { (:DispatchApproval {campaignId: r.campaignId, previewToken: r.previewToken}) }
-RETURN c.id AS campaignId, c.name AS name, r.previewToken AS previewToken, r.recipients AS recipients,
-       r.requestedBy AS requestedBy, r.requestedAt AS requestedAt, c.revision <> r.revision AS changedSince
-ORDER BY r.requestedAt DESC
-LIMIT 200
-"""
+_AWAITING = "approval_awaiting"  # cypher/sending/approval_awaiting.cypher
 # The tenant record's policy (tenants.update), read on every dispatch: a policy just set applies at once.
 _POLICY = "MATCH (t:Tenant {tenantId: $tenantId}) RETURN t.approval AS approval"
 
@@ -129,7 +101,7 @@ def policy_of(graph: Graph, tenant_id: str) -> ApprovalPolicy | None:
 
 def last_editor(tx: Tx, campaign: dict[str, Any]) -> str | None:
     record = tx.run(
-        _LAST_EDITOR, campaignId=campaign["id"], createdAt=campaign["createdAt"], edits=_EDITS
+        statement(_LAST_EDITOR), campaignId=campaign["id"], createdAt=campaign["createdAt"], edits=_EDITS
     ).single()
     return None if record is None else str(record["actor"])
 
@@ -152,7 +124,7 @@ def record_approval(
     if editor == approver:
         raise Forbidden("approval needs a second publisher: you are the campaign's last editor")
     record = tx.run(
-        _APPROVE, campaignId=campaign["id"], previewToken=preview_token, approver=approver,
+        statement(_APPROVE), campaignId=campaign["id"], previewToken=preview_token, approver=approver,
         now=format_ts(now), recipients=recipients,
     ).single()  # fmt: skip
     assert record is not None
@@ -188,7 +160,7 @@ def check_approval(
         )
     if recipients < policy.min_recipients:
         return None
-    approvals = [dict(row["approval"]) for row in tx.run(_APPROVALS, campaignId=campaign["id"])]
+    approvals = [dict(row["approval"]) for row in tx.run(statement(_APPROVALS), campaignId=campaign["id"])]
     current = next((a for a in approvals if a["previewToken"] == current_token), None)
     ref = campaign_ref(campaign["id"])
     if current is None and approvals:
@@ -229,7 +201,7 @@ def record_refusal(
         record_audit(tx, audit, target_type="campaign", target_id=campaign_id, detail=detail)
         if request is not None:
             tx.run(
-                _REQUEST, campaignId=campaign_id, requestedBy=audit.actor if audit else None,
+                statement(_REQUEST), campaignId=campaign_id, requestedBy=audit.actor if audit else None,
                 requestedAt=audit.at if audit else None, **request,
             ).consume()  # fmt: skip
 
@@ -256,5 +228,5 @@ class AwaitingList(BaseModel):
 
 def awaiting(graph: Graph, *, tenant_id: str) -> AwaitingList:
     """The tenant's requests not yet approved, newest first (at most 200)."""
-    rows = graph.read(lambda tx: [row.data() for row in tx.run(_AWAITING, tenantId=tenant_id)])
+    rows = graph.read(lambda tx: [row.data() for row in tx.run(statement(_AWAITING), tenantId=tenant_id)])
     return AwaitingList(records=[AwaitingApproval.model_validate(row) for row in rows])

@@ -1,4 +1,4 @@
-"""``campaigns.chooseVariant`` (issue 26 item 2): an admin decides a test wave early, by hand.
+"""``campaigns.chooseVariant``: an admin decides a test wave early, by hand.
 
 The decision is ``graph/test_wave.py:decide`` (the same compare-and-set the page walks run on time), so
 a hand and the system cannot both decide; the Dispatches waiting for it start their rest pass here,
@@ -18,6 +18,7 @@ from campaign_engine.domain.dispatch import DeliveryChannel, PageJob
 from campaign_engine.domain.errors import BadRequest, Conflict, NotFound
 from campaign_engine.domain.types import format_ts
 from campaign_engine.graph.audit import AuditContext
+from campaign_engine.graph.cypher import statement
 from campaign_engine.graph.graph import Graph, Tx
 from campaign_engine.graph.test_wave import decide
 from campaign_engine.queue.port import Queue
@@ -26,10 +27,7 @@ __all__ = ["choose_variant"]
 
 log = logging.getLogger(__name__)
 
-_OF = """
-MATCH (d:Dispatch {id: $dispatchId})-[:DISPATCH_OF]->(c:Campaign)
-RETURN c.id AS campaignId, c.createdAt AS createdAt, d.phase AS phase, c.abTest AS abTest
-"""
+_OF = "choose_variant_of"  # cypher/sending/choose_variant_of.cypher
 
 
 def choose_variant(
@@ -41,7 +39,7 @@ def choose_variant(
     stamp = format_ts(now)
 
     def tx_fn(tx: Tx) -> tuple[str, str, list[tuple[str, str]]]:
-        row = tx.run(_OF, dispatchId=dispatch_id).single()
+        row = tx.run(statement(_OF), dispatchId=dispatch_id).single()
         if row is None:
             raise NotFound(f"dispatch '{dispatch_id}' not found")
         test = json.loads(row["abTest"] or "{}")

@@ -31,13 +31,9 @@ from campaign_engine.campaigns.sending.approval import (
     record_approval,
     record_refusal,
 )
+from campaign_engine.campaigns.sending.dispatch_settings import DispatchSettings
 from campaign_engine.campaigns.sending.preview_pass import PREVIEW_PAGE, Tally, pinned
-from campaign_engine.campaigns.sending.send_blocks import (
-    ALL_CHANNELS,
-    blocked_reason,
-    undeliverable,
-    why_blocked,
-)
+from campaign_engine.campaigns.sending.send_blocks import blocked_reason, undeliverable, why_blocked
 from campaign_engine.campaigns.sending.test_wave import check_experiment, start_test
 from campaign_engine.domain.ab_variants import Experiment
 from campaign_engine.domain.camel import CamelModel
@@ -51,13 +47,13 @@ from campaign_engine.domain.errors import BadRequest, Conflict, NotFound
 from campaign_engine.domain.tenancy import campaign_ref
 from campaign_engine.domain.types import format_ts
 from campaign_engine.graph.audit import AuditContext, record_audit
+from campaign_engine.graph.cypher import statement
 from campaign_engine.graph.graph import Graph, Tx
 from campaign_engine.graph.locks import lock_campaign
 from campaign_engine.graph.webhook_outbox import record_dispatch_events
 from campaign_engine.queue.port import Queue, QueueError
 
 __all__ = [
-    "DEFAULT_UNTRANSLATED_MAX_SHARE",
     "PREVIEW_PAGE",
     "DispatchPreview",
     "DispatchStarted",
@@ -70,10 +66,6 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-# Issue 24: past this share of a translated campaign's recipients getting the base content though they
-# read another language, a send needs acceptFallback (CAMPAIGN_UNTRANSLATED_MAX_SHARE).
-DEFAULT_UNTRANSLATED_MAX_SHARE = 0.05
-
 
 class DispatchPreview(CamelModel):
     audience_count: int
@@ -84,7 +76,7 @@ class DispatchPreview(CamelModel):
     preview_token: str
     blocked_reason: str | None = None
     locale_counts: dict[str, dict[str, int]] = Field(
-        default_factory=dict, description="per channel, the served language -> its recipients (issue 24)"
+        default_factory=dict, description="per channel, the served language -> its recipients"
     )
     untranslated: dict[str, int] = Field(
         default_factory=dict,
@@ -92,12 +84,12 @@ class DispatchPreview(CamelModel):
     )
     test_wave: dict[str, int] | None = Field(
         default=None,
-        description="asked with an experiment (issue 26): the test wave's recipients per variant; the token "
+        description="asked with an experiment: the test wave's recipients per variant; the token "
         "is the same with or without it",
     )
     guardian_recipient_count: int = Field(
         default=0,
-        description="issue 27: distinct guardians reached on any channel in place of members the age policy"
+        description="distinct guardians reached on any channel in place of members the age policy"
         " excludes (minors: guardians); included in recipientCount and the per-channel counts",
     )
     guardian_notification_recipient_count: int = Field(
@@ -124,14 +116,11 @@ def compute_preview(
     *,
     campaign_id: str,
     now: datetime,
-    adult_age: int,
-    max_recipients: int,
-    deliverable: frozenset[DeliveryChannel] = ALL_CHANNELS,
-    untranslated_max_share: float = DEFAULT_UNTRANSLATED_MAX_SHARE,
+    settings: DispatchSettings,
     test_share: float | None = None,
 ) -> _Computed:
     """The preview in one pass over the audience in keyset pages: the token is a running digest, so
-    no recipient list is ever held whole (issue 11). The campaign is read first; its
+    no recipient list is ever held whole. The campaign is read first; its
     ``campaignStateLock`` is the version ``dispatch`` re-verifies under the lock."""
     record = tx.run("MATCH (c:Campaign {id: $id}) RETURN c {.*} AS campaign", id=campaign_id).single()
     if record is None:
@@ -144,15 +133,20 @@ def compute_preview(
         revision=int(campaign["revision"]),
         definition=campaign["definition"],
         profile_ids=pinned(
-            tx, campaign=campaign, now=now, adult_age=adult_age, max_recipients=max_recipients, tally=tally
+            tx,
+            campaign=campaign,
+            now=now,
+            adult_age=settings.adult_age,
+            max_recipients=settings.max_recipients,
+            tally=tally,
         ),
     )
     tally.recipients += len(tally.guardians)  # routed guardians are never members (graph/rules/routing.py)
-    reason = blocked_reason(campaign, now=format_ts(now)) or undeliverable(campaign, deliverable)
+    reason = blocked_reason(campaign, now=format_ts(now)) or undeliverable(campaign, settings.deliverable)
     if reason is None and not tally.recipients:
         reason = "no_recipients"
     fallbacks = sum(tally.untranslated.values())
-    if reason is None and tally.recipients and fallbacks / tally.recipients > untranslated_max_share:
+    if reason is None and tally.recipients and fallbacks / tally.recipients > settings.untranslated_max_share:
         reason = "missing_translation"  # dispatch and scheduleDispatch then need acceptFallback
     preview = DispatchPreview(
         audience_count=tally.audience,
@@ -177,19 +171,15 @@ def preview_dispatch(
     *,
     campaign_id: str,
     now: datetime,
-    adult_age: int,
-    max_recipients: int,
-    deliverable: frozenset[DeliveryChannel] = ALL_CHANNELS,
-    untranslated_max_share: float = DEFAULT_UNTRANSLATED_MAX_SHARE,
+    settings: DispatchSettings,
     experiment: Experiment | None = None,
 ) -> DispatchPreview:
-    """``deliverable``: the channels this deployment can deliver (the API's ``Services``). With
-    ``experiment``, also the test wave's size per variant (checked as ``dispatch`` would check it)."""
+    """With ``experiment``, also the test wave's size per variant (checked as ``dispatch`` would
+    check it)."""
 
     def tx_fn(tx: Tx) -> _Computed:
         computed = compute_preview(
-            tx, campaign_id=campaign_id, now=now, adult_age=adult_age, max_recipients=max_recipients,
-            deliverable=deliverable, untranslated_max_share=untranslated_max_share,
+            tx, campaign_id=campaign_id, now=now, settings=settings,
             test_share=None if experiment is None else experiment.test_share,
         )  # fmt: skip
         if experiment is not None:
@@ -203,24 +193,10 @@ def preview_dispatch(
 
 _WALKED_CHANNELS: tuple[DeliveryChannel, ...] = ("notify", "email")
 
-_SUPERSEDE = """
-MATCH (old:Dispatch)-[:DISPATCH_OF]->(:Campaign {id: $campaignId})
-WHERE old.status IN ['sending', 'paused']  // a paused one (health guard) is superseded too
-SET old.status = 'stopped', old.lastError = 'superseded', old.finishedAt = $now
-"""
+_SUPERSEDE = "dispatch_supersede"  # cypher/sending/dispatch_supersede.cypher
 
 # One Dispatch (own cursor) per delivery channel of the campaign; the revision advances once.
-_CREATE = """
-MATCH (c:Campaign {id: $campaignId})
-SET c.revision = c.revision + 1
-WITH c
-UNWIND $dispatches AS row
-CREATE (d:Dispatch {id: row.id, channel: row.channel, status: 'sending', cursor: null, pages: 0,
-                    enqueued: 0, acknowledged: 0, rejected: 0, suppressed: 0, emailed: 0, throttled: 0,
-                    uncertain: 0, startedAt: $now, lastProgressAt: $now, approvedBy: $approvedBy,
-                    approvedAt: $approvedAt, campaignCreatedAt: c.createdAt})-[:DISPATCH_OF]->(c)
-RETURN DISTINCT c.createdAt AS createdAt
-"""
+_CREATE = "dispatch_create"  # cypher/sending/dispatch_create.cypher
 
 
 # Outside-the-lock previews tried before ``dispatch`` falls back to computing under the lock: each one is
@@ -250,32 +226,22 @@ def dispatch(
     campaign_id: str,
     expected_token: str | None,
     now: datetime,
-    adult_age: int,
-    max_recipients: int,
-    deliverable: frozenset[DeliveryChannel] = ALL_CHANNELS,
+    settings: DispatchSettings,
     audit: AuditContext | None = None,
     approval_policy: ApprovalPolicy | None = None,
-    untranslated_max_share: float = DEFAULT_UNTRANSLATED_MAX_SHARE,
     accept_fallback: bool = False,
     experiment: Experiment | None = None,
 ) -> DispatchStarted:
     """Confirm a send; under ``approval_policy`` a large one needs its approval (``approval.py``), and
     the dispatcher is the audit actor. The preview (a pass over the whole audience) is read *before*
     the campaign lock and re-verified under it by the lock counter, so adds, enrolments and edits of
-    the campaign wait for a node read, not for the audience walk (issue 11). After
+    the campaign wait for a node read, not for the audience walk. After
     ``_UNLOCKED_ATTEMPTS`` lost races it is computed under the lock, as before. ``experiment``: a test
     wave (``test_wave.py``), refused before anything is written when the campaign cannot run it."""
     # Ids are drawn outside the tx function: a driver retry keeps them.
     ids: dict[DeliveryChannel, str] = {ch: f"dsp_{uuid.uuid4().hex}" for ch in _WALKED_CHANNELS}
     stamp = format_ts(now)
-    args: dict[str, Any] = {
-        "campaign_id": campaign_id,
-        "now": now,
-        "adult_age": adult_age,
-        "max_recipients": max_recipients,
-        "deliverable": deliverable,
-        "untranslated_max_share": untranslated_max_share,
-    }
+    args: dict[str, Any] = {"campaign_id": campaign_id, "now": now, "settings": settings}
 
     def tx_fn(tx: Tx, read: _Computed | None) -> tuple[str, list[DeliveryChannel]]:
         locked = lock_campaign(tx, campaign_id)
@@ -301,9 +267,11 @@ def dispatch(
         walked = [ch for ch in _WALKED_CHANNELS if ch in (computed.campaign.get("channels") or [])]
         if experiment is not None:
             check_experiment(tx, computed.campaign, experiment, walked=list(walked))
-        tx.run(_SUPERSEDE, campaignId=campaign_id, now=stamp).consume()
+        tx.run(statement(_SUPERSEDE), campaignId=campaign_id, now=stamp).consume()
         rows = [{"id": ids[ch], "channel": ch} for ch in walked]
-        row = tx.run(_CREATE, campaignId=campaign_id, dispatches=rows, now=stamp, **approved).single()
+        row = tx.run(
+            statement(_CREATE), campaignId=campaign_id, dispatches=rows, now=stamp, **approved
+        ).single()
         assert row is not None
         start_test(tx, campaign_id=campaign_id, experiment=experiment, dispatch_ids=[r["id"] for r in rows],
                    now=now)  # fmt: skip
@@ -346,11 +314,8 @@ def approve_dispatch(
     preview_token: str,
     approver: str,
     now: datetime,
-    adult_age: int,
-    max_recipients: int,
-    deliverable: frozenset[DeliveryChannel] = ALL_CHANNELS,
+    settings: DispatchSettings,
     audit: AuditContext | None = None,
-    untranslated_max_share: float = DEFAULT_UNTRANSLATED_MAX_SHARE,
 ) -> Approved:
     """Approve the send of exactly this preview (``approval.py``): under the campaign lock, so the
     preview the approver saw is the campaign's at the approval's commit."""
@@ -359,10 +324,7 @@ def approve_dispatch(
         locked = lock_campaign(tx, campaign_id)
         if locked is None:
             raise NotFound(f"campaign '{campaign_ref(campaign_id)}' not found")
-        computed = compute_preview(
-            tx, campaign_id=campaign_id, now=now, adult_age=adult_age, max_recipients=max_recipients,
-            deliverable=deliverable, untranslated_max_share=untranslated_max_share,
-        )  # fmt: skip
+        computed = compute_preview(tx, campaign_id=campaign_id, now=now, settings=settings)
         if computed.preview.blocked_reason is not None:
             raise BadRequest(why_blocked(computed.preview.blocked_reason))
         return record_approval(

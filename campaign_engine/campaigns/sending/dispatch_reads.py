@@ -14,6 +14,7 @@ from campaign_engine.domain.camel import CamelModel
 from campaign_engine.domain.dispatch import DispatchStatus
 from campaign_engine.domain.errors import NotFound
 from campaign_engine.domain.tenancy import CampaignRefOut
+from campaign_engine.graph.cypher import statement
 from campaign_engine.graph.graph import Graph
 
 __all__ = [
@@ -29,7 +30,7 @@ __all__ = [
 
 
 class PauseReason(CamelModel):
-    """Why the health guard paused a Dispatch (issue 26): the rate over its limit, and as a sentence."""
+    """Why the health guard paused a Dispatch: the rate over its limit, and as a sentence."""
 
     rate: Literal["hardBounce", "complaint", "rejection"]
     value: float
@@ -96,7 +97,7 @@ class DispatchPublic(CamelModel):
     scheduled_at: str | None = None
     max_late_seconds: int | None = None
     on_change: str | None = None
-    # Issue 12: a per-recipient schedule's local time (sendAt is then when the first zone, UTC+14,
+    # A per-recipient schedule's local time (sendAt is then when the first zone, UTC+14,
     # reaches it). Members not yet ready (their local time, quiet hours) are read but wait: deferred and
     # missed (ready more than maxLateSeconds before the pass began) count the current walk of the
     # audience, `pass` numbers it (1 = the first), and nextPageAt says when the next pass starts.
@@ -105,16 +106,16 @@ class DispatchPublic(CamelModel):
     deferred: int = 0
     missed: int = 0
     pass_number: Annotated[int, Field(alias="pass")] = 1
-    # Issue 21: the second publisher who approved this send under the tenant's approval policy.
+    # The second publisher who approved this send under the tenant's approval policy.
     approved_by: str | None = None
     approved_at: str | None = None
-    # Issue 26, the health guard: email feedback counted on the Dispatch that sent it (first hard bounce
+    # The health guard: email feedback counted on the Dispatch that sent it (first hard bounce
     # or complaint of each send), and, while `paused`, why and since when (resumeDispatch goes on).
     hard_bounces: int = 0
     complaints: int = 0
     paused_at: str | None = None
     pause_reason: PauseReason | None = None
-    # Issue 26, the A/B test wave: the experiment this send runs, its phase (`testing`: only the test
+    # The A/B test wave: the experiment this send runs, its phase (`testing`: only the test
     # wave is sent, the rest waits until nextPageAt = decideAt; `rest`: decided, everyone else gets only
     # the winner) and, once decided, the decision.
     experiment: Experiment | None = None
@@ -123,17 +124,9 @@ class DispatchPublic(CamelModel):
     decision: TestDecision | None = None
 
 
-_GET = """
-MATCH (d:Dispatch {id: $dispatchId})-[:DISPATCH_OF]->(c:Campaign)
-RETURN d {.*, campaignId: c.id} AS dispatch
-"""
+_GET = "dispatch_get"  # cypher/sending/dispatch_get.cypher
 
-_LIST = """
-MATCH (d:Dispatch)-[:DISPATCH_OF]->(c:Campaign {id: $campaignId})
-RETURN d {.*, campaignId: c.id} AS dispatch
-ORDER BY coalesce(d.startedAt, d.scheduledAt) DESC, d.id
-LIMIT 200
-"""
+_LIST = "dispatch_list"  # cypher/sending/dispatch_list.cypher
 
 
 def dispatch_from_node(node: dict[str, Any]) -> DispatchPublic:
@@ -154,12 +147,16 @@ def dispatch_from_node(node: dict[str, Any]) -> DispatchPublic:
 
 
 def get_dispatch(graph: Graph, dispatch_id: str) -> DispatchPublic:
-    rows = graph.read(lambda tx: [dict(r["dispatch"]) for r in tx.run(_GET, dispatchId=dispatch_id)])
+    rows = graph.read(
+        lambda tx: [dict(r["dispatch"]) for r in tx.run(statement(_GET), dispatchId=dispatch_id)]
+    )
     if not rows:
         raise NotFound(f"dispatch '{dispatch_id}' not found")
     return dispatch_from_node(rows[0])
 
 
 def list_dispatches(graph: Graph, campaign_id: str) -> list[DispatchPublic]:
-    rows = graph.read(lambda tx: [dict(r["dispatch"]) for r in tx.run(_LIST, campaignId=campaign_id)])
+    rows = graph.read(
+        lambda tx: [dict(r["dispatch"]) for r in tx.run(statement(_LIST), campaignId=campaign_id)]
+    )
     return [dispatch_from_node(row) for row in rows]

@@ -1,8 +1,8 @@
 """The preview's one pass over the audience, in keyset pages: the token's entries and the counts.
 
-Each page is one statement (``cypher/dispatch_preview.cypher``); memory stays one page whatever the
+Each page is one statement (``cypher/sending/dispatch_preview.cypher``); memory stays one page whatever the
 audience, and the entries are a function of the recipient sets alone (profile order, notify before
-email), so page boundaries never change the digest. With translations (issue 24) each entry names the
+email), so page boundaries never change the digest. With translations each entry names the
 language its reader is served, so a reader whose variant changes voids the preview, and the counts say
 which languages go out and who falls back to the base content.
 """
@@ -21,10 +21,12 @@ from campaign_engine.domain.errors import BadRequest
 from campaign_engine.domain.guardian_copy import guardian_source, routes_guardians
 from campaign_engine.domain.locale import language_of
 from campaign_engine.domain.variants import ContentField, served_locale, wire_languages
+from campaign_engine.graph.cypher import statement
 from campaign_engine.graph.graph import Tx
-from campaign_engine.graph.rules.policy import policy_params, policy_query
+from campaign_engine.graph.rules.policy import policy_params
 from campaign_engine.graph.rules.routing import routed_query
-from campaign_engine.graph.rules.segment import compile_for, segment_query
+from campaign_engine.graph.rules.segment import compile_for
+from campaign_engine.graph.rules.segment_statements import segment_query
 
 __all__ = ["PREVIEW_PAGE", "Tally", "pinned"]
 
@@ -45,9 +47,9 @@ class Tally:
     )
     untranslated: Counter[str] = field(default_factory=Counter)  # by the reader's language, distinct readers
     test_share: float | None = None
-    """With an experiment asked about (issue 26): its share, and ``test_wave`` counts its members."""
+    """With an experiment asked about: its share, and ``test_wave`` counts its members."""
     test_wave: Counter[str] = field(default_factory=Counter)  # test-wave recipients by assigned variant
-    # Issue 27 item 3: guardians routed in place of excluded members, per channel and distinct across
+    # Guardians routed in place of excluded members, per channel and distinct across
     # both (the ids are held only while both channels route someone: bounded by max_recipients).
     guardian_notify: int = 0
     guardian_email: int = 0
@@ -99,14 +101,12 @@ def pinned(
     channels = campaign.get("channels") or []
     languages = _Languages(json.loads(campaign["definition"]))
     segment = compile_for(tx, campaign)  # a live segment is evaluated now; the token pins what it matched
-    statement = (
-        policy_query("dispatch_preview") if segment is None else segment_query("dispatch_preview", segment)
-    )
+    text = statement("dispatch_preview") if segment is None else segment_query("dispatch_preview", segment)
     extra = segment.params(now) if segment else {}
     cursor = ""
     while True:
         row = tx.run(
-            statement,
+            text,
             campaignId=campaign["id"],
             cursor=cursor,
             limit=PREVIEW_PAGE,
@@ -190,7 +190,7 @@ def pinned(
 
 
 def _routed_entries(row: Any, languages: _Languages, tally: Tally) -> list[tuple[str, str, str]]:
-    """The token's entries for one page's routed guardians (``cypher/guardian_preview.cypher``), each
+    """The token's entries for one page's routed guardians (``cypher/sending/guardian_preview.cypher``), each
     keyed by the first child routed to them: (that child, the entry's own order, the entry). A guardian's
     entry names the children it was routed for, so a consent or membership change voids the preview."""
     if row is None:  # an empty page

@@ -27,6 +27,7 @@ from campaign_engine.domain.dispatch import PageJob, job_json, send_blocked
 from campaign_engine.domain.errors import Conflict, NotFound
 from campaign_engine.domain.types import format_ts
 from campaign_engine.graph.audit import AuditContext, record_audit
+from campaign_engine.graph.cypher import statement
 from campaign_engine.graph.graph import Graph, Tx
 from campaign_engine.graph.locks import lock_campaign
 from campaign_engine.graph.webhook_outbox import record_dispatch_events
@@ -39,36 +40,10 @@ log = logging.getLogger(__name__)
 _RESUME_FIND = "MATCH (d:Dispatch {id: $dispatchId})-[:DISPATCH_OF]->(c:Campaign) RETURN c.id AS campaignId"
 
 # Taken after the campaign lock (order campaign -> Dispatch), so a confirmation cannot interleave.
-_RESUME_LOCK = """
-MATCH (d:Dispatch {id: $dispatchId})-[:DISPATCH_OF]->(c:Campaign {id: $campaignId})
-SET d.casLock = coalesce(d.casLock, 0) + 1
-WITH d, c
-OPTIONAL MATCH (other:Dispatch {channel: d.channel})-[:DISPATCH_OF]->(c)
-WHERE other.id <> d.id AND (other.status IN ['sending', 'paused'] OR other.startedAt > d.startedAt)
-WITH d, c, other ORDER BY other.startedAt DESC LIMIT 1
-RETURN d {.*, campaignId: c.id} AS dispatch, other {.id, .status} AS newer
-"""
+_RESUME_LOCK = "dispatch_resume_lock"  # cypher/sending/dispatch_resume_lock.cypher
 
 # A paused one restarts the health guard's window at the counters of now (module docstring).
-_RESUME = """
-MATCH (d:Dispatch {id: $dispatchId})
-WITH d, d.status = 'paused' AS wasPaused,
-     CASE WHEN d.status = 'paused' THEN 'paused: ' + d.pauseReason ELSE coalesce(d.lastError, 'failed') END
-       AS past
-SET d.status = 'sending', d.pageFailures = 0, d.emailDeferrals = null, d.nextPageAt = null,
-    d.finishedAt = null,
-    d.pastErrors = (coalesce(d.pastErrors, []) + [$failedAt + ' ' + past])[-20..],
-    d.lastError = CASE WHEN wasPaused THEN d.lastError ELSE null END,
-    d.lastProgressAt = $now, d.resumedAt = $now
-FOREACH (_ IN CASE WHEN wasPaused THEN [1] ELSE [] END |
-  SET d.guardSince = $now, d.guardBaseEmailed = coalesce(d.emailed, 0),
-      d.guardBaseRejected = coalesce(d.rejected, 0), d.guardBaseHardBounces = coalesce(d.hardBounces, 0),
-      d.guardBaseComplaints = coalesce(d.complaints, 0),
-      d.guardBaseAcknowledged = coalesce(d.acknowledged, 0),
-      d.pauseReason = null, d.pauseRate = null, d.pauseValue = null, d.pauseLimit = null,
-      d.pauseSample = null, d.pausedAt = null)
-RETURN d {.*, campaignId: $campaignId} AS dispatch
-"""
+_RESUME = "dispatch_resume"  # cypher/sending/dispatch_resume.cypher
 
 
 def resume_dispatch(
@@ -91,13 +66,13 @@ def resume_dispatch(
         campaign = None if found is None else lock_campaign(tx, found["campaignId"])
         if campaign is None:
             raise NotFound(f"dispatch '{dispatch_id}' not found")
-        row = tx.run(_RESUME_LOCK, dispatchId=dispatch_id, campaignId=campaign["id"]).single()
+        row = tx.run(statement(_RESUME_LOCK), dispatchId=dispatch_id, campaignId=campaign["id"]).single()
         if row is None:  # the campaign was deleted or recreated before we held its lock
             raise NotFound(f"dispatch '{dispatch_id}' not found")
         current = dict(row["dispatch"])
         _check_resumable(current, campaign, newer=row["newer"], now=stamp)
         resumed = tx.run(
-            _RESUME,
+            statement(_RESUME),
             dispatchId=dispatch_id,
             campaignId=campaign["id"],
             failedAt=current.get("finishedAt") or current.get("pausedAt") or stamp,

@@ -15,7 +15,7 @@ confirmed token. Nothing is enqueued: the sweeper (local worker loop, Lambda sch
 - otherwise ``sending``: from here it is an ordinary dispatch, and its first page jobs are enqueued
   after the commit (a lost enqueue is re-armed by the sweeper, as for ``dispatch``).
 
-A per-recipient schedule (``{"localTime": ..., "perRecipient": true}``, issue 12) stores ``sendLocalTime``
+A per-recipient schedule (``{"localTime": ..., "perRecipient": true}``) stores ``sendLocalTime``
 and fires when the first zone (UTC+14) reaches that time; from there the page walks hold each recipient
 until their own zone does (``delivery/readiness.py``), and ``maxLateSeconds`` also guards each of them.
 
@@ -37,14 +37,11 @@ from campaign_engine.campaigns.sending.approval import (
     check_approval,
     record_refusal,
 )
-from campaign_engine.campaigns.sending.dispatch import (
-    DEFAULT_UNTRANSLATED_MAX_SHARE,
-    compute_preview,
-    start_pages,
-)
+from campaign_engine.campaigns.sending.dispatch import compute_preview, start_pages
 from campaign_engine.campaigns.sending.dispatch_reads import DispatchPublic, dispatch_from_node
+from campaign_engine.campaigns.sending.dispatch_settings import DispatchSettings
 from campaign_engine.campaigns.sending.schedule_input import ScheduleInput
-from campaign_engine.campaigns.sending.send_blocks import ALL_CHANNELS, why_blocked
+from campaign_engine.campaigns.sending.send_blocks import why_blocked
 from campaign_engine.campaigns.sending.test_wave import check_experiment, experiment_json, start_test
 from campaign_engine.domain.ab_variants import Experiment
 from campaign_engine.domain.dispatch import DeliveryChannel, PageJob
@@ -52,6 +49,7 @@ from campaign_engine.domain.errors import BadRequest, Conflict, NotFound
 from campaign_engine.domain.tenancy import campaign_ref
 from campaign_engine.domain.types import format_ts, parse_ts
 from campaign_engine.graph.audit import AuditContext, record_audit
+from campaign_engine.graph.cypher import statement
 from campaign_engine.graph.graph import Graph, Tx
 from campaign_engine.graph.locks import lock_campaign
 from campaign_engine.graph.webhook_outbox import record_dispatch_events
@@ -68,24 +66,9 @@ log = logging.getLogger(__name__)
 _WALKED: tuple[DeliveryChannel, ...] = ("notify", "email")
 
 
-_PENDING = """
-MATCH (d:Dispatch {status: 'scheduled'})-[:DISPATCH_OF]->(:Campaign {id: $campaignId})
-RETURN d.id AS id LIMIT 1
-"""
+_PENDING = "schedule_pending"  # cypher/sending/schedule_pending.cypher
 
-_CREATE_SCHEDULED = """
-MATCH (c:Campaign {id: $campaignId})
-UNWIND $dispatches AS row
-CREATE (d:Dispatch {id: row.id, scheduleId: $scheduleId, channel: row.channel, status: 'scheduled',
-                    sendAt: $sendAt, sendLocalTime: $sendLocalTime, maxLateSeconds: $maxLateSeconds,
-                    onChange: $onChange, acceptFallback: $acceptFallback, experiment: $experiment,
-                    previewToken: $token, scheduledAt: $now, approvedBy: $approvedBy,
-                    approvedAt: $approvedAt, cursor: null, pages: 0, enqueued: 0,
-                    acknowledged: 0, rejected: 0, suppressed: 0, emailed: 0, throttled: 0, uncertain: 0,
-                    lastProgressAt: $now, campaignCreatedAt: c.createdAt})-[:DISPATCH_OF]->(c)
-RETURN d {.*, campaignId: c.id} AS dispatch
-ORDER BY d.channel DESC
-"""
+_CREATE_SCHEDULED = "schedule_create"  # cypher/sending/schedule_create.cypher
 
 
 def schedule_dispatch(
@@ -93,12 +76,9 @@ def schedule_dispatch(
     *,
     data: ScheduleInput,
     now: datetime,
-    adult_age: int,
-    max_recipients: int,
-    deliverable: frozenset[DeliveryChannel] = ALL_CHANNELS,
+    settings: DispatchSettings,
     audit: AuditContext | None = None,
     approval_policy: ApprovalPolicy | None = None,
-    untranslated_max_share: float = DEFAULT_UNTRANSLATED_MAX_SHARE,
 ) -> list[DispatchPublic]:
     """Confirm the reviewed preview for a send at ``sendAt``; one Dispatch per channel, ``scheduled``.
     Under ``approval_policy`` a large one needs its approval now, and a change before it fires holds
@@ -119,17 +99,9 @@ def schedule_dispatch(
         locked = lock_campaign(tx, data.campaign_id)
         if locked is None:
             raise NotFound(f"campaign '{campaign_ref(data.campaign_id)}' not found")
-        if tx.run(_PENDING, campaignId=data.campaign_id).single() is not None:
+        if tx.run(statement(_PENDING), campaignId=data.campaign_id).single() is not None:
             raise Conflict("this campaign already has a scheduled dispatch; cancel it first")
-        computed = compute_preview(
-            tx,
-            campaign_id=data.campaign_id,
-            now=now,
-            adult_age=adult_age,
-            max_recipients=max_recipients,
-            deliverable=deliverable,
-            untranslated_max_share=untranslated_max_share,
-        )
+        computed = compute_preview(tx, campaign_id=data.campaign_id, now=now, settings=settings)
         if data.expected_preview_token != computed.preview.preview_token:
             raise Conflict("the dispatch preview is stale; preview again and confirm the new token")
         reason = computed.preview.blocked_reason
@@ -160,7 +132,7 @@ def schedule_dispatch(
         return [
             dict(record["dispatch"])
             for record in tx.run(
-                _CREATE_SCHEDULED,
+                statement(_CREATE_SCHEDULED),
                 campaignId=data.campaign_id,
                 dispatches=[{"id": ids[ch], "channel": ch} for ch in channels],
                 scheduleId=schedule_id,
@@ -185,16 +157,9 @@ def schedule_dispatch(
     return [dispatch_from_node(row) for row in rows]
 
 
-_SCHEDULE_OF = """
-MATCH (d:Dispatch {id: $dispatchId})-[:DISPATCH_OF]->(c:Campaign)
-RETURN c.id AS campaignId, d.scheduleId AS scheduleId
-"""
+_SCHEDULE_OF = "schedule_of"  # cypher/sending/schedule_of.cypher
 
-_SET_STATUS = """
-MATCH (d:Dispatch {scheduleId: $scheduleId, status: 'scheduled'})
-SET d.status = $status, d.lastError = $reason, d.finishedAt = $now, d.lastProgressAt = $now
-RETURN count(d) AS changed
-"""
+_SET_STATUS = "schedule_set_status"  # cypher/sending/schedule_set_status.cypher
 
 
 def cancel_scheduled(
@@ -203,14 +168,14 @@ def cancel_scheduled(
     """Cancel the schedule ``dispatch_id`` belongs to (all its channels); CONFLICT once it has fired."""
 
     def tx_fn(tx: Tx) -> int:
-        found = tx.run(_SCHEDULE_OF, dispatchId=dispatch_id).single()
+        found = tx.run(statement(_SCHEDULE_OF), dispatchId=dispatch_id).single()
         if found is None:
             raise NotFound(f"dispatch '{dispatch_id}' not found")
         if found["scheduleId"] is None:
             raise BadRequest("this dispatch was not scheduled")
         locked = lock_campaign(tx, found["campaignId"])  # serialises with fire_due: one of the two wins
         changed = tx.run(
-            _SET_STATUS,
+            statement(_SET_STATUS),
             scheduleId=found["scheduleId"],
             status="cancelled",
             reason="cancelled",
@@ -228,36 +193,13 @@ def cancel_scheduled(
     return graph.write(tx_fn)
 
 
-_DUE = """
-MATCH (d:Dispatch {status: 'scheduled'})-[:DISPATCH_OF]->(c:Campaign)
-WHERE d.sendAt <= $now
-RETURN DISTINCT d.scheduleId AS scheduleId, c.id AS campaignId
-ORDER BY scheduleId
-LIMIT $limit
-"""
+_DUE = "schedule_due"  # cypher/sending/schedule_due.cypher
 
-_SCHEDULED = """
-MATCH (d:Dispatch {scheduleId: $scheduleId, status: 'scheduled'})-[:DISPATCH_OF]->(c:Campaign)
-RETURN d {.*} AS dispatch, c.createdAt AS createdAt
-ORDER BY d.channel DESC
-"""
+_SCHEDULED = "schedule_list"  # cypher/sending/schedule_list.cypher
 
 # As ``dispatch``: the revision advances (the token confirmed one send) and a dispatch of the campaign
 # still sending is superseded by this one.
-_START = """
-MATCH (c:Campaign {id: $campaignId})
-SET c.revision = c.revision + 1
-WITH c
-CALL (c) {
-  MATCH (old:Dispatch)-[:DISPATCH_OF]->(c)
-  WHERE old.status IN ['sending', 'paused']
-  SET old.status = 'stopped', old.lastError = 'superseded', old.finishedAt = $now
-}
-MATCH (d:Dispatch {scheduleId: $scheduleId, status: 'scheduled'})-[:DISPATCH_OF]->(c)
-SET d.status = 'sending', d.startedAt = $now, d.lastProgressAt = $now
-RETURN d.id AS id, d.channel AS channel
-ORDER BY channel DESC
-"""
+_START = "schedule_start"  # cypher/sending/schedule_start.cypher
 
 
 def fire_due(
@@ -265,18 +207,15 @@ def fire_due(
     queue: Queue,
     *,
     now: datetime,
-    adult_age: int,
-    max_recipients: int,
-    deliverable: frozenset[DeliveryChannel] = ALL_CHANNELS,
+    settings: DispatchSettings,
     limit: int = 100,
-    untranslated_max_share: float = DEFAULT_UNTRANSLATED_MAX_SHARE,
 ) -> dict[str, str]:
     """Start, miss, cancel or hold every schedule due at ``now``; returns scheduleId -> what happened.
 
     Safe to run from several sweepers at once: each schedule is decided under its campaign lock, and
     only a schedule still ``scheduled`` under that lock is decided at all."""
     stamp = format_ts(now)
-    due = graph.read(lambda tx: tx.run(_DUE, now=stamp, limit=limit).data())
+    due = graph.read(lambda tx: tx.run(statement(_DUE), now=stamp, limit=limit).data())
     outcomes: dict[str, str] = {}
     for row in due:
         outcome, jobs = graph.write(
@@ -284,10 +223,7 @@ def fire_due(
             row["scheduleId"],
             row["campaignId"],
             now=now,
-            adult_age=adult_age,
-            max_recipients=max_recipients,
-            deliverable=deliverable,
-            untranslated_max_share=untranslated_max_share,
+            settings=settings,
             graph=graph,
         )
         if jobs:  # committed: the first pages may now be enqueued (a lost enqueue is re-armed)
@@ -303,10 +239,7 @@ def _fire_one(
     campaign_id: str,
     *,
     now: datetime,
-    adult_age: int,
-    max_recipients: int,
-    deliverable: frozenset[DeliveryChannel],
-    untranslated_max_share: float,
+    settings: DispatchSettings,
     graph: Graph | None = None,
 ) -> tuple[str, list[PageJob]]:
     """Decide one due schedule under its campaign lock (see the module docstring for the order).
@@ -314,7 +247,7 @@ def _fire_one(
     transaction, as a confirmed dispatch and a failed walk do."""
     stamp = format_ts(now)
     lock_campaign(tx, campaign_id)
-    dispatches = tx.run(_SCHEDULED, scheduleId=schedule_id).data()
+    dispatches = tx.run(statement(_SCHEDULED), scheduleId=schedule_id).data()
     if not dispatches:
         return "already_decided", []
     first = dispatches[0]["dispatch"]
@@ -322,15 +255,7 @@ def _fire_one(
     if late_by > timedelta(seconds=int(first["maxLateSeconds"])):
         reason = f"missed: the sweeper ran {int(late_by.total_seconds())} s after sendAt"
         return _decide(tx, schedule_id, "missed", reason, stamp), []
-    computed = compute_preview(
-        tx,
-        campaign_id=campaign_id,
-        now=now,
-        adult_age=adult_age,
-        max_recipients=max_recipients,
-        deliverable=deliverable,
-        untranslated_max_share=untranslated_max_share,
-    )
+    computed = compute_preview(tx, campaign_id=campaign_id, now=now, settings=settings)
     status = computed.campaign.get("status")
     if status != "live":
         return _decide(tx, schedule_id, "cancelled", f"campaign_{status}", stamp), []
@@ -352,7 +277,7 @@ def _fire_one(
         except BadRequest as refused:
             return _decide(tx, schedule_id, "failed", str(refused), stamp), []
     created_at = str(dispatches[0]["createdAt"])
-    started = tx.run(_START, campaignId=campaign_id, scheduleId=schedule_id, now=stamp).data()
+    started = tx.run(statement(_START), campaignId=campaign_id, scheduleId=schedule_id, now=stamp).data()
     start_test(tx, campaign_id=campaign_id, experiment=experiment, dispatch_ids=[r["id"] for r in started],
                now=now)  # fmt: skip
     record_dispatch_events(tx, graph, "dispatch.started", [r["id"] for r in started], now=stamp,
@@ -366,5 +291,5 @@ def _fire_one(
 
 
 def _decide(tx: Tx, schedule_id: str, status: str, reason: str, stamp: str) -> str:
-    tx.run(_SET_STATUS, scheduleId=schedule_id, status=status, reason=reason, now=stamp).consume()
+    tx.run(statement(_SET_STATUS), scheduleId=schedule_id, status=status, reason=reason, now=stamp).consume()
     return status

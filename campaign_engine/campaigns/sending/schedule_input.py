@@ -1,5 +1,5 @@
 """What ``campaigns.scheduleDispatch`` accepts: an instant, or a wall-clock time in one IANA zone or in
-each recipient's own (issue 12), checked field by field before anything is read."""
+each recipient's own, checked field by field before anything is read."""
 
 from __future__ import annotations
 
@@ -41,7 +41,7 @@ def _one_zone_or_each_recipients(schema: dict[str, Any]) -> None:
 
 class WallClockAt(CamelModel):
     """A wall-clock time in an IANA zone (``2026-12-07T09:00`` in ``Europe/Paris``), or in each
-    recipient's own zone (``perRecipient: true``; issue 12): then each recipient receives at that local
+    recipient's own zone (``perRecipient: true``): then each recipient receives at that local
     time, those without a known zone at the campaign's ``timeZone`` (else UTC)."""
 
     model_config = ConfigDict(extra="forbid", json_schema_extra=_one_zone_or_each_recipients)
@@ -77,9 +77,9 @@ class ScheduleInput(CamelModel):
     on_change: OnChange = "review"
     accept_fallback: bool = False
     experiment: Experiment | None = Field(
-        default=None, description="an A/B test wave (issue 26): kept on the Dispatches until the send starts"
+        default=None, description="an A/B test wave: kept on the Dispatches until the send starts"
     )
-    """Send although the preview says ``missing_translation`` (issue 24): those readers get the base."""
+    """Send although the preview says ``missing_translation``: those readers get the base."""
 
     @model_validator(mode="after")
     def _readable_send_at(self) -> ScheduleInput:

@@ -21,8 +21,8 @@ def blocked_reason(campaign: dict[str, Any], *, now: str) -> str | None:
 
 ALL_CHANNELS: frozenset[DeliveryChannel] = frozenset({"notify", "email"})
 
-# A channel of the campaign this deployment cannot deliver blocks the whole send (issue 11): its Dispatch
-# could only fail in the worker. The API passes the channels it can deliver, decided from its Settings.
+# A channel of the campaign this deployment cannot deliver blocks the whole send: its Dispatch
+# could only fail in the worker. The channels it can deliver come in DispatchSettings, from its Settings.
 _HINTS = {
     "email_not_configured": "this deployment has no email provider; set CAMPAIGN_EMAIL_PROVIDER",
     "missing_translation": "too many recipients read a language this campaign has no translation for; add "

@@ -1,4 +1,4 @@
-"""A dispatch's A/B test wave (issue 26 item 2): accepting the ``experiment`` and starting it
+"""A dispatch's A/B test wave: accepting the ``experiment`` and starting it
 (``campaigns.chooseVariant`` is ``choose_variant.py``).
 
 ``dispatch`` and ``scheduleDispatch`` take ``experiment: {testShare, metric, decideAfterSeconds}``
@@ -24,21 +24,14 @@ from typing import Any
 from campaign_engine.domain.ab_variants import Experiment
 from campaign_engine.domain.errors import BadRequest
 from campaign_engine.domain.types import format_ts
+from campaign_engine.graph.cypher import statement
 from campaign_engine.graph.graph import Tx
 
 __all__ = ["check_experiment", "experiment_json", "start_test"]
 
 _CLICK_TRACKING = "MATCH (t:Tenant {tenantId: $tenantId}) RETURN t.clickTracking AS on"
 
-_START = """
-MATCH (c:Campaign {id: $campaignId})
-SET c.abTest = CASE WHEN $abTest IS NOT NULL THEN $abTest
-                    WHEN c.abTest CONTAINS '"winner":null' THEN null ELSE c.abTest END
-WITH c
-UNWIND $dispatchIds AS dispatchId
-MATCH (d:Dispatch {id: dispatchId})-[:DISPATCH_OF]->(c)
-SET d.experiment = $experiment, d.phase = $phase, d.decideAt = $decideAt
-"""
+_START = "test_wave_start"  # cypher/sending/test_wave_start.cypher
 
 
 def check_experiment(
@@ -86,7 +79,7 @@ def start_test(
             separators=(",", ":"),
         )  # fmt: skip
     tx.run(
-        _START,
+        statement(_START),
         campaignId=campaign_id,
         abTest=ab_test,
         dispatchIds=dispatch_ids,

@@ -11,28 +11,13 @@ from __future__ import annotations
 
 from campaign_engine.domain.camel import CamelModel
 from campaign_engine.domain.errors import NotFound
+from campaign_engine.graph.cypher import statement
 from campaign_engine.graph.graph import Graph, Tx
 
 __all__ = ["UncertainEmail", "UncertainEmailPage", "list_uncertain_emails"]
 
 
-_LIST = """
-OPTIONAL MATCH (d:Dispatch {id: $dispatchId})
-CALL (d) {
-  WITH d
-  WHERE d IS NOT NULL
-  MATCH (p:Profile)-[s:CAMPAIGN_STATE]->(:Campaign)
-  USING INDEX s:CAMPAIGN_STATE(emailOutcome, emailClaimedAt)
-  WHERE s.emailOutcome = 'uncertain' AND s.emailClaimedAt IS NOT NULL AND s.emailDispatchId = $dispatchId
-    AND p.profileId > $after
-  WITH p, s
-  ORDER BY p.profileId
-  LIMIT $limit
-  RETURN collect({profileId: p.profileId, reason: s.emailOutcomeReason, claimedAt: s.emailClaimedAt,
-                  outcomeAt: s.emailOutcomeAt}) AS items
-}
-RETURN d IS NOT NULL AS found, items
-"""
+_LIST = "uncertain_emails_list"  # cypher/sending/uncertain_emails_list.cypher
 
 
 class UncertainEmail(CamelModel):
@@ -52,7 +37,9 @@ def list_uncertain_emails(
     graph: Graph, *, dispatch_id: str, after: str | None = None, limit: int = 100
 ) -> UncertainEmailPage:
     def read(tx: Tx) -> tuple[bool, list[dict[str, object]]]:
-        record = tx.run(_LIST, dispatchId=dispatch_id, after=after or "", limit=limit).single(strict=True)
+        record = tx.run(statement(_LIST), dispatchId=dispatch_id, after=after or "", limit=limit).single(
+            strict=True
+        )
         return bool(record["found"]), list(record["items"] or [])
 
     found, rows = graph.read(read)

@@ -1,4 +1,4 @@
-"""Role grants (issue 21): ``access.grant/revoke/list``, and the roles a subject holds in a tenant.
+"""Role grants: ``access.grant/revoke/list``, and the roles a subject holds in a tenant.
 
 A grant binds a subject (a JWT ``sub``) to one role in one tenant. The roles an admin call acts with are
 read here on each call, so a revoked grant stops working with the transaction that removed it.
@@ -15,30 +15,16 @@ from campaign_engine.domain.camel import CamelModel
 from campaign_engine.domain.errors import NotFound
 from campaign_engine.domain.types import format_ts
 from campaign_engine.graph.audit import AuditContext, record_audit
+from campaign_engine.graph.cypher import statement
 from campaign_engine.graph.graph import Graph, Tx
 
 __all__ = ["Grant", "GrantList", "grant_role", "list_grants", "revoke_role", "roles_of"]
 
 # Role names are api/access.py's; this layer stores them and does not rank them.
-_ROLES_OF = """
-MATCH (g:AccessGrant {tenantId: $tenantId, subject: $subject}) WHERE g.role IS NOT NULL
-RETURN collect(g.role) AS roles
-"""
-_GRANT = """
-MERGE (g:AccessGrant {tenantId: $tenantId, subject: $subject, role: $role})
-ON CREATE SET g.grantedAt = $now, g.grantedBy = $actor
-RETURN g {.*} AS grant
-"""
-_REVOKE = """
-MATCH (g:AccessGrant {tenantId: $tenantId, subject: $subject, role: $role})
-DELETE g
-RETURN count(*) AS removed
-"""
-_LIST = """
-MATCH (g:AccessGrant {tenantId: $tenantId}) WHERE g.subject IS NOT NULL AND g.role IS NOT NULL
-RETURN g {.*} AS grant
-ORDER BY g.subject, g.role
-"""
+_ROLES_OF = "access_roles_of"  # cypher/tenants/access_roles_of.cypher
+_GRANT = "access_grant"  # cypher/tenants/access_grant.cypher
+_REVOKE = "access_revoke"  # cypher/tenants/access_revoke.cypher
+_LIST = "access_list"  # cypher/tenants/access_list.cypher
 
 
 class Grant(CamelModel):
@@ -55,7 +41,7 @@ class GrantList(BaseModel):
 
 def roles_of(graph: Graph, *, tenant_id: str, subject: str) -> frozenset[str]:
     def tx_fn(tx: Tx) -> list[str]:
-        record = tx.run(_ROLES_OF, tenantId=tenant_id, subject=subject).single()
+        record = tx.run(statement(_ROLES_OF), tenantId=tenant_id, subject=subject).single()
         return [] if record is None else list(record["roles"])
 
     return frozenset(graph.read(tx_fn))
@@ -68,7 +54,7 @@ def grant_role(
 
     def tx_fn(tx: Tx) -> dict[str, Any]:
         params: dict[str, Any] = {"tenantId": tenant_id, "subject": subject, "role": role}
-        record = tx.run(_GRANT, now=format_ts(now), actor=audit.actor, **params).single()
+        record = tx.run(statement(_GRANT), now=format_ts(now), actor=audit.actor, **params).single()
         assert record is not None
         record_audit(tx, audit, target_type="grant", target_id=f"{tenant_id}/{subject}", detail=params)
         return cast(dict[str, Any], record["grant"])
@@ -81,7 +67,7 @@ def revoke_role(graph: Graph, *, tenant_id: str, subject: str, role: str, audit:
 
     def tx_fn(tx: Tx) -> None:
         params: dict[str, Any] = {"tenantId": tenant_id, "subject": subject, "role": role}
-        record = tx.run(_REVOKE, **params).single()
+        record = tx.run(statement(_REVOKE), **params).single()
         if record is None or not record["removed"]:
             raise NotFound(f"'{subject}' holds no {role} grant in tenant '{tenant_id}'")
         record_audit(tx, audit, target_type="grant", target_id=f"{tenant_id}/{subject}", detail=params)
@@ -91,6 +77,6 @@ def revoke_role(graph: Graph, *, tenant_id: str, subject: str, role: str, audit:
 
 def list_grants(graph: Graph, *, tenant_id: str) -> GrantList:
     def tx_fn(tx: Tx) -> list[dict[str, Any]]:
-        return [dict(row["grant"]) for row in tx.run(_LIST, tenantId=tenant_id)]
+        return [dict(row["grant"]) for row in tx.run(statement(_LIST), tenantId=tenant_id)]
 
     return GrantList(records=[Grant.model_validate(row) for row in graph.read(tx_fn)])

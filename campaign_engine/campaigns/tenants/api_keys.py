@@ -1,4 +1,4 @@
-"""API keys (issue 21): machine credentials for one tenant and one role, revocable without touching the
+"""API keys: machine credentials for one tenant and one role, revocable without touching the
 identity provider.
 
 A key reads ``cek_<id>_<secret>``: the fixed prefix lets secret scanners find a leaked one, the id finds
@@ -22,6 +22,7 @@ from campaign_engine.domain.camel import CamelModel
 from campaign_engine.domain.errors import BadRequest, NotFound, Unauthorized
 from campaign_engine.domain.types import format_ts, parse_ts
 from campaign_engine.graph.audit import AuditContext, record_audit
+from campaign_engine.graph.cypher import statement
 from campaign_engine.graph.graph import Graph, Tx
 
 __all__ = [
@@ -41,21 +42,10 @@ __all__ = [
 KEY_PREFIX = "cek_"
 _LAST_USE_EVERY = timedelta(minutes=1)
 
-_CREATE = """
-CREATE (k:ApiKey {id: $id, tenantId: $tenantId, name: $name, role: $role, hash: $hash,
-                  createdAt: $now, createdBy: $actor, expiresAt: $expiresAt})
-RETURN k {.*} AS key
-"""
+_CREATE = "api_key_create"  # cypher/tenants/api_key_create.cypher
 _FIND = "MATCH (k:ApiKey {id: $id}) RETURN k {.*} AS key"
-_TOUCH = """
-MATCH (k:ApiKey {id: $id}) WHERE k.lastUsedAt IS NULL OR k.lastUsedAt < $staleBefore
-SET k.lastUsedAt = $now
-"""
-_REVOKE = """
-MATCH (k:ApiKey {id: $id}) WHERE $tenantId IS NULL OR k.tenantId = $tenantId
-SET k.revokedAt = coalesce(k.revokedAt, $now)
-RETURN k {.*} AS key
-"""
+_TOUCH = "api_key_touch"  # cypher/tenants/api_key_touch.cypher
+_REVOKE = "api_key_revoke"  # cypher/tenants/api_key_revoke.cypher
 _LIST = "MATCH (k:ApiKey {tenantId: $tenantId}) RETURN k {.*} AS key ORDER BY k.createdAt, k.id"
 
 
@@ -123,7 +113,7 @@ def create_key(
     def tx_fn(tx: Tx) -> None:
         expires = None if expires_at is None else format_ts(expires_at)
         tx.run(
-            _CREATE, id=key_id, tenantId=tenant_id, name=name, role=role, hash=_hash(secret),
+            statement(_CREATE), id=key_id, tenantId=tenant_id, name=name, role=role, hash=_hash(secret),
             now=format_ts(now), actor=audit.actor, expiresAt=expires,
         ).consume()  # fmt: skip
         record_audit(tx, audit, target_type="apiKey", target_id=key_id, detail={"name": name, "role": role})
@@ -148,7 +138,7 @@ def verify_key(graph: Graph, token: str, *, now: datetime) -> KeyHolder:
     if last is None or parse_ts(last) < now - _LAST_USE_EVERY:
         graph.write_idempotent(
             lambda tx: tx.run(
-                _TOUCH, id=key_id, now=format_ts(now), staleBefore=format_ts(now - _LAST_USE_EVERY)
+                statement(_TOUCH), id=key_id, now=format_ts(now), staleBefore=format_ts(now - _LAST_USE_EVERY)
             ).consume()
         )
     return KeyHolder(key_id=key_id, tenant_id=node["tenantId"], role=node["role"])
@@ -168,7 +158,7 @@ def revoke_key(graph: Graph, *, key_id: str, now: datetime, audit: AuditContext)
     """Revoked from this commit on, in every process; revoking twice keeps the first instant."""
 
     def tx_fn(tx: Tx) -> dict[str, Any]:
-        record = tx.run(_REVOKE, id=key_id, tenantId=audit.tenant_id, now=format_ts(now)).single()
+        record = tx.run(statement(_REVOKE), id=key_id, tenantId=audit.tenant_id, now=format_ts(now)).single()
         if record is None:
             raise NotFound(f"api key '{key_id}' not found")
         record_audit(tx, audit, target_type="apiKey", target_id=key_id, detail={"revoked": True})

@@ -10,16 +10,13 @@ from typing import Any
 
 from campaign_engine.domain.errors import NotFound
 from campaign_engine.domain.tenancy import namespaced_id
+from campaign_engine.graph.cypher import statement
 from campaign_engine.graph.graph import Graph, Tx
 
 __all__ = ["campaign_id_ever", "campaign_in_tenant", "dispatch_in_tenant"]
 
 _CAMPAIGN = "MATCH (c:Campaign {tenantId: $tenantId, ref: $ref}) RETURN c.id AS id"
-_DISPATCH = """
-MATCH (d:Dispatch {id: $dispatchId})-[:DISPATCH_OF]->(c:Campaign)
-WHERE c.tenantId = $tenantId
-RETURN d.id AS id
-"""
+_DISPATCH = "tenancy_dispatch"  # cypher/tenants/tenancy_dispatch.cypher
 
 
 def campaign_in_tenant(graph: Graph, *, tenant_id: str, ref: str) -> str:
@@ -37,12 +34,7 @@ def campaign_in_tenant(graph: Graph, *, tenant_id: str, ref: str) -> str:
 
 # A deleted campaign's trail stays readable by its ref: its storage id is the live campaign's, else the
 # plain ref unless another tenant holds or held that id (then it was namespaced, domain/tenancy.py).
-_EVER = """
-OPTIONAL MATCH (live:Campaign {tenantId: $tenantId, ref: $ref})
-OPTIONAL MATCH (other:Campaign {id: $ref}) WHERE other.tenantId <> $tenantId
-OPTIONAL MATCH (retired:RetiredCampaignId {id: $ref}) WHERE retired.tenantId <> $tenantId
-RETURN coalesce(live.id, CASE WHEN other IS NULL AND retired IS NULL THEN $ref ELSE $namespaced END) AS id
-"""
+_EVER = "tenancy_ever"  # cypher/tenants/tenancy_ever.cypher
 
 
 def campaign_id_ever(graph: Graph, *, tenant_id: str, ref: str) -> str:
@@ -54,7 +46,7 @@ def campaign_id_ever(graph: Graph, *, tenant_id: str, ref: str) -> str:
             "ref": ref,
             "namespaced": namespaced_id(tenant_id, ref),
         }
-        record = tx.run(_EVER, **params).single()
+        record = tx.run(statement(_EVER), **params).single()
         assert record is not None
         return str(record["id"])
 
@@ -65,7 +57,7 @@ def dispatch_in_tenant(graph: Graph, *, tenant_id: str, dispatch_id: str) -> Non
     """NOT_FOUND unless the dispatch belongs to one of the tenant's campaigns."""
 
     def tx_fn(tx: Tx) -> bool:
-        return tx.run(_DISPATCH, tenantId=tenant_id, dispatchId=dispatch_id).single() is not None
+        return tx.run(statement(_DISPATCH), tenantId=tenant_id, dispatchId=dispatch_id).single() is not None
 
     if not graph.read(tx_fn):
         raise NotFound(f"dispatch '{dispatch_id}' not found")

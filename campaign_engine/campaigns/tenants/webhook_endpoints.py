@@ -1,4 +1,4 @@
-"""Event-webhook endpoints (issue 25): a tenant's subscriptions to its own events, managed by its admins.
+"""Event-webhook endpoints: a tenant's subscriptions to its own events, managed by its admins.
 
 An endpoint is a URL (checked against the egress rules by the API before it gets here), the event types
 it takes (``*`` for all) and its own ``whsec_`` secret, answered once at creation and on rotation and
@@ -21,7 +21,7 @@ from campaign_engine.domain.errors import BadRequest, NotFound
 from campaign_engine.domain.types import format_ts
 from campaign_engine.domain.webhook_keys import KeyRing, RingUnreadable, SecretBox, generate_secret
 from campaign_engine.graph.audit import AuditContext, record_audit
-from campaign_engine.graph.cypher import query
+from campaign_engine.graph.cypher import statement
 from campaign_engine.graph.graph import Graph, Tx
 from campaign_engine.graph.webhook_outbox import subscribers_for
 
@@ -86,27 +86,18 @@ class DeliveryPage(CamelModel):
     cursor: str | None = Field(description="pass back for the next (older) page; null at the end")
 
 
-_CREATE = """
-CREATE (e:WebhookEndpoint {id: $id, tenantId: $tenantId, url: $url, events: $events,
-        description: $description, keys: $keys, enabled: true, createdAt: $now, updatedAt: $now,
-        failures: 0})
-"""
+_CREATE = "webhook_endpoint_create"  # cypher/tenants/webhook_endpoint_create.cypher
 _GET = "MATCH (e:WebhookEndpoint {id: $id}) RETURN e {.*} AS e"
 _LOCK = "MATCH (e:WebhookEndpoint {id: $id}) SET e.lock = coalesce(e.lock, 0) + 1 RETURN e {.*} AS e"
 _SET = "MATCH (e:WebhookEndpoint {id: $id}) SET e += $props RETURN e {.*} AS e"
-_DELETE = """
-MATCH (e:WebhookEndpoint {id: $id})
-DETACH DELETE e
-"""
+_DELETE = "webhook_endpoint_delete"  # cypher/tenants/webhook_endpoint_delete.cypher
 # Bounded per transaction: an endpoint deleted after a long outage may leave many queued batches.
-_DELETE_MESSAGES = """
-MATCH (b:WebhookBatch) WHERE b.endpointId = $id AND b.orderKey > ''
-WITH b LIMIT 1000 DETACH DELETE b RETURN count(*) AS n
-"""
-_DELETE_ATTEMPTS = """
-MATCH (a:WebhookAttempt) WHERE a.endpointId = $id AND a.orderKey > ''
-WITH a LIMIT 5000 DETACH DELETE a RETURN count(*) AS n
-"""
+_DELETE_MESSAGES = (
+    "webhook_endpoint_delete_messages"  # cypher/tenants/webhook_endpoint_delete_messages.cypher
+)
+_DELETE_ATTEMPTS = (
+    "webhook_endpoint_delete_attempts"  # cypher/tenants/webhook_endpoint_delete_attempts.cypher
+)
 
 
 def _public(node: dict[str, Any], pending: int = 0) -> EndpointPublic:
@@ -138,8 +129,8 @@ def create_endpoint(
 
     def tx_fn(tx: Tx) -> None:
         tx.run(
-            _CREATE, id=endpoint_id, tenantId=tenant_id, url=url, events=events, description=description,
-            keys=sealer.seal(KeyRing(secret)), now=format_ts(now),
+            statement(_CREATE), id=endpoint_id, tenantId=tenant_id, url=url, events=events,
+            description=description, keys=sealer.seal(KeyRing(secret)), now=format_ts(now),
         ).consume()  # fmt: skip
         detail = {"events": events}
         record_audit(tx, audit, target_type="webhookEndpoint", target_id=endpoint_id, detail=detail)
@@ -156,7 +147,7 @@ def endpoint_tenant(graph: Graph, endpoint_id: str) -> str | None:
 
 def list_endpoints(graph: Graph, *, tenant_id: str) -> EndpointList:
     rows = graph.read(
-        lambda tx: [r.data() for r in tx.run(query("webhook_endpoint_list"), tenantId=tenant_id)]
+        lambda tx: [r.data() for r in tx.run(statement("webhook_endpoint_list"), tenantId=tenant_id)]
     )
     return EndpointList(records=[_public(dict(r["endpoint"]), int(r["pending"])) for r in rows])
 
@@ -195,15 +186,18 @@ def delete_endpoint(graph: Graph, *, endpoint_id: str, audit: AuditContext) -> N
     def tx_fn(tx: Tx) -> None:
         if tx.run(_LOCK, id=endpoint_id).single() is None:
             raise NotFound(f"webhook endpoint '{endpoint_id}' not found")
-        tx.run(_DELETE, id=endpoint_id).consume()
+        tx.run(statement(_DELETE), id=endpoint_id).consume()
         record_audit(
             tx, audit, target_type="webhookEndpoint", target_id=endpoint_id, detail={"deleted": True}
         )
 
     graph.write(tx_fn)
     subscribers_for(graph).invalidate()
-    for statement in (_DELETE_MESSAGES, _DELETE_ATTEMPTS):  # its queue and history, in bounded steps
-        while graph.write(_delete_some, statement=statement, endpoint_id=endpoint_id):
+    for text in (
+        statement(_DELETE_MESSAGES),
+        statement(_DELETE_ATTEMPTS),
+    ):  # its queue and history, in bounded steps
+        while graph.write(_delete_some, statement=text, endpoint_id=endpoint_id):
             pass
 
 
@@ -248,7 +242,9 @@ def list_attempts(graph: Graph, *, endpoint_id: str, cursor: str | None, limit: 
 
     def read(tx: Tx) -> list[tuple[str, int, dict[str, Any]]]:
         found: list[tuple[str, int, dict[str, Any]]] = []
-        rounds = tx.run(query("webhook_attempt_list"), endpointId=endpoint_id, before=key, limit=limit + 2)
+        rounds = tx.run(
+            statement("webhook_attempt_list"), endpointId=endpoint_id, before=key, limit=limit + 2
+        )
         for r in rounds:
             indexes = range(len(r["eventIds"]) - 1, -1, -1)
             for i in (j for j in indexes if r["orderKey"] != key or j < start):
@@ -294,7 +290,7 @@ def replay_endpoint(graph: Graph, *, endpoint_id: str, since: datetime, audit: A
 
 def _replay_step(tx: Tx, *, endpoint_id: str, since: str, after: str) -> tuple[int, int, str]:
     row = tx.run(
-        query("webhook_replay"), endpointId=endpoint_id, since=since, after=after, limit=_REPLAY_BATCH
+        statement("webhook_replay"), endpointId=endpoint_id, since=since, after=after, limit=_REPLAY_BATCH
     ).single(strict=True)
     return int(row["n"]), int(row["events"] or 0), str(row["last"] or "")
 

@@ -6,7 +6,8 @@ that differ between recipients; ``compose_email`` fills them
 with the recipient's signed links and sets the RFC 8058 headers. A new per-recipient value is one more
 slot and its fill here; the adapters assemble any number. Resolving the CTA origin and branding here,
 before any claim, means a misconfigured tenant fails a dispatch without burning anyone's single email
-attempt.
+attempt. One module past 350 lines on purpose: headers, bodies, links and footer of one message are
+built in one pass, and the slots they share would otherwise cross module lines.
 """
 
 from __future__ import annotations
@@ -70,7 +71,7 @@ _WEB_VIEW_SLOT = "https://view.invalid/slot-7f3c9a1e"
 _CLICK_SLOT = "https://click.invalid/slot-7f3c9a1e"
 SLOTS = (_UNSUBSCRIBE_SLOT, _WEB_VIEW_SLOT, _CLICK_SLOT)
 """Rendered in place of each per-recipient link, then replaced per recipient (URL-safe: escaping is a
-no-op), in this order in ``OutgoingEmail.fills``. The click slot (issue 26 item 4) is the tracked CTA:
+no-op), in this order in ``OutgoingEmail.fills``. The click slot is the tracked CTA:
 a content whose tenant turned click tracking off renders its CTA's URL itself and uses the first two."""
 
 
@@ -89,12 +90,12 @@ class EmailContent:
     campaign_id: str
     sender: str | None = None  # the tenant's emailFrom; None = the provider's EMAIL_FROM
     locale: str = "en"
-    """The language of ``copy`` (issue 24): the root's ``lang``, and ``dir`` with it."""
+    """The language of ``copy``: the root's ``lang``, and ``dir`` with it."""
     list_name: str = ""
     """The campaign's name, for ``List-ID`` (RFC 2919): mailbox providers group and filter list mail by it."""
     tenant_id: str = "default"
     variant_id: str | None = None
-    """The A/B content variant of ``copy`` (issue 26; ``domain/ab_variants.py``), None without variants."""
+    """The A/B content variant of ``copy`` (``domain/ab_variants.py``), None without variants."""
     campaign_created_at: str = ""
     """The campaign's incarnation, which a click token names (a recreated campaign's clicks are not its)."""
     click_tracking: bool = False
@@ -159,7 +160,7 @@ def email_content_for(
     if campaign.email is None:
         raise EmailConfigError("the campaign has no email content")
     own = _guardian_emails(campaign) if guardian else {}
-    if own:  # a routed guardian reads the guardian copy (issue 27 item 3)
+    if own:  # a routed guardian reads the guardian copy
         served = served_locale(list(own), locale)
         return _content(campaign, own[served], served, None, origins=origins, tenants=tenants,
                         default_tenant=default_tenant)  # fmt: skip
@@ -213,7 +214,7 @@ class EmailVariants:
     by_language: Mapping[tuple[str, str | None], EmailContent]
     guardian_languages: tuple[str, ...] = ()
     guardian: Mapping[str, EmailContent] = field(default_factory=dict)
-    """Issue 27 item 3: the guardian copy's email by language (empty: guardians read the campaign's)."""
+    """The guardian copy's email by language (empty: guardians read the campaign's)."""
 
     def variant_of(self, profile_id: str) -> str | None:
         return self.assignment.variant_of(campaign_id=self.campaign_id, profile_id=profile_id)
@@ -231,7 +232,7 @@ class EmailVariants:
         guardian who reads the guardian copy)."""
         if not self.assignment.bounds or not page.claimed:
             return page
-        # Served under the test wave as the claim read it (issue 26): only test members are claimed
+        # Served under the test wave as the claim read it: only test members are claimed
         # while it is undecided, and everyone else only after, with the winner.
         served = Assignment(self.assignment.bounds, TestWave.of(page.ab_test))
         claimed = [
@@ -290,7 +291,7 @@ def _guardian_emails(campaign: CampaignPublic) -> dict[str, EmailCopy]:
 
 def sender_for(tenants: Mapping[str, Any], tenant_id: str | None, default_tenant: str) -> str | None:
     """The tenant entry's ``emailFrom`` (a tenant record's), else the default tenant's, else None (the
-    provider's EMAIL_FROM); with the layout's ``senderName`` (issue 24 item 6) as its display name, on
+    provider's EMAIL_FROM); with the layout's ``senderName`` as its display name, on
     that address or, without one, on ``platformFrom`` (EMAIL_FROM, as the directory passes it)."""
     address: str | None = None
     for candidate in (tenant_id or default_tenant, default_tenant):

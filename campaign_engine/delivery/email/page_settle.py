@@ -54,7 +54,7 @@ class PageSettler:
         self._max_deferrals = max_deferrals
 
     def retry_in(self, results: Sequence[SendResult]) -> int | None:
-        """The longest Retry-After among throttled results (issue 13), else the back-off."""
+        """The longest Retry-After among throttled results, else the back-off."""
         throttled = [r for r in results if r.outcome == "throttled"]
         if not throttled:
             return None

@@ -4,13 +4,14 @@ is a transaction function: it touches only the graph and is safe to re-run.
 
 docs/architecture.md "Email is at most one attempt": the claim commits before the send, so a crash
 after it can only lose an email, never duplicate one; the record matches this attempt's claim id, never
-someone else's.
+someone else's. One module past 350 lines on purpose: the claim and the record read and write the
+same claim fields under the same lock order, and they are reviewed as one protocol.
 """
 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from functools import cache
@@ -18,7 +19,7 @@ from typing import Any
 
 from campaign_engine.delivery.dispatch_cursor import defer, gate, guard_reason
 from campaign_engine.delivery.email.provider import SendResult
-from campaign_engine.delivery.frequency_cap import count_capped, email_page_query
+from campaign_engine.delivery.frequency_cap import count_capped, email_cap_slot, email_page_query
 from campaign_engine.delivery.health_guard import HealthGuard
 from campaign_engine.delivery.readiness import PageTally, PassStep, advance_pass, readiness_params, tally_page
 from campaign_engine.delivery.test_wave_page import WaveFilter, chosen_claim_query, page_ids_query
@@ -27,33 +28,23 @@ from campaign_engine.domain.dispatch_health import Breach
 from campaign_engine.domain.frequency_cap import CapChannel, ChannelCap, cap_params, caps_channel
 from campaign_engine.domain.types import format_ts
 from campaign_engine.domain.webhook_events import Event, EventType
-from campaign_engine.graph.cypher import query
+from campaign_engine.graph.cypher import fragment, statement
 from campaign_engine.graph.graph import Graph, Tx
-from campaign_engine.graph.rules.policy import fill_policy, policy_params, policy_query
-from campaign_engine.graph.rules.routing import GUARDIAN_CLAIM_HEAD, routed_query
+from campaign_engine.graph.rules.policy import policy_params
+from campaign_engine.graph.rules.routing import routed_query
 from campaign_engine.graph.rules.segment import CompiledSegment, SegmentCache
 from campaign_engine.graph.webhook_outbox import record_events, subscribers_for
 
 __all__ = ["Claimed", "ClaimedPage", "PageTransactions", "counters"]
 
 # replan=skip: three unique-key seeks, run by every claim (as dispatch_cursor's per-page statements).
-_GUARD = """
-CYPHER replan=skip
-OPTIONAL MATCH (d:Dispatch {id: $dispatchId})
-OPTIONAL MATCH (c:Campaign {id: $campaignId})
-OPTIONAL MATCH (x:EmailCooldown {provider: $provider})
-RETURN d {.*} AS dispatch, c {.*} AS campaign, x.until AS cooldownUntil
-"""
+_GUARD = "email_page_guard"  # cypher/delivery/email/email_page_guard.cypher
 
 # The final outcomes an event webhook hears of (throttled ones are given back, uncertain ones unknown).
 _EVENT_OF: dict[str, EventType] = {"accepted": "recipient.emailed", "rejected": "recipient.email_rejected"}
 
 # The longest wait wins: a shorter Retry-After heard later never shortens the provider's cooldown.
-_COOLDOWN = """
-MERGE (x:EmailCooldown {provider: $provider})
-SET x.until = CASE WHEN x.until IS NULL OR x.until < $until THEN $until ELSE x.until END,
-    x.lastReason = $reason, x.updatedAt = $now
-"""
+_COOLDOWN = "email_cooldown"  # cypher/delivery/email/email_cooldown.cypher
 
 
 @dataclass(frozen=True)
@@ -64,12 +55,12 @@ class Claimed:
     state_id: str
     """The elementId of the CAMPAIGN_STATE this claim wrote: where the outcome record finds it again."""
     locale: str | None = None
-    """The profile's locale: which language variant of the email this recipient gets (issue 24)."""
+    """The profile's locale: which language variant of the email this recipient gets."""
     variant_id: str | None = None
-    """The A/B content variant this recipient gets (issue 26), set by the walk after the claim
+    """The A/B content variant this recipient gets, set by the walk after the claim
     (``EmailVariants.assigned``); recorded on the CAMPAIGN_STATE with the outcome."""
     routed_from: tuple[str, ...] | None = None
-    """Issue 27 item 3: a guardian claimed for these members of the page (the age policy excludes them),
+    """A guardian claimed for these members of the page (the age policy excludes them),
     who reads the guardian copy; None for a member."""
 
 
@@ -87,16 +78,16 @@ class ClaimedPage:
     stop: str | None = None
     cooldown_until: str | None = None
     tally: PageTally = field(default_factory=PageTally)
-    """Members read but not yet ready (issue 12): neither claimed nor sent; a later pass takes them."""
+    """Members read but not yet ready: neither claimed nor sent; a later pass takes them."""
     tenant_id: str | None = None
     campaign_ref: str | None = None
     """The campaign's tenant and the id it knows it by: what the page's event-webhook events name."""
     pause: Breach | None = None
-    """The health guard's verdict before this page (issue 26): nothing claimed, the walk pauses."""
+    """The health guard's verdict before this page: nothing claimed, the walk pauses."""
     campaign: Mapping[str, Any] | None = None
     """The campaign node, with ``pause`` only: the pause's audit entry names it."""
     ab_test: str | None = None
-    """The campaign's test wave as this claim read it (issue 26): which variant each claim is served."""
+    """The campaign's test wave as this claim read it: which variant each claim is served."""
     hold_until: str | None = None
     """An undecided test wave's decision time: the end of this pass waits for it (``test_wave_page``)."""
 
@@ -123,8 +114,8 @@ class PageTransactions:
         self._max_deferrals = max_deferrals
         # The tenants' caps (a live view of the tenant records in production), applied inside the claim.
         self._caps = frequency_caps
-        self._record_query = policy_query("email_record")
-        self._segments = SegmentCache()  # a live segment compiles once per walk (issue 27)
+        self._record_query = statement("email_record")
+        self._segments = SegmentCache()  # a live segment compiles once per walk
 
     def claim(
         self,
@@ -144,7 +135,7 @@ class PageTransactions:
         Dispatch still shows that cursor, which is then this walk's too."""
         stamp = format_ts(now)
         record = tx.run(
-            _GUARD, dispatchId=job.dispatch_id, campaignId=job.campaign_id, provider=self._provider
+            statement(_GUARD), dispatchId=job.dispatch_id, campaignId=job.campaign_id, provider=self._provider
         ).single()
         assert record is not None
         dispatch = None if record["dispatch"] is None else dict(record["dispatch"])
@@ -180,7 +171,7 @@ class PageTransactions:
             **(segment.params(now) if segment else {}),
         }  # fmt: skip
         wave = WaveFilter.of(campaign)
-        # Issue 27 item 3: a campaign routing minors to guardians first reads the page's guardians and
+        # A campaign routing minors to guardians first reads the page's guardians and
         # locks members and guardians together in profileId order; any other claims as it always did.
         # (An experiment is refused on such a campaign: campaigns/sending/test_wave.py.)
         routed = _route(tx, segment, params) if campaign.get("minors") == "guardians" and wave is None else {}
@@ -206,7 +197,7 @@ class PageTransactions:
                          for c in _with_unsubscribe_ids(tx, extra["claimed"])]  # fmt: skip
             if guardians:
                 marks = [{"profileId": c.profile_id, "campaignId": job.campaign_id} for c in guardians]
-                tx.run(query("guardian_mark"), marks=marks, channel="email").consume()
+                tx.run(statement("guardian_mark"), marks=marks, channel="email").consume()
             claimed = sorted(claimed + guardians, key=lambda c: c.profile_id)
             tally = tally.plus(deferred=int(extra["deferred"]), missed=int(extra["missed"]),
                                ready_at=extra["readyAt"])  # fmt: skip
@@ -306,7 +297,9 @@ class PageTransactions:
     ) -> Any:
         late = self.record(tx, page, results, now=now)
         tally_page(tx, page.job, page.tally, now=now)  # re-read members count again: more passes, never fewer
-        tx.run(_COOLDOWN, provider=self._provider, until=retry_at, reason=reason, now=now).consume()
+        tx.run(
+            statement(_COOLDOWN), provider=self._provider, until=retry_at, reason=reason, now=now
+        ).consume()
         return defer(
             tx,
             page.job,
@@ -324,7 +317,7 @@ class PageTransactions:
 def _route(tx: Tx, segment: CompiledSegment | None, params: Mapping[str, Any]) -> dict[str, tuple[str, ...]]:
     """The guardians this page routes for email (guardian id -> the page's members routed to them), with
     every profile lock of the page taken, members and guardians in ascending order
-    (``cypher/guardian_lock.cypher``); empty for an empty page."""
+    (``cypher/delivery/email/guardian_lock.cypher``); empty for an empty page."""
     row = tx.run(routed_query("guardian_lock", segment), **params).single()
     if row is None:
         return {}
@@ -333,12 +326,19 @@ def _route(tx: Tx, segment: CompiledSegment | None, params: Mapping[str, Any]) -
 
 @cache
 def _guardian_claim_query(capped: bool) -> str:
-    """The email claim (``cypher/email_page.cypher``, every rule as for members) over a page's routed
-    guardians instead of its members (``graph/rules/routing.py:GUARDIAN_CLAIM_HEAD``)."""
-    text = fill_policy(
-        query("email_page").replace("{{AUDIENCE_PAGE}}", GUARDIAN_CLAIM_HEAD), name="email_page"
+    """The email claim (``email_page.cypher``, every rule as for members) over a page's routed guardians
+    instead of its members: its head (``fragments/guardian_claim_head.cypher``) reads each guardian the
+    routing named by its key, still linked with consent granted to a child it was routed for (read
+    under the lock the routing statement took)."""
+    return statement(
+        "email_page", AUDIENCE_PAGE=fragment("guardian_claim_head"), EMAIL_CAP=email_cap_slot(capped)
     )
-    return text.replace("{{EMAIL_CAP}}", query("email_cap") if capped else "")
+
+
+def statement_variants(samples: Sequence[CompiledSegment | None]) -> Iterator[tuple[str, str]]:
+    """Every statement this module fills (tests EXPLAIN them all)."""
+    for capped in (False, True):
+        yield "email_page", _guardian_claim_query(capped)
 
 
 def _with_unsubscribe_ids(tx: Tx, rows: Sequence[Sequence[Any]]) -> list[Claimed]:
@@ -348,7 +348,7 @@ def _with_unsubscribe_ids(tx: Tx, rows: Sequence[Sequence[Any]]) -> list[Claimed
     missing = [str(pid) for pid, _, uid, _, _ in rows if uid is None]
     allocated: dict[str, str] = {}
     if missing:
-        result = tx.run(query("email_unsubscribe_ids"), profileIds=missing)
+        result = tx.run(statement("email_unsubscribe_ids"), profileIds=missing)
         allocated = {str(r["profileId"]): str(r["unsubscribeId"]) for r in result}
     return [
         Claimed(str(pid), str(address), str(uid or allocated[str(pid)]), str(state), locale)

@@ -9,11 +9,11 @@ is not failure"):
 2. Resolve the tenant's CTA origin and branding. A misconfigured tenant fails the dispatch here,
    *before* any claim, so no claim is burnt on a message that cannot be built.
 3. ONE transaction (``page_tx.py``, as step 5): the guard again, the provider's cooldown (open: defer
-   the page to its end without claiming), then ``cypher/email_page.cypher`` reads the members after the
-   cursor from the membership index, locks their profiles (ascending), rechecks every recipient rule,
-   sets ``emailClaimedAt`` (and ``campaignUnsubscribeId`` for a profile that still has none: profiles
-   normally get it at creation). It commits before any provider I/O, so a crash after it can only lose
-   an email, never duplicate one (the sweeper counts such claims ``uncertain``).
+   the page to its end without claiming), then ``cypher/delivery/email/email_page.cypher`` reads the
+   members after the cursor from the membership index, locks their profiles (ascending), rechecks every
+   recipient rule, sets ``emailClaimedAt`` (and ``campaignUnsubscribeId`` for a profile that still has
+   none: profiles normally get it at creation). It commits before any provider I/O, so a crash after it
+   can only lose an email, never duplicate one (the sweeper counts such claims ``uncertain``).
 4. Render and send the claimed messages in one provider batch, through ``send_each``: one outcome per
    message whatever the adapter does; an exception is never read as "nothing went out".
 5. ONE transaction (``page_settle.py``): record each outcome against this attempt's claim
@@ -291,7 +291,7 @@ class EmailWorker:
         self, claimed: Sequence[Claimed], content: EmailVariants, job: PageJob
     ) -> list[SendResult]:
         metadata = {"campaignId": job.campaign_id, "dispatchId": job.dispatch_id}
-        routed = {**metadata, "audience": "guardian"}  # issue 27 item 3: a guardian's email says so
+        routed = {**metadata, "audience": "guardian"}  # A guardian's email says so
         messages = [
             compose_email(
                 content.for_reader(c.locale, c.variant_id, guardian=c.routed_from is not None),

@@ -188,7 +188,7 @@ class PostmarkProvider:
 
     def _send_chunk(self, chunk: Sequence[OutgoingEmail]) -> tuple[list[SendResult], bool]:
         """The chunk's results, and whether the request failed as a whole (later chunks must wait)."""
-        # A page's bodies escaped once, each message's links spliced in (postmark_body.py, issue 23).
+        # A page's bodies escaped once, each message's links spliced in (postmark_body.py).
         request_body = PageBody(sender=self._sender, stream=self._stream).encode(chunk)
         try:
             response = self._client.post("/email/batch", content=request_body, headers=_JSON_BODY)
@@ -245,7 +245,7 @@ def _classify_one(key: str, item: Any, retry_after: float | None) -> SendResult:
 
 
 def _longest_wait(results: list[SendResult]) -> list[SendResult]:
-    """Every throttled result carries the longest Retry-After the batch heard (issue 13)."""
+    """Every throttled result carries the longest Retry-After the batch heard."""
     hints = [r.retry_after_seconds for r in results if r.retry_after_seconds is not None]
     if not hints:
         return results

@@ -1,4 +1,4 @@
-"""A Postmark batch body assembled once per page (issue 23 item 2).
+"""A Postmark batch body assembled once per page.
 
 A page's messages share one rendering (``compose.py``: the body with slots where each recipient's
 links go), so their bodies are JSON-escaped once, around the slots, and each message's JSON is

@@ -22,7 +22,7 @@ wrong with one recipient's message (an address the relay cannot take, an encodin
 message's outcome, and the rest of the batch proceeds. The worker never infers "nothing went out" from an
 exception: it calls the port through ``send_each``, which turns an escaped exception, or a result missing
 for a message, into ``uncertain`` (claim kept) for every message without a result, so no failure can
-release the claim of a message the provider may already have accepted (issue 13: a relay's 250 followed
+release the claim of a message the provider may already have accepted (a relay's 250 followed
 by a ``UnicodeEncodeError`` used to release the whole page and send it again every back-off).
 """
 
@@ -76,7 +76,7 @@ class Cut:
     @cached_property
     def _frame(self) -> tuple[list[str], list[tuple[int, int]]]:
         """The pieces with a gap after each but the last, and (gap index, slot) per gap: a message is a
-        copy of the list with its fills in the gaps, joined in one C call (issue 23's budget is
+        copy of the list with its fills in the gaps, joined in one C call (the budget is
         microseconds per message; ``str.format`` re-parses the whole body every call)."""
         frame = [self.pieces[0]]
         gaps = []
@@ -97,7 +97,7 @@ class Cut:
 class BodyTemplate:
     """A page's rendering with ``slots`` where each recipient's values go (``compose.py``: the unsubscribe
     link, the web-view link, ...). Shared by the messages of a page so an adapter can assemble them once
-    per page (issue 23); compared by identity. Slot strings must be distinct and none inside another,
+    per page; compared by identity. Slot strings must be distinct and none inside another,
     so every occurrence names one slot."""
 
     text: str

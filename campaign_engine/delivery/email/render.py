@@ -70,7 +70,7 @@ class EmailCopyLike(Protocol):
 
 @dataclass(frozen=True)
 class Branding:
-    """How a tenant's emails look, its layout (issue 24 item 6): a value the renderer takes, built from the
+    """How a tenant's emails look, its layout: a value the renderer takes, built from the
     tenant record. Colours are ``#rgb``/``#rrggbb``; the logo must be https; footer copy and the sender
     name are plain text, escaped like every other copy."""
 

@@ -20,8 +20,9 @@ from campaign_engine.delivery.email.provider import EmailProvider
 from campaign_engine.domain.campaign import CampaignPublic
 from campaign_engine.domain.errors import BadRequest, NotFound, ServiceUnavailable
 from campaign_engine.domain.types import Clock, system_clock
+from campaign_engine.graph.cypher import statement
 from campaign_engine.graph.graph import Graph, Tx
-from campaign_engine.graph.rules.policy import policy_params, policy_query
+from campaign_engine.graph.rules.policy import policy_params
 from campaign_engine.unsubscribe.optout import ensure_unsubscribe_ids
 from campaign_engine.unsubscribe.tokens import UnsubscribeTokens
 
@@ -60,7 +61,7 @@ class EmailSelfTester:
         self._default_tenant = default_tenant
         self._adult_age = adult_age
         self._clock = clock
-        self._query = policy_query("email_test_recipient")
+        self._query = statement("email_test_recipient")
 
     def close(self) -> None:
         """Close the provider (its pooled connections): the tester owns the provider it was built with."""

@@ -14,7 +14,7 @@ SMTP tells us exactly how far a message got, so the outcome follows the stage it
 - When the connection is lost or the server says 421 (closing), the messages not yet started on it
   are ``throttled`` with reason ``not_sent``.
 
-Issue 23: a batch is spread over up to ``SMTP_MAX_CONNECTIONS`` sessions at once (``smtp_pool.py``),
+A batch is spread over up to ``SMTP_MAX_CONNECTIONS`` sessions at once (``smtp_pool.py``),
 each a contiguous run of at least ``_MIN_RUN`` messages (so a small batch keeps one connection), and
 sessions stay open across batches. With PIPELINING a message costs one round trip instead of four
 (``smtp_session.py``). All I/O runs on one private event loop per provider; ``send_batch`` blocks the

@@ -1,4 +1,4 @@
-"""SMTP message bytes: the standard library builds one message per page, the rest are spliced (issue 23).
+"""SMTP message bytes: the standard library builds one message per page, the rest are spliced.
 
 ``build_message`` is the reference: the ``email`` package's MIME tree, policy-driven header folding and
 ``as_bytes``, ~1.4 ms per message, most of what SMTP sending cost. A page's messages differ only in a

@@ -1,4 +1,4 @@
-"""A bounded pool of set-up SMTP sessions, reused across batches (issue 23).
+"""A bounded pool of set-up SMTP sessions, reused across batches.
 
 Opening a session costs several round trips (greeting, EHLO, STARTTLS, EHLO, AUTH), more than a
 pipelined message, so sessions outlive a page. The bound (``SMTP_MAX_CONNECTIONS``) counts every open

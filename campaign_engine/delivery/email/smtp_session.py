@@ -1,6 +1,6 @@
 """One SMTP client connection on asyncio: setup (EHLO, STARTTLS, AUTH) and runs of pipelined messages.
 
-Hand-written rather than aiosmtplib or smtplib (issue 23): neither pipelines (RFC 2920), and bolting
+Hand-written rather than aiosmtplib or smtplib: neither pipelines (RFC 2920), and bolting
 PIPELINING onto smtplib measured slower than lock-step. This module is only the part of the protocol
 the provider needs: a transaction per message of one MAIL, one RCPT and DATA.
 
@@ -9,7 +9,9 @@ RSET after a refusal) go in one write, and the replies come back in order. Witho
 waits for its reply (lock-step). Either way each message is classified by the stage it stopped at, as
 ``smtp.py``'s docstring describes; the one rule pipelining adds is that a message whose text was never
 written cannot have been accepted, so a connection lost while its envelope was in flight is a "not
-now" (``throttled``), and only the message whose text was written and not yet answered is ``uncertain``.
+now" (``throttled``), and only the message whose text was written and not yet answered is
+``uncertain``. One module past 350 lines on purpose: the session's states and their classification
+read as one state machine.
 """
 
 from __future__ import annotations

@@ -1,5 +1,4 @@
-"""``GET /campaigns/view?token=``: the web view of one announcement email as one recipient got it (issue 24
-item 7).
+"""``GET /campaigns/view?token=``: the web view of one announcement email as one recipient got it.
 
 The token (``unsubscribe/tokens.py:WebViewTokens``) names the recipient's durable
 ``campaignUnsubscribeId`` and the campaign; it is the page's only authority. The page is the campaign's
@@ -35,6 +34,7 @@ from campaign_engine.delivery.email.render import EmailConfigError
 from campaign_engine.domain.ab_variants import TestWave, served_variant
 from campaign_engine.domain.campaign import campaign_from_node
 from campaign_engine.domain.errors import ServiceUnavailable
+from campaign_engine.graph.cypher import statement
 from campaign_engine.graph.graph import Graph, Tx
 from campaign_engine.graph.tenant_directory import tenants_of
 from campaign_engine.unsubscribe.i18n import choose_language
@@ -46,13 +46,7 @@ __all__ = ["policy_for", "render_web_view", "web_view_router"]
 log = logging.getLogger(__name__)
 
 # Both lookups are by unique constraint (campaignUnsubscribeId, Campaign.id); either may be missing.
-_READ = """
-OPTIONAL MATCH (p:Profile {campaignUnsubscribeId: $unsubscribeId})
-OPTIONAL MATCH (c:Campaign {id: $campaignId})
-OPTIONAL MATCH (p)-[s:CAMPAIGN_STATE]->(c)
-RETURN p.locale AS locale, p.profileId AS profileId,
-       CASE WHEN c IS NULL THEN null ELSE c {.*} END AS campaign, coalesce(s.emailRouted, false) AS routed
-"""
+_READ = "web_view_read"  # cypher/delivery/email/web_view_read.cypher
 
 
 class _Resources(HTMLParser):
@@ -88,7 +82,7 @@ def policy_for(html: str) -> str:
 def _read(
     tx: Tx, unsubscribe_id: str, campaign_id: str
 ) -> tuple[str | None, str | None, dict[str, Any] | None, bool]:
-    record = tx.run(_READ, unsubscribeId=unsubscribe_id, campaignId=campaign_id).single()
+    record = tx.run(statement(_READ), unsubscribeId=unsubscribe_id, campaignId=campaign_id).single()
     if record is None:
         return None, None, None, False
     campaign = record["campaign"]
@@ -117,7 +111,7 @@ def render_web_view(
             tenants=tenants.branding(),
             default_tenant=settings.campaign_default_tenant_id,
             locale=locale,
-            # The reader's own content variant (issue 26), as their email was; a reader who is gone gets
+            # The reader's own content variant, as their email was; a reader who is gone gets
             # one drawn from the token's id, so the page still says nothing about whether they exist.
             variant_id=served_variant(
                 [{"id": v.id, "weight": v.weight} for v in campaign.variants or ()],
@@ -126,7 +120,7 @@ def render_web_view(
                 profile_id=profile_id or unsubscribe_id,
             )
             or campaign.variant_of(profile_id or unsubscribe_id),  # waiting for a test: no email yet
-            guardian=routed,  # a guardian's email was the guardian copy (issue 27 item 3)
+            guardian=routed,  # a guardian's email was the guardian copy
         )
     except EmailConfigError:
         return None

@@ -13,18 +13,15 @@ import asyncio
 import time
 from collections.abc import Callable
 
+from campaign_engine.graph.cypher import statement
 from campaign_engine.graph.graph import Graph
 
 __all__ = ["GATE_TTL_SECONDS", "SendGate"]
 
 GATE_TTL_SECONDS = 0.2
 
-# replan=skip: a unique-key seek, as in cypher/notify_recheck.cypher.
-_GATE = """
-CYPHER replan=skip
-MATCH (c:Campaign {id: $campaignId})
-RETURN c.createdAt = $createdAt AND c.status = 'live' AND 'notify' IN coalesce(c.channels, []) AS open
-"""
+# replan=skip: a unique-key seek, as in notify_recheck.cypher.
+_GATE = "notify_send_gate"  # cypher/delivery/notify/notify_send_gate.cypher
 
 
 class SendGate:
@@ -65,6 +62,8 @@ class SendGate:
     def _read(self, campaign: tuple[str, str]) -> bool:
         campaign_id, created_at = campaign
         rows = self._graph.read(
-            lambda tx: [r["open"] for r in tx.run(_GATE, campaignId=campaign_id, createdAt=created_at)]
+            lambda tx: [
+                r["open"] for r in tx.run(statement(_GATE), campaignId=campaign_id, createdAt=created_at)
+            ]
         )
         return bool(rows and rows[0])

@@ -1,4 +1,4 @@
-"""Rejected and suppressed deliveries counted once per recipient and Dispatch (``cypher/notify_held.cypher``).
+"""Rejected and suppressed deliveries counted once per recipient and Dispatch (``notify_held.cypher``).
 
 Found by the chaos run (``bench/chaos.py``, seed 4): every copy of a delivery the queue handed out again
 after a pause added one to ``suppressed``, so a stopped Dispatch showed more outcomes than recipients.
@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from campaign_engine.graph.cypher import query
+from campaign_engine.graph.cypher import statement
 from campaign_engine.graph.graph import Tx
 
 __all__ = ["record_held"]
@@ -21,5 +21,5 @@ def record_held(tx: Tx, held: list[dict[str, Any]], *, batch: str) -> list[tuple
     if not unique:
         return []
     ordered = [unique[key] for key in sorted(unique)]  # each pair once, in profile lock order
-    result = tx.run(query("notify_held"), held=ordered, batch=batch)
+    result = tx.run(statement("notify_held"), held=ordered, batch=batch)
     return [(str(r["dispatchId"]), str(r["outcome"]), int(r["firsts"])) for r in result]

@@ -8,18 +8,18 @@ worker's process knows what the receivers answered, so this write is re-run when
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from campaign_engine.delivery.notify.held import record_held
 from campaign_engine.delivery.notify.verdicts import Verdict
 from campaign_engine.domain.dispatch import DeliveryJob
 from campaign_engine.domain.webhook_events import Event
-from campaign_engine.graph.cypher import query
+from campaign_engine.graph.cypher import statement
 from campaign_engine.graph.graph import Graph, Tx
 from campaign_engine.graph.webhook_outbox import record_events, subscribers_for
 
-__all__ = ["record_notified", "write_outcomes"]
+__all__ = ["record_notified", "statement_variants", "write_outcomes"]
 
 # The outcome write is re-run when its commit was cut off (``Graph.write_idempotent``), so a second
 # application must change nothing. ``acknowledged`` adds only first acknowledgements (notify_record), a
@@ -28,16 +28,16 @@ __all__ = ["record_notified", "write_outcomes"]
 # re-run after a commit that did land adds nothing. (A re-run follows its cut-off commit as soon as the
 # graph answers again, with at most the other delivery threads' writes in between.)
 _COUNTED_BATCHES = 64
-_COUNT = f"""
-CYPHER replan=skip
-UNWIND $counts AS k
-MATCH (d:Dispatch {{id: k.dispatchId}})
-WITH d, k WHERE k.batch IS NULL OR NOT k.batch IN coalesce(d.countedBatches, [])
-SET d.acknowledged = d.acknowledged + k.acknowledged, d.rejected = d.rejected + k.rejected,
-    d.suppressed = d.suppressed + k.suppressed,
-    d.countedBatches = CASE WHEN k.batch IS NULL THEN d.countedBatches
-                            ELSE ([k.batch] + coalesce(d.countedBatches, []))[..{_COUNTED_BATCHES}] END
-"""
+
+
+def _count_statement() -> str:
+    """cypher/delivery/notify/dispatch_count_outcomes.cypher, keeping _COUNTED_BATCHES names per Dispatch."""
+    return statement("dispatch_count_outcomes", COUNTED_BATCHES=str(_COUNTED_BATCHES))
+
+
+def statement_variants(samples: Sequence[object]) -> Iterator[tuple[str, str]]:
+    """Every statement this module fills (tests EXPLAIN them all)."""
+    yield "dispatch_count_outcomes", _count_statement()
 
 
 def write_outcomes(
@@ -51,7 +51,7 @@ def write_outcomes(
     graph: Graph,
 ) -> int:
     """Writes the outcomes; returns how many were first acknowledgements (the Dispatch's count).
-    Idempotent (see ``_COUNT``): ``batch`` names this write for every attempt of it."""
+    Idempotent (see ``_count_statement``): ``batch`` names this write for every attempt of it."""
     acks = [
         {
             "profileId": j.profile_id,
@@ -80,8 +80,8 @@ def write_outcomes(
         for j in jobs
         if j.routed_from and verdicts[j.delivery_id] == "positive" and j.campaign_test_id is None
     ]
-    if routed:  # issue 27 item 3: getStats counts the guardians reached (under the locks just taken)
-        tx.run(query("guardian_mark"), marks=routed, channel="notify").consume()
+    if routed:  # GetStats counts the guardians reached (under the locks just taken)
+        tx.run(statement("guardian_mark"), marks=routed, channel="notify").consume()
     held = [
         {"profileId": j.profile_id, "dispatchId": j.dispatch_id,
          "outcome": "suppressed" if verdicts[j.delivery_id] == "suppressed" else "rejected"}
@@ -94,7 +94,7 @@ def write_outcomes(
     for entry in counts.values():
         entry["batch"] = batch if entry["rejected"] or entry["suppressed"] else None
     if counts:
-        tx.run(_COUNT, counts=[counts[k] for k in sorted(counts)]).consume()
+        tx.run(_count_statement(), counts=[counts[k] for k in sorted(counts)]).consume()
     return sum(int(entry["acknowledged"]) for entry in counts.values())
 
 
@@ -112,7 +112,7 @@ def record_notified(
         return {}
     view = subscribers_for(graph) if graph is not None else None
     wanted = view is not None and view.any("recipient.notified", tx)
-    rows = [r.data() for r in tx.run(query("notify_record"), acks=ordered, now=now, events=wanted)]
+    rows = [r.data() for r in tx.run(statement("notify_record"), acks=ordered, now=now, events=wanted)]
     if graph is not None and wanted:
         for row in rows:  # the first acknowledgements, as events, in this same transaction
             events = [

@@ -32,10 +32,12 @@ from campaign_engine.delivery.readiness import PageTally, advance_pass, page_del
 from campaign_engine.delivery.test_wave_page import WaveFilter
 from campaign_engine.domain.dispatch import DeliveryJob, PageJob, delivery_id, job_json
 from campaign_engine.domain.types import Clock, format_ts, parse_ts
+from campaign_engine.graph.cypher import statement
 from campaign_engine.graph.graph import Graph, Tx
-from campaign_engine.graph.rules.policy import policy_params, policy_query
+from campaign_engine.graph.rules.policy import policy_params
 from campaign_engine.graph.rules.routing import routed_query
-from campaign_engine.graph.rules.segment import SegmentCache, segment_query
+from campaign_engine.graph.rules.segment import SegmentCache
+from campaign_engine.graph.rules.segment_statements import segment_query
 from campaign_engine.observability import metrics
 from campaign_engine.queue.port import MAX_DELAY_SECONDS, Queue
 
@@ -71,15 +73,15 @@ class PageWorker:
         guard: HealthGuard | None = None,
     ) -> None:
         self._graph = graph
-        self._guard = guard  # asked before every page: the receivers' rejection rate (issue 26)
+        self._guard = guard  # asked before every page: the receivers' rejection rate
         self._deliveries = delivery_queue
         self._pages = dispatch_queue
         self._clock = clock
         self._page_size = page_size
         self._delay = delay_seconds
         self._adult_age = adult_age
-        self._page_query = policy_query("dispatch_page")
-        self._segments = SegmentCache()  # a live segment compiles once per walk (issue 27)
+        self._page_query = statement("dispatch_page")
+        self._segments = SegmentCache()  # a live segment compiles once per walk
 
     def handle_page(self, job: PageJob) -> PageOutcome:
         """Process one page job. Raises ``QueueError`` when enqueueing fails: the job must be retried."""
@@ -178,8 +180,8 @@ class PageWorker:
         """(members read, the last of them, the ids to send to now, what waits for a later pass, whether
         a live segment drew them, the guardians routed to now with the members routed to them). The
         segment is evaluated again on every page: later waves reach whoever matches by then. A campaign
-        routing minors to guardians (issue 27 item 3) reads the same page's guardians in a second
-        statement (``cypher/guardian_page.cypher``); any other runs the page statement alone."""
+        routing minors to guardians reads the same page's guardians in a second
+        statement (``guardian_page.cypher``); any other runs the page statement alone."""
         segment = self._segments.get(tx, dispatch_id=job.dispatch_id, campaign=campaign)
         params = {
             "campaignId": job.campaign_id,

@@ -91,7 +91,7 @@ class _Recheck(NamedTuple):
     keys: str | None = None
     locale: str | None = None
     ab_test: str | None = None
-    """The campaign's test wave (``abTest``, issue 26): which variant this recipient is served."""
+    """The campaign's test wave (``abTest``): which variant this recipient is served."""
 
 
 class NotificationWorker:
@@ -267,7 +267,7 @@ class NotificationWorker:
         if row.definition not in copies:
             copies[row.definition] = json.loads(row.definition)
         definition = copies[row.definition]
-        # A routed guardian (issue 27 item 3) reads the guardian copy where it has a notification, in
+        # A routed guardian reads the guardian copy where it has a notification, in
         # the language their own locale is served by the one rule; else the campaign's, as anyone.
         source, own = guardian_source(definition, "notification") if job.routed_from else (definition, False)
         locale = served_locale(wire_languages(source, "notification"), row.locale)
@@ -278,7 +278,7 @@ class NotificationWorker:
             ids = {"campaign_id": job.campaign_id, "profile_id": job.profile_id}
             variant_id = served_variant(variants, wave, **ids)
         if variants and variant_id is None and not own:
-            # Outside an undecided test wave (issue 26): not served yet; the rest phase's walk sends it.
+            # Outside an undecided test wave: not served yet; the rest phase's walk sends it.
             log.info("notify.suppressed", extra={**delivery_ids(job), "reason": "awaiting_test_decision"})
             return None
         copy = wire_variant_content(source, "notification", locale, variant_id)
@@ -307,7 +307,8 @@ class NotificationWorker:
 
     def _receiver_secrets(self, row: _Recheck, now: datetime) -> tuple[str, ...]:
         """A profile's own webhook signs with its own live secrets; the default inbox (and a webhook set
-        before issue 22, until its secret is rotated) with the poster's default (empty)."""
+        before receivers had their own secrets, until its secret is rotated) with the poster's default
+        (empty)."""
         if row.webhook is None or row.keys is None:
             return ()
         if self._box is None:

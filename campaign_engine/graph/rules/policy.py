@@ -3,15 +3,16 @@ them equal) and the email contact rule, filled into named queries.
 
 Queries in ``cypher/`` write ``{{CAMPAIGN_AGE_OK}}``, ``{{EMAIL_AGE_OK}}``, ``{{EMAIL_CONTACT_OK}}``,
 ``{{EMAIL_SUPPRESSED}}`` or ``{{PRIMARY_EMAILS}}`` where ``p`` is the Profile and ``c`` the Campaign;
-``policy_query`` fills them and ``policy_params`` gives the parameters they read. The preview, the page
-reads, the delivery rechecks, the email claim and the email self-test all use the same predicates, so
-they can never disagree about who is eligible. ``EMAIL_CONTACT_OK`` includes the address suppression;
-``EMAIL_SUPPRESSED`` exists only so a query can name that reason before the contact rule.
+``graph/cypher.py:statement`` fills them (``FRAGMENTS``) and ``policy_params`` gives the parameters they
+read. The preview, the page reads, the delivery rechecks, the email claim and the email self-test all
+use the same predicates, so they can never disagree about who is eligible. ``EMAIL_CONTACT_OK`` includes
+the address suppression; ``EMAIL_SUPPRESSED`` exists only so a query can name that reason before the
+contact rule.
 
 The two contact predicates read the profile's primary verified addresses from the variable ``emails``,
 which the query binds once per row (``{{PRIMARY_EMAILS}} AS emails``) before using them: spelled inline,
-the list was walked three or four times per profile, most of the email claim's cost (issue 13 item 5).
-``policy_query`` refuses a query that uses them without that binding.
+the list was walked three or four times per profile, most of the email claim's cost.
+``check_bindings`` refuses a query that uses them without that binding.
 """
 
 from __future__ import annotations
@@ -19,13 +20,11 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from functools import cache
 from typing import Any
 
 from campaign_engine.config import Settings
 from campaign_engine.domain.age_policy import DOB_PATTERN, adult_dob_cutoff
 from campaign_engine.domain.patterns import EMAIL_PATTERN
-from campaign_engine.graph.cypher import query
 
 __all__ = [
     "AUDIENCE_AGE_OK",
@@ -35,13 +34,14 @@ __all__ = [
     "EMAIL_CONTACT_OK",
     "EMAIL_PATTERN",
     "EMAIL_SUPPRESSED",
+    "FRAGMENTS",
     "NOTIFY_CAP_REACHED",
     "PRIMARY_EMAILS",
     "STATIC_AUDIENCE_PAGE",
+    "TENANT_VIEW",
     "Policy",
-    "fill_policy",
+    "check_bindings",
     "policy_params",
-    "policy_query",
 ]
 
 # Both age predicates are wrapped in coalesce so they are never null (a missing dob would otherwise
@@ -79,7 +79,7 @@ EMAIL_CONTACT_OK = (
     f"all(address IN emails WHERE coalesce(address =~ $emailPattern, false) AND NOT {_SUPPRESSED}))"
 )
 
-# The frequency cap's verdict for one recipient (issue 12 item 4; the setting: domain/frequency_cap.py):
+# The frequency cap's verdict for one recipient (the setting: domain/frequency_cap.py):
 # where `cap` is the campaign tenant's {max, since} for the channel (null: no cap) and `s` the
 # recipient's CAMPAIGN_STATE, the cap is reached unless this campaign already holds a slot or the
 # profile's log has fewer than max sends since the window began. The email claim and the explanation
@@ -91,8 +91,8 @@ EMAIL_CAP_REACHED = (
 NOTIFY_CAP_REACHED = EMAIL_CAP_REACHED.replace("emailCap", "notifyCap")
 
 # Who may enrol themselves in ``c``: read once before the lock (to refuse without taking it) and again
-# under it (cypher/enroll_eligible.cypher, cypher/enroll.cypher). Only a member of the campaign's tenant
-# (issue 21): another app's campaigns are not there for them to find.
+# under it (cypher/engagement/: enroll_eligible.cypher, enroll.cypher). Only a member of the campaign's
+# tenant: another app's campaigns are not there for them to find.
 SELF_ENROLLABLE = (
     "c.status = 'live' AND c.discoverable AND c.tenantId IN coalesce(p.tenants, [])"
     " AND (c.startsAt IS NULL OR c.startsAt <= $now) AND (c.endsAt IS NULL OR $now < c.endsAt)"
@@ -104,7 +104,7 @@ SELF_ENROLLABLE = (
 # (campaignId, profileId) and cut at $limit, so a page costs the members it reads; never SKIP, never a
 # sort. The SEEK hint keeps the seek whatever the statistics say: a plain index hint may be served by a
 # scan of the whole index (seen after a test wiped a graph whose index held one campaign's members). A
-# campaign with a live segment puts its seeks beside it (graph/rules/segment.py:audience_head).
+# campaign with a live segment puts its seeks beside it (graph/rules/segment_statements.py:audience_head).
 STATIC_AUDIENCE_PAGE = """MATCH (p:Profile)-[m:IN_CAMPAIGN_AUDIENCE]->(c:Campaign)
 USING INDEX SEEK m:IN_CAMPAIGN_AUDIENCE(campaignId, profileId)
 WHERE m.campaignId = $campaignId AND m.profileId > $cursor
@@ -113,38 +113,41 @@ ORDER BY m.campaignId, m.profileId
 LIMIT $limit"""
 
 # Who may be a member of `c` (addAudience, its preview, getAudience): whoever the campaign age policy
-# admits, and, where the campaign routes minors to their guardians (issue 27 item 3), the members it
+# admits, and, where the campaign routes minors to their guardians, the members it
 # excludes too: they are whom the walks replace by their guardians, never recipients themselves.
 AUDIENCE_AGE_OK = "({{CAMPAIGN_AGE_OK}} OR coalesce(c.minors = 'guardians', false))"
 
-_FRAGMENTS = {  # in replacement order: a fragment may use those after it
-    "{{SELF_ENROLLABLE}}": SELF_ENROLLABLE,
-    "{{AUDIENCE_AGE_OK}}": AUDIENCE_AGE_OK,
-    "{{EMAIL_CAP_REACHED}}": EMAIL_CAP_REACHED,
-    "{{NOTIFY_CAP_REACHED}}": NOTIFY_CAP_REACHED,
-    "{{CAMPAIGN_AGE_OK}}": CAMPAIGN_AGE_OK,
-    "{{EMAIL_AGE_OK}}": EMAIL_AGE_OK,
-    "{{EMAIL_CONTACT_OK}}": EMAIL_CONTACT_OK,
-    "{{EMAIL_SUPPRESSED}}": EMAIL_SUPPRESSED,
-    "{{PRIMARY_EMAILS}}": PRIMARY_EMAILS,
+# The campaign tenant's view of the person (docs/people.md), bound once per row as ``view`` before any
+# fragment reads a fact of ``p``: null where the tenant wrote nothing of its own (or the campaign has no
+# tenant), so every fact falls back to the shared one (``coalesce(view.x, p.x)``). An expansion from
+# the profile, not an index seek: a person has a view per tenant that wrote about them, rarely more than
+# one or two.
+TENANT_VIEW = "OPTIONAL MATCH (p)-[:HAS_VIEW]->(view:TenantView) WHERE view.tenantId = c.tenantId"
+
+# The named fragments every statement may hold (``{{NAME}}``), filled by ``graph/cypher.py:statement``
+# after the caller's slots; a fragment may hold further ones. ``AUDIENCE_PAGE`` is the static page unless
+# the caller passes a segment's (``graph/rules/segment_statements.py``) or another head.
+FRAGMENTS: dict[str, str] = {
+    "AUDIENCE_PAGE": STATIC_AUDIENCE_PAGE,
+    "TENANT_VIEW": TENANT_VIEW,
+    "SELF_ENROLLABLE": SELF_ENROLLABLE,
+    "AUDIENCE_AGE_OK": AUDIENCE_AGE_OK,
+    "EMAIL_CAP_REACHED": EMAIL_CAP_REACHED,
+    "NOTIFY_CAP_REACHED": NOTIFY_CAP_REACHED,
+    "CAMPAIGN_AGE_OK": CAMPAIGN_AGE_OK,
+    "EMAIL_AGE_OK": EMAIL_AGE_OK,
+    "EMAIL_CONTACT_OK": EMAIL_CONTACT_OK,
+    "EMAIL_SUPPRESSED": EMAIL_SUPPRESSED,
+    "PRIMARY_EMAILS": PRIMARY_EMAILS,
 }
 
 
-@cache
-def policy_query(name: str) -> str:
-    """``cypher/<name>.cypher`` with the eligibility predicates filled in (and the static audience page:
-    a campaign with a segment reads through ``graph/rules/segment.py:segment_query``)."""
-    return fill_policy(query(name).replace("{{AUDIENCE_PAGE}}", STATIC_AUDIENCE_PAGE), name=name)
-
-
-def fill_policy(text: str, *, name: str = "a statement") -> str:
-    """``text`` with the eligibility predicates filled in."""
+def check_bindings(text: str, *, name: str) -> None:
+    """Refuses a template (its caller's slots filled) that reads a contact predicate before binding
+    ``emails``."""
     uses_emails = "{{EMAIL_CONTACT_OK}}" in text or "{{EMAIL_SUPPRESSED}}" in text
     if uses_emails and not _EMAILS_BOUND.search(text):
         raise ValueError(f"{name} uses a contact predicate but never binds `emails`")
-    for placeholder, fragment in _FRAGMENTS.items():
-        text = text.replace(placeholder, fragment)
-    return text
 
 
 def policy_params(now: datetime, adult_age: int) -> dict[str, Any]:

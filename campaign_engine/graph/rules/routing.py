@@ -1,8 +1,8 @@
-"""Routing to guardians as Cypher (issue 27 item 3): who a page's excluded members are replaced by.
+"""Routing to guardians as Cypher: who a page's excluded members are replaced by.
 
 A campaign with ``minors: "guardians"`` reads each audience page as every campaign does (the static
-head or a live segment's, ``graph/rules/segment.py:audience_head``), then, in a statement of its own, expands
-the page's members that a channel's age rule excludes (notify: ``CAMPAIGN_AGE_OK``; email:
+head or a live segment's, ``graph/rules/segment_statements.py:audience_head``), then, in a statement
+of its own, expands the page's members that a channel's age rule excludes (notify: ``CAMPAIGN_AGE_OK``; email:
 ``EMAIL_AGE_OK``) to their guardians: one ``GUARDIAN_OF`` expansion per excluded member of the page,
 no index of its own, never a scan of profiles. A guardian is routed when the link's consent is
 ``granted``, the guardian is of the campaign's tenant, and then passes every rule a recipient of that
@@ -25,26 +25,30 @@ ask about one guardian (the in-app card, ``explainRecipient``).
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Sequence
 from functools import lru_cache
 from typing import Literal
 
-from campaign_engine.graph.cypher import query
-from campaign_engine.graph.rules.policy import CAMPAIGN_AGE_OK, fill_policy
-from campaign_engine.graph.rules.segment import CompiledSegment, audience_head
+from campaign_engine.graph.cypher import fragment, statement
+from campaign_engine.graph.rules.policy import CAMPAIGN_AGE_OK
+from campaign_engine.graph.rules.segment import CompiledSegment
+from campaign_engine.graph.rules.segment_statements import audience_head
 
 __all__ = [
-    "GUARDIAN_CLAIM_HEAD",
     "ROUTED_GUARDIAN",
+    "ROUTED_TEMPLATES",
     "member_predicate",
     "routed_query",
+    "statement_variants",
 ]
 
 RouteChannel = Literal["notify", "email"]
 _AGE = {"notify": "{{CAMPAIGN_AGE_OK}}", "email": "{{EMAIL_AGE_OK}}"}
 
-# The guardians one page routes on a channel: `members` (the page, bound with `c`) -> rows of `p` (a
-# guardian) and `via` (the page's members routed to them, ascending). {{AGE_OK}} is the channel's age
-# rule over `p`, {{MEMBER}} whether `p` is in the campaign's audience (static or segment).
+# cypher/graph/rules/fragments/route_to_guardians.cypher: the guardians one page routes on a channel:
+# `members` (the page, bound with `c`) -> rows of `p` (a guardian) and `via` (the page's members routed
+# to them, ascending). {{AGE_OK}} is the channel's age rule over `p`, {{MEMBER}} whether `p` is in the
+# campaign's audience (static or segment).
 # The links are read by pattern comprehensions from the bound profile: always an expansion of that
 # profile, whatever the statistics (a MATCH may be planned as a scan of every Profile and an
 # expand-into when the label looks small, as it does on a young or just-wiped graph). For the same
@@ -52,16 +56,6 @@ _AGE = {"notify": "{{CAMPAIGN_AGE_OK}}", "email": "{{EMAIL_AGE_OK}}"}
 # MATCH of the guardian by key, and the far end of a link carries no label (GUARDIAN_OF only joins
 # profiles): a full test run solved a labelled child by a scan of the profile_dob index its age rule's
 # `p.dob =~` allows, then an expand-into from the guardian.
-_ROUTE = """UNWIND members AS p
-  WITH c, p WHERE NOT {{AGE_OK}}
-  UNWIND [(p)<-[:GUARDIAN_OF {consent: 'granted'}]-(guardian) | guardian] AS g
-  WITH c, g, collect(p.profileId) AS via, min(p.profileId) AS first
-  WHERE (c.tenantId IS NULL OR c.tenantId IN coalesce(g.tenants, []))
-    AND size([(g)-[:GUARDIAN_OF {consent: 'granted'}]->(p)
-              WHERE p.profileId < first AND NOT {{AGE_OK}} AND {{MEMBER}} | p]) = 0
-  WITH c, g AS p, via
-  WHERE NOT {{MEMBER}}
-  WITH c, p, via"""
 
 # A seek of the audience_member index (campaignId, profileId), not an expansion of `p`: a guardian's
 # relationships grow with every campaign they have state or membership in, and the routing asks this
@@ -72,19 +66,9 @@ _STATIC_MEMBER = (
     " WHERE member.campaignId = c.id AND member.profileId = p.profileId }"
 )
 
-# The email claim of a page's routed guardians (cypher/email_page.cypher with this head): each guardian
-# the routing read named, found by its key, still linked with consent granted to one of the children
-# it was routed for (read under the lock the routing statement took).
-GUARDIAN_CLAIM_HEAD = """UNWIND $routed AS routed
-MATCH (p:Profile {profileId: routed[0]})
-MATCH (c:Campaign {id: $campaignId})
-WHERE EXISTS {
-  MATCH (p)-[:GUARDIAN_OF {consent: 'granted'}]->(child:Profile) WHERE child.profileId IN routed[1]
-}
-WITH p, c"""
 
 # Whether profile `p` is a guardian campaign `c` routes, for a reader holding one profile and one
-# campaign (the in-app card, issue 27 item 3: the lead's `getMyCampaigns`): the campaign routes minors,
+# campaign (the in-app card of `getMyCampaigns`): the campaign routes minors,
 # `p` is an adult of its tenant under the campaign age policy, and some child of `p` linked with consent
 # granted is a static member that policy excludes. Filled in (no placeholders left); reads $adultDob and
 # $dobPattern (graph/rules/policy.py:policy_params). One expansion of `p`'s GUARDIAN_OF links.
@@ -106,20 +90,30 @@ def member_predicate(compiled: CompiledSegment | None) -> str:
 
 
 def route(channel: RouteChannel, compiled: CompiledSegment | None) -> str:
-    """The routing fragment of ``channel`` (before the policy is filled in)."""
-    return _ROUTE.replace("{{AGE_OK}}", _AGE[channel]).replace("{{MEMBER}}", member_predicate(compiled))
+    """The routing fragment of ``channel``, filled."""
+    return fragment("route_to_guardians", AGE_OK=_AGE[channel], MEMBER=member_predicate(compiled))
+
+
+# The routing statements and the channels each routes (its ROUTE_NOTIFY / ROUTE_EMAIL slots).
+ROUTED_TEMPLATES: dict[str, tuple[RouteChannel, ...]] = {
+    "guardian_page": ("notify",),
+    "guardian_lock": ("email",),
+    "guardian_preview": ("notify", "email"),
+}
 
 
 # Built once per process and (statement, segment): the same segment gives the same text, which Neo4j's
 # plan cache keys on. lru_cache is thread-safe (the worker's polling threads share it) and bounded.
 @lru_cache(maxsize=256)
 def routed_query(name: str, compiled: CompiledSegment | None) -> str:
-    """``cypher/<name>.cypher`` (a routing statement) for this campaign's audience: its
-    ``{{AUDIENCE_PAGE}}``, ``{{ROUTE_NOTIFY}}`` and ``{{ROUTE_EMAIL}}`` and the policy filled in."""
-    text = (
-        query(name)
-        .replace("{{AUDIENCE_PAGE}}", audience_head(compiled))
-        .replace("{{ROUTE_NOTIFY}}", route("notify", compiled))
-        .replace("{{ROUTE_EMAIL}}", route("email", compiled))
-    )
-    return fill_policy(text, name=name)
+    """``cypher/<room>/<name>.cypher`` (a routing statement) for this campaign's audience: its
+    ``{{AUDIENCE_PAGE}}`` and its channels' ``{{ROUTE_NOTIFY}}`` / ``{{ROUTE_EMAIL}}`` filled in."""
+    routes = {f"ROUTE_{channel.upper()}": route(channel, compiled) for channel in ROUTED_TEMPLATES[name]}
+    return statement(name, AUDIENCE_PAGE=audience_head(compiled), **routes)
+
+
+def statement_variants(samples: Sequence[CompiledSegment | None]) -> Iterator[tuple[str, str]]:
+    """Every routing statement this module fills, for each sample segment (tests EXPLAIN them all)."""
+    for name in ROUTED_TEMPLATES:
+        for compiled in samples:
+            yield name, routed_query(name, compiled)

@@ -1,4 +1,4 @@
-"""Live segments compiled into Cypher (issue 27): who a segment matches, evaluated where it is read.
+"""Live segments compiled into Cypher: who a segment matches, evaluated where it is read.
 
 A campaign's audience is its static members (``IN_CAMPAIGN_AUDIENCE``) plus every profile of its tenant
 its ``segment`` matches at that moment. ``compile_segment`` turns the rule tree into:
@@ -13,11 +13,8 @@ its ``segment`` matches at that moment. ``compile_segment`` turns the rule tree 
   ``profile_locale``,
   ``profile_time_zone`` and ``profile_dob``. So a page costs the segment's candidates, never all profiles.
 
-``audience_head`` then puts the arms beside the static members in one ``CALL { .. UNION .. }`` that
-every audience reader starts with (``{{AUDIENCE_PAGE}}`` in ``cypher/dispatch_page``, ``email_page``,
-``dispatch_preview``): each arm keysets after ``$cursor`` and stops at ``$limit``, the union is ordered
-by profileId and cut at ``$limit`` again, so the walks' cursor protocol is unchanged. A campaign without
-a segment gets the static head alone, the very statement it had before.
+The statements built from a compiled segment (the audience page every reader starts with, the
+counts, the per-leaf verdicts) are ``graph/rules/segment_statements.py``.
 
 Referenced campaigns are the tenant's refs, resolved in the campaign's own tenant when the segment is
 compiled (a walk compiles once, ``SegmentCache``); a ``memberOf`` campaign's own segment joins its
@@ -28,35 +25,28 @@ nobody.
 from __future__ import annotations
 
 import json
-import re
 import threading
 from collections import OrderedDict
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
-from functools import lru_cache
 from typing import Any
 
 from pydantic import ValidationError
 
 from campaign_engine.domain.age_policy import adult_dob_cutoff
 from campaign_engine.domain.segment import ENGAGED_PROPERTY, Segment, condition_of
-from campaign_engine.graph.cypher import query
+from campaign_engine.graph.cypher import statement
 from campaign_engine.graph.graph import Statements
-from campaign_engine.graph.rules.policy import STATIC_AUDIENCE_PAGE, fill_policy
 
 __all__ = [
+    "Arm",
     "CompiledSegment",
     "SegmentCache",
-    "audience_head",
     "compile_for",
     "compile_segment",
-    "count_audience",
-    "count_matches",
-    "leaf_verdicts",
     "resolve_refs",
     "segment_of",
-    "segment_query",
 ]
 
 # Index counts stop here: an estimate only has to rank the candidates of one `all`.
@@ -65,7 +55,9 @@ _MAX_INLINED = 8  # memberOf campaigns whose own segments join one compiled rule
 
 
 @dataclass(frozen=True)
-class _Arm:
+class Arm:
+    """One seek a compiled segment finds candidates with (``segment_statements.py`` spells it)."""
+
     match: str  # MATCH ... binding p (with its index hint)
     where: str  # the anchor's own index predicate
     order: str  # the keyset order key (an index-ordered one where there is one)
@@ -80,7 +72,7 @@ class CompiledSegment:
     from them are cached); ``params`` are the values, with age cutoffs computed per evaluation."""
 
     predicate: str
-    arms: tuple[_Arm, ...]
+    arms: tuple[Arm, ...]
     leaves: tuple[tuple[str, str, bool, str], ...]
     """(path, condition, negated, predicate of the condition alone) per leaf, for explainRecipient."""
     values: tuple[tuple[str, Any], ...] = field(compare=False)
@@ -97,18 +89,14 @@ def segment_of(campaign: Mapping[str, Any]) -> Segment | None:
     return None if raw is None else Segment.model_validate(raw)
 
 
-_RESOLVE = """
-UNWIND $refs AS ref
-MATCH (x:Campaign {tenantId: $tenantId, ref: ref})
-RETURN x.ref AS ref, x.id AS id, x.definition AS definition
-"""
+_RESOLVE = "segment_resolve_refs"  # cypher/graph/rules/segment_resolve_refs.cypher
 
 
 def resolve_refs(tx: Statements, tenant_id: str | None, refs: set[str]) -> dict[str, dict[str, Any]]:
     """The tenant's campaigns among ``refs``: storage id and definition by ref (None tenant: none)."""
     if not refs or tenant_id is None:
         return {}
-    rows = tx.run(_RESOLVE, tenantId=tenant_id, refs=sorted(refs))
+    rows = tx.run(statement(_RESOLVE), tenantId=tenant_id, refs=sorted(refs))
     return {str(r["ref"]): {"id": r["id"], "definition": r["definition"]} for r in rows}
 
 
@@ -145,7 +133,7 @@ class _Compiler:
     # A compiled rule: (predicate, arms or None when it cannot be sought)
     def rule(
         self, node: Segment, path: str, visiting: frozenset[str], top: bool
-    ) -> tuple[str, list[_Arm] | None]:
+    ) -> tuple[str, list[Arm] | None]:
         if isinstance(node.not_, Segment):
             inner, _ = self.rule(node.not_, f"{path}.not", visiting, False)
             return f"(NOT {inner})", None
@@ -175,14 +163,14 @@ class _Compiler:
             return predicate, [replace(arms[0], residual="true")]
         return predicate, arms
 
-    def condition(self, node: Segment, condition: str, visiting: frozenset[str]) -> tuple[str, list[_Arm]]:
+    def condition(self, node: Segment, condition: str, visiting: frozenset[str]) -> tuple[str, list[Arm]]:
         if condition == "tag":
             s = self._param(node.tag)
             n = self._count(
                 "OPTIONAL MATCH (t:Tag {slug: $s}) RETURN COUNT { (t)<-[:HAS_TAG]-() } AS n", s=node.tag
             )
             return f"EXISTS {{ (p)-[:HAS_TAG]->(:Tag {{slug: ${s}}}) }}", [
-                _Arm("MATCH (p:Profile)-[segG:HAS_TAG]->(:Tag)"
+                Arm("MATCH (p:Profile)-[segG:HAS_TAG]->(:Tag)"
                      " USING INDEX SEEK segG:HAS_TAG(slug, profileId)",
                      f"segG.slug = ${s} AND segG.profileId > $cursor", "segG.slug, segG.profileId", n,
                      exact=True)
@@ -194,7 +182,7 @@ class _Compiler:
                 s=node.connected_to,
             )
             return f"EXISTS {{ (p)-[:CONNECTED_WITH]-(:Profile {{profileId: ${s}}}) }}", [
-                _Arm(f"MATCH (segQ:Profile {{profileId: ${s}}})-[:CONNECTED_WITH]-(p:Profile)"
+                Arm(f"MATCH (segQ:Profile {{profileId: ${s}}})-[:CONNECTED_WITH]-(p:Profile)"
                      " USING INDEX segQ:Profile(profileId)", "true", "p.profileId", n, exact=True)
             ]  # fmt: skip
         if condition == "locale":
@@ -206,7 +194,7 @@ class _Compiler:
             )
             predicate = f"coalesce(p.locale = ${s} OR p.locale STARTS WITH ${dash}, false)"
             return predicate, [
-                _Arm("MATCH (p:Profile) USING INDEX p:Profile(locale)", f"p.locale STARTS WITH ${s}",
+                Arm("MATCH (p:Profile) USING INDEX p:Profile(locale)", f"p.locale STARTS WITH ${s}",
                      "p.profileId", n)
             ]  # fmt: skip
         if condition == "time_zone":
@@ -217,7 +205,7 @@ class _Compiler:
                 s=node.time_zone,
             )
             return f"coalesce(p.timeZone = ${s}, false)", [
-                _Arm("MATCH (p:Profile) USING INDEX p:Profile(timeZone)", f"p.timeZone = ${s}",
+                Arm("MATCH (p:Profile) USING INDEX p:Profile(timeZone)", f"p.timeZone = ${s}",
                      "p.profileId", n, exact=True)
             ]  # fmt: skip
         if condition in ("age_at_least", "age_below"):
@@ -228,7 +216,7 @@ class _Compiler:
             s = self._age(years)
             op = "<=" if condition == "age_at_least" else ">"
             return f"coalesce(p.dob =~ $dobPattern AND p.dob {op} ${s}, false)", [
-                _Arm("MATCH (p:Profile) USING INDEX p:Profile(dob)", f"p.dob {op} ${s}", "p.profileId",
+                Arm("MATCH (p:Profile) USING INDEX p:Profile(dob)", f"p.dob {op} ${s}", "p.profileId",
                      _ESTIMATE_CAP)
             ]  # fmt: skip
         if condition == "member_of":
@@ -247,11 +235,11 @@ class _Compiler:
             f"EXISTS {{ (p)-[segS:CAMPAIGN_STATE]->(:Campaign {{id: ${s}}}) WHERE segS.{prop} IS NOT NULL }}"
         )
         return predicate, [
-            _Arm(f"MATCH (segX:Campaign {{id: ${s}}})<-[segS:CAMPAIGN_STATE]-(p:Profile)"
+            Arm(f"MATCH (segX:Campaign {{id: ${s}}})<-[segS:CAMPAIGN_STATE]-(p:Profile)"
                  " USING INDEX segX:Campaign(id)", f"segS.{prop} IS NOT NULL", "p.profileId", n, exact=True)
         ]  # fmt: skip
 
-    def member_of(self, ref: str, visiting: frozenset[str]) -> tuple[str, list[_Arm]]:
+    def member_of(self, ref: str, visiting: frozenset[str]) -> tuple[str, list[Arm]]:
         target = self._campaign(ref)
         if target is None or ref in visiting:
             return "false", []
@@ -262,7 +250,7 @@ class _Compiler:
         )
         predicate = f"EXISTS {{ (p)-[:IN_CAMPAIGN_AUDIENCE]->(:Campaign {{id: ${s}}}) }}"
         arms = [
-            _Arm("MATCH (p:Profile)-[segM:IN_CAMPAIGN_AUDIENCE]->(:Campaign)"
+            Arm("MATCH (p:Profile)-[segM:IN_CAMPAIGN_AUDIENCE]->(:Campaign)"
                  " USING INDEX SEEK segM:IN_CAMPAIGN_AUDIENCE(campaignId, profileId)",
                  f"segM.campaignId = ${s} AND segM.profileId > $cursor", "segM.campaignId, segM.profileId", n)
         ]  # fmt: skip
@@ -304,128 +292,6 @@ def compile_segment(
         values=tuple(compiler.values.items()),
         ages=tuple(compiler.ages.items()),
     )
-
-
-# ---------------------------------------------------------------------------------------------------
-# Statements
-
-
-def _arm_text(arm: _Arm, *, predicate: str, tenant: str, extra: str, bind_c: bool, paged: bool) -> str:
-    """One arm of the union. A seek that is not already in profileId order (every one but memberOf's and
-    tag's) runs in its own subquery: the planner plans it alone, so it cannot trade the anchor's seek for
-    a range over every profileId after the cursor (it did, reading all profiles, before this shape). A
-    keyset seek (memberOf, tag) pages inside a subquery over the bound campaign too: alone there, the
-    index's order serves the ORDER BY and the LIMIT stops the seek, where beside the campaign's own
-    match a plan kept from other statistics could sort everything after the cursor (a full test run
-    planned a tag page so, reading 1,000 links for 50)."""
-    rule = predicate if arm.residual is None else arm.residual
-    checks = f"{tenant} IN coalesce(p.tenants, []) AND {rule}{extra}"
-    carried = "p, c" if bind_c else "p"
-    # The hint: on a graph of a few campaigns the planner may otherwise scan the label for `c`.
-    lines = ["MATCH (c:Campaign {id: $campaignId}) USING INDEX c:Campaign(id)" if bind_c else ""]
-    if arm.order == "p.profileId":
-        cursor = "p.profileId > $cursor AND " if paged else ""
-        # DISTINCT: an expansion may reach a profile twice (a connection stored both ways), and a
-        # duplicate inside the LIMIT would let the union's page skip a match after it.
-        lines += [f"CALL () {{\n  {arm.match}\n  WHERE {arm.where}\n  RETURN DISTINCT p\n}}",
-                  f"WITH {carried}", f"WHERE {cursor}{checks}"]  # fmt: skip
-    else:
-        # The composite hint needs a predicate on both keys: unpaged, profileId's is its existence.
-        unpaged = re.sub(r"(seg[MG])\.profileId > \$cursor", r"\1.profileId IS NOT NULL", arm.where)
-        where = arm.where if paged else unpaged
-        if paged and bind_c:
-            page = f"  WITH p ORDER BY {arm.order} LIMIT $limit"
-            lines += ["CALL (c) {", f"  {arm.match}", f"  WHERE {where} AND {checks}", page, "  RETURN p",
-                      "}", "RETURN p, c"]  # fmt: skip
-            return "\n".join(line for line in lines if line)
-        lines += [arm.match, f"WHERE {where} AND {checks}"]
-    if paged:
-        lines += [f"WITH p, c ORDER BY {arm.order} LIMIT $limit", "RETURN p, c"]
-    else:
-        lines += ["RETURN p"]
-    return "\n".join(line for line in lines if line)
-
-
-def audience_head(compiled: CompiledSegment | None, *, arm_filter: str | None = None) -> str:
-    """The audience page every reader starts with: ``p`` and ``c`` for the members after ``$cursor``
-    in profileId order, at most ``$limit``. ``arm_filter`` (Cypher over ``p`` and ``c``) is applied in
-    every arm before its LIMIT, so a filtered page is still a full page when more remain."""
-    extra = f" AND {arm_filter}" if arm_filter else ""
-    if compiled is None:
-        return STATIC_AUDIENCE_PAGE.replace("AND m.profileId > $cursor", f"AND m.profileId > $cursor{extra}")
-    static = STATIC_AUDIENCE_PAGE.replace("AND m.profileId > $cursor", f"AND m.profileId > $cursor{extra}")
-    arms = [f"{static}\nRETURN p, c"]
-    for arm in compiled.arms:
-        text = _arm_text(
-            arm, predicate=compiled.predicate, tenant="c.tenantId", extra=extra, bind_c=True, paged=True
-        )
-        arms.append(text)
-    body = "\n  UNION\n".join(arms)
-    return f"CALL () {{\n{body}\n}}\nWITH p, c\nORDER BY p.profileId\nLIMIT $limit"
-
-
-@lru_cache(maxsize=256)  # thread-safe and bounded; the worker's polling threads share it
-def segment_query(name: str, compiled: CompiledSegment | None, *, arm_filter: str | None = None) -> str:
-    """``cypher/<name>.cypher`` with its ``{{AUDIENCE_PAGE}}`` for this segment, its ``{{SEGMENT_RULE}}``
-    (the predicate over ``p``; no segment: ``false``) and the policy filled in; the same segment gives
-    the same text (Neo4j's plan cache keys on it), built once per process."""
-    head = audience_head(compiled, arm_filter=arm_filter)
-    rule = compiled.predicate if compiled is not None else "false"
-    text = query(name).replace("{{AUDIENCE_PAGE}}", head).replace("{{SEGMENT_RULE}}", rule)
-    return fill_policy(text, name=name)
-
-
-def count_matches(
-    tx: Statements, compiled: CompiledSegment, *, tenant_id: str, now: datetime, params: dict[str, Any]
-) -> int:
-    """How many of the tenant's profiles the segment matches now (``campaigns.previewSegment``)."""
-    if not compiled.arms:
-        return 0
-    arms = [
-        _arm_text(arm, predicate=compiled.predicate, tenant="$tenantId", extra="", bind_c=False, paged=False)
-        for arm in compiled.arms
-    ]
-    statement = "CALL () {\n" + "\n  UNION\n".join(arms) + "\n}\nRETURN count(p) AS n"
-    row = tx.run(fill_policy(statement), tenantId=tenant_id, **params, **compiled.params(now)).single()
-    return 0 if row is None else int(row["n"])
-
-
-def count_audience(
-    tx: Statements, compiled: CompiledSegment, *, campaign_id: str, now: datetime, params: dict[str, Any]
-) -> int:
-    """The distinct profiles a segmented campaign reaches now: static members and the segment's
-    matches in its tenant, each passing the campaign age policy or routed to guardians (``AUDIENCE_AGE_OK``;
-    ``getStats.audience``). One pass over
-    the members and the segment's candidates, as the static count is one pass over the members."""
-    arms = [
-        "MATCH (p:Profile)-[m:IN_CAMPAIGN_AUDIENCE]->(c:Campaign {id: $campaignId})\n"
-        "WHERE {{AUDIENCE_AGE_OK}}\nRETURN p"
-    ]
-    for arm in compiled.arms:
-        text = _arm_text(
-            arm, predicate=compiled.predicate, tenant="c.tenantId", extra=" AND {{AUDIENCE_AGE_OK}}",
-            bind_c=True, paged=False,
-        )  # fmt: skip
-        arms.append(text)
-    statement = "CALL () {\n" + "\n  UNION\n".join(arms) + "\n}\nRETURN count(p) AS n"
-    row = tx.run(fill_policy(statement), campaignId=campaign_id, **params, **compiled.params(now)).single()
-    return 0 if row is None else int(row["n"])
-
-
-def leaf_verdicts(
-    tx: Statements, compiled: CompiledSegment, *, profile_id: str, now: datetime, params: dict[str, Any]
-) -> list[bool]:
-    """Each leaf condition's own verdict (before its ``not``) for one profile: one unique seek."""
-    if not compiled.leaves:
-        return []
-    listed = ", ".join(f"coalesce({predicate}, false)" for *_, predicate in compiled.leaves)
-    row = tx.run(
-        f"MATCH (p:Profile {{profileId: $profileId}}) RETURN [{listed}] AS verdicts",
-        profileId=profile_id,
-        **params,
-        **compiled.params(now),
-    ).single()
-    return [] if row is None else [bool(v) for v in row["verdicts"]]
 
 
 class SegmentCache:

@@ -1,4 +1,4 @@
-"""Checking a live segment before it is saved (issue 27): the campaigns it names are the tenant's, no
+"""Checking a live segment before it is saved: the campaigns it names are the tenant's, no
 ``memberOf`` leads back to the campaign itself, and no age condition is one the campaign's age policy
 leaves nobody to match. Each refusal is BAD_REQUEST naming the rule's path; compiling is
 ``graph/rules/segment.py``."""

@@ -3,7 +3,7 @@
 
 /**
  * A wall-clock time in an IANA zone (``2026-12-07T09:00`` in ``Europe/Paris``), or in each
- * recipient's own zone (``perRecipient: true``; issue 12): then each recipient receives at that local
+ * recipient's own zone (``perRecipient: true``): then each recipient receives at that local
  * time, those without a known zone at the campaign's ``timeZone`` (else UTC).
  *
  * This interface was referenced by `Procedures`'s JSON-Schema
@@ -665,7 +665,7 @@ export interface DispatchPublic {
   decision?: TestDecision | null;
 }
 /**
- * Why the health guard paused a Dispatch (issue 26): the rate over its limit, and as a sentence.
+ * Why the health guard paused a Dispatch: the rate over its limit, and as a sentence.
  *
  * This interface was referenced by `Procedures`'s JSON-Schema
  * via the `definition` "PauseReason".
@@ -678,7 +678,7 @@ export interface PauseReason {
   message: string;
 }
 /**
- * A test wave (issue 26 item 2), as ``dispatch`` and ``scheduleDispatch`` accept it: ``testShare`` of
+ * A test wave, as ``dispatch`` and ``scheduleDispatch`` accept it: ``testShare`` of
  * the recipients (drawn by ``in_test_wave``) get their assigned variant first; after
  * ``decideAfterSeconds`` the variant with the highest rate of ``metric`` over its test recipients wins,
  * and everyone else gets only the winner.
@@ -839,7 +839,7 @@ export interface EmailCopy {
   heroImageUrl?: string | null;
 }
 /**
- * Local wall-clock hours in which notify and email wait (issue 12); ``start > end`` wraps midnight.
+ * Local wall-clock hours in which notify and email wait; ``start > end`` wraps midnight.
  *
  * This interface was referenced by `Procedures`'s JSON-Schema
  * via the `definition` "QuietHoursWindow".
@@ -1004,7 +1004,7 @@ export interface CampaignCard {
    */
   locale?: string | null;
   /**
-   * the A/B content variant of `message` this reader is assigned (issue 26)
+   * the A/B content variant of `message` this reader is assigned
    */
   variantId?: string | null;
   startsAt: string | null;
@@ -1022,7 +1022,7 @@ export interface DispatchInput {
    */
   acceptFallback?: boolean;
   /**
-   * an A/B test wave (issue 26): testShare of the recipients get their variant first; after decideAfterSeconds the variant with the highest rate of metric wins and the rest get only it
+   * an A/B test wave: testShare of the recipients get their variant first; after decideAfterSeconds the variant with the highest rate of metric wins and the rest get only it
    */
   experiment?: Experiment | null;
 }
@@ -1138,7 +1138,7 @@ export interface PastSend {
   variantId?: string | null;
 }
 /**
- * Which language each channel serves this reader, and why (issue 24): the one rule of every send.
+ * Which language each channel serves this reader, and why: the one rule of every send.
  *
  * This interface was referenced by `Procedures`'s JSON-Schema
  * via the `definition` "LanguageChoice".
@@ -1185,7 +1185,7 @@ export interface ConditionVerdict {
   ok: boolean;
 }
 /**
- * Which A/B content variant this profile gets on every channel, and why (issue 26).
+ * Which A/B content variant this profile gets on every channel, and why.
  *
  * This interface was referenced by `Procedures`'s JSON-Schema
  * via the `definition` "VariantChoice".
@@ -1202,7 +1202,7 @@ export interface VariantChoice {
   shares: VariantShare[];
   why: string;
   /**
-   * with a test wave (issue 26): whether this profile is one of its members
+   * with a test wave: whether this profile is one of its members
    */
   inTestWave?: boolean | null;
   /**
@@ -1289,7 +1289,7 @@ export interface MyCampaign {
    */
   locale?: string | null;
   /**
-   * the A/B content variant of `message` this reader is assigned (issue 26)
+   * the A/B content variant of `message` this reader is assigned
    */
   variantId?: string | null;
   startsAt: string | null;
@@ -1338,7 +1338,7 @@ export interface CampaignStats {
   guardians?: GuardianStats;
 }
 /**
- * One A/B content variant's recipients (issue 26): distinct profiles whose state names the variant
+ * One A/B content variant's recipients: distinct profiles whose state names the variant
  * (stamped at their first delivery or in-app event), and of them how many reached each step.
  *
  * This interface was referenced by `Procedures`'s JSON-Schema
@@ -1355,7 +1355,7 @@ export interface VariantStats {
   complained?: number;
 }
 /**
- * Issue 27 item 3: guardians reached in place of members the age policy excludes, per channel
+ * Guardians reached in place of members the age policy excludes, per channel
  * (distinct profiles; they are counted in ``notified`` / ``emailed`` too).
  *
  * This interface was referenced by `Procedures`'s JSON-Schema
@@ -1448,7 +1448,7 @@ export interface UncertainEmail {
 export interface PreviewInput {
   campaignId: string;
   /**
-   * also report the test wave's recipients per variant (issue 26)
+   * also report the test wave's recipients per variant
    */
   experiment?: Experiment | null;
 }
@@ -1465,7 +1465,7 @@ export interface DispatchPreview {
   previewToken: string;
   blockedReason?: string | null;
   /**
-   * per channel, the served language -> its recipients (issue 24)
+   * per channel, the served language -> its recipients
    */
   localeCounts?: {
     [k: string]:
@@ -1481,13 +1481,13 @@ export interface DispatchPreview {
     [k: string]: number | undefined;
   };
   /**
-   * asked with an experiment (issue 26): the test wave's recipients per variant; the token is the same with or without it
+   * asked with an experiment: the test wave's recipients per variant; the token is the same with or without it
    */
   testWave?: {
     [k: string]: number | undefined;
   } | null;
   /**
-   * issue 27: distinct guardians reached on any channel in place of members the age policy excludes (minors: guardians); included in recipientCount and the per-channel counts
+   * distinct guardians reached on any channel in place of members the age policy excludes (minors: guardians); included in recipientCount and the per-channel counts
    */
   guardianRecipientCount?: number;
   /**
@@ -1527,7 +1527,7 @@ export interface EmailPreview {
    */
   locale: string;
   /**
-   * the A/B content variant shown (issue 26)
+   * the A/B content variant shown
    */
   variantId?: string | null;
 }
@@ -1585,7 +1585,7 @@ export interface ScheduleInput {
   onChange?: "review" | "send_current";
   acceptFallback?: boolean;
   /**
-   * an A/B test wave (issue 26): kept on the Dispatches until the send starts
+   * an A/B test wave: kept on the Dispatches until the send starts
    */
   experiment?: Experiment | null;
 }
@@ -1597,7 +1597,7 @@ export interface SelfTestResult {
   testId: string;
   channels: ("inApp" | "notify" | "email")[];
   /**
-   * the A/B content variant the test shows on every channel: the admin's own assignment, as a recipient's (issue 26; campaigns.previewEmail renders any variant)
+   * the A/B content variant the test shows on every channel: the admin's own assignment, as a recipient's (campaigns.previewEmail renders any variant)
    */
   variantId?: string | null;
 }
@@ -1789,7 +1789,7 @@ export interface ProfileIn {
   guardians?: GuardianIn[] | null;
 }
 /**
- * One adult who may receive what is meant for the minor whose row names them (issue 27).
+ * One adult who may receive what is meant for the minor whose row names them.
  *
  * This interface was referenced by `Procedures`'s JSON-Schema
  * via the `definition` "GuardianIn".
@@ -1886,7 +1886,7 @@ export interface ChannelCap {
   windowSeconds: number;
 }
 /**
- * Two-person approval (issue 21 item 5): a dispatch reaching this many recipients needs a second
+ * Two-person approval: a dispatch reaching this many recipients needs a second
  * publisher. Stored here; enforced by the dispatch use cases.
  *
  * This interface was referenced by `Procedures`'s JSON-Schema
@@ -1948,7 +1948,7 @@ export interface LayoutPreviewInput {
   layout?: TenantLayout | null;
 }
 /**
- * The email layout of a tenant (issue 24 item 6), the part of its settings its own admins may edit:
+ * The email layout of a tenant, the part of its settings its own admins may edit:
  * logo, colours, footer copy and the From display name. Every field optional: ``null`` clears it, and
  * a cleared field renders as the built-in default (no footer line, EMAIL_FROM's name).
  *

@@ -29,7 +29,7 @@
 // statement every few seconds (seconds each on a loaded machine); its plan is fixed by its index
 // predicates (tests/integration/delivery/email/test_email_page_walk.py asserts it).
 // The AUDIENCE_PAGE placeholder: graph/rules/policy.py's static page, or with a live segment its seeks beside it in one
-// ordered union (graph/rules/segment.py, issue 27); either way `p` and `c` for at most $limit members in order.
+// ordered union (graph/rules/segment.py); either way `p` and `c` for at most $limit members in order.
 CYPHER replan=skip
 {{AUDIENCE_PAGE}}
 SET p.campaignStateLock = coalesce(p.campaignStateLock, 0) + 1

@@ -11,7 +11,7 @@
 // is read: the relationship is found first, its properties are read after the lock (the WHERE after
 // the SET). An id Neo4j reused after a delete is harmless: no other relationship carries this
 // attempt's claimId, and the end node must be this incarnation of the campaign.
-// row.variantId (issue 26): the A/B content variant sent, kept from the first send on (getStats.variants).
+// row.variantId: the A/B content variant sent, kept from the first send on (getStats.variants).
 // replan=skip: as in email_page, a fixed plan of id seeks that statistics cannot improve.
 CYPHER replan=skip
 UNWIND $rows AS row

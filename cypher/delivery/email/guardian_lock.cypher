@@ -1,4 +1,4 @@
-// Routing to guardians on the email walk (issue 27 item 3; graph/rules/routing.py), the first statement of a
+// Routing to guardians on the email walk (graph/rules/routing.py), the first statement of a
 // `minors: "guardians"` campaign's claim: the page (the same head, $cursor and $limit as the claim
 // statement after it), the guardians it routes for email (ROUTE_EMAIL: members EMAIL_AGE_OK excludes
 // expanded to their consenting guardians, each once, only from the page of their first routing child,

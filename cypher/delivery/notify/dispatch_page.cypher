@@ -4,13 +4,13 @@
 // Every member read moves the cursor; only eligible ones get a delivery. One record per page (how many
 // members it read, the last one, the eligible ids): a record per member cost the worker more driver CPU
 // than the rest of the page's work.
-// Readiness (issue 12, delivery/readiness.py): $readyAt maps every tz database zone to the instant its
+// Readiness (delivery/readiness.py): $readyAt maps every tz database zone to the instant its
 // recipients may receive (per-recipient wave, then quiet hours), $fallbackReadyAt serves a missing or
 // unknown zone. Not yet ready: read (the cursor moves) but not sent, counted deferred, and the earliest
 // such instant returned for the next pass. Ready since before $staleBefore (a schedule's maxLateSeconds;
 // null = never stale): missed, not sent. With neither rule the map is empty and every member is ready.
 // The AUDIENCE_PAGE placeholder: graph/rules/policy.py's static page, or with a live segment its seeks beside it in one
-// ordered union (graph/rules/segment.py, issue 27); either way `p` and `c` for at most $limit members in order.
+// ordered union (graph/rules/segment.py); either way `p` and `c` for at most $limit members in order.
 {{AUDIENCE_PAGE}}
 OPTIONAL MATCH (p)-[s:CAMPAIGN_STATE]->(c)
 WITH p.profileId AS profileId, coalesce($readyAt[p.timeZone], $fallbackReadyAt) AS readyAt,

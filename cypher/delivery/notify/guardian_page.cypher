@@ -1,4 +1,4 @@
-// Routing to guardians on the notify walk (issue 27 item 3; graph/rules/routing.py): the guardians this page
+// Routing to guardians on the notify walk (graph/rules/routing.py): the guardians this page
 // of a `minors: "guardians"` campaign routes, read in the page's transaction right after
 // dispatch_page.cypher and over the same page ($cursor, $limit, the same head). The members the
 // campaign age policy excludes expand to their consenting guardians (ROUTE_NOTIFY: one GUARDIAN_OF

@@ -3,7 +3,7 @@
 // acknowledgement (a redelivered message), which is settled, not a suppression to count again. One record for the whole batch: parallel lists (the reason a job must
 // not be sent, '' = send; the profile's own webhook, '' = none; its sealed secrets, '' = none (issue
 // 22: they ride with the URL, so signing costs no extra read); the profile's locale, which picks the
-// copy's language (issue 24); '' because collect skips nulls) keyed
+// copy's language; '' because collect skips nulls) keyed
 // by deliveryId, each sendable campaign's copy once, and the dispatch of each job this statement was the
 // first to hold back by the frequency cap. A record per job cost the worker ~40 us of driver CPU per
 // recipient and carried the whole definition on every row.
@@ -12,9 +12,9 @@
 // profile lock, taken first, in the ascending profileId order of $jobs) and the second (NOTIFY_CAP:
 // cypher/notify_cap.cypher, reserve a slot or hold back under that lock), and the statement runs in a
 // write transaction.
-// pagedMember (issue 27): the job of a campaign with a live segment, whose page matched the profile
+// pagedMember: the job of a campaign with a live segment, whose page matched the profile
 // moments ago; the rule is the page's to evaluate (graph/rules/segment.py), not this statement's.
-// ROUTED_MEMBER (issue 27 item 3, only in a batch holding a guardian's job; else nothing): a job with
+// ROUTED_MEMBER (only in a batch holding a guardian's job; else nothing): a job with
 // routedFrom stands for membership while the campaign still routes minors and the guardian is still
 // linked with consent granted to one of the members routed to them; every other rule holds as for members.
 // replan=skip: every lookup is a unique-key seek, so statistics cannot improve the plan, and a

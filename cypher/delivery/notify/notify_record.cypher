@@ -7,7 +7,7 @@
 // first to set notifiedAt for, so counters count first acknowledgements only; notifiedDispatchId names
 // that dispatch, so the recheck of a redelivered job can tell a duplicate from a suppression. With $events
 // (some tenant's endpoint takes recipient.notified) it also names those first profiles, for the event
-// webhooks' outbox written in the same transaction. ack.variantId (issue 26): the A/B content variant
+// webhooks' outbox written in the same transaction. ack.variantId: the A/B content variant
 // served, kept from the first delivery on (getStats.variants counts by it) (graph/webhook_outbox.py). replan=skip: as in
 // notify_recheck, a plan of unique-key seeks that statistics cannot improve.
 CYPHER replan=skip

@@ -1,5 +1,5 @@
 """Every procedure of the registry, called with every kind of credential against tenant A's data, answers
-as its declared access says (issue 21): the tenant boundary and the role table, walked as callers meet
+as its declared access says: the tenant boundary and the role table, walked as callers meet
 them.
 
 Tenant ``alpha`` (A) holds a live campaign with an audience and a dispatch, a grant and an API key;

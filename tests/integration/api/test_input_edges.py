@@ -1,5 +1,5 @@
 """Hostile and edge timestamps at the API: refused with BAD_REQUEST before anything is written, and the
-campaigns already stored stay readable (issue 11: never a 500, never half-written)."""
+campaigns already stored stay readable (never a 500, never half-written)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Every recipient in their own language (issue 24 items 1-3), on the real graph, worker, reference inbox
+"""Every recipient in their own language, on the real graph, worker, reference inbox
 and Postmark stand-in: one campaign with `en` base content and `es` and `ar` translations, recipients of
 locales `en-GB`, `es-MX`, `es`, `ar`, `fr`, `zz` and none; the inbox payload, the email and the in-app
 card of each are in the language the one rule (``served_locale``) picks, the Arabic email is RTL."""
@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from campaign_engine.campaigns.sending.dispatch import dispatch, preview_dispatch
+from campaign_engine.campaigns.sending.dispatch_settings import DispatchSettings
 from campaign_engine.campaigns.sending.schedule import fire_due
 from campaign_engine.config import Settings
 from campaign_engine.domain.campaign import CampaignCreate
@@ -34,6 +35,8 @@ from tests.support.delivery import (
 )
 from tests.support.email import add_email_members, email_settings
 from tests.support.postmark_standin import PostmarkStandin
+
+DISPATCH_SETTINGS = DispatchSettings(adult_age=18, max_recipients=100)
 
 COPY = {
     "en": ("Spring is here", "New features for everyone", "Spring news", "Open the app"),
@@ -107,7 +110,7 @@ def test_every_channel_serves_each_reader_their_language(
                 "campaigns.setStatus", {"campaignId": "spring", "status": "live"}, as_=ADMIN_ID, admin=True
             )
         )
-        preview = preview_dispatch(graph, campaign_id="spring", now=NOW, adult_age=18, max_recipients=100)
+        preview = preview_dispatch(graph, campaign_id="spring", now=NOW, settings=DISPATCH_SETTINGS)
         # The review knows the languages: each channel's served variants, and who falls back to the base.
         served = {"en": 4, "es": 2, "ar": 1}
         assert preview.locale_counts == {"notify": served, "email": served}
@@ -115,9 +118,9 @@ def test_every_channel_serves_each_reader_their_language(
         assert preview.blocked_reason == "missing_translation"
         with pytest.raises(BadRequest, match="acceptFallback"):
             dispatch(graph, queues.dispatch, campaign_id="spring", expected_token=preview.preview_token,
-                     now=NOW, adult_age=18, max_recipients=100)  # fmt: skip
+                     now=NOW, settings=DISPATCH_SETTINGS)  # fmt: skip
         dispatch(graph, queues.dispatch, campaign_id="spring", expected_token=preview.preview_token, now=NOW,
-                 adult_age=18, max_recipients=100, accept_fallback=True)  # fmt: skip
+                 settings=DISPATCH_SETTINGS, accept_fallback=True)  # fmt: skip
         worker = build_worker(settings, graph, queues=queues, clock=StepClock(), sweep_every=None)
         try:
             drain(worker.handle, queues)
@@ -195,8 +198,14 @@ def test_duplicate_copies_the_definition_never_the_audience_state_or_dispatches(
         ok(api.mutate("campaigns.setStatus", {"campaignId": "spring", "status": "live"}, **admin))
         ok(api.mutate("campaigns.recordEvent", {"campaignId": "spring", "event": "shown"}, as_="m1"))
         queues = local_queues(tmp_path / "q.sqlite3")
-        dispatch(graph, queues.dispatch, campaign_id="spring", expected_token=None, now=NOW, adult_age=18,
-                 max_recipients=100)  # fmt: skip
+        dispatch(
+            graph,
+            queues.dispatch,
+            campaign_id="spring",
+            expected_token=None,
+            now=NOW,
+            settings=DISPATCH_SETTINGS,
+        )
 
         named = {"campaignId": "spring", "id": "autumn", "name": "Autumn"}
         copy = ok(api.mutate("campaigns.duplicate", named, **admin))
@@ -287,5 +296,5 @@ def test_a_scheduled_send_keeps_its_accepted_fallback_until_it_fires(
         assert error_code(refused) == "BAD_REQUEST" and "acceptFallback" in refused.json()["error"]["message"]
         ok(api.mutate("campaigns.scheduleDispatch", {**schedule, "acceptFallback": True}, **admin))
     queues = local_queues(tmp_path / "q.sqlite3")
-    fired = fire_due(graph, queues.dispatch, now=NOW + timedelta(hours=1), adult_age=18, max_recipients=100)
+    fired = fire_due(graph, queues.dispatch, now=NOW + timedelta(hours=1), settings=DISPATCH_SETTINGS)
     assert list(fired.values()) == ["sending"]

@@ -1,4 +1,4 @@
-"""Claims abandoned between claim and record are counted ``uncertain`` and listed (issue 13 item 4).
+"""Claims abandoned between claim and record are counted ``uncertain`` and listed.
 
 A claim is written as the claim transaction writes it and then left alone, as a worker killed before
 its provider call leaves it (``test_email_faults.py`` kills a real worker process for the same end).
@@ -14,11 +14,10 @@ from pathlib import Path
 import pytest
 
 from campaign_engine.campaigns.sending.dispatch_reads import list_dispatches
-from campaign_engine.campaigns.sending.uncertain_emails import _LIST
 from campaign_engine.config import Settings
 from campaign_engine.delivery.email.provider import OutgoingEmail, SendResult
 from campaign_engine.domain.types import format_ts
-from campaign_engine.graph.cypher import query
+from campaign_engine.graph.cypher import statement
 from campaign_engine.graph.graph import Graph
 from campaign_engine.wiring import Queues, build_worker, run_sweep
 from tests.conftest import ADMIN_ID
@@ -181,8 +180,12 @@ def test_a_late_outcome_replaces_the_uncertain_count_so_each_recipient_counts_on
 def test_the_sweep_and_the_listing_seek_the_email_outcome_index(graph: Graph) -> None:
     """Both run against every campaign's states: an index seek, never a scan of CAMPAIGN_STATE."""
     with graph.driver.session(database=graph.database) as session:
-        sweep = session.run("EXPLAIN " + query("email_abandoned"), before="x", now="x", limit=10).consume()
-        listing = session.run("EXPLAIN " + _LIST, dispatchId="d", after="", limit=10).consume()
+        sweep = session.run(
+            "EXPLAIN " + statement("email_abandoned"), before="x", now="x", limit=10
+        ).consume()
+        listing = session.run(
+            "EXPLAIN " + statement("uncertain_emails_list"), dispatchId="d", after="", limit=10
+        ).consume()
     for summary in (sweep, listing):
         assert summary.plan is not None
         ops = operators(summary.plan)

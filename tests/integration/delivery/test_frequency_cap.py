@@ -1,4 +1,4 @@
-"""Frequency cap across campaigns (issue 12 item 4), against the real graph with real concurrency.
+"""Frequency cap across campaigns, against the real graph with real concurrency.
 
 Three campaigns of one tenant are dispatched at the same moment to one audience with a cap of 1 per
 window; their pages (email) or delivery batches (notify) are processed by concurrent workers, one thread

@@ -1,4 +1,4 @@
-"""The health guard (issue 26 item 5) against the real graph, the worker, the Postmark stand-in, real
+"""The health guard against the real graph, the worker, the Postmark stand-in, real
 feedback webhook posts to the API and real loopback receivers: a dispatch whose own rates cross their
 limits pauses before its next page, sends nothing more, and goes on only when an admin resumes it."""
 

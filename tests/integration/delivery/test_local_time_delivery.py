@@ -1,4 +1,4 @@
-"""Each recipient's local time and quiet hours (issue 12) against the real graph and the real worker.
+"""Each recipient's local time and quiet hours against the real graph and the real worker.
 
 A schedule of 09:00 "in each recipient's zone" and quiet hours are driven with one injectable clock:
 the sweeper (``run_sweep``) fires the schedule and enqueues each pass when its ``nextPageAt`` is due,

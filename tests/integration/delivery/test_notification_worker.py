@@ -29,8 +29,9 @@ from campaign_engine.domain.dispatch import DeliveryJob, delivery_id, job_json, 
 from campaign_engine.domain.frequency_cap import ChannelCap, FrequencyCaps, cap_params
 from campaign_engine.egress.policy import DestinationRules
 from campaign_engine.egress.transport import make_webhook_transport
+from campaign_engine.graph.cypher import statement
 from campaign_engine.graph.graph import Graph, open_graph
-from campaign_engine.graph.rules.policy import policy_params, policy_query
+from campaign_engine.graph.rules.policy import policy_params
 from campaign_engine.queue.port import Received, ReceivedMessage
 from campaign_engine.wiring import Queues, build_notification_worker, build_page_worker
 from tests.support.bolt_cut import bolt_cutter
@@ -356,7 +357,7 @@ def test_each_sender_result_maps_to_its_verdict(
 _HOT = {
     "notify_recheck": notify_recheck_query(capped=False),
     "notify_recheck_capped": notify_recheck_query(capped=True),  # with CAMPAIGN_FREQUENCY_CAPS
-    "notify_record": policy_query("notify_record"),
+    "notify_record": statement("notify_record"),
 }
 
 

@@ -17,8 +17,8 @@ from campaign_engine.delivery.email import page_tx
 from campaign_engine.delivery.notify.page_walk import PageOutcome
 from campaign_engine.delivery.sweeper import sweep
 from campaign_engine.domain.dispatch import PageJob, parse_job
+from campaign_engine.graph.cypher import statement
 from campaign_engine.graph.graph import Graph
-from campaign_engine.graph.rules.policy import policy_query
 from campaign_engine.queue.port import Queue, QueueError
 from campaign_engine.wiring import Queues, build_page_worker, build_worker
 from tests.support.delivery import (
@@ -218,7 +218,7 @@ def test_gaps_beyond_the_sqs_cap_wait_in_the_graph_for_the_sweeper(
 
 
 def test_page_query_is_an_ordered_index_seek(graph: Graph) -> None:
-    text = policy_query("dispatch_page")
+    text = statement("dispatch_page")
     with graph.driver.session(database=graph.database) as session:
         plan = (
             session.run(
@@ -246,7 +246,8 @@ _PER_PAGE = {
 
 @pytest.mark.parametrize("name", sorted(_PER_PAGE))
 def test_per_page_statements_seek_unique_keys_and_never_replan(graph: Graph, name: str) -> None:
-    text, seeks = _PER_PAGE[name]
+    name_of, seeks = _PER_PAGE[name]
+    text = statement(name_of)
     plan = graph.driver.execute_query("EXPLAIN " + text, database_=graph.database).summary.plan
     ops = operators(plan)
     assert "CYPHER replan=skip" in text

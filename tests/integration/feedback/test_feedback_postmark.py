@@ -15,11 +15,12 @@ from pydantic import SecretStr
 
 from campaign_engine.api.app import create_app
 from campaign_engine.campaigns.sending.dispatch import preview_dispatch
+from campaign_engine.campaigns.sending.dispatch_settings import DispatchSettings
 from campaign_engine.config import ConfigError, Settings
 from campaign_engine.delivery.email.catcher import start_smtp_catcher
 from campaign_engine.feedback.postmark import parse_postmark
 from campaign_engine.feedback.store import FeedbackStore
-from campaign_engine.graph.cypher import query
+from campaign_engine.graph.cypher import statement
 from campaign_engine.graph.graph import Graph
 from campaign_engine.queue.local import LocalQueue
 from campaign_engine.wiring import build_worker, run_sweep
@@ -30,6 +31,8 @@ from tests.support.delivery import NOW, StepClock, drain, local_queues, start_di
 from tests.support.email import ORIGINS, add_email_members, address_of, email_settings, make_email_campaign
 from tests.support.hostile_json import HOSTILE_BODIES
 from tests.support.plans import operators
+
+DISPATCH_SETTINGS = DispatchSettings(adult_age=18, max_recipients=100)
 
 USER, PASSWORD = "postmark", "pm-webhook-password-0123456789"
 
@@ -249,7 +252,7 @@ def test_record_identities_are_forgotten_after_the_dedup_window(
     assert run_sweep(dedup, graph, queue, clock=clock).feedback_expired == 0
 
     with graph.driver.session() as session:
-        summary = session.run("EXPLAIN " + query("feedback_expire"), before="x", limit=1).consume()
+        summary = session.run("EXPLAIN " + statement("feedback_expire"), before="x", limit=1).consume()
     assert summary.plan is not None
     ops = operators(summary.plan)
     assert "NodeIndexSeekByRange" in ops and "NodeByLabelScan" not in ops, ops
@@ -362,7 +365,7 @@ def test_a_suppressed_address_gets_no_email_end_to_end(
         emails=[{"value": "B@EXAMPLE.com", "isPrimary": True, "isVerified": True}],
     )
     assert applied(api, record(BOUNCE, Email="B@Example.com")) == "applied"
-    preview = preview_dispatch(graph, campaign_id="c1", now=NOW, adult_age=18, max_recipients=100)
+    preview = preview_dispatch(graph, campaign_id="c1", now=NOW, settings=DISPATCH_SETTINGS)
     assert preview.email_recipient_count == 2
     port = free_port()
     catcher = start_smtp_catcher("127.0.0.1", port, tmp_path / "mail")

@@ -11,19 +11,22 @@ import pytest
 
 from campaign_engine.campaigns.self_test import send_test_to_me
 from campaign_engine.campaigns.sending.dispatch import preview_dispatch
+from campaign_engine.campaigns.sending.dispatch_settings import DispatchSettings
 from campaign_engine.config import Settings
 from campaign_engine.domain.errors import BadRequest
 from campaign_engine.feedback.events import AddressEvent, Feedback
 from campaign_engine.feedback.store import FeedbackStore
-from campaign_engine.graph.cypher import query
+from campaign_engine.graph.cypher import statement
 from campaign_engine.graph.graph import Graph
-from campaign_engine.graph.rules.policy import policy_params, policy_query
+from campaign_engine.graph.rules.policy import policy_params
 from campaign_engine.wiring import build_email_self_tester
 from tests.conftest import ADMIN_ID
 from tests.support.api import TrpcClient, api_client, error_code, ok
 from tests.support.delivery import NOW, StepClock
 from tests.support.email import add_email_members, address_of, email_settings, make_email_campaign
 from tests.support.postmark_standin import PostmarkStandin
+
+DISPATCH_SETTINGS = DispatchSettings(adult_age=18, max_recipients=100)
 
 
 def suppress(graph: Graph, address: str, action: Any = "hard_bounce", key: str | None = None) -> None:
@@ -100,7 +103,7 @@ def test_preview_counts_leave_suppressed_addresses_out_until_removed(api: TrpcCl
 
     def email_recipients() -> int:
         return preview_dispatch(
-            graph, campaign_id="c1", now=NOW, adult_age=18, max_recipients=100
+            graph, campaign_id="c1", now=NOW, settings=DISPATCH_SETTINGS
         ).email_recipient_count
 
     assert email_recipients() == 4
@@ -143,7 +146,7 @@ def test_the_suppression_rule_seeks_its_index_and_never_scans(graph: Graph) -> N
 
     def hits(name: str, **extra: Any) -> int:
         with graph.driver.session(database=graph.database) as session:
-            result = session.run("PROFILE " + policy_query(name), {**params, **extra})
+            result = session.run("PROFILE " + statement(name), {**params, **extra})
             list(result)
             return _db_hits(result.consume().profile)
 
@@ -163,7 +166,7 @@ def test_feedback_finds_its_send_through_the_relationship_index(graph: Graph) ->
         with graph.driver.session(database=graph.database) as session:
             params = {"messageIds": ["m-1", "m-2"], "values": ["a@x.test"], "bounced": True, "now": "n"}
             params["complained"] = False
-            plan = session.run("EXPLAIN " + query(name), params).consume().plan
+            plan = session.run("EXPLAIN " + statement(name), params).consume().plan
         operators: list[str] = []
 
         def walk(node: Any, found: list[str] = operators) -> None:

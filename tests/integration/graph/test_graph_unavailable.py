@@ -1,4 +1,4 @@
-"""How an unreachable graph shows (issue 11, item 7), without killing anything: the real driver aimed
+"""How an unreachable graph shows, without killing anything: the real driver aimed
 at a loopback port nobody listens on is a graph that is down. The kill under load, with the worker and
 the restart, is ``tests/e2e/test_graph_outage.py``."""
 

@@ -1,4 +1,4 @@
-"""Every profile has its campaignUnsubscribeId before its first email (issue 13 item 5): allocated when
+"""Every profile has its campaignUnsubscribeId before its first email: allocated when
 the profile is created, and by the schema backfill for profiles made before that, so the email claim
 never pays the unique-index insert. An id, once given, never changes: links already sent carry it.
 

@@ -12,8 +12,9 @@ from campaign_engine.config import Settings
 from campaign_engine.domain.audience import DidsSource, did_web_for
 from campaign_engine.domain.campaign import CampaignCreate
 from campaign_engine.domain.profile import ProfileUpsert
+from campaign_engine.graph.cypher import statement
 from campaign_engine.graph.graph import Graph
-from campaign_engine.graph.rules.policy import Policy, policy_query
+from campaign_engine.graph.rules.policy import Policy
 from tests.conftest import ADMIN_ID
 from tests.support.api import api_client, error_code, ok
 from tests.support.concurrency import at_once
@@ -228,7 +229,7 @@ def test_get_audience_keyset_pages_and_reapplies_the_policy(base_settings: Setti
 
 def test_get_audience_page_seeks_and_orders_by_the_membership_index(graph: Graph) -> None:
     plan = graph.driver.execute_query(
-        "EXPLAIN " + policy_query("audience_page"),
+        "EXPLAIN " + statement("audience_page"),
         {"campaignId": "c1", "cursor": "", "limit": 10, **policy().params()},
         database_=graph.database,
     ).summary.plan

@@ -1,4 +1,4 @@
-"""What grows with the audience stays bounded (issue 11): the dispatch preview walks keyset pages with a
+"""What grows with the audience stays bounded: the dispatch preview walks keyset pages with a
 running digest, graph audience sources are read a page at a time, and a campaign delete retires the
 campaign in one small transaction and reaps its relationships in bounded ones. Real Neo4j throughout."""
 
@@ -15,12 +15,14 @@ from campaign_engine.campaigns import definitions, deletion
 from campaign_engine.campaigns.audience import members as audience
 from campaign_engine.campaigns.audience.members import CHUNK
 from campaign_engine.campaigns.sending.dispatch import PREVIEW_PAGE, preview_dispatch
+from campaign_engine.campaigns.sending.dispatch_settings import DispatchSettings
 from campaign_engine.domain.audience import AllSource, TagSource
 from campaign_engine.domain.dispatch import preview_token
 from campaign_engine.domain.errors import BadRequest, NotFound
+from campaign_engine.graph.cypher import statement
 from campaign_engine.graph.graph import Graph, Tx
 from campaign_engine.graph.locks import lock_campaign
-from campaign_engine.graph.rules.policy import Policy, policy_params, policy_query
+from campaign_engine.graph.rules.policy import Policy, policy_params
 from tests.support.concurrency import at_once
 from tests.support.delivery import NOW, make_campaign
 from tests.support.email import EMAIL_COPY
@@ -93,7 +95,9 @@ def test_preview_pages_the_audience_and_pins_the_same_recipients(graph: Graph) -
     make_campaign(graph, "big", channels=["notify", "email"], email=EMAIL_COPY)
     create_members(graph, "big", MEMBERS)
 
-    preview = preview_dispatch(graph, campaign_id="big", now=NOW, adult_age=18, max_recipients=MEMBERS)
+    preview = preview_dispatch(
+        graph, campaign_id="big", now=NOW, settings=DispatchSettings(adult_age=18, max_recipients=MEMBERS)
+    )
 
     ids = range(MEMBERS)
     notify = [i for i in ids if i % 5 and i % 7]
@@ -105,7 +109,12 @@ def test_preview_pages_the_audience_and_pins_the_same_recipients(graph: Graph) -
     assert preview.recipient_count == len(set(notify) | set(email))
     assert preview.preview_token == expected_token(graph, "big", notify, email)
     with pytest.raises(BadRequest):  # the cap still holds when it is crossed on a later page
-        preview_dispatch(graph, campaign_id="big", now=NOW, adult_age=18, max_recipients=len(notify) - 1)
+        preview_dispatch(
+            graph,
+            campaign_id="big",
+            now=NOW,
+            settings=DispatchSettings(adult_age=18, max_recipients=len(notify) - 1),
+        )
 
 
 @pytest.mark.parametrize("members", [2000, 0], ids=["real_memberships", "empty_graph"])
@@ -117,11 +126,11 @@ def test_preview_page_is_an_ordered_index_seek(graph: Graph, members: int) -> No
     if members:
         create_members(graph, "c1", members)
         create_members(graph, "c2", members, prefix="n")
-    assert "CYPHER replan=skip" in policy_query("dispatch_preview")
+    assert "CYPHER replan=skip" in statement("dispatch_preview")
     graph.run("CALL db.prepareForReplanning()")
     graph.run("CALL db.clearQueryCaches()")
     plan = graph.driver.execute_query(
-        "EXPLAIN " + policy_query("dispatch_preview"),
+        "EXPLAIN " + statement("dispatch_preview"),
         {
             "campaignId": "c1",
             "cursor": "",
@@ -201,7 +210,9 @@ def test_delete_retires_at_once_and_reaps_in_bounded_transactions(graph: Graph) 
     page = audience.get_audience(graph, campaign_id="big", cursor=None, limit=10, policy=policy)
     assert page.records == []  # the old incarnation's memberships are not the new one's
     assert (
-        preview_dispatch(graph, campaign_id="big", now=NOW, adult_age=18, max_recipients=10).audience_count
+        preview_dispatch(
+            graph, campaign_id="big", now=NOW, settings=DispatchSettings(adult_age=18, max_recipients=10)
+        ).audience_count
         == 0
     )
 

@@ -1,4 +1,4 @@
-"""Streamed exports (issue 25 item 2) on the real app and graph: a campaign emailed through the worker
+"""Streamed exports on the real app and graph: a campaign emailed through the worker
 to the loopback Postmark stand-in, engagement recorded through the API, then its recipients exported
 and checked against getStats, the stand-in's records and the graph; the audit trail against audit.list."""
 
@@ -16,9 +16,11 @@ from campaign_engine.api.auth import ADMIN_SCOPE, mint_token
 from campaign_engine.api.exports import _cell
 from campaign_engine.campaigns.audience.exports import RECIPIENT_COLUMNS
 from campaign_engine.campaigns.sending.dispatch import dispatch, preview_dispatch
+from campaign_engine.campaigns.sending.dispatch_settings import DispatchSettings
 from campaign_engine.config import Settings
+from campaign_engine.graph.cypher import statement
 from campaign_engine.graph.graph import Graph
-from campaign_engine.graph.rules.policy import policy_params, policy_query
+from campaign_engine.graph.rules.policy import policy_params
 from campaign_engine.wiring import build_worker
 from tests.conftest import ADMIN_ID
 from tests.support.api import TrpcClient, api_client, ok
@@ -32,6 +34,8 @@ from tests.support.email import (
 )
 from tests.support.plans import operators
 from tests.support.postmark_standin import PostmarkStandin
+
+DISPATCH_SETTINGS = DispatchSettings(adult_age=18, max_recipients=10_000)
 
 ADULTS = [f"r{i:04d}" for i in range(2300)]  # three export pages of 1,000
 MINORS = ["kid1", "kid2"]
@@ -49,9 +53,9 @@ def emailed_campaign(
     add_email_members(graph, "c1", ADULTS)
     add_email_members(graph, "c1", MINORS, dob="2015-06-01")
     queues = local_queues(tmp_path / "q.sqlite3")
-    preview = preview_dispatch(graph, campaign_id="c1", now=NOW, adult_age=18, max_recipients=10_000)
+    preview = preview_dispatch(graph, campaign_id="c1", now=NOW, settings=DISPATCH_SETTINGS)
     dispatch(graph, queues.dispatch, campaign_id="c1", expected_token=preview.preview_token, now=NOW,
-             adult_age=18, max_recipients=10_000)  # fmt: skip
+             settings=DISPATCH_SETTINGS)  # fmt: skip
     worker = build_worker(settings, graph, queues=queues, clock=StepClock(), sweep_every=None)
     try:
         drain(worker.handle, queues)
@@ -110,7 +114,7 @@ def test_recipients_export_matches_stats_the_provider_and_the_graph(
 
 def test_the_export_page_is_an_ordered_index_seek(graph: Graph) -> None:
     plan = graph.driver.execute_query(
-        "EXPLAIN " + policy_query("export_recipients"),
+        "EXPLAIN " + statement("export_recipients"),
         {"campaignId": "c1", "cursor": "", "limit": 1000, **policy_params(NOW, 18)},
         database_=graph.database,
     ).summary.plan

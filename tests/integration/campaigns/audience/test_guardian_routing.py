@@ -1,4 +1,4 @@
-"""Routing announcements for minors to their guardians (issue 27 item 3), against real Neo4j, the real
+"""Routing announcements for minors to their guardians, against real Neo4j, the real
 local queue, the reference inbox and the Postmark stand-in: both channels walked in pages of two, so
 a guardian's children fall on different pages."""
 
@@ -15,6 +15,7 @@ from campaign_engine.campaigns.audience.stats import get_stats
 from campaign_engine.campaigns.engagement.cards import my_campaigns
 from campaign_engine.campaigns.engagement.events import record_event
 from campaign_engine.campaigns.sending.dispatch import dispatch, preview_dispatch
+from campaign_engine.campaigns.sending.dispatch_settings import DispatchSettings
 from campaign_engine.config import Settings
 from campaign_engine.delivery.email.web_view import render_web_view
 from campaign_engine.delivery.frequency_cap import notify_recheck_query
@@ -38,6 +39,8 @@ from tests.support.email import EMAIL_COPY, add_email_members, email_settings, e
 from tests.support.guardians import independent_routed_count
 from tests.support.plans import operators
 from tests.support.postmark_standin import PostmarkStandin
+
+DISPATCH_SETTINGS = DispatchSettings(adult_age=18, max_recipients=1000)
 
 ADULT = "1980-05-17"
 MINOR = "2015-09-01"
@@ -111,7 +114,7 @@ def _run(settings: Settings, graph: Graph, queues: Queues) -> None:
 
 
 def _preview(graph: Graph, campaign: str = "c1") -> Any:
-    return preview_dispatch(graph, campaign_id=campaign, now=NOW, adult_age=18, max_recipients=1000)
+    return preview_dispatch(graph, campaign_id=campaign, now=NOW, settings=DISPATCH_SETTINGS)
 
 
 def test_minors_reach_their_consenting_eligible_guardians_once_on_both_channels(
@@ -122,7 +125,7 @@ def test_minors_reach_their_consenting_eligible_guardians_once_on_both_channels(
         _fixture(graph, f"{inbox.url}/api/notifications/send")
         preview = _preview(graph)
         started = dispatch(graph, queues.dispatch, campaign_id="c1", expected_token=preview.preview_token,
-                           now=NOW, adult_age=18, max_recipients=1000)  # fmt: skip
+                           now=NOW, settings=DISPATCH_SETTINGS)  # fmt: skip
         _run(settings, graph, queues)
 
         everyone = ["a1", "g1", "g2", "g3", "g4", "g5", "g6", "k1", "k2", "k3", "k4", "k5", "k6", "k7"]
@@ -175,7 +178,7 @@ def test_the_preview_token_covers_the_routed_set_and_a_consent_change_voids_it(
     assert (after.guardian_recipient_count, before.guardian_recipient_count) == (3, 3)  # k5 still routes g1
     with pytest.raises(Conflict):
         dispatch(graph, queues.dispatch, campaign_id="c1", expected_token=before.preview_token, now=NOW,
-                 adult_age=18, max_recipients=1000)  # fmt: skip
+                 settings=DISPATCH_SETTINGS)  # fmt: skip
 
 
 def test_a_page_size_never_changes_the_routed_set_or_its_token(graph: Graph) -> None:
@@ -216,7 +219,7 @@ def test_exclude_runs_todays_statements_and_reaches_no_guardian(
         preview = _preview(graph)
         assert (preview.recipient_count, preview.guardian_recipient_count) == (1, 0)
         dispatch(graph, queues.dispatch, campaign_id="c1", expected_token=preview.preview_token, now=NOW,
-                 adult_age=18, max_recipients=1000)  # fmt: skip
+                 settings=DISPATCH_SETTINGS)  # fmt: skip
         _run(settings, graph, queues)
         reached = [pid for pid in ["a1", "g1", "g4", "g5", "k1"] if inbox_records(inbox.url, pid)]
     assert reached == ["a1"]
@@ -297,7 +300,7 @@ def test_a_live_segment_routes_its_excluded_matches(
         preview = _preview(graph)
         assert (preview.notification_recipient_count, preview.guardian_recipient_count) == (2, 1)
         dispatch(graph, queues.dispatch, campaign_id="c1", expected_token=preview.preview_token, now=NOW,
-                 adult_age=18, max_recipients=1000)  # fmt: skip
+                 settings=DISPATCH_SETTINGS)  # fmt: skip
         _run(settings, graph, queues)
         got = {pid: inbox_records(inbox.url, pid) for pid in ["g1", "g2", "k1", "k2"]}
     assert {pid: len(r) for pid, r in got.items()} == {"g1": 1, "g2": 1, "k1": 0, "k2": 0}
@@ -377,8 +380,9 @@ def test_a_consent_revoked_after_the_page_holds_the_guardians_notification_back(
     with inbox_server(tmp_path) as inbox:
         _fixture(graph, f"{inbox.url}/api/notifications/send")
         graph.run("MATCH (c:Campaign {id: 'c1'}) SET c.channels = ['notify']")
-        dispatch(graph, queues.dispatch, campaign_id="c1", expected_token=None, now=NOW, adult_age=18,
-                 max_recipients=1000)  # fmt: skip
+        dispatch(
+            graph, queues.dispatch, campaign_id="c1", expected_token=None, now=NOW, settings=DISPATCH_SETTINGS
+        )
         worker = build_worker(settings, graph, queues=queues, clock=StepClock(), sweep_every=None)
         try:
             while messages := queues.dispatch.receive(max_messages=10):

@@ -1,4 +1,4 @@
-"""Live segments (issue 27) against real Neo4j and the real local queue: evaluated at send time, on every
+"""Live segments against real Neo4j and the real local queue: evaluated at send time, on every
 page; the tenant boundary, the preview token, previewSegment's count and explain's verdicts."""
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from campaign_engine.campaigns.engagement.events import record_event
 from campaign_engine.campaigns.engagement.service import EngagementService
 from campaign_engine.campaigns.sending.dispatch import dispatch, preview_dispatch
 from campaign_engine.campaigns.sending.dispatch_reads import get_dispatch
+from campaign_engine.campaigns.sending.dispatch_settings import DispatchSettings
 from campaign_engine.config import Settings
 from campaign_engine.domain.campaign import CampaignCreate, CampaignPatch
 from campaign_engine.domain.dispatch import PageJob, parse_job
@@ -26,7 +27,8 @@ from campaign_engine.domain.errors import BadRequest, Conflict, NotFound
 from campaign_engine.domain.segment import Segment
 from campaign_engine.graph.graph import Graph
 from campaign_engine.graph.rules.policy import Policy, policy_params
-from campaign_engine.graph.rules.segment import compile_for, segment_query
+from campaign_engine.graph.rules.segment import compile_for
+from campaign_engine.graph.rules.segment_statements import segment_query
 from campaign_engine.graph.schema import apply_schema
 from campaign_engine.queue.port import Queue
 from campaign_engine.wiring import Queues, build_page_worker, build_worker
@@ -42,6 +44,8 @@ from tests.support.delivery import (
     make_campaign,
 )
 from tests.support.plans import operators
+
+DISPATCH_SETTINGS = DispatchSettings(adult_age=18, max_recipients=100)
 
 HOOK = "http://127.0.0.1:9/hook"
 
@@ -120,8 +124,9 @@ def test_a_profile_tagged_after_going_live_is_picked_up_by_the_next_wave(
     _tag(graph, ["p1", "p3"], "beta")
     _segmented(graph, "c1", {"tag": "beta"})
     add_members(graph, "c1", ["p2"], webhook=HOOK)  # a static member beside the segment
-    dispatch(graph, queues.dispatch, campaign_id="c1", expected_token=None, now=NOW, adult_age=18,
-             max_recipients=100)  # fmt: skip
+    dispatch(
+        graph, queues.dispatch, campaign_id="c1", expected_token=None, now=NOW, settings=DISPATCH_SETTINGS
+    )
     (job,) = _page_jobs(queues.dispatch)
     settings = delivery_settings(base_settings, campaign_dispatch_page_size=2)
     worker = build_page_worker(settings, graph, queues, clock=StepClock())
@@ -149,7 +154,7 @@ def test_segment_matches_are_posted_and_acknowledged_end_to_end(
         _tag(graph, ["s1", "s2", "s3"], "beta")
         _segmented(graph, "c1", {"tag": "beta"})
         dispatch_id = dispatch(graph, queues.dispatch, campaign_id="c1", expected_token=None, now=NOW,
-                               adult_age=18, max_recipients=100).dispatch_id  # fmt: skip
+                               settings=DISPATCH_SETTINGS).dispatch_id  # fmt: skip
         settings = delivery_settings(base_settings, campaign_dispatch_page_size=2)
         worker = build_worker(settings, graph, queues=queues, clock=StepClock(), sweep_every=None)
         try:
@@ -182,9 +187,7 @@ def test_remind_those_who_did_not_see_it_is_member_of_and_not_engaged(graph: Gra
     assert _audience(graph, "reminder") == ["b", "c"]
     assert get_stats(graph, campaign_id="reminder", policy=_policy()).audience == 2
     assert (
-        preview_dispatch(
-            graph, campaign_id="reminder", now=NOW, adult_age=18, max_recipients=100
-        ).recipient_count
+        preview_dispatch(graph, campaign_id="reminder", now=NOW, settings=DISPATCH_SETTINGS).recipient_count
         == 2
     )
     counted = preview_segment(graph, segment=Segment.model_validate(reminder), tenant_id="default", now=NOW,
@@ -223,8 +226,7 @@ def test_the_tenant_boundary_holds_for_matches_and_references(graph: Graph) -> N
     _segmented(graph, "mine", {"tag": "beta"})
     assert _audience(graph, "mine") == ["a1"]
     assert (
-        preview_dispatch(graph, campaign_id="mine", now=NOW, adult_age=18, max_recipients=100).recipient_count
-        == 1
+        preview_dispatch(graph, campaign_id="mine", now=NOW, settings=DISPATCH_SETTINGS).recipient_count == 1
     )
     for segment, path in [
         ({"memberOf": "theirs"}, "segment.memberOf"),
@@ -270,16 +272,23 @@ def test_the_preview_token_is_voided_when_the_segment_result_changes(graph: Grap
     _profiles(graph, ["p1", "p2"])
     _tag(graph, ["p1"], "beta")
     _segmented(graph, "c1", {"tag": "beta"})
-    token = preview_dispatch(graph, campaign_id="c1", now=NOW, adult_age=18, max_recipients=100).preview_token
+    token = preview_dispatch(graph, campaign_id="c1", now=NOW, settings=DISPATCH_SETTINGS).preview_token
     _tag(graph, ["p2"], "beta")
     with pytest.raises(Conflict):
-        dispatch(graph, queues.dispatch, campaign_id="c1", expected_token=token, now=NOW, adult_age=18,
-                 max_recipients=100)  # fmt: skip
-    fresh = preview_dispatch(graph, campaign_id="c1", now=NOW, adult_age=18, max_recipients=100)
+        dispatch(
+            graph,
+            queues.dispatch,
+            campaign_id="c1",
+            expected_token=token,
+            now=NOW,
+            settings=DISPATCH_SETTINGS,
+        )
+    fresh = preview_dispatch(graph, campaign_id="c1", now=NOW, settings=DISPATCH_SETTINGS)
     assert fresh.recipient_count == 2
     token = fresh.preview_token
-    dispatch(graph, queues.dispatch, campaign_id="c1", expected_token=token, now=NOW, adult_age=18,
-             max_recipients=100)  # fmt: skip
+    dispatch(
+        graph, queues.dispatch, campaign_id="c1", expected_token=token, now=NOW, settings=DISPATCH_SETTINGS
+    )
 
 
 _INDEPENDENT = """

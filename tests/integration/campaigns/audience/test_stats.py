@@ -37,8 +37,8 @@ def test_stats_count_distinct_profiles(base_settings: Settings, graph: Graph) ->
             "complained": 0,
             "capped": 0,
             "emailClicked": 0,
-            "variants": {},  # no A/B variants (issue 26)
-            "guardians": {"notified": 0, "emailed": 0},  # nobody routed to guardians (issue 27)
+            "variants": {},  # no A/B variants
+            "guardians": {"notified": 0, "emailed": 0},  # nobody routed to guardians
         }
         assert stats() == zero
         ok(

@@ -1,4 +1,4 @@
-"""First-party email clicks (issue 26 item 4) on the real graph, worker, API and Postmark stand-in: every
+"""First-party email clicks on the real graph, worker, API and Postmark stand-in: every
 email's CTA links through ``/c``; a GET that follows our own redirect records the click once per
 recipient and lands on the URL the token pins; ``HEAD``, a fetch that does not follow, a self-test's
 link and a bad token record nothing; the redirect answers at once while the graph is unreachable and
@@ -24,7 +24,7 @@ from campaign_engine.campaigns.engagement.email_clicks import ClickRecorder
 from campaign_engine.campaigns.self_test import send_test_to_me
 from campaign_engine.campaigns.tenants.webhook_endpoints import create_endpoint
 from campaign_engine.config import Settings
-from campaign_engine.graph.cypher import query
+from campaign_engine.graph.cypher import statement
 from campaign_engine.graph.graph import Graph, open_graph
 from campaign_engine.graph.rules.policy import Policy
 from campaign_engine.graph.webhook_outbox import subscribers_for
@@ -270,7 +270,11 @@ def test_the_click_write_seeks_its_unique_indexes_and_never_scans(graph: Graph) 
     own CAMPAIGN_STATE relationships to the campaign; never a label or index scan."""
     row = {"unsubscribeId": "u", "campaignId": "c", "campaignCreatedAt": "t", "at": "t", "count": 1}
     with graph.driver.session(database=graph.database) as session:
-        plan = session.run("EXPLAIN " + query("email_click_record"), clicks=[row], batchId="b").consume().plan
+        plan = (
+            session.run("EXPLAIN " + statement("email_click_record"), clicks=[row], batchId="b")
+            .consume()
+            .plan
+        )
     assert plan is not None
     every = operators(plan)
     assert any(op.startswith("NodeUniqueIndexSeek") for op in every), " ".join(every)

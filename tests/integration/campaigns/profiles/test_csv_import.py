@@ -1,4 +1,4 @@
-"""CSV import with a report (issue 25 item 3), through ``POST /imports/profiles`` on the real app and
+"""CSV import with a report, through ``POST /imports/profiles`` on the real app and
 graph, and through ``campaign-engine profiles import FILE.csv`` as its own process."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Guardians through ``profiles.upsert`` and ``profiles.get`` on the real app and graph (issue 27)."""
+"""Guardians through ``profiles.upsert`` and ``profiles.get`` on the real app and graph."""
 
 from __future__ import annotations
 
@@ -11,9 +11,9 @@ import pytest
 
 from campaign_engine.api.auth import mint_token
 from campaign_engine.config import Settings
-from campaign_engine.graph.cypher import query
+from campaign_engine.graph.cypher import statement
 from campaign_engine.graph.graph import Graph
-from campaign_engine.graph.rules.policy import policy_params, policy_query
+from campaign_engine.graph.rules.policy import policy_params
 from tests.conftest import ADMIN_ID
 from tests.support.api import TrpcClient, api_client, error_code, ok
 from tests.support.guardians import families, granted_pairs, upsert_families
@@ -194,10 +194,10 @@ def test_generated_families_match_an_independent_count(api: TrpcClient, graph: G
 def test_the_check_and_the_write_seek_profiles_by_id_and_never_scan(graph: Graph) -> None:
     rows = [{"profileId": "kid", "guardians": [{"profileId": "mum", "consent": "granted"}]}]
     statements = {
-        "guardians_check": (policy_query("guardians_check"),
+        "guardians_check": (statement("guardians_check"),
                             {"rows": rows, "tenant": None, "assumed": [], "newTenant": None,
                              **policy_params(datetime.now(UTC), 18)}),
-        "guardians_write": (query("guardians_write"),
+        "guardians_write": (statement("guardians_write"),
                             {"rows": rows, "tenant": None, "source": "api", "sourceRef": None, "setBy": None,
                              "now": "x"}),
     }  # fmt: skip

@@ -1,4 +1,4 @@
-"""Per-receiver secrets (issue 22 item 2), end to end: the API gives each profile's webhook its own
+"""Per-receiver secrets, end to end: the API gives each profile's webhook its own
 ``whsec_`` secret, the worker signs that receiver's POSTs with it, and loopback receivers built on the
 official Standard Webhooks library verify their own and refuse a POST signed with another's.
 """

@@ -1,4 +1,4 @@
-"""Roster imports (issue 27): OneRoster users.csv and SDS v2.1 relationships.csv through
+"""Roster imports: OneRoster users.csv and SDS v2.1 relationships.csv through
 ``POST /imports/roster``, the CSV import's ``guardians`` column, and ``campaign-engine roster import``."""
 
 from __future__ import annotations

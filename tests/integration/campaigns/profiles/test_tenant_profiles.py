@@ -1,4 +1,4 @@
-"""Profiles belong to tenants (issue 21 item 3), walked through the API: a tenant's credential reads and
+"""Profiles belong to tenants, walked through the API: a tenant's credential reads and
 writes only its members, its audiences reach only them, and it never sees another tenant's membership.
 
 People: p1 uses both apps, p2 only alpha, p3 only beta.

@@ -1,4 +1,4 @@
-"""A/B content variants (issue 26 items 1 and 3) on the real graph, worker, reference inbox and Postmark
+"""A/B content variants on the real graph, worker, reference inbox and Postmark
 stand-in: one assignment (``domain/ab_variants.py:assigned_variant``) decides every path's copy (the
 inbox payload, the email, its web view, the in-app card, the self-test, explainRecipient, the export),
 stays put across channels, re-dispatches and copy edits, and getStats counts each variant's recipients
@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from campaign_engine.campaigns.sending.dispatch import dispatch, preview_dispatch
+from campaign_engine.campaigns.sending.dispatch_settings import DispatchSettings
 from campaign_engine.config import Settings
 from campaign_engine.delivery.email.compose import compose_email, email_variants_for
 from campaign_engine.domain.ab_variants import assigned_variant, unit_point
@@ -34,6 +35,8 @@ from tests.support.delivery import (
 )
 from tests.support.email import add_email_members, email_settings
 from tests.support.postmark_standin import PostmarkStandin
+
+DISPATCH_SETTINGS = DispatchSettings(adult_age=18, max_recipients=100)
 
 ADMIN = {"as_": ADMIN_ID, "admin": True}
 NOW_TS = "2026-01-01T00:00:00.000000Z"
@@ -199,9 +202,9 @@ def test_every_path_serves_each_reader_the_same_variant_and_stats_count_it(
         assert error_code(refused) == "CONFLICT"
         ok(api.mutate("campaigns.update", {"campaignId": "ab", "variants": CAMPAIGN["variants"]}, **ADMIN))
 
-        preview = preview_dispatch(graph, campaign_id="ab", now=NOW, adult_age=18, max_recipients=100)
+        preview = preview_dispatch(graph, campaign_id="ab", now=NOW, settings=DISPATCH_SETTINGS)
         dispatch(graph, queues.dispatch, campaign_id="ab", expected_token=preview.preview_token, now=NOW,
-                 adult_age=18, max_recipients=100)  # fmt: skip
+                 settings=DISPATCH_SETTINGS)  # fmt: skip
         worker = build_worker(settings, graph, queues=queues, clock=StepClock(), sweep_every=None)
         try:
             drain(worker.handle, queues)
@@ -290,9 +293,9 @@ def test_every_path_serves_each_reader_the_same_variant_and_stats_count_it(
         add_email_members(
             graph, "ab", ["late-push"], emails=[], notificationsWebhook=hook, tenants=["default"]
         )
-        preview = preview_dispatch(graph, campaign_id="ab", now=NOW, adult_age=18, max_recipients=100)
+        preview = preview_dispatch(graph, campaign_id="ab", now=NOW, settings=DISPATCH_SETTINGS)
         dispatch(graph, queues.dispatch, campaign_id="ab", expected_token=preview.preview_token, now=NOW,
-                 adult_age=18, max_recipients=100)  # fmt: skip
+                 settings=DISPATCH_SETTINGS)  # fmt: skip
         worker = build_worker(settings, graph, queues=queues, clock=StepClock(), sweep_every=None)
         try:
             drain(worker.handle, queues)

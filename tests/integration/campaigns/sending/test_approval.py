@@ -1,4 +1,4 @@
-"""Two-person approval end to end (issue 21): an author, two publishers, a tenant policy of two recipients.
+"""Two-person approval end to end: an author, two publishers, a tenant policy of two recipients.
 
 Walked through the API as its users meet it: refusals name what is missing, an approval pins the preview
 it was given, nobody approves their own edit or dispatches their own approval, and the trail and the

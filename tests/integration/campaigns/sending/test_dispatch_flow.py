@@ -6,6 +6,7 @@ from pathlib import Path
 
 from campaign_engine.campaigns.sending.dispatch import dispatch, preview_dispatch
 from campaign_engine.campaigns.sending.dispatch_reads import get_dispatch
+from campaign_engine.campaigns.sending.dispatch_settings import DispatchSettings
 from campaign_engine.config import Settings
 from campaign_engine.graph.graph import Graph
 from campaign_engine.wiring import build_worker
@@ -22,6 +23,8 @@ from tests.support.delivery import (
     notified,
     start_dispatch,
 )
+
+DISPATCH_SETTINGS = DispatchSettings(adult_age=18, max_recipients=100)
 
 
 def test_dispatch_delivers_to_inbox_and_records_notified(
@@ -40,7 +43,7 @@ def test_dispatch_delivers_to_inbox_and_records_notified(
             webhook=f"{inbox.url}/api/notifications/send",
             announcementPushOptOut=True,
         )
-        preview = preview_dispatch(graph, campaign_id="c1", now=NOW, adult_age=18, max_recipients=100)
+        preview = preview_dispatch(graph, campaign_id="c1", now=NOW, settings=DISPATCH_SETTINGS)
         assert preview.notification_recipient_count == 5 and preview.audience_count == 6
         assert notified(graph, "c1") == []  # preview marks no one
         started = dispatch(
@@ -49,8 +52,7 @@ def test_dispatch_delivers_to_inbox_and_records_notified(
             campaign_id="c1",
             expected_token=preview.preview_token,
             now=NOW,
-            adult_age=18,
-            max_recipients=100,
+            settings=DISPATCH_SETTINGS,
         )
         worker = build_worker(settings, graph, queues=queues, clock=StepClock(), sweep_every=None)
         drain(worker.handle, queues)

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from campaign_engine.campaigns import definitions
+from campaign_engine.campaigns.sending.dispatch_settings import DispatchSettings
 from campaign_engine.campaigns.sending.schedule import fire_due
 from campaign_engine.config import Settings
 from campaign_engine.domain.campaign import CampaignPatch
@@ -23,6 +24,8 @@ from tests.conftest import ADMIN_ID
 from tests.support.api import TrpcClient, api_client, error_code, ok
 from tests.support.concurrency import at_once
 from tests.support.delivery import NOW, StepClock, add_members, local_queues, make_campaign
+
+DISPATCH_SETTINGS = DispatchSettings(adult_age=18, max_recipients=1000)
 
 IN_AN_HOUR = NOW + timedelta(hours=1)
 
@@ -53,7 +56,7 @@ def schedule(api: TrpcClient, campaign_id: str, send_at: Any, **extra: Any) -> A
 
 
 def fire(graph: Graph, queue: LocalQueue, at: Any) -> dict[str, str]:
-    return fire_due(graph, queue, now=at, adult_age=18, max_recipients=1000)
+    return fire_due(graph, queue, now=at, settings=DISPATCH_SETTINGS)
 
 
 def statuses(api: TrpcClient, campaign_id: str) -> list[tuple[str, str | None]]:

@@ -1,4 +1,4 @@
-"""The A/B test wave (issue 26 item 2) on the real graph, local queue, worker, sweeper, reference inbox
+"""The A/B test wave on the real graph, local queue, worker, sweeper, reference inbox
 and Postmark stand-in: only the test wave is sent until the decision, which the page job woken at
 ``decideAt`` takes once (a duplicated job, a second decision run and an admin's late choice change
 nothing); then the rest of the audience gets only the winner on every path, test members keep their

@@ -1,4 +1,4 @@
-"""The audit trail (issue 14, item 2): every committed admin mutation has exactly one entry, written in
+"""The audit trail: every committed admin mutation has exactly one entry, written in
 its own transaction; a failed one has none; ``audit.list`` pages by key on its indexes.
 
 Every mutation is called through the real API (tRPC over HTTP, real graph, real local queue)."""
@@ -208,7 +208,7 @@ def test_every_admin_mutation_commits_exactly_one_entry_with_its_revisions(
     _, entry = call("campaigns.setStatus", {"campaignId": "c1", "status": "paused"})
     assert (entry["revisionBefore"], entry["revisionAfter"]) == (4, 5)
 
-    # An A/B test wave decided by hand (issue 26): the decision is the entry.
+    # An A/B test wave decided by hand: the decision is the entry.
     arms = [{"id": "A"}, {"id": "B", "message": {"title": "B"}, "notification": {"title": "B", "body": "B"}}]
     call("campaigns.create", {**CAMPAIGN, "id": "ab1", "variants": arms})
     call("campaigns.addAudience", {"campaignId": "ab1", "source": source})

@@ -1,4 +1,4 @@
-"""Each change an event webhook hears of records its event in the change's own transaction (issue 25):
+"""Each change an event webhook hears of records its event in the change's own transaction:
 the email outcomes, provider feedback, an opt-out, a paused or failed dispatch, a deleted campaign, read
 back from the outbox itself (``:WebhookBatch``), once each, with ids only. The relay is tested in
 ``test_event_webhooks.py``; here the endpoint's URL is refused by the egress rules, so nothing leaves.
@@ -17,6 +17,7 @@ import pytest
 from campaign_engine.campaigns import definitions, deletion
 from campaign_engine.campaigns.sending.dispatch import dispatch, preview_dispatch
 from campaign_engine.campaigns.sending.dispatch_reads import DispatchPublic
+from campaign_engine.campaigns.sending.dispatch_settings import DispatchSettings
 from campaign_engine.campaigns.sending.schedule import fire_due, schedule_dispatch
 from campaign_engine.campaigns.sending.schedule_input import ScheduleInput
 from campaign_engine.campaigns.tenants.webhook_endpoints import create_endpoint
@@ -38,6 +39,8 @@ from tests.support.email import (
     make_email_campaign,
 )
 from tests.support.postmark_standin import PostmarkStandin
+
+DISPATCH_SETTINGS = DispatchSettings(adult_age=18, max_recipients=100)
 
 BOUNCE: dict[str, Any] = {
     "RecordType": "Bounce", "MessageStream": "outbound", "ID": 4323372036854775807, "Type": "HardBounce",
@@ -96,8 +99,9 @@ def test_email_outcomes_feedback_and_opt_out_are_events(
     make_email_campaign(graph)
     add_email_members(graph, "c1", ["p1", "p2", "p3"])
     postmark.error_codes[address_of("p1")] = 406  # inactive recipient: rejected
-    started = dispatch(graph, queues.dispatch, campaign_id="c1", expected_token=None, now=NOW, adult_age=18,
-                       max_recipients=100)  # fmt: skip
+    started = dispatch(
+        graph, queues.dispatch, campaign_id="c1", expected_token=None, now=NOW, settings=DISPATCH_SETTINGS
+    )
     _run(settings, graph, queues)
     dispatch_id = started.dispatch_ids["email"]
     emailed = _events(graph, "recipient.emailed", "recipient.email_rejected")
@@ -149,8 +153,9 @@ def test_pause_failure_and_delete_are_events(settings: Settings, graph: Graph, q
     _subscribe(graph, settings, tenant="elsewhere")  # another tenant's endpoint: none of these events
     make_email_campaign(graph)
     add_email_members(graph, "c1", ["p1"])
-    started = dispatch(graph, queues.dispatch, campaign_id="c1", expected_token=None, now=NOW, adult_age=18,
-                       max_recipients=100)  # fmt: skip
+    started = dispatch(
+        graph, queues.dispatch, campaign_id="c1", expected_token=None, now=NOW, settings=DISPATCH_SETTINGS
+    )
     definitions.set_status(graph, campaign_id="c1", status="paused", now=NOW + timedelta(seconds=1))
     paused = _events(graph, "dispatch.paused")
     assert [e["data"]["dispatchId"] for e in paused] == [started.dispatch_ids["email"]]
@@ -174,11 +179,11 @@ def test_pause_failure_and_delete_are_events(settings: Settings, graph: Graph, q
 
 
 def _schedule(graph: Graph, campaign_id: str, send_at: str, **extra: Any) -> list[DispatchPublic]:
-    token = preview_dispatch(graph, campaign_id=campaign_id, now=NOW, adult_age=18, max_recipients=100)
+    token = preview_dispatch(graph, campaign_id=campaign_id, now=NOW, settings=DISPATCH_SETTINGS)
     data = ScheduleInput.model_validate(
         {"campaignId": campaign_id, "sendAt": send_at, "expectedPreviewToken": token.preview_token, **extra}
     )
-    return schedule_dispatch(graph, data=data, now=NOW, adult_age=18, max_recipients=100)
+    return schedule_dispatch(graph, data=data, now=NOW, settings=DISPATCH_SETTINGS)
 
 
 def test_a_fired_schedule_is_a_started_event_and_a_refused_one_a_failed_event(
@@ -189,8 +194,9 @@ def test_a_fired_schedule_is_a_started_event_and_a_refused_one_a_failed_event(
     add_email_members(graph, "c1", ["p1", "p2"])
     (scheduled,) = _schedule(graph, "c1", "2026-03-01T13:00:00Z")
     assert _events(graph, "dispatch.started") == []  # a schedule is not a start
-    assert list(fire_due(graph, queues.dispatch, now=NOW + timedelta(hours=1), adult_age=18,
-                         max_recipients=100).values()) == ["sending"]  # fmt: skip
+    assert list(
+        fire_due(graph, queues.dispatch, now=NOW + timedelta(hours=1), settings=DISPATCH_SETTINGS).values()
+    ) == ["sending"]
     (started,) = _events(graph, "dispatch.started")
     assert started["data"] == {
         "campaignId": "c1", "dispatchId": scheduled.dispatch_id, "channel": "email", "recipients": 2,
@@ -202,7 +208,8 @@ def test_a_fired_schedule_is_a_started_event_and_a_refused_one_a_failed_event(
     add_email_members(graph, "c2", ["p3"])
     (refused,) = _schedule(graph, "c2", "2026-03-01T14:00:00Z", onChange="send_current")
     graph.run("MATCH (:Profile {profileId: 'p3'})-[m:IN_CAMPAIGN_AUDIENCE]->(:Campaign {id: 'c2'}) DELETE m")
-    assert list(fire_due(graph, queues.dispatch, now=NOW + timedelta(hours=2), adult_age=18,
-                         max_recipients=100).values()) == ["failed"]  # fmt: skip
+    assert list(
+        fire_due(graph, queues.dispatch, now=NOW + timedelta(hours=2), settings=DISPATCH_SETTINGS).values()
+    ) == ["failed"]
     (failed,) = _events(graph, "dispatch.failed")
     assert failed["data"]["dispatchId"] == refused.dispatch_id and failed["data"]["reason"] == "no_recipients"

@@ -1,4 +1,4 @@
-"""Event webhooks (issue 25 item 1), end to end on real components: Neo4j, the local queue, the real
+"""Event webhooks, end to end on real components: Neo4j, the local queue, the real
 worker (``wiring.build_worker``), loopback receivers verifying every POST with the official Standard
 Webhooks library, and the API for the endpoint procedures.
 
@@ -30,7 +30,7 @@ from campaign_engine.delivery.notify.sender import Outgoing, PostResult
 from campaign_engine.delivery.runner import Worker
 from campaign_engine.delivery.webhook_relay import WebhookRelay
 from campaign_engine.domain.webhook_events import RETRY_SCHEDULE_SECONDS, Event
-from campaign_engine.graph.cypher import query
+from campaign_engine.graph.cypher import statement
 from campaign_engine.graph.graph import Graph
 from campaign_engine.graph.schema import apply_schema
 from campaign_engine.graph.webhook_outbox import subscribers_for
@@ -461,7 +461,7 @@ def test_attempts_page_through_a_round_and_into_those_recorded_one_per_node(grap
 
 
 @pytest.mark.parametrize(
-    ("statement", "params"),
+    ("name", "params"),
     [
         ("webhook_relay_pending", {"endpointId": "e", "limit": 200}),
         ("webhook_replay", {"endpointId": "e", "since": "", "after": "", "limit": 1000}),
@@ -470,11 +470,11 @@ def test_attempts_page_through_a_round_and_into_those_recorded_one_per_node(grap
     ],
 )
 def test_the_queue_history_and_retention_reads_are_ordered_index_seeks(
-    graph: Graph, statement: str, params: dict[str, Any]
+    graph: Graph, name: str, params: dict[str, Any]
 ) -> None:
     """A queue of a million events costs a round its batch, not a sort of the million."""
     plan = graph.driver.execute_query(
-        "EXPLAIN " + query(statement), params, database_=graph.database
+        "EXPLAIN " + statement(name), params, database_=graph.database
     ).summary.plan
     assert plan is not None
     ops = operators(plan)
@@ -485,7 +485,8 @@ def test_the_queue_history_and_retention_reads_are_ordered_index_seeks(
 def test_events_queued_by_the_first_release_one_node_each_are_still_delivered(
     stack: Stack, graph: Graph
 ) -> None:
-    """Issue 25 first queued a :WebhookMessage per event; the schema's backfill folds them into batches."""
+    """The first release of event webhooks queued a :WebhookMessage per event; the schema's backfill folds
+    them into batches."""
     receiver = EventReceiver()
     with ThreadServer(receiver.app()) as server:
         endpoint_id, secret = _endpoint(stack, server, events=["campaign.created"])

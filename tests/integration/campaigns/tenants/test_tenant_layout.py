@@ -1,4 +1,4 @@
-"""Layouts per tenant (issue 24 item 6) over the real API, a real Neo4j and both real delivery paths.
+"""Layouts per tenant over the real API, a real Neo4j and both real delivery paths.
 
 A tenant's own admins edit its email layout (logo, colours, footer text and address, sender name) with
 ``tenants.updateLayout`` and see it first with ``tenants.previewLayout``; a dispatch through the real

@@ -1,4 +1,4 @@
-"""The tenant migration on a graph the previous release made (issue 21): its own code, run from git.
+"""The tenant migration on a graph the previous release made: its own code, run from git.
 
 The release before tenants (``PREVIOUS_RELEASE``) is extracted from this repository's history into a
 temporary folder (``bench/_support.py:release_tree``) and writes, through its own use cases, campaigns
@@ -25,7 +25,7 @@ from campaign_engine.graph.schema import apply_schema
 from tests.conftest import ADMIN_ID
 from tests.support.api import TrpcClient, api_client, ok
 
-PREVIOUS_RELEASE = "5ba923f"  # main before issue 21's tenant boundary
+PREVIOUS_RELEASE = "5ba923f"  # main before the tenant boundary
 
 # Run by the previous release's interpreter path: its package, its Cypher, this test's Neo4j.
 _WRITER = """

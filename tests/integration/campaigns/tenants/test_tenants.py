@@ -1,4 +1,4 @@
-"""Tenant records (issue 21 item 1) over the real API and a real Neo4j: the settings seed them once,
+"""Tenant records over the real API and a real Neo4j: the settings seed them once,
 ``tenants.*`` edits them, and an edit reaches the email every process renders without a restart."""
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from campaign_engine.config import Settings
 from campaign_engine.delivery.email.compose import compose_email, email_content_for
 from campaign_engine.domain.campaign import campaign_from_node
 from campaign_engine.domain.tenant import TenantPatch
-from campaign_engine.graph.cypher import query as cypher_query
+from campaign_engine.graph.cypher import statement as cypher_statement
 from campaign_engine.graph.graph import Graph
 from campaign_engine.graph.tenant_directory import TenantDirectory, tenants_of
 from campaign_engine.graph.tenants import update_tenant
@@ -365,7 +365,7 @@ def test_tenant_reads_seek_the_tenant_id_constraint_index_and_never_sort(
     graph: Graph, statement: str, params: dict[str, Any]
 ) -> None:
     with graph.driver.session(database=graph.database) as session:
-        plan = session.run("EXPLAIN " + cypher_query(statement), params).consume().plan
+        plan = session.run("EXPLAIN " + cypher_statement(statement), params).consume().plan
     operators: list[str] = []
 
     def walk(node: Any) -> None:

@@ -1,4 +1,4 @@
-"""Back-pressure shared by every worker of a provider (issue 13 item 3).
+"""Back-pressure shared by every worker of a provider.
 
 A throttle opens a provider-wide cooldown in the graph (the longest Retry-After wins); every email
 page reads it before claiming and waits it out without claiming anyone; too many deferrals in a row

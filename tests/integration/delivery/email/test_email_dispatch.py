@@ -15,6 +15,7 @@ from fastapi.testclient import TestClient
 from campaign_engine.campaigns import definitions
 from campaign_engine.campaigns.sending.dispatch import dispatch, preview_dispatch
 from campaign_engine.campaigns.sending.dispatch_reads import list_dispatches
+from campaign_engine.campaigns.sending.dispatch_settings import DispatchSettings
 from campaign_engine.config import ConfigError, Settings
 from campaign_engine.delivery.email.page_walk import EmailWorker
 from campaign_engine.delivery.email.provider import ProviderConfigError
@@ -37,6 +38,8 @@ from tests.support.email import (
     make_email_campaign,
 )
 from tests.support.postmark_standin import PostmarkStandin
+
+DISPATCH_SETTINGS = DispatchSettings(adult_age=18, max_recipients=100)
 
 
 @pytest.fixture
@@ -73,8 +76,7 @@ def _dispatch(graph: Graph, queues: Queues, token: str | None = None, campaign_i
         campaign_id=campaign_id,
         expected_token=token,
         now=NOW,
-        adult_age=18,
-        max_recipients=10_000,
+        settings=DispatchSettings(adult_age=18, max_recipients=10_000),
     )
     return started.dispatch_ids["email"]
 
@@ -135,7 +137,7 @@ def test_eligibility_matrix_preview_and_send(
     )
     add_email_members(graph, "c1", ["outsider"], member=False)
 
-    preview = preview_dispatch(graph, campaign_id="c1", now=NOW, adult_age=18, max_recipients=100)
+    preview = preview_dispatch(graph, campaign_id="c1", now=NOW, settings=DISPATCH_SETTINGS)
     assert preview.email_recipient_count == 3
     assert preview.recipient_count == 3
     assert preview.notification_recipient_count == 0
@@ -152,8 +154,8 @@ def test_eligibility_matrix_preview_and_send(
 def test_preview_token_covers_email_addresses(settings: Settings, graph: Graph, queues: Queues) -> None:
     make_email_campaign(graph)
     add_email_members(graph, "c1", ["p1"])
-    preview = preview_dispatch(graph, campaign_id="c1", now=NOW, adult_age=18, max_recipients=100)
-    again = preview_dispatch(graph, campaign_id="c1", now=NOW, adult_age=18, max_recipients=100)
+    preview = preview_dispatch(graph, campaign_id="c1", now=NOW, settings=DISPATCH_SETTINGS)
+    again = preview_dispatch(graph, campaign_id="c1", now=NOW, settings=DISPATCH_SETTINGS)
     assert again.preview_token == preview.preview_token
     graph.run("MATCH (:Profile {profileId: 'p1'})-->(m:ContactMethod) SET m.value = 'other@example.com'")
     with pytest.raises(Conflict):
@@ -167,12 +169,12 @@ def test_channels_get_their_own_dispatch_and_recipients_count_distinct_profiles(
     add_email_members(graph, "c1", ["both", "email-only"])
     graph.run("MATCH (p:Profile {profileId: 'email-only'}) SET p.announcementPushOptOut = true")
     add_members(graph, "c1", ["notify-only"])
-    preview = preview_dispatch(graph, campaign_id="c1", now=NOW, adult_age=18, max_recipients=100)
+    preview = preview_dispatch(graph, campaign_id="c1", now=NOW, settings=DISPATCH_SETTINGS)
     assert (preview.notification_recipient_count, preview.email_recipient_count) == (2, 2)
     assert preview.recipient_count == 3
     started = dispatch(
         graph, queues.dispatch, campaign_id="c1", expected_token=preview.preview_token, now=NOW,
-        adult_age=18, max_recipients=100,
+        settings=DISPATCH_SETTINGS,
     )  # fmt: skip
     assert sorted(started.channels) == ["email", "notify"]
     channels = sorted(d.channel for d in list_dispatches(graph, "c1"))
@@ -200,7 +202,7 @@ def test_message_headers_links_and_one_click_unsubscribe(
     link, token = match.group(1), unquote(match.group(2))
     assert link.replace("&", "&amp;") in message["HtmlBody"] or link in message["HtmlBody"]
     assert link in message["TextBody"]
-    # The CTA is tracked (issue 26 item 4): its /c token pins the tenant's campaign page.
+    # The CTA is tracked: its /c token pins the tenant's campaign page.
     [cta] = re.findall(r'href="https://campaigns\.test/c\?token=([^"]+)"', message["HtmlBody"])
     click = UnsubscribeTokens.from_settings(settings).clicks.read(unquote(cta))
     assert click is not None and click.url == "https://t.example/m/c1?utm_source=email&utm_campaign=c1"

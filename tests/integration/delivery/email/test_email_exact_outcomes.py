@@ -1,4 +1,4 @@
-"""Exact outcomes per recipient (issue 13 item 1): one recipient's trouble never re-sends anyone else.
+"""Exact outcomes per recipient: one recipient's trouble never re-sends anyone else.
 
 Real components: the dev SMTP catcher (aiosmtpd) with and without SMTPUTF8, the real worker routing,
 the local queue, real Neo4j. Back-off periods pass on an injected clock and through the sweeper, so

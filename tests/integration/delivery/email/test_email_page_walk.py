@@ -1,4 +1,4 @@
-"""The email page walk's shape (issue 13 item 5): it seeks the campaign's membership, reads only
+"""The email page walk's shape: it seeks the campaign's membership, reads only
 members, moves the cursor over every member it read, and pipelines pages within one job.
 
 Real Neo4j, the real worker and the loopback Postmark stand-in.
@@ -21,8 +21,9 @@ from campaign_engine.delivery.frequency_cap import email_page_query
 from campaign_engine.delivery.readiness import readiness_params
 from campaign_engine.domain.dispatch import PageJob, parse_job
 from campaign_engine.domain.frequency_cap import cap_params
+from campaign_engine.graph.cypher import statement
 from campaign_engine.graph.graph import Graph, PendingWrite, Tx
-from campaign_engine.graph.rules.policy import policy_params, policy_query
+from campaign_engine.graph.rules.policy import policy_params
 from campaign_engine.graph.rules.segment import compile_for
 from campaign_engine.unsubscribe.tokens import UnsubscribeTokens
 from campaign_engine.wiring import Queues, build_email_worker, build_worker
@@ -124,7 +125,7 @@ def test_the_outcome_record_finds_each_claim_by_its_id_whatever_the_recipients_h
         "now": "2026-03-01T12:00:01.000000Z",
     }  # fmt: skip
     with graph.driver.session(database=graph.database) as session:
-        summary = session.run("PROFILE " + policy_query("email_record"), params).consume()
+        summary = session.run("PROFILE " + statement("email_record"), params).consume()
     assert summary.profile is not None
     every = operators(summary.profile)
     assert any("RelationshipByElementIdSeek" in op for op in every), every
@@ -168,7 +169,7 @@ def test_a_small_audience_among_many_profiles_reads_only_its_members(
 def test_a_live_segment_is_claimed_through_the_same_page_among_many_profiles(
     settings: Settings, graph: Graph, queues: Queues, postmark: PostmarkStandin
 ) -> None:
-    """Issue 27: a segment's matches are read, locked and claimed by the same statement as members,
+    """A segment's matches are read, locked and claimed by the same statement as members,
     opted-out and other tenants' profiles skipped as for members, without walking all profiles."""
     make_email_campaign(graph, segment={"tag": "rare"})
     profiles = [f"p{i:04d}" for i in range(3000)]

@@ -1,4 +1,4 @@
-"""A dispatch through the real worker and a pipelining relay that cuts the connection mid-page (issue 23).
+"""A dispatch through the real worker and a pipelining relay that cuts the connection mid-page.
 
 Real components: the worker routing, the claim and record transactions on real Neo4j, the local
 queue, the pooled pipelined SMTP provider and the loopback sink (``tests/support/smtp_sink.py``). The

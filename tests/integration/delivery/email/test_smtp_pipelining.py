@@ -1,4 +1,4 @@
-"""The pooled, pipelined SMTP path (issue 23) against a real loopback server that cuts on cue.
+"""The pooled, pipelined SMTP path against a real loopback server that cuts on cue.
 
 At most one attempt per claimed recipient must hold whatever step the connection dies at: a message
 the server stored is never reported ``throttled`` or ``rejected`` (that would release its claim and

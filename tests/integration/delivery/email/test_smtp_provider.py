@@ -92,7 +92,7 @@ _OPEN: list[SmtpProvider] = []
 
 
 def _close_providers() -> None:
-    """Sessions outlive a batch (issue 23): QUIT them before the test's server stops."""
+    """Sessions outlive a batch: QUIT them before the test's server stops."""
     while _OPEN:
         _OPEN.pop().close()
 
@@ -106,7 +106,7 @@ class SmtpServer:
 
 @pytest.fixture(params=[False, True], ids=["lock-step", "pipelining"])
 def smtp_server(request: pytest.FixtureRequest) -> Iterator[SmtpServer]:
-    """Every scenario runs against a relay without PIPELINING and one that offers it (issue 23)."""
+    """Every scenario runs against a relay without PIPELINING and one that offers it."""
     handler = ScriptedHandler(pipelining=request.param)
     controller = Controller(handler, hostname="127.0.0.1", port=free_port())
     controller.start()

@@ -1,4 +1,4 @@
-"""The web view of every announcement email (issue 24 items 3 and 7), on the real graph, worker and Postmark
+"""The web view of every announcement email, on the real graph, worker and Postmark
 stand-in: each captured email links to ``/campaigns/view``; following it shows that recipient's variant
 (RTL for Arabic) with the unsubscribe pages' strict headers and no unsubscribe action; the footer is in
 the recipient's language when the unsubscribe page speaks it; anything but a valid view token of an
@@ -15,6 +15,7 @@ from urllib.parse import parse_qs, urlsplit
 
 from campaign_engine.campaigns.self_test import send_test_to_me
 from campaign_engine.campaigns.sending.dispatch import dispatch, preview_dispatch
+from campaign_engine.campaigns.sending.dispatch_settings import DispatchSettings
 from campaign_engine.config import Settings
 from campaign_engine.domain.locale import direction
 from campaign_engine.graph.graph import Graph
@@ -27,6 +28,8 @@ from tests.support.api import TrpcClient, api_client, ok
 from tests.support.delivery import NOW, StepClock, delivery_settings, drain, local_queues
 from tests.support.email import UNSUBSCRIBE_SECRET, add_email_members, email_settings
 from tests.support.postmark_standin import PostmarkStandin
+
+DISPATCH_SETTINGS = DispatchSettings(adult_age=18, max_recipients=100)
 
 COPY = {
     "en": ("Spring is here", "New features for everyone", "Spring news", "Open the app"),
@@ -95,9 +98,9 @@ def test_each_email_links_to_its_readers_web_view_and_nothing_else_opens_one(
                 "campaigns.setStatus", {"campaignId": "bloom", "status": "live"}, as_=ADMIN_ID, admin=True
             )
         )
-        preview = preview_dispatch(graph, campaign_id="bloom", now=NOW, adult_age=18, max_recipients=100)
+        preview = preview_dispatch(graph, campaign_id="bloom", now=NOW, settings=DISPATCH_SETTINGS)
         dispatch(graph, queues.dispatch, campaign_id="bloom", expected_token=preview.preview_token, now=NOW,
-                 adult_age=18, max_recipients=100, accept_fallback=True)  # fmt: skip
+                 settings=DISPATCH_SETTINGS, accept_fallback=True)  # fmt: skip
         worker = build_worker(settings, graph, queues=queues, clock=StepClock(), sweep_every=None)
         try:
             drain(worker.handle, queues)

@@ -1,0 +1,39 @@
+"""The settings every reviewed send is judged by, as one value built once per process.
+
+Preview, approval, confirmation, scheduling and the scheduler's firing each recompute the same preview,
+so each must see the same age policy, recipient cap, deliverable channels and untranslated share: a
+setting one of them missed would let the preview offer a send that another refuses. The composition
+roots (``create_app``'s ``Services``, ``run_sweep``) build this value from ``Settings`` and pass it
+down whole.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from campaign_engine.campaigns.sending.send_blocks import ALL_CHANNELS
+from campaign_engine.config import Settings
+from campaign_engine.domain.dispatch import DeliveryChannel
+
+__all__ = ["DEFAULT_UNTRANSLATED_MAX_SHARE", "DispatchSettings"]
+
+# Past this share of a translated campaign's recipients getting the base content though they read
+# another language, a send needs acceptFallback (CAMPAIGN_UNTRANSLATED_MAX_SHARE).
+DEFAULT_UNTRANSLATED_MAX_SHARE = 0.05
+
+
+@dataclass(frozen=True)
+class DispatchSettings:
+    adult_age: int  # the age policy's (CAMPAIGN_ADULT_AGE)
+    max_recipients: int  # a preview refuses an audience past this (CAMPAIGN_PREVIEW_MAX_RECIPIENTS)
+    deliverable: frozenset[DeliveryChannel] = ALL_CHANNELS  # a campaign with another channel is blocked
+    untranslated_max_share: float = DEFAULT_UNTRANSLATED_MAX_SHARE
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> DispatchSettings:
+        return cls(
+            adult_age=settings.campaign_adult_age,
+            max_recipients=settings.campaign_preview_max_recipients,
+            deliverable=settings.dispatch_channels,
+            untranslated_max_share=settings.campaign_untranslated_max_share,
+        )

@@ -1,0 +1,3 @@
+
+MATCH (d:Dispatch {id: $dispatchId})
+SET d.pageFailures = $failures, d.lastFailureAt = $now

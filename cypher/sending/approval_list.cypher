@@ -1,0 +1,4 @@
+
+MATCH (x:DispatchApproval {campaignId: $campaignId})
+RETURN x {.*} AS approval
+ORDER BY x.approvedAt DESC

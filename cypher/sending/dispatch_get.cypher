@@ -1,0 +1,3 @@
+
+MATCH (d:Dispatch {id: $dispatchId})-[:DISPATCH_OF]->(c:Campaign)
+RETURN d {.*, campaignId: c.id} AS dispatch

@@ -1,0 +1,3 @@
+
+MATCH (d:Dispatch {status: 'scheduled'})-[:DISPATCH_OF]->(:Campaign {id: $campaignId})
+RETURN d.id AS id LIMIT 1

@@ -1,0 +1,3 @@
+
+MATCH (e:WebhookEndpoint {id: $id})
+DETACH DELETE e

@@ -1,0 +1,3 @@
+
+MATCH (a:WebhookAttempt) WHERE a.endpointId = $id AND a.orderKey > ''
+WITH a LIMIT 5000 DETACH DELETE a RETURN count(*) AS n
