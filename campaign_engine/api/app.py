@@ -43,7 +43,7 @@ from campaign_engine.feedback.sns_http import SnsHttp
 from campaign_engine.graph.graph import API_UNAVAILABLE_WAIT_SECONDS, Graph, open_graph
 from campaign_engine.graph.rules.policy import Policy
 from campaign_engine.graph.schema import apply_schema, schema_applied
-from campaign_engine.graph.tenant_directory import tenants_of
+from campaign_engine.graph.tenant_directory import TenantDirectory, tenants_of
 from campaign_engine.graph.tenants import settings_seed
 from campaign_engine.observability.metrics_serving import scrape, serving_registry
 from campaign_engine.observability.request_id import RequestIdMiddleware
@@ -97,6 +97,17 @@ class _TrpcFirst:
                 await response(scope, receive, send)
                 return
         await self.app(scope, receive, send)
+
+
+def _name_in(tenants: TenantDirectory) -> Callable[[str], str | None]:
+    """The display name the email of ``tenant_id`` carried (its record's, else the default tenant's, as
+    the email's branding), for the unsubscribe page."""
+
+    def name(tenant_id: str) -> str | None:
+        record = tenants.tenant(tenant_id)
+        return None if record is None else record.name
+
+    return name
 
 
 def create_app(
@@ -196,7 +207,9 @@ def create_app(
     app.openapi = openapi  # type: ignore[method-assign]
 
     if tokens is not None:
-        app.include_router(unsubscribe_router(graph=the_graph, tokens=tokens, clock=clock))
+        app.include_router(
+            unsubscribe_router(graph=the_graph, tokens=tokens, clock=clock, tenant_name=_name_in(tenants))
+        )
         app.include_router(web_view_router(graph=the_graph, tokens=tokens, settings=settings))
         app.include_router(clicks_router(tokens=tokens.clicks, recorder=clicks, clock=clock))
     # Provider feedback (bounces, complaints); each endpoint answers 404 until configured.

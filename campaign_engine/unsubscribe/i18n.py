@@ -35,6 +35,14 @@ class PageStrings:
     view_invalid_text: str
     """The web view's answer to any link that is not a valid view link."""
     view_unavailable_text: str
+    # A link that names its tenant (``{name}``: the tenant's display name, else ``sender_fallback``).
+    confirm_heading_tenant: str
+    confirm_text_tenant: str
+    scope_tenant: str
+    scope_all: str
+    done_text_tenant: str
+    done_text_all: str
+    sender_fallback: str
 
 
 STRINGS: dict[str, PageStrings] = {
@@ -58,6 +66,16 @@ STRINGS: dict[str, PageStrings] = {
         view_invalid_text="This link to view an email is incomplete or no longer valid. "
         "Open the email itself to read it.",
         view_unavailable_text="We could not show this email just now. Please try again in a few minutes.",
+        confirm_heading_tenant="Stop announcement emails from {name}?",
+        confirm_text_tenant="Press the button to stop receiving announcement emails from {name}. "
+        "You can turn them back on at any time in your preferences.",
+        scope_tenant="Only from {name}",
+        scope_all="From every organisation",
+        done_text_tenant="You will no longer receive announcement emails from {name}. "
+        "You can turn them back on in your preferences.",
+        done_text_all="You will no longer receive announcement emails from any organisation. "
+        "You can turn them back on in your preferences.",
+        sender_fallback="the organisation that sent this email",
     ),
     "es": PageStrings(
         lang="es",
@@ -79,6 +97,16 @@ STRINGS: dict[str, PageStrings] = {
         "Abre el propio correo para leerlo.",
         view_unavailable_text="No hemos podido mostrar este correo ahora mismo. "
         "Vuelve a intentarlo dentro de unos minutos.",
+        confirm_heading_tenant="¿Dejar de recibir correos de anuncios de {name}?",
+        confirm_text_tenant="Pulsa el botón para dejar de recibir correos de anuncios de {name}. "
+        "Puedes volver a activarlos en cualquier momento en tus preferencias.",
+        scope_tenant="Solo de {name}",
+        scope_all="De todas las organizaciones",
+        done_text_tenant="Ya no recibirás correos de anuncios de {name}. "
+        "Puedes volver a activarlos en tus preferencias.",
+        done_text_all="Ya no recibirás correos de anuncios de ninguna organización. "
+        "Puedes volver a activarlos en tus preferencias.",
+        sender_fallback="la organización que envió este correo",
     ),
     "fr": PageStrings(
         lang="fr",
@@ -101,6 +129,16 @@ STRINGS: dict[str, PageStrings] = {
         "Ouvrez l'e-mail lui-même pour le lire.",
         view_unavailable_text="Nous n'avons pas pu afficher cet e-mail pour le moment. "
         "Réessayez dans quelques minutes.",
+        confirm_heading_tenant="Ne plus recevoir les e-mails d'annonces de {name}\u00a0?",
+        confirm_text_tenant="Appuyez sur le bouton pour ne plus recevoir les e-mails d'annonces de {name}. "
+        "Vous pourrez les réactiver à tout moment dans vos préférences.",
+        scope_tenant="Seulement de {name}",
+        scope_all="De toutes les organisations",
+        done_text_tenant="Vous ne recevrez plus d'e-mails d'annonces de {name}. "
+        "Vous pouvez les réactiver dans vos préférences.",
+        done_text_all="Vous ne recevrez plus d'e-mails d'annonces d'aucune organisation. "
+        "Vous pouvez les réactiver dans vos préférences.",
+        sender_fallback="l'organisation qui a envoyé cet e-mail",
     ),
     "ar": PageStrings(
         lang="ar",
@@ -120,6 +158,16 @@ STRINGS: dict[str, PageStrings] = {
         "يُرجى استخدام الرابط مرة أخرى بعد بضع دقائق.",
         view_invalid_text="رابط عرض هذه الرسالة غير مكتمل أو لم يعد صالحًا. افتح الرسالة نفسها لقراءتها.",
         view_unavailable_text="تعذّر علينا عرض هذه الرسالة الآن. يُرجى المحاولة مرة أخرى بعد بضع دقائق.",
+        confirm_heading_tenant="هل تريد إيقاف رسائل الإعلانات عبر البريد الإلكتروني من {name}؟",
+        confirm_text_tenant="اضغط على الزر لإيقاف تلقي رسائل الإعلانات عبر البريد الإلكتروني من {name}. "
+        "يمكنك إعادة تفعيلها في أي وقت من إعداداتك.",
+        scope_tenant="من {name} فقط",
+        scope_all="من جميع المؤسسات",
+        done_text_tenant="لن تصلك رسائل الإعلانات عبر البريد الإلكتروني من {name} بعد الآن. "
+        "يمكنك إعادة تفعيلها من إعداداتك.",
+        done_text_all="لن تصلك رسائل الإعلانات عبر البريد الإلكتروني من أي مؤسسة بعد الآن. "
+        "يمكنك إعادة تفعيلها من إعداداتك.",
+        sender_fallback="المؤسسة التي أرسلت هذه الرسالة",
     ),
 }
 

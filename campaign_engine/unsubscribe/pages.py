@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Literal
 
 from jinja2 import Environment, FileSystemLoader, StrictUndefined, select_autoescape
+from markupsafe import Markup, escape
 
 from campaign_engine.unsubscribe.i18n import STRINGS
 
@@ -95,8 +96,35 @@ def page_headers(language: str, *, policy: str = CONTENT_SECURITY_POLICY) -> dic
     return {**_COMMON_HEADERS, "Content-Security-Policy": policy, "Content-Language": language}
 
 
-def render_page(kind: PageKind, *, language: str, action: str | None = None) -> str:
-    """``action`` is the form target of the confirm page (same origin, token in the query)."""
+def _named(text: str, name: str) -> Markup:
+    """``text`` with ``{name}`` filled, both escaped; the name isolated (``<bdi>``) so a Latin name keeps
+    its order on a right-to-left page and an Arabic one on a left-to-right page."""
+    return escape(text).format(name=Markup("<bdi>{}</bdi>").format(name))
+
+
+def render_page(
+    kind: PageKind,
+    *,
+    language: str,
+    action: str | None = None,
+    tenant_name: str | None = None,
+    named: bool = False,
+    scope_all: bool = False,
+) -> str:
+    """``action`` is the form target of the confirm page (same origin, token in the query). ``named``:
+    the link names its tenant, whose display name is ``tenant_name`` (unknown: the page says "the
+    organisation that sent this email"); the confirm page then offers "only from" it (the default) or
+    "from every organisation", and the done page says which (``scope_all``)."""
     if kind == "confirm" and not action:
         raise ValueError("the confirm page needs a form action")
-    return _env.get_template(f"{kind}.html").render(t=STRINGS[language], action=action)
+    t = STRINGS[language]
+    name = tenant_name or t.sender_fallback
+    words = {
+        "heading": _named(t.confirm_heading_tenant, name) if named else t.confirm_heading,
+        "text": _named(t.confirm_text_tenant, name) if named else t.confirm_text,
+        "scope_tenant": _named(t.scope_tenant, name),
+        "done": _named(t.done_text_tenant, name),
+    }
+    if not named or scope_all:
+        words["done"] = t.done_text_all if named else t.done_text
+    return _env.get_template(f"{kind}.html").render(t=t, action=action, named=named, words=words)

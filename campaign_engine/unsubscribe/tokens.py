@@ -5,6 +5,11 @@ A token is an itsdangerous signature (HMAC-SHA256, a dedicated salt) over ``{"v"
 profileId, name or address. So renaming a profile or changing its email keeps its links working, and a
 deleted profile's links can never act on another account (a recreated profile gets a fresh id).
 
+Since per-organisation opt-outs a link names the tenant whose email carried it too: version 3 is
+``{"v": 3, "u": <id>, "t": <tenantId>}`` and opts the person out of that tenant's email (or, when they
+choose it on the page, of every tenant's). A version-2 link (sent before) names no tenant and keeps
+its meaning: the person's deployment-wide opt-out.
+
 Tokens do not expire: a link in an old email must still work after the campaign is archived or deleted.
 Rotating ``CAMPAIGN_UNSUBSCRIBE_SECRET`` therefore invalidates every link already sent; do it only when
 the secret leaked. Version 1 tokens (legacy) and unknown versions are refused. A token grants exactly one
@@ -37,6 +42,7 @@ __all__ = [
     "CLICK_CONFIRM_PATH",
     "CLICK_PATH",
     "CLICK_SALT",
+    "TENANT_TOKEN_VERSION",
     "TOKEN_VERSION",
     "UNSUBSCRIBE_SALT",
     "WEB_VIEW_PATH",
@@ -45,6 +51,7 @@ __all__ = [
     "ClickTokens",
     "InvalidUnsubscribeToken",
     "SignedPayloads",
+    "UnsubscribeLink",
     "UnsubscribeTokens",
     "WebViewTokens",
     "click_url",
@@ -55,6 +62,7 @@ __all__ = [
 
 UNSUBSCRIBE_SALT = "campaign-engine/announcement-unsubscribe"
 TOKEN_VERSION = 2
+TENANT_TOKEN_VERSION = 3
 WEB_VIEW_SALT = "campaign-engine/announcement-web-view"
 WEB_VIEW_VERSION = 1
 WEB_VIEW_PATH = "/campaigns/view"
@@ -171,8 +179,17 @@ def valid_id(value: object) -> bool:
     return isinstance(value, str) and 0 < len(value) <= _MAX_ID_CHARS
 
 
+@dataclass(frozen=True)
+class UnsubscribeLink:
+    """What a verified unsubscribe token names: the person's durable id and the tenant whose email
+    carried the link (None for a version-2 link, which predates per-tenant opt-outs)."""
+
+    unsubscribe_id: str
+    tenant_id: str | None
+
+
 class UnsubscribeTokens:
-    """Issues and reads version-2 unsubscribe tokens under one secret."""
+    """Issues and reads unsubscribe tokens (version 3 naming a tenant, version 2 not) under one secret."""
 
     def __init__(self, secret: str) -> None:
         self._signed = SignedPayloads(secret, salt=UNSUBSCRIBE_SALT)
@@ -187,22 +204,34 @@ class UnsubscribeTokens:
         assert settings.campaign_unsubscribe_secret is not None  # checked by require_unsubscribe
         return cls(settings.campaign_unsubscribe_secret.get_secret_value())
 
-    def issue(self, unsubscribe_id: str) -> str:
+    def issue(self, unsubscribe_id: str, tenant_id: str | None = None) -> str:
+        """A link for the email of ``tenant_id`` (version 3); without one, a version-2 link (tests, and
+        the shape links sent before per-tenant opt-outs have)."""
         if not valid_id(unsubscribe_id):
             raise ValueError("unsubscribe id must be 1-128 characters")
-        return self._signed.sign({"v": TOKEN_VERSION, "u": unsubscribe_id})
+        if tenant_id is None:
+            return self._signed.sign({"v": TOKEN_VERSION, "u": unsubscribe_id})
+        if not valid_id(tenant_id):
+            raise ValueError("tenant id must be 1-128 characters")
+        return self._signed.sign({"v": TENANT_TOKEN_VERSION, "u": unsubscribe_id, "t": tenant_id})
 
     def read(self, token: str) -> str:
         """The ``campaignUnsubscribeId`` the token was issued for; ``InvalidUnsubscribeToken`` otherwise."""
-        payload = self._signed.load(token, {"v", "u"})
+        return self.read_link(token).unsubscribe_id
+
+    def read_link(self, token: str) -> UnsubscribeLink:
+        """The id and tenant the token was issued for; ``InvalidUnsubscribeToken`` otherwise."""
+        payload = self._signed.load(token, {"v", "u"}, optional=frozenset({"t"}))
         if payload is None:
             raise InvalidUnsubscribeToken()
-        version, unsubscribe_id = payload["v"], payload["u"]
-        if type(version) is not int or version != TOKEN_VERSION:
+        version, unsubscribe_id, tenant_id = payload["v"], payload["u"], payload.get("t")
+        if type(version) is not int or version not in (TOKEN_VERSION, TENANT_TOKEN_VERSION):
             raise InvalidUnsubscribeToken()
-        if not valid_id(unsubscribe_id):
+        if (version == TENANT_TOKEN_VERSION) != ("t" in payload):
             raise InvalidUnsubscribeToken()
-        return str(unsubscribe_id)
+        if not valid_id(unsubscribe_id) or (tenant_id is not None and not valid_id(tenant_id)):
+            raise InvalidUnsubscribeToken()
+        return UnsubscribeLink(str(unsubscribe_id), None if tenant_id is None else str(tenant_id))
 
 
 class WebViewTokens:

@@ -28,3 +28,18 @@ def test_every_query_binds_the_addresses_its_contact_predicates_read(name: str, 
 
 def test_the_address_grammar_is_the_domain_one() -> None:
     assert policy.policy_params(datetime.now(UTC), 18)["emailPattern"] == patterns.EMAIL_PATTERN
+
+
+def test_an_opt_out_read_without_the_tenant_view_is_refused() -> None:
+    """Without ``view`` bound the tenant's opt-out reads null and its unsubscribed people get mail."""
+    with pytest.raises(ValueError, match="never binds the tenant's `view`"):
+        policy.check_bindings("MATCH (p)-->(c) WHERE NOT {{EMAIL_OPTED_OUT}} RETURN p", name="q")
+    with pytest.raises(ValueError, match="never binds the tenant's `view`"):
+        policy.check_bindings("MATCH (p)-->(c) WHERE NOT {{PUSH_OPTED_OUT}} RETURN p", name="q")
+    bound = "MATCH (p)-->(c) {{TENANT_VIEW}} WITH p, view WHERE NOT {{EMAIL_OPTED_OUT}} RETURN p"
+    policy.check_bindings(bound, name="q")
+
+
+def test_the_two_opt_outs_read_the_profile_and_the_view() -> None:
+    for fragment, flag in ((policy.EMAIL_OPTED_OUT, "Email"), (policy.PUSH_OPTED_OUT, "Push")):
+        assert f"p.announcement{flag}OptOut" in fragment and f"view.announcement{flag}OptOut" in fragment

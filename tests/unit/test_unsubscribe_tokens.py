@@ -197,3 +197,14 @@ def test_rfc8058_headers() -> None:
 )
 def test_language_choice_uses_q_values_and_falls_back_to_english(header: str | None, expected: str) -> None:
     assert choose_language(header) == expected
+
+
+def test_a_link_names_the_tenant_whose_email_carried_it() -> None:
+    tokens = UnsubscribeTokens(SECRET)
+    link = tokens.read_link(tokens.issue(UID, "river"))
+    assert (link.unsubscribe_id, link.tenant_id) == (UID, "river")
+    assert _signer().loads(tokens.issue(UID, "river")) == {"v": 3, "u": UID, "t": "river"}
+    assert tokens.read_link(tokens.issue(UID)).tenant_id is None  # version 2: deployment-wide
+    for forged in ({"v": 2, "u": UID, "t": "river"}, {"v": 3, "u": UID}, {"v": 3, "u": UID, "t": ""}):
+        with pytest.raises(InvalidUnsubscribeToken):
+            tokens.read_link(_signer().dumps(forged))

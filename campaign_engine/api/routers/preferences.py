@@ -1,8 +1,11 @@
-"""``preferences.*`` user procedures: the caller's own announcement opt-outs."""
+"""``preferences.*`` user procedures: the caller's own announcement opt-outs, for every tenant (no
+``tenantId``: the deployment-wide choices) or for one of the caller's tenants (``tenantId``)."""
 
 from __future__ import annotations
 
-from pydantic import ConfigDict, StrictBool
+from typing import Annotated
+
+from pydantic import ConfigDict, Field, StrictBool
 
 from campaign_engine.api.access import Access
 from campaign_engine.api.context import Context
@@ -21,10 +24,23 @@ ACCESS: dict[str, Access] = {
 router = ProcedureRouter("preferences", ACCESS)
 
 
+TenantRef = Annotated[str, Field(min_length=1, max_length=64)]
+
+
+class PreferencesScope(CamelModel):
+    """Omitted: every tenant; else one of the caller's tenants (FORBIDDEN for any other)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    tenant_id: TenantRef | None = None
+
+
 class AnnouncementPreferencesPatch(CamelModel):
     """Omitted (or null) choices stay as they are."""
 
     model_config = ConfigDict(extra="forbid")
+
+    tenant_id: TenantRef | None = None
 
     announcement_email_opt_out: StrictBool | None = None
     announcement_push_opt_out: StrictBool | None = None
@@ -42,17 +58,19 @@ def _out(prefs: AnnouncementPreferences) -> AnnouncementPreferencesOut:
 
 
 @router.query("getAnnouncementPreferences")
-def get_announcement_preferences(ctx: Context) -> AnnouncementPreferencesOut:
-    """The caller's announcement email and push opt-outs."""
+def get_announcement_preferences(ctx: Context, data: PreferencesScope) -> AnnouncementPreferencesOut:
+    """The caller's announcement email and push opt-outs: deployment-wide, or as ``tenantId`` honours
+    them (its own or the deployment-wide choice)."""
     caller = ctx.user()
-    return _out(preferences.get_announcement_preferences(ctx.services.graph, caller.profile_id))
+    graph = ctx.services.graph
+    return _out(preferences.get_announcement_preferences(graph, caller.profile_id, tenant_id=data.tenant_id))
 
 
 @router.mutation("updateAnnouncementPreferences")
 def update_announcement_preferences(
     ctx: Context, data: AnnouncementPreferencesPatch
 ) -> AnnouncementPreferencesOut:
-    """Change the caller's opt-outs; an omitted choice is unchanged."""
+    """Change the caller's opt-outs, for every tenant or ``tenantId``'s; an omitted choice is unchanged."""
     caller = ctx.user()
     updated = preferences.update_announcement_preferences(
         ctx.services.graph,
@@ -60,5 +78,6 @@ def update_announcement_preferences(
         email_opt_out=data.announcement_email_opt_out,
         push_opt_out=data.announcement_push_opt_out,
         now=ctx.services.clock(),
+        tenant_id=data.tenant_id,
     )
     return _out(updated)

@@ -1,12 +1,13 @@
 """``campaigns.unsubscribeFromAnnouncements``: the one-click opt-out for app clients.
 
 Anonymous like the RFC 8058 endpoint: the signed token is the only authority, and the answer is the
-same whether or not the token's profile still exists.
+same whether or not the token's profile still exists. A link that names its tenant opts out of that
+tenant's email, or of every tenant's with ``scope: "all"``, as the page does.
 """
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -30,14 +31,22 @@ class UnsubscribeInput(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     token: Annotated[str, Field(min_length=1, max_length=512)]
+    scope: Literal["tenant", "all"] = "tenant"
 
 
 @router.mutation("unsubscribeFromAnnouncements")
 def unsubscribe_from_announcements(ctx: Context, data: UnsubscribeInput) -> Ok:
-    """Opt the token's profile out of announcement email (idempotent)."""
+    """Opt the token's profile out of announcement email from the link's tenant, or from every
+    organisation (``scope: "all"``); idempotent."""
     tokens = ctx.services.unsubscribe_tokens
     if tokens is None:
         raise ServiceUnavailable("unsubscribing is not configured on this server")
-    unsubscribe_id = tokens.read(data.token)
-    opt_out_by_unsubscribe_id(ctx.services.graph, unsubscribe_id, now=ctx.services.clock())
+    link = tokens.read_link(data.token)
+    opt_out_by_unsubscribe_id(
+        ctx.services.graph,
+        link.unsubscribe_id,
+        now=ctx.services.clock(),
+        tenant_id=link.tenant_id,
+        scope=data.scope,
+    )
     return Ok()

@@ -363,9 +363,10 @@ def compose_email(
     test: bool = False,
 ) -> OutgoingEmail:
     """One recipient's message: the visible unsubscribe link and RFC 8058 headers carry its unsubscribe
-    token, the web-view link its view token of this campaign, a tracked CTA its click token (a
+    token for the campaign's tenant (opting out of that tenant's email only), the web-view link its
+    view token of this campaign, a tracked CTA its click token (a
     self-test's, ``test``, redirects and records nothing)."""
-    link = unsubscribe_url(domain_name, tokens.issue(unsubscribe_id))
+    link = unsubscribe_url(domain_name, tokens.issue(unsubscribe_id, content.tenant_id))
     view = web_view_url(domain_name, tokens.web_view.issue(unsubscribe_id, content.campaign_id))
     body = content.body_template
     text_fills: tuple[str, ...] = (link, view)

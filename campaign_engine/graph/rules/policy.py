@@ -2,7 +2,8 @@
 them equal) and the email contact rule, filled into named queries.
 
 Queries in ``cypher/`` write ``{{CAMPAIGN_AGE_OK}}``, ``{{EMAIL_AGE_OK}}``, ``{{EMAIL_CONTACT_OK}}``,
-``{{EMAIL_SUPPRESSED}}`` or ``{{PRIMARY_EMAILS}}`` where ``p`` is the Profile and ``c`` the Campaign;
+``{{EMAIL_SUPPRESSED}}``, ``{{PRIMARY_EMAILS}}``, ``{{EMAIL_OPTED_OUT}}`` or ``{{PUSH_OPTED_OUT}}``
+where ``p`` is the Profile and ``c`` the Campaign;
 ``graph/cypher.py:statement`` fills them (``FRAGMENTS``) and ``policy_params`` gives the parameters they
 read. The preview, the page reads, the delivery rechecks, the email claim and the email self-test all
 use the same predicates, so they can never disagree about who is eligible. ``EMAIL_CONTACT_OK`` includes
@@ -12,7 +13,8 @@ contact rule.
 The two contact predicates read the profile's primary verified addresses from the variable ``emails``,
 which the query binds once per row (``{{PRIMARY_EMAILS}} AS emails``) before using them: spelled inline,
 the list was walked three or four times per profile, most of the email claim's cost.
-``check_bindings`` refuses a query that uses them without that binding.
+``check_bindings`` refuses a query that uses them without that binding, and one that reads an opt-out
+without binding the tenant's ``view``.
 """
 
 from __future__ import annotations
@@ -32,11 +34,13 @@ __all__ = [
     "EMAIL_AGE_OK",
     "EMAIL_CAP_REACHED",
     "EMAIL_CONTACT_OK",
+    "EMAIL_OPTED_OUT",
     "EMAIL_PATTERN",
     "EMAIL_SUPPRESSED",
     "FRAGMENTS",
     "NOTIFY_CAP_REACHED",
     "PRIMARY_EMAILS",
+    "PUSH_OPTED_OUT",
     "STATIC_AUDIENCE_PAGE",
     "TENANT_VIEW",
     "Policy",
@@ -124,6 +128,18 @@ AUDIENCE_AGE_OK = "({{CAMPAIGN_AGE_OK}} OR coalesce(c.minors = 'guardians', fals
 # one or two.
 TENANT_VIEW = "OPTIONAL MATCH (p)-[:HAS_VIEW]->(view:TenantView) WHERE view.tenantId = c.tenantId"
 
+# Opt-outs add up (docs/people.md): the person's deployment-wide choice (every opt-out recorded before
+# per-tenant ones, and the unsubscribe page's "from every organisation") or the campaign tenant's view's
+# (its unsubscribe link, its preferences). Every reader (preview, pages, rechecks, claim, self-test,
+# explanation) fills these, so none can disagree; they read ``view`` (``{{TENANT_VIEW}}``).
+EMAIL_OPTED_OUT = (
+    "(coalesce(p.announcementEmailOptOut, false) OR coalesce(view.announcementEmailOptOut, false))"
+)
+PUSH_OPTED_OUT = EMAIL_OPTED_OUT.replace("Email", "Push")
+
+# A statement binds the view with the fragment, or by naming the node itself (a write that creates it).
+_VIEW_BOUND = re.compile(r"\{\{TENANT_VIEW\}\}|\(view:TenantView\b|\bAS\s+view\b")
+
 # The named fragments every statement may hold (``{{NAME}}``), filled by ``graph/cypher.py:statement``
 # after the caller's slots; a fragment may hold further ones. ``AUDIENCE_PAGE`` is the static page unless
 # the caller passes a segment's (``graph/rules/segment_statements.py``) or another head.
@@ -139,15 +155,20 @@ FRAGMENTS: dict[str, str] = {
     "EMAIL_CONTACT_OK": EMAIL_CONTACT_OK,
     "EMAIL_SUPPRESSED": EMAIL_SUPPRESSED,
     "PRIMARY_EMAILS": PRIMARY_EMAILS,
+    "EMAIL_OPTED_OUT": EMAIL_OPTED_OUT,
+    "PUSH_OPTED_OUT": PUSH_OPTED_OUT,
 }
 
 
 def check_bindings(text: str, *, name: str) -> None:
     """Refuses a template (its caller's slots filled) that reads a contact predicate before binding
-    ``emails``."""
+    ``emails``, or an opt-out without binding ``view`` (it would read null: the tenant's opt-out lost)."""
     uses_emails = "{{EMAIL_CONTACT_OK}}" in text or "{{EMAIL_SUPPRESSED}}" in text
     if uses_emails and not _EMAILS_BOUND.search(text):
         raise ValueError(f"{name} uses a contact predicate but never binds `emails`")
+    uses_opt_outs = "{{EMAIL_OPTED_OUT}}" in text or "{{PUSH_OPTED_OUT}}" in text
+    if uses_opt_outs and not _VIEW_BOUND.search(text):
+        raise ValueError(f"{name} reads an opt-out but never binds the tenant's `view`")
 
 
 def policy_params(now: datetime, adult_age: int) -> dict[str, Any]:

@@ -235,7 +235,7 @@ export interface Procedures {
   };
   "preferences.getAnnouncementPreferences": {
     kind: "query";
-    input: void;
+    input: PreferencesScope | undefined;
     output: AnnouncementPreferencesOut;
   };
   "preferences.updateAnnouncementPreferences": {
@@ -1615,6 +1615,7 @@ export interface StatusInput {
  */
 export interface UnsubscribeInput {
   token: string;
+  scope?: "tenant" | "all";
 }
 /**
  * A partial update: omitted fields are kept, ``null`` clears an optional field.
@@ -1656,6 +1657,15 @@ export interface CampaignPatch {
   guardianCopy?: GuardianCopy | null;
 }
 /**
+ * Omitted: every tenant; else one of the caller's tenants (FORBIDDEN for any other).
+ *
+ * This interface was referenced by `Procedures`'s JSON-Schema
+ * via the `definition` "PreferencesScope".
+ */
+export interface PreferencesScope {
+  tenantId?: string | null;
+}
+/**
  * This interface was referenced by `Procedures`'s JSON-Schema
  * via the `definition` "AnnouncementPreferencesOut".
  */
@@ -1670,6 +1680,7 @@ export interface AnnouncementPreferencesOut {
  * via the `definition` "AnnouncementPreferencesPatch".
  */
 export interface AnnouncementPreferencesPatch {
+  tenantId?: string | null;
   announcementEmailOptOut?: boolean | null;
   announcementPushOptOut?: boolean | null;
 }

@@ -11,7 +11,8 @@
 // (email_unsubscribe_ids.cypher): a subquery per row here cost ~10% of the statement for a case that
 // does not occur in a backfilled graph. The caller checked the campaign guard in the same transaction.
 // The primary addresses are read once per member (`emails`), and the contact predicates of
-// graph/rules/policy.py read that binding.
+// graph/rules/policy.py read that binding. Every fact of a member is the campaign tenant's view of
+// them over the shared ones (docs/people.md): `view` is bound once per member (TENANT_VIEW).
 // CAMPAIGN_STATE is created, not MERGEd: MERGE's locking variant also locks the campaign node (see
 // notify_record). The claim's subquery gives every row exactly one stateId (one branch of its union
 // holds for each): the elementId of the CAMPAIGN_STATE the claim wrote, where email_record.cypher
@@ -35,18 +36,20 @@ CYPHER replan=skip
 SET p.campaignStateLock = coalesce(p.campaignStateLock, 0) + 1
 WITH p, c
 OPTIONAL MATCH (p)-[s:CAMPAIGN_STATE]->(c)
-WITH p, c, s, {{PRIMARY_EMAILS}} AS emails,
-     coalesce($caps[coalesce(c.tenantId, '*')], $caps['*']) AS cap
-WITH p, c, s, emails, cap,
+{{TENANT_VIEW}}
+WITH p, c, s, view, {{PRIMARY_EMAILS}} AS emails,
+     coalesce($caps[coalesce(c.tenantId, '*')], $caps['*']) AS cap,
+     coalesce($readyAt[coalesce(view.timeZone, p.timeZone)], $fallbackReadyAt) AS readyAt
+WITH p, c, s, view, emails, cap, readyAt,
      CASE
        WHEN c.createdAt <> $campaignCreatedAt THEN 'campaign_gone'
-       WHEN coalesce(p.announcementEmailOptOut, false) THEN 'opted_out'
+       WHEN {{EMAIL_OPTED_OUT}} THEN 'opted_out'
        WHEN NOT {{EMAIL_AGE_OK}} THEN 'age_policy'
        WHEN {{EMAIL_SUPPRESSED}} THEN 'suppressed'
        WHEN NOT {{EMAIL_CONTACT_OK}} THEN 'no_email'
        WHEN s.emailClaimedAt IS NOT NULL OR s.emailedAt IS NOT NULL THEN 'already_claimed'
-       WHEN coalesce($readyAt[p.timeZone], $fallbackReadyAt) > $now THEN 'deferred'
-       WHEN coalesce($readyAt[p.timeZone], $fallbackReadyAt) < $staleBefore THEN 'missed'
+       WHEN readyAt > $now THEN 'deferred'
+       WHEN readyAt < $staleBefore THEN 'missed'
        WHEN {{EMAIL_CAP_REACHED}} THEN 'capped'
        ELSE null
      END AS blocked
@@ -71,8 +74,8 @@ CALL (p, c, s, blocked) {
 }
 {{EMAIL_CAP}}
 WITH p.profileId AS profileId, blocked, emails[0] AS address, p.campaignUnsubscribeId AS unsubscribeId,
-     stateId, firstCapped, p.locale AS locale,
-     CASE WHEN blocked = 'deferred' THEN coalesce($readyAt[p.timeZone], $fallbackReadyAt) END AS readyAt
+     stateId, firstCapped, coalesce(view.locale, p.locale) AS locale,
+     CASE WHEN blocked = 'deferred' THEN readyAt END AS readyAt
 RETURN count(*) AS read, max(profileId) AS last,
        collect(CASE WHEN blocked IS NULL THEN [profileId, address, unsubscribeId, stateId, locale] END) AS claimed,
        count(CASE WHEN firstCapped THEN 1 END) AS capped,

@@ -11,10 +11,14 @@
 // null = never stale): missed, not sent. With neither rule the map is empty and every member is ready.
 // The AUDIENCE_PAGE placeholder: graph/rules/policy.py's static page, or with a live segment its seeks beside it in one
 // ordered union (graph/rules/segment.py); either way `p` and `c` for at most $limit members in order.
+// Each member's facts are the campaign tenant's view of them over the shared ones (docs/people.md):
+// `view` is bound once per member (TENANT_VIEW) and every fact below reads it first.
 {{AUDIENCE_PAGE}}
 OPTIONAL MATCH (p)-[s:CAMPAIGN_STATE]->(c)
-WITH p.profileId AS profileId, coalesce($readyAt[p.timeZone], $fallbackReadyAt) AS readyAt,
-     (NOT coalesce(p.announcementPushOptOut, false) AND s.notifiedAt IS NULL AND {{CAMPAIGN_AGE_OK}})
+{{TENANT_VIEW}}
+WITH p.profileId AS profileId,
+     coalesce($readyAt[coalesce(view.timeZone, p.timeZone)], $fallbackReadyAt) AS readyAt,
+     (NOT {{PUSH_OPTED_OUT}} AND s.notifiedAt IS NULL AND {{CAMPAIGN_AGE_OK}})
        AS eligible
 WITH profileId, readyAt,
      CASE

@@ -148,3 +148,50 @@ def test_concurrent_partial_updates_lose_nothing(graph: Graph) -> None:
 def test_use_case_not_found(graph: Graph) -> None:
     with pytest.raises(NotFound):
         update_announcement_preferences(graph, "ghost", email_opt_out=True, push_opt_out=None, now=T0)
+
+
+# --- per tenant (docs/people.md: opt-outs add up) ---------------------------------------------------
+
+
+def _views(graph: Graph, profile_id: str) -> dict[str, tuple[Any, Any]]:
+    rows = graph.run(
+        "MATCH (:Profile {profileId: $pid})-[:HAS_VIEW]->(v:TenantView)"
+        " RETURN v.tenantId AS t, v.announcementEmailOptOut AS email, v.announcementPushOptOut AS push",
+        pid=profile_id,
+    )
+    return {row["t"]: (row["email"], row["push"]) for row in rows}
+
+
+def test_a_tenants_choices_live_on_its_view_and_stop_only_that_tenant(api: TrpcClient, graph: Graph) -> None:
+    _profile(graph, "u1", tenants=["north", "river"])
+    river = {"tenantId": "river"}
+    both = {"announcementEmailOptOut": True, "announcementPushOptOut": True}
+    assert ok(api.mutate(UPDATE, {**river, "announcementEmailOptOut": True}, as_="u1")) == {
+        "announcementEmailOptOut": True,
+        "announcementPushOptOut": False,
+    }
+    assert _views(graph, "u1") == {"river": (True, False)}
+    assert _node(graph, "u1")["announcementEmailOptOut"] is False  # the other tenants keep mailing
+    assert ok(api.query(GET, river, as_="u1"))["announcementEmailOptOut"] is True
+    assert ok(api.query(GET, {"tenantId": "north"}, as_="u1"))["announcementEmailOptOut"] is False
+    assert ok(api.query(GET, as_="u1"))["announcementEmailOptOut"] is False  # deployment-wide
+
+    # The deployment-wide choice holds for every tenant, whatever the tenant's own says.
+    ok(api.mutate(UPDATE, both, as_="u1"))
+    assert ok(api.query(GET, {"tenantId": "north"}, as_="u1")) == both
+    assert ok(api.mutate(UPDATE, {**river, "announcementEmailOptOut": False}, as_="u1")) == both
+    # Turning a channel on for every tenant turns it on for each: the views' own opt-outs go too.
+    ok(api.mutate(UPDATE, {**river, "announcementPushOptOut": True}, as_="u1"))
+    ok(api.mutate(UPDATE, {"announcementPushOptOut": False}, as_="u1"))
+    assert ok(api.query(GET, river, as_="u1"))["announcementPushOptOut"] is False
+    assert _views(graph, "u1") == {"river": (False, None)}
+
+
+def test_a_tenant_not_the_callers_is_refused(api: TrpcClient, graph: Graph) -> None:
+    _profile(graph, "u1", tenants=["north"])
+    assert error_code(api.query(GET, {"tenantId": "river"}, as_="u1")) == "FORBIDDEN"
+    patch = {"tenantId": "river", "announcementEmailOptOut": True}
+    assert error_code(api.mutate(UPDATE, patch, as_="u1")) == "FORBIDDEN"
+    assert error_code(api.query(GET, {"tenantId": ""}, as_="u1")) == "BAD_REQUEST"
+    assert error_code(api.query(GET, {"tenantId": "ghost"}, as_="ghost")) == "NOT_FOUND"
+    assert _views(graph, "u1") == {}
