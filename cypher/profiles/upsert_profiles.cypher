@@ -7,6 +7,9 @@
 // profile outside its tenant: campaigns/profiles/records.py refuses the batch first).
 // A new profile gets its campaignUnsubscribeId here, once for life: allocating it inside the email
 // claim cost a unique-index insert per first-time recipient on the send's hot path.
+// These are the shared facts (docs/people.md): a tenant credential's rows name none of them here
+// (upsert_views.cypher writes its view), and the tags replaced are the shared ones only, so what a
+// tenant tagged stays; CREATE, not MERGE, since MERGE would take a tenant's HAS_TAG of the slug for one.
 UNWIND $rows AS row
 OPTIONAL MATCH (existing:Profile {profileId: row.profileId})
 WITH row, existing IS NULL AS created
@@ -27,11 +30,11 @@ CALL (p, row) {
 }
 CALL (p, row) {
   WITH p, row WHERE row.tags IS NOT NULL
-  OPTIONAL MATCH (p)-[old:HAS_TAG]->(:Tag)
+  OPTIONAL MATCH (p)-[old:HAS_TAG]->(:Tag) WHERE old.tenantId IS NULL
   DELETE old
   WITH DISTINCT p, row
   UNWIND row.tags AS slug
   MERGE (t:Tag {slug: slug})
-  MERGE (p)-[:HAS_TAG {slug: slug, profileId: p.profileId}]->(t)
+  CREATE (p)-[:HAS_TAG {slug: slug, profileId: p.profileId}]->(t)
 }
 RETURN sum(CASE WHEN created THEN 1 ELSE 0 END) AS created, count(*) AS total

@@ -6,25 +6,28 @@ from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from campaign_engine.api.access import Access
+from campaign_engine.api.access import Access, Role
 from campaign_engine.api.context import Context
 from campaign_engine.api.trpc import ProcedureRouter
 from campaign_engine.campaigns.profiles import receiver_secrets
 from campaign_engine.campaigns.profiles import records as profiles
 from campaign_engine.domain.camel import CamelModel
-from campaign_engine.domain.errors import BadRequest, NotFound
+from campaign_engine.domain.errors import BadRequest, Forbidden, NotFound
 from campaign_engine.domain.profile import ProfileOut, ProfileUpsert, UpsertResult, WebhookSecret
 from campaign_engine.egress.policy import EgressBlocked
 from campaign_engine.wiring import egress_rules
 
-__all__ = ["ACCESS", "router"]
+__all__ = ["ACCESS", "ROUTE_ROLE", "UPSERT_ROLE", "router"]
 
 # Who may call each procedure (api/access.py): one row per procedure, checked before it runs.
+# The writers of a tenant's view of a person, and of a receiver in it (docs/people.md).
+UPSERT_ROLE: Role = "author"
+ROUTE_ROLE: Role = "admin"
 ACCESS: dict[str, Access] = {
-    "upsert": "author",
+    "upsert": UPSERT_ROLE,
     "get": "viewer",
     "delete": "admin",
-    "rotateWebhookSecret": "admin",
+    "rotateWebhookSecret": ROUTE_ROLE,
 }
 router = ProcedureRouter("profiles", ACCESS)
 
@@ -64,6 +67,12 @@ def upsert(ctx: Context, data: ProfileUpsert) -> UpsertResult:
     platform credentials only).
 
     A row changes only the fields it names: an omitted field keeps its value, an explicit null clears it."""
+    try:
+        # Only the owner writes a route: a row naming a receiver or its secret, even to clear it, needs
+        # the role that rotates the secret (campaigns/profiles/records.py refuses the batch otherwise).
+        may_route = ctx.require(ROUTE_ROLE) is not None
+    except Forbidden:
+        may_route = False
     rules = egress_rules(ctx.services.settings)
     for index, row in enumerate(data.profiles):
         if row.notifications_webhook:  # refused here, not first found out at every POST to it
@@ -81,6 +90,7 @@ def upsert(ctx: Context, data: ProfileUpsert) -> UpsertResult:
         secrets=ctx.services.secret_box,
         adult_age=ctx.services.settings.campaign_adult_age,
         clock=ctx.services.clock,
+        may_route=may_route,
     )
 
 

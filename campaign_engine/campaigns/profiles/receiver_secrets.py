@@ -39,14 +39,21 @@ def check_sealable(profiles: list[ProfileIn], box: SecretBox | None) -> None:
 
 
 def seal_rows(
-    tx: Tx, rows: list[dict[str, Any]], profiles: dict[str, ProfileIn], box: SecretBox | None
+    tx: Tx,
+    rows: list[dict[str, Any]],
+    profiles: dict[str, ProfileIn],
+    box: SecretBox | None,
+    *,
+    tenant: str | None = None,
 ) -> tuple[list[dict[str, Any]], list[WebhookSecretOut]]:
-    """The statement rows with each receiver's sealed ring in ``props``, and the secrets generated."""
+    """The statement rows with each receiver's sealed ring in ``props``, and the secrets generated.
+    ``tenant``: the rows are that tenant's view rows, compared with the receiver its view holds (a
+    tenant never inherits the shared ring: its first receiver gets a secret of its own)."""
     webhooked = [pid for pid, p in profiles.items() if p.notifications_webhook]
     generate: set[str] = set()
     pending = sorted(pid for pid in webhooked if profiles[pid].notifications_webhook_secret is None)
     if pending:
-        stored = {r["profileId"]: r for r in tx.run(statement(_STORED), ids=pending)}
+        stored = {r["profileId"]: r for r in tx.run(statement(_STORED), ids=pending, tenant=tenant)}
         for pid in pending:
             before = stored.get(pid)
             new_url = profiles[pid].notifications_webhook
@@ -86,21 +93,22 @@ def rotate_webhook_secret(
     audit: AuditContext | None = None,
 ) -> str | None:
     """A new secret for the profile's receiver (``secret``, else generated and returned); the one it
-    replaces keeps signing for ``overlap_seconds``. A profile set before per-receiver secrets has none to
-    keep: its receiver holds the default secret, so it must accept the new one before this is called."""
+    replaces keeps signing for ``overlap_seconds``. ``tenant_id`` (a tenant's credential) rotates the
+    ring of the receiver in that tenant's view of the person, never the shared one. A profile set before
+    per-receiver secrets has none to keep: its receiver holds the default secret, so it must accept the
+    new one before this is called."""
     if box is None:
         raise BadRequest(_NO_KEY.replace("nothing in this batch", "nothing"))
 
     def tx_fn(tx: Tx) -> str | None:
-        # The lock first: two rotations at once must not both keep the same old secret.
-        tx.run(
-            statement(_SET_RING).replace("$keys", "p.notificationsWebhookKeys"), profileId=profile_id
-        ).consume()
+        # The lock first (no keys: nothing set): two rotations at once must not both keep one old secret.
+        tx.run(statement(_SET_RING), profileId=profile_id, tenant=tenant_id, keys=None).consume()
         record = tx.run(statement(_RING), profileId=profile_id, tenant=tenant_id).single()
         if record is None:
             raise NotFound(f"profile '{profile_id}' not found")
         if not record["webhook"]:
-            raise BadRequest("this profile has no notificationsWebhook of its own; the default receiver's"
+            whose = "of its own" if tenant_id is None else "this tenant set"
+            raise BadRequest(f"this profile has no notificationsWebhook {whose}; the default receiver's"
                              " secret is NOTIFICATIONS_WEBHOOK_SECRET")  # fmt: skip
         new = secret or generate_secret()
         if record["keys"] is None:
@@ -110,7 +118,7 @@ def rotate_webhook_secret(
                 ring = box.open(record["keys"]).rotated(new, now=now, overlap_seconds=overlap_seconds)
             except RingUnreadable:
                 ring = KeyRing(new)  # sealed under a key now gone: nothing left that could sign
-        tx.run(statement(_SET_RING), profileId=profile_id, keys=box.seal(ring)).consume()
+        tx.run(statement(_SET_RING), profileId=profile_id, tenant=tenant_id, keys=box.seal(ring)).consume()
         detail = {"overlapSeconds": overlap_seconds, "generated": secret is None}
         record_audit(tx, audit, target_type="profile", target_id=profile_id, detail=detail)
         return None if secret is not None else new

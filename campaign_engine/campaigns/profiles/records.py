@@ -3,6 +3,8 @@
 A profile is a person, shared by the tenants (apps) it belongs to (``tenants``). A tenant's own
 credential reads and writes only its members, sees only itself in their ``tenants``, and cannot take
 in a profile another tenant holds (a platform admin adds it); ``tenant=None`` is a platform credential.
+A tenant credential's facts go into its view of the person, and it reads its view over the shared facts
+(``campaigns/profiles/views.py``, docs/people.md); a platform credential writes and reads the shared ones.
 
 A batch is one transaction: every row is validated before anything is written, and a constraint
 violation (a DID already used by another profile) rolls the whole batch back. A row changes only the
@@ -26,6 +28,13 @@ from campaign_engine.campaigns.profiles.guardians import (
     upsert_rows,
 )
 from campaign_engine.campaigns.profiles.receiver_secrets import check_sealable, seal_rows
+from campaign_engine.campaigns.profiles.views import (
+    merged,
+    names_view_facts,
+    shared_part,
+    view_row,
+    write_views,
+)
 from campaign_engine.domain.errors import BadRequest, Conflict, Forbidden, NotFound
 from campaign_engine.domain.profile import (
     EmailContact,
@@ -81,6 +90,7 @@ def upsert_profiles(
     adult_age: int = 18,
     clock: Clock = system_clock,
     source: Source = "api",
+    may_route: bool = True,
 ) -> UpsertResult:
     """``tenant_id`` is the tenant new profiles join; ``platform`` False is a tenant's own credential,
     which may neither name ``tenants`` nor touch a profile outside its tenant (CONFLICT, nothing written: it
@@ -88,11 +98,23 @@ def upsert_profiles(
     secrets (``campaigns/profiles/receiver_secrets.py``); a row setting a webhook needs it. Rows naming
     ``guardians`` replace those sets (``campaigns/profiles/guardians.py``) after every row's profile is
     written, so a guardian the batch creates may be named; ``adult_age`` is the age policy's, for that
-    check."""
+    check. ``may_route`` False: the caller may not write receivers (only the role that rotates their
+    secrets may), so a row naming ``notificationsWebhook`` or its secret, even as null, refuses the batch."""
+    if not may_route:
+        _refuse_routes(batch.profiles)
     check_sealable(batch.profiles, secrets)
     by_id = {p.profile_id: p for p in batch.profiles}
     unsealed = sorted((_row(p) for p in batch.profiles), key=lambda r: r["profileId"])
-    with_connections = [r for r in unsealed if r["connections"] is not None]
+    views = (
+        []
+        if platform
+        else sorted(
+            (view_row(p) for p in batch.profiles if names_view_facts(p)), key=lambda r: r["profileId"]
+        )
+    )
+    if not platform:  # the tenant's facts go into its view; the profile keeps the shared ones
+        unsealed = [shared_part(r) for r in unsealed]
+    with_connections = [r for r in (unsealed if platform else views) if r["connections"] is not None]
     links = upsert_rows(batch.profiles)
     provenance = Provenance(source=source, now=clock(), audit=audit)
     ids = [r["profileId"] for r in unsealed]
@@ -109,18 +131,21 @@ def upsert_profiles(
                 )
         if links:  # the minors and their guardians, ascending, before any of them is written or read
             lock_profiles(tx, ids + lock_ids(links))
-        rows, generated = seal_rows(tx, unsealed, by_id, secrets)
+        scope = None if platform else tenant_id
+        # The receivers' rings go where their URLs go: the shared facts, or the tenant's view.
+        sealed, generated = seal_rows(tx, unsealed if platform else views, by_id, secrets, tenant=scope)
+        rows = sealed if platform else unsealed
         record = tx.run(statement("upsert_profiles"), rows=rows, tenant=tenant_id).single()
         assert record is not None
+        if not platform:
+            write_views(tx, sealed, tenant_id=tenant_id)
         missing = 0
         if with_connections:
-            scope = None if platform else tenant_id
             linked = tx.run(statement("upsert_connections"), rows=with_connections, tenant=scope).single()
             missing = int(linked["missing"]) if linked is not None else 0
         detail: dict[str, Any] = {"count": len(ids), "created": int(record["created"]),
                                   "profileIds": ids[:AUDIT_IDS_CAP]}  # fmt: skip
         if links:
-            scope = None if platform else tenant_id
             detail["guardianLinks"] = set_guardians(tx, links, tenant=scope, adult_age=adult_age,
                                                     provenance=provenance)  # fmt: skip
         record_audit(tx, audit, target_type="profile", target_id=ids[0] if len(ids) == 1 else "batch",
@@ -148,6 +173,16 @@ def upsert_profiles(
     )
 
 
+def _refuse_routes(rows: list[ProfileIn]) -> None:
+    for index, row in enumerate(rows):
+        if row.named("notifications_webhook") or row.named("notifications_webhook_secret"):
+            raise Forbidden(
+                f"profiles.{index}.notificationsWebhook: a receiver and its secret are written by an admin "
+                "of the tenant (the role that rotates the secret) or a platform admin; nothing in this "
+                "batch was written"
+            )
+
+
 _GET = "profile_get"  # cypher/profiles/profile_get.cypher
 
 
@@ -165,7 +200,7 @@ def get_profile(graph: Graph, profile_id: str, *, tenant_id: str | None = None) 
     found = graph.read(tx_fn)
     if found is None:
         raise NotFound(f"profile '{profile_id}' not found")
-    node = found["profile"]
+    node = merged(found["profile"], found["view"])
     return ProfileOut(
         profile_id=node["profileId"],
         did=node.get("did"),
@@ -181,7 +216,9 @@ def get_profile(graph: Graph, profile_id: str, *, tenant_id: str | None = None) 
         guardians=sorted((GuardianLink.model_validate(g) for g in found["guardians"]), key=_by_id),
         guardian_of=sorted((GuardianLink.model_validate(g) for g in found["guardianOf"]), key=_by_id),
         tenants=sorted(node.get("tenants") or []) if tenant_id is None else [tenant_id],
-        announcement_email_opt_out=bool(node.get("announcementEmailOptOut")),
+        # Opt-outs add up: the person's own for every tenant, or the reading tenant's.
+        announcement_email_opt_out=bool(node.get("announcementEmailOptOut"))
+        or bool((found["view"] or {}).get("announcementEmailOptOut")),
         announcement_push_opt_out=bool(node.get("announcementPushOptOut")),
     )
 
@@ -245,8 +282,11 @@ def import_jsonl(
     clock: Clock = system_clock,
     tenant_id: str = "default",
     secrets: SecretBox | None = None,
+    platform: bool = True,
+    may_route: bool = True,
 ) -> UpsertResult:
     """Streams a JSONL file of profiles in batches; an invalid row names its line and stops the import.
+    ``platform`` False: a tenant's credential, whose facts go into its views (``upsert_profiles``).
 
     Batches before the bad one stay written (each batch is atomic); the message says where to resume.
     Each batch is its own transaction, so each committed batch has its own audit entry.
@@ -263,7 +303,8 @@ def import_jsonl(
             field = ".".join(str(part) for part in loc[2:]) or "row"
             raise BadRequest(f"line {line}: {field}: {err['msg']} (earlier batches were imported)") from exc
         entry = None if audit is None else audit.next_entry(clock())
-        result = upsert_profiles(graph, batch, tenant_id=tenant_id, audit=entry, secrets=secrets)
+        result = upsert_profiles(graph, batch, tenant_id=tenant_id, audit=entry, secrets=secrets,
+                                 platform=platform, may_route=may_route)  # fmt: skip
         generated += result.webhook_secrets
         created += result.created
         updated += result.updated
