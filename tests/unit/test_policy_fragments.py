@@ -43,3 +43,25 @@ def test_an_opt_out_read_without_the_tenant_view_is_refused() -> None:
 def test_the_two_opt_outs_read_the_profile_and_the_view() -> None:
     for fragment, flag in ((policy.EMAIL_OPTED_OUT, "Email"), (policy.PUSH_OPTED_OUT, "Push")):
         assert f"p.announcement{flag}OptOut" in fragment and f"view.announcement{flag}OptOut" in fragment
+
+
+@pytest.mark.parametrize(
+    "read",
+    ["{{CAMPAIGN_AGE_OK}}", "{{EMAIL_AGE_OK}}", "{{AUDIENCE_AGE_OK}}", "{{SELF_ENROLLABLE}}",
+     "size({{PRIMARY_EMAILS}}) > 0", "coalesce(view.locale, p.locale) = 'fr'"],
+)  # fmt: skip
+def test_a_fact_read_without_the_tenant_view_is_refused(read: str) -> None:
+    """Unbound, ``view`` would fail only when the statement first runs, or (spelled as a filled slot)
+    read the shared facts for a tenant that wrote its own: another tenant's route, age or language."""
+    with pytest.raises(ValueError, match="never binds the tenant's `view`"):
+        policy.check_bindings(f"MATCH (p)-->(c) WHERE {read} RETURN p", name="q")
+    bound = f"MATCH (p)-->(c) {{{{TENANT_VIEW}}}} WITH p, c, view WHERE {read} RETURN p"
+    policy.check_bindings(bound, name="q")
+
+
+def test_every_fact_the_fragments_read_is_the_view_over_the_shared_one() -> None:
+    for fragment in (policy.CAMPAIGN_AGE_OK, policy.EMAIL_AGE_OK):
+        for fact in ("dob", "isManaged"):
+            assert f"coalesce(view.{fact}, p.{fact}" in fragment
+            assert f"p.{fact}" not in fragment.replace(f"coalesce(view.{fact}, p.{fact}", "")
+    assert "coalesce(view.emailsOwn, false)" in policy.PRIMARY_EMAILS

@@ -6,12 +6,14 @@ from __future__ import annotations
 import pytest
 
 from campaign_engine.graph.cypher import fill, fragment, is_fragment, statement, statement_paths
-from campaign_engine.graph.rules.policy import CAMPAIGN_AGE_OK, SELF_ENROLLABLE
+from campaign_engine.graph.rules.policy import CAMPAIGN_AGE_OK, SELF_ENROLLABLE, TENANT_VIEW
 
 
 def test_slots_then_fragments_are_filled_nested() -> None:
-    text = fill("WHERE {{RULE}} AND {{EXTRA}}", name="t", slots={"RULE": "{{SELF_ENROLLABLE}}", "EXTRA": "x"})
-    assert text == "WHERE " + SELF_ENROLLABLE.replace("{{CAMPAIGN_AGE_OK}}", CAMPAIGN_AGE_OK) + " AND x"
+    slots = {"RULE": "{{SELF_ENROLLABLE}}", "EXTRA": "x"}
+    text = fill("{{TENANT_VIEW}} WITH p, c, view WHERE {{RULE}} AND {{EXTRA}}", name="t", slots=slots)
+    rule = SELF_ENROLLABLE.replace("{{CAMPAIGN_AGE_OK}}", CAMPAIGN_AGE_OK)
+    assert text == f"{TENANT_VIEW} WITH p, c, view WHERE {rule} AND x"
 
 
 def test_a_leftover_placeholder_fails() -> None:

@@ -13,8 +13,11 @@ contact rule.
 The two contact predicates read the profile's primary verified addresses from the variable ``emails``,
 which the query binds once per row (``{{PRIMARY_EMAILS}} AS emails``) before using them: spelled inline,
 the list was walked three or four times per profile, most of the email claim's cost.
-``check_bindings`` refuses a query that uses them without that binding, and one that reads an opt-out
-without binding the tenant's ``view``.
+``check_bindings`` refuses a query that uses them without that binding.
+
+Every fact of a person these fragments read (age, management, emails, opt-outs) is the campaign
+tenant's view over the shared facts (docs/people.md), from ``view``, which a query binds once per
+person with ``{{TENANT_VIEW}}``; ``check_bindings`` refuses one that reads ``view`` without it.
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ from campaign_engine.domain.patterns import EMAIL_PATTERN
 
 __all__ = [
     "AUDIENCE_AGE_OK",
+    "AUDIENCE_AGE_OK_HERE",
     "CAMPAIGN_AGE_OK",
     "EMAIL_AGE_OK",
     "EMAIL_CAP_REACHED",
@@ -49,21 +53,28 @@ __all__ = [
 ]
 
 # Both age predicates are wrapped in coalesce so they are never null (a missing dob would otherwise
-# make the whole predicate null, which is wrong under NOT).
+# make the whole predicate null, which is wrong under NOT). Every fact they read is the campaign
+# tenant's view over the shared one (docs/people.md): ``view`` is bound per row by ``{{TENANT_VIEW}}``
+# (``check_bindings`` refuses a statement that reads it unbound), each property overridden on its own.
+_DOB = "coalesce(view.dob, p.dob)"
+_MANAGED = "coalesce(view.isManaged, p.isManaged, false)"
 CAMPAIGN_AGE_OK = (
     "coalesce(NOT coalesce(c.excludeMinors, true) OR "
-    "CASE WHEN coalesce(p.dob =~ $dobPattern, false) THEN p.dob <= $adultDob "
-    "ELSE NOT coalesce(p.isManaged, false) END, false)"
+    f"CASE WHEN coalesce({_DOB} =~ $dobPattern, false) THEN {_DOB} <= $adultDob "
+    f"ELSE NOT {_MANAGED} END, false)"
 )
 
 EMAIL_AGE_OK = (
-    "coalesce(p.dob =~ $dobPattern AND p.dob <= $adultDob AND "
-    "(NOT coalesce(p.isManaged, false) OR coalesce(p.isServiceProfile, false)), false)"
+    f"coalesce({_DOB} =~ $dobPattern AND {_DOB} <= $adultDob AND "
+    f"(NOT {_MANAGED} OR coalesce(p.isServiceProfile, false)), false)"
 )
 
+# The tenant's email list replaces the shared one as a whole once the tenant named one
+# (``view.emailsOwn``; an empty list named is "no email" for that tenant, never a fallback).
+_PRIMARY = "(em:ContactMethod {type: 'email'}) WHERE em.isPrimary = true AND em.isVerified = true | em.value]"
 PRIMARY_EMAILS = (
-    "[(p)-[:HAS_CONTACT_METHOD]->(em:ContactMethod {type: 'email'}) "
-    "WHERE em.isPrimary = true AND em.isVerified = true | em.value]"
+    f"CASE WHEN coalesce(view.emailsOwn, false) THEN [(view)-[:HAS_CONTACT_METHOD]->{_PRIMARY}"
+    f" ELSE [(p)-[:HAS_CONTACT_METHOD]->{_PRIMARY} END"
 )
 
 # The variable the contact predicates read, bound once per row (``{{PRIMARY_EMAILS}} AS emails``).
@@ -121,6 +132,10 @@ LIMIT $limit"""
 # excludes too: they are whom the walks replace by their guardians, never recipients themselves.
 AUDIENCE_AGE_OK = "({{CAMPAIGN_AGE_OK}} OR coalesce(c.minors = 'guardians', false))"
 
+# AUDIENCE_AGE_OK where no row binds ``view`` first (the WHERE of a live segment's arm, under its
+# LIMIT): the view bound inside the predicate, one expansion of the candidate.
+AUDIENCE_AGE_OK_HERE = "EXISTS { {{TENANT_VIEW}} WITH p, c, view WHERE {{AUDIENCE_AGE_OK}} }"
+
 # The campaign tenant's view of the person (docs/people.md), bound once per row as ``view`` before any
 # fragment reads a fact of ``p``: null where the tenant wrote nothing of its own (or the campaign has no
 # tenant), so every fact falls back to the shared one (``coalesce(view.x, p.x)``). An expansion from
@@ -137,8 +152,15 @@ EMAIL_OPTED_OUT = (
 )
 PUSH_OPTED_OUT = EMAIL_OPTED_OUT.replace("Email", "Push")
 
-# A statement binds the view with the fragment, or by naming the node itself (a write that creates it).
+# A statement binds the view with the fragment, or by naming the node itself (a write that creates it,
+# or a fragment already filled into a caller's slot).
 _VIEW_BOUND = re.compile(r"\{\{TENANT_VIEW\}\}|\(view:TenantView\b|\bAS\s+view\b")
+# What reads ``view``: these fragments (by name, before they are filled), or ``view.x`` spelled out (a
+# statement's own fact read, or a caller's slot already filled, such as routing's ROUTED_GUARDIAN).
+_VIEW_READ = re.compile(
+    r"\{\{(CAMPAIGN_AGE_OK|EMAIL_AGE_OK|AUDIENCE_AGE_OK|SELF_ENROLLABLE|PRIMARY_EMAILS"
+    r"|EMAIL_OPTED_OUT|PUSH_OPTED_OUT)\}\}|\bview\."
+)
 
 # The named fragments every statement may hold (``{{NAME}}``), filled by ``graph/cypher.py:statement``
 # after the caller's slots; a fragment may hold further ones. ``AUDIENCE_PAGE`` is the static page unless
@@ -148,6 +170,7 @@ FRAGMENTS: dict[str, str] = {
     "TENANT_VIEW": TENANT_VIEW,
     "SELF_ENROLLABLE": SELF_ENROLLABLE,
     "AUDIENCE_AGE_OK": AUDIENCE_AGE_OK,
+    "AUDIENCE_AGE_OK_HERE": AUDIENCE_AGE_OK_HERE,
     "EMAIL_CAP_REACHED": EMAIL_CAP_REACHED,
     "NOTIFY_CAP_REACHED": NOTIFY_CAP_REACHED,
     "CAMPAIGN_AGE_OK": CAMPAIGN_AGE_OK,
@@ -162,13 +185,15 @@ FRAGMENTS: dict[str, str] = {
 
 def check_bindings(text: str, *, name: str) -> None:
     """Refuses a template (its caller's slots filled) that reads a contact predicate before binding
-    ``emails``, or an opt-out without binding ``view`` (it would read null: the tenant's opt-out lost)."""
+    ``emails``, or reads a person's facts without binding the tenant's ``view``: Cypher would refuse an
+    undefined variable only when the statement first runs, and a view read as null would send by the
+    shared facts (another tenant's address, receiver, age), or lose the tenant's opt-out."""
     uses_emails = "{{EMAIL_CONTACT_OK}}" in text or "{{EMAIL_SUPPRESSED}}" in text
     if uses_emails and not _EMAILS_BOUND.search(text):
         raise ValueError(f"{name} uses a contact predicate but never binds `emails`")
-    uses_opt_outs = "{{EMAIL_OPTED_OUT}}" in text or "{{PUSH_OPTED_OUT}}" in text
-    if uses_opt_outs and not _VIEW_BOUND.search(text):
-        raise ValueError(f"{name} reads an opt-out but never binds the tenant's `view`")
+    read = _VIEW_READ.search(text)
+    if read and not _VIEW_BOUND.search(text):
+        raise ValueError(f"{name} reads {read.group(0)} but never binds the tenant's `view`")
 
 
 def policy_params(now: datetime, adult_age: int) -> dict[str, Any]:

@@ -102,7 +102,7 @@ SEGMENT_TEMPLATES: dict[str, tuple[str, ...]] = {
     "export_segment_recipients": ("AUDIENCE_PAGE", "SEGMENT_RULE"),
     "segment_reach": ("SEGMENT_RULE",),
 }
-_ARM_FILTERS = {"audience_segment_page": "{{AUDIENCE_AGE_OK}}"}
+_ARM_FILTERS = {"audience_segment_page": "{{AUDIENCE_AGE_OK_HERE}}"}
 _CALLER_SLOTS = {"email_page"}  # delivery/frequency_cap.py, delivery/test_wave_page.py fill its EMAIL_CAP
 
 
@@ -152,11 +152,11 @@ def count_audience(
     the members and the segment's candidates, as the static count is one pass over the members."""
     arms = [
         "MATCH (p:Profile)-[m:IN_CAMPAIGN_AUDIENCE]->(c:Campaign {id: $campaignId})\n"
-        "WHERE {{AUDIENCE_AGE_OK}}\nRETURN p"
+        "WHERE {{AUDIENCE_AGE_OK_HERE}}\nRETURN p"
     ]
     for arm in compiled.arms:
         text = _arm_text(
-            arm, predicate=compiled.predicate, tenant="c.tenantId", extra=" AND {{AUDIENCE_AGE_OK}}",
+            arm, predicate=compiled.predicate, tenant="c.tenantId", extra=" AND {{AUDIENCE_AGE_OK_HERE}}",
             bind_c=True, paged=False,
         )  # fmt: skip
         arms.append(text)

@@ -155,8 +155,8 @@ def test_b_sends_by_its_own_view_or_the_shared_facts_never_by_a_view_of_a(
         "b": [(True, "p-own", "Große Neuigkeit")],
         "a": [],
     }
-    mails = sorted(str(m["Subject"]) for m in postmark.accepted)
-    assert mails == ["Big news", "Große Neuigkeit"]
+    mails = sorted((str(m["To"]), str(m["Subject"])) for m in postmark.accepted)
+    assert mails == [("p-own@b.example", "Große Neuigkeit"), ("p-shared@shared.example", "Big news")]
 
 
 def test_b_explains_exports_and_counts_by_its_view_never_by_a_view_of_a(
