@@ -23,6 +23,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
+from campaign_engine.api.auth import ADMIN_SCOPE, mint_token
 from campaign_engine.campaigns.audience.explain import explain_recipient
 from campaign_engine.campaigns.audience.exports import recipient_rows
 from campaign_engine.campaigns.audience.stats import get_stats
@@ -36,6 +37,8 @@ from campaign_engine.graph.cypher import statement
 from campaign_engine.graph.graph import Graph
 from campaign_engine.graph.rules.policy import Policy, policy_params
 from campaign_engine.wiring import Queues, build_worker
+from tests.conftest import ADMIN_ID
+from tests.support.api import api_client, ok
 from tests.support.delivery import NOW, StepClock, delivery_settings, drain, local_queues, make_campaign
 from tests.support.email import EMAIL_COPY, add_email_members, email_settings
 from tests.support.postmark_standin import PostmarkStandin
@@ -200,3 +203,50 @@ def test_both_pages_wait_for_each_member_in_the_zone_b_reads(
             tx.rollback()
     assert (notify["eligible"], notify["deferred"], notify["readyAt"]) == (["p-shared"], 1, later)
     assert ([c[0] for c in email["claimed"]], email["deferred"], email["readyAt"]) == (["p-shared"], 1, later)
+
+
+def test_a_receiver_a_sets_through_profiles_upsert_serves_a_campaigns_and_never_b_ones(
+    settings: Settings,
+    graph: Graph,
+    queues: Queues,
+    receivers: tuple[dict[str, Receiver], dict[str, str]],
+) -> None:
+    """The real write path: a platform admin writes the shared receiver, A's admin then sets A's own
+    with its generated secret. A's campaign reaches A's receiver signed with A's secret, in A's language;
+    B's campaign still reaches the shared one, signed with its secret."""
+    found, urls = receivers
+    notify = delivery_settings(settings)
+    for campaign, tenant in (("ca", A), ("cb", B)):
+        make_campaign(graph, campaign, tenant_id=tenant, notification=NOTIFICATION, translations=TRANSLATIONS)
+    with api_client(notify, graph, clock=StepClock()) as api:
+
+        def call(token: str, path: str, data: dict[str, Any]) -> Any:
+            return ok(api.http.post(f"/trpc/{path}", json=data, headers={"authorization": f"Bearer {token}"}))
+
+        platform = mint_token(api.settings, profile_id=ADMIN_ID, scope=ADMIN_SCOPE)
+        shared = {"profileId": "p1", "tenants": [A, B], "locale": "en", "dob": "1990-01-01",
+                  "notificationsWebhook": urls["shared"],
+                  "notificationsWebhookSecret": found["shared"].secret}  # fmt: skip
+        call(platform, "profiles.upsert", {"profiles": [shared]})
+        admin_a = mint_token(api.settings, profile_id="a-admin", tenant_id=A, roles=["admin"])
+        own = {"profileId": "p1", "notificationsWebhook": urls["a"], "locale": "fr"}
+        answer = call(admin_a, "profiles.upsert", {"profiles": [own]})
+        found["a"].secret = answer["webhookSecrets"][0]["secret"]
+    graph.run(
+        "MATCH (p:Profile {profileId: 'p1'}), (c:Campaign) "
+        "CREATE (p)-[:IN_CAMPAIGN_AUDIENCE {campaignId: c.id, profileId: 'p1', source: 'test', "
+        "addedAt: '2026-01-01T00:00:00.000000Z', selfEnrolled: false}]->(c)"
+    )
+    for campaign in ("ca", "cb"):
+        dispatch(
+            graph, queues.dispatch, campaign_id=campaign, expected_token=None, now=NOW, settings=SETTINGS
+        )
+    worker = build_worker(notify, graph, queues=queues, clock=StepClock(), sweep_every=None)
+    try:
+        drain(worker.handle, queues)
+    finally:
+        worker.close()
+
+    posted = {name: [(verified, body.get("title"), body.get("metadata", {}).get("campaignId"))
+                     for verified, body in r.posts] for name, r in found.items()}  # fmt: skip
+    assert posted == {"a": [(True, "Grande nouvelle", "ca")], "shared": [(True, "Big news", "cb")], "b": []}
