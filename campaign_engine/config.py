@@ -106,8 +106,9 @@ class Settings(BaseSettings):
     campaign_dispatch_delay_seconds: int = Field(default=60, ge=0)
     campaign_email_page_size: int = Field(default=500, ge=1, le=1000)
     campaign_preview_max_recipients: int = Field(default=10_000, ge=1)
-    # The share of a translated campaign's recipients who may get the base content though they
-    # read another language before a send needs acceptFallback (blockedReason missing_translation).
+    # The share of any campaign's recipients (translated or not: a campaign with no translations
+    # serves its base language to everyone) who may get the base content though they read another
+    # language before a send needs acceptFallback (blockedReason missing_translation).
     campaign_untranslated_max_share: float = Field(default=0.05, ge=0.0, le=1.0)
     # Page budget for the sweeper: a `sending` dispatch untouched for (wave delay <= 900 s) + this long
     # is re-armed from its cursor.

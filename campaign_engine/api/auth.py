@@ -36,7 +36,7 @@ log = logging.getLogger(__name__)
 
 ADMIN_SCOPE = "campaigns:admin"
 
-API_KEY_ACTOR = "apikey:"  # the subject (and audit actor) of a call made with an API key
+API_KEY_ACTOR = "apikey:"  # the subject of a call made with an API key (its audit ``via``)
 
 
 @dataclass(frozen=True)
@@ -46,6 +46,13 @@ class Caller:
     is_admin: bool  # a platform admin: every role in every tenant
     tenant_id: str | None
     roles: frozenset[str] = frozenset()  # the signed ``roles`` claim: roles in ``tenant_id``, if it names one
+    minted_by: str | None = None  # an API key's minter: the person the key acts for
+
+    @property
+    def person(self) -> str:
+        """The person this credential acts for: a token's subject, an API key's minter. Audit actors,
+        approvers, requesters and editors are persons, so one person never counts as two."""
+        return self.minted_by or self.profile_id
 
     @property
     def is_api_key(self) -> bool:
@@ -225,7 +232,7 @@ class TokenVerifier:
 
     def _key_caller(self, token: str) -> Caller:
         """An API key speaks for its tenant in its one role; never remembered, so revocation is
-        immediate. Its actor in the audit trail is ``apikey:<id>``."""
+        immediate. It acts for its minter: the audit actor is that person, ``via`` names the key."""
         if self._api_keys is None:
             raise Unauthorized("API keys are not accepted here")
         holder = self._api_keys(token)
@@ -235,6 +242,7 @@ class TokenVerifier:
             is_admin=False,
             tenant_id=holder.tenant_id,
             roles=frozenset({holder.role}),
+            minted_by=holder.minted_by,
         )
 
     def _decode(self, token: str) -> dict[str, object]:

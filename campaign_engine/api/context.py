@@ -120,10 +120,13 @@ class Context:
 
     def audit(self, *, tenant_id: str | None = None) -> AuditContext:
         """The audit entry of this admin call (``graph/audit.py``); the use case writes it in its
-        transaction. The actor is the token's subject, never anything the input claims; the tenant is
-        the one the call acts in, or the one its input names (``access.*``)."""
+        transaction. The actor is the person the credential acts for (a token's subject, an API key's
+        minter, with ``via`` naming the key), never anything the input claims; the tenant is the one the
+        call acts in, or the one its input names (``access.*``)."""
+        caller = self.admin()
         return AuditContext.begin(
-            actor=self.admin().profile_id,
+            actor=caller.person,
+            via=caller.profile_id if caller.minted_by else None,
             procedure=self.procedure,
             request_id=self.request_id,
             now=self.services.clock(),

@@ -109,10 +109,12 @@ def create_campaign(
     now: datetime,
     audit: AuditContext | None = None,
     adult_age: int | None = None,
+    editors: list[str] | None = None,
 ) -> CampaignPublic:
     """A draft in ``tenant_id``; CONFLICT only when that tenant already has the id. ``adult_age``
     (CAMPAIGN_ADULT_AGE, as the API passes it) also checks a segment's age conditions against the
-    campaign's age policy."""
+    campaign's age policy. ``editors``: a copy's source's editors since its last approved send, kept in
+    the entry so two-person approval counts them as the copy's (``sending/approval_people.py``)."""
     definition = CampaignDefinition.model_validate(data.model_dump(by_alias=True, exclude={"id"}))
     props = node_properties(definition)
     params: dict[str, Any] = {
@@ -131,7 +133,8 @@ def create_campaign(
         if record is None:
             raise Conflict(f"campaign '{data.id}' already exists")
         node = dict(record["campaign"])
-        audit_change(tx, audit, node, before=None, after=node)
+        audit_change(tx, audit, node, before=None, after=node,
+                     detail=None if editors is None else {"editors": editors})  # fmt: skip
         emit_event(tx, graph, "campaign.created", node, now)
         return node
 

@@ -67,14 +67,23 @@ class AuditContext:
     at: str  # the one stored timestamp format (domain/types.py), drawn outside the transaction
     tenant_id: str  # the tenant the call acts in: audit.list shows an entry to that tenant only
     entry_id: str = field(default_factory=new_entry_id)
+    via: str | None = None  # the credential when it is not the person: "apikey:<id>" (actor: its minter)
 
     @classmethod
     def begin(
-        cls, *, actor: str, procedure: str, request_id: str, now: datetime, tenant_id: str
+        cls,
+        *,
+        actor: str,
+        procedure: str,
+        request_id: str,
+        now: datetime,
+        tenant_id: str,
+        via: str | None = None,
     ) -> AuditContext:
         return cls(
-            actor=actor, procedure=procedure, request_id=request_id, at=format_ts(now), tenant_id=tenant_id
-        )
+            actor=actor, procedure=procedure, request_id=request_id, at=format_ts(now), tenant_id=tenant_id,
+            via=via,
+        )  # fmt: skip
 
     def next_entry(self, now: datetime) -> AuditContext:
         """The context for another entry of the same call (one per transaction of a batched import)."""
@@ -109,6 +118,7 @@ def record_audit(
         id=audit.entry_id,
         at=audit.at,
         actor=audit.actor,
+        via=audit.via,
         tenantId=audit.tenant_id,
         procedure=audit.procedure,
         requestId=audit.request_id,
@@ -126,6 +136,7 @@ class AuditEntry(CamelModel):
     id: str
     at: str
     actor: str
+    via: str | None = None
     tenant_id: str | None = None
     procedure: str
     request_id: str

@@ -14,6 +14,7 @@ from campaign_engine.campaigns import definitions, deletion
 from campaign_engine.campaigns.audience import segments
 from campaign_engine.campaigns.audience.explain import RecipientExplanation, explain_recipient
 from campaign_engine.campaigns.audience.segments import SegmentInput
+from campaign_engine.campaigns.sending.approval_people import editors_of
 from campaign_engine.domain.campaign import (
     CampaignCreate,
     CampaignDefinition,
@@ -77,13 +78,15 @@ def create(ctx: Context, data: CampaignCreate) -> CampaignPublic:
 @router.mutation("duplicate")
 def duplicate(ctx: Context, data: DuplicateInput) -> CampaignPublic:
     """Start from an earlier campaign: its definition (translations included) as a new draft, never its
-    audience, state or dispatches."""
-    source = definitions.get_campaign(ctx.services.graph, ctx.campaign(data.campaign_id))
+    audience, state or dispatches. The copy's editors are its copier and the source's editors since its
+    last approved send: none of them may approve the copy's send."""
+    source_id = ctx.campaign(data.campaign_id)
+    source = definitions.get_campaign(ctx.services.graph, source_id)
     wire = CampaignDefinition.model_validate(source.model_dump(by_alias=True, include=_DEFINITION)).wire()
     copy = CampaignCreate.model_validate({**wire, "id": data.id, "name": data.name or source.name})
     return definitions.create_campaign(
         ctx.services.graph, data=copy, tenant_id=ctx.tenant_id, now=ctx.services.clock(), audit=ctx.audit(),
-        adult_age=ctx.services.settings.campaign_adult_age,
+        adult_age=ctx.services.settings.campaign_adult_age, editors=editors_of(ctx.services.graph, source_id),
     )  # fmt: skip
 
 

@@ -63,6 +63,11 @@ class PreviewInput(CampaignRef):
 
 class ApproveInput(CampaignRef):
     preview_token: Annotated[str, Field(min_length=1, max_length=200)]
+    accept_fallback: bool = Field(
+        default=False,
+        description="approve a missing_translation preview as it is: readers without their language get "
+        "the base content; pinned, so the send needs no acceptFallback of its own",
+    )
 
 
 class DispatchRef(CamelModel):
@@ -119,23 +124,26 @@ def dispatch(ctx: Context, data: DispatchInput) -> dispatching.DispatchStarted:
 @router.mutation("approveDispatch")
 def approve(ctx: Context, data: ApproveInput) -> Approved:
     """Approve the send of exactly this preview, as the second publisher a tenant's approval policy
-    asks for: not the campaign's last editor, and not who will dispatch it. A change since the
-    preview is CONFLICT; a later change voids the approval."""
+    asks for: not a requester, not anyone who changed the campaign since its last approved send
+    (FORBIDDEN naming who may approve), and not who will dispatch it. A change since the preview is
+    CONFLICT; a later change voids the approval. An API key approves as the person who minted it."""
     return dispatching.approve_dispatch(
         ctx.services.graph,
         campaign_id=ctx.campaign(data.campaign_id),
         preview_token=data.preview_token,
-        approver=ctx.admin().profile_id,
+        approver=ctx.admin().person,
         now=ctx.services.clock(),
         settings=ctx.services.dispatch_settings,
         audit=ctx.audit(),
+        accept_fallback=data.accept_fallback,
     )
 
 
 @router.query("listAwaitingApproval")
 def list_awaiting(ctx: Context) -> AwaitingList:
-    """Sends of this tenant its approval policy held back, newest first: each one's preview token, size
-    and requester, for a second publisher to approve (changedSince: edited since, approve a new preview)."""
+    """Sends of this tenant its approval policy held back, newest first: each one's action, preview
+    token, size, untranslated readers by language, requester, who may approve (``notBy``, ``mayApprove``)
+    and, once approved, who approved (changedSince: edited since, approve a new preview)."""
     return awaiting(ctx.services.graph, tenant_id=ctx.tenant_id)
 
 

@@ -1,22 +1,28 @@
 """Two-person approval of large sends.
 
 Under a tenant's policy ``approval: {minRecipients: N}``, a dispatch or schedule whose preview reaches N
-recipients or more needs ``campaigns.approveDispatch`` first, by a publisher who is neither the one who
-dispatches nor the campaign's last editor. An approval pins one preview token, and the token digests the
-definition, its revision and every recipient (``dispatch.py``), so any change since voids it: the
-dispatch then answers CONFLICT naming the stale approval. Checks run inside the dispatch's own locked
-transaction, against the preview computed there, so no edit can slip between approval and send.
+recipients or more needs ``campaigns.approveDispatch`` first, by a publisher the approval counts for
+(``approval_people.py``: not a requester, not anyone who changed the campaign since its last approved
+send; people, so an API key is its minter) and who does not then dispatch it. Any other approver is
+refused FORBIDDEN at approval, naming who may approve: nothing is recorded that dispatch would refuse.
+An approval pins one preview token, and the token digests the definition, its revision, every
+recipient and their languages (``dispatch.py``), so any change since voids it: the dispatch then
+answers CONFLICT naming the stale approval. It also pins ``acceptFallback`` (readers without their
+language get the base content: the send needs no second flag) and the reach per channel it showed,
+which caps the walk (``approval_reach.py``). Checks run inside the dispatch's own locked transaction,
+against the preview computed there, so no edit can slip between approval and send.
 """
 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
+from campaign_engine.campaigns.sending.approval_people import not_by, who_may_approve
 from campaign_engine.domain.camel import CamelModel
 from campaign_engine.domain.errors import Conflict, Forbidden
 from campaign_engine.domain.tenancy import CampaignRefOut, campaign_ref
@@ -27,23 +33,23 @@ from campaign_engine.graph.graph import Graph, Tx
 
 __all__ = [
     "Approval",
+    "ApprovalAction",
     "ApprovalMissing",
     "ApprovalPolicy",
     "ApprovalStale",
     "Approved",
     "AwaitingApproval",
     "AwaitingList",
+    "Reviewed",
     "awaiting",
     "check_approval",
-    "last_editor",
+    "fallback_approved",
     "policy_of",
     "record_approval",
     "record_refusal",
 ]
 
-# The mutations that make someone the campaign's editor: what it says and who receives it.
-_EDITS = ["campaigns.create", "campaigns.update", "campaigns.addAudience", "campaigns.removeAudience"]
-_LAST_EDITOR = "approval_last_editor"  # cypher/sending/approval_last_editor.cypher
+ApprovalAction = Literal["dispatch", "schedule", "resume"]
 _APPROVALS = "approval_list"  # cypher/sending/approval_list.cypher
 _APPROVE = "approval_approve"  # cypher/sending/approval_approve.cypher
 _CONSUME = "MATCH (x:DispatchApproval {campaignId: $campaignId}) DELETE x"
@@ -74,12 +80,27 @@ class ApprovalPolicy:
     min_recipients: int
 
 
+@dataclass(frozen=True)
+class Reviewed:
+    """What a preview showed, as an approval pins it: its token, its recipients (distinct, and per
+    walked channel) and the readers who get the base content, by their language."""
+
+    token: str
+    recipients: int
+    reach: dict[str, int] = field(default_factory=dict)
+    untranslated: dict[str, int] = field(default_factory=dict)
+
+
 class Approved(CamelModel):
     campaign_id: CampaignRefOut
     preview_token: str
     approved_by: str
     approved_at: str
     recipients: int
+    accept_fallback: bool = False
+    untranslated: dict[str, int] = Field(
+        default_factory=dict, description="readers who get the base content, by their language"
+    )
 
 
 @dataclass(frozen=True)
@@ -88,6 +109,8 @@ class Approval:
 
     approved_by: str
     approved_at: str
+    accept_fallback: bool = False
+    reach: dict[str, int] = field(default_factory=dict)
 
 
 def policy_of(graph: Graph, tenant_id: str) -> ApprovalPolicy | None:
@@ -99,44 +122,53 @@ def policy_of(graph: Graph, tenant_id: str) -> ApprovalPolicy | None:
     return None if not stored else ApprovalPolicy(min_recipients=int(json.loads(stored)["minRecipients"]))
 
 
-def last_editor(tx: Tx, campaign: dict[str, Any]) -> str | None:
-    record = tx.run(
-        statement(_LAST_EDITOR), campaignId=campaign["id"], createdAt=campaign["createdAt"], edits=_EDITS
-    ).single()
-    return None if record is None else str(record["actor"])
-
-
 def record_approval(
     tx: Tx,
     *,
     campaign: dict[str, Any],
     preview_token: str,
-    current_token: str,
-    recipients: int,
+    current: Reviewed,
+    accept_fallback: bool,
     approver: str,
     now: datetime,
     audit: AuditContext | None,
 ) -> Approved:
-    """Inside the campaign's lock: the approver saw exactly the current preview and did not author it."""
-    if preview_token != current_token:
+    """Inside the campaign's lock: the approver saw exactly the current preview and counts as a second
+    person for it; otherwise FORBIDDEN naming who may approve, and nothing is recorded."""
+    if preview_token != current.token:
         raise Conflict("the preview changed since it was reviewed; preview again and approve the new token")
-    editor = last_editor(tx, campaign)
-    if editor == approver:
-        raise Forbidden("approval needs a second publisher: you are the campaign's last editor")
+    excluded = not_by(tx, campaign)
+    if approver in excluded:
+        raise Forbidden(
+            f"approval of {campaign_ref(campaign['id'])} needs {who_may_approve(excluded)}: you asked for "
+            "this send or changed its content or audience since its last approved send"
+        )
     record = tx.run(
         statement(_APPROVE), campaignId=campaign["id"], previewToken=preview_token, approver=approver,
-        now=format_ts(now), recipients=recipients,
+        now=format_ts(now), recipients=current.recipients, acceptFallback=accept_fallback,
+        reach=json.dumps(current.reach, sort_keys=True),
     ).single()  # fmt: skip
     assert record is not None
     record_audit(tx, audit, target_type="campaign", target_id=campaign["id"], campaign=campaign,
                  revision_before=campaign["revision"], revision_after=campaign["revision"],
-                 detail={"approved": preview_token, "recipients": recipients,
-                         "lastEditor": editor})  # fmt: skip
+                 detail={"approved": preview_token, "recipients": current.recipients,
+                         "notBy": excluded, "acceptFallback": accept_fallback,
+                         "untranslated": current.untranslated})  # fmt: skip
     node = dict(record["approval"])
     return Approved(
         campaign_id=campaign["id"], preview_token=preview_token, approved_by=node["approvedBy"],
-        approved_at=node["approvedAt"], recipients=recipients,
+        approved_at=node["approvedAt"], recipients=current.recipients, accept_fallback=accept_fallback,
+        untranslated=current.untranslated,
     )  # fmt: skip
+
+
+def _approvals(tx: Tx, campaign_id: str) -> list[dict[str, Any]]:
+    return [dict(row["approval"]) for row in tx.run(statement(_APPROVALS), campaignId=campaign_id)]
+
+
+def fallback_approved(tx: Tx, *, campaign_id: str, token: str) -> bool:
+    """An approval of exactly this preview accepted its fallback readers: the send needs no flag."""
+    return any(a["previewToken"] == token and a.get("acceptFallback") for a in _approvals(tx, campaign_id))
 
 
 def check_approval(
@@ -145,9 +177,10 @@ def check_approval(
     policy: ApprovalPolicy | None,
     campaign: dict[str, Any],
     expected_token: str | None,
-    current_token: str,
-    recipients: int,
+    current: Reviewed,
     dispatcher: str | None,
+    action: ApprovalAction = "dispatch",
+    accept_fallback: bool = False,
 ) -> Approval | None:
     """Inside the dispatch's lock, after its token check: None when the policy does not apply; the
     approval it goes out with; or FORBIDDEN / CONFLICT naming what is missing. The approval is used up."""
@@ -158,33 +191,42 @@ def check_approval(
             "this tenant requires approval of large sends: confirm a reviewed preview with "
             "expectedPreviewToken"
         )
-    if recipients < policy.min_recipients:
+    if current.recipients < policy.min_recipients:
         return None
-    approvals = [dict(row["approval"]) for row in tx.run(statement(_APPROVALS), campaignId=campaign["id"])]
-    current = next((a for a in approvals if a["previewToken"] == current_token), None)
+    approvals = _approvals(tx, campaign["id"])
+    approval = next((a for a in approvals if a["previewToken"] == current.token), None)
     ref = campaign_ref(campaign["id"])
-    if current is None and approvals:
+    if approval is None and approvals:
         raise ApprovalStale(
             f"the approval of {ref} by {approvals[0]['approvedBy']} is stale: the campaign changed since it "
             "was approved; preview again and have the new token approved (campaigns.approveDispatch)"
         )
-    if current is None:
+    if approval is None:
+        others = not_by(tx, campaign)
+        excluded = ([] if dispatcher is None else [dispatcher]) + [p for p in others if p != dispatcher]
         raise ApprovalMissing(
-            f"a send to {recipients} recipients needs approval (campaigns.approveDispatch) by a second "
-            f"publisher: this tenant's policy is {policy.min_recipients} or more",
+            f"a send to {current.recipients} recipients needs approval (campaigns.approveDispatch) by "
+            f"{who_may_approve(excluded)}: this tenant's policy is {policy.min_recipients} or more; "
+            "waiting for another publisher",
             request={
-                "previewToken": current_token,
-                "recipients": recipients,
+                "previewToken": current.token,
+                "recipients": current.recipients,
                 "revision": campaign["revision"],
+                "action": action,
+                "acceptFallback": accept_fallback,
+                "untranslated": json.dumps(current.untranslated, sort_keys=True),
             },
         )
-    if current["approvedBy"] == dispatcher:
+    if approval["approvedBy"] == dispatcher:
         raise ApprovalMissing(
             "approval needs a second publisher: you approved this send, another must dispatch it"
         )
     tx.run(_CONSUME, campaignId=campaign["id"]).consume()
     tx.run(_CLOSE_REQUESTS, campaignId=campaign["id"]).consume()
-    return Approval(approved_by=current["approvedBy"], approved_at=current["approvedAt"])
+    return Approval(
+        approved_by=approval["approvedBy"], approved_at=approval["approvedAt"],
+        accept_fallback=bool(approval.get("acceptFallback")), reach=json.loads(approval.get("reach") or "{}"),
+    )  # fmt: skip
 
 
 def record_refusal(
@@ -209,16 +251,35 @@ def record_refusal(
 
 
 class AwaitingApproval(CamelModel):
-    """A send a publisher asked for and the policy held back until a second publisher approves it."""
+    """A send a publisher asked for and the policy held back until a second publisher approves it;
+    once approved it stays listed, naming who approved, until the send uses the approval."""
 
     campaign_id: CampaignRefOut
     name: str
+    action: ApprovalAction = "dispatch"
     preview_token: str
     recipients: int
     requested_by: str | None
     requested_at: str | None
     changed_since: bool = Field(
         description="the campaign was edited after the request: approving it will be refused as stale"
+    )
+    untranslated: dict[str, int] = Field(
+        default_factory=dict,
+        description="readers who would get the base content, by their language: approve with "
+        "acceptFallback to send it so",
+    )
+    accept_fallback: bool = Field(default=False, description="the requester asked to send the fallback")
+    not_by: list[str] = Field(
+        default_factory=list,
+        description="people an approval would not count for: the requesters and everyone who changed "
+        "the campaign since its last approved send",
+    )
+    may_approve: str = Field(default="another publisher", description="who may approve, in words")
+    approved_by: str | None = Field(default=None, description="who approved the campaign's send, if anyone")
+    approved_at: str | None = None
+    approved_preview_token: str | None = Field(
+        default=None, description="the preview approved: this request's, or a newer one after a change"
     )
 
 
@@ -227,6 +288,17 @@ class AwaitingList(BaseModel):
 
 
 def awaiting(graph: Graph, *, tenant_id: str) -> AwaitingList:
-    """The tenant's requests not yet approved, newest first (at most 200)."""
-    rows = graph.read(lambda tx: [row.data() for row in tx.run(statement(_AWAITING), tenantId=tenant_id)])
-    return AwaitingList(records=[AwaitingApproval.model_validate(row) for row in rows])
+    """The tenant's open requests, newest first (at most 200), each with who may approve it."""
+
+    def tx_fn(tx: Tx) -> list[dict[str, Any]]:
+        rows = [row.data() for row in tx.run(statement(_AWAITING), tenantId=tenant_id)]
+        for row in rows:
+            campaign = {"id": row["campaignId"], "createdAt": row.pop("createdAt")}
+            row["notBy"] = not_by(tx, campaign)
+            row["mayApprove"] = who_may_approve(row["notBy"])
+            row["untranslated"] = json.loads(row["untranslated"] or "{}")
+            row["acceptFallback"] = bool(row["acceptFallback"])
+            row["action"] = row["action"] or "dispatch"
+        return rows
+
+    return AwaitingList(records=[AwaitingApproval.model_validate(row) for row in graph.read(tx_fn)])

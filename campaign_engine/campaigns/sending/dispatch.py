@@ -27,7 +27,9 @@ from campaign_engine.campaigns.sending.approval import (
     ApprovalPolicy,
     ApprovalStale,
     Approved,
+    Reviewed,
     check_approval,
+    fallback_approved,
     record_approval,
     record_refusal,
 )
@@ -61,6 +63,7 @@ __all__ = [
     "compute_preview",
     "dispatch",
     "preview_dispatch",
+    "reviewed",
     "start_pages",
 ]
 
@@ -109,6 +112,15 @@ class DispatchStarted(CamelModel):
 class _Computed(BaseModel):
     campaign: dict[str, Any]
     preview: DispatchPreview
+
+
+def reviewed(preview: DispatchPreview) -> Reviewed:
+    """What an approval of this preview pins (``approval.py``)."""
+    return Reviewed(
+        token=preview.preview_token, recipients=preview.recipient_count,
+        reach={"notify": preview.notification_recipient_count, "email": preview.email_recipient_count},
+        untranslated=preview.untranslated,
+    )  # fmt: skip
 
 
 def compute_preview(
@@ -253,14 +265,15 @@ def dispatch(
         preview = computed.preview
         if expected_token is not None and expected_token != preview.preview_token:
             raise Conflict("the dispatch preview is stale; preview again and confirm the new token")
-        if preview.blocked_reason is not None and not (
-            accept_fallback and preview.blocked_reason == "missing_translation"
-        ):
+        fallback = preview.blocked_reason == "missing_translation" and (
+            accept_fallback or fallback_approved(tx, campaign_id=campaign_id, token=preview.preview_token)
+        )  # an approval that accepted the fallback pinned it: no second flag
+        if preview.blocked_reason is not None and not fallback:
             raise BadRequest(why_blocked(preview.blocked_reason))
         approval = check_approval(
             tx, policy=approval_policy, campaign=computed.campaign, expected_token=expected_token,
-            current_token=preview.preview_token, recipients=preview.recipient_count,
-            dispatcher=audit.actor if audit else None,
+            current=reviewed(preview), dispatcher=audit.actor if audit else None,
+            accept_fallback=accept_fallback,
         )  # fmt: skip
         approved: dict[str, Any] = {"approvedBy": approval.approved_by if approval else None,
                     "approvedAt": approval.approved_at if approval else None}  # fmt: skip
@@ -316,20 +329,24 @@ def approve_dispatch(
     now: datetime,
     settings: DispatchSettings,
     audit: AuditContext | None = None,
+    accept_fallback: bool = False,
 ) -> Approved:
     """Approve the send of exactly this preview (``approval.py``): under the campaign lock, so the
-    preview the approver saw is the campaign's at the approval's commit."""
+    preview the approver saw is the campaign's at the approval's commit. ``accept_fallback`` approves
+    a ``missing_translation`` preview as it is (its readers get the base content) and is pinned."""
 
     def tx_fn(tx: Tx) -> Approved:
         locked = lock_campaign(tx, campaign_id)
         if locked is None:
             raise NotFound(f"campaign '{campaign_ref(campaign_id)}' not found")
-        computed = compute_preview(tx, campaign_id=campaign_id, now=now, settings=settings)
-        if computed.preview.blocked_reason is not None:
-            raise BadRequest(why_blocked(computed.preview.blocked_reason))
+        preview = compute_preview(tx, campaign_id=campaign_id, now=now, settings=settings).preview
+        blocked = preview.blocked_reason
+        if blocked is not None and not (accept_fallback and blocked == "missing_translation"):
+            raise BadRequest(why_blocked(blocked))
         return record_approval(
-            tx, campaign=locked, preview_token=preview_token, current_token=computed.preview.preview_token,
-            recipients=computed.preview.recipient_count, approver=approver, now=now, audit=audit,
+            tx, campaign=locked, preview_token=preview_token, current=reviewed(preview),
+            accept_fallback=accept_fallback and blocked == "missing_translation", approver=approver,
+            now=now, audit=audit,
         )  # fmt: skip
 
     return graph.write(tx_fn)

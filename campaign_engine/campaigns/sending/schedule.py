@@ -35,9 +35,10 @@ from campaign_engine.campaigns.sending.approval import (
     ApprovalPolicy,
     ApprovalStale,
     check_approval,
+    fallback_approved,
     record_refusal,
 )
-from campaign_engine.campaigns.sending.dispatch import compute_preview, start_pages
+from campaign_engine.campaigns.sending.dispatch import compute_preview, reviewed, start_pages
 from campaign_engine.campaigns.sending.dispatch_reads import DispatchPublic, dispatch_from_node
 from campaign_engine.campaigns.sending.dispatch_settings import DispatchSettings
 from campaign_engine.campaigns.sending.schedule_input import ScheduleInput
@@ -111,14 +112,18 @@ def schedule_dispatch(
             reason = None
         elif reason is None and ends_at and send_at >= parse_ts(ends_at):
             reason = "ended"
-        if reason == "missing_translation" and data.accept_fallback:
+        token = computed.preview.preview_token
+        # An approval that accepted the fallback pinned it: the schedule needs no second flag.
+        fallback = data.accept_fallback or fallback_approved(tx, campaign_id=data.campaign_id, token=token)
+        if reason == "missing_translation" and fallback:
             reason = None
         if reason is not None:
             raise BadRequest(why_blocked(reason))
         approval = check_approval(
             tx, policy=approval_policy, campaign=computed.campaign,
-            expected_token=data.expected_preview_token, current_token=computed.preview.preview_token,
-            recipients=computed.preview.recipient_count, dispatcher=audit.actor if audit else None,
+            expected_token=data.expected_preview_token, current=reviewed(computed.preview),
+            dispatcher=audit.actor if audit else None, action="schedule",
+            accept_fallback=data.accept_fallback,
         )  # fmt: skip
         approved: dict[str, Any] = {"approvedBy": approval.approved_by if approval else None,
                     "approvedAt": approval.approved_at if approval else None}  # fmt: skip
@@ -140,7 +145,7 @@ def schedule_dispatch(
                 sendLocalTime=data.local_time(),
                 maxLateSeconds=data.max_late_seconds,
                 onChange=data.on_change,
-                acceptFallback=data.accept_fallback,
+                acceptFallback=fallback,
                 experiment=experiment_json(data.experiment),
                 token=data.expected_preview_token,
                 now=stamp,

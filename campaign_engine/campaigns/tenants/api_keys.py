@@ -1,7 +1,9 @@
 """API keys: machine credentials for one tenant and one role, revocable without touching the
 identity provider.
 
-A key reads ``cek_<id>_<secret>``: the fixed prefix lets secret scanners find a leaked one, the id finds
+A key acts for the person who minted it (``createdBy``, the minting call's audit actor): what it does
+is that person's act in the audit trail and in two-person approval, so nobody counts twice by minting a
+key. A key reads ``cek_<id>_<secret>``: the fixed prefix lets secret scanners find a leaked one, the id finds
 its record, and only SHA-256 of the secret is stored (the secret is 256 random bits, so a plain hash is
 as strong as a slow one and costs microseconds per call). Every call reads the record, so a revoked key
 is refused by every process from the revoking commit on; last use is written at most once a minute.
@@ -75,11 +77,12 @@ class ApiKeyList(BaseModel):
 
 @dataclass(frozen=True)
 class KeyHolder:
-    """Who a verified key speaks for."""
+    """Who a verified key speaks for: its tenant in its role, acting for the person who minted it."""
 
     key_id: str
     tenant_id: str
     role: str
+    minted_by: str
 
 
 def is_api_key(token: str) -> bool:
@@ -141,7 +144,9 @@ def verify_key(graph: Graph, token: str, *, now: datetime) -> KeyHolder:
                 statement(_TOUCH), id=key_id, now=format_ts(now), staleBefore=format_ts(now - _LAST_USE_EVERY)
             ).consume()
         )
-    return KeyHolder(key_id=key_id, tenant_id=node["tenantId"], role=node["role"])
+    return KeyHolder(
+        key_id=key_id, tenant_id=node["tenantId"], role=node["role"], minted_by=str(node["createdBy"])
+    )
 
 
 def _find(tx: Tx, key_id: str) -> dict[str, Any] | None:

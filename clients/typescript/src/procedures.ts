@@ -494,6 +494,7 @@ export interface AuditEntry {
   id: string;
   at: string;
   actor: string;
+  via?: string | null;
   tenantId?: string | null;
   procedure: string;
   requestId: string;
@@ -581,6 +582,10 @@ export interface AudienceCount {
 export interface ApproveInput {
   campaignId: string;
   previewToken: string;
+  /**
+   * approve a missing_translation preview as it is: readers without their language get the base content; pinned, so the send needs no acceptFallback of its own
+   */
+  acceptFallback?: boolean;
 }
 /**
  * This interface was referenced by `Procedures`'s JSON-Schema
@@ -592,6 +597,13 @@ export interface Approved {
   approvedBy: string;
   approvedAt: string;
   recipients: number;
+  acceptFallback?: boolean;
+  /**
+   * readers who get the base content, by their language
+   */
+  untranslated?: {
+    [k: string]: number | undefined;
+  };
 }
 /**
  * This interface was referenced by `Procedures`'s JSON-Schema
@@ -1397,7 +1409,8 @@ export interface AwaitingList {
   records: AwaitingApproval[];
 }
 /**
- * A send a publisher asked for and the policy held back until a second publisher approves it.
+ * A send a publisher asked for and the policy held back until a second publisher approves it;
+ * once approved it stays listed, naming who approved, until the send uses the approval.
  *
  * This interface was referenced by `Procedures`'s JSON-Schema
  * via the `definition` "AwaitingApproval".
@@ -1405,6 +1418,7 @@ export interface AwaitingList {
 export interface AwaitingApproval {
   campaignId: string;
   name: string;
+  action?: "dispatch" | "schedule" | "resume";
   previewToken: string;
   recipients: number;
   requestedBy: string | null;
@@ -1413,6 +1427,33 @@ export interface AwaitingApproval {
    * the campaign was edited after the request: approving it will be refused as stale
    */
   changedSince: boolean;
+  /**
+   * readers who would get the base content, by their language: approve with acceptFallback to send it so
+   */
+  untranslated?: {
+    [k: string]: number | undefined;
+  };
+  /**
+   * the requester asked to send the fallback
+   */
+  acceptFallback?: boolean;
+  /**
+   * people an approval would not count for: the requesters and everyone who changed the campaign since its last approved send
+   */
+  notBy?: string[];
+  /**
+   * who may approve, in words
+   */
+  mayApprove?: string;
+  /**
+   * who approved the campaign's send, if anyone
+   */
+  approvedBy?: string | null;
+  approvedAt?: string | null;
+  /**
+   * the preview approved: this request's, or a newer one after a change
+   */
+  approvedPreviewToken?: string | null;
 }
 /**
  * This interface was referenced by `Procedures`'s JSON-Schema
@@ -1841,17 +1882,22 @@ export interface AddressInput {
   address: string;
 }
 /**
+ * One suppressed address. ``detailed``: the reason, source, detail and dates are shown, to a
+ * platform credential or to the tenant whose own sends caused the suppression; any other tenant
+ * holding the address learns only that it is suppressed (the other fields null).
+ *
  * This interface was referenced by `Procedures`'s JSON-Schema
  * via the `definition` "Suppression".
  */
 export interface Suppression {
   address: string;
-  reason: "hard_bounce" | "soft_bounce" | "spam_complaint" | "manual";
-  source: string;
+  detailed?: boolean;
+  reason?: ("hard_bounce" | "soft_bounce" | "spam_complaint" | "manual") | null;
+  source?: string | null;
   detail?: string | null;
-  suppressedAt: string;
+  suppressedAt?: string | null;
   lastFeedbackAt?: string | null;
-  feedbackCount?: number;
+  feedbackCount?: number | null;
 }
 /**
  * This interface was referenced by `Procedures`'s JSON-Schema

@@ -107,71 +107,90 @@ def _trail(graph: Graph) -> list[dict[str, Any]]:
 
 def test_a_large_send_needs_a_second_publisher_and_pins_the_preview(api: TrpcClient, graph: Graph) -> None:
     author, first = Person(api, "ana", "author"), Person(api, "pia", "publisher")
-    second = Person(api, "pol", "publisher")
+    second, third = Person(api, "pol", "publisher"), Person(api, "quy", "publisher")
     _profiles(api, "m1", "m2", "m3")
     ok(author.mutate("campaigns.create", CAMPAIGN))
     source = {"type": "profileIds", "profileIds": ["m1", "m2", "m3"]}
     ok(author.mutate("campaigns.addAudience", {"campaignId": "launch", "source": source}))
     ok(first.mutate("campaigns.setStatus", {"campaignId": "launch", "status": "live"}))
-    token = first.token()
+    token = token_asked = first.token()
 
     # Without an approval, and without a reviewed token at all: FORBIDDEN, naming what is missing.
     refused = first.mutate("campaigns.dispatch", {"campaignId": "launch", "expectedPreviewToken": token})
     assert error_code(refused) == "FORBIDDEN" and "campaigns.approveDispatch" in _message(refused)
-    # The refused send now awaits a second publisher, as the console lists it.
+    assert "another publisher than pia and ana" in _message(refused)
+    # The refused send now awaits a second publisher, as the console lists it, with who may approve.
     waiting = ok(second.query("campaigns.listAwaitingApproval", None))["records"]
     assert [(w["campaignId"], w["previewToken"], w["recipients"], w["requestedBy"]) for w in waiting] == [
         ("launch", token, 3, "pia")
     ]
-    assert waiting[0]["changedSince"] is False
+    assert (waiting[0]["changedSince"], waiting[0]["action"], waiting[0]["notBy"]) == (
+        False, "dispatch", ["pia", "ana"],
+    )  # fmt: skip
+    assert waiting[0]["mayApprove"] == "another publisher than pia and ana"
     blind = first.mutate("campaigns.dispatch", {"campaignId": "launch"})
     assert error_code(blind) == "FORBIDDEN" and "expectedPreviewToken" in _message(blind)
     # An author may not approve; the role table says so.
     by_author = author.mutate("campaigns.approveDispatch", {"campaignId": "launch", "previewToken": token})
     assert error_code(by_author) == "FORBIDDEN" and "publisher" in _message(by_author)
+    # The requester may not approve their own request, and nothing is recorded.
+    own_request = first.mutate("campaigns.approveDispatch", {"campaignId": "launch", "previewToken": token})
+    assert error_code(own_request) == "FORBIDDEN"
+    assert "another publisher than pia and ana" in _message(own_request)
+    assert graph.run("MATCH (x:DispatchApproval) RETURN count(x) AS n")[0]["n"] == 0
+    assert ok(second.query("campaigns.listAwaitingApproval", None))["records"][0]["approvedBy"] is None
 
-    # The last editor may not approve their own edit.
+    # Nobody approves their own edit.
     ok(second.mutate("campaigns.update", {"campaignId": "launch", "description": "second's words"}))
     token = second.token()
     own = second.mutate("campaigns.approveDispatch", {"campaignId": "launch", "previewToken": token})
-    assert error_code(own) == "FORBIDDEN" and "last editor" in _message(own)
+    assert error_code(own) == "FORBIDDEN" and "another publisher than pia, pol and ana" in _message(own)
 
     # An approval pins its preview: an edit after it voids it, and the dispatch names the stale approval.
-    approved = ok(first.mutate("campaigns.approveDispatch", {"campaignId": "launch", "previewToken": token}))
-    assert (approved["approvedBy"], approved["recipients"], approved["campaignId"]) == ("pia", 3, "launch")
+    approved = ok(third.mutate("campaigns.approveDispatch", {"campaignId": "launch", "previewToken": token}))
+    assert (approved["approvedBy"], approved["recipients"], approved["campaignId"]) == ("quy", 3, "launch")
     ok(author.mutate("campaigns.update", {"campaignId": "launch", "description": "a late change"}))
     changed = author.token()
-    stale = second.mutate("campaigns.dispatch", {"campaignId": "launch", "expectedPreviewToken": changed})
-    assert error_code(stale) == "CONFLICT" and "stale" in _message(stale) and "pia" in _message(stale)
+    stale = first.mutate("campaigns.dispatch", {"campaignId": "launch", "expectedPreviewToken": changed})
+    assert error_code(stale) == "CONFLICT" and "stale" in _message(stale) and "quy" in _message(stale)
     # The approved token itself is no longer the campaign's preview: the ordinary stale-token CONFLICT.
-    old = second.mutate("campaigns.dispatch", {"campaignId": "launch", "expectedPreviewToken": token})
+    old = first.mutate("campaigns.dispatch", {"campaignId": "launch", "expectedPreviewToken": token})
     assert error_code(old) == "CONFLICT"
     # Approving a preview that is not the current one is refused as well.
-    late = first.mutate("campaigns.approveDispatch", {"campaignId": "launch", "previewToken": token})
+    late = third.mutate("campaigns.approveDispatch", {"campaignId": "launch", "previewToken": token})
     assert error_code(late) == "CONFLICT"
 
-    # The approver may not dispatch their own approval; the other publisher may.
-    ok(first.mutate("campaigns.approveDispatch", {"campaignId": "launch", "previewToken": changed}))
-    mine = first.mutate("campaigns.dispatch", {"campaignId": "launch", "expectedPreviewToken": changed})
+    # The approver may not dispatch their own approval; the requester may, and the request, still
+    # listed for everyone, names who approved until the send uses it.
+    ok(third.mutate("campaigns.approveDispatch", {"campaignId": "launch", "previewToken": changed}))
+    mine = third.mutate("campaigns.dispatch", {"campaignId": "launch", "expectedPreviewToken": changed})
     assert error_code(mine) == "FORBIDDEN" and "another must dispatch" in _message(mine)
+    listed = ok(first.query("campaigns.listAwaitingApproval", None))["records"]
+    assert [(w["previewToken"], w["approvedPreviewToken"], w["approvedBy"]) for w in listed] == [
+        (token_asked, changed, "quy")
+    ]
     started = ok(
-        second.mutate("campaigns.dispatch", {"campaignId": "launch", "expectedPreviewToken": changed})
+        first.mutate("campaigns.dispatch", {"campaignId": "launch", "expectedPreviewToken": changed})
     )
-    record = ok(second.query("campaigns.getDispatch", {"dispatchId": started["dispatchId"]}))
-    assert record["approvedBy"] == "pia" and record["approvedAt"]
+    record = ok(first.query("campaigns.getDispatch", {"dispatchId": started["dispatchId"]}))
+    assert record["approvedBy"] == "quy" and record["approvedAt"]
     # An approval is used once: the same token cannot be replayed into a second send.
     assert graph.run("MATCH (x:DispatchApproval) RETURN count(x) AS n")[0]["n"] == 0
     assert ok(second.query("campaigns.listAwaitingApproval", None))["records"] == []
 
     trail = _trail(graph)
     approvals = [e for e in trail if e["procedure"] == "campaigns.approveDispatch"]
-    assert [e["actor"] for e in approvals] == ["pia", "pia"]
+    assert [e["actor"] for e in approvals] == ["quy", "quy"]
+    assert [json.loads(e["detail"])["notBy"] for e in approvals] == [
+        ["pia", "pol", "ana"],
+        ["pia", "ana", "pol"],
+    ]
     dispatched = [e for e in trail if e["procedure"] == "campaigns.dispatch"]
     refusals = [e for e in dispatched if "refused" in json.loads(e["detail"])]
-    assert [e["actor"] for e in refusals] == ["pia", "pia", "pol", "pia"]
+    assert [e["actor"] for e in refusals] == ["pia", "pia", "pia", "quy"]
     sent = [json.loads(e["detail"]) for e in dispatched if "dispatchIds" in json.loads(e["detail"])]
-    assert [(e["approvedBy"], e["recipients"]) for e in sent] == [("pia", 3)]
-    assert [e["actor"] for e in dispatched if "dispatchIds" in json.loads(e["detail"])] == ["pol"]
+    assert [(e["approvedBy"], e["recipients"]) for e in sent] == [("quy", 3)]
+    assert [e["actor"] for e in dispatched if "dispatchIds" in json.loads(e["detail"])] == ["pia"]
 
 
 def test_a_send_below_the_threshold_needs_no_approval(api: TrpcClient, graph: Graph) -> None:

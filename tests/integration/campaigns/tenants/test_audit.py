@@ -184,11 +184,12 @@ def test_every_admin_mutation_commits_exactly_one_entry_with_its_revisions(
     )
 
     token = ok(api.query("campaigns.previewDispatch", {"campaignId": "c1"}, as_=ADMIN_ID, admin=True))
-    # A second publisher's approval (the last editor may not approve): audited, and changes no revision.
+    # A second publisher's approval (no editor may approve): audited, naming who it would not count
+    # for, and changes no revision.
     approval = {"campaignId": "c1", "previewToken": token["previewToken"]}
     _, entry = call("campaigns.approveDispatch", approval, actor="publisher-2")
     assert (entry["revisionBefore"], entry["revisionAfter"]) == (3, 3)
-    assert json.loads(entry["detail"])["lastEditor"] == ADMIN_ID
+    assert json.loads(entry["detail"])["notBy"] == [ADMIN_ID]
     started, entry = call(
         "campaigns.dispatch", {"campaignId": "c1", "expectedPreviewToken": token["previewToken"]}
     )

@@ -1,0 +1,102 @@
+"""Two different people, whatever the credential or the copy: an API key approves as its minter, and a
+copy's source editors count as the copy's (the tenant policy of ``test_approval.py``: two recipients
+or more need a second publisher)."""
+
+from __future__ import annotations
+
+import json
+
+from campaign_engine.graph.graph import Graph
+from tests.integration.campaigns.sending.test_approval import (
+    CAMPAIGN,
+    TENANT,
+    Person,
+    _message,
+    _profiles,
+    _trail,
+    api,
+)
+from tests.support.api import TrpcClient, error_code, ok
+
+__all__ = ["api"]  # the fixture, shared with test_approval.py
+
+AUDIENCE = {"type": "profileIds", "profileIds": ["m1", "m2", "m3"]}
+
+
+def _live(author: Person, publisher: Person, campaign_id: str = "launch") -> None:
+    ok(author.mutate("campaigns.addAudience", {"campaignId": campaign_id, "source": AUDIENCE}))
+    ok(publisher.mutate("campaigns.setStatus", {"campaignId": campaign_id, "status": "live"}))
+
+
+def _approvals(graph: Graph) -> int:
+    return int(graph.run("MATCH (x:DispatchApproval) RETURN count(x) AS n")[0]["n"])
+
+
+class KeyHolder(Person):
+    """Calls with an API key instead of a token (the key's role: publisher)."""
+
+    def __init__(self, api: TrpcClient, key: str) -> None:
+        self.api, self.sub = api, key
+        self.headers = {"authorization": f"Bearer {key}"}
+
+
+def test_an_api_key_approves_as_the_person_who_minted_it(api: TrpcClient, graph: Graph) -> None:
+    pia, pol = Person(api, "pia", "admin"), Person(api, "pol", "publisher")
+    _profiles(api, "m1", "m2", "m3")
+    ok(pia.mutate("campaigns.create", CAMPAIGN))
+    _live(pia, pia)
+    token = pia.token()
+    assert error_code(
+        pia.mutate("campaigns.dispatch", {"campaignId": "launch", "expectedPreviewToken": token})
+    )
+    minted = ok(pia.mutate("apiKeys.create", {"tenantId": TENANT, "name": "pia's", "role": "publisher"}))
+    key = KeyHolder(api, minted["key"])
+
+    # The key is pia: it may not approve pia's own request, and nothing is recorded.
+    by_key = key.mutate("campaigns.approveDispatch", {"campaignId": "launch", "previewToken": token})
+    assert error_code(by_key) == "FORBIDDEN" and "another publisher than pia" in _message(by_key)
+    assert _approvals(graph) == 0
+    approved = ok(pol.mutate("campaigns.approveDispatch", {"campaignId": "launch", "previewToken": token}))
+    assert approved["approvedBy"] == "pol"
+    # The key may send pol's approval of pia's request: it acts for pia, not for pol.
+    started = ok(key.mutate("campaigns.dispatch", {"campaignId": "launch", "expectedPreviewToken": token}))
+    assert (
+        ok(pia.query("campaigns.getDispatch", {"dispatchId": started["dispatchId"]}))["approvedBy"] == "pol"
+    )
+
+    entries = graph.run(
+        "MATCH (a:AuditEntry {tenantId: $t}) WHERE a.procedure STARTS WITH 'campaigns.' "
+        "RETURN a.procedure AS procedure, a.actor AS actor, a.via AS via ORDER BY a.orderKey",
+        t=TENANT,
+    )
+    assert [(e["procedure"], e["actor"], e["via"]) for e in entries[-3:]] == [
+        ("campaigns.dispatch", "pia", None),  # pia's refused request
+        ("campaigns.approveDispatch", "pol", None),
+        ("campaigns.dispatch", "pia", f"apikey:{minted['id']}"),
+    ]
+
+
+def test_a_copy_carries_the_editors_of_its_source(api: TrpcClient, graph: Graph) -> None:
+    pia, pol = Person(api, "pia", "publisher"), Person(api, "pol", "publisher")
+    quy = Person(api, "quy", "publisher")
+    _profiles(api, "m1", "m2", "m3")
+    ok(pia.mutate("campaigns.create", CAMPAIGN))
+    ok(pol.mutate("campaigns.duplicate", {"campaignId": "launch", "id": "again"}))
+    _live(pol, pol, "again")
+    token = str(ok(pol.query("campaigns.previewDispatch", {"campaignId": "again"}))["previewToken"])
+    refused = pol.mutate("campaigns.dispatch", {"campaignId": "again", "expectedPreviewToken": token})
+    assert error_code(refused) == "FORBIDDEN" and "another publisher than pol and pia" in _message(refused)
+
+    # pia wrote what the copy says: she never touched the copy, yet her approval would not count.
+    by_author = pia.mutate("campaigns.approveDispatch", {"campaignId": "again", "previewToken": token})
+    assert error_code(by_author) == "FORBIDDEN" and "another publisher than pol and pia" in _message(
+        by_author
+    )
+    assert _approvals(graph) == 0
+    ok(quy.mutate("campaigns.approveDispatch", {"campaignId": "again", "previewToken": token}))
+    ok(pol.mutate("campaigns.dispatch", {"campaignId": "again", "expectedPreviewToken": token}))
+
+    copied = [e for e in _trail(graph) if e["procedure"] == "campaigns.duplicate"]
+    assert [(e["actor"], json.loads(e["detail"])) for e in copied] == [("pol", {"editors": ["pia"]})]
+    approved = [e for e in _trail(graph) if e["procedure"] == "campaigns.approveDispatch"]
+    assert [(e["actor"], json.loads(e["detail"])["notBy"]) for e in approved] == [("quy", ["pol", "pia"])]
