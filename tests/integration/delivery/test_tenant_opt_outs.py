@@ -1,6 +1,7 @@
 """Opt-outs add up (docs/people.md): the person's deployment-wide opt-out stops every tenant's
 announcements, a tenant's view's opt-out only that tenant's. The email page (read and claim in one) and
-the notify page skip exactly those; real Neo4j, the local queue, the Postmark stand-in."""
+the notify page skip exactly those, and so do the guardian routes and the preview's guardian counts;
+real Neo4j, the local queue, the Postmark stand-in."""
 
 from __future__ import annotations
 
@@ -9,21 +10,34 @@ from pathlib import Path
 
 import pytest
 
+from campaign_engine.campaigns.sending.dispatch import preview_dispatch
+from campaign_engine.campaigns.sending.dispatch_settings import DispatchSettings
 from campaign_engine.config import Settings
 from campaign_engine.domain.dispatch import DeliveryJob, parse_job
 from campaign_engine.graph.graph import Graph
 from campaign_engine.wiring import Queues, build_page_worker, build_worker
 from tests.support.delivery import (
+    NOW,
     StepClock,
     add_members,
     delivery_settings,
     drain,
+    inbox_records,
+    inbox_server,
     local_queues,
     make_campaign,
     start_dispatch,
 )
-from tests.support.email import add_email_members, email_settings, emailed, make_email_campaign
+from tests.support.email import (
+    EMAIL_COPY,
+    accepted_to,
+    add_email_members,
+    email_settings,
+    emailed,
+    make_email_campaign,
+)
 from tests.support.postmark_standin import PostmarkStandin
+from tests.support.tenant_facts import own_link
 
 MEMBERS = ["deployment-wide", "left-north", "left-river", "stays"]
 
@@ -89,3 +103,45 @@ def test_the_notify_page_skips_the_campaign_tenants_opt_outs_and_the_deployment_
         worker.handle_page(parse_job(message.body))  # type: ignore[arg-type]
     jobs = [parse_job(m.body) for m in queues.delivery.receive(max_messages=10)]
     assert sorted(j.profile_id for j in jobs if isinstance(j, DeliveryJob)) == ["left-north", "stays"]
+
+
+def test_guardians_are_routed_by_the_campaign_tenants_opt_outs_too(
+    base_settings: Settings, graph: Graph, queues: Queues, postmark: PostmarkStandin, tmp_path: Path
+) -> None:
+    """A minor's consenting guardians stand in for them; a guardian who left river's announcements is
+    neither counted by river's preview nor sent to by its walks, one who left north's still is."""
+    origins = {"default": "https://app.example", "river": "https://river.example"}
+    settings = email_settings(base_settings, postmark.url, postmark.token, campaign_app_origins=origins)
+    copy = {
+        "notification": {"title": "For families", "body": "News"},
+        "email": {**EMAIL_COPY, "subject": "F"},
+    }
+    make_campaign(graph, "g1", channels=["notify", "email"], email=EMAIL_COPY, minors="guardians",
+                  guardianCopy=copy, tenant_id="river")  # fmt: skip
+    with inbox_server(tmp_path) as inbox:
+        hook = f"{inbox.url}/api/notifications/send"
+        add_email_members(graph, "g1", ["kid"], dob="2015-09-01", isManaged=True, tenants=["river"],
+                          notificationsWebhook=hook)  # fmt: skip
+        for guardian in ("left-river", "left-north"):
+            add_email_members(graph, "g1", [guardian], dob="1980-05-17", member=False,
+                              tenants=["north", "river"], notificationsWebhook=hook)  # fmt: skip
+            own_link(graph, None, guardian, "kid")
+        for channel in ("Email", "Push"):
+            opt_out(graph, "left-river", "river", channel)
+            opt_out(graph, "left-north", "north", channel)
+        preview = preview_dispatch(
+            graph, campaign_id="g1", now=NOW, settings=DispatchSettings(adult_age=18, max_recipients=100)
+        )
+        assert (preview.guardian_notification_recipient_count, preview.guardian_email_recipient_count) == (
+            1,
+            1,
+        )
+        start_dispatch(graph, queues.dispatch, "g1")
+        worker = build_worker(settings, graph, queues=queues, clock=StepClock(), sweep_every=None)
+        try:
+            drain(worker.handle, queues)
+        finally:
+            worker.close()
+        notified = {pid: len(inbox_records(inbox.url, pid)) for pid in ("kid", "left-river", "left-north")}
+    assert notified == {"kid": 0, "left-river": 0, "left-north": 1}
+    assert accepted_to(postmark) == ["left-north@example.com"]
