@@ -9,6 +9,10 @@ LAUNCHER := infra/neo4j/target/neo4j-launcher.jar
 # The admin console (admin/): npm ci from the committed lock, then esbuild into the package (gitignored).
 ADMIN_MODULES := admin/node_modules/.package-lock.json
 ADMIN_ASSETS := campaign_engine/api/admin_static/manifest.json
+# `make test` runs pytest-xdist workers, each a session with its own Neo4j (a 1 GiB heap; 24 GiB hold
+# four easily). Most of the suite waits on processes, sockets and the graph, so on 2 cores it runs more
+# workers than cores. TEST_WORKERS=0 runs it in one process, as before.
+TEST_WORKERS ?= 4
 
 .PHONY: dev test lint typecheck docs unit bench chaos install system-deps clean lambda-package admin-assets client
 
@@ -54,7 +58,7 @@ docs: $(STAMP)
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --site-dir .local/site
 
 test: $(STAMP) $(LAUNCHER) $(ADMIN_ASSETS) system-deps lint typecheck docs
-	$(BIN)/pytest -q --durations=15
+	$(BIN)/pytest -q --durations=15 -n $(TEST_WORKERS) --dist loadgroup
 
 unit: $(STAMP)
 	$(BIN)/pytest -q tests/unit

@@ -19,6 +19,7 @@ from functools import cache
 
 from campaign_engine.graph.cypher import fragment, statement
 from campaign_engine.graph.graph import Tx
+from campaign_engine.graph.rules.routing import link_of_tenant
 from campaign_engine.graph.rules.segment import CompiledSegment
 from campaign_engine.graph.rules.segment_statements import segment_query
 
@@ -36,10 +37,11 @@ _COUNT_CAPPED = "dispatch_count_capped"  # cypher/delivery/dispatch_count_capped
 
 # A guardian's job stands for membership through the link it was routed by.
 # First: a guardian's own relationships are walked for it, and it is what holds for their jobs.
+# Only a link the campaign's tenant reads for the pair counts (``link_of_tenant``).
 _ROUTED_MEMBER = (
     "(job.routedFrom IS NOT NULL AND c.minors = 'guardians' AND EXISTS {"
-    " MATCH (p)-[:GUARDIAN_OF {consent: 'granted'}]->(child:Profile)"
-    " WHERE child.profileId IN job.routedFrom }) OR "
+    " MATCH (p)-[link:GUARDIAN_OF {consent: 'granted'}]->(child:Profile)"
+    f" WHERE child.profileId IN job.routedFrom AND {link_of_tenant('p', 'child')} }}) OR "
 )
 
 

@@ -1,5 +1,10 @@
 """Feedback applied to the graph, once per provider record, and the suppressions admins read and lift.
 
+A suppression remembers the tenants whose sends the feedback that set its reason was about
+(``causedBy``, from the provider message ids), so a tenant reads the reason, the provider's detail and
+the dates only of suppressions its own sends caused, and of any other only that the address is
+suppressed.
+
 One write transaction per record: the dedup node first (``feedback_record``), then the suppressions,
 then the profiles it concerns under their locks (ascending ``profileId``, as every profile writer), so
 the order is feedback record -> suppression -> profiles -> their CAMPAIGN_STATE. The email claim locks
@@ -115,11 +120,20 @@ class FeedbackStore:
         suppressed = 0
         if suppress:
             rows = [suppress[address] for address in sorted(suppress)]
+            tenants = self._tenants(tx, feedback)
             suppressed = tx.run(
-                statement("feedback_suppress"), rows=rows, source=feedback.source, now=now
+                statement("feedback_suppress"), rows=rows, source=feedback.source, now=now, tenants=tenants
             ).single(strict=True)["suppressed"]
         self._touch_profiles(tx, feedback, now, self._graph)
         return Applied(duplicate=False, suppressed=suppressed, reactivated=reactivated)
+
+    @staticmethod
+    def _tenants(tx: Tx, feedback: Feedback) -> list[str]:
+        """The tenants whose sends the record is about (by provider message id); none without ids."""
+        if not feedback.message_ids:
+            return []
+        found = tx.run(statement("feedback_tenants"), messageIds=list(feedback.message_ids)).single()
+        return [] if found is None else sorted(t for t in found["tenants"] if t is not None)
 
     @staticmethod
     def _touch_profiles(tx: Tx, feedback: Feedback, now: str, graph: Graph) -> None:
@@ -165,13 +179,18 @@ class FeedbackStore:
 
 
 class Suppression(CamelModel):
+    """One suppressed address. ``detailed``: the reason, source, detail and dates are shown, to a
+    platform credential or to the tenant whose own sends caused the suppression; any other tenant
+    holding the address learns only that it is suppressed (the other fields null)."""
+
     address: str
-    reason: SuppressionReason
-    source: str
+    detailed: bool = True
+    reason: SuppressionReason | None = None
+    source: str | None = None
     detail: str | None = None
-    suppressed_at: str
+    suppressed_at: str | None = None
     last_feedback_at: str | None = None
-    feedback_count: int = 0
+    feedback_count: int | None = None
 
 
 class SuppressionPage(CamelModel):
@@ -189,7 +208,8 @@ def list_suppressions(
     tenant_id: str | None = None,
 ) -> SuppressionPage:
     """Suppressions are per address (deliverability is the sender's); ``tenant_id`` confines the page to
-    the addresses of that tenant's members."""
+    the addresses of that tenant's members, detailed only where its own sends caused them (its reason
+    filter matches only those)."""
 
     def tx_fn(tx: Tx) -> list[dict[str, Any]]:
         params: dict[str, Any] = {

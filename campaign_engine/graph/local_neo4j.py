@@ -4,6 +4,11 @@
 and waits for its readiness line plus a driver ``verify_connectivity``. The child keeps a pipe on its
 stdin: when the parent dies the pipe closes and the launcher shuts down instead of orphaning the store.
 A detached start (``campaign-engine neo4j start``) records the pid in ``<data>/launcher.pid``.
+
+``CAMPAIGN_NEO4J_JVM_OPTIONS`` adds JVM options to every launcher a process (and its children) starts.
+The test suite sets ``-XX:TieredStopAtLevel=1``: its databases live for seconds to minutes, where the
+optimising compiler's work never pays back (on two cores it took about a fifth of the CPU the suite's
+graph tests spent). Benchmarks and ``make dev`` leave it unset.
 """
 
 from __future__ import annotations
@@ -19,7 +24,9 @@ from pathlib import Path
 
 import neo4j
 
-__all__ = ["LocalNeo4j", "build_launcher", "launcher_jar", "repo_root"]
+__all__ = ["JVM_OPTIONS_VARIABLE", "LocalNeo4j", "build_launcher", "launcher_jar", "repo_root"]
+
+JVM_OPTIONS_VARIABLE = "CAMPAIGN_NEO4J_JVM_OPTIONS"
 
 
 def repo_root() -> Path:
@@ -67,6 +74,7 @@ class LocalNeo4j:
             raise RuntimeError("the local Neo4j launcher needs a Java 17 runtime (java on PATH)")
         args = [
             java, f"-Xmx{self.heap}", f"-Xms{self.heap}", "-XX:+UseG1GC",
+            *os.environ.get(JVM_OPTIONS_VARIABLE, "").split(),
             "-jar", str(jar), "--data", str(self.data_dir), "--port", str(self.port),
             "--pagecache", self.pagecache, "--watch-stdin", "false" if detached else "true",
         ]  # fmt: skip

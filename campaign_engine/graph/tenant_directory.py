@@ -135,6 +135,10 @@ class TenantDirectory:
         """tenant -> app origin, as ``CAMPAIGN_APP_ORIGINS`` was (no fallback: a CTA must be the tenant's)."""
         return _LiveView(lambda: {t: r.app_origin for t, r in self.records().items() if r.app_origin})
 
+    def names(self) -> Mapping[str, str]:
+        """tenant -> display name (no fallback: a tenant without a record names no sender)."""
+        return _LiveView(lambda: {t: r.name for t, r in self.records().items()})
+
     def branding(self) -> Mapping[str, Mapping[str, str | bool]]:
         """tenant -> ``{"name", "logoUrl"?, "primaryColor"?, "textColor"?, "emailFrom"?, "footerText"?,
         "footerAddress"?, "senderName"?, "platformFrom"?, "clickTracking"}``, the shape of a

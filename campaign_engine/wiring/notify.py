@@ -73,6 +73,7 @@ def build_notification_worker(
         timeout=settings.campaign_webhook_timeout_seconds,
         gate=SendGate(graph),
     )
+    tenants = tenant_directory(settings, graph)
     return NotificationWorker(
         graph=graph,
         sender=sender,
@@ -80,6 +81,7 @@ def build_notification_worker(
         sender_name=settings.notifications_sender,
         default_webhook=settings.notifications_webhook_url,
         adult_age=settings.campaign_adult_age,
-        frequency_caps=tenant_directory(settings, graph).frequency_caps(),
+        frequency_caps=tenants.frequency_caps(),
+        tenant_names=tenants.names(),  # the payload's sender: the campaign's tenant
         secret_box=settings.secret_box(),  # a malformed CAMPAIGN_SECRETS_KEY stops the worker at start
     )

@@ -1,15 +1,18 @@
 // getMyCampaigns' cards for routed guardians: each caller's live, in-window in-app
 // campaigns that route minors to their guardians and hold a child of the caller, linked with consent
 // granted, as a static member the campaign age policy excludes; the caller an adult of its tenant and no
-// member ({{ROUTED_GUARDIAN}}, graph/rules/routing.py, the one rule). One unique seek per caller and the
-// expansion of their GUARDIAN_OF links, which most callers have none of.
+// member ({{ROUTED_GUARDIAN}}, graph/rules/routing.py, the one rule, over the caller's view in the
+// campaign's tenant and that tenant's links only). One unique seek per caller and the expansion of
+// their GUARDIAN_OF links, which most callers have none of.
 UNWIND $profileIds AS profileId
 MATCH (p:Profile {profileId: profileId})
 UNWIND [(p)-[:GUARDIAN_OF {consent: 'granted'}]->(child:Profile) | child] AS child
 MATCH (child)-[:IN_CAMPAIGN_AUDIENCE]->(c:Campaign)
 WHERE c.minors = 'guardians' AND c.status = 'live' AND c.hasInAppMessage
   AND (c.startsAt IS NULL OR c.startsAt <= $now) AND (c.endsAt IS NULL OR $now < c.endsAt)
-  AND NOT EXISTS { (p)-[:IN_CAMPAIGN_AUDIENCE]->(c) } AND {{ROUTED_GUARDIAN}}
+  AND NOT EXISTS { (p)-[:IN_CAMPAIGN_AUDIENCE]->(c) }
 WITH DISTINCT profileId, p, c
+{{TENANT_VIEW}}
+WITH profileId, p, c, view WHERE {{ROUTED_GUARDIAN}}
 OPTIONAL MATCH (p)-[s:CAMPAIGN_STATE]->(c)
 RETURN profileId, p.locale AS locale, collect([c.id, c.updatedAt, s {.*}]) AS visible

@@ -3,5 +3,7 @@
 UNWIND $pairs AS pair
 MATCH (p:Profile {profileId: pair[0]})
 MATCH (c:Campaign {id: pair[1]}) USING INDEX c:Campaign(id)
-WHERE c.hasInAppMessage AND {{ROUTED_GUARDIAN}}
+WHERE c.hasInAppMessage
+{{TENANT_VIEW}}
+WITH p, c, view WHERE {{ROUTED_GUARDIAN}}
 RETURN p.profileId AS profileId, c.id AS campaignId

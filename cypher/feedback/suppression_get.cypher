@@ -1,7 +1,14 @@
-// A tenant's credential ($tenant not null) sees an address only if one of its members has it.
+// A tenant's credential ($tenant not null) sees an address only if one of its members has it, and its
+// reason, detail and dates only if the tenant's own sends caused the suppression (`causedBy`); else only
+// that the address is suppressed. A platform credential ($tenant null) sees everything.
 MATCH (s:EmailSuppression {address: $address})
 WHERE $tenant IS NULL OR EXISTS {
   MATCH (:ContactMethod {type: 'email', value: s.address})<-[:HAS_CONTACT_METHOD]-(p:Profile)
   WHERE $tenant IN p.tenants
 }
-RETURN s {.*} AS suppression
+WITH s, $tenant IS NULL OR $tenant IN coalesce(s.causedBy, []) AS detailed
+RETURN CASE WHEN detailed
+         THEN s {.address, .reason, .source, .detail, .suppressedAt, .lastFeedbackAt, .feedbackCount,
+                 detailed: true}
+         ELSE {address: s.address, detailed: false}
+       END AS suppression

@@ -70,3 +70,8 @@ CREATE INDEX webhook_attempt_order IF NOT EXISTS FOR (a:WebhookAttempt) ON (a.en
 CREATE INDEX profile_locale IF NOT EXISTS FOR (p:Profile) ON (p.locale);
 CREATE INDEX profile_time_zone IF NOT EXISTS FOR (p:Profile) ON (p.timeZone);
 CREATE INDEX profile_dob IF NOT EXISTS FOR (p:Profile) ON (p.dob);
+// The same facts as a tenant's view holds them (docs/people.md; graph/rules/segment_facts.py): a
+// segment of that tenant seeks its views beside the shared facts, tenantId first.
+CREATE INDEX tenant_view_locale IF NOT EXISTS FOR (v:TenantView) ON (v.tenantId, v.locale);
+CREATE INDEX tenant_view_time_zone IF NOT EXISTS FOR (v:TenantView) ON (v.tenantId, v.timeZone);
+CREATE INDEX tenant_view_dob IF NOT EXISTS FOR (v:TenantView) ON (v.tenantId, v.dob);

@@ -49,7 +49,7 @@ class AddressInput(BaseModel):
 @router.query("list")
 def list_(ctx: Context, data: ListInput) -> store.SuppressionPage:
     """Suppressed addresses in address order, keyset-paged, optionally of one reason; a tenant's
-    credential sees only its members' addresses."""
+    credential sees only its members' addresses, detailed only where its own sends caused them."""
     return store.list_suppressions(
         ctx.services.graph, reason=data.reason, cursor=data.cursor, limit=data.limit, tenant_id=ctx.scope()
     )
@@ -57,7 +57,8 @@ def list_(ctx: Context, data: ListInput) -> store.SuppressionPage:
 
 @router.query("get")
 def get(ctx: Context, data: AddressInput) -> store.Suppression:
-    """The suppression of one address: why, from which provider, since when."""
+    """The suppression of one address: why, from which provider, since when (to a tenant only when its
+    own sends caused it; else only that the address is suppressed)."""
     return store.get_suppression(ctx.services.graph, data.address, tenant_id=ctx.scope())
 
 

@@ -129,7 +129,9 @@ def preview_layout(ctx: Context, data: LayoutPreviewInput) -> LayoutPreview:
         cta_url=f"{origin}/m/sample",
         unsubscribe_url=unsubscribe_url(settings.domain_name, _PREVIEW_TOKEN),
     )
-    sender = sender_for(entries, data.tenant_id, data.tenant_id) or settings.email_from
+    # The sender rule reads the other records too: the address a tenant borrows, and whether it owns it.
+    records = {**tenants_of(ctx.services.graph, settings).branding(), **entries}
+    sender = sender_for(records, data.tenant_id, settings.campaign_default_tenant_id) or settings.email_from
     return LayoutPreview(subject=rendered.subject, html=rendered.html, text=rendered.text, sender=sender)
 
 

@@ -3,9 +3,10 @@ routed the campaign to them; for an excluded member, where it was routed, or why
 
 Both read one profile's ``GUARDIAN_OF`` links (an expansion from a unique seek) with the rules the walks
 use (``graph/rules/routing.py``: the link's consent, the channel's age rule, membership static or by the live
-segment, a guardian who is a member gets it as a member). They name profiles by id only, and only
+segment, a guardian who is a member gets it as a member), and only the links the campaign's tenant reads
+(its own for a pair, else the shared one; docs/people.md). They name profiles by id only, and only
 those the admin can already read: a guardian's children that are members of the campaign (its
-audience), a member's guardians (``profiles.get`` answers ``guardians`` on the child).
+audience), a member's guardians of the campaign's tenant.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from typing import Any, Literal
 from campaign_engine.domain.camel import CamelModel
 from campaign_engine.graph.cypher import statement
 from campaign_engine.graph.graph import Tx
-from campaign_engine.graph.rules.routing import member_predicate
+from campaign_engine.graph.rules.routing import link_of_tenant, member_predicate
 from campaign_engine.graph.rules.segment import CompiledSegment
 
 __all__ = [
@@ -48,8 +49,12 @@ class RoutedTo(CamelModel):
     outcome: Outcome
 
 
+# Who guards whom in each statement: (guardian, child) of its GUARDIAN_OF `link`.
+_ENDS = {"guardian_children": ("g", "p"), "guardian_routes": ("p", "child")}
+
+
 def _statement(name: str, compiled: CompiledSegment | None) -> str:
-    return statement(name, MEMBER=member_predicate(compiled))
+    return statement(name, MEMBER=member_predicate(compiled), LINK_OF_TENANT=link_of_tenant(*_ENDS[name]))
 
 
 def statement_variants(samples: Sequence[CompiledSegment | None]) -> Iterator[tuple[str, str]]:

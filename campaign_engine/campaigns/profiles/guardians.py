@@ -8,6 +8,12 @@ caller's, for a tenant credential) that the age policy holds for an adult, never
 written); the file imports (CSV, OneRoster, SDS) check a batch first and report each bad link by its
 line, leaving that minor's set as it was. Routing to guardians (item 3) reads the links from the minor:
 ``(g:Profile)-[:GUARDIAN_OF {consent: 'granted'}]->(m)``, an expansion from a node the walk already holds.
+
+Each writer has links of its own (docs/people.md): a tenant credential (``tenant``) writes, replaces and
+removes only links carrying its ``tenantId``, so it never changes or deletes another tenant's link or
+consent; a platform credential (``tenant=None``) only the shared links, which carry none. A pair may so
+hold a link per tenant and a shared one; a campaign reads its tenant's, else the shared one
+(``graph/rules/routing.py``).
 """
 
 from __future__ import annotations

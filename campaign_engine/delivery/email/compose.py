@@ -291,19 +291,29 @@ def _guardian_emails(campaign: CampaignPublic) -> dict[str, EmailCopy]:
 
 def sender_for(tenants: Mapping[str, Any], tenant_id: str | None, default_tenant: str) -> str | None:
     """The tenant entry's ``emailFrom`` (a tenant record's), else the default tenant's, else None (the
-    provider's EMAIL_FROM); with the layout's ``senderName`` as its display name, on
-    that address or, without one, on ``platformFrom`` (EMAIL_FROM, as the directory passes it)."""
+    provider's EMAIL_FROM); with the layout's ``senderName`` as its display name only on an address
+    the tenant owns.
+
+    A tenant owns its record's own ``emailFrom`` (set by a platform admin, ``tenants.update``); the
+    default tenant also owns EMAIL_FROM (``platformFrom``, as the directory passes it), the deployment's
+    own address. A tenant sending from an address it borrows (the default tenant's, or EMAIL_FROM) sends
+    it as configured: its admins' ``senderName`` never goes on another's address, so no tenant can
+    mail as "Riverside School" from the address Riverside's readers know. A tenant without a record
+    is the default tenant's, as its branding is."""
+    own_id = tenant_id or default_tenant
+    entry_id = own_id if isinstance(tenants.get(own_id), Mapping) else default_tenant
     address: str | None = None
-    for candidate in (tenant_id or default_tenant, default_tenant):
+    owned = entry_id == default_tenant  # EMAIL_FROM, when no record names an address
+    for candidate in (own_id, default_tenant):
         entry = tenants.get(candidate)
         if isinstance(entry, Mapping) and isinstance(entry.get("emailFrom"), str):
-            address = str(entry["emailFrom"])
+            address, owned = str(entry["emailFrom"]), candidate == entry_id
             break
-    own = tenants.get(tenant_id or default_tenant) or tenants.get(default_tenant)
+    own = tenants.get(entry_id)
     name = own.get("senderName") if isinstance(own, Mapping) else None
     fallback = own.get("platformFrom") if isinstance(own, Mapping) else None
     bare = parseaddr(address or (fallback if isinstance(fallback, str) else ""))[1]
-    if not isinstance(name, str) or not name.strip() or not bare:
+    if not owned or not isinstance(name, str) or not name.strip() or not bare:
         return address
     return f"{_display_phrase(name)} <{bare}>"
 

@@ -92,6 +92,8 @@ class _Recheck(NamedTuple):
     locale: str | None = None
     ab_test: str | None = None
     """The campaign's test wave (``abTest``): which variant this recipient is served."""
+    tenant_id: str | None = None
+    """The campaign's tenant, whose display name is the notification's ``sender``."""
 
 
 class NotificationWorker:
@@ -108,9 +110,11 @@ class NotificationWorker:
         adult_age: int,
         frequency_caps: Mapping[str, Mapping[CapChannel, ChannelCap]] | None = None,
         secret_box: SecretBox | None = None,
+        tenant_names: Mapping[str, str] | None = None,
     ) -> None:
-        # ``clock`` decides eligibility (injectable in tests). ``sender_name`` is the ANNOUNCEMENT's
-        # ``sender`` field (NOTIFICATIONS_SENDER); ``sender`` is the port the POSTs go through.
+        # ``clock`` decides eligibility (injectable in tests). The ANNOUNCEMENT's ``sender`` field is the
+        # campaign tenant's display name (``tenant_names``, a live view of the tenant records), else
+        # ``sender_name`` (NOTIFICATIONS_SENDER); ``sender`` is the port the POSTs go through.
         self._graph = graph
         self._clock = clock
         self._webhooks = sender
@@ -125,6 +129,7 @@ class NotificationWorker:
         self._write_turn = threading.Lock()
         # Tenant caps (a live view of the tenant records in production): read once per batch.
         self._caps = frequency_caps if frequency_caps is not None else {}
+        self._tenant_names = tenant_names if tenant_names is not None else {}
 
     def close(self) -> None:
         """Close the sender (its connections and event loop): the worker owns the sender it was given."""
@@ -152,9 +157,10 @@ class NotificationWorker:
         )
         sends: list[_Send] = []
         copies: dict[str, Any] = {}  # one parse of a campaign's definition per batch, not per recipient
+        names = dict(self._tenant_names)  # the senders, read once per batch like the caps
         for delivery_id, (message, job) in jobs.items():
             try:
-                send = self._prepare(message, job, rows.get(delivery_id), copies, now=now)
+                send = self._prepare(message, job, rows.get(delivery_id), copies, now=now, names=names)
             except RingUnreadable:
                 # Never the default secret instead: that is what would let one receiver sign for others.
                 log.error("notify.receiver_secret_unreadable", extra=delivery_ids(job))
@@ -236,15 +242,16 @@ class NotificationWorker:
             **policy_params(now, self._adult_age),
         ).single(strict=True)
         count_capped(tx, record["capped"])  # capped ones were marked by this statement, counted here
-        copies = {row[0]: (row[1], row[2], row[3]) for row in record["campaigns"]}
+        copies = {row[0]: (row[1], row[2], row[3], row[4]) for row in record["campaigns"]}
         by_id = {j.delivery_id: j for j in jobs}
         rows: dict[str, _Recheck] = {}
         columns = (record["deliveryIds"], record["blocked"], record["webhooks"], record["webhookKeys"],
                    record["locales"])  # fmt: skip
         for delivery_id, blocked, webhook, keys, locale in zip(*columns, strict=True):
-            definition, has_in_app, ab_test = copies.get(by_id[delivery_id].campaign_id, ("", False, None))
+            campaign = copies.get(by_id[delivery_id].campaign_id, ("", False, None, None))
+            definition, has_in_app, ab_test, tenant_id = campaign
             row = _Recheck(blocked or None, webhook or None, definition, has_in_app, keys or None,
-                           locale or None, ab_test)  # fmt: skip
+                           locale or None, ab_test, tenant_id)  # fmt: skip
             rows[delivery_id] = row
         return rows
 
@@ -256,6 +263,7 @@ class NotificationWorker:
         copies: dict[str, Any],
         *,
         now: datetime,
+        names: Mapping[str, str],
     ) -> _Send | None:
         """The POST for one job, signed for its own receiver; None if it must not be sent. Raises
         ``RingUnreadable`` when the receiver's sealed secrets do not open."""
@@ -287,7 +295,7 @@ class NotificationWorker:
             return None
         payload = AnnouncementPayload(
             recipient=job.profile_id,
-            sender=self._sender_name,
+            sender=names.get(row.tenant_id or "") or self._sender_name,
             title=copy["title"],
             body=copy["body"],
             metadata=AnnouncementMetadata(

@@ -9,6 +9,12 @@ no index of its own, never a scan of profiles. A guardian is routed when the lin
 channel passes (the statement's own tail: opt-out, the age rule as an adult, notified / claimed,
 suppression, a verified address, readiness, the frequency cap).
 
+**The campaign tenant's links only** (docs/people.md): per pair (guardian, child) the link the
+campaign's tenant recorded (``tenantId``) where it recorded one, else the shared link (no tenantId); a
+link another tenant recorded is never read, so no tenant's consent decides another's sends. Every age
+read (the child's, each earlier child's, the guardian's) is of that person's view in the campaign's
+tenant (``{{TENANT_VIEW}}``, bound before the age rule reads ``view``).
+
 **One announcement per guardian and channel, whatever the pages.** A guardian is routed from the page
 holding their *first* routing child (the least profileId among their children who are members,
 excluded on that channel, and linked with consent granted): a page skips a guardian with such a
@@ -37,6 +43,7 @@ from campaign_engine.graph.rules.segment_statements import audience_head
 __all__ = [
     "ROUTED_GUARDIAN",
     "ROUTED_TEMPLATES",
+    "link_of_tenant",
     "member_predicate",
     "routed_query",
     "statement_variants",
@@ -46,9 +53,10 @@ RouteChannel = Literal["notify", "email"]
 _AGE = {"notify": "{{CAMPAIGN_AGE_OK}}", "email": "{{EMAIL_AGE_OK}}"}
 
 # cypher/graph/rules/fragments/route_to_guardians.cypher: the guardians one page routes on a channel:
-# `members` (the page, bound with `c`) -> rows of `p` (a guardian) and `via` (the page's members routed
-# to them, ascending). {{AGE_OK}} is the channel's age rule over `p`, {{MEMBER}} whether `p` is in the
-# campaign's audience (static or segment).
+# `members` (the page, bound with `c`) -> rows of `p` (a guardian), `view` (theirs, in the campaign's
+# tenant) and `via` (the page's members routed to them, ascending). {{AGE_OK}} is the channel's age rule
+# over `p` and `view`, {{MEMBER}} whether `p` is in the campaign's audience (static or segment),
+# {{LINK_OF_TENANT}} whether a link is the campaign tenant's for its pair.
 # The links are read by pattern comprehensions from the bound profile: always an expansion of that
 # profile, whatever the statistics (a MATCH may be planned as a scan of every Profile and an
 # expand-into when the label looks small, as it does on a young or just-wiped graph). For the same
@@ -72,12 +80,28 @@ _STATIC_MEMBER = (
 # `p` is an adult of its tenant under the campaign age policy, and some child of `p` linked with consent
 # granted is a static member that policy excludes. Filled in (no placeholders left); reads $adultDob and
 # $dobPattern (graph/rules/policy.py:policy_params). One expansion of `p`'s GUARDIAN_OF links.
+
+
+def link_of_tenant(guardian: str, child: str) -> str:
+    """Whether ``link`` (a GUARDIAN_OF from ``guardian`` to ``child``) is the one campaign ``c`` reads
+    for that pair: its tenant's own, or the shared one where its tenant recorded none."""
+    return (
+        "(link.tenantId = c.tenantId OR (link.tenantId IS NULL AND NOT EXISTS {"
+        f" ({guardian})-[own:GUARDIAN_OF]->({child}) WHERE own.tenantId = c.tenantId }}))"
+    )
+
+
+# The age rule over the child and the child's view, where `p` and `view` are the guardian's.
+_CHILD_AGE_OK = CAMPAIGN_AGE_OK.replace("p.", "child.").replace("view.", "childView.")
+
+# The reader binds `view` (TENANT_VIEW) for `p` and `c` before this: the guardian's age reads it.
 ROUTED_GUARDIAN = (
     "(c.minors = 'guardians' AND (c.tenantId IS NULL OR c.tenantId IN coalesce(p.tenants, []))"
     f" AND {CAMPAIGN_AGE_OK}"
-    " AND EXISTS { MATCH (p)-[:GUARDIAN_OF {consent: 'granted'}]->(child:Profile)"
-    "-[:IN_CAMPAIGN_AUDIENCE]->(c)"
-    f" WHERE NOT {CAMPAIGN_AGE_OK.replace('p.', 'child.')} }})"
+    " AND EXISTS { MATCH (p)-[link:GUARDIAN_OF {consent: 'granted'}]->(child:Profile)"
+    f"-[:IN_CAMPAIGN_AUDIENCE]->(c) WHERE {link_of_tenant('p', 'child')}"
+    " OPTIONAL MATCH (child)-[:HAS_VIEW]->(childView:TenantView) WHERE childView.tenantId = c.tenantId"
+    f" WITH c, child, childView WHERE NOT {_CHILD_AGE_OK} }})"
 )
 
 
@@ -91,7 +115,13 @@ def member_predicate(compiled: CompiledSegment | None) -> str:
 
 def route(channel: RouteChannel, compiled: CompiledSegment | None) -> str:
     """The routing fragment of ``channel``, filled."""
-    return fragment("route_to_guardians", AGE_OK=_AGE[channel], MEMBER=member_predicate(compiled))
+    return fragment(
+        "route_to_guardians",
+        AGE_OK=_AGE[channel],
+        MEMBER=member_predicate(compiled),
+        LINK_OF_TENANT=link_of_tenant("guardian", "p"),
+        EARLIER_LINK_OF_TENANT=link_of_tenant("g", "p"),
+    )
 
 
 # The routing statements and the channels each routes (its ROUTE_NOTIFY / ROUTE_EMAIL slots).

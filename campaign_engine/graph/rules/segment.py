@@ -10,8 +10,13 @@ its ``segment`` matches at that moment. ``compile_segment`` turns the rule tree 
   counts; an ``any`` needs one per branch). ``memberOf`` and the audience itself read the
   ``audience_member`` relationship index in profileId order, a tag the ``tag_member`` one; a
   connection and an engagement seek their node by its unique key and expand; locale, zone and age seek
-  ``profile_locale``,
-  ``profile_time_zone`` and ``profile_dob``. So a page costs the segment's candidates, never all profiles.
+  ``profile_locale``, ``profile_time_zone`` and ``profile_dob`` and, for a tenant's campaign, the
+  same facts on its views (``tenant_view_*``). So a page costs the segment's candidates, never all
+  profiles.
+
+Every fact is read as the campaign's tenant reads it (docs/people.md, ``segment_facts.py``): its view's
+property over the shared one, its own tag and connection lists once its view named them, never another
+tenant's; the tenant is a parameter of the compiled rule, so the predicate needs nothing bound.
 
 The statements built from a compiled segment (the audience page every reader starts with, the
 counts, the per-leaf verdicts) are ``graph/rules/segment_statements.py``.
@@ -38,6 +43,7 @@ from campaign_engine.domain.age_policy import adult_dob_cutoff
 from campaign_engine.domain.segment import ENGAGED_PROPERTY, Segment, condition_of
 from campaign_engine.graph.cypher import statement
 from campaign_engine.graph.graph import Statements
+from campaign_engine.graph.rules.segment_facts import fact_seeks, own_list, view_fact
 
 __all__ = [
     "Arm",
@@ -112,6 +118,23 @@ class _Compiler:
         self.ages: dict[str, int] = {}
         self.leaves: list[tuple[str, str, bool, str]] = []
         self._inlined = 0
+        self._tenant_name: str | None = None
+
+    def _tenant_param(self) -> str:
+        """The parameter holding the campaign's tenant, whose view of each person the rule reads."""
+        if self._tenant_name is None:
+            self._tenant_name = self._param(self._tenant)
+        return self._tenant_name
+
+    def _fact_arms(self, prop: str, op: str, value: str, estimated: Any) -> list[Arm]:
+        """The arms of ``prop op $value`` (``segment_facts.fact_seeks``); ``estimated``: the value to
+        estimate each seek with (None: not estimated, as an age's cutoff is computed per evaluation)."""
+        tenant = None if self._tenant is None else self._tenant_param()
+        seeks = fact_seeks(prop, op, value, tenant)
+        if estimated is None:
+            return [Arm(seek.match, seek.where, "p.profileId", _ESTIMATE_CAP) for seek in seeks]
+        counts = [self._count(seek.estimate, s=estimated, t=self._tenant) for seek in seeks]
+        return [Arm(seek.match, seek.where, "p.profileId", n) for seek, n in zip(seeks, counts, strict=True)]
 
     def _param(self, value: Any) -> str:
         name = f"seg{len(self.values) + len(self.ages)}"
@@ -165,49 +188,44 @@ class _Compiler:
 
     def condition(self, node: Segment, condition: str, visiting: frozenset[str]) -> tuple[str, list[Arm]]:
         if condition == "tag":
-            s = self._param(node.tag)
+            s, t = self._param(node.tag), self._tenant_param()
             n = self._count(
                 "OPTIONAL MATCH (t:Tag {slug: $s}) RETURN COUNT { (t)<-[:HAS_TAG]-() } AS n", s=node.tag
             )
-            return f"EXISTS {{ (p)-[:HAS_TAG]->(:Tag {{slug: ${s}}}) }}", [
+            predicate = (
+                f"EXISTS {{ (p)-[segTag:HAS_TAG]->(:Tag {{slug: ${s}}}) WHERE {own_list('p', 'segTag', t)} }}"
+            )
+            return predicate, [
                 Arm("MATCH (p:Profile)-[segG:HAS_TAG]->(:Tag)"
                      " USING INDEX SEEK segG:HAS_TAG(slug, profileId)",
-                     f"segG.slug = ${s} AND segG.profileId > $cursor", "segG.slug, segG.profileId", n,
-                     exact=True)
+                     f"segG.slug = ${s} AND segG.profileId > $cursor AND {own_list('p', 'segG', t)}",
+                     "segG.slug, segG.profileId", n, exact=True)
             ]  # fmt: skip
         if condition == "connected_to":
-            s = self._param(node.connected_to)
+            s, t = self._param(node.connected_to), self._tenant_param()
             n = self._count(
                 "OPTIONAL MATCH (q:Profile {profileId: $s}) RETURN COUNT { (q)-[:CONNECTED_WITH]-() } AS n",
                 s=node.connected_to,
             )
-            return f"EXISTS {{ (p)-[:CONNECTED_WITH]-(:Profile {{profileId: ${s}}}) }}", [
-                Arm(f"MATCH (segQ:Profile {{profileId: ${s}}})-[:CONNECTED_WITH]-(p:Profile)"
-                     " USING INDEX segQ:Profile(profileId)", "true", "p.profileId", n, exact=True)
+            # The named person's connections in the tenant (their list there), and only if they are
+            # of the tenant: a connection outside it is nobody's business of this tenant.
+            of_tenant = f"${t} IN coalesce(segQ.tenants, []) AND {own_list('segQ', 'segR', t, 'connections')}"
+            predicate = (
+                f"EXISTS {{ (p)-[segR:CONNECTED_WITH]-(segQ:Profile {{profileId: ${s}}}) WHERE {of_tenant} }}"
+            )
+            return predicate, [
+                Arm(f"MATCH (segQ:Profile {{profileId: ${s}}})-[segR:CONNECTED_WITH]-(p:Profile)"
+                     " USING INDEX segQ:Profile(profileId)", of_tenant, "p.profileId", n, exact=True)
             ]  # fmt: skip
         if condition == "locale":
             s, dash = self._param(node.locale), self._param(f"{node.locale}-")
-            n = self._count(
-                "CALL () { MATCH (p:Profile) USING INDEX p:Profile(locale) WHERE p.locale STARTS WITH $s"
-                " RETURN p LIMIT $cap } RETURN count(p) AS n",
-                s=node.locale,
-            )
-            predicate = f"coalesce(p.locale = ${s} OR p.locale STARTS WITH ${dash}, false)"
-            return predicate, [
-                Arm("MATCH (p:Profile) USING INDEX p:Profile(locale)", f"p.locale STARTS WITH ${s}",
-                     "p.profileId", n)
-            ]  # fmt: skip
+            locale = view_fact("locale", self._tenant_param())
+            predicate = f"coalesce({locale} = ${s} OR {locale} STARTS WITH ${dash}, false)"
+            return predicate, self._fact_arms("locale", "STARTS WITH", s, node.locale)
         if condition == "time_zone":
             s = self._param(node.time_zone)
-            n = self._count(
-                "CALL () { MATCH (p:Profile) USING INDEX p:Profile(timeZone) WHERE p.timeZone = $s"
-                " RETURN p LIMIT $cap } RETURN count(p) AS n",
-                s=node.time_zone,
-            )
-            return f"coalesce(p.timeZone = ${s}, false)", [
-                Arm("MATCH (p:Profile) USING INDEX p:Profile(timeZone)", f"p.timeZone = ${s}",
-                     "p.profileId", n, exact=True)
-            ]  # fmt: skip
+            arms = self._fact_arms("timeZone", "=", s, node.time_zone)
+            return f"coalesce({view_fact('timeZone', self._tenant_param())} = ${s}, false)", arms
         if condition in ("age_at_least", "age_below"):
             # Only a known age matches (the age policy's dob rule, domain/age_policy.py); the campaign's
             # age policy still applies to whoever matches, as to static members.
@@ -215,10 +233,9 @@ class _Compiler:
             assert years is not None
             s = self._age(years)
             op = "<=" if condition == "age_at_least" else ">"
-            return f"coalesce(p.dob =~ $dobPattern AND p.dob {op} ${s}, false)", [
-                Arm("MATCH (p:Profile) USING INDEX p:Profile(dob)", f"p.dob {op} ${s}", "p.profileId",
-                     _ESTIMATE_CAP)
-            ]  # fmt: skip
+            dob = view_fact("dob", self._tenant_param())
+            arms = self._fact_arms("dob", op, s, None)
+            return f"coalesce({dob} =~ $dobPattern AND {dob} {op} ${s}, false)", arms
         if condition == "member_of":
             return self.member_of(node.member_of or "", visiting)
         assert node.engaged is not None

@@ -1895,17 +1895,22 @@ export interface AddressInput {
   address: string;
 }
 /**
+ * One suppressed address. ``detailed``: the reason, source, detail and dates are shown, to a
+ * platform credential or to the tenant whose own sends caused the suppression; any other tenant
+ * holding the address learns only that it is suppressed (the other fields null).
+ *
  * This interface was referenced by `Procedures`'s JSON-Schema
  * via the `definition` "Suppression".
  */
 export interface Suppression {
   address: string;
-  reason: "hard_bounce" | "soft_bounce" | "spam_complaint" | "manual";
-  source: string;
+  detailed?: boolean;
+  reason?: ("hard_bounce" | "soft_bounce" | "spam_complaint" | "manual") | null;
+  source?: string | null;
   detail?: string | null;
-  suppressedAt: string;
+  suppressedAt?: string | null;
   lastFeedbackAt?: string | null;
-  feedbackCount?: number;
+  feedbackCount?: number | null;
 }
 /**
  * This interface was referenced by `Procedures`'s JSON-Schema

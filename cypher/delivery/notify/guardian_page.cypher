@@ -4,14 +4,16 @@
 // campaign age policy excludes expand to their consenting guardians (ROUTE_NOTIFY: one GUARDIAN_OF
 // expansion per excluded member, each guardian once, only from the page of their first routing child,
 // never a member), and each guardian then passes what a member passes in dispatch_page: not opted out,
-// an adult under the policy, not yet notified, ready (readiness as there). One record: the guardians to
+// an adult under the policy, not yet notified, ready (readiness as there). The links and every fact
+// read are the campaign tenant's (ROUTE_NOTIFY binds each guardian's `view`). One record: the guardians to
 // send to now with the children of this page routed to them, and what waits for a later pass.
 {{AUDIENCE_PAGE}}
 WITH c, collect(p) AS members
 CALL (c, members) {
   {{ROUTE_NOTIFY}}
   OPTIONAL MATCH (p)-[s:CAMPAIGN_STATE]->(c)
-  WITH p.profileId AS profileId, via, coalesce($readyAt[p.timeZone], $fallbackReadyAt) AS readyAt,
+  WITH p.profileId AS profileId, via,
+       coalesce($readyAt[coalesce(view.timeZone, p.timeZone)], $fallbackReadyAt) AS readyAt,
        (NOT coalesce(p.announcementPushOptOut, false) AND s.notifiedAt IS NULL AND {{CAMPAIGN_AGE_OK}})
          AS eligible
   WITH profileId, via, readyAt,

@@ -51,5 +51,6 @@ RETURN collect(job.deliveryId) AS deliveryIds,
        collect(coalesce(p.notificationsWebhookKeys, '')) AS webhookKeys,
        collect(coalesce(p.locale, '')) AS locales,
        collect(DISTINCT CASE WHEN blocked IS NULL
-                          THEN [c.id, c.definition, coalesce(c.hasInAppMessage, false), c.abTest] END) AS campaigns,
+                          THEN [c.id, c.definition, coalesce(c.hasInAppMessage, false), c.abTest, c.tenantId]
+                        END) AS campaigns,
        collect(CASE WHEN firstCapped THEN job.dispatchId END) AS capped

@@ -1,4 +1,5 @@
-"""The local launcher: readiness, and no orphan when the parent that started it dies."""
+"""The local launcher: readiness, the suite's JVM options, and no orphan when the parent that started it
+dies."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import sys
 import time
 from pathlib import Path
 
+from campaign_engine.graph.local_neo4j import JVM_OPTIONS_VARIABLE
 from tests.conftest import free_port
 
 _PARENT = """
@@ -43,6 +45,9 @@ def test_launcher_exits_when_its_parent_is_killed(tmp_path: Path) -> None:
     java_pid = int(parent.stdout.readline())
     assert _alive(java_pid)
     assert "NEO4J READY" in (tmp_path / "db" / "launcher.log").read_text()
+    argv = Path(f"/proc/{java_pid}/cmdline").read_bytes().split(b"\0")
+    assert os.environ[JVM_OPTIONS_VARIABLE] == "-XX:TieredStopAtLevel=1"  # tests/conftest.py's
+    assert b"-XX:TieredStopAtLevel=1" in argv[: argv.index(b"-jar")]  # a JVM option, before the jar
 
     parent.send_signal(signal.SIGKILL)
     parent.wait()

@@ -1,10 +1,18 @@
 UNWIND members AS p
-  WITH c, p WHERE NOT {{AGE_OK}}
-  UNWIND [(p)<-[:GUARDIAN_OF {consent: 'granted'}]-(guardian) | guardian] AS g
+  {{TENANT_VIEW}}
+  WITH c, p, view WHERE NOT {{AGE_OK}}
+  UNWIND [(p)<-[link:GUARDIAN_OF {consent: 'granted'}]-(guardian) WHERE {{LINK_OF_TENANT}} | guardian] AS g
   WITH c, g, collect(p.profileId) AS via, min(p.profileId) AS first
   WHERE (c.tenantId IS NULL OR c.tenantId IN coalesce(g.tenants, []))
-    AND size([(g)-[:GUARDIAN_OF {consent: 'granted'}]->(p)
-              WHERE p.profileId < first AND NOT {{AGE_OK}} AND {{MEMBER}} | p]) = 0
+    AND NOT EXISTS {
+      MATCH (g)-[link:GUARDIAN_OF {consent: 'granted'}]->(p)
+      WHERE p.profileId < first AND {{EARLIER_LINK_OF_TENANT}}
+      {{TENANT_VIEW}}
+      WITH c, p, view WHERE NOT {{AGE_OK}} AND {{MEMBER}}
+      RETURN p
+    }
   WITH c, g AS p, via
+  {{TENANT_VIEW}}
+  WITH c, p, view, via
   WHERE NOT {{MEMBER}}
-  WITH c, p, via
+  WITH c, p, view, via

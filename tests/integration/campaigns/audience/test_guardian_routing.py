@@ -21,7 +21,7 @@ from campaign_engine.delivery.email.web_view import render_web_view
 from campaign_engine.delivery.frequency_cap import notify_recheck_query
 from campaign_engine.domain.errors import Conflict, NotFound
 from campaign_engine.graph.graph import Graph
-from campaign_engine.graph.rules.policy import Policy, policy_params
+from campaign_engine.graph.rules.policy import TENANT_VIEW, Policy, policy_params
 from campaign_engine.graph.rules.routing import ROUTED_GUARDIAN, routed_query
 from campaign_engine.wiring import Queues, build_worker
 from tests.conftest import ADMIN_ID
@@ -273,8 +273,8 @@ def test_explain_shows_the_path_from_child_to_guardian_and_why_not(graph: Graph)
     assert k3["routedTo"] == [{"guardianId": "a1", "outcome": "guardian_is_a_member"}]
     # The in-app question the lead's getMyCampaigns asks, as one fragment.
     rows = graph.run(
-        f"MATCH (p:Profile), (c:Campaign {{id: 'c1'}}) WHERE {ROUTED_GUARDIAN} RETURN p.profileId AS id "
-        "ORDER BY id",
+        f"MATCH (p:Profile), (c:Campaign {{id: 'c1'}}) {TENANT_VIEW} WITH p, c, view WHERE {ROUTED_GUARDIAN} "
+        "RETURN p.profileId AS id ORDER BY id",
         **policy_params(NOW, 18),
     )
     assert [r["id"] for r in rows] == ["a1", "g1", "g4", "g5"]

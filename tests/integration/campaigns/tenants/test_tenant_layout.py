@@ -73,8 +73,13 @@ def test_a_tenant_admin_edits_and_previews_only_their_own_layout(
         assert "<script>" not in html and "&lt;script&gt;alert(&#34;x&#34;)&lt;/script&gt;" in html
         assert "1 O&#39;Hare Way, &lt;Springfield&gt;" in html
         assert "1 O'Hare Way, <Springfield>" in proposed["text"]  # plain text stays plain
-        address = api.settings.email_from
-        assert proposed["sender"] == f'"Acme \\"News\\", Inc." <{address}>'
+        # A tenant's sender name goes only on an address it owns: EMAIL_FROM is the deployment's, and
+        # acme's own (set by a platform admin) carries it, quoted.
+        assert proposed["sender"] == api.settings.email_from
+        own = {"tenantId": "acme", "emailFrom": "news@acme.example"}
+        ok(api.mutate("tenants.update", own, as_=ADMIN_ID, admin=True))
+        proposed = ok(_preview(api, {"tenantId": "acme", "layout": HOSTILE}, admin))
+        assert proposed["sender"] == '"Acme \\"News\\", Inc." <news@acme.example>'
         assert _record(graph, "acme")["footerText"] == "Seeded footer"  # a preview writes nothing
 
         saved = ok(
