@@ -29,8 +29,8 @@ __all__ = ["count_capped", "email_cap_slot", "email_page_query", "notify_recheck
 # only (self-tests are exempt from the cap and from its lock). $jobs arrive sorted by profileId, so
 # concurrent batches lock in one order and cannot deadlock.
 
-# Without a cap the recheck stays the read it always was.
-_UNCAPPED = "WITH job, c, p, blocked, false AS firstCapped"
+# Without a cap the recheck stays the read it always was (`facts`: the recipient's receiver and locale).
+_UNCAPPED = "WITH job, c, p, blocked, facts, false AS firstCapped"
 
 _COUNT_CAPPED = "dispatch_count_capped"  # cypher/delivery/dispatch_count_capped.cypher
 

@@ -2,10 +2,13 @@
 // from the relationship index audience_member (campaignId, profileId); never SKIP. The campaign is not
 // looked up by id here on purpose: that would make the planner expand every membership and sort.
 // Ordering by both index keys lets it read the index in order and stop at LIMIT. The :Campaign label
-// skips the memberships of a deleted incarnation of the same id that are still being reaped.
+// skips the memberships of a deleted incarnation of the same id that are still being reaped. A member's
+// age is the campaign tenant's view of them over the shared facts (TENANT_VIEW; docs/people.md): an
+// expansion of each member read, which keeps the index order.
 MATCH (p:Profile)-[m:IN_CAMPAIGN_AUDIENCE]->(c:Campaign)
 WHERE m.campaignId = $campaignId AND m.profileId > $cursor
-  AND {{AUDIENCE_AGE_OK}}
+{{TENANT_VIEW}}
+WITH p, m, c, view WHERE {{AUDIENCE_AGE_OK}}
 RETURN p.profileId AS profileId, p.did AS did
 ORDER BY m.campaignId, m.profileId
 LIMIT $limit

@@ -1,5 +1,6 @@
 // getStats: distinct-profile counts. Audience and enrolled count members that pass the age policy now
-// (AUDIENCE_AGE_OK: with minors routed to guardians, the members it excludes too);
+// (AUDIENCE_AGE_OK: with minors routed to guardians, the members it excludes too), each by the
+// campaign tenant's view of them over the shared facts (TENANT_VIEW; docs/people.md);
 // engagement counts come from CAMPAIGN_STATE only (self-tests live on CAMPAIGN_TEST and never count).
 // bounced/complained are set by provider feedback on the send it names (cypher/feedback_link.cypher).
 // capped: profiles the frequency cap held back on a channel (notify_cap, email_page) that have not
@@ -9,8 +10,9 @@
 // their state notifyRouted / emailRouted, cypher/delivery/guardian_mark.cypher).
 MATCH (c:Campaign {id: $campaignId})
 CALL (c) {
-  OPTIONAL MATCH (p:Profile)-[m:IN_CAMPAIGN_AUDIENCE]->(c)
-  WHERE {{AUDIENCE_AGE_OK}}
+  MATCH (p:Profile)-[m:IN_CAMPAIGN_AUDIENCE]->(c)
+  {{TENANT_VIEW}}
+  WITH p, m, c, view WHERE {{AUDIENCE_AGE_OK}}
   RETURN count(DISTINCT p) AS audience,
          count(DISTINCT CASE WHEN m.selfEnrolled THEN p END) AS enrolled
 }

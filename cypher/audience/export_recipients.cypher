@@ -5,6 +5,7 @@
 // skips memberships of a deleted incarnation still being reaped. Ids and times only: no address, no copy.
 // The SEEK hint pins the seek: a plain index hint may be served by a scan of the whole index when the
 // statistics say one campaign holds every membership (a young graph), and the plan would be kept.
+// eligibleNow reads the campaign tenant's view of each member (TENANT_VIEW; docs/people.md).
 MATCH (p:Profile)-[m:IN_CAMPAIGN_AUDIENCE]->(c:Campaign)
 USING INDEX SEEK m:IN_CAMPAIGN_AUDIENCE(campaignId, profileId)
 WHERE m.campaignId = $campaignId AND m.profileId > $cursor
@@ -12,6 +13,7 @@ WITH p, m, c
 ORDER BY m.campaignId, m.profileId
 LIMIT $limit
 OPTIONAL MATCH (p)-[s:CAMPAIGN_STATE]->(c)
+{{TENANT_VIEW}}
 RETURN m.profileId AS profileId, m.source AS source, coalesce(m.selfEnrolled, false) AS selfEnrolled,
        m.addedAt AS addedAt, {{CAMPAIGN_AGE_OK}} AS eligibleNow,
        s.notifiedAt AS notifiedAt, s.notifyCappedAt AS notifyCappedAt,

@@ -4,7 +4,8 @@
 // static campaign. The page head is the walks' own union (graph/rules/segment.py); the reached arm reads
 // the campaign's states and keeps the first $limit after the cursor, so a page costs the campaign's
 // states (a top-n, the cost an unordered segment seek has too; see "Live segments" in the architecture).
-// `source`: the membership's, else `segment` for a match now, else `reached`.
+// `source`: the membership's, else `segment` for a match now, else `reached`. eligibleNow reads the
+// campaign tenant's view of each person (TENANT_VIEW; docs/people.md).
 CALL () {
   {{AUDIENCE_PAGE}}
   RETURN p, c
@@ -20,6 +21,7 @@ ORDER BY p.profileId
 LIMIT $limit
 OPTIONAL MATCH (p)-[m:IN_CAMPAIGN_AUDIENCE]->(c)
 OPTIONAL MATCH (p)-[s:CAMPAIGN_STATE]->(c)
+{{TENANT_VIEW}}
 RETURN p.profileId AS profileId,
        CASE WHEN m IS NOT NULL THEN m.source WHEN {{SEGMENT_RULE}} THEN 'segment' ELSE 'reached' END AS source,
        coalesce(m.selfEnrolled, false) AS selfEnrolled,

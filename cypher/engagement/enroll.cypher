@@ -2,7 +2,8 @@
 // as it is (idempotent), otherwise a self-enrolled one is created.
 MATCH (c:Campaign {id: $campaignId}) USING INDEX c:Campaign(id)
 MATCH (p:Profile {profileId: $profileId})
-WHERE {{SELF_ENROLLABLE}}
+{{TENANT_VIEW}}
+WITH c, p, view WHERE {{SELF_ENROLLABLE}}
 OPTIONAL MATCH (p)-[m:IN_CAMPAIGN_AUDIENCE]->(c)
 WITH c, p, m IS NULL AS isNew
 FOREACH (_ IN CASE WHEN isNew THEN [1] ELSE [] END |

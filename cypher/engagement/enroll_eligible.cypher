@@ -2,5 +2,6 @@
 // lock, so whoever asks about campaigns they may not join cannot queue up behind an admin's audience change.
 MATCH (c:Campaign {id: $campaignId}) USING INDEX c:Campaign(id)
 MATCH (p:Profile {profileId: $profileId})
-WHERE {{SELF_ENROLLABLE}}
+{{TENANT_VIEW}}
+WITH c, p, view WHERE {{SELF_ENROLLABLE}}
 RETURN count(*) > 0 AS eligible

@@ -7,7 +7,8 @@ UNWIND $profileIds AS profileId
 MATCH (p:Profile {profileId: profileId})-[:IN_CAMPAIGN_AUDIENCE]->(c:Campaign)
 WHERE c.status = 'live' AND c.hasInAppMessage
   AND (c.startsAt IS NULL OR c.startsAt <= $now) AND (c.endsAt IS NULL OR $now < c.endsAt)
-  AND {{CAMPAIGN_AGE_OK}}
+{{TENANT_VIEW}}
+WITH profileId, p, c, view WHERE {{CAMPAIGN_AGE_OK}}
 OPTIONAL MATCH (p)-[s:CAMPAIGN_STATE]->(c)
 // One record per caller (not per membership): far fewer records for the driver to decode.
 RETURN profileId, p.locale AS locale, collect([c.id, c.updatedAt, s {.*}, c.abTest]) AS visible

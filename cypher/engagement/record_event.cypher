@@ -18,7 +18,8 @@ WHERE c.status = 'live'
   AND (event.segmentMatched OR EXISTS { (p)-[:IN_CAMPAIGN_AUDIENCE]->(c) }
        OR EXISTS { (p)-[r:CAMPAIGN_STATE]->(c) WHERE r.notifiedAt IS NOT NULL OR r.emailedAt IS NOT NULL })
   AND (c.startsAt IS NULL OR c.startsAt <= $now) AND (c.endsAt IS NULL OR $now < c.endsAt)
-  AND {{CAMPAIGN_AGE_OK}}
+{{TENANT_VIEW}}
+WITH event, p, c, view WHERE {{CAMPAIGN_AGE_OK}}
 OPTIONAL MATCH (p)-[existing:CAMPAIGN_STATE]->(c)
 CALL (p, c, existing) {
   WITH p, c, existing WHERE existing IS NULL

@@ -7,6 +7,8 @@ MATCH (c:Campaign {id: $campaignId}) USING INDEX c:Campaign(id)
 UNWIND $profileIds AS profileId
 MATCH (p:Profile {profileId: profileId})
 WHERE c.tenantId IN coalesce(p.tenants, []) AND NOT EXISTS { (p)-[:IN_CAMPAIGN_AUDIENCE]->(c) }
-  AND {{SEGMENT_RULE}} AND {{CAMPAIGN_AGE_OK}}
+  AND {{SEGMENT_RULE}}
+{{TENANT_VIEW}}
+WITH profileId, p, c, view WHERE {{CAMPAIGN_AGE_OK}}
 OPTIONAL MATCH (p)-[s:CAMPAIGN_STATE]->(c)
-RETURN profileId, p.locale AS locale, s {.*} AS state
+RETURN profileId, coalesce(view.locale, p.locale) AS locale, s {.*} AS state

@@ -12,16 +12,19 @@
 // replanned it (and JIT-compiled it again) between dispatches: a dispatch call of ~0.3 s took ~0.9 s.
 // The AUDIENCE_PAGE placeholder: graph/rules/policy.py's static page, or with a live segment its seeks beside it in one
 // ordered union (graph/rules/segment.py); either way `p` and `c` for at most $limit members in order.
+// Every fact of a member (age, emails, opt-outs, locale) is the campaign tenant's view over the shared
+// ones, as the walks read them (TENANT_VIEW binds `view` once per member; docs/people.md).
 CYPHER replan=skip
 {{AUDIENCE_PAGE}}
-WITH p, c, EXISTS { (p)-[s:CAMPAIGN_STATE]->(c) WHERE s.notifiedAt IS NOT NULL } AS notified,
+{{TENANT_VIEW}}
+WITH p, c, view, EXISTS { (p)-[s:CAMPAIGN_STATE]->(c) WHERE s.notifiedAt IS NOT NULL } AS notified,
      CASE WHEN $email THEN {{PRIMARY_EMAILS}} ELSE [] END AS emails
-WITH p, notified, emails,
+WITH p, notified, emails, coalesce(view.locale, p.locale) AS locale,
      CASE WHEN $notify AND NOT notified THEN
-       NOT coalesce(p.announcementPushOptOut, false) AND {{CAMPAIGN_AGE_OK}}
+       NOT {{PUSH_OPTED_OUT}} AND {{CAMPAIGN_AGE_OK}}
      ELSE false END AS notifyOk,
      CASE WHEN $email THEN
-       NOT coalesce(p.announcementEmailOptOut, false)
+       NOT {{EMAIL_OPTED_OUT}}
        AND {{EMAIL_AGE_OK}}
        AND {{EMAIL_CONTACT_OK}}
        AND NOT EXISTS {
@@ -31,5 +34,5 @@ WITH p, notified, emails,
 RETURN count(*) AS read,
        max(p.profileId) AS last,
        count(CASE WHEN notified THEN 1 END) AS notified,
-       collect(CASE WHEN notifyOk THEN [p.profileId, p.locale] END) AS notifyRows,
-       collect(CASE WHEN emailOk THEN [p.profileId, emails[0], p.locale] END) AS emailRows
+       collect(CASE WHEN notifyOk THEN [p.profileId, locale] END) AS notifyRows,
+       collect(CASE WHEN emailOk THEN [p.profileId, emails[0], locale] END) AS emailRows

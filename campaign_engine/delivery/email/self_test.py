@@ -68,7 +68,9 @@ class EmailSelfTester:
         self._provider.close()
 
     def __call__(self, *, admin_id: str, campaign: CampaignPublic, test_id: str) -> None:
-        address, unsubscribe_id, locale = self._graph.write(self._recipient, admin_id, now=self._clock())
+        address, unsubscribe_id, locale = self._graph.write(
+            self._recipient, admin_id, campaign.id, now=self._clock()
+        )
         content = email_content_for(  # in the admin's own language, as a recipient of theirs would get it
             campaign,
             origins=self._origins,
@@ -97,8 +99,12 @@ class EmailSelfTester:
                 f"the email provider did not accept the test email ({result.outcome}: {result.reason})"
             )
 
-    def _recipient(self, tx: Tx, admin_id: str, *, now: datetime) -> tuple[str, str, str | None]:
-        record = tx.run(self._query, profileId=admin_id, **policy_params(now, self._adult_age)).single()
+    def _recipient(
+        self, tx: Tx, admin_id: str, campaign_id: str, *, now: datetime
+    ) -> tuple[str, str, str | None]:
+        """The admin as the campaign's tenant sees them (its view over the shared facts)."""
+        params = policy_params(now, self._adult_age)
+        record = tx.run(self._query, profileId=admin_id, campaignId=campaign_id, **params).single()
         if record is None:
             raise NotFound("your profile is not in the graph; upsert it before sending yourself a test")
         if record["blocked"] is not None:

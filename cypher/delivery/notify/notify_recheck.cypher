@@ -17,6 +17,11 @@
 // ROUTED_MEMBER (only in a batch holding a guardian's job; else nothing): a job with
 // routedFrom stands for membership while the campaign still routes minors and the guardian is still
 // linked with consent granted to one of the members routed to them; every other rule holds as for members.
+// The recipient's facts are the campaign tenant's view over the shared ones (docs/people.md; `view`,
+// TENANT_VIEW): the age rule, the locale, and the receiver, read as a pair with its sealed ring (the
+// view's URL and ring where the tenant set a receiver, else the shared pair), so a tenant's notification
+// never goes to a receiver another tenant set, nor signed with a ring another tenant holds. `facts`
+// carries them past the frequency cap's fragment, which keeps only the variables it names.
 // replan=skip: every lookup is a unique-key seek, so statistics cannot improve the plan, and a
 // send moving CAMPAIGN_STATE counts fast otherwise replans (and JIT-compiles) it every few seconds.
 CYPHER replan=skip
@@ -24,11 +29,15 @@ UNWIND $jobs AS job
 OPTIONAL MATCH (p:Profile {profileId: job.profileId})
 {{NOTIFY_CAP_LOCK}}
 OPTIONAL MATCH (c:Campaign {id: job.campaignId})
-WITH job, c, p,
+{{TENANT_VIEW}}
+WITH job, c, p, view,
      {{ROUTED_MEMBER}}job.pagedMember OR EXISTS { MATCH (p)-[:IN_CAMPAIGN_AUDIENCE]->(c) } AS member,
      [(p)-[s:CAMPAIGN_STATE]->(c) WHERE s.notifiedAt IS NOT NULL | coalesce(s.notifiedDispatchId, '')]
-       AS notifiedBy
+       AS notifiedBy,
+     CASE WHEN view.notificationsWebhook IS NOT NULL THEN view ELSE p END AS route
 WITH job, c, p,
+     {webhook: route.notificationsWebhook, keys: route.notificationsWebhookKeys,
+      locale: coalesce(view.locale, p.locale)} AS facts,
      CASE
        WHEN c IS NULL OR c.createdAt <> job.campaignCreatedAt THEN 'campaign_gone'
        WHEN p IS NULL THEN 'profile_gone'
@@ -38,7 +47,7 @@ WITH job, c, p,
        WHEN c.startsAt IS NOT NULL AND $now < c.startsAt THEN 'not_started'
        WHEN c.endsAt IS NOT NULL AND $now >= c.endsAt THEN 'ended'
        WHEN NOT member THEN 'not_member'
-       WHEN coalesce(p.announcementPushOptOut, false) THEN 'opted_out'
+       WHEN {{PUSH_OPTED_OUT}} THEN 'opted_out'
        WHEN NOT {{CAMPAIGN_AGE_OK}} THEN 'age_policy'
        WHEN job.dispatchId IN notifiedBy THEN 'duplicate'
        WHEN size(notifiedBy) > 0 THEN 'already_notified'
@@ -47,9 +56,9 @@ WITH job, c, p,
 {{NOTIFY_CAP}}
 RETURN collect(job.deliveryId) AS deliveryIds,
        collect(coalesce(blocked, '')) AS blocked,
-       collect(coalesce(p.notificationsWebhook, '')) AS webhooks,
-       collect(coalesce(p.notificationsWebhookKeys, '')) AS webhookKeys,
-       collect(coalesce(p.locale, '')) AS locales,
+       collect(coalesce(facts.webhook, '')) AS webhooks,
+       collect(coalesce(facts.keys, '')) AS webhookKeys,
+       collect(coalesce(facts.locale, '')) AS locales,
        collect(DISTINCT CASE WHEN blocked IS NULL
                           THEN [c.id, c.definition, coalesce(c.hasInAppMessage, false), c.abTest, c.tenantId]
                         END) AS campaigns,

@@ -8,13 +8,14 @@
 // lock orders them across concurrent batches. A second job of the same (profile, campaign) in one batch
 // (two dispatches) is not sent: the first stands for it. The log is pruned to the longest window on
 // every write and keeps at most $capKeep entries. A reserved slot counts even if the POST is later
-// refused or never acknowledged (conservative: the receiver may have shown it).
-WITH job, c, p, blocked,
+// refused or never acknowledged (conservative: the receiver may have shown it). `facts` (the
+// recipient's receiver and locale) rides through to the recheck's RETURN.
+WITH job, c, p, blocked, facts,
      CASE WHEN blocked IS NULL AND job.testId IS NULL
           THEN coalesce($caps[coalesce(c.tenantId, '*')], $caps['*']) END AS cap
 OPTIONAL MATCH (p)-[s:CAMPAIGN_STATE]->(c)
 WHERE cap IS NOT NULL
-WITH p, collect({job: job, c: c, blocked: blocked, cap: cap,
+WITH p, collect({job: job, c: c, blocked: blocked, cap: cap, facts: facts,
                  counted: s.notifyCapCountedAt IS NOT NULL,
                  cappedBy: s.notifyCappedDispatchId}) AS rows
 WITH p, rows, [t IN coalesce(p.notifyCapLog, []) WHERE t > $capKeepSince] AS log
@@ -54,6 +55,6 @@ CALL (p, r, verdict) {
       s.notifyCappedAt = CASE WHEN verdict = 'capped' THEN $now END,
       s.notifyCappedDispatchId = CASE WHEN verdict = 'capped' THEN job.dispatchId END
 }
-WITH r.job AS job, r.c AS c, p,
+WITH r.job AS job, r.c AS c, p, r.facts AS facts,
      CASE WHEN verdict IN ['', 'reserve'] THEN null ELSE verdict END AS blocked,
      verdict = 'capped' AND coalesce(r.cappedBy, '') <> r.job.dispatchId AS firstCapped
