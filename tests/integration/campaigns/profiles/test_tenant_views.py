@@ -148,6 +148,24 @@ def test_null_falls_back_and_an_empty_list_is_alphas_own(api: TrpcClient) -> Non
     assert _facts(author.get()) == _facts(_platform(api).get())  # every fact falls back to the shared
 
 
+def test_platform_writes_the_shared_facts_and_leaves_alphas(api: TrpcClient) -> None:
+    author, platform = _member(api, "alpha", "author"), _platform(api)
+    ok(
+        author.mutate(
+            "profiles.upsert", {"profiles": [{"profileId": "p1", "tags": ["x"], "connections": ["p3"]}]}
+        )
+    )
+    same = {"profileId": "p1", "tags": ["x", "y"], "connections": ["p2", "p3"]}
+    ok(platform.mutate("profiles.upsert", {"profiles": [same]}))  # slugs and links alpha holds too
+    shared = platform.get()
+    assert (shared["tags"], shared["connections"]) == (["x", "y"], ["p2", "p3"])
+    mine = author.get()
+    assert (mine["tags"], mine["connections"]) == (["x"], ["p3"])
+    ok(platform.mutate("profiles.upsert", {"profiles": [{"profileId": "p1", "tags": [], "connections": []}]}))
+    assert (platform.get()["tags"], platform.get()["connections"]) == ([], [])
+    assert author.get()["tags"] == ["x"] and author.get()["connections"] == ["p3"]
+
+
 def test_alpha_connections_keep_both_ends_inside_alpha(api: TrpcClient) -> None:
     author, beta = _member(api, "alpha", "author"), _member(api, "beta", "viewer")
     ok(author.mutate("profiles.upsert", {"profiles": [{"profileId": "p3", "connections": ["p1"]}]}))
