@@ -21,8 +21,8 @@ RETURN c {.status, .channels, .startsAt, .endsAt, .excludeMinors, .definition, .
        p IS NOT NULL AS profileFound,
        m {.source, .addedAt, .selfEnrolled} AS membership,
        CASE WHEN p IS NULL THEN null ELSE {
-         pushOptOut: coalesce(p.announcementPushOptOut, false),
-         emailOptOut: coalesce(p.announcementEmailOptOut, false),
+         pushOptOut: {{PUSH_OPTED_OUT}},
+         emailOptOut: {{EMAIL_OPTED_OUT}},
          campaignAgeOk: {{CAMPAIGN_AGE_OK}},
          emailAgeOk: {{EMAIL_AGE_OK}},
          emailContactOk: {{EMAIL_CONTACT_OK}},

@@ -21,10 +21,10 @@ WITH p, c, view, EXISTS { (p)-[s:CAMPAIGN_STATE]->(c) WHERE s.notifiedAt IS NOT 
      CASE WHEN $email THEN {{PRIMARY_EMAILS}} ELSE [] END AS emails
 WITH p, notified, emails, coalesce(view.locale, p.locale) AS locale,
      CASE WHEN $notify AND NOT notified THEN
-       NOT coalesce(p.announcementPushOptOut, false) AND {{CAMPAIGN_AGE_OK}}
+       NOT {{PUSH_OPTED_OUT}} AND {{CAMPAIGN_AGE_OK}}
      ELSE false END AS notifyOk,
      CASE WHEN $email THEN
-       NOT coalesce(p.announcementEmailOptOut, false)
+       NOT {{EMAIL_OPTED_OUT}}
        AND {{EMAIL_AGE_OK}}
        AND {{EMAIL_CONTACT_OK}}
        AND NOT EXISTS {

@@ -13,14 +13,14 @@ CALL (c, members) {
   WITH c, members WHERE $notify
   {{ROUTE_NOTIFY}}
   WHERE NOT EXISTS { (p)-[s:CAMPAIGN_STATE]->(c) WHERE s.notifiedAt IS NOT NULL }
-    AND NOT coalesce(p.announcementPushOptOut, false) AND {{CAMPAIGN_AGE_OK}}
+    AND NOT {{PUSH_OPTED_OUT}} AND {{CAMPAIGN_AGE_OK}}
   RETURN collect([p.profileId, coalesce(view.locale, p.locale), via]) AS notifyRows
 }
 CALL (c, members) {
   WITH c, members WHERE $email
   {{ROUTE_EMAIL}}
   WITH p, c, view, via, {{PRIMARY_EMAILS}} AS emails
-  WHERE NOT coalesce(p.announcementEmailOptOut, false)
+  WHERE NOT {{EMAIL_OPTED_OUT}}
     AND {{EMAIL_AGE_OK}}
     AND {{EMAIL_CONTACT_OK}}
     AND NOT EXISTS {

@@ -2,8 +2,8 @@
 
 For tests of the readers (audience sources, segment arms, guardian routing, explanations) while the
 write path of a fact is not the test's subject: ``view`` a tenant's view with its properties,
-``own_tags`` and ``own_connections`` a tenant's whole list (``tagsOwn`` / ``connectionsOwn``), and
-``own_link`` a guardian link the tenant recorded. Shared facts are the profile's own, as every test
+``own_tags`` a tenant's whole tag list (``tagsOwn``), and ``own_link`` a guardian link the tenant
+recorded. Shared facts are the profile's own, as every test
 already writes them.
 """
 
@@ -13,7 +13,7 @@ from typing import Any
 
 from campaign_engine.graph.graph import Graph
 
-__all__ = ["own_connections", "own_link", "own_tags", "view"]
+__all__ = ["own_link", "own_tags", "view"]
 
 _VIEW = """
 MATCH (p:Profile {profileId: $profileId})
@@ -37,16 +37,6 @@ def own_tags(graph: Graph, tenant: str, profile_id: str, slugs: list[str]) -> No
         "WITH DISTINCT p UNWIND $slugs AS slug MERGE (t:Tag {slug: slug}) "
         "MERGE (p)-[:HAS_TAG {slug: slug, profileId: p.profileId, tenantId: $tenant}]->(t)",
         tenant=tenant, profileId=profile_id, slugs=slugs,
-    )  # fmt: skip
-
-
-def own_connections(graph: Graph, tenant: str, profile_id: str, others: list[str]) -> None:
-    """The tenant's connection list of the person: ``connectionsOwn`` and its edges."""
-    view(graph, tenant, profile_id, connectionsOwn=True)
-    graph.run(
-        "MATCH (p:Profile {profileId: $profileId}) UNWIND $others AS otherId "
-        "MATCH (o:Profile {profileId: otherId}) MERGE (p)-[:CONNECTED_WITH {tenantId: $tenant}]->(o)",
-        tenant=tenant, profileId=profile_id, others=others,
     )  # fmt: skip
 
 

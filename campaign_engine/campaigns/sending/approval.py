@@ -45,6 +45,7 @@ __all__ = [
     "check_approval",
     "fallback_approved",
     "policy_of",
+    "reach_cap",
     "record_approval",
     "record_refusal",
 ]
@@ -111,6 +112,14 @@ class Approval:
     approved_at: str
     accept_fallback: bool = False
     reach: dict[str, int] = field(default_factory=dict)
+
+
+def reach_cap(policy: ApprovalPolicy | None, approval: Approval | None, channel: str) -> int | None:
+    """How many recipients a Dispatch on ``channel`` may reach (``delivery/approval_reach.py``): under
+    the policy, what its approval showed there, or, unapproved, one less than the policy's threshold."""
+    if policy is None:
+        return None
+    return approval.reach.get(channel, 0) if approval is not None else policy.min_recipients - 1
 
 
 def policy_of(graph: Graph, tenant_id: str) -> ApprovalPolicy | None:

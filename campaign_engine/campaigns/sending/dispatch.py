@@ -30,6 +30,7 @@ from campaign_engine.campaigns.sending.approval import (
     Reviewed,
     check_approval,
     fallback_approved,
+    reach_cap,
     record_approval,
     record_refusal,
 )
@@ -282,9 +283,11 @@ def dispatch(
             check_experiment(tx, computed.campaign, experiment, walked=list(walked))
         tx.run(statement(_SUPERSEDE), campaignId=campaign_id, now=stamp).consume()
         rows = [{"id": ids[ch], "channel": ch} for ch in walked]
+        caps = {ids[ch]: reach_cap(approval_policy, approval, ch) for ch in walked}
         row = tx.run(
-            statement(_CREATE), campaignId=campaign_id, dispatches=rows, now=stamp, **approved
-        ).single()
+            statement(_CREATE), campaignId=campaign_id, now=stamp, **approved,
+            dispatches=[{**r, "reachCap": caps[r["id"]]} for r in rows],
+        ).single()  # fmt: skip
         assert row is not None
         start_test(tx, campaign_id=campaign_id, experiment=experiment, dispatch_ids=[r["id"] for r in rows],
                    now=now)  # fmt: skip

@@ -18,6 +18,7 @@ from campaign_engine.graph.cypher import statement
 from campaign_engine.graph.graph import Graph
 
 __all__ = [
+    "ApprovalExceeded",
     "DispatchPublic",
     "PauseReason",
     "TestDecision",
@@ -39,6 +40,18 @@ class PauseReason(CamelModel):
     """Accepted emails (answered attempts, for ``rejection``) the rate is over."""
     message: str
     """Readable, e.g. ``hard_bounce_rate 0.03 > 0.02 (over 200)``."""
+
+
+class ApprovalExceeded(CamelModel):
+    """Why a walk paused under the approval policy: its next page would reach more people than its
+    approval showed (``delivery/approval_reach.py``); resumeDispatch goes on after a new approval."""
+
+    reason: Literal["approval_exceeded"] = "approval_exceeded"
+    approved: int
+    """The recipients the approval covers on this channel."""
+    reach: int
+    """The recipients the next page would have brought the walk to."""
+    message: str
 
 
 class VariantRateOut(CamelModel):
@@ -114,7 +127,7 @@ class DispatchPublic(CamelModel):
     hard_bounces: int = 0
     complaints: int = 0
     paused_at: str | None = None
-    pause_reason: PauseReason | None = None
+    pause_reason: PauseReason | ApprovalExceeded | None = None
     # The A/B test wave: the experiment this send runs, its phase (`testing`: only the test
     # wave is sent, the rest waits until nextPageAt = decideAt; `rest`: decided, everyone else gets only
     # the winner) and, once decided, the decision.
@@ -131,8 +144,14 @@ _LIST = "dispatch_list"  # cypher/sending/dispatch_list.cypher
 
 def dispatch_from_node(node: dict[str, Any]) -> DispatchPublic:
     per_recipient = node.get("sendLocalTime") is not None
-    reason = None
-    if node.get("status") == "paused" and node.get("pauseRate") is not None:
+    reason: dict[str, Any] | None = None
+    if node.get("status") == "paused" and node.get("pauseCode") == "approval_exceeded":
+        reason = {
+            "approved": node["pauseApproved"],
+            "reach": node["pauseReach"],
+            "message": node["pauseReason"],
+        }
+    elif node.get("status") == "paused" and node.get("pauseRate") is not None:
         reason = {
             "rate": node["pauseRate"],
             "value": node["pauseValue"],

@@ -12,6 +12,11 @@ window: the counters of this moment are stored as ``guardBase*`` (and ``guardSin
 judges only what is accepted, bounced, complained about or refused after it, with
 ``CAMPAIGN_GUARD_MIN_SAMPLE`` counted afresh (``domain/dispatch_health.py``). The pause's reason
 moves to ``pastErrors``.
+A walk paused ``approval_exceeded`` (``delivery/approval_reach.py``: a live segment grew past the reach
+its approval showed) resumes only with a new approval of the campaign's current preview, which counts
+the recipients still to reach: its reach is added to what was sent so far as the new ``reachCap``, and
+the approval is used up (``approval.py``; missing, the resume is FORBIDDEN and becomes a request with
+``action: resume``).
 Either resume records a ``dispatch.resumed`` event in its transaction.
 Lock order is campaign, then Dispatch, as for a confirmation.
 """
@@ -22,7 +27,17 @@ import logging
 from datetime import datetime
 from typing import Any
 
+from campaign_engine.campaigns.sending.approval import (
+    Approval,
+    ApprovalMissing,
+    ApprovalPolicy,
+    ApprovalStale,
+    check_approval,
+    record_refusal,
+)
+from campaign_engine.campaigns.sending.dispatch import compute_preview, reviewed
 from campaign_engine.campaigns.sending.dispatch_reads import DispatchPublic, dispatch_from_node
+from campaign_engine.campaigns.sending.dispatch_settings import DispatchSettings
 from campaign_engine.domain.dispatch import PageJob, job_json, send_blocked
 from campaign_engine.domain.errors import Conflict, NotFound
 from campaign_engine.domain.types import format_ts
@@ -45,9 +60,49 @@ _RESUME_LOCK = "dispatch_resume_lock"  # cypher/sending/dispatch_resume_lock.cyp
 # A paused one restarts the health guard's window at the counters of now (module docstring).
 _RESUME = "dispatch_resume"  # cypher/sending/dispatch_resume.cypher
 
+# A new approval's reach is added to what the walk reached so far.
+_REAPPROVED = (
+    "MATCH (d:Dispatch {id: $dispatchId}) SET d.reachCap = coalesce(d.enqueued, 0) + $reach, "
+    "d.approvedBy = $approvedBy, d.approvedAt = $approvedAt, d.pauseCode = null, d.pauseApproved = null, "
+    "d.pauseReach = null"
+)
+# Any approval at all: a grown audience needs one whatever its size.
+_ALWAYS = ApprovalPolicy(min_recipients=0)
+
+
+def _reapproved(
+    tx: Tx,
+    current: dict[str, Any],
+    campaign: dict[str, Any],
+    *,
+    settings: DispatchSettings | None,
+    now: datetime,
+    actor: str | None,
+) -> Approval:
+    """The new approval a walk paused ``approval_exceeded`` resumes with (inside the campaign lock)."""
+    if settings is None:
+        raise Conflict(f"dispatch '{current['id']}' needs a new approval to resume")
+    preview = compute_preview(tx, campaign_id=campaign["id"], now=now, settings=settings).preview
+    approval = check_approval(
+        tx, policy=_ALWAYS, campaign=campaign, expected_token=preview.preview_token,
+        current=reviewed(preview), dispatcher=actor, action="resume",
+    )  # fmt: skip
+    assert approval is not None
+    tx.run(
+        _REAPPROVED, dispatchId=current["id"], reach=approval.reach.get(current["channel"], 0),
+        approvedBy=approval.approved_by, approvedAt=approval.approved_at,
+    ).consume()  # fmt: skip
+    return approval
+
 
 def resume_dispatch(
-    graph: Graph, queue: Queue, *, dispatch_id: str, now: datetime, audit: AuditContext | None = None
+    graph: Graph,
+    queue: Queue,
+    *,
+    dispatch_id: str,
+    now: datetime,
+    audit: AuditContext | None = None,
+    settings: DispatchSettings | None = None,
 ) -> DispatchPublic:
     """Resume a ``failed`` or ``paused`` Dispatch from its durable cursor (``campaigns.resumeDispatch``).
 
@@ -71,6 +126,10 @@ def resume_dispatch(
             raise NotFound(f"dispatch '{dispatch_id}' not found")
         current = dict(row["dispatch"])
         _check_resumable(current, campaign, newer=row["newer"], now=stamp)
+        approval = None
+        if current.get("status") == "paused" and current.get("pauseCode") == "approval_exceeded":
+            approval = _reapproved(tx, current, campaign, settings=settings, now=now,
+                                   actor=audit.actor if audit else None)  # fmt: skip
         resumed = tx.run(
             statement(_RESUME),
             dispatchId=dispatch_id,
@@ -82,12 +141,18 @@ def resume_dispatch(
                      revision_before=campaign["revision"], revision_after=campaign["revision"],
                      detail={"channel": current["channel"], "cursor": current.get("cursor"),
                              "from": current.get("status"),
-                             "pauseReason": current.get("pauseReason")})  # fmt: skip
+                             "pauseReason": current.get("pauseReason"),
+                             **({"approvedBy": approval.approved_by} if approval else {})})  # fmt: skip
         record_dispatch_events(tx, graph, "dispatch.resumed", [dispatch_id], now=stamp,
                                **{"from": current.get("status")})  # fmt: skip
         return dispatch_from_node(dict(resumed["dispatch"]))
 
-    resumed = graph.write(tx_fn)
+    try:
+        resumed = graph.write(tx_fn)
+    except (ApprovalMissing, ApprovalStale) as refused:
+        campaign_id = graph.read(lambda tx: tx.run(_RESUME_FIND, dispatchId=dispatch_id).single(strict=True))
+        record_refusal(graph, audit, campaign_id=str(campaign_id["campaignId"]), refused=refused)
+        raise
     job = PageJob.model_validate(
         {
             "dispatchId": resumed.dispatch_id,

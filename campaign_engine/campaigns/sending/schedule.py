@@ -36,6 +36,7 @@ from campaign_engine.campaigns.sending.approval import (
     ApprovalStale,
     check_approval,
     fallback_approved,
+    reach_cap,
     record_refusal,
 )
 from campaign_engine.campaigns.sending.dispatch import compute_preview, reviewed, start_pages
@@ -139,7 +140,10 @@ def schedule_dispatch(
             for record in tx.run(
                 statement(_CREATE_SCHEDULED),
                 campaignId=data.campaign_id,
-                dispatches=[{"id": ids[ch], "channel": ch} for ch in channels],
+                dispatches=[
+                    {"id": ids[ch], "channel": ch, "reachCap": reach_cap(approval_policy, approval, ch)}
+                    for ch in channels
+                ],
                 scheduleId=schedule_id,
                 sendAt=format_ts(send_at),
                 sendLocalTime=data.local_time(),

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, Literal
 
+from campaign_engine.delivery.approval_reach import over_reach, pause_over_reach
 from campaign_engine.delivery.health_guard import HealthGuard, pause, paused, system_audit
 from campaign_engine.delivery.page_opening import ClosedPage, open_page
 from campaign_engine.delivery.readiness import PageTally, advance_pass, page_delay, readiness_params
@@ -130,6 +131,12 @@ class PageWorker:
             )
             for profile_id, via in recipients
         ]
+        reach = over_reach(dispatch, len(bodies))  # an approval covers the reach it showed
+        if reach is not None:
+            done = pause_over_reach(
+                self._graph, job, dispatch=dispatch, campaign=campaign, reach=reach, now=stamp
+            )
+            return PageOutcome("paused" if done else "lost_race", reason="approval_exceeded")
         self._deliveries.send_batch(bodies)  # before the CAS: a crash here re-sends, never skips
 
         full = read >= self._page_size

@@ -670,7 +670,7 @@ export interface DispatchPublic {
   hardBounces?: number;
   complaints?: number;
   pausedAt?: string | null;
-  pauseReason?: PauseReason | null;
+  pauseReason?: PauseReason | ApprovalExceeded | null;
   experiment?: Experiment | null;
   phase?: ("testing" | "rest") | null;
   decideAt?: string | null;
@@ -687,6 +687,19 @@ export interface PauseReason {
   value: number;
   limit: number;
   sample: number;
+  message: string;
+}
+/**
+ * Why a walk paused under the approval policy: its next page would reach more people than its
+ * approval showed (``delivery/approval_reach.py``); resumeDispatch goes on after a new approval.
+ *
+ * This interface was referenced by `Procedures`'s JSON-Schema
+ * via the `definition` "ApprovalExceeded".
+ */
+export interface ApprovalExceeded {
+  reason?: "approval_exceeded";
+  approved: number;
+  reach: number;
   message: string;
 }
 /**

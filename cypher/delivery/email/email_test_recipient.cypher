@@ -6,7 +6,7 @@ OPTIONAL MATCH (c:Campaign {id: $campaignId})
 {{TENANT_VIEW}}
 WITH p, view, {{PRIMARY_EMAILS}} AS emails
 RETURN CASE
-         WHEN coalesce(p.announcementEmailOptOut, false) THEN 'opted_out'
+         WHEN {{EMAIL_OPTED_OUT}} THEN 'opted_out'
          WHEN NOT {{EMAIL_AGE_OK}} THEN 'age_policy'
          WHEN {{EMAIL_SUPPRESSED}} THEN 'suppressed'
          WHEN NOT {{EMAIL_CONTACT_OK}} THEN 'no_email'

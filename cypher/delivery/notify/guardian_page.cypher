@@ -14,7 +14,7 @@ CALL (c, members) {
   OPTIONAL MATCH (p)-[s:CAMPAIGN_STATE]->(c)
   WITH p.profileId AS profileId, via,
        coalesce($readyAt[coalesce(view.timeZone, p.timeZone)], $fallbackReadyAt) AS readyAt,
-       (NOT coalesce(p.announcementPushOptOut, false) AND s.notifiedAt IS NULL AND {{CAMPAIGN_AGE_OK}})
+       (NOT {{PUSH_OPTED_OUT}} AND s.notifiedAt IS NULL AND {{CAMPAIGN_AGE_OK}})
          AS eligible
   WITH profileId, via, readyAt,
        CASE

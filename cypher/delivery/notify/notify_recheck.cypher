@@ -47,7 +47,7 @@ WITH job, c, p,
        WHEN c.startsAt IS NOT NULL AND $now < c.startsAt THEN 'not_started'
        WHEN c.endsAt IS NOT NULL AND $now >= c.endsAt THEN 'ended'
        WHEN NOT member THEN 'not_member'
-       WHEN coalesce(p.announcementPushOptOut, false) THEN 'opted_out'
+       WHEN {{PUSH_OPTED_OUT}} THEN 'opted_out'
        WHEN NOT {{CAMPAIGN_AGE_OK}} THEN 'age_policy'
        WHEN job.dispatchId IN notifiedBy THEN 'duplicate'
        WHEN size(notifiedBy) > 0 THEN 'already_notified'

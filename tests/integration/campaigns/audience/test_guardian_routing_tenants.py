@@ -32,7 +32,7 @@ from tests.support.delivery import (
 )
 from tests.support.email import EMAIL_COPY, ORIGINS, add_email_members, email_settings
 from tests.support.postmark_standin import PostmarkStandin
-from tests.support.tenant_facts import own_link
+from tests.support.tenant_facts import own_link, view
 
 ADULT, MINOR = "1980-05-17", "2015-09-01"
 SETTINGS = DispatchSettings(adult_age=18, max_recipients=1000)
@@ -146,3 +146,31 @@ def test_beta_routes_by_its_links_or_the_shared_ones_and_alphas_writes_change_no
         assert notified == {"kid": 0, "mum": 0, "dad": 0, "gran": 1, "uncle": 1, "aunt": 0}
         emailed = Counter(str(m["To"]) for m in postmark.accepted)
         assert emailed == Counter({"gran@example.com": 1, "uncle@example.com": 1})
+
+
+def test_a_guardian_who_left_beta_is_routed_nothing_and_leaving_alpha_changes_nothing(
+    base_settings: Settings, postmark: PostmarkStandin, graph: Graph, queues: Queues, tmp_path: Path
+) -> None:
+    """Opt-outs add up per tenant for guardians as for members: gran left beta's announcements (beta's
+    view), uncle left alpha's only; beta routes uncle alone, on both channels."""
+    origins = {**json.loads(ORIGINS), "beta": "https://beta.example"}
+    settings = email_settings(base_settings, postmark.url, postmark.token, campaign_app_origins=origins)
+    with inbox_server(tmp_path) as inbox:
+        _family(graph, f"{inbox.url}/api/notifications/send")
+        view(graph, "beta", "gran", announcementPushOptOut=True, announcementEmailOptOut=True)
+        view(graph, "alpha", "uncle", announcementPushOptOut=True, announcementEmailOptOut=True)
+        preview = preview_dispatch(graph, campaign_id="cb", now=NOW, settings=SETTINGS)
+        counts = (preview.guardian_notification_recipient_count, preview.guardian_email_recipient_count)
+        assert counts == (1, 1)
+        dispatch(graph, queues.dispatch, campaign_id="cb", expected_token=preview.preview_token, now=NOW,
+                 settings=SETTINGS)  # fmt: skip
+        worker = build_worker(settings, graph, queues=queues, clock=StepClock(), sweep_every=None)
+        try:
+            drain(worker.handle, queues)
+        finally:
+            worker.close()
+        assert {pid: len(inbox_records(inbox.url, pid)) for pid in ("gran", "uncle")} == {
+            "gran": 0,
+            "uncle": 1,
+        }
+        assert [str(m["To"]) for m in postmark.accepted] == ["uncle@example.com"]

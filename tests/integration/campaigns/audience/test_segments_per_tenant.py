@@ -1,6 +1,7 @@
 """Tags, connections, locale and age as tenant beta reads them (docs/people.md): beta's own list or
 fact where its view holds one, else the shared one, never alpha's; only people of beta. Segment
-counts and pages, the tag and connections audience sources, and what alpha writes changes none of it."""
+counts and pages, the tag and connections audience sources, and what alpha writes (through
+profiles.upsert) changes none of it."""
 
 from __future__ import annotations
 
@@ -8,18 +9,21 @@ from typing import Any
 
 import pytest
 
+from campaign_engine.api.auth import mint_token
 from campaign_engine.campaigns.audience.explain import explain_recipient
 from campaign_engine.campaigns.audience.members import add_audience, get_audience
 from campaign_engine.campaigns.audience.segments import preview_segment
+from campaign_engine.config import Settings
 from campaign_engine.domain.audience import ConnectionsSource, TagSource
 from campaign_engine.domain.segment import Segment
 from campaign_engine.graph.graph import Graph
 from campaign_engine.graph.rules.policy import Policy, policy_params
 from campaign_engine.graph.rules.segment import compile_for
 from campaign_engine.graph.rules.segment_statements import segment_query
+from tests.support.api import api_client, ok
 from tests.support.delivery import NOW, make_campaign
 from tests.support.plans import operators
-from tests.support.tenant_facts import own_connections, own_tags, view
+from tests.support.tenant_facts import own_tags, view
 
 POLICY = Policy(now=NOW, adult_age=18, domain="campaigns.test")
 BOTH = ["alpha", "beta"]
@@ -67,13 +71,18 @@ def _people(graph: Graph) -> None:
     view(graph, "beta", "p3", timeZone="Europe/Paris")
 
 
-def _alpha_writes(graph: Graph) -> None:
-    """Everything alpha might say about the same people, the opposite of beta's reading."""
-    for pid in ("p1", "p2", "p3", "p4", "q"):
-        own_tags(graph, "alpha", pid, ["vip", "club"])
-        view(graph, "alpha", pid, locale="fr", dob="1960-01-01", timeZone="Europe/Paris")
-    own_connections(graph, "alpha", "q", ["p2", "p3", "p4"])
-    own_connections(graph, "alpha", "r", ["p1", "p2"])
+def _alpha_writes(settings: Settings, graph: Graph) -> None:
+    """Everything an author of alpha might say about the same people, the opposite of beta's reading,
+    through profiles.upsert (p4 is beta's alone: naming it, alpha's connections find it missing)."""
+    facts = {"tags": ["vip", "club"], "locale": "fr", "dob": "1960-01-01", "timeZone": "Europe/Paris"}
+    rows: list[dict[str, Any]] = [{"profileId": pid, **facts} for pid in ("p1", "p2", "p3")]
+    rows += [{"profileId": "q", **facts, "connections": ["p2", "p3", "p4"]},
+             {"profileId": "r", "connections": ["p1", "p2"]}]  # fmt: skip
+    token = mint_token(settings, profile_id="alpha-author", scope="", tenant_id="alpha", roles=["author"])
+    with api_client(settings, graph) as api:
+        answer = api.http.post("/trpc/profiles.upsert", json={"profiles": rows},
+                               headers={"authorization": f"Bearer {token}"})  # fmt: skip
+    assert ok(answer)["missingConnections"] == 1
 
 
 def _beta_reads(graph: Graph) -> dict[str, Any]:
@@ -89,7 +98,9 @@ def _beta_reads(graph: Graph) -> dict[str, Any]:
     return found
 
 
-def test_beta_reads_its_own_lists_and_facts_and_alphas_change_nothing(graph: Graph) -> None:
+def test_beta_reads_its_own_lists_and_facts_and_alphas_change_nothing(
+    base_settings: Settings, graph: Graph
+) -> None:
     _people(graph)
     for name, (raw, _) in SEGMENTS.items():
         make_campaign(
@@ -100,13 +111,13 @@ def test_beta_reads_its_own_lists_and_facts_and_alphas_change_nothing(graph: Gra
         name: (len(ids), ids) for name, (_, ids) in SEGMENTS.items()
     }
     assert before["explained"] == [("tag", True), ("locale", False)]  # p1 reads "en" in beta
-    _alpha_writes(graph)
+    _alpha_writes(base_settings, graph)
     assert _beta_reads(graph) == before
 
 
-def test_the_tag_and_connections_sources_add_only_betas(graph: Graph) -> None:
+def test_the_tag_and_connections_sources_add_only_betas(base_settings: Settings, graph: Graph) -> None:
     _people(graph)
-    _alpha_writes(graph)
+    _alpha_writes(base_settings, graph)
     for name in ("by-tag", "by-connections"):
         make_campaign(graph, name, channels=["inApp"], excludeMinors=False, tenant_id="beta")
     tagged = add_audience(
