@@ -1,7 +1,8 @@
 // Approvals (#/approvals): the sends this tenant's approval policy held back until a second publisher
 // approves them (campaigns.listAwaitingApproval), each approvable in place (campaigns.approveDispatch
-// with the preview token the requester saw). The server decides who may approve: a refusal (the
-// campaign's last editor, a stale preview) is shown on the row it concerns, in the server's words.
+// with the preview token the requester saw, and acceptFallback when readers lack their language). Who
+// may approve is the server's (notBy, mayApprove): the people it would refuse are not offered the
+// button; a refusal (a stale preview) is shown on the row it concerns, in the server's words.
 import { roleName } from "./access";
 import { ApiError, type AwaitingApproval } from "./api";
 import { h, replace } from "./dom";
@@ -21,26 +22,52 @@ function refusal(kit: Kit, err: unknown): HTMLElement {
   return kit.errorBox(err);
 }
 
+const ACTION_WORDS: Record<string, string> = { dispatch: "Send now", schedule: "Scheduled send", resume: "Resume after the audience grew", publish: "Go live" };
+
+function untranslatedList(item: AwaitingApproval): HTMLElement | null {
+  const missing = Object.entries(item.untranslated ?? {});
+  if (!missing.length) return null;
+  return h("p", { "data-field": "untranslated" }, "No translation for: ",
+    ...missing.map(([tag, n], i) => h("span", { "data-locale": tag }, `${i ? ", " : ""}${tag} (${n ?? 0})`)), " — they would get the base content.");
+}
+
 function row(kit: Kit, item: AwaitingApproval, reload: () => void): HTMLElement {
   const out = h("div", { className: "approval-out", "aria-live": "polite" });
-  const approvable = kit.session.can("campaigns.approveDispatch");
+  // The requester and everyone who changed the campaign since its last approved send are not offered
+  // Approve: the server would refuse them (notBy), and the row says who may approve instead.
+  const me = kit.session.me.profileId;
+  const mine = (item.notBy ?? []).includes(me);
+  const approvable = kit.session.can("campaigns.approveDispatch") && !mine && !item.approvedBy;
+  const fallback = Object.keys(item.untranslated ?? {}).length > 0;
+  const accept = h("input", { type: "checkbox", id: `accept-fallback-${item.campaignId}`, name: "accept-fallback" });
   const approve: HTMLButtonElement = kit.button(`Approve send to ${item.recipients}`, () => void kit.guarded(approve,
-    () => kit.api.call("campaigns.approveDispatch", { campaignId: item.campaignId, previewToken: item.previewToken }),
+    () => kit.api.call("campaigns.approveDispatch", { campaignId: item.campaignId, previewToken: item.previewToken, ...(fallback ? { acceptFallback: accept.checked } : {}) }),
     (err) => replace(out, refusal(kit, err))).then((done) => {
     if (!done) return;
     approve.disabled = true;
-    replace(out, h("p", { className: "ok" }, `Approved by ${done.approvedBy} for ${done.recipients} recipients. A publisher other than you can now confirm the send on the campaign's page.`));
+    replace(out, h("p", { className: "ok" }, `Approved by ${done.approvedBy} for ${done.recipients} recipients. ${item.requestedBy ?? "The requester"} (or another publisher than you) can now confirm the send on the campaign's page.`));
     kit.announce(`Approved ${item.name}.`);
     window.setTimeout(reload, 1500);
   }));
+  const waiting = item.approvedBy
+    ? h("p", { className: "ok", "data-field": "approvedBy" }, `Approved by ${item.approvedBy} `, when(item.approvedAt ?? null), `. Now ${item.requestedBy ?? "a publisher"} may send it (anyone but ${item.approvedBy}).`)
+    : mine ? h("p", { className: "notice", "data-field": "waiting" }, `Waiting for another publisher: ${item.mayApprove ?? "another publisher"} may approve this.`) : null;
   return h("article", { className: "approval", "data-campaign": item.campaignId, "data-changed-since": String(item.changedSince) },
     h("h2", {}, h("a", { href: `#/c/${encodeURIComponent(item.campaignId)}` }, item.name), " ", h("span", { className: "muted id" }, item.campaignId)),
     h("dl", { className: "counts" },
+      h("dt", {}, "What"), h("dd", { "data-field": "action" }, ACTION_WORDS[item.action ?? "dispatch"] ?? String(item.action)),
       h("dt", {}, "Recipients"), h("dd", { "data-field": "recipients" }, String(item.recipients)),
       h("dt", {}, "Requested by"), h("dd", { "data-field": "requestedBy" }, item.requestedBy ?? "–"),
-      h("dt", {}, "Requested at"), h("dd", {}, when(item.requestedAt))),
+      h("dt", {}, "Requested at"), h("dd", {}, when(item.requestedAt)),
+      h("dt", {}, "Who may approve"), h("dd", { "data-field": "mayApprove" }, item.mayApprove ?? "another publisher")),
+    untranslatedList(item),
     item.changedSince ? h("p", { className: "notice", "data-field": "changedSince" }, "Edited since this was requested: approving this preview will be refused. The requester reviews and sends again to ask for a new approval.") : null,
-    approvable ? h("div", { className: "actions" }, approve) : h("p", { className: "hint role-note" }, `Approving needs ${roleName(kit.session.needs("campaigns.approveDispatch"))}.`),
+    waiting,
+    approvable
+      ? h("div", { className: "actions" },
+        fallback ? h("div", { className: "field check" }, accept, h("label", { for: accept.id }, "Send the base content to the recipients without a translation")) : null,
+        approve)
+      : !kit.session.can("campaigns.approveDispatch") ? h("p", { className: "hint role-note" }, `Approving needs ${roleName(kit.session.needs("campaigns.approveDispatch"))}.`) : null,
     out);
 }
 
@@ -48,7 +75,7 @@ export async function renderApprovals(kit: Kit): Promise<void> {
   const mine = kit.generation();
   const list = h("div", { id: "approvals" });
   kit.shell("Approvals",
-    h("p", { className: "hint" }, "Sends this tenant's policy holds back until a second publisher approves them: not the campaign's last editor, and not who will send it."),
+    h("p", { className: "hint" }, "Sends this tenant's policy holds back until a second publisher approves them: not who asked, not anyone who changed the campaign since its last approved send, and not who will send it."),
     list);
   const load = async (): Promise<void> => {
     if (mine !== kit.generation()) return;

@@ -4,6 +4,7 @@
 import { ApiError, type DispatchPreview } from "./api";
 import { h, replace } from "./dom";
 import type { CampaignPage, Kit } from "./kit";
+import { reasonSentence } from "./messages";
 
 export function testSection(page: CampaignPage): HTMLElement {
   const { kit, id } = page;
@@ -50,7 +51,7 @@ export function reviewSection(page: CampaignPage): HTMLElement {
           `${p.guardianRecipientCount} (notify ${p.guardianNotificationRecipientCount ?? 0}, email ${p.guardianEmailRecipientCount ?? 0})`),
       ] : [])),
       languagesReview(p),
-      p.blockedReason ? h("p", { role: "alert", className: "error", id: "review-blocked" }, `Blocked: ${p.blockedReason}`) : null,
+      p.blockedReason ? h("p", { role: "alert", className: "error", id: "review-blocked" }, `Blocked: ${reasonSentence(p.blockedReason)}`) : null,
       fallbackOnly ? h("div", { className: "field check" }, accept, h("label", { for: accept.id }, `Send the base content to the ${untranslatedTotal(p)} recipients without a translation`)) : null,
       h("p", { className: "hint" }, "Confirming sends exactly this: if anything changed since the review, the server refuses and you review again."),
       kit.can("campaigns.dispatch") ? confirm : kit.roleNote("Sending", "campaigns.dispatch"), confirmOut);
@@ -84,9 +85,12 @@ function languagesReview(p: DispatchPreview): HTMLElement | null {
 function dispatchRefusal(kit: Kit, err: unknown): HTMLElement {
   if (err instanceof ApiError && (err.code === "FORBIDDEN" || err.code === "CONFLICT") && err.message.includes("approveDispatch")) {
     const stale = err.code === "CONFLICT";
+    // The refusal names who may approve ("by another publisher than pia and ana:").
+    const who = /by (another publisher[^:]*):/.exec(err.message)?.[1];
     return h("div", { role: "alert", className: "notice awaiting", id: "dispatch-awaits" },
-      h("p", {}, h("strong", {}, stale ? "The approval is stale. " : "This send now awaits a second publisher. "),
+      h("p", {}, h("strong", {}, stale ? "The approval is stale. " : "Waiting for another publisher. "),
         stale ? "The campaign changed after it was approved: review again and have the new preview approved." : "It is listed under Approvals; once another publisher approves it, confirm the send again here."),
+      !stale && who ? h("p", { id: "may-approve" }, `Who may approve: ${who}.`) : null,
       h("p", { className: "api-message" }, `The server said: ${err.message}`),
       kit.can("campaigns.listAwaitingApproval") ? h("p", {}, h("a", { href: "#/approvals" }, "Open approvals")) : null);
   }

@@ -150,6 +150,29 @@ const DOING: Record<string, string> = {
   "apiKeys.revoke": "Revoking an API key",
 };
 
+/** Why a send cannot go now, or why it stopped: every `blockedReason` of a preview and every pause
+ *  reason of a Dispatch, as the admin reads it (``reasonSentence``; an unknown code keeps its words). */
+export const REASONS: Record<string, string> = {
+  not_live: "the campaign is not live: set it live first",
+  not_started: "the campaign's window has not started yet",
+  ended: "the campaign's window has ended",
+  notify_disabled: "the campaign has no notification or email channel to send on",
+  channel_removed: "the campaign no longer has this channel",
+  no_recipients: "nobody would receive it: the audience is empty or nobody in it is eligible",
+  notify_not_configured: "this deployment cannot deliver notifications (no webhook secret is set)",
+  email_not_configured: "this deployment has no email provider (set CAMPAIGN_EMAIL_PROVIDER)",
+  missing_translation: "too many recipients read a language this campaign has no translation for: add it, or accept that they get the base content",
+  approval_exceeded: "the audience grew past what the approval covered: another publisher approves a new preview, then resume",
+  hardBounce: "too many emails bounced",
+  complaint: "too many recipients marked the email as spam",
+  rejection: "the receivers refused too many notifications",
+};
+
+/** A reason code as a sentence, capitalised with a full stop; an unknown code as the API spelled it. */
+export function reasonSentence(code: string): string {
+  return sentence(REASONS[code] ?? code.replace(/_/g, " "));
+}
+
 /** Who is refused: the role the failed procedure needs ("the publisher role") and what the caller
  *  holds ("you are an author"), from the server's access table (access.ts). */
 export interface Refused {

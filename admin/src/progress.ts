@@ -4,6 +4,7 @@
 import type { Dispatch } from "./api";
 import { h } from "./dom";
 import { words } from "./explain";
+import { reasonSentence } from "./messages";
 import { timeEl } from "./time";
 
 /** What moves on each channel as it goes well: recipients handed on, and recipients reached. */
@@ -94,6 +95,14 @@ function percent(value: number): string {
 function pauseNotice(d: Dispatch, resume: ((d: Dispatch) => HTMLElement | null) | undefined): HTMLElement | null {
   if (d.status !== "paused") return null;
   const r = d.pauseReason;
+  if (r && "approved" in r) {  // approval_exceeded: the audience outgrew its approval (approvals.ts approves anew)
+    return h("div", { role: "alert", className: "notice paused", id: `paused-${d.dispatchId}` },
+      h("p", {}, h("strong", {}, "Paused: nothing more is sent. "),
+        `The approval covered ${r.approved} recipients; the next page would have reached ${r.reach}. ${reasonSentence(r.reason ?? "approval_exceeded")}`),
+      h("p", { className: "api-message", "data-pause-reason": r.reason ?? "approval_exceeded" }, r.message),
+      d.pausedAt ? h("p", { className: "muted" }, "Paused ", timeEl(d.pausedAt)) : null,
+      resume ? resume(d) : null);
+  }
   const why = r
     ? `Its ${RATE_WORDS[r.rate] ?? words(r.rate)} reached ${percent(r.value)} over ${r.sample} recipients, above the limit of ${percent(r.limit)}.`
     : "";

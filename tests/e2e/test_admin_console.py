@@ -11,10 +11,11 @@ behind the first one's back, and members whose apps record engagement.
 Roles get their own journeys in tenant ``alpha``: a viewer is offered nothing that writes, an
 author creates and reviews but cannot send, a tenant admin grants and revokes a role and creates a key
 (shown once, copied, then seen in use and revoked), and a send the tenant's approval policy holds back
-is approved from the Approvals list by a second publisher after the last editor's own approval and a
-stale one are refused. Tenant settings: a platform admin creates a tenant and edits another's colour,
-caps and approval policy (a bad origin and a half-filled cap refused on their fields, nothing saved), a
-tenant admin reads its record without a save control, a viewer is not offered the screen.
+is approved from the Approvals list by a second publisher (the requester is not offered Approve, and an
+approval of a stale preview is refused). Tenant settings: a platform admin creates a tenant and edits
+another's colour, caps and approval policy (a bad origin and a half-filled cap refused on their fields,
+nothing saved), a tenant admin reads its record without a save control, a viewer is not offered the
+screen.
 
 It fails on any console error, page error, CSP violation (a listener injected into every frame from
 ``admin_console_watch.js``) or request that leaves the server's origin. Screenshots of each screen go to
@@ -1158,7 +1159,7 @@ def test_a_second_publisher_approves_a_waiting_send(
     url, settings, _ = stack
     tenant_alpha(url, settings, min_recipients=2)
     pia, pol = tenant_token(settings, "pia", "publisher"), tenant_token(settings, "pol", "publisher")
-    # pia writes the campaign, so she is its last editor: she may send it but not approve it.
+    # pia writes the campaign and asks for the send: she may send it but not approve it.
     trpc(url, pia, "campaigns.create", AUTUMN)
     trpc(url, pia, "campaigns.addAudience", {"campaignId": "autumn",
          "source": {"type": "profileIds", "profileIds": TENANT_MEMBERS}})  # fmt: skip
@@ -1172,18 +1173,21 @@ def test_a_second_publisher_approves_a_waiting_send(
         expect(page.locator("#review-recipients")).to_have_text("3")
         page.get_by_role("button", name="Confirm and send to 3").click()
         awaits = page.locator("#dispatch-awaits")
-        expect(awaits).to_contain_text("This send now awaits a second publisher.")
+        expect(awaits).to_contain_text("Waiting for another publisher.")
+        expect(awaits.locator("#may-approve")).to_have_text("Who may approve: another publisher than pia.")
         expect(awaits).to_contain_text("The server said: a send to 3 recipients needs approval")
         shot(page, "approval-awaits", "#review")
         assert_accessible(page, "approval-awaits")
 
-        # pia opens the list from there; approving her own edit is refused, in the server's words.
+        # pia opens the list from there: her own request is not hers to approve, and it says who may.
         awaits.get_by_role("link", name="Open approvals").click()
         item = page.locator("#approvals article[data-campaign='autumn']")
         expect(item.locator("[data-field='requestedBy']")).to_have_text("pia")
         expect(item.locator("[data-field='recipients']")).to_have_text("3")
-        item.get_by_role("button", name="Approve send to 3").click()
-        expect(item.locator(".approval-refused")).to_contain_text("you are the campaign's last editor")
+        expect(item.locator("[data-field='waiting']")).to_have_text(
+            "Waiting for another publisher: another publisher than pia may approve this."
+        )
+        expect(item.get_by_role("button", name="Approve send to 3")).to_have_count(0)
 
         # pia edits after asking: the request is stale, and pol's approval of it is refused (CONFLICT).
         current = trpc(url, pia, "campaigns.get", {"campaignId": "autumn"}, mutation=False)
@@ -1201,7 +1205,7 @@ def test_a_second_publisher_approves_a_waiting_send(
         page.goto(f"{url}/admin#/c/autumn")
         page.get_by_role("button", name="Review dispatch").click()
         page.get_by_role("button", name="Confirm and send to 3").click()
-        expect(page.locator("#dispatch-awaits")).to_contain_text("awaits a second publisher")
+        expect(page.locator("#dispatch-awaits")).to_contain_text("Waiting for another publisher")
         other.reload()
         theirs = other.locator("#approvals article[data-campaign='autumn'][data-changed-since='false']")
         expect(theirs).to_contain_text("Autumn news!")
@@ -1209,9 +1213,16 @@ def test_a_second_publisher_approves_a_waiting_send(
         assert_accessible(other, "approvals")
         theirs.get_by_role("button", name="Approve send to 3").click()
         expect(theirs).to_contain_text("Approved by pol for 3 recipients")
+        # The list, for pia too, now says who approved and who may send.
+        page.goto(f"{url}/admin#/approvals")
+        approved = page.locator(
+            "#approvals article[data-campaign='autumn'][data-changed-since='false'] [data-field='approvedBy']"
+        )
+        expect(approved).to_contain_text("Approved by pol")
+        expect(approved).to_contain_text("Now pia may send it")
 
         # pia confirms again (nothing changed since: the approved preview) and the send goes out.
-        page.reload()
+        page.goto(f"{url}/admin#/c/autumn")
         page.get_by_role("button", name="Review dispatch").click()
         page.get_by_role("button", name="Confirm and send to 3").click()
         expect(page.locator("#review-result")).to_contain_text("started")

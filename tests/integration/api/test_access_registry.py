@@ -170,7 +170,7 @@ def _inputs(seeded: Seeded) -> dict[str, Any]:
         "campaigns.sendTestToMe": campaign,
         "campaigns.previewDispatch": campaign,
         "campaigns.dispatch": {"campaignId": REF, "expectedPreviewToken": "stale"},
-        "campaigns.approveDispatch": {"campaignId": REF, "previewToken": "stale"},
+        "campaigns.approveDispatch": {"campaignId": REF, "previewToken": "stale", "acceptFallback": True},
         "campaigns.listAwaitingApproval": None,
         "campaigns.scheduleDispatch": {
             "campaignId": REF, "sendAt": "2030-01-01T00:00:00Z", "expectedPreviewToken": "stale"

@@ -223,7 +223,13 @@ def test_message_headers_links_and_one_click_unsubscribe(
             headers={"Content-Type": "application/x-www-form-urlencoded"},
         )
     assert answer.status_code == 200
-    assert graph.run("MATCH (p:Profile {profileId: 'p1'}) RETURN p.announcementEmailOptOut AS o")[0]["o"]
+    # The link opts out of the campaign tenant's email only: its view of p1 (docs/people.md).
+    row = graph.run(
+        "MATCH (p:Profile {profileId: 'p1'}), (c:Campaign {id: 'c1'})"
+        " OPTIONAL MATCH (p)-[:HAS_VIEW]->(v:TenantView) WHERE v.tenantId = c.tenantId"
+        " RETURN p.announcementEmailOptOut AS shared, v.announcementEmailOptOut AS tenant"
+    )[0]
+    assert (row["shared"], row["tenant"]) == (False, True)
 
 
 def test_rejected_recipient_keeps_its_claim(
