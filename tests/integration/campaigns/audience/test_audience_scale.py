@@ -154,9 +154,9 @@ def test_graph_sources_are_read_in_pages_and_count_every_profile(graph: Graph) -
     make_campaign(graph, "everyone", channels=["inApp"])
     make_campaign(graph, "tagged", channels=["inApp"])
     create_members(graph, "nobody-yet", MEMBERS)  # no such campaign: profiles only
-    graph.run(
+    graph.run(  # shared tags, keyed as profiles.upsert writes them (the tag page seeks the keys)
         "MERGE (t:Tag {slug: 'vip'}) WITH t MATCH (p:Profile) WHERE p.profileId ENDS WITH '1' "
-        "CREATE (p)-[:HAS_TAG]->(t)"
+        "CREATE (p)-[:HAS_TAG {slug: t.slug, profileId: p.profileId}]->(t)"
     )
     tagged = len([i for i in range(MEMBERS) if i % 10 == 1])
     policy = Policy(now=NOW, adult_age=18, domain="campaigns.test")
