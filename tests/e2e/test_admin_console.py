@@ -1600,7 +1600,10 @@ def test_translations_are_edited_previewed_reviewed_and_the_layout_with_its_prev
             expect(page.locator(f"#review-untranslated [data-locale='{tag}']")).to_contain_text(
                 f"{tag} ({n})"
             )
-        expect(page.locator("#review-blocked")).to_have_text("Blocked: missing_translation")
+        expect(page.locator("#review-blocked")).to_have_text(
+            "Blocked: Too many recipients read a language this campaign has no translation for: add it, or"
+            " accept that they get the base content."
+        )
         confirm = page.get_by_role("button", name=f"Confirm and send to {review['recipientCount']}")
         expect(confirm).to_be_disabled()
         fallback = page.get_by_label(re.compile(r"^Send the base content to the \d+ recipients"))

@@ -153,7 +153,7 @@ def test_the_suppression_rule_seeks_its_index_and_never_scans(graph: Graph) -> N
     def measure() -> tuple[int, int]:
         return hits(
             "dispatch_preview", campaignId="c1", cursor="", limit=100, notify=False, email=True
-        ), hits("email_test_recipient", profileId="a")
+        ), hits("email_test_recipient", profileId="a", campaignId="c1")
 
     graph.run("UNWIND range(1, 10) AS i CREATE (:EmailSuppression {address: 'x' + i + '@example.com'})")
     few = measure()

@@ -14,7 +14,7 @@ from campaign_engine.campaigns.profiles.records import get_profile, import_jsonl
 from campaign_engine.config import Settings
 from campaign_engine.domain.errors import BadRequest
 from campaign_engine.graph.graph import Graph
-from campaign_engine.graph.rules.policy import CAMPAIGN_AGE_OK, EMAIL_AGE_OK, policy_params
+from campaign_engine.graph.rules.policy import CAMPAIGN_AGE_OK, EMAIL_AGE_OK, TENANT_VIEW, policy_params
 from tests.conftest import ADMIN_ID
 from tests.support.api import TrpcClient, api_client, error_code, ok
 
@@ -124,7 +124,7 @@ def test_an_upsert_that_omits_dob_and_flags_keeps_a_managed_minor_ineligible(
 
     def eligibility() -> dict[str, Any]:
         return graph.run(
-            f"MATCH (p:Profile {{profileId: 'minor'}}), (c:Campaign {{id: 'strict'}}) "
+            f"MATCH (p:Profile {{profileId: 'minor'}}), (c:Campaign {{id: 'strict'}}) {TENANT_VIEW} "
             f"RETURN coalesce({CAMPAIGN_AGE_OK}, false) AS campaign, "
             f"coalesce({EMAIL_AGE_OK}, false) AS email",
             **policy_params(datetime(2026, 3, 1, tzinfo=UTC), 18),

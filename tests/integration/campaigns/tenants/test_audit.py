@@ -366,7 +366,10 @@ def test_an_audience_change_of_many_chunks_has_one_entry_counting_every_chunk(
         n=CHUNK + 5,
     )
     graph.run("MATCH (t:Tag) DETACH DELETE t")
-    graph.run("CREATE (t:Tag {slug: 'big'}) WITH t MATCH (p:Profile) CREATE (p)-[:HAS_TAG]->(t)")
+    graph.run(  # keyed as profiles.upsert writes them: the tag page seeks (slug, profileId)
+        "CREATE (t:Tag {slug: 'big'}) WITH t MATCH (p:Profile) "
+        "CREATE (p)-[:HAS_TAG {slug: t.slug, profileId: p.profileId}]->(t)"
+    )
     added, entry = call(
         "campaigns.addAudience", {"campaignId": "c1", "source": {"type": "tag", "slug": "big"}}
     )
