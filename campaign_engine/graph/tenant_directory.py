@@ -143,7 +143,7 @@ class TenantDirectory:
         """tenant -> ``{"name", "logoUrl"?, "primaryColor"?, "textColor"?, "emailFrom"?, "footerText"?,
         "footerAddress"?, "senderName"?, "platformFrom"?, "clickTracking"}``, the shape of a
         ``CAMPAIGN_TENANTS`` entry that ``render.py:branding_for`` reads (the senders for
-        ``compose.py:sender_for``, the CTA's tracking for ``compose.py``)."""
+        ``sender.py:sender_for``, the CTA's tracking for ``compose.py``)."""
         return _LiveView(
             lambda: {t: branding_entry(r, self.platform_from) for t, r in self.records().items()}
         )

@@ -1,11 +1,11 @@
-"""A tenant's ``senderName`` goes only on a From address that tenant owns (``compose.sender_for``): its
+"""A tenant's ``senderName`` goes only on a From address that tenant owns (``sender.sender_for``): its
 record's own ``emailFrom``, or EMAIL_FROM for the default tenant; never on an address it borrows."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from campaign_engine.delivery.email.compose import sender_for
+from campaign_engine.delivery.email.sender import sender_for
 
 PLATFORM = "news@platform.test"
 

@@ -18,8 +18,8 @@ from pydantic import BaseModel, ConfigDict, Field
 from campaign_engine.api.access import Access
 from campaign_engine.api.context import Context
 from campaign_engine.api.trpc import ProcedureRouter
-from campaign_engine.delivery.email.compose import sender_for
 from campaign_engine.delivery.email.render import branding_for, render_email
+from campaign_engine.delivery.email.sender import sender_for
 from campaign_engine.domain.camel import CamelModel
 from campaign_engine.domain.tenant import (
     LayoutPatch,
