@@ -162,7 +162,10 @@ def test_the_suppression_rule_seeks_its_index_and_never_scans(graph: Graph) -> N
     graph.run("UNWIND range(1, 10) AS i CREATE (:EmailSuppression {address: 'x' + i + '@example.com'})")
     few = measure()
     graph.run("UNWIND range(11, 3000) AS i CREATE (:EmailSuppression {address: 'x' + i + '@example.com'})")
-    assert measure() == few
+    many = measure()
+    # A scan would read each of the 2,990 new suppressions at least once; a fresh plan may reorder the
+    # other lookups by a few hits, which is not growth.
+    assert all(after - before < 50 for before, after in zip(few, many, strict=True)), (few, many)
 
 
 def test_feedback_finds_its_send_through_the_relationship_index(graph: Graph) -> None:
