@@ -3,8 +3,9 @@
 Reads consume nothing: showing a campaign is recorded only when the client says so (``events.py``).
 ``my_campaigns_of`` reads any number of profiles in one statement, for the batching service
 (``service.py``); ``my_campaigns`` is the same code with one profile. Cards are cached per process by
-(campaign id, updatedAt): a definition never changes without a new updatedAt, so a cached card is never
-stale, and the hot read need not load or parse definitions.
+(campaign id, version): the updatedAt of the revision shown (under an approval policy the approved one,
+``sending/approval_publish.py``); a definition never changes without a new updatedAt, so a cached card
+is never stale, and the hot read need not load or parse definitions.
 """
 
 from __future__ import annotations
@@ -109,7 +110,9 @@ class CardCache:
                 self._cards.clear()  # crude but bounded; refilled from the next reads
             for record in tx.run(statement("campaign_cards"), campaignIds=missing):
                 node = dict(record["campaign"])
-                definition = json.loads(node["definition"])
+                definition = json.loads(node["definition"] or "{}")
+                if "message" not in definition:  # an approved revision without the message added since
+                    continue
                 languages = wire_languages(definition, "message")
                 assignment = Assignment.of(definition.get("variants"))
                 arms: list[str | None] = [vid for vid, _, _ in assignment.bounds] or [None]
