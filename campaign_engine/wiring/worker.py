@@ -189,7 +189,7 @@ def build_worker(
 
 def start_worker_metrics(settings: Settings, graph: Graph, queues: Queues) -> MetricsServer | None:
     """The worker's ``/metrics`` on METRICS_PORT (None when unset): its counters plus the scrape-time
-    gauges of both queues and of the dispatches."""
+    gauges of both queues and of the dispatches; and its ``/readyz``, 503 while the graph is away."""
     if settings.metrics_port is None:
         return None
     settings.require_metrics()
@@ -201,6 +201,7 @@ def start_worker_metrics(settings: Settings, graph: Graph, queues: Queues) -> Me
         host=settings.metrics_host,
         port=settings.metrics_port,
         token=token.get_secret_value() if token is not None else None,
+        ready=graph.probe,  # 503 while the graph is away: the worker holds its queues meanwhile
     )
 
 
