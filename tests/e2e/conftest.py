@@ -53,11 +53,18 @@ def dev_admin(dev_stack: Stack) -> Iterator[Api]:
 
 
 @pytest.fixture
-def own_neo4j(tmp_path: Path) -> Iterator[LocalNeo4j]:
-    """A Neo4j of this test alone: killing it must not touch the session graph of other tests."""
+def idle_neo4j(tmp_path: Path) -> Iterator[LocalNeo4j]:
+    """A Neo4j of this test alone, not started yet (its port refuses): the test starts it when it
+    wants the graph back. Stopped at the end if the test started it."""
     server = LocalNeo4j(data_dir=tmp_path / "neo4j", port=free_port(), heap="512m", pagecache="64m")
-    server.start(timeout=NEO4J_START_TIMEOUT)
     try:
         yield server
     finally:
         server.stop()
+
+
+@pytest.fixture
+def own_neo4j(idle_neo4j: LocalNeo4j) -> LocalNeo4j:
+    """A Neo4j of this test alone, started: killing it must not touch the session graph of other tests."""
+    idle_neo4j.start(timeout=NEO4J_START_TIMEOUT)
+    return idle_neo4j
