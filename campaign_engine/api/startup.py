@@ -19,9 +19,9 @@ import random
 import threading
 import time
 from collections.abc import Callable
-from urllib.parse import urlsplit
 
 from campaign_engine.domain.errors import ServiceUnavailable
+from campaign_engine.graph.graph import address_of
 
 __all__ = ["FIRST_DELAY", "MAX_DELAY", "Startup"]
 
@@ -31,12 +31,6 @@ FIRST_DELAY = 0.5  # seconds before the second attempt
 MAX_DELAY = 2.0  # the cap: the API serves within about this (plus an attempt) of the graph's return
 _JITTER = 0.2
 WAITING = "the API is starting and cannot reach the graph database yet; try again in a few seconds"
-
-
-def _where(uri: str) -> str:
-    """host:port of the graph, for the log: never the credentials a URI may carry."""
-    parts = urlsplit(uri)
-    return f"{parts.hostname}:{parts.port}" if parts.port else str(parts.hostname)
 
 
 class Startup:
@@ -53,7 +47,7 @@ class Startup:
     ) -> None:
         self._start = start
         self._monotonic = monotonic
-        self._where = _where(uri)
+        self._where = address_of(uri)  # for the log: never the credentials a URI may carry
         self._inline = inline
         self._done = threading.Event()
         self._stop = threading.Event()
