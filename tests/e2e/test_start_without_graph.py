@@ -61,6 +61,12 @@ def _status(url: str) -> int | None:
         return None
 
 
+def _up(process: CliProcess) -> bool:
+    """True while ``process`` runs; fails the wait at once when it exited (its start-up failed)."""
+    assert process.poll() is None, f"the process exited at start-up: {process.log.read_text()[-2000:]}"
+    return True
+
+
 def _env(neo4j: LocalNeo4j, tmp_path: Path, *, inbox_port: int, metrics_port: int) -> dict[str, str]:
     """What every process gets, as ``make dev`` wires its children (notify only: no email provider)."""
     prefixes = ("CAMPAIGN_", "NOTIFICATIONS_", "NEO4J_", "AUTH_", "AWS_", "SMTP_", "EMAIL_", "METRICS_")
@@ -169,7 +175,7 @@ def test_processes_started_while_the_graph_is_away_serve_once_it_returns(
     ]
     api = processes[1]
     try:
-        wait_for("the API up, not ready", lambda: _status(f"{api_url}/readyz") == 503)
+        wait_for("the API up, not ready", lambda: _up(api) and _status(f"{api_url}/readyz") == 503)
         wait_for("the worker up, not ready", lambda: _status(f"{worker_url}/readyz") == 503)
         wait_for("the inbox ready", lambda: _status(f"http://127.0.0.1:{inbox_port}/readyz") == 200)
         listed = httpx.get(
