@@ -150,8 +150,9 @@ const DOING: Record<string, string> = {
   "apiKeys.revoke": "Revoking an API key",
 };
 
-/** Why a send cannot go now, or why it stopped: every `blockedReason` of a preview and every pause
- *  reason of a Dispatch, as the admin reads it (``reasonSentence``; an unknown code keeps its words). */
+/** Why a send cannot go now, or why it stopped, or why a test wave's winner won: every `blockedReason`
+ *  of a preview, every pause reason of a Dispatch and every `decision.reason`, as the admin reads it
+ *  (``reasonSentence``; an unknown code keeps its words). */
 export const REASONS: Record<string, string> = {
   not_live: "the campaign is not live: set it live first",
   not_started: "the campaign's window has not started yet",
@@ -166,6 +167,11 @@ export const REASONS: Record<string, string> = {
   hardBounce: "too many emails bounced",
   complaint: "too many recipients marked the email as spam",
   rejection: "the receivers refused too many notifications",
+  highest_rate: "the variant with the highest rate won",
+  tie: "the test was a tie: the best variants had the same rate, so the first of them is sent; the test does not show that one is better",
+  insufficient_evidence: "the test gave no evidence: no test recipient did what it measures, or a variant reached nobody, so the first variant is sent; the test does not show that one is better",
+  chosen: "an admin chose this variant",
+  too_few_per_variant: "the test wave is too small to tell the variants apart: raise the test share, widen the audience, or send without a test",
 };
 
 /** A reason code as a sentence, capitalised with a full stop; an unknown code as the API spelled it. */

@@ -724,6 +724,10 @@ export interface Experiment {
  */
 export interface TestDecision {
   winner: string;
+  /**
+   * why the winner won: highest_rate; tie (the first tied variant is sent); insufficient_evidence (no metric event in any arm, or an arm reached nobody: the first variant is sent); chosen (an admin's chooseVariant); null for a decision made before reasons were kept
+   */
+  reason?: ("highest_rate" | "tie" | "insufficient_evidence" | "chosen") | null;
   rates: VariantRateOut[];
   /**
    * an admin's id, or system:test-wave
