@@ -47,6 +47,7 @@ from campaign_engine.domain.dispatch import (
     preview_token,
 )
 from campaign_engine.domain.errors import BadRequest, Conflict, NotFound
+from campaign_engine.domain.reasons import BlockedReason
 from campaign_engine.domain.tenancy import campaign_ref
 from campaign_engine.domain.types import format_ts
 from campaign_engine.graph.audit import AuditContext, record_audit
@@ -78,7 +79,7 @@ class DispatchPreview(CamelModel):
     notification_recipient_count: int
     email_recipient_count: int
     preview_token: str
-    blocked_reason: str | None = None
+    blocked_reason: BlockedReason | None = None
     locale_counts: dict[str, dict[str, int]] = Field(
         default_factory=dict, description="per channel, the served language -> its recipients"
     )

@@ -13,7 +13,7 @@ from campaign_engine.domain.ab_variants import Experiment
 from campaign_engine.domain.camel import CamelModel
 from campaign_engine.domain.dispatch import DispatchStatus
 from campaign_engine.domain.errors import NotFound
-from campaign_engine.domain.reasons import DecisionReason
+from campaign_engine.domain.reasons import DecisionReason, GuardRate
 from campaign_engine.domain.tenancy import CampaignRefOut
 from campaign_engine.graph.cypher import statement
 from campaign_engine.graph.graph import Graph
@@ -34,7 +34,7 @@ __all__ = [
 class PauseReason(CamelModel):
     """Why the health guard paused a Dispatch: the rate over its limit, and as a sentence."""
 
-    rate: Literal["hardBounce", "complaint", "rejection"]
+    rate: GuardRate
     value: float
     limit: float
     sample: int

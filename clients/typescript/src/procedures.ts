@@ -1580,7 +1580,20 @@ export interface DispatchPreview {
   notificationRecipientCount: number;
   emailRecipientCount: number;
   previewToken: string;
-  blockedReason?: string | null;
+  blockedReason?:
+    | (
+        | "not_live"
+        | "not_started"
+        | "ended"
+        | "notify_disabled"
+        | "email_disabled"
+        | "channel_removed"
+        | "no_recipients"
+        | "notify_not_configured"
+        | "email_not_configured"
+        | "missing_translation"
+      )
+    | null;
   /**
    * per channel, the served language -> its recipients
    */
