@@ -29,7 +29,8 @@ from tests.support.email import EMAIL_COPY, add_email_members, email_settings, m
 from tests.support.postmark_standin import PostmarkStandin
 from tests.support.servers import serve_in_thread
 
-DISPATCH_SETTINGS = DispatchSettings(adult_age=18, max_recipients=100)
+# A test wave of ten readers: the evidence rule has its own test (test_test_wave).
+DISPATCH_SETTINGS = DispatchSettings(adult_age=18, max_recipients=100, experiment_min_per_variant=1)
 
 pytestmark = pytest.mark.e2e
 expect.set_options(timeout=20_000)
