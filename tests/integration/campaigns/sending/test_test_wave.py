@@ -21,6 +21,7 @@ import pytest
 
 from campaign_engine.campaigns.sending.dispatch import preview_dispatch
 from campaign_engine.campaigns.sending.dispatch_settings import DispatchSettings
+from campaign_engine.campaigns.sending.schedule import fire_due
 from campaign_engine.config import Settings
 from campaign_engine.delivery.readiness import readiness_params
 from campaign_engine.delivery.test_wave_page import chosen_claim_query, page_ids_query
@@ -225,6 +226,16 @@ def test_a_test_wave_too_small_to_tell_the_variants_apart_is_refused_naming_the_
     refused = f"gives variant {short} {fewest} recipients; each variant needs at least {fewest + 1}"
     with pytest.raises(BadRequest, match=refused):
         preview_dispatch(graph, campaign_id="small", now=NOW, settings=stricter, experiment=wave)
+
+    # A schedule accepted with enough readers fails, in the same words, if it fires with too few.
+    plain = ok(api.query("campaigns.previewDispatch", {"campaignId": "small"}, **ADMIN))
+    body = {"campaignId": "small", "experiment": experiment, "expectedPreviewToken": plain["previewToken"],
+            "sendAt": later}  # fmt: skip
+    [first, *_] = ok(api.mutate("campaigns.scheduleDispatch", body, **ADMIN))
+    fired = fire_due(graph, run.queues.dispatch, now=NOW + timedelta(hours=1), settings=stricter)
+    assert list(fired.values()) == ["failed"]
+    failed = ok(api.query("campaigns.getDispatch", {"dispatchId": first["dispatchId"]}, **ADMIN))
+    assert failed["status"] == "failed" and refused in failed["lastError"]
 
 
 def test_the_test_wave_goes_first_the_decision_is_taken_once_and_the_rest_gets_only_the_winner(
