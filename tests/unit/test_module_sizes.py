@@ -33,7 +33,7 @@ NOT_YET_SPLIT = {
     "tests/integration/campaigns/audience/test_guardian_routing.py": 438,
     "tests/integration/campaigns/audience/test_segments.py": 502,
     "tests/integration/campaigns/sending/test_ab_variants.py": 409,
-    "tests/integration/campaigns/sending/test_test_wave.py": 420,
+    "tests/integration/campaigns/sending/test_test_wave.py": 431,
     "tests/integration/campaigns/tenants/test_audit.py": 482,
     "tests/integration/campaigns/tenants/test_event_webhooks.py": 540,
     "tests/integration/campaigns/tenants/test_tenants.py": 379,
