@@ -2,7 +2,9 @@
 // in-window in-app campaigns where the caller is a member and passes the campaign age policy now, with
 // the caller's own engagement state. Each caller starts at one profile (unique seek) and expands its
 // memberships, so cost grows with those memberships only. Cards (name, message) are cached by the
-// caller keyed on (id, updatedAt), so the definition is not read here.
+// caller keyed on (id, updatedAt), so the definition is not read here. Each card's language is the
+// campaign tenant's view of the caller over the shared locale (docs/people.md): a property of the view
+// the age policy already bound, so it costs nothing more.
 UNWIND $profileIds AS profileId
 MATCH (p:Profile {profileId: profileId})-[:IN_CAMPAIGN_AUDIENCE]->(c:Campaign)
 WHERE c.status = 'live' AND c.hasInAppMessage
@@ -11,4 +13,4 @@ WHERE c.status = 'live' AND c.hasInAppMessage
 WITH profileId, p, c, view WHERE {{CAMPAIGN_AGE_OK}}
 OPTIONAL MATCH (p)-[s:CAMPAIGN_STATE]->(c)
 // One record per caller (not per membership): far fewer records for the driver to decode.
-RETURN profileId, p.locale AS locale, collect([c.id, c.updatedAt, s {.*}, c.abTest]) AS visible
+RETURN profileId, collect([c.id, c.updatedAt, s {.*}, c.abTest, coalesce(view.locale, p.locale)]) AS visible

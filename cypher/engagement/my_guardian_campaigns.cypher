@@ -3,7 +3,8 @@
 // granted, as a static member the campaign age policy excludes; the caller an adult of its tenant and no
 // member ({{ROUTED_GUARDIAN}}, graph/rules/routing.py, the one rule, over the caller's view in the
 // campaign's tenant and that tenant's links only). One unique seek per caller and the expansion of
-// their GUARDIAN_OF links, which most callers have none of.
+// their GUARDIAN_OF links, which most callers have none of. Each card in the language of the caller's
+// view in the campaign's tenant over the shared locale.
 UNWIND $profileIds AS profileId
 MATCH (p:Profile {profileId: profileId})
 UNWIND [(p)-[:GUARDIAN_OF {consent: 'granted'}]->(child:Profile) | child] AS child
@@ -15,4 +16,4 @@ WITH DISTINCT profileId, p, c
 {{TENANT_VIEW}}
 WITH profileId, p, c, view WHERE {{ROUTED_GUARDIAN}}
 OPTIONAL MATCH (p)-[s:CAMPAIGN_STATE]->(c)
-RETURN profileId, p.locale AS locale, collect([c.id, c.updatedAt, s {.*}]) AS visible
+RETURN profileId, collect([c.id, c.updatedAt, s {.*}, coalesce(view.locale, p.locale)]) AS visible
