@@ -1,6 +1,8 @@
 """Feedback meets shared people (docs/people.md): an address a tenant wrote into its own view of a person
 is that person's as much as a shared one, so a complaint about it opts them out and ``suppressions.get``
-and ``.list`` show it to that tenant. Real Neo4j, the real app for the reads.
+and ``.list`` show it to that tenant; and a spam complaint about tenant alpha's email suppresses the
+address for every tenant (one provider account, one sending reputation) while the person's opt-out it
+records is alpha's only. Real Neo4j, the real app for the reads.
 
 ``parent``: held by alpha and beta; shared address ``parent@shared.test``, alpha's own list
 ``parent@alpha.test`` (alpha's campaign emailed it as provider message ``msg-alpha``), beta none of its own.
@@ -16,6 +18,7 @@ from typing import Any
 import pytest
 
 from campaign_engine.api.auth import mint_token
+from campaign_engine.campaigns.audience.explain import explain_recipient
 from campaign_engine.config import Settings
 from campaign_engine.feedback.events import AddressEvent, Feedback
 from campaign_engine.feedback.store import FeedbackStore
@@ -64,12 +67,48 @@ def _opt_outs(graph: Graph) -> dict[str, bool]:
     return {"every tenant": row["wide"], **{t: out for t, out in row["views"] if t is not None}}
 
 
+def _email_blocked_by(graph: Graph, campaign_id: str) -> str | None:
+    told = explain_recipient(graph, campaign_id=campaign_id, profile_id="parent", now=NOW, adult_age=18)
+    [email] = [c for c in told.channels if c.channel == "email"]
+    return email.blocked_by
+
+
 def test_a_complaint_on_an_address_only_a_view_holds_finds_its_person(graph: Graph) -> None:
     """No message id names a send (a provider's report without one): the address alone finds the person
     through alpha's view, and with no tenant known the opt-out is from every tenant."""
     _seed(graph, sent=False)
     _complaint(graph, ALPHAS)
     assert _opt_outs(graph) == {"every tenant": True, "alpha": False}
+
+
+def test_a_complaint_about_alphas_email_suppresses_for_all_and_opts_out_of_alpha_only(graph: Graph) -> None:
+    _seed(graph)
+    _complaint(graph, ALPHAS, "msg-alpha")
+    # The address is suppressed for every tenant: one provider account, one sending reputation.
+    [suppressed] = graph.run("MATCH (s:EmailSuppression) RETURN s.address AS a, s.reason AS r")
+    assert (suppressed["a"], suppressed["r"]) == (ALPHAS, "spam_complaint")
+    # The opt-out it records names alpha, whose email drew it: beta still emails the shared address.
+    assert _opt_outs(graph) == {"every tenant": False, "alpha": True}
+    assert _email_blocked_by(graph, "c-alpha") == "opted_out"
+    assert _email_blocked_by(graph, "c-beta") is None
+
+
+def test_a_complaint_opts_out_only_where_the_address_is_the_persons_for_that_tenant(graph: Graph) -> None:
+    """The same complaint about alpha's email reaches a second person whose shared address it is: alpha
+    reads alpha's own list for `parent` but the shared one for `other`, so both leave alpha; a beta-only
+    person with the address leaves nobody (the suppression already stops the address)."""
+    _seed(graph)
+    add_email_members(graph, "c-alpha", ["other"], emails=[{"value": ALPHAS, "isPrimary": True,
+                      "isVerified": True}], tenants=["alpha", "beta"])  # fmt: skip
+    add_email_members(graph, "c-beta", ["beta-only"], emails=[{"value": ALPHAS, "isPrimary": True,
+                      "isVerified": True}], tenants=["beta"])  # fmt: skip
+    _complaint(graph, ALPHAS.upper(), "msg-alpha")
+    rows = graph.run(
+        "MATCH (p:Profile)-[:HAS_VIEW]->(v:TenantView) WHERE v.announcementEmailOptOut"
+        " RETURN p.profileId AS p, v.tenantId AS t ORDER BY p"
+    )
+    assert [(r["p"], r["t"]) for r in rows] == [("other", "alpha"), ("parent", "alpha")]
+    assert graph.run("MATCH (p:Profile) WHERE p.announcementEmailOptOut RETURN p.profileId AS p") == []
 
 
 def _as_tenant(api: TrpcClient, tenant: str, path: str, data: dict[str, Any]) -> Any:
