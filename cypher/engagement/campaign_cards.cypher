@@ -1,3 +1,6 @@
-// The public card fields of the given campaigns, for the card cache of getMyCampaigns.
+// The public card fields of the given campaigns, for the card cache of getMyCampaigns: under an approval
+// policy the approved revision's (`shown*`, campaigns/sending/approval_publish.py), keyed by its version.
 MATCH (c:Campaign) WHERE c.id IN $campaignIds
-RETURN c {.id, .updatedAt, .definition, .startsAt, .endsAt, .messagePriority} AS campaign
+RETURN c {.id, .startsAt, .endsAt, .messagePriority,
+          updatedAt: coalesce(c.shownVersion, c.updatedAt),
+          definition: CASE WHEN c.shownVersion IS NULL THEN c.definition ELSE c.shownDefinition END} AS campaign

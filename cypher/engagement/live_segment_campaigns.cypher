@@ -1,6 +1,7 @@
 // The live, in-window in-app campaigns with a live segment in the tenants of the given
 // profiles: the campaigns whose cards getMyCampaigns must evaluate a rule for. One unique seek per
-// profile, then the campaign_status seek of the live campaigns (a few per deployment), filtered.
+// profile, then the campaign_status seek of the live campaigns (a few per deployment), filtered. Under an
+// approval policy the rule is the approved revision's (`shown*`, as in my_campaigns), none while unapproved.
 UNWIND $profileIds AS profileId
 MATCH (p:Profile {profileId: profileId})
 UNWIND coalesce(p.tenants, []) AS tenantId
@@ -8,4 +9,6 @@ WITH collect(DISTINCT tenantId) AS tenants
 MATCH (c:Campaign) USING INDEX c:Campaign(status)
 WHERE c.status = 'live' AND c.hasSegment AND c.hasInAppMessage AND c.tenantId IN tenants
   AND (c.startsAt IS NULL OR c.startsAt <= $now) AND (c.endsAt IS NULL OR $now < c.endsAt)
-RETURN c {.id, .ref, .tenantId, .updatedAt, .definition, .abTest} AS campaign
+  AND (c.shownVersion IS NULL OR c.shownVersion <> '')
+RETURN c {.id, .ref, .tenantId, .abTest, updatedAt: coalesce(c.shownVersion, c.updatedAt),
+          definition: CASE WHEN c.shownVersion IS NULL THEN c.definition ELSE c.shownDefinition END} AS campaign

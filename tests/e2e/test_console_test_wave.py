@@ -23,7 +23,7 @@ from campaign_engine.domain.ab_variants import Experiment, in_test_wave
 from campaign_engine.graph.graph import Graph
 from campaign_engine.wiring import build_worker
 from tests.conftest import ADMIN_ID
-from tests.e2e.test_admin_console import assert_accessible, shot, signed_in
+from tests.support.console import assert_accessible, shot, signed_in
 from tests.support.delivery import NOW, StepClock, drain, local_queues
 from tests.support.email import EMAIL_COPY, add_email_members, email_settings, make_email_campaign
 from tests.support.postmark_standin import PostmarkStandin

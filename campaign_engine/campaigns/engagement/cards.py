@@ -3,8 +3,9 @@
 Reads consume nothing: showing a campaign is recorded only when the client says so (``events.py``).
 ``my_campaigns_of`` reads any number of profiles in one statement, for the batching service
 (``service.py``); ``my_campaigns`` is the same code with one profile. Cards are cached per process by
-(campaign id, updatedAt): a definition never changes without a new updatedAt, so a cached card is never
-stale, and the hot read need not load or parse definitions.
+(campaign id, version): the updatedAt of the revision shown (under an approval policy the approved one,
+``sending/approval_publish.py``); a definition never changes without a new updatedAt, so a cached card
+is never stale, and the hot read need not load or parse definitions.
 """
 
 from __future__ import annotations
@@ -17,9 +18,10 @@ from typing import Any
 from campaign_engine.campaigns.engagement.guardian_cards import GUARDIAN_ROW, visible_as_guardian
 from campaign_engine.campaigns.engagement.models import CampaignCard, EngagementState, MyCampaign, MyCampaigns
 from campaign_engine.campaigns.engagement.segment_reach import visible_by_segment
-from campaign_engine.domain.ab_variants import Assignment, TestWave, assigned_variant, wire_variant_content
+from campaign_engine.domain.ab_variants import Assignment, TestWave, assigned_variant
 from campaign_engine.domain.guardian_copy import guardian_source
 from campaign_engine.domain.types import format_ts
+from campaign_engine.domain.variant_copy import wire_variant_copy
 from campaign_engine.domain.variants import served_locale, wire_languages
 from campaign_engine.graph.cypher import statement
 from campaign_engine.graph.graph import Graph, Statements, Tx
@@ -49,7 +51,7 @@ def _card(
     return CampaignCard(
         campaign_id=node["id"],
         name=definition["name"],
-        message=wire_variant_content(definition, "message", tag, variant_id),
+        message=wire_variant_copy(definition, "message", tag, variant_id),
         locale=tag,
         variant_id=variant_id,
         starts_at=node.get("startsAt"),
@@ -108,7 +110,9 @@ class CardCache:
                 self._cards.clear()  # crude but bounded; refilled from the next reads
             for record in tx.run(statement("campaign_cards"), campaignIds=missing):
                 node = dict(record["campaign"])
-                definition = json.loads(node["definition"])
+                definition = json.loads(node["definition"] or "{}")
+                if "message" not in definition:  # an approved revision without the message added since
+                    continue
                 languages = wire_languages(definition, "message")
                 assignment = Assignment.of(definition.get("variants"))
                 arms: list[str | None] = [vid for vid, _, _ in assignment.bounds] or [None]
@@ -163,7 +167,7 @@ def my_campaigns_of(
     found = cards.fetch(tx, ((row[0], row[1]) for rows in visible.values() for row in rows))
     mine: dict[str, list[MyCampaign]] = {}
     for profile_id, rows in visible.items():
-        # Each row: [campaign id, updatedAt, state, abTest, locale]: the locale is the campaign tenant's
+        # Each row: [campaign id, version, state, abTest, locale]: the locale is the campaign tenant's
         # view of the reader over the shared one, so a person two tenants hold reads each in its own
         # language. No card for a reader waiting for a test's decision.
         served = ((found[cid].for_reader(locale, profile_id, test, routed=GUARDIAN_ROW in rest), state)

@@ -23,7 +23,7 @@ from campaign_engine.graph.rules.routing import ROUTED_GUARDIAN
 __all__ = ["GUARDIAN_ROW", "routed_pairs", "statement_variants", "visible_as_guardian"]
 
 GUARDIAN_ROW = "guardian"
-"""The sixth element of a visible row (campaign id, updatedAt, state, abTest, locale, GUARDIAN_ROW): the
+"""The sixth element of a visible row (campaign id, version, state, abTest, locale, GUARDIAN_ROW): the
 reader is a routed guardian, who reads the guardian copy."""
 
 

@@ -2,7 +2,8 @@
 
 The token (``unsubscribe/tokens.py:WebViewTokens``) names the recipient's durable
 ``campaignUnsubscribeId`` and the campaign; it is the page's only authority. The page is the campaign's
-email rendered by the worker's own code in the variant the recipient's *current* profile locale is
+email (under an approval policy its approved revision, ``campaigns/sending/approval_publish.py``)
+rendered by the worker's own code in the variant the recipient's *current* profile locale is
 served (``served_locale``, as at send time; a profile that changed its locale since reads its new
 language, one that is gone reads the base content, so the answer says nothing about whether it
 exists). It carries no per-recipient link: no unsubscribe link (a view link is forwarded and shared; it
@@ -102,6 +103,8 @@ def render_web_view(
     locale, profile_id, node, routed = graph.read(_read, unsubscribe_id, campaign_id)
     if node is None:
         return None
+    if node.get("shownDefinition"):  # under an approval policy: the approved revision, not a held edit
+        node = {**node, "definition": node["shownDefinition"]}
     tenants = tenants_of(graph, settings)
     campaign = campaign_from_node(node)
     try:

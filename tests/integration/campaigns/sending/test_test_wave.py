@@ -67,7 +67,8 @@ def _campaign(campaign_id: str, **extra: Any) -> dict[str, Any]:
         "name": campaign_id,
         "channels": ["inApp", "notify", "email"],
         **_content("A"),
-        "variants": [{"id": "A"}, {"id": "B", **_content("B")}],
+        # B's email tests the subject line alone: its body is A's (the base copy).
+        "variants": [{"id": "A"}, {"id": "B", **_content("B"), "email": {"subject": "Subject B"}}],
         **extra,
     }
 
@@ -234,6 +235,7 @@ def test_the_test_wave_goes_first_the_decision_is_taken_once_and_the_rest_gets_o
     assert set(sent) == set(READERS)
     bodies = {m["To"].split("@")[0]: str(m["TextBody"]) for m in standin.accepted}
     assert all(len(subjects) == 1 for subjects in sent.values())  # nobody got two emails
+    assert all("Text A" in body and "Text B" not in body for body in bodies.values())
     for pid in READERS:
         served = arms[pid] if pid in testers else "B"
         assert sent[pid] == [f"Subject {served}"], pid
