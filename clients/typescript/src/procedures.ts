@@ -724,6 +724,10 @@ export interface Experiment {
  */
 export interface TestDecision {
   winner: string;
+  /**
+   * why the winner won: highest_rate; tie (the first tied variant is sent); insufficient_evidence (no metric event in any arm, or an arm reached nobody: the first variant is sent); chosen (an admin's chooseVariant); null for a decision made before reasons were kept
+   */
+  reason?: ("highest_rate" | "tie" | "insufficient_evidence" | "chosen") | null;
   rates: VariantRateOut[];
   /**
    * an admin's id, or system:test-wave
@@ -1576,7 +1580,20 @@ export interface DispatchPreview {
   notificationRecipientCount: number;
   emailRecipientCount: number;
   previewToken: string;
-  blockedReason?: string | null;
+  blockedReason?:
+    | (
+        | "not_live"
+        | "not_started"
+        | "ended"
+        | "notify_disabled"
+        | "email_disabled"
+        | "channel_removed"
+        | "no_recipients"
+        | "notify_not_configured"
+        | "email_not_configured"
+        | "missing_translation"
+      )
+    | null;
   /**
    * per channel, the served language -> its recipients
    */
