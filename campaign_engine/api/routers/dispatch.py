@@ -12,7 +12,8 @@ from campaign_engine.api.routers.common import CampaignRef, Ok
 from campaign_engine.api.trpc import ProcedureRouter
 from campaign_engine.campaigns.sending import dispatch as dispatching
 from campaign_engine.campaigns.sending import dispatch_reads as reads
-from campaign_engine.campaigns.sending.approval import Approved, AwaitingList, awaiting, policy_of
+from campaign_engine.campaigns.sending.approval import Approved, policy_of
+from campaign_engine.campaigns.sending.approval_awaiting import AwaitingList, awaiting
 from campaign_engine.campaigns.sending.choose_variant import choose_variant as choose
 from campaign_engine.campaigns.sending.resume import resume_dispatch as resume
 from campaign_engine.campaigns.sending.schedule import cancel_scheduled, schedule_dispatch

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import Field
 
 from campaign_engine.campaigns.sending.approval_people import not_by, who_may_approve
 from campaign_engine.domain.camel import CamelModel
@@ -38,10 +38,7 @@ __all__ = [
     "ApprovalPolicy",
     "ApprovalStale",
     "Approved",
-    "AwaitingApproval",
-    "AwaitingList",
     "Reviewed",
-    "awaiting",
     "check_approval",
     "fallback_approved",
     "policy_of",
@@ -58,7 +55,6 @@ _CONSUME = "MATCH (x:DispatchApproval {campaignId: $campaignId}) DELETE x"
 # closes the campaign's requests.
 _REQUEST = "approval_request"  # cypher/sending/approval_request.cypher
 _CLOSE_REQUESTS = "MATCH (r:DispatchApprovalRequest {campaignId: $campaignId}) DELETE r"
-_AWAITING = "approval_awaiting"  # cypher/sending/approval_awaiting.cypher
 # The tenant record's policy (tenants.update), read on every dispatch: a policy just set applies at once.
 _POLICY = "MATCH (t:Tenant {tenantId: $tenantId}) RETURN t.approval AS approval"
 
@@ -257,57 +253,3 @@ def record_refusal(
             ).consume()  # fmt: skip
 
     graph.write(tx_fn)
-
-
-class AwaitingApproval(CamelModel):
-    """A send a publisher asked for and the policy held back until a second publisher approves it;
-    once approved it stays listed, naming who approved, until the send uses the approval."""
-
-    campaign_id: CampaignRefOut
-    name: str
-    action: ApprovalAction = "dispatch"
-    preview_token: str
-    recipients: int
-    requested_by: str | None
-    requested_at: str | None
-    changed_since: bool = Field(
-        description="the campaign was edited after the request: approving it will be refused as stale"
-    )
-    untranslated: dict[str, int] = Field(
-        default_factory=dict,
-        description="readers who would get the base content, by their language: approve with "
-        "acceptFallback to send it so",
-    )
-    accept_fallback: bool = Field(default=False, description="the requester asked to send the fallback")
-    not_by: list[str] = Field(
-        default_factory=list,
-        description="people an approval would not count for: the requesters and everyone who changed "
-        "the campaign since its last approved send",
-    )
-    may_approve: str = Field(default="another publisher", description="who may approve, in words")
-    approved_by: str | None = Field(default=None, description="who approved the campaign's send, if anyone")
-    approved_at: str | None = None
-    approved_preview_token: str | None = Field(
-        default=None, description="the preview approved: this request's, or a newer one after a change"
-    )
-
-
-class AwaitingList(BaseModel):
-    records: list[AwaitingApproval]
-
-
-def awaiting(graph: Graph, *, tenant_id: str) -> AwaitingList:
-    """The tenant's open requests, newest first (at most 200), each with who may approve it."""
-
-    def tx_fn(tx: Tx) -> list[dict[str, Any]]:
-        rows = [row.data() for row in tx.run(statement(_AWAITING), tenantId=tenant_id)]
-        for row in rows:
-            campaign = {"id": row["campaignId"], "createdAt": row.pop("createdAt")}
-            row["notBy"] = not_by(tx, campaign)
-            row["mayApprove"] = who_may_approve(row["notBy"])
-            row["untranslated"] = json.loads(row["untranslated"] or "{}")
-            row["acceptFallback"] = bool(row["acceptFallback"])
-            row["action"] = row["action"] or "dispatch"
-        return rows
-
-    return AwaitingList(records=[AwaitingApproval.model_validate(row) for row in graph.read(tx_fn)])
