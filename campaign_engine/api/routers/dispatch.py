@@ -185,10 +185,12 @@ def get_dispatch(ctx: Context, data: DispatchRef) -> reads.DispatchPublic:
 @router.mutation("resumeDispatch")
 def resume_dispatch(ctx: Context, data: DispatchRef) -> reads.DispatchPublic:
     """Resume a failed or paused dispatch from its cursor (anything else, or a newer dispatch:
-    CONFLICT). One paused ``approval_exceeded`` needs a new approval of the current preview first."""
+    CONFLICT). One paused ``approval_exceeded``, or under an approval policy one whose campaign changed
+    since it went out, needs a new approval of the current preview first."""
     return resume(
         ctx.services.graph, _queue(ctx), dispatch_id=ctx.dispatch(data.dispatch_id), now=ctx.services.clock(),
         audit=ctx.audit(), settings=ctx.services.dispatch_settings,
+        approval_policy=policy_of(ctx.services.graph, ctx.tenant_id),
     )  # fmt: skip
 
 

@@ -30,6 +30,7 @@ from campaign_engine.campaigns.sending.approval import (
     Reviewed,
     check_approval,
     fallback_approved,
+    gated,
     reach_cap,
     record_approval,
     record_refusal,
@@ -102,6 +103,9 @@ class DispatchPreview(CamelModel):
     guardian_email_recipient_count: int = Field(
         default=0, description="of emailRecipientCount, the routed guardians"
     )
+    in_app_recipient_count: int = Field(
+        default=0, description="members who see the in-app card (a campaign with one); the token pins them"
+    )
 
 
 class DispatchStarted(CamelModel):
@@ -120,7 +124,7 @@ def reviewed(preview: DispatchPreview) -> Reviewed:
     return Reviewed(
         token=preview.preview_token, recipients=preview.recipient_count,
         reach={"notify": preview.notification_recipient_count, "email": preview.email_recipient_count},
-        untranslated=preview.untranslated,
+        untranslated=preview.untranslated, in_app=preview.in_app_recipient_count,
     )  # fmt: skip
 
 
@@ -175,6 +179,7 @@ def compute_preview(
         guardian_recipient_count=len(tally.guardians),
         guardian_notification_recipient_count=tally.guardian_notify,
         guardian_email_recipient_count=tally.guardian_email,
+        in_app_recipient_count=tally.in_app,
     )
     return _Computed(campaign=campaign, preview=preview)
 
@@ -344,10 +349,12 @@ def approve_dispatch(
             raise NotFound(f"campaign '{campaign_ref(campaign_id)}' not found")
         preview = compute_preview(tx, campaign_id=campaign_id, now=now, settings=settings).preview
         blocked = preview.blocked_reason
-        if blocked is not None and not (accept_fallback and blocked == "missing_translation"):
+        fallback = blocked == "missing_translation"
+        # A gated campaign's approval shows its revision in the app, whether or not it can be sent.
+        if blocked is not None and not (accept_fallback and fallback) and (fallback or not gated(locked)):
             raise BadRequest(why_blocked(blocked))
         return record_approval(
-            tx, campaign=locked, preview_token=preview_token, current=reviewed(preview),
+            tx, graph, campaign=locked, preview_token=preview_token, current=reviewed(preview),
             accept_fallback=accept_fallback and blocked == "missing_translation", approver=approver,
             now=now, audit=audit,
         )  # fmt: skip

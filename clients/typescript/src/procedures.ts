@@ -1431,7 +1431,7 @@ export interface AwaitingList {
 export interface AwaitingApproval {
   campaignId: string;
   name: string;
-  action?: "dispatch" | "schedule" | "resume";
+  action?: "publish" | "dispatch" | "schedule" | "resume";
   previewToken: string;
   recipients: number;
   requestedBy: string | null;
@@ -1552,6 +1552,10 @@ export interface DispatchPreview {
    * of emailRecipientCount, the routed guardians
    */
   guardianEmailRecipientCount?: number;
+  /**
+   * members who see the in-app card (a campaign with one); the token pins them
+   */
+  inAppRecipientCount?: number;
 }
 /**
  * This interface was referenced by `Procedures`'s JSON-Schema
@@ -2095,10 +2099,10 @@ export interface LayoutPatch {
 export interface CreateInputValidation {
   url: string;
   /**
-   * event types (dispatch.started, dispatch.paused, dispatch.resumed, dispatch.completed, dispatch.failed, recipient.notified, recipient.emailed, recipient.email_rejected, recipient.email_clicked, recipient.bounced, recipient.complained, recipient.unsubscribed, campaign.created, campaign.updated, campaign.status_changed, campaign.deleted) or '*' for all
+   * event types (dispatch.started, dispatch.paused, dispatch.resumed, dispatch.completed, dispatch.failed, recipient.notified, recipient.emailed, recipient.email_rejected, recipient.email_clicked, recipient.bounced, recipient.complained, recipient.unsubscribed, campaign.created, campaign.updated, campaign.status_changed, campaign.deleted, approval.requested, approval.granted) or '*' for all
    *
    * @minItems 1
-   * @maxItems 16
+   * @maxItems 18
    */
   events: [
     (
@@ -2119,6 +2123,8 @@ export interface CreateInputValidation {
           | "campaign.updated"
           | "campaign.status_changed"
           | "campaign.deleted"
+          | "approval.requested"
+          | "approval.granted"
         )
       | string
     ),
@@ -2140,6 +2146,8 @@ export interface CreateInputValidation {
           | "campaign.updated"
           | "campaign.status_changed"
           | "campaign.deleted"
+          | "approval.requested"
+          | "approval.granted"
         )
       | string
     )[]
@@ -2297,6 +2305,8 @@ export interface UpdateInput {
               | "campaign.updated"
               | "campaign.status_changed"
               | "campaign.deleted"
+              | "approval.requested"
+              | "approval.granted"
             )
           | string
         ),
@@ -2318,6 +2328,8 @@ export interface UpdateInput {
               | "campaign.updated"
               | "campaign.status_changed"
               | "campaign.deleted"
+              | "approval.requested"
+              | "approval.granted"
             )
           | string
         )[]
