@@ -1,12 +1,13 @@
 // The composer's A/B content variants: two to four arms, each with an id, a weight and the
-// channel copy it overrides, in the base language and in each translated one. The rule (a field a
-// variant overrides, it overrides in every language the campaign has it in) and the assignment are the
-// API's: this only edits the `variants` list, and the API's field errors land beside these fields.
-import type { ContentVariant, EmailCopy, Message } from "./api";
+// copy fields it overrides, in the base language and in each translated one. The merge (each field it
+// sets over the base copy of the reader's language; a field left empty is that language's own) and the
+// assignment are the API's: this only edits the `variants` list, and the API's field errors land beside
+// these fields.
+import type { ContentVariant, EmailCopy, EmailOverride, Message, MessageOverride, NotificationOverride } from "./api";
 import { field, h, uid } from "./dom";
 
 type Control = HTMLInputElement | HTMLTextAreaElement;
-type Copy = { message?: Message | null; notification?: ContentVariant["notification"]; email?: EmailCopy | null };
+type Copy = { message?: MessageOverride | null; notification?: NotificationOverride | null; email?: EmailOverride | null };
 
 /** What a variant keeps of the base content besides its words (message presentation, hero image). */
 export interface VariantBase {
@@ -41,7 +42,7 @@ function value(c: Control | undefined): string {
   return c ? c.value.trim() : "";
 }
 
-function present(copy: Copy | undefined): Record<string, string | undefined> {
+function present(copy: Copy | undefined): Record<string, string | null | undefined> {
   return {
     "message.title": copy?.message?.title, "notification.title": copy?.notification?.title,
     "notification.body": copy?.notification?.body, "email.subject": copy?.email?.subject,
@@ -107,7 +108,7 @@ export function variantsEditor(
     const remove = h("button", { type: "button", className: "secondary remove-variant" }, "Remove variant");
     row.fieldset = h("fieldset", { className: "variant", "data-variant": index },
       h("legend", {}, `Variant ${index + 1}`), idField.row, weightField.row,
-      h("p", { className: "hint" }, "Leave a channel empty to keep the campaign's own copy. A channel you override, override in every language."),
+      h("p", { className: "hint" }, "Fill only the fields this arm tests (a subject line alone, say): every field left empty is the campaign's own, in each language."),
       ...blocks, remove);
     remove.addEventListener("click", () => {
       rows.splice(rows.indexOf(row), 1);
@@ -123,19 +124,19 @@ export function variantsEditor(
   function readCopy(controls: Record<string, Control>): Copy {
     const out: Copy = {};
     const mt = value(controls["message.title"]);
-    if (mt) out.message = { ...(base.message() ?? {}), title: mt };
-    const nt = value(controls["notification.title"]);
-    const nb = value(controls["notification.body"]);
-    if (nt || nb) out.notification = { title: nt, body: nb };
-    const es = value(controls["email.subject"]);
-    const eb = value(controls["email.body"]);
-    const et = value(controls["email.title"]);
-    const ec = value(controls["email.ctaLabel"]);
-    if (es || eb || et || ec) {
-      out.email = { subject: es, title: et, body: eb, ctaLabel: ec };
-      const hero = base.email()?.heroImageUrl;
-      if (hero) out.email.heroImageUrl = hero;
+    if (mt) out.message = { title: mt };
+    const notification: NotificationOverride = {};
+    for (const key of ["title", "body"] as const) {
+      const typed = value(controls[`notification.${key}`]);
+      if (typed) notification[key] = typed;
     }
+    if (Object.keys(notification).length) out.notification = notification;
+    const email: EmailOverride = {};
+    for (const key of ["subject", "title", "body", "ctaLabel"] as const) {
+      const typed = value(controls[`email.${key}`]);
+      if (typed) email[key] = typed;
+    }
+    if (Object.keys(email).length) out.email = email;
     return out;
   }
 

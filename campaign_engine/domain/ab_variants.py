@@ -8,14 +8,15 @@ in that language.
 
 The override rule (what an author can rely on):
 
-- A variant may carry ``message``, ``notification`` and ``email`` (each a whole field, validated like
-  the base content) and ``translations`` (the same fields per language). A variant's top-level fields
-  are in the campaign's base ``locale``; its translations name only languages the campaign translates.
-- A field a variant overrides, it overrides in **every** language the campaign has that field in, so a
-  reader of any language in variant B reads B's copy, never A's by a silent fallback. A field it leaves
-  out is the campaign's own in every language (a variant with no field at all is the control arm).
-- Variants add no language: a reader's language is ``served_locale`` over the campaign's languages, as
-  without variants.
+- A variant may carry ``message``, ``notification`` and ``email``, each a *partial* copy: the fields it
+  sets replace the campaign's, field by field (``domain/variant_copy.py``, the one merge every path
+  reads copy through), so ``{"email": {"subject": ...}}`` alone tests a subject line. Its top-level
+  fields are in the campaign's base ``locale``; its ``translations`` hold the same per language and name
+  only languages the campaign has that channel in.
+- In a language where the variant does not set a field, its readers read that language's base field:
+  the language is never changed by a variant (``served_locale`` over the campaign's languages, as
+  without variants), so a variant adds no untranslated reader. A variant with no field at all is the
+  control arm.
 
 Assignment is ``assigned_variant``: a keyed hash (BLAKE2b keyed by the campaign's storage id) of the
 profile id gives a point in [0, 1) (``unit_point``), and the point falls in one variant's share of the
@@ -39,8 +40,15 @@ from typing import Annotated, Any, Literal
 from pydantic import ConfigDict, Field, StringConstraints
 
 from campaign_engine.domain.camel import CamelModel
-from campaign_engine.domain.content import EmailCopy, Message, NotificationCopy, StrictModel, Translation
+from campaign_engine.domain.content import StrictModel, Translation
 from campaign_engine.domain.locale import normalized
+from campaign_engine.domain.reasons import DecisionReason
+from campaign_engine.domain.variant_copy import (
+    EmailOverride,
+    MessageOverride,
+    NotificationOverride,
+    TranslationOverride,
+)
 from campaign_engine.domain.variants import MAX_TRANSLATIONS, ContentField, LanguageTag
 
 __all__ = [
@@ -56,12 +64,11 @@ __all__ = [
     "VariantRate",
     "assigned_variant",
     "check_variants",
+    "decision_of",
     "in_test_wave",
     "served_variant",
     "unit_point",
     "variant_bounds",
-    "winner_of",
-    "wire_variant_content",
     "wire_variant_id",
 ]
 
@@ -79,19 +86,21 @@ class ContentVariant(StrictModel):
     id: VariantId
     weight: Annotated[int, Field(ge=1, le=10_000)] | None = None
     """Its share of the recipients relative to the others' (absent: 1, so equal shares by default)."""
-    message: Message | None = None
-    notification: NotificationCopy | None = None
-    email: EmailCopy | None = None
-    translations: Annotated[dict[LanguageTag, Translation], Field(max_length=MAX_TRANSLATIONS)] | None = None
+    message: MessageOverride | None = None
+    notification: NotificationOverride | None = None
+    email: EmailOverride | None = None
+    translations: (
+        Annotated[dict[LanguageTag, TranslationOverride], Field(max_length=MAX_TRANSLATIONS)] | None
+    ) = None
 
 
 def check_variants(
     variants: Sequence[ContentVariant], *, base: Mapping[str, object], translations: Mapping[str, Translation]
 ) -> None:
     """The rules across a variant and its campaign (``ValueError`` naming the variant and field):
-    unique ids (case-insensitively), an overridden field exists in the campaign, a variant's translation
-    names a language the campaign has that field in, and an overridden field is overridden in every
-    language the campaign has it in. ``base``: the campaign's own fields by wire name."""
+    unique ids (case-insensitively), an overridden field exists in the campaign, and a variant's
+    translation names a language the campaign has that field in. ``base``: the campaign's own fields by
+    wire name. A language the variant leaves out reads its base copy (module docstring)."""
     seen: set[str] = set()
     campaign_tags = {normalized(tag): tag for tag in translations}
     for variant in variants:
@@ -113,16 +122,6 @@ def check_variants(
             if not overridden <= has:
                 extra = ", ".join(sorted(overridden - has))
                 raise ValueError(f"{where}.translations: the campaign has no {field} in {extra}")
-            if getattr(variant, field) is None and not overridden:
-                continue
-            missing = sorted(has - overridden)
-            if getattr(variant, field) is None:
-                missing.insert(0, "the base locale")
-            if missing:
-                raise ValueError(
-                    f"{where}.{field}: a variant overriding {field} overrides it in every language the "
-                    f"campaign has it in; missing: {', '.join(missing)}"
-                )
 
 
 def unit_point(campaign_id: str, profile_id: str, *, purpose: str = "variant") -> float:
@@ -265,13 +264,17 @@ class VariantRate:
                 "rate": self.rate}  # fmt: skip
 
 
-def winner_of(rates: Sequence[VariantRate]) -> str:
-    """The highest rate wins; a tie goes to the first in definition order (``rates`` in that order)."""
-    best = rates[0]
-    for candidate in rates[1:]:
-        if candidate.rate > best.rate:
-            best = candidate
-    return best.variant_id
+def decision_of(rates: Sequence[VariantRate]) -> tuple[str, DecisionReason]:
+    """The winner of a test wave by its rates (``rates`` in definition order) and why
+    (``domain/reasons.py:DecisionReason``). Arms that cannot be told apart are said so, and the first
+    of them is sent: with no metric event in any arm, or an arm the send reached nobody in, nothing
+    distinguishes them (``insufficient_evidence``, the first variant); equal best rates are a ``tie``
+    (the first of the tied). Otherwise the highest rate wins (``highest_rate``)."""
+    if not any(r.numerator for r in rates) or any(not r.denominator for r in rates):
+        return rates[0].variant_id, "insufficient_evidence"
+    best = max(r.rate for r in rates)
+    tied = [r for r in rates if r.rate == best]
+    return tied[0].variant_id, "tie" if len(tied) > 1 else "highest_rate"
 
 
 def assigned_variant(
@@ -286,19 +289,3 @@ def assigned_variant(
 def wire_variant_id(definition: Mapping[str, Any], *, campaign_id: str, profile_id: str) -> str | None:
     """``assigned_variant`` for a stored definition's wire JSON (the hot reads keep definitions unparsed)."""
     return assigned_variant(definition.get("variants"), campaign_id=campaign_id, profile_id=profile_id)
-
-
-def wire_variant_content(
-    definition: Mapping[str, Any], field: ContentField, tag: str, variant_id: str | None
-) -> Any:
-    """The wire content of ``field`` in language ``tag`` (one ``wire_languages`` gave) for a reader of
-    ``variant_id``: the variant's own when it overrides the field, else the campaign's."""
-    variant = next((v for v in definition.get("variants") or () if v["id"] == variant_id), None)
-    if variant is not None and variant.get(field) is not None:
-        if tag == definition.get("locale", "en"):
-            return variant[field]
-        own = {normalized(t): content for t, content in (variant.get("translations") or {}).items()}
-        return own[normalized(tag)][field]
-    if tag == definition.get("locale", "en"):
-        return definition.get(field)
-    return definition["translations"][tag][field]

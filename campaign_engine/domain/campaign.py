@@ -48,6 +48,7 @@ from campaign_engine.domain.schedule import ZONE_NAME_PATTERN, QuietHours, known
 from campaign_engine.domain.segment import SegmentRule
 from campaign_engine.domain.tenancy import CampaignRefOut
 from campaign_engine.domain.types import checked_instant, format_ts, parse_instant
+from campaign_engine.domain.variant_copy import COPY_MODELS, variant_copy
 from campaign_engine.domain.variants import MAX_TRANSLATIONS, ContentField, LanguageTag, served_locale
 
 __all__ = [
@@ -82,6 +83,11 @@ _TRANSITIONS: dict[str, frozenset[str]] = {
 
 def allowed_transition(current: str, target: str) -> bool:
     return target in _TRANSITIONS.get(current, frozenset())
+
+
+def _wire(copy: StrictModel) -> dict[str, Any]:
+    """A copy or an override in wire form, only the fields it sets (what ``variant_copy`` merges)."""
+    return copy.model_dump(mode="json", by_alias=True, exclude_none=True)
 
 
 def _instant(value: object) -> datetime:
@@ -196,7 +202,7 @@ class CampaignDefinition(StrictModel, CamelModel):
     translations: Annotated[dict[LanguageTag, Translation], Field(max_length=MAX_TRANSLATIONS)] | None = None
     # A live segment; the audience is the static members plus whoever it matches at send time.
     segment: SegmentRule | None = None
-    # A/B content variants, each overriding whole content fields (domain/ab_variants.py).
+    # A/B content variants, each overriding single fields of the content (domain/variant_copy.py).
     variants: (
         Annotated[list[ContentVariant], Field(min_length=MIN_VARIANTS, max_length=MAX_VARIANTS)] | None
     ) = None
@@ -243,15 +249,21 @@ class CampaignDefinition(StrictModel, CamelModel):
 
     def content(self, field: ContentField, requested: str | None, variant_id: str | None) -> tuple[str, Any]:
         """``variant`` for a reader of content variant ``variant_id`` (``domain/ab_variants.py``): the
-        same language, and the variant's own ``field`` in it when the variant overrides that field."""
+        same language, and in it the variant's fields merged over the base copy
+        (``domain/variant_copy.py:variant_copy``, the one merge)."""
         tag, base = self.variant(field, requested)
         chosen = next((v for v in self.variants or () if v.id == variant_id), None)
-        if chosen is None or getattr(chosen, field) is None:
+        if chosen is None:
             return tag, base
         if tag == self.locale:
-            return tag, getattr(chosen, field)
-        own = {normalized(t): content for t, content in (chosen.translations or {}).items()}
-        return tag, getattr(own[normalized(tag)], field)
+            override = getattr(chosen, field)
+        else:
+            own = {normalized(t): content for t, content in (chosen.translations or {}).items()}
+            override = getattr(own.get(normalized(tag)), field, None)
+        if override is None:
+            return tag, base
+        merged = variant_copy(_wire(base), _wire(override))
+        return tag, COPY_MODELS[field].model_validate(merged)
 
     def variant_of(self, profile_id: str) -> str | None:
         """THE content variant of ``profile_id`` (``domain/ab_variants.py:assigned_variant``)."""
@@ -322,7 +334,7 @@ class CampaignPatch(CamelModel):
     locale: LanguageTag | None = None
     translations: Annotated[dict[LanguageTag, Translation], Field(max_length=MAX_TRANSLATIONS)] | None = None
     segment: SegmentRule | None = None
-    # A/B content variants, each overriding whole content fields (domain/ab_variants.py).
+    # A/B content variants, each overriding single fields of the content (domain/variant_copy.py).
     variants: (
         Annotated[list[ContentVariant], Field(min_length=MIN_VARIANTS, max_length=MAX_VARIANTS)] | None
     ) = None

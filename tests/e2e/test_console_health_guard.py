@@ -23,7 +23,7 @@ from campaign_engine.config import Settings
 from campaign_engine.graph.graph import Graph
 from campaign_engine.wiring import build_worker
 from tests.conftest import ADMIN_ID
-from tests.e2e.test_admin_console import assert_accessible, shot, signed_in
+from tests.support.console import assert_accessible, shot, signed_in
 from tests.support.delivery import StepClock, drain, local_queues, start_dispatch
 from tests.support.email import add_email_members, email_settings, make_email_campaign
 from tests.support.postmark_standin import PostmarkStandin

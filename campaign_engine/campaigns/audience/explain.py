@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from datetime import datetime
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 from pydantic import Field
 
@@ -44,8 +44,10 @@ from campaign_engine.domain.errors import NotFound
 from campaign_engine.domain.frequency_cap import CapChannel, ChannelCap, cap_params
 from campaign_engine.domain.guardian_copy import routes_guardians
 from campaign_engine.domain.locale import language_of
+from campaign_engine.domain.reasons import BlockedReason
 from campaign_engine.domain.tenancy import CampaignRefOut, campaign_ref
 from campaign_engine.domain.types import format_ts
+from campaign_engine.domain.variant_copy import overridden
 from campaign_engine.domain.variants import ContentField, served_locale, wire_languages
 from campaign_engine.graph.cypher import statement
 from campaign_engine.graph.graph import Graph, Tx
@@ -123,6 +125,11 @@ class VariantChoice(CamelModel):
         description="the variant this profile is served now: variantId, or the test's winner outside the "
         "test wave; null while they wait for its decision",
     )
+    overrides: dict[str, list[str]] = Field(
+        default_factory=dict,
+        description="per content (message, notification, email), the fields the served variant sets in "
+        "the language this reader is served; a content not named is that language's base copy",
+    )
 
 
 class RecipientExplanation(CamelModel):
@@ -151,8 +158,11 @@ def _channel(channel: ExplainedChannel, rules: list[RuleVerdict]) -> ChannelExpl
     return ChannelExplanation(channel=channel, would_receive=failed is None, blocked_by=failed, rules=rules)
 
 
+_DISABLED: dict[str, BlockedReason] = {"notify": "notify_disabled", "email": "email_disabled"}
+
+
 def _campaign_rule(campaign: dict[str, Any], channel: str, now: str) -> RuleVerdict:
-    reason = send_blocked(campaign, channels=[channel], missing=f"{channel}_disabled", now=now)
+    reason = send_blocked(campaign, channels=[channel], missing=_DISABLED[channel], now=now)
     return RuleVerdict(rule=reason or "campaign_can_send", ok=reason is None)
 
 
@@ -246,12 +256,13 @@ def explain_recipient(
         member_added_at=(membership or {}).get("addedAt"),
         channels=[_channel("notify", notify), _channel("email", email)],
         past=PastSend.model_validate(state) if state else None,
-        language=_language(definition, row["locale"]),
+        language=(language := _language(definition, row["locale"])),
         variant=_variant(
             definition,
             campaign_id=campaign_id,
             profile_id=profile_id,
             wave=TestWave.of(row["campaign"].get("abTest")),
+            served_tags=language.served,
         ),
         segment=segment,
         guardian=guardian,
@@ -319,7 +330,12 @@ def _language(definition: dict[str, Any], locale: str | None) -> LanguageChoice:
 
 
 def _variant(
-    definition: dict[str, Any], *, campaign_id: str, profile_id: str, wave: TestWave | None = None
+    definition: dict[str, Any],
+    *,
+    campaign_id: str,
+    profile_id: str,
+    wave: TestWave | None = None,
+    served_tags: Mapping[str, str],
 ) -> VariantChoice | None:
     variants = definition.get("variants")
     chosen = assigned_variant(variants, campaign_id=campaign_id, profile_id=profile_id)
@@ -333,19 +349,24 @@ def _variant(
         f"the keyed hash of (campaign, profile) is {point:.4f}, in {chosen}'s share "
         f"[{share.start:.4f}, {share.end:.4f}) of the weights {weights}: the same on every channel and send"
     )
-    if wave is None:
-        return VariantChoice(variant_id=chosen, point=point, shares=shares, why=why, served=chosen)
-    member = in_test_wave(campaign_id, profile_id, wave.share)
-    served = served_variant(variants, wave, campaign_id=campaign_id, profile_id=profile_id)
-    if member:
-        why += f"; a member of the test wave ({wave.share:.0%}), served {chosen} for good"
-    elif served is None:
-        why += f"; outside the test wave ({wave.share:.0%}): nothing is served until the test is decided"
-    else:
-        why += f"; outside the test wave ({wave.share:.0%}): served the winner, {served}"
-    return VariantChoice(
-        variant_id=chosen, point=point, shares=shares, why=why, in_test_wave=member, served=served
-    )
+    member: bool | None = None
+    served: str | None = chosen
+    if wave is not None:
+        member = in_test_wave(campaign_id, profile_id, wave.share)
+        served = served_variant(variants, wave, campaign_id=campaign_id, profile_id=profile_id)
+        if member:
+            why += f"; a member of the test wave ({wave.share:.0%}), served {chosen} for good"
+        elif served is None:
+            why += f"; outside the test wave ({wave.share:.0%}): nothing is served until the test is decided"
+        else:
+            why += f"; outside the test wave ({wave.share:.0%}): served the winner, {served}"
+    overrides = {
+        field: names
+        for field, tag in served_tags.items()
+        if (names := overridden(definition, cast(ContentField, field), tag, served))
+    }
+    return VariantChoice(variant_id=chosen, point=point, shares=shares, why=why, in_test_wave=member,
+                         served=served, overrides=overrides)  # fmt: skip
 
 
 def _cap_rule(cap: Mapping[str, Any] | None, reached: bool) -> RuleVerdict:

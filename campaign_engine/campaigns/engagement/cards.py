@@ -18,9 +18,10 @@ from typing import Any
 from campaign_engine.campaigns.engagement.guardian_cards import GUARDIAN_ROW, visible_as_guardian
 from campaign_engine.campaigns.engagement.models import CampaignCard, EngagementState, MyCampaign, MyCampaigns
 from campaign_engine.campaigns.engagement.segment_reach import visible_by_segment
-from campaign_engine.domain.ab_variants import Assignment, TestWave, assigned_variant, wire_variant_content
+from campaign_engine.domain.ab_variants import Assignment, TestWave, assigned_variant
 from campaign_engine.domain.guardian_copy import guardian_source
 from campaign_engine.domain.types import format_ts
+from campaign_engine.domain.variant_copy import wire_variant_copy
 from campaign_engine.domain.variants import served_locale, wire_languages
 from campaign_engine.graph.cypher import statement
 from campaign_engine.graph.graph import Graph, Statements, Tx
@@ -50,7 +51,7 @@ def _card(
     return CampaignCard(
         campaign_id=node["id"],
         name=definition["name"],
-        message=wire_variant_content(definition, "message", tag, variant_id),
+        message=wire_variant_copy(definition, "message", tag, variant_id),
         locale=tag,
         variant_id=variant_id,
         starts_at=node.get("startsAt"),

@@ -48,6 +48,7 @@ from campaign_engine.domain.dispatch import (
     preview_token,
 )
 from campaign_engine.domain.errors import BadRequest, Conflict, NotFound
+from campaign_engine.domain.reasons import BlockedReason
 from campaign_engine.domain.tenancy import campaign_ref
 from campaign_engine.domain.types import format_ts
 from campaign_engine.graph.audit import AuditContext, record_audit
@@ -79,7 +80,7 @@ class DispatchPreview(CamelModel):
     notification_recipient_count: int
     email_recipient_count: int
     preview_token: str
-    blocked_reason: str | None = None
+    blocked_reason: BlockedReason | None = None
     locale_counts: dict[str, dict[str, int]] = Field(
         default_factory=dict, description="per channel, the served language -> its recipients"
     )
@@ -202,7 +203,9 @@ def preview_dispatch(
         )  # fmt: skip
         if experiment is not None:
             walked = [ch for ch in _WALKED_CHANNELS if ch in (computed.campaign.get("channels") or [])]
-            check_experiment(tx, computed.campaign, experiment, walked=list(walked))
+            check_experiment(tx, computed.campaign, experiment, walked=list(walked),
+                             test_wave=computed.preview.test_wave,
+                             min_per_variant=settings.experiment_min_per_variant)  # fmt: skip
         return computed
 
     computed = graph.read(tx_fn)
@@ -259,7 +262,8 @@ def dispatch(
     # Ids are drawn outside the tx function: a driver retry keeps them.
     ids: dict[DeliveryChannel, str] = {ch: f"dsp_{uuid.uuid4().hex}" for ch in _WALKED_CHANNELS}
     stamp = format_ts(now)
-    args: dict[str, Any] = {"campaign_id": campaign_id, "now": now, "settings": settings}
+    args: dict[str, Any] = {"campaign_id": campaign_id, "now": now, "settings": settings,
+                            "test_share": experiment.test_share if experiment else None}  # fmt: skip
 
     def tx_fn(tx: Tx, read: _Computed | None) -> tuple[str, list[DeliveryChannel]]:
         locked = lock_campaign(tx, campaign_id)
@@ -285,7 +289,9 @@ def dispatch(
                     "approvedAt": approval.approved_at if approval else None}  # fmt: skip
         walked = [ch for ch in _WALKED_CHANNELS if ch in (computed.campaign.get("channels") or [])]
         if experiment is not None:
-            check_experiment(tx, computed.campaign, experiment, walked=list(walked))
+            check_experiment(tx, computed.campaign, experiment, walked=list(walked),
+                             test_wave=preview.test_wave,
+                             min_per_variant=settings.experiment_min_per_variant)  # fmt: skip
         tx.run(statement(_SUPERSEDE), campaignId=campaign_id, now=stamp).consume()
         rows = [{"id": ids[ch], "channel": ch} for ch in walked]
         caps = {ids[ch]: reach_cap(approval_policy, approval, ch) for ch in walked}

@@ -42,12 +42,13 @@ from campaign_engine.delivery.notify.sender import (
     WebhookSender,
 )
 from campaign_engine.delivery.notify.verdicts import Verdict, delivery_ids, metric_outcomes, verdict_of
-from campaign_engine.domain.ab_variants import TestWave, served_variant, wire_variant_content
+from campaign_engine.domain.ab_variants import TestWave, served_variant
 from campaign_engine.domain.dispatch import DeliveryJob
 from campaign_engine.domain.frequency_cap import CapChannel, ChannelCap, cap_params, caps_channel
 from campaign_engine.domain.guardian_copy import guardian_source
 from campaign_engine.domain.notification import AnnouncementMetadata, AnnouncementPayload, payload_json
 from campaign_engine.domain.types import Clock, format_ts
+from campaign_engine.domain.variant_copy import wire_variant_copy
 from campaign_engine.domain.variants import served_locale, wire_languages
 from campaign_engine.domain.webhook_keys import RingUnreadable, SecretBox
 from campaign_engine.graph.graph import Graph, Tx
@@ -289,7 +290,7 @@ class NotificationWorker:
             # Outside an undecided test wave: not served yet; the rest phase's walk sends it.
             log.info("notify.suppressed", extra={**delivery_ids(job), "reason": "awaiting_test_decision"})
             return None
-        copy = wire_variant_content(source, "notification", locale, variant_id)
+        copy = wire_variant_copy(source, "notification", locale, variant_id)
         if not url or not copy:
             log.info("notify.suppressed", extra={**delivery_ids(job), "reason": "no_destination_or_copy"})
             return None

@@ -724,6 +724,10 @@ export interface Experiment {
  */
 export interface TestDecision {
   winner: string;
+  /**
+   * why the winner won: highest_rate; tie (the first tied variant is sent); insufficient_evidence (no metric event in any arm, or an arm reached nobody: the first variant is sent); chosen (an admin's chooseVariant); null for a decision made before reasons were kept
+   */
+  reason?: ("highest_rate" | "tie" | "insufficient_evidence" | "chosen") | null;
   rates: VariantRateOut[];
   /**
    * an admin's id, or system:test-wave
@@ -889,9 +893,6 @@ export interface QuietHoursWindow {
  * This interface was referenced by `undefined`'s JSON-Schema definition
  * via the `patternProperty` "^[A-Za-z]{2,8}(-[A-Za-z]{3}){0,3}(-[A-Za-z]{4})?(-([A-Za-z]{2}|[0-9]{3}))?(-([A-Za-z0-9]{5,8}|[0-9][A-Za-z0-9]{3}))*(-[0-9A-WY-Za-wy-z](-[A-Za-z0-9]{2,8})+)*(-[Xx](-[A-Za-z0-9]{1,8})+)?$".
  *
- * This interface was referenced by `undefined`'s JSON-Schema definition
- * via the `patternProperty` "^[A-Za-z]{2,8}(-[A-Za-z]{3}){0,3}(-[A-Za-z]{4})?(-([A-Za-z]{2}|[0-9]{3}))?(-([A-Za-z0-9]{5,8}|[0-9][A-Za-z0-9]{3}))*(-[0-9A-WY-Za-wy-z](-[A-Za-z0-9]{2,8})+)*(-[Xx](-[A-Za-z0-9]{1,8})+)?$".
- *
  * This interface was referenced by `Procedures`'s JSON-Schema
  * via the `definition` "Translation".
  */
@@ -940,12 +941,68 @@ export interface Engaged {
 export interface ContentVariant {
   id: string;
   weight?: number | null;
-  message?: Message | null;
-  notification?: NotificationCopy | null;
-  email?: EmailCopy | null;
+  message?: MessageOverride | null;
+  notification?: NotificationOverride | null;
+  email?: EmailOverride | null;
   translations?: {
-    [k: string]: Translation;
+    [k: string]: TranslationOverride;
   } | null;
+}
+/**
+ * The in-app message fields a variant overrides (``Message``'s limits).
+ *
+ * This interface was referenced by `Procedures`'s JSON-Schema
+ * via the `definition` "MessageOverride".
+ */
+export interface MessageOverride {
+  title?: string | null;
+  body?: string | null;
+  presentation?: ("modal" | "banner" | "toast") | null;
+  dismissible?: boolean | null;
+  frequency?: ("once" | "session" | "always") | EveryDays | null;
+  priority?: number | null;
+  media?: Media | null;
+  emoji?: string | null;
+  actions?: Action[] | null;
+  enabled?: boolean | null;
+}
+/**
+ * The notification fields a variant overrides (``NotificationCopy``'s limits).
+ *
+ * This interface was referenced by `Procedures`'s JSON-Schema
+ * via the `definition` "NotificationOverride".
+ */
+export interface NotificationOverride {
+  title?: string | null;
+  body?: string | null;
+}
+/**
+ * The email fields a variant overrides (``EmailCopy``'s limits): ``{"subject": ...}`` alone tests a
+ * subject line.
+ *
+ * This interface was referenced by `Procedures`'s JSON-Schema
+ * via the `definition` "EmailOverride".
+ */
+export interface EmailOverride {
+  subject?: string | null;
+  title?: string | null;
+  body?: string | null;
+  ctaLabel?: string | null;
+  heroImageUrl?: string | null;
+}
+/**
+ * A variant's overrides in one of the campaign's other languages.
+ *
+ * This interface was referenced by `undefined`'s JSON-Schema definition
+ * via the `patternProperty` "^[A-Za-z]{2,8}(-[A-Za-z]{3}){0,3}(-[A-Za-z]{4})?(-([A-Za-z]{2}|[0-9]{3}))?(-([A-Za-z0-9]{5,8}|[0-9][A-Za-z0-9]{3}))*(-[0-9A-WY-Za-wy-z](-[A-Za-z0-9]{2,8})+)*(-[Xx](-[A-Za-z0-9]{1,8})+)?$".
+ *
+ * This interface was referenced by `Procedures`'s JSON-Schema
+ * via the `definition` "TranslationOverride".
+ */
+export interface TranslationOverride {
+  message?: MessageOverride | null;
+  notification?: NotificationOverride | null;
+  email?: EmailOverride | null;
 }
 /**
  * What a routed guardian reads per channel; validated like the campaign's content (same models).
@@ -1234,6 +1291,12 @@ export interface VariantChoice {
    * the variant this profile is served now: variantId, or the test's winner outside the test wave; null while they wait for its decision
    */
   served?: string | null;
+  /**
+   * per content (message, notification, email), the fields the served variant sets in the language this reader is served; a content not named is that language's base copy
+   */
+  overrides?: {
+    [k: string]: string[] | undefined;
+  };
 }
 /**
  * This interface was referenced by `Procedures`'s JSON-Schema
@@ -1517,7 +1580,20 @@ export interface DispatchPreview {
   notificationRecipientCount: number;
   emailRecipientCount: number;
   previewToken: string;
-  blockedReason?: string | null;
+  blockedReason?:
+    | (
+        | "not_live"
+        | "not_started"
+        | "ended"
+        | "notify_disabled"
+        | "email_disabled"
+        | "channel_removed"
+        | "no_recipients"
+        | "notify_not_configured"
+        | "email_not_configured"
+        | "missing_translation"
+      )
+    | null;
   /**
    * per channel, the served language -> its recipients
    */

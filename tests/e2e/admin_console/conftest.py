@@ -1,0 +1,99 @@
+"""The admin console's stack and its one browser. Every module of this package is in one xdist group, so
+the package runs on one worker and its browser tests share one Chromium (package scope) where each
+module once started its own; each test isolates itself in its own browser contexts."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from playwright.sync_api import Browser
+from pydantic import SecretStr
+
+from campaign_engine.api.app import create_app
+from campaign_engine.config import Settings
+from campaign_engine.graph.graph import Graph
+from tests.conftest import free_port
+from tests.support.browser import chromium
+from tests.support.delivery import WEBHOOK_SECRET, inbox_server
+from tests.support.processes import CliProcess
+from tests.support.servers import serve_in_thread
+
+UNSUBSCRIBE_SECRET = "admin-console-unsubscribe-secret-0123456789"
+ORIGINS = {"default": "https://app.campaigns.test"}
+
+
+@pytest.fixture(scope="package")
+def browser() -> Iterator[Browser]:
+    with chromium() as launched:
+        yield launched
+
+
+@pytest.fixture
+def stack(base_settings: Settings, graph: Graph, tmp_path: Path) -> Iterator[tuple[str, Settings, Path]]:
+    """API + inbox in threads, worker + SMTP catcher as processes; yields (api url, settings, mailbox)."""
+    mailbox = tmp_path / "mail"
+    smtp_port = free_port()
+    queue_path = tmp_path / "queue.sqlite3"
+    with inbox_server(tmp_path) as inbox:
+        settings = base_settings.model_copy(
+            update={
+                "campaign_local_queue_path": str(queue_path),
+                "notifications_webhook_url": f"{inbox.url}/api/notifications/send",
+                "notifications_webhook_secret": SecretStr(WEBHOOK_SECRET),
+                "campaign_allow_private_webhooks": True,
+                "campaign_local_development": True,
+                "campaign_email_provider": "smtp",
+                "smtp_host": "127.0.0.1",
+                "smtp_port": smtp_port,
+                "email_from": "news@campaigns.test",
+                "campaign_unsubscribe_secret": SecretStr(UNSUBSCRIBE_SECRET),
+                "campaign_app_origins": ORIGINS,
+                "campaign_dispatch_page_size": 5,  # 12 recipients: three pages per channel
+                "campaign_dispatch_delay_seconds": 0,
+            }
+        )
+        keep = ("CAMPAIGN_", "NOTIFICATIONS_", "NEO4J_", "AUTH_", "AWS_", "SMTP_", "EMAIL_", "DOMAIN_")
+        env = {k: v for k, v in os.environ.items() if not k.startswith(keep)}
+        env.update(
+            {
+                "NEO4J_URI": settings.neo4j_uri,
+                "NEO4J_USER": settings.neo4j_user,
+                "NEO4J_PASSWORD": settings.neo4j_password.get_secret_value(),
+                "CAMPAIGN_QUEUE_BACKEND": "local",
+                "CAMPAIGN_LOCAL_QUEUE_PATH": str(queue_path),
+                "NOTIFICATIONS_WEBHOOK_URL": f"{inbox.url}/api/notifications/send",
+                "NOTIFICATIONS_WEBHOOK_SECRET": WEBHOOK_SECRET,
+                "CAMPAIGN_ALLOW_PRIVATE_WEBHOOKS": "true",
+                "CAMPAIGN_LOCAL_DEVELOPMENT": "true",  # loopback http receivers on free ports
+                "CAMPAIGN_EMAIL_PROVIDER": "smtp",
+                "SMTP_HOST": "127.0.0.1",
+                "SMTP_PORT": str(smtp_port),
+                "EMAIL_FROM": "news@campaigns.test",
+                "DOMAIN_NAME": settings.domain_name,
+                "CAMPAIGN_UNSUBSCRIBE_SECRET": UNSUBSCRIBE_SECRET,
+                "CAMPAIGN_APP_ORIGINS": json.dumps(ORIGINS),
+                "CAMPAIGN_DISPATCH_PAGE_SIZE": "5",
+                "CAMPAIGN_DISPATCH_DELAY_SECONDS": "0",
+                "CAMPAIGN_QUEUE_VISIBILITY_SECONDS": "5",
+                "CAMPAIGN_DELIVERY_RETRY_SECONDS": "0",
+                "CAMPAIGN_WORKER_THREADS": "2",
+            }
+        )
+        children = [
+            CliProcess(
+                ["smtp-catcher", "--port", str(smtp_port), "--mailbox", str(mailbox)],
+                env,
+                tmp_path / "smtp.log",
+            ),
+            CliProcess(["worker"], env, tmp_path / "worker.log"),
+        ]
+        try:
+            with serve_in_thread(create_app(settings, graph=graph)) as url:
+                yield url, settings, mailbox
+        finally:
+            for child in children:
+                child.stop()

@@ -1,0 +1,168 @@
+"""Guardian routing and A/B variants in the console, from the composer to the review and the stats."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+from playwright.sync_api import Browser, expect
+
+from campaign_engine.api.auth import ADMIN_SCOPE, mint_token
+from campaign_engine.config import Settings
+from campaign_engine.domain.ab_variants import assigned_variant
+from tests.conftest import ADMIN_ID
+from tests.support.console import (
+    assert_accessible,
+    assert_every_control_labelled,
+    explain_in_console,
+    read_mail,
+    shot,
+    signed_in,
+    trpc,
+    wait_for,
+)
+
+pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("admin_console")]
+
+
+def test_minors_are_routed_to_their_guardians_from_the_composer_to_the_review(
+    stack: tuple[str, Settings, Path], browser: Browser
+) -> None:
+    """Guardian routing in the console, briefly: the composer sends minors to their guardians with the
+    guardians' own copy, the review counts the guardian, and the guardian's email is that copy."""
+    url, settings, mailbox = stack
+    admin_token = mint_token(settings, profile_id=ADMIN_ID, scope=ADMIN_SCOPE)
+    trpc(url, admin_token, "profiles.upsert", {"profiles": [
+        {"profileId": "fam-parent", "dob": "1980-01-01",
+         "emails": [{"address": "fam-parent@example.com", "verified": True, "primary": True}]},
+        {"profileId": "fam-kid", "dob": "2016-01-01", "isManaged": True,
+         "guardians": [{"profileId": "fam-parent", "consent": "granted"}]},
+    ]})  # fmt: skip
+    context, page, watch = signed_in(browser, url, admin_token)
+    try:
+        page.get_by_role("link", name="New campaign").first.click()
+        page.get_by_label("Campaign id").fill("class-trip")
+        page.get_by_label("Name", exact=True).fill("Class trip")
+        page.get_by_label("Email", exact=True).check()
+        page.get_by_label("Title", exact=True).fill("Trip on Friday")
+        page.get_by_label(re.compile(r"^Title \(banner")).fill("Trip on Friday")
+        page.get_by_label(re.compile(r"^Body \(banner")).fill("Bring a packed lunch")
+        page.get_by_label("Subject", exact=True).fill("Trip on Friday")
+        page.get_by_label("Heading", exact=True).fill("Trip on Friday")
+        page.locator("[data-path='email.body']").fill("Bring a packed lunch.")
+        page.get_by_label("Button label", exact=True).fill("Details")
+        expect(page.locator("#guardian-copy")).to_have_count(0)  # only while minors go to guardians
+        page.get_by_label("Members the age policy excludes").select_option("guardians")
+        page.get_by_label("Guardians' email subject").fill("Your child's class travels on Friday")
+        page.get_by_label("Guardians' email heading").fill("Class trip")
+        page.get_by_label("Guardians' email body").fill("The class travels on Friday.")
+        page.get_by_label("Guardians' email button label").fill("Details")
+        assert_every_control_labelled(page)
+        page.get_by_role("button", name="Create campaign").click()
+        expect(page.get_by_role("heading", name="Class trip")).to_be_visible()
+        stored = trpc(url, admin_token, "campaigns.get", {"campaignId": "class-trip"}, mutation=False)
+        assert stored["minors"] == "guardians"
+        assert stored["guardianCopy"]["email"]["subject"] == "Your child's class travels on Friday"
+        audience = page.locator("#audience")
+        audience.get_by_label("Source type").select_option("profileIds")
+        audience.get_by_label(re.compile("^Profile ids, DIDs")).fill("fam-kid")
+        audience.get_by_role("button", name="Add to audience").click()
+        expect(page.locator("#audience-added")).to_have_text("1")
+        page.get_by_role("button", name="Go live").click()
+        expect(page.locator("#campaign-status")).to_have_text("live")
+        page.get_by_role("button", name="Review dispatch").click()
+        expect(page.locator("#review-guardians")).to_have_text("1 (notify 1, email 1)")
+        assert_accessible(page, "review with guardians")
+        page.get_by_role("button", name="Confirm and send to 1").click()
+        expect(page.locator("#review-result")).to_contain_text("started")
+        wait_for("the guardian's email", lambda: any(
+            str(read_mail(p)["To"]) == "fam-parent@example.com" for p in mailbox.glob("*.eml")))  # fmt: skip
+        mail = next(
+            m for m in map(read_mail, mailbox.glob("*.eml")) if str(m["To"]) == "fam-parent@example.com"
+        )
+        assert str(mail["Subject"]) == "Your child's class travels on Friday"
+        watch.assert_clean()
+    finally:
+        context.close()
+
+
+def test_ab_variants_are_composed_and_their_stats_charted_side_by_side(
+    stack: tuple[str, Settings, Path], browser: Browser
+) -> None:
+    """A/B variants in the console: two arms added (a third added and removed again), the challenger's weight
+    and in-app title typed, stored as typed and read back; each member's app shows their own arm, and the
+    stats chart each arm's distinct profiles side by side, as an independent count of the arms says."""
+    url, settings, _ = stack
+    admin_token = mint_token(settings, profile_id=ADMIN_ID, scope=ADMIN_SCOPE)
+    members = [f"ab{i:02d}" for i in range(8)]
+    trpc(
+        url,
+        admin_token,
+        "profiles.upsert",
+        {"profiles": [{"profileId": p, "dob": "1990-01-01"} for p in members]},
+    )
+    context, page, watch = signed_in(browser, url, admin_token)
+    try:
+        page.get_by_role("link", name="New campaign").first.click()
+        page.get_by_label("Campaign id").fill("ab-console")
+        page.get_by_label("Name", exact=True).fill("Two titles")
+        page.get_by_label("Title", exact=True).fill("Control title")
+        page.get_by_label(re.compile(r"^Title \(banner")).fill("Spring news")
+        page.get_by_label(re.compile(r"^Body \(banner")).fill("New this spring")
+        page.get_by_role("button", name="Add variant").click()  # an A/B test starts with two arms
+        expect(page.locator("fieldset.variant")).to_have_count(2)
+        page.get_by_role("button", name="Add variant").click()
+        page.locator("fieldset.variant").nth(2).get_by_role("button", name="Remove variant").click()
+        expect(page.locator("fieldset.variant")).to_have_count(2)
+        page.locator("[data-path='variants.1.weight']").fill("3")
+        page.locator("[data-path='variants.1.message.title']").fill("Challenger title")
+        assert_every_control_labelled(page)
+        assert_accessible(page, "composer with variants")
+        page.get_by_role("button", name="Create campaign").click()
+        expect(page.get_by_role("heading", name="Two titles")).to_be_visible()
+        stored = trpc(url, admin_token, "campaigns.get", {"campaignId": "ab-console"}, mutation=False)
+        assert [(v["id"], v["weight"]) for v in stored["variants"]] == [("A", 1), ("B", 3)]
+        assert stored["variants"][1]["message"]["title"] == "Challenger title"
+        assert stored["variants"][0]["message"] is None  # the control keeps the campaign's own copy
+        expect(page.locator("[data-path='variants.1.message.title']")).to_have_value("Challenger title")
+
+        source = {"type": "profileIds", "profileIds": members}
+        trpc(url, admin_token, "campaigns.addAudience", {"campaignId": "ab-console", "source": source})
+        trpc(url, admin_token, "campaigns.setStatus", {"campaignId": "ab-console", "status": "live"})
+        arms = {
+            p: assigned_variant(stored["variants"], campaign_id="ab-console", profile_id=p) for p in members
+        }
+        for pid in members:
+            token = mint_token(settings, profile_id=pid)
+            [card] = trpc(url, token, "campaigns.getMyCampaigns", None, mutation=False)["campaigns"]
+            title = "Challenger title" if arms[pid] == "B" else "Control title"
+            assert (card["variantId"], card["message"]["title"]) == (arms[pid], title), pid
+            trpc(url, token, "campaigns.recordEvent", {"campaignId": "ab-console", "event": "shown"})
+        clicked = members[:3]
+        for pid in clicked:
+            trpc(url, mint_token(settings, profile_id=pid), "campaigns.recordEvent",
+                 {"campaignId": "ab-console", "event": "clicked"})  # fmt: skip
+        page.get_by_role("button", name="Refresh stats").click()
+        table = page.locator("#variant-stats")
+        for arm in ("A", "B"):
+            readers = sum(a == arm for a in arms.values())
+            expect(table.locator(f"td[data-variant='{arm}'][data-stat='recipients']")).to_have_text(
+                str(readers)
+            )
+            expect(table.locator(f"td[data-variant='{arm}'][data-stat='shown']")).to_have_text(
+                re.compile(rf"^{readers} \(")
+            )
+            taken = sum(arms[p] == arm for p in clicked)
+            expect(table.locator(f"td[data-variant='{arm}'][data-stat='clicked']")).to_have_text(
+                re.compile(rf"^{taken} \(")
+            )
+        expect(page.locator("#variant-chart rect.variant-bar")).to_have_count(2 * 8)  # two arms, eight steps
+        explain_in_console(page, members[0])  # which arm, and why, in the explanation
+        expect(page.locator("#explain-variant")).to_have_attribute("data-variant", str(arms[members[0]]))
+        expect(page.locator("#explain-variant")).to_contain_text("the keyed hash of (campaign, profile)")
+        assert_accessible(page, "stats per variant")
+        shot(page, "stats-variants", "#stats")
+        watch.assert_clean()
+    finally:
+        context.close()

@@ -1,0 +1,84 @@
+"""The one merge of a variant's copy (``domain/variant_copy.py``): field by field over the base copy of
+the reader's language, the same on the parsed definition and on its stored JSON, and a language the
+variant leaves out reads its own base copy, never another language's."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from pydantic import ValidationError
+
+from campaign_engine.domain.campaign import CampaignPublic
+from campaign_engine.domain.variant_copy import overridden, wire_variant_copy
+from campaign_engine.domain.variants import ContentField
+
+EMAIL = {"subject": "Spring", "title": "Spring days", "body": "News of spring", "ctaLabel": "Open"}
+ES_EMAIL = {"subject": "Primavera", "title": "Días", "body": "Noticias", "ctaLabel": "Abrir"}
+FR_EMAIL = {"subject": "Printemps", "title": "Jours", "body": "Nouvelles", "ctaLabel": "Ouvrir"}
+
+
+def _campaign(**extra: Any) -> dict[str, Any]:
+    return {
+        "id": "spring", "name": "Spring", "channels": ["inApp", "notify", "email"], "locale": "en",
+        "message": {"title": "Card", "presentation": "banner"},
+        "notification": {"title": "Push", "body": "Body"}, "email": EMAIL,
+        "translations": {"es": {"email": ES_EMAIL, "notification": {"title": "Aviso", "body": "Cuerpo"}},
+                         "fr": {"email": FR_EMAIL}},
+        "variants": [
+            {"id": "A"},
+            {"id": "B", "email": {"subject": "Last days"}, "message": {"title": "Hurry"},
+             "translations": {"es": {"email": {"subject": "Últimos días"}}}},
+        ],
+        "status": "live", "tenantId": None, "createdAt": "x", "updatedAt": "x", "revision": 1, **extra,
+    }  # fmt: skip
+
+
+def test_a_subject_only_variant_keeps_every_other_field_of_each_languages_base_copy() -> None:
+    campaign = CampaignPublic.model_validate(_campaign())
+    tag, email = campaign.content("email", "en-GB", "B")
+    assert tag == "en" and (email.subject, email.title, email.body, email.cta_label) == (
+        "Last days", "Spring days", "News of spring", "Open"
+    )  # fmt: skip
+    tag, email = campaign.content("email", "es", "B")
+    assert tag == "es" and (email.subject, email.body) == ("Últimos días", "Noticias")
+    # No French override: B's French readers read the French base copy, not B's English subject.
+    tag, email = campaign.content("email", "fr", "B")
+    assert tag == "fr" and email.model_dump(by_alias=True, exclude_none=True) == FR_EMAIL
+    assert campaign.content("email", "es", "A")[1].model_dump(by_alias=True, exclude_none=True) == ES_EMAIL
+    _, card = campaign.content("message", "en", "B")
+    assert (card.title, card.presentation) == ("Hurry", "banner")  # the base's presentation stays
+    _, push = campaign.content("notification", "es", "B")
+    assert (push.title, push.body) == ("Aviso", "Cuerpo")  # B overrides no notification
+
+
+def test_the_stored_json_and_the_parsed_definition_merge_alike() -> None:
+    campaign = CampaignPublic.model_validate(_campaign())
+    stored = json.loads(json.dumps(campaign.wire()))
+    fields: tuple[ContentField, ...] = ("message", "notification", "email")
+    for field in fields:
+        for tag in campaign.languages(field):
+            for variant_id in ("A", "B", None):
+                parsed = campaign.content(field, tag, variant_id)[1]
+                wire = parsed.model_dump(mode="json", by_alias=True, exclude_none=True)
+                assert wire_variant_copy(stored, field, tag, variant_id) == wire, (field, tag, variant_id)
+    assert overridden(stored, "email", "en", "B") == ["subject"]
+    assert overridden(stored, "email", "fr", "B") == [] == overridden(stored, "email", "en", "A")
+
+
+@pytest.mark.parametrize(
+    "variant",
+    [
+        {"id": "B", "email": {}},  # overrides nothing
+        {"id": "B", "email": {"subject": ""}},  # the field's own limits
+        {"id": "B", "email": {"subject": "x" * 151}},
+        {"id": "B", "email": {"heroImageUrl": "http://cdn.example/a.png"}},
+        {"id": "B", "email": {"sender": "me"}},  # not a field of the email
+        {"id": "B", "translations": {"fr": {"notification": {"title": "Hé"}}}},  # fr has no notification
+        {"id": "B", "translations": {"de": {"email": {"subject": "Frühling"}}}},  # no de translation
+    ],
+)
+def test_a_variant_override_is_refused_where_its_field_would_be(variant: dict[str, Any]) -> None:
+    with pytest.raises(ValidationError):
+        CampaignPublic.model_validate(_campaign(variants=[{"id": "A"}, variant]))
