@@ -14,6 +14,7 @@ from campaign_engine.campaigns.sending import dispatch as dispatching
 from campaign_engine.campaigns.sending import dispatch_reads as reads
 from campaign_engine.campaigns.sending.approval import Approved, policy_of
 from campaign_engine.campaigns.sending.approval_awaiting import AwaitingList, awaiting
+from campaign_engine.campaigns.sending.approve import approve_dispatch
 from campaign_engine.campaigns.sending.choose_variant import choose_variant as choose
 from campaign_engine.campaigns.sending.resume import resume_dispatch as resume
 from campaign_engine.campaigns.sending.schedule import cancel_scheduled, schedule_dispatch
@@ -128,7 +129,7 @@ def approve(ctx: Context, data: ApproveInput) -> Approved:
     asks for: not a requester, not anyone who changed the campaign since its last approved send
     (FORBIDDEN naming who may approve), and not who will dispatch it. A change since the preview is
     CONFLICT; a later change voids the approval. An API key approves as the person who minted it."""
-    return dispatching.approve_dispatch(
+    return approve_dispatch(
         ctx.services.graph,
         campaign_id=ctx.campaign(data.campaign_id),
         preview_token=data.preview_token,

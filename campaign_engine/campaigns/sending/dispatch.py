@@ -26,13 +26,10 @@ from campaign_engine.campaigns.sending.approval import (
     ApprovalMissing,
     ApprovalPolicy,
     ApprovalStale,
-    Approved,
     Reviewed,
     check_approval,
     fallback_approved,
-    gated,
     reach_cap,
-    record_approval,
     record_refusal,
 )
 from campaign_engine.campaigns.sending.dispatch_settings import DispatchSettings
@@ -62,7 +59,6 @@ __all__ = [
     "PREVIEW_PAGE",
     "DispatchPreview",
     "DispatchStarted",
-    "approve_dispatch",
     "compute_preview",
     "dispatch",
     "preview_dispatch",
@@ -332,40 +328,6 @@ def dispatch(
     return DispatchStarted(
         dispatch_id=ids[channels[0]], channels=channels, dispatch_ids={ch: ids[ch] for ch in channels}
     )
-
-
-def approve_dispatch(
-    graph: Graph,
-    *,
-    campaign_id: str,
-    preview_token: str,
-    approver: str,
-    now: datetime,
-    settings: DispatchSettings,
-    audit: AuditContext | None = None,
-    accept_fallback: bool = False,
-) -> Approved:
-    """Approve the send of exactly this preview (``approval.py``): under the campaign lock, so the
-    preview the approver saw is the campaign's at the approval's commit. ``accept_fallback`` approves
-    a ``missing_translation`` preview as it is (its readers get the base content) and is pinned."""
-
-    def tx_fn(tx: Tx) -> Approved:
-        locked = lock_campaign(tx, campaign_id)
-        if locked is None:
-            raise NotFound(f"campaign '{campaign_ref(campaign_id)}' not found")
-        preview = compute_preview(tx, campaign_id=campaign_id, now=now, settings=settings).preview
-        blocked = preview.blocked_reason
-        fallback = blocked == "missing_translation"
-        # A gated campaign's approval shows its revision in the app, whether or not it can be sent.
-        if blocked is not None and not (accept_fallback and fallback) and (fallback or not gated(locked)):
-            raise BadRequest(why_blocked(blocked))
-        return record_approval(
-            tx, graph, campaign=locked, preview_token=preview_token, current=reviewed(preview),
-            accept_fallback=accept_fallback and blocked == "missing_translation", approver=approver,
-            now=now, audit=audit,
-        )  # fmt: skip
-
-    return graph.write(tx_fn)
 
 
 def start_pages(queue: Queue, jobs: list[PageJob], *, campaign_id: str) -> None:
