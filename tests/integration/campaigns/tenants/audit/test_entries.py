@@ -1,5 +1,6 @@
-"""The audit trail: every committed admin mutation has exactly one entry, written in
-its own transaction; a failed one has none; ``audit.list`` pages by key on its indexes.
+"""The audit trail's entries: every committed admin mutation has exactly one, written in its own
+transaction; a failed one has none; a failure after the audit write rolls it back; an audience change
+of many chunks is one entry.
 
 Every mutation is called through the real API (tRPC over HTTP, real graph, real local queue)."""
 
@@ -7,130 +8,28 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterator
 from datetime import timedelta
-from pathlib import Path
-from typing import Any
 
 import pytest
 from neo4j.exceptions import ConstraintError
 
-from campaign_engine.api.app import ROUTERS
 from campaign_engine.api.auth import mint_token
 from campaign_engine.campaigns.audience.members import CHUNK
-from campaign_engine.campaigns.self_test import ChannelTester
-from campaign_engine.config import Settings
-from campaign_engine.domain.campaign import CampaignPublic
 from campaign_engine.domain.types import format_ts
-from campaign_engine.graph.audit import AuditContext, list_statement, record_audit
+from campaign_engine.graph.audit import AuditContext, record_audit
 from campaign_engine.graph.graph import Graph, Tx
 from tests.conftest import ADMIN_ID
-from tests.support.api import TrpcClient, api_client, error_code, ok
-from tests.support.delivery import NOW, StepClock, local_queues
-
-# Admin mutations that write nothing (a POST only because a large source does not fit in a GET).
-READ_ONLY_MUTATIONS = {"campaigns.previewAudience", "campaigns.previewSegment"}
-
-
-class RecordingTester:
-    """The notify self-tester port: records what it was asked to send."""
-
-    def __init__(self) -> None:
-        self.sent: list[str] = []
-
-    def __call__(self, *, admin_id: str, campaign: CampaignPublic, test_id: str) -> None:
-        self.sent.append(test_id)
-
-
-@pytest.fixture
-def clock() -> StepClock:
-    return StepClock()
-
-
-@pytest.fixture
-def api(base_settings: Settings, graph: Graph, clock: StepClock, tmp_path: Path) -> Iterator[TrpcClient]:
-    testers: dict[str, ChannelTester] = {"notify": RecordingTester()}
-    queues = local_queues(tmp_path / "queue.sqlite3")
-    # The audit test's test wave has a few readers: the evidence rule has its own test (test_test_wave).
-    settings = base_settings.model_copy(update={"campaign_experiment_min_per_variant": 1})
-    with api_client(
-        settings, graph, clock=clock, dispatch_queue=queues.dispatch, self_test_testers=testers
-    ) as client:
-        yield client
-
-
-def entries(graph: Graph) -> list[dict[str, Any]]:
-    rows = graph.run("MATCH (a:AuditEntry) RETURN a {.*} AS a ORDER BY a.at, a.id")
-    return [row["a"] for row in rows]
-
-
-def admin_mutation_paths() -> set[str]:
-    return {
-        procedure.path
-        for router in ROUTERS
-        for procedure in router.procedures
-        if procedure.kind == "mutation" and procedure.access not in ("public", "user")
-    }
-
-
-class Audited:
-    """Calls admin procedures and checks each success added exactly one entry, for that call."""
-
-    def __init__(self, api: TrpcClient, graph: Graph, clock: StepClock) -> None:
-        self.api, self.graph, self.clock = api, graph, clock
-        self.seen: set[str] = set()
-
-    def __call__(
-        self, path: str, data: Any, *, request_id: str | None = None, actor: str = ADMIN_ID
-    ) -> tuple[Any, dict[str, Any]]:
-        self.clock.now += timedelta(seconds=1)
-        before = {entry["id"] for entry in entries(self.graph)}
-        headers = self.api.headers_for(ADMIN_ID, admin=True)
-        if actor != ADMIN_ID:  # a publisher of the default tenant, by signed claims
-            token = mint_token(self.api.settings, profile_id=actor, tenant_id="default", roles=["publisher"])
-            headers = {"authorization": f"Bearer {token}"}
-        if request_id is not None:
-            headers["x-request-id"] = request_id
-        response = self.api.http.post(f"/trpc/{path}", json=data, headers=headers)
-        result = ok(response)
-        new = [entry for entry in entries(self.graph) if entry["id"] not in before]
-        [entry] = [e for e in new if e["tenantId"] == "default"]  # the trail the call acts in
-        # A change to another tenant's record is also shown in that tenant's own trail, once.
-        others = [e for e in new if e is not entry]
-        assert all((e["targetType"], e["targetId"]) == ("tenant", e["tenantId"]) for e in others), others
-        assert len(others) == len({e["tenantId"] for e in others}) <= 1, (path, new)
-        same = ("procedure", "actor", "at", "requestId", "targetType", "targetId", "detail")
-        assert all({k: e.get(k) for k in same} == {k: entry.get(k) for k in same} for e in others)
-        assert (entry["procedure"], entry["actor"], entry["at"]) == (
-            path,
-            actor,
-            format_ts(self.clock.now),
-        )
-        assert request_id is None or entry["requestId"] == request_id
-        assert len(entry["requestId"]) >= 1
-        self.seen.add(path)
-        return result, entry
-
-    def refused(self, path: str, data: Any, code: str, *, as_: str = ADMIN_ID, admin: bool = True) -> None:
-        before = entries(self.graph)
-        assert error_code(self.api.mutate(path, data, as_=as_, admin=admin)) == code, path
-        assert entries(self.graph) == before, path
-
-
-CAMPAIGN = {
-    "id": "c1",
-    "name": "Hello",
-    "channels": ["inApp", "notify"],
-    "message": {"title": "In app"},
-    "notification": {"title": "Big news", "body": "Something happened"},
-}
-MEMBERS = ["m1", "m2", "m3"]
-
-
-def _profiles(*ids: str) -> dict[str, Any]:
-    return {
-        "profiles": [{"profileId": pid, "notificationsWebhook": f"https://{pid}.example/hook"} for pid in ids]
-    }
+from tests.support.api import TrpcClient, ok
+from tests.support.audit import (
+    CAMPAIGN,
+    MEMBERS,
+    READ_ONLY_MUTATIONS,
+    Audited,
+    _profiles,
+    admin_mutation_paths,
+    entries,
+)
+from tests.support.delivery import NOW, StepClock
 
 
 def test_every_admin_mutation_commits_exactly_one_entry_with_its_revisions(
@@ -379,104 +278,3 @@ def test_an_audience_change_of_many_chunks_has_one_entry_counting_every_chunk(
     )
     assert added["added"] == CHUNK + 5
     assert entry["detail"] == f'{{"added":{CHUNK + 5},"chunks":2,"count":{CHUNK + 5},"source":"tag:big"}}'
-
-
-def _seed(graph: Graph) -> list[dict[str, Any]]:
-    """Ten entries over two campaigns and two actors, three of them at one instant (the id orders them)."""
-    seeded = []
-    for i, (campaign, actor, minute) in enumerate(
-        [("a", "x", 0), ("b", "x", 1), ("a", "y", 2), ("a", "x", 3), ("b", "y", 3), ("a", "y", 3),
-         (None, "x", 4), ("a", "y", 5), ("b", "x", 6), ("a", "x", 7)]
-    ):  # fmt: skip
-        audit = AuditContext.begin(
-            actor=actor,
-            procedure="p",
-            request_id=f"r{i}",
-            now=NOW + timedelta(minutes=minute),
-            tenant_id="default",
-        )
-        node = None if campaign is None else {"id": campaign, "createdAt": "t"}
-
-        def tx_fn(tx: Tx, audit: AuditContext, node: dict[str, Any] | None) -> None:
-            record_audit(tx, audit, target_type="campaign", target_id="t", campaign=node)
-
-        graph.write(tx_fn, audit, node)
-        seeded.append({"id": audit.entry_id, "at": audit.at, "campaignId": campaign, "actor": actor})
-    return sorted(seeded, key=lambda e: (e["at"], e["id"]), reverse=True)
-
-
-def test_list_pages_by_key_newest_first_and_filters(api: TrpcClient, graph: Graph) -> None:
-    seeded = _seed(graph)
-
-    def walk(**filters: Any) -> list[str]:
-        ids, cursor = [], None
-        while True:
-            page = ok(
-                api.query("audit.list", {**filters, "limit": 2, "cursor": cursor}, as_=ADMIN_ID, admin=True)
-            )
-            ids += [record["id"] for record in page["records"]]
-            assert page["hasMore"] == (page["cursor"] is not None)
-            if not page["hasMore"]:
-                return ids
-            cursor = page["cursor"]
-
-    assert walk() == [e["id"] for e in seeded]
-    assert walk(campaignId="a") == [e["id"] for e in seeded if e["campaignId"] == "a"]
-    assert walk(actor="y") == [e["id"] for e in seeded if e["actor"] == "y"]
-    assert walk(campaignId="b", actor="x") == [
-        e["id"] for e in seeded if (e["campaignId"], e["actor"]) == ("b", "x")
-    ]
-    since, until = format_ts(NOW + timedelta(minutes=3)), format_ts(NOW + timedelta(minutes=6))
-    assert walk(**{"from": since, "to": "2026-03-01T13:06:00+01:00"}) == [
-        e["id"] for e in seeded if since <= e["at"] < until
-    ]
-    assert walk(actor="x", **{"from": since}) == [
-        e["id"] for e in seeded if e["actor"] == "x" and since <= e["at"]
-    ]
-
-
-@pytest.mark.parametrize(
-    ("data", "code"),
-    [
-        ({"cursor": "not-a-cursor"}, "BAD_REQUEST"),
-        ({"cursor": "2026-03-01T12:00:00.000000Z|abc"}, "BAD_REQUEST"),  # a time, but no entry id
-        ({"cursor": "2026-02-30T12:00:00.000000Z|" + "0" * 32}, "BAD_REQUEST"),  # no such day
-        ({"from": "2026-03-02T00:00:00Z", "to": "2026-03-01T00:00:00Z"}, "BAD_REQUEST"),
-        ({"from": "2026-03-01T00:00:00Z", "to": "2026-03-01T00:00:00Z"}, "BAD_REQUEST"),
-        ({"from": "yesterday"}, "BAD_REQUEST"),
-        ({"limit": 0}, "BAD_REQUEST"),
-        ({"campaignId": ""}, "BAD_REQUEST"),
-    ],
-)
-def test_list_refuses_bad_input(api: TrpcClient, data: dict[str, Any], code: str) -> None:
-    assert error_code(api.query("audit.list", data, as_=ADMIN_ID, admin=True)) == code
-
-
-def test_list_is_for_admins_only(api: TrpcClient) -> None:
-    assert error_code(api.query("audit.list", {}, as_="m1")) == "FORBIDDEN"
-    assert error_code(api.query("audit.list", {})) == "UNAUTHORIZED"
-
-
-@pytest.mark.parametrize(
-    ("lead", "index"),
-    [("campaign", "(campaignId, orderKey)"), ("actor", "(actor, orderKey)"), ("all", "(tenantId, orderKey)")],
-)
-def test_list_seeks_its_index_in_order_and_never_sorts(graph: Graph, lead: Any, index: str) -> None:
-    _seed(graph)
-    params = {"tenantId": "default", "campaignId": "a", "actor": "x", "since": "", "until": "~", "after": "~"}
-    params["limit"] = 3
-    with graph.driver.session(database=graph.database) as session:
-        plan = session.run("EXPLAIN " + list_statement(lead), params).consume().plan
-    operators: list[str] = []
-
-    def walk(node: Any) -> None:
-        operators.append(f"{node['operatorType']} {node.get('args', {}).get('Details', '')}")
-        for child in node.get("children", []):
-            walk(child)
-
-    walk(plan)
-    assert any("IndexSeek" in op and index in op for op in operators), operators
-    assert not any(
-        op.split()[0].startswith(("Sort", "Top", "PartialSort", "PartialTop")) for op in operators
-    ), operators
-    assert not any("Scan" in op for op in operators), operators
