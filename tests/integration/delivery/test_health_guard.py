@@ -46,7 +46,7 @@ USER, PASSWORD = "postmark", "pm-webhook-password-0123456789"
 PAGE = 100
 
 # Postmark's documented bounce and spam complaint records
-# (as tests/integration/feedback/test_feedback_postmark.py).
+# (as tests/support/postmark_feedback.py).
 BOUNCE: dict[str, Any] = {
     "RecordType": "Bounce", "MessageStream": "broadcast", "Type": "HardBounce", "TypeCode": 1,
     "Name": "Hard bounce", "Tag": "Test", "ServerID": 23, "Description": "unknown user",

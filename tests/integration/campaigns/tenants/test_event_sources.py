@@ -1,7 +1,7 @@
 """Each change an event webhook hears of records its event in the change's own transaction:
 the email outcomes, provider feedback, an opt-out, a paused or failed dispatch, a deleted campaign, read
 back from the outbox itself (``:WebhookBatch``), once each, with ids only. The relay is tested in
-``test_event_webhooks.py``; here the endpoint's URL is refused by the egress rules, so nothing leaves.
+``event_webhooks/``; here the endpoint's URL is refused by the egress rules, so nothing leaves.
 """
 
 from __future__ import annotations
