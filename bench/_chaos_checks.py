@@ -15,19 +15,32 @@ answers (every Dispatch of the campaign, ``campaigns.getStats``).
   once the sweeper has counted abandoned claims (a killed worker's). Dead-lettered messages: every
   recipient is deliverable, so any dead letter is one mismatch.
 - stuck: Dispatches neither ``completed`` nor ``stopped`` (a pause stops one; its successor completes).
+  A run whose driver gave up waiting (the API did not answer, a Dispatch did not end in time) counts
+  what the receivers' own files show and is ``stuck`` (``gave_up``): a broken promise with its RESULT
+  line, never a traceback without a verdict.
 """
 
 from __future__ import annotations
 
+import contextlib
 import sqlite3
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from email.parser import BytesHeaderParser
 from email.utils import parseaddr
 from pathlib import Path
 from typing import Any
 
-__all__ = ["Result", "caught_addresses", "check", "dead_letters", "inbox_recipients", "inbox_resends"]
+__all__ = [
+    "Result",
+    "caught_addresses",
+    "check",
+    "dead_letters",
+    "gave_up",
+    "inbox_recipients",
+    "inbox_resends",
+]
 
 _TERMINAL_OK = {"completed", "stopped"}
 
@@ -141,4 +154,29 @@ def check(
     result.stuck = sum(1 for d in dispatches if d["status"] not in _TERMINAL_OK)
     if {"notify", "email"} - {d["channel"] for d in dispatches if d["status"] == "completed"}:
         mismatch("no completed dispatch for every channel")
+    return result
+
+
+def gave_up(
+    *,
+    audience: dict[str, str],
+    inbox_db: Path,
+    mailbox: Path,
+    campaign_id: str | None,
+    dispatches: Callable[[], list[dict[str, Any]]] | None,
+    why: str,
+) -> Result:
+    """The verdict of a run whose driver timed out: what the receivers hold, and ``stuck``: the
+    Dispatches not ended, or 1 when they cannot be read (something did not end while the driver waited)."""
+    stuck = 1
+    if dispatches is not None:
+        with contextlib.suppress(TimeoutError, RuntimeError):
+            stuck = max(1, sum(1 for d in dispatches() if d["status"] not in _TERMINAL_OK))
+    inbox: Counter[str] = Counter()
+    if campaign_id is not None:
+        with contextlib.suppress(sqlite3.Error):  # no table before the first notification
+            inbox = inbox_recipients(inbox_db, campaign_id)
+    result = Result(recipients=len(audience), stuck=stuck, mismatches=[why])
+    result.lost = len(set(audience) - set(inbox))
+    result.duplicate_emails = sum(1 for n in caught_addresses(mailbox).values() if n > 1)
     return result

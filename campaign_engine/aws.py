@@ -7,7 +7,9 @@ back-off as a per-message visibility change and is reported in ``batchItemFailur
 the rest. Redelivery limits and dead-lettering are the queues' RedrivePolicy (``serverless.yml``).
 
 The API app is started once per container (``create_app(start_now=True)``, Mangum without lifespan):
-Mangum's lifespan support would run the app's start-up and shut-down around every invocation.
+Mangum's lifespan support would run the app's start-up and shut-down around every invocation. A cold
+start while the graph is away answers 503 within its bounded attempt; a later invocation of the same
+container tries the start again and serves once it succeeds (``api/startup.py``).
 """
 
 from __future__ import annotations
@@ -119,6 +121,9 @@ def webhook_handler(event: Mapping[str, Any], context: Any) -> dict[str, Any]:
 
 def sweep_handler(event: Mapping[str, Any], context: Any) -> dict[str, Any]:
     with _invocation(context):
+        if not _graph().probe():  # the workers' graph would wait out the outage past this timeout
+            log.warning("sweeper.skipped reason=graph_unreachable: the next scheduled run sweeps")
+            return {"skipped": 1}
         result = run_sweep(_settings(), _graph(), _queues().dispatch, webhooks_queue=_queues().webhooks)
         # Dispatches by status once a minute; queue depth and age are AWS/SQS's own metrics there.
         record_readings(scrape_gauges(_graph(), {}))

@@ -110,6 +110,9 @@ class Settings(BaseSettings):
     # serves its base language to everyone) who may get the base content though they read another
     # language before a send needs acceptFallback (blockedReason missing_translation).
     campaign_untranslated_max_share: float = Field(default=0.05, ge=0.0, le=1.0)
+    # The fewest test recipients an experiment's test wave may give any variant: a smaller test wave
+    # cannot tell its arms apart, so preview, dispatch and scheduleDispatch refuse it.
+    campaign_experiment_min_per_variant: int = Field(default=50, ge=1, le=1_000_000)
     # Page budget for the sweeper: a `sending` dispatch untouched for (wave delay <= 900 s) + this long
     # is re-armed from its cursor.
     campaign_dispatch_stuck_seconds: int = Field(default=300, ge=1)

@@ -150,13 +150,17 @@ const DOING: Record<string, string> = {
   "apiKeys.revoke": "Revoking an API key",
 };
 
-/** Why a send cannot go now, or why it stopped: every `blockedReason` of a preview and every pause
- *  reason of a Dispatch, as the admin reads it (``reasonSentence``; an unknown code keeps its words). */
+/** Every reason code the API answers, as the admin reads it (``reasonSentence``; an unknown code keeps
+ *  its words): why a send cannot go now (a preview's `blockedReason`, also named by a refused send), why
+ *  a Dispatch paused (`pauseReason`), why a test wave's winner won (`decision.reason`), and the codes of
+ *  our own refusals. The codes live in campaign_engine/domain/reasons.py, and
+ *  tests/unit/test_console_messages.py fails for a code without a row here. */
 export const REASONS: Record<string, string> = {
   not_live: "the campaign is not live: set it live first",
   not_started: "the campaign's window has not started yet",
   ended: "the campaign's window has ended",
   notify_disabled: "the campaign has no notification or email channel to send on",
+  email_disabled: "the campaign has no email channel",
   channel_removed: "the campaign no longer has this channel",
   no_recipients: "nobody would receive it: the audience is empty or nobody in it is eligible",
   notify_not_configured: "this deployment cannot deliver notifications (no webhook secret is set)",
@@ -166,6 +170,11 @@ export const REASONS: Record<string, string> = {
   hardBounce: "too many emails bounced",
   complaint: "too many recipients marked the email as spam",
   rejection: "the receivers refused too many notifications",
+  highest_rate: "the variant with the highest rate won",
+  tie: "the test was a tie: the best variants had the same rate, so the first of them is sent; the test does not show that one is better",
+  insufficient_evidence: "the test gave no evidence: no test recipient did what it measures, or a variant reached nobody, so the first variant is sent; the test does not show that one is better",
+  chosen: "an admin chose this variant",
+  too_few_per_variant: "the test wave is too small to tell the variants apart: raise the test share, widen the audience, or send without a test",
 };
 
 /** A reason code as a sentence, capitalised with a full stop; an unknown code as the API spelled it. */

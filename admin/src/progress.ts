@@ -125,8 +125,11 @@ function testWaveNotice(d: Dispatch, choose: ((d: Dispatch) => HTMLElement | nul
   const metric = METRIC_WORDS[x.metric] ?? words(x.metric);
   if (d.decision) {
     const r = d.decision;
+    // A tie or no evidence is no win: said in words, so nobody reads the first variant as the better one.
+    const undecided = r.reason === "tie" || r.reason === "insufficient_evidence";
     return h("div", { className: "notice test-wave decided", id: `decision-${d.dispatchId}` },
-      h("p", {}, h("strong", {}, `Variant ${r.winner} won`), ` on ${metric}; everyone outside the ${percent(x.testShare)} test wave gets only it.`),
+      h("p", {}, h("strong", {}, undecided ? `Variant ${r.winner} is sent` : `Variant ${r.winner} won`), ` on ${metric}; everyone outside the ${percent(x.testShare)} test wave gets only it.`),
+      undecided && r.reason ? h("p", { className: "undecided", "data-decision-reason": r.reason }, reasonSentence(r.reason)) : null,
       h("ul", { className: "rates" }, ...r.rates.map((v) => h("li", { "data-variant": v.variantId },
         `${v.variantId}: ${v.numerator} of ${v.denominator} test recipients (${percent(v.rate)})`))),
       h("p", { className: "muted" }, `Decided by ${r.decidedBy === "system:test-wave" ? "the system on time" : r.decidedBy} `, timeEl(r.decidedAt)));

@@ -1,8 +1,10 @@
 """``create_app``: the composition root of the API edge.
 
-It validates the settings this edge needs, opens the graph, applies the schema, wires the procedure
-routers into one tRPC endpoint and serves the generated OpenAPI document. Tests pass their own graph or
-clock; nothing here runs at import time.
+It validates the settings this edge needs, opens the graph, wires the procedure routers into one tRPC
+endpoint and serves the generated OpenAPI document. Its start (the schema, the tenant seed) needs the
+graph and is retried until the graph answers (``api/startup.py``): a process started while Neo4j is
+away serves 503 meanwhile rather than exiting. Tests pass their own graph or clock; nothing here runs at
+import time.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from campaign_engine.api.exports import exports_router
 from campaign_engine.api.imports import imports_router
 from campaign_engine.api.openapi import build_openapi
 from campaign_engine.api.routers.webhooks import webhooks_router
+from campaign_engine.api.startup import Startup
 from campaign_engine.api.trpc import ProcedureRouter, TrpcEndpoint
 from campaign_engine.campaigns.engagement.email_clicks import ClickRecorder
 from campaign_engine.campaigns.engagement.rate_limit import GraphRateLimiter
@@ -123,7 +126,8 @@ def create_app(
     serve_metrics: bool = True,
 ) -> FastAPI:
     """The API app. It starts (applies the schema) in its lifespan, or here when ``start_now``: the
-    Lambda handler starts it once per container and serves it without lifespan events."""
+    Lambda handler starts it once per container and serves it without lifespan events. A start that
+    cannot reach the graph is tried again (``Startup``) while the app answers 503."""
     settings.require_api()
     if serve_metrics:  # closed without a token unless meant to be open, checked before anything opens
         settings.require_metrics()
@@ -174,11 +178,15 @@ def create_app(
         tenants.records()  # seeds the records now, not at the first request that needs them
         log.info("api.started")
 
+    # A Lambda container has no thread between invocations: it retries when a request comes.
+    startup = Startup(start, uri=settings.neo4j_uri, inline=start_now)
+
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
         if not start_now:
-            start()
+            startup.begin()
         yield
+        startup.close()
         services.engagement.close()  # their batch threads, before the graph they use
         clicks.close()
         for tester in own_testers:
@@ -191,11 +199,11 @@ def create_app(
             the_graph.close()
 
     if start_now:
-        start()
+        startup.begin()
     app = FastAPI(title="campaign-engine", version="0.1.0", lifespan=lifespan, docs_url=None, redoc_url=None)
     app.state.services = services
     app.state.click_recorder = clicks
-    endpoint = TrpcEndpoint(services, ROUTERS)
+    endpoint = TrpcEndpoint(services, ROUTERS, gate=startup.require)
 
     app.add_middleware(_TrpcFirst, endpoint=endpoint)
     app.add_middleware(RequestIdMiddleware)  # outermost of ours: every route's lines carry requestId
@@ -233,6 +241,7 @@ def create_app(
     @app.get("/readyz", include_in_schema=False)
     def readyz() -> JSONResponse:
         try:
+            startup.require()  # not ready before the start succeeded, whatever the graph says now
             # Fails at once when the graph is unreachable; schema_applied alone would sit in the
             # driver's transaction retries for ~30 s, longer than any readiness probe waits.
             the_graph.driver.verify_connectivity()

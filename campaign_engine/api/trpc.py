@@ -52,6 +52,7 @@ log = logging.getLogger(__name__)
 Kind = Literal["query", "mutation"]
 METHOD: dict[Kind, str] = {"query": "GET", "mutation": "POST"}  # the one HTTP method of each kind
 F = TypeVar("F", bound=Callable[..., Any])
+Gate = Callable[[], None]  # raises while no procedure may run yet (a start still waiting: api/startup.py)
 
 
 @dataclass(frozen=True)
@@ -125,8 +126,7 @@ class _RequestError(Exception):
 
     def __init__(self, code: TrpcCode, message: str) -> None:
         super().__init__(message)
-        self.code = code
-        self.message = message
+        self.code, self.message = code, message
 
 
 _NO_INPUT = object()
@@ -144,8 +144,10 @@ def _with_no_store(headers: dict[str, str] | None) -> dict[str, str]:
 class TrpcEndpoint:
     """The ASGI-level handler mounted at ``/trpc/{path:path}`` for every method."""
 
-    def __init__(self, services: Services, routers: Sequence[ProcedureRouter]) -> None:
-        self.services = services
+    def __init__(
+        self, services: Services, routers: Sequence[ProcedureRouter], *, gate: Gate | None = None
+    ) -> None:
+        self.services, self.gate = services, gate
         self.procedures: dict[str, Procedure] = {}
         for router in routers:
             router.check_table()
@@ -264,6 +266,8 @@ class TrpcEndpoint:
         """One call's HTTP status and its JSON envelope, already encoded."""
         try:
             procedure = self._lookup(method, path)
+            if self.gate is not None:
+                self.gate()
             ctx = replace(ctx, procedure=path)  # the audit trail names the call, not the batch
             if procedure.is_async:
                 output = await self._run_async(procedure, ctx, raw)
@@ -343,7 +347,6 @@ def request_context(services: Services, request: Request) -> Context:
     """The context of one HTTP request: its verified caller (or the error that refused its credential),
     the tenant the credential names and the request id. Every authenticated route builds it here, tRPC
     or not, so the credential rules are one."""
-    settings = services.settings
     try:
         caller = services.verifier.verify(request.headers.get("authorization"))
         auth_error: CampaignError | None = None
@@ -355,7 +358,7 @@ def request_context(services: Services, request: Request) -> Context:
     return Context(
         services=services,
         caller=caller,
-        tenant_id=tenant or settings.campaign_default_tenant_id,
+        tenant_id=tenant or services.settings.campaign_default_tenant_id,
         auth_error=auth_error,
         request_id=_request_id(request),
     )

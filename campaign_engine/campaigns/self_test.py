@@ -112,7 +112,7 @@ def send_test_to_me(
         if "inApp" in channels:
             if not lock_profiles(tx, [admin_id]):
                 raise NotFound("your profile is not in the graph; upsert it before sending yourself a test")
-            own = tx.run("MATCH (p:Profile {profileId: $id}) RETURN p.locale AS locale", id=admin_id).single()
+            own = tx.run(statement("self_test_locale"), profileId=admin_id, campaignId=campaign_id).single()
             locale = None if own is None else own["locale"]
             snapshot = in_app_snapshot(campaign, locale, admin_id)
             tx.run(statement("send_test_in_app"), profileId=admin_id, campaignId=campaign_id, testId=test_id,

@@ -42,6 +42,7 @@ from pydantic import ConfigDict, Field, StringConstraints
 from campaign_engine.domain.camel import CamelModel
 from campaign_engine.domain.content import StrictModel, Translation
 from campaign_engine.domain.locale import normalized
+from campaign_engine.domain.reasons import DecisionReason
 from campaign_engine.domain.variant_copy import (
     EmailOverride,
     MessageOverride,
@@ -63,11 +64,11 @@ __all__ = [
     "VariantRate",
     "assigned_variant",
     "check_variants",
+    "decision_of",
     "in_test_wave",
     "served_variant",
     "unit_point",
     "variant_bounds",
-    "winner_of",
     "wire_variant_id",
 ]
 
@@ -263,13 +264,17 @@ class VariantRate:
                 "rate": self.rate}  # fmt: skip
 
 
-def winner_of(rates: Sequence[VariantRate]) -> str:
-    """The highest rate wins; a tie goes to the first in definition order (``rates`` in that order)."""
-    best = rates[0]
-    for candidate in rates[1:]:
-        if candidate.rate > best.rate:
-            best = candidate
-    return best.variant_id
+def decision_of(rates: Sequence[VariantRate]) -> tuple[str, DecisionReason]:
+    """The winner of a test wave by its rates (``rates`` in definition order) and why
+    (``domain/reasons.py:DecisionReason``). Arms that cannot be told apart are said so, and the first
+    of them is sent: with no metric event in any arm, or an arm the send reached nobody in, nothing
+    distinguishes them (``insufficient_evidence``, the first variant); equal best rates are a ``tie``
+    (the first of the tied). Otherwise the highest rate wins (``highest_rate``)."""
+    if not any(r.numerator for r in rates) or any(not r.denominator for r in rates):
+        return rates[0].variant_id, "insufficient_evidence"
+    best = max(r.rate for r in rates)
+    tied = [r for r in rates if r.rate == best]
+    return tied[0].variant_id, "tie" if len(tied) > 1 else "highest_rate"
 
 
 def assigned_variant(

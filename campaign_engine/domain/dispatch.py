@@ -19,6 +19,7 @@ from typing import Annotated, Any, Literal
 from pydantic import ConfigDict, Field, PrivateAttr, TypeAdapter
 
 from campaign_engine.domain.camel import CamelModel
+from campaign_engine.domain.reasons import BlockedReason
 
 __all__ = [
     "DeliveryChannel",
@@ -147,8 +148,8 @@ def preview_token(
 
 
 def send_blocked(
-    campaign: Mapping[str, Any], *, channels: Iterable[str], missing: str, now: str
-) -> str | None:
+    campaign: Mapping[str, Any], *, channels: Iterable[str], missing: BlockedReason, now: str
+) -> BlockedReason | None:
     """Why ``campaign`` (node properties) cannot send now: not live, none of ``channels`` enabled
     (reported as ``missing``), or outside its window; ``None`` when it can. ``now`` is a stored
     timestamp, compared as text like the graph's own."""

@@ -25,11 +25,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
+
+from campaign_engine.domain.reasons import GuardRate
 
 __all__ = ["Breach", "GuardLimits", "GuardRate", "breach_of", "window_counts"]
 
-GuardRate = Literal["hardBounce", "complaint", "rejection"]
 
 _LABEL: dict[GuardRate, str] = {
     "hardBounce": "hard_bounce_rate",

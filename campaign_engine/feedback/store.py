@@ -1,5 +1,11 @@
 """Feedback applied to the graph, once per provider record, and the suppressions admins read and lift.
 
+A suppression is per address and deployment-wide: every tenant sends through the same provider
+account, whose sending reputation a bounce or complaint harms for all of them. A spam complaint also
+records the person's opt-out, and that names the tenant whose email drew it (its view of the person,
+docs/people.md): the person stays reachable by the other tenants at their other addresses. A complaint
+no send of ours can be traced to opts out of every tenant.
+
 A suppression remembers the tenants whose sends the feedback that set its reason was about
 (``causedBy``, from the provider message ids), so a tenant reads the reason, the provider's detail and
 the dates only of suppressions its own sends caused, and of any other only that the address is
@@ -118,13 +124,13 @@ class FeedbackStore:
                     "detail": event.detail,
                 }
         suppressed = 0
+        tenants = self._tenants(tx, feedback) if suppress else []  # a complaint always suppresses
         if suppress:
             rows = [suppress[address] for address in sorted(suppress)]
-            tenants = self._tenants(tx, feedback)
             suppressed = tx.run(
                 statement("feedback_suppress"), rows=rows, source=feedback.source, now=now, tenants=tenants
             ).single(strict=True)["suppressed"]
-        self._touch_profiles(tx, feedback, now, self._graph)
+        self._touch_profiles(tx, feedback, now, self._graph, tenants)
         return Applied(duplicate=False, suppressed=suppressed, reactivated=reactivated)
 
     @staticmethod
@@ -136,9 +142,11 @@ class FeedbackStore:
         return [] if found is None else sorted(t for t in found["tenants"] if t is not None)
 
     @staticmethod
-    def _touch_profiles(tx: Tx, feedback: Feedback, now: str, graph: Graph) -> None:
-        """Stats marks on the sends (by provider message id) and, for a complaint, the opt-out of every
-        profile with the address: after the profile locks, like every other profile write."""
+    def _touch_profiles(tx: Tx, feedback: Feedback, now: str, graph: Graph, tenants: list[str]) -> None:
+        """Stats marks on the sends (by provider message id) and, for a complaint, the opt-out of the
+        profiles with the address, shared or in a tenant's view: of the ``tenants`` whose email drew it
+        (their views), or of every tenant when no send of ours is named. After the profile locks, like
+        every other profile write."""
         bounced = any(e.action == "hard_bounce" for e in feedback.events)
         complaints = [e for e in feedback.events if e.action == "complaint"]
         if not (bounced and feedback.message_ids) and not complaints:
@@ -171,7 +179,11 @@ class FeedbackStore:
                     counted.append({k: row[k] for k in ("dispatchId", "emailedAt", "bounce", "complaint")})
             if counted:  # the health guard's counters on each send's Dispatch, in this transaction
                 tx.run(statement("feedback_dispatch_counts"), rows=counted).consume()
-        if complaints:
+        if complaints and tenants:  # the address stays suppressed for all: the sending reputation is shared
+            addresses = sorted({e.normalized for e in complaints})
+            tx.run(statement("feedback_opt_out_tenant"), profileIds=sorted(profile_ids), tenants=tenants,
+                   addresses=addresses, messageIds=list(feedback.message_ids), now=now).consume()  # fmt: skip
+        elif complaints:
             tx.run(statement("feedback_opt_out"), profileIds=sorted(profile_ids), now=now).consume()
 
 

@@ -32,6 +32,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any, Concatenate, Generic, ParamSpec, TypeVar, cast
+from urllib.parse import urlsplit
 
 import neo4j
 from neo4j import exceptions as neo4j_errors
@@ -39,7 +40,15 @@ from neo4j import exceptions as neo4j_errors
 from campaign_engine.config import Settings
 from campaign_engine.domain.errors import ServiceUnavailable
 
-__all__ = ["API_UNAVAILABLE_WAIT_SECONDS", "Graph", "PendingWrite", "Statements", "Tx", "open_graph"]
+__all__ = [
+    "API_UNAVAILABLE_WAIT_SECONDS",
+    "Graph",
+    "PendingWrite",
+    "Statements",
+    "Tx",
+    "address_of",
+    "open_graph",
+]
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -240,6 +249,12 @@ class Graph:
                 self.reachable = True
                 return answer
             time.sleep(pause)
+
+
+def address_of(uri: str) -> str:
+    """host:port of a graph URI, for log lines: never the credentials a URI may carry."""
+    parts = urlsplit(uri)
+    return f"{parts.hostname}:{parts.port}" if parts.port else str(parts.hostname)
 
 
 def open_graph(settings: Settings, *, unavailable_wait: float | None = None) -> Graph:

@@ -10,10 +10,10 @@ The decision is a compare-and-set on the Campaign's ``abTest`` under the campaig
 undecided test is decided, so a decision job running twice, two channels' walks waking together or an
 admin racing the system decide once. In that transaction: the rates (each variant's test recipients
 reached by this confirmation's Dispatches, and those of them with the metric), the winner (highest
-rate, ties to the first variant in definition order: ``domain/ab_variants.py:winner_of``), ``abTest``
-with the winner (what every serving path reads), each Dispatch of the confirmation in ``phase: rest``
-with the decision, and the audit entry. Nobody is reassigned: test members are drawn by the hash, and
-the winner only changes what readers outside the test wave are served.
+rate, and why: a tie or no evidence sends the first variant, ``domain/ab_variants.py:decision_of``),
+``abTest`` with the winner (what every serving path reads), each Dispatch of the confirmation in
+``phase: rest`` with the decision, and the audit entry. Nobody is reassigned: test members are drawn by
+the hash, and the winner only changes what readers outside the test wave are served.
 """
 
 from __future__ import annotations
@@ -21,10 +21,11 @@ from __future__ import annotations
 import json
 from collections import Counter
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
-from campaign_engine.domain.ab_variants import VariantRate, in_test_wave, winner_of
+from campaign_engine.domain.ab_variants import VariantRate, decision_of, in_test_wave
+from campaign_engine.domain.reasons import DecisionReason
 from campaign_engine.graph.audit import AuditContext, record_audit
 from campaign_engine.graph.cypher import statement
 from campaign_engine.graph.graph import Tx
@@ -45,6 +46,7 @@ _WRITE = "test_wave_decide"  # cypher/graph/test_wave_decide.cypher
 @dataclass(frozen=True)
 class Decision:
     winner: str
+    reason: DecisionReason
     rates: list[VariantRate]
     decided_by: str
     decided_at: str
@@ -53,8 +55,8 @@ class Decision:
     decision enqueues their rest pass after the commit (``nextPageAt`` cleared here)."""
 
     def wire(self) -> dict[str, Any]:
-        return {"winner": self.winner, "rates": [r.wire() for r in self.rates], "decidedBy": self.decided_by,
-                "decidedAt": self.decided_at}  # fmt: skip
+        return {"winner": self.winner, "reason": self.reason, "rates": [r.wire() for r in self.rates],
+                "decidedBy": self.decided_by, "decidedAt": self.decided_at}  # fmt: skip
 
 
 def decision_due(campaign: Mapping[str, Any] | None, *, now: str) -> bool:
@@ -87,9 +89,13 @@ def decide(
     if chosen is not None and chosen not in order:
         raise ValueError(chosen)
     rates = _rates(tx, campaign_id=campaign_id, test=test, order=order)
-    winner = chosen or winner_of(rates)
-    decision = Decision(winner=winner, rates=rates, decided_by=audit.actor, decided_at=now, restart=[])
-    stored = {**test, "winner": winner, "decidedAt": now, "decidedBy": audit.actor}
+    reason: DecisionReason = "chosen"
+    winner = chosen
+    if winner is None:
+        winner, reason = decision_of(rates)
+    decision = Decision(winner=winner, reason=reason, rates=rates, decided_by=audit.actor, decided_at=now,
+                        restart=[])  # fmt: skip
+    stored = {**test, "winner": winner, "reason": reason, "decidedAt": now, "decidedBy": audit.actor}
     rows = tx.run(
         statement(_WRITE),
         campaignId=campaign_id,
@@ -106,7 +112,7 @@ def decide(
         revision_before=campaign.get("revision"), revision_after=campaign.get("revision"),
         detail={**decision.wire(), "dispatchIds": test.get("dispatchIds"), "metric": test["metric"]},
     )  # fmt: skip
-    return Decision(winner=winner, rates=rates, decided_by=audit.actor, decided_at=now, restart=restart)
+    return replace(decision, restart=restart)
 
 
 def _rates(tx: Tx, *, campaign_id: str, test: Mapping[str, Any], order: list[str]) -> list[VariantRate]:

@@ -121,6 +121,12 @@ def create_inbox_app(
     async def healthz() -> dict[str, bool]:
         return {"ok": True}
 
+    @app.get("/readyz")
+    async def readyz() -> dict[str, str]:
+        """Ready once the store is open, which the app did when built: the inbox reads no graph, so it
+        starts and serves while Neo4j is away, as the same probe of every process can see."""
+        return {"status": "ready"}
+
     return app
 
 

@@ -125,11 +125,19 @@ def start_metrics_server(
     port: int,
     token: str | None,
     head_timeout: float = HEAD_TIMEOUT_SECONDS,
+    ready: Callable[[], bool] | None = None,
 ) -> MetricsServer:
-    """Serve ``GET /metrics`` from ``registry`` (the bearer check of ``scrape``); other paths are 404."""
+    """Serve ``GET /metrics`` from ``registry`` (the bearer check of ``scrape``) and, given ``ready``,
+    ``GET /readyz`` (200 or 503, no token: it says no more than a probe can see); other paths are 404."""
     collector = ThreadPoolExecutor(1, thread_name_prefix="metrics-collect")
 
     def app(environ: dict[str, Any], start_response: Callable[..., Any]) -> Sequence[bytes]:
+        if ready is not None and environ.get("PATH_INFO") == "/readyz":
+            up = ready()
+            start_response(
+                "200 OK" if up else "503 Service Unavailable", [("content-type", "application/json")]
+            )
+            return [b'{"status":"ready"}' if up else b'{"status":"unavailable"}']
         if environ.get("PATH_INFO") != "/metrics":
             start_response("404 Not Found", [("content-type", "text/plain")])
             return [b"not found\n"]

@@ -24,10 +24,11 @@ from campaign_engine.delivery.notify.poster import WebhookPoster
 from campaign_engine.delivery.runner import Worker, install_stop_signals
 from campaign_engine.delivery.sweeper import SweepResult, stuck_window_seconds, sweep
 from campaign_engine.delivery.webhook_relay import WebhookRelay, enqueue_due
+from campaign_engine.domain.errors import ServiceUnavailable
 from campaign_engine.domain.types import Clock, format_ts, system_clock
 from campaign_engine.egress.transport import AsyncSafeTransport
 from campaign_engine.feedback.store import expire_feedback_records
-from campaign_engine.graph.graph import Graph, open_graph
+from campaign_engine.graph.graph import Graph, address_of, open_graph
 from campaign_engine.graph.webhook_outbox import expire_delivered
 from campaign_engine.observability.metrics_server import MetricsServer, start_metrics_server
 from campaign_engine.observability.metrics_serving import serving_registry
@@ -189,7 +190,7 @@ def build_worker(
 
 def start_worker_metrics(settings: Settings, graph: Graph, queues: Queues) -> MetricsServer | None:
     """The worker's ``/metrics`` on METRICS_PORT (None when unset): its counters plus the scrape-time
-    gauges of both queues and of the dispatches."""
+    gauges of both queues and of the dispatches; and its ``/readyz``, 503 while the graph is away."""
     if settings.metrics_port is None:
         return None
     settings.require_metrics()
@@ -201,6 +202,7 @@ def start_worker_metrics(settings: Settings, graph: Graph, queues: Queues) -> Me
         host=settings.metrics_host,
         port=settings.metrics_port,
         token=token.get_secret_value() if token is not None else None,
+        ready=graph.probe,  # 503 while the graph is away: the worker holds its queues meanwhile
     )
 
 
@@ -208,10 +210,14 @@ def run_worker(settings: Settings | None = None) -> None:
     """Foreground worker until SIGTERM/SIGINT (``campaign-engine worker``)."""
     settings = settings or Settings()
     graph = open_graph(settings)
+    where = address_of(settings.neo4j_uri)  # never the credentials a URI may carry
     if not graph.probe():  # held until it answers (runner.py); said at once, not after a first job's wait
-        log.error("worker.graph_unreachable uri=%s: check NEO4J_URI; waiting for it", settings.neo4j_uri)
+        log.error("worker.graph_unreachable graph=%s: check NEO4J_URI; waiting for it", where)
     else:  # the tenant seed now; with the graph away, before the first load that finds it back
-        tenant_directory(settings, graph).records()
+        try:
+            tenant_directory(settings, graph).records()
+        except ServiceUnavailable:  # gone again since the probe: a start-up is never fatal for it
+            log.warning("worker.graph_unreachable graph=%s: the tenant seed waits for its first load", where)
     queues = build_queues(settings)
     metrics_server = start_worker_metrics(settings, graph, queues)
     try:

@@ -6,6 +6,8 @@
 // a campaign carries its approved revision (`shownVersion`, '' while none approved;
 // campaigns/sending/approval_publish.py): the card is that revision's, shown to members added before
 // its approval (`shownSince`) or enrolled by themselves. A few property reads per membership expanded.
+// Each card's language is the campaign tenant's view of the caller over the shared locale
+// (docs/people.md): a property of the view the age policy already bound, so it costs nothing more.
 UNWIND $profileIds AS profileId
 MATCH (p:Profile {profileId: profileId})-[m:IN_CAMPAIGN_AUDIENCE]->(c:Campaign)
 WHERE c.status = 'live' AND c.hasInAppMessage
@@ -15,5 +17,6 @@ WHERE c.status = 'live' AND c.hasInAppMessage
 WITH profileId, p, c, view WHERE {{CAMPAIGN_AGE_OK}}
 OPTIONAL MATCH (p)-[s:CAMPAIGN_STATE]->(c)
 // One record per caller (not per membership): far fewer records for the driver to decode.
-RETURN profileId, p.locale AS locale,
-       collect([c.id, coalesce(c.shownVersion, c.updatedAt), s {.*}, c.abTest]) AS visible
+RETURN profileId,
+       collect([c.id, coalesce(c.shownVersion, c.updatedAt), s {.*}, c.abTest,
+                coalesce(view.locale, p.locale)]) AS visible

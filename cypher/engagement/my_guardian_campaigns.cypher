@@ -4,6 +4,7 @@
 // member ({{ROUTED_GUARDIAN}}, graph/rules/routing.py, the one rule, over the caller's view in the
 // campaign's tenant and that tenant's links only). One unique seek per caller and the expansion of
 // their GUARDIAN_OF links, which most callers have none of. The approved revision as in my_campaigns.
+// Each card in the language of the caller's view in the campaign's tenant over the shared locale.
 UNWIND $profileIds AS profileId
 MATCH (p:Profile {profileId: profileId})
 UNWIND [(p)-[:GUARDIAN_OF {consent: 'granted'}]->(child:Profile) | child] AS child
@@ -16,4 +17,5 @@ WITH DISTINCT profileId, p, c
 {{TENANT_VIEW}}
 WITH profileId, p, c, view WHERE {{ROUTED_GUARDIAN}}
 OPTIONAL MATCH (p)-[s:CAMPAIGN_STATE]->(c)
-RETURN profileId, p.locale AS locale, collect([c.id, coalesce(c.shownVersion, c.updatedAt), s {.*}]) AS visible
+RETURN profileId,
+       collect([c.id, coalesce(c.shownVersion, c.updatedAt), s {.*}, coalesce(view.locale, p.locale)]) AS visible

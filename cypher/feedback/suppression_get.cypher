@@ -1,9 +1,15 @@
-// A tenant's credential ($tenant not null) sees an address only if one of its members has it, and its
+// A tenant's credential ($tenant not null) sees an address only if one of its members has it (a shared
+// address, or one in the tenant's own view of them: docs/people.md; index contact_method_value), and its
 // reason, detail and dates only if the tenant's own sends caused the suppression (`causedBy`); else only
 // that the address is suppressed. A platform credential ($tenant null) sees everything.
 MATCH (s:EmailSuppression {address: $address})
 WHERE $tenant IS NULL OR EXISTS {
   MATCH (:ContactMethod {type: 'email', value: s.address})<-[:HAS_CONTACT_METHOD]-(p:Profile)
+  WHERE $tenant IN p.tenants
+} OR EXISTS {
+  MATCH (:ContactMethod {type: 'email', value: s.address})
+        <-[:HAS_CONTACT_METHOD]-(:TenantView {tenantId: $tenant})
+        <-[:HAS_VIEW]-(p:Profile)
   WHERE $tenant IN p.tenants
 }
 WITH s, $tenant IS NULL OR $tenant IN coalesce(s.causedBy, []) AS detailed

@@ -1,11 +1,17 @@
 // suppressions.list: keyset page by address (unique index range seek, in index order), optional reason.
-// A tenant's credential ($tenant not null) sees only addresses one of its members has, and the reason,
-// detail and dates only of those its own sends caused (`causedBy`; suppression_get.cypher): its reason
-// filter matches only those, so filtering reveals no reason either.
+// A tenant's credential ($tenant not null) sees only addresses one of its members has (shared, or in the
+// tenant's own view of them), and the reason, detail and dates only of those its own sends caused
+// (`causedBy`; suppression_get.cypher): its reason filter matches only those, so filtering reveals no
+// reason either.
 MATCH (s:EmailSuppression)
 WHERE s.address > $cursor
   AND ($tenant IS NULL OR EXISTS {
     MATCH (:ContactMethod {type: 'email', value: s.address})<-[:HAS_CONTACT_METHOD]-(p:Profile)
+    WHERE $tenant IN p.tenants
+  } OR EXISTS {
+    MATCH (:ContactMethod {type: 'email', value: s.address})
+        <-[:HAS_CONTACT_METHOD]-(:TenantView {tenantId: $tenant})
+          <-[:HAS_VIEW]-(p:Profile)
     WHERE $tenant IN p.tenants
   })
 WITH s, $tenant IS NULL OR $tenant IN coalesce(s.causedBy, []) AS detailed

@@ -31,6 +31,10 @@ CREATE INDEX audience_member IF NOT EXISTS FOR ()-[m:IN_CAMPAIGN_AUDIENCE]-() ON
 // as audience pages read memberships: the slug and profileId are copied onto HAS_TAG by its one writer
 // (upsert_profiles.cypher; graph/schema.py backfills older links).
 CREATE INDEX tag_member IF NOT EXISTS FOR ()-[g:HAS_TAG]-() ON (g.slug, g.profileId);
+// A tenant's own tags (docs/people.md: HAS_TAG with its tenantId): the tag source's page seeks that
+// tenant's edges of a tag in profileId order, never another tenant's (a shared edge has no tenantId, so
+// this index holds none of them: the page reads those from tag_member).
+CREATE INDEX tag_member_tenant IF NOT EXISTS FOR ()-[g:HAS_TAG]-() ON (g.tenantId, g.slug, g.profileId);
 // The rate limiter sweeps expired per-minute buckets through this index.
 CREATE INDEX rate_bucket_expires IF NOT EXISTS FOR (b:RateBucket) ON (b.expiresAt);
 // Email claims by outcome: those without one past the horizon (the sweeper counts them uncertain),

@@ -10,12 +10,15 @@
 // These are the shared facts (docs/people.md): a tenant credential's rows name none of them here
 // (upsert_views.cypher writes its view), and the tags replaced are the shared ones only, so what a
 // tenant tagged stays; CREATE, not MERGE, since MERGE would take a tenant's HAS_TAG of the slug for one.
+// `row.identity` is a tenant row's `did` / `isServiceProfile`: set only on the profile it creates, never
+// on an existing person every tenant reads (a platform row names them in `row.props`).
 UNWIND $rows AS row
 OPTIONAL MATCH (existing:Profile {profileId: row.profileId})
 WITH row, existing IS NULL AS created
 MERGE (p:Profile {profileId: row.profileId})
   ON CREATE SET p.announcementEmailOptOut = false, p.announcementPushOptOut = false,
-                p.isManaged = false, p.isServiceProfile = false, p.campaignUnsubscribeId = randomUUID()
+                p.isManaged = false, p.isServiceProfile = false, p.campaignUnsubscribeId = randomUUID(),
+                p += coalesce(row.identity, {})
 SET p.campaignStateLock = coalesce(p.campaignStateLock, 0) + 1, p += row.props,
     p.tenants = coalesce(row.tenants, p.tenants, [$tenant])
 WITH p, row, created

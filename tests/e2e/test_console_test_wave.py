@@ -1,6 +1,7 @@
 """The A/B test wave in the admin console, in Debian's Chromium: a testing dispatch
 says who gets what and when it is decided, "Choose B now" decides it, and the decided dispatch shows the
-winner, each variant's rate over its test recipients and who decided.
+winner, each variant's rate over its test recipients and who decided; a decision without evidence says
+so in words.
 
 The API serves the console in a thread; the worker runs in this process against the real Neo4j, the
 Postmark stand-in and a durable local queue, so the test decides when pages run.
@@ -20,7 +21,10 @@ from campaign_engine.campaigns.sending.dispatch_reads import get_dispatch
 from campaign_engine.campaigns.sending.dispatch_settings import DispatchSettings
 from campaign_engine.config import Settings
 from campaign_engine.domain.ab_variants import Experiment, in_test_wave
+from campaign_engine.domain.types import format_ts
+from campaign_engine.graph.audit import AuditContext
 from campaign_engine.graph.graph import Graph
+from campaign_engine.graph.test_wave import decide
 from campaign_engine.wiring import build_worker
 from tests.conftest import ADMIN_ID
 from tests.support.console import assert_accessible, shot, signed_in
@@ -29,7 +33,11 @@ from tests.support.email import EMAIL_COPY, add_email_members, email_settings, m
 from tests.support.postmark_standin import PostmarkStandin
 from tests.support.servers import serve_in_thread
 
-DISPATCH_SETTINGS = DispatchSettings(adult_age=18, max_recipients=100)
+# A test wave of ten readers: the evidence rule has its own test (test_test_wave).
+DISPATCH_SETTINGS = DispatchSettings(adult_age=18, max_recipients=100, experiment_min_per_variant=1)
+
+SYSTEM = AuditContext(actor="system:test-wave", procedure="delivery.testWave", request_id="decide",
+                      at=format_ts(NOW), tenant_id="default")  # fmt: skip
 
 pytestmark = pytest.mark.e2e
 expect.set_options(timeout=20_000)
@@ -79,6 +87,25 @@ def test_a_testing_dispatch_offers_each_variant_and_shows_the_decision(
                     drain(worker.handle, queues)
                     page.reload()
                     expect(article).to_have_attribute("data-status", "completed")
+
+                    # A decision the rates cannot make says so in words, not "Variant A won": a second
+                    # test decided on time before anyone was reached (its jobs are never run).
+                    make_email_campaign(
+                        graph, "c2", variants=[{"id": "A"}, {"id": "B", "email": {"subject": "B"}}]
+                    )
+                    add_email_members(graph, "c2", READERS, emails=[])
+                    again = dispatch(
+                        graph, queues.dispatch, campaign_id="c2", expected_token=None, now=NOW,
+                        settings=DISPATCH_SETTINGS, experiment=experiment,
+                    )  # fmt: skip
+                    second = again.dispatch_ids["email"]
+                    graph.write(decide, campaign_id="c2", now=format_ts(NOW), audit=SYSTEM, only_if_due=False)
+                    page.goto(f"{url}/admin#/c/c2")
+                    undecided = page.locator(f"article[data-channel='email'] #decision-{second}")
+                    expect(undecided).to_contain_text("Variant A is sent")
+                    expect(
+                        undecided.locator("[data-decision-reason='insufficient_evidence']")
+                    ).to_contain_text("The test gave no evidence")
                     watch.assert_clean()
                 finally:
                     context.close()

@@ -53,6 +53,7 @@ from campaign_engine.graph.graph import Graph, open_graph
 from campaign_engine.graph.local_neo4j import LocalNeo4j
 from campaign_engine.unsubscribe.tokens import UnsubscribeTokens
 from tests.conftest import ADMIN_ID, TEST_JWT_SECRET, free_port
+from tests.e2e.conftest import NEO4J_START_TIMEOUT
 from tests.support.concurrency import wait_for as wait_until
 from tests.support.delivery import WEBHOOK_SECRET, inbox_server, make_campaign, notified
 from tests.support.email import EMAIL_COPY, ORIGINS, UNSUBSCRIBE_SECRET, address_of, emailed
@@ -65,22 +66,10 @@ CAMPAIGN = "c-outage"
 MEMBERS = [f"m{i:04d}" for i in range(80)]
 PAGE_SIZE = 10
 CALL_BOUND = 10.0  # seconds: one API answer while the graph is down (the API waits ~1 s for it)
-START_TIMEOUT = 240.0  # a JVM start on a loaded 2-core machine
 DEADLINE = 120.0
 
 
 wait_for = partial(wait_until, timeout=DEADLINE, every=0.1)
-
-
-@pytest.fixture
-def own_neo4j(tmp_path: Path) -> Iterator[LocalNeo4j]:
-    """A Neo4j of this test alone: killing it must not touch the session graph of other tests."""
-    server = LocalNeo4j(data_dir=tmp_path / "neo4j", port=free_port(), heap="512m", pagecache="64m")
-    server.start(timeout=START_TIMEOUT)
-    try:
-        yield server
-    finally:
-        server.stop()
 
 
 @dataclass
@@ -371,7 +360,7 @@ def test_graph_killed_mid_dispatch_and_under_load_then_restarted(outage: Outage)
     assert outage.worker.poll() is None, "the worker exited while the graph was down"
     assert len(outage.inbox_rows()) < len(MEMBERS) and len(outage.mail_to()) < len(MEMBERS)
 
-    outage.neo4j.start(timeout=START_TIMEOUT)  # same store, same port: crash recovery
+    outage.neo4j.start(timeout=NEO4J_START_TIMEOUT)  # same store, same port: crash recovery
     with httpx.Client(base_url=outage.api, timeout=60) as client:
         # The first call after the restart: the connections the kill left in the pool are replaced.
         after = client.get(

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import re
 from collections import defaultdict
+from collections.abc import Iterator
 from email import policy
 from email.message import EmailMessage
 from email.parser import BytesParser
@@ -34,6 +35,19 @@ DEADLINE = 180.0
 _wait = partial(wait_for, timeout=DEADLINE, every=0.2)
 READERS = [f"w{i:03d}" for i in range(60)]
 SHARE = 0.2
+
+
+@pytest.fixture(scope="module")
+def dev_stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
+    """The conftest's dev stack, with a test wave of a few readers allowed (the evidence rule has its
+    own test, ``tests/integration/campaigns/sending/test_test_wave.py``)."""
+    running = Stack(tmp_path_factory.mktemp("dev"), page_size=100, delay_seconds=0)
+    running.env["CAMPAIGN_EXPERIMENT_MIN_PER_VARIANT"] = "1"
+    try:
+        running.start()
+        yield running
+    finally:
+        running.stop()
 
 
 def _email(tag: str) -> dict[str, Any]:

@@ -61,6 +61,8 @@ __all__ = [
     "Invocation",
     "LambdaEmulator",
     "function_environment",
+    "http_answer",
+    "http_event",
     "load_serverless",
     "resolve_value",
     "ssm_parameter_names",
@@ -707,7 +709,7 @@ class LambdaEmulator:
             return HttpAnswer(
                 status, {"content-type": "application/json"}, json.dumps({"message": message}).encode()
             )
-        return _http_answer(invocation.result)
+        return http_answer(invocation.result)
 
     def _http_event(
         self,
@@ -717,58 +719,7 @@ class LambdaEmulator:
         headers: Mapping[str, str] | None,
         body: bytes | None,
     ) -> dict[str, Any]:
-        raw_query = urlencode(query or {})
-        lowered = {
-            "host": f"emulated.execute-api.{self.region}.amazonaws.com",
-            "user-agent": "lambda-emulator",
-            "x-forwarded-for": "127.0.0.1",
-            "x-forwarded-proto": "https",
-            "x-forwarded-port": "443",
-        }
-        lowered.update({name.lower(): value for name, value in (headers or {}).items()})
-        if body is not None:
-            lowered["content-length"] = str(len(body))
-        now = datetime.now(UTC)
-        event: dict[str, Any] = {
-            "version": "2.0",
-            "routeKey": "$default",
-            "rawPath": path,
-            "rawQueryString": raw_query,
-            "headers": lowered,
-            "requestContext": {
-                "accountId": ACCOUNT_ID,
-                "apiId": "emulated",
-                "domainName": lowered["host"],
-                "domainPrefix": "emulated",
-                "http": {
-                    "method": method.upper(),
-                    "path": path,
-                    "protocol": "HTTP/1.1",
-                    "sourceIp": "127.0.0.1",
-                    "userAgent": lowered["user-agent"],
-                },
-                "requestId": uuid.uuid4().hex,
-                "routeKey": "$default",
-                "stage": "$default",
-                "time": now.strftime("%d/%b/%Y:%H:%M:%S +0000"),
-                "timeEpoch": int(now.timestamp() * 1000),
-            },
-            "isBase64Encoded": False,
-        }
-        if "cookie" in lowered:
-            event["cookies"] = [c.strip() for c in lowered.pop("cookie").split(";")]
-        if raw_query:
-            params: dict[str, list[str]] = {}
-            for key, value in parse_qsl(raw_query, keep_blank_values=True):
-                params.setdefault(key, []).append(value)
-            event["queryStringParameters"] = {key: ",".join(values) for key, values in params.items()}
-        if body is not None:
-            content_type = lowered.get("content-type", "")
-            if content_type.startswith("text/") or "json" in content_type or "xml" in content_type:
-                event["body"] = body.decode()
-            else:  # API Gateway base64-encodes every other body
-                event["body"], event["isBase64Encoded"] = base64.b64encode(body).decode(), True
-        return event
+        return http_event(method, path, query=query, headers=headers, body=body, region=self.region)
 
     # --- lifecycle ----------------------------------------------------------------------------
 
@@ -798,7 +749,72 @@ def _lambda_message_attribute(value: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
-def _http_answer(result: Any) -> HttpAnswer:
+def http_event(
+    method: str,
+    path: str,
+    *,
+    query: Mapping[str, str] | None = None,
+    headers: Mapping[str, str] | None = None,
+    body: bytes | None = None,
+    region: str = "us-east-1",
+) -> dict[str, Any]:
+    """The API Gateway HTTP API event (payload format 2.0) of one request: what ``LambdaEmulator.http``
+    sends its container, and what a test hands ``aws.api_handler`` in-process."""
+    raw_query = urlencode(query or {})
+    lowered = {
+        "host": f"emulated.execute-api.{region}.amazonaws.com",
+        "user-agent": "lambda-emulator",
+        "x-forwarded-for": "127.0.0.1",
+        "x-forwarded-proto": "https",
+        "x-forwarded-port": "443",
+    }
+    lowered.update({name.lower(): value for name, value in (headers or {}).items()})
+    if body is not None:
+        lowered["content-length"] = str(len(body))
+    now = datetime.now(UTC)
+    event: dict[str, Any] = {
+        "version": "2.0",
+        "routeKey": "$default",
+        "rawPath": path,
+        "rawQueryString": raw_query,
+        "headers": lowered,
+        "requestContext": {
+            "accountId": ACCOUNT_ID,
+            "apiId": "emulated",
+            "domainName": lowered["host"],
+            "domainPrefix": "emulated",
+            "http": {
+                "method": method.upper(),
+                "path": path,
+                "protocol": "HTTP/1.1",
+                "sourceIp": "127.0.0.1",
+                "userAgent": lowered["user-agent"],
+            },
+            "requestId": uuid.uuid4().hex,
+            "routeKey": "$default",
+            "stage": "$default",
+            "time": now.strftime("%d/%b/%Y:%H:%M:%S +0000"),
+            "timeEpoch": int(now.timestamp() * 1000),
+        },
+        "isBase64Encoded": False,
+    }
+    if "cookie" in lowered:
+        event["cookies"] = [c.strip() for c in lowered.pop("cookie").split(";")]
+    if raw_query:
+        params: dict[str, list[str]] = {}
+        for key, value in parse_qsl(raw_query, keep_blank_values=True):
+            params.setdefault(key, []).append(value)
+        event["queryStringParameters"] = {key: ",".join(values) for key, values in params.items()}
+    if body is not None:
+        content_type = lowered.get("content-type", "")
+        if content_type.startswith("text/") or "json" in content_type or "xml" in content_type:
+            event["body"] = body.decode()
+        else:  # API Gateway base64-encodes every other body
+            event["body"], event["isBase64Encoded"] = base64.b64encode(body).decode(), True
+    return event
+
+
+def http_answer(result: Any) -> HttpAnswer:
     """API Gateway's reading of a payload-2.0 answer: a proxy object, or any JSON as a 200 body."""
     if not (isinstance(result, Mapping) and "statusCode" in result):
         return HttpAnswer(200, {"content-type": "application/json"}, json.dumps(result).encode())

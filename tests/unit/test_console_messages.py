@@ -3,7 +3,8 @@
 Bad campaign definitions and tenant settings are validated by the API's own models; their issues
 (``validation_issues``, exactly what ``data.issues`` carries) go through the table as the console runs
 it (bundled by esbuild, run by Node). Every issue must come out as a sentence naming its field, never
-the validator's own words, on the field the console shows it beside.
+the validator's own words, on the field the console shows it beside. Every reason code the API answers
+(``domain/reasons.py``, enumerated from its Literal types) has a sentence in ``REASONS``.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from pydantic import BaseModel, ValidationError
 
 from campaign_engine.domain.campaign import CampaignCreate
 from campaign_engine.domain.errors import validation_issues
+from campaign_engine.domain.reasons import REASON_CODES
 from campaign_engine.domain.tenant import TenantPatch
 
 ADMIN = Path(__file__).resolve().parents[2] / "admin"
@@ -32,7 +34,8 @@ def _issues(model: type[BaseModel], data: dict[str, Any]) -> list[dict[str, Any]
     return validation_issues(info.value)
 
 
-def _worded(issues: list[dict[str, Any]], tmp_path: Path) -> list[dict[str, Any]]:
+def _run(script: str, data: Any, tmp_path: Path) -> Any:
+    """``script`` run by Node with the bundled table as ``m`` and ``data`` as JSON on stdin."""
     node, esbuild = shutil.which("node"), ADMIN / "node_modules" / ".bin" / "esbuild"
     assert node is not None and esbuild.exists(), "run `make admin-assets` (npm ci) first"
     bundle = tmp_path / "messages.cjs"
@@ -41,15 +44,18 @@ def _worded(issues: list[dict[str, Any]], tmp_path: Path) -> list[dict[str, Any]
          f"--outfile={bundle}", "--log-level=warning"],
         check=True,
     )  # fmt: skip
-    script = (
+    prelude = (
         f"const m = require({json.dumps(str(bundle))});"
-        "const issues = JSON.parse(require('fs').readFileSync(0, 'utf8'));"
-        "process.stdout.write(JSON.stringify(issues.map(m.worded)));"
+        "const data = JSON.parse(require('fs').readFileSync(0, 'utf8'));"
     )
     done = subprocess.run(
-        [node, "-e", script], input=json.dumps(issues), capture_output=True, text=True, check=True
+        [node, "-e", prelude + script], input=json.dumps(data), capture_output=True, text=True, check=True
     )
-    return json.loads(done.stdout)  # type: ignore[no-any-return]
+    return json.loads(done.stdout)
+
+
+def _worded(issues: list[dict[str, Any]], tmp_path: Path) -> list[dict[str, Any]]:
+    return _run("process.stdout.write(JSON.stringify(data.map(m.worded)));", issues, tmp_path)  # type: ignore[no-any-return]
 
 
 def test_every_campaign_field_error_is_a_sentence_naming_the_field(tmp_path: Path) -> None:
@@ -112,3 +118,18 @@ def test_every_tenant_setting_error_is_a_sentence_naming_the_field(tmp_path: Pat
     assert by_path["frequencyCaps.notify.windowSeconds"] == "The notification cap window is required."
     for issue, said in zip(issues, worded, strict=True):
         assert said["message"] != issue["message"], f"no row words {issue}"
+
+
+def test_every_reason_code_the_api_answers_has_words_in_the_console(tmp_path: Path) -> None:
+    """Enumerated from the code (``domain/reasons.py``'s Literals), never from a list written here: a
+    code added there without a row in ``REASONS`` fails."""
+    script = (
+        "process.stdout.write(JSON.stringify(Object.fromEntries("
+        "data.map((code) => [code, [code in m.REASONS, m.reasonSentence(code)]]))));"
+    )
+    said = _run(script, sorted(REASON_CODES), tmp_path)
+    missing = sorted(code for code, (known, _) in said.items() if not known)
+    assert not missing, f"no words in admin/src/messages.ts REASONS for: {missing}"
+    assert {"tie", "insufficient_evidence", "too_few_per_variant", "missing_translation"} <= set(said)
+    for code, (_, words) in said.items():
+        assert words[0].isupper() and words.endswith(".") and len(words.split()) > 3, (code, words)

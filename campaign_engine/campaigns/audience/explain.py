@@ -44,6 +44,7 @@ from campaign_engine.domain.errors import NotFound
 from campaign_engine.domain.frequency_cap import CapChannel, ChannelCap, cap_params
 from campaign_engine.domain.guardian_copy import routes_guardians
 from campaign_engine.domain.locale import language_of
+from campaign_engine.domain.reasons import BlockedReason
 from campaign_engine.domain.tenancy import CampaignRefOut, campaign_ref
 from campaign_engine.domain.types import format_ts
 from campaign_engine.domain.variant_copy import overridden
@@ -157,8 +158,11 @@ def _channel(channel: ExplainedChannel, rules: list[RuleVerdict]) -> ChannelExpl
     return ChannelExplanation(channel=channel, would_receive=failed is None, blocked_by=failed, rules=rules)
 
 
+_DISABLED: dict[str, BlockedReason] = {"notify": "notify_disabled", "email": "email_disabled"}
+
+
 def _campaign_rule(campaign: dict[str, Any], channel: str, now: str) -> RuleVerdict:
-    reason = send_blocked(campaign, channels=[channel], missing=f"{channel}_disabled", now=now)
+    reason = send_blocked(campaign, channels=[channel], missing=_DISABLED[channel], now=now)
     return RuleVerdict(rule=reason or "campaign_can_send", ok=reason is None)
 
 

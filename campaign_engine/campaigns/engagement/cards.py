@@ -159,18 +159,19 @@ def my_campaigns_of(
     writes nothing. A campaign deleted between that statement and the card read is simply left out."""
     result = tx.run(statement("my_campaigns"), profileIds=list(profile_ids), now=format_ts(policy.now),
                     **policy.params())  # fmt: skip
-    visible = {record["profileId"]: (record["locale"], record["visible"]) for record in result}
-    for profile_id, (locale, reached) in visible_by_segment(tx, profile_ids, policy=policy).items():
-        visible.setdefault(profile_id, (locale, []))[1].extend(reached)  # members are never in both
-    for profile_id, (locale, reached) in visible_as_guardian(tx, profile_ids, policy=policy).items():
-        visible.setdefault(profile_id, (locale, []))[1].extend(reached)  # a routed guardian is no member
-    found = cards.fetch(tx, ((row[0], row[1]) for _, rows in visible.values() for row in rows))
+    visible: dict[str, list[Any]] = {record["profileId"]: record["visible"] for record in result}
+    for profile_id, reached in visible_by_segment(tx, profile_ids, policy=policy).items():
+        visible.setdefault(profile_id, []).extend(reached)  # members are never in both
+    for profile_id, reached in visible_as_guardian(tx, profile_ids, policy=policy).items():
+        visible.setdefault(profile_id, []).extend(reached)  # a routed guardian is no member
+    found = cards.fetch(tx, ((row[0], row[1]) for rows in visible.values() for row in rows))
     mine: dict[str, list[MyCampaign]] = {}
-    for profile_id, (locale, rows) in visible.items():
-        # Each row: [campaign id, updatedAt, state, abTest]; no card for a reader waiting for a test's
-        # decision.
+    for profile_id, rows in visible.items():
+        # Each row: [campaign id, version, state, abTest, locale]: the locale is the campaign tenant's
+        # view of the reader over the shared one, so a person two tenants hold reads each in its own
+        # language. No card for a reader waiting for a test's decision.
         served = ((found[cid].for_reader(locale, profile_id, test, routed=GUARDIAN_ROW in rest), state)
-                  for cid, _, state, test, *rest in rows if cid in found)  # fmt: skip
+                  for cid, _, state, test, locale, *rest in rows if cid in found)  # fmt: skip
         entries = [(entry, state) for entry, state in served if entry is not None]
         mine[profile_id] = [
             _with_state(card, state) for (_, card), state in sorted(entries, key=lambda e: _order_key(e[0]))

@@ -23,7 +23,7 @@ from campaign_engine.graph.rules.routing import ROUTED_GUARDIAN
 __all__ = ["GUARDIAN_ROW", "routed_pairs", "statement_variants", "visible_as_guardian"]
 
 GUARDIAN_ROW = "guardian"
-"""The fifth element of a visible row (campaign id, updatedAt, state, abTest, GUARDIAN_ROW): the
+"""The sixth element of a visible row (campaign id, version, state, abTest, locale, GUARDIAN_ROW): the
 reader is a routed guardian, who reads the guardian copy."""
 
 
@@ -46,9 +46,10 @@ def visible_as_guardian(tx: Statements, profile_ids: Sequence[str], *, policy: P
         profileIds=list(profile_ids), now=format_ts(policy.now), **policy.params(),
     )  # fmt: skip
     for record in rows:
-        visible = [(cid, at, None if state is None else dict(state), None, GUARDIAN_ROW)
-                   for cid, at, state in record["visible"]]  # fmt: skip
-        found[record["profileId"]] = (record["locale"], visible)
+        found[record["profileId"]] = [
+            (cid, at, None if state is None else dict(state), None, locale, GUARDIAN_ROW)
+            for cid, at, state, locale in record["visible"]
+        ]
     return found
 
 

@@ -26,8 +26,9 @@ from campaign_engine.graph.rules.segment_statements import segment_query
 
 __all__ = ["Reached", "matched_pairs", "visible_by_segment"]
 
-# profileId -> (locale, [(campaignId, updatedAt, state or None)]): the shape of my_campaigns' read
-Reached = dict[str, tuple[str | None, list[tuple[Any, ...]]]]
+# profileId -> [(campaignId, updatedAt, state or None, abTest, locale)]: the shape of my_campaigns' read,
+# each row in the language of the campaign tenant's view of the reader (docs/people.md)
+Reached = dict[str, list[tuple[Any, ...]]]
 
 _RULES = SegmentCache(size=256)
 
@@ -59,8 +60,9 @@ def visible_by_segment(tx: Statements, profile_ids: Sequence[str], *, policy: Po
     for campaign in campaigns:
         for record in _matches(tx, campaign, profile_ids, policy=policy):
             state = None if record["state"] is None else dict(record["state"])
-            entry = found.setdefault(record["profileId"], (record["locale"], []))
-            entry[1].append((campaign["id"], campaign["updatedAt"], state, campaign.get("abTest")))
+            found.setdefault(record["profileId"], []).append(
+                (campaign["id"], campaign["updatedAt"], state, campaign.get("abTest"), record["locale"])
+            )
     return found
 
 

@@ -129,6 +129,7 @@ def upsert_profiles(
                     f"{held['foreign']} of these profileIds are taken outside this tenant; a platform admin "
                     "can add those profiles to it (nothing in this batch was written)"
                 )
+            _refuse_identity_changes(tx, unsealed, order=[p.profile_id for p in batch.profiles])
         if links:  # the minors and their guardians, ascending, before any of them is written or read
             lock_profiles(tx, ids + lock_ids(links))
         scope = None if platform else tenant_id
@@ -181,6 +182,28 @@ def _refuse_routes(rows: list[ProfileIn]) -> None:
                 "of the tenant (the role that rotates the secret) or a platform admin; nothing in this "
                 "batch was written"
             )
+
+
+_IDENTITY = "profile_identity"  # cypher/profiles/profile_identity.cypher
+
+
+def _refuse_identity_changes(tx: Tx, rows: list[dict[str, Any]], *, order: list[str]) -> None:
+    """A tenant row sets ``did`` / ``isServiceProfile`` only on a person it creates: every tenant reads
+    them (an audience by DID, the email age rule), so another value for an existing person refuses the
+    batch, naming the row; the value already stored is no change (a re-import passes)."""
+    named = {r["profileId"]: r["identity"] for r in rows if r.get("identity")}
+    if not named:
+        return
+    for found in tx.run(statement(_IDENTITY), ids=sorted(named)):
+        stored = {"did": found["did"], "isServiceProfile": found["isServiceProfile"]}
+        for name, value in named[found["profileId"]].items():
+            if value != stored[name]:
+                index = order.index(found["profileId"])
+                raise Forbidden(
+                    f"profiles.{index}.{name}: a person's {name} is set by a platform admin once they exist "
+                    "(every tenant holding them reads it); a tenant sets it only on a profile it creates; "
+                    "nothing in this batch was written"
+                )
 
 
 _GET = "profile_get"  # cypher/profiles/profile_get.cypher

@@ -4,8 +4,9 @@ A tenant credential (a person's token for the tenant, or its API key) never writ
 other tenants send by: each fact its row names goes into the tenant's ``TenantView`` of the person,
 created on the first write, and every read for that tenant takes the view's fact over the shared one.
 A named ``null`` clears the tenant's own fact, so the shared one shows again; a named empty list is the
-tenant's own empty list ("no emails"), not a fallback. What stays on the profile for a tenant row is its
-identity (``did``, ``isServiceProfile``) and its membership; a platform credential writes the shared facts.
+tenant's own empty list ("no emails"), not a fallback. What a tenant row writes on the profile is its
+membership, and its identity (``did``, ``isServiceProfile``) only when it creates the person; a platform
+credential writes the shared facts, identity included.
 """
 
 from __future__ import annotations
@@ -16,7 +17,15 @@ from campaign_engine.domain.profile import ProfileIn
 from campaign_engine.graph.cypher import statement
 from campaign_engine.graph.graph import Tx
 
-__all__ = ["VIEW_PROPERTIES", "merged", "names_view_facts", "shared_part", "view_row", "write_views"]
+__all__ = [
+    "IDENTITY",
+    "VIEW_PROPERTIES",
+    "merged",
+    "names_view_facts",
+    "shared_part",
+    "view_row",
+    "write_views",
+]
 
 # The stored properties a tenant's view overrides one by one, by ProfileIn field name.
 VIEW_PROPERTIES = frozenset({"dob", "locale", "is_managed", "notifications_webhook", "time_zone"})
@@ -33,10 +42,17 @@ def names_view_facts(profile: ProfileIn) -> bool:
     return any(profile.named(name) for name in (*VIEW_PROPERTIES, *_LISTS))
 
 
+IDENTITY = ("did", "isServiceProfile")
+"""The person's identity facts, shared by every tenant: a tenant row sets them only on a profile it
+creates (``identity``; ``upsert_profiles.cypher``), and naming another value for an existing person is
+refused (``campaigns/profiles/records.py``)."""
+
+
 def shared_part(row: dict[str, Any]) -> dict[str, Any]:
-    """A tenant row's write of the profile itself: its identity properties only, no list."""
-    props = {k: v for k, v in row["props"].items() if k in ("did", "isServiceProfile")}
-    return {**row, "props": props, "emails": None, "tags": None, "connections": None}
+    """A tenant row's write of the profile itself: its identity properties, for a profile it creates
+    only, and no shared fact or list."""
+    identity = {k: v for k, v in row["props"].items() if k in IDENTITY}
+    return {**row, "props": {}, "identity": identity, "emails": None, "tags": None, "connections": None}
 
 
 def _own(profile: ProfileIn, name: str) -> tuple[Any, bool | None]:

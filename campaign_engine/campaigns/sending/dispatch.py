@@ -26,12 +26,10 @@ from campaign_engine.campaigns.sending.approval import (
     ApprovalMissing,
     ApprovalPolicy,
     ApprovalStale,
-    Approved,
     Reviewed,
     check_approval,
     fallback_approved,
     reach_cap,
-    record_approval,
     record_refusal,
 )
 from campaign_engine.campaigns.sending.dispatch_settings import DispatchSettings
@@ -47,6 +45,7 @@ from campaign_engine.domain.dispatch import (
     preview_token,
 )
 from campaign_engine.domain.errors import BadRequest, Conflict, NotFound
+from campaign_engine.domain.reasons import BlockedReason
 from campaign_engine.domain.tenancy import campaign_ref
 from campaign_engine.domain.types import format_ts
 from campaign_engine.graph.audit import AuditContext, record_audit
@@ -60,7 +59,6 @@ __all__ = [
     "PREVIEW_PAGE",
     "DispatchPreview",
     "DispatchStarted",
-    "approve_dispatch",
     "compute_preview",
     "dispatch",
     "preview_dispatch",
@@ -78,7 +76,7 @@ class DispatchPreview(CamelModel):
     notification_recipient_count: int
     email_recipient_count: int
     preview_token: str
-    blocked_reason: str | None = None
+    blocked_reason: BlockedReason | None = None
     locale_counts: dict[str, dict[str, int]] = Field(
         default_factory=dict, description="per channel, the served language -> its recipients"
     )
@@ -102,6 +100,9 @@ class DispatchPreview(CamelModel):
     guardian_email_recipient_count: int = Field(
         default=0, description="of emailRecipientCount, the routed guardians"
     )
+    in_app_recipient_count: int = Field(
+        default=0, description="members who see the in-app card (a campaign with one); the token pins them"
+    )
 
 
 class DispatchStarted(CamelModel):
@@ -120,7 +121,7 @@ def reviewed(preview: DispatchPreview) -> Reviewed:
     return Reviewed(
         token=preview.preview_token, recipients=preview.recipient_count,
         reach={"notify": preview.notification_recipient_count, "email": preview.email_recipient_count},
-        untranslated=preview.untranslated,
+        untranslated=preview.untranslated, in_app=preview.in_app_recipient_count,
     )  # fmt: skip
 
 
@@ -175,6 +176,7 @@ def compute_preview(
         guardian_recipient_count=len(tally.guardians),
         guardian_notification_recipient_count=tally.guardian_notify,
         guardian_email_recipient_count=tally.guardian_email,
+        in_app_recipient_count=tally.in_app,
     )
     return _Computed(campaign=campaign, preview=preview)
 
@@ -197,7 +199,9 @@ def preview_dispatch(
         )  # fmt: skip
         if experiment is not None:
             walked = [ch for ch in _WALKED_CHANNELS if ch in (computed.campaign.get("channels") or [])]
-            check_experiment(tx, computed.campaign, experiment, walked=list(walked))
+            check_experiment(tx, computed.campaign, experiment, walked=list(walked),
+                             test_wave=computed.preview.test_wave,
+                             min_per_variant=settings.experiment_min_per_variant)  # fmt: skip
         return computed
 
     computed = graph.read(tx_fn)
@@ -254,7 +258,8 @@ def dispatch(
     # Ids are drawn outside the tx function: a driver retry keeps them.
     ids: dict[DeliveryChannel, str] = {ch: f"dsp_{uuid.uuid4().hex}" for ch in _WALKED_CHANNELS}
     stamp = format_ts(now)
-    args: dict[str, Any] = {"campaign_id": campaign_id, "now": now, "settings": settings}
+    args: dict[str, Any] = {"campaign_id": campaign_id, "now": now, "settings": settings,
+                            "test_share": experiment.test_share if experiment else None}  # fmt: skip
 
     def tx_fn(tx: Tx, read: _Computed | None) -> tuple[str, list[DeliveryChannel]]:
         locked = lock_campaign(tx, campaign_id)
@@ -280,7 +285,9 @@ def dispatch(
                     "approvedAt": approval.approved_at if approval else None}  # fmt: skip
         walked = [ch for ch in _WALKED_CHANNELS if ch in (computed.campaign.get("channels") or [])]
         if experiment is not None:
-            check_experiment(tx, computed.campaign, experiment, walked=list(walked))
+            check_experiment(tx, computed.campaign, experiment, walked=list(walked),
+                             test_wave=preview.test_wave,
+                             min_per_variant=settings.experiment_min_per_variant)  # fmt: skip
         tx.run(statement(_SUPERSEDE), campaignId=campaign_id, now=stamp).consume()
         rows = [{"id": ids[ch], "channel": ch} for ch in walked]
         caps = {ids[ch]: reach_cap(approval_policy, approval, ch) for ch in walked}
@@ -321,38 +328,6 @@ def dispatch(
     return DispatchStarted(
         dispatch_id=ids[channels[0]], channels=channels, dispatch_ids={ch: ids[ch] for ch in channels}
     )
-
-
-def approve_dispatch(
-    graph: Graph,
-    *,
-    campaign_id: str,
-    preview_token: str,
-    approver: str,
-    now: datetime,
-    settings: DispatchSettings,
-    audit: AuditContext | None = None,
-    accept_fallback: bool = False,
-) -> Approved:
-    """Approve the send of exactly this preview (``approval.py``): under the campaign lock, so the
-    preview the approver saw is the campaign's at the approval's commit. ``accept_fallback`` approves
-    a ``missing_translation`` preview as it is (its readers get the base content) and is pinned."""
-
-    def tx_fn(tx: Tx) -> Approved:
-        locked = lock_campaign(tx, campaign_id)
-        if locked is None:
-            raise NotFound(f"campaign '{campaign_ref(campaign_id)}' not found")
-        preview = compute_preview(tx, campaign_id=campaign_id, now=now, settings=settings).preview
-        blocked = preview.blocked_reason
-        if blocked is not None and not (accept_fallback and blocked == "missing_translation"):
-            raise BadRequest(why_blocked(blocked))
-        return record_approval(
-            tx, campaign=locked, preview_token=preview_token, current=reviewed(preview),
-            accept_fallback=accept_fallback and blocked == "missing_translation", approver=approver,
-            now=now, audit=audit,
-        )  # fmt: skip
-
-    return graph.write(tx_fn)
 
 
 def start_pages(queue: Queue, jobs: list[PageJob], *, campaign_id: str) -> None:

@@ -13,6 +13,7 @@ from campaign_engine.domain.ab_variants import Experiment
 from campaign_engine.domain.camel import CamelModel
 from campaign_engine.domain.dispatch import DispatchStatus
 from campaign_engine.domain.errors import NotFound
+from campaign_engine.domain.reasons import DecisionReason, GuardRate
 from campaign_engine.domain.tenancy import CampaignRefOut
 from campaign_engine.graph.cypher import statement
 from campaign_engine.graph.graph import Graph
@@ -33,7 +34,7 @@ __all__ = [
 class PauseReason(CamelModel):
     """Why the health guard paused a Dispatch: the rate over its limit, and as a sentence."""
 
-    rate: Literal["hardBounce", "complaint", "rejection"]
+    rate: GuardRate
     value: float
     limit: float
     sample: int
@@ -69,6 +70,12 @@ class TestDecision(CamelModel):
     __test__ = False  # not a pytest class
 
     winner: str
+    reason: DecisionReason | None = Field(
+        default=None,
+        description="why the winner won: highest_rate; tie (the first tied variant is sent); "
+        "insufficient_evidence (no metric event in any arm, or an arm reached nobody: the first variant "
+        "is sent); chosen (an admin's chooseVariant); null for a decision made before reasons were kept",
+    )
     rates: list[VariantRateOut]
     decided_by: Annotated[str, Field(description="an admin's id, or system:test-wave")]
     decided_at: str

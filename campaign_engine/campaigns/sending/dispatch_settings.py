@@ -15,11 +15,13 @@ from campaign_engine.campaigns.sending.send_blocks import ALL_CHANNELS
 from campaign_engine.config import Settings
 from campaign_engine.domain.dispatch import DeliveryChannel
 
-__all__ = ["DEFAULT_UNTRANSLATED_MAX_SHARE", "DispatchSettings"]
+__all__ = ["DEFAULT_EXPERIMENT_MIN_PER_VARIANT", "DEFAULT_UNTRANSLATED_MAX_SHARE", "DispatchSettings"]
 
 # Past this share of a translated campaign's recipients getting the base content though they read
 # another language, a send needs acceptFallback (CAMPAIGN_UNTRANSLATED_MAX_SHARE).
 DEFAULT_UNTRANSLATED_MAX_SHARE = 0.05
+# The fewest test recipients a test wave may give any variant (CAMPAIGN_EXPERIMENT_MIN_PER_VARIANT).
+DEFAULT_EXPERIMENT_MIN_PER_VARIANT = 50
 
 
 @dataclass(frozen=True)
@@ -28,6 +30,7 @@ class DispatchSettings:
     max_recipients: int  # a preview refuses an audience past this (CAMPAIGN_PREVIEW_MAX_RECIPIENTS)
     deliverable: frozenset[DeliveryChannel] = ALL_CHANNELS  # a campaign with another channel is blocked
     untranslated_max_share: float = DEFAULT_UNTRANSLATED_MAX_SHARE
+    experiment_min_per_variant: int = DEFAULT_EXPERIMENT_MIN_PER_VARIANT
 
     @classmethod
     def from_settings(cls, settings: Settings) -> DispatchSettings:
@@ -36,4 +39,5 @@ class DispatchSettings:
             max_recipients=settings.campaign_preview_max_recipients,
             deliverable=settings.dispatch_channels,
             untranslated_max_share=settings.campaign_untranslated_max_share,
+            experiment_min_per_variant=settings.campaign_experiment_min_per_variant,
         )

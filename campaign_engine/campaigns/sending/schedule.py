@@ -103,7 +103,9 @@ def schedule_dispatch(
             raise NotFound(f"campaign '{campaign_ref(data.campaign_id)}' not found")
         if tx.run(statement(_PENDING), campaignId=data.campaign_id).single() is not None:
             raise Conflict("this campaign already has a scheduled dispatch; cancel it first")
-        computed = compute_preview(tx, campaign_id=data.campaign_id, now=now, settings=settings)
+        share = data.experiment.test_share if data.experiment else None
+        computed = compute_preview(tx, campaign_id=data.campaign_id, now=now, settings=settings,
+                                   test_share=share)  # fmt: skip
         if data.expected_preview_token != computed.preview.preview_token:
             raise Conflict("the dispatch preview is stale; preview again and confirm the new token")
         reason = computed.preview.blocked_reason
@@ -130,7 +132,9 @@ def schedule_dispatch(
                     "approvedAt": approval.approved_at if approval else None}  # fmt: skip
         channels = [ch for ch in _WALKED if ch in (computed.campaign.get("channels") or [])]
         if data.experiment is not None:  # checked again when it fires: a test decided meanwhile refuses it
-            check_experiment(tx, computed.campaign, data.experiment, walked=list(channels))
+            check_experiment(tx, computed.campaign, data.experiment, walked=list(channels),
+                             test_wave=computed.preview.test_wave,
+                             min_per_variant=settings.experiment_min_per_variant)  # fmt: skip
         record_audit(tx, audit, target_type="campaign", target_id=data.campaign_id, campaign=locked,
                      revision_before=locked["revision"], revision_after=locked["revision"],
                      detail={"scheduleId": schedule_id, "sendAt": format_ts(send_at),
@@ -264,7 +268,9 @@ def _fire_one(
     if late_by > timedelta(seconds=int(first["maxLateSeconds"])):
         reason = f"missed: the sweeper ran {int(late_by.total_seconds())} s after sendAt"
         return _decide(tx, schedule_id, "missed", reason, stamp), []
-    computed = compute_preview(tx, campaign_id=campaign_id, now=now, settings=settings)
+    experiment = Experiment.model_validate_json(first["experiment"]) if first.get("experiment") else None
+    share = experiment.test_share if experiment else None
+    computed = compute_preview(tx, campaign_id=campaign_id, now=now, settings=settings, test_share=share)
     status = computed.campaign.get("status")
     if status != "live":
         return _decide(tx, schedule_id, "cancelled", f"campaign_{status}", stamp), []
@@ -278,11 +284,12 @@ def _fire_one(
         record_dispatch_events(tx, graph, "dispatch.failed", [d["dispatch"]["id"] for d in dispatches],
                                now=stamp, reason=blocked)  # fmt: skip
         return _decide(tx, schedule_id, "failed", why_blocked(blocked), stamp), []
-    experiment = Experiment.model_validate_json(first["experiment"]) if first.get("experiment") else None
     if experiment is not None:
         walked = [str(d["dispatch"]["channel"]) for d in dispatches]
         try:
-            check_experiment(tx, computed.campaign, experiment, walked=walked)
+            check_experiment(tx, computed.campaign, experiment, walked=walked,
+                             test_wave=computed.preview.test_wave,
+                             min_per_variant=settings.experiment_min_per_variant)  # fmt: skip
         except BadRequest as refused:
             return _decide(tx, schedule_id, "failed", str(refused), stamp), []
     created_at = str(dispatches[0]["createdAt"])

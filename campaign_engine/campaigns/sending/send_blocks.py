@@ -10,11 +10,12 @@ from __future__ import annotations
 from typing import Any
 
 from campaign_engine.domain.dispatch import DeliveryChannel, send_blocked
+from campaign_engine.domain.reasons import BlockedReason
 
 __all__ = ["ALL_CHANNELS", "blocked_reason", "undeliverable", "why_blocked"]
 
 
-def blocked_reason(campaign: dict[str, Any], *, now: str) -> str | None:
+def blocked_reason(campaign: dict[str, Any], *, now: str) -> BlockedReason | None:
     """Why a campaign cannot be sent right now, before looking at recipients (issue order)."""
     return send_blocked(campaign, channels=["notify", "email"], missing="notify_disabled", now=now)
 
@@ -30,12 +31,18 @@ _HINTS = {
 }
 
 
-def undeliverable(campaign: dict[str, Any], deliverable: frozenset[DeliveryChannel]) -> str | None:
+_NOT_CONFIGURED: dict[DeliveryChannel, BlockedReason] = {
+    "notify": "notify_not_configured",
+    "email": "email_not_configured",
+}
+
+
+def undeliverable(campaign: dict[str, Any], deliverable: frozenset[DeliveryChannel]) -> BlockedReason | None:
     channels = campaign.get("channels") or []
-    missing = [ch for ch in ("notify", "email") if ch in channels and ch not in deliverable]
-    return f"{missing[0]}_not_configured" if missing else None
+    missing = [ch for ch in _NOT_CONFIGURED if ch in channels and ch not in deliverable]
+    return _NOT_CONFIGURED[missing[0]] if missing else None
 
 
-def why_blocked(reason: str) -> str:
+def why_blocked(reason: BlockedReason) -> str:
     hint = _HINTS.get(reason)
     return f"campaign cannot be dispatched: {reason}" + (f" ({hint})" if hint else "")

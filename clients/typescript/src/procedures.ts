@@ -724,6 +724,10 @@ export interface Experiment {
  */
 export interface TestDecision {
   winner: string;
+  /**
+   * why the winner won: highest_rate; tie (the first tied variant is sent); insufficient_evidence (no metric event in any arm, or an arm reached nobody: the first variant is sent); chosen (an admin's chooseVariant); null for a decision made before reasons were kept
+   */
+  reason?: ("highest_rate" | "tie" | "insufficient_evidence" | "chosen") | null;
   rates: VariantRateOut[];
   /**
    * an admin's id, or system:test-wave
@@ -1490,7 +1494,7 @@ export interface AwaitingList {
 export interface AwaitingApproval {
   campaignId: string;
   name: string;
-  action?: "dispatch" | "schedule" | "resume";
+  action?: "publish" | "dispatch" | "schedule" | "resume";
   previewToken: string;
   recipients: number;
   requestedBy: string | null;
@@ -1576,7 +1580,20 @@ export interface DispatchPreview {
   notificationRecipientCount: number;
   emailRecipientCount: number;
   previewToken: string;
-  blockedReason?: string | null;
+  blockedReason?:
+    | (
+        | "not_live"
+        | "not_started"
+        | "ended"
+        | "notify_disabled"
+        | "email_disabled"
+        | "channel_removed"
+        | "no_recipients"
+        | "notify_not_configured"
+        | "email_not_configured"
+        | "missing_translation"
+      )
+    | null;
   /**
    * per channel, the served language -> its recipients
    */
@@ -1611,6 +1628,10 @@ export interface DispatchPreview {
    * of emailRecipientCount, the routed guardians
    */
   guardianEmailRecipientCount?: number;
+  /**
+   * members who see the in-app card (a campaign with one); the token pins them
+   */
+  inAppRecipientCount?: number;
 }
 /**
  * This interface was referenced by `Procedures`'s JSON-Schema
@@ -2154,10 +2175,10 @@ export interface LayoutPatch {
 export interface CreateInputValidation {
   url: string;
   /**
-   * event types (dispatch.started, dispatch.paused, dispatch.resumed, dispatch.completed, dispatch.failed, recipient.notified, recipient.emailed, recipient.email_rejected, recipient.email_clicked, recipient.bounced, recipient.complained, recipient.unsubscribed, campaign.created, campaign.updated, campaign.status_changed, campaign.deleted) or '*' for all
+   * event types (dispatch.started, dispatch.paused, dispatch.resumed, dispatch.completed, dispatch.failed, recipient.notified, recipient.emailed, recipient.email_rejected, recipient.email_clicked, recipient.bounced, recipient.complained, recipient.unsubscribed, campaign.created, campaign.updated, campaign.status_changed, campaign.deleted, approval.requested, approval.granted) or '*' for all
    *
    * @minItems 1
-   * @maxItems 16
+   * @maxItems 18
    */
   events: [
     (
@@ -2178,6 +2199,8 @@ export interface CreateInputValidation {
           | "campaign.updated"
           | "campaign.status_changed"
           | "campaign.deleted"
+          | "approval.requested"
+          | "approval.granted"
         )
       | string
     ),
@@ -2199,6 +2222,8 @@ export interface CreateInputValidation {
           | "campaign.updated"
           | "campaign.status_changed"
           | "campaign.deleted"
+          | "approval.requested"
+          | "approval.granted"
         )
       | string
     )[]
@@ -2356,6 +2381,8 @@ export interface UpdateInput {
               | "campaign.updated"
               | "campaign.status_changed"
               | "campaign.deleted"
+              | "approval.requested"
+              | "approval.granted"
             )
           | string
         ),
@@ -2377,6 +2404,8 @@ export interface UpdateInput {
               | "campaign.updated"
               | "campaign.status_changed"
               | "campaign.deleted"
+              | "approval.requested"
+              | "approval.granted"
             )
           | string
         )[]

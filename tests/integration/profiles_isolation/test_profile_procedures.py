@@ -105,6 +105,30 @@ def test_no_answer_b_gets_holds_a_value_a_wrote(world: tuple[World, Baseline]) -
     assert not held, "B's answers hold values A wrote:\n" + "\n".join(f"  {k}: {v}" for k, v in held.items())
 
 
+def test_no_credential_of_a_changes_a_shared_persons_identity(world: tuple[World, Baseline]) -> None:
+    """``did`` and ``isServiceProfile`` are the person's, read by every tenant (an audience by DID, the
+    email age rule): a tenant credential sets them only on a person it creates (docs/people.md), so each
+    credential of A naming other values for the shared people is refused and B reads them as before."""
+    shared, baseline = world
+    rows = [{"profileId": pid, "did": f"did:web:alpha-marker.example:{pid}", "isServiceProfile": True}
+            for pid in PEOPLE]  # fmt: skip
+    for credential in tenant_a_credentials(shared):
+        answer = shared.call("profiles.upsert", {"profiles": rows}, credential.headers())
+        assert answer.status_code == 403, (credential.name, answer.text)
+        if credential.role in ("author", "publisher", "admin"):
+            assert "set by a platform admin once they exist" in answer.text, (credential.name, answer.text)
+    assert shared.b_answers() == baseline.answers
+    # A person A creates takes A's identity facts; naming them again unchanged is no change.
+    admin = shared.role(A, "admin")
+    new = {"profileId": "alpha-new", "did": "did:web:alpha.example:new", "isServiceProfile": True}
+    for _ in range(2):
+        ok(shared.call("profiles.upsert", {"profiles": [new]}, admin))
+    got = shared.read("profiles.get", {"profileId": "alpha-new"}, admin)
+    assert (got["did"], got["isServiceProfile"]) == (new["did"], True)
+    again = shared.call("profiles.upsert", {"profiles": [{**new, "did": None}]}, admin)
+    assert again.status_code == 403, again.text
+
+
 def test_a_delete_by_every_role_of_a_leaves_b_as_it_was(world: tuple[World, Baseline]) -> None:
     """Last: it takes the parent and the minor out of A, whom the rows above write about."""
     shared, baseline = world

@@ -16,6 +16,7 @@ from campaign_engine.campaigns.audience.segments import preview_segment
 from campaign_engine.config import Settings
 from campaign_engine.domain.audience import ConnectionsSource, TagSource
 from campaign_engine.domain.segment import Segment
+from campaign_engine.graph.cypher import statement
 from campaign_engine.graph.graph import Graph
 from campaign_engine.graph.rules.policy import Policy, policy_params
 from campaign_engine.graph.rules.segment import compile_for
@@ -164,3 +165,25 @@ def test_view_arms_seek_the_views_index_and_never_scan(
     assert not any("Scan" in op for op in ops), ops
     if "tag" not in segment:  # the view's own seek, beside the shared one
         assert sum("NodeIndexSeek" in op for op in ops) >= 2, ops
+
+
+def _plan_lines(plan: dict[str, Any]) -> list[str]:
+    details = str(plan.get("args", {}).get("Details", ""))
+    own = [f"{str(plan['operatorType']).split('@')[0]} {details}"]
+    return own + [line for child in plan.get("children", []) for line in _plan_lines(child)]
+
+
+def test_the_tag_page_seeks_the_tenants_own_tags_by_tenant_and_tag(graph: Graph) -> None:
+    """The tag source's page reads a tenant's own tag edges from tag_member_tenant (tenantId, slug,
+    profileId), so alpha's edges of the same tag are never read for beta's page; the shared ones from
+    tag_member; no scan."""
+    _people(graph)
+    params = {"tenant": "beta", "key": "vip", "cursor": "", "limit": 100}
+    summary = graph.driver.execute_query("EXPLAIN " + statement("audience_tag_page"), params,
+                                         database_=graph.database).summary  # fmt: skip
+    assert summary.plan is not None
+    lines = _plan_lines(summary.plan)
+    own = [line for line in lines if "IndexSeek" in line and "tenantId, slug, profileId" in line]
+    assert own and "tenantId = $tenant" in own[0] and "slug = $key" in own[0], lines
+    assert any("IndexSeek" in line and "HAS_TAG(slug, profileId)" in line for line in lines), lines
+    assert not any("Scan" in line for line in lines), lines

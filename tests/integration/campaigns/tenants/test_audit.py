@@ -51,8 +51,10 @@ def clock() -> StepClock:
 def api(base_settings: Settings, graph: Graph, clock: StepClock, tmp_path: Path) -> Iterator[TrpcClient]:
     testers: dict[str, ChannelTester] = {"notify": RecordingTester()}
     queues = local_queues(tmp_path / "queue.sqlite3")
+    # The audit test's test wave has a few readers: the evidence rule has its own test (test_test_wave).
+    settings = base_settings.model_copy(update={"campaign_experiment_min_per_variant": 1})
     with api_client(
-        base_settings, graph, clock=clock, dispatch_queue=queues.dispatch, self_test_testers=testers
+        settings, graph, clock=clock, dispatch_queue=queues.dispatch, self_test_testers=testers
     ) as client:
         yield client
 
@@ -211,19 +213,21 @@ def test_every_admin_mutation_commits_exactly_one_entry_with_its_revisions(
 
     # An A/B test wave decided by hand: the decision is the entry.
     arms = [{"id": "A"}, {"id": "B", "message": {"title": "B"}, "notification": {"title": "B", "body": "B"}}]
-    call("campaigns.create", {**CAMPAIGN, "id": "ab1", "variants": arms})
-    call("campaigns.addAudience", {"campaignId": "ab1", "source": source})
-    call("campaigns.setStatus", {"campaignId": "ab1", "status": "live"})
-    token = ok(api.query("campaigns.previewDispatch", {"campaignId": "ab1"}, as_=ADMIN_ID, admin=True))
+    # ab3: the hash draws a member of each arm into its half test wave (a wave with an empty arm is
+    # refused).
+    call("campaigns.create", {**CAMPAIGN, "id": "ab3", "variants": arms})
+    call("campaigns.addAudience", {"campaignId": "ab3", "source": source})
+    call("campaigns.setStatus", {"campaignId": "ab3", "status": "live"})
+    token = ok(api.query("campaigns.previewDispatch", {"campaignId": "ab3"}, as_=ADMIN_ID, admin=True))
     experiment = {"testShare": 0.5, "metric": "clicked", "decideAfterSeconds": 3600}
-    tested, entry = call("campaigns.dispatch", {"campaignId": "ab1", "experiment": experiment,
+    tested, entry = call("campaigns.dispatch", {"campaignId": "ab3", "experiment": experiment,
                                                 "expectedPreviewToken": token["previewToken"]})  # fmt: skip
     assert json.loads(entry["detail"])["experiment"] == experiment
     _, entry = call("campaigns.chooseVariant", {"dispatchId": tested["dispatchId"], "variantId": "B"})
     assert (entry["targetType"], entry["targetId"], json.loads(entry["detail"])["winner"]) == (
-        "campaign", "ab1", "B"
+        "campaign", "ab3", "B"
     )  # fmt: skip
-    call("campaigns.delete", {"campaignId": "ab1"})
+    call("campaigns.delete", {"campaignId": "ab3"})
 
     graph.run("CREATE (:EmailSuppression {address: 'gone@example.com', reason: 'hard_bounce'})")
     _, entry = call("suppressions.remove", {"address": "Gone@Example.com"})
