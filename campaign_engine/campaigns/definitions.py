@@ -8,6 +8,10 @@ compared as an instant truncated to the millisecond, and two versions never shar
 
 The definition is stored as JSON on the node, beside flat copies of the fields that queries filter on
 (status, window, channels, ...). ``node_properties`` is the one place that derives those copies.
+
+Under a tenant's approval policy a live campaign also carries the revision people see, approved by a
+second publisher (``shownDefinition``, ``shownVersion``, ``shownSince``; ``shown_before`` starts it,
+``sending/approval_publish.py`` reviews each change): its draft is then what publishers edit.
 """
 
 from __future__ import annotations
@@ -53,6 +57,7 @@ __all__ = [
     "locked_campaign",
     "node_properties",
     "set_status",
+    "shown_before",
     "update_campaign",
 ]
 
@@ -87,6 +92,23 @@ def node_properties(definition: CampaignDefinition) -> dict[str, Any]:
         else None,
         # Read by the walks to choose the routed statements; null (exclude) removes it.
         "minors": "guardians" if definition.minors == "guardians" else None,
+    }
+
+
+def shown_before(node: dict[str, Any], *, going_live: bool, now: datetime) -> dict[str, Any]:
+    """Properties a write under an approval policy adds so that nothing unapproved shows before its
+    review: going live shows nothing yet; a campaign live before the policy keeps what it showed so
+    far (members added in this very transaction wait for the review)."""
+    if node.get("shownVersion") is not None:
+        return {}
+    if going_live:
+        return {"shownVersion": ""}
+    if node.get("status") != "live":
+        return {}
+    return {
+        "shownDefinition": node["definition"],
+        "shownVersion": node["updatedAt"],
+        "shownSince": format_ts(now - _MILLISECOND),
     }
 
 
@@ -266,7 +288,10 @@ def update_campaign(
     now: datetime,
     audit: AuditContext | None = None,
     adult_age: int | None = None,
+    shown: bool = False,
 ) -> CampaignPublic:
+    """``shown``: the tenant has an approval policy; a live campaign keeps showing its approved
+    revision (``shown_before``) until ``sending/approval_publish.py`` reviews the change."""
     changes = patch.changes()
 
     def tx_fn(tx: Tx) -> dict[str, Any]:
@@ -282,7 +307,8 @@ def update_campaign(
                 tx, definition.segment, tenant_id=node.get("tenantId"), own_ref=node.get("ref") or node["id"],
                 excludes_minors=definition.exclude_minors, adult_age=adult_age,
             )  # fmt: skip
-        saved = _save(tx, node, node_properties(definition), now)
+        pinned = shown_before(node, going_live=False, now=now) if shown else {}
+        saved = _save(tx, node, {**node_properties(definition), **pinned}, now)
         audit_change(tx, audit, node, before=node, after=saved, detail={"fields": sorted(changes)})
         emit_event(tx, graph, "campaign.updated", saved, now, fields=sorted(changes))
         return saved
@@ -297,12 +323,18 @@ def set_status(
     status: CampaignStatus,
     now: datetime,
     audit: AuditContext | None = None,
+    shown: bool = False,
 ) -> CampaignPublic:
+    """``shown``: the tenant has an approval policy; going live shows nothing until
+    ``sending/approval_publish.py`` reviews it."""
+
     def tx_fn(tx: Tx) -> dict[str, Any]:
         node = locked_campaign(tx, campaign_id)
         if not allowed_transition(node["status"], status):
             raise BadRequest(f"cannot change status from {node['status']} to {status}")
-        saved = _save(tx, node, {"status": status}, now)
+        going_live = status == "live" and node["status"] != "live"
+        pinned = shown_before(node, going_live=True, now=now) if shown and going_live else {}
+        saved = _save(tx, node, {"status": status, **pinned}, now)
         audit_change(tx, audit, node, before=node, after=saved, detail={"from": node["status"], "to": status})
         emit_event(tx, graph, "campaign.status_changed", saved, now, **{"from": node["status"], "to": status})
         if status == "paused":  # its sending dispatches hold at the gate until it is live again

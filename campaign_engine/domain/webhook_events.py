@@ -51,6 +51,8 @@ EventType = Literal[
     "campaign.updated",
     "campaign.status_changed",
     "campaign.deleted",
+    "approval.requested",
+    "approval.granted",
 ]
 EVENT_TYPES: tuple[EventType, ...] = get_args(EventType)
 WILDCARD = "*"

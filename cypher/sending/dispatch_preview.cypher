@@ -3,7 +3,8 @@
 // dispatch_page, so a page costs the members it reads and the whole preview is one pass over the
 // audience in bounded pages (never the whole audience in one record or one sort).
 // One record per page: members read, the last one, how many were already notified, the notify
-// recipients and the email recipients with their one address. The email rule is the email claim's
+// recipients and the email recipients with their one address, and the members who see its in-app
+// card (the campaign age policy, as getMyCampaigns; approval_publish.py pins and counts them). The email rule is the email claim's
 // (email_page.cypher): opted in, adult by EMAIL_AGE_OK, one primary verified address, never claimed.
 // Placeholders are filled by graph.policy (the one definition of every eligibility rule). The index
 // hint keeps the seek on a young database whose statistics would otherwise favour a scan.
@@ -19,7 +20,7 @@ CYPHER replan=skip
 {{TENANT_VIEW}}
 WITH p, c, view, EXISTS { (p)-[s:CAMPAIGN_STATE]->(c) WHERE s.notifiedAt IS NOT NULL } AS notified,
      CASE WHEN $email THEN {{PRIMARY_EMAILS}} ELSE [] END AS emails
-WITH p, notified, emails, coalesce(view.locale, p.locale) AS locale,
+WITH p, notified, emails, coalesce(view.locale, p.locale) AS locale, {{CAMPAIGN_AGE_OK}} AS visible,
      CASE WHEN $notify AND NOT notified THEN
        NOT {{PUSH_OPTED_OUT}} AND {{CAMPAIGN_AGE_OK}}
      ELSE false END AS notifyOk,
@@ -35,4 +36,5 @@ RETURN count(*) AS read,
        max(p.profileId) AS last,
        count(CASE WHEN notified THEN 1 END) AS notified,
        collect(CASE WHEN notifyOk THEN [p.profileId, locale] END) AS notifyRows,
-       collect(CASE WHEN emailOk THEN [p.profileId, emails[0], locale] END) AS emailRows
+       collect(CASE WHEN emailOk THEN [p.profileId, emails[0], locale] END) AS emailRows,
+       collect(CASE WHEN visible THEN p.profileId END) AS visibleRows

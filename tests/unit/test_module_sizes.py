@@ -23,18 +23,13 @@ SKIP_PARTS = {".venv", "node_modules", "__pycache__", "target"}
 
 # Over the rule when it came, with their lengths then. Remove a line when its module is split.
 NOT_YET_SPLIT = {
-    "bench/email_send.py": 619,
-    "campaign_engine/campaigns/sending/dispatch.py": 371,
     "campaign_engine/unsubscribe/tokens.py": 367,
     "tests/e2e/test_delivery_processes.py": 538,
     "tests/e2e/test_graph_outage.py": 393,
     "tests/e2e/test_lambda_emulation.py": 374,
-    "tests/integration/api/test_auth.py": 550,
     "tests/integration/campaigns/audience/test_guardian_routing.py": 438,
-    "tests/integration/campaigns/audience/test_segments.py": 502,
     "tests/integration/campaigns/sending/test_test_wave.py": 369,
     "tests/integration/campaigns/tenants/test_audit.py": 482,
-    "tests/integration/campaigns/tenants/test_event_webhooks.py": 540,
     "tests/integration/campaigns/tenants/test_tenants.py": 379,
     "tests/integration/delivery/email/test_email_dispatch.py": 412,
     "tests/integration/delivery/email/test_email_page_walk.py": 453,

@@ -8,11 +8,13 @@ from pydantic import Field
 
 from campaign_engine.api.access import Access
 from campaign_engine.api.context import Context
+from campaign_engine.api.routers.campaigns import review_publish_of
 from campaign_engine.api.routers.common import CampaignRef
 from campaign_engine.api.trpc import ProcedureRouter
 from campaign_engine.campaigns import self_test
 from campaign_engine.campaigns.audience import members as audience
 from campaign_engine.campaigns.audience import stats
+from campaign_engine.campaigns.sending.approval import policy_of
 from campaign_engine.domain.audience import AudienceSource
 from campaign_engine.graph.rules.policy import Policy
 
@@ -57,11 +59,15 @@ def preview_audience(ctx: Context, data: SourceInput) -> audience.AudienceCount:
 
 @router.mutation("addAudience")
 def add_audience(ctx: Context, data: SourceInput) -> audience.AudienceCount:
-    """Add the eligible profiles a source matches; `added` counts new memberships only."""
-    return audience.add_audience(
-        ctx.services.graph, campaign_id=ctx.campaign(data.campaign_id), source=data.source,
-        policy=_policy(ctx), audit=ctx.audit(),
+    """Add the eligible profiles a source matches; `added` counts new memberships only. Under an
+    approval policy, new members of a live campaign see its card once a second publisher approves."""
+    campaign_id, approval = ctx.campaign(data.campaign_id), policy_of(ctx.services.graph, ctx.tenant_id)
+    added = audience.add_audience(
+        ctx.services.graph, campaign_id=campaign_id, source=data.source,
+        policy=_policy(ctx), audit=ctx.audit(), shown=approval is not None,
     )  # fmt: skip
+    review_publish_of(ctx, campaign_id, approval)
+    return added
 
 
 @router.mutation("removeAudience")

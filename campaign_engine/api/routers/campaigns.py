@@ -14,7 +14,9 @@ from campaign_engine.campaigns import definitions, deletion
 from campaign_engine.campaigns.audience import segments
 from campaign_engine.campaigns.audience.explain import RecipientExplanation, explain_recipient
 from campaign_engine.campaigns.audience.segments import SegmentInput
+from campaign_engine.campaigns.sending.approval import ApprovalPolicy, policy_of
 from campaign_engine.campaigns.sending.approval_people import editors_of
+from campaign_engine.campaigns.sending.approval_publish import review_publish
 from campaign_engine.domain.campaign import (
     CampaignCreate,
     CampaignDefinition,
@@ -26,7 +28,7 @@ from campaign_engine.domain.campaign import (
 from campaign_engine.domain.segment import SegmentPreview
 from campaign_engine.graph.tenant_directory import tenants_of
 
-__all__ = ["ACCESS", "router"]
+__all__ = ["ACCESS", "review_publish_of", "router"]
 
 # Who may call each procedure (api/access.py): one row per procedure, checked before it runs.
 ACCESS: dict[str, Access] = {
@@ -107,31 +109,53 @@ def list_(ctx: Context, data: ListInput) -> definitions.CampaignPage:
     )
 
 
+def review_publish_of(ctx: Context, campaign_id: str, policy: ApprovalPolicy | None) -> None:
+    """After a write under an approval policy: show the change at once or hold it for a second
+    publisher (``sending/approval_publish.py``), in its own audit entry of the same call."""
+    if policy is not None:
+        review_publish(
+            ctx.services.graph, campaign_id=campaign_id, policy=policy,
+            settings=ctx.services.dispatch_settings, now=ctx.services.clock(), audit=ctx.audit(),
+        )  # fmt: skip
+
+
 @router.mutation("update")
 def update(ctx: Context, data: CampaignPatch) -> CampaignPublic:
     """Partial patch; null clears optional fields; expectedUpdatedAt guards against lost updates.
+    Under an approval policy a live campaign's members keep seeing its approved revision until a
+    second publisher approves the change (``listAwaitingApproval``, action ``publish``).
 
     expectedUpdatedAt is an instant compared to the millisecond: a value echoed through a JavaScript
     ``Date`` matches, an older one is CONFLICT."""
-    return definitions.update_campaign(
+    campaign_id, policy = ctx.campaign(data.campaign_id), policy_of(ctx.services.graph, ctx.tenant_id)
+    updated = definitions.update_campaign(
         ctx.services.graph,
-        patch=data.model_copy(update={"campaign_id": ctx.campaign(data.campaign_id)}),
+        patch=data.model_copy(update={"campaign_id": campaign_id}),
         now=ctx.services.clock(),
         audit=ctx.audit(),
         adult_age=ctx.services.settings.campaign_adult_age,
+        shown=policy is not None,
     )
+    review_publish_of(ctx, campaign_id, policy)
+    return updated
 
 
 @router.mutation("setStatus")
 def set_status(ctx: Context, data: StatusInput) -> CampaignPublic:
-    """Move a campaign through draft -> live <-> paused -> archived."""
-    return definitions.set_status(
+    """Move a campaign through draft -> live <-> paused -> archived. Under an approval policy, going
+    live with an in-app card for the policy's threshold or more members shows it only once a second
+    publisher approves (``listAwaitingApproval``, action ``publish``)."""
+    campaign_id, policy = ctx.campaign(data.campaign_id), policy_of(ctx.services.graph, ctx.tenant_id)
+    changed = definitions.set_status(
         ctx.services.graph,
-        campaign_id=ctx.campaign(data.campaign_id),
+        campaign_id=campaign_id,
         status=data.status,
         now=ctx.services.clock(),
         audit=ctx.audit(),
+        shown=policy is not None,
     )
+    review_publish_of(ctx, campaign_id, policy)
+    return changed
 
 
 @router.mutation("delete")

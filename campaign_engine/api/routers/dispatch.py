@@ -12,7 +12,9 @@ from campaign_engine.api.routers.common import CampaignRef, Ok
 from campaign_engine.api.trpc import ProcedureRouter
 from campaign_engine.campaigns.sending import dispatch as dispatching
 from campaign_engine.campaigns.sending import dispatch_reads as reads
-from campaign_engine.campaigns.sending.approval import Approved, AwaitingList, awaiting, policy_of
+from campaign_engine.campaigns.sending.approval import Approved, policy_of
+from campaign_engine.campaigns.sending.approval_awaiting import AwaitingList, awaiting
+from campaign_engine.campaigns.sending.approve import approve_dispatch
 from campaign_engine.campaigns.sending.choose_variant import choose_variant as choose
 from campaign_engine.campaigns.sending.resume import resume_dispatch as resume
 from campaign_engine.campaigns.sending.schedule import cancel_scheduled, schedule_dispatch
@@ -127,7 +129,7 @@ def approve(ctx: Context, data: ApproveInput) -> Approved:
     asks for: not a requester, not anyone who changed the campaign since its last approved send
     (FORBIDDEN naming who may approve), and not who will dispatch it. A change since the preview is
     CONFLICT; a later change voids the approval. An API key approves as the person who minted it."""
-    return dispatching.approve_dispatch(
+    return approve_dispatch(
         ctx.services.graph,
         campaign_id=ctx.campaign(data.campaign_id),
         preview_token=data.preview_token,
@@ -184,10 +186,12 @@ def get_dispatch(ctx: Context, data: DispatchRef) -> reads.DispatchPublic:
 @router.mutation("resumeDispatch")
 def resume_dispatch(ctx: Context, data: DispatchRef) -> reads.DispatchPublic:
     """Resume a failed or paused dispatch from its cursor (anything else, or a newer dispatch:
-    CONFLICT). One paused ``approval_exceeded`` needs a new approval of the current preview first."""
+    CONFLICT). One paused ``approval_exceeded``, or under an approval policy one whose campaign changed
+    since it went out, needs a new approval of the current preview first."""
     return resume(
         ctx.services.graph, _queue(ctx), dispatch_id=ctx.dispatch(data.dispatch_id), now=ctx.services.clock(),
         audit=ctx.audit(), settings=ctx.services.dispatch_settings,
+        approval_policy=policy_of(ctx.services.graph, ctx.tenant_id),
     )  # fmt: skip
 
 

@@ -22,6 +22,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from campaign_engine.campaigns.definitions import shown_before
 from campaign_engine.domain.audience import (
     AllSource,
     ConnectionsSource,
@@ -222,10 +223,21 @@ def _audit_chunk(
     )
 
 
+_PIN = "MATCH (c:Campaign {id: $id}) SET c += $props"
+
+
 def add_audience(
-    graph: Graph, *, campaign_id: str, source: Source, policy: Policy, audit: AuditContext | None = None
+    graph: Graph,
+    *,
+    campaign_id: str,
+    source: Source,
+    policy: Policy,
+    audit: AuditContext | None = None,
+    shown: bool = False,
 ) -> AudienceCount:
-    """Adds the eligible matches; ``added`` counts memberships created by this call only.
+    """Adds the eligible matches; ``added`` counts memberships created by this call only. ``shown``:
+    under an approval policy, new members of a live campaign wait for its review
+    (``definitions.shown_before``, ``sending/approval_publish.py``).
 
     Each chunk is its own transaction under the campaign lock, so a retry after a partial failure
     re-adds nothing that exists and reports only what it created.
@@ -235,6 +247,9 @@ def add_audience(
 
     def chunk_fn(tx: Tx, chunk: list[str], done: int, count: int, added: int) -> tuple[int, int]:
         node = _locked_editable(tx, campaign_id)
+        pinned = shown_before(node, going_live=False, now=policy.now) if shown else {}
+        if pinned:
+            tx.run(_PIN, id=campaign_id, props=pinned).consume()
         record = tx.run(
             statement("audience_add"),
             campaignId=campaign_id,

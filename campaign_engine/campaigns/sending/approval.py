@@ -20,13 +20,14 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import Field
 
+from campaign_engine.campaigns.definitions import emit_event
 from campaign_engine.campaigns.sending.approval_people import not_by, who_may_approve
 from campaign_engine.domain.camel import CamelModel
 from campaign_engine.domain.errors import Conflict, Forbidden
 from campaign_engine.domain.tenancy import CampaignRefOut, campaign_ref
-from campaign_engine.domain.types import format_ts
+from campaign_engine.domain.types import format_ts, parse_ts
 from campaign_engine.graph.audit import AuditContext, record_audit
 from campaign_engine.graph.cypher import statement
 from campaign_engine.graph.graph import Graph, Tx
@@ -38,19 +39,20 @@ __all__ = [
     "ApprovalPolicy",
     "ApprovalStale",
     "Approved",
-    "AwaitingApproval",
-    "AwaitingList",
     "Reviewed",
-    "awaiting",
+    "approval_event",
     "check_approval",
     "fallback_approved",
+    "gated",
     "policy_of",
+    "promote",
     "reach_cap",
     "record_approval",
     "record_refusal",
+    "request_publish",
 ]
 
-ApprovalAction = Literal["dispatch", "schedule", "resume"]
+ApprovalAction = Literal["publish", "dispatch", "schedule", "resume"]
 _APPROVALS = "approval_list"  # cypher/sending/approval_list.cypher
 _APPROVE = "approval_approve"  # cypher/sending/approval_approve.cypher
 _CONSUME = "MATCH (x:DispatchApproval {campaignId: $campaignId}) DELETE x"
@@ -58,7 +60,15 @@ _CONSUME = "MATCH (x:DispatchApproval {campaignId: $campaignId}) DELETE x"
 # closes the campaign's requests.
 _REQUEST = "approval_request"  # cypher/sending/approval_request.cypher
 _CLOSE_REQUESTS = "MATCH (r:DispatchApprovalRequest {campaignId: $campaignId}) DELETE r"
-_AWAITING = "approval_awaiting"  # cypher/sending/approval_awaiting.cypher
+# The approved revision a gated campaign shows (approval_publish.py): the current one, once approved.
+_PROMOTE = (
+    "MATCH (c:Campaign {id: $id}) SET c.shownDefinition = c.definition, c.shownVersion = c.updatedAt, "
+    "c.shownSince = $now"
+)
+_ACTIONS = (
+    "MATCH (r:DispatchApprovalRequest {campaignId: $campaignId}) RETURN collect(DISTINCT r.action) AS actions"
+)
+_CLOSE_PUBLISH = "MATCH (r:DispatchApprovalRequest {campaignId: $id, action: 'publish'}) DELETE r"
 # The tenant record's policy (tenants.update), read on every dispatch: a policy just set applies at once.
 _POLICY = "MATCH (t:Tenant {tenantId: $tenantId}) RETURN t.approval AS approval"
 
@@ -90,6 +100,8 @@ class Reviewed:
     recipients: int
     reach: dict[str, int] = field(default_factory=dict)
     untranslated: dict[str, int] = field(default_factory=dict)
+    in_app: int = 0
+    """Members who see its in-app card: what a ``publish`` request counts."""
 
 
 class Approved(CamelModel):
@@ -122,6 +134,22 @@ def reach_cap(policy: ApprovalPolicy | None, approval: Approval | None, channel:
     return approval.reach.get(channel, 0) if approval is not None else policy.min_recipients - 1
 
 
+def gated(node: dict[str, Any]) -> bool:
+    """The campaign shows an approved revision (``shownVersion`` set, maybe to none yet)."""
+    return node.get("shownVersion") is not None
+
+
+def promote(tx: Tx, node: dict[str, Any], *, now: datetime) -> None:
+    """The campaign's current revision becomes the one it shows; its ``publish`` requests close."""
+    tx.run(_PROMOTE, id=node["id"], now=format_ts(now)).consume()
+    tx.run(_CLOSE_PUBLISH, id=node["id"]).consume()
+
+
+def approval_event(action: str, recipients: int, person: str | None, **more: Any) -> dict[str, Any]:
+    """The data of an ``approval.requested`` / ``approval.granted`` event (ids and counts only)."""
+    return {"action": action, "recipients": recipients, "by": person, **more}
+
+
 def policy_of(graph: Graph, tenant_id: str) -> ApprovalPolicy | None:
     def tx_fn(tx: Tx) -> str | None:
         record = tx.run(_POLICY, tenantId=tenant_id).single()
@@ -133,6 +161,7 @@ def policy_of(graph: Graph, tenant_id: str) -> ApprovalPolicy | None:
 
 def record_approval(
     tx: Tx,
+    graph: Graph,
     *,
     campaign: dict[str, Any],
     preview_token: str,
@@ -162,13 +191,32 @@ def record_approval(
                  revision_before=campaign["revision"], revision_after=campaign["revision"],
                  detail={"approved": preview_token, "recipients": current.recipients,
                          "notBy": excluded, "acceptFallback": accept_fallback,
-                         "untranslated": current.untranslated})  # fmt: skip
+                         "untranslated": current.untranslated, "published": gated(campaign)})  # fmt: skip
+    actions = tx.run(_ACTIONS, campaignId=campaign["id"]).single(strict=True)["actions"]
+    if gated(campaign):  # the approver saw exactly this revision: it is the one people see now
+        promote(tx, campaign, now=now)
+    emit_event(tx, graph, "approval.granted", campaign, now,
+               **approval_event(",".join(sorted(actions)), current.recipients, approver))  # fmt: skip
     node = dict(record["approval"])
     return Approved(
         campaign_id=campaign["id"], preview_token=preview_token, approved_by=node["approvedBy"],
         approved_at=node["approvedAt"], recipients=current.recipients, accept_fallback=accept_fallback,
         untranslated=current.untranslated,
     )  # fmt: skip
+
+
+def request_publish(tx: Tx, node: dict[str, Any], current: Reviewed, *, audit: AuditContext | None) -> None:
+    """A change of a gated live campaign held for a second publisher, as a ``publish`` request."""
+    person, at = (audit.actor, audit.at) if audit else (None, None)
+    tx.run(
+        statement(_REQUEST), campaignId=node["id"], requestedBy=person, requestedAt=at,
+        previewToken=current.token, recipients=current.in_app, revision=node["revision"], action="publish",
+        acceptFallback=False, untranslated=json.dumps(current.untranslated, sort_keys=True),
+    ).consume()  # fmt: skip
+    record_audit(tx, audit, target_type="campaign", target_id=node["id"], campaign=node,
+                 revision_before=node["revision"], revision_after=node["revision"],
+                 detail={"held": "publish", "inApp": current.in_app,
+                         "previewToken": current.token})  # fmt: skip
 
 
 def _approvals(tx: Tx, campaign_id: str) -> list[dict[str, Any]]:
@@ -251,63 +299,13 @@ def record_refusal(
         detail = {"refused": str(refused)}
         record_audit(tx, audit, target_type="campaign", target_id=campaign_id, detail=detail)
         if request is not None:
-            tx.run(
-                statement(_REQUEST), campaignId=campaign_id, requestedBy=audit.actor if audit else None,
+            person = audit.actor if audit else None
+            row = tx.run(
+                statement(_REQUEST), campaignId=campaign_id, requestedBy=person,
                 requestedAt=audit.at if audit else None, **request,
-            ).consume()  # fmt: skip
+            ).single()  # fmt: skip
+            if row is not None and row["created"] and row["at"]:
+                emit_event(tx, graph, "approval.requested", dict(row["campaign"]), parse_ts(row["at"]),
+                           **approval_event(request["action"], request["recipients"], person))  # fmt: skip
 
     graph.write(tx_fn)
-
-
-class AwaitingApproval(CamelModel):
-    """A send a publisher asked for and the policy held back until a second publisher approves it;
-    once approved it stays listed, naming who approved, until the send uses the approval."""
-
-    campaign_id: CampaignRefOut
-    name: str
-    action: ApprovalAction = "dispatch"
-    preview_token: str
-    recipients: int
-    requested_by: str | None
-    requested_at: str | None
-    changed_since: bool = Field(
-        description="the campaign was edited after the request: approving it will be refused as stale"
-    )
-    untranslated: dict[str, int] = Field(
-        default_factory=dict,
-        description="readers who would get the base content, by their language: approve with "
-        "acceptFallback to send it so",
-    )
-    accept_fallback: bool = Field(default=False, description="the requester asked to send the fallback")
-    not_by: list[str] = Field(
-        default_factory=list,
-        description="people an approval would not count for: the requesters and everyone who changed "
-        "the campaign since its last approved send",
-    )
-    may_approve: str = Field(default="another publisher", description="who may approve, in words")
-    approved_by: str | None = Field(default=None, description="who approved the campaign's send, if anyone")
-    approved_at: str | None = None
-    approved_preview_token: str | None = Field(
-        default=None, description="the preview approved: this request's, or a newer one after a change"
-    )
-
-
-class AwaitingList(BaseModel):
-    records: list[AwaitingApproval]
-
-
-def awaiting(graph: Graph, *, tenant_id: str) -> AwaitingList:
-    """The tenant's open requests, newest first (at most 200), each with who may approve it."""
-
-    def tx_fn(tx: Tx) -> list[dict[str, Any]]:
-        rows = [row.data() for row in tx.run(statement(_AWAITING), tenantId=tenant_id)]
-        for row in rows:
-            campaign = {"id": row["campaignId"], "createdAt": row.pop("createdAt")}
-            row["notBy"] = not_by(tx, campaign)
-            row["mayApprove"] = who_may_approve(row["notBy"])
-            row["untranslated"] = json.loads(row["untranslated"] or "{}")
-            row["acceptFallback"] = bool(row["acceptFallback"])
-            row["action"] = row["action"] or "dispatch"
-        return rows
-
-    return AwaitingList(records=[AwaitingApproval.model_validate(row) for row in graph.read(tx_fn)])

@@ -5,7 +5,8 @@ anyone who changed its content or audience since its last approved send (``campa
 ``update``, ``addAudience``, ``removeAudience``; a ``duplicate`` counts its copier and carries the
 source's editors in its entry's ``editors``). People are audit actors: a token's subject, an API key's
 minter, so a key never makes its minter a second person. The trail is read newest first, back to the
-last ``dispatch``, ``scheduleDispatch`` or ``resumeDispatch`` that went out with an approval.
+last ``dispatch``, ``scheduleDispatch`` or ``resumeDispatch`` that went out with an approval, or the
+last approval that made the campaign's revision the one people see (``approval_publish.py``).
 """
 
 from __future__ import annotations
@@ -16,7 +17,15 @@ from typing import Any
 from campaign_engine.graph.cypher import statement
 from campaign_engine.graph.graph import Graph, Tx
 
-__all__ = ["EDITS", "editors_of", "editors_since_approval", "not_by", "requesters", "who_may_approve"]
+__all__ = [
+    "EDITS",
+    "changed_since_send",
+    "editors_of",
+    "editors_since_approval",
+    "not_by",
+    "requesters",
+    "who_may_approve",
+]
 
 EDITS = frozenset(
     {
@@ -28,6 +37,7 @@ EDITS = frozenset(
     }
 )
 _SENT = frozenset({"campaigns.dispatch", "campaigns.scheduleDispatch", "campaigns.resumeDispatch"})
+_APPROVED = "campaigns.approveDispatch"
 _PEOPLE = "approval_people"  # cypher/sending/approval_people.cypher
 # Entries read back at most: a campaign edited more often than this since its last approved send keeps
 # the most recent editors, who are the ones that matter.
@@ -43,7 +53,7 @@ def editors_since_approval(tx: Tx, campaign: dict[str, Any]) -> list[str]:
     """The people who changed the campaign since its last approved send, most recent first."""
     rows = tx.run(
         statement(_PEOPLE), campaignId=campaign["id"], createdAt=campaign["createdAt"],
-        procedures=sorted(EDITS | _SENT), limit=_LIMIT,
+        procedures=sorted(EDITS | _SENT | {_APPROVED}), limit=_LIMIT,
     )  # fmt: skip
     people: list[str] = []
     for row in rows:
@@ -52,9 +62,32 @@ def editors_since_approval(tx: Tx, campaign: dict[str, Any]) -> list[str]:
             if detail.get("approvedBy"):
                 break
             continue
+        if row["procedure"] == _APPROVED:  # an approval that made the revision the one people see
+            if detail.get("published"):
+                break
+            continue
         for person in [row["actor"], *detail.get("editors", [])]:
             if person not in people:
                 people.append(str(person))
+    return people
+
+
+def changed_since_send(tx: Tx, campaign: dict[str, Any], dispatch_id: str) -> list[str]:
+    """Who changed the campaign's content or audience since ``dispatch_id`` went out (or since a
+    later approved send or resume), most recent first: a resume then needs a new approval."""
+    rows = tx.run(
+        statement(_PEOPLE), campaignId=campaign["id"], createdAt=campaign["createdAt"],
+        procedures=sorted(EDITS | _SENT), limit=_LIMIT,
+    )  # fmt: skip
+    people: list[str] = []
+    for row in rows:
+        detail = json.loads(row["detail"]) if row["detail"] else {}
+        if row["procedure"] in _SENT:
+            if detail.get("approvedBy") or dispatch_id in detail.get("dispatchIds", []):
+                break
+            continue
+        if row["actor"] not in people:
+            people.append(str(row["actor"]))
     return people
 
 

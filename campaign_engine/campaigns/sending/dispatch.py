@@ -26,12 +26,10 @@ from campaign_engine.campaigns.sending.approval import (
     ApprovalMissing,
     ApprovalPolicy,
     ApprovalStale,
-    Approved,
     Reviewed,
     check_approval,
     fallback_approved,
     reach_cap,
-    record_approval,
     record_refusal,
 )
 from campaign_engine.campaigns.sending.dispatch_settings import DispatchSettings
@@ -61,7 +59,6 @@ __all__ = [
     "PREVIEW_PAGE",
     "DispatchPreview",
     "DispatchStarted",
-    "approve_dispatch",
     "compute_preview",
     "dispatch",
     "preview_dispatch",
@@ -103,6 +100,9 @@ class DispatchPreview(CamelModel):
     guardian_email_recipient_count: int = Field(
         default=0, description="of emailRecipientCount, the routed guardians"
     )
+    in_app_recipient_count: int = Field(
+        default=0, description="members who see the in-app card (a campaign with one); the token pins them"
+    )
 
 
 class DispatchStarted(CamelModel):
@@ -121,7 +121,7 @@ def reviewed(preview: DispatchPreview) -> Reviewed:
     return Reviewed(
         token=preview.preview_token, recipients=preview.recipient_count,
         reach={"notify": preview.notification_recipient_count, "email": preview.email_recipient_count},
-        untranslated=preview.untranslated,
+        untranslated=preview.untranslated, in_app=preview.in_app_recipient_count,
     )  # fmt: skip
 
 
@@ -176,6 +176,7 @@ def compute_preview(
         guardian_recipient_count=len(tally.guardians),
         guardian_notification_recipient_count=tally.guardian_notify,
         guardian_email_recipient_count=tally.guardian_email,
+        in_app_recipient_count=tally.in_app,
     )
     return _Computed(campaign=campaign, preview=preview)
 
@@ -327,38 +328,6 @@ def dispatch(
     return DispatchStarted(
         dispatch_id=ids[channels[0]], channels=channels, dispatch_ids={ch: ids[ch] for ch in channels}
     )
-
-
-def approve_dispatch(
-    graph: Graph,
-    *,
-    campaign_id: str,
-    preview_token: str,
-    approver: str,
-    now: datetime,
-    settings: DispatchSettings,
-    audit: AuditContext | None = None,
-    accept_fallback: bool = False,
-) -> Approved:
-    """Approve the send of exactly this preview (``approval.py``): under the campaign lock, so the
-    preview the approver saw is the campaign's at the approval's commit. ``accept_fallback`` approves
-    a ``missing_translation`` preview as it is (its readers get the base content) and is pinned."""
-
-    def tx_fn(tx: Tx) -> Approved:
-        locked = lock_campaign(tx, campaign_id)
-        if locked is None:
-            raise NotFound(f"campaign '{campaign_ref(campaign_id)}' not found")
-        preview = compute_preview(tx, campaign_id=campaign_id, now=now, settings=settings).preview
-        blocked = preview.blocked_reason
-        if blocked is not None and not (accept_fallback and blocked == "missing_translation"):
-            raise BadRequest(why_blocked(blocked))
-        return record_approval(
-            tx, campaign=locked, preview_token=preview_token, current=reviewed(preview),
-            accept_fallback=accept_fallback and blocked == "missing_translation", approver=approver,
-            now=now, audit=audit,
-        )  # fmt: skip
-
-    return graph.write(tx_fn)
 
 
 def start_pages(queue: Queue, jobs: list[PageJob], *, campaign_id: str) -> None:

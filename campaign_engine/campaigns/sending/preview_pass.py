@@ -42,6 +42,7 @@ class Tally:
     notify: int = 0
     email: int = 0
     recipients: int = 0  # distinct profiles across notify and email
+    in_app: int = 0  # members who see the in-app card (campaigns with one; sending/approval_publish.py)
     locales: dict[str, Counter[str]] = field(
         default_factory=lambda: {"notify": Counter(), "email": Counter()}
     )
@@ -153,16 +154,21 @@ def pinned(
                 )
         profiles = sorted(notify_locales.keys() | addresses.keys())
         tally.recipients += len(profiles)
+        # With an in-app message, who sees its card joins the digest: an approval pins that audience too.
+        in_app = {str(pid) for pid in row["visibleRows"]} if campaign.get("hasInAppMessage") else set()
+        tally.in_app += len(in_app)
         if tally.test_share is not None:
             _count_test_wave(tally, campaign, profiles)
         # A guardian's entries sit after the entries of the first child routed to them (that child is in
         # this page), so the order, like the sets, is the same whatever the page boundaries.
         entries = iter(sorted(routed))
         pending = next(entries, None)
-        for pid in profiles:
+        for pid in sorted(in_app.union(profiles)):
             while pending is not None and pending[0] < pid:
                 yield pending[2]
                 pending = next(entries, None)
+            if pid in in_app:
+                yield f"inApp\x1f{pid}"
             fell_back: str | None = None
             if pid in notify_locales:
                 served = languages.serve("notification", notify_locales[pid])

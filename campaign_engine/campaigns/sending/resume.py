@@ -16,7 +16,8 @@ A walk paused ``approval_exceeded`` (``delivery/approval_reach.py``: a live segm
 its approval showed) resumes only with a new approval of the campaign's current preview, which counts
 the recipients still to reach: its reach is added to what was sent so far as the new ``reachCap``, and
 the approval is used up (``approval.py``; missing, the resume is FORBIDDEN and becomes a request with
-``action: resume``).
+``action: resume``). Under a tenant's policy, so does one whose campaign's content or audience changed
+since it went out (``approval_people.changed_since_send``), when the rest reaches the threshold.
 Either resume records a ``dispatch.resumed`` event in its transaction.
 Lock order is campaign, then Dispatch, as for a confirmation.
 """
@@ -35,6 +36,7 @@ from campaign_engine.campaigns.sending.approval import (
     check_approval,
     record_refusal,
 )
+from campaign_engine.campaigns.sending.approval_people import changed_since_send
 from campaign_engine.campaigns.sending.dispatch import compute_preview, reviewed
 from campaign_engine.campaigns.sending.dispatch_reads import DispatchPublic, dispatch_from_node
 from campaign_engine.campaigns.sending.dispatch_settings import DispatchSettings
@@ -78,16 +80,19 @@ def _reapproved(
     settings: DispatchSettings | None,
     now: datetime,
     actor: str | None,
-) -> Approval:
-    """The new approval a walk paused ``approval_exceeded`` resumes with (inside the campaign lock)."""
+    policy: ApprovalPolicy = _ALWAYS,
+) -> Approval | None:
+    """The new approval a walk paused ``approval_exceeded``, or one whose campaign changed since it went
+    out, resumes with (inside the campaign lock); None when the rest is below ``policy``'s threshold."""
     if settings is None:
         raise Conflict(f"dispatch '{current['id']}' needs a new approval to resume")
     preview = compute_preview(tx, campaign_id=campaign["id"], now=now, settings=settings).preview
     approval = check_approval(
-        tx, policy=_ALWAYS, campaign=campaign, expected_token=preview.preview_token,
+        tx, policy=policy, campaign=campaign, expected_token=preview.preview_token,
         current=reviewed(preview), dispatcher=actor, action="resume",
     )  # fmt: skip
-    assert approval is not None
+    if approval is None:
+        return None
     tx.run(
         _REAPPROVED, dispatchId=current["id"], reach=approval.reach.get(current["channel"], 0),
         approvedBy=approval.approved_by, approvedAt=approval.approved_at,
@@ -103,6 +108,7 @@ def resume_dispatch(
     now: datetime,
     audit: AuditContext | None = None,
     settings: DispatchSettings | None = None,
+    approval_policy: ApprovalPolicy | None = None,
 ) -> DispatchPublic:
     """Resume a ``failed`` or ``paused`` Dispatch from its durable cursor (``campaigns.resumeDispatch``).
 
@@ -126,10 +132,12 @@ def resume_dispatch(
             raise NotFound(f"dispatch '{dispatch_id}' not found")
         current = dict(row["dispatch"])
         _check_resumable(current, campaign, newer=row["newer"], now=stamp)
-        approval = None
+        approval, actor = None, audit.actor if audit else None
         if current.get("status") == "paused" and current.get("pauseCode") == "approval_exceeded":
-            approval = _reapproved(tx, current, campaign, settings=settings, now=now,
-                                   actor=audit.actor if audit else None)  # fmt: skip
+            approval = _reapproved(tx, current, campaign, settings=settings, now=now, actor=actor)
+        elif approval_policy is not None and changed_since_send(tx, campaign, dispatch_id):
+            approval = _reapproved(tx, current, campaign, settings=settings, now=now, actor=actor,
+                                   policy=approval_policy)  # fmt: skip
         resumed = tx.run(
             statement(_RESUME),
             dispatchId=dispatch_id,

@@ -1494,7 +1494,7 @@ export interface AwaitingList {
 export interface AwaitingApproval {
   campaignId: string;
   name: string;
-  action?: "dispatch" | "schedule" | "resume";
+  action?: "publish" | "dispatch" | "schedule" | "resume";
   previewToken: string;
   recipients: number;
   requestedBy: string | null;
@@ -1628,6 +1628,10 @@ export interface DispatchPreview {
    * of emailRecipientCount, the routed guardians
    */
   guardianEmailRecipientCount?: number;
+  /**
+   * members who see the in-app card (a campaign with one); the token pins them
+   */
+  inAppRecipientCount?: number;
 }
 /**
  * This interface was referenced by `Procedures`'s JSON-Schema
@@ -2171,10 +2175,10 @@ export interface LayoutPatch {
 export interface CreateInputValidation {
   url: string;
   /**
-   * event types (dispatch.started, dispatch.paused, dispatch.resumed, dispatch.completed, dispatch.failed, recipient.notified, recipient.emailed, recipient.email_rejected, recipient.email_clicked, recipient.bounced, recipient.complained, recipient.unsubscribed, campaign.created, campaign.updated, campaign.status_changed, campaign.deleted) or '*' for all
+   * event types (dispatch.started, dispatch.paused, dispatch.resumed, dispatch.completed, dispatch.failed, recipient.notified, recipient.emailed, recipient.email_rejected, recipient.email_clicked, recipient.bounced, recipient.complained, recipient.unsubscribed, campaign.created, campaign.updated, campaign.status_changed, campaign.deleted, approval.requested, approval.granted) or '*' for all
    *
    * @minItems 1
-   * @maxItems 16
+   * @maxItems 18
    */
   events: [
     (
@@ -2195,6 +2199,8 @@ export interface CreateInputValidation {
           | "campaign.updated"
           | "campaign.status_changed"
           | "campaign.deleted"
+          | "approval.requested"
+          | "approval.granted"
         )
       | string
     ),
@@ -2216,6 +2222,8 @@ export interface CreateInputValidation {
           | "campaign.updated"
           | "campaign.status_changed"
           | "campaign.deleted"
+          | "approval.requested"
+          | "approval.granted"
         )
       | string
     )[]
@@ -2373,6 +2381,8 @@ export interface UpdateInput {
               | "campaign.updated"
               | "campaign.status_changed"
               | "campaign.deleted"
+              | "approval.requested"
+              | "approval.granted"
             )
           | string
         ),
@@ -2394,6 +2404,8 @@ export interface UpdateInput {
               | "campaign.updated"
               | "campaign.status_changed"
               | "campaign.deleted"
+              | "approval.requested"
+              | "approval.granted"
             )
           | string
         )[]
