@@ -19,6 +19,16 @@ export async function renderCampaign(kit: Kit, id: string): Promise<void> {
 
   const statusBadge = h("span", { className: `badge ${campaign.status}`, id: "campaign-status" }, campaign.status);
   const lifecycleOut = h("div", {});
+  // A go-live or a live change the tenant's approval policy holds: members see nothing new until then.
+  const held = h("div", { id: "held-publish", "aria-live": "polite" });
+  async function showHeld(): Promise<void> {
+    if (!kit.can("campaigns.listAwaitingApproval")) return;
+    const page = await kit.api.call("campaigns.listAwaitingApproval", undefined).catch(() => null);
+    const request = page?.records.find((r) => r.campaignId === id && r.action === "publish");
+    if (mine !== kit.generation()) return;
+    replace(held, request ? h("p", { className: "notice", "data-field": "waiting" }, h("strong", {}, "Waiting for another publisher. "),
+      `Members see the last approved revision (nothing, for a go-live) until ${request.mayApprove ?? "another publisher"} approves this one under Approvals.`) : null);
+  }
   const lifecycle = h("div", { className: "actions", role: "group", "aria-label": "Lifecycle" });
   const page: CampaignPage = {
     kit,
@@ -39,6 +49,7 @@ export async function renderCampaign(kit: Kit, id: string): Promise<void> {
           page.current = c;
           replace(lifecycleOut);
           renderLifecycle();
+          void showHeld();
           kit.announce(`Campaign is ${c.status}.`);
         }
       }));
@@ -56,6 +67,7 @@ export async function renderCampaign(kit: Kit, id: string): Promise<void> {
       s !== "archived" ? to("Archive", "archived") : null);
   }
   renderLifecycle();
+  void showHeld();
 
   const definition = definitionSection(page);
   const audience = audienceSection(page);
@@ -92,7 +104,7 @@ export async function renderCampaign(kit: Kit, id: string): Promise<void> {
     : null;
 
   kit.shell(page.current.name,
-    h("div", { className: "campaign-head" }, h("p", {}, "Status: ", statusBadge, " · id ", h("code", {}, id)), lifecycle, lifecycleOut, duplicate),
+    h("div", { className: "campaign-head" }, h("p", {}, "Status: ", statusBadge, " · id ", h("code", {}, id)), lifecycle, lifecycleOut, held, duplicate),
     h("nav", { className: "sections", "aria-label": "Campaign sections" }, ...[["definition", "Definition"], ["audience", "Audience"], ["test", "Test"], ["review", "Review and send"], ["progress", "Progress"], ["stats", "Stats"], ["explain", "Explain a recipient"]].map(([a, l]) => h("a", { href: `#/c/${encodeURIComponent(id)}`, "data-target": a ?? "", onclick: jump as EventListener }, l ?? ""))),
     definition, audience.element, test, review, progress.element, stats.element, explainSection(kit.api, id, kit.guarded, kit.errorBox));
   await Promise.all([audience.show(), poll()]);

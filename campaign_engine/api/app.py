@@ -207,9 +207,14 @@ def create_app(
 
     app.add_middleware(_TrpcFirst, endpoint=endpoint)
     app.add_middleware(RequestIdMiddleware)  # outermost of ours: every route's lines carry requestId
-    document = build_openapi(endpoint.procedures.values(), title=app.title, version=app.version)
+    document: dict[str, Any] = {}
 
     def openapi() -> dict[str, Any]:
+        """Built at its first request: the schemas of every procedure cost about a quarter of a CPU-second,
+        which a Lambda cold start and each in-process test app would otherwise pay for a document they
+        rarely serve."""
+        if not document:
+            document.update(build_openapi(endpoint.procedures.values(), title=app.title, version=app.version))
         return document
 
     app.openapi = openapi  # type: ignore[method-assign]

@@ -33,7 +33,7 @@ from tests.support.email import EMAIL_COPY, add_email_members, email_settings, m
 from tests.support.postmark_standin import PostmarkStandin
 from tests.support.servers import serve_in_thread
 
-# A test wave of ten readers: the evidence rule has its own test (test_test_wave).
+# A test wave of ten readers: the evidence rule has its own test (test_test_wave_evidence).
 DISPATCH_SETTINGS = DispatchSettings(adult_age=18, max_recipients=100, experiment_min_per_variant=1)
 
 SYSTEM = AuditContext(actor="system:test-wave", procedure="delivery.testWave", request_id="decide",

@@ -49,7 +49,7 @@ from tests.support.concurrency import wait_for as wait_until
 from tests.support.delivery import WEBHOOK_SECRET, ThreadServer, add_members, make_campaign, notified
 from tests.support.processes import REPO_ROOT, CliProcess
 
-# Test waves of a few dozen readers: the evidence rule has its own test (test_test_wave).
+# Test waves of a few dozen readers: the evidence rule has its own test (test_test_wave_evidence).
 DISPATCH_SETTINGS = DispatchSettings(adult_age=18, max_recipients=10_000, experiment_min_per_variant=1)
 
 # pytest-xdist: one inbox process serves the module (distinct campaign ids): its tests stay on one worker.

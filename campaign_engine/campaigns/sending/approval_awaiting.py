@@ -1,5 +1,6 @@
 """The requests awaiting a second publisher, as ``campaigns.listAwaitingApproval`` and the console's
-Approvals page show them: what each covers, who asked, who may approve (``approval.py`` decides)."""
+Approvals page show them: what each covers, who asked, who may approve (``approval.py`` decides), and
+for a ``publish`` request what would change in what people see (``approval_publish.py``)."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from campaign_engine.domain.tenancy import CampaignRefOut
 from campaign_engine.graph.cypher import statement
 from campaign_engine.graph.graph import Graph, Tx
 
-__all__ = ["AwaitingApproval", "AwaitingList", "awaiting"]
+__all__ = ["AwaitingApproval", "AwaitingList", "Change", "awaiting", "changes_of"]
 
 _AWAITING = "approval_awaiting"  # cypher/sending/approval_awaiting.cypher
 
@@ -51,6 +52,34 @@ class AwaitingApproval(CamelModel):
     approved_preview_token: str | None = Field(
         default=None, description="the preview approved: this request's, or a newer one after a change"
     )
+    changes: list[Change] = Field(
+        default_factory=list,
+        description="a publish request: the fields that differ from the revision people see, old -> new",
+    )
+
+
+class Change(CamelModel):
+    """One top-level field of the definition that differs from the revision people see (JSON text)."""
+
+    field: str
+    old: str | None
+    new: str | None
+
+
+def changes_of(draft: str | None, shown: str | None) -> list[Change]:
+    """What a ``publish`` request would change in what people see: each differing field, old -> new."""
+    if draft is None:
+        return []
+    before, after = json.loads(shown or "{}"), json.loads(draft)
+    return [
+        Change(field=key, old=_text(before.get(key)), new=_text(after.get(key)))
+        for key in sorted(before.keys() | after.keys())
+        if before.get(key) != after.get(key)
+    ]
+
+
+def _text(value: Any) -> str | None:
+    return None if value is None else value if isinstance(value, str) else json.dumps(value, sort_keys=True)
 
 
 class AwaitingList(BaseModel):
@@ -69,6 +98,7 @@ def awaiting(graph: Graph, *, tenant_id: str) -> AwaitingList:
             row["untranslated"] = json.loads(row["untranslated"] or "{}")
             row["acceptFallback"] = bool(row["acceptFallback"])
             row["action"] = row["action"] or "dispatch"
+            row["changes"] = changes_of(row.pop("draft"), row.pop("shown"))
         return rows
 
     return AwaitingList(records=[AwaitingApproval.model_validate(row) for row in graph.read(tx_fn)])

@@ -1530,6 +1530,21 @@ export interface AwaitingApproval {
    * the preview approved: this request's, or a newer one after a change
    */
   approvedPreviewToken?: string | null;
+  /**
+   * a publish request: the fields that differ from the revision people see, old -> new
+   */
+  changes?: Change[];
+}
+/**
+ * One top-level field of the definition that differs from the revision people see (JSON text).
+ *
+ * This interface was referenced by `Procedures`'s JSON-Schema
+ * via the `definition` "Change".
+ */
+export interface Change {
+  field: string;
+  old: string | null;
+  new: string | null;
 }
 /**
  * This interface was referenced by `Procedures`'s JSON-Schema

@@ -2,7 +2,9 @@
 cannot send, a tenant admin grants and revokes a role and creates a key (shown once, copied, then seen
 in use and revoked), and a send the tenant's approval policy holds back is approved from the Approvals
 list by a second publisher (the requester is not offered Approve, and an approval of a stale preview is
-refused). Every procedure the console calls is in the server's access table."""
+refused); the in-app card shows only once a second publisher approved its go-live, seeing the
+differences, and an edit of the live card stays invisible until approved. Every procedure the console
+calls is in the server's access table."""
 
 from __future__ import annotations
 
@@ -198,48 +200,65 @@ def test_each_role_sees_only_what_it_may_do(stack: tuple[str, Settings, Path], b
         context.close()
 
 
+def _cards(url: str, settings: Settings, member: str) -> list[str]:
+    """The titles of the in-app cards a member of the tenant sees in the app (getMyCampaigns)."""
+    token = mint_token(settings, profile_id=member)
+    cards = trpc(url, token, "campaigns.getMyCampaigns", None, mutation=False)["campaigns"]
+    return [str(c["message"]["title"]) for c in cards if c["campaignId"] == "autumn"]
+
+
 def test_a_second_publisher_approves_a_waiting_send(
     stack: tuple[str, Settings, Path], browser: Browser
 ) -> None:
     url, settings, _ = stack
     tenant_alpha(url, settings, min_recipients=2)
     pia, pol = tenant_token(settings, "pia", "publisher"), tenant_token(settings, "pol", "publisher")
-    # pia writes the campaign and asks for the send: she may send it but not approve it.
-    trpc(url, pia, "campaigns.create", AUTUMN)
-    trpc(url, pia, "campaigns.addAudience", {"campaignId": "autumn",
+    ana = tenant_token(settings, "ana", "author")
+    # ana writes the campaign; pia takes it live and asks for the send: she may send it but not approve
+    # it. Its in-app card reaches three members: the go-live waits for a second publisher too.
+    trpc(url, ana, "campaigns.create", AUTUMN)
+    trpc(url, ana, "campaigns.addAudience", {"campaignId": "autumn",
          "source": {"type": "profileIds", "profileIds": TENANT_MEMBERS}})  # fmt: skip
     trpc(url, pia, "campaigns.setStatus", {"campaignId": "autumn", "status": "live"})
+    assert _cards(url, settings, "a1") == []
 
     first, page, watch = signed_in(browser, url, pia)
     second, other, other_watch = signed_in(browser, url, pol)
     try:
         page.goto(f"{url}/admin#/c/autumn")
+        expect(page.locator("#held-publish")).to_contain_text("Waiting for another publisher.")
         page.get_by_role("button", name="Review dispatch").click()
         expect(page.locator("#review-recipients")).to_have_text("3")
         page.get_by_role("button", name="Confirm and send to 3").click()
         awaits = page.locator("#dispatch-awaits")
         expect(awaits).to_contain_text("Waiting for another publisher.")
-        expect(awaits.locator("#may-approve")).to_have_text("Who may approve: another publisher than pia.")
+        expect(awaits.locator("#may-approve")).to_have_text(
+            "Who may approve: another publisher than pia and ana."
+        )
         expect(awaits).to_contain_text("The server said: a send to 3 recipients needs approval")
         shot(page, "approval-awaits", "#review")
         assert_accessible(page, "approval-awaits")
 
         # pia opens the list from there: her own request is not hers to approve, and it says who may.
         awaits.get_by_role("link", name="Open approvals").click()
-        item = page.locator("#approvals article[data-campaign='autumn']")
+        item = page.locator("#approvals article[data-campaign='autumn'][data-action='dispatch']")
         expect(item.locator("[data-field='requestedBy']")).to_have_text("pia")
         expect(item.locator("[data-field='recipients']")).to_have_text("3")
         expect(item.locator("[data-field='waiting']")).to_have_text(
-            "Waiting for another publisher: another publisher than pia may approve this."
+            "Waiting for another publisher: another publisher than pia and ana may approve this."
         )
         expect(item.get_by_role("button", name="Approve send to 3")).to_have_count(0)
+        going_live = page.locator("#approvals article[data-campaign='autumn'][data-action='publish']")
+        expect(going_live.get_by_role("button", name="Approve what 3 members see")).to_have_count(0)
 
         # pia edits after asking: the request is stale, and pol's approval of it is refused (CONFLICT).
         current = trpc(url, pia, "campaigns.get", {"campaignId": "autumn"}, mutation=False)
         edit = {"campaignId": "autumn", "expectedUpdatedAt": current["updatedAt"], "name": "Autumn news!"}
         trpc(url, pia, "campaigns.update", edit)
         other.get_by_role("link", name="Approvals").click()
-        stale = other.locator("#approvals article[data-campaign='autumn'][data-changed-since='true']")
+        stale = other.locator(
+            "#approvals article[data-campaign='autumn'][data-action='dispatch'][data-changed-since='true']"
+        )
         expect(stale).to_contain_text("Edited since this was requested")
         stale.get_by_role("button", name="Approve send to 3").click()
         expect(stale.locator(".approval-refused")).to_contain_text(
@@ -252,12 +271,22 @@ def test_a_second_publisher_approves_a_waiting_send(
         page.get_by_role("button", name="Confirm and send to 3").click()
         expect(page.locator("#dispatch-awaits")).to_contain_text("Waiting for another publisher")
         other.reload()
-        theirs = other.locator("#approvals article[data-campaign='autumn'][data-changed-since='false']")
+        theirs = other.locator(
+            "#approvals article[data-campaign='autumn'][data-action='dispatch'][data-changed-since='false']"
+        )
         expect(theirs).to_contain_text("Autumn news!")
+        # Beside it, the go-live as it now stands, with what members would see differently.
+        held = other.locator(
+            "#approvals article[data-campaign='autumn'][data-action='publish'][data-changed-since='false']"
+        )
+        expect(held.locator("[data-change='name']")).to_contain_text("name: (none) → Autumn news!")
+        expect(held.locator("[data-change='message']")).to_contain_text("Autumn")
         shot(other, "approvals", "#main")
         assert_accessible(other, "approvals")
+        assert _cards(url, settings, "a1") == []  # nobody sees the card before the second publisher
         theirs.get_by_role("button", name="Approve send to 3").click()
         expect(theirs).to_contain_text("Approved by pol for 3 recipients")
+        assert _cards(url, settings, "a1") == ["Autumn"]  # the approval showed the revision it saw
         # The list, for pia too, now says who approved and who may send.
         page.goto(f"{url}/admin#/approvals")
         approved = page.locator(
@@ -275,6 +304,19 @@ def test_a_second_publisher_approves_a_waiting_send(
         assert dispatches and all(d.get("approvedBy") == "pol" for d in dispatches)
         other.reload()  # the send closed every request of the campaign, the stale one too
         expect(other.locator("#approvals")).to_have_text("Nothing awaits approval.")
+
+        # ana edits the live card: members keep seeing the approved one until pol approves the change.
+        trpc(url, ana, "campaigns.update", {"campaignId": "autumn", "message": {"title": "Autumn, revised"}})
+        assert _cards(url, settings, "a1") == ["Autumn"]
+        page.reload()  # still on the campaign's page: read it afresh
+        expect(page.locator("#held-publish")).to_contain_text("Waiting for another publisher.")
+        other.reload()
+        change = other.locator("#approvals article[data-campaign='autumn'][data-action='publish']")
+        expect(change.locator("[data-change='message']")).to_contain_text("Autumn, revised")
+        expect(change.locator("[data-change='name']")).to_have_count(0)
+        change.get_by_role("button", name="Approve what 3 members see").click()
+        expect(change).to_contain_text("Approved by pol: members now see this revision.")
+        assert _cards(url, settings, "a1") == ["Autumn, revised"]
         watch.assert_clean()
         other_watch.assert_clean()
     finally:

@@ -275,9 +275,13 @@ def test_every_procedure_answers_every_credential_as_its_table_says(
     assert set(ROLES) == {"viewer", "author", "publisher", "admin"}
 
     checked = 0
+    # The graph as the next call meets it: a refused call must leave it so, an admitted one may change
+    # it (then it is read again), so each call costs one fingerprint, not two.
+    before = _fingerprint(graph)
     for path, procedure in sorted(procedures.items()):
         for credential in CREDENTIALS:
-            before, alpha_before = _fingerprint(graph), _fingerprint(graph, _ALPHA, _ALPHA_ENDS)
+            expected = _expected(path, procedure.access, credential)
+            alpha_before = _fingerprint(graph, _ALPHA, _ALPHA_ENDS) if expected == "beta" else ""
             data = inputs[path]
             headers = credential.header(api)
             if procedure.kind == "query":
@@ -288,7 +292,6 @@ def test_every_procedure_answers_every_credential_as_its_table_says(
             body = response.text
             code = "OK" if response.status_code == 200 else response.json()["error"]["data"]["code"]
             where = f"{path} as {credential.name}: {code} {body[:300]}"
-            expected = _expected(path, procedure.access, credential)
             assert code != "INTERNAL_SERVER_ERROR", where
             if expected == "refused-401":
                 assert code == "UNAUTHORIZED", where
@@ -316,6 +319,8 @@ def test_every_procedure_answers_every_credential_as_its_table_says(
             if code == "OK" and procedure.kind == "mutation":
                 seeded = _seed(api, graph, clock)  # the next caller meets A's data as it was
                 inputs = _inputs(seeded)
+            if code == "OK":
+                before = _fingerprint(graph)
             checked += 1
     assert checked == len(procedures) * len(CREDENTIALS)
 

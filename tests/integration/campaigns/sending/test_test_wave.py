@@ -12,22 +12,17 @@ import json
 import re
 from collections import Counter
 from collections.abc import Iterator
-from dataclasses import replace
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from campaign_engine.campaigns.sending.dispatch import preview_dispatch
-from campaign_engine.campaigns.sending.dispatch_settings import DispatchSettings
-from campaign_engine.campaigns.sending.schedule import fire_due
 from campaign_engine.config import Settings
 from campaign_engine.delivery.readiness import readiness_params
 from campaign_engine.delivery.test_wave_page import chosen_claim_query, page_ids_query
-from campaign_engine.domain.ab_variants import Experiment, assigned_variant, in_test_wave
+from campaign_engine.domain.ab_variants import assigned_variant, in_test_wave
 from campaign_engine.domain.dispatch import PageJob, job_json
-from campaign_engine.domain.errors import BadRequest
 from campaign_engine.domain.frequency_cap import cap_params
 from campaign_engine.domain.types import format_ts
 from campaign_engine.graph.audit import AuditContext
@@ -105,7 +100,8 @@ def stack(
     base_settings: Settings, graph: Graph, standin: PostmarkStandin, tmp_path: Path
 ) -> Iterator[tuple[_Stack, TrpcClient, str]]:
     standin.reset()
-    # Waves of a few readers, to see each one: the evidence rule has its own test.
+    # Waves of a few readers, to see each one: the evidence rule has its own module
+    # (test_test_wave_evidence.py).
     settings = email_settings(
         delivery_settings(base_settings, campaign_dispatch_page_size=10), standin.url, standin.token,
         campaign_email_page_size=10, campaign_experiment_min_per_variant=1,
@@ -178,64 +174,6 @@ def test_an_experiment_is_refused_where_it_cannot_run_and_nothing_is_written(
     chosen = api.mutate("campaigns.chooseVariant", {"dispatchId": started["dispatchId"], "variantId": "A"},
                         **ADMIN)  # fmt: skip
     assert error_code(chosen) == "CONFLICT"
-
-
-def test_a_test_wave_too_small_to_tell_the_variants_apart_is_refused_naming_the_numbers(
-    stack: tuple[_Stack, TrpcClient, str], graph: Graph
-) -> None:
-    """Preview, dispatch and scheduleDispatch refuse an experiment whose test wave gives any variant
-    fewer than CAMPAIGN_EXPERIMENT_MIN_PER_VARIANT (default 50) recipients, naming both numbers, and
-    write nothing; exactly the minimum is enough."""
-    run, api, hook = stack
-    _live(api, graph, _campaign("small"), READERS, hook)
-    testers = Counter(_arm("small", p) for p in READERS if in_test_wave("small", p, SHARE))
-    assert set(testers) == {"A", "B"} and max(testers.values()) < 50
-    assert Settings.model_fields["campaign_experiment_min_per_variant"].default == 50
-    experiment = {"testShare": SHARE, "metric": "emailClicked", "decideAfterSeconds": 600}
-    said = (
-        f"the test wave gives variant A {testers['A']} recipients and variant B {testers['B']} "
-        "recipients; each variant needs at least 50"
-    )
-    default = run.settings.model_copy(update={"campaign_experiment_min_per_variant": 50})
-    later = format_ts(NOW + timedelta(hours=1))
-    with api_client(default, graph, clock=run.clock, dispatch_queue=run.queues.dispatch) as strict:
-        asked = {"campaignId": "small", "experiment": experiment}
-        plain = ok(strict.query("campaigns.previewDispatch", {"campaignId": "small"}, **ADMIN))
-        scheduled = {**asked, "expectedPreviewToken": plain["previewToken"], "sendAt": later}
-        answers = [
-            strict.query("campaigns.previewDispatch", asked, **ADMIN),
-            _dispatch(strict, "small", experiment),
-            strict.mutate("campaigns.scheduleDispatch", scheduled, **ADMIN),
-        ]
-        for answer in answers:
-            assert error_code(answer) == "BAD_REQUEST"
-            assert said in answer.json()["error"]["message"]
-            [issue] = answer.json()["error"]["data"]["issues"]
-            assert (issue["path"], issue["code"]) == (["experiment", "testShare"], "too_few_per_variant")
-        assert ok(strict.query("campaigns.listDispatches", {"campaignId": "small"}, **ADMIN)) == []
-    assert graph.run("MATCH (c:Campaign {id: 'small'}) RETURN c.abTest AS t") == [{"t": None}]
-
-    # The bound itself: a wave giving each variant exactly the minimum runs; one more refuses the short
-    # variant alone.
-    fewest, short = min((n, vid) for vid, n in testers.items())
-    bound = DispatchSettings(adult_age=18, max_recipients=1000, experiment_min_per_variant=fewest)
-    wave = Experiment(test_share=SHARE, metric="emailClicked", decide_after_seconds=600)
-    shown = preview_dispatch(graph, campaign_id="small", now=NOW, settings=bound, experiment=wave)
-    assert shown.test_wave == dict(sorted(testers.items()))
-    stricter = replace(bound, experiment_min_per_variant=fewest + 1)
-    refused = f"gives variant {short} {fewest} recipients; each variant needs at least {fewest + 1}"
-    with pytest.raises(BadRequest, match=refused):
-        preview_dispatch(graph, campaign_id="small", now=NOW, settings=stricter, experiment=wave)
-
-    # A schedule accepted with enough readers fails, in the same words, if it fires with too few.
-    plain = ok(api.query("campaigns.previewDispatch", {"campaignId": "small"}, **ADMIN))
-    body = {"campaignId": "small", "experiment": experiment, "expectedPreviewToken": plain["previewToken"],
-            "sendAt": later}  # fmt: skip
-    [first, *_] = ok(api.mutate("campaigns.scheduleDispatch", body, **ADMIN))
-    fired = fire_due(graph, run.queues.dispatch, now=NOW + timedelta(hours=1), settings=stricter)
-    assert list(fired.values()) == ["failed"]
-    failed = ok(api.query("campaigns.getDispatch", {"dispatchId": first["dispatchId"]}, **ADMIN))
-    assert failed["status"] == "failed" and refused in failed["lastError"]
 
 
 def test_the_test_wave_goes_first_the_decision_is_taken_once_and_the_rest_gets_only_the_winner(

@@ -26,7 +26,7 @@ def clock() -> StepClock:
 def api(base_settings: Settings, graph: Graph, clock: StepClock, tmp_path: Path) -> Iterator[TrpcClient]:
     testers: dict[str, ChannelTester] = {"notify": RecordingTester()}
     queues = local_queues(tmp_path / "queue.sqlite3")
-    # The audit test's test wave has a few readers: the evidence rule has its own test (test_test_wave).
+    # The audit's test wave has a few readers: the evidence rule has its own test_test_wave_evidence.
     settings = base_settings.model_copy(update={"campaign_experiment_min_per_variant": 1})
     with api_client(
         settings, graph, clock=clock, dispatch_queue=queues.dispatch, self_test_testers=testers

@@ -6,6 +6,7 @@ Real Neo4j, the real worker and the loopback Postmark stand-in."""
 
 from __future__ import annotations
 
+import contextlib
 import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -19,6 +20,7 @@ from campaign_engine.delivery.email.page_walk import EmailWorker
 from campaign_engine.domain.dispatch import PageJob, parse_job
 from campaign_engine.graph.graph import Graph, PendingWrite, Tx
 from campaign_engine.wiring import Queues, build_email_worker
+from tests.support.concurrency import wait_for
 from tests.support.delivery import StepClock, start_dispatch
 from tests.support.email import (
     accepted_to,
@@ -141,16 +143,21 @@ def test_a_claim_commits_while_the_walk_claims_the_page_after_it(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """A page claimed ahead commits on the committer thread while the walk claims the next page: the
-    commit (~40% of a claim) is off the walk's serial chain. Each commit is held 0.5 s here, so page 3
-    is claimed inside page 2's commit only if the walk does not wait for it, and only if the open
-    claim's locks (its profiles, the campaign it links them to) do not stop the next one."""
+    commit (~40% of a claim) is off the walk's serial chain. Pages 2's and 3's commits are held until
+    the page after each is claimed: that happens only if the walk does not wait for the commit, and only
+    if the open claim's locks (its profiles, the campaign it links them to) do not stop the next claim
+    (a walk that waits times the hold out, and the order below fails)."""
     members, worker = forty_five
     events: list[tuple[str, str | None]] = []
     commit = PendingWrite.commit
+    held_until = {"p019": "p029", "p029": "p039"}
 
     def held_commit(self: PendingWrite[ClaimedPage]) -> None:
         events.append(("commit started", self.result.last))
-        time.sleep(0.5)
+        after = held_until.get(str(self.result.last))
+        if after is not None:
+            with contextlib.suppress(AssertionError):  # timed out: the order assertions below say why
+                wait_for(f"the claim of {after}", lambda: ("claimed", after) in events, timeout=20)
         commit(self)
         events.append(("commit ended", self.result.last))
 
