@@ -31,7 +31,6 @@ NOT_YET_SPLIT = {
     "tests/integration/campaigns/tenants/test_tenants.py": 379,
     "tests/integration/delivery/email/test_smtp_provider.py": 397,
     "tests/integration/delivery/test_health_guard.py": 381,
-    "tests/integration/delivery/test_inbox.py": 364,
     "tests/support/lambda_emulator.py": 896,
 }
 
