@@ -28,9 +28,7 @@ NOT_YET_SPLIT = {
     "tests/e2e/test_graph_outage.py": 393,
     "tests/e2e/test_lambda_emulation.py": 374,
     "tests/integration/campaigns/sending/test_test_wave.py": 369,
-    "tests/integration/campaigns/tenants/test_tenants.py": 379,
     "tests/integration/delivery/email/test_smtp_provider.py": 397,
-    "tests/integration/delivery/test_health_guard.py": 381,
     "tests/support/lambda_emulator.py": 896,
 }
 
