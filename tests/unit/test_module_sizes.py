@@ -28,7 +28,6 @@ NOT_YET_SPLIT = {
     "tests/e2e/test_graph_outage.py": 393,
     "tests/e2e/test_lambda_emulation.py": 374,
     "tests/integration/campaigns/sending/test_test_wave.py": 369,
-    "tests/integration/delivery/email/test_smtp_provider.py": 397,
     "tests/support/lambda_emulator.py": 896,
 }
 
