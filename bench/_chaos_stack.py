@@ -16,7 +16,7 @@ from pathlib import Path
 import httpx
 
 from bench._chaos_fronts import SmtpFront, WebhookFront
-from bench._support import REPO, free_port, wait_until_ok
+from bench._support import REPO, HeldPorts, wait_until_ok
 from campaign_engine.dev_stack import child_env, new_env_file
 from campaign_engine.graph.local_neo4j import LocalNeo4j
 
@@ -48,8 +48,10 @@ class Stack:
         self.logs = work / "logs"
         self.logs.mkdir(parents=True, exist_ok=True)
         self.env_file = new_env_file(work / "chaos.env")
-        self.api_port, self.inbox_port, self.catcher_port = free_port(), free_port(), free_port()
-        self.neo4j = LocalNeo4j(data_dir=work / "neo4j", port=free_port(), heap="1g", pagecache="256m")
+        self._ports = HeldPorts()
+        self.api_port, self.inbox_port, self.catcher_port = (self._ports.take() for _ in range(3))
+        self.metrics_port = self._ports.take()
+        self.neo4j = LocalNeo4j(data_dir=work / "neo4j", port=self._ports.take(), heap="1g", pagecache="256m")
         self.inbox_db = work / "inbox.sqlite3"
         self.mailbox = work / "mail"
         self.webhook_front = WebhookFront(("127.0.0.1", self.inbox_port))
@@ -62,7 +64,7 @@ class Stack:
                 inbox_url=self.webhook_front.url,
                 smtp_port=self.smtp_front.port,
                 neo4j_port=self.neo4j.port,
-                metrics_port=free_port(),
+                metrics_port=self.metrics_port,
             ),
             **_PACE,
             "CAMPAIGN_DISPATCH_PAGE_SIZE": str(page_size),
@@ -103,7 +105,10 @@ class Stack:
     def start(self) -> None:
         self.smtp_front.start()
         self.webhook_front.start()
+        self._ports.release(self.neo4j.port)
         self.neo4j.start(timeout=600)
+        self._ports.release(self.inbox_port)
+        self._ports.release(self.catcher_port)
         inbox = self._spawn("inbox", "inbox", "--port", str(self.inbox_port), "--db", str(self.inbox_db))
         self._spawn(
             "smtp-catcher", "smtp-catcher", "--port", str(self.catcher_port), "--mailbox", str(self.mailbox)
@@ -114,9 +119,11 @@ class Stack:
         self.start_api()
 
     def start_worker(self) -> int:
+        self._ports.release(self.metrics_port)
         return self._spawn("worker", "worker").pid
 
     def start_api(self) -> int:
+        self._ports.release(self.api_port)
         api = self._spawn("api", "serve", "--host", "127.0.0.1", "--port", str(self.api_port))
         wait_until_ok(f"{self.api_url}/readyz", api, timeout=600, log=str(self.logs / "api.log"))
         return api.pid
@@ -169,3 +176,4 @@ class Stack:
         self.neo4j.stop()
         self.webhook_front.stop()
         self.smtp_front.stop()
+        self._ports.close()

@@ -29,6 +29,7 @@ from campaign_engine.graph.schema import apply_schema
 __all__ = [
     "PROFILE_ID_CYPHER",
     "SEED_BATCH",
+    "HeldPorts",
     "api_env",
     "api_process",
     "create_profiles",
@@ -57,6 +58,33 @@ def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
+
+
+class HeldPorts:
+    """Free loopback ports kept bound until the process that serves each starts. A port picked by
+    binding 0 and closing at once is anyone's until its server binds it, and a stack binds its API's
+    only after Neo4j has started: in the suite another process took one in that time, and a server
+    that was not the API answered the stack's readiness check."""
+
+    def __init__(self) -> None:
+        self._held: dict[int, socket.socket] = {}
+
+    def take(self) -> int:
+        sock = socket.socket()
+        sock.bind(("127.0.0.1", 0))
+        port = int(sock.getsockname()[1])
+        self._held[port] = sock
+        return port
+
+    def release(self, port: int) -> None:
+        """Just before the process that binds ``port`` starts; a port already released is left alone."""
+        held = self._held.pop(port, None)
+        if held is not None:
+            held.close()
+
+    def close(self) -> None:
+        for port in list(self._held):
+            self.release(port)
 
 
 @contextmanager
