@@ -13,7 +13,7 @@ from campaign_engine.graph.graph import Graph
 from campaign_engine.wiring import build_worker
 from tests.conftest import ADMIN_ID
 from tests.integration.campaigns.sending.test_approval import CLOCK, TENANT, Person, _message, _trail
-from tests.support.api import api_client, error_code, ok
+from tests.support.api import TrpcClient, api_client, error_code, ok
 from tests.support.delivery import StepClock, delivery_settings, drain, inbox_server, local_queues, notified
 
 SEGMENTED = {
@@ -36,6 +36,14 @@ def _parents(graph: Graph, hook: str, *ids: str) -> None:
     )  # fmt: skip
 
 
+def _tenant_under_policy(api: TrpcClient, settings: Settings, *, min_recipients: int) -> None:
+    """Tenant alpha, created by a platform admin with an approval policy at ``min_recipients``."""
+    platform = {"authorization": f"Bearer {mint_token(settings, profile_id=ADMIN_ID, scope=ADMIN_SCOPE)}"}
+    ok(api.http.post("/trpc/tenants.create", json={"tenantId": TENANT, "name": "Alpha"}, headers=platform))
+    policy = {"tenantId": TENANT, "approval": {"minRecipients": min_recipients}}
+    ok(api.http.post("/trpc/tenants.update", json=policy, headers=platform))
+
+
 def test_a_growing_segment_pauses_past_its_approval_until_a_new_one(
     base_settings: Settings, graph: Graph, tmp_path: Path
 ) -> None:
@@ -45,14 +53,7 @@ def test_a_growing_segment_pauses_past_its_approval_until_a_new_one(
         inbox_server(tmp_path) as inbox,
         api_client(settings, graph, clock=CLOCK, dispatch_queue=queues.dispatch) as api,
     ):
-        platform = {"authorization": f"Bearer {mint_token(settings, profile_id=ADMIN_ID, scope=ADMIN_SCOPE)}"}
-        ok(
-            api.http.post(
-                "/trpc/tenants.create", json={"tenantId": TENANT, "name": "Alpha"}, headers=platform
-            )
-        )
-        policy = {"tenantId": TENANT, "approval": {"minRecipients": 2}}
-        ok(api.http.post("/trpc/tenants.update", json=policy, headers=platform))
+        _tenant_under_policy(api, settings, min_recipients=2)
         hook = f"{inbox.url}/api/notifications/send"
         pia, pol = Person(api, "pia", "publisher"), Person(api, "pol", "publisher")
         _parents(graph, hook, "m1", "m2", "m3")
@@ -120,14 +121,7 @@ def test_a_send_too_small_for_approval_stops_below_the_threshold(
         inbox_server(tmp_path) as inbox,
         api_client(settings, graph, clock=CLOCK, dispatch_queue=queues.dispatch) as api,
     ):
-        platform = {"authorization": f"Bearer {mint_token(settings, profile_id=ADMIN_ID, scope=ADMIN_SCOPE)}"}
-        ok(
-            api.http.post(
-                "/trpc/tenants.create", json={"tenantId": TENANT, "name": "Alpha"}, headers=platform
-            )
-        )
-        policy = {"tenantId": TENANT, "approval": {"minRecipients": 3}}
-        ok(api.http.post("/trpc/tenants.update", json=policy, headers=platform))
+        _tenant_under_policy(api, settings, min_recipients=3)
         hook = f"{inbox.url}/api/notifications/send"
         pia = Person(api, "pia", "publisher")
         _parents(graph, hook, "m1")
