@@ -10,7 +10,6 @@ records' own counts, and the tRPC counters must show exactly the calls this test
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
@@ -33,7 +32,7 @@ from tests.support.api import TrpcClient, api_client, error_code, ok
 from tests.support.concurrency import wait_for as wait_until
 from tests.support.delivery import WEBHOOK_SECRET, inbox_server, make_campaign
 from tests.support.email import EMAIL_COPY, ORIGINS, UNSUBSCRIBE_SECRET, add_email_members
-from tests.support.processes import CliProcess
+from tests.support.processes import CliProcess, worker_env
 
 pytestmark = pytest.mark.e2e
 
@@ -86,35 +85,15 @@ class Stack:
 
 
 def _worker_env(settings: Settings, metrics_port: int) -> dict[str, str]:
-    prefixes = ("CAMPAIGN_", "NOTIFICATIONS_", "NEO4J_", "AUTH_", "AWS_", "SMTP_", "EMAIL_", "METRICS_")
-    clean = {k: v for k, v in os.environ.items() if not k.startswith(prefixes)}
-    clean.pop("PROMETHEUS_MULTIPROC_DIR", None)
-    return {
-        **clean,
-        "NEO4J_URI": settings.neo4j_uri,
-        "NEO4J_USER": settings.neo4j_user,
-        "NEO4J_PASSWORD": settings.neo4j_password.get_secret_value(),
-        "CAMPAIGN_QUEUE_BACKEND": "local",
-        "CAMPAIGN_LOCAL_QUEUE_PATH": str(settings.campaign_local_queue_path),
-        "NOTIFICATIONS_WEBHOOK_URL": str(settings.notifications_webhook_url),
-        "NOTIFICATIONS_WEBHOOK_SECRET": WEBHOOK_SECRET,
-        "CAMPAIGN_ALLOW_PRIVATE_WEBHOOKS": "true",
-        "CAMPAIGN_LOCAL_DEVELOPMENT": "true",  # loopback http receivers on free ports
-        "CAMPAIGN_EMAIL_PROVIDER": "smtp",
-        "SMTP_HOST": "127.0.0.1",
-        "SMTP_PORT": str(settings.smtp_port),
-        "EMAIL_FROM": settings.email_from,
-        "DOMAIN_NAME": settings.domain_name,
-        "CAMPAIGN_UNSUBSCRIBE_SECRET": UNSUBSCRIBE_SECRET,
-        "CAMPAIGN_APP_ORIGINS": ORIGINS,
-        "CAMPAIGN_DISPATCH_PAGE_SIZE": str(PAGE_SIZE),
-        "CAMPAIGN_EMAIL_PAGE_SIZE": str(PAGE_SIZE),
-        "CAMPAIGN_DISPATCH_DELAY_SECONDS": "0",
-        "CAMPAIGN_DELIVERY_RETRY_SECONDS": "1",
-        "CAMPAIGN_WORKER_THREADS": "2",
-        "METRICS_PORT": str(metrics_port),
-        "METRICS_BEARER_TOKEN": TOKEN,
-    }
+    return worker_env(
+        settings,
+        CAMPAIGN_DISPATCH_PAGE_SIZE=str(PAGE_SIZE),
+        CAMPAIGN_EMAIL_PAGE_SIZE=str(PAGE_SIZE),
+        CAMPAIGN_DISPATCH_DELAY_SECONDS="0",
+        CAMPAIGN_DELIVERY_RETRY_SECONDS="1",
+        METRICS_PORT=str(metrics_port),
+        METRICS_BEARER_TOKEN=TOKEN,
+    )
 
 
 @pytest.fixture

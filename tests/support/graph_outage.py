@@ -6,7 +6,6 @@ from __future__ import annotations
 import email
 import email.policy
 import json
-import os
 import socket
 import sqlite3
 import subprocess
@@ -27,8 +26,9 @@ from campaign_engine.graph.graph import Graph
 from campaign_engine.graph.local_neo4j import LocalNeo4j
 from tests.conftest import ADMIN_ID
 from tests.support.concurrency import wait_for as wait_until
-from tests.support.delivery import WEBHOOK_SECRET, make_campaign
-from tests.support.email import EMAIL_COPY, ORIGINS, UNSUBSCRIBE_SECRET
+from tests.support.delivery import make_campaign
+from tests.support.email import EMAIL_COPY
+from tests.support.processes import worker_env
 
 CAMPAIGN = "c-outage"
 MEMBERS = [f"m{i:04d}" for i in range(80)]
@@ -87,34 +87,17 @@ class Outage:
 
 
 def _worker_env(settings: Settings) -> dict[str, str]:
-    prefixes = ("CAMPAIGN_", "NOTIFICATIONS_", "NEO4J_", "AUTH_", "AWS_", "SMTP_", "EMAIL_", "POSTMARK_")
-    clean = {k: v for k, v in os.environ.items() if not k.startswith(prefixes)}
-    return {
-        **clean,
-        "NEO4J_URI": settings.neo4j_uri,
-        "CAMPAIGN_QUEUE_BACKEND": "local",
-        "CAMPAIGN_LOCAL_QUEUE_PATH": str(settings.campaign_local_queue_path),
-        "NOTIFICATIONS_WEBHOOK_URL": str(settings.notifications_webhook_url),
-        "NOTIFICATIONS_WEBHOOK_SECRET": WEBHOOK_SECRET,
-        "CAMPAIGN_ALLOW_PRIVATE_WEBHOOKS": "true",
-        "CAMPAIGN_LOCAL_DEVELOPMENT": "true",  # loopback http receivers on free ports
-        "CAMPAIGN_EMAIL_PROVIDER": "smtp",
-        "SMTP_HOST": "127.0.0.1",
-        "SMTP_PORT": str(settings.smtp_port),
-        "EMAIL_FROM": settings.email_from,
-        "DOMAIN_NAME": settings.domain_name,
-        "CAMPAIGN_UNSUBSCRIBE_SECRET": UNSUBSCRIBE_SECRET,
-        "CAMPAIGN_APP_ORIGINS": ORIGINS,
-        "CAMPAIGN_DISPATCH_PAGE_SIZE": str(PAGE_SIZE),
-        "CAMPAIGN_EMAIL_PAGE_SIZE": str(PAGE_SIZE),
-        "CAMPAIGN_DISPATCH_DELAY_SECONDS": "1",
+    return worker_env(
+        settings,
+        CAMPAIGN_DISPATCH_PAGE_SIZE=str(PAGE_SIZE),
+        CAMPAIGN_EMAIL_PAGE_SIZE=str(PAGE_SIZE),
+        CAMPAIGN_DISPATCH_DELAY_SECONDS="1",
         # Longer than the outage: a message comes back only if the worker gave up on work in hand,
         # which is what this test must catch (as a second POST at the inbox or a second email).
-        "CAMPAIGN_QUEUE_VISIBILITY_SECONDS": "600",
-        "CAMPAIGN_DELIVERY_RETRY_SECONDS": "1",
-        "CAMPAIGN_WEBHOOK_TIMEOUT_SECONDS": "5",
-        "CAMPAIGN_WORKER_THREADS": "2",
-    }
+        CAMPAIGN_QUEUE_VISIBILITY_SECONDS="600",
+        CAMPAIGN_DELIVERY_RETRY_SECONDS="1",
+        CAMPAIGN_WEBHOOK_TIMEOUT_SECONDS="5",
+    )
 
 
 def _seed(graph: Graph) -> None:
