@@ -31,6 +31,29 @@ ADMIN_ID = "admin-1"
 os.environ.setdefault(JVM_OPTIONS_VARIABLE, "-XX:TieredStopAtLevel=1")
 
 
+UNGROUPED = pytest.StashKey[set[str]]()
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Notes the tests whose ``xdist_group`` a ``--dist loadgroup`` worker dropped. Modules share a
+    folder, a browser or a dev stack through their group; run apart they race (two ``npm ci`` into one
+    folder). pytest-xdist groups by appending ``@group`` to the node id, which pytest 9.2's structured
+    ids ignore (pytest-xdist#1386): the grouping vanishes without a word, so each such test fails."""
+    if config.getoption("loadgroup", False):  # set only in an xdist worker under --dist loadgroup
+        marked = (i for i in items if i.get_closest_marker("xdist_group"))
+        config.stash[UNGROUPED] = {i.nodeid for i in marked if "@" not in i.nodeid}
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    if item.nodeid in item.config.stash.get(UNGROUPED, set()):
+        pytest.fail(
+            "--dist loadgroup ignored this test's xdist_group: this pytest and pytest-xdist do not "
+            "group (pytest-xdist#1386); install the versions pyproject.toml allows",
+            pytrace=False,
+        )
+
+
 def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
