@@ -81,6 +81,10 @@ class Settings(BaseSettings):
     # How long a worker's graph call waits for an unreachable Neo4j (a restart) before it fails and its
     # job is redelivered; the API never waits more than about a second (a 503 at once). graph/graph.py
     neo4j_unavailable_wait_seconds: float = Field(default=300, ge=0, le=3600)
+    # Each transaction's deadline, after which Neo4j ends it (a 503 on the API; a worker's job is
+    # redelivered): the API's, and the worker edges' own (pages, sweeps, CLI). graph/graph.py
+    neo4j_tx_timeout_seconds: float = Field(default=10, gt=0, le=3600)
+    neo4j_worker_tx_timeout_seconds: float = Field(default=60, gt=0, le=3600)
 
     # --- API and auth --------------------------------------------------------------------------
     auth_jwt_secret: SecretStr | None = None
