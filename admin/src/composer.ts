@@ -95,8 +95,7 @@ export function composer(existing: Campaign | null): Composer {
     const style = select([["primary", "Primary"], ["secondary", "Secondary"], ["positive", "Positive"], ["dismiss", "Dismiss"]], a?.style ?? "primary");
     const kind = select([["internalLink", "App path"], ["externalLink", "Web link"], ["appStore", "App store page"], ["capgoUpdate", "App update"], ["dismiss", "Dismiss"]], a?.action.type ?? "internalLink");
     const target = input("text", { value: a ? (a.action.type === "internalLink" ? a.action.path : a.action.type === "externalLink" ? a.action.url : "") : "" });
-    // What this form does not edit (LearnCard's store links, closeOnComplete) is kept as it was.
-    return { label, style, kind, target, original: a };
+    return { label, style, kind, target, original: a }; // what the form does not edit is kept as it was
   });
 
   // Notification and email copy
@@ -229,19 +228,11 @@ export function composer(existing: Campaign | null): Composer {
         if (!text(a.label) && !a.target.value.trim()) return [];
         const style = a.style.value as NonNullable<Action["style"]>;
         const target = a.target.value.trim();
-        const kept = a.original?.action.type === a.kind.value ? a.original.action : undefined;
-        const action: Action["action"] =
-          a.kind.value === "dismiss" ? { type: "dismiss" }
-          : a.kind.value === "appStore" ? (kept ?? { type: "appStore" })
-          : a.kind.value === "capgoUpdate" ? { type: "capgoUpdate" }
-          : a.kind.value === "externalLink" ? { type: "externalLink", url: target } : { type: "internalLink", path: target };
-        const row: Action = { label: a.label.value, style, action };
-        if (a.original?.closeOnComplete === false) row.closeOnComplete = false;
-        return [row];
+        const action: Action["action"] = a.kind.value === "dismiss" ? { type: "dismiss" } : a.kind.value === "appStore" ? (a.original?.action.type === "appStore" ? a.original.action : { type: "appStore" }) : a.kind.value === "capgoUpdate" ? { type: "capgoUpdate" } : a.kind.value === "externalLink" ? { type: "externalLink", url: target } : { type: "internalLink", path: target };
+        return [{ label: a.label.value, style, action, ...(a.original?.closeOnComplete === false ? { closeOnComplete: false } : {}) }];
       }),
+      ...(msg?.id ? { id: msg.id } : {}), ...(msg?.targeting ? { targeting: msg.targeting } : {}), // kept as they were
     };
-    if (msg?.id) message.id = msg.id; // LearnCard's id and targeting: kept, not edited here
-    if (msg?.targeting) message.targeting = msg.targeting;
     const body = text(mBody);
     if (body) message.body = body;
     const emoji = text(mEmoji);
