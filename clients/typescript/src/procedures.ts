@@ -2134,6 +2134,7 @@ export interface TenantCreate {
   footerAddress?: string | null;
   senderName?: string | null;
   clickTracking?: boolean;
+  notificationFormat?: ("standard" | "learncard") | null;
   tenantId: string;
 }
 /**
@@ -2178,6 +2179,7 @@ export interface TenantPublic {
   footerAddress?: string | null;
   senderName?: string | null;
   clickTracking?: boolean;
+  notificationFormat?: ("standard" | "learncard") | null;
   tenantId: string;
   createdAt: string;
   updatedAt: string;
@@ -2263,6 +2265,7 @@ export interface TenantPatch {
   footerAddress?: string | null;
   senderName?: string | null;
   clickTracking?: boolean;
+  notificationFormat?: ("standard" | "learncard") | null;
 }
 /**
  * ``tenants.updateLayout``: a partial patch of one tenant's layout, nothing else of its record.
