@@ -18,6 +18,7 @@ import time
 from pathlib import Path
 
 from campaign_engine.config import Settings
+from campaign_engine.did.engine import new_seed
 
 __all__ = ["child_env", "dev_env", "new_env_file", "run_dev"]
 
@@ -29,6 +30,7 @@ WORKING_DAY_SECONDS = 12 * 3600
 
 _WEBHOOK_KEY = "NOTIFICATIONS_WEBHOOK_SECRET="
 _SECRETS_KEY = "CAMPAIGN_SECRETS_KEY="
+_DID_KEY = "CAMPAIGN_DID_KEY="  # the engine's DID key: LearnCard's format signs with it
 
 
 def _secrets_key_line() -> str:
@@ -50,6 +52,7 @@ def new_env_file(path: Path) -> Path:
                 f"AUTH_JWT_SECRET={secrets.token_urlsafe(48)}",
                 _webhook_secret_line(),
                 _secrets_key_line(),
+                _DID_KEY + new_seed(),
                 f"CAMPAIGN_UNSUBSCRIBE_SECRET={secrets.token_urlsafe(48)}",
                 "CAMPAIGN_ADMIN_PROFILE_IDS=admin",
                 "",
@@ -64,8 +67,8 @@ def dev_env(*, neo4j_uri: str, local: Path = _LOCAL) -> Path:
     """Local secrets for ``make dev``, generated once and kept under ``.local/``, with the address of the
     Neo4j it starts (``NEO4J_URI``), so a command run beside it with ``CAMPAIGN_ENV_FILE=.local/dev.env``
     reaches that graph. A plain webhook secret left by an older ``make dev`` is replaced (the worker and
-    inbox refuse it at start), and a missing ``CAMPAIGN_SECRETS_KEY`` added (profiles' own webhooks
-    need it)."""
+    inbox refuse it at start), and a missing ``CAMPAIGN_SECRETS_KEY`` (profiles' own webhooks need it)
+    or ``CAMPAIGN_DID_KEY`` (LearnCard's format signs with it) added."""
     path = local / "dev.env"
     if not path.exists():
         local.mkdir(exist_ok=True)
@@ -79,6 +82,8 @@ def dev_env(*, neo4j_uri: str, local: Path = _LOCAL) -> Path:
     ]
     if not any(line.startswith(_SECRETS_KEY) for line in kept):  # an env file of an older make dev
         kept.append(_secrets_key_line())
+    if not any(line.startswith(_DID_KEY) for line in kept):
+        kept.append(_DID_KEY + new_seed())
     kept = [line for line in kept if not line.startswith("NEO4J_URI=")] + [f"NEO4J_URI={neo4j_uri}"]
     if kept != lines:
         path.write_text("\n".join([*kept, ""]))
