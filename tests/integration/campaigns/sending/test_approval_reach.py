@@ -189,3 +189,28 @@ def test_an_email_walk_pauses_before_the_claim_that_would_cross_its_approval(
             "paused", "approval_exceeded", 3, 4,
         )  # fmt: skip
 
+
+def test_a_live_segments_card_takes_no_engagement_until_approved(
+    base_settings: Settings, graph: Graph, tmp_path: Path
+) -> None:
+    """A live segment's match sees no card while its go-live awaits a second publisher, and cannot
+    record engagement on it either; once approved, both."""
+    settings = delivery_settings(base_settings)
+    with api_client(settings, graph, clock=CLOCK) as api:
+        _tenant_under_policy(api, settings, min_recipients=2)
+        pia, pol = Person(api, "pia", "publisher"), Person(api, "pol", "publisher")
+        _parents(graph, "", "m1", "m2", "m3")
+        in_app = {**SEGMENTED, "channels": ["inApp"], "message": {"title": "Pick-up moved"}}
+        ok(pia.mutate("campaigns.create", in_app))
+        ok(pia.mutate("campaigns.setStatus", {"campaignId": "grow", "status": "live"}))
+
+        def seen_and_shown() -> tuple[list[str], int]:
+            cards = ok(api.query("campaigns.getMyCampaigns", as_="m1"))["campaigns"]
+            shown = api.mutate("campaigns.recordEvent", {"campaignId": "grow", "event": "shown"}, as_="m1")
+            return [c["campaignId"] for c in cards], shown.status_code
+
+        assert seen_and_shown() == ([], 404)
+        [held] = ok(pol.query("campaigns.listAwaitingApproval", None))["records"]
+        approval = {"campaignId": "grow", "previewToken": held["previewToken"]}
+        ok(pol.mutate("campaigns.approveDispatch", approval))
+        assert seen_and_shown() == (["grow"], 200)
