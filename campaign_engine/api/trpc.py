@@ -1,8 +1,9 @@
 """A tRPC-compatible HTTP adapter driven by one procedure registry.
 
-Wire format (what an unmodified ``@trpc/client`` v10/v11 sends with httpLink or httpBatchLink and no
-transformer): queries ``GET /trpc/<path>?input=<json>``, mutations ``POST`` with a JSON body, batches
-``/trpc/a,b?batch=1`` with ``{"0": .., "1": ..}`` answered by an array (207 when statuses differ).
+Wire format (what an unmodified ``@trpc/client`` v10/v11 sends with httpLink or httpBatchLink): queries
+``GET /trpc/<path>?input=<json>`` (or ``POST`` with a JSON body: the method override), mutations
+``POST`` with a JSON body, batches ``/trpc/a,b?batch=1`` with ``{"0": .., "1": ..}`` answered by an array
+(207 when statuses differ). An input sent as a JSON string holding it is unwrapped (``trpc_input.py``).
 Every answer under ``/trpc`` is a tRPC envelope, including unknown paths, wrong methods (405 with the
 ``Allow`` header RFC 9110 requires) and hostile bodies: input is parsed by pydantic-core's strict JSON
 parser, whose nesting depth (200) and integer size (4,300 digits) are bounded and which refuses invalid
@@ -34,7 +35,7 @@ from starlette.responses import JSONResponse, Response
 from campaign_engine.api.access import PEOPLE_ONLY, Access
 from campaign_engine.api.context import Context, RateLimiter, Services
 from campaign_engine.api.errors import envelope_for, error_envelope
-from campaign_engine.api.trpc_input import NO_INPUT, RequestError, request_inputs
+from campaign_engine.api.trpc_input import NO_INPUT, RequestError, request_inputs, unwrapped
 from campaign_engine.domain.errors import (
     BadRequest,
     CampaignError,
@@ -50,7 +51,8 @@ __all__ = ["Procedure", "ProcedureRouter", "TrpcEndpoint", "request_context"]
 log = logging.getLogger(__name__)
 
 Kind = Literal["query", "mutation"]
-METHOD: dict[Kind, str] = {"query": "GET", "mutation": "POST"}  # the one HTTP method of each kind
+# A query answers GET and POST (tRPC's method override); a mutation only POST: a GET never writes.
+METHODS: dict[Kind, frozenset[str]] = {"query": frozenset({"GET", "POST"}), "mutation": frozenset({"POST"})}
 F = TypeVar("F", bound=Callable[..., Any])
 Gate = Callable[[], None]  # raises while no procedure may run yet (a start still waiting: api/startup.py)
 
@@ -212,7 +214,7 @@ class TrpcEndpoint:
         if status != 405:
             return None
         known = [self.procedures[path] for path in paths if path in self.procedures]
-        methods = {METHOD[procedure.kind] for procedure in known} or {"GET", "POST"}
+        methods = {method for procedure in known for method in METHODS[procedure.kind]} or {"GET", "POST"}
         return {"allow": ", ".join(sorted({"HEAD", *methods}))}
 
     def _context(self, request: Request) -> Context:
@@ -253,7 +255,7 @@ class TrpcEndpoint:
         procedure = self.procedures.get(path)
         if procedure is None:
             raise NotFound(f'No procedure found on path "{path}"')
-        if method != METHOD[procedure.kind]:
+        if method not in METHODS[procedure.kind]:
             raise RequestError(
                 "METHOD_NOT_SUPPORTED", f"Unsupported {method}-request to {procedure.kind} procedure"
             )
@@ -292,10 +294,10 @@ class TrpcEndpoint:
     @staticmethod
     def _arguments(procedure: Procedure, ctx: Context, raw: Any) -> tuple[Any, ...]:
         if procedure.input_model is None:
-            if raw is not NO_INPUT and raw is not None:
+            if raw is not NO_INPUT and raw is not None and unwrapped(raw) is not None:
                 raise BadRequest("This procedure takes no input")
             return (ctx,)
-        payload = {} if raw is NO_INPUT or raw is None else raw
+        payload = {} if raw is NO_INPUT or raw is None else unwrapped(raw)
         try:
             # Strict JSON semantics, as /openapi.json promises: 0 is no boolean and "5" no integer, while
             # a timestamp string is still read by its field. Re-encoding costs microseconds per call.

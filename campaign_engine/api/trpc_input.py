@@ -3,7 +3,7 @@
 A query's input is the ``input`` query parameter, a mutation's the JSON body; a batch holds one per call
 under ``"0"``, ``"1"``, ... The body is read incrementally and refused past ``MAX_BODY_BYTES``. Every
 malformed input is one ``RequestError`` (PARSE_ERROR and friends) for the whole request, never an
-exception escaping the adapter.
+exception escaping the adapter. A call's input sent as a JSON string holding it is ``unwrapped`` once.
 """
 
 from __future__ import annotations
@@ -13,9 +13,9 @@ from typing import Any
 from pydantic_core import from_json
 from starlette.requests import ClientDisconnect, Request
 
-from campaign_engine.domain.errors import TrpcCode
+from campaign_engine.domain.errors import BadRequest, TrpcCode
 
-__all__ = ["MAX_BODY_BYTES", "NO_INPUT", "RequestError", "request_inputs"]
+__all__ = ["MAX_BODY_BYTES", "NO_INPUT", "RequestError", "request_inputs", "unwrapped"]
 
 NO_INPUT = object()
 MAX_BODY_BYTES = 8 * 1024 * 1024  # a full profiles.upsert batch fits with room to spare
@@ -69,3 +69,15 @@ async def read_body(request: Request) -> bytes:
     except ClientDisconnect as exc:  # nobody reads the answer; not a bug worth a traceback
         raise RequestError("BAD_REQUEST", "The request body ended early") from exc
     return b"".join(chunks)
+
+
+def unwrapped(raw: Any) -> Any:
+    """An input sent as a JSON string holding the value (LearnCard's input transformer stringifies every
+    input) is that value; no input is a string, so a string is always such a wrapping. Unwrapped once,
+    then validated like any other input; a string that is not JSON is BAD_REQUEST."""
+    if not isinstance(raw, str):
+        return raw
+    try:
+        return from_json(raw, allow_inf_nan=False)
+    except ValueError as exc:
+        raise BadRequest("Input is a string that does not hold JSON") from exc
