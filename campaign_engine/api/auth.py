@@ -1,4 +1,5 @@
-"""Bearer JWT verification: HS256 with ``AUTH_JWT_SECRET``, or RS256 against ``AUTH_JWKS_URL``.
+"""Bearer JWT verification: HS256 with ``AUTH_JWT_SECRET``, RS256 against ``AUTH_JWKS_URL``, or both
+(an identity provider's tokens and locally minted ones, as ``make dev`` signs people in).
 
 ``sub`` is the profileId, ``scope`` a space-separated list, ``exp`` is required. Admin rights need both
 the ``campaigns:admin`` scope and the profile in ``CAMPAIGN_ADMIN_PROFILE_IDS``: a leaked scope alone
@@ -8,8 +9,7 @@ Verified tokens are remembered until they expire (bounded, per process): an app 
 on every call, and re-checking its signature and claims is a sizeable share of a cheap call's CPU.
 Only tokens that verified are kept, and a kept token stops counting at its ``exp`` like any other.
 
-A DID-auth presentation (an EdDSA JWT issued by a person's DID) is checked by ``did/auth.py`` and never
-remembered (its nonce makes it single-use); its caller is the DID's profile, in one of its own tenants.
+A DID-auth presentation (EdDSA, from a person's DID) is checked by ``did/auth.py``, never remembered.
 
 ``AUTH_JWT_ISSUER`` and ``AUTH_JWT_AUDIENCE`` are checked when set; ``exp``/``nbf``/``iat`` allow
 ``AUTH_JWT_LEEWAY_SECONDS`` of clock skew. The key set is held by ``JwksKeys``: anyone can forge a token
@@ -138,8 +138,7 @@ class JwksKeys:
         self._loaded_at = now
 
 
-DidCheck = Callable[[str], DidPerson]
-"""Checks a DID-auth presentation end to end (``did/auth.py``); reads the graph, uses up its nonce."""
+DidCheck = Callable[[str], DidPerson]  # did/auth.py: reads the graph, uses up the nonce
 
 ApiKeyCheck = Callable[[str], KeyHolder]
 """Verifies an API key against its record (``campaigns/tenants/api_keys.py``);
@@ -265,12 +264,10 @@ class TokenVerifier:
     def _did_caller(self, check: DidCheck, token: str) -> Caller:
         try:
             person = check(token)
+            tenant = person.acting_tenant(self._settings.campaign_default_tenant_id)
         except DidError as exc:  # its message names neither the token nor the nonce
             log.info("auth.did_refused reason=%s", exc)
             raise Unauthorized("invalid DID-auth token") from None
-        tenant = person.acting_tenant(self._settings.campaign_default_tenant_id)
-        if tenant is None:
-            raise Unauthorized("the DID's profile does not belong to the tenant the token names")
         return Caller(
             profile_id=person.profile_id,
             scopes=frozenset(),
@@ -285,8 +282,12 @@ class TokenVerifier:
         issuer = settings.auth_jwt_issuer
         options: Options = {"require": ["exp", "sub", "iss"] if issuer else ["exp", "sub"]}
         try:
-            if self._jwks is not None:
-                kid = jwt.get_unverified_header(token).get("kid")
+            header = jwt.get_unverified_header(token)
+            # Beside a key set, a secret also signs: HS256 tokens are checked against it alone (never
+            # against a key of the set), RS256 ones against the set (make dev's pasted-token fallback).
+            shared = settings.auth_jwt_secret is not None and header.get("alg") == "HS256"
+            if self._jwks is not None and not shared:
+                kid = header.get("kid")
                 # Unknown kid: Unauthorized; no key set held: ServiceUnavailable (the token may be fine).
                 public_key = self._jwks.key_for(kid if isinstance(kid, str) else None).key
                 return jwt.decode(
@@ -299,13 +300,14 @@ class TokenVerifier:
                     leeway=settings.auth_jwt_leeway_seconds,
                 )
             assert settings.auth_jwt_secret is not None  # Settings.require_api() ran at start
+            own_issuer = None if self._jwks is not None else issuer  # AUTH_JWT_ISSUER names the provider
             return jwt.decode(
                 token,
                 settings.auth_jwt_secret.get_secret_value(),
                 algorithms=["HS256"],
-                options=options,
+                options={"require": ["exp", "sub"]} if self._jwks is not None else options,
                 audience=settings.auth_jwt_audience,
-                issuer=issuer,
+                issuer=own_issuer,
                 leeway=settings.auth_jwt_leeway_seconds,
             )
         except jwt.ExpiredSignatureError as exc:
@@ -315,8 +317,7 @@ class TokenVerifier:
 
 
 def _is_did_token(token: str) -> bool:
-    """An EdDSA JWT (what a DID signs); ours and the identity provider's are HS256 or RS256. The header is
-    read unverified only to choose the checker; ``did/auth.py`` verifies everything."""
+    """An EdDSA JWT (a DID's; ours are HS256/RS256), read unverified only to choose the checker."""
     _, _, token = token.rpartition(" ")
     try:
         return jwt.get_unverified_header(token).get("alg") == "EdDSA"

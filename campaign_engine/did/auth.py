@@ -41,13 +41,15 @@ class DidPerson:
     challenge_only: bool  # no nonce: may call utilities.getChallenges and nothing else
     tenant_claim: str | None  # the token's signed ``tenantId``, when it names one
 
-    def acting_tenant(self, default: str) -> str | None:
+    def acting_tenant(self, default: str) -> str:
         """The tenant the person acts in: the one the token names, else ``default``, else the profile's
-        first; None when the profile does not belong to it (a profile acts only in its own tenants; one
-        with no tenant list predates tenants and belongs to the default one)."""
+        first; ``DidError`` when the profile does not belong to it (a profile acts only in its own
+        tenants; one with no tenant list predates tenants and belongs to the default one)."""
         tenants = self.tenants or (default,)
+        if self.tenant_claim is not None and self.tenant_claim not in tenants:
+            raise DidError("the DID's profile does not belong to the tenant the token names")
         if self.tenant_claim is not None:
-            return self.tenant_claim if self.tenant_claim in tenants else None
+            return self.tenant_claim
         return default if default in tenants else min(tenants)
 
 
