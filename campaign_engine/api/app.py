@@ -23,7 +23,7 @@ from starlette.requests import Request
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from campaign_engine.api import routers
-from campaign_engine.api.admin_console import admin_console_router
+from campaign_engine.api.admin_console import OidcClient, admin_console_router
 from campaign_engine.api.auth import TokenVerifier
 from campaign_engine.api.clicks import clicks_router
 from campaign_engine.api.context import RateLimiter, Services
@@ -249,7 +249,8 @@ def create_app(
     app.include_router(webhooks_router(settings=settings, graph=the_graph, clock=clock, sns_http=sns_http))
     app.include_router(imports_router(services))
     app.include_router(exports_router(services))
-    app.include_router(admin_console_router())  # the console at /admin: static files, tRPC only
+    # The console at /admin: static files, tRPC only; signing in with the organisation's provider if set.
+    app.include_router(admin_console_router(oidc=OidcClient.from_settings(settings)))
 
     if serve_metrics:  # Lambda reports EMF instead: a scrape there would reach one container's counters
         app.add_api_route("/metrics", metrics_route(settings), include_in_schema=False)
