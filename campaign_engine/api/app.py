@@ -24,6 +24,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from campaign_engine.api import routers
 from campaign_engine.api.admin_console import OidcClient, admin_console_router
+from campaign_engine.api.app_standin import app_standin_router
 from campaign_engine.api.auth import TokenVerifier
 from campaign_engine.api.clicks import clicks_router
 from campaign_engine.api.context import RateLimiter, Services
@@ -249,6 +250,8 @@ def create_app(
     app.include_router(webhooks_router(settings=settings, graph=the_graph, clock=clock, sns_http=sns_http))
     app.include_router(imports_router(services))
     app.include_router(exports_router(services))
+    if settings.campaign_local_development:  # make dev's app origin is this API: its /m/<id> stand-in
+        app.include_router(app_standin_router(graph=the_graph, tenant_id=settings.campaign_default_tenant_id))
     # The console at /admin: static files, tRPC only; signing in with the organisation's provider if set.
     app.include_router(admin_console_router(oidc=OidcClient.from_settings(settings)))
 
