@@ -148,6 +148,9 @@ def oidc_env(issuer: str) -> dict[str, str]:
     """The API's settings for make dev's OpenID provider at ``issuer``: the console signs in there and
     the API verifies its tokens by its key set, beside the HS256 secret (the pasted-token fallback)."""
     return {
+        # In the env file, not only the children's environment: the sign-in link and the token command
+        # read it too, and the provider's plain-http key set is accepted in local development only.
+        "CAMPAIGN_LOCAL_DEVELOPMENT": "true",
         "AUTH_OIDC_ISSUER": issuer,
         "AUTH_OIDC_CLIENT_ID": DEVIDP_CLIENT_ID,
         "AUTH_JWKS_URL": f"{issuer}/jwks",

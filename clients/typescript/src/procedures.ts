@@ -308,6 +308,11 @@ export interface Procedures {
     input: LayoutPatch;
     output: TenantPublic;
   };
+  "utilities.getChallenges": {
+    kind: "query";
+    input: ChallengesInput | undefined;
+    output: string[];
+  };
   "webhookEndpoints.create": {
     kind: "mutation";
     input: CreateInputValidation;
@@ -2281,6 +2286,13 @@ export interface LayoutPatch {
   footerAddress?: string | null;
   senderName?: string | null;
   tenantId: string;
+}
+/**
+ * This interface was referenced by `Procedures`'s JSON-Schema
+ * via the `definition` "ChallengesInput".
+ */
+export interface ChallengesInput {
+  amount?: number;
 }
 /**
  * This interface was referenced by `Procedures`'s JSON-Schema
