@@ -15,7 +15,7 @@ import boto3
 from botocore.config import Config
 from botocore.exceptions import BotoCoreError, ClientError
 
-from campaign_engine.queue.port import QueueError, QueueStats, ReceivedMessage, check_delay
+from campaign_engine.queue.port import Lane, QueueError, QueueStats, ReceivedMessage, check_delay
 
 if TYPE_CHECKING:
     from mypy_boto3_sqs import SQSClient
@@ -34,7 +34,8 @@ class SqsQueue:
         self._client = client
         self._url = queue_url
 
-    def send_batch(self, bodies: Sequence[str], *, delay_seconds: int = 0) -> None:
+    def send_batch(self, bodies: Sequence[str], *, delay_seconds: int = 0, lane: Lane | None = None) -> None:
+        """``lane``: on SQS a lane is a queue of its own (docs/lanes.md); this adapter is one of them."""
         check_delay(delay_seconds)
         for start in range(0, len(bodies), _BATCH):
             entries: list[SendMessageBatchRequestEntryTypeDef] = [
