@@ -26,6 +26,7 @@ from pydantic import AfterValidator, ConfigDict, Field, StringConstraints
 from campaign_engine.domain.camel import CamelModel
 from campaign_engine.domain.frequency_cap import CapChannel, ChannelCap
 from campaign_engine.domain.patterns import EMAIL_PATTERN
+from campaign_engine.domain.priority import DEFAULT_WEIGHT, Weight
 from campaign_engine.domain.tenancy import TenantId
 
 __all__ = [
@@ -161,6 +162,10 @@ class TenantSettings(_Strict, GuardOverrides):
     sender_name: SenderName | None = None
     click_tracking: bool = True
     """The email CTA links through ``/c`` (first-party click tracking); off, directly."""
+    allow_critical: bool = True
+    """Whether its publishers may make a campaign ``critical`` (skips quiet hours and caps)."""
+    weight: Weight = DEFAULT_WEIGHT
+    """Its share of the worker within a lane, against other tenants with work (domain/priority.py)."""
 
     def wire(self) -> dict[str, Any]:
         return self.model_dump(mode="json", by_alias=True)
@@ -205,6 +210,9 @@ class TenantPatch(GuardOverrides):
     sender_name: SenderName | None = None
     click_tracking: bool = True
     """Sent or omitted, never null: on or off."""
+    allow_critical: bool = True
+    weight: Weight = DEFAULT_WEIGHT
+    """Sent or omitted, never null, like ``clickTracking``."""
 
     def changes(self) -> dict[str, Any]:
         """The fields the caller sent, by wire name, in wire form, with ``None`` meaning "clear"."""
@@ -280,6 +288,8 @@ def tenant_from_node(node: Mapping[str, Any]) -> TenantPublic:
             "footerAddress": node.get("footerAddress"),
             "senderName": node.get("senderName"),
             "clickTracking": node.get("clickTracking") is not False,  # absent (an older record) = on
+            "allowCritical": node.get("allowCritical") is not False,  # absent = allowed
+            "weight": node.get("weight") or DEFAULT_WEIGHT,
             **{name: node.get(name) for name in GUARD_OVERRIDE_FIELDS},
             "createdAt": node["createdAt"],
             "updatedAt": node["updatedAt"],

@@ -774,6 +774,7 @@ export interface CampaignCreate {
   variants?: [ContentVariant, ContentVariant, ...ContentVariant[]] | null;
   minors?: "exclude" | "guardians";
   guardianCopy?: GuardianCopy | null;
+  priority?: "critical" | "normal" | "bulk";
   id: string;
 }
 /**
@@ -1050,6 +1051,7 @@ export interface CampaignPublic {
   variants?: [ContentVariant, ContentVariant, ...ContentVariant[]] | null;
   minors?: "exclude" | "guardians";
   guardianCopy?: GuardianCopy | null;
+  priority?: "critical" | "normal" | "bulk";
   id: string;
   status: "draft" | "live" | "paused" | "archived";
   tenantId: string | null;
@@ -1804,6 +1806,7 @@ export interface CampaignPatch {
   variants?: [ContentVariant, ContentVariant, ...ContentVariant[]] | null;
   minors?: "exclude" | "guardians";
   guardianCopy?: GuardianCopy | null;
+  priority?: "critical" | "normal" | "bulk";
 }
 /**
  * Omitted: every tenant; else one of the caller's tenants (FORBIDDEN for any other).
@@ -2038,6 +2041,8 @@ export interface TenantCreate {
   footerAddress?: string | null;
   senderName?: string | null;
   clickTracking?: boolean;
+  allowCritical?: boolean;
+  weight?: number;
   tenantId: string;
 }
 /**
@@ -2082,6 +2087,8 @@ export interface TenantPublic {
   footerAddress?: string | null;
   senderName?: string | null;
   clickTracking?: boolean;
+  allowCritical?: boolean;
+  weight?: number;
   tenantId: string;
   createdAt: string;
   updatedAt: string;
@@ -2167,6 +2174,8 @@ export interface TenantPatch {
   footerAddress?: string | null;
   senderName?: string | null;
   clickTracking?: boolean;
+  allowCritical?: boolean;
+  weight?: number;
 }
 /**
  * ``tenants.updateLayout``: a partial patch of one tenant's layout, nothing else of its record.
