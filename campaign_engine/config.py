@@ -135,6 +135,11 @@ class Settings(BaseSettings):
     campaign_delivery_queue_url: str | None = None
     # Event-webhook relay jobs: their own SQS queue and Lambda; unset, the delivery queue's.
     campaign_webhook_queue_url: str | None = None
+    # Lanes on SQS (docs/lanes.md): a queue of their own for critical and bulk work; unset, the main one.
+    campaign_critical_dispatch_queue_url: str | None = None
+    campaign_bulk_dispatch_queue_url: str | None = None
+    campaign_critical_delivery_queue_url: str | None = None
+    campaign_bulk_delivery_queue_url: str | None = None
     aws_endpoint_url_sqs: str | None = None
     aws_region: str = "us-east-1"  # SQS region (Lambda sets AWS_REGION itself)
     # Local queue visibility timeout: longer than one delivery batch (POST timeout + graph write).

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from campaign_engine.config import ConfigError, Settings
+from campaign_engine.domain.priority import LANE_RANK
 from campaign_engine.queue.local import LocalQueue
 from campaign_engine.queue.port import Queue
 from campaign_engine.queue.sqs import SqsQueue, make_sqs_client
@@ -40,23 +41,40 @@ def _local(settings: Settings, name: str) -> LocalQueue:
     )
 
 
-def _sqs(settings: Settings, url: str | None, variable: str) -> SqsQueue:
+def _sqs(
+    settings: Settings,
+    url: str | None,
+    variable: str,
+    *,
+    critical: str | None = None,
+    bulk: str | None = None,
+) -> SqsQueue:
+    """``critical``, ``bulk``: the lanes' own queues, where configured (docs/lanes.md)."""
     if not url:
         raise ConfigError(f"{variable} must be set when CAMPAIGN_QUEUE_BACKEND=sqs")
-    return SqsQueue(make_sqs_client(settings.aws_endpoint_url_sqs, settings.aws_region), url)
+    lanes = {rank: u for rank, u in ((LANE_RANK["critical"], critical), (LANE_RANK["bulk"], bulk)) if u}
+    return SqsQueue(make_sqs_client(settings.aws_endpoint_url_sqs, settings.aws_region), url, lane_urls=lanes)
 
 
 def build_dispatch_queue(settings: Settings) -> Queue:
     """The page-job queue: the API writes the first page of a dispatch (``Services.dispatch_queue``)."""
     if settings.campaign_queue_backend == "sqs":
-        return _sqs(settings, settings.campaign_dispatch_queue_url, "CAMPAIGN_DISPATCH_QUEUE_URL")
+        return _sqs(
+            settings, settings.campaign_dispatch_queue_url, "CAMPAIGN_DISPATCH_QUEUE_URL",
+            critical=settings.campaign_critical_dispatch_queue_url,
+            bulk=settings.campaign_bulk_dispatch_queue_url,
+        )  # fmt: skip
     return _local(settings, DISPATCH_QUEUE)
 
 
 def build_delivery_queue(settings: Settings) -> Queue:
     """The per-recipient queue: the API writes only an admin's notify self-test to it."""
     if settings.campaign_queue_backend == "sqs":
-        return _sqs(settings, settings.campaign_delivery_queue_url, "CAMPAIGN_DELIVERY_QUEUE_URL")
+        return _sqs(
+            settings, settings.campaign_delivery_queue_url, "CAMPAIGN_DELIVERY_QUEUE_URL",
+            critical=settings.campaign_critical_delivery_queue_url,
+            bulk=settings.campaign_bulk_delivery_queue_url,
+        )  # fmt: skip
     return _local(settings, DELIVERY_QUEUE)
 
 
