@@ -81,6 +81,10 @@ class Settings(BaseSettings):
     # How long a worker's graph call waits for an unreachable Neo4j (a restart) before it fails and its
     # job is redelivered; the API never waits more than about a second (a 503 at once). graph/graph.py
     neo4j_unavailable_wait_seconds: float = Field(default=300, ge=0, le=3600)
+    # Each transaction's deadline, after which Neo4j ends it (a 503 on the API; a worker's job is
+    # redelivered): the API's, and the worker edges' own (pages, sweeps, CLI). graph/graph.py
+    neo4j_tx_timeout_seconds: float = Field(default=10, gt=0, le=3600)
+    neo4j_worker_tx_timeout_seconds: float = Field(default=60, gt=0, le=3600)
 
     # --- API and auth --------------------------------------------------------------------------
     auth_jwt_secret: SecretStr | None = None
@@ -91,6 +95,9 @@ class Settings(BaseSettings):
     auth_jwt_leeway_seconds: int = Field(default=30, ge=0, le=300)
     # The JWKS is fetched at most once per this many seconds, whatever tokens name unknown `kid`s.
     auth_jwks_min_refresh_seconds: int = Field(default=300, ge=1, le=86_400)
+    # The console's OpenID provider (code + PKCE, public client); its tokens verify via AUTH_JWKS_URL.
+    auth_oidc_issuer: str | None = None
+    auth_oidc_client_id: str | None = None
     campaign_admin_profile_ids: str = ""
     campaign_default_tenant_id: str = "default"
     campaign_user_rate_limit_per_minute: int = Field(default=60, ge=1)
@@ -284,7 +291,7 @@ class Settings(BaseSettings):
         return frozenset(("notify", "email") if self.campaign_email_provider != "none" else ("notify",))
 
     def require_api(self) -> None:
-        """The API verifies tokens: an HS256 secret or a JWKS URL must be configured.
+        """The API verifies tokens: an HS256 secret or a JWKS URL (or both) must be configured.
 
         An identity provider signs tokens for every application it serves, so in JWKS mode a token is
         ours only if its audience and issuer say so: both are required. The key set decides who may
@@ -295,14 +302,22 @@ class Settings(BaseSettings):
                     "AUTH_JWT_AUDIENCE and AUTH_JWT_ISSUER must be set with AUTH_JWKS_URL: otherwise any"
                     " token the identity provider issues for any application would be accepted"
                 )
-            url = urlsplit(self.auth_jwks_url.strip())
-            allowed = ("https", "http") if self.campaign_local_development else ("https",)
-            if url.scheme not in allowed or not url.hostname:
-                raise ConfigError(
-                    "AUTH_JWKS_URL must be an https URL (http only with CAMPAIGN_LOCAL_DEVELOPMENT=true)"
-                )
-            return
-        _check_secret("AUTH_JWT_SECRET", self.auth_jwt_secret, min_bytes=32)
+            self._require_https("AUTH_JWKS_URL", self.auth_jwks_url)
+            if self.auth_jwt_secret is not None:  # accepted beside the key set: as strong as alone
+                _check_secret("AUTH_JWT_SECRET", self.auth_jwt_secret, min_bytes=32)
+        else:
+            _check_secret("AUTH_JWT_SECRET", self.auth_jwt_secret, min_bytes=32)
+        if self.auth_oidc_issuer or self.auth_oidc_client_id:
+            # The console would sign people in with tokens the API cannot verify.
+            if not (self.auth_oidc_issuer and self.auth_oidc_client_id and self.auth_jwks_url):
+                raise ConfigError("AUTH_OIDC_ISSUER, AUTH_OIDC_CLIENT_ID and AUTH_JWKS_URL go together")
+            self._require_https("AUTH_OIDC_ISSUER", self.auth_oidc_issuer)
+
+    def _require_https(self, name: str, value: str) -> None:
+        url = urlsplit(value.strip())
+        allowed = ("https", "http") if self.campaign_local_development else ("https",)
+        if url.scheme not in allowed or not url.hostname:
+            raise ConfigError(f"{name} must be an https URL (http only with CAMPAIGN_LOCAL_DEVELOPMENT=true)")
 
     def require_metrics(self) -> None:
         """Before serving /metrics: a bearer token, unless it is openly meant to be open (METRICS_PUBLIC

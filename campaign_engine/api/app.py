@@ -135,7 +135,13 @@ def create_app(
     owns_graph = graph is None
     # A caller can ask again: an unreachable graph is a 503 within about a second (graph/graph.py).
     the_graph = (
-        graph if graph is not None else open_graph(settings, unavailable_wait=API_UNAVAILABLE_WAIT_SECONDS)
+        graph
+        if graph is not None
+        else open_graph(
+            settings,
+            unavailable_wait=API_UNAVAILABLE_WAIT_SECONDS,
+            tx_timeout=settings.neo4j_tx_timeout_seconds,
+        )
     )
     # Shared across API processes through the graph; tests may inject their own limiter.
     own_limiter = (

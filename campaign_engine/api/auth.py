@@ -1,4 +1,5 @@
-"""Bearer JWT verification: HS256 with ``AUTH_JWT_SECRET``, or RS256 against ``AUTH_JWKS_URL``.
+"""Bearer JWT verification: HS256 with ``AUTH_JWT_SECRET``, RS256 against ``AUTH_JWKS_URL``, or both
+(an identity provider's tokens and locally minted ones, as ``make dev`` signs people in).
 
 ``sub`` is the profileId, ``scope`` a space-separated list, ``exp`` is required. Admin rights need both
 the ``campaigns:admin`` scope and the profile in ``CAMPAIGN_ADMIN_PROFILE_IDS``: a leaked scope alone
@@ -250,8 +251,12 @@ class TokenVerifier:
         issuer = settings.auth_jwt_issuer
         options: Options = {"require": ["exp", "sub", "iss"] if issuer else ["exp", "sub"]}
         try:
-            if self._jwks is not None:
-                kid = jwt.get_unverified_header(token).get("kid")
+            header = jwt.get_unverified_header(token)
+            # Beside a key set, a secret also signs: HS256 tokens are checked against it alone (never
+            # against a key of the set), RS256 ones against the set (make dev's pasted-token fallback).
+            shared = settings.auth_jwt_secret is not None and header.get("alg") == "HS256"
+            if self._jwks is not None and not shared:
+                kid = header.get("kid")
                 # Unknown kid: Unauthorized; no key set held: ServiceUnavailable (the token may be fine).
                 public_key = self._jwks.key_for(kid if isinstance(kid, str) else None).key
                 return jwt.decode(
@@ -264,13 +269,14 @@ class TokenVerifier:
                     leeway=settings.auth_jwt_leeway_seconds,
                 )
             assert settings.auth_jwt_secret is not None  # Settings.require_api() ran at start
+            own_issuer = None if self._jwks is not None else issuer  # AUTH_JWT_ISSUER names the provider
             return jwt.decode(
                 token,
                 settings.auth_jwt_secret.get_secret_value(),
                 algorithms=["HS256"],
-                options=options,
+                options={"require": ["exp", "sub"]} if self._jwks is not None else options,
                 audience=settings.auth_jwt_audience,
-                issuer=issuer,
+                issuer=own_issuer,
                 leeway=settings.auth_jwt_leeway_seconds,
             )
         except jwt.ExpiredSignatureError as exc:

@@ -26,7 +26,24 @@ from campaign_engine.graph.graph import Graph
 from campaign_engine.queue.port import Queue
 from campaign_engine.unsubscribe.tokens import UnsubscribeTokens
 
-__all__ = ["Context", "RateLimiter", "Services"]
+__all__ = ["TENANT_HEADER", "Context", "RateLimiter", "Services", "acting_tenant"]
+
+TENANT_HEADER = "x-campaign-tenant"  # the tenant the console acts in
+
+
+def acting_tenant(caller: Caller | None, picked: str | None) -> tuple[str | None, bool, Forbidden | None]:
+    """The tenant a call acts in, whether the tenant header picked it, and the refusal of a pick.
+
+    The verified credential names the tenant. The header picks another only for a platform admin (any
+    tenant) or a person whose token names none, as an organisation's identity provider issues them
+    (there the grants decide, per call: ``Context.require``). A credential that names a tenant (a
+    tenant claim, an API key) acts there alone: picking another is refused, never ignored."""
+    tenant = caller.tenant_id if caller else None
+    if not picked or caller is None or picked == tenant:
+        return tenant, False, None
+    if caller.is_admin or (tenant is None and not caller.is_api_key):
+        return picked, True, None
+    return tenant, False, Forbidden(f"this credential acts in tenant '{tenant}' only, not '{picked}'")
 
 
 class RateLimiter(Protocol):
@@ -65,6 +82,7 @@ class Context:
     auth_error: Exception | None = None  # a bad token fails only the procedures that need a caller
     request_id: str = ""  # the caller's X-Request-Id when well formed, else one we drew (api/trpc.py)
     procedure: str = ""  # the path of the call being handled; a batch shares the request, not this
+    tenant_picked: bool = False  # the tenant header chose tenant_id, not the credential (acting_tenant)
 
     def user(self) -> Caller:
         if self.auth_error is not None:
@@ -79,7 +97,12 @@ class Context:
         if access == "public":
             return None
         caller = self.user()
-        if access == "user" or caller.is_admin:
+        if caller.is_admin:
+            return caller
+        if access == "user":
+            # A tenant picked by header is one the person holds a role in, or none of their business.
+            if self.tenant_picked and self.role_in(self.tenant_id) is None:
+                raise Forbidden(f"you hold no role in tenant '{self.tenant_id}'")
             return caller
         if access == "platform":
             raise Forbidden(f"{self.procedure or 'this procedure'} needs a platform admin")

@@ -32,7 +32,7 @@ from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response
 
 from campaign_engine.api.access import PEOPLE_ONLY, Access
-from campaign_engine.api.context import Context, RateLimiter, Services
+from campaign_engine.api.context import TENANT_HEADER, Context, RateLimiter, Services, acting_tenant
 from campaign_engine.api.errors import envelope_for, error_envelope
 from campaign_engine.domain.errors import (
     BadRequest,
@@ -352,15 +352,16 @@ def request_context(services: Services, request: Request) -> Context:
         auth_error: CampaignError | None = None
     except CampaignError as exc:
         caller, auth_error = None, exc
-    # Only the verified credential names the tenant: no header can. A credential without a
-    # tenant claim acts in the default tenant, the one data made before tenants belongs to.
-    tenant = caller.tenant_id if caller else None
+    # The verified credential names the tenant (the console's pick only where acting_tenant allows);
+    # without one, the default tenant, the one data made before tenants belongs to.
+    tenant, picked, refusal = acting_tenant(caller, request.headers.get(TENANT_HEADER))
     return Context(
         services=services,
         caller=caller,
         tenant_id=tenant or services.settings.campaign_default_tenant_id,
-        auth_error=auth_error,
+        auth_error=auth_error or refusal,
         request_id=_request_id(request),
+        tenant_picked=picked,
     )
 
 

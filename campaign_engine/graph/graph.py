@@ -23,6 +23,13 @@ functions whose second application changes nothing (the notification worker's ou
 holds what only its memory knows: the answers the receivers gave). The driver's own timeouts are
 bounded too (connect, pool acquisition), so no call waits on a socket for the driver's 30 s and 60 s
 defaults.
+
+Every transaction carries a deadline (``tx_timeout``: ``NEO4J_TX_TIMEOUT_SECONDS`` on the API,
+``NEO4J_WORKER_TX_TIMEOUT_SECONDS`` elsewhere), set on the driver's transaction config, so no statement
+holds the graph every tenant shares for longer. Neo4j ends a transaction past it (checked about every
+2 s); that is ``ServiceUnavailable`` ("try again"), never retried here (running it again would cost the
+same), counted in ``campaign_engine_graph_statement_timeouts``: the API answers 503, a worker's job is
+redelivered under its usual rules.
 """
 
 from __future__ import annotations
@@ -31,7 +38,7 @@ import random
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any, Concatenate, Generic, ParamSpec, TypeVar, cast
+from typing import Any, Concatenate, Generic, LiteralString, ParamSpec, TypeGuard, TypeVar, cast
 from urllib.parse import urlsplit
 
 import neo4j
@@ -39,12 +46,14 @@ from neo4j import exceptions as neo4j_errors
 
 from campaign_engine.config import Settings
 from campaign_engine.domain.errors import ServiceUnavailable
+from campaign_engine.observability import metrics
 
 __all__ = [
     "API_UNAVAILABLE_WAIT_SECONDS",
     "Graph",
     "PendingWrite",
     "Statements",
+    "TimedSession",
     "Tx",
     "address_of",
     "open_graph",
@@ -53,7 +62,13 @@ __all__ = [
 P = ParamSpec("P")
 R = TypeVar("R")
 Tx = neo4j.ManagedTransaction
-Statements = neo4j.ManagedTransaction | neo4j.Session  # what a read helper may run its statements on
+
+# Neo4j's answers for a transaction it ended at its deadline: past the timeout while running, or while
+# waiting for a lock (the lock client is stopped by the same termination).
+_DEADLINE_CODES = frozenset(
+    f"Neo.ClientError.Transaction.{name}"
+    for name in ("TransactionTimedOutClientConfiguration", "TransactionTimedOut", "LockClientStopped")
+)
 
 API_UNAVAILABLE_WAIT_SECONDS = 1.0
 """The API's wait for an unreachable graph: enough to replace pooled connections a restart left dead."""
@@ -75,8 +90,15 @@ _UNREACHABLE = (
 )
 
 
+def _past_deadline(exc: BaseException) -> TypeGuard[neo4j_errors.Neo4jError]:
+    return isinstance(exc, neo4j_errors.Neo4jError) and exc.code in _DEADLINE_CODES
+
+
 def _as_service_error(exc: BaseException) -> ServiceUnavailable | None:
     """The one classification of driver failures as "the graph cannot answer now" (None: not one)."""
+    if _past_deadline(exc):
+        metrics.graph_statement_timeout("lock_wait" if exc.code.endswith("LockClientStopped") else "running")
+        return ServiceUnavailable("the graph database took too long to answer; try again")
     if isinstance(exc, neo4j_errors.IncompleteCommit):
         return ServiceUnavailable("the graph database went away during a commit; try again")
     if isinstance(exc, _UNREACHABLE):
@@ -126,19 +148,50 @@ class PendingWrite(Generic[R]):
             self._session.close()
 
 
+class TimedSession:
+    """An auto-commit read session whose every statement carries the graph's deadline (a ``Query``
+    timeout: auto-commit statements have no transaction config of their own)."""
+
+    def __init__(self, session: neo4j.Session, timeout: float | None) -> None:
+        self._session = session
+        self._timeout = timeout
+
+    def run(
+        self, query: LiteralString | neo4j.Query, parameters: dict[str, Any] | None = None, **kwargs: Any
+    ) -> neo4j.Result:
+        if not isinstance(query, neo4j.Query):
+            query = neo4j.Query(query, timeout=self._timeout)
+        return self._session.run(query, parameters, **kwargs)
+
+
+Statements = neo4j.ManagedTransaction | neo4j.Session | TimedSession
+"""What a read helper may run its statements on."""
+
+
 class Graph:
-    def __init__(self, driver: neo4j.Driver, *, database: str, unavailable_wait: float = 0.0) -> None:
+    def __init__(
+        self,
+        driver: neo4j.Driver,
+        *,
+        database: str,
+        unavailable_wait: float = 0.0,
+        tx_timeout: float | None = None,
+    ) -> None:
         self.driver = driver
         self.database = database
         self.unavailable_wait = unavailable_wait
+        self.tx_timeout = tx_timeout
+        """Seconds any one transaction may run before Neo4j ends it (None: the server's default)."""
         self.reachable = True
         """False from an attempt that found the graph unreachable until one reaches it again (``probe``
         included): the local worker takes no messages meanwhile (``delivery/runner.py``)."""
 
     def read(self, fn: Callable[Concatenate[Tx, P], R], *args: P.args, **kwargs: P.kwargs) -> R:
+        timed = self._timed(fn)
+
         def attempt() -> R:
             with self.driver.session(database=self.database) as session:
-                return session.execute_read(fn, *args, **kwargs)
+                return session.execute_read(timed, *args, **kwargs)
 
         return self._retrying(attempt)
 
@@ -154,11 +207,17 @@ class Graph:
     def _writer(
         self, fn: Callable[Concatenate[Tx, P], R], *args: P.args, **kwargs: P.kwargs
     ) -> Callable[[], R]:
+        timed = self._timed(fn)
+
         def attempt() -> R:
             with self.driver.session(database=self.database) as session:
-                return session.execute_write(fn, *args, **kwargs)
+                return session.execute_write(timed, *args, **kwargs)
 
         return attempt
+
+    def _timed(self, fn: Callable[Concatenate[Tx, P], R]) -> Callable[Concatenate[Tx, P], R]:
+        """``fn`` carrying the deadline in the driver's transaction config."""
+        return neo4j.unit_of_work(timeout=self.tx_timeout)(fn)
 
     def write_pending(
         self, fn: Callable[Concatenate[Tx, P], R], *args: P.args, **kwargs: P.kwargs
@@ -170,7 +229,7 @@ class Graph:
         def attempt() -> PendingWrite[R]:
             session = self.driver.session(database=self.database)
             try:
-                tx = session.begin_transaction()
+                tx = session.begin_transaction(timeout=self.tx_timeout)
                 try:
                     # The function sees only ``run``, which both transaction kinds share.
                     return PendingWrite(session, tx, fn(cast(Tx, tx), *args, **kwargs))
@@ -184,7 +243,7 @@ class Graph:
         return self._retrying(attempt)
 
     @contextmanager
-    def autocommit_reads(self) -> Iterator[neo4j.Session]:
+    def autocommit_reads(self) -> Iterator[TimedSession]:
         """A read session whose ``run`` is one auto-commit statement: one round trip, no BEGIN/COMMIT,
         about a third less driver CPU than ``read``. For hot batched reads that need neither several
         statements in one snapshot nor the managed retry: any failure to answer is ``ServiceUnavailable``
@@ -193,13 +252,14 @@ class Graph:
             _unavailable_as_service_error(),
             self.driver.session(database=self.database, default_access_mode=neo4j.READ_ACCESS) as session,
         ):
-            yield session
+            yield TimedSession(session, self.tx_timeout)
 
     def run(self, cypher: str, **params: Any) -> list[dict[str, Any]]:
         """One auto-managed write query returning plain dicts (admin tasks, tests, benchmarks)."""
 
         def attempt() -> list[dict[str, Any]]:
-            records, _, _ = self.driver.execute_query(cypher, params, database_=self.database)
+            query = neo4j.Query(cypher, timeout=self.tx_timeout)
+            records, _, _ = self.driver.execute_query(query, params, database_=self.database)
             return [record.data() for record in records]
 
         return self._retrying(attempt)
@@ -230,6 +290,8 @@ class Graph:
                 mapped = _as_service_error(exc)
                 if mapped is None:
                     raise
+                if _past_deadline(exc):
+                    raise mapped from exc  # running it again would cost the same: the caller decides
                 incomplete = isinstance(exc, neo4j_errors.IncompleteCommit)
                 if isinstance(exc, _UNREACHABLE):
                     self.reachable = False
@@ -257,9 +319,13 @@ def address_of(uri: str) -> str:
     return f"{parts.hostname}:{parts.port}" if parts.port else str(parts.hostname)
 
 
-def open_graph(settings: Settings, *, unavailable_wait: float | None = None) -> Graph:
+def open_graph(
+    settings: Settings, *, unavailable_wait: float | None = None, tx_timeout: float | None = None
+) -> Graph:
     """The graph of one edge. ``unavailable_wait``: how long a call waits for an unreachable Neo4j
-    (default ``NEO4J_UNAVAILABLE_WAIT_SECONDS``, the worker edges' wait; the API passes its own)."""
+    (default ``NEO4J_UNAVAILABLE_WAIT_SECONDS``, the worker edges' wait; the API passes its own).
+    ``tx_timeout``: each transaction's deadline (default ``NEO4J_WORKER_TX_TIMEOUT_SECONDS``; the API
+    passes ``NEO4J_TX_TIMEOUT_SECONDS``)."""
     auth = None
     password = settings.neo4j_password.get_secret_value()
     if password:
@@ -278,4 +344,5 @@ def open_graph(settings: Settings, *, unavailable_wait: float | None = None) -> 
         notifications_min_severity=neo4j.NotificationMinimumSeverity.OFF,
     )
     wait = settings.neo4j_unavailable_wait_seconds if unavailable_wait is None else unavailable_wait
-    return Graph(driver, database=settings.neo4j_database, unavailable_wait=wait)
+    deadline = settings.neo4j_worker_tx_timeout_seconds if tx_timeout is None else tx_timeout
+    return Graph(driver, database=settings.neo4j_database, unavailable_wait=wait, tx_timeout=deadline)

@@ -44,6 +44,7 @@ __all__ = [
     "current_recorder",
     "deliveries",
     "email_provider_call",
+    "graph_statement_timeout",
     "guard_paused",
     "page_walked",
     "record_to",
@@ -61,6 +62,7 @@ EmailOutcome = Literal["accepted", "rejected", "throttled", "uncertain"]
 """The provider port's outcomes; ``accepted`` is the Dispatch's ``emailed``."""
 WebhookResult = Literal["answered", "blocked", "unreachable", "unreadable", "timed_out"]
 QueueState = Literal["visible", "in_flight", "delayed"]
+DeadlinePhase = Literal["running", "lock_wait"]
 
 EMF_NAMESPACE = "CampaignEngine"
 UNKNOWN_PROCEDURE = "(unknown)"
@@ -135,6 +137,12 @@ DISPATCHES = MetricDef(
     "campaign_engine_dispatches", "gauge", "Dispatches by channel and status, counted at scrape time",
     ("channel", "status"), "Count",
 )  # fmt: skip
+GRAPH_STATEMENT_TIMEOUTS = MetricDef(
+    "campaign_engine_graph_statement_timeouts", "counter",
+    "Graph transactions Neo4j ended at their deadline (NEO4J_TX_TIMEOUT_SECONDS and its worker twin),"
+    " by what they were doing: running or waiting for a lock",
+    ("phase",), "Count",
+)  # fmt: skip
 
 METRICS: tuple[MetricDef, ...] = (
     TRPC_REQUESTS,
@@ -147,6 +155,7 @@ METRICS: tuple[MetricDef, ...] = (
     QUEUE_MESSAGES,
     QUEUE_OLDEST_AGE,
     DISPATCHES,
+    GRAPH_STATEMENT_TIMEOUTS,
 )
 
 
@@ -290,6 +299,11 @@ def email_provider_call(provider: str, outcomes: Iterable[str], seconds: float) 
 def guard_paused(channel: Channel, rate: str) -> None:
     """A Dispatch the health guard paused, after the pause committed."""
     current_recorder().add(GUARD_PAUSES, {"channel": channel, "rate": rate}, 1)
+
+
+def graph_statement_timeout(phase: DeadlinePhase) -> None:
+    """One transaction ended by Neo4j at its deadline (``graph/graph.py``)."""
+    current_recorder().add(GRAPH_STATEMENT_TIMEOUTS, {"phase": phase}, 1)
 
 
 def page_walked(channel: Channel) -> None:

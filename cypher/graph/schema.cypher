@@ -19,6 +19,8 @@ CREATE INDEX dispatch_approval_request_tenant IF NOT EXISTS FOR (r:DispatchAppro
 CREATE CONSTRAINT api_key_id IF NOT EXISTS FOR (k:ApiKey) REQUIRE k.id IS UNIQUE;
 CREATE INDEX api_key_tenant IF NOT EXISTS FOR (k:ApiKey) ON (k.tenantId);
 CREATE CONSTRAINT access_grant_key IF NOT EXISTS FOR (g:AccessGrant) REQUIRE (g.tenantId, g.subject, g.role) IS UNIQUE;
+// The tenants a person holds roles in (access.me): the console offers them to act in.
+CREATE INDEX access_grant_subject IF NOT EXISTS FOR (g:AccessGrant) ON (g.subject);
 CREATE CONSTRAINT dispatch_id IF NOT EXISTS FOR (d:Dispatch) REQUIRE d.id IS UNIQUE;
 CREATE CONSTRAINT tag_slug IF NOT EXISTS FOR (t:Tag) REQUIRE t.slug IS UNIQUE;
 CREATE CONSTRAINT rate_bucket_key IF NOT EXISTS FOR (b:RateBucket) REQUIRE b.key IS UNIQUE;

@@ -49,6 +49,21 @@ def test_a_plain_http_key_set_only_in_local_development() -> None:
     Settings(**values, campaign_local_development=True, _env_file=None).require_api()  # type: ignore[arg-type]
 
 
+def test_the_console_provider_needs_its_client_and_a_key_set_the_api_verifies_with() -> None:
+    jwks = {**JWKS_CLAIMS, "auth_jwks_url": "https://id.example.org/jwks.json"}
+    oidc = {"auth_oidc_issuer": "https://id.example.org/", "auth_oidc_client_id": "console"}
+    Settings(**jwks, **oidc, _env_file=None).require_api()  # type: ignore[arg-type]
+    for values, refused in [
+        ({**jwks, "auth_oidc_issuer": "https://id.example.org/"}, "AUTH_OIDC_CLIENT_ID"),
+        ({**jwks, "auth_oidc_client_id": "console"}, "AUTH_OIDC_ISSUER"),
+        ({**oidc, "auth_jwt_secret": GOOD}, "AUTH_JWKS_URL"),  # tokens the API could not verify
+        ({**jwks, **oidc, "auth_oidc_issuer": "http://id.example.org/"}, "AUTH_OIDC_ISSUER must be an https"),
+        ({**jwks, "auth_jwt_secret": "short"}, "AUTH_JWT_SECRET"),  # beside a key set, still a real one
+    ]:
+        with pytest.raises(ConfigError, match=refused):
+            Settings(**values, _env_file=None).require_api()  # type: ignore[arg-type]
+
+
 def test_unsubscribe_secret_is_checked() -> None:
     with pytest.raises(ConfigError, match="CAMPAIGN_UNSUBSCRIBE_SECRET"):
         Settings(campaign_unsubscribe_secret="too-short", _env_file=None).require_unsubscribe()

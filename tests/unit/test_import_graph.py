@@ -1,8 +1,8 @@
 """The package's import graph: each package imports only its own modules and layers below its own.
 
-Layers, lowest first (docs/architecture.md, "Layers"). ``domain`` imports nothing of ours; ``config``
-only domain leaves; ``graph``, ``queue`` and ``egress`` are the base adapters (the database, the queue
-port and its two backends, the one safe HTTP client); ``unsubscribe`` and ``inbox`` sit on them; the use
+Layers, lowest first (docs/architecture.md, "Layers"). ``domain`` imports nothing of ours; ``config`` only
+domain leaves; ``graph``, ``queue`` and ``egress`` are the base adapters (the database, the queue port and
+its two backends, the one safe HTTP client); ``unsubscribe``, ``inbox`` and ``did`` sit on them; the use
 cases ``campaigns``, ``delivery`` and ``feedback`` share a layer and therefore never import each other;
 ``wiring`` is the composition root above them that every edge builds through; ``api`` is the HTTP edge;
 ``aws`` (Lambda handlers), ``dev_stack`` and ``watch`` start or call it; ``cli`` starts them all. There
@@ -26,6 +26,7 @@ LAYERS = {
     "egress": 2,
     "unsubscribe": 3,
     "inbox": 3,
+    "did": 3,  # DID resolution and EdDSA JWTs: did:web documents come through egress
     "campaigns": 4,
     "delivery": 4,
     "feedback": 4,

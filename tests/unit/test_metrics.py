@@ -82,6 +82,7 @@ def test_every_recording_call_prints_valid_emf_lines(emf: io.StringIO) -> None:
     metrics.webhook_post("answered", 0.05)
     metrics.email_provider_call("smtp", ["accepted", "rejected"], 1.25)
     metrics.page_walked("email")
+    metrics.graph_statement_timeout("lock_wait")
     record_readings(ScrapeGauges(queues={"delivery": _Stats}, dispatches=lambda: {("email", "sending"): 2}))
 
     documents = [assert_valid_emf(line) for line in emf.getvalue().splitlines()]
@@ -98,6 +99,7 @@ def test_every_recording_call_prints_valid_emf_lines(emf: io.StringIO) -> None:
         == "Seconds"
     )
     assert by_name["email_provider_call_duration_seconds"]["outcome"] == "rejected"  # the batch's worst
+    assert by_name["graph_statement_timeouts"]["phase"] == "lock_wait"
     assert by_name["queue_oldest_message_age_seconds"]["queue_oldest_message_age_seconds"] == 42.5
     assert by_name["dispatches"] | {"_aws": None} == {
         "_aws": None, "channel": "email", "status": "sending", "dispatches": 2.0

@@ -42,6 +42,11 @@ class Me(CamelModel):
     tenant_id: Annotated[str, Field(description="the tenant this credential acts in")]
     role: Role | None = Field(description="the caller's highest role in that tenant; platform admins: admin")
     platform: bool = Field(description="a platform admin: every role in every tenant")
+    tenants: list[str] = Field(
+        default_factory=list,
+        description="the tenants the caller holds a granted role in, which the console may act in;"
+        " a platform admin acts in any (tenants.list)",
+    )
 
 
 class GrantInput(TenantRef):
@@ -78,7 +83,19 @@ def me(ctx: Context) -> Me:
     """The signed-in caller, the tenant their credential acts in and their role there."""
     caller = ctx.user()
     role: Role | None = "admin" if caller.is_admin else ctx.role_in(ctx.tenant_id)
-    return Me(profile_id=caller.profile_id, tenant_id=ctx.tenant_id, role=role, platform=caller.is_admin)
+    # An API key or a token naming a tenant acts there alone; a person's token may act where granted.
+    held = (
+        []
+        if caller.is_admin or caller.tenant_id
+        else access_grants.tenants_of(ctx.services.graph, subject=caller.profile_id)
+    )
+    return Me(
+        profile_id=caller.profile_id,
+        tenant_id=ctx.tenant_id,
+        role=role,
+        platform=caller.is_admin,
+        tenants=held,
+    )
 
 
 @router.query("list")

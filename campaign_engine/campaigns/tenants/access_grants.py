@@ -18,13 +18,14 @@ from campaign_engine.graph.audit import AuditContext, record_audit
 from campaign_engine.graph.cypher import statement
 from campaign_engine.graph.graph import Graph, Tx
 
-__all__ = ["Grant", "GrantList", "grant_role", "list_grants", "revoke_role", "roles_of"]
+__all__ = ["Grant", "GrantList", "grant_role", "list_grants", "revoke_role", "roles_of", "tenants_of"]
 
 # Role names are api/access.py's; this layer stores them and does not rank them.
 _ROLES_OF = "access_roles_of"  # cypher/tenants/access_roles_of.cypher
 _GRANT = "access_grant"  # cypher/tenants/access_grant.cypher
 _REVOKE = "access_revoke"  # cypher/tenants/access_revoke.cypher
 _LIST = "access_list"  # cypher/tenants/access_list.cypher
+_TENANTS_OF = "access_tenants_of"  # cypher/tenants/access_tenants_of.cypher
 
 
 class Grant(CamelModel):
@@ -45,6 +46,16 @@ def roles_of(graph: Graph, *, tenant_id: str, subject: str) -> frozenset[str]:
         return [] if record is None else list(record["roles"])
 
     return frozenset(graph.read(tx_fn))
+
+
+def tenants_of(graph: Graph, *, subject: str) -> list[str]:
+    """The tenants ``subject`` holds a role in, by id: where a person signed in by the organisation's
+    identity provider (whose token names no tenant) may act."""
+
+    def tx_fn(tx: Tx) -> list[str]:
+        return [str(r["tenantId"]) for r in tx.run(statement(_TENANTS_OF), subject=subject)]
+
+    return graph.read(tx_fn)
 
 
 def grant_role(

@@ -401,6 +401,10 @@ export interface Me {
    * a platform admin: every role in every tenant
    */
   platform: boolean;
+  /**
+   * the tenants the caller holds a granted role in, which the console may act in; a platform admin acts in any (tenants.list)
+   */
+  tenants?: string[];
 }
 /**
  * This interface was referenced by `Procedures`'s JSON-Schema

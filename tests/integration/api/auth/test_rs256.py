@@ -22,7 +22,9 @@ from tests.conftest import free_port
 from tests.support.api import api_client
 from tests.support.jwt_tokens import (
     ADMIN_PROCEDURE,
+    AUDIENCE,
     KID,
+    OTHER_SECRET,
     _bearer,
     _claims,
     _code,
@@ -95,3 +97,27 @@ def test_a_remembered_token_still_expires(base_settings: Settings) -> None:
     time.sleep(3)
     with pytest.raises(Unauthorized, match="token expired"):
         verifier.verify(f"Bearer {token}")
+
+
+def test_beside_a_key_set_a_secret_signs_hs256_tokens_and_nothing_else(
+    base_settings: Settings, graph: Graph, jwks_server: _JwksServer, signing_key: rsa.RSAPrivateKey
+) -> None:
+    """make dev: the provider's RS256 tokens and the pasted fallback minted with the secret. Each is
+    checked against its own key only: the secret never verifies an RS256 token, a key never an HS256 one."""
+    settings = _jwks_settings(base_settings, jwks_server.url).model_copy(
+        update={"auth_jwt_secret": base_settings.auth_jwt_secret}
+    )
+    public_pem = signing_key.public_key().public_bytes(
+        serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo
+    )
+    with api_client(settings, graph) as api:
+        for token in (_rs256(signing_key), _hs256(aud=AUDIENCE)):
+            assert api.http.get(ADMIN_PROCEDURE, headers=_bearer(token)).status_code == 200
+        rejected = {
+            "hs256 with another secret": _hs256(OTHER_SECRET, aud=AUDIENCE),
+            "hs256 for another audience": _hs256(aud="someone-else"),
+            "hs256 keyed with the public key": _hmac_signed(_claims(aud=AUDIENCE), public_pem),
+            "rs256 signed by another key": _rs256(_rsa_key()),
+        }
+        for case, token in rejected.items():
+            assert _code(api.http.get(ADMIN_PROCEDURE, headers=_bearer(token))) == (401, "UNAUTHORIZED"), case
