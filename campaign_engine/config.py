@@ -142,11 +142,8 @@ class Settings(BaseSettings):
     campaign_delivery_queue_url: str | None = None
     # Event-webhook relay jobs: their own SQS queue and Lambda; unset, the delivery queue's.
     campaign_webhook_queue_url: str | None = None
-    # Lanes on SQS (docs/lanes.md): a queue of their own for critical and bulk work; unset, the main one.
-    campaign_critical_dispatch_queue_url: str | None = None
-    campaign_bulk_dispatch_queue_url: str | None = None
-    campaign_critical_delivery_queue_url: str | None = None
-    campaign_bulk_delivery_queue_url: str | None = None
+    # Lanes on SQS (docs/lanes.md): {"dispatch"|"delivery": {"critical"|"bulk": url}}; unset, the main one.
+    campaign_lane_queue_urls: dict[str, dict[str, str]] = {}  # checked where the queues are built
     aws_endpoint_url_sqs: str | None = None
     aws_region: str = "us-east-1"  # SQS region (Lambda sets AWS_REGION itself)
     # Local queue visibility timeout: longer than one delivery batch (POST timeout + graph write).
