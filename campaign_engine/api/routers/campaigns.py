@@ -139,7 +139,12 @@ def update(ctx: Context, data: CampaignPatch) -> CampaignPublic:
     expectedUpdatedAt is an instant compared to the millisecond: a value echoed through a JavaScript
     ``Date`` matches, an older one is CONFLICT."""
     campaign_id, policy = ctx.campaign(data.campaign_id), policy_of(ctx.services.graph, ctx.tenant_id)
-    _check_priority(ctx, data.priority)
+    # Asked when it becomes critical; an edit that keeps it so (a whole definition sent back) is not.
+    if (
+        data.priority == "critical"
+        and definitions.get_campaign(ctx.services.graph, campaign_id).priority != "critical"
+    ):
+        _check_priority(ctx, data.priority)
     updated = definitions.update_campaign(
         ctx.services.graph,
         patch=data.model_copy(update={"campaign_id": campaign_id}),
