@@ -87,6 +87,8 @@ def pick(conn: sqlite3.Connection, name: str, *, now: float, taken: str) -> Pick
     if not candidates:
         return None
     lane = candidates[0][0]
+    if len(candidates) == 1:  # alone in its lane: no share to keep (a group that joins starts at the clock)
+        return Pick(lane, candidates[0][1], max(candidates[0][2], 1e-6), start=-1.0)
     clock_row = conn.execute(
         "SELECT clock FROM lane_clocks WHERE name = ? AND lane = ?", (name, lane)
     ).fetchone()
@@ -101,7 +103,10 @@ def pick(conn: sqlite3.Connection, name: str, *, now: float, taken: str) -> Pick
 
 
 def charge(conn: sqlite3.Connection, name: str, chosen: Pick, served: int) -> None:
-    """Move the lane's clock to the chosen start and the group's finish past the ``served`` messages."""
+    """Move the lane's clock to the chosen start and the group's finish past the ``served`` messages.
+    A group served alone (``start`` -1) is not charged: whoever joins it starts level with it."""
+    if chosen.start < 0:
+        return
     conn.execute(
         "INSERT INTO lane_clocks (name, lane, clock) VALUES (?, ?, ?)"
         " ON CONFLICT (name, lane) DO UPDATE SET clock = excluded.clock",
