@@ -9,6 +9,8 @@ LAUNCHER := infra/neo4j/target/neo4j-launcher.jar
 # The admin console (admin/): npm ci from the committed lock, then esbuild into the package (gitignored).
 ADMIN_MODULES := admin/node_modules/.package-lock.json
 ADMIN_ASSETS := campaign_engine/api/admin_static/manifest.json
+# make dev's OpenID provider (devidp/: node-oidc-provider), npm ci from its committed lock like admin/.
+DEVIDP_MODULES := devidp/node_modules/.package-lock.json
 # `make test` runs pytest-xdist workers, each a session with its own Neo4j (a 1 GiB heap; 24 GiB hold
 # four easily). Most of the suite waits on processes, sockets and the graph, so on 2 cores it runs more
 # workers than cores. TEST_WORKERS=0 runs it in one process, as before.
@@ -36,13 +38,17 @@ $(ADMIN_ASSETS): $(ADMIN_MODULES) admin/build.mjs $(wildcard admin/src/*)
 
 admin-assets: $(ADMIN_ASSETS)
 
+$(DEVIDP_MODULES): devidp/package.json devidp/package-lock.json
+	cd devidp && npm ci --no-audit --no-fund --loglevel=error
+	touch $@
+
 # Test-only system packages: Debian's Chromium for the unsubscribe-page browser test.
 system-deps:
 	@command -v chromium >/dev/null 2>&1 || { \
 	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
 	  else echo "install Debian's chromium package (sudo apt-get install chromium)" >&2; exit 1; fi; }
 
-dev: $(STAMP) $(LAUNCHER) $(ADMIN_ASSETS)
+dev: $(STAMP) $(LAUNCHER) $(ADMIN_ASSETS) $(DEVIDP_MODULES)
 	$(BIN)/campaign-engine dev
 
 lint: $(STAMP)
@@ -57,7 +63,7 @@ typecheck: $(STAMP) $(ADMIN_MODULES)
 docs: $(STAMP)
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --site-dir .local/site
 
-test: $(STAMP) $(LAUNCHER) $(ADMIN_ASSETS) system-deps lint typecheck docs
+test: $(STAMP) $(LAUNCHER) $(ADMIN_ASSETS) $(DEVIDP_MODULES) system-deps lint typecheck docs
 	$(BIN)/pytest -q --durations=15 -n $(TEST_WORKERS) --dist loadgroup
 
 unit: $(STAMP)

@@ -19,9 +19,20 @@ from pathlib import Path
 
 from campaign_engine.config import Settings
 
-__all__ = ["child_env", "dev_env", "new_env_file", "run_dev"]
+__all__ = [
+    "DEVIDP_CLIENT_ID",
+    "child_env",
+    "dev_env",
+    "devidp_command",
+    "new_env_file",
+    "oidc_env",
+    "run_dev",
+]
 
 _LOCAL = Path(".local")
+_DEVIDP = Path(__file__).resolve().parent.parent / "devidp" / "provider.mjs"
+DEVIDP_CLIENT_ID = "console"
+_DEVIDP_AUDIENCE = "urn:campaign-engine:api"  # the resource the provider's access tokens are for
 
 # The sign-in link and the printed token command last a working day: a console tab opened in the
 # morning keeps working until the evening, and warns before it ends rather than falling to the sign-in page.
@@ -60,12 +71,12 @@ def new_env_file(path: Path) -> Path:
     return path
 
 
-def dev_env(*, neo4j_uri: str, local: Path = _LOCAL) -> Path:
+def dev_env(*, neo4j_uri: str, local: Path = _LOCAL, extra: dict[str, str] | None = None) -> Path:
     """Local secrets for ``make dev``, generated once and kept under ``.local/``, with the address of the
     Neo4j it starts (``NEO4J_URI``), so a command run beside it with ``CAMPAIGN_ENV_FILE=.local/dev.env``
     reaches that graph. A plain webhook secret left by an older ``make dev`` is replaced (the worker and
     inbox refuse it at start), and a missing ``CAMPAIGN_SECRETS_KEY`` added (profiles' own webhooks
-    need it)."""
+    need it). ``extra`` (the OpenID provider's settings) is written anew each start, like NEO4J_URI."""
     path = local / "dev.env"
     if not path.exists():
         local.mkdir(exist_ok=True)
@@ -79,7 +90,10 @@ def dev_env(*, neo4j_uri: str, local: Path = _LOCAL) -> Path:
     ]
     if not any(line.startswith(_SECRETS_KEY) for line in kept):  # an env file of an older make dev
         kept.append(_secrets_key_line())
-    kept = [line for line in kept if not line.startswith("NEO4J_URI=")] + [f"NEO4J_URI={neo4j_uri}"]
+    fresh = {"NEO4J_URI": neo4j_uri, **(extra or {})}
+    kept = [line for line in kept if line.partition("=")[0] not in fresh] + [
+        f"{k}={v}" for k, v in fresh.items()
+    ]
     if kept != lines:
         path.write_text("\n".join([*kept, ""]))
     return path
@@ -124,6 +138,32 @@ def child_env(
     }
 
 
+def oidc_env(issuer: str) -> dict[str, str]:
+    """The API's settings for make dev's OpenID provider at ``issuer``: the console signs in there and
+    the API verifies its tokens by its key set, beside the HS256 secret (the pasted-token fallback)."""
+    return {
+        # In the env file, not only the children's environment: the sign-in link and the token command
+        # read it too, and the provider's plain-http key set is accepted in local development only.
+        "CAMPAIGN_LOCAL_DEVELOPMENT": "true",
+        "AUTH_OIDC_ISSUER": issuer,
+        "AUTH_OIDC_CLIENT_ID": DEVIDP_CLIENT_ID,
+        "AUTH_JWKS_URL": f"{issuer}/jwks",
+        "AUTH_JWT_ISSUER": issuer,
+        "AUTH_JWT_AUDIENCE": _DEVIDP_AUDIENCE,
+    }
+
+
+def devidp_command(*, port: int, api_origins: list[str], admins: str, token_ttl: int = 3600) -> list[str]:
+    """make dev's OpenID provider (``devidp/``: node-oidc-provider, OpenID Certified) on loopback
+    ``port``, for the console served at each of ``api_origins``; tests start it the same way."""
+    redirects = [f"{origin}/admin{tail}" for origin in api_origins for tail in ("", "/oidc-silent")]
+    return [
+        "node", str(_DEVIDP), "--port", str(port), "--client-id", DEVIDP_CLIENT_ID,
+        "--audience", _DEVIDP_AUDIENCE, "--admins", admins, "--access-token-ttl", str(token_ttl),
+        *(arg for uri in redirects for arg in ("--redirect-uri", uri)),
+    ]  # fmt: skip
+
+
 def _sign_in_link(env_file: Path, *, host: str, port: int) -> str:
     """The console URL for the local admin, valid for ``WORKING_DAY_SECONDS``; the token rides in the
     fragment, which browsers never send to a server or put in a Referer, and the console clears it from
@@ -150,7 +190,9 @@ def run_dev(*, host: str, port: int) -> int:
     inbox_port = int(os.environ.get("INBOX_PORT", "8025"))
     smtp_port = int(os.environ.get("SMTP_CATCHER_PORT", "1025"))
     neo4j_port = int(os.environ.get("NEO4J_PORT", "7687"))
-    env_file = dev_env(neo4j_uri=f"bolt://127.0.0.1:{neo4j_port}")
+    idp_port = int(os.environ.get("OIDC_PORT", "9400"))
+    issuer = f"http://127.0.0.1:{idp_port}"
+    env_file = dev_env(neo4j_uri=f"bolt://127.0.0.1:{neo4j_port}", extra=oidc_env(issuer))
     # Each child configures its own logging the same way (JSON lines unless LOG_FORMAT says otherwise).
     configure_logging(Settings(_env_file=env_file))
     env = child_env(
@@ -184,11 +226,17 @@ def run_dev(*, host: str, port: int) -> int:
             )
         )
         children.append(subprocess.Popen([*exe, "worker"], env=env))  # noqa: S603
+        origins = [f"http://{name}:{port}" for name in ("127.0.0.1", "localhost")]
+        admins = Settings(_env_file=env_file).campaign_admin_profile_ids
+        idp = devidp_command(port=idp_port, api_origins=origins, admins=admins)
+        children.append(subprocess.Popen(idp, env=env))  # noqa: S603 - our own provider script
         print(
             "\ncampaign-engine is starting on "
             f"http://{host}:{port}  (reference inbox on http://127.0.0.1:{inbox_port}; "
             f"email is caught in {_LOCAL / 'mail'}; metrics at http://{host}:{port}/metrics"
             f" and http://127.0.0.1:{env['METRICS_PORT']}/metrics)\n"
+            f"Sign in to the console at http://127.0.0.1:{port}/admin with the local OpenID provider"
+            f" ({issuer}): as 'admin', or as anyone granted a role. Or paste a token.\n"
             f"Mint an admin token valid for {hours} hours (the console asks for a new one when it ends):\n"
             f"  CAMPAIGN_ENV_FILE={env_file} .venv/bin/campaign-engine token "
             f"--profile-id admin --scope campaigns:admin --ttl {WORKING_DAY_SECONDS}\n",

@@ -108,19 +108,24 @@ export class Api {
   constructor(
     private readonly root: string,
     private readonly token: () => string | null,
+    /** The tenant picked to act in (the API's x-campaign-tenant header); null: the credential's own. */
+    private readonly tenant: () => string | null = () => null,
   ) {
     this.client = createTRPCUntypedClient<AnyRouter>({
       links: [
         httpBatchLink({
           url: `${root}/trpc`,
           maxURLLength: 4000, // a long list of getStats calls splits instead of failing
-          headers: () => {
-            const value = token();
-            return value ? { authorization: `Bearer ${value}` } : {};
-          },
+          headers: () => this.credentials(),
         }),
       ],
     });
+  }
+
+  private credentials(): Record<string, string> {
+    const value = this.token();
+    const picked = this.tenant();
+    return { ...(value ? { authorization: `Bearer ${value}` } : {}), ...(picked ? { "x-campaign-tenant": picked } : {}) };
   }
 
   /** A plain HTTP route of the API (the CSV import, the exports) with the same credential and renewal
@@ -129,8 +134,7 @@ export class Api {
     const keeper = this.renewing;
     for (;;) {
       if (keeper?.expired() && !(await keeper.renew())) throw new ApiError("UNAUTHORIZED", "Signed out", [], request.procedure);
-      const value = this.token();
-      const headers: Record<string, string> = value ? { authorization: `Bearer ${value}` } : {};
+      const headers = this.credentials();
       if (request.contentType) headers["content-type"] = request.contentType;
       let answer: Response;
       try {

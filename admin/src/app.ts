@@ -15,7 +15,8 @@ import { renderTenantSettings } from "./settings";
 import { button, errorBox, guarded, roleNote, shell } from "./shell";
 import { renderSignIn } from "./signin";
 import { announce } from "./status";
-import { api, can, currentGeneration, currentSession, drawsSignIn, forget, navigated, takeFragmentToken, token } from "./tab";
+import { finishSignIn, returningFromProvider } from "./oidc";
+import { actIn, actingTenant, api, can, currentGeneration, currentSession, drawsSignIn, forget, holdToken, navigated, takeFragmentToken, token } from "./tab";
 import { renderAccess } from "./tenant";
 import { renderTransfer } from "./transfer";
 
@@ -35,6 +36,12 @@ function route(): void {
   }
   currentSession().then((s) => {
     if (mine !== currentGeneration()) return;
+    const home = s.me.tenants?.[0];
+    if (!s.me.platform && s.me.role === null && home !== undefined && actingTenant() !== home) {
+      actIn(home); // a person signed in by the provider: their (first) tenant, then the picker in the header
+      route();
+      return;
+    }
     if (!s.me.platform && s.me.role === null) {
       forget();
       signIn(`${s.me.profileId} holds no role in tenant '${s.me.tenantId}': ask one of its admins for access.`);
@@ -43,7 +50,10 @@ function route(): void {
     draw(s);
   }, (err: unknown) => {
     if (mine !== currentGeneration()) return;
-    if (err instanceof ApiError && err.code === "UNAUTHORIZED") {
+    if (err instanceof ApiError && err.code === "FORBIDDEN" && actingTenant()) {
+      actIn(null); // the tenant picked is no longer this person's (a grant revoked): back to their own
+      route();
+    } else if (err instanceof ApiError && err.code === "UNAUTHORIZED") {
       forget();
       signIn(`${err.message}. Sign in again with an admin token.`);
     } else shell("Campaigns admin", errorBox(err));
@@ -64,9 +74,18 @@ function draw(s: Session): void {
 }
 
 drawsSignIn(signIn);
-takeFragmentToken();
 window.addEventListener("hashchange", () => {
   if (takeFragmentToken()) return; // a link pasted into this tab changes only the fragment
   route();
 });
-route();
+if (returningFromProvider()) {
+  // Back from the provider's sign-in page: the code in the fragment becomes this tab's token.
+  finishSignIn().then((value) => {
+    actIn(null);
+    holdToken(value);
+    route();
+  }, (err: unknown) => signIn(`Signing in with the identity provider failed: ${err instanceof Error ? err.message : String(err)}`));
+} else {
+  takeFragmentToken();
+  route();
+}

@@ -93,9 +93,9 @@ export function composer(existing: Campaign | null): Composer {
     const a: Action | undefined = msg?.actions?.[i];
     const label = input("text", { maxlength: 40, value: a?.label ?? "" });
     const style = select([["primary", "Primary"], ["secondary", "Secondary"], ["positive", "Positive"], ["dismiss", "Dismiss"]], a?.style ?? "primary");
-    const kind = select([["internalLink", "App path"], ["externalLink", "Web link"], ["dismiss", "Dismiss"]], a?.action.type ?? "internalLink");
+    const kind = select([["internalLink", "App path"], ["externalLink", "Web link"], ["appStore", "App store page"], ["capgoUpdate", "App update"], ["dismiss", "Dismiss"]], a?.action.type ?? "internalLink");
     const target = input("text", { value: a ? (a.action.type === "internalLink" ? a.action.path : a.action.type === "externalLink" ? a.action.url : "") : "" });
-    return { label, style, kind, target };
+    return { label, style, kind, target, original: a }; // what the form does not edit is kept as it was
   });
 
   // Notification and email copy
@@ -228,10 +228,10 @@ export function composer(existing: Campaign | null): Composer {
         if (!text(a.label) && !a.target.value.trim()) return [];
         const style = a.style.value as NonNullable<Action["style"]>;
         const target = a.target.value.trim();
-        const action: Action["action"] =
-          a.kind.value === "dismiss" ? { type: "dismiss" } : a.kind.value === "externalLink" ? { type: "externalLink", url: target } : { type: "internalLink", path: target };
-        return [{ label: a.label.value, style, action }];
+        const action: Action["action"] = a.kind.value === "dismiss" ? { type: "dismiss" } : a.kind.value === "appStore" ? (a.original?.action.type === "appStore" ? a.original.action : { type: "appStore" }) : a.kind.value === "capgoUpdate" ? { type: "capgoUpdate" } : a.kind.value === "externalLink" ? { type: "externalLink", url: target } : { type: "internalLink", path: target };
+        return [{ label: a.label.value, style, action, ...(a.original?.closeOnComplete === false ? { closeOnComplete: false } : {}) }];
       }),
+      ...(msg?.id ? { id: msg.id } : {}), ...(msg?.targeting ? { targeting: msg.targeting } : {}), // kept as they were
     };
     const body = text(mBody);
     if (body) message.body = body;

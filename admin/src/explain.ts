@@ -123,11 +123,32 @@ const RULES: Record<string, RuleWords> = {
   },
 };
 
+/** "kid-a", "kid-a and kid-b", "kid-a, kid-b and kid-c". */
+function listed(ids: string[]): string {
+  return ids.length < 2 ? (ids[0] ?? "") : `${ids.slice(0, -1).join(", ")} and ${ids[ids.length - 1] ?? ""}`;
+}
+
+const RECEIVED: Record<Channel, "notifiedAt" | "emailedAt"> = { notify: "notifiedAt", email: "emailedAt" };
+
+/** The channel's sentence for a guardian the campaign is routed to: received, would receive, or why not
+ *  (the first rule that stops it besides membership, which a guardian is not held to). */
+function guardianVerdict(f: Omit<Facts, "rule">, c: ChannelExplanation, route: NonNullable<RecipientExplanation["guardian"]>): Child[] {
+  const of = `as the guardian of ${listed(route.routedFrom)}`;
+  const received = f.x.past?.[RECEIVED[f.channel]];
+  if (typeof received === "string") return [`Received ${THING[f.channel]} ${of} on `, when(received), "."];
+  if (route.channels[f.channel]) return [`Would receive ${THING[f.channel]} ${of} now.`];
+  const blocking = c.rules.find((r) => !r.ok && r.rule !== "not_member");
+  const words = blocking ? RULES[blocking.rule] : undefined;
+  const reason = blocking && words ? words.no({ ...f, rule: blocking }) : ["the members routed to them receive it themselves"];
+  return [`Will not receive ${THING[f.channel]} ${of}: `, ...reason, "."];
+}
+
 /** The channel's one sentence: what will happen now, in words. */
 function verdict(f: Omit<Facts, "rule">, c: ChannelExplanation): Child[] {
   const thing = THING[f.channel];
   if (c.wouldReceive) return [`Would receive ${thing} now.`];
   const blocking = c.rules.find((r) => !r.ok);
+  if (blocking?.rule === "not_member" && f.x.guardian?.routedFrom.length) return guardianVerdict(f, c, f.x.guardian);
   if (blocking?.rule === "already_notified") return ["Already received it on ", when(blocking.detail ?? f.x.past?.["notifiedAt"]), "."];
   if (blocking?.rule === "already_claimed") {
     return f.x.past?.["emailedAt"] ? ["Already received it on ", when(f.x.past["emailedAt"]), "."] : ["Already being emailed (since ", when(blocking.detail), ")."];
@@ -185,12 +206,28 @@ export function words(key: string): string {
   return spaced.charAt(0).toUpperCase() + spaced.slice(1);
 }
 
+/** Each guardian of an excluded member, and what routing does for them, one sentence each. */
+const ROUTE_OUTCOME: Record<string, string> = {
+  routed: "receives it in their place",
+  consent_revoked: "will not receive it: consent revoked",
+  guardian_not_eligible: "will not receive it: a rule stops them (explain them to see which)",
+  guardian_is_a_member: "receives it as a member of the audience, not as a guardian",
+};
+
+function guardianLines(x: RecipientExplanation): HTMLElement | null {
+  const lines: Child[][] = [];
+  if (x.guardian?.routedFrom.length) lines.push([`${x.profileId} is the guardian of ${listed(x.guardian.routedFrom)}, who the age policy routes to them.`]);
+  for (const to of x.routedTo ?? []) lines.push([`${x.profileId}'s guardian ${to.guardianId} ${ROUTE_OUTCOME[to.outcome] ?? to.outcome.replace(/_/g, " ")}.`]);
+  return lines.length ? h("ul", { id: "explain-guardian", "aria-label": "Guardian routing" }, ...lines.map((l) => h("li", {}, ...l))) : null;
+}
+
 function view(x: RecipientExplanation, profile: ProfileFacts | null): HTMLElement {
   const facts = Object.entries(x.past ?? {}).filter((entry): entry is [string, string] => typeof entry[1] === "string");
   return h("div", {},
     h("p", { id: "explain-member" }, x.member
       ? h("span", {}, `${x.profileId} is a member, ${joined(x.memberSource)}`, ...(x.memberAddedAt ? [" on ", when(x.memberAddedAt)] : []), ".")
       : `${x.profileId} is not a member of the audience.`),
+    guardianLines(x),
     ...x.channels.map((c) => channelView(x, profile, c)),
     // The A/B content variant every channel serves this profile, and why.
     x.variant ? h("p", { id: "explain-variant", "data-variant": x.variant.variantId }, `Variant ${x.variant.variantId}: ${x.variant.why}.`) : null,

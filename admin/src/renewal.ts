@@ -11,6 +11,7 @@ export const WARN_BEFORE_MS = 5 * 60 * 1000;
 
 interface Claims {
   exp?: number;
+  iat?: number;
   sub?: string;
   tenantId?: string;
 }
@@ -34,6 +35,14 @@ export function tokenExpiry(token: string): number | null {
   return typeof exp === "number" ? exp * 1000 : null;
 }
 
+/** When a silent renewal is tried, in milliseconds before the end: with the warning, or halfway
+ *  through a token shorter-lived than that. */
+function silentLead(token: string): number {
+  const c = claims(token);
+  const lifetime = typeof c?.exp === "number" && typeof c.iat === "number" ? (c.exp - c.iat) * 1000 : Infinity;
+  return Math.min(WARN_BEFORE_MS, lifetime / 2);
+}
+
 /** Whether a token names the profile (and, when it carries one, the tenant) this page was opened as. */
 export function sameIdentity(token: string, me: Me): boolean {
   const c = claims(token);
@@ -50,6 +59,8 @@ export interface KeeperDeps {
   announce(message: string): void;
   /** The dialog's "Sign out": forget the token and show the sign-in screen (which calls end()). */
   signOut(): void;
+  /** A new token without asking (the OpenID provider's prompt=none), or null; tried once per token. */
+  silent?: () => Promise<string | null>;
 }
 
 export class SessionKeeper {
@@ -59,6 +70,8 @@ export class SessionKeeper {
   private settle: ((renewed: boolean) => void) | null = null;
   private shown = "";
   private ended = false;
+  private quiet = false; // a silent renewal is under way: no dialog unless it fails
+  private silentFor = ""; // the token a silent renewal was last tried for
 
   constructor(private readonly deps: KeeperDeps) {
     document.body.prepend(this.banner);
@@ -88,9 +101,31 @@ export class SessionKeeper {
       this.waiting = new Promise<boolean>((resolve) => {
         this.settle = resolve;
       });
-      this.ask(ended);
-    } else if (ended && !this.ended) this.ask(true); // an early question became a refusal
+      const value = this.deps.token() ?? "";
+      if (this.deps.silent && this.silentFor !== value) {
+        this.silentFor = value;
+        this.silently(this.deps.silent, ended);
+      } else this.ask(ended);
+    } else if (ended && !this.ended) {
+      // An early question became a refusal: the dialog can no longer be put off.
+      if (this.quiet) this.ended = true;
+      else this.ask(true);
+    }
     return this.waiting;
+  }
+
+  /** Renewal without a word: a token from the provider is held like a pasted one; without one, the
+   *  dialog asks (the token has ended) or the warning stays (it still works). */
+  private silently(silent: () => Promise<string | null>, ended: boolean): void {
+    this.quiet = true;
+    this.ended = ended;
+    void silent().then(async (fresh) => {
+      const problem = fresh ? await this.take(fresh) : "the provider did not renew silently";
+      this.quiet = false;
+      if (!problem) return;
+      if (this.ended || this.expired()) this.ask(true);
+      else this.finish(true);
+    });
   }
 
   /** Whether the question is open (a sign-in link pasted meanwhile answers it). */
@@ -123,6 +158,12 @@ export class SessionKeeper {
     if (left <= 0) {
       this.warn("");
       if (!this.asking()) void this.renew();
+      return;
+    }
+    if (this.deps.silent && this.silentFor !== value) {
+      // Renewed without a word where the provider allows it: a warning only once that has failed.
+      this.warn("");
+      if (!this.asking() && left <= silentLead(value)) void this.renew(false);
       return;
     }
     if (left > WARN_BEFORE_MS || this.asking()) {

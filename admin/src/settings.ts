@@ -3,6 +3,7 @@
 // pick any tenant (tenants.list), edit it (tenants.update, a patch of the fields changed: an emptied
 // optional field is sent as null, which clears it) and create one (tenants.create). The server
 // validates: a BAD_REQUEST issue is shown on the field its path names, and nothing is saved.
+import { tenantsChanged } from "./acting";
 import { roleName } from "./access";
 import { ApiError, type ChannelCap, type Issue, type Tenant, type TenantInput } from "./api";
 import { field, h, replace } from "./dom";
@@ -231,6 +232,7 @@ function createSection(kit: Kit, created: (t: Tenant) => void): HTMLElement {
       replace(out, kit.errorBox(err));
     }).then((t) => {
       if (!t) return;
+      tenantsChanged(); // the header's picker offers it from the next screen on
       id.value = "";
       name.value = "";
       replace(out, h("p", { className: "ok" }, `Created tenant ${t.tenantId}.`));

@@ -2,6 +2,7 @@
 // region, the status line) and the helpers every screen shares: buttons, guarded API calls, errors in
 // the admin's words, and the note shown in place of a control the role may not use.
 import { roleName } from "./access";
+import { tenantInView } from "./acting";
 import { ApiError, type Path } from "./api";
 import { h, replace } from "./dom";
 import { errorSentence } from "./messages";
@@ -57,7 +58,7 @@ function whoami(): HTMLElement | null {
   if (!me) return null;
   const role = me.platform ? "platform admin" : (me.role ?? "no role");
   return h("p", { className: "whoami", id: "whoami" },
-    h("span", { className: "muted" }, "Tenant "), h("strong", { id: "whoami-tenant" }, me.tenantId),
+    h("span", { className: "muted" }, "Tenant "), tenantInView(me),
     h("span", { className: "muted" }, " · Role "), h("strong", { id: "whoami-role", "data-role": me.platform ? "platform" : (me.role ?? "") }, role),
     h("span", { className: "muted" }, " · "), h("span", { id: "whoami-profile" }, me.profileId));
 }

@@ -1,6 +1,8 @@
-// The sign-in screen: an admin bearer token (a JWT or an API key), held in this tab's session storage
-// only. A token that holds no role in its tenant is refused here rather than shown empty screens.
+// The sign-in screen: the organisation's OpenID provider where the deployment names one (oidc.ts), and
+// an admin bearer token (a JWT or an API key) pasted as the fallback; either is held in this tab's
+// session storage only. A token that holds no role anywhere is refused here rather than shown empty screens.
 import { field, h, replace } from "./dom";
+import { beginSignIn, oidcConfigured, providerName } from "./oidc";
 import { bare, errorBox, guarded } from "./shell";
 import { currentSession, forget, holdToken, navigated } from "./tab";
 
@@ -17,7 +19,7 @@ export function renderSignIn(route: () => void, notice?: string): void {
     holdToken(tokenInput.value.trim());
     void guarded(submit, () => currentSession(), (err) => replace(out, errorBox(err))).then((s) => {
       if (!s) return;
-      if (!s.me.platform && s.me.role === null) {
+      if (!s.me.platform && s.me.role === null && !s.me.tenants?.length) {
         // Signed in, but this token may read nothing here: say so rather than show empty screens.
         forget();
         replace(out, h("p", { role: "alert", className: "error" }, `${s.me.profileId} holds no role in tenant '${s.me.tenantId}': ask one of its admins for access.`));
@@ -27,6 +29,23 @@ export function renderSignIn(route: () => void, notice?: string): void {
       route();
     });
   });
-  bare(h("main", { id: "main", className: "narrow" }, h("h1", {}, "Sign in"), notice ? h("p", { role: "alert", className: "notice" }, notice) : null, form), "Sign in");
-  tokenInput.focus();
+  const provider = oidcConfigured() ? providerSignIn() : null;
+  const fallback = provider ? h("details", { className: "signin-fallback" }, h("summary", {}, "Sign in with a token instead"), form) : form;
+  bare(h("main", { id: "main", className: "narrow" }, h("h1", {}, "Sign in"), notice ? h("p", { role: "alert", className: "notice" }, notice) : null, provider, fallback), "Sign in");
+  (provider?.querySelector("button") ?? tokenInput).focus();
+}
+
+/** The provider's button: leaves for its sign-in page, which returns here signed in (app.ts). */
+function providerSignIn(): HTMLElement {
+  const out = h("div", {});
+  const go = h("button", { type: "button", id: "signin-oidc" }, `Sign in with ${providerName()}`);
+  go.addEventListener("click", () => {
+    go.disabled = true;
+    beginSignIn().catch((err: unknown) => {
+      go.disabled = false;
+      replace(out, h("p", { role: "alert", className: "error" }, `The identity provider could not be reached: ${err instanceof Error ? err.message : String(err)}`));
+    });
+  });
+  return h("section", { className: "signin-provider", "aria-label": "Sign in with your organisation" },
+    h("p", {}, "Sign in with your organisation's account."), go, out);
 }

@@ -5,9 +5,11 @@ import type { ProcedurePath } from "../../clients/typescript/src/paths";
 import { type Access, accessTable, session, type Session } from "./access";
 import { Api, type Path } from "./api";
 import { announce } from "./status";
+import { oidcConfigured, silentToken } from "./oidc";
 import { sameIdentity, SessionKeeper } from "./renewal";
 
 const TOKEN_KEY = "campaign-engine.admin-token";
+const TENANT_KEY = "campaign-engine.acting-tenant"; // the tenant picked to act in (a platform admin's, a person's)
 const root = document.body.dataset["root"] ?? "";
 
 // The token lives in session storage only: never in a query string, gone when the tab closes.
@@ -21,7 +23,19 @@ export function holdToken(value: string): void {
   held = null;
 }
 
-export const api = new Api(root, token);
+/** The tenant picked to act in; null: the one the credential names. */
+export function actingTenant(): string | null {
+  return sessionStorage.getItem(TENANT_KEY);
+}
+
+/** Acts in `tenant` from the next call on (null: the credential's own); who we are gets read again. */
+export function actIn(tenant: string | null): void {
+  if (tenant) sessionStorage.setItem(TENANT_KEY, tenant);
+  else sessionStorage.removeItem(TENANT_KEY);
+  held = null;
+}
+
+export const api = new Api(root, token, actingTenant);
 let generation = 0; // bumps on every navigation, so a stale poll or answer knows to stop
 // Who the held token is and what it may do: access.me, asked again on every navigation (a role granted
 // or revoked shows on the next screen), and the server's access table, read once per page load.
@@ -43,6 +57,7 @@ export function navigated(hash: string | null): number {
 
 export function forget(): void {
   sessionStorage.removeItem(TOKEN_KEY);
+  sessionStorage.removeItem(TENANT_KEY);
   keeper.end(); // calls waiting for a renewal fail now, and go to the sign-in screen
   held = null;
 }
@@ -115,6 +130,7 @@ export function takeFragmentToken(): boolean {
 const keeper = new SessionKeeper({
   api,
   token,
+  ...(oidcConfigured() ? { silent: silentToken } : {}), // renewal without a word, where a provider signs in
   store: (value) => sessionStorage.setItem(TOKEN_KEY, value),
   me: () => held?.session.me ?? null,
   announce,

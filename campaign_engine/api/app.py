@@ -23,7 +23,8 @@ from starlette.requests import Request
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from campaign_engine.api import routers
-from campaign_engine.api.admin_console import admin_console_router
+from campaign_engine.api.admin_console import OidcClient, admin_console_router
+from campaign_engine.api.app_standin import app_standin_router
 from campaign_engine.api.auth import TokenVerifier
 from campaign_engine.api.clicks import clicks_router
 from campaign_engine.api.context import RateLimiter, Services
@@ -40,6 +41,8 @@ from campaign_engine.campaigns.self_test import ChannelTester
 from campaign_engine.campaigns.tenants.api_keys import verify_key
 from campaign_engine.config import ConfigError, Settings
 from campaign_engine.delivery.email.web_view import web_view_router
+from campaign_engine.did import DidResolver, resolver_for
+from campaign_engine.did.auth import DidAuthenticator
 from campaign_engine.domain.types import Clock, system_clock
 from campaign_engine.feedback.config import FeedbackConfig
 from campaign_engine.feedback.sns_http import SnsHttp
@@ -122,6 +125,7 @@ def create_app(
     dispatch_queue: Queue | None = None,
     self_test_testers: Mapping[str, ChannelTester] | None = None,
     sns_http: SnsHttp | None = None,
+    did_resolver: DidResolver | None = None,
     start_now: bool = False,
     serve_metrics: bool = True,
 ) -> FastAPI:
@@ -155,11 +159,20 @@ def create_app(
         tokens: UnsubscribeTokens | None = UnsubscribeTokens.from_settings(settings)
     except ConfigError:
         tokens = None
+    # DID-auth (did/auth.py): did:web documents come through the egress rules, cached per process.
+    resolver = did_resolver if did_resolver is not None else resolver_for(settings)
+    did_auth = DidAuthenticator(
+        the_graph, resolver, domain=settings.domain_name, leeway=settings.auth_jwt_leeway_seconds
+    )
     services = Services(
         settings=settings,
         graph=the_graph,
         clock=clock,
-        verifier=TokenVerifier(settings, api_keys=lambda token: verify_key(the_graph, token, now=clock())),
+        verifier=TokenVerifier(
+            settings,
+            api_keys=lambda token: verify_key(the_graph, token, now=clock()),
+            did_auth=lambda token: did_auth.authenticate(token, now=clock()),
+        ),
         engagement=EngagementService(the_graph, policy=lambda: Policy.of(settings, clock())),
         unsubscribe_tokens=tokens,
         secret_box=settings.secret_box(),  # a malformed CAMPAIGN_SECRETS_KEY stops the API at start
@@ -201,6 +214,8 @@ def create_app(
                 close()
         if own_limiter is not None:
             own_limiter.close()
+        if did_resolver is None:
+            resolver.close()
         if owns_graph:
             the_graph.close()
 
@@ -235,7 +250,10 @@ def create_app(
     app.include_router(webhooks_router(settings=settings, graph=the_graph, clock=clock, sns_http=sns_http))
     app.include_router(imports_router(services))
     app.include_router(exports_router(services))
-    app.include_router(admin_console_router())  # the console at /admin: static files, tRPC only
+    if settings.campaign_local_development:  # make dev's app origin is this API: its /m/<id> stand-in
+        app.include_router(app_standin_router(graph=the_graph, tenant_id=settings.campaign_default_tenant_id))
+    # The console at /admin: static files, tRPC only; signing in with the organisation's provider if set.
+    app.include_router(admin_console_router(oidc=OidcClient.from_settings(settings)))
 
     if serve_metrics:  # Lambda reports EMF instead: a scrape there would reach one container's counters
         app.add_api_route("/metrics", metrics_route(settings), include_in_schema=False)

@@ -9,6 +9,8 @@ Verified tokens are remembered until they expire (bounded, per process): an app 
 on every call, and re-checking its signature and claims is a sizeable share of a cheap call's CPU.
 Only tokens that verified are kept, and a kept token stops counting at its ``exp`` like any other.
 
+A DID-auth presentation (EdDSA, from a person's DID) is checked by ``did/auth.py``, never remembered.
+
 ``AUTH_JWT_ISSUER`` and ``AUTH_JWT_AUDIENCE`` are checked when set; ``exp``/``nbf``/``iat`` allow
 ``AUTH_JWT_LEEWAY_SECONDS`` of clock skew. The key set is held by ``JwksKeys``: anyone can forge a token
 naming a ``kid`` we do not hold, so such tokens must not be able to make us fetch the key set on demand
@@ -29,6 +31,8 @@ from jwt.types import Options
 
 from campaign_engine.campaigns.tenants.api_keys import KEY_PREFIX, KeyHolder, is_api_key
 from campaign_engine.config import Settings
+from campaign_engine.did.auth import DidPerson
+from campaign_engine.did.keys import DidError
 from campaign_engine.domain.errors import ServiceUnavailable, Unauthorized
 
 __all__ = ["ADMIN_SCOPE", "Caller", "JwksKeys", "TokenVerifier", "mint_token"]
@@ -48,6 +52,8 @@ class Caller:
     tenant_id: str | None
     roles: frozenset[str] = frozenset()  # the signed ``roles`` claim: roles in ``tenant_id``, if it names one
     minted_by: str | None = None  # an API key's minter: the person the key acts for
+    did: str | None = None  # a DID-auth caller's DID
+    challenge_only: bool = False  # a DID-auth token without a nonce: it may only fetch challenges
 
     @property
     def person(self) -> str:
@@ -132,6 +138,8 @@ class JwksKeys:
         self._loaded_at = now
 
 
+DidCheck = Callable[[str], DidPerson]  # did/auth.py: reads the graph, uses up the nonce
+
 ApiKeyCheck = Callable[[str], KeyHolder]
 """Verifies an API key against its record (``campaigns/tenants/api_keys.py``);
 reads the graph on every call."""
@@ -178,9 +186,12 @@ def _unusable(member: object) -> str | None:
 class TokenVerifier:
     """JWTs, and API keys when ``api_keys`` is given (the API passes one bound to its graph)."""
 
-    def __init__(self, settings: Settings, *, api_keys: ApiKeyCheck | None = None) -> None:
+    def __init__(
+        self, settings: Settings, *, api_keys: ApiKeyCheck | None = None, did_auth: DidCheck | None = None
+    ) -> None:
         self._settings = settings
         self._api_keys = api_keys
+        self._did_auth = did_auth
         self._jwks = (
             JwksKeys(settings.auth_jwks_url, min_refresh_seconds=settings.auth_jwks_min_refresh_seconds)
             if settings.auth_jwks_url
@@ -189,9 +200,11 @@ class TokenVerifier:
         self._verified: dict[str, tuple[Caller, float]] = {}  # token -> (caller, exp)
 
     def may_block(self, authorization: str | None) -> bool:
-        """True when verifying may wait on the network: JWKS mode (the key set), or an API key (its
-        record in the graph)."""
-        return self._jwks is not None or (authorization is not None and KEY_PREFIX in authorization)
+        """True when verifying may wait on the network: JWKS mode (the key set), an API key (its record
+        in the graph), or a DID-auth token (its profile and nonce in the graph, maybe its DID document)."""
+        if self._jwks is not None or authorization is None:
+            return self._jwks is not None
+        return KEY_PREFIX in authorization or (self._did_auth is not None and _is_did_token(authorization))
 
     def verify(self, authorization: str | None) -> Caller | None:
         """None without an Authorization header; ``Unauthorized`` for anything malformed or invalid."""
@@ -203,6 +216,8 @@ class TokenVerifier:
             raise Unauthorized("expected 'Authorization: Bearer <token>'")
         if is_api_key(token):
             return self._key_caller(token)
+        if self._did_auth is not None and _is_did_token(token):
+            return self._did_caller(self._did_auth, token)  # before the memory: never remembered
         remembered = self._verified.get(token)
         if remembered is not None and time.time() < remembered[1]:
             return remembered[0]
@@ -246,6 +261,22 @@ class TokenVerifier:
             minted_by=holder.minted_by,
         )
 
+    def _did_caller(self, check: DidCheck, token: str) -> Caller:
+        try:
+            person = check(token)
+            tenant = person.acting_tenant(self._settings.campaign_default_tenant_id)
+        except DidError as exc:  # its message names neither the token nor the nonce
+            log.info("auth.did_refused reason=%s", exc)
+            raise Unauthorized("invalid DID-auth token") from None
+        return Caller(
+            profile_id=person.profile_id,
+            scopes=frozenset(),
+            is_admin=False,  # a platform admin signs in with the identity provider's token
+            tenant_id=tenant,
+            did=person.did,
+            challenge_only=person.challenge_only,
+        )
+
     def _decode(self, token: str) -> dict[str, object]:
         settings = self._settings
         issuer = settings.auth_jwt_issuer
@@ -283,6 +314,15 @@ class TokenVerifier:
             raise Unauthorized("token expired") from exc
         except jwt.PyJWTError as exc:
             raise Unauthorized("invalid token") from exc
+
+
+def _is_did_token(token: str) -> bool:
+    """An EdDSA JWT (a DID's; ours are HS256/RS256), read unverified only to choose the checker."""
+    _, _, token = token.rpartition(" ")
+    try:
+        return jwt.get_unverified_header(token).get("alg") == "EdDSA"
+    except jwt.PyJWTError:
+        return False
 
 
 def mint_token(

@@ -26,7 +26,9 @@ from campaign_engine.graph.graph import Graph
 from campaign_engine.queue.port import Queue
 from campaign_engine.unsubscribe.tokens import UnsubscribeTokens
 
-__all__ = ["TENANT_HEADER", "Context", "RateLimiter", "Services", "acting_tenant"]
+__all__ = ["CHALLENGES", "TENANT_HEADER", "Context", "RateLimiter", "Services", "acting_tenant"]
+
+CHALLENGES = "utilities.getChallenges"  # the one procedure a nonce-less DID-auth token may call
 
 TENANT_HEADER = "x-campaign-tenant"  # the tenant the console acts in
 
@@ -89,6 +91,9 @@ class Context:
             raise self.auth_error
         if self.caller is None:
             raise Unauthorized("sign in required")
+        if self.caller.challenge_only and self.procedure != CHALLENGES:
+            # A DID-auth token without a nonce can be replayed forever: it only ever fetches challenges.
+            raise Unauthorized("a DID-auth token without a nonce may only call utilities.getChallenges")
         return self.caller
 
     def require(self, access: Access, *, tenant_id: str | None = None) -> Caller | None:

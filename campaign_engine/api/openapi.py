@@ -17,9 +17,10 @@ from pydantic import BaseModel, TypeAdapter, ValidationError
 from campaign_engine.api.errors import HTTP_STATUS, JSON_RPC_CODES
 from campaign_engine.api.trpc import Procedure
 
-__all__ = ["build_openapi"]
+__all__ = ["POST_QUERY_SUFFIX", "build_openapi"]
 
 _REF = "#/components/schemas/{model}"
+POST_QUERY_SUFFIX = ":post"  # the operationId of a query sent by POST: "<procedure>:post"
 
 _ERROR_SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -110,8 +111,13 @@ def build_openapi(procedures: Iterable[Procedure], *, title: str, version: str) 
         if proc.access != "public":
             operation["security"] = [{"bearer": []}]
         operation["x-access"] = proc.access  # the role it needs (api/access.py)
+        # A query is also answered by POST with its input as the body (tRPC's method override, which
+        # LearnCard's client sends): the same procedure, documented as a second operation.
+        posted = {**operation, "operationId": f"{proc.path}{POST_QUERY_SUFFIX}"}
         if proc.input_model is not None:
             required, input_schema = _input(proc.input_model, components)
+            body = {"required": required, "content": {"application/json": {"schema": input_schema}}}
+            posted["requestBody"] = body
             if proc.kind == "query":
                 operation["parameters"] = [
                     {
@@ -121,12 +127,11 @@ def build_openapi(procedures: Iterable[Procedure], *, title: str, version: str) 
                         "content": {"application/json": {"schema": input_schema}},
                     }
                 ]
-            else:
-                operation["requestBody"] = {
-                    "required": required,
-                    "content": {"application/json": {"schema": input_schema}},
-                }
-        paths[f"/trpc/{proc.path}"] = {"get" if proc.kind == "query" else "post": operation}
+        paths[f"/trpc/{proc.path}"] = (
+            {"get": operation, "post": posted}
+            if proc.kind == "query"
+            else {"post": {**posted, "operationId": proc.path}}
+        )
     return {
         "openapi": "3.1.0",
         "info": {"title": title, "version": version},

@@ -1,8 +1,9 @@
 """A tRPC-compatible HTTP adapter driven by one procedure registry.
 
-Wire format (what an unmodified ``@trpc/client`` v10/v11 sends with httpLink or httpBatchLink and no
-transformer): queries ``GET /trpc/<path>?input=<json>``, mutations ``POST`` with a JSON body, batches
-``/trpc/a,b?batch=1`` with ``{"0": .., "1": ..}`` answered by an array (207 when statuses differ).
+Wire format (what an unmodified ``@trpc/client`` v10/v11 sends with httpLink or httpBatchLink): queries
+``GET /trpc/<path>?input=<json>`` (or ``POST`` with a JSON body: the method override), mutations
+``POST`` with a JSON body, batches ``/trpc/a,b?batch=1`` with ``{"0": .., "1": ..}`` answered by an array
+(207 when statuses differ). An input sent as a JSON string holding it is unwrapped (``trpc_input.py``).
 Every answer under ``/trpc`` is a tRPC envelope, including unknown paths, wrong methods (405 with the
 ``Allow`` header RFC 9110 requires) and hostile bodies: input is parsed by pydantic-core's strict JSON
 parser, whose nesting depth (200) and integer size (4,300 digits) are bounded and which refuses invalid
@@ -11,8 +12,7 @@ UTF-8, lone surrogates and NaN, so every malformed input is one PARSE_ERROR, nev
 Handlers are plain synchronous functions ``(ctx, input) -> output``; they run in the thread pool because
 the Neo4j driver is synchronous. A handler may instead be a coroutine when its work is handed to a
 batching worker (``graph/coalesce.py``); it then runs on the event loop and must never block. Type
-hints give the input model and the output schema. One module past 350 lines on purpose: the wire
-protocol (paths, batches, methods, envelopes, errors) is one contract with clients and is read whole.
+hints give the input model and the output schema.
 """
 
 from __future__ import annotations
@@ -26,20 +26,20 @@ from dataclasses import dataclass, replace
 from typing import Any, Literal, TypeVar, get_type_hints
 
 from pydantic import BaseModel, TypeAdapter, ValidationError
-from pydantic_core import from_json, to_json
+from pydantic_core import to_json
 from starlette.concurrency import run_in_threadpool
-from starlette.requests import ClientDisconnect, Request
+from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 from campaign_engine.api.access import PEOPLE_ONLY, Access
 from campaign_engine.api.context import TENANT_HEADER, Context, RateLimiter, Services, acting_tenant
 from campaign_engine.api.errors import envelope_for, error_envelope
+from campaign_engine.api.trpc_input import NO_INPUT, RequestError, request_inputs, unwrapped
 from campaign_engine.domain.errors import (
     BadRequest,
     CampaignError,
     Forbidden,
     NotFound,
-    TrpcCode,
     bad_request_from,
 )
 from campaign_engine.observability import metrics
@@ -50,7 +50,8 @@ __all__ = ["Procedure", "ProcedureRouter", "TrpcEndpoint", "request_context"]
 log = logging.getLogger(__name__)
 
 Kind = Literal["query", "mutation"]
-METHOD: dict[Kind, str] = {"query": "GET", "mutation": "POST"}  # the one HTTP method of each kind
+# A query answers GET and POST (tRPC's method override); a mutation only POST: a GET never writes.
+METHODS: dict[Kind, frozenset[str]] = {"query": frozenset({"GET", "POST"}), "mutation": frozenset({"POST"})}
 F = TypeVar("F", bound=Callable[..., Any])
 Gate = Callable[[], None]  # raises while no procedure may run yet (a start still waiting: api/startup.py)
 
@@ -121,18 +122,8 @@ class ProcedureRouter:
         return decorate
 
 
-class _RequestError(Exception):
-    """A failure of the whole HTTP request (bad JSON, wrong content type), before any procedure runs."""
-
-    def __init__(self, code: TrpcCode, message: str) -> None:
-        super().__init__(message)
-        self.code, self.message = code, message
-
-
-_NO_INPUT = object()
 MAX_BATCH = 100  # calls in one batch request; more is a client bug or abuse
 _QUERY_PARAMETERS = frozenset({"input", "batch"})
-MAX_BODY_BYTES = 8 * 1024 * 1024  # a full profiles.upsert batch fits with room to spare
 # Every answer is one caller's data (their campaigns, an admin's audience): no cache may keep it.
 NO_STORE = {"cache-control": "no-store"}
 
@@ -173,15 +164,15 @@ class TrpcEndpoint:
         paths = raw_path.split(",") if batch else [raw_path]
         try:
             if request.method not in {"GET", "POST"}:
-                raise _RequestError("METHOD_NOT_SUPPORTED", f"Unsupported {request.method} request")
+                raise RequestError("METHOD_NOT_SUPPORTED", f"Unsupported {request.method} request")
             if len(paths) > MAX_BATCH:
-                raise _RequestError("BAD_REQUEST", f"A batch may hold at most {MAX_BATCH} calls")
+                raise RequestError("BAD_REQUEST", f"A batch may hold at most {MAX_BATCH} calls")
             if not _QUERY_PARAMETERS.issuperset(request.query_params.keys()):
                 # What a tRPC client sends is all a call reads; anything else is a caller's mistake, not
                 # something to ignore silently (the fuzzer's negative cases: an undeclared parameter).
-                raise _RequestError("BAD_REQUEST", "Unknown query parameter: a call reads input and batch")
-            inputs = await self._inputs(request, batch=batch, count=len(paths))
-        except _RequestError as exc:
+                raise RequestError("BAD_REQUEST", "Unknown query parameter: a call reads input and batch")
+            inputs = await request_inputs(request, batch=batch, count=len(paths))
+        except RequestError as exc:
             # Refused before any call ran: counted once, under its one procedure or as a batch.
             label = self._label(paths[0]) if len(paths) == 1 else metrics.BATCH_PROCEDURE
             metrics.trpc_request(label, exc.code, time.perf_counter() - started)
@@ -222,31 +213,8 @@ class TrpcEndpoint:
         if status != 405:
             return None
         known = [self.procedures[path] for path in paths if path in self.procedures]
-        methods = {METHOD[procedure.kind] for procedure in known} or {"GET", "POST"}
+        methods = {method for procedure in known for method in METHODS[procedure.kind]} or {"GET", "POST"}
         return {"allow": ", ".join(sorted({"HEAD", *methods}))}
-
-    async def _inputs(self, request: Request, *, batch: bool, count: int) -> list[Any]:
-        text: str | bytes | None
-        if request.method == "GET":
-            text = request.query_params.get("input")
-        else:
-            body = await _read_body(request)
-            content_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
-            if body and content_type != "application/json":
-                raise _RequestError("UNSUPPORTED_MEDIA_TYPE", "Content-Type must be application/json")
-            text = body or None
-        if not text:
-            return [_NO_INPUT] * count
-        try:
-            # Every refusal is a ValueError: bad syntax or UTF-8, depth > 200, > 4,300 digits, NaN.
-            value = from_json(text, allow_inf_nan=False)
-        except ValueError as exc:
-            raise _RequestError("PARSE_ERROR", "Input is not valid JSON") from exc
-        if not batch:
-            return [value]
-        if not isinstance(value, dict):
-            raise _RequestError("BAD_REQUEST", 'Batch input must be an object like {"0": ...}')
-        return [value.get(str(index), _NO_INPUT) for index in range(count)]
 
     def _context(self, request: Request) -> Context:
         return request_context(self.services, request)
@@ -273,7 +241,7 @@ class TrpcEndpoint:
                 output = await self._run_async(procedure, ctx, raw)
             else:
                 output = await run_in_threadpool(self._run, procedure, ctx, raw)
-        except _RequestError as exc:
+        except RequestError as exc:
             return _encoded(error_envelope(exc.code, exc.message, path=path))
         except CampaignError as exc:
             return _encoded(envelope_for(exc, path=path))
@@ -286,8 +254,8 @@ class TrpcEndpoint:
         procedure = self.procedures.get(path)
         if procedure is None:
             raise NotFound(f'No procedure found on path "{path}"')
-        if method != METHOD[procedure.kind]:
-            raise _RequestError(
+        if method not in METHODS[procedure.kind]:
+            raise RequestError(
                 "METHOD_NOT_SUPPORTED", f"Unsupported {method}-request to {procedure.kind} procedure"
             )
         return procedure
@@ -325,10 +293,10 @@ class TrpcEndpoint:
     @staticmethod
     def _arguments(procedure: Procedure, ctx: Context, raw: Any) -> tuple[Any, ...]:
         if procedure.input_model is None:
-            if raw is not _NO_INPUT and raw is not None:
+            if raw is not NO_INPUT and raw is not None and unwrapped(raw) is not None:
                 raise BadRequest("This procedure takes no input")
             return (ctx,)
-        payload = {} if raw is _NO_INPUT or raw is None else raw
+        payload = {} if raw is NO_INPUT or raw is None else unwrapped(raw)
         try:
             # Strict JSON semantics, as /openapi.json promises: 0 is no boolean and "5" no integer, while
             # a timestamp string is still read by its field. Re-encoding costs microseconds per call.
@@ -380,21 +348,3 @@ def _code_of(status: int, body: bytes) -> str:
 def _encoded(envelope: tuple[int, Any]) -> tuple[int, bytes]:
     status, body = envelope
     return status, json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode()
-
-
-async def _read_body(request: Request) -> bytes:
-    """The request body, refused once it exceeds ``MAX_BODY_BYTES`` (read incrementally, never whole)."""
-    declared = request.headers.get("content-length", "")
-    if declared.isdigit() and int(declared) > MAX_BODY_BYTES:
-        raise _RequestError("PAYLOAD_TOO_LARGE", f"Request body exceeds {MAX_BODY_BYTES} bytes")
-    chunks: list[bytes] = []
-    size = 0
-    try:
-        async for chunk in request.stream():
-            size += len(chunk)
-            if size > MAX_BODY_BYTES:
-                raise _RequestError("PAYLOAD_TOO_LARGE", f"Request body exceeds {MAX_BODY_BYTES} bytes")
-            chunks.append(chunk)
-    except ClientDisconnect as exc:  # nobody reads the answer; not a bug worth a traceback
-        raise _RequestError("BAD_REQUEST", "The request body ended early") from exc
-    return b"".join(chunks)

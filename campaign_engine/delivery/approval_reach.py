@@ -6,6 +6,9 @@ small to need approval). A live segment can grow while the walk goes on, so befo
 the walk asks ``over_reach``; past the cap the Dispatch pauses before that page, with
 ``pauseCode: approval_exceeded`` and the counts, in one transaction with its audit entry and the
 ``dispatch.paused`` event. ``campaigns.resumeDispatch`` goes on only after a new approval.
+
+The email walk asks inside its claim transaction, which then rolls back (``OverReach``): nothing of
+the page is claimed, and the walk pauses as the notify walk does.
 """
 
 from __future__ import annotations
@@ -20,16 +23,31 @@ from campaign_engine.graph.cypher import statement
 from campaign_engine.graph.graph import Graph, Tx
 from campaign_engine.graph.webhook_outbox import record_dispatch_events
 
-__all__ = ["over_reach", "pause_over_reach"]
+__all__ = ["OverReach", "over_reach", "pause_over_reach"]
 
 _PAUSE = "approval_reach_pause"  # cypher/delivery/approval_reach_pause.cypher
 
 
-def over_reach(dispatch: Mapping[str, Any], page: int) -> int | None:
-    """The reach this page would bring the Dispatch to, when that is past its cap; else None."""
+def over_reach(dispatch: Mapping[str, Any], page: int, *, in_flight: int = 0) -> int | None:
+    """The reach this page would bring the Dispatch to, when that is past its cap; else None.
+
+    Reached so far: what earlier pages enqueued less the email claims given back on throttling (a
+    throttled recipient is claimed again later, and counted then), plus ``in_flight``: pages this walk
+    claimed whose record has not committed yet (counted twice if it has: the walk then stops early
+    and its successor, with nothing in flight, asks again exactly)."""
     cap = dispatch.get("reachCap")
-    reach = int(dispatch.get("enqueued") or 0) + page
+    reached = int(dispatch.get("enqueued") or 0) - int(dispatch.get("throttled") or 0)
+    reach = reached + in_flight + page
     return reach if cap is not None and page and reach > int(cap) else None
+
+
+class OverReach(Exception):
+    """Raised in a claim transaction whose page would cross the Dispatch's reach cap: the claim rolls
+    back, and the walk pauses (``pause_over_reach``) with what the claim read."""
+
+    def __init__(self, reach: int, dispatch: Mapping[str, Any], campaign: Mapping[str, Any]) -> None:
+        super().__init__(f"approval_exceeded: the next page would reach {reach}")
+        self.reach, self.dispatch, self.campaign = reach, dispatch, campaign
 
 
 def pause_over_reach(

@@ -11,8 +11,9 @@ Rules, in order:
 * The body must be JSON. An explicit non-JSON ``Content-Type`` (``text/plain``, ``text/html``...) is
   uncertain even when the text happens to read ``true``; a *missing* content type is tolerated and the
   body is parsed, since minimal receivers often omit it.
-* Verdicts are read from: the bare document (``true``/``false``), and the keys ``sent``, ``success``
-  and ``ok`` at the top level, under ``data`` and under ``result.data`` (tRPC's success envelope).
+* Verdicts are read from: the bare document (``true``/``false``, what LearnCard's inbox answers), a
+  boolean ``result.data`` (that answer in tRPC's success envelope), and the keys ``sent``, ``success``
+  and ``ok`` at the top level, under ``data`` and under ``result.data``.
   Only real JSON booleans count: ``"true"``, ``1`` and ``null`` say nothing.
 * All verdicts ``true`` with a 2xx -> positive. All verdicts ``false`` with a 2xx, or with a 4xx other
   than 408/425/429 -> negative. No verdict, or verdicts that contradict each other -> uncertain.
@@ -65,6 +66,9 @@ def _is_json_media_type(content_type: str) -> bool:
 def _verdicts(document: Any) -> list[bool]:
     if isinstance(document, bool):
         return [document]
+    enveloped = _child(_child(document, "result"), "data")
+    if isinstance(enveloped, bool):
+        return [enveloped]
     found: list[bool] = []
     for scope in (document, _child(document, "data"), _child(_child(document, "result"), "data")):
         if isinstance(scope, dict):

@@ -74,25 +74,27 @@ def _domain_segment(domain: str) -> str:
 
 
 def did_web_for(profile_id: str, domain: str) -> str:
-    """The did:web alias of a profile: ``did:web:<domain>:<profileId>``.
+    """The did:web alias of a profile, as LearnCard writes it: ``did:web:<domain>:users:<profileId>``.
 
     The profileId is one path segment, percent-encoded (``:`` and ``/`` included) so the alias always
     parses back to exactly one profileId; the domain is lower-cased with its port colon as ``%3A``.
     """
-    return f"did:web:{_domain_segment(domain)}:{quote(profile_id, safe='')}"
+    return f"did:web:{_domain_segment(domain)}:users:{quote(profile_id, safe='')}"
 
 
 def profile_id_from_did_web(did: str, domain: str) -> str | None:
-    """The profileId whose did:web alias is ``did``, or None when ``did`` is not such an alias."""
+    """The profileId whose did:web alias is ``did``, or None when ``did`` is not such an alias. Both
+    forms are read: ``did:web:<domain>:users:<profileId>`` and the older ``did:web:<domain>:<profileId>``."""
     prefix = f"did:web:{_domain_segment(domain)}:"
     if did[: len(prefix)].lower() != prefix.lower():  # host names are case-insensitive
         return None
-    segment = did[len(prefix) :]
+    rest = did[len(prefix) :]
+    segment = rest.removeprefix("users:") if rest.count(":") == 1 else rest
     if not segment or ":" in segment:
         return None
     profile_id = unquote(segment)
-    # Only the canonical encoding is an alias, so one profile has exactly one did:web form.
-    return profile_id if did_web_for(profile_id, domain) == prefix + segment else None
+    # Only the canonical encoding is an alias, so a profile has exactly one did:web form of each kind.
+    return profile_id if quote(profile_id, safe="") == segment else None
 
 
 def source_label(source: DidsSource | ProfileIdsSource | TagSource | ConnectionsSource | AllSource) -> str:

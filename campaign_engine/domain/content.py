@@ -14,6 +14,8 @@ from campaign_engine.domain.patterns import INTERNAL_PATH_PATTERN
 
 __all__ = [
     "Action",
+    "AppStoreAction",
+    "CapgoUpdateAction",
     "EmailCopy",
     "HttpsUrl",
     "Message",
@@ -50,11 +52,24 @@ class StrictModel(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
+def _absent(value: object) -> bool:
+    return value is None
+
+
+# An optional field left out stays out on the wire (a card, a stored definition): never ``null``,
+# which LearnCard's validators refuse where they expect a string or an object.
+_OMIT_ABSENT = Field(default=None, exclude_if=_absent)
+
+
+class StrictCamel(StrictModel, CamelModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
 class Media(StrictModel):
     type: Literal["image", "gif", "youtube"]
     url: HttpsUrl
-    aspect: Annotated[str, StringConstraints(pattern=r"^\d{1,2}:\d{1,2}$")] | None = None
-    alt: Annotated[Text, Field(max_length=300)] | None = None
+    aspect: Annotated[str, StringConstraints(pattern=r"^\d{1,2}:\d{1,2}$")] | None = _OMIT_ABSENT
+    alt: Annotated[Text, Field(max_length=300)] | None = _OMIT_ABSENT
 
 
 class InternalLink(StrictModel):
@@ -67,14 +82,34 @@ class ExternalLink(StrictModel):
     url: HttpsUrl
 
 
+class AppStoreAction(StrictCamel):
+    """This app's store page, resolved per platform by the app; the URLs override its own links."""
+
+    type: Literal["appStore"]
+    ios_url: HttpsUrl | None = _OMIT_ABSENT
+    android_url: HttpsUrl | None = _OMIT_ABSENT
+    web_url: HttpsUrl | None = _OMIT_ABSENT
+
+
+class CapgoUpdateAction(StrictModel):
+    """The app checks for, downloads and applies its over-the-air update."""
+
+    type: Literal["capgoUpdate"]
+
+
 class DismissAction(StrictModel):
     type: Literal["dismiss"]
 
 
-class Action(StrictModel):
+class Action(StrictCamel):
     label: Annotated[Text, Field(min_length=1, max_length=40)]
-    style: Literal["primary", "secondary", "positive", "dismiss"] = "primary"
-    action: Annotated[InternalLink | ExternalLink | DismissAction, Field(discriminator="type")]
+    style: Literal["primary", "secondary", "positive", "dismiss"] = "secondary"  # LearnCard's default
+    action: Annotated[
+        InternalLink | ExternalLink | AppStoreAction | CapgoUpdateAction | DismissAction,
+        Field(discriminator="type"),
+    ]
+    close_on_complete: bool = True
+    """The message closes once the action has run (LearnCard's default)."""
 
 
 class EveryDays(StrictModel, CamelModel):
@@ -83,18 +118,81 @@ class EveryDays(StrictModel, CamelModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
-class Message(StrictModel):
-    """The in-app message. Limits keep it renderable as a toast on a small phone."""
+# LearnCard's targeting predicates, evaluated on the device (platform, role, app version), strict like
+# LearnCard's own: a typo fails at save instead of matching everyone. Bounded in breadth and depth.
+_TARGETING_DEPTH = 8
+_Listed = Annotated[
+    list[Annotated[str, StringConstraints(min_length=1, max_length=100)]], Field(min_length=1, max_length=50)
+]
 
+
+class PlatformPredicate(StrictModel):
+    platform: Annotated[list[Literal["ios", "android", "web"]], Field(min_length=1, max_length=3)]
+
+
+class RolePredicate(StrictModel):
+    role: _Listed
+
+
+class VersionCheck(StrictModel):
+    source: Literal["native", "web", "capgo"]
+    op: Literal["lt", "lte", "eq", "gte", "gt"]
+    value: Annotated[str, StringConstraints(min_length=1, max_length=50)]
+
+
+class VersionPredicate(StrictModel):
+    version: VersionCheck
+
+
+class AllPredicate(StrictModel):
+    all: Annotated[list[Predicate], Field(max_length=50)]
+
+
+class AnyPredicate(StrictModel):
+    any: Annotated[list[Predicate], Field(max_length=50)]
+
+
+class NotPredicate(StrictModel):
+    not_: Predicate = Field(alias="not")
+
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+
+
+Predicate = PlatformPredicate | RolePredicate | VersionPredicate | AllPredicate | AnyPredicate | NotPredicate
+
+
+def _depth(predicate: Predicate) -> int:
+    if isinstance(predicate, AllPredicate | AnyPredicate):
+        kids = predicate.all if isinstance(predicate, AllPredicate) else predicate.any
+        return 1 + max((_depth(k) for k in kids), default=0)
+    if isinstance(predicate, NotPredicate):
+        return 1 + _depth(predicate.not_)
+    return 1
+
+
+def _shallow(predicate: Predicate) -> Predicate:
+    if _depth(predicate) > _TARGETING_DEPTH:
+        raise ValueError(f"targeting nests at most {_TARGETING_DEPTH} levels")
+    return predicate
+
+
+class Message(StrictCamel):
+    """The in-app message: LearnCard's InAppMessage. Limits keep it renderable as a toast on a small
+    phone. ``id`` names it for the app's dismissal and frequency state (a card carries the campaign's
+    id when the author gave none, ``CampaignCard``)."""
+
+    id: Annotated[str, StringConstraints(min_length=1, max_length=100)] | None = _OMIT_ABSENT
     title: Annotated[Text, Field(min_length=1, max_length=120)]
-    body: Annotated[str, Field(max_length=2000)] | None = None
+    body: Annotated[str, Field(max_length=2000)] | None = _OMIT_ABSENT
     presentation: Literal["modal", "banner", "toast"] = "modal"
     dismissible: bool = True
     frequency: Literal["once", "session", "always"] | EveryDays = "once"
     priority: Annotated[int, Field(ge=0, le=1000)] = 0
-    media: Media | None = None
-    emoji: Annotated[str, Field(max_length=16)] | None = None
+    media: Media | None = _OMIT_ABSENT
+    emoji: Annotated[str, Field(max_length=16)] | None = _OMIT_ABSENT
     actions: Annotated[list[Action], Field(max_length=3)] = []
+    targeting: Annotated[Predicate, AfterValidator(_shallow)] | None = _OMIT_ABSENT
+    """Who the app shows it to, on the device (omitted: everyone the campaign reaches)."""
     enabled: bool = True
 
 

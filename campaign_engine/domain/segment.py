@@ -6,7 +6,11 @@ A rule node is exactly one of: ``all`` / ``any`` (a list of rules), ``not`` (a r
 ``{"engaged": {"campaignId": "launch", "event": "shown"}, "not": true}``. Campaign ids are the tenant's
 refs, resolved in the campaign's own tenant whenever the segment is evaluated.
 
-The model checks shape and the limits (depth, node count); what needs the graph (referenced campaigns
+The model checks shape and the limits a rule carries alone (``LIMITS``: depth, nodes, conditions);
+the limits that need the graph (``memberOf`` expansion, compiled size) are ``segment_check.py``'s. Each
+refusal names its limit. They bound what one author can make the graph plan: Neo4j plans every
+condition (and every seek of an ``any``) of the statements a segment is read with, and a rule within
+the old limits planned for minutes. What needs the graph (referenced campaigns
 exist in the tenant, no ``memberOf`` cycle) is ``graph/rules/segment.py:check_segment``, and the rule
 needs a positive condition to seek on (``seek_paths``): the cost of a page grows with the segment,
 never with all profiles, so a segment that could only be found by reading every profile is refused.
@@ -15,19 +19,24 @@ never with all profiles, so a segment that could only be found by reading every 
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Annotated, Literal
+from typing import Annotated, Literal, NoReturn
 
 from pydantic import AfterValidator, ConfigDict, Field, StringConstraints, model_validator
 
 from campaign_engine.domain.camel import CamelModel
 from campaign_engine.domain.content import StrictModel
+from campaign_engine.domain.errors import BadRequest
 from campaign_engine.domain.patterns import ProfileIdStr, Slug
 from campaign_engine.domain.schedule import ZONE_NAME_PATTERN
 
 __all__ = [
     "CONDITIONS",
     "ENGAGED_PROPERTY",
+    "LIMITS",
+    "MAX_COMPILED_BYTES",
+    "MAX_CONDITIONS",
     "MAX_DEPTH",
+    "MAX_INLINED",
     "MAX_NODES",
     "Engaged",
     "EngagedEvent",
@@ -37,13 +46,28 @@ __all__ = [
     "campaign_refs",
     "check_limits",
     "condition_of",
+    "conditions_in",
     "minor_only",
+    "over_limit",
+    "refuse",
     "seekable",
     "walk",
 ]
 
-MAX_DEPTH = 6
-MAX_NODES = 50
+MAX_DEPTH = 4  # levels of all / any / not
+MAX_NODES = 50  # rules of any kind
+MAX_CONDITIONS = 6  # leaf conditions, counting those of the memberOf campaigns' segments inlined
+MAX_INLINED = 2  # memberOf campaigns whose own segments join one compiled rule
+MAX_COMPILED_BYTES = 4_000  # the compiled rule's text: its predicate and the seeks it is found with
+
+LIMITS: dict[str, int] = {
+    "depth": MAX_DEPTH,
+    "rules": MAX_NODES,
+    "conditions": MAX_CONDITIONS,
+    "memberOf expansion": MAX_INLINED,
+    "compiled size": MAX_COMPILED_BYTES,
+}
+"""Every limit by the name a refusal gives it (docs/segments.md)."""
 
 EngagedEvent = Literal["notified", "emailed", "shown", "clicked", "dismissed", "emailClicked"]
 
@@ -143,14 +167,34 @@ def walk(node: Segment, path: tuple[str | int, ...] = ()) -> Iterator[tuple[tupl
         yield from walk(node.not_, (*path, "not"))
 
 
+def conditions_in(segment: Segment) -> int:
+    return sum(1 for _, node in walk(segment) if condition_of(node) is not None)
+
+
+def over_limit(limit: str, found: int, what: str) -> str:
+    """The one wording of a refusal: the limit by name, its value and what the rule has."""
+    return f"{what} (found {found}); limit '{limit}' is {LIMITS[limit]}"
+
+
+def refuse(path: tuple[str | int, ...], message: str) -> NoReturn:
+    """BAD_REQUEST naming where in the rule (``segment.all.0.memberOf``) and why."""
+    where = ".".join(str(part) for part in ("segment", *path))
+    raise BadRequest(f"{where}: {message}", issues=[{"path": ["segment", *path], "message": message}])
+
+
 def check_limits(segment: Segment) -> None:
-    """Depth and size: a segment compiles into one statement per walk, so both stay small."""
+    """Depth, size and conditions: a segment compiles into one statement per read, planned by Neo4j."""
     nodes = list(walk(segment))
     if len(nodes) > MAX_NODES:
-        raise ValueError(f"a segment has at most {MAX_NODES} rules (found {len(nodes)})")
+        raise ValueError(over_limit("rules", len(nodes), f"a segment has at most {MAX_NODES} rules"))
     depth = max(sum(1 for part in path if isinstance(part, str)) for path, _ in nodes) + 1
     if depth > MAX_DEPTH:
-        raise ValueError(f"a segment nests at most {MAX_DEPTH} levels (found {depth})")
+        raise ValueError(over_limit("depth", depth, f"a segment nests at most {MAX_DEPTH} levels"))
+    conditions = conditions_in(segment)
+    if conditions > MAX_CONDITIONS:
+        raise ValueError(
+            over_limit("conditions", conditions, f"a segment has at most {MAX_CONDITIONS} conditions")
+        )
 
 
 def campaign_refs(segment: Segment) -> Iterator[tuple[tuple[str | int, ...], str]]:

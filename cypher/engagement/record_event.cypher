@@ -11,11 +11,15 @@
 // notified or emailed to may record engagement too (one more Expand(Into), for non-members only), so a
 // follow-up's `engaged` rule sees what they did; so may a profile the live segment matches now, which the
 // caller checked for the events this statement refused (`segmentMatched`, campaigns/engagement/segment_reach.py).
+// A member records only on the card they see: under an approval policy the approved revision's, as in
+// my_campaigns (none while it awaits approval; none for a member added since).
 UNWIND $events AS event
 MATCH (p:Profile {profileId: event.profileId})
 MATCH (c:Campaign {id: event.campaignId}) USING INDEX c:Campaign(id)
 WHERE c.status = 'live'
-  AND (event.segmentMatched OR EXISTS { (p)-[:IN_CAMPAIGN_AUDIENCE]->(c) }
+  AND (event.segmentMatched
+       OR EXISTS { (p)-[m:IN_CAMPAIGN_AUDIENCE]->(c)
+                   WHERE c.shownVersion IS NULL OR (c.shownVersion <> '' AND (m.selfEnrolled OR m.addedAt <= c.shownSince)) }
        OR EXISTS { (p)-[r:CAMPAIGN_STATE]->(c) WHERE r.notifiedAt IS NOT NULL OR r.emailedAt IS NOT NULL })
   AND (c.startsAt IS NULL OR c.startsAt <= $now) AND (c.endsAt IS NULL OR $now < c.endsAt)
 {{TENANT_VIEW}}

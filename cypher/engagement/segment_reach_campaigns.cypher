@@ -1,5 +1,9 @@
-
+// recordEvent's live-segment check (campaigns/engagement/segment_reach.py): the campaigns of refused
+// events that show an in-app card to a live segment, with the rule of the revision members see. Under
+// an approval policy that is the approved revision (`shown*`, as in live_segment_campaigns), none while
+// unapproved.
 UNWIND $campaignIds AS campaignId
 MATCH (c:Campaign {id: campaignId}) USING INDEX c:Campaign(id)
-WHERE c.hasSegment AND c.hasInAppMessage
-RETURN c {.id, .ref, .tenantId, .updatedAt, .definition} AS campaign
+WHERE c.hasSegment AND c.hasInAppMessage AND (c.shownVersion IS NULL OR c.shownVersion <> '')
+RETURN c {.id, .ref, .tenantId, updatedAt: coalesce(c.shownVersion, c.updatedAt),
+          definition: CASE WHEN c.shownVersion IS NULL THEN c.definition ELSE c.shownDefinition END} AS campaign

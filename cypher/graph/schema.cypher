@@ -57,6 +57,11 @@ CREATE CONSTRAINT audit_entry_id IF NOT EXISTS FOR (a:AuditEntry) REQUIRE a.id I
 CREATE INDEX audit_entry_tenant_order IF NOT EXISTS FOR (a:AuditEntry) ON (a.tenantId, a.orderKey);
 CREATE INDEX audit_entry_campaign IF NOT EXISTS FOR (a:AuditEntry) ON (a.campaignId, a.orderKey);
 CREATE INDEX audit_entry_actor IF NOT EXISTS FOR (a:AuditEntry) ON (a.actor, a.orderKey);
+// DID-auth challenges (did/challenges.py): each used by its key (DID and nonce), a DID's outstanding ones
+// counted against its cap, expired ones reaped in expiry order.
+CREATE CONSTRAINT did_challenge_key IF NOT EXISTS FOR (c:DidChallenge) REQUIRE c.key IS UNIQUE;
+CREATE INDEX did_challenge_did IF NOT EXISTS FOR (c:DidChallenge) ON (c.did);
+CREATE INDEX did_challenge_expires IF NOT EXISTS FOR (c:DidChallenge) ON (c.expiresAt);
 // Tenant records: one per tenantId; tenants.list pages by it in index order.
 CREATE CONSTRAINT tenant_id IF NOT EXISTS FOR (t:Tenant) REQUIRE t.tenantId IS UNIQUE;
 // One-time data migrations (graph/schema.py): each start looks its markers up by name.

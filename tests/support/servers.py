@@ -14,9 +14,12 @@ from tests.conftest import free_port
 
 
 @contextmanager
-def serve_in_thread(app: Any, *, start_timeout: float = 30.0, **config: Any) -> Iterator[str]:
-    """Yield the base URL of ``app`` served on 127.0.0.1; ``config`` goes to ``uvicorn.Config``."""
-    port = free_port()
+def serve_in_thread(
+    app: Any, *, start_timeout: float = 30.0, port: int | None = None, **config: Any
+) -> Iterator[str]:
+    """Yield the base URL of ``app`` served on 127.0.0.1 (on ``port``, one a client was told of, or a
+    free one); ``config`` goes to ``uvicorn.Config``."""
+    port = port or free_port()
     config.setdefault("log_level", "warning")
     server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, **config))
     thread = threading.Thread(target=server.run, name=f"uvicorn-{port}", daemon=True)

@@ -17,6 +17,7 @@ CASES: list[tuple[str, int | None, bytes | None, str | None, str]] = [
     ("top-level ok", 202, b'{"ok": true, "id": "m-1"}', JSON, "positive"),
     ("under data", 200, b'{"data": {"sent": true}}', JSON, "positive"),
     ("under result.data", 200, b'{"result": {"data": {"ok": true}}}', JSON, "positive"),
+    ("tRPC envelope of true", 200, b'{"result": {"data": true}}', JSON, "positive"),
     ("charset parameter", 200, b'{"ok": true}', "application/json; charset=utf-8", "positive"),
     ("vendor +json type", 200, b'{"ok": true}', "application/vnd.inbox+json", "positive"),
     ("missing content type tolerated", 200, b'{"ok": true}', None, "positive"),
@@ -26,6 +27,7 @@ CASES: list[tuple[str, int | None, bytes | None, str | None, str]] = [
     ("top-level sent false", 200, b'{"sent": false}', JSON, "negative"),
     ("under data false", 200, b'{"data": {"success": false}}', JSON, "negative"),
     ("under result.data false", 200, b'{"result": {"data": {"ok": false}}}', JSON, "negative"),
+    ("tRPC envelope of false", 200, b'{"result": {"data": false}}', JSON, "negative"),
     ("400 with false", 400, b'{"ok": false, "error": "unknown recipient"}', JSON, "negative"),
     ("410 with false", 410, b'{"success": false}', JSON, "negative"),
     # --- uncertain: everything else retries ---------------------------------------------------
@@ -45,6 +47,7 @@ CASES: list[tuple[str, int | None, bytes | None, str | None, str]] = [
     ("nested too deep", 200, b'{"a": {"data": {"ok": true}}}', JSON, "uncertain"),
     ("result without data", 200, b'{"result": {"ok": true}}', JSON, "uncertain"),
     ("data not an object", 200, b'{"data": [true]}', JSON, "uncertain"),
+    ("bare data true", 200, b'{"data": true}', JSON, "uncertain"),
     ("array of true", 200, b"[true]", JSON, "uncertain"),
     ("contradictory verdicts", 200, b'{"ok": true, "data": {"sent": false}}', JSON, "uncertain"),
     ("invalid JSON", 200, b'{"ok": tru', JSON, "uncertain"),

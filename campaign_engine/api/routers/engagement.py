@@ -14,6 +14,7 @@ from campaign_engine.api.routers.common import AppCampaignRef
 from campaign_engine.api.trpc import ProcedureRouter
 from campaign_engine.campaigns.engagement import enrollment
 from campaign_engine.campaigns.engagement.models import EventKind, EventResult, MyCampaigns
+from campaign_engine.campaigns.engagement.own_tests import Viewer
 from campaign_engine.graph.rules.policy import Policy
 
 __all__ = ["ACCESS", "router"]
@@ -41,11 +42,11 @@ def _policy(ctx: Context) -> Policy:
 
 @router.query("getMyCampaigns")
 async def get_my_campaigns(ctx: Context) -> MyCampaigns:
-    """The caller's live in-app campaigns with their own state (an admin also sees pending tests)."""
+    """The caller's live in-app campaigns with their own state (their own pending tests first, for a
+    platform admin, or a tenant author or publisher in the test campaign's tenant)."""
     caller = ctx.user()
-    return await ctx.services.engagement.my_campaigns_async(
-        profile_id=caller.profile_id, include_tests=caller.is_admin
-    )
+    viewer = Viewer(is_admin=caller.is_admin, tenant_id=caller.tenant_id, roles=caller.roles)
+    return await ctx.services.engagement.my_campaigns_async(profile_id=caller.profile_id, viewer=viewer)
 
 
 @router.mutation("recordEvent")

@@ -39,7 +39,7 @@ from campaign_engine.domain.types import format_ts
 from campaign_engine.graph.audit import AuditContext, record_audit
 from campaign_engine.graph.cypher import statement
 from campaign_engine.graph.graph import Graph, Tx
-from campaign_engine.graph.locks import lock_campaign
+from campaign_engine.graph.locks import lock_campaign, lock_profiles
 from campaign_engine.graph.rules.policy import Policy
 from campaign_engine.graph.rules.segment import compile_for
 from campaign_engine.graph.rules.segment_statements import segment_query
@@ -279,6 +279,9 @@ def remove_audience(
 
     def chunk_fn(tx: Tx, chunk: list[str], done: int, removed: int) -> int:
         node = _locked_editable(tx, campaign_id)
+        # The profile locks, ascending: an acknowledgement in flight rechecks membership under them
+        # (cypher/delivery/notify/notify_record.cypher), so it counts a member or nobody.
+        lock_profiles(tx, chunk)
         record = tx.run(statement("audience_remove"), campaignId=campaign_id, profileIds=chunk).single()
         chunk_removed = int(record["removed"]) if record is not None else 0
         _audit_chunk(tx, audit, node, source, {"chunks": done + 1, "removed": removed + chunk_removed})

@@ -15,7 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from campaign_engine.domain.segment import Segment, SegmentPreview, SegmentRule
 from campaign_engine.graph.graph import Graph, Tx
 from campaign_engine.graph.rules.policy import policy_params
-from campaign_engine.graph.rules.segment import CompiledSegment, compile_segment
+from campaign_engine.graph.rules.segment import CompiledSegment
 from campaign_engine.graph.rules.segment_check import check_segment
 from campaign_engine.graph.rules.segment_statements import count_matches, leaf_verdicts
 
@@ -41,8 +41,7 @@ def preview_segment(
     opt-outs or caps: those apply per campaign and channel, as ``previewDispatch`` counts them)."""
 
     def tx_fn(tx: Tx) -> int:
-        check_segment(tx, segment, tenant_id=tenant_id, own_ref="")
-        compiled = compile_segment(tx, segment, tenant_id=tenant_id, own_ref=None)
+        compiled = check_segment(tx, segment, tenant_id=tenant_id, own_ref="")
         return count_matches(tx, compiled, tenant_id=tenant_id, now=now, params=policy_params(now, adult_age))
 
     return SegmentPreview(matches=graph.read(tx_fn))

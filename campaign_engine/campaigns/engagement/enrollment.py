@@ -18,7 +18,7 @@ from campaign_engine.domain.errors import NotFound
 from campaign_engine.domain.types import format_ts
 from campaign_engine.graph.cypher import statement
 from campaign_engine.graph.graph import Graph, Tx
-from campaign_engine.graph.locks import lock_campaign
+from campaign_engine.graph.locks import lock_campaign, lock_profiles
 from campaign_engine.graph.rules.policy import Policy
 
 __all__ = ["DISCOVER_LIMIT", "Discovered", "Enrolled", "Left", "discover", "enroll", "leave"]
@@ -75,6 +75,7 @@ def leave(graph: Graph, *, profile_id: str, campaign_id: str) -> Left:
             return False
         if lock_campaign(tx, campaign_id) is None:
             raise NotFound(f"campaign '{campaign_id}' not found")
+        lock_profiles(tx, [profile_id])  # an acknowledgement rechecks membership under this lock
         record = tx.run(statement("leave"), profileId=profile_id, campaignId=campaign_id).single()
         return record is not None and int(record["removed"]) > 0
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from campaign_engine.domain.camel import CamelModel
 from campaign_engine.domain.campaign import Message
@@ -33,6 +33,14 @@ class CampaignCard(CamelModel):
     )
     starts_at: str | None
     ends_at: str | None
+
+    @model_validator(mode="after")
+    def _message_named(self) -> CampaignCard:
+        """The message's ``id`` is the campaign's where the author gave none: LearnCard's app keys its
+        dismissal and frequency state by it."""
+        if self.message is not None and self.message.id is None:
+            self.message = self.message.model_copy(update={"id": self.campaign_id})
+        return self
 
 
 class EngagementState(CamelModel):

@@ -11,10 +11,12 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
+from typing import Any
 
 from campaign_engine.campaigns.engagement.cards import CardCache, my_campaigns, my_campaigns_of
 from campaign_engine.campaigns.engagement.events import EventCall, record_event, record_events
 from campaign_engine.campaigns.engagement.models import EventKind, EventResult, MyCampaign, MyCampaigns
+from campaign_engine.campaigns.engagement.own_tests import Viewer, tests_of, visible_tests
 from campaign_engine.domain.errors import NotFound
 from campaign_engine.graph.coalesce import Coalescer
 from campaign_engine.graph.graph import Graph
@@ -22,24 +24,34 @@ from campaign_engine.graph.rules.policy import Policy
 
 __all__ = ["EngagementService"]
 
+_Read = tuple[list[MyCampaign], list[dict[str, Any]]]  # a caller's cards and own test rows
+_ANYONE = Viewer()
+
+
+def _shown(read: _Read, viewer: Viewer) -> MyCampaigns:
+    cards, tests = read
+    return MyCampaigns(campaigns=[*visible_tests(tests, viewer), *cards])
+
 
 class EngagementService:
     """The API's entry to engagement: concurrent calls in this process share one transaction.
 
-    ``policy`` is read once per batch (its ``now`` is the batch's evaluation moment). Admin reads,
-    which include private self-test snapshots, and test acknowledgements take the single-call path.
+    ``policy`` is read once per batch (its ``now`` is the batch's evaluation moment). Platform admin
+    reads, which include every own self-test snapshot, and test acknowledgements take the single-call
+    path; a batched read also fetches its callers' own tests, shown to a tenant author or publisher
+    (``own_tests.py``).
     """
 
     def __init__(self, graph: Graph, *, policy: Callable[[], Policy]) -> None:
         self._graph = graph
         self._policy = policy
         self._cards = CardCache()
-        self._reads: Coalescer[str, list[MyCampaign]] = Coalescer(self._read_batch, name="my-campaigns")
+        self._reads: Coalescer[str, _Read] = Coalescer(self._read_batch, name="my-campaigns")
         self._writes: Coalescer[EventCall, EventResult] = Coalescer(self._write_batch, name="record-event")
         self.profiles_read = 0  # batched reads issued, per profile: what refused calls must never add to
 
-    def my_campaigns(self, *, profile_id: str, include_tests: bool) -> MyCampaigns:
-        if include_tests:
+    def my_campaigns(self, *, profile_id: str, viewer: Viewer = _ANYONE) -> MyCampaigns:
+        if viewer.is_admin:
             return my_campaigns(
                 self._graph,
                 profile_id=profile_id,
@@ -47,7 +59,7 @@ class EngagementService:
                 policy=self._policy(),
                 cards=self._cards,
             )
-        return MyCampaigns(campaigns=self._reads(profile_id))
+        return _shown(self._reads(profile_id), viewer)
 
     def record_event(
         self,
@@ -63,11 +75,11 @@ class EngagementService:
                                 action_id=action_id, test_id=test_id, policy=self._policy())  # fmt: skip
         return self._writes(EventCall(profile_id, campaign_id, event, action_id))
 
-    async def my_campaigns_async(self, *, profile_id: str, include_tests: bool) -> MyCampaigns:
+    async def my_campaigns_async(self, *, profile_id: str, viewer: Viewer = _ANYONE) -> MyCampaigns:
         """``my_campaigns`` for the event loop: waits for its batch without holding a thread."""
-        if include_tests:
-            return await asyncio.to_thread(self.my_campaigns, profile_id=profile_id, include_tests=True)
-        return MyCampaigns(campaigns=await self._reads.submit(profile_id))
+        if viewer.is_admin:
+            return await asyncio.to_thread(self.my_campaigns, profile_id=profile_id, viewer=viewer)
+        return _shown(await self._reads.submit(profile_id), viewer)
 
     async def record_event_async(
         self,
@@ -88,13 +100,13 @@ class EngagementService:
         self._reads.close()
         self._writes.close()
 
-    def _read_batch(self, profile_ids: list[str]) -> list[list[MyCampaign]]:
+    def _read_batch(self, profile_ids: list[str]) -> list[_Read]:
         self.profiles_read += len(profile_ids)  # only the one batch thread writes it
+        distinct = sorted(set(profile_ids))
         with self._graph.autocommit_reads() as session:
-            found = my_campaigns_of(
-                session, sorted(set(profile_ids)), policy=self._policy(), cards=self._cards
-            )
-        return [found.get(profile_id, []) for profile_id in profile_ids]
+            found = my_campaigns_of(session, distinct, policy=self._policy(), cards=self._cards)
+            tests = tests_of(session, distinct)
+        return [(found.get(profile_id, []), tests.get(profile_id, [])) for profile_id in profile_ids]
 
     def _write_batch(self, calls: list[EventCall]) -> list[EventResult | NotFound]:
         return record_events(self._graph, calls, policy=self._policy())

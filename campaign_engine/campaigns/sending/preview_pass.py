@@ -126,11 +126,9 @@ def pinned(
         tally.notified += int(row["notified"])
         tally.notify += len(notify_locales)
         tally.email += len(addresses)
-        if tally.notify > max_recipients or tally.email > max_recipients:
-            raise BadRequest(
-                f"more than {max_recipients} eligible recipients; "
-                "raise CAMPAIGN_PREVIEW_MAX_RECIPIENTS to send"
-            )
+        profiles = sorted(notify_locales.keys() | addresses.keys())
+        tally.recipients += len(profiles)
+        _check_cap(tally, max_recipients)
         routed: list[tuple[str, str, str]] = []
         if routes_guardians(languages.definition):
             routed = _routed_entries(
@@ -147,13 +145,7 @@ def pinned(
                 languages,
                 tally,
             )
-            if tally.notify > max_recipients or tally.email > max_recipients:
-                raise BadRequest(
-                    f"more than {max_recipients} eligible recipients; "
-                    "raise CAMPAIGN_PREVIEW_MAX_RECIPIENTS to send"
-                )
-        profiles = sorted(notify_locales.keys() | addresses.keys())
-        tally.recipients += len(profiles)
+            _check_cap(tally, max_recipients)
         # With an in-app message, who sees its card joins the digest: an approval pins that audience too.
         in_app = {str(pid) for pid in row["visibleRows"]} if campaign.get("hasInAppMessage") else set()
         tally.in_app += len(in_app)
@@ -193,6 +185,16 @@ def pinned(
         if row["read"] < PREVIEW_PAGE:
             return
         cursor = row["last"]
+
+
+def _check_cap(tally: Tally, max_recipients: int) -> None:
+    """The cap counts people, not sends: a member on both channels is one, and so is a guardian
+    routed for several children (routed guardians are never members, ``graph/rules/routing.py``), so
+    a notify and email campaign never confirms more than ``max_recipients`` people."""
+    if tally.recipients + len(tally.guardians) > max_recipients:
+        raise BadRequest(
+            f"more than {max_recipients} eligible recipients; raise CAMPAIGN_PREVIEW_MAX_RECIPIENTS to send"
+        )
 
 
 def _routed_entries(row: Any, languages: _Languages, tally: Tally) -> list[tuple[str, str, str]]:

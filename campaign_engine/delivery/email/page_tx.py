@@ -17,6 +17,7 @@ from datetime import datetime
 from functools import cache
 from typing import Any
 
+from campaign_engine.delivery.approval_reach import OverReach, over_reach
 from campaign_engine.delivery.dispatch_cursor import defer, gate, guard_reason
 from campaign_engine.delivery.email.provider import SendResult
 from campaign_engine.delivery.frequency_cap import count_capped, email_cap_slot, email_page_query
@@ -126,13 +127,15 @@ class PageTransactions:
         claim_id: str,
         now: datetime,
         settling_from: str | None = None,
+        in_flight: int = 0,
     ) -> ClaimedPage:
         """Guard, cooldown, then read-lock-recheck-claim the page: all or nothing, before any provider I/O.
 
         ``job`` holds the cursor (its ``cursor`` must still be the Dispatch's); the page starts after
         ``after`` (the same, or the end of the page this job is still sending). ``settling_from``: the
         cursor of this walk's page whose record + CAS runs alongside this claim; until it commits the
-        Dispatch still shows that cursor, which is then this walk's too."""
+        Dispatch still shows that cursor, which is then this walk's too. ``in_flight``: the claims of
+        this walk not yet recorded, for the reach cap (raises ``OverReach``: the claim rolls back)."""
         stamp = format_ts(now)
         record = tx.run(
             statement(_GUARD), dispatchId=job.dispatch_id, campaignId=job.campaign_id, provider=self._provider
@@ -201,6 +204,9 @@ class PageTransactions:
             claimed = sorted(claimed + guardians, key=lambda c: c.profile_id)
             tally = tally.plus(deferred=int(extra["deferred"]), missed=int(extra["missed"]),
                                ready_at=extra["readyAt"])  # fmt: skip
+        reach = over_reach(dispatch, len(claimed), in_flight=in_flight)  # the reach the approval showed
+        if reach is not None:
+            raise OverReach(reach, dispatch, campaign)
         count_capped(tx, [job.dispatch_id] * capped)  # marked by the claims, counted with them
         read, last = int(row["read"]), row["last"]
         if wave is not None:

@@ -50,6 +50,7 @@ from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import replace
 from typing import Any
 
+from campaign_engine.delivery.approval_reach import OverReach, pause_over_reach
 from campaign_engine.delivery.dispatch_cursor import stop
 from campaign_engine.delivery.email.compose import EmailVariants, compose_email, email_variants_for
 from campaign_engine.delivery.email.page_settle import PageSettler
@@ -179,7 +180,10 @@ class EmailWorker:
         deadline = time.monotonic() + self._run_seconds
         totals = WalkTotals()
         started = time.perf_counter()
-        page = content.assigned(self._claim_page(job, after=job.cursor))
+        try:
+            page = content.assigned(self._claim_page(job, after=job.cursor))
+        except OverReach as over:  # an approval covers the reach it showed: pause, nothing claimed
+            return self._pause_over_reach(job, over)
         totals.claim_s += time.perf_counter() - started
         if page.skip is not None:
             return EmailPageOutcome("waiting" if page.skip == "wave_not_due" else "stale", reason=page.skip)
@@ -196,16 +200,21 @@ class EmailWorker:
         settling: Future[Outcome] | None = None
         settling_from: str | None = None
         committed: Future[None] | None = None  # the commit of the last page claimed ahead
+        settling_claims = 0  # the claims of the page whose record + CAS is ``settling``
         before: Outcome | None = None  # the verdict of the record + CAS of the page before ``page``
         while True:
             ahead: ClaimedPage | None = None
             if walk_on and page.read >= self._page_size and time.monotonic() < deadline:
                 started = time.perf_counter()
+                in_flight = len(page.claimed) + (settling_claims if settling is not None else 0)
                 try:  # overlaps this page's send, the previous page's record and this page's commit
                     ahead, committed = self._claim_ahead(
-                        page.job, after=page.last, settling_from=settling_from, after_commit=committed
-                    )
+                        page.job, after=page.last, settling_from=settling_from, after_commit=committed,
+                        in_flight=in_flight,
+                    )  # fmt: skip
                     ahead = content.assigned(ahead)
+                except OverReach:  # rolled back: the successor job asks again, with nothing in flight
+                    pass
                 except Exception:  # rolled back, nothing claimed: record this page, the successor retries
                     log.warning("email.claim_ahead_failed dispatch_id=%s", job.dispatch_id, exc_info=True)
                 totals.claim_s += time.perf_counter() - started
@@ -231,7 +240,7 @@ class EmailWorker:
                     sending = self._submit(ahead, content, committed)  # overlaps this page's record and CAS
             totals.add(results)
             if ahead is not None and not throttled:
-                settling_from = page.job.cursor or ""
+                settling_from, settling_claims = page.job.cursor or "", len(page.claimed)
                 settling = self._settle_pool.submit(
                     contextvars.copy_context().run, self._settler.settle, page, results
                 )
@@ -329,6 +338,13 @@ class EmailWorker:
             paused(page.job, page.pause)
         return EmailPageOutcome("paused" if done else "lost_race", reason=page.pause.message)
 
+    def _pause_over_reach(self, job: PageJob, over: OverReach) -> EmailPageOutcome:
+        stamp = format_ts(self._clock())
+        done = pause_over_reach(
+            self._graph, job, dispatch=over.dispatch, campaign=over.campaign, reach=over.reach, now=stamp
+        )
+        return EmailPageOutcome("paused" if done else "lost_race", reason="approval_exceeded")
+
     def _claim_page(
         self, job: PageJob, *, after: str | None, settling_from: str | None = None
     ) -> ClaimedPage:
@@ -345,6 +361,7 @@ class EmailWorker:
         after: str | None,
         settling_from: str | None,
         after_commit: Future[None] | None,
+        in_flight: int,
     ) -> tuple[ClaimedPage, Future[None]]:
         """Claim the page after ``after`` up to its commit, and commit it on the committer thread: the
         commit (~40% of a claim) overlaps the walk's next steps, the claim of the page after included.
@@ -354,8 +371,9 @@ class EmailWorker:
         claim_id = uuid.uuid4().hex  # drawn outside the transaction function: a re-run keeps it
         now = self._clock()
         pending = self._graph.write_pending(
-            self._tx.claim, job, after=after, claim_id=claim_id, now=now, settling_from=settling_from
-        )
+            self._tx.claim, job, after=after, claim_id=claim_id, now=now, settling_from=settling_from,
+            in_flight=in_flight,
+        )  # fmt: skip
         return pending.result, self._committer.submit(_commit_after, after_commit, pending)
 
 

@@ -8,6 +8,7 @@ worker's process knows what the receivers answered, so this write is re-run when
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
@@ -20,6 +21,8 @@ from campaign_engine.graph.graph import Graph, Tx
 from campaign_engine.graph.webhook_outbox import record_events, subscribers_for
 
 __all__ = ["record_notified", "statement_variants", "write_outcomes"]
+
+log = logging.getLogger(__name__)
 
 # The outcome write is re-run when its commit was cut off (``Graph.write_idempotent``), so a second
 # application must change nothing. ``acknowledged`` adds only first acknowledgements (notify_record), a
@@ -59,6 +62,7 @@ def write_outcomes(
             "campaignCreatedAt": j.campaign_created_at,
             "dispatchId": j.dispatch_id,
             "variantId": variant_ids.get(j.delivery_id),
+            "standsIn": bool(j.paged_member or j.routed_from),
         }
         for j in jobs
         if verdicts[j.delivery_id] == "positive" and j.campaign_test_id is None
@@ -103,9 +107,11 @@ def record_notified(
 ) -> dict[str | None, int]:
     """Sets ``notifiedAt`` for acknowledged deliveries under their profile locks (taken by the statement
     itself, ascending); returns, by dispatch id, how many of them were the profile's first
-    acknowledgement. A (profile, campaign) acknowledged twice in one batch (two dispatches) is written
-    once: the statement must see each pair once, and only one of them can be first anyway. With
-    ``graph``, each first acknowledgement is a ``recipient.notified`` event for the endpoints that take it."""
+    acknowledgement. A person no longer in the audience under their lock (removed after the POST)
+    gets no ``notifiedAt``, is not counted, and is logged. A (profile, campaign) acknowledged twice in
+    one batch (two dispatches) is written once: the statement must see each pair once, and only one of
+    them can be first anyway. With ``graph``, each first acknowledgement is a ``recipient.notified``
+    event for the endpoints that take it."""
     unique = {(a["profileId"], a["campaignId"]): a for a in reversed(acks)}  # reversed: the first wins
     ordered = sorted(unique.values(), key=lambda a: str(a["profileId"]))
     if not ordered:
@@ -124,4 +130,10 @@ def record_notified(
     counts: dict[str | None, int] = {}
     for row in rows:
         counts[row["dispatchId"]] = counts.get(row["dispatchId"], 0) + int(row["firsts"])
+        if row["removed"]:
+            log.info(
+                "notify.not_counted",
+                extra={"reason": "not_member", "campaignId": row["campaignId"],
+                       "dispatchId": row["dispatchId"], "profileIds": sorted(row["removed"])},
+            )  # fmt: skip
     return counts

@@ -25,6 +25,8 @@ Referenced campaigns are the tenant's refs, resolved in the campaign's own tenan
 compiled (a walk compiles once, ``SegmentCache``); a ``memberOf`` campaign's own segment joins its
 members (cycles are refused by ``graph/rules/segment_check.py`` and cut here too). A missing campaign matches
 nobody.
+
+Past 350 lines on purpose: the compiler and the limits its ``memberOf`` expansion keeps are one walk.
 """
 
 from __future__ import annotations
@@ -39,11 +41,18 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from campaign_engine.domain import segment as limits
 from campaign_engine.domain.age_policy import adult_dob_cutoff
 from campaign_engine.domain.segment import ENGAGED_PROPERTY, Segment, condition_of
 from campaign_engine.graph.cypher import statement
 from campaign_engine.graph.graph import Statements
-from campaign_engine.graph.rules.segment_facts import fact_seeks, own_list, view_fact
+from campaign_engine.graph.rules.segment_facts import (
+    fact_seeks,
+    own_list,
+    own_list_of_p,
+    view_fact,
+    with_view,
+)
 
 __all__ = [
     "Arm",
@@ -57,7 +66,6 @@ __all__ = [
 
 # Index counts stop here: an estimate only has to rank the candidates of one `all`.
 _ESTIMATE_CAP = 20_000
-_MAX_INLINED = 8  # memberOf campaigns whose own segments join one compiled rule
 
 
 @dataclass(frozen=True)
@@ -83,6 +91,13 @@ class CompiledSegment:
     """(path, condition, negated, predicate of the condition alone) per leaf, for explainRecipient."""
     values: tuple[tuple[str, Any], ...] = field(compare=False)
     ages: tuple[tuple[str, int], ...] = field(compare=False)
+
+    @property
+    def size(self) -> int:
+        """Characters of the rule's own text (limit 'compiled size'): the predicate and every seek."""
+        return len(self.predicate) + sum(
+            len(a.match) + len(a.where) + len(a.residual or "") for a in self.arms
+        )
 
     def params(self, now: datetime) -> dict[str, Any]:
         today = now.astimezone(UTC).date()
@@ -111,9 +126,11 @@ def resolve_refs(tx: Statements, tenant_id: str | None, refs: set[str]) -> dict[
 
 
 class _Compiler:
-    def __init__(self, tx: Statements, tenant_id: str | None) -> None:
+    def __init__(self, tx: Statements, tenant_id: str | None, *, strict: bool = False) -> None:
         self._tx = tx
         self._tenant = tenant_id
+        self._strict = strict  # refuse a memberOf expansion past the limits (else: inline no more)
+        self.conditions = 0  # counting the inlined campaigns' own (limit 'conditions')
         self.values: dict[str, Any] = {}
         self.ages: dict[str, int] = {}
         self.leaves: list[tuple[str, str, bool, str]] = []
@@ -175,10 +192,13 @@ class _Compiler:
         if node.any is not None:
             parts = [self.rule(child, f"{path}.any.{i}", visiting, False) for i, child in enumerate(node.any)]
             arms = None if any(a is None for _, a in parts) else [x for _, a in parts for x in a or []]
+            if top and arms is not None:  # each arm finds one branch's matches: it tests that branch alone
+                arms = [replace(arm, residual=branch) for branch, found in parts for arm in found or []]
             return "(" + " OR ".join(p for p, _ in parts) + ")", arms
         condition = condition_of(node)
         assert condition is not None
-        predicate, arms = self.condition(node, condition, visiting)
+        self.conditions += 1
+        predicate, arms = self.condition(node, condition, visiting, path)
         self.leaves.append((path.lstrip("."), _WIRE_NAME[condition], node.negated, predicate))
         if node.negated:
             return f"(NOT {predicate})", None
@@ -186,14 +206,16 @@ class _Compiler:
             return predicate, [replace(arms[0], residual="true")]
         return predicate, arms
 
-    def condition(self, node: Segment, condition: str, visiting: frozenset[str]) -> tuple[str, list[Arm]]:
+    def condition(
+        self, node: Segment, condition: str, visiting: frozenset[str], path: str
+    ) -> tuple[str, list[Arm]]:
         if condition == "tag":
             s, t = self._param(node.tag), self._tenant_param()
             n = self._count(
                 "OPTIONAL MATCH (t:Tag {slug: $s}) RETURN COUNT { (t)<-[:HAS_TAG]-() } AS n", s=node.tag
             )
             predicate = (
-                f"EXISTS {{ (p)-[segTag:HAS_TAG]->(:Tag {{slug: ${s}}}) WHERE {own_list('p', 'segTag', t)} }}"
+                f"EXISTS {{ (p)-[segTag:HAS_TAG]->(:Tag {{slug: ${s}}}) WHERE {own_list_of_p('segTag', t)} }}"
             )
             return predicate, [
                 Arm("MATCH (p:Profile)-[segG:HAS_TAG]->(:Tag)"
@@ -219,13 +241,13 @@ class _Compiler:
             ]  # fmt: skip
         if condition == "locale":
             s, dash = self._param(node.locale), self._param(f"{node.locale}-")
-            locale = view_fact("locale", self._tenant_param())
+            locale = view_fact("locale")
             predicate = f"coalesce({locale} = ${s} OR {locale} STARTS WITH ${dash}, false)"
             return predicate, self._fact_arms("locale", "STARTS WITH", s, node.locale)
         if condition == "time_zone":
             s = self._param(node.time_zone)
             arms = self._fact_arms("timeZone", "=", s, node.time_zone)
-            return f"coalesce({view_fact('timeZone', self._tenant_param())} = ${s}, false)", arms
+            return f"coalesce({view_fact('timeZone')} = ${s}, false)", arms
         if condition in ("age_at_least", "age_below"):
             # Only a known age matches (the age policy's dob rule, domain/age_policy.py); the campaign's
             # age policy still applies to whoever matches, as to static members.
@@ -233,11 +255,11 @@ class _Compiler:
             assert years is not None
             s = self._age(years)
             op = "<=" if condition == "age_at_least" else ">"
-            dob = view_fact("dob", self._tenant_param())
+            dob = view_fact("dob")
             arms = self._fact_arms("dob", op, s, None)
             return f"coalesce({dob} =~ $dobPattern AND {dob} {op} ${s}, false)", arms
         if condition == "member_of":
-            return self.member_of(node.member_of or "", visiting)
+            return self.member_of(node.member_of or "", visiting, path)
         assert node.engaged is not None
         target = self._campaign(node.engaged.campaign_id)
         if target is None:
@@ -256,7 +278,7 @@ class _Compiler:
                  " USING INDEX segX:Campaign(id)", f"segS.{prop} IS NOT NULL", "p.profileId", n, exact=True)
         ]  # fmt: skip
 
-    def member_of(self, ref: str, visiting: frozenset[str]) -> tuple[str, list[Arm]]:
+    def member_of(self, ref: str, visiting: frozenset[str], path: str) -> tuple[str, list[Arm]]:
         target = self._campaign(ref)
         if target is None or ref in visiting:
             return "false", []
@@ -272,7 +294,7 @@ class _Compiler:
                  f"segM.campaignId = ${s} AND segM.profileId > $cursor", "segM.campaignId, segM.profileId", n)
         ]  # fmt: skip
         inner = segment_of(target)
-        if inner is not None and self._inlined < _MAX_INLINED:
+        if inner is not None and self._fits(inner, ref, path):
             self._inlined += 1
             leaves = len(self.leaves)
             inner_predicate, inner_arms = self.rule(inner, "", visiting | {ref}, False)
@@ -280,6 +302,25 @@ class _Compiler:
             predicate = f"({predicate} OR {inner_predicate})"
             arms += inner_arms or []
         return predicate, arms
+
+    def _fits(self, inner: Segment, ref: str, path: str) -> bool:
+        """Whether ``ref``'s own segment may join the rule (limits 'memberOf expansion', 'conditions'):
+        past one a strict compile refuses, a read of an older rule inlines no more (members only)."""
+        conditions = self.conditions + limits.conditions_in(inner)
+        if self._inlined < limits.MAX_INLINED and conditions <= limits.MAX_CONDITIONS:
+            return True
+        if self._strict:
+            where = (*[int(p) if p.isdigit() else p for p in path.split(".") if p], "memberOf")
+            if self._inlined >= limits.MAX_INLINED:
+                limits.refuse(
+                    where,
+                    limits.over_limit("memberOf expansion", self._inlined + 1, "too many segments inlined"),
+                )
+            limits.refuse(
+                where,
+                limits.over_limit("conditions", conditions, f"too many conditions with campaign '{ref}'"),
+            )
+        return False
 
 
 _WIRE_NAME = {
@@ -295,17 +336,26 @@ _WIRE_NAME = {
 
 
 def compile_segment(
-    tx: Statements, segment: Segment, *, tenant_id: str | None, own_ref: str | None
+    tx: Statements, segment: Segment, *, tenant_id: str | None, own_ref: str | None, strict: bool = False
 ) -> CompiledSegment:
     """The segment as Cypher for the campaign of ``own_ref`` in ``tenant_id``; a handful of small reads
-    (referenced campaigns, the degree or bounded index count of each condition's seek)."""
-    compiler = _Compiler(tx, tenant_id)
+    (referenced campaigns, the degree or bounded index count of each condition's seek). ``strict``:
+    refuse a ``memberOf`` expansion past the limits (saving, previewing) instead of inlining no more."""
+    compiler = _Compiler(tx, tenant_id, strict=strict)
     visiting = frozenset({own_ref}) if own_ref else frozenset()
     predicate, arms = compiler.rule(segment, "", visiting, True)
+    tenant = compiler._tenant_param()
+    # Every text over the rule's conditions reads p's view once (segment_facts.with_view).
+    bound = [
+        replace(arm, residual=with_view(arm.residual, tenant)) if arm.residual not in (None, "true") else arm
+        for arm in arms or ()
+    ]
     return CompiledSegment(
-        predicate=predicate,
-        arms=tuple(arms or ()),
-        leaves=tuple(compiler.leaves),
+        predicate=with_view(predicate, tenant),
+        arms=tuple(bound),
+        leaves=tuple(
+            (path, name, negated, with_view(text, tenant)) for path, name, negated, text in compiler.leaves
+        ),
         values=tuple(compiler.values.items()),
         ages=tuple(compiler.ages.items()),
     )

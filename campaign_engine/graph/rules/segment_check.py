@@ -1,14 +1,26 @@
 """Checking a live segment before it is saved: the campaigns it names are the tenant's, no
 ``memberOf`` leads back to the campaign itself, and no age condition is one the campaign's age policy
-leaves nobody to match. Each refusal is BAD_REQUEST naming the rule's path; compiling is
-``graph/rules/segment.py``."""
+leaves nobody to match; and the limits only the graph can tell (``memberOf`` expansion, compiled size,
+domain/segment.py ``LIMITS``), checked on the compiled rule before Neo4j ever plans it. Each refusal is
+BAD_REQUEST naming the rule's path (and the limit); compiling is ``graph/rules/segment.py``."""
 
 from __future__ import annotations
 
-from campaign_engine.domain.errors import BadRequest
-from campaign_engine.domain.segment import Segment, campaign_refs, minor_only
+from campaign_engine.domain.segment import (
+    MAX_COMPILED_BYTES,
+    Segment,
+    campaign_refs,
+    minor_only,
+    over_limit,
+    refuse,
+)
 from campaign_engine.graph.graph import Tx
-from campaign_engine.graph.rules.segment import resolve_refs, segment_of
+from campaign_engine.graph.rules.segment import (
+    CompiledSegment,
+    compile_segment,
+    resolve_refs,
+    segment_of,
+)
 
 __all__ = ["check_segment"]
 
@@ -21,11 +33,12 @@ def check_segment(
     own_ref: str,
     excludes_minors: bool = False,
     adult_age: int | None = None,
-) -> None:
+) -> CompiledSegment:
     """BAD_REQUEST naming the path of the first campaign the segment names that is not one of the
-    tenant's, of a ``memberOf`` that would make the campaign a member of itself, or (with
-    ``adult_age``) of an age condition the campaign's age policy leaves nobody to match: ``ageBelow``
-    the adult age in a campaign that excludes minors (domain/age_policy.py)."""
+        tenant's, of a ``memberOf`` that would make the campaign a member of itself, or (with
+        ``adult_age``) of an age condition the campaign's age policy leaves nobody to match: ``ageBelow``
+        the adult age in a campaign that excludes minors (domain/age_policy.py). Returns the rule compiled
+    (strictly: a ``memberOf`` expansion past the limits is refused)."""
     if excludes_minors and adult_age is not None:
         for path, node in minor_only(segment, adult_age=adult_age):
             _refuse(
@@ -57,8 +70,10 @@ def check_segment(
         more = resolve_refs(tx, tenant_id, set(inner_named) - found.keys())
         found.update(more)
         frontier += [(path, r) for r in inner_named]
+    compiled = compile_segment(tx, segment, tenant_id=tenant_id, own_ref=own_ref or None, strict=True)
+    if compiled.size > MAX_COMPILED_BYTES:
+        _refuse((), over_limit("compiled size", compiled.size, "the rule compiles to too much Cypher"))
+    return compiled
 
 
-def _refuse(path: tuple[str | int, ...], message: str) -> None:
-    where = ".".join(str(part) for part in ("segment", *path))
-    raise BadRequest(f"{where}: {message}", issues=[{"path": ["segment", *path], "message": message}])
+_refuse = refuse

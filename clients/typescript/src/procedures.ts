@@ -308,6 +308,11 @@ export interface Procedures {
     input: LayoutPatch;
     output: TenantPublic;
   };
+  "utilities.getChallenges": {
+    kind: "query";
+    input: ChallengesInput | undefined;
+    output: string[];
+  };
   "webhookEndpoints.create": {
     kind: "mutation";
     input: CreateInputValidation;
@@ -782,12 +787,15 @@ export interface CampaignCreate {
   id: string;
 }
 /**
- * The in-app message. Limits keep it renderable as a toast on a small phone.
+ * The in-app message: LearnCard's InAppMessage. Limits keep it renderable as a toast on a small
+ * phone. ``id`` names it for the app's dismissal and frequency state (a card carries the campaign's
+ * id when the author gave none, ``CampaignCard``).
  *
  * This interface was referenced by `Procedures`'s JSON-Schema
  * via the `definition` "Message".
  */
 export interface Message {
+  id?: string | null;
   title: string;
   body?: string | null;
   presentation?: "modal" | "banner" | "toast";
@@ -800,6 +808,8 @@ export interface Message {
    * @maxItems 3
    */
   actions?: Action[];
+  targeting?:
+    PlatformPredicate | RolePredicate | VersionPredicate | AllPredicate | AnyPredicate | NotPredicate | null;
   enabled?: boolean;
 }
 /**
@@ -826,7 +836,8 @@ export interface Media {
 export interface Action {
   label: string;
   style?: "primary" | "secondary" | "positive" | "dismiss";
-  action: InternalLink | ExternalLink | DismissAction;
+  action: InternalLink | ExternalLink | AppStoreAction | CapgoUpdateAction | DismissAction;
+  closeOnComplete?: boolean;
 }
 /**
  * This interface was referenced by `Procedures`'s JSON-Schema
@@ -845,11 +856,97 @@ export interface ExternalLink {
   url: string;
 }
 /**
+ * This app's store page, resolved per platform by the app; the URLs override its own links.
+ *
+ * This interface was referenced by `Procedures`'s JSON-Schema
+ * via the `definition` "AppStoreAction".
+ */
+export interface AppStoreAction {
+  type: "appStore";
+  iosUrl?: string | null;
+  androidUrl?: string | null;
+  webUrl?: string | null;
+}
+/**
+ * The app checks for, downloads and applies its over-the-air update.
+ *
+ * This interface was referenced by `Procedures`'s JSON-Schema
+ * via the `definition` "CapgoUpdateAction".
+ */
+export interface CapgoUpdateAction {
+  type: "capgoUpdate";
+}
+/**
  * This interface was referenced by `Procedures`'s JSON-Schema
  * via the `definition` "DismissAction".
  */
 export interface DismissAction {
   type: "dismiss";
+}
+/**
+ * This interface was referenced by `Procedures`'s JSON-Schema
+ * via the `definition` "PlatformPredicate".
+ */
+export interface PlatformPredicate {
+  /**
+   * @minItems 1
+   * @maxItems 3
+   */
+  platform: ["ios" | "android" | "web", ...("ios" | "android" | "web")[]];
+}
+/**
+ * This interface was referenced by `Procedures`'s JSON-Schema
+ * via the `definition` "RolePredicate".
+ */
+export interface RolePredicate {
+  /**
+   * @minItems 1
+   * @maxItems 50
+   */
+  role: [string, ...string[]];
+}
+/**
+ * This interface was referenced by `Procedures`'s JSON-Schema
+ * via the `definition` "VersionPredicate".
+ */
+export interface VersionPredicate {
+  version: VersionCheck;
+}
+/**
+ * This interface was referenced by `Procedures`'s JSON-Schema
+ * via the `definition` "VersionCheck".
+ */
+export interface VersionCheck {
+  source: "native" | "web" | "capgo";
+  op: "lt" | "lte" | "eq" | "gte" | "gt";
+  value: string;
+}
+/**
+ * This interface was referenced by `Procedures`'s JSON-Schema
+ * via the `definition` "AllPredicate".
+ */
+export interface AllPredicate {
+  /**
+   * @maxItems 50
+   */
+  all: (PlatformPredicate | RolePredicate | VersionPredicate | AllPredicate | AnyPredicate | NotPredicate)[];
+}
+/**
+ * This interface was referenced by `Procedures`'s JSON-Schema
+ * via the `definition` "AnyPredicate".
+ */
+export interface AnyPredicate {
+  /**
+   * @maxItems 50
+   */
+  any: (PlatformPredicate | RolePredicate | VersionPredicate | AllPredicate | AnyPredicate | NotPredicate)[];
+}
+/**
+ * This interface was referenced by `Procedures`'s JSON-Schema
+ * via the `definition` "NotPredicate".
+ */
+export interface NotPredicate {
+  not: PlatformPredicate | RolePredicate | VersionPredicate | AllPredicate | AnyPredicate | NotPredicate;
 }
 /**
  * Inbox/push copy: push banners truncate around 65/240 characters.
@@ -2195,6 +2292,13 @@ export interface LayoutPatch {
   footerAddress?: string | null;
   senderName?: string | null;
   tenantId: string;
+}
+/**
+ * This interface was referenced by `Procedures`'s JSON-Schema
+ * via the `definition` "ChallengesInput".
+ */
+export interface ChallengesInput {
+  amount?: number;
 }
 /**
  * This interface was referenced by `Procedures`'s JSON-Schema

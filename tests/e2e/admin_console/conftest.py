@@ -6,20 +6,25 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 from collections.abc import Iterator
 from pathlib import Path
+from typing import NamedTuple
 
+import httpx
 import pytest
 from playwright.sync_api import Browser
 from pydantic import SecretStr
 
 from campaign_engine.api.app import create_app
 from campaign_engine.config import Settings
+from campaign_engine.dev_stack import devidp_command, oidc_env
 from campaign_engine.graph.graph import Graph
-from tests.conftest import free_port
+from tests.conftest import ADMIN_ID, free_port
 from tests.support.browser import chromium
+from tests.support.concurrency import wait_for
 from tests.support.delivery import WEBHOOK_SECRET, inbox_server
-from tests.support.processes import CliProcess
+from tests.support.processes import REPO_ROOT, CliProcess
 from tests.support.servers import serve_in_thread
 
 UNSUBSCRIBE_SECRET = "admin-console-unsubscribe-secret-0123456789"
@@ -97,3 +102,52 @@ def stack(base_settings: Settings, graph: Graph, tmp_path: Path) -> Iterator[tup
         finally:
             for child in children:
                 child.stop()
+
+
+class Idp(NamedTuple):
+    issuer: str
+    api_port: int  # the port the console it redirects to is served on (oidc_stack)
+    log: Path
+
+
+# The provider's access tokens last this long, so every journey on it also lives through silent renewals.
+IDP_TOKEN_SECONDS = 40
+
+
+@pytest.fixture(scope="package")
+def idp(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Idp]:
+    """make dev's OpenID provider (devidp/, node-oidc-provider), started as make dev starts it, once for
+    the package: its client's redirect URIs name one API port, which oidc_stack serves on."""
+    api_port, port = free_port(), free_port()
+    log = tmp_path_factory.mktemp("idp") / "idp.log"
+    command = devidp_command(
+        port=port, api_origins=[f"http://127.0.0.1:{api_port}"], admins=ADMIN_ID, token_ttl=IDP_TOKEN_SECONDS
+    )
+    issuer = f"http://127.0.0.1:{port}"
+    with log.open("ab") as out:
+        process = subprocess.Popen(command, cwd=REPO_ROOT, stdout=out, stderr=subprocess.STDOUT)
+
+    def answers() -> bool:
+        assert process.poll() is None, log.read_text()
+        try:
+            return httpx.get(f"{issuer}/.well-known/openid-configuration", timeout=2).status_code == 200
+        except httpx.HTTPError:
+            return False
+
+    try:
+        wait_for("the OpenID provider to answer", answers, timeout=60, every=0.1)
+        yield Idp(issuer, api_port, log)
+    finally:
+        process.terminate()
+        process.wait(timeout=10)
+
+
+@pytest.fixture
+def oidc_stack(base_settings: Settings, graph: Graph, idp: Idp) -> Iterator[tuple[str, Settings]]:
+    """The API as make dev configures it beside its provider (no worker: signing in sends nothing)."""
+    provider = {name.lower(): value for name, value in oidc_env(idp.issuer).items()}
+    settings = base_settings.model_copy(
+        update={**provider, "campaign_local_development": True, "campaign_app_origins": ORIGINS}
+    )
+    with serve_in_thread(create_app(settings, graph=graph), port=idp.api_port) as url:
+        yield url, settings

@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import httpx
-from playwright.sync_api import Page, expect
+from playwright.sync_api import Page, Route, expect
 
 from campaign_engine.api.auth import mint_token
 from campaign_engine.config import Settings
@@ -117,6 +118,7 @@ def read_the_stats(page: Page, url: str, settings: Settings, admin_token: str, m
         hop = httpx.get(f"{url}{click}", follow_redirects=False)
         landed = httpx.get(f"{url}{hop.headers['location']}", follow_redirects=False)
         assert landed.headers["location"].startswith("https://app.campaigns.test/m/spring-launch?")
+    click_lands_on_the_app(page, landed.headers["location"], url)
     ask = {"campaignId": CAMPAIGN}
 
     def clicked() -> int:
@@ -132,3 +134,31 @@ def read_the_stats(page: Page, url: str, settings: Settings, admin_token: str, m
         expect(stats.locator(f"[data-stat='{name}']")).to_have_text(value)
     expect(stats.locator("svg rect.bar-audience")).to_have_attribute("width", "200")
     shot(page, "stats", "#stats")
+
+
+def click_lands_on_the_app(page: Page, app_link: str, url: str) -> None:
+    """Where the email's button lands, counted and redirected (above), in a recipient's browser: the app's
+    page showing the in-app message. make dev's app origin is its API, which serves the stand-in app; here
+    the app origin has its own name, answered by the API as make dev's would be (Chromium does not hand a
+    redirect's next hop to a route, so the browser opens the link the redirects ended on)."""
+    browser = page.context.browser
+    assert browser is not None
+    recipient = browser.new_context(viewport={"width": 390, "height": 844})
+
+    def as_in_make_dev(route: Route) -> None:
+        asked = urlsplit(route.request.url)
+        answer = httpx.get(f"{url}{asked.path}?{asked.query}", timeout=30)
+        framing = ("content-encoding", "content-length", "transfer-encoding")  # httpx decoded the body
+        headers = {k: v for k, v in answer.headers.items() if k.lower() not in framing}
+        route.fulfill(status=answer.status_code, headers=headers, body=answer.content)
+
+    try:
+        recipient.route("https://app.campaigns.test/**", as_in_make_dev)
+        tab = recipient.new_page()
+        tab.goto(app_link)
+        expect(tab.get_by_role("heading", level=1)).to_have_text("🌱 Spring is here")
+        expect(tab.get_by_text("New features for everyone.")).to_be_visible()
+        expect(tab.get_by_text("Read more")).to_be_visible()
+        shot(tab, "app-standin-from-email", "viewport")
+    finally:
+        recipient.close()

@@ -30,14 +30,17 @@ def test_minors_are_routed_to_their_guardians_from_the_composer_to_the_review(
     stack: tuple[str, Settings, Path], browser: Browser
 ) -> None:
     """Guardian routing in the console, briefly: the composer sends minors to their guardians with the
-    guardians' own copy, the review counts the guardian, and the guardian's email is that copy."""
+    guardians' own copy, the review counts the guardian, the guardian's email is that copy, and the
+    explanation says it in sentences: received as the guardian, a revoked guardian left out."""
     url, settings, mailbox = stack
     admin_token = mint_token(settings, profile_id=ADMIN_ID, scope=ADMIN_SCOPE)
     trpc(url, admin_token, "profiles.upsert", {"profiles": [
         {"profileId": "fam-parent", "dob": "1980-01-01",
          "emails": [{"address": "fam-parent@example.com", "verified": True, "primary": True}]},
+        {"profileId": "fam-aunt", "dob": "1982-01-01"},
         {"profileId": "fam-kid", "dob": "2016-01-01", "isManaged": True,
-         "guardians": [{"profileId": "fam-parent", "consent": "granted"}]},
+         "guardians": [{"profileId": "fam-parent", "consent": "granted"},
+                       {"profileId": "fam-aunt", "consent": "revoked"}]},
     ]})  # fmt: skip
     context, page, watch = signed_in(browser, url, admin_token)
     try:
@@ -82,6 +85,22 @@ def test_minors_are_routed_to_their_guardians_from_the_composer_to_the_review(
             m for m in map(read_mail, mailbox.glob("*.eml")) if str(m["To"]) == "fam-parent@example.com"
         )
         assert str(mail["Subject"]) == "Your child's class travels on Friday"
+        # Explained in sentences: the guardian received it as one; the child's routes, each guardian's.
+        explain_in_console(page, "fam-parent")
+        expect(page.locator("#explain-guardian")).to_contain_text(
+            "fam-parent is the guardian of fam-kid, who the age policy routes to them."
+        )
+        email = page.locator("#explain .explain-channel[data-channel='email'] .explain-verdict")
+        expect(email).to_contain_text(re.compile(r"^Received the email as the guardian of fam-kid on "))
+        explain_in_console(page, "fam-kid")
+        expect(page.locator("#explain-guardian")).to_contain_text(
+            "fam-kid's guardian fam-parent receives it in their place."
+        )
+        expect(page.locator("#explain-guardian")).to_contain_text(
+            "fam-kid's guardian fam-aunt will not receive it: consent revoked."
+        )
+        assert_accessible(page, "explain with guardian routes")
+        shot(page, "explain-guardian-route", "#explain")
         watch.assert_clean()
     finally:
         context.close()

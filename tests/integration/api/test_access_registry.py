@@ -210,6 +210,8 @@ def _inputs(seeded: Seeded) -> dict[str, Any]:
         "webhookEndpoints.rotateSecret": {"id": seeded.endpoint_id},
         "webhookEndpoints.deliveries": {"id": seeded.endpoint_id},
         "webhookEndpoints.replay": {"id": seeded.endpoint_id, "since": "2026-01-01T00:00:00Z"},
+        # Signed in by a JWT, not a DID: BAD_REQUEST (challenges are a DID's), never 401/403.
+        "utilities.getChallenges": {"amount": 3},
     }  # fmt: skip
 
 

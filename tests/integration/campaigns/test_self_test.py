@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime
+from typing import Any
 
+from campaign_engine.api.auth import mint_token
 from campaign_engine.campaigns import definitions
 from campaign_engine.config import Settings
 from campaign_engine.domain.campaign import CampaignCreate, CampaignPublic
@@ -136,3 +139,36 @@ def test_a_channel_this_api_cannot_test_is_refused_by_name_before_anything_is_wr
         both.json()["error"]["message"].replace("(", " ").replace(")", " ").split()
     )
     assert graph.run("MATCH ()-[t:CAMPAIGN_TEST]->() RETURN count(t) AS n")[0]["n"] == 0
+
+
+def test_a_tenant_author_or_publisher_sees_their_own_test(base_settings: Settings, graph: Graph) -> None:
+    """The role that lets someone send a test lets them see it: a signed author claim for the test
+    campaign's tenant, or a publisher grant there; a viewer, a claim for another tenant and a
+    revoked grant do not. The test is the sender's alone."""
+    graph.run("UNWIND ['author', 'publisher', 'viewer'] AS id CREATE (:Profile {profileId: id})")
+    graph.run("CREATE (:AccessGrant {tenantId: 'default', subject: 'publisher', role: 'publisher'})")
+    make(graph, "c1")
+    with api_client(base_settings, graph, clock=lambda: NOW) as api:
+
+        def call(kind: str, path: str, data: object, sub: str, tenant: str, roles: list[str]) -> Any:
+            token = mint_token(api.settings, profile_id=sub, tenant_id=tenant, roles=roles)
+            headers = {"authorization": f"Bearer {token}"}
+            if kind == "m":
+                return api.http.post(f"/trpc/{path}", json=data, headers=headers)
+            return api.http.get(f"/trpc/{path}", params={"input": json.dumps(data)}, headers=headers)
+
+        def mine(sub: str, tenant: str = "default", roles: tuple[str, ...] = ()) -> list[tuple[str, str]]:
+            found = ok(call("q", "campaigns.getMyCampaigns", None, sub, tenant, list(roles)))["campaigns"]
+            return [(c["campaignId"], c["testId"]) for c in found]
+
+        authored = ok(
+            call("m", "campaigns.sendTestToMe", {"campaignId": "c1"}, "author", "default", ["author"])
+        )
+        published = ok(call("m", "campaigns.sendTestToMe", {"campaignId": "c1"}, "publisher", "default", []))
+        assert mine("author", roles=("author",)) == [("c1", authored["testId"])]
+        assert mine("publisher") == [("c1", published["testId"])]
+        assert mine("viewer", roles=("viewer",)) == []
+        assert mine("author", tenant="beta", roles=("author",)) == []  # the claim names another tenant
+        assert mine("author") == []  # no role in the campaign's tenant any more
+        graph.run("MATCH (g:AccessGrant {subject: 'publisher'}) DELETE g")
+        assert mine("publisher") == []

@@ -5,14 +5,18 @@ whose commit was cut off is rerun and counted once, a negative answer is rejecte
 from __future__ import annotations
 
 import json
+import logging
 from pathlib import Path
 
 import pytest
 
+from campaign_engine.campaigns.audience import members as audience
 from campaign_engine.campaigns.sending.dispatch_reads import get_dispatch
 from campaign_engine.config import Settings
+from campaign_engine.domain.audience import ProfileIdsSource
 from campaign_engine.domain.dispatch import delivery_id
 from campaign_engine.graph.graph import Graph, open_graph
+from campaign_engine.graph.rules.policy import Policy
 from campaign_engine.wiring import build_notification_worker
 from tests.support.bolt_cut import bolt_cutter
 from tests.support.delivery import (
@@ -146,3 +150,41 @@ def test_negative_answer_is_rejected_not_retried(
     assert len(result.done) == 1 and result.retry == []
     assert notified(graph, "c1") == []
     assert get_dispatch(graph, dispatch_id).rejected == 1
+
+
+def test_a_person_removed_while_their_post_is_in_flight_is_not_counted(
+    base_settings: Settings, graph: Graph, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """removeAudience commits (from the receiver's thread) while the worker waits on p2's POST: the
+    acknowledgement write, which rechecks membership under the profile lock removeAudience also takes,
+    sets no notifiedAt for p2, counts only p1, and logs p2 as not counted."""
+    receiver = ScriptedReceiver([(200, b'{"sent":true}', "application/json")])
+    settings = delivery_settings(base_settings)
+    queues = local_queues(tmp_path / "q.sqlite3")
+    make_campaign(graph, "c1")
+    policy = Policy(now=StepClock()(), adult_age=18, domain=settings.domain_name)
+    removed: list[int] = []
+
+    def remove_p2(count: int) -> None:
+        if count == 1:  # the first POST is in: the recheck has passed for the whole batch
+            source = ProfileIdsSource(type="profileIds", profileIds=["p2"])
+            removed.append(
+                audience.remove_audience(graph, campaign_id="c1", source=source, policy=policy).removed
+            )
+
+    receiver.on_post = remove_p2
+    with ThreadServer(receiver.app()) as server:
+        add_members(graph, "c1", ["p1", "p2"], webhook=f"{server.url}/hook", tenants=["default"])
+        dispatch_id = _page(settings, graph, queues)
+        worker = build_notification_worker(settings, graph, clock=StepClock())
+        try:
+            with caplog.at_level(logging.INFO, logger="campaign_engine.delivery.notify.outcomes"):
+                result = worker.handle_batch(parsed(queues.delivery.receive(max_messages=10)))
+        finally:
+            worker.close()
+    assert removed == [1] and len(receiver.received) == 2
+    assert sorted(result.verdicts.values()) == ["positive", "positive"]
+    assert notified(graph, "c1") == ["p1"]
+    assert get_dispatch(graph, dispatch_id).acknowledged == 1
+    (record,) = [r for r in caplog.records if r.getMessage() == "notify.not_counted"]
+    assert record.__dict__["profileIds"] == ["p2"] and record.__dict__["reason"] == "not_member"

@@ -14,6 +14,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from campaign_engine.did import DidError, DidResolver, did_key_of, did_web_url, sign_jwt, verify_jwt
 from campaign_engine.did.document import authentication_keys
 from campaign_engine.did.keys import b58decode, b58encode, ed25519_from_multibase, multibase_of, raw_bytes
+from campaign_engine.domain.audience import did_web_for, profile_id_from_did_web
 
 RESOLVER = DidResolver(None)  # did:key only
 
@@ -123,3 +124,12 @@ def test_a_document_yields_only_its_own_ed25519_authentication_keys() -> None:
             authentication_keys(did, json.dumps(wrong).encode())
     with pytest.raises(DidError):
         authentication_keys(did, b"<html>")
+
+
+def test_a_profiles_did_web_alias_reads_in_learncards_form_and_the_older_one() -> None:
+    assert did_web_for("p/1", "Example.com:8443") == "did:web:example.com%3A8443:users:p%2F1"
+    for alias in ("did:web:example.com:users:p%2F1", "did:web:EXAMPLE.com:p%2F1"):
+        assert profile_id_from_did_web(alias, "example.com") == "p/1", alias
+    assert profile_id_from_did_web("did:web:example.com:users", "example.com") == "users"
+    for other in ("did:web:example.com:a:b", "did:web:example.com:users:p/1", "did:web:other.com:users:p"):
+        assert profile_id_from_did_web(other, "example.com") is None, other

@@ -139,20 +139,17 @@ HOSTILE = [
         id="get-with-body-to-mutation",
     ),
     pytest.param(
-        "POST",
-        "/trpc/campaigns.list",
-        b"{}",
-        JSON,
-        405,
-        "METHOD_NOT_SUPPORTED",
-        "GET, HEAD",
-        id="post-to-query",
-    ),
-    pytest.param(
         "PUT", "/trpc/campaigns.create", b"{}", JSON, 405, "METHOD_NOT_SUPPORTED", "HEAD, POST", id="put"
     ),
     pytest.param(
-        "OPTIONS", "/trpc/campaigns.get", None, None, 405, "METHOD_NOT_SUPPORTED", "GET, HEAD", id="options"
+        "OPTIONS",
+        "/trpc/campaigns.get",
+        None,
+        None,
+        405,
+        "METHOD_NOT_SUPPORTED",
+        "GET, HEAD, POST",
+        id="options",
     ),
     pytest.param(
         "DELETE",
@@ -239,7 +236,7 @@ def test_openapi_requires_an_input_exactly_where_the_api_does(api: TrpcClient, a
     doc = api.http.get("/openapi.json").json()
     optional = set()
     for url, item in doc["paths"].items():
-        ((method, operation),) = item.items()
+        method, operation = next(iter(item.items()))  # a query's POST twin declares the same input
         declared = operation["parameters"][0] if "parameters" in operation else operation.get("requestBody")
         if declared is None:
             continue

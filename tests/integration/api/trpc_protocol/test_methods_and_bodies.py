@@ -11,8 +11,11 @@ import json
 
 import pytest
 
+from campaign_engine.graph.graph import Graph
 from tests.support.api import TrpcClient, error_code, ok
-from tests.support.trpc_wire import NEW_CAMPAIGN, _error
+from tests.support.trpc_wire import NEW_CAMPAIGN, _create, _error
+
+_JSON = {"content-type": "application/json"}
 
 # --- methods and paths -------------------------------------------------------------------------
 
@@ -24,10 +27,7 @@ def test_head_is_204_without_body(api: TrpcClient) -> None:
         assert response.content == b""
 
 
-def test_wrong_method_is_405_method_not_supported_both_ways(api: TrpcClient, admin: dict[str, str]) -> None:
-    query_by_post = api.http.post("/trpc/campaigns.list", json={}, headers=admin)
-    assert query_by_post.status_code == 405
-    assert _error(query_by_post.json(), "METHOD_NOT_SUPPORTED", 405, path="campaigns.list")["code"] == -32005
+def test_a_mutation_by_get_is_405_method_not_supported(api: TrpcClient, admin: dict[str, str]) -> None:
     mutation_by_get = api.http.get(
         "/trpc/campaigns.create", params={"input": json.dumps(NEW_CAMPAIGN)}, headers=admin
     )
@@ -39,6 +39,58 @@ def test_wrong_method_is_405_method_not_supported_both_ways(api: TrpcClient, adm
         response = api.http.request(method, "/trpc/campaigns.create", headers=admin)
         assert response.status_code == 405, method
         _error(response.json(), "METHOD_NOT_SUPPORTED", 405)
+    allowed = api.http.request("OPTIONS", "/trpc/campaigns.create", headers=admin)
+    assert allowed.headers["allow"] == "HEAD, POST"
+
+
+def test_a_query_by_post_answers_as_by_get(api: TrpcClient, admin: dict[str, str]) -> None:
+    """tRPC's ``methodOverride: "POST"`` (LearnCard's client): a query's input is then the JSON body."""
+    _create(api, admin)
+    by_get = ok(api.http.get("/trpc/campaigns.get", params={"input": '{"campaignId":"c1"}'}, headers=admin))
+    assert ok(api.http.post("/trpc/campaigns.get", json={"campaignId": "c1"}, headers=admin)) == by_get
+    assert ok(api.http.post("/trpc/campaigns.list", headers=admin))["records"][0]["id"] == "c1"
+    batch = api.http.post(
+        "/trpc/campaigns.get,campaigns.list?batch=1", json={"0": {"campaignId": "c1"}}, headers=admin
+    ).json()
+    assert [item["result"]["data"].get("id") for item in batch] == ["c1", None]
+    refused = api.http.post("/trpc/campaigns.list", json={"limit": 0}, headers=admin)
+    assert [issue["path"] for issue in _error(refused.json(), "BAD_REQUEST", 400)["data"]["issues"]] == [
+        ["limit"]
+    ]
+
+
+def test_an_input_sent_as_a_json_string_is_unwrapped_and_validated_alike(
+    api: TrpcClient, admin: dict[str, str], graph: Graph
+) -> None:
+    """LearnCard's input transformer JSON-stringifies every input: the wire input is a JSON string
+    holding the object, on GET, POST and in batches; the same validation applies to what it holds."""
+    created = ok(api.http.post("/trpc/campaigns.create", json=json.dumps(NEW_CAMPAIGN), headers=admin))
+    assert created["id"] == "c1"
+    wrapped = json.dumps(json.dumps({"campaignId": "c1"}))
+    assert ok(api.http.get("/trpc/campaigns.get", params={"input": wrapped}, headers=admin))["id"] == "c1"
+    assert ok(api.http.post("/trpc/campaigns.get", content=wrapped, headers={**admin, **_JSON}))["id"] == "c1"
+    batch = api.http.post(
+        "/trpc/campaigns.get,campaigns.list?batch=1",
+        json={"0": json.dumps({"campaignId": "c1"}), "1": json.dumps({"limit": 5})},
+        headers=admin,
+    ).json()
+    assert [item["result"]["data"].get("id") for item in batch] == ["c1", None]
+
+    invalid = api.http.post(
+        "/trpc/campaigns.create", json=json.dumps({**NEW_CAMPAIGN, "id": "Bad Id"}), headers=admin
+    )
+    assert [issue["path"] for issue in _error(invalid.json(), "BAD_REQUEST", 400)["data"]["issues"]] == [
+        ["id"]
+    ]
+    lax = api.http.post("/trpc/campaigns.list", json=json.dumps({"limit": "5"}), headers=admin)
+    assert error_code(lax) == "BAD_REQUEST"  # strict as ever: "5" is no integer inside the string either
+    for not_json in ("{not json", "", "/a+/i"):
+        response = api.http.post("/trpc/campaigns.create", json=not_json, headers=admin)
+        assert response.status_code == 400, not_json
+        _error(response.json(), "BAD_REQUEST", 400, path="campaigns.create")
+    twice = api.http.post("/trpc/campaigns.create", json=json.dumps(json.dumps(NEW_CAMPAIGN)), headers=admin)
+    assert error_code(twice) == "BAD_REQUEST"  # unwrapped once, never recursively
+    assert graph.run("MATCH (c:Campaign) RETURN count(c) AS n")[0]["n"] == 1
 
 
 def test_unknown_procedure_is_a_not_found_envelope(api: TrpcClient, admin: dict[str, str]) -> None:

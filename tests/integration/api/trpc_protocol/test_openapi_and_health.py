@@ -50,9 +50,17 @@ def test_openapi_describes_every_procedure_in_the_wire_shape(api: TrpcClient) ->
     for path, procedure in registered.items():
         item = doc["paths"][f"/trpc/{path}"]
         method = "get" if procedure.kind == "query" else "post"
-        assert list(item) == [method], (path, list(item))  # one operation per procedure
+        # One operation per procedure; a query's second one is its POST (tRPC's method override).
+        assert list(item) == ([method, "post"] if procedure.kind == "query" else [method]), path
         operation = item[method]
         assert operation["operationId"] == path
+        if procedure.kind == "query":
+            posted = item["post"]
+            assert posted["operationId"] == f"{path}:post"
+            assert posted["responses"] == operation["responses"]
+            if procedure.input_model is not None:
+                body_schema = posted["requestBody"]["content"]["application/json"]["schema"]
+                assert body_schema == operation["parameters"][0]["content"]["application/json"]["schema"]
         success = operation["responses"]["200"]["content"]["application/json"]["schema"]
         assert success["required"] == ["result"]
         assert success["properties"]["result"]["required"] == ["data"]
@@ -87,12 +95,13 @@ def test_every_documented_operation_is_routed(api: TrpcClient) -> None:
     """The document and the router come from one registry: each documented call reaches a procedure."""
     doc = api.http.get("/openapi.json").json()
     for url, item in doc["paths"].items():
-        ((method, _),) = item.items()
-        response = api.http.request(method.upper(), url)
-        body = response.json()
-        assert set(body) <= {"result", "error"}, (url, body)
-        if "error" in body:
-            assert not body["error"]["message"].startswith(("No procedure found", "Unsupported")), (url, body)
+        for method in item:
+            response = api.http.request(method.upper(), url)
+            body = response.json()
+            assert set(body) <= {"result", "error"}, (url, method, body)
+            if "error" in body:
+                message = body["error"]["message"]
+                assert not message.startswith(("No procedure found", "Unsupported")), (url, method, body)
 
 
 # --- health ------------------------------------------------------------------------------------

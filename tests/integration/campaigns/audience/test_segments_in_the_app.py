@@ -40,7 +40,7 @@ def test_the_app_shows_a_live_segments_card_to_its_matches_and_records_what_they
 
     def cards(profile_id: str, service: EngagementService | None = None) -> list[str]:
         if service is not None:
-            found = service.my_campaigns(profile_id=profile_id, include_tests=False)
+            found = service.my_campaigns(profile_id=profile_id)
         else:
             found = my_campaigns(graph, profile_id=profile_id, include_tests=False, policy=_policy())
         return sorted(card.campaign_id for card in found.campaigns)
@@ -59,7 +59,7 @@ def test_the_app_shows_a_live_segments_card_to_its_matches_and_records_what_they
         with pytest.raises(NotFound):  # a match the age policy refuses has nothing to engage with
             record_event(graph, profile_id="kid", campaign_id="seg", event="shown", action_id=None,
                          test_id=None, policy=_policy())  # fmt: skip
-        (card,) = service.my_campaigns(profile_id="m2", include_tests=False).campaigns
+        (card,) = service.my_campaigns(profile_id="m2").campaigns
         assert card.state is not None and card.state.shown_count == 1
     finally:
         service.close()

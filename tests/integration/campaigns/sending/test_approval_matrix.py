@@ -49,7 +49,7 @@ REACHES_NOBODY = {
     "campaigns.delete": "removes",
     "campaigns.cancelScheduledDispatch": "stops a send",
     "campaigns.chooseVariant": "picks one of the approved definition's variants, for the approved send",
-    "campaigns.recordEvent": "a member's own action on a card they see",
+    "campaigns.recordEvent": "a member's own action on a card they see (the rows check it is refused unseen)",
     "campaigns.enroll": "a member enrolling themselves sees the approved card",
     "campaigns.leave": "a member leaving",
     "campaigns.unsubscribeFromAnnouncements": "a reader's own opt-out",
@@ -69,6 +69,12 @@ def _card(api: TrpcClient, profile_id: str) -> list[str]:
     """The titles of the in-app cards ``profile_id`` sees."""
     cards = ok(api.query("campaigns.getMyCampaigns", as_=profile_id))["campaigns"]
     return [str(c["message"]["title"]) for c in cards if c["campaignId"] == "launch"]
+
+
+def _shown(api: TrpcClient, profile_id: str) -> str:
+    """``recorded``, or the code recordEvent refuses a ``shown`` of ``launch`` by ``profile_id`` with."""
+    answer = api.mutate("campaigns.recordEvent", {"campaignId": "launch", "event": "shown"}, as_=profile_id)
+    return "recorded" if answer.status_code == 200 else str(error_code(answer))
 
 
 def _requests(person: Person, action: str) -> list[dict[str, Any]]:
@@ -100,9 +106,9 @@ def _go_live(api: TrpcClient, graph: Graph) -> None:
     [held] = _requests(pol, "publish")
     assert (held["requestedBy"], held["recipients"]) == ("pia", 3)
     assert error_code(_approve(pia, held["previewToken"])) == "FORBIDDEN"
-    assert _card(api, "m1") == []
+    assert (_card(api, "m1"), _shown(api, "m1")) == ([], "NOT_FOUND")  # no engagement with a held card
     ok(_approve(pol, held["previewToken"]))
-    assert _card(api, "m1") == ["In app"]
+    assert (_card(api, "m1"), _shown(api, "m1")) == (["In app"], "recorded")
     assert _requests(pol, "publish") == []
     _both_named(graph, "pia", "pol", "campaigns.setStatus")
 
@@ -140,10 +146,11 @@ def _grow_audience(api: TrpcClient, graph: Graph) -> None:
     added = {"campaignId": "launch", "source": {"type": "profileIds", "profileIds": ["m4"]}}
     ok(ana.mutate("campaigns.addAudience", added))
     assert (_card(api, "m1"), _card(api, "m4")) == (["In app"], [])
+    assert (_shown(api, "m1"), _shown(api, "m4")) == ("recorded", "NOT_FOUND")
     [held] = _requests(pia, "publish")
     assert held["recipients"] == 4
     ok(_approve(pia, held["previewToken"]))
-    assert _card(api, "m4") == ["In app"]
+    assert (_card(api, "m4"), _shown(api, "m4")) == (["In app"], "recorded")
     _both_named(graph, "ana", "pia", "campaigns.addAudience")
 
 

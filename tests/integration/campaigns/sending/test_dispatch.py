@@ -134,3 +134,30 @@ def _revisions(graph: Graph) -> dict[str, int]:
         r["id"]: r["revision"]
         for r in graph.run("MATCH (c:Campaign) RETURN c.id AS id, c.revision AS revision")
     }
+
+
+def test_the_cap_counts_distinct_people_across_channels(
+    base_settings: Settings, graph: Graph, tmp_path: Path
+) -> None:
+    """10,000 people (2,000 on both channels, 4,000 notify only, 4,000 email only) confirm at the
+    default cap of 10,000; one more refuses, though neither channel alone is near the cap."""
+    queues = local_queues(tmp_path / "q.sqlite3")
+    make_email_campaign(graph, "both", channels=["notify", "email"])
+    add_email_members(graph, "both", [f"b{i:05}" for i in range(2_000)])
+    add_members(graph, "both", [f"n{i:05}" for i in range(4_000)])
+    add_email_members(graph, "both", [f"e{i:05}" for i in range(4_000)], announcementPushOptOut=True)
+    settings = email_settings(base_settings, "http://127.0.0.1:9", "postmark-token")
+    assert settings.campaign_preview_max_recipients == 10_000
+    with api_client(
+        settings, graph, clock=StepClock(NOW), dispatch_queue=queues.dispatch, self_test_testers={}
+    ) as api:
+        preview = ok(api.query("campaigns.previewDispatch", {"campaignId": "both"}, as_=ADMIN_ID, admin=True))
+        assert preview["recipientCount"] == 10_000
+        assert preview["notificationRecipientCount"] == preview["emailRecipientCount"] == 6_000
+        add_members(graph, "both", ["n10000"])
+        over = api.query("campaigns.previewDispatch", {"campaignId": "both"}, as_=ADMIN_ID, admin=True)
+        assert error_code(over) == "BAD_REQUEST"
+        assert "CAMPAIGN_PREVIEW_MAX_RECIPIENTS" in over.json()["error"]["message"]
+        answer = api.mutate("campaigns.dispatch", {"campaignId": "both"}, as_=ADMIN_ID, admin=True)
+        assert error_code(answer) == "BAD_REQUEST"
+    assert queues.dispatch.receive(max_messages=10) == []

@@ -1,0 +1,56 @@
+"""A sender's own pending self-tests in ``getMyCampaigns``, read for a batch of callers at once.
+
+``sendTestToMe`` needs the author role in the campaign's tenant, so a test shows to its sender while
+they hold author, publisher or admin there (a signed claim for the tenant their token names, or a
+grant), and to a platform admin always. A tenant author who tests a campaign sees the test in the app
+as a platform admin does; one who lost the role no longer does.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from campaign_engine.campaigns.engagement.models import MyCampaign
+from campaign_engine.graph.cypher import statement
+from campaign_engine.graph.graph import Statements
+
+__all__ = ["TESTER_ROLES", "Viewer", "tests_of", "visible_tests"]
+
+TESTER_ROLES = frozenset({"author", "publisher", "admin"})  # the roles sendTestToMe accepts or outranks
+
+
+@dataclass(frozen=True)
+class Viewer:
+    """Who reads: a platform admin, or the tenant and roles their credential claims."""
+
+    is_admin: bool = False
+    tenant_id: str | None = None
+    roles: frozenset[str] = frozenset()
+
+    def sees(self, tenant_id: str | None, granted: Iterable[str]) -> bool:
+        if self.is_admin:
+            return True
+        claimed = self.roles if tenant_id is not None and tenant_id == self.tenant_id else frozenset()
+        return bool((set(granted) | claimed) & TESTER_ROLES)
+
+
+def tests_of(tx: Statements, profile_ids: Sequence[str]) -> dict[str, list[dict[str, Any]]]:
+    """Each profile's pending test snapshots, newest first (``cypher/engagement/my_tests_of.cypher``)."""
+    found: dict[str, list[dict[str, Any]]] = {}
+    for record in tx.run(statement("my_tests_of"), profileIds=list(profile_ids)):
+        found.setdefault(record["profileId"], []).append(record.data())
+    return found
+
+
+def visible_tests(rows: Iterable[dict[str, Any]], viewer: Viewer) -> list[MyCampaign]:
+    """The test cards ``viewer`` may read among their own ``rows``."""
+    return [
+        MyCampaign.model_validate(
+            {**json.loads(row["snapshot"]), "campaignId": row["campaignId"], "testId": row["testId"]}
+        )
+        for row in rows
+        if viewer.sees(row["tenantId"], row["granted"])
+    ]
