@@ -18,7 +18,7 @@ import json
 import re
 from collections.abc import Mapping
 from email.utils import parseaddr
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 from urllib.parse import urlsplit
 
 from pydantic import AfterValidator, ConfigDict, Field, StringConstraints
@@ -115,6 +115,11 @@ SenderName = Annotated[Text, StringConstraints(min_length=1, max_length=100, pat
 TenantCaps = dict[CapChannel, ChannelCap]
 
 
+NotificationFormat = Literal["standard", "learncard"]
+"""``standard``: the signed ANNOUNCEMENT (Standard Webhooks); ``learncard``: LearnCard's LCNNotification
+with a DID-auth bearer (``delivery/notify/lcn.py``)."""
+
+
 class _Strict(CamelModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -166,6 +171,8 @@ class TenantSettings(_Strict, GuardOverrides):
     """Whether its publishers may make a campaign ``critical`` (skips quiet hours and caps)."""
     weight: Weight = DEFAULT_WEIGHT
     """Its share of the worker within a lane, against other tenants with work (domain/priority.py)."""
+    notification_format: NotificationFormat | None = None
+    """What its notification POSTs look like (``NOTIFICATIONS_FORMAT`` where unset)."""
 
     def wire(self) -> dict[str, Any]:
         return self.model_dump(mode="json", by_alias=True)
@@ -186,6 +193,7 @@ CLEARABLE_TENANT_FIELDS = GUARD_OVERRIDE_FIELDS | frozenset(
         "footerText",
         "footerAddress",
         "senderName",
+        "notificationFormat",
     }
 )
 
@@ -213,6 +221,7 @@ class TenantPatch(GuardOverrides):
     allow_critical: bool = True
     weight: Weight = DEFAULT_WEIGHT
     """Sent or omitted, never null, like ``clickTracking``."""
+    notification_format: NotificationFormat | None = None
 
     def changes(self) -> dict[str, Any]:
         """The fields the caller sent, by wire name, in wire form, with ``None`` meaning "clear"."""
@@ -290,6 +299,7 @@ def tenant_from_node(node: Mapping[str, Any]) -> TenantPublic:
             "clickTracking": node.get("clickTracking") is not False,  # absent (an older record) = on
             "allowCritical": node.get("allowCritical") is not False,  # absent = allowed
             "weight": node.get("weight") or DEFAULT_WEIGHT,
+            "notificationFormat": node.get("notificationFormat"),
             **{name: node.get(name) for name in GUARD_OVERRIDE_FIELDS},
             "createdAt": node["createdAt"],
             "updatedAt": node["updatedAt"],

@@ -2144,6 +2144,7 @@ export interface TenantCreate {
   clickTracking?: boolean;
   allowCritical?: boolean;
   weight?: number;
+  notificationFormat?: ("standard" | "learncard") | null;
   tenantId: string;
 }
 /**
@@ -2190,6 +2191,7 @@ export interface TenantPublic {
   clickTracking?: boolean;
   allowCritical?: boolean;
   weight?: number;
+  notificationFormat?: ("standard" | "learncard") | null;
   tenantId: string;
   createdAt: string;
   updatedAt: string;
@@ -2277,6 +2279,7 @@ export interface TenantPatch {
   clickTracking?: boolean;
   allowCritical?: boolean;
   weight?: number;
+  notificationFormat?: ("standard" | "learncard") | null;
 }
 /**
  * ``tenants.updateLayout``: a partial patch of one tenant's layout, nothing else of its record.
