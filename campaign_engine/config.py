@@ -156,6 +156,9 @@ class Settings(BaseSettings):
     # can be given a webhook of its own.
     campaign_secrets_key: SecretStr | None = None
     notifications_sender: str = "campaign-engine"
+    notifications_format: Literal["standard", "learncard"] = "standard"  # delivery/notify/lcn.py
+    campaign_did: str | None = None  # the engine's own DID; unset, did:web:<DOMAIN_NAME>
+    campaign_did_key: SecretStr | None = None  # base64url Ed25519 seeds: the signing key[,the previous]
     campaign_allow_private_webhooks: bool = False
     # Receiver ports beyond 443 and 80 that webhook POSTs may reach (comma-separated or a JSON list);
     # local development reaches any port (egress/policy.py).

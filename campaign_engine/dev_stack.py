@@ -18,6 +18,7 @@ import time
 from pathlib import Path
 
 from campaign_engine.config import Settings
+from campaign_engine.did.engine import new_seed
 
 __all__ = [
     "DEVIDP_CLIENT_ID",
@@ -40,6 +41,7 @@ WORKING_DAY_SECONDS = 12 * 3600
 
 _WEBHOOK_KEY = "NOTIFICATIONS_WEBHOOK_SECRET="
 _SECRETS_KEY = "CAMPAIGN_SECRETS_KEY="
+_DID_KEY = "CAMPAIGN_DID_KEY="  # the engine's DID key: LearnCard's format signs with it
 
 
 def _secrets_key_line() -> str:
@@ -61,6 +63,7 @@ def new_env_file(path: Path) -> Path:
                 f"AUTH_JWT_SECRET={secrets.token_urlsafe(48)}",
                 _webhook_secret_line(),
                 _secrets_key_line(),
+                _DID_KEY + new_seed(),
                 f"CAMPAIGN_UNSUBSCRIBE_SECRET={secrets.token_urlsafe(48)}",
                 "CAMPAIGN_ADMIN_PROFILE_IDS=admin",
                 "",
@@ -75,8 +78,9 @@ def dev_env(*, neo4j_uri: str, local: Path = _LOCAL, extra: dict[str, str] | Non
     """Local secrets for ``make dev``, generated once and kept under ``.local/``, with the address of the
     Neo4j it starts (``NEO4J_URI``), so a command run beside it with ``CAMPAIGN_ENV_FILE=.local/dev.env``
     reaches that graph. A plain webhook secret left by an older ``make dev`` is replaced (the worker and
-    inbox refuse it at start), and a missing ``CAMPAIGN_SECRETS_KEY`` added (profiles' own webhooks
-    need it). ``extra`` (the OpenID provider's settings) is written anew each start, like NEO4J_URI."""
+    inbox refuse it at start), a missing ``CAMPAIGN_SECRETS_KEY`` (profiles' own webhooks need it) or
+    ``CAMPAIGN_DID_KEY`` (LearnCard's format signs with it) added. ``extra`` (the OpenID provider's
+    settings) is written anew each start, like NEO4J_URI."""
     path = local / "dev.env"
     if not path.exists():
         local.mkdir(exist_ok=True)
@@ -90,6 +94,8 @@ def dev_env(*, neo4j_uri: str, local: Path = _LOCAL, extra: dict[str, str] | Non
     ]
     if not any(line.startswith(_SECRETS_KEY) for line in kept):  # an env file of an older make dev
         kept.append(_secrets_key_line())
+    if not any(line.startswith(_DID_KEY) for line in kept):
+        kept.append(_DID_KEY + new_seed())
     fresh = {"NEO4J_URI": neo4j_uri, **(extra or {})}
     kept = [line for line in kept if line.partition("=")[0] not in fresh] + [
         f"{k}={v}" for k, v in fresh.items()

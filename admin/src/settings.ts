@@ -80,6 +80,11 @@ function recordForm(kit: Kit, tenant: Tenant, saving: () => void, saved: (t: Ten
   const tracking = h("input", { type: "checkbox", checked: trackingWas, disabled: !editable });
   add("clickTracking", "Track email clicks", tracking, "On: the email's button links through this deployment's /c, which counts each recipient's first click and redirects. Off: it links to the app directly.");
   const trackingRow = rows.pop() as HTMLElement;
+  // Notification format: empty follows the deployment's NOTIFICATIONS_FORMAT.
+  const formatWas = tenant.notificationFormat ?? "";
+  const format = h("select", { disabled: !editable }, ...[["", "The deployment's (NOTIFICATIONS_FORMAT)"], ["standard", "Standard (signed ANNOUNCEMENT)"], ["learncard", "LearnCard (LCNNotification, DID-signed)"]].map(([v, l]) => h("option", { value: v, selected: v === formatWas }, l)));
+  format.name = "notificationFormat";
+  const formatRow = field("Notification format", format, "What this tenant's notification POSTs look like; LearnCard's inbox takes only its own format.").row;
   const min = h("input", { type: "number", min: 1, step: 1, value: tenant.approval ? String(tenant.approval.minRecipients) : "" });
   add("approval.minRecipients", "Approval from (recipients)", min, "Empty: no two-person approval.");
   const approvalRow = rows.pop() as HTMLElement;
@@ -152,6 +157,7 @@ function recordForm(kit: Kit, tenant: Tenant, saving: () => void, saved: (t: Ten
     const minWas = tenant.approval ? String(tenant.approval.minRecipients) : "";
     if (minNow !== minWas) changes.approval = minNow ? { minRecipients: Number(minNow) } : null;
     if (tracking.checked !== trackingWas) changes.clickTracking = tracking.checked;
+    if (format.value !== formatWas) changes.notificationFormat = format.value ? (format.value as "standard" | "learncard") : null;
     return { changes, local };
   };
 
@@ -188,6 +194,7 @@ function recordForm(kit: Kit, tenant: Tenant, saving: () => void, saved: (t: Ten
     h("form", { className: "tenant-form", "aria-label": `Settings of ${tenant.tenantId}`, onsubmit: ((ev: Event) => ev.preventDefault()) as EventListener },
       h("h3", {}, "Name and branding"), ...rows,
       h("h3", {}, "Email clicks"), trackingRow,
+      h("h3", {}, "Notifications"), formatRow,
       h("h3", {}, "Frequency caps"), h("p", { className: "hint" }, "Across campaigns, per profile and channel. The default tenant's caps apply to every tenant without its own for that channel."), ...capRows,
       h("h3", {}, "Two-person approval"), approvalRow, sentence),
     editable ? h("div", { className: "actions" }, save) : h("p", { className: "hint role-note" }, `Changing tenant settings needs ${roleName(kit.session.needs("tenants.update"))}; this record is read-only.`),

@@ -57,6 +57,7 @@ from campaign_engine.queue.port import Queue
 from campaign_engine.unsubscribe.routes import unsubscribe_router
 from campaign_engine.unsubscribe.tokens import UnsubscribeTokens
 from campaign_engine.wiring import build_dispatch_queue, build_self_testers
+from campaign_engine.wiring.engine_did import engine_did
 
 __all__ = ["ROUTERS", "create_app", "freeze_startup_heap"]
 
@@ -261,6 +262,13 @@ def create_app(
 
     if serve_metrics:  # Lambda reports EMF instead: a scrape there would reach one container's counters
         app.add_api_route("/metrics", metrics_route(settings), include_in_schema=False)
+
+    engine = engine_did(settings)  # a bad, or needed and missing, CAMPAIGN_DID_KEY stops the API at start
+    if engine is not None:  # did:web's own path: LearnCard's inbox verifies the engine's bearer with it
+        did_document = engine.document()  # the signing key, then a previous one while rotating
+        app.add_api_route(
+            "/.well-known/did.json", lambda: JSONResponse(did_document), include_in_schema=False
+        )
 
     @app.get("/healthz", include_in_schema=False)
     def healthz() -> dict[str, str]:

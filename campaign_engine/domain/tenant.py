@@ -18,7 +18,7 @@ import json
 import re
 from collections.abc import Mapping
 from email.utils import parseaddr
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 from urllib.parse import urlsplit
 
 from pydantic import AfterValidator, ConfigDict, Field, StringConstraints
@@ -114,6 +114,11 @@ SenderName = Annotated[Text, StringConstraints(min_length=1, max_length=100, pat
 TenantCaps = dict[CapChannel, ChannelCap]
 
 
+NotificationFormat = Literal["standard", "learncard"]
+"""``standard``: the signed ANNOUNCEMENT (Standard Webhooks); ``learncard``: LearnCard's LCNNotification
+with a DID-auth bearer (``delivery/notify/lcn.py``)."""
+
+
 class _Strict(CamelModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -161,6 +166,8 @@ class TenantSettings(_Strict, GuardOverrides):
     sender_name: SenderName | None = None
     click_tracking: bool = True
     """The email CTA links through ``/c`` (first-party click tracking); off, directly."""
+    notification_format: NotificationFormat | None = None
+    """What its notification POSTs look like (``NOTIFICATIONS_FORMAT`` where unset)."""
 
     def wire(self) -> dict[str, Any]:
         return self.model_dump(mode="json", by_alias=True)
@@ -181,6 +188,7 @@ CLEARABLE_TENANT_FIELDS = GUARD_OVERRIDE_FIELDS | frozenset(
         "footerText",
         "footerAddress",
         "senderName",
+        "notificationFormat",
     }
 )
 
@@ -205,6 +213,7 @@ class TenantPatch(GuardOverrides):
     sender_name: SenderName | None = None
     click_tracking: bool = True
     """Sent or omitted, never null: on or off."""
+    notification_format: NotificationFormat | None = None
 
     def changes(self) -> dict[str, Any]:
         """The fields the caller sent, by wire name, in wire form, with ``None`` meaning "clear"."""
@@ -280,6 +289,7 @@ def tenant_from_node(node: Mapping[str, Any]) -> TenantPublic:
             "footerAddress": node.get("footerAddress"),
             "senderName": node.get("senderName"),
             "clickTracking": node.get("clickTracking") is not False,  # absent (an older record) = on
+            "notificationFormat": node.get("notificationFormat"),
             **{name: node.get(name) for name in GUARD_OVERRIDE_FIELDS},
             "createdAt": node["createdAt"],
             "updatedAt": node["updatedAt"],

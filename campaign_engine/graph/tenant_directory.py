@@ -148,6 +148,12 @@ class TenantDirectory:
             lambda: {t: branding_entry(r, self.platform_from) for t, r in self.records().items()}
         )
 
+    def formats(self) -> Mapping[str, str]:
+        """tenant -> the notification format its record sets (no entry: ``NOTIFICATIONS_FORMAT``)."""
+        return _LiveView(
+            lambda: {t: r.notification_format for t, r in self.records().items() if r.notification_format}
+        )
+
     def frequency_caps(self) -> Mapping[str, Mapping[CapChannel, ChannelCap]]:
         """tenant -> channel -> cap, with ``"*"`` = the default tenant's, as ``CAMPAIGN_FREQUENCY_CAPS``."""
         return _LiveView(self._caps)

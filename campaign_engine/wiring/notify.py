@@ -4,7 +4,9 @@ the per-recipient notification worker with its signing poster."""
 from __future__ import annotations
 
 from campaign_engine.config import ConfigError, Settings
+from campaign_engine.delivery.notify.formats import Formats
 from campaign_engine.delivery.notify.gate import SendGate
+from campaign_engine.delivery.notify.lcn import BearerTokens
 from campaign_engine.delivery.notify.page_walk import PageWorker
 from campaign_engine.delivery.notify.poster import WebhookPoster
 from campaign_engine.delivery.notify.worker import NotificationWorker
@@ -12,6 +14,7 @@ from campaign_engine.domain.types import Clock, system_clock
 from campaign_engine.egress.policy import DestinationRules, EgressBlocked
 from campaign_engine.egress.transport import AsyncSafeTransport, make_webhook_transport
 from campaign_engine.graph.graph import Graph
+from campaign_engine.wiring.engine_did import engine_did
 from campaign_engine.wiring.queues import Queues
 from campaign_engine.wiring.tenants import health_guard, tenant_directory
 
@@ -66,14 +69,22 @@ def build_notification_worker(
             egress_rules(settings).check(settings.notifications_webhook_url)
         except EgressBlocked as exc:
             raise ConfigError(f"NOTIFICATIONS_WEBHOOK_URL: {exc.reason}") from None
+    engine = engine_did(settings)  # a bad or missing CAMPAIGN_DID_KEY stops the worker at start
     sender = WebhookPoster(
         transport or build_webhook_transport(settings),
         secret=secret.get_secret_value(),
         concurrency=settings.campaign_webhook_concurrency,
         timeout=settings.campaign_webhook_timeout_seconds,
         gate=SendGate(graph),
+        bearer=None if engine is None else BearerTokens(engine),
     )
     tenants = tenant_directory(settings, graph)
+    formats = Formats(
+        default=settings.notifications_format,
+        tenants=tenants.formats(),  # a tenant's notificationFormat: its own campaigns' sends only
+        did="" if engine is None else engine.did,
+        domain=settings.domain_name,
+    )
     return NotificationWorker(
         graph=graph,
         sender=sender,
@@ -84,4 +95,5 @@ def build_notification_worker(
         frequency_caps=tenants.frequency_caps(),
         tenant_names=tenants.names(),  # the payload's sender: the campaign's tenant
         secret_box=settings.secret_box(),  # a malformed CAMPAIGN_SECRETS_KEY stops the worker at start
+        formats=formats,
     )

@@ -14,11 +14,15 @@ commitment, and the reader was redirected either way. A process that ends keeps 
 (``close`` waits a few seconds). On Lambda the thread runs while the container does, so clicks wait for
 the container's next invocation or are lost with it.
 
+A click token counts once: a replay of a token this process holds (pending, being written, or among
+the last ``2 * max_pending`` it wrote) takes no buffer space and counts nothing, so replaying one link
+cannot fill the buffer and crowd out other readers' clicks.
+
 Recording is once per recipient and campaign: ``emailClickedAt`` on ``CAMPAIGN_STATE`` is the earliest
-click (whatever order batches commit in), ``emailClickCount`` every recorded click; ``getStats``'s
-``emailClicked`` counts distinct recipients, so a repeated click never counts twice. The first click is
-a ``recipient.email_clicked`` event. A batch is written with ``Graph.write_idempotent`` and carries an id
-the states remember, so a commit cut off after it landed is re-run without counting twice.
+click (whatever order batches commit in), ``emailClickCount`` every recorded click (a token once);
+``getStats``'s ``emailClicked`` counts distinct recipients, so a repeated click never counts twice. The
+first click is a ``recipient.email_clicked`` event. A batch is written with ``Graph.write_idempotent``
+and carries an id the states remember, so a commit cut off after it landed is re-run without counting twice.
 """
 
 from __future__ import annotations
@@ -27,7 +31,7 @@ import logging
 import threading
 import time
 import uuid
-from collections import deque
+from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -90,6 +94,13 @@ def record_clicks(graph: Graph, clicks: Sequence[ClickHit], *, batch_id: str | N
     return graph.write_idempotent(tx_fn) if rows else 0
 
 
+_Key = tuple[str, str, str]  # a click token's recipient and campaign incarnation
+
+
+def _key(hit: ClickHit) -> _Key:
+    return hit.unsubscribe_id, hit.campaign_id, hit.campaign_created_at
+
+
 class ClickRecorder:
     """Clicks handed over by the redirect route, written in batches on one thread; never blocks a caller."""
 
@@ -107,7 +118,8 @@ class ClickRecorder:
         self._batch_size = batch_size
         self._give_up_after = give_up_after
         self._monotonic = monotonic
-        self._pending: deque[tuple[float, ClickHit]] = deque()
+        self._pending: OrderedDict[_Key, tuple[float, ClickHit]] = OrderedDict()
+        self._held: OrderedDict[_Key, None] = OrderedDict()  # tokens pending, being written or written
         self._changed = threading.Condition()
         self._busy = False  # a batch is being written
         self._closing = False
@@ -118,14 +130,20 @@ class ClickRecorder:
 
     def record(self, hit: ClickHit) -> bool:
         """Queue ``hit``; False when it was dropped (the buffer is full or the recorder closed)."""
+        key = _key(hit)
         with self._changed:
+            if key in self._held and not self._closing:  # a replay: counted once, no buffer space
+                return True
             if self._closing or len(self._pending) >= self._max_pending:
                 self.dropped += 1
                 if self.dropped % 1000 == 1:  # one line per thousand: a full buffer must not flood the log
                     reason = "closed" if self._closing else "full"
                     log.warning("email_click.dropped count=1 total=%d reason=%s", self.dropped, reason)
                 return False
-            self._pending.append((self._monotonic(), hit))
+            self._pending[key] = (self._monotonic(), hit)
+            self._held[key] = None
+            while len(self._held) > 2 * self._max_pending:  # bounded: the oldest were written long ago
+                self._held.popitem(last=False)
             if self._thread is None:
                 self._thread = threading.Thread(target=self._run, name="email-clicks", daemon=True)
                 self._thread.start()
@@ -150,6 +168,7 @@ class ClickRecorder:
             self._closing = True
             left = len(self._pending)
             self._pending.clear()
+            self._held.clear()
             self._changed.notify_all()
             thread = self._thread
         if left:
@@ -177,7 +196,7 @@ class ClickRecorder:
                     return
                 if not batch:  # a failed batch is retried as it was: its id makes a landed commit count once
                     while self._pending and len(batch) < self._batch_size:
-                        batch.append(self._pending.popleft())
+                        batch.append(self._pending.popitem(last=False)[1])
                     batch_id = uuid.uuid4().hex
                 self._busy = True
             try:
@@ -192,6 +211,7 @@ class ClickRecorder:
             except Exception:  # a bug must not spin: this batch is lost, the next ones are tried
                 log.exception("email_click.record_failed count=%d", len(batch))
                 self.dropped += len(batch)
+                self._release(batch)
             else:
                 self.recorded += len(batch)
             batch, delay = [], 0.0
@@ -200,7 +220,14 @@ class ClickRecorder:
         """``batch`` without the clicks older than ``give_up_after``, which are dropped."""
         now = self._monotonic()
         kept = [entry for entry in batch if now - entry[0] < self._give_up_after]
+        self._release([entry for entry in batch if entry not in kept])
         if len(kept) < len(batch):
             self.dropped += len(batch) - len(kept)
             log.warning("email_click.dropped count=%d reason=graph_unavailable", len(batch) - len(kept))
         return kept
+
+    def _release(self, lost: list[tuple[float, ClickHit]]) -> None:
+        """Clicks dropped unwritten: their tokens count again when clicked again."""
+        with self._changed:
+            for _, hit in lost:
+                self._held.pop(_key(hit), None)

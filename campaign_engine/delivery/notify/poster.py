@@ -20,6 +20,7 @@ from collections.abc import Callable, Sequence
 import httpx
 
 from campaign_engine.delivery.notify.gate import SendGate
+from campaign_engine.delivery.notify.lcn import BearerTokens
 from campaign_engine.delivery.notify.sender import (
     Answered,
     Blocked,
@@ -69,6 +70,7 @@ class WebhookPoster:
         timeout: float,
         wall_clock: Callable[[], float] = time.time,
         gate: SendGate | None = None,
+        bearer: BearerTokens | None = None,
     ) -> None:
         # The signature timestamp is wall time because receivers check it against their own clocks.
         self._transport = transport
@@ -76,6 +78,7 @@ class WebhookPoster:
         self._timeout = timeout
         self._secret = secret
         self._wall_clock = wall_clock
+        self._bearer = bearer  # the engine's DID-auth tokens, for LearnCard-format items
         self._loop = _new_event_loop()
         self._semaphore = asyncio.Semaphore(max(1, concurrency))
         self._thread = threading.Thread(target=self._loop.run_forever, name="webhook-loop", daemon=True)
@@ -112,8 +115,15 @@ class WebhookPoster:
                 except Exception:  # the graph cannot say: do not post now, the queue retries it
                     log.warning("notify.gate_unavailable delivery_id=%s", item.msg_id)
                     return Skipped(retry=True)
-            secrets = item.secrets or self._secret  # a receiver's own secrets, else the default inbox's
-            headers = signed_headers(secrets, msg_id=item.msg_id, body=item.body, now=int(self._wall_clock()))
+            if item.learncard:  # LearnCard's inbox authenticates the sender's DID, not a shared secret
+                if self._bearer is None:
+                    raise RuntimeError("a LearnCard-format POST needs the engine's DID (CAMPAIGN_DID_KEY)")
+                headers = {"authorization": f"Bearer {self._bearer.for_url(item.url)}"}
+            else:
+                secrets = item.secrets or self._secret  # a receiver's own secrets, else the default inbox's
+                headers = signed_headers(
+                    secrets, msg_id=item.msg_id, body=item.body, now=int(self._wall_clock())
+                )
             headers["content-type"] = "application/json"
             started = time.perf_counter()
             result = await self._exchange(item, list(headers.items()))

@@ -40,13 +40,15 @@ class Outgoing:
 
     ``campaign`` is the (id, createdAt) incarnation the sender's pause gate checks right before
     sending; None (self-tests, benchmarks) sends without asking. ``secrets`` are the receiver's own
-    (one signature each); empty signs with the sender's default secret."""
+    (one signature each); empty signs with the sender's default secret. ``learncard``: LearnCard's
+    receiver format, sent with the engine's DID-auth bearer instead of a signature (``lcn.py``)."""
 
     url: str
     body: bytes
     msg_id: str
     campaign: tuple[str, str] | None = None
     secrets: tuple[str, ...] = field(default=(), repr=False)
+    learncard: bool = False
 
 
 @dataclass(frozen=True)

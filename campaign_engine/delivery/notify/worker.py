@@ -36,6 +36,8 @@ from datetime import datetime
 from typing import Any, NamedTuple
 
 from campaign_engine.delivery.frequency_cap import count_capped, notify_recheck_query
+from campaign_engine.delivery.notify.formats import Formats, NoEngineDid
+from campaign_engine.delivery.notify.lcn import lcn_body, learncard_did
 from campaign_engine.delivery.notify.outcomes import write_outcomes
 from campaign_engine.delivery.notify.sender import (
     Outgoing,
@@ -79,6 +81,7 @@ class _Send:
     body: bytes
     secrets: tuple[str, ...] = ()
     variant_id: str | None = None
+    learncard: bool = False
 
 
 class _Recheck(NamedTuple):
@@ -95,6 +98,8 @@ class _Recheck(NamedTuple):
     """The campaign's test wave (``abTest``): which variant this recipient is served."""
     tenant_id: str | None = None
     """The campaign's tenant, whose display name is the notification's ``sender``."""
+    did: str | None = None
+    """The profile's stored DID (LearnCard's format names the recipient by it)."""
 
 
 class NotificationWorker:
@@ -112,6 +117,7 @@ class NotificationWorker:
         frequency_caps: Mapping[str, Mapping[CapChannel, ChannelCap]] | None = None,
         secret_box: SecretBox | None = None,
         tenant_names: Mapping[str, str] | None = None,
+        formats: Formats | None = None,
     ) -> None:
         # ``clock`` decides eligibility (injectable in tests). The ANNOUNCEMENT's ``sender`` field is the
         # campaign tenant's display name (``tenant_names``, a live view of the tenant records), else
@@ -131,6 +137,7 @@ class NotificationWorker:
         # Tenant caps (a live view of the tenant records in production): read once per batch.
         self._caps = frequency_caps if frequency_caps is not None else {}
         self._tenant_names = tenant_names if tenant_names is not None else {}
+        self._formats = formats if formats is not None else Formats()
 
     def close(self) -> None:
         """Close the sender (its connections and event loop): the worker owns the sender it was given."""
@@ -159,9 +166,15 @@ class NotificationWorker:
         sends: list[_Send] = []
         copies: dict[str, Any] = {}  # one parse of a campaign's definition per batch, not per recipient
         names = dict(self._tenant_names)  # the senders, read once per batch like the caps
+        formats = self._formats.now()  # and the tenants' notification formats
         for delivery_id, (message, job) in jobs.items():
             try:
-                send = self._prepare(message, job, rows.get(delivery_id), copies, now=now, names=names)
+                send = self._prepare(message, job, rows.get(delivery_id), copies, now=now, names=names,
+                                     formats=formats)  # fmt: skip
+            except NoEngineDid:  # retried, dead-lettered until the worker has CAMPAIGN_DID_KEY
+                log.error("notify.engine_did_missing", extra=delivery_ids(job))
+                result.verdicts[delivery_id] = "uncertain"
+                continue
             except RingUnreadable:
                 # Never the default secret instead: that is what would let one receiver sign for others.
                 log.error("notify.receiver_secret_unreadable", extra=delivery_ids(job))
@@ -185,6 +198,7 @@ class NotificationWorker:
                     if s.job.campaign_test_id is not None
                     else (s.job.campaign_id, s.job.campaign_created_at),
                     secrets=s.secrets,
+                    learncard=s.learncard,
                 )
                 for s in sends
             ]
@@ -247,12 +261,12 @@ class NotificationWorker:
         by_id = {j.delivery_id: j for j in jobs}
         rows: dict[str, _Recheck] = {}
         columns = (record["deliveryIds"], record["blocked"], record["webhooks"], record["webhookKeys"],
-                   record["locales"])  # fmt: skip
-        for delivery_id, blocked, webhook, keys, locale in zip(*columns, strict=True):
+                   record["locales"], record["dids"])  # fmt: skip
+        for delivery_id, blocked, webhook, keys, locale, did in zip(*columns, strict=True):
             campaign = copies.get(by_id[delivery_id].campaign_id, ("", False, None, None))
             definition, has_in_app, ab_test, tenant_id = campaign
             row = _Recheck(blocked or None, webhook or None, definition, has_in_app, keys or None,
-                           locale or None, ab_test, tenant_id)  # fmt: skip
+                           locale or None, ab_test, tenant_id, did or None)  # fmt: skip
             rows[delivery_id] = row
         return rows
 
@@ -265,14 +279,16 @@ class NotificationWorker:
         *,
         now: datetime,
         names: Mapping[str, str],
+        formats: Formats,
     ) -> _Send | None:
         """The POST for one job, signed for its own receiver; None if it must not be sent. Raises
-        ``RingUnreadable`` when the receiver's sealed secrets do not open."""
+        ``RingUnreadable`` (the receiver's secrets do not open) or ``NoEngineDid`` (formats.py)."""
         if row is None or row.blocked is not None:
             log.info("notify.suppressed", extra={**delivery_ids(job), "reason": row and row.blocked})
             return None
         url = row.webhook or self._default_webhook
-        secrets = self._receiver_secrets(row, now)
+        learncard = formats.learncard(row.tenant_id)
+        secrets = () if learncard else self._receiver_secrets(row, now)
         if row.definition not in copies:
             copies[row.definition] = json.loads(row.definition)
         definition = copies[row.definition]
@@ -294,25 +310,28 @@ class NotificationWorker:
         if not url or not copy:
             log.info("notify.suppressed", extra={**delivery_ids(job), "reason": "no_destination_or_copy"})
             return None
-        payload = AnnouncementPayload(
-            recipient=job.profile_id,
-            sender=names.get(row.tenant_id or "") or self._sender_name,
-            title=copy["title"],
-            body=copy["body"],
-            metadata=AnnouncementMetadata(
-                campaign_id=job.campaign_id,
-                campaign_created_at=job.campaign_created_at,
-                dispatch_id=job.dispatch_id,
-                delivery_id=job.delivery_id,
-                campaign_has_in_app=row.has_in_app and job.campaign_test_id is None,
-                campaign_test_id=job.campaign_test_id,
-                locale=locale,
-                variant_id=variant_id,
-                audience="guardian" if job.routed_from else None,
-            ),
+        metadata = AnnouncementMetadata(
+            campaign_id=job.campaign_id,
+            campaign_created_at=job.campaign_created_at,
+            dispatch_id=job.dispatch_id,
+            delivery_id=job.delivery_id,
+            campaign_has_in_app=row.has_in_app and job.campaign_test_id is None,
+            campaign_test_id=job.campaign_test_id,
+            locale=locale,
+            variant_id=variant_id,
+            audience="guardian" if job.routed_from else None,
         )
-        return _Send(message=message, job=job, url=url, body=payload_json(payload), secrets=secrets,
-                     variant_id=variant_id)  # fmt: skip
+        if learncard:  # LearnCard's LCNNotification (lcn.py)
+            did = row.did or learncard_did(job.profile_id, formats.domain)
+            body = lcn_body(profile_id=job.profile_id, did=did, sender_did=formats.did, title=copy["title"],
+                            body=copy["body"], metadata=metadata, sent=format_ts(now))  # fmt: skip
+        else:
+            sender = names.get(row.tenant_id or "") or self._sender_name
+            payload = AnnouncementPayload(recipient=job.profile_id, sender=sender, title=copy["title"],
+                                          body=copy["body"], metadata=metadata)  # fmt: skip
+            body = payload_json(payload)
+        return _Send(message=message, job=job, url=url, body=body, secrets=secrets, variant_id=variant_id,
+                     learncard=learncard)  # fmt: skip
 
     def _receiver_secrets(self, row: _Recheck, now: datetime) -> tuple[str, ...]:
         """A profile's own webhook signs with its own live secrets; the default inbox (and a webhook set

@@ -2139,6 +2139,7 @@ export interface TenantCreate {
   footerAddress?: string | null;
   senderName?: string | null;
   clickTracking?: boolean;
+  notificationFormat?: ("standard" | "learncard") | null;
   tenantId: string;
 }
 /**
@@ -2183,6 +2184,7 @@ export interface TenantPublic {
   footerAddress?: string | null;
   senderName?: string | null;
   clickTracking?: boolean;
+  notificationFormat?: ("standard" | "learncard") | null;
   tenantId: string;
   createdAt: string;
   updatedAt: string;
@@ -2268,6 +2270,7 @@ export interface TenantPatch {
   footerAddress?: string | null;
   senderName?: string | null;
   clickTracking?: boolean;
+  notificationFormat?: ("standard" | "learncard") | null;
 }
 /**
  * ``tenants.updateLayout``: a partial patch of one tenant's layout, nothing else of its record.

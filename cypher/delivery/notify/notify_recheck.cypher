@@ -37,7 +37,7 @@ WITH job, c, p, view,
      CASE WHEN view.notificationsWebhook IS NOT NULL THEN view ELSE p END AS route
 WITH job, c, p,
      {webhook: route.notificationsWebhook, keys: route.notificationsWebhookKeys,
-      locale: coalesce(view.locale, p.locale)} AS facts,
+      locale: coalesce(view.locale, p.locale), did: p.did} AS facts,
      CASE
        WHEN c IS NULL OR c.createdAt <> job.campaignCreatedAt THEN 'campaign_gone'
        WHEN p IS NULL THEN 'profile_gone'
@@ -59,6 +59,7 @@ RETURN collect(job.deliveryId) AS deliveryIds,
        collect(coalesce(facts.webhook, '')) AS webhooks,
        collect(coalesce(facts.keys, '')) AS webhookKeys,
        collect(coalesce(facts.locale, '')) AS locales,
+       collect(coalesce(facts.did, '')) AS dids,
        collect(DISTINCT CASE WHEN blocked IS NULL
                           THEN [c.id, c.definition, coalesce(c.hasInAppMessage, false), c.abTest, c.tenantId]
                         END) AS campaigns,

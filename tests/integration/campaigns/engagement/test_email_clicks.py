@@ -20,7 +20,7 @@ from fastapi.testclient import TestClient
 
 from campaign_engine.api.clicks import clicks_router
 from campaign_engine.campaigns.audience.exports import recipient_rows
-from campaign_engine.campaigns.engagement.email_clicks import ClickRecorder
+from campaign_engine.campaigns.engagement.email_clicks import ClickHit, ClickRecorder
 from campaign_engine.campaigns.self_test import send_test_to_me
 from campaign_engine.campaigns.tenants.webhook_endpoints import create_endpoint
 from campaign_engine.config import Settings
@@ -119,11 +119,22 @@ def test_a_followed_click_counts_once_per_recipient_and_nothing_else_counts(
                 assert answer.headers[name] == value
         assert api.http.head(scanned.headers["location"], follow_redirects=False).headers["location"] == CTA
 
-        # p1 clicks three times, p2 once: each lands on the pinned destination.
+        # p1 clicks three times, p2 once: each lands on the pinned destination; a token counts once.
         for pid in ("p1", "p1", "p2", "p1"):
             landed = _click(api, links[pid])
             assert landed.status_code == 302 and landed.headers["location"] == CTA
         assert recorder.flush(timeout=15)
+
+        # A replayed token (20,000 times, twice the buffer) takes no buffer space and counts nothing.
+        found = ClickTokens(UNSUBSCRIBE_SECRET).read(parse_qs(urlsplit(links["p1"]).query)["token"][0])
+        assert found is not None
+        replay = ClickHit(
+            found.unsubscribe_id, found.campaign_id, found.campaign_created_at, "2026-03-01T12:00:05.000000Z"
+        )
+        for _ in range(20_000):
+            assert recorder.record(replay)
+            assert len(recorder._pending) <= 1
+        assert recorder.flush(timeout=15) and recorder.dropped == 0
 
         # The admin's self-test email has a working tracked link that records nothing.
         add_email_members(graph, "c1", [ADMIN_ID], member=False)
@@ -138,7 +149,7 @@ def test_a_followed_click_counts_once_per_recipient_and_nothing_else_counts(
         assert recorder.flush(timeout=15)
 
         clicked = _clicked(graph)
-        assert clicked["p1"][0] is not None and clicked["p1"][1] == 3
+        assert clicked["p1"][0] is not None and clicked["p1"][1] == 1
         assert clicked["p2"][0] is not None and clicked["p2"][1] == 1
         assert clicked["p3"] == (None, None)
         assert ADMIN_ID not in clicked  # a self-test never writes CAMPAIGN_STATE

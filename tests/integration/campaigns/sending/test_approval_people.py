@@ -6,7 +6,10 @@ from __future__ import annotations
 
 import json
 
+from campaign_engine.api.auth import ADMIN_SCOPE, mint_token
+from campaign_engine.api.context import TENANT_HEADER
 from campaign_engine.graph.graph import Graph
+from tests.conftest import ADMIN_ID
 from tests.integration.campaigns.sending.test_approval import (
     CAMPAIGN,
     TENANT,
@@ -73,6 +76,51 @@ def test_an_api_key_approves_as_the_person_who_minted_it(api: TrpcClient, graph:
         ("campaigns.dispatch", "pia", None),  # pia's refused request
         ("campaigns.approveDispatch", "pol", None),
         ("campaigns.dispatch", "pia", f"apikey:{minted['id']}"),
+    ]
+
+
+class SignedIn(Person):
+    """A person as the organisation's provider signs them in: a token naming no tenant, a role granted in
+    alpha, and the console's tenant header picking alpha."""
+
+    def __init__(self, api: TrpcClient, sub: str, role: str) -> None:
+        admin = {
+            "authorization": f"Bearer {mint_token(api.settings, profile_id=ADMIN_ID, scope=ADMIN_SCOPE)}"
+        }
+        grant = {"tenantId": TENANT, "subject": sub, "role": role}
+        ok(api.http.post("/trpc/access.grant", json=grant, headers=admin))
+        self.api, self.sub = api, sub
+        self.headers = {
+            "authorization": f"Bearer {mint_token(api.settings, profile_id=sub)}",
+            TENANT_HEADER: TENANT,
+        }
+
+
+def test_two_people_signed_in_by_the_provider_are_still_two_and_no_fewer(
+    api: TrpcClient, graph: Graph
+) -> None:
+    pia, pol = SignedIn(api, "pia", "publisher"), SignedIn(api, "pol", "publisher")
+    _profiles(api, "m1", "m2", "m3")
+    ok(pia.mutate("campaigns.create", CAMPAIGN))
+    _live(pia, pia)
+    token = pia.token()
+    held = pia.mutate("campaigns.dispatch", {"campaignId": "launch", "expectedPreviewToken": token})
+    assert error_code(held) == "FORBIDDEN"
+    own = pia.mutate("campaigns.approveDispatch", {"campaignId": "launch", "previewToken": token})
+    assert error_code(own) == "FORBIDDEN" and "another publisher than pia" in _message(own)
+    assert _approvals(graph) == 0
+    approved = ok(pol.mutate("campaigns.approveDispatch", {"campaignId": "launch", "previewToken": token}))
+    assert approved["approvedBy"] == "pol"
+    ok(pia.mutate("campaigns.dispatch", {"campaignId": "launch", "expectedPreviewToken": token}))
+    entries = graph.run(
+        "MATCH (a:AuditEntry {tenantId: $t}) WHERE a.procedure IN ['campaigns.approveDispatch', "
+        "'campaigns.dispatch'] RETURN a.procedure AS procedure, a.actor AS actor ORDER BY a.orderKey",
+        t=TENANT,
+    )
+    assert [(e["procedure"], e["actor"]) for e in entries] == [
+        ("campaigns.dispatch", "pia"),
+        ("campaigns.approveDispatch", "pol"),
+        ("campaigns.dispatch", "pia"),
     ]
 
 
