@@ -120,8 +120,7 @@ class Settings(BaseSettings):
     # The fewest test recipients an experiment's test wave may give any variant: a smaller test wave
     # cannot tell its arms apart, so preview, dispatch and scheduleDispatch refuse it.
     campaign_experiment_min_per_variant: int = Field(default=50, ge=1, le=1_000_000)
-    # Page budget for the sweeper: a `sending` dispatch untouched for (wave delay <= 900 s) + this long
-    # is re-armed from its cursor.
+    # Sweeper page budget: a `sending` dispatch untouched for (wave delay <= 900 s) + this is re-armed.
     campaign_dispatch_stuck_seconds: int = Field(default=300, ge=1)
     # Consecutive failed attempts at one page (job raised, or re-armed by the sweeper without progress)
     # before its Dispatch becomes `failed`; campaigns.resumeDispatch resumes it from its cursor.
@@ -142,6 +141,7 @@ class Settings(BaseSettings):
     campaign_delivery_queue_url: str | None = None
     # Event-webhook relay jobs: their own SQS queue and Lambda; unset, the delivery queue's.
     campaign_webhook_queue_url: str | None = None
+    campaign_lane_queue_urls: dict[str, dict[str, str]] = {}  # SQS lanes' own queues (docs/lanes.md)
     aws_endpoint_url_sqs: str | None = None
     aws_region: str = "us-east-1"  # SQS region (Lambda sets AWS_REGION itself)
     # Local queue visibility timeout: longer than one delivery batch (POST timeout + graph write).

@@ -38,7 +38,9 @@ export function reviewSection(page: CampaignPage): HTMLElement {
       confirm.disabled = !accept.checked || p.recipientCount === 0;
     });
     const confirmOut = h("div", {});
+    const priority = page.current.priority ?? "normal";
     replace(reviewOut, h("dl", { className: "counts" },
+      h("dt", {}, "Priority"), h("dd", { id: "review-priority", "data-priority": priority }, PRIORITY_WORDS[priority]),
       h("dt", {}, "Audience"), h("dd", { id: "review-audience" }, String(p.audienceCount)),
       h("dt", {}, "Already notified"), h("dd", {}, String(p.alreadyNotifiedCount)),
       h("dt", {}, "Recipients"), h("dd", { id: "review-recipients" }, String(p.recipientCount)),
@@ -59,6 +61,13 @@ export function reviewSection(page: CampaignPage): HTMLElement {
   return h("section", { id: "review", "aria-labelledby": "review-h" }, h("h2", { id: "review-h" }, "Review and send"),
     kit.can("campaigns.previewDispatch") ? reviewBtn : kit.roleNote("Reviewing a send", "campaigns.previewDispatch"), reviewOut);
 }
+
+/** What each priority does to the send, in the review: a critical one skips quiet hours and caps. */
+const PRIORITY_WORDS = {
+  critical: "Critical: sent ahead of other sends, through quiet hours and frequency caps (never opt-outs or the age policy)",
+  normal: "Normal",
+  bulk: "Bulk: yields to normal and critical sends",
+} as const;
 
 function untranslatedTotal(p: DispatchPreview): number {
   return Object.values(p.untranslated ?? {}).reduce<number>((sum, n) => sum + (n ?? 0), 0);

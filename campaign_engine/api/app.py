@@ -163,7 +163,11 @@ def create_app(
     # DID-auth (did/auth.py): did:web documents come through the egress rules, cached per process.
     resolver = did_resolver if did_resolver is not None else resolver_for(settings)
     did_auth = DidAuthenticator(
-        the_graph, resolver, domain=settings.domain_name, leeway=settings.auth_jwt_leeway_seconds
+        the_graph,
+        resolver,
+        domain=settings.domain_name,
+        default_tenant=settings.campaign_default_tenant_id,
+        leeway=settings.auth_jwt_leeway_seconds,
     )
     services = Services(
         settings=settings,

@@ -264,7 +264,6 @@ class TokenVerifier:
     def _did_caller(self, check: DidCheck, token: str) -> Caller:
         try:
             person = check(token)
-            tenant = person.acting_tenant(self._settings.campaign_default_tenant_id)
         except DidError as exc:  # its message names neither the token nor the nonce
             log.info("auth.did_refused reason=%s", exc)
             raise Unauthorized("invalid DID-auth token") from None
@@ -272,7 +271,7 @@ class TokenVerifier:
             profile_id=person.profile_id,
             scopes=frozenset(),
             is_admin=False,  # a platform admin signs in with the identity provider's token
-            tenant_id=tenant,
+            tenant_id=person.tenant,
             did=person.did,
             challenge_only=person.challenge_only,
         )

@@ -35,6 +35,7 @@ from campaign_engine.domain.campaign import (
     campaign_from_node,
 )
 from campaign_engine.domain.errors import BadRequest, Conflict, NotFound, bad_request_from
+from campaign_engine.domain.priority import priority_change
 from campaign_engine.domain.tenancy import campaign_ref, namespaced_id
 from campaign_engine.domain.types import format_ts, next_after, parse_ts, truncated
 from campaign_engine.domain.webhook_events import Event, EventType
@@ -92,6 +93,8 @@ def node_properties(definition: CampaignDefinition) -> dict[str, Any]:
         else None,
         # Read by the walks to choose the routed statements; null (exclude) removes it.
         "minors": "guardians" if definition.minors == "guardians" else None,
+        # The worker lane and the pacing rules a critical send skips; null (normal) removes it.
+        "priority": None if definition.priority == "normal" else definition.priority,
     }
 
 
@@ -155,8 +158,8 @@ def create_campaign(
         if record is None:
             raise Conflict(f"campaign '{data.id}' already exists")
         node = dict(record["campaign"])
-        audit_change(tx, audit, node, before=None, after=node,
-                     detail=None if editors is None else {"editors": editors})  # fmt: skip
+        detail = ({} if editors is None else {"editors": editors}) | priority_change(None, node)
+        audit_change(tx, audit, node, before=None, after=node, detail=detail or None)
         emit_event(tx, graph, "campaign.created", node, now)
         return node
 
@@ -309,7 +312,8 @@ def update_campaign(
             )  # fmt: skip
         pinned = shown_before(node, going_live=False, now=now) if shown else {}
         saved = _save(tx, node, {**node_properties(definition), **pinned}, now)
-        audit_change(tx, audit, node, before=node, after=saved, detail={"fields": sorted(changes)})
+        detail = {"fields": sorted(changes)} | priority_change(node, saved)
+        audit_change(tx, audit, node, before=node, after=saved, detail=detail)
         emit_event(tx, graph, "campaign.updated", saved, now, fields=sorted(changes))
         return saved
 

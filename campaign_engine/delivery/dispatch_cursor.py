@@ -38,11 +38,12 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from campaign_engine.domain.dispatch import PageJob, job_json, send_blocked
+from campaign_engine.domain.dispatch import PageJob, send_blocked
 from campaign_engine.domain.types import parse_ts
 from campaign_engine.graph.cypher import statement
 from campaign_engine.graph.graph import Graph, Tx
 from campaign_engine.graph.webhook_outbox import record_dispatch_events
+from campaign_engine.queue.lanes import send_pages
 from campaign_engine.queue.port import MAX_DELAY_SECONDS, Queue
 
 __all__ = [
@@ -137,7 +138,7 @@ def resend_lost_successor(
     due = parse_ts(str(dispatch["lastProgressAt"])) + timedelta(seconds=wave_delay)
     delay = min(MAX_DELAY_SECONDS, max(0, math.ceil((due - now).total_seconds())))
     successor = job.model_copy(update={"cursor": dispatch.get("cursor")})
-    pages.send_batch([job_json(successor)], delay_seconds=delay)
+    send_pages(pages, [successor], delay_seconds=delay)
     log.warning("dispatch.successor_resent dispatch_id=%s delay=%d", job.dispatch_id, delay)
     return True
 

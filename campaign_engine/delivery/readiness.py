@@ -34,6 +34,7 @@ from zoneinfo import ZoneInfo
 
 from campaign_engine.delivery.dispatch_cursor import advance
 from campaign_engine.domain.dispatch import PageJob
+from campaign_engine.domain.priority import skips_pacing_rules
 from campaign_engine.domain.schedule import QuietHours, known_zone, parse_wall_clock, ready_map
 from campaign_engine.domain.types import format_ts, parse_ts
 from campaign_engine.graph.cypher import statement
@@ -59,7 +60,8 @@ def readiness_params(
     """The page statements' ``$readyAt``, ``$fallbackReadyAt`` and ``$staleBefore`` (they compare with
     their own ``$now``, the page's stored-format instant)."""
     definition = json.loads(campaign.get("definition") or "{}")
-    window = definition.get("quietHours")
+    # A critical send skips quiet hours (domain/priority.py); a per-recipient send time still holds.
+    window = None if skips_pacing_rules(definition.get("priority")) else definition.get("quietHours")
     local_time = dispatch.get("sendLocalTime")
     stamp = format_ts(now)
     if local_time is None and window is None:

@@ -1,6 +1,8 @@
 """The long-running worker of ``campaign-engine worker``: poll both queues, settle by the job table.
 
-One thread polls the dispatch queue, ``delivery_threads`` threads poll the delivery queue (up to
+One thread polls the dispatch queue one page job at a time (the queue chooses the next by lane and
+fair share, ``queue/local_lanes.py``: a batch of ten taken at once would make a critical page that
+arrives meanwhile wait for all ten), ``delivery_threads`` threads poll the delivery queue (up to
 ``delivery_batch`` messages per receive: 10 on SQS, more on the local queue), and an optional thread
 runs the sweeper every ``sweep_every`` seconds (single-machine deployments have no scheduler). What a
 message means is the job table's business (``jobs.py``); this loop only receives, hands the batch to
@@ -84,7 +86,7 @@ class Worker:
 
     def run(self, stop: threading.Event) -> None:
         """Run until ``stop`` is set; returns after every thread finished its current batch."""
-        threads = [threading.Thread(target=self._poll, args=(self._dispatch_queue, 10, stop), name="pages")]
+        threads = [threading.Thread(target=self._poll, args=(self._dispatch_queue, 1, stop), name="pages")]
         threads += [
             threading.Thread(
                 target=self._poll,

@@ -29,10 +29,12 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from campaign_engine.delivery.dispatch_cursor import record_failure
-from campaign_engine.domain.dispatch import PageJob, job_json
+from campaign_engine.domain.dispatch import PageJob
+from campaign_engine.domain.priority import job_lane
 from campaign_engine.domain.types import format_ts
 from campaign_engine.graph.cypher import statement
 from campaign_engine.graph.graph import Graph, Tx
+from campaign_engine.queue.lanes import send_pages
 from campaign_engine.queue.port import Queue, QueueError
 
 __all__ = ["SweepResult", "stuck_window_seconds", "sweep"]
@@ -109,6 +111,7 @@ def sweep(
             campaign_created_at=row["campaignCreatedAt"],
             channel=row["channel"],
             cursor=row["cursor"],
+            lane=job_lane(row["priority"], row["tenantId"], row["weight"]),
         )
         stuck = not row["wave"]
         if stuck:
@@ -130,7 +133,7 @@ def sweep(
                 result.exhausted.append(job.dispatch_id)
                 continue
         try:
-            dispatch_queue.send_batch([job_json(job)])
+            send_pages(dispatch_queue, [job])
         except QueueError:
             log.warning("sweeper.enqueue_failed dispatch_id=%s", job.dispatch_id)
             result.failed.append(job.dispatch_id)

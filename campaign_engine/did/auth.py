@@ -8,7 +8,7 @@ to it. The checks run cheapest first and write nothing until the last one:
    ``did:web:<DOMAIN_NAME>:users:<profileId>`` (or the older ``did:web:<DOMAIN_NAME>:<profileId>``); an
    unknown DID is refused before any DID document is fetched, so strangers cannot make us fetch;
 2. the signature verifies with one of the DID's authentication keys (``did/jwt.py``);
-3. ``vp.holder`` equals ``iss``;
+3. ``vp.holder`` equals ``iss``, and the profile belongs to the tenant it acts in;
 4. a ``nonce``, if present, is used up atomically (``did/challenges.py``); the one write. A token
    without a nonce is ``challenge_only``: it may fetch challenges and nothing else.
 
@@ -37,24 +37,15 @@ _PERSON = "did_person"  # cypher/did/did_person.cypher
 class DidPerson:
     did: str
     profile_id: str
-    tenants: tuple[str, ...]  # the tenants the profile belongs to: the only ones it may act in
+    tenant: str  # the tenant it acts in: always one its profile belongs to
     challenge_only: bool  # no nonce: may call utilities.getChallenges and nothing else
-    tenant_claim: str | None  # the token's signed ``tenantId``, when it names one
-
-    def acting_tenant(self, default: str) -> str:
-        """The tenant the person acts in: the one the token names, else ``default``, else the profile's
-        first; ``DidError`` when the profile does not belong to it (a profile acts only in its own
-        tenants; one with no tenant list predates tenants and belongs to the default one)."""
-        tenants = self.tenants or (default,)
-        if self.tenant_claim is not None and self.tenant_claim not in tenants:
-            raise DidError("the DID's profile does not belong to the tenant the token names")
-        if self.tenant_claim is not None:
-            return self.tenant_claim
-        return default if default in tenants else min(tenants)
 
 
 class DidAuthenticator:
-    def __init__(self, graph: Graph, keys: KeySource, *, domain: str, leeway: float = 30) -> None:
+    def __init__(
+        self, graph: Graph, keys: KeySource, *, domain: str, default_tenant: str, leeway: float = 30
+    ) -> None:
+        self._default_tenant = default_tenant
         self._graph = graph
         self._keys = keys
         self._domain = domain
@@ -69,21 +60,29 @@ class DidAuthenticator:
         claims = verify_jwt(token, self._keys, leeway=self._leeway).claims
         if _holder(claims) != did:
             raise DidError("the presentation's holder is not its issuer")
+        tenant = _acting_tenant(claims.get("tenantId"), found[0]["tenants"], self._default_tenant)
         nonce = claims.get("nonce")
         if nonce is not None and not (
             isinstance(nonce, str) and challenges.consume(self._graph, did=did, nonce=nonce, now=now)
         ):
             raise DidError("the challenge was not issued to this DID, was used, or expired")
-        tenant = claims.get("tenantId")
         return DidPerson(
-            did=did,
-            profile_id=str(found[0]["profileId"]),
-            tenants=tuple(str(t) for t in found[0]["tenants"]),
-            challenge_only=nonce is None,
-            tenant_claim=tenant if isinstance(tenant, str) else None,
+            did=did, profile_id=str(found[0]["profileId"]), tenant=tenant, challenge_only=nonce is None
         )
 
 
 def _holder(claims: dict[str, Any]) -> object:
     vp = claims.get("vp")
     return vp.get("holder") if isinstance(vp, dict) else None
+
+
+def _acting_tenant(claim: object, tenants: list[str], default: str) -> str:
+    """The tenant the token's signed ``tenantId`` names, else ``default``, else the profile's first;
+    ``DidError`` when the profile does not belong to it (a profile acts only in its own tenants; one with
+    no tenant list predates tenants and belongs to the default one)."""
+    held = tenants or [default]
+    if claim is not None and claim not in held:
+        raise DidError("the DID's profile does not belong to the tenant the token names")
+    if isinstance(claim, str):
+        return claim
+    return default if default in held else min(held)

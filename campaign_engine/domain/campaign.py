@@ -44,6 +44,7 @@ from campaign_engine.domain.content import (
 )
 from campaign_engine.domain.guardian_copy import GuardianCopy, Minors
 from campaign_engine.domain.locale import normalized
+from campaign_engine.domain.priority import Priority
 from campaign_engine.domain.schedule import ZONE_NAME_PATTERN, QuietHours, known_zone
 from campaign_engine.domain.segment import SegmentRule
 from campaign_engine.domain.tenancy import CampaignRefOut
@@ -211,6 +212,8 @@ class CampaignDefinition(StrictModel, CamelModel):
     # (domain/guardian_copy.py).
     minors: Minors = "exclude"
     guardian_copy: GuardianCopy | None = None
+    # The worker lane (domain/priority.py): critical needs a publisher and skips quiet hours and caps.
+    priority: Priority = "normal"
 
     @field_validator("channels")
     @classmethod
@@ -340,6 +343,7 @@ class CampaignPatch(CamelModel):
     ) = None
     minors: Minors | None = None
     guardian_copy: GuardianCopy | None = None
+    priority: Priority | None = None
 
     def changes(self) -> dict[str, Any]:
         """The fields the caller sent, by wire name, in wire form, with ``None`` meaning "clear"."""

@@ -19,6 +19,7 @@ from typing import Annotated, Any, Literal
 from pydantic import ConfigDict, Field, PrivateAttr, TypeAdapter
 
 from campaign_engine.domain.camel import CamelModel
+from campaign_engine.domain.priority import JobLane
 from campaign_engine.domain.reasons import BlockedReason
 
 __all__ = [
@@ -62,6 +63,9 @@ class PageJob(_Message):
     campaign_created_at: str
     channel: DeliveryChannel = "notify"
     cursor: Annotated[str | None, Field(max_length=200)] = None
+    lane: JobLane | None = None
+    """The lane its walk sends in (``domain/priority.py``); each page sets its successor's from the
+    campaign and tenant it read, so a priority or weight changed mid-send applies from the next page."""
     _message_id: str | None = PrivateAttr(default=None)
 
     @property

@@ -26,6 +26,7 @@ from pydantic import AfterValidator, ConfigDict, Field, StringConstraints
 from campaign_engine.domain.camel import CamelModel
 from campaign_engine.domain.frequency_cap import CapChannel, ChannelCap
 from campaign_engine.domain.patterns import EMAIL_PATTERN
+from campaign_engine.domain.priority import DEFAULT_WEIGHT, Weight
 from campaign_engine.domain.tenancy import TenantId
 
 __all__ = [
@@ -166,6 +167,10 @@ class TenantSettings(_Strict, GuardOverrides):
     sender_name: SenderName | None = None
     click_tracking: bool = True
     """The email CTA links through ``/c`` (first-party click tracking); off, directly."""
+    allow_critical: bool = True
+    """Whether its publishers may make a campaign ``critical`` (skips quiet hours and caps)."""
+    weight: Weight = DEFAULT_WEIGHT
+    """Its share of the worker within a lane, against other tenants with work (domain/priority.py)."""
     notification_format: NotificationFormat | None = None
     """What its notification POSTs look like (``NOTIFICATIONS_FORMAT`` where unset)."""
 
@@ -213,6 +218,9 @@ class TenantPatch(GuardOverrides):
     sender_name: SenderName | None = None
     click_tracking: bool = True
     """Sent or omitted, never null: on or off."""
+    allow_critical: bool = True
+    weight: Weight = DEFAULT_WEIGHT
+    """Sent or omitted, never null, like ``clickTracking``."""
     notification_format: NotificationFormat | None = None
 
     def changes(self) -> dict[str, Any]:
@@ -289,6 +297,8 @@ def tenant_from_node(node: Mapping[str, Any]) -> TenantPublic:
             "footerAddress": node.get("footerAddress"),
             "senderName": node.get("senderName"),
             "clickTracking": node.get("clickTracking") is not False,  # absent (an older record) = on
+            "allowCritical": node.get("allowCritical") is not False,  # absent = allowed
+            "weight": node.get("weight") or DEFAULT_WEIGHT,
             "notificationFormat": node.get("notificationFormat"),
             **{name: node.get(name) for name in GUARD_OVERRIDE_FIELDS},
             "createdAt": node["createdAt"],

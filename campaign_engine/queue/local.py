@@ -17,6 +17,10 @@ busy handler sleeps with a growing back-off (up to 100 ms a try), so threads of 
 for the write lock through it wait far longer than the commits they wait for. Other processes still
 meet at SQLite's lock (``busy_timeout``).
 
+Each message waits in a lane (``port.Lane``): a receive serves the lowest rank with visible messages,
+and within it each group its weighted fair share (``local_lanes.py``). One receive takes from one
+rank only, so a critical batch is never padded out with bulk work.
+
 A message received more than ``max_receives`` times is moved to the ``dead_letters`` table on its next
 receive instead of being returned, like an SQS redrive policy with ``maxReceiveCount``.
 """
@@ -35,7 +39,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from campaign_engine.queue.port import QueueError, QueueStats, ReceivedMessage, check_delay
+from campaign_engine.queue import local_lanes
+from campaign_engine.queue.port import (
+    DEFAULT_LANE,
+    Lane,
+    QueueError,
+    QueueStats,
+    ReceivedMessage,
+    check_delay,
+)
 
 __all__ = ["MAX_RECEIVE_BATCH", "DeadLetter", "LocalQueue"]
 
@@ -117,6 +129,7 @@ class LocalQueue:
         self._write_lock = (os.getpid(), _write_lock(self._path))
         try:
             self._conn().executescript(_SCHEMA)
+            local_lanes.migrate(self._conn())
         except sqlite3.Error as exc:
             raise QueueError("cannot create the local queue schema") from exc
 
@@ -124,15 +137,17 @@ class LocalQueue:
     def name(self) -> str:
         return self._name
 
-    def send_batch(self, bodies: Sequence[str], *, delay_seconds: int = 0) -> None:
+    def send_batch(self, bodies: Sequence[str], *, delay_seconds: int = 0, lane: Lane | None = None) -> None:
         check_delay(delay_seconds)
         if not bodies:
             return
-        now = self._clock()
-        rows = [(self._name, body, now, now + delay_seconds) for body in bodies]
+        now, at = self._clock(), lane or DEFAULT_LANE
+        rows = [(self._name, body, now, now + delay_seconds, at.rank, at.group, at.weight) for body in bodies]
         with self._transaction() as conn:
             conn.executemany(
-                "INSERT INTO messages (name, body, sent_at, visible_at) VALUES (?, ?, ?, ?)", rows
+                "INSERT INTO messages (name, body, sent_at, visible_at, lane, grp, weight)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?)",
+                rows,
             )
 
     def receive(self, *, max_messages: int = 10, wait_seconds: float = 0.0) -> list[ReceivedMessage]:
@@ -215,15 +230,19 @@ class LocalQueue:
             # With a visibility timeout of 0 a row claimed here is visible again at once: exclude what
             # this call already claimed, so one receive never returns a message twice (as SQS).
             taken: list[int] = []
+            lane: int | None = None
             while len(claimed) < max_messages:
+                chosen = local_lanes.pick(conn, self._name, now=now, taken=json.dumps(taken))
+                if chosen is None or (lane is not None and chosen.lane != lane):
+                    break  # one rank per receive
+                lane = chosen.lane
                 candidates = conn.execute(
                     "SELECT id, body, receive_count, sent_at FROM messages"
-                    " WHERE name = ? AND visible_at <= ? AND id NOT IN (SELECT value FROM json_each(?))"
-                    " ORDER BY visible_at, id LIMIT ?",
-                    (self._name, now, json.dumps(taken), max_messages - len(claimed)),
+                    " WHERE name = ? AND lane = ? AND grp = ? AND visible_at <= ?"
+                    " AND id NOT IN (SELECT value FROM json_each(?)) ORDER BY visible_at, id LIMIT ?",
+                    (self._name, lane, chosen.group, now, json.dumps(taken), max_messages - len(claimed)),
                 ).fetchall()
-                if not candidates:
-                    break
+                local_lanes.charge(conn, self._name, chosen, len(candidates))
                 for row_id, body, receive_count, sent_at in candidates:
                     taken.append(row_id)
                     if receive_count >= self._max_receives:

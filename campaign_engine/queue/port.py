@@ -12,7 +12,9 @@ from dataclasses import dataclass
 from typing import Generic, Protocol, TypeVar
 
 __all__ = [
+    "DEFAULT_LANE",
     "MAX_DELAY_SECONDS",
+    "Lane",
     "Queue",
     "QueueError",
     "QueueStats",
@@ -25,6 +27,22 @@ J = TypeVar("J")
 
 MAX_DELAY_SECONDS = 900
 """SQS's ceiling for a per-message delay; longer gaps are scheduled in the graph by the sweeper."""
+
+
+@dataclass(frozen=True)
+class Lane:
+    """Where a message waits its turn: a receive serves the lowest ``rank`` with visible messages
+    first, and within a rank each ``group`` (a tenant) gets a share of receives in proportion to its
+    ``weight`` (the local queue: start-time fair queueing; SQS: a queue per rank, fair queues by
+    message group). docs/lanes.md."""
+
+    rank: int = 1
+    group: str = ""
+    weight: float = 1.0
+
+
+DEFAULT_LANE = Lane()
+"""``normal`` of no tenant: what every message sent without a lane waits in."""
 
 
 @dataclass(frozen=True)
@@ -64,10 +82,11 @@ class QueueError(Exception):
 
 
 class Queue(Protocol):
-    def send_batch(self, bodies: Sequence[str], *, delay_seconds: int = 0) -> None:
+    def send_batch(self, bodies: Sequence[str], *, delay_seconds: int = 0, lane: Lane | None = None) -> None:
         """Send every body or raise ``QueueError`` (some may have been sent: receivers deduplicate).
 
         ``delay_seconds`` outside ``0..MAX_DELAY_SECONDS`` raises ``ValueError`` before any I/O.
+        ``lane``: where they wait their turn (None: ``DEFAULT_LANE``).
         """
         ...
 

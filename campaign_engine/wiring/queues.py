@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from campaign_engine.config import ConfigError, Settings
+from campaign_engine.domain.priority import LANE_RANK
 from campaign_engine.queue.local import LocalQueue
 from campaign_engine.queue.port import Queue
 from campaign_engine.queue.sqs import SqsQueue, make_sqs_client
@@ -40,23 +41,36 @@ def _local(settings: Settings, name: str) -> LocalQueue:
     )
 
 
-def _sqs(settings: Settings, url: str | None, variable: str) -> SqsQueue:
+def _sqs(settings: Settings, url: str | None, variable: str, *, kind: str | None = None) -> SqsQueue:
+    """``kind``: ``dispatch`` or ``delivery``, whose lanes may have queues of their own (docs/lanes.md)."""
     if not url:
         raise ConfigError(f"{variable} must be set when CAMPAIGN_QUEUE_BACKEND=sqs")
-    return SqsQueue(make_sqs_client(settings.aws_endpoint_url_sqs, settings.aws_region), url)
+    own = settings.campaign_lane_queue_urls.get(kind or "", {})
+    unknown = sorted(set(settings.campaign_lane_queue_urls) - {"dispatch", "delivery"})
+    unknown += sorted(set(own) - {"critical", "bulk"})
+    if unknown:
+        raise ConfigError(
+            f"CAMPAIGN_LANE_QUEUE_URLS: unknown {unknown}; queues dispatch, delivery; lanes critical, bulk"
+        )
+    lanes = {LANE_RANK[lane]: u for lane, u in own.items() if u}
+    return SqsQueue(make_sqs_client(settings.aws_endpoint_url_sqs, settings.aws_region), url, lane_urls=lanes)
 
 
 def build_dispatch_queue(settings: Settings) -> Queue:
     """The page-job queue: the API writes the first page of a dispatch (``Services.dispatch_queue``)."""
     if settings.campaign_queue_backend == "sqs":
-        return _sqs(settings, settings.campaign_dispatch_queue_url, "CAMPAIGN_DISPATCH_QUEUE_URL")
+        return _sqs(
+            settings, settings.campaign_dispatch_queue_url, "CAMPAIGN_DISPATCH_QUEUE_URL", kind="dispatch"
+        )
     return _local(settings, DISPATCH_QUEUE)
 
 
 def build_delivery_queue(settings: Settings) -> Queue:
     """The per-recipient queue: the API writes only an admin's notify self-test to it."""
     if settings.campaign_queue_backend == "sqs":
-        return _sqs(settings, settings.campaign_delivery_queue_url, "CAMPAIGN_DELIVERY_QUEUE_URL")
+        return _sqs(
+            settings, settings.campaign_delivery_queue_url, "CAMPAIGN_DELIVERY_QUEUE_URL", kind="delivery"
+        )
     return _local(settings, DELIVERY_QUEUE)
 
 

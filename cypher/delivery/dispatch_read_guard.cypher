@@ -2,4 +2,5 @@
 CYPHER replan=skip
 OPTIONAL MATCH (d:Dispatch {id: $dispatchId})
 OPTIONAL MATCH (c:Campaign {id: $campaignId})
-RETURN d {.*} AS dispatch, c {.*} AS campaign
+OPTIONAL MATCH (t:Tenant {tenantId: c.tenantId})
+RETURN d {.*} AS dispatch, c {.*, tenantWeight: t.weight} AS campaign

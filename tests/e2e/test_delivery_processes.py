@@ -42,7 +42,7 @@ from campaign_engine.domain.dispatch import PageJob, parse_job
 from campaign_engine.domain.types import format_ts
 from campaign_engine.graph.graph import Graph
 from campaign_engine.queue.local import LocalQueue
-from campaign_engine.queue.port import QueueError, ReceivedMessage
+from campaign_engine.queue.port import Lane, QueueError, ReceivedMessage
 from tests.conftest import free_port
 from tests.support.concurrency import at_once
 from tests.support.concurrency import wait_for as wait_until
@@ -446,7 +446,7 @@ def test_jobs_of_a_deleted_campaign_do_nothing_for_its_successor(stack: Stack) -
 class _FailingQueue:
     """A queue port whose sends fail: the dispatch commits, its first page job never arrives."""
 
-    def send_batch(self, bodies: Sequence[str], *, delay_seconds: int = 0) -> None:
+    def send_batch(self, bodies: Sequence[str], *, delay_seconds: int = 0, lane: Lane | None = None) -> None:
         raise QueueError("queue unreachable (test)")
 
     def receive(self, *, max_messages: int = 10, wait_seconds: float = 0.0) -> list[ReceivedMessage]:

@@ -29,7 +29,7 @@ from campaign_engine.domain.campaign import CampaignCreate
 from campaign_engine.graph.graph import Graph
 from campaign_engine.inbox.app import create_inbox_app
 from campaign_engine.queue.local import LocalQueue
-from campaign_engine.queue.port import Queue, QueueError, ReceivedMessage
+from campaign_engine.queue.port import Lane, Queue, QueueError, ReceivedMessage
 from campaign_engine.wiring import Queues
 from tests.conftest import free_port
 
@@ -143,11 +143,11 @@ class ScriptedQueue:
         self.script = list(script)
         self.fail = False
 
-    def send_batch(self, bodies: Sequence[str], *, delay_seconds: int = 0) -> None:
+    def send_batch(self, bodies: Sequence[str], *, delay_seconds: int = 0, lane: Lane | None = None) -> None:
         scripted_refusal = bool(self.script) and not self.script.pop(0)
         if self.fail or scripted_refusal:
             raise QueueError("send refused (test)")
-        self.inner.send_batch(bodies, delay_seconds=delay_seconds)
+        self.inner.send_batch(bodies, delay_seconds=delay_seconds, lane=lane)
 
     def receive(self, *, max_messages: int = 10, wait_seconds: float = 0.0) -> list[ReceivedMessage]:
         return self.inner.receive(max_messages=max_messages, wait_seconds=wait_seconds)

@@ -27,6 +27,7 @@ from campaign_engine.domain.campaign import (
 )
 from campaign_engine.domain.segment import SegmentPreview
 from campaign_engine.graph.tenant_directory import tenants_of
+from campaign_engine.graph.tenant_lane import require_critical_allowed
 
 __all__ = ["ACCESS", "review_publish_of", "router"]
 
@@ -71,6 +72,7 @@ class DuplicateInput(CampaignRef):
 @router.mutation("create")
 def create(ctx: Context, data: CampaignCreate) -> CampaignPublic:
     """Create a campaign in draft; its tenant comes from the request."""
+    _check_priority(ctx, data.priority)
     return definitions.create_campaign(
         ctx.services.graph, data=data, tenant_id=ctx.tenant_id, now=ctx.services.clock(), audit=ctx.audit(),
         adult_age=ctx.services.settings.campaign_adult_age,
@@ -86,6 +88,7 @@ def duplicate(ctx: Context, data: DuplicateInput) -> CampaignPublic:
     source = definitions.get_campaign(ctx.services.graph, source_id)
     wire = CampaignDefinition.model_validate(source.model_dump(by_alias=True, include=_DEFINITION)).wire()
     copy = CampaignCreate.model_validate({**wire, "id": data.id, "name": data.name or source.name})
+    _check_priority(ctx, copy.priority)
     return definitions.create_campaign(
         ctx.services.graph, data=copy, tenant_id=ctx.tenant_id, now=ctx.services.clock(), audit=ctx.audit(),
         adult_age=ctx.services.settings.campaign_adult_age, editors=editors_of(ctx.services.graph, source_id),
@@ -93,6 +96,14 @@ def duplicate(ctx: Context, data: DuplicateInput) -> CampaignPublic:
 
 
 _DEFINITION = set(CampaignDefinition.model_fields)
+
+
+def _check_priority(ctx: Context, priority: str | None) -> None:
+    """A critical campaign skips quiet hours and frequency caps: only a publisher may make one (FORBIDDEN
+    naming the role), and only where the tenant allows it (``tenants.update {allowCritical}``)."""
+    if priority == "critical":
+        ctx.require("publisher")
+        ctx.services.graph.read(require_critical_allowed, ctx.tenant_id)
 
 
 @router.query("get")
@@ -128,6 +139,12 @@ def update(ctx: Context, data: CampaignPatch) -> CampaignPublic:
     expectedUpdatedAt is an instant compared to the millisecond: a value echoed through a JavaScript
     ``Date`` matches, an older one is CONFLICT."""
     campaign_id, policy = ctx.campaign(data.campaign_id), policy_of(ctx.services.graph, ctx.tenant_id)
+    # Asked when it becomes critical; an edit that keeps it so (a whole definition sent back) is not.
+    if (
+        data.priority == "critical"
+        and definitions.get_campaign(ctx.services.graph, campaign_id).priority != "critical"
+    ):
+        _check_priority(ctx, data.priority)
     updated = definitions.update_campaign(
         ctx.services.graph,
         patch=data.model_copy(update={"campaign_id": campaign_id}),

@@ -44,6 +44,7 @@ from campaign_engine.domain.errors import NotFound
 from campaign_engine.domain.frequency_cap import CapChannel, ChannelCap, cap_params
 from campaign_engine.domain.guardian_copy import routes_guardians
 from campaign_engine.domain.locale import language_of
+from campaign_engine.domain.priority import skips_pacing_rules
 from campaign_engine.domain.reasons import BlockedReason
 from campaign_engine.domain.tenancy import CampaignRefOut, campaign_ref
 from campaign_engine.domain.types import format_ts
@@ -198,6 +199,7 @@ def explain_recipient(
     campaign, profile, membership = row["campaign"], row["profile"], row["membership"]
     state: dict[str, Any] = row["state"] or {}
     definition = json.loads(campaign["definition"])
+    critical = skips_pacing_rules(definition.get("priority"))
     stamp = format_ts(now)
     segment: SegmentExplanation | None = row["segment"]
     in_segment = segment is not None and segment.matched
@@ -214,7 +216,7 @@ def explain_recipient(
         RuleVerdict(
             rule="already_notified", ok=state.get("notifiedAt") is None, detail=state.get("notifiedAt")
         ),
-        _cap_rule(row["notifyCap"], bool(profile["notifyCapReached"])),
+        _cap_rule(row["notifyCap"], bool(profile["notifyCapReached"]), critical=critical),
     ]
     suppressed = bool(profile["emailSuppressed"])
     email = [
@@ -238,7 +240,7 @@ def explain_recipient(
             ok=state.get("emailClaimedAt") is None and state.get("emailedAt") is None,
             detail=state.get("emailedAt") or state.get("emailClaimedAt"),
         ),
-        _cap_rule(row["emailCap"], bool(profile["emailCapReached"])),
+        _cap_rule(row["emailCap"], bool(profile["emailCapReached"]), critical=critical),
     ]
     guardian, routed = None, None
     if row["routing"] is not None:  # The campaign routes excluded members to guardians
@@ -369,8 +371,11 @@ def _variant(
                          served=served, overrides=overrides)  # fmt: skip
 
 
-def _cap_rule(cap: Mapping[str, Any] | None, reached: bool) -> RuleVerdict:
-    """The frequency cap as the send would apply it now (``capped``); no cap configured passes."""
+def _cap_rule(cap: Mapping[str, Any] | None, reached: bool, *, critical: bool) -> RuleVerdict:
+    """The frequency cap as the send would apply it now (``capped``); no cap configured passes, nor
+    does a critical campaign, which skips it."""
+    if critical:
+        return RuleVerdict(rule="capped", ok=True, detail="critical: the frequency cap does not apply")
     detail = "no frequency cap" if cap is None else f"at most {cap['max']} since {cap['since']}"
     return RuleVerdict(rule="capped", ok=not reached, detail=detail)
 

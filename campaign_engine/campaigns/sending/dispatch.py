@@ -41,10 +41,10 @@ from campaign_engine.domain.camel import CamelModel
 from campaign_engine.domain.dispatch import (
     DeliveryChannel,
     PageJob,
-    job_json,
     preview_token,
 )
 from campaign_engine.domain.errors import BadRequest, Conflict, NotFound
+from campaign_engine.domain.priority import JobLane, job_lane
 from campaign_engine.domain.reasons import BlockedReason
 from campaign_engine.domain.tenancy import campaign_ref
 from campaign_engine.domain.types import format_ts
@@ -52,7 +52,9 @@ from campaign_engine.graph.audit import AuditContext, record_audit
 from campaign_engine.graph.cypher import statement
 from campaign_engine.graph.graph import Graph, Tx
 from campaign_engine.graph.locks import lock_campaign
+from campaign_engine.graph.tenant_lane import require_critical_allowed, tenant_lane
 from campaign_engine.graph.webhook_outbox import record_dispatch_events
+from campaign_engine.queue.lanes import send_pages
 from campaign_engine.queue.port import Queue, QueueError
 
 __all__ = [
@@ -261,10 +263,13 @@ def dispatch(
     args: dict[str, Any] = {"campaign_id": campaign_id, "now": now, "settings": settings,
                             "test_share": experiment.test_share if experiment else None}  # fmt: skip
 
-    def tx_fn(tx: Tx, read: _Computed | None) -> tuple[str, list[DeliveryChannel]]:
+    def tx_fn(tx: Tx, read: _Computed | None) -> tuple[str, list[DeliveryChannel], JobLane]:
         locked = lock_campaign(tx, campaign_id)
         if locked is None:
             raise NotFound(f"campaign '{campaign_ref(campaign_id)}' not found")
+        weight = tenant_lane(tx, locked.get("tenantId"))[1]
+        if locked.get("priority") == "critical":  # the tenant may have forbidden it since it was set
+            require_critical_allowed(tx, locked.get("tenantId"))
         if read is not None and not _same_version(read.campaign, locked):
             raise _Changed
         computed = read or compute_preview(tx, **args)
@@ -305,25 +310,23 @@ def dispatch(
                      revision_before=locked["revision"], revision_after=locked["revision"] + 1,
                      detail={"dispatchIds": [r["id"] for r in rows],
                              "recipients": preview.recipient_count, **approved, **tested})  # fmt: skip
-        return str(row["createdAt"]), walked
+        return str(row["createdAt"]), walked, job_lane(locked.get("priority"), locked.get("tenantId"), weight)
 
     try:
         for _ in range(_UNLOCKED_ATTEMPTS):
             try:
-                created_at, channels = graph.write(tx_fn, graph.read(compute_preview, **args))
+                created_at, channels, lane = graph.write(tx_fn, graph.read(compute_preview, **args))
                 break
             except _Changed:
                 log.info("dispatch.preview_raced campaign_id=%s", campaign_id)
         else:
-            created_at, channels = graph.write(tx_fn, None)
+            created_at, channels, lane = graph.write(tx_fn, None)
     except (ApprovalMissing, ApprovalStale) as refused:
         record_refusal(graph, audit, campaign_id=campaign_id, refused=refused)
         raise
     # The lock is released and the Dispatch committed: queue I/O may now fail without losing the send.
-    jobs = [
-        PageJob(dispatch_id=ids[ch], campaign_id=campaign_id, campaign_created_at=created_at, channel=ch)
-        for ch in channels
-    ]
+    first = {"campaign_id": campaign_id, "campaign_created_at": created_at, "lane": lane}
+    jobs = [PageJob(dispatch_id=ids[ch], channel=ch, **first) for ch in channels]
     start_pages(queue, jobs, campaign_id=campaign_id)
     return DispatchStarted(
         dispatch_id=ids[channels[0]], channels=channels, dispatch_ids={ch: ids[ch] for ch in channels}
@@ -334,7 +337,7 @@ def start_pages(queue: Queue, jobs: list[PageJob], *, campaign_id: str) -> None:
     """Enqueue the first page job of each channel of a committed Dispatch. A failed enqueue loses nothing:
     the Dispatch is ``sending`` and the sweeper re-arms it ("duplicate over drop")."""
     try:
-        queue.send_batch([job_json(job) for job in jobs])
+        send_pages(queue, jobs)
     except QueueError:
         log.warning("dispatch.first_page_enqueue_failed campaign_id=%s", campaign_id)
     log.info("dispatch.started dispatch_id=%s campaign_id=%s", jobs[0].dispatch_id, campaign_id)

@@ -40,7 +40,7 @@ from campaign_engine.campaigns.sending.approval_people import changed_since_send
 from campaign_engine.campaigns.sending.dispatch import compute_preview, reviewed
 from campaign_engine.campaigns.sending.dispatch_reads import DispatchPublic, dispatch_from_node
 from campaign_engine.campaigns.sending.dispatch_settings import DispatchSettings
-from campaign_engine.domain.dispatch import PageJob, job_json, send_blocked
+from campaign_engine.domain.dispatch import PageJob, send_blocked
 from campaign_engine.domain.errors import Conflict, NotFound
 from campaign_engine.domain.types import format_ts
 from campaign_engine.graph.audit import AuditContext, record_audit
@@ -48,6 +48,7 @@ from campaign_engine.graph.cypher import statement
 from campaign_engine.graph.graph import Graph, Tx
 from campaign_engine.graph.locks import lock_campaign
 from campaign_engine.graph.webhook_outbox import record_dispatch_events
+from campaign_engine.queue.lanes import send_pages
 from campaign_engine.queue.port import Queue, QueueError
 
 __all__ = ["resume_dispatch"]
@@ -171,7 +172,7 @@ def resume_dispatch(
         }
     )
     try:
-        queue.send_batch([job_json(job)])
+        send_pages(queue, [job])
     except QueueError:
         log.warning("dispatch.resume_enqueue_failed dispatch_id=%s", dispatch_id)
     log.info("dispatch.resumed dispatch_id=%s campaign_id=%s", dispatch_id, resumed.campaign_id)

@@ -48,12 +48,14 @@ from campaign_engine.campaigns.sending.test_wave import check_experiment, experi
 from campaign_engine.domain.ab_variants import Experiment
 from campaign_engine.domain.dispatch import DeliveryChannel, PageJob
 from campaign_engine.domain.errors import BadRequest, Conflict, NotFound
+from campaign_engine.domain.priority import job_lane
 from campaign_engine.domain.tenancy import campaign_ref
 from campaign_engine.domain.types import format_ts, parse_ts
 from campaign_engine.graph.audit import AuditContext, record_audit
 from campaign_engine.graph.cypher import statement
 from campaign_engine.graph.graph import Graph, Tx
 from campaign_engine.graph.locks import lock_campaign
+from campaign_engine.graph.tenant_lane import tenant_lane
 from campaign_engine.graph.webhook_outbox import record_dispatch_events
 from campaign_engine.queue.port import Queue
 
@@ -298,12 +300,10 @@ def _fire_one(
                now=now)  # fmt: skip
     record_dispatch_events(tx, graph, "dispatch.started", [r["id"] for r in started], now=stamp,
                            recipients=computed.preview.recipient_count, scheduled=True)  # fmt: skip
-    return "sending", [
-        PageJob(
-            dispatch_id=r["id"], campaign_id=campaign_id, campaign_created_at=created_at, channel=r["channel"]
-        )
-        for r in started
-    ]
+    tenant = computed.campaign.get("tenantId")
+    lane = job_lane(computed.campaign.get("priority"), tenant, tenant_lane(tx, tenant)[1])
+    first_page = {"campaign_id": campaign_id, "campaign_created_at": created_at, "lane": lane}
+    return "sending", [PageJob(dispatch_id=r["id"], channel=r["channel"], **first_page) for r in started]
 
 
 def _decide(tx: Tx, schedule_id: str, status: str, reason: str, stamp: str) -> str:

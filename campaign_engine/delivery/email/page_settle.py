@@ -20,10 +20,11 @@ from campaign_engine.delivery.email.page_tx import ClaimedPage, PageTransactions
 from campaign_engine.delivery.email.provider import SendResult
 from campaign_engine.delivery.email.walk_outcome import EmailPageOutcome, Outcome, tally
 from campaign_engine.delivery.readiness import page_delay
-from campaign_engine.domain.dispatch import PageJob, job_json
+from campaign_engine.domain.dispatch import PageJob
 from campaign_engine.domain.types import Clock, format_ts, parse_ts
 from campaign_engine.graph.graph import Graph
 from campaign_engine.observability import metrics
+from campaign_engine.queue.lanes import send_pages
 from campaign_engine.queue.port import MAX_DELAY_SECONDS, Queue, QueueError
 
 __all__ = ["PageSettler"]
@@ -166,7 +167,7 @@ class PageSettler:
 
     def enqueue(self, job: PageJob, *, delay: int) -> None:
         try:  # the graph holds this step (``nextPageAt``): if this fails the sweeper enqueues it when due
-            self._pages.send_batch([job_json(job)], delay_seconds=delay)
+            send_pages(self._pages, [job], delay_seconds=delay)
         except QueueError:
             log.warning("email.successor_enqueue_failed dispatch_id=%s", job.dispatch_id)
 

@@ -62,11 +62,12 @@ from campaign_engine.delivery.health_guard import HealthGuard, pause, paused, sy
 from campaign_engine.delivery.page_opening import ClosedPage, open_page
 from campaign_engine.delivery.readiness import page_delay
 from campaign_engine.domain.campaign import campaign_from_node
-from campaign_engine.domain.dispatch import PageJob, job_json
+from campaign_engine.domain.dispatch import PageJob
 from campaign_engine.domain.frequency_cap import CapChannel, ChannelCap
 from campaign_engine.domain.types import Clock, format_ts
 from campaign_engine.graph.graph import Graph, PendingWrite
 from campaign_engine.observability import metrics
+from campaign_engine.queue.lanes import send_pages
 from campaign_engine.queue.port import Queue
 from campaign_engine.unsubscribe.tokens import UnsubscribeTokens
 
@@ -253,7 +254,7 @@ class EmailWorker:
                     wait((committed,))  # a claim ahead that found nothing to do: its commit ends it
                 if verdict == "next":  # if this send fails the job's retry sends it again (see notify)
                     delay = page_delay(self._delay, sent=len(page.claimed))
-                    self._pages.send_batch([job_json(next_job)], delay_seconds=delay)
+                    send_pages(self._pages, [next_job], delay_seconds=delay)
                 return totals.outcome(verdict, retry_in_seconds=self._settler.retry_in(results))
             if verdict in ("throttled", "failed"):
                 # Claimed but never sent into back-pressure; the cursor stays before these claims.
@@ -274,7 +275,7 @@ class EmailWorker:
         if committed is not None:
             wait((committed,))  # the rollback of the page claimed after it
         if before == "next":  # if this send fails the job's retry sends it again (resend_lost_successor)
-            self._pages.send_batch([job_json(page.job)], delay_seconds=0)
+            send_pages(self._pages, [page.job], delay_seconds=0)
         return totals.outcome(before or "lost_race")
 
     def _submit(

@@ -32,6 +32,7 @@ from campaign_engine.delivery.page_opening import ClosedPage, open_page
 from campaign_engine.delivery.readiness import PageTally, advance_pass, page_delay, readiness_params
 from campaign_engine.delivery.test_wave_page import WaveFilter
 from campaign_engine.domain.dispatch import DeliveryJob, PageJob, delivery_id, job_json
+from campaign_engine.domain.priority import campaign_lane
 from campaign_engine.domain.types import Clock, format_ts, parse_ts
 from campaign_engine.graph.cypher import statement
 from campaign_engine.graph.graph import Graph, Tx
@@ -40,6 +41,7 @@ from campaign_engine.graph.rules.routing import routed_query
 from campaign_engine.graph.rules.segment import SegmentCache
 from campaign_engine.graph.rules.segment_statements import segment_query
 from campaign_engine.observability import metrics
+from campaign_engine.queue.lanes import queue_lane, send_pages
 from campaign_engine.queue.port import MAX_DELAY_SECONDS, Queue
 
 __all__ = ["PageOutcome", "PageWorker"]
@@ -137,7 +139,10 @@ class PageWorker:
                 self._graph, job, dispatch=dispatch, campaign=campaign, reach=reach, now=stamp
             )
             return PageOutcome("paused" if done else "lost_race", reason="approval_exceeded")
-        self._deliveries.send_batch(bodies)  # before the CAS: a crash here re-sends, never skips
+        # Deliveries and successor wait in the lane this page read (a priority or weight changed mid-send
+        # applies from here on; domain/priority.py). Sent before the CAS: a crash re-sends, never skips.
+        lane = campaign_lane(campaign)
+        self._deliveries.send_batch(bodies, lane=queue_lane(lane))
 
         full = read >= self._page_size
         cursor = last if read else job.cursor
@@ -167,10 +172,10 @@ class PageWorker:
             log.info("dispatch.completed dispatch_id=%s", job.dispatch_id)
             return PageOutcome("completed", enqueued=len(bodies), deferred=tally.deferred)
         if not long_gap:
-            successor = job.model_copy(update={"cursor": cursor})
+            successor = job.model_copy(update={"cursor": cursor, "lane": lane})
             # If this send fails the job is retried, and its retry sends the successor again: the
             # cursor was moved by this very message (``resend_lost_successor``).
-            self._pages.send_batch([job_json(successor)], delay_seconds=delay)
+            send_pages(self._pages, [successor], delay_seconds=delay)
         return PageOutcome("next", enqueued=len(bodies), deferred=tally.deferred)
 
     def _next_pass(self, job: PageJob, *, at: str, now: datetime) -> None:
@@ -179,7 +184,7 @@ class PageWorker:
         wait = max(0, math.ceil((parse_ts(at) - now).total_seconds()))
         log.info("dispatch.next_pass dispatch_id=%s at=%s", job.dispatch_id, at)
         if wait <= MAX_DELAY_SECONDS:
-            self._pages.send_batch([job_json(job.model_copy(update={"cursor": None}))], delay_seconds=wait)
+            send_pages(self._pages, [job.model_copy(update={"cursor": None})], delay_seconds=wait)
 
     def _read_page(
         self, tx: Tx, job: PageJob, *, campaign: Mapping[str, Any], now: datetime, readiness: dict[str, Any]

@@ -783,6 +783,7 @@ export interface CampaignCreate {
   variants?: [ContentVariant, ContentVariant, ...ContentVariant[]] | null;
   minors?: "exclude" | "guardians";
   guardianCopy?: GuardianCopy | null;
+  priority?: "critical" | "normal" | "bulk";
   id: string;
 }
 /**
@@ -1151,6 +1152,7 @@ export interface CampaignPublic {
   variants?: [ContentVariant, ContentVariant, ...ContentVariant[]] | null;
   minors?: "exclude" | "guardians";
   guardianCopy?: GuardianCopy | null;
+  priority?: "critical" | "normal" | "bulk";
   id: string;
   status: "draft" | "live" | "paused" | "archived";
   tenantId: string | null;
@@ -1905,6 +1907,7 @@ export interface CampaignPatch {
   variants?: [ContentVariant, ContentVariant, ...ContentVariant[]] | null;
   minors?: "exclude" | "guardians";
   guardianCopy?: GuardianCopy | null;
+  priority?: "critical" | "normal" | "bulk";
 }
 /**
  * Omitted: every tenant; else one of the caller's tenants (FORBIDDEN for any other).
@@ -2139,6 +2142,8 @@ export interface TenantCreate {
   footerAddress?: string | null;
   senderName?: string | null;
   clickTracking?: boolean;
+  allowCritical?: boolean;
+  weight?: number;
   notificationFormat?: ("standard" | "learncard") | null;
   tenantId: string;
 }
@@ -2184,6 +2189,8 @@ export interface TenantPublic {
   footerAddress?: string | null;
   senderName?: string | null;
   clickTracking?: boolean;
+  allowCritical?: boolean;
+  weight?: number;
   notificationFormat?: ("standard" | "learncard") | null;
   tenantId: string;
   createdAt: string;
@@ -2270,6 +2277,8 @@ export interface TenantPatch {
   footerAddress?: string | null;
   senderName?: string | null;
   clickTracking?: boolean;
+  allowCritical?: boolean;
+  weight?: number;
   notificationFormat?: ("standard" | "learncard") | null;
 }
 /**

@@ -38,7 +38,8 @@ WITH p, c
 OPTIONAL MATCH (p)-[s:CAMPAIGN_STATE]->(c)
 {{TENANT_VIEW}}
 WITH p, c, s, view, {{PRIMARY_EMAILS}} AS emails,
-     coalesce($caps[coalesce(c.tenantId, '*')], $caps['*']) AS cap,
+     CASE WHEN coalesce(c.priority, '') <> 'critical'  // critical skips the cap (domain/priority.py)
+          THEN coalesce($caps[coalesce(c.tenantId, '*')], $caps['*']) END AS cap,
      coalesce($readyAt[coalesce(view.timeZone, p.timeZone)], $fallbackReadyAt) AS readyAt
 WITH p, c, s, view, emails, cap, readyAt,
      CASE

@@ -238,7 +238,7 @@ def test_page_query_is_an_ordered_index_seek(graph: Graph) -> None:
 # Statements every page of a walk runs, with the unique-key seeks each plan must be (they run with
 # replan=skip: the plan they get first, on any statistics, is the one they keep).
 _PER_PAGE = {
-    "read_guard": (dispatch_cursor._READ_GUARD, 2),
+    "read_guard": (dispatch_cursor._READ_GUARD, 3),  # the Dispatch, the Campaign, its Tenant (the lane)
     "advance": (dispatch_cursor._ADVANCE, 1),
     "email_claim_guard": (page_tx._GUARD, 3),
 }

@@ -11,7 +11,7 @@ from campaign_engine.campaigns.sending.dispatch_reads import get_dispatch
 from campaign_engine.delivery.sweeper import SweepResult, sweep
 from campaign_engine.domain.dispatch import PageJob, parse_job
 from campaign_engine.graph.graph import Graph
-from campaign_engine.queue.port import Queue, QueueError, ReceivedMessage
+from campaign_engine.queue.port import Lane, Queue, QueueError, ReceivedMessage
 from campaign_engine.wiring import Queues
 from tests.support.delivery import NOW, add_members, local_queues, make_campaign, start_dispatch
 
@@ -56,7 +56,7 @@ def test_stuck_dispatch_is_rearmed_at_its_cursor_and_a_fresh_one_is_not(graph: G
 class _RefusingQueue:
     """The ``Queue`` port of a queue that is down: every call fails as the adapters fail."""
 
-    def send_batch(self, bodies: Sequence[str], *, delay_seconds: int = 0) -> None:
+    def send_batch(self, bodies: Sequence[str], *, delay_seconds: int = 0, lane: Lane | None = None) -> None:
         raise QueueError("queue unreachable (test)")
 
     def receive(self, *, max_messages: int = 10, wait_seconds: float = 0.0) -> list[ReceivedMessage]:

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, cast
 import pytest
 from botocore.exceptions import ClientError
 
-from campaign_engine.queue.port import QueueError
+from campaign_engine.queue.port import Lane, QueueError
 from campaign_engine.queue.sqs import (
     SqsQueue,
     batch_item_failures,
@@ -247,3 +247,25 @@ def test_batch_item_failures_shape() -> None:
         "batchItemFailures": [{"itemIdentifier": "a"}, {"itemIdentifier": "b"}]
     }
     assert batch_item_failures([]) == {"batchItemFailures": []}
+
+
+def test_lanes_are_queues_asked_in_rank_order_and_receipts_find_their_queue(client: SQSClient) -> None:
+    normal, critical, bulk = (_create(client, VisibilityTimeout="30") for _ in range(3))
+    queue = SqsQueue(client, normal, lane_urls={0: critical, 2: bulk})
+    queue.send_batch(['"b"'], lane=Lane(rank=2, group="alpha"))
+    queue.send_batch(['"n"'])
+    queue.send_batch(['"c"'], lane=Lane(rank=0, group="beta"))
+    # The tenant is the message's group: SQS's fair queueing on a standard queue.
+    peeked = client.receive_message(QueueUrl=bulk, VisibilityTimeout=0, MessageSystemAttributeNames=["All"])
+    assert peeked["Messages"][0]["Attributes"].get("MessageGroupId") == "alpha"
+
+    got = [queue.receive(max_messages=10) for _ in range(3)]
+
+    assert [[m.body for m in batch] for batch in got] == [['"c"'], ['"n"'], ['"b"']]
+    queue.change_visibility(got[0][0].receipt, timeout_seconds=0)  # reaches the critical queue
+    [again] = queue.receive(max_messages=10)
+    assert again.body == '"c"'
+    queue.delete_batch([again.receipt, got[1][0].receipt])
+    queue.delete(got[2][0].receipt)
+    for url in (normal, critical, bulk):
+        assert "Messages" not in client.receive_message(QueueUrl=url, VisibilityTimeout=0)

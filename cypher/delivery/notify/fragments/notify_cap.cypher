@@ -9,9 +9,10 @@
 // (two dispatches) is not sent: the first stands for it. The log is pruned to the longest window on
 // every write and keeps at most $capKeep entries. A reserved slot counts even if the POST is later
 // refused or never acknowledged (conservative: the receiver may have shown it). `facts` (the
-// recipient's receiver and locale) rides through to the recheck's RETURN.
+// recipient's receiver and locale) rides through to the recheck's RETURN. A critical campaign skips the
+// cap (domain/priority.py): it neither waits for a slot nor takes one.
 WITH job, c, p, blocked, facts,
-     CASE WHEN blocked IS NULL AND job.testId IS NULL
+     CASE WHEN blocked IS NULL AND job.testId IS NULL AND coalesce(c.priority, '') <> 'critical'
           THEN coalesce($caps[coalesce(c.tenantId, '*')], $caps['*']) END AS cap
 OPTIONAL MATCH (p)-[s:CAMPAIGN_STATE]->(c)
 WHERE cap IS NOT NULL
