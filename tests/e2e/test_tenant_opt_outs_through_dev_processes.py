@@ -268,3 +268,7 @@ def test_the_guard_pauses_a_bad_send_through_the_dev_processes_for_both_provider
         assert (held["complaints"], held["hardBounces"]) == (1, 0)  # the SMTP bounces are not its own
         assert accepted < len(GUARD_PEOPLE) - 2  # the two bounced addresses are suppressed for all
         assert apis["guard-smtp"].query("campaigns.getDispatch", {"dispatchId": smtp})["complaints"] == 0
+        for tenant, dispatch_id in (("guard-smtp", smtp), ("guard-pm", other)):  # each pause audited
+            trail = apis[tenant].query("audit.list", {})["records"]
+            assert [e["procedure"] for e in trail if e["actor"] == "system:health-guard"
+                    and e["targetId"] == dispatch_id] == ["delivery.healthGuard"]  # fmt: skip
