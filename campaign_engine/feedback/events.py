@@ -19,6 +19,7 @@ __all__ = [
     "Feedback",
     "MalformedFeedback",
     "SuppressionReason",
+    "message_id_forms",
     "normalize_address",
 ]
 
@@ -42,6 +43,18 @@ class MalformedFeedback(ValueError):
 def normalize_address(address: str) -> str:
     """The one normal form of an address (see the module docstring)."""
     return address.strip().lower()
+
+
+def message_id_forms(values: object) -> tuple[str, ...]:
+    """Each message id (strings among ``values``) with and without its angle brackets, first seen
+    first: the SMTP provider stores the ``Message-ID`` header as written (``<id@domain>``), a webhook may
+    name it either way, and a send is found by the exact stored value."""
+    forms: dict[str, None] = {}
+    for value in values if isinstance(values, list | tuple) else ():
+        bare = value.strip().removeprefix("<").removesuffix(">").strip() if isinstance(value, str) else ""
+        if bare:
+            forms.update({value.strip(): None, bare: None, f"<{bare}>": None})
+    return tuple(forms)
 
 
 @dataclass(frozen=True)

@@ -22,6 +22,7 @@ from campaign_engine.feedback.events import (
     Feedback,
     MalformedFeedback,
     SuppressionReason,
+    message_id_forms,
 )
 
 __all__ = ["HARD_TYPES", "SOFT_TYPES", "basic_auth_matches", "parse_postmark"]
@@ -60,8 +61,7 @@ def _text(record: dict[str, Any], field: str) -> str:
 
 
 def _message_ids(record: dict[str, Any]) -> tuple[str, ...]:
-    value = record.get("MessageID")
-    return (value,) if isinstance(value, str) and value else ()
+    return message_id_forms([record.get("MessageID")])
 
 
 def _record_id(record: dict[str, Any]) -> str:

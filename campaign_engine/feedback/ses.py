@@ -13,7 +13,13 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from campaign_engine.feedback.events import Action, AddressEvent, Feedback, MalformedFeedback
+from campaign_engine.feedback.events import (
+    Action,
+    AddressEvent,
+    Feedback,
+    MalformedFeedback,
+    message_id_forms,
+)
 
 __all__ = ["parse_ses"]
 
@@ -34,7 +40,7 @@ def _message_ids(notification: dict[str, Any]) -> tuple[str, ...]:
         return ()
     headers = mail.get("commonHeaders")
     candidates = [mail.get("messageId"), headers.get("messageId") if isinstance(headers, dict) else None]
-    return tuple(dict.fromkeys(c for c in candidates if isinstance(c, str) and c))
+    return message_id_forms(candidates)
 
 
 def parse_ses(message: str, *, sns_message_id: str) -> Feedback | None:

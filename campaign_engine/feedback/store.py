@@ -29,13 +29,12 @@ from typing import Any
 from campaign_engine.domain.camel import CamelModel
 from campaign_engine.domain.errors import NotFound
 from campaign_engine.domain.types import Clock, format_ts
-from campaign_engine.domain.webhook_events import Event, EventType
 from campaign_engine.feedback.events import Feedback, SuppressionReason, normalize_address
 from campaign_engine.graph.audit import AuditContext, record_audit
 from campaign_engine.graph.cypher import statement
+from campaign_engine.graph.feedback_marks import count_marks, keep_pending
 from campaign_engine.graph.graph import Graph, Tx
 from campaign_engine.graph.locks import lock_profiles
-from campaign_engine.graph.webhook_outbox import record_events
 
 __all__ = [
     "Applied",
@@ -153,13 +152,14 @@ class FeedbackStore:
             return
         # Exact stored values first (index seek); a case variant stored differently is still caught by
         # the message id link, and its sends by the suppression, which compares normalized addresses.
-        values = sorted({v for e in complaints for v in (e.address.strip(), e.normalized)})
+        # A bounce's address too: its profile's lock orders this against the record of the send
+        # (graph/feedback_marks.py), which may not have written the message id yet.
+        about = [e for e in feedback.events if e.action in ("complaint", "hard_bounce")]
+        values = sorted({v for e in about for v in (e.address.strip(), e.normalized)})
         found = tx.run(
             statement("feedback_profiles"), values=values, messageIds=list(feedback.message_ids)
         ).single()
         profile_ids: list[str] = [] if found is None else list(found["profileIds"])
-        if not profile_ids:
-            return
         lock_profiles(tx, profile_ids)
         if feedback.message_ids:
             marked = tx.run(
@@ -169,16 +169,9 @@ class FeedbackStore:
                 complained=bool(complaints),
                 now=now,
             )
-            counted: list[dict[str, Any]] = []
-            for row in list(marked):  # the first bounce or complaint of a send, as events (ids only)
-                ids = {k: row[k] for k in ("campaignId", "dispatchId", "profileId")}
-                kinds: list[EventType] = ["recipient.bounced"] if row["bounce"] else []
-                kinds += ["recipient.complained"] if row["complaint"] else []
-                record_events(tx, graph, row["tenantId"], [Event.of(k, now, **ids) for k in kinds])
-                if row["dispatchId"] is not None:
-                    counted.append({k: row[k] for k in ("dispatchId", "emailedAt", "bounce", "complaint")})
-            if counted:  # the health guard's counters on each send's Dispatch, in this transaction
-                tx.run(statement("feedback_dispatch_counts"), rows=counted).consume()
+            count_marks(tx, graph, list(marked), now=now)
+            keep_pending(tx, key=feedback.key, message_ids=feedback.message_ids, bounced=bounced,
+                         complained=bool(complaints), now=now)  # fmt: skip
         if complaints and tenants:  # the address stays suppressed for all: the sending reputation is shared
             addresses = sorted({e.normalized for e in complaints})
             tx.run(statement("feedback_opt_out_tenant"), profileIds=sorted(profile_ids), tenants=tenants,
@@ -277,11 +270,14 @@ _EXPIRE_BATCH = 5000
 def expire_feedback_records(graph: Graph, *, before: str) -> int:
     """Delete the dedup records received before ``before`` (the sweeper's call), in bounded batches;
     returns how many went. A retry of such an old record would apply again, which is why the window
-    (``CAMPAIGN_FEEDBACK_DEDUP_DAYS``) is far longer than any provider retries."""
-    total = 0
-    while True:
-        rows = graph.run(statement("feedback_expire"), before=before, limit=_EXPIRE_BATCH)
-        deleted = int(rows[0]["deleted"]) if rows else 0
-        total += deleted
-        if deleted < _EXPIRE_BATCH:
-            return total
+    (``CAMPAIGN_FEEDBACK_DEDUP_DAYS``) is far longer than any provider retries. Feedback kept for a send
+    never recorded (``graph/feedback_marks.py``) goes after the same window, uncounted."""
+    totals = {"feedback_expire": 0, "pending_feedback_expire": 0}  # and feedback no send was found for
+    for name in totals:
+        while True:
+            rows = graph.run(statement(name), before=before, limit=_EXPIRE_BATCH)
+            deleted = int(rows[0]["deleted"]) if rows else 0
+            totals[name] += deleted
+            if deleted < _EXPIRE_BATCH:
+                break
+    return totals["feedback_expire"]

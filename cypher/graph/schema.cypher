@@ -51,6 +51,10 @@ CREATE CONSTRAINT email_soft_bounces_address IF NOT EXISTS FOR (b:EmailSoftBounc
 CREATE CONSTRAINT feedback_record_key IF NOT EXISTS FOR (r:FeedbackRecord) REQUIRE r.key IS UNIQUE;
 CREATE INDEX feedback_record_received IF NOT EXISTS FOR (r:FeedbackRecord) ON (r.receivedAt);
 CREATE INDEX campaign_state_provider_message IF NOT EXISTS FOR ()-[s:CAMPAIGN_STATE]-() ON (s.emailProviderMessageId);
+// Feedback about a message whose send is not recorded yet (graph/feedback_marks.py): the record of the
+// send seeks it by the message id it writes; the sweeper forgets old ones by their reception time.
+CREATE INDEX pending_feedback_message IF NOT EXISTS FOR (f:PendingFeedback) ON (f.messageId);
+CREATE INDEX pending_feedback_received IF NOT EXISTS FOR (f:PendingFeedback) ON (f.receivedAt);
 // The audit trail of admin mutations (graph/audit.py): entries by id, and audit.list's three seeks, each
 // ordered by orderKey ("<at>|<id>", so one range reads newest first): a tenant's, one campaign's, one actor's.
 CREATE CONSTRAINT audit_entry_id IF NOT EXISTS FOR (a:AuditEntry) REQUIRE a.id IS UNIQUE;

@@ -4,12 +4,16 @@ over HTTP as a mail client and a person drive them.
 
 A parent both schools hold gets both schools' email. They unsubscribe from Riverside's with its RFC 8058
 one-click POST; Riverside's next email does not reach them while Northside's does, and the page of that
-link names Riverside. Then "from every organisation" (``scope=all``) on the page stops both."""
+link names Riverside. Then "from every organisation" (``scope=all``) on the page stops both.
+
+The module's stack also carries the health guard's proof (``test_the_guard_pauses_...``): its worker and
+API are restarted with waves of 20 and the Postmark webhook's credentials, then put back."""
 
 from __future__ import annotations
 
 import re
-from contextlib import ExitStack
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
 from email import policy
 from email.message import EmailMessage
 from email.parser import BytesParser
@@ -26,6 +30,8 @@ from bench.chaos import Api
 from campaign_engine.api.auth import ADMIN_SCOPE, mint_token
 from campaign_engine.config import Settings
 from tests.support.concurrency import wait_for
+from tests.support.health_guard import BOUNCE, COMPLAINT, PASSWORD, USER
+from tests.support.postmark_standin import PostmarkStandin
 
 pytestmark = pytest.mark.e2e
 
@@ -136,3 +142,129 @@ def _journey(dev_stack: Stack, dev_admin: Api, clients: ExitStack) -> None:
     mail = _mail(dev_stack.mailbox)
     assert {("north-neighbour", "north-3 news"), ("river-neighbour", "river-3 news")} <= mail
     assert not {("parent", "north-3 news"), ("parent", "river-3 news")} & mail
+
+
+# --- the health guard through make dev's processes ------------------------------------------------
+
+GUARD_ENV = {
+    "CAMPAIGN_EMAIL_PAGE_SIZE": "20",
+    "CAMPAIGN_DISPATCH_PAGE_SIZE": "20",
+    "CAMPAIGN_DISPATCH_DELAY_SECONDS": "4",  # the window the webhook posts land in, between waves
+    "CAMPAIGN_GUARD_MIN_SAMPLE": "20",
+    "POSTMARK_WEBHOOK_USERNAME": USER,
+    "POSTMARK_WEBHOOK_PASSWORD": PASSWORD,
+}
+GUARD_PEOPLE = [f"guard{i:03d}" for i in range(100)]
+
+
+@contextmanager
+def _restarted(stack: Stack, env: dict[str, str]) -> Iterator[None]:
+    """The worker and the API with ``env`` added; both restarted as they were afterwards."""
+    saved = dict(stack.env)
+
+    def restart() -> None:
+        stack.kill_worker()
+        stack.start_worker()
+        stack.stop_api()
+        stack.start_api()
+
+    stack.env.update(env)
+    restart()
+    try:
+        yield
+    finally:
+        stack.env.clear()
+        stack.env.update(saved)
+        restart()
+
+
+def _dispatch(api: Api, campaign: str) -> str:
+    copy = {"subject": f"{campaign} news", "title": "Term dates", "body": "Read on", "ctaLabel": "Open"}
+    api.mutate("campaigns.create", {"id": campaign, "name": campaign, "channels": ["email"], "email": copy})
+    api.mutate("campaigns.addAudience", {"campaignId": campaign, "source": {"type": "all"}})
+    api.mutate("campaigns.setStatus", {"campaignId": campaign, "status": "live"})
+    preview = api.query("campaigns.previewDispatch", {"campaignId": campaign})
+    started = api.mutate(
+        "campaigns.dispatch", {"campaignId": campaign, "expectedPreviewToken": preview["previewToken"]}
+    )
+    return str(started["dispatchIds"]["email"])
+
+
+def _post(stack: Stack, base: dict[str, Any], record_id: int, message_id: str, to: str) -> None:
+    body = {**base, "ID": record_id, "MessageID": message_id, "Email": to}
+    answer = httpx.post(f"{stack.api_url}/webhooks/postmark", json=body, auth=(USER, PASSWORD), timeout=30)
+    assert answer.status_code == 200 and answer.json()["result"] == "applied", answer.text
+
+
+def _paused(api: Api, dispatch_id: str) -> dict[str, Any]:
+    def held() -> bool:
+        return api.query("campaigns.getDispatch", {"dispatchId": dispatch_id})["status"] in (
+            "paused",
+            "completed",
+        )
+
+    _wait(f"{dispatch_id} paused or completed", held)
+    found: dict[str, Any] = api.query("campaigns.getDispatch", {"dispatchId": dispatch_id})
+    return found
+
+
+def test_the_guard_pauses_a_bad_send_through_the_dev_processes_for_both_providers(
+    dev_stack: Stack, dev_admin: Api
+) -> None:
+    """100 recipients in waves of 20: two hard bounces of the first SMTP wave, posted as soon as the
+    catcher holds it (Message-IDs with and without their brackets), pause that send with the hard-bounce
+    rate; a spam complaint about the first wave through the Postmark stand-in pauses the other tenant's
+    send with the complaint rate. Each counts only on its own dispatch, though the people are in both."""
+    settings = Settings(_env_file=dev_stack.env_file)  # type: ignore[call-arg]
+    tenants = {"guard-smtp": "Guard SMTP", "guard-pm": "Guard Postmark"}
+    apis: dict[str, Api] = {}
+    with ExitStack() as clients, PostmarkStandin() as postmark:
+        for tenant, name in tenants.items():
+            dev_admin.mutate("tenants.create", {"tenantId": tenant, "name": name,
+                                                "appOrigin": f"https://{tenant}.example"})  # fmt: skip
+            token = mint_token(settings, profile_id="admin", scope=ADMIN_SCOPE, tenant_id=tenant)
+            apis[tenant] = Api(dev_stack.api_url, token, patience=60)
+            clients.enter_context(apis[tenant].client)
+        rows = [{"profileId": pid, "tenants": list(tenants), "dob": "1980-01-01",
+                 "emails": [{"address": f"{pid}@example.com", "verified": True, "primary": True}]}
+                for pid in GUARD_PEOPLE]  # fmt: skip
+        dev_admin.mutate("profiles.upsert", {"profiles": rows})
+
+        with _restarted(dev_stack, GUARD_ENV):
+            smtp = _dispatch(apis["guard-smtp"], "guard-smtp-1")
+
+            def first_wave() -> list[EmailMessage]:
+                return [m for m in _messages(dev_stack.mailbox) if str(m["Subject"]) == "guard-smtp-1 news"]
+
+            _wait("the first SMTP wave", lambda: len(first_wave()) >= 20)
+            wave = first_wave()[:2]
+            _post(
+                dev_stack,
+                BOUNCE,
+                41_001,
+                str(wave[0]["Message-ID"]).strip(),
+                parseaddr(str(wave[0]["To"]))[1],
+            )
+            _post(dev_stack, BOUNCE, 41_002, str(wave[1]["Message-ID"]).strip().strip("<>"),
+                  parseaddr(str(wave[1]["To"]))[1])  # fmt: skip
+            paused = _paused(apis["guard-smtp"], smtp)
+            sent = len(first_wave())
+        assert paused["status"] == "paused", paused
+        assert paused["pauseReason"]["rate"] == "hardBounce" and paused["hardBounces"] == 2
+        assert paused["pauseReason"]["message"].startswith("hard_bounce_rate ")
+        assert sent < len(GUARD_PEOPLE)
+
+        pm_env = {**GUARD_ENV, "CAMPAIGN_EMAIL_PROVIDER": "postmark", "POSTMARK_API_KEY": postmark.token,
+                  "POSTMARK_API_URL": postmark.url, "POSTMARK_BROADCAST_STREAM": "broadcast"}  # fmt: skip
+        with _restarted(dev_stack, pm_env):
+            other = _dispatch(apis["guard-pm"], "guard-pm-1")
+            _wait("the first Postmark wave", lambda: len(postmark.accepted) >= 20)
+            first = postmark.accepted[0]
+            _post(dev_stack, COMPLAINT, 42_001, str(first["MessageID"]), str(first["To"]))
+            held = _paused(apis["guard-pm"], other)
+            accepted = len(postmark.accepted)
+        assert held["status"] == "paused", held
+        assert held["pauseReason"]["rate"] == "complaint"
+        assert (held["complaints"], held["hardBounces"]) == (1, 0)  # the SMTP bounces are not its own
+        assert accepted < len(GUARD_PEOPLE) - 2  # the two bounced addresses are suppressed for all
+        assert apis["guard-smtp"].query("campaigns.getDispatch", {"dispatchId": smtp})["complaints"] == 0

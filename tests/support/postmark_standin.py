@@ -44,11 +44,12 @@ _ERROR_TEXT = {
 class ScriptedAnswer:
     """What the next batch call does instead of the normal answer."""
 
-    kind: str  # "normal" | "status" | "drop" | "delay"
+    kind: str  # "normal" | "status" | "drop" | "delay" | "hold"
     status: int = 200
     body: Any = None
     headers: dict[str, str] = field(default_factory=dict)
     delay_seconds: float = 0.0
+    gate: threading.Event | None = None
 
 
 class PostmarkStandin:
@@ -106,6 +107,13 @@ class PostmarkStandin:
     def delay_next(self, seconds: float, count: int = 1) -> None:
         """Process normally (messages are accepted and recorded) but answer late."""
         self._push(count, ScriptedAnswer("delay", delay_seconds=seconds))
+
+    def hold_next(self) -> threading.Event:
+        """Accept and record the next batch's messages, but answer only once the returned event is set
+        (a test acts between the provider's acceptance and the sender learning of it)."""
+        gate = threading.Event()
+        self._push(1, ScriptedAnswer("hold", gate=gate))
+        return gate
 
     def _push(self, count: int, answer: ScriptedAnswer) -> None:
         with self._lock:
@@ -224,6 +232,8 @@ def _build_app(standin: PostmarkStandin) -> FastAPI:
         results = [_result_for(standin, m) for m in messages]
         if answer is not None and answer.kind == "delay":
             await asyncio.sleep(answer.delay_seconds)
+        if answer is not None and answer.gate is not None:
+            await asyncio.to_thread(answer.gate.wait, 60)
         return JSONResponse(results)
 
     return app

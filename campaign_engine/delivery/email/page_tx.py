@@ -30,6 +30,7 @@ from campaign_engine.domain.frequency_cap import CapChannel, ChannelCap, cap_par
 from campaign_engine.domain.types import format_ts
 from campaign_engine.domain.webhook_events import Event, EventType
 from campaign_engine.graph.cypher import fragment, statement
+from campaign_engine.graph.feedback_marks import link_pending
 from campaign_engine.graph.graph import Graph, Tx
 from campaign_engine.graph.rules.policy import policy_params
 from campaign_engine.graph.rules.routing import routed_query
@@ -242,6 +243,8 @@ class PageTransactions:
             now=now,
         ).single()
         self._record_events(tx, page, results, now=now)
+        sent = [r.provider_message_id for r in results if r.outcome == "accepted" and r.provider_message_id]
+        link_pending(tx, self._graph, sent, now=now)  # feedback that outran this record counts now
         return 0 if record is None else int(record["late"])
 
     def _record_events(self, tx: Tx, page: ClaimedPage, results: Sequence[SendResult], *, now: str) -> None:

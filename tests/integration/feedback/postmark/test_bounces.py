@@ -83,6 +83,8 @@ def test_record_identities_are_forgotten_after_the_dedup_window(
     result = run_sweep(dedup, graph, queue, clock=clock)
     assert result.feedback_expired == 1
     assert [r["key"] for r in graph.run("MATCH (r:FeedbackRecord) RETURN r.key AS key")] == [new.key]
+    # Both named a message no send carries: only the newer one's kept feedback (each id form) is left.
+    assert {r["key"] for r in graph.run("MATCH (f:PendingFeedback) RETURN f.key AS key")} == {new.key}
     assert store.apply(new).duplicate
     assert run_sweep(dedup, graph, queue, clock=clock).feedback_expired == 0
 
