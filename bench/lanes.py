@@ -113,7 +113,8 @@ def dispatch(send: Send) -> None:
 def acknowledged(send: Send) -> int:
     """What the send's notify Dispatch counted: each recipient acknowledged once, however often POSTed."""
     assert send.api is not None
-    records = send.api.query("campaigns.listDispatches", {"campaignId": send.ref})["records"]
+    answer = send.api.query("campaigns.listDispatches", {"campaignId": send.ref})
+    records = answer if isinstance(answer, list) else answer["records"]
     return sum(int(d["acknowledged"]) for d in records if d["channel"] == "notify")
 
 
