@@ -40,7 +40,7 @@ from campaign_engine.domain.types import system_clock
 from campaign_engine.graph.graph import Graph
 from tests.support.servers import serve_in_thread
 
-# pytest-xdist: npm ci into tests/e2e/learncard_client (one folder for every worker): one worker runs it.
+# pytest-xdist: npm install into tests/e2e/learncard_client (one folder for every worker): one worker runs it.
 pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("test_learncard_client")]
 
 CLIENT_DIR = Path(__file__).parent / "learncard_client"
@@ -58,12 +58,15 @@ def _tool(name: str) -> str:
 
 @pytest.fixture(scope="session")
 def learncard_client() -> Path:
-    """Installs the pinned LearnCard packages the way CI does: ``npm ci`` from the committed lock."""
+    """Installs the pinned LearnCard packages from the committed lock. Not ``npm ci``: it refuses this
+    lock, because ``@learncard/didkit-plugin-node`` names optional per-platform binaries that were never
+    published (darwin-arm64 at 0.2.28 answers 404), which no lock can list; ``npm install --no-save``
+    installs the lock's versions and leaves the lock as committed."""
     node, npm = _tool("node"), _tool("npm")
     probe = [node, "--input-type=module", "-e", "await import('@learncard/network-brain-client');"]
     if subprocess.run(probe, cwd=CLIENT_DIR, capture_output=True, timeout=60).returncode != 0:
         subprocess.run(
-            [npm, "ci", "--no-audit", "--no-fund", "--loglevel=error"],
+            [npm, "install", "--no-save", "--no-audit", "--no-fund", "--loglevel=error"],
             cwd=CLIENT_DIR,
             check=True,
             timeout=900,
