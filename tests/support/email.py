@@ -56,7 +56,13 @@ def add_email_members(
     emails: list[dict[str, Any]] | None = None,
     **props: Any,
 ) -> None:
-    """Profiles with one valid primary verified address (``<id>@example.com``) unless ``emails`` says."""
+    """Profiles with one valid primary verified address (``<id>@example.com``) unless ``emails`` says;
+    1,000 per transaction, so a seed of thousands stays inside the graph's statement deadline."""
+    if len(profile_ids) > 1000:
+        for start in range(0, len(profile_ids), 1000):
+            chunk = profile_ids[start : start + 1000]
+            add_email_members(graph, campaign_id, chunk, dob=dob, member=member, emails=emails, **props)
+        return
     graph.run(
         """
         UNWIND $ids AS id
