@@ -125,7 +125,9 @@ def base_settings(neo4j_uri: str, tmp_path_factory: pytest.TempPathFactory) -> S
 
 @pytest.fixture(scope="session")
 def session_graph(base_settings: Settings) -> Iterator[Graph]:
-    graph = open_graph(base_settings)
+    # Seeds of thousands of rows run on workers sharing two cores: the worker's 60 s statement deadline
+    # is a product bound, proved by test_statement_deadline.py on its own graph, not a bound on set-up.
+    graph = open_graph(base_settings, tx_timeout=600)
     apply_schema(graph)
     yield graph
     graph.close()
