@@ -29,6 +29,7 @@ __all__ = [
     "Job",
     "PageJob",
     "RelayJob",
+    "TokenDigest",
     "delivery_id",
     "job_json",
     "parse_job",
@@ -130,6 +131,31 @@ def delivery_id(
     return f"dlv_{digest[:40]}"
 
 
+class TokenDigest:
+    """A preview token built entry by entry, so no recipient list is held whole. ``scope`` names a
+    token over part of a preview (``"inApp"``: only who sees the in-app card); it joins the head, so
+    a part's token never equals a whole preview's."""
+
+    def __init__(
+        self, *, campaign_id: str, created_at: str, revision: int, definition: str, scope: str | None = None
+    ) -> None:
+        head: dict[str, Any] = {
+            "campaignId": campaign_id,
+            "createdAt": created_at,
+            "revision": revision,
+            "definition": definition,
+        }
+        if scope is not None:
+            head["scope"] = scope
+        self._hasher = hashlib.sha256(json.dumps(head, sort_keys=True, separators=(",", ":")).encode())
+
+    def add(self, entry: str) -> None:
+        self._hasher.update(b"\x1e" + entry.encode())
+
+    def token(self) -> str:
+        return f"pvw_{self._hasher.hexdigest()}"
+
+
 def preview_token(
     *, campaign_id: str, created_at: str, revision: int, definition: str, profile_ids: Iterable[str]
 ) -> str:
@@ -138,17 +164,12 @@ def preview_token(
     ``profile_ids`` must be sorted by the caller (the query returns them ordered); they never leave
     the server, only this digest does.
     """
-    hasher = hashlib.sha256()
-    head = {
-        "campaignId": campaign_id,
-        "createdAt": created_at,
-        "revision": revision,
-        "definition": definition,
-    }
-    hasher.update(json.dumps(head, sort_keys=True, separators=(",", ":")).encode())
+    digest = TokenDigest(
+        campaign_id=campaign_id, created_at=created_at, revision=revision, definition=definition
+    )
     for profile_id in profile_ids:
-        hasher.update(b"\x1e" + profile_id.encode())
-    return f"pvw_{hasher.hexdigest()}"
+        digest.add(profile_id)
+    return digest.token()
 
 
 def send_blocked(

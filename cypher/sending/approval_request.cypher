@@ -4,7 +4,8 @@ MATCH (c:Campaign {id: $campaignId})
 MERGE (r:DispatchApprovalRequest {campaignId: $campaignId, previewToken: $previewToken, action: $action})
 ON CREATE SET r.tenantId = c.tenantId, r.requestedBy = $requestedBy, r.requestedAt = $requestedAt,
               r.recipients = $recipients, r.revision = $revision, r.fresh = true,
-              r.acceptFallback = $acceptFallback, r.untranslated = $untranslated
+              r.acceptFallback = $acceptFallback, r.untranslated = $untranslated,
+              r.shownToken = $shownToken
 WITH c, r, coalesce(r.fresh, false) AS created
 REMOVE r.fresh
 RETURN created, c {.id, .ref, .tenantId} AS campaign, coalesce(r.requestedAt, $requestedAt) AS at

@@ -47,14 +47,12 @@ __all__ = [
     "policy_of",
     "promote",
     "reach_cap",
-    "record_approval",
     "record_refusal",
     "request_publish",
 ]
 
 ApprovalAction = Literal["publish", "dispatch", "schedule", "resume"]
 _APPROVALS = "approval_list"  # cypher/sending/approval_list.cypher
-_APPROVE = "approval_approve"  # cypher/sending/approval_approve.cypher
 _CONSUME = "MATCH (x:DispatchApproval {campaignId: $campaignId}) DELETE x"
 # A refused send becomes a request (one per campaign and preview); the dispatch that uses an approval
 # closes the campaign's requests.
@@ -64,9 +62,6 @@ _CLOSE_REQUESTS = "MATCH (r:DispatchApprovalRequest {campaignId: $campaignId}) D
 _PROMOTE = (
     "MATCH (c:Campaign {id: $id}) SET c.shownDefinition = c.definition, c.shownVersion = c.updatedAt, "
     "c.shownSince = $now"
-)
-_ACTIONS = (
-    "MATCH (r:DispatchApprovalRequest {campaignId: $campaignId}) RETURN collect(DISTINCT r.action) AS actions"
 )
 _CLOSE_PUBLISH = "MATCH (r:DispatchApprovalRequest {campaignId: $id, action: 'publish'}) DELETE r"
 # The tenant record's policy (tenants.update), read on every dispatch: a policy just set applies at once.
@@ -98,6 +93,8 @@ class Reviewed:
 
     token: str
     recipients: int
+    shown_token: str = ""
+    """The token of who sees the in-app card alone: what a ``publish`` request's approval needs unchanged."""
     reach: dict[str, int] = field(default_factory=dict)
     untranslated: dict[str, int] = field(default_factory=dict)
     in_app: int = 0
@@ -159,58 +156,13 @@ def policy_of(graph: Graph, tenant_id: str) -> ApprovalPolicy | None:
     return None if not stored else ApprovalPolicy(min_recipients=int(json.loads(stored)["minRecipients"]))
 
 
-def record_approval(
-    tx: Tx,
-    graph: Graph,
-    *,
-    campaign: dict[str, Any],
-    preview_token: str,
-    current: Reviewed,
-    accept_fallback: bool,
-    approver: str,
-    now: datetime,
-    audit: AuditContext | None,
-) -> Approved:
-    """Inside the campaign's lock: the approver saw exactly the current preview and counts as a second
-    person for it; otherwise FORBIDDEN naming who may approve, and nothing is recorded."""
-    if preview_token != current.token:
-        raise Conflict("the preview changed since it was reviewed; preview again and approve the new token")
-    excluded = not_by(tx, campaign)
-    if approver in excluded:
-        raise Forbidden(
-            f"approval of {campaign_ref(campaign['id'])} needs {who_may_approve(excluded)}: you asked for "
-            "this send or changed its content or audience since its last approved send"
-        )
-    record = tx.run(
-        statement(_APPROVE), campaignId=campaign["id"], previewToken=preview_token, approver=approver,
-        now=format_ts(now), recipients=current.recipients, acceptFallback=accept_fallback,
-        reach=json.dumps(current.reach, sort_keys=True),
-    ).single()  # fmt: skip
-    assert record is not None
-    record_audit(tx, audit, target_type="campaign", target_id=campaign["id"], campaign=campaign,
-                 revision_before=campaign["revision"], revision_after=campaign["revision"],
-                 detail={"approved": preview_token, "recipients": current.recipients,
-                         "notBy": excluded, "acceptFallback": accept_fallback,
-                         "untranslated": current.untranslated, "published": gated(campaign)})  # fmt: skip
-    actions = tx.run(_ACTIONS, campaignId=campaign["id"]).single(strict=True)["actions"]
-    if gated(campaign):  # the approver saw exactly this revision: it is the one people see now
-        promote(tx, campaign, now=now)
-    emit_event(tx, graph, "approval.granted", campaign, now,
-               **approval_event(",".join(sorted(actions)), current.recipients, approver))  # fmt: skip
-    node = dict(record["approval"])
-    return Approved(
-        campaign_id=campaign["id"], preview_token=preview_token, approved_by=node["approvedBy"],
-        approved_at=node["approvedAt"], recipients=current.recipients, accept_fallback=accept_fallback,
-        untranslated=current.untranslated,
-    )  # fmt: skip
-
-
 def request_publish(tx: Tx, node: dict[str, Any], current: Reviewed, *, audit: AuditContext | None) -> None:
     """A change of a gated live campaign held for a second publisher, as a ``publish`` request."""
     person, at = (audit.actor, audit.at) if audit else (None, None)
     tx.run(
         statement(_REQUEST), campaignId=node["id"], requestedBy=person, requestedAt=at,
-        previewToken=current.token, recipients=current.in_app, revision=node["revision"], action="publish",
+        previewToken=current.token, shownToken=current.shown_token, recipients=current.in_app,
+        revision=node["revision"], action="publish",
         acceptFallback=False, untranslated=json.dumps(current.untranslated, sort_keys=True),
     ).consume()  # fmt: skip
     record_audit(tx, audit, target_type="campaign", target_id=node["id"], campaign=node,
@@ -267,6 +219,7 @@ def check_approval(
             "waiting for another publisher",
             request={
                 "previewToken": current.token,
+                "shownToken": current.shown_token,
                 "recipients": current.recipients,
                 "revision": campaign["revision"],
                 "action": action,

@@ -14,7 +14,9 @@ so far), so nothing unapproved shows between its commit and ``review_publish``. 
 transaction under the campaign lock, shows the change at once when its in-app card reaches fewer than
 N members (nothing needs a second person) and otherwise holds it as a ``publish`` request, approved
 like any other with ``campaigns.approveDispatch``: an approval of a gated campaign's current preview
-(``record_approval``) makes that revision the shown one (``promote``).
+(``approve.py``) makes that revision the shown one (``promote``). The request also pins what
+members see alone (the card and who sees it): a send walking meanwhile moves the whole preview, so an
+approval of that part still shows the revision, and approves no send.
 """
 
 from __future__ import annotations
@@ -70,8 +72,7 @@ def review_publish(
         node = locked_campaign(tx, campaign_id)
         if node.get("status") != "live" or not gated(node) or not _changed(tx, node):
             return None
-        preview = compute_preview(tx, campaign_id=campaign_id, now=now, settings=settings).preview
-        current = reviewed(preview)
+        current = reviewed(compute_preview(tx, campaign_id=campaign_id, now=now, settings=settings))
         if current.in_app < policy.min_recipients:
             promote(tx, node, now=now)
             record_audit(tx, audit, target_type="campaign", target_id=campaign_id, campaign=node,

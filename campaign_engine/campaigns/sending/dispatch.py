@@ -41,6 +41,7 @@ from campaign_engine.domain.camel import CamelModel
 from campaign_engine.domain.dispatch import (
     DeliveryChannel,
     PageJob,
+    TokenDigest,
     preview_token,
 )
 from campaign_engine.domain.errors import BadRequest, Conflict, NotFound
@@ -116,12 +117,15 @@ class DispatchStarted(CamelModel):
 class _Computed(BaseModel):
     campaign: dict[str, Any]
     preview: DispatchPreview
+    shown_token: str
+    """The token of who sees the in-app card alone (``Reviewed.shown_token``)."""
 
 
-def reviewed(preview: DispatchPreview) -> Reviewed:
+def reviewed(computed: _Computed) -> Reviewed:
     """What an approval of this preview pins (``approval.py``)."""
+    preview = computed.preview
     return Reviewed(
-        token=preview.preview_token, recipients=preview.recipient_count,
+        token=preview.preview_token, shown_token=computed.shown_token, recipients=preview.recipient_count,
         reach={"notify": preview.notification_recipient_count, "email": preview.email_recipient_count},
         untranslated=preview.untranslated, in_app=preview.in_app_recipient_count,
     )  # fmt: skip
@@ -142,12 +146,13 @@ def compute_preview(
     if record is None:
         raise NotFound(f"campaign '{campaign_ref(campaign_id)}' not found")
     campaign = dict(record["campaign"])
-    tally = Tally(test_share=test_share)
+    head: dict[str, Any] = {
+        "campaign_id": campaign["id"], "created_at": campaign["createdAt"],
+        "revision": int(campaign["revision"]), "definition": campaign["definition"],
+    }  # fmt: skip
+    tally = Tally(test_share=test_share, shown=TokenDigest(**head, scope="inApp"))
     token = preview_token(
-        campaign_id=campaign["id"],
-        created_at=campaign["createdAt"],
-        revision=int(campaign["revision"]),
-        definition=campaign["definition"],
+        **head,
         profile_ids=pinned(
             tx,
             campaign=campaign,
@@ -180,7 +185,8 @@ def compute_preview(
         guardian_email_recipient_count=tally.guardian_email,
         in_app_recipient_count=tally.in_app,
     )
-    return _Computed(campaign=campaign, preview=preview)
+    assert tally.shown is not None
+    return _Computed(campaign=campaign, preview=preview, shown_token=tally.shown.token())
 
 
 def preview_dispatch(
@@ -283,7 +289,7 @@ def dispatch(
             raise BadRequest(why_blocked(preview.blocked_reason))
         approval = check_approval(
             tx, policy=approval_policy, campaign=computed.campaign, expected_token=expected_token,
-            current=reviewed(preview), dispatcher=audit.actor if audit else None,
+            current=reviewed(computed), dispatcher=audit.actor if audit else None,
             accept_fallback=accept_fallback,
         )  # fmt: skip
         approved: dict[str, Any] = {"approvedBy": approval.approved_by if approval else None,

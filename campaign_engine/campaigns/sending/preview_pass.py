@@ -17,6 +17,7 @@ from datetime import datetime
 from typing import Any
 
 from campaign_engine.domain.ab_variants import Assignment, in_test_wave
+from campaign_engine.domain.dispatch import TokenDigest
 from campaign_engine.domain.errors import BadRequest
 from campaign_engine.domain.guardian_copy import guardian_source, routes_guardians
 from campaign_engine.domain.locale import language_of
@@ -55,6 +56,9 @@ class Tally:
     guardian_notify: int = 0
     guardian_email: int = 0
     guardians: set[str] = field(default_factory=set)
+    shown: TokenDigest | None = None
+    """With an in-app card: the token of who sees it alone, which a ``publish`` request pins
+    (``approval_publish.py``): a send in flight changes the whole preview, never this one."""
 
 
 @dataclass(frozen=True)
@@ -161,6 +165,8 @@ def pinned(
                 pending = next(entries, None)
             if pid in in_app:
                 yield f"inApp\x1f{pid}"
+                if tally.shown is not None:
+                    tally.shown.add(pid)
             fell_back: str | None = None
             if pid in notify_locales:
                 served = languages.serve("notification", notify_locales[pid])

@@ -87,10 +87,10 @@ def _reapproved(
     out, resumes with (inside the campaign lock); None when the rest is below ``policy``'s threshold."""
     if settings is None:
         raise Conflict(f"dispatch '{current['id']}' needs a new approval to resume")
-    preview = compute_preview(tx, campaign_id=campaign["id"], now=now, settings=settings).preview
+    computed = compute_preview(tx, campaign_id=campaign["id"], now=now, settings=settings)
     approval = check_approval(
-        tx, policy=policy, campaign=campaign, expected_token=preview.preview_token,
-        current=reviewed(preview), dispatcher=actor, action="resume",
+        tx, policy=policy, campaign=campaign, expected_token=computed.preview.preview_token,
+        current=reviewed(computed), dispatcher=actor, action="resume",
     )  # fmt: skip
     if approval is None:
         return None

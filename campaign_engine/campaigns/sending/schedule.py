@@ -126,7 +126,7 @@ def schedule_dispatch(
             raise BadRequest(why_blocked(reason))
         approval = check_approval(
             tx, policy=approval_policy, campaign=computed.campaign,
-            expected_token=data.expected_preview_token, current=reviewed(computed.preview),
+            expected_token=data.expected_preview_token, current=reviewed(computed),
             dispatcher=audit.actor if audit else None, action="schedule",
             accept_fallback=data.accept_fallback,
         )  # fmt: skip

@@ -1,0 +1,89 @@
+"""A held change of a live card pins what members see, not the whole preview: a send of the campaign
+still walking when the change is held moves the whole preview (it skips whom it reached), and the
+request must stay approvable. Real dispatch through the local queue to the reference inbox."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from campaign_engine.config import Settings
+from campaign_engine.graph.graph import Graph
+from campaign_engine.wiring import build_worker
+from tests.integration.campaigns.sending.test_approval import CLOCK, Person, _trail
+from tests.integration.campaigns.sending.test_approval_reach import SEGMENTED, _parents, _tenant_under_policy
+from tests.support.api import TrpcClient, api_client, error_code, ok
+from tests.support.delivery import StepClock, delivery_settings, drain, inbox_server, local_queues, notified
+
+CARD = {**SEGMENTED, "channels": ["inApp", "notify"], "message": {"title": "Pick-up moved"}}
+
+
+def _titles(api: TrpcClient, profile_id: str) -> list[str]:
+    cards = ok(api.query("campaigns.getMyCampaigns", as_=profile_id))["campaigns"]
+    return [str(c["message"]["title"]) for c in cards if c["campaignId"] == "grow"]
+
+
+def _publish_requests(person: Person) -> list[dict[str, Any]]:
+    listed: list[dict[str, Any]] = ok(person.query("campaigns.listAwaitingApproval", None))["records"]
+    return [r for r in listed if r["action"] == "publish"]
+
+
+def _held(person: Person) -> dict[str, Any]:
+    [held] = _publish_requests(person)
+    return held
+
+
+def _approve(person: Person, token: str) -> Any:
+    return person.mutate("campaigns.approveDispatch", {"campaignId": "grow", "previewToken": token})
+
+
+def test_a_card_change_held_while_a_send_walks_stays_approvable(
+    base_settings: Settings, graph: Graph, tmp_path: Path
+) -> None:
+    settings = delivery_settings(base_settings)
+    queues = local_queues(tmp_path / "queue.sqlite3")
+    with (
+        inbox_server(tmp_path) as inbox,
+        api_client(settings, graph, clock=CLOCK, dispatch_queue=queues.dispatch) as api,
+    ):
+        _tenant_under_policy(api, settings, min_recipients=2)
+        hook = f"{inbox.url}/api/notifications/send"
+        ana, pia = Person(api, "ana", "author"), Person(api, "pia", "publisher")
+        pol = Person(api, "pol", "publisher")
+        _parents(graph, hook, "m1", "m2", "m3")
+        ok(ana.mutate("campaigns.create", CARD))
+        ok(pia.mutate("campaigns.setStatus", {"campaignId": "grow", "status": "live"}))
+        token = ok(pia.query("campaigns.previewDispatch", {"campaignId": "grow"}))["previewToken"]
+        ok(_approve(pol, token))  # the go-live and the send of the same preview
+        ok(pia.mutate("campaigns.dispatch", {"campaignId": "grow", "expectedPreviewToken": token}))
+
+        # ana edits the card before the walk ran: the change waits for a second publisher.
+        ok(ana.mutate("campaigns.update", {"campaignId": "grow", "message": {"title": "Pick-up at 4pm"}}))
+        held = _held(pol)
+        worker = build_worker(settings, graph, queues=queues, clock=StepClock(), sweep_every=None)
+        try:
+            drain(worker.handle, queues)
+        finally:
+            worker.close()
+        assert notified(graph, "grow") == ["m1", "m2", "m3"]
+        moved = ok(pia.query("campaigns.previewDispatch", {"campaignId": "grow"}))
+        assert (moved["previewToken"] != held["previewToken"], moved["inAppRecipientCount"]) == (True, 3)
+
+        # ana, who changed the card, may not approve it; pol may.
+        assert error_code(_approve(ana, held["previewToken"])) == "FORBIDDEN"
+        assert _titles(api, "m1") == ["Pick-up moved"]
+        approved = ok(_approve(pol, held["previewToken"]))
+        assert (approved["approvedBy"], approved["recipients"]) == ("pol", 3)
+        assert _titles(api, "m1") == ["Pick-up at 4pm"]
+        assert _publish_requests(pol) == []
+        approvals = [e["detail"] for e in _trail(graph) if e["procedure"] == "campaigns.approveDispatch"]
+        granted = json.loads(approvals[-1])
+        assert (granted["inApp"], granted["published"], "ana" in granted["notBy"]) == (3, True, True)
+
+        # What members see is pinned still: a held change whose card reaches a new member since is stale.
+        ok(ana.mutate("campaigns.update", {"campaignId": "grow", "message": {"title": "Pick-up at 5pm"}}))
+        again = _held(pol)
+        _parents(graph, hook, "m4")
+        assert error_code(_approve(pol, again["previewToken"])) == "CONFLICT"
+        assert _titles(api, "m1") == ["Pick-up at 4pm"]
