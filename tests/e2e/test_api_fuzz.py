@@ -107,14 +107,15 @@ CONFIG = schemathesis.Config.from_dict(
         "seed": SEED,
         # Positive and negative inputs; no example database, so every run draws the same cases.
         "generation": {"max-examples": EXAMPLES_PER_OPERATION, "mode": "all", "database": "none"},
+        # One entry naming them all: schemathesis matches every entry against the operation twice per
+        # case, so an entry per operation cost a third of the run (64 s of 228 s for campaigns.update).
         "operations": [
             {
-                "include-operation-id": operation_id,
+                "include-operation-id": sorted(_POSITIVE_DATA_ALSO_REFUSED),
                 "checks": {
                     "positive_data_acceptance": {"expected-statuses": [*_DEFAULT_POSITIVE_STATUSES, "400"]}
                 },
             }
-            for operation_id in _POSITIVE_DATA_ALSO_REFUSED
         ],
     }
 )
