@@ -1634,6 +1634,10 @@ export interface AwaitingApproval {
    */
   approvedPreviewToken?: string | null;
   /**
+   * a publish request of a campaign whose members see an approved revision: a change, not its go-live
+   */
+  liveChange?: boolean;
+  /**
    * a publish request: the fields that differ from the revision people see, old -> new
    */
   changes?: Change[];
