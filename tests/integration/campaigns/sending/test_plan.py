@@ -1,9 +1,11 @@
 """The review's forecast (``campaigns/sending/plan.py``) on the real graph, local queue, worker and inbox:
 the rate is this deployment's own once a send completed (to its last outcome, not its last page), the
-configured one before; quiet hours in the recipients' zones push the finish past their end."""
+configured one before; quiet hours in the recipients' zones push the finish past their end, and a test
+wave adds its decision time."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import timedelta
 from pathlib import Path
 
@@ -11,6 +13,7 @@ from campaign_engine.campaigns.sending.dispatch import dispatch, preview_dispatc
 from campaign_engine.campaigns.sending.dispatch_settings import DispatchSettings
 from campaign_engine.campaigns.sending.plan import CONFIGURED_RATE, Pace
 from campaign_engine.config import Settings
+from campaign_engine.domain.ab_variants import Experiment
 from campaign_engine.domain.types import format_ts, parse_ts
 from campaign_engine.graph.graph import Graph
 from campaign_engine.wiring import build_worker
@@ -24,7 +27,7 @@ from tests.support.delivery import (
     local_queues,
     make_campaign,
 )
-from tests.support.email import add_email_members, make_email_campaign
+from tests.support.email import EMAIL_COPY, add_email_members, make_email_campaign
 
 SETTINGS = DispatchSettings(adult_age=18, max_recipients=1000, pace=Pace(page_size=50, wave_delay=0))
 MEMBERS = [f"p{i:03d}" for i in range(150)]
@@ -90,3 +93,20 @@ def test_quiet_hours_in_the_recipients_zones_push_the_email_finish_past_their_en
     critical = preview_dispatch(graph, campaign_id="quiet", now=NOW, settings=SETTINGS).plan["email"]
     assert parse_ts(critical.finishes_at) == NOW + timedelta(seconds=100 / rate)  # critical skips them
     assert not [s for s in critical.shaped_by if s.kind == "quiet_hours"]
+
+
+def test_a_test_wave_adds_its_decision_time_before_the_rest(graph: Graph) -> None:
+    variants = [{"id": "A"}, {"id": "B", "email": {**EMAIL_COPY, "subject": "Subject B"}}]
+    make_email_campaign(graph, "ab", variants=variants)
+    add_email_members(graph, "ab", MEMBERS)
+    settings = replace(SETTINGS, experiment_min_per_variant=1)
+    experiment = Experiment(test_share=0.2, metric="emailClicked", decide_after_seconds=600)
+    plain = preview_dispatch(graph, campaign_id="ab", now=NOW, settings=settings).plan["email"]
+    asked = preview_dispatch(graph, campaign_id="ab", now=NOW, settings=settings, experiment=experiment)
+    tested = asked.plan["email"]
+    rate = CONFIGURED_RATE["email"]
+    assert parse_ts(plain.finishes_at) == NOW + timedelta(seconds=150 / rate) and plain.shaped_by == []
+    # 30 test recipients first (1.5 s), then the decision at +600 s, then the other 120.
+    assert parse_ts(tested.finishes_at) == NOW + timedelta(seconds=600 + 120 / rate)
+    [wave] = tested.shaped_by
+    assert (wave.kind, wave.adds_seconds) == ("test_wave", round(600 - 30 / rate))
