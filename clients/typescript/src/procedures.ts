@@ -1754,6 +1754,33 @@ export interface DispatchPreview {
    * members who see the in-app card (a campaign with one); the token pins them
    */
   inAppRecipientCount?: number;
+  /**
+   * per walked channel, the forecast if confirmed now (plan.py)
+   */
+  plan?: {
+    [k: string]: ChannelPlan | undefined;
+  };
+}
+/**
+ * This interface was referenced by `Procedures`'s JSON-Schema
+ * via the `definition` "ChannelPlan".
+ */
+export interface ChannelPlan {
+  recipients: number;
+  startsAt: string;
+  finishesAt: string;
+  rate: number;
+  rateSource: "measured" | "configured";
+  shapedBy?: Shaping[];
+}
+/**
+ * This interface was referenced by `Procedures`'s JSON-Schema
+ * via the `definition` "Shaping".
+ */
+export interface Shaping {
+  kind: "waves" | "quiet_hours" | "test_wave" | "backlog" | "higher_lanes" | "frequency_cap";
+  addsSeconds: number;
+  message: string;
 }
 /**
  * This interface was referenced by `Procedures`'s JSON-Schema
