@@ -12,8 +12,8 @@ fails the dispatch still stands and the sweeper re-arms it ("duplicate over drop
 A new dispatch supersedes a dispatch of the same campaign still ``sending`` (it is marked stopped), so
 two confirmations never leave two chains walking one audience.
 
-One module past 350 lines on purpose: the preview's model, its one pass and the confirmation that recomputes it must
-change together; the forecast the preview carries lives in ``plan.py``.
+One module past 350 lines on purpose: the preview's model, its one pass and the confirmation that
+recomputes it must change together; the forecast the preview carries lives in ``plan.py``.
 """
 
 from __future__ import annotations
