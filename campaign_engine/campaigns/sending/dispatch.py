@@ -313,7 +313,11 @@ def dispatch(
                              test_wave=preview.test_wave,
                              min_per_variant=settings.experiment_min_per_variant)  # fmt: skip
         tx.run(statement(_SUPERSEDE), campaignId=campaign_id, now=stamp).consume()
-        rows = [{"id": ids[ch], "channel": ch} for ch in walked]
+        planned = forecast(tx, campaign=computed.campaign, zones=computed.zones, pace=settings.pace, now=now,
+                           counts=reviewed(computed).reach, experiment=experiment)  # fmt: skip
+        rows: list[dict[str, Any]] = [
+            {"id": ids[ch], "channel": ch, "plan": planned[ch].stored()} for ch in walked
+        ]
         caps = {ids[ch]: reach_cap(approval_policy, approval, ch) for ch in walked}
         row = tx.run(
             statement(_CREATE), campaignId=campaign_id, now=stamp, **approved,

@@ -75,6 +75,11 @@ class ChannelPlan(CamelModel):
     rate_source: Literal["measured", "configured"]
     shaped_by: list[Shaping] = []
 
+    def stored(self) -> dict[str, Any]:
+        """What a confirmed Dispatch keeps of its forecast, for ``getDispatch``'s live estimate."""
+        return {"planRecipients": self.recipients, "planFinishesAt": self.finishes_at, "planRate": self.rate,
+                "planRateSource": self.rate_source}  # fmt: skip
+
 
 @dataclass(frozen=True)
 class Pace:

@@ -684,6 +684,7 @@ export interface DispatchPublic {
   phase?: ("testing" | "rest") | null;
   decideAt?: string | null;
   decision?: TestDecision | null;
+  plan?: LivePlan | null;
 }
 /**
  * Why the health guard paused a Dispatch: the rate over its limit, and as a sentence.
@@ -753,6 +754,20 @@ export interface VariantRateOut {
   numerator: number;
   denominator: number;
   rate: number;
+}
+/**
+ * This interface was referenced by `Procedures`'s JSON-Schema
+ * via the `definition` "LivePlan".
+ */
+export interface LivePlan {
+  recipients: number;
+  forecastFinishesAt: string;
+  forecastRate: number;
+  forecastRateSource: "measured" | "configured";
+  sent: number;
+  rate: number | null;
+  finishesAt: string;
+  error: number | null;
 }
 /**
  * This interface was referenced by `Procedures`'s JSON-Schema

@@ -42,6 +42,11 @@ def review_and_confirm(page: Page) -> None:
     expect(page.locator("#review-notify")).to_have_text("12")
     expect(page.locator("#review-email")).to_have_text("12")
     expect(page.locator("#review-blocked")).to_have_count(0)
+    # The forecast: per walked channel a finish time and the rate it assumes, and where that comes from.
+    for channel in ("notify", "email"):
+        plan = page.locator(f"#review-plan .plan[data-channel={channel}]")
+        expect(plan.locator(".finishes time")).to_have_count(1)
+        expect(plan.locator(".rate")).to_have_attribute("data-source", re.compile("^(measured|configured)$"))
     shot(page, "review", "#review")
     page.get_by_role("button", name="Confirm and send to 12").click()
     expect(page.locator("#review-result")).to_contain_text("started")

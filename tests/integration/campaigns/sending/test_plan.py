@@ -1,7 +1,7 @@
 """The review's forecast (``campaigns/sending/plan.py``) on the real graph, local queue, worker and inbox:
 the rate is this deployment's own once a send completed (to its last outcome, not its last page), the
-configured one before; quiet hours in the recipients' zones push the finish past their end, and a test
-wave adds its decision time."""
+configured one before, and getDispatch re-estimates the finish from the progress; quiet hours in the
+recipients' zones push the finish past their end, and a test wave adds its decision time."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from datetime import timedelta
 from pathlib import Path
 
 from campaign_engine.campaigns.sending.dispatch import dispatch, preview_dispatch
+from campaign_engine.campaigns.sending.dispatch_reads import get_dispatch
 from campaign_engine.campaigns.sending.dispatch_settings import DispatchSettings
 from campaign_engine.campaigns.sending.plan import CONFIGURED_RATE, Pace
 from campaign_engine.config import Settings
@@ -47,7 +48,8 @@ def test_a_preview_after_a_send_assumes_the_measured_rate_and_before_it_the_conf
         assert (before.rate_source, before.rate) == ("configured", CONFIGURED_RATE["notify"])
         assert parse_ts(before.finishes_at) == NOW + timedelta(seconds=150 / CONFIGURED_RATE["notify"])
 
-        dispatch(graph, queues.dispatch, campaign_id="first", expected_token=None, now=NOW, settings=SETTINGS)
+        first = dispatch(graph, queues.dispatch, campaign_id="first", expected_token=None, now=NOW,
+                         settings=SETTINGS).dispatch_id  # fmt: skip
         clock = StepClock(NOW + timedelta(seconds=5))
         settings = delivery_settings(base_settings, campaign_dispatch_page_size=50)
         worker = build_worker(settings, graph, queues=queues, clock=clock, sweep_every=None)
@@ -59,6 +61,13 @@ def test_a_preview_after_a_send_assumes_the_measured_rate_and_before_it_the_conf
             drain(worker.handle, queues)
         finally:
             worker.close()
+
+    # getDispatch's live estimate: the forecast kept at the confirmation (3 s at the configured 50/s)
+    # against the progress: 150 answered by +30 s, so the forecast was 90% short.
+    live = get_dispatch(graph, first).plan
+    assert live is not None and live.forecast_finishes_at == format_ts(NOW + timedelta(seconds=3))
+    assert (live.sent, live.rate, live.finishes_at) == (150, 5.0, format_ts(NOW + timedelta(seconds=30)))
+    assert (live.error, live.forecast_rate_source) == (-0.9, "configured")
 
     later = NOW + timedelta(minutes=5)
     plan = preview_dispatch(graph, campaign_id="next", now=later, settings=SETTINGS).plan["notify"]
