@@ -27,7 +27,7 @@ from campaign_engine.campaigns import definitions, deletion
 from campaign_engine.campaigns.sending.dispatch_reads import get_dispatch
 from campaign_engine.config import Settings
 from campaign_engine.domain.campaign import CampaignCreate
-from campaign_engine.domain.types import format_ts
+from campaign_engine.domain.types import format_ts, parse_ts
 from campaign_engine.graph.graph import Graph
 from campaign_engine.queue.local import MAX_RECEIVE_BATCH
 
@@ -249,7 +249,21 @@ def run_dispatch(
             f"{confirmed - previewed:.1f}s",
             flush=True,
         )
-    return dispatch_id, time.perf_counter() - previewed, acknowledged
+    elapsed = time.perf_counter() - previewed
+    print_forecast(campaign_id, preview["plan"]["notify"], elapsed, done=acknowledged == n)
+    return dispatch_id, elapsed, acknowledged
+
+
+def print_forecast(campaign_id: str, plan: dict[str, Any], elapsed: float, *, done: bool) -> None:
+    """The review's forecast (``plan.notify``: from the preview's instant, which the dispatch call
+    follows at once) next to the actual seconds from the dispatch call to the last ``notifiedAt``."""
+    forecast = (parse_ts(plan["finishesAt"]) - parse_ts(plan["startsAt"])).total_seconds()
+    actual = f"actual {elapsed:.1f}s" if done else f"stopped at {elapsed:.1f}s"
+    print(
+        f"  {campaign_id}: forecast finish {forecast:.1f}s ({plan['rateSource']} {plan['rate']:.0f}/s), "
+        f"{actual}, ratio forecast/actual {forecast / elapsed:.2f}",
+        flush=True,
+    )
 
 
 def warm_up(graph: Graph, admin: Admin, size: int, give_up: float, *, label: str = "warmup") -> None:

@@ -67,7 +67,7 @@ function row(kit: Kit, item: AwaitingApproval, reload: () => void): HTMLElement 
   return h("article", { className: "approval", "data-campaign": item.campaignId, "data-action": item.action ?? "dispatch", "data-changed-since": String(item.changedSince) },
     h("h2", {}, h("a", { href: `#/c/${encodeURIComponent(item.campaignId)}` }, item.name), " ", h("span", { className: "muted id" }, item.campaignId)),
     h("dl", { className: "counts" },
-      h("dt", {}, "What"), h("dd", { "data-field": "action" }, ACTION_WORDS[item.action ?? "dispatch"] ?? String(item.action)),
+      h("dt", {}, "What"), h("dd", { "data-field": "action" }, item.liveChange ? "Change of what members see" : ACTION_WORDS[item.action ?? "dispatch"] ?? String(item.action)),
       h("dt", {}, "Recipients"), h("dd", { "data-field": "recipients" }, String(item.recipients)),
       h("dt", {}, "Requested by"), h("dd", { "data-field": "requestedBy" }, item.requestedBy ?? "–"),
       h("dt", {}, "Requested at"), h("dd", {}, when(item.requestedAt)),

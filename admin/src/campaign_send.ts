@@ -1,10 +1,12 @@
 // A campaign page's Test and Review-and-send sections: a test to the admin alone, then the review of
-// exactly what a send would do (recipients per channel, guardians, languages served) and the confirm
+// exactly what a send would do (recipients per channel, guardians, languages served, when each channel
+// would finish) and the confirm
 // that sends exactly that, or says why it waits (an approval policy, a stale approval).
 import { ApiError, type DispatchPreview } from "./api";
 import { h, replace } from "./dom";
 import type { CampaignPage, Kit } from "./kit";
 import { reasonSentence } from "./messages";
+import { timeEl } from "./time";
 
 export function testSection(page: CampaignPage): HTMLElement {
   const { kit, id } = page;
@@ -53,6 +55,7 @@ export function reviewSection(page: CampaignPage): HTMLElement {
           `${p.guardianRecipientCount} (notify ${p.guardianNotificationRecipientCount ?? 0}, email ${p.guardianEmailRecipientCount ?? 0})`),
       ] : [])),
       languagesReview(p),
+      planReview(p),
       p.blockedReason ? h("p", { role: "alert", className: "error", id: "review-blocked" }, `Blocked: ${reasonSentence(p.blockedReason)}`) : null,
       fallbackOnly ? h("div", { className: "field check" }, accept, h("label", { for: accept.id }, `Send the base content to the ${untranslatedTotal(p)} recipients without a translation`)) : null,
       h("p", { className: "hint" }, "Confirming sends exactly this: if anything changed since the review, the server refuses and you review again."),
@@ -86,6 +89,22 @@ function languagesReview(p: DispatchPreview): HTMLElement | null {
     missing.length
       ? h("p", { id: "review-untranslated" }, "No translation for: ", ...missing.map(([tag, n], i) => h("span", { "data-locale": tag }, `${i ? ", " : ""}${tag} (${n ?? 0})`)), " — they get the base content.")
       : h("p", { className: "hint", id: "review-untranslated" }, "Every recipient's language has a translation or is the base."));
+}
+
+const CHANNEL_WORDS: Record<string, string> = { notify: "Notifications", email: "Emails" };
+
+/** The forecast: per channel when it would start and finish if confirmed now, the rate it assumes and
+ *  where that comes from (this deployment's recent sends, or the configured rate), and what moves it. */
+function planReview(p: DispatchPreview): HTMLElement | null {
+  const channels = Object.entries(p.plan ?? {});
+  if (!channels.length) return null;
+  return h("div", { id: "review-plan" }, h("h3", {}, "Forecast if confirmed now"),
+    ...channels.map(([channel, plan]) => plan ? h("div", { className: "plan", "data-channel": channel },
+      h("p", {}, h("strong", {}, `${CHANNEL_WORDS[channel] ?? channel}: `), "from ", timeEl(plan.startsAt), " to ",
+        h("span", { className: "finishes" }, timeEl(plan.finishesAt)),
+        h("span", { className: "rate", "data-source": plan.rateSource },
+          ` at ${plan.rate}/s (${plan.rateSource === "measured" ? "measured on recent sends" : "configured: nothing measured yet"})`)),
+      plan.shapedBy?.length ? h("ul", {}, ...plan.shapedBy.map((s) => h("li", { "data-kind": s.kind }, s.message))) : null) : null));
 }
 
 /** A refused dispatch, explained. Under the tenant's approval policy a large send is FORBIDDEN until a

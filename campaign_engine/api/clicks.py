@@ -1,6 +1,6 @@
 """``/c``: the email CTA's first-party click redirect, two hops.
 
-``GET /c?token=`` verifies the click token (``unsubscribe/tokens.py:ClickTokens``, no graph read) and
+``GET /c?token=`` verifies the click token (``unsubscribe/click_tokens.py:ClickTokens``, no graph read) and
 answers a 302 to our own ``/c/go?token=`` (the same token), recording nothing. ``GET /c/go?token=`` hands the
 click to the ``ClickRecorder`` (``campaigns/engagement/email_clicks.py``, which writes it later on its own
 thread) and answers a 302 to the URL the token pins; nothing else can be a destination. So a link scanner that
@@ -27,9 +27,9 @@ from starlette.responses import HTMLResponse, Response
 
 from campaign_engine.campaigns.engagement.email_clicks import ClickHit, ClickRecorder
 from campaign_engine.domain.types import Clock, format_ts
+from campaign_engine.unsubscribe.click_tokens import CLICK_CONFIRM_PATH, CLICK_PATH, ClickTokens
 from campaign_engine.unsubscribe.i18n import choose_language
 from campaign_engine.unsubscribe.pages import page_headers, render_page
-from campaign_engine.unsubscribe.tokens import CLICK_CONFIRM_PATH, CLICK_PATH, ClickTokens
 
 __all__ = ["clicks_router"]
 

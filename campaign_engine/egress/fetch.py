@@ -1,13 +1,14 @@
-"""Safe GET: a small synchronous client for documents at a URL someone else chose (a did:web document).
+"""Safe GET: a small synchronous client for documents at a URL someone else chose (a did:web document, an
+SNS signing certificate).
 
-The POST transport (``transport.py``) serves the notification worker on its event loop; a DID document
-is read from a request thread, so this GET applies the same policy synchronously, as ``SnsHttp`` does
-for SNS hosts: the URL and destination rules of ``policy.py`` (https only, ports 443/80 plus
-``CAMPAIGN_EGRESS_PORTS``, outside local development), one resolution per request on this client's own
-threads and bounded by the timeout, every answer allowed (private and special ranges refused unless
-``allow_private``), and the socket dialled to the validated address while ``Host``, TLS SNI and the
-certificate check use the name. No redirects, no proxies from the environment, the answer capped while
-it arrives. Errors name no URL: a URL may carry a secret and these messages reach the logs.
+The POST transport (``transport.py``) serves the notification worker on its event loop; a DID document is
+read from a request thread and the SNS endpoint fetches certificates (``feedback/sns_http.py``), so this
+GET applies the same policy synchronously: the URL and destination rules of ``policy.py`` (https only,
+ports 443/80 plus ``CAMPAIGN_EGRESS_PORTS``, outside local development), one resolution per request on
+this client's own threads and bounded by the timeout, every answer allowed (private and special ranges
+refused unless ``allow_private``), and the socket dialled to the validated address while ``Host``, TLS
+SNI and the certificate check use the name. No redirects, no proxies from the environment, the answer
+capped while it arrives. Errors name no URL: a URL may carry a secret and these messages reach the logs.
 """
 
 from __future__ import annotations
@@ -43,8 +44,11 @@ class SafeGet:
         max_bytes: int = 64 * 1024,
         resolver: Resolver | None = None,
         verify: ssl.SSLContext | bool = True,
+        port: int | None = None,
     ) -> None:
+        """``port`` dials that port whatever the URL names (tests' loopback stand-ins of a real host)."""
         self._rules = rules
+        self._port = port
         self._timeout = timeout
         self._max_bytes = max_bytes
         self._policy = AddressPolicy(resolver=resolver or system_resolver, allow_private=allow_private)
@@ -56,7 +60,7 @@ class SafeGet:
         ``FetchFailed`` (unreachable, not 200, too large: may succeed later)."""
         parsed = self._rules.check(url)
         host = parsed.host
-        port = parsed.port or (443 if parsed.scheme == "https" else 80)
+        port = self._port or parsed.port or (443 if parsed.scheme == "https" else 80)
         try:
             addresses = self._resolver_pool.submit(self._policy.validated_addresses, host, port).result(
                 timeout=self._timeout

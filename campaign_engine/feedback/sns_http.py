@@ -5,8 +5,7 @@ the topic's own region) and through the egress policy of ``egress/policy.py``: t
 one resolution per request on our own threads and bounded by the timeout, every answer allowed (private
 and special ranges refused), and the connection dialled to the validated address while TLS SNI, the
 certificate check and ``Host`` use the name. No redirects, no proxies from the environment, answers
-capped at 64 KiB. The notify transport is POST-only, so this small GET client applies the same policy.
-One ``httpx.Client`` serves every GET (its pool keeps the TLS connection to an SNS address alive).
+capped at 64 KiB: ``egress/fetch.py``'s ``SafeGet``, with the SNS host rule in front of it.
 
 ``verify``, ``resolver``, ``allow_private`` and ``port`` exist for tests (a loopback SNS stand-in with a
 test CA); the defaults are the production wiring.
@@ -16,19 +15,9 @@ from __future__ import annotations
 
 import re
 import ssl
-from concurrent.futures import ThreadPoolExecutor
-from concurrent.futures import TimeoutError as FutureTimeout
 
-import httpx
-
-from campaign_engine.egress.policy import (
-    AddressPolicy,
-    EgressBlocked,
-    ResolutionFailed,
-    Resolver,
-    checked_url,
-    system_resolver,
-)
+from campaign_engine.egress.fetch import FetchFailed, SafeGet
+from campaign_engine.egress.policy import DestinationRules, EgressBlocked, Resolver, checked_url
 
 __all__ = ["MAX_ANSWER_BYTES", "SnsFetchFailed", "SnsHttp"]
 
@@ -51,12 +40,12 @@ class SnsHttp:
         allow_private: bool = False,
         port: int = 443,
     ) -> None:
-        self._timeout = timeout
-        self._policy = AddressPolicy(resolver=resolver or system_resolver, allow_private=allow_private)
-        self._port = port
-        # Resolution runs here so a stuck resolver costs one of these threads, never the request.
-        self._resolver_pool = ThreadPoolExecutor(2, thread_name_prefix="sns-dns")
-        self._client = httpx.Client(verify=verify, trust_env=False, timeout=timeout)
+        # One client keeps the TLS connection to an SNS address alive; resolution runs on its own
+        # threads, so a stuck resolver costs one of those, never the request.
+        self._get = SafeGet(
+            rules=DestinationRules(allow_http=False, ports=frozenset({443})), allow_private=allow_private,
+            timeout=timeout, max_bytes=MAX_ANSWER_BYTES, resolver=resolver, verify=verify, port=port,
+        )  # fmt: skip
 
     def fetch_certificate(self, url: str) -> bytes:
         """The PEM text at ``url`` (the verifier's ``CertificateFetcher``)."""
@@ -70,41 +59,12 @@ class SnsHttp:
         """The body of a 200 answer to GET ``url`` on an SNS host. Raises ``EgressBlocked`` (final) or
         ``SnsFetchFailed`` (retryable)."""
         parsed = checked_url(url)
-        host = parsed.host
-        if parsed.scheme != "https" or not _SNS_HOST.fullmatch(host) or parsed.port not in (None, 443):
+        if parsed.scheme != "https" or not _SNS_HOST.fullmatch(parsed.host) or parsed.port not in (None, 443):
             raise EgressBlocked("only https on an SNS host is allowed here")
         try:
-            addresses = self._resolver_pool.submit(self._policy.validated_addresses, host, self._port).result(
-                timeout=self._timeout
-            )
-        except (FutureTimeout, ResolutionFailed):
-            raise SnsFetchFailed("the SNS host did not resolve") from None
-        target = parsed.raw_path.decode("ascii")
-        last: Exception | None = None
-        for address in addresses:
-            literal = f"[{address}]" if ":" in address else address
-            try:
-                return self._get_from(f"https://{literal}:{self._port}{target}", host)
-            except httpx.HTTPError as exc:  # try the next validated address
-                last = exc
-        raise SnsFetchFailed(f"the SNS host did not answer ({type(last).__name__})") from last
-
-    def _get_from(self, pinned_url: str, host: str) -> bytes:
-        with self._client.stream(
-            "GET",
-            pinned_url,
-            headers={"Host": host, "Accept-Encoding": "identity", "User-Agent": "campaign-engine"},
-            extensions={"sni_hostname": host},  # TLS and its certificate check use the name
-        ) as response:
-            if response.status_code != 200:
-                raise SnsFetchFailed(f"the SNS host answered {response.status_code}")
-            body = bytearray()
-            for chunk in response.iter_raw():
-                body += chunk
-                if len(body) > MAX_ANSWER_BYTES:
-                    raise SnsFetchFailed("the SNS answer is too large")
-            return bytes(body)
+            return self._get.get(url, accept="*/*")
+        except FetchFailed as exc:
+            raise SnsFetchFailed(f"SNS: {exc}") from exc
 
     def close(self) -> None:
-        self._resolver_pool.shutdown(wait=False, cancel_futures=True)
-        self._client.close()
+        self._get.close()

@@ -25,32 +25,21 @@ they pin: ``/c`` redirects only to the URL the token was signed for.
 
 from __future__ import annotations
 
-import binascii
-import hashlib
-import hmac
 from dataclasses import dataclass
-from typing import Any
 from urllib.parse import quote, urlsplit
-
-import orjson
-from itsdangerous import BadSignature, URLSafeSerializer
 
 from campaign_engine.config import Settings
 from campaign_engine.domain.errors import BadRequest
+from campaign_engine.unsubscribe.click_tokens import CLICK_PATH, ClickTokens
+from campaign_engine.unsubscribe.signing import SignedPayloads, valid_id
 
 __all__ = [
-    "CLICK_CONFIRM_PATH",
-    "CLICK_PATH",
-    "CLICK_SALT",
     "TENANT_TOKEN_VERSION",
     "TOKEN_VERSION",
     "UNSUBSCRIBE_SALT",
     "WEB_VIEW_PATH",
     "WEB_VIEW_SALT",
-    "Click",
-    "ClickTokens",
     "InvalidUnsubscribeToken",
-    "SignedPayloads",
     "UnsubscribeLink",
     "UnsubscribeTokens",
     "WebViewTokens",
@@ -66,16 +55,6 @@ TENANT_TOKEN_VERSION = 3
 WEB_VIEW_SALT = "campaign-engine/announcement-web-view"
 WEB_VIEW_VERSION = 1
 WEB_VIEW_PATH = "/campaigns/view"
-CLICK_SALT = "campaign-engine/announcement-email-click"
-CLICK_VERSION = 1
-CLICK_PATH = "/c"
-CLICK_CONFIRM_PATH = "/c/go"
-# A click token carries its destination URL (an app origin of up to 512 characters and the campaign's
-# path), so it may be far longer than the other kinds; still bounded, and still signed plain.
-_MAX_CLICK_TOKEN_CHARS = 4096
-_MAX_URL_CHARS = 2048
-_MAX_TOKEN_CHARS = 512  # a v2 token for a UUID is ~110 characters; anything far longer is not ours
-_MAX_ID_CHARS = 128
 
 
 class InvalidUnsubscribeToken(BadRequest):
@@ -83,100 +62,6 @@ class InvalidUnsubscribeToken(BadRequest):
 
     def __init__(self) -> None:
         super().__init__("this unsubscribe link is not valid")
-
-
-class SignedPayloads:
-    """Signs and reads small JSON objects under one secret and one salt (purpose): the machinery of every
-    token the anonymous pages accept. A token signed for one salt never verifies under another."""
-
-    def __init__(self, secret: str, *, salt: str, max_chars: int = _MAX_TOKEN_CHARS) -> None:
-        if not secret:
-            raise ValueError("an unsubscribe secret is required")
-        self._serializer = URLSafeSerializer(
-            secret,
-            salt=salt,
-            signer_kwargs={"digest_method": hashlib.sha256, "key_derivation": "hmac"},
-        )
-        # itsdangerous derives the signing key (an HMAC of the salt) on every signature and encodes the
-        # payload through json and its Serializer classes; an email page signs hundreds (~14 µs each, half
-        # of composing a message), so ``issue`` keeps the keyed HMAC and writes the token itself
-        # (tests/unit/test_unsubscribe_tokens.py holds it to itsdangerous' bytes).
-        self._mac = hmac.new(self._serializer.make_signer().derive_key(), digestmod=hashlib.sha256)
-        self._max_chars = max_chars
-        self._max_plain = max_chars - 44  # with "." and the 43-character signature
-
-    def sign(self, obj: dict[str, Any]) -> str:
-        # Signed plain: itsdangerous tries zlib on every payload and keeps the compressed form when
-        # shorter, but a UUID's payload never is (not one of 300,000 random ones) and zlib.compress sets
-        # up ~256 KiB of state per call (12-35 µs, more than the rest of a token). Its ``loads`` reads
-        # both forms; only a payload too long to sign plain takes its rule (``dump_payload``). orjson's
-        # bytes are its compact JSON's (``ensure_ascii=False``, no spaces).
-        payload = _base64(orjson.dumps(obj))
-        if len(payload) > self._max_plain:
-            payload = self._serializer.dump_payload(obj)
-        mac = self._mac.copy()
-        mac.update(payload)
-        return (payload + b"." + _base64(mac.digest())).decode("ascii")
-
-    @property
-    def max_plain(self) -> int:
-        """The longest base64 payload signed plain (longer ones take itsdangerous' compressed form)."""
-        return self._max_plain
-
-    def mac_after(self, payload_head: bytes) -> hmac.HMAC:
-        """The keyed HMAC having read ``payload_head``: a copy finishes a payload that begins with it."""
-        mac = self._mac.copy()
-        mac.update(payload_head)
-        return mac
-
-    def load(
-        self, token: object, keys: set[str], optional: frozenset[str] = frozenset()
-    ) -> dict[str, Any] | None:
-        """The signed object when ``token`` is ours, well formed and has exactly ``keys`` (and perhaps
-        some of ``optional``); else None."""
-        if not isinstance(token, str) or not token or len(token) > self._max_chars:
-            return None
-        try:
-            payload: Any = self._serializer.loads(token)
-        except BadSignature:  # also covers BadPayload (valid signature, undecodable JSON)
-            return None
-        if not isinstance(payload, dict) or set(payload) - optional != keys:
-            return None
-        return payload
-
-
-class _PrefixSigner:
-    """Signs payloads that all begin with ``head`` (a multiple of 3 bytes long, so its base64 is the
-    prefix of theirs): the head's encoding and its share of the HMAC are computed once. The tokens are
-    the ones ``SignedPayloads.sign`` would make of the same bytes, and its ``load`` reads them."""
-
-    def __init__(self, signed: SignedPayloads, head: bytes) -> None:
-        if len(head) % 3:
-            raise ValueError("the constant head must be a multiple of 3 bytes")
-        self._head = _base64(head)
-        self._mac = signed.mac_after(self._head)
-        self._max_tail = signed.max_plain - len(self._head)
-
-    def sign(self, rest: bytes) -> str:
-        tail = _base64(rest)
-        if len(tail) > self._max_tail:
-            raise ValueError("the payload is too long to sign plain")
-        mac = self._mac.copy()
-        mac.update(tail)
-        return (self._head + tail + b"." + _base64(mac.digest())).decode("ascii")
-
-
-_URLSAFE = bytes.maketrans(b"+/", b"-_")
-
-
-def _base64(data: bytes) -> bytes:
-    """itsdangerous' ``base64_encode`` (URL-safe, unpadded) in one C call and a translate: an email
-    signs two tokens (unsubscribe and web view) per message."""
-    return binascii.b2a_base64(data, newline=False).translate(_URLSAFE).rstrip(b"=")
-
-
-def valid_id(value: object) -> bool:
-    return isinstance(value, str) and 0 < len(value) <= _MAX_ID_CHARS
 
 
 @dataclass(frozen=True)
@@ -256,82 +141,6 @@ class WebViewTokens:
         if not valid_id(payload["u"]) or not valid_id(payload["c"]):
             return None
         return str(payload["u"]), str(payload["c"])
-
-
-@dataclass(frozen=True)
-class Click:
-    """What a verified click token names: the recipient's durable id, the campaign incarnation, the pinned
-    destination, and whether it came in an admin's self-test (which redirects and records nothing)."""
-
-    unsubscribe_id: str
-    campaign_id: str
-    campaign_created_at: str
-    url: str
-    test: bool = False
-
-
-class ClickTokens:
-    """Tokens of ``/c``: ``{"k": 1, "u": <campaignUnsubscribeId>, "c": <campaign id>,
-    "t": <campaign createdAt>, "l": <the CTA's URL>}``, plus ``"x": 1`` in a self-test's email, under
-    ``CLICK_SALT``. The URL is signed, so a token leads to that URL and nowhere else: any change to it (or
-    a token re-signed under another secret or salt) does not verify. No kind verifies as another."""
-
-    def __init__(self, secret: str) -> None:
-        self._signed = SignedPayloads(secret, salt=CLICK_SALT, max_chars=_MAX_CLICK_TOKEN_CHARS)
-        self._links: dict[tuple[str, str, str, bool], _PrefixSigner] = {}
-
-    def issue(
-        self, unsubscribe_id: str, *, campaign_id: str, campaign_created_at: str, url: str, test: bool = False
-    ) -> str:
-        if not valid_id(unsubscribe_id):
-            raise ValueError("click-token ids must be 1-128 characters")
-        key = (campaign_id, campaign_created_at, url, test)
-        signer = self._links.get(key)
-        if signer is None:
-            signer = self._link(campaign_id, campaign_created_at, url, test)
-            if len(self._links) >= 256:
-                self._links.clear()  # crude but bounded: a walk has a link per language and sender
-            self._links[key] = signer
-        return signer.sign(orjson.dumps(unsubscribe_id) + b"}")
-
-    def _link(self, campaign_id: str, created_at: str, url: str, test: bool) -> _PrefixSigner:
-        """The signer of one campaign link's tokens: everything but the recipient's id is the same for
-        every message of a page, so it is checked, encoded and hashed once (one more token per
-        message must stay within the send's budget; checking the URL alone cost more than signing)."""
-        if not (valid_id(campaign_id) and valid_id(created_at)):
-            raise ValueError("click-token ids must be 1-128 characters")
-        if not _web_url(url):
-            raise ValueError("a click token pins an http(s) URL of at most 2048 characters")
-        fixed: dict[str, Any] = {"k": CLICK_VERSION, "c": campaign_id, "t": created_at, "l": url}
-        if test:
-            fixed["x"] = 1
-        head = orjson.dumps(fixed)[:-1] + b","
-        # JSON allows spaces between members: pad the constant part to a multiple of 3 bytes, so its
-        # base64 is a prefix of every token's and the recipient's id is encoded and hashed alone.
-        head += b" " * (-(len(head) + len(b'"u":')) % 3) + b'"u":'
-        return _PrefixSigner(self._signed, head)
-
-    def read(self, token: object) -> Click | None:
-        """What the token names, or None for anything but a valid click token."""
-        payload = self._signed.load(token, {"k", "u", "c", "t", "l"}, optional=frozenset({"x"}))
-        if payload is None or type(payload["k"]) is not int or payload["k"] != CLICK_VERSION:
-            return None
-        unsubscribe_id, campaign_id, created_at, url = (payload[k] for k in ("u", "c", "t", "l"))
-        if not (valid_id(unsubscribe_id) and valid_id(campaign_id) and valid_id(created_at)):
-            return None
-        if not _web_url(url) or payload.get("x", 1) != 1:
-            return None
-        return Click(str(unsubscribe_id), str(campaign_id), str(created_at), str(url), test="x" in payload)
-
-
-def _web_url(url: object) -> bool:
-    """An absolute http(s) URL with a host and nothing that could break a ``Location`` header."""
-    if not isinstance(url, str) or not url or len(url) > _MAX_URL_CHARS:
-        return False
-    if any(ch.isspace() or ord(ch) < 32 or ord(ch) == 127 for ch in url):
-        return False
-    parts = urlsplit(url)
-    return parts.scheme in ("http", "https") and bool(parts.hostname)
 
 
 def click_url(domain_name: str, token: str) -> str:

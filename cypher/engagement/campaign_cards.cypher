@@ -3,4 +3,4 @@
 MATCH (c:Campaign) WHERE c.id IN $campaignIds
 RETURN c {.id, .startsAt, .endsAt, .messagePriority,
           updatedAt: coalesce(c.shownVersion, c.updatedAt),
-          definition: CASE WHEN c.shownVersion IS NULL THEN c.definition ELSE c.shownDefinition END} AS campaign
+          definition: {{SHOWN_DEFINITION}}} AS campaign

@@ -9,6 +9,6 @@ WITH collect(DISTINCT tenantId) AS tenants
 MATCH (c:Campaign) USING INDEX c:Campaign(status)
 WHERE c.status = 'live' AND c.hasSegment AND c.hasInAppMessage AND c.tenantId IN tenants
   AND (c.startsAt IS NULL OR c.startsAt <= $now) AND (c.endsAt IS NULL OR $now < c.endsAt)
-  AND (c.shownVersion IS NULL OR c.shownVersion <> '')
+  AND {{CARD_APPROVED}}
 RETURN c {.id, .ref, .tenantId, .abTest, updatedAt: coalesce(c.shownVersion, c.updatedAt),
-          definition: CASE WHEN c.shownVersion IS NULL THEN c.definition ELSE c.shownDefinition END} AS campaign
+          definition: {{SHOWN_DEFINITION}}} AS campaign

@@ -11,7 +11,7 @@
 UNWIND $profileIds AS profileId
 MATCH (p:Profile {profileId: profileId})-[m:IN_CAMPAIGN_AUDIENCE]->(c:Campaign)
 WHERE c.status = 'live' AND c.hasInAppMessage
-  AND (c.shownVersion IS NULL OR (c.shownVersion <> '' AND (m.selfEnrolled OR m.addedAt <= c.shownSince)))
+  AND {{CARD_SHOWN_TO_MEMBER}}
   AND (c.startsAt IS NULL OR c.startsAt <= $now) AND (c.endsAt IS NULL OR $now < c.endsAt)
 {{TENANT_VIEW}}
 WITH profileId, p, c, view WHERE {{CAMPAIGN_AGE_OK}}

@@ -10,7 +10,7 @@ MATCH (p:Profile {profileId: profileId})
 UNWIND [(p)-[:GUARDIAN_OF {consent: 'granted'}]->(child:Profile) | child] AS child
 MATCH (child)-[m:IN_CAMPAIGN_AUDIENCE]->(c:Campaign)
 WHERE c.minors = 'guardians' AND c.status = 'live' AND c.hasInAppMessage
-  AND (c.shownVersion IS NULL OR (c.shownVersion <> '' AND (m.selfEnrolled OR m.addedAt <= c.shownSince)))
+  AND {{CARD_SHOWN_TO_MEMBER}}
   AND (c.startsAt IS NULL OR c.startsAt <= $now) AND (c.endsAt IS NULL OR $now < c.endsAt)
   AND NOT EXISTS { (p)-[:IN_CAMPAIGN_AUDIENCE]->(c) }
 WITH DISTINCT profileId, p, c

@@ -19,7 +19,7 @@ MATCH (c:Campaign {id: event.campaignId}) USING INDEX c:Campaign(id)
 WHERE c.status = 'live'
   AND (event.segmentMatched
        OR EXISTS { (p)-[m:IN_CAMPAIGN_AUDIENCE]->(c)
-                   WHERE c.shownVersion IS NULL OR (c.shownVersion <> '' AND (m.selfEnrolled OR m.addedAt <= c.shownSince)) }
+                   WHERE {{CARD_SHOWN_TO_MEMBER}} }
        OR EXISTS { (p)-[r:CAMPAIGN_STATE]->(c) WHERE r.notifiedAt IS NOT NULL OR r.emailedAt IS NOT NULL })
   AND (c.startsAt IS NULL OR c.startsAt <= $now) AND (c.endsAt IS NULL OR $now < c.endsAt)
 {{TENANT_VIEW}}

@@ -4,7 +4,7 @@
 UNWIND $pairs AS pair
 MATCH (p:Profile {profileId: pair[0]})
 MATCH (c:Campaign {id: pair[1]}) USING INDEX c:Campaign(id)
-WHERE c.hasInAppMessage AND (c.shownVersion IS NULL OR c.shownVersion <> '')
+WHERE c.hasInAppMessage AND {{CARD_APPROVED}}
 {{TENANT_VIEW}}
 WITH p, c, view WHERE {{ROUTED_GUARDIAN}}
 RETURN p.profileId AS profileId, c.id AS campaignId

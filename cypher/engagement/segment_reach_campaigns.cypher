@@ -4,6 +4,6 @@
 // unapproved.
 UNWIND $campaignIds AS campaignId
 MATCH (c:Campaign {id: campaignId}) USING INDEX c:Campaign(id)
-WHERE c.hasSegment AND c.hasInAppMessage AND (c.shownVersion IS NULL OR c.shownVersion <> '')
+WHERE c.hasSegment AND c.hasInAppMessage AND {{CARD_APPROVED}}
 RETURN c {.id, .ref, .tenantId, updatedAt: coalesce(c.shownVersion, c.updatedAt),
-          definition: CASE WHEN c.shownVersion IS NULL THEN c.definition ELSE c.shownDefinition END} AS campaign
+          definition: {{SHOWN_DEFINITION}}} AS campaign

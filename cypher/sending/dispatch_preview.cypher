@@ -4,7 +4,8 @@
 // audience in bounded pages (never the whole audience in one record or one sort).
 // One record per page: members read, the last one, how many were already notified, the notify
 // recipients and the email recipients with their one address, and the members who see its in-app
-// card (the campaign age policy, as getMyCampaigns; approval_publish.py pins and counts them). The email rule is the email claim's
+// card (the campaign age policy, as getMyCampaigns; approval_publish.py pins and counts them), and each
+// channel's recipients' time zones ('' = none: the forecast's quiet hours, campaigns/sending/plan.py). The email rule is the email claim's
 // (email_page.cypher): opted in, adult by EMAIL_AGE_OK, one primary verified address, never claimed.
 // Placeholders are filled by graph.policy (the one definition of every eligibility rule). The index
 // hint keeps the seek on a young database whose statistics would otherwise favour a scan.
@@ -21,6 +22,7 @@ CYPHER replan=skip
 WITH p, c, view, EXISTS { (p)-[s:CAMPAIGN_STATE]->(c) WHERE s.notifiedAt IS NOT NULL } AS notified,
      CASE WHEN $email THEN {{PRIMARY_EMAILS}} ELSE [] END AS emails
 WITH p, notified, emails, coalesce(view.locale, p.locale) AS locale, {{CAMPAIGN_AGE_OK}} AS visible,
+     coalesce(view.timeZone, p.timeZone) AS zone,
      CASE WHEN $notify AND NOT notified THEN
        NOT {{PUSH_OPTED_OUT}} AND {{CAMPAIGN_AGE_OK}}
      ELSE false END AS notifyOk,
@@ -37,4 +39,6 @@ RETURN count(*) AS read,
        count(CASE WHEN notified THEN 1 END) AS notified,
        collect(CASE WHEN notifyOk THEN [p.profileId, locale] END) AS notifyRows,
        collect(CASE WHEN emailOk THEN [p.profileId, emails[0], locale] END) AS emailRows,
-       collect(CASE WHEN visible THEN p.profileId END) AS visibleRows
+       collect(CASE WHEN visible THEN p.profileId END) AS visibleRows,
+       collect(CASE WHEN notifyOk THEN coalesce(zone, '') END) AS notifyZones,
+       collect(CASE WHEN emailOk THEN coalesce(zone, '') END) AS emailZones

@@ -15,6 +15,7 @@ run under pytest 9.2), and ``test_the_fuzzed_document_is_the_served_one`` proves
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -107,14 +108,15 @@ CONFIG = schemathesis.Config.from_dict(
         "seed": SEED,
         # Positive and negative inputs; no example database, so every run draws the same cases.
         "generation": {"max-examples": EXAMPLES_PER_OPERATION, "mode": "all", "database": "none"},
+        # One entry naming them all: schemathesis matches every entry against the operation twice per
+        # case, so an entry per operation cost a third of the run (64 s of 228 s for campaigns.update).
         "operations": [
             {
-                "include-operation-id": operation_id,
+                "include-operation-id": sorted(_POSITIVE_DATA_ALSO_REFUSED),
                 "checks": {
                     "positive_data_acceptance": {"expected-statuses": [*_DEFAULT_POSITIVE_STATUSES, "400"]}
                 },
             }
-            for operation_id in _POSITIVE_DATA_ALSO_REFUSED
         ],
     }
 )
@@ -145,8 +147,59 @@ def served(base_settings: Settings, session_graph: Graph) -> Iterator[Served]:
     session_graph.run("MATCH (n) DETACH DELETE n")
 
 
+# The content models a campaign carries at several places of one request: at the top, in each
+# translation, in the guardian copy and its translations, in each variant.
+_CONTENT = frozenset({"message", "notification", "email"})
+_SENT: set[tuple[str, str, str, str]] = set()
+
+
+def _content_at(body: Any, location: str) -> tuple[str, Any] | None:
+    """The innermost content object (its name and value) on the path a coverage case's ``location`` (a
+    pointer into the operation's schema) takes through ``body``; None when the path crosses none."""
+    tokens, node, found, i = location.split("/")[1:], body, None, 0
+    while i < len(tokens):
+        step = tokens[i]
+        if step == "properties" and i + 1 < len(tokens) and isinstance(node, dict) and tokens[i + 1] in node:
+            node = node[tokens[i + 1]]
+            found = (tokens[i + 1], node) if tokens[i + 1] in _CONTENT else found
+            i += 2
+        elif step == "patternProperties" and isinstance(node, dict) and len(node) == 1:
+            node, i = next(iter(node.values())), i + 2
+        elif step == "items" and isinstance(node, list) and node:
+            node, i = node[0], i + 1
+        elif step in ("anyOf", "oneOf", "allOf"):
+            i += 2
+        else:
+            break
+    return found
+
+
+def _sent_before(case: schemathesis.Case) -> bool:
+    """A negative coverage case whose invalid content object (with the same boundary) was already sent
+    at another place of the same operation's request: the same model refuses it at parse, before any
+    code that tells the places apart. Of campaigns.update's 26,237 coverage cases 16,132 are such
+    repeats (its content repeats in translations, the guardian copy and its translations): 80 s."""
+    meta = case.meta
+    if meta is None or meta.phase.name != "coverage" or meta.generation.mode != "negative":
+        return False
+    location = getattr(meta.phase.data, "location", None)
+    found = _content_at(case.body, location) if isinstance(location, str) else None
+    if found is None:
+        return False
+    name, content = found
+    description = str(getattr(meta.phase.data, "description", ""))
+    boundary = description.rsplit(f"{name} ->", 1)[-1] if f"{name} ->" in description else description
+    key = (case.operation.label, name, json.dumps(content, sort_keys=True, default=str), boundary)
+    if key in _SENT:
+        return True
+    _SENT.add(key)
+    return False
+
+
 @schema.parametrize()
 def test_every_operation_keeps_the_documented_contract(case: schemathesis.Case, served: Served) -> None:
+    if _sent_before(case):
+        return
     # No `checks=`: schemathesis runs every check its configuration enables, and that is all of them.
     case.call_and_validate(base_url=served.url, headers=served.headers)
 
@@ -165,3 +218,17 @@ def test_the_fuzzer_runs_every_built_in_check() -> None:
     names = {check.__name__ for check in CHECKS.get_all()}
     assert {"not_a_server_error", "negative_data_rejection", "unsupported_method"} <= names
     assert all(config.get_by_name(name=name).enabled for name in names)
+
+
+def test_a_boundary_is_found_in_its_innermost_content_object() -> None:
+    body = {"campaignId": "c", "guardianCopy": {"translations": {"fr": {"message": {"priority": "x"}}}}}
+    pattern = "/properties/guardianCopy/anyOf/0/properties/translations/anyOf/0/patternProperties/^[a-z]+$"
+    location = f"{pattern}/properties/message/anyOf/0/properties/priority/type"
+    assert _content_at(body, location) == ("message", {"priority": "x"})
+    assert _content_at({"message": {"title": 1}}, "/properties/message/properties/title/type") == (
+        "message", {"title": 1},
+    )  # fmt: skip
+    assert _content_at({"name": 1}, "/properties/name/type") is None
+    assert _content_at({"variants": [{"email": {}}]}, "/properties/variants/items/properties/email/type") == (
+        "email", {},
+    )  # fmt: skip

@@ -52,6 +52,11 @@ class AwaitingApproval(CamelModel):
     approved_preview_token: str | None = Field(
         default=None, description="the preview approved: this request's, or a newer one after a change"
     )
+    live_change: bool = Field(
+        default=False,
+        description="a publish request of a campaign whose members see an approved revision: a change, "
+        "not its go-live",
+    )
     changes: list[Change] = Field(
         default_factory=list,
         description="a publish request: the fields that differ from the revision people see, old -> new",
@@ -98,6 +103,7 @@ def awaiting(graph: Graph, *, tenant_id: str) -> AwaitingList:
             row["untranslated"] = json.loads(row["untranslated"] or "{}")
             row["acceptFallback"] = bool(row["acceptFallback"])
             row["action"] = row["action"] or "dispatch"
+            row["liveChange"] = row["action"] == "publish" and row["shown"] is not None
             row["changes"] = changes_of(row.pop("draft"), row.pop("shown"))
         return rows
 

@@ -9,6 +9,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field
 
+from campaign_engine.campaigns.sending.plan_live import LivePlan, live_plan
 from campaign_engine.domain.ab_variants import Experiment
 from campaign_engine.domain.camel import CamelModel
 from campaign_engine.domain.dispatch import DispatchStatus
@@ -142,6 +143,8 @@ class DispatchPublic(CamelModel):
     phase: Literal["testing", "rest"] | None = None
     decide_at: str | None = None
     decision: TestDecision | None = None
+    # The review's forecast kept at the confirmation, re-estimated from the progress so far (plan_live.py).
+    plan: LivePlan | None = None
 
 
 _GET = "dispatch_get"  # cypher/sending/dispatch_get.cypher
@@ -168,7 +171,8 @@ def dispatch_from_node(node: dict[str, Any]) -> DispatchPublic:
         }
     wire = {**node, "dispatchId": node["id"], "perRecipient": per_recipient, "pauseReason": reason,
             "experiment": json.loads(node["experiment"]) if node.get("experiment") else None,
-            "decision": json.loads(node["decision"]) if node.get("decision") else None}  # fmt: skip
+            "decision": json.loads(node["decision"]) if node.get("decision") else None,
+            "plan": live_plan(node)}  # fmt: skip
     return DispatchPublic.model_validate(wire)
 
 

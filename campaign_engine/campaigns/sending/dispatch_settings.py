@@ -9,8 +9,9 @@ down whole.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
+from campaign_engine.campaigns.sending.plan import Pace
 from campaign_engine.campaigns.sending.send_blocks import ALL_CHANNELS
 from campaign_engine.config import Settings
 from campaign_engine.domain.dispatch import DeliveryChannel
@@ -31,6 +32,7 @@ class DispatchSettings:
     deliverable: frozenset[DeliveryChannel] = ALL_CHANNELS  # a campaign with another channel is blocked
     untranslated_max_share: float = DEFAULT_UNTRANSLATED_MAX_SHARE
     experiment_min_per_variant: int = DEFAULT_EXPERIMENT_MIN_PER_VARIANT
+    pace: Pace = field(default_factory=Pace)  # what the review's forecast times (plan.py)
 
     @classmethod
     def from_settings(cls, settings: Settings) -> DispatchSettings:
@@ -40,4 +42,10 @@ class DispatchSettings:
             deliverable=settings.dispatch_channels,
             untranslated_max_share=settings.campaign_untranslated_max_share,
             experiment_min_per_variant=settings.campaign_experiment_min_per_variant,
+            pace=Pace(
+                page_size=settings.campaign_dispatch_page_size,
+                email_page_size=settings.campaign_email_page_size,
+                wave_delay=settings.campaign_dispatch_delay_seconds,
+                caps=settings.campaign_frequency_caps,
+            ),
         )

@@ -48,6 +48,9 @@ class Tally:
         default_factory=lambda: {"notify": Counter(), "email": Counter()}
     )
     untranslated: Counter[str] = field(default_factory=Counter)  # by the reader's language, distinct readers
+    zones: dict[str, Counter[str]] = field(
+        default_factory=lambda: {"notify": Counter(), "email": Counter()}
+    )  # per channel, the recipients' time zone ('' = none) -> recipients: the forecast's quiet hours
     test_share: float | None = None
     """With an experiment asked about: its share, and ``test_wave`` counts its members."""
     test_wave: Counter[str] = field(default_factory=Counter)  # test-wave recipients by assigned variant
@@ -127,6 +130,8 @@ def pinned(
         addresses: dict[str, str] = {str(pid): str(address) for pid, address, _ in row["emailRows"]}
         email_locales: dict[str, str | None] = {str(pid): loc for pid, _, loc in row["emailRows"]}
         tally.audience += int(row["read"])
+        tally.zones["notify"].update(row["notifyZones"])
+        tally.zones["email"].update(row["emailZones"])
         tally.notified += int(row["notified"])
         tally.notify += len(notify_locales)
         tally.email += len(addresses)

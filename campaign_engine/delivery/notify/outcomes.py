@@ -97,6 +97,7 @@ def write_outcomes(
         bump(dispatch_id, outcome, firsts)
     for entry in counts.values():
         entry["batch"] = batch if entry["rejected"] or entry["suppressed"] else None
+        entry["at"] = now  # lastOutcomeAt: when a walked send really finished (campaigns/sending/plan.py)
     if counts:
         tx.run(_count_statement(), counts=[counts[k] for k in sorted(counts)]).consume()
     return sum(int(entry["acknowledged"]) for entry in counts.values())

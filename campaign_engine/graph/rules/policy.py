@@ -35,6 +35,8 @@ __all__ = [
     "AUDIENCE_AGE_OK",
     "AUDIENCE_AGE_OK_HERE",
     "CAMPAIGN_AGE_OK",
+    "CARD_APPROVED",
+    "CARD_SHOWN_TO_MEMBER",
     "EMAIL_AGE_OK",
     "EMAIL_CAP_REACHED",
     "EMAIL_CONTACT_OK",
@@ -45,6 +47,7 @@ __all__ = [
     "NOTIFY_CAP_REACHED",
     "PRIMARY_EMAILS",
     "PUSH_OPTED_OUT",
+    "SHOWN_DEFINITION",
     "STATIC_AUDIENCE_PAGE",
     "TENANT_VIEW",
     "Policy",
@@ -165,7 +168,20 @@ _VIEW_READ = re.compile(
 # The named fragments every statement may hold (``{{NAME}}``), filled by ``graph/cypher.py:statement``
 # after the caller's slots; a fragment may hold further ones. ``AUDIENCE_PAGE`` is the static page unless
 # the caller passes a segment's (``graph/rules/segment_statements.py``) or another head.
+# What people see of a campaign under an approval policy (campaigns/sending/approval_publish.py):
+# ``shownVersion`` is null without one (the draft shows) and '' while no revision is approved; a member
+# ``m`` sees the approved revision once added before its approval (``shownSince``) or self-enrolled.
+# The cards, the engagement they take and the live-segment and guardian reads all ask these.
+CARD_APPROVED = "(c.shownVersion IS NULL OR c.shownVersion <> '')"
+CARD_SHOWN_TO_MEMBER = (
+    "(c.shownVersion IS NULL OR (c.shownVersion <> '' AND (m.selfEnrolled OR m.addedAt <= c.shownSince)))"
+)
+SHOWN_DEFINITION = "CASE WHEN c.shownVersion IS NULL THEN c.definition ELSE c.shownDefinition END"
+
 FRAGMENTS: dict[str, str] = {
+    "CARD_APPROVED": CARD_APPROVED,
+    "CARD_SHOWN_TO_MEMBER": CARD_SHOWN_TO_MEMBER,
+    "SHOWN_DEFINITION": SHOWN_DEFINITION,
     "AUDIENCE_PAGE": STATIC_AUDIENCE_PAGE,
     "TENANT_VIEW": TENANT_VIEW,
     "SELF_ENROLLABLE": SELF_ENROLLABLE,

@@ -684,6 +684,7 @@ export interface DispatchPublic {
   phase?: ("testing" | "rest") | null;
   decideAt?: string | null;
   decision?: TestDecision | null;
+  plan?: LivePlan | null;
 }
 /**
  * Why the health guard paused a Dispatch: the rate over its limit, and as a sentence.
@@ -753,6 +754,20 @@ export interface VariantRateOut {
   numerator: number;
   denominator: number;
   rate: number;
+}
+/**
+ * This interface was referenced by `Procedures`'s JSON-Schema
+ * via the `definition` "LivePlan".
+ */
+export interface LivePlan {
+  recipients: number;
+  forecastFinishesAt: string;
+  forecastRate: number;
+  forecastRateSource: "measured" | "configured";
+  sent: number;
+  rate: number | null;
+  finishesAt: string;
+  error: number | null;
 }
 /**
  * This interface was referenced by `Procedures`'s JSON-Schema
@@ -1634,6 +1649,10 @@ export interface AwaitingApproval {
    */
   approvedPreviewToken?: string | null;
   /**
+   * a publish request of a campaign whose members see an approved revision: a change, not its go-live
+   */
+  liveChange?: boolean;
+  /**
    * a publish request: the fields that differ from the revision people see, old -> new
    */
   changes?: Change[];
@@ -1750,6 +1769,33 @@ export interface DispatchPreview {
    * members who see the in-app card (a campaign with one); the token pins them
    */
   inAppRecipientCount?: number;
+  /**
+   * per walked channel, the forecast if confirmed now (plan.py)
+   */
+  plan?: {
+    [k: string]: ChannelPlan | undefined;
+  };
+}
+/**
+ * This interface was referenced by `Procedures`'s JSON-Schema
+ * via the `definition` "ChannelPlan".
+ */
+export interface ChannelPlan {
+  recipients: number;
+  startsAt: string;
+  finishesAt: string;
+  rate: number;
+  rateSource: "measured" | "configured";
+  shapedBy?: Shaping[];
+}
+/**
+ * This interface was referenced by `Procedures`'s JSON-Schema
+ * via the `definition` "Shaping".
+ */
+export interface Shaping {
+  kind: "waves" | "quiet_hours" | "test_wave" | "backlog" | "higher_lanes" | "frequency_cap";
+  addsSeconds: number;
+  message: string;
 }
 /**
  * This interface was referenced by `Procedures`'s JSON-Schema

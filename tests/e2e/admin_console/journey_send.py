@@ -42,6 +42,11 @@ def review_and_confirm(page: Page) -> None:
     expect(page.locator("#review-notify")).to_have_text("12")
     expect(page.locator("#review-email")).to_have_text("12")
     expect(page.locator("#review-blocked")).to_have_count(0)
+    # The forecast: per walked channel a finish time and the rate it assumes, and where that comes from.
+    for channel in ("notify", "email"):
+        plan = page.locator(f"#review-plan .plan[data-channel={channel}]")
+        expect(plan.locator(".finishes time")).to_have_count(1)
+        expect(plan.locator(".rate")).to_have_attribute("data-source", re.compile("^(measured|configured)$"))
     shot(page, "review", "#review")
     page.get_by_role("button", name="Confirm and send to 12").click()
     expect(page.locator("#review-result")).to_contain_text("started")
@@ -66,6 +71,7 @@ def watch_the_progress(page: Page, url: str, admin_token: str) -> None:
         expect(article.locator(".counter-details")).not_to_have_attribute("open", "")
         expect(article.locator(".counter-details [data-counter='pages']")).to_be_hidden()
         expect(article.locator("label")).to_have_text("12 of 12 recipients reached or settled")
+        expect(article.locator(".live-estimate time")).to_have_count(2)  # the finish and the forecast's
     expect(notify.locator(".counter-details [data-counter='pages']")).to_have_text(re.compile(r"^[34]$"))
     assert notify.locator("progress").evaluate("(p) => p.value === p.max && p.max === 12")
     expect(notify.locator("time").first).to_have_text(LOCAL_TIME)  # started at, in Paris time

@@ -249,6 +249,7 @@ def test_a_second_publisher_approves_a_waiting_send(
         )
         expect(item.get_by_role("button", name="Approve send to 3")).to_have_count(0)
         going_live = page.locator("#approvals article[data-campaign='autumn'][data-action='publish']")
+        expect(going_live.locator("[data-field='action']")).to_have_text("Go live")
         expect(going_live.get_by_role("button", name="Approve what 3 members see")).to_have_count(0)
 
         # pia edits after asking: the request is stale, and pol's approval of it is refused (CONFLICT).
@@ -312,6 +313,7 @@ def test_a_second_publisher_approves_a_waiting_send(
         expect(page.locator("#held-publish")).to_contain_text("Waiting for another publisher.")
         other.reload()
         change = other.locator("#approvals article[data-campaign='autumn'][data-action='publish']")
+        expect(change.locator("[data-field='action']")).to_have_text("Change of what members see")
         expect(change.locator("[data-change='message']")).to_contain_text("Autumn, revised")
         expect(change.locator("[data-change='name']")).to_have_count(0)
         change.get_by_role("button", name="Approve what 3 members see").click()

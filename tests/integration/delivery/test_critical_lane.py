@@ -32,6 +32,8 @@ from tests.support.delivery import (
     notified,
     start_dispatch,
 )
+from tests.support.email import accepted_to, add_email_members, email_settings, emailed, make_email_campaign
+from tests.support.postmark_standin import PostmarkStandin
 
 QUIET_NOW = {"timeZone": "UTC", "quietHours": {"start": "11:00", "end": "13:00"}}  # NOW is 12:00 UTC
 
@@ -83,6 +85,31 @@ def test_a_critical_send_skips_quiet_hours_and_the_cap_but_never_an_opt_out_or_t
     [notify] = [c for c in explained.channels if c.channel == "notify"]
     [cap_rule] = [r for r in notify.rules if r.rule == "capped"]
     assert (cap_rule.ok, cap_rule.detail) == (True, "critical: the frequency cap does not apply")
+
+
+def test_a_critical_email_skips_quiet_hours_but_never_a_suppression_an_opt_out_or_the_age_policy(
+    base_settings: Settings, graph: Graph, queues: Queues
+) -> None:
+    """The email walk's side of the same rule: quiet hours yield to a critical send; a suppressed
+    address, an opt-out and a child never do (the suppression is a contact rule, not a pacing one)."""
+    with PostmarkStandin() as postmark:
+        settings = email_settings(base_settings, postmark.url, postmark.token)
+        make_email_campaign(graph, "storm", priority="critical", **QUIET_NOW)
+        make_email_campaign(graph, "fair", **QUIET_NOW)  # the same rules at normal priority: all wait
+        add_email_members(graph, "storm", ["ok", "bounced"])
+        add_email_members(graph, "storm", ["out"], announcementEmailOptOut=True)
+        add_email_members(graph, "storm", ["child"], dob="2016-05-01")
+        add_members(graph, "fair", ["ok", "bounced", "out", "child"])  # one address each, two campaigns
+        graph.run("CREATE (:EmailSuppression {address: 'bounced@example.com', reason: 'hard_bounce'})")
+        start_dispatch(graph, queues.dispatch, "storm")
+        start_dispatch(graph, queues.dispatch, "fair")
+        worker = build_worker(settings, graph, queues=queues, clock=StepClock(), sweep_every=None)
+        try:
+            drain(worker.handle, queues)
+        finally:
+            worker.close()
+        assert (emailed(graph, "storm"), emailed(graph, "fair")) == (["ok"], [])
+        assert accepted_to(postmark) == ["ok@example.com"]
 
 
 def test_a_critical_dispatch_and_its_deliveries_go_ahead_of_a_bulk_send_queued_before_it(

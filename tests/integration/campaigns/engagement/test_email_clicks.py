@@ -28,7 +28,8 @@ from campaign_engine.graph.cypher import statement
 from campaign_engine.graph.graph import Graph, open_graph
 from campaign_engine.graph.rules.policy import Policy
 from campaign_engine.graph.webhook_outbox import subscribers_for
-from campaign_engine.unsubscribe.tokens import CLICK_CONFIRM_PATH, ClickTokens, UnsubscribeTokens
+from campaign_engine.unsubscribe.click_tokens import CLICK_CONFIRM_PATH, ClickTokens
+from campaign_engine.unsubscribe.tokens import UnsubscribeTokens
 from campaign_engine.wiring import build_email_self_tester, build_worker
 from tests.conftest import ADMIN_ID
 from tests.support.api import TrpcClient, api_client, ok

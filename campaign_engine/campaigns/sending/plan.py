@@ -1,0 +1,232 @@
+"""The review's forecast: when each walked channel of a send would start and finish, and why.
+
+``previewDispatch`` answers ``plan``: per channel (``notify``, ``email``) ``startsAt`` and ``finishesAt``,
+the ``rate`` it assumes (recipients/s) and ``rateSource``, and ``shapedBy``, what moves it. The model:
+
+- A channel sends ``n`` recipients at ``rate``, plus the wave delay (``CAMPAIGN_DISPATCH_DELAY_SECONDS``)
+  after every page that sent but the last: ``n / rate + (pages - 1) * delay``.
+- ``rate`` is ``measured`` when this deployment completed a send on the channel recently: recipients
+  over active seconds (start to the last outcome, less the wave delays) of its newest completed
+  Dispatches of at least ``MIN_MEASURED`` recipients that waited for no one (quiet hours, local times,
+  a test wave); one index-backed read of at most ``_SCAN`` Dispatches per channel
+  (``cypher/sending/plan_rates.cypher``). Otherwise ``configured``: ``CONFIGURED_RATE``, a conservative
+  rate of a small machine, as the settings give no rate of their own.
+- Quiet hours (not for a critical campaign): the recipients' zones, counted by the preview pass, are
+  grouped by when each may first receive (``domain/schedule.py:ready_at``); the walk sends each group
+  in turn, a later group no sooner than its quiet hours end.
+- A test wave (an experiment asked about): its share is sent first; the rest waits for the decision
+  (``decideAfterSeconds``) and then goes out.
+- The lane's backlog: other campaigns' Dispatches still sending. Those of the same lane share the
+  worker by tenant (``queue/lanes.py``), so this send's rate is its tenant's share while they run
+  (assumed to outlast it: the forecast errs late); higher lanes are named, not timed. Other tenants
+  are never named, nor their sends counted, in the answer: only this send's share is.
+- Frequency caps are named: a capped recipient is skipped, which can only make the send shorter.
+
+The preview's cost stays one pass: the forecast reads the counts the pass kept and two small reads.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections import Counter
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime, time, timedelta
+from typing import Any, Literal
+from zoneinfo import ZoneInfo
+
+from campaign_engine.domain.ab_variants import Experiment
+from campaign_engine.domain.camel import CamelModel
+from campaign_engine.domain.dispatch import DeliveryChannel
+from campaign_engine.domain.frequency_cap import DEFAULT_TENANT, CapChannel, ChannelCap
+from campaign_engine.domain.priority import LANE_RANK, skips_pacing_rules
+from campaign_engine.domain.schedule import QuietHours, known_zone, ready_at
+from campaign_engine.domain.types import format_ts, parse_ts
+from campaign_engine.graph.cypher import statement
+from campaign_engine.graph.graph import Tx
+from campaign_engine.graph.tenant_lane import tenant_lane
+
+__all__ = ["CONFIGURED_RATE", "MIN_MEASURED", "ChannelPlan", "Pace", "Shaping", "forecast", "measured_rates"]
+
+# Recipients/s assumed when nothing was measured: what a 2-core machine sustains with room to spare.
+CONFIGURED_RATE: dict[str, float] = {"notify": 50.0, "email": 20.0}
+# A send smaller than this is not measured: its fixed costs (first page, queue hops) dominate its rate.
+MIN_MEASURED = 100
+_KEEP = 5  # newest qualifying sends averaged per channel
+_SCAN = 50  # newest finished Dispatches read per channel (bounded whatever the history)
+
+ShapingKind = Literal["waves", "quiet_hours", "test_wave", "backlog", "higher_lanes", "frequency_cap"]
+
+
+class Shaping(CamelModel):
+    kind: ShapingKind
+    adds_seconds: int
+    """What it adds to the finish (0: named, not timed)."""
+    message: str
+
+
+class ChannelPlan(CamelModel):
+    recipients: int
+    starts_at: str
+    finishes_at: str
+    rate: float
+    """Recipients per second of sending, before wave delays and waits."""
+    rate_source: Literal["measured", "configured"]
+    shaped_by: list[Shaping] = []
+
+    def stored(self) -> dict[str, Any]:
+        """What a confirmed Dispatch keeps of its forecast, for ``getDispatch``'s live estimate."""
+        return {"planRecipients": self.recipients, "planFinishesAt": self.finishes_at, "planRate": self.rate,
+                "planRateSource": self.rate_source}  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Pace:
+    """The dispatch settings that pace a walk (``DispatchSettings.pace``)."""
+
+    page_size: int = 1000  # CAMPAIGN_DISPATCH_PAGE_SIZE
+    email_page_size: int = 500  # CAMPAIGN_EMAIL_PAGE_SIZE
+    wave_delay: int = 60  # CAMPAIGN_DISPATCH_DELAY_SECONDS
+    caps: Mapping[str, Mapping[CapChannel, ChannelCap]] = field(default_factory=dict)
+
+    def page(self, channel: str) -> int:
+        return self.email_page_size if channel == "email" else self.page_size
+
+
+def measured_rates(tx: Tx, channels: list[DeliveryChannel], *, wave_delay: int) -> dict[str, float]:
+    """Per channel with a recent qualifying send, its rate in recipients per active second."""
+    out: dict[str, float] = {}
+    for row in tx.run(statement("plan_rates"), channels=channels, scan=_SCAN):
+        sent = active = 0.0
+        kept = 0
+        for send in row["sends"]:
+            if kept == _KEEP or int(send["sent"] or 0) < MIN_MEASURED:
+                continue
+            elapsed = (parse_ts(send["endedAt"]) - parse_ts(send["startedAt"])).total_seconds()
+            waits = max(0, int(send["pages"] or 0) - 1) * wave_delay
+            sent += int(send["sent"])
+            active += max(elapsed - waits, elapsed / 10, 0.001)
+            kept += 1
+        if kept:
+            out[str(row["channel"])] = sent / active
+    return out
+
+
+def _backlog(tx: Tx, channels: list[DeliveryChannel], campaign_id: str) -> list[dict[str, Any]]:
+    return [dict(r) for r in tx.run(statement("plan_backlog"), channels=channels, campaignId=campaign_id)]
+
+
+def _duration(n: int, rate: float, page: int, delay: int) -> float:
+    return n / rate + max(0, math.ceil(n / page) - 1) * delay if n else 0.0
+
+
+def _groups(
+    zones: Counter[str], n: int, *, start: datetime, fallback: ZoneInfo, quiet: QuietHours | None
+) -> list[tuple[datetime, int]]:
+    """Recipients by the instant they may first receive, earliest first (all at ``start`` without
+    quiet hours); recipients the pass saw without a zone (routed guardians) get the campaign's zone."""
+    if quiet is None:
+        return [(start, n)]
+    by: Counter[datetime] = Counter()
+    for name, k in zones.items():
+        zone = known_zone(name) or fallback
+        by[ready_at(wave=start, now=start, zone=zone, quiet=quiet)] += k
+    rest = n - sum(zones.values())
+    if rest > 0:
+        by[ready_at(wave=start, now=start, zone=fallback, quiet=quiet)] += rest
+    return sorted((max(at, start), k) for at, k in by.items())
+
+
+def forecast(
+    tx: Tx,
+    *,
+    campaign: Mapping[str, Any],
+    counts: Mapping[str, int],
+    zones: Mapping[str, Counter[str]],
+    pace: Pace,
+    now: datetime,
+    experiment: Experiment | None = None,
+) -> dict[str, ChannelPlan]:
+    """The plan of each channel the campaign walks (``counts``: its recipients) if confirmed at ``now``."""
+    walked = campaign.get("channels") or []
+    channels: list[DeliveryChannel] = [ch for ch in ("notify", "email") if ch in walked]
+    definition = json.loads(campaign["definition"])
+    weight = tenant_lane(tx, campaign.get("tenantId"))[1] or 1
+    rates = measured_rates(tx, channels, wave_delay=pace.wave_delay)
+    backlog = _backlog(tx, channels, str(campaign["id"]))
+    priority = str(campaign.get("priority") or "normal")
+    tenant = str(campaign.get("tenantId") or "")
+    skips = skips_pacing_rules(priority)
+    window = None if skips else definition.get("quietHours")
+    quiet = None if not window else QuietHours(*(_wall(window[k]) for k in ("start", "end")))
+    fallback = known_zone(str(definition.get("timeZone") or "")) or ZoneInfo("UTC")
+    out: dict[str, ChannelPlan] = {}
+    for channel in channels:
+        n = counts[channel]
+        base = rates.get(channel)
+        source: Literal["measured", "configured"] = "measured" if base else "configured"
+        rate = base or CONFIGURED_RATE[channel]
+        shaped: list[Shaping] = []
+        page, delay = pace.page(channel), pace.wave_delay
+        ahead = sum(int(b["dispatches"]) for b in backlog if b["channel"] == channel
+                    and LANE_RANK.get(b["priority"], 1) < LANE_RANK.get(priority, 1))  # fmt: skip
+        lane = [b for b in backlog if b["channel"] == channel and b["priority"] == priority]
+        if lane:
+            others = {b["tenant"] for b in lane} - {tenant}
+            own = sum(int(b["dispatches"]) for b in lane if b["tenant"] == tenant)
+            share = weight / (weight + len(others)) / (1 + own)
+            slow = _duration(n, rate * share, page, delay) - _duration(n, rate, page, delay)
+            rate *= share
+            shaped.append(Shaping(kind="backlog", adds_seconds=round(slow), message=(
+                f"other {priority} sends still running: this send gets {share:.0%} of the worker "
+                "while they run")))  # fmt: skip
+        if ahead:
+            shaped.append(Shaping(kind="higher_lanes", adds_seconds=0, message=(
+                f"{ahead} dispatches of a higher lane still sending are served first")))  # fmt: skip
+        start = now
+        t = now
+        if experiment is not None and n:
+            tested = min(n, round(n * experiment.test_share))
+            decide = now + timedelta(seconds=experiment.decide_after_seconds)
+            t = now + timedelta(seconds=_duration(tested, rate, page, delay))
+            waited = max(0.0, (decide - t).total_seconds())
+            t = max(t, decide)
+            shaped.append(Shaping(kind="test_wave", adds_seconds=round(waited), message=(
+                f"a test wave of {tested} first; the rest waits for the decision "
+                f"{experiment.decide_after_seconds} s after the start")))  # fmt: skip
+            n -= tested
+        groups = _groups(zones.get(channel, Counter()), n, start=t, fallback=fallback, quiet=quiet)
+        first = True
+        waited_quiet = 0.0
+        for at, k in groups:
+            if at > t:
+                waited_quiet += (at - t).total_seconds()
+                t = at
+            if first and experiment is None:
+                start = t
+            first = False
+            t += timedelta(seconds=_duration(k, rate, page, delay))
+        if quiet is not None and window:
+            late = sum(k for at, k in groups if at > groups[0][0])
+            shaped.append(Shaping(kind="quiet_hours", adds_seconds=round(waited_quiet), message=(
+                f"quiet hours {window['start']}-{window['end']} in recipients' local time: "
+                f"{late} recipients wait for them to end")))  # fmt: skip
+        pages = math.ceil(max(n, 1) / page)
+        if delay and pages > 1:
+            shaped.append(Shaping(kind="waves", adds_seconds=(pages - 1) * delay,
+                                  message=f"{pages} waves of {page}, {delay} s apart"))  # fmt: skip
+        cap = None if skips else (pace.caps.get(tenant) or pace.caps.get(DEFAULT_TENANT) or {}).get(channel)
+        if cap is not None:
+            shaped.append(Shaping(kind="frequency_cap", adds_seconds=0, message=(
+                f"at most {cap.max} per {cap.window_seconds} s: recipients at their cap are "
+                "skipped, which can only finish it sooner")))  # fmt: skip
+        out[channel] = ChannelPlan(
+            recipients=counts[channel], starts_at=format_ts(start), finishes_at=format_ts(t),
+            rate=round(rate, 3), rate_source=source, shaped_by=shaped,
+        )  # fmt: skip
+    return out
+
+
+def _wall(value: str) -> time:
+    return datetime.strptime(value, "%H:%M").time()
