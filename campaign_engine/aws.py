@@ -85,7 +85,14 @@ def _api() -> Any:
 
     # The app opens its own graph: an API call waits about a second for an unreachable Neo4j (then
     # 503), where the workers' graph waits out a restart (graph/graph.py, NEO4J_UNAVAILABLE_WAIT_SECONDS).
-    app = create_app(_settings(), dispatch_queue=_queues().dispatch, start_now=True, serve_metrics=False)
+    queues = _queues()  # the relay's too: a request that recorded events kicks it (api/event_kick.py)
+    app = create_app(
+        _settings(),
+        dispatch_queue=queues.dispatch,
+        webhooks_queue=queues.webhooks,
+        start_now=True,
+        serve_metrics=False,
+    )
     return Mangum(app, lifespan="off")
 
 

@@ -141,6 +141,17 @@ function testWaveNotice(d: Dispatch, choose: ((d: Dispatch) => HTMLElement | nul
     choose ? choose(d) : null);
 }
 
+/** The review's forecast against the progress so far (getDispatch's plan): the finish re-estimated from
+ *  the rate so far, the forecast's, and how far it was off. */
+function liveEstimate(d: Dispatch): HTMLElement | null {
+  const plan = d.plan;
+  if (!plan) return null;
+  const off = plan.error == null ? "" : ` (forecast ${plan.error >= 0 ? "+" : ""}${Math.round(plan.error * 100)}% on the duration)`;
+  return h("p", { className: "muted live-estimate" },
+    `${d.status === "sending" ? "Expected to finish" : "Estimated finish"} `, timeEl(plan.finishesAt),
+    plan.rate == null ? "" : ` at ${plan.rate}/s`, " · forecast ", timeEl(plan.forecastFinishesAt), off);
+}
+
 /** The article for one channel's dispatch; `planned` is the reviewed recipient count, if known;
  *  `resume` builds the control that resumes a paused or failed one (absent: the caller may not);
  *  `choose` the controls that decide a test wave now. */
@@ -167,6 +178,7 @@ export function progressView(d: Dispatch, planned: number, resume?: (d: Dispatch
       d.startedAt ? h("span", {}, "Started ", timeEl(d.startedAt)) : null,
       d.finishedAt ? h("span", {}, " · finished ", timeEl(d.finishedAt)) : null,
       d.nextPageAt && d.status === "sending" ? h("span", {}, " · next wave at ", timeEl(d.nextPageAt)) : null),
+    liveEstimate(d),
     pauseNotice(d, resume),
     testWaveNotice(d, choose),
     d.lastError ? h("p", { className: "error" }, `Last error: ${d.lastError}`) : null,

@@ -28,6 +28,7 @@ from campaign_engine.api.app_standin import app_standin_router
 from campaign_engine.api.auth import TokenVerifier
 from campaign_engine.api.clicks import clicks_router
 from campaign_engine.api.context import RateLimiter, Services
+from campaign_engine.api.event_kick import KickAfterEvents
 from campaign_engine.api.exports import exports_router
 from campaign_engine.api.imports import imports_router
 from campaign_engine.api.openapi import build_openapi
@@ -41,6 +42,7 @@ from campaign_engine.campaigns.self_test import ChannelTester
 from campaign_engine.campaigns.tenants.api_keys import verify_key
 from campaign_engine.config import ConfigError, Settings
 from campaign_engine.delivery.email.web_view import web_view_router
+from campaign_engine.delivery.relay_kick import RelayKick
 from campaign_engine.did import DidResolver, resolver_for
 from campaign_engine.did.auth import DidAuthenticator
 from campaign_engine.domain.types import Clock, system_clock
@@ -56,7 +58,7 @@ from campaign_engine.observability.request_id import RequestIdMiddleware
 from campaign_engine.queue.port import Queue
 from campaign_engine.unsubscribe.routes import unsubscribe_router
 from campaign_engine.unsubscribe.tokens import UnsubscribeTokens
-from campaign_engine.wiring import build_dispatch_queue, build_self_testers
+from campaign_engine.wiring import build_dispatch_queue, build_self_testers, build_webhooks_queue
 from campaign_engine.wiring.engine_did import engine_did
 
 __all__ = ["ROUTERS", "create_app", "freeze_startup_heap"]
@@ -124,6 +126,7 @@ def create_app(
     clock: Clock = system_clock,
     rate_limiter: RateLimiter | None = None,
     dispatch_queue: Queue | None = None,
+    webhooks_queue: Queue | None = None,
     self_test_testers: Mapping[str, ChannelTester] | None = None,
     sns_http: SnsHttp | None = None,
     did_resolver: DidResolver | None = None,
@@ -132,7 +135,8 @@ def create_app(
 ) -> FastAPI:
     """The API app. It starts (applies the schema) in its lifespan, or here when ``start_now``: the
     Lambda handler starts it once per container and serves it without lifespan events. A start that
-    cannot reach the graph is tried again (``Startup``) while the app answers 503."""
+    cannot reach the graph is tried again (``Startup``) while the app answers 503. ``webhooks_queue``
+    (the relay's) gets a job for each endpoint a request queued events for (``api/event_kick.py``)."""
     settings.require_api()
     if serve_metrics:  # closed without a token unless meant to be open, checked before anything opens
         settings.require_metrics()
@@ -232,6 +236,8 @@ def create_app(
     endpoint = TrpcEndpoint(services, ROUTERS, gate=startup.require)
 
     app.add_middleware(_TrpcFirst, endpoint=endpoint)
+    relay_queue = webhooks_queue if webhooks_queue is not None else build_webhooks_queue(settings)
+    app.add_middleware(KickAfterEvents, kick=RelayKick(graph=the_graph, queue=relay_queue))
     app.add_middleware(RequestIdMiddleware)  # outermost of ours: every route's lines carry requestId
     document: dict[str, Any] = {}
 

@@ -22,7 +22,7 @@ jobs one at a time, notify deliveries as one batch (one recheck query, one outco
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 
 from pydantic import ValidationError
@@ -36,6 +36,7 @@ from campaign_engine.delivery.webhook_relay import RelayResult
 from campaign_engine.domain.dispatch import DeliveryJob, PageJob, RelayJob, parse_job
 from campaign_engine.domain.types import Clock, format_ts
 from campaign_engine.graph.graph import Graph
+from campaign_engine.graph.webhook_outbox import touched_scope
 from campaign_engine.queue.port import MAX_DELAY_SECONDS, Received, ReceivedMessage
 
 __all__ = [
@@ -85,7 +86,7 @@ JobKey = tuple[str, str]
 PageHandler = Callable[[Received[PageJob]], Outcome]
 DeliveryHandler = Callable[[Sequence[Received[DeliveryJob]]], list[Outcome]]
 RelayHandler = Callable[[RelayJob], RelayResult]
-Kick = Callable[[], None]
+Kick = Callable[[Collection[str]], None]
 
 
 def job_key(job: PageJob | DeliveryJob) -> JobKey:
@@ -134,6 +135,14 @@ class JobTable:
         return frozenset(served | ({("webhooks", "webhooks")} if self._relay else set()))
 
     def handle(self, messages: Sequence[ReceivedMessage]) -> list[Outcome]:
+        """The batch's outcomes; then the relay's kick for the endpoints its commits queued events for."""
+        with touched_scope() as touched:
+            outcomes = self._handle(messages)
+        if self._kick is not None:
+            self._kick(touched)
+        return outcomes
+
+    def _handle(self, messages: Sequence[ReceivedMessage]) -> list[Outcome]:
         outcomes: dict[int, Outcome] = {}
         deliveries: list[tuple[int, Received[DeliveryJob]]] = []
         for index, message in enumerate(messages):
@@ -154,8 +163,6 @@ class JobTable:
         if deliveries and self._deliveries is not None:
             results = self._deliveries([item for _, item in deliveries])
             outcomes.update(zip((index for index, _ in deliveries), results, strict=True))
-        if self._kick is not None:
-            self._kick()
         return [outcomes[index] for index in range(len(messages))]
 
     def _serve_relay(self, job: RelayJob) -> Outcome:

@@ -21,21 +21,21 @@ same ``webhook-id``.
 from __future__ import annotations
 
 import logging
-import math
 import time
 import uuid
+from collections.abc import Collection
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
 from campaign_engine.delivery.notify.sender import Answered, Outgoing, PostResult, WebhookSender
+from campaign_engine.delivery.relay_kick import RelayKick
 from campaign_engine.domain.dispatch import RelayJob, job_json
 from campaign_engine.domain.types import Clock, format_ts, parse_ts
 from campaign_engine.domain.webhook_events import DISABLE_AFTER_SECONDS, retry_delay_after
 from campaign_engine.domain.webhook_keys import RingUnreadable, SecretBox
 from campaign_engine.graph.cypher import statement
 from campaign_engine.graph.graph import Graph, Tx
-from campaign_engine.graph.webhook_outbox import subscribers_for
 from campaign_engine.queue.port import MAX_DELAY_SECONDS, Queue, QueueError
 
 __all__ = ["RelayResult", "WebhookRelay", "enqueue_due"]
@@ -43,7 +43,6 @@ __all__ = ["RelayResult", "WebhookRelay", "enqueue_due"]
 log = logging.getLogger(__name__)
 
 _LEASE_SECONDS = 120
-_KICK_SECONDS = 2.0
 
 
 @dataclass(frozen=True)
@@ -75,7 +74,7 @@ class WebhookRelay:
         self._clock = clock
         self._batch = batch
         self._run_seconds = run_seconds
-        self._kicked: dict[str, float] = {}
+        self._kick = RelayKick(graph=graph, queue=queue)
 
     def close(self) -> None:
         """Close the sender (its connections and loop): the relay owns the sender it was given."""
@@ -83,29 +82,10 @@ class WebhookRelay:
         if close is not None:
             close()
 
-    def kick(self) -> None:
-        """Start the relay of every endpoint this process queued events for since the last kick, so an
-        event's first attempt follows its commit within seconds rather than at the next sweep. At most
-        one job per endpoint per ``_KICK_SECONDS``: an endpoint touched sooner gets its job that much
-        later, never none (the last events of a burst must not wait a minute for the sweep). A job that
-        finds the endpoint busy or its transaction rolled back is a no-op; one lost is made up by the
-        sweep."""
-        now = time.monotonic()
-        by_delay: dict[int, list[str]] = {}
-        for endpoint in subscribers_for(self._graph).take_touched():
-            visible = self._kicked.get(endpoint, -_KICK_SECONDS)
-            if visible >= now + 1:
-                continue  # a job still to come reads these events too
-            delay = math.ceil(max(1.0, visible + _KICK_SECONDS - now))  # after the batch's commit
-            self._kicked[endpoint] = now + delay
-            by_delay.setdefault(delay, []).append(endpoint)
-        try:
-            for delay, endpoints in sorted(by_delay.items()):
-                for start in range(0, len(endpoints), 10):
-                    jobs = [job_json(RelayJob(endpoint_id=e)) for e in endpoints[start : start + 10]]
-                    self._queue.send_batch(jobs, delay_seconds=delay)
-        except QueueError:
-            log.warning("webhooks.kick_failed endpoints=%d", sum(len(e) for e in by_delay.values()))
+    def kick(self, committed: Collection[str] = ()) -> None:
+        """Start the relay of the endpoints ``committed`` work queued events for, and of those this
+        process touched outside any scope (``delivery/relay_kick.py``, shared with the API)."""
+        self._kick.kick(committed)
 
     def handle(self, job: RelayJob) -> RelayResult:
         """One job: rounds until the queue is empty, a round fails or the run budget is spent; then the

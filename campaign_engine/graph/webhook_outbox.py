@@ -11,6 +11,10 @@ Recording must not slow a send, so which endpoints want which types is a per-pro
 enabled endpoints (one small read, kept ``ttl_seconds``, 5 s; ``invalidate`` after an endpoint edit in
 this process), and a tenant with no subscriber costs a dictionary lookup: ``wants`` lets a caller skip
 even building its events.
+
+Which endpoints got events is remembered for the relay's kick (``delivery/relay_kick.py``): inside a
+``touched_scope`` (a request, a worker's batch) in that scope, whose owner knows when its transactions
+have committed; anywhere else (a background writer's thread) in the process's own set.
 """
 
 from __future__ import annotations
@@ -18,7 +22,9 @@ from __future__ import annotations
 import threading
 import time
 import weakref
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Any
 
 from campaign_engine.domain.webhook_events import Event, EventType, matches
@@ -32,9 +38,25 @@ __all__ = [
     "record_dispatch_events",
     "record_events",
     "subscribers_for",
+    "touched_scope",
 ]
 
 DEFAULT_TTL_SECONDS = 5.0
+
+_scope: ContextVar[set[str] | None] = ContextVar("webhook_touched_scope", default=None)
+
+
+@contextmanager
+def touched_scope() -> Iterator[set[str]]:
+    """Collect the endpoints this context queues events for: a thread the work is handed to with the
+    context (``run_in_threadpool``, ``asyncio.to_thread``) adds to the same set. Its owner kicks them once
+    the work returned, so after their commit."""
+    touched: set[str] = set()
+    token = _scope.set(touched)
+    try:
+        yield touched
+    finally:
+        _scope.reset(token)
 
 
 class Subscribers:
@@ -61,12 +83,18 @@ class Subscribers:
         self._touched: set[str] = set()
 
     def touch(self, endpoint_ids: Sequence[str]) -> None:
-        """Endpoints this process just queued events for (a hint: the transaction may yet roll back)."""
+        """Endpoints this process just queued events for (a hint: the transaction may yet roll back):
+        into the current ``touched_scope``, else the process's set for ``take_touched``."""
+        scope = _scope.get()
         with self._lock:
-            self._touched.update(endpoint_ids)
+            (self._touched if scope is None else scope).update(endpoint_ids)
+
+    def touched(self) -> bool:
+        """Some endpoint was touched since the last ``take_touched`` (a read without I/O)."""
+        return bool(self._touched)
 
     def take_touched(self) -> list[str]:
-        """The endpoints touched since the last call, so a worker can start their relay at once."""
+        """The endpoints touched since the last call, so a process can start their relay at once."""
         with self._lock:
             touched, self._touched = self._touched, set()
         return sorted(touched)

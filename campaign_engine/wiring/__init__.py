@@ -1,9 +1,9 @@
 """The composition root every edge builds through: adapters and workers from ``Settings``.
 
 ``campaign-engine worker``, the Lambda handlers (``aws.py``), ``make dev``'s worker and the API's
-``create_app`` (its dispatch queue, its ``sendTestToMe`` channels, the webhook egress rules) all take
-what they run from here, so the backend choice (local SQLite queue or SQS), every tuning knob and every
-check made at start are read in one place. It sits above the use cases (``campaigns``, ``delivery``,
+``create_app`` (its dispatch and relay queues, its ``sendTestToMe`` channels, the webhook egress rules)
+all take what they run from here, so the backend choice (local SQLite queue or SQS), every tuning knob
+and every check made at start are read in one place. It sits above the use cases (``campaigns``, ``delivery``,
 ``feedback``), which therefore never import each other, and below the edges. Tests pass their own
 queues, clock, transport or provider instead of patching.
 """
@@ -15,7 +15,13 @@ from campaign_engine.wiring.notify import (
     build_webhook_transport,
     egress_rules,
 )
-from campaign_engine.wiring.queues import Queues, build_delivery_queue, build_dispatch_queue, build_queues
+from campaign_engine.wiring.queues import (
+    Queues,
+    build_delivery_queue,
+    build_dispatch_queue,
+    build_queues,
+    build_webhooks_queue,
+)
 from campaign_engine.wiring.self_testers import build_email_self_tester, build_self_testers
 from campaign_engine.wiring.tenants import tenant_directory
 from campaign_engine.wiring.worker import (
@@ -39,6 +45,7 @@ __all__ = [
     "build_queues",
     "build_self_testers",
     "build_webhook_transport",
+    "build_webhooks_queue",
     "build_worker",
     "egress_rules",
     "run_sweep",

@@ -10,7 +10,7 @@ from campaign_engine.queue.local import LocalQueue
 from campaign_engine.queue.port import Queue
 from campaign_engine.queue.sqs import SqsQueue, make_sqs_client
 
-__all__ = ["Queues", "build_delivery_queue", "build_dispatch_queue", "build_queues"]
+__all__ = ["Queues", "build_delivery_queue", "build_dispatch_queue", "build_queues", "build_webhooks_queue"]
 
 
 DISPATCH_QUEUE = "dispatch"
@@ -74,12 +74,21 @@ def build_delivery_queue(settings: Settings) -> Queue:
     return _local(settings, DELIVERY_QUEUE)
 
 
-def build_queues(settings: Settings) -> Queues:
-    webhooks = None
+def _own_webhooks_queue(settings: Settings) -> Queue | None:
     if settings.campaign_queue_backend == "sqs" and settings.campaign_webhook_queue_url:
-        webhooks = _sqs(settings, settings.campaign_webhook_queue_url, "CAMPAIGN_WEBHOOK_QUEUE_URL")
+        return _sqs(settings, settings.campaign_webhook_queue_url, "CAMPAIGN_WEBHOOK_QUEUE_URL")
+    return None
+
+
+def build_webhooks_queue(settings: Settings) -> Queue:
+    """The relay's queue (``Queues.webhooks``): the API kicks the relay through it after a request that
+    recorded events."""
+    return _own_webhooks_queue(settings) or build_delivery_queue(settings)
+
+
+def build_queues(settings: Settings) -> Queues:
     return Queues(
         dispatch=build_dispatch_queue(settings),
         delivery=build_delivery_queue(settings),
-        webhooks_queue=webhooks,
+        webhooks_queue=_own_webhooks_queue(settings),
     )

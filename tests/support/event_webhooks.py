@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
@@ -29,7 +30,8 @@ from tests.support.delivery import (
 @dataclass
 class EventReceiver:
     """An endpoint that verifies each POST with the official library against its secrets (any one
-    verifying is enough, as for a receiver mid-rotation) and answers 503 while ``down``."""
+    verifying is enough, as for a receiver mid-rotation) and answers 503 while ``down``; each arrival
+    keeps its ``time.monotonic()`` as ``at``."""
 
     secrets: list[str] = field(default_factory=list)
     down: bool = False
@@ -58,7 +60,8 @@ class EventReceiver:
                 if not verified_by:
                     return Response(status_code=401)
                 event = json.loads(body)
-                self.received.append({"id": headers["webhook-id"], "event": event, "verifiedBy": verified_by})
+                arrival = {"id": headers["webhook-id"], "event": event, "verifiedBy": verified_by}
+                self.received.append({**arrival, "at": time.monotonic()})
             return Response(status_code=204)
 
         return app

@@ -71,6 +71,7 @@ def watch_the_progress(page: Page, url: str, admin_token: str) -> None:
         expect(article.locator(".counter-details")).not_to_have_attribute("open", "")
         expect(article.locator(".counter-details [data-counter='pages']")).to_be_hidden()
         expect(article.locator("label")).to_have_text("12 of 12 recipients reached or settled")
+        expect(article.locator(".live-estimate time")).to_have_count(2)  # the finish and the forecast's
     expect(notify.locator(".counter-details [data-counter='pages']")).to_have_text(re.compile(r"^[34]$"))
     assert notify.locator("progress").evaluate("(p) => p.value === p.max && p.max === 12")
     expect(notify.locator("time").first).to_have_text(LOCAL_TIME)  # started at, in Paris time
