@@ -11,7 +11,7 @@ from typing import Any
 from campaign_engine.config import Settings
 from campaign_engine.graph.graph import Graph
 from campaign_engine.wiring import build_worker
-from tests.integration.campaigns.sending.test_approval import CLOCK, Person, _trail
+from tests.integration.campaigns.sending.test_approval import CLOCK, TENANT, Person, _trail
 from tests.integration.campaigns.sending.test_approval_reach import SEGMENTED, _parents, _tenant_under_policy
 from tests.support.api import TrpcClient, api_client, error_code, ok
 from tests.support.delivery import StepClock, delivery_settings, drain, inbox_server, local_queues, notified
@@ -87,3 +87,56 @@ def test_a_card_change_held_while_a_send_walks_stays_approvable(
         _parents(graph, hook, "m4")
         assert error_code(_approve(pol, again["previewToken"])) == "CONFLICT"
         assert _titles(api, "m1") == ["Pick-up at 4pm"]
+
+
+def _family(graph: Graph, *, guardian: str, child: str) -> None:
+    """An adult guardian and a minor of tenant alpha, linked with consent granted."""
+    graph.run(
+        "UNWIND [[$g, '1980-05-17', false], [$k, '2015-09-01', true]] AS row "
+        "MERGE (p:Profile {profileId: row[0]}) "
+        "SET p.tenants = [$tenant], p.dob = row[1], p.isManaged = row[2], p.announcementPushOptOut = false "
+        "WITH collect(p) AS pair "
+        "WITH pair[0] AS g, pair[1] AS k CREATE (g)-[:GUARDIAN_OF {consent: 'granted', source: 'api'}]->(k)",
+        g=guardian, k=child, tenant=TENANT,
+    )  # fmt: skip
+
+
+def _seen_and_shown(api: TrpcClient, profile_id: str) -> tuple[list[str], int]:
+    """The guardian's cards of ``fam``, and the status recordEvent answers a ``shown`` of it with."""
+    cards = ok(api.query("campaigns.getMyCampaigns", as_=profile_id))["campaigns"]
+    shown = api.mutate("campaigns.recordEvent", {"campaignId": "fam", "event": "shown"}, as_=profile_id)
+    return [str(c["message"]["title"]) for c in cards if c["campaignId"] == "fam"], shown.status_code
+
+
+def test_a_guardian_sees_and_records_on_a_childs_card_only_once_the_child_is_approved(
+    base_settings: Settings, graph: Graph, tmp_path: Path
+) -> None:
+    """A child added to a live campaign after its approval waits for the next one, and so does the
+    child's guardian: no card, and no engagement recorded on the card they cannot see."""
+    settings = delivery_settings(base_settings)
+    with api_client(settings, graph, clock=CLOCK) as api:
+        _tenant_under_policy(api, settings, min_recipients=2)
+        ana, pia = Person(api, "ana", "author"), Person(api, "pia", "publisher")
+        pol = Person(api, "pol", "publisher")
+        _parents(graph, "", "a1", "a2")  # two adult members: the card reaches the policy's two
+        _family(graph, guardian="g1", child="k1")
+        _family(graph, guardian="g2", child="k2")
+        family = {"id": "fam", "name": "Families", "channels": ["inApp"], "minors": "guardians",
+                  "message": {"title": "Trip forms"}}  # fmt: skip
+        ok(ana.mutate("campaigns.create", family))
+        audience = {"campaignId": "fam", "source": {"type": "profileIds", "profileIds": ["a1", "a2", "k1"]}}
+        ok(ana.mutate("campaigns.addAudience", audience))
+        ok(pia.mutate("campaigns.setStatus", {"campaignId": "fam", "status": "live"}))
+        ok(_approve_fam(pol, _held(pol)["previewToken"]))
+        assert _seen_and_shown(api, "g1") == (["Trip forms"], 200)
+
+        added = {"campaignId": "fam", "source": {"type": "profileIds", "profileIds": ["k2"]}}
+        ok(ana.mutate("campaigns.addAudience", added))
+        assert _seen_and_shown(api, "g2") == ([], 404)  # k2 came after the approval
+        assert _seen_and_shown(api, "g1") == (["Trip forms"], 200)
+        ok(_approve_fam(pia, _held(pia)["previewToken"]))
+        assert _seen_and_shown(api, "g2") == (["Trip forms"], 200)
+
+
+def _approve_fam(person: Person, token: str) -> Any:
+    return person.mutate("campaigns.approveDispatch", {"campaignId": "fam", "previewToken": token})
