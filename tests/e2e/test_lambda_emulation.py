@@ -32,6 +32,7 @@ from campaign_engine.graph.graph import Graph
 from tests.conftest import ADMIN_ID, TEST_JWT_SECRET
 from tests.support.delivery import WEBHOOK_SECRET, ThreadServer, inbox_server
 from tests.support.email import EMAIL_COPY, UNSUBSCRIBE_SECRET
+from tests.support.event_webhooks import EventReceiver
 from tests.support.lambda_emulator import LambdaEmulator, load_serverless
 from tests.support.moto_server import MOTO_REGION, moto_endpoint  # noqa: F401 - fixture
 from tests.support.postmark_standin import PostmarkStandin
@@ -280,3 +281,23 @@ def test_notify_and_email_campaign_through_the_emulated_deployment(
         ours = [e for e in lines if str(e.get("logger")).startswith("campaign_engine.")]
         assert any(e["level"] == "info" for e in ours), f"{name} logged nothing at INFO"
         assert all(e.get("requestId") for e in ours), f"{name} logged outside an invocation's id"
+
+
+def test_an_event_the_api_function_records_is_queued_for_the_relay_before_any_sweep(
+    aws: LambdaEmulator, base_settings: Settings
+) -> None:
+    """The Lambda API handler kicks the relay as the local API does: the relay's job is on WebhookQueue
+    when the answer comes back, before any worker or sweeper ran, and the relay function delivers it."""
+    receiver = EventReceiver()
+    api = Trpc(aws, mint_token(base_settings, profile_id=ADMIN_ID, scope=ADMIN_SCOPE))
+    with ThreadServer(receiver.app()) as endpoint:
+        created = api.mutate("webhookEndpoints.create", {"url": f"{endpoint.url}/events",
+                                                         "events": ["campaign.created"]})  # fmt: skip
+        receiver.secrets.append(created["secret"])
+        api.mutate("campaigns.create", {"id": "soon", "name": "Soon", "channels": ["notify"],
+                                        "notification": {"title": "T", "body": "B"}})  # fmt: skip
+        assert aws.queue_depths()["WebhookQueue"]["Messages"] == 1
+        assert aws.turns == 0 and {i.function for i in aws.invocations} == {"api"}
+        aws.run_until(lambda: bool(receiver.received), timeout=60)
+    assert [r["event"]["data"]["campaignId"] for r in receiver.received] == ["soon"]
+    assert aws.errors == []
