@@ -30,7 +30,7 @@ from campaign_engine.graph.graph import Graph
 from campaign_engine.inbox.app import create_inbox_app
 from campaign_engine.queue.local import LocalQueue
 from campaign_engine.queue.port import Lane, Queue, QueueError, ReceivedMessage
-from campaign_engine.wiring import Queues
+from campaign_engine.wiring import Queues, build_worker
 from tests.conftest import free_port
 
 WEBHOOK_SECRET = "whsec_dGVzdC13ZWJob29rLXNlY3JldC0wMTIzNDU2Nzg5YWI="  # Standard Webhooks: whsec_ + base64
@@ -250,3 +250,12 @@ def drain(handle: Callable[[Any, list[Any]], None], queues: Queues, *, rounds: i
         if not busy:
             return
     raise AssertionError("queues did not drain")
+
+
+def run_worker(settings: Settings, graph: Graph, queues: Queues) -> None:
+    """One real worker (no sweeps) until both queues are drained, then closed."""
+    worker = build_worker(settings, graph, queues=queues, clock=StepClock(), sweep_every=None)
+    try:
+        drain(worker.handle, queues)
+    finally:
+        worker.close()

@@ -9,8 +9,8 @@ from campaign_engine.campaigns.sending.dispatch_settings import DispatchSettings
 from campaign_engine.config import Settings
 from campaign_engine.delivery.email.page_walk import EmailWorker
 from campaign_engine.graph.graph import Graph
-from campaign_engine.wiring import Queues, build_email_worker, build_worker
-from tests.support.delivery import NOW, StepClock, drain
+from campaign_engine.wiring import Queues, build_email_worker
+from tests.support.delivery import NOW, StepClock
 
 DISPATCH_SETTINGS = DispatchSettings(adult_age=18, max_recipients=100)
 
@@ -35,14 +35,6 @@ def _dispatch(graph: Graph, queues: Queues, token: str | None = None, campaign_i
         settings=DispatchSettings(adult_age=18, max_recipients=10_000),
     )
     return started.dispatch_ids["email"]
-
-
-def _run(settings: Settings, graph: Graph, queues: Queues) -> None:
-    worker = build_worker(settings, graph, queues=queues, clock=StepClock(), sweep_every=None)
-    try:
-        drain(worker.handle, queues)
-    finally:
-        worker.close()
 
 
 def _email_dispatch(graph: Graph, campaign_id: str = "c1") -> dict[str, object]:

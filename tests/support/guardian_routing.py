@@ -10,11 +10,8 @@ from campaign_engine.campaigns.sending.dispatch import preview_dispatch
 from campaign_engine.campaigns.sending.dispatch_settings import DispatchSettings
 from campaign_engine.config import Settings
 from campaign_engine.graph.graph import Graph
-from campaign_engine.wiring import Queues, build_worker
 from tests.support.delivery import (
     NOW,
-    StepClock,
-    drain,
     make_campaign,
 )
 from tests.support.email import EMAIL_COPY, add_email_members, email_settings
@@ -78,14 +75,6 @@ def _bare(value: Any) -> Any:
     if isinstance(value, dict):
         return {k: _bare(v) for k, v in value.items() if v is not None}
     return value
-
-
-def _run(settings: Settings, graph: Graph, queues: Queues) -> None:
-    worker = build_worker(settings, graph, queues=queues, clock=StepClock(), sweep_every=None)
-    try:
-        drain(worker.handle, queues)
-    finally:
-        worker.close()
 
 
 def _preview(graph: Graph, campaign: str = "c1") -> Any:

@@ -19,17 +19,17 @@ from campaign_engine.domain.tenant import TenantCreate
 from campaign_engine.domain.types import format_ts
 from campaign_engine.graph.graph import Graph
 from campaign_engine.graph.tenants import create_tenant
-from campaign_engine.wiring import Queues, build_page_worker, build_worker
+from campaign_engine.wiring import Queues, build_page_worker
 from tests.support.delivery import (
     NOW,
     StepClock,
     add_members,
     delivery_settings,
-    drain,
     inbox_server,
     local_queues,
     make_campaign,
     notified,
+    run_worker,
     start_dispatch,
 )
 from tests.support.email import accepted_to, add_email_members, email_settings, emailed, make_email_campaign
@@ -69,11 +69,7 @@ def test_a_critical_send_skips_quiet_hours_and_the_cap_but_never_an_opt_out_or_t
         graph.run("MATCH (p:Profile {profileId: 'full'}) SET p.notifyCapLog = $log", log=had)
         start_dispatch(graph, queues.dispatch, "buses")
         start_dispatch(graph, queues.dispatch, "lunch")
-        worker = build_worker(settings, graph, queues=queues, clock=StepClock(), sweep_every=None)
-        try:
-            drain(worker.handle, queues)
-        finally:
-            worker.close()
+        run_worker(settings, graph, queues)
     assert notified(graph, "buses") == ["full", "quiet"]
     assert notified(graph, "lunch") == []  # quiet hours hold a normal send
     assert graph.run("MATCH (p:Profile {profileId: 'full'}) RETURN p.notifyCapLog AS log")[0]["log"] == had
@@ -103,11 +99,7 @@ def test_a_critical_email_skips_quiet_hours_but_never_a_suppression_an_opt_out_o
         graph.run("CREATE (:EmailSuppression {address: 'bounced@example.com', reason: 'hard_bounce'})")
         start_dispatch(graph, queues.dispatch, "storm")
         start_dispatch(graph, queues.dispatch, "fair")
-        worker = build_worker(settings, graph, queues=queues, clock=StepClock(), sweep_every=None)
-        try:
-            drain(worker.handle, queues)
-        finally:
-            worker.close()
+        run_worker(settings, graph, queues)
         assert (emailed(graph, "storm"), emailed(graph, "fair")) == (["ok"], [])
         assert accepted_to(postmark) == ["ok@example.com"]
 

@@ -28,6 +28,7 @@ from tests.support.delivery import (
     inbox_server,
     local_queues,
     make_campaign,
+    run_worker,
 )
 from tests.support.email import EMAIL_COPY, email_states
 from tests.support.guardian_routing import (
@@ -38,7 +39,6 @@ from tests.support.guardian_routing import (
     _link,
     _preview,
     _profiles,
-    _run,
     _settings,
 )
 from tests.support.guardians import independent_routed_count
@@ -59,7 +59,7 @@ def test_minors_reach_their_consenting_eligible_guardians_once_on_both_channels(
         preview = _preview(graph)
         started = dispatch(graph, queues.dispatch, campaign_id="c1", expected_token=preview.preview_token,
                            now=NOW, settings=DISPATCH_SETTINGS)  # fmt: skip
-        _run(settings, graph, queues)
+        run_worker(settings, graph, queues)
 
         everyone = ["a1", "g1", "g2", "g3", "g4", "g5", "g6", "k1", "k2", "k3", "k4", "k5", "k6", "k7"]
         notified = {pid: inbox_records(inbox.url, pid) for pid in everyone}
@@ -124,7 +124,7 @@ def test_exclude_runs_todays_statements_and_reaches_no_guardian(
         assert (preview.recipient_count, preview.guardian_recipient_count) == (1, 0)
         dispatch(graph, queues.dispatch, campaign_id="c1", expected_token=preview.preview_token, now=NOW,
                  settings=DISPATCH_SETTINGS)  # fmt: skip
-        _run(settings, graph, queues)
+        run_worker(settings, graph, queues)
         reached = [pid for pid in ["a1", "g1", "g4", "g5", "k1"] if inbox_records(inbox.url, pid)]
     assert reached == ["a1"]
     assert [str(m["To"]) for m in postmark.accepted] == ["a1@example.com"]
@@ -155,7 +155,7 @@ def test_a_live_segment_routes_its_excluded_matches(
         assert (preview.notification_recipient_count, preview.guardian_recipient_count) == (2, 1)
         dispatch(graph, queues.dispatch, campaign_id="c1", expected_token=preview.preview_token, now=NOW,
                  settings=DISPATCH_SETTINGS)  # fmt: skip
-        _run(settings, graph, queues)
+        run_worker(settings, graph, queues)
         got = {pid: inbox_records(inbox.url, pid) for pid in ["g1", "g2", "k1", "k2"]}
     assert {pid: len(r) for pid, r in got.items()} == {"g1": 1, "g2": 1, "k1": 0, "k2": 0}
     assert (got["g1"][0]["metadata"]["audience"], got["g2"][0]["metadata"].get("audience")) == (

@@ -10,11 +10,10 @@ from typing import Any
 
 from campaign_engine.config import Settings
 from campaign_engine.graph.graph import Graph
-from campaign_engine.wiring import build_worker
 from tests.integration.campaigns.sending.test_approval import CLOCK, TENANT, Person, _trail
 from tests.integration.campaigns.sending.test_approval_reach import SEGMENTED, _parents, _tenant_under_policy
 from tests.support.api import TrpcClient, api_client, error_code, ok
-from tests.support.delivery import StepClock, delivery_settings, drain, inbox_server, local_queues, notified
+from tests.support.delivery import delivery_settings, inbox_server, local_queues, notified, run_worker
 
 CARD = {**SEGMENTED, "channels": ["inApp", "notify"], "message": {"title": "Pick-up moved"}}
 
@@ -61,11 +60,7 @@ def test_a_card_change_held_while_a_send_walks_stays_approvable(
         # ana edits the card before the walk ran: the change waits for a second publisher.
         ok(ana.mutate("campaigns.update", {"campaignId": "grow", "message": {"title": "Pick-up at 4pm"}}))
         held = _held(pol)
-        worker = build_worker(settings, graph, queues=queues, clock=StepClock(), sweep_every=None)
-        try:
-            drain(worker.handle, queues)
-        finally:
-            worker.close()
+        run_worker(settings, graph, queues)
         assert notified(graph, "grow") == ["m1", "m2", "m3"]
         moved = ok(pia.query("campaigns.previewDispatch", {"campaignId": "grow"}))
         assert (moved["previewToken"] != held["previewToken"], moved["inAppRecipientCount"]) == (True, 3)

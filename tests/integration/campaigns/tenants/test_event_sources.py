@@ -29,8 +29,8 @@ from campaign_engine.feedback.store import FeedbackStore
 from campaign_engine.graph.graph import Graph
 from campaign_engine.graph.webhook_outbox import subscribers_for
 from campaign_engine.unsubscribe.optout import opt_out_by_unsubscribe_id
-from campaign_engine.wiring import Queues, build_worker
-from tests.support.delivery import NOW, StepClock, drain, local_queues
+from campaign_engine.wiring import Queues
+from tests.support.delivery import NOW, StepClock, local_queues, run_worker
 from tests.support.email import (
     add_email_members,
     address_of,
@@ -84,14 +84,6 @@ def _events(graph: Graph, *types: str) -> list[dict[str, Any]]:
     return [json.loads(row["body"]) for row in rows]
 
 
-def _run(settings: Settings, graph: Graph, queues: Queues) -> None:
-    worker = build_worker(settings, graph, queues=queues, clock=StepClock(), sweep_every=None)
-    try:
-        drain(worker.handle, queues)
-    finally:
-        worker.close()
-
-
 def test_email_outcomes_feedback_and_opt_out_are_events(
     settings: Settings, graph: Graph, queues: Queues, postmark: PostmarkStandin
 ) -> None:
@@ -102,7 +94,7 @@ def test_email_outcomes_feedback_and_opt_out_are_events(
     started = dispatch(
         graph, queues.dispatch, campaign_id="c1", expected_token=None, now=NOW, settings=DISPATCH_SETTINGS
     )
-    _run(settings, graph, queues)
+    run_worker(settings, graph, queues)
     dispatch_id = started.dispatch_ids["email"]
     emailed = _events(graph, "recipient.emailed", "recipient.email_rejected")
     assert sorted((e["type"], e["data"]["profileId"]) for e in emailed) == [

@@ -13,7 +13,7 @@ from campaign_engine.domain.dispatch import PageJob, parse_job
 from campaign_engine.domain.errors import Conflict
 from campaign_engine.graph.graph import Graph
 from campaign_engine.wiring import Queues
-from tests.support.delivery import NOW, add_members
+from tests.support.delivery import NOW, add_members, run_worker
 from tests.support.email import (
     accepted_to,
     add_email_members,
@@ -26,7 +26,6 @@ from tests.support.email_dispatch import (
     DISPATCH_SETTINGS,
     _dispatch,
     _email_dispatch,
-    _run,
 )
 from tests.support.postmark_standin import PostmarkStandin
 
@@ -81,7 +80,7 @@ def test_eligibility_matrix_preview_and_send(
     assert claimed(graph, "c1") == ["claimed"]  # the preview claims no one
 
     _dispatch(graph, queues, preview.preview_token)
-    _run(settings, graph, queues)
+    run_worker(settings, graph, queues)
     assert accepted_to(postmark) == sorted(address_of(p) for p in ["ok", "push-optout", "service"])
     assert emailed(graph, "c1") == ["emailed", "ok", "push-optout", "service"]
     record = _email_dispatch(graph)

@@ -16,7 +16,7 @@ from campaign_engine.graph.graph import Graph
 from campaign_engine.unsubscribe.routes import unsubscribe_router
 from campaign_engine.unsubscribe.tokens import UnsubscribeTokens
 from campaign_engine.wiring import Queues
-from tests.support.delivery import StepClock
+from tests.support.delivery import StepClock, run_worker
 from tests.support.email import (
     accepted_to,
     add_email_members,
@@ -30,7 +30,6 @@ from tests.support.email_dispatch import (
     _dispatch,
     _email_dispatch,
     _email_worker,
-    _run,
 )
 from tests.support.postmark_standin import PostmarkStandin
 
@@ -41,7 +40,7 @@ def test_message_headers_links_and_one_click_unsubscribe(
     make_email_campaign(graph, tenant_id="t")
     add_email_members(graph, "c1", ["p1"])
     _dispatch(graph, queues)
-    _run(settings, graph, queues)
+    run_worker(settings, graph, queues)
     [message] = postmark.accepted
     assert message["MessageStream"] == "broadcast" and message["From"] == "news@campaigns.test"
     headers = {h["Name"]: h["Value"] for h in message["Headers"]}
@@ -90,7 +89,7 @@ def test_rejected_recipient_keeps_its_claim(
     add_email_members(graph, "c1", ["p1", "p2"])
     postmark.error_codes[address_of("p1")] = 406  # inactive recipient
     _dispatch(graph, queues)
-    _run(settings, graph, queues)
+    run_worker(settings, graph, queues)
     state = email_states(graph, "c1")["p1"]
     assert state["emailOutcome"] == "rejected" and state["emailOutcomeReason"] == "postmark:406"
     assert state["emailClaimedAt"] and state.get("emailedAt") is None
@@ -99,7 +98,7 @@ def test_rejected_recipient_keeps_its_claim(
     del postmark.error_codes[address_of("p1")]
     add_email_members(graph, "c1", ["p0"])
     _dispatch(graph, queues)  # re-dispatch: the kept claim blocks a second attempt
-    _run(settings, graph, queues)
+    run_worker(settings, graph, queues)
     assert accepted_to(postmark) == [address_of("p0"), address_of("p2")]
 
 
@@ -111,7 +110,7 @@ def test_dropped_connection_is_uncertain_keeps_claims_and_shows_on_the_dispatch(
     add_email_members(graph, "c1", members)
     postmark.drop_next(1)
     _dispatch(graph, queues)
-    _run(settings, graph, queues)
+    run_worker(settings, graph, queues)
     assert postmark.accepted == []
     states = email_states(graph, "c1")
     assert all(states[p]["emailOutcome"] == "uncertain" and states[p]["emailClaimedAt"] for p in members)
@@ -120,7 +119,7 @@ def test_dropped_connection_is_uncertain_keeps_claims_and_shows_on_the_dispatch(
     assert str(record["last_error"]).startswith("uncertain: transport:")
     add_email_members(graph, "c1", ["p0"])
     _dispatch(graph, queues)
-    _run(settings, graph, queues)
+    run_worker(settings, graph, queues)
     assert accepted_to(postmark) == [address_of("p0")]  # the uncertain ones are never replayed blindly
 
 

@@ -15,7 +15,7 @@ from campaign_engine.domain.dispatch import PageJob, parse_job
 from campaign_engine.graph.graph import Graph
 from campaign_engine.wiring import Queues, build_email_worker
 from tests.support.concurrency import at_once
-from tests.support.delivery import NOW
+from tests.support.delivery import NOW, run_worker
 from tests.support.email import (
     accepted_to,
     add_email_members,
@@ -28,7 +28,6 @@ from tests.support.email_dispatch import (
     _dispatch,
     _email_dispatch,
     _email_worker,
-    _run,
 )
 from tests.support.postmark_standin import PostmarkStandin
 
@@ -61,7 +60,7 @@ def test_invalid_origin_fails_before_any_claim(
     make_email_campaign(graph, tenant_id="t")  # tenant "t" has no origin
     add_email_members(graph, "c1", ["p1"])
     _dispatch(graph, queues)
-    _run(settings, graph, queues)
+    run_worker(settings, graph, queues)
     assert email_states(graph, "c1") == {} and postmark.batch_calls == 0
     record = _email_dispatch(graph)
     assert record["status"] == "failed" and "CAMPAIGN_APP_ORIGINS" in str(record["last_error"])

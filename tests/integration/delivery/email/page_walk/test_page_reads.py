@@ -21,7 +21,7 @@ from campaign_engine.graph.rules.policy import policy_params
 from campaign_engine.graph.rules.segment import compile_for
 from campaign_engine.unsubscribe.tokens import UnsubscribeTokens
 from campaign_engine.wiring import Queues
-from tests.support.delivery import NOW, start_dispatch
+from tests.support.delivery import NOW, run_worker, start_dispatch
 from tests.support.email import (
     UNSUBSCRIBE_SECRET,
     accepted_to,
@@ -29,7 +29,6 @@ from tests.support.email import (
     address_of,
     make_email_campaign,
 )
-from tests.support.email_page_walk import _run
 from tests.support.plans import operators
 from tests.support.postmark_standin import PostmarkStandin
 
@@ -142,7 +141,7 @@ def test_a_small_audience_among_many_profiles_reads_only_its_members(
     graph.run("MATCH ()-[s:CAMPAIGN_STATE]->() DELETE s")  # the PROFILE above claimed them
 
     start_dispatch(graph, queues.dispatch, max_recipients=10_000)
-    _run(settings.model_copy(update={"campaign_email_page_size": 10}), graph, queues)
+    run_worker(settings.model_copy(update={"campaign_email_page_size": 10}), graph, queues)
     assert accepted_to(postmark) == sorted(address_of(p) for p in members)
     [record] = list_dispatches(graph, "c1")
     assert (record.status, record.emailed, record.pages) == ("completed", 30, 4)
@@ -179,7 +178,7 @@ def test_a_live_segment_is_claimed_through_the_same_page_among_many_profiles(
     graph.run("MATCH ()-[s:CAMPAIGN_STATE]->() DELETE s")  # the PROFILE above claimed them
 
     start_dispatch(graph, queues.dispatch, max_recipients=10_000)
-    _run(settings.model_copy(update={"campaign_email_page_size": 7}), graph, queues)
+    run_worker(settings.model_copy(update={"campaign_email_page_size": 7}), graph, queues)
     assert accepted_to(postmark) == sorted(address_of(p) for p in rare[3:])
 
 
@@ -190,7 +189,7 @@ def test_a_page_of_ineligible_members_moves_the_cursor_past_them(
     add_email_members(graph, "c1", ["o1", "o2", "o3"], announcementEmailOptOut=True)
     add_email_members(graph, "c1", ["p1"])
     start_dispatch(graph, queues.dispatch, max_recipients=100)
-    _run(settings.model_copy(update={"campaign_email_page_size": 2}), graph, queues)
+    run_worker(settings.model_copy(update={"campaign_email_page_size": 2}), graph, queues)
     assert accepted_to(postmark) == [address_of("p1")]
     [record] = list_dispatches(graph, "c1")
     # Pages: [o1, o2] claims no one yet moves the cursor, [o3, p1], then an empty page completes.
@@ -229,13 +228,13 @@ def test_a_claimed_profile_without_an_unsubscribe_id_gets_one_in_the_claim_once_
         update={"campaign_email_page_size": 4}
     )  # one page with both kinds, one without
     start_dispatch(graph, queues.dispatch, "c1")
-    _run(small, graph, queues)
+    run_worker(small, graph, queues)
     first = ids()
     assert (first["p0"], first["p3"]) == ("kept-p0", "kept-p3")
     assert all(first.values()) and len(set(first.values())) == len(members), first
     assert linked() == first
     postmark.reset()
     start_dispatch(graph, queues.dispatch, "c2")
-    _run(small, graph, queues)
+    run_worker(small, graph, queues)
     assert ids() == first
     assert linked() == first
