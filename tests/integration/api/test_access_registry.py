@@ -27,6 +27,7 @@ from campaign_engine.api.auth import ADMIN_SCOPE, mint_token
 from campaign_engine.config import Settings
 from campaign_engine.graph.graph import Graph
 from tests.conftest import ADMIN_ID
+from tests.integration.did.test_did_auth import Person as DidPerson
 from tests.support.api import TrpcClient, api_client, ok
 from tests.support.delivery import StepClock, local_queues
 
@@ -54,6 +55,19 @@ def _jwt(sub: str, *, tenant: str | None = None, roles: list[str] | None = None,
     return header
 
 
+# A person signed in by DID-auth (LearnCard's wallet: a presentation JWT over a fresh challenge),
+# holding the admin grant in A: the registry must answer it as it answers admin-a's JWT.
+DID_ADMIN = DidPerson()
+
+
+def _did_auth(api: TrpcClient) -> dict[str, str]:
+    asked = {"authorization": f"Bearer {DID_ADMIN.token()}"}
+    [nonce] = ok(
+        api.http.get("/trpc/utilities.getChallenges", params={"input": '{"amount": 1}'}, headers=asked)
+    )
+    return {"authorization": f"Bearer {DID_ADMIN.token(nonce)}"}
+
+
 def _key(name: str) -> Callable[[TrpcClient], dict[str, str]]:
     return lambda api: {"authorization": f"Bearer {api.keys[name]}"}  # type: ignore[attr-defined]
 
@@ -69,6 +83,7 @@ CREDENTIALS = [
     Credential("publisher of A", _jwt("publisher-a", tenant=A, roles=["publisher"]), tenant_role="publisher"),
     Credential("admin key of A", _key("live"), tenant_role="admin", api_key=True),
     Credential("admin of A", _jwt("admin-a", tenant=A, roles=["admin"]), tenant_role="admin"),
+    Credential("DID-auth admin of A", _did_auth, tenant_role="admin"),
     Credential("admin of B", _jwt("admin-b", tenant=B, roles=["admin"]), tenant_b_admin=True),
     # Roles signed without a tenant count for nothing: the call acts in the default tenant, roleless.
     Credential("admin roles without a tenant", _jwt("admin-a", roles=["admin"])),
@@ -124,6 +139,8 @@ def _seed(api: TrpcClient, graph: Graph, clock: StepClock) -> Seeded:
     token = read("campaigns.previewDispatch", {"campaignId": REF}, a)["previewToken"]
     started = call("campaigns.dispatch", {"campaignId": REF, "expectedPreviewToken": token}, a)
     call("access.grant", {"tenantId": A, "subject": "viewer-a", "role": "viewer"}, a)
+    call("profiles.upsert", {"profiles": [{"profileId": "did-admin", "did": DID_ADMIN.did}]}, a)
+    call("access.grant", {"tenantId": A, "subject": "did-admin", "role": "admin"}, a)
     call("access.grant", {"tenantId": A, "subject": "someone", "role": "author"}, a)
     live = call("apiKeys.create", {"tenantId": A, "name": "live", "role": "admin"}, a)
     revoked = call("apiKeys.create", {"tenantId": A, "name": "revoked", "role": "admin"}, a)
@@ -215,8 +232,9 @@ def _inputs(seeded: Seeded) -> dict[str, Any]:
     }  # fmt: skip
 
 
-# What a call may change without changing anyone's data: its rate-limit bucket, a key's last use.
-_BOOKKEEPING = "n:RateBucket"
+# What a call may change without changing anyone's data: its rate-limit bucket, a key's last use, a
+# DID-auth challenge issued and used to sign the call in.
+_BOOKKEEPING = "(n:RateBucket OR n:DidChallenge)"
 _ALPHA = (
     "n.tenantId = 'alpha' OR 'alpha' IN coalesce(n.tenants, []) OR n:EmailSuppression "
     "OR EXISTS { (n)-[]-(:Campaign {tenantId: 'alpha'}) }"
