@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
@@ -23,72 +23,17 @@ import pytest
 
 from campaign_engine.api.access import PEOPLE_ONLY, ROLES, Access, role_satisfies
 from campaign_engine.api.app import ROUTERS
-from campaign_engine.api.auth import ADMIN_SCOPE, mint_token
+from campaign_engine.api.auth import ADMIN_SCOPE
 from campaign_engine.config import Settings
 from campaign_engine.graph.graph import Graph
 from tests.conftest import ADMIN_ID
-from tests.integration.did.test_did_auth import Person as DidPerson
+from tests.support.access_credentials import CREDENTIALS, DID_ADMIN, A, B, Credential, jwt_header
 from tests.support.api import TrpcClient, api_client, ok
 from tests.support.delivery import StepClock, local_queues
 
-A, B = "alpha", "beta"
 SECRET_NAME = "Alpha's secret launch"  # in A's campaign only: any answer to B holding it is a leak
 REF = "launch"  # A's and B's campaign both
 
-
-@dataclass(frozen=True)
-class Credential:
-    name: str
-    header: Callable[[TrpcClient], dict[str, str]]
-    tenant_role: str | None = None  # its role in A, if any
-    platform: bool = False
-    signed_in: bool = True  # False: anonymous, or a key that no longer works
-    tenant_b_admin: bool = False
-    api_key: bool = False  # an API key, refused the procedures only a person may call (PEOPLE_ONLY)
-
-
-def _jwt(sub: str, *, tenant: str | None = None, roles: list[str] | None = None, scope: str = "") -> Any:
-    def header(api: TrpcClient) -> dict[str, str]:
-        token = mint_token(api.settings, profile_id=sub, scope=scope, tenant_id=tenant, roles=roles)
-        return {"authorization": f"Bearer {token}"}
-
-    return header
-
-
-# A person signed in by DID-auth (LearnCard's wallet: a presentation JWT over a fresh challenge),
-# holding the admin grant in A: the registry must answer it as it answers admin-a's JWT.
-DID_ADMIN = DidPerson()
-
-
-def _did_auth(api: TrpcClient) -> dict[str, str]:
-    asked = {"authorization": f"Bearer {DID_ADMIN.token()}"}
-    [nonce] = ok(
-        api.http.get("/trpc/utilities.getChallenges", params={"input": '{"amount": 1}'}, headers=asked)
-    )
-    return {"authorization": f"Bearer {DID_ADMIN.token(nonce)}"}
-
-
-def _key(name: str) -> Callable[[TrpcClient], dict[str, str]]:
-    return lambda api: {"authorization": f"Bearer {api.keys[name]}"}  # type: ignore[attr-defined]
-
-
-CREDENTIALS = [
-    Credential("anonymous", lambda api: {}, signed_in=False),
-    Credential("revoked key", _key("revoked"), signed_in=False),
-    Credential("expired key", _key("expired"), signed_in=False),
-    Credential("user", _jwt("u-1")),
-    # The viewer holds a grant (access.grant), the others signed claims: both paths of Context.role_in.
-    Credential("viewer of A", _jwt("viewer-a", tenant=A), tenant_role="viewer"),
-    Credential("author of A", _jwt("author-a", tenant=A, roles=["author"]), tenant_role="author"),
-    Credential("publisher of A", _jwt("publisher-a", tenant=A, roles=["publisher"]), tenant_role="publisher"),
-    Credential("admin key of A", _key("live"), tenant_role="admin", api_key=True),
-    Credential("admin of A", _jwt("admin-a", tenant=A, roles=["admin"]), tenant_role="admin"),
-    Credential("DID-auth admin of A", _did_auth, tenant_role="admin"),
-    Credential("admin of B", _jwt("admin-b", tenant=B, roles=["admin"]), tenant_b_admin=True),
-    # Roles signed without a tenant count for nothing: the call acts in the default tenant, roleless.
-    Credential("admin roles without a tenant", _jwt("admin-a", roles=["admin"])),
-    Credential("platform admin in A", _jwt(ADMIN_ID, tenant=A, scope=ADMIN_SCOPE), platform=True),
-]
 
 CAMPAIGN = {
     "id": REF,
@@ -107,7 +52,7 @@ class Seeded:
 
 
 def _platform(api: TrpcClient, tenant: str) -> dict[str, str]:
-    return _jwt(ADMIN_ID, tenant=tenant, scope=ADMIN_SCOPE)(api)
+    return jwt_header(ADMIN_ID, tenant=tenant, scope=ADMIN_SCOPE)(api)
 
 
 def _seed(api: TrpcClient, graph: Graph, clock: StepClock) -> Seeded:
@@ -349,7 +294,7 @@ def test_beta_writes_never_touch_alpha(harness: tuple[TrpcClient, StepClock], gr
     """B's admin mutating with A's refs changes only B's own campaign, which shares the ref."""
     api, clock = harness
     _seed(api, graph, clock)
-    b = _jwt("admin-b", tenant=B, roles=["admin"])(api)
+    b = jwt_header("admin-b", tenant=B, roles=["admin"])(api)
     alpha = "MATCH (c:Campaign {tenantId: 'alpha'}) RETURN c.description AS d, c.status AS s, c.revision AS r"
     before = graph.run(alpha)
     update = {"campaignId": REF, "description": "B was here"}
