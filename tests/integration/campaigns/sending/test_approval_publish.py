@@ -11,9 +11,14 @@ from typing import Any
 from campaign_engine.config import Settings
 from campaign_engine.graph.graph import Graph
 from tests.integration.campaigns.sending.test_approval import CLOCK, TENANT, Person, _trail
-from tests.integration.campaigns.sending.test_approval_reach import SEGMENTED, _parents, _tenant_under_policy
+from tests.integration.campaigns.sending.test_approval_reach import (
+    SEGMENTED,
+    _parents,
+    _tenant_under_policy,
+    policy_stack,
+)
 from tests.support.api import TrpcClient, api_client, error_code, ok
-from tests.support.delivery import delivery_settings, inbox_server, local_queues, notified, run_worker
+from tests.support.delivery import delivery_settings, notified, run_worker
 
 CARD = {**SEGMENTED, "channels": ["inApp", "notify"], "message": {"title": "Pick-up moved"}}
 
@@ -41,13 +46,7 @@ def test_a_card_change_held_while_a_send_walks_stays_approvable(
     base_settings: Settings, graph: Graph, tmp_path: Path
 ) -> None:
     settings = delivery_settings(base_settings)
-    queues = local_queues(tmp_path / "queue.sqlite3")
-    with (
-        inbox_server(tmp_path) as inbox,
-        api_client(settings, graph, clock=CLOCK, dispatch_queue=queues.dispatch) as api,
-    ):
-        _tenant_under_policy(api, settings, min_recipients=2)
-        hook = f"{inbox.url}/api/notifications/send"
+    with policy_stack(settings, graph, tmp_path) as (api, queues, hook):
         ana, pia = Person(api, "ana", "author"), Person(api, "pia", "publisher")
         pol = Person(api, "pol", "publisher")
         _parents(graph, hook, "m1", "m2", "m3")

@@ -5,12 +5,14 @@ dispatch through the local queue and the notify walk, to the reference inbox (``
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from campaign_engine.api.auth import ADMIN_SCOPE, mint_token
 from campaign_engine.config import Settings
 from campaign_engine.graph.graph import Graph
-from campaign_engine.wiring import build_worker
+from campaign_engine.wiring import Queues, build_worker
 from tests.conftest import ADMIN_ID
 from tests.integration.campaigns.sending.test_approval import CLOCK, TENANT, Person, _message, _trail
 from tests.support.api import TrpcClient, api_client, error_code, ok
@@ -58,17 +60,26 @@ def _tenant_under_policy(api: TrpcClient, settings: Settings, *, min_recipients:
     ok(api.http.post("/trpc/tenants.update", json=policy, headers=platform))
 
 
-def test_a_growing_segment_pauses_past_its_approval_until_a_new_one(
-    base_settings: Settings, graph: Graph, tmp_path: Path
-) -> None:
-    settings = delivery_settings(base_settings, campaign_dispatch_page_size=2)
+@contextmanager
+def policy_stack(
+    settings: Settings, graph: Graph, tmp_path: Path
+) -> Iterator[tuple[TrpcClient, Queues, str]]:
+    """The API with the local queues, tenant alpha asking approval of sends to two or more, and the
+    reference inbox's receiver URL (its members' ``notificationsWebhook``)."""
     queues = local_queues(tmp_path / "queue.sqlite3")
     with (
         inbox_server(tmp_path) as inbox,
         api_client(settings, graph, clock=CLOCK, dispatch_queue=queues.dispatch) as api,
     ):
         _tenant_under_policy(api, settings, min_recipients=2)
-        hook = f"{inbox.url}/api/notifications/send"
+        yield api, queues, f"{inbox.url}/api/notifications/send"
+
+
+def test_a_growing_segment_pauses_past_its_approval_until_a_new_one(
+    base_settings: Settings, graph: Graph, tmp_path: Path
+) -> None:
+    settings = delivery_settings(base_settings, campaign_dispatch_page_size=2)
+    with policy_stack(settings, graph, tmp_path) as (api, queues, hook):
         pia, pol = Person(api, "pia", "publisher"), Person(api, "pol", "publisher")
         _parents(graph, hook, "m1", "m2", "m3")
         ok(pia.mutate("campaigns.create", SEGMENTED))
