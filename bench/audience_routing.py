@@ -107,9 +107,17 @@ def _wait(what: str, done: Callable[[], bool], timeout: float) -> None:
         time.sleep(1)
 
 
+_SETTLED = ("acknowledged", "rejected", "suppressed", "uncertain")
+
+
 def _completed(admin: Api, campaign_id: str) -> bool:
+    """Every dispatch completed and every enqueued notification answered: a notify dispatch completes
+    when its walk ends, while its last wave may still await the receiver."""
     dispatches = admin.query("campaigns.listDispatches", {"campaignId": campaign_id})
-    return bool(dispatches) and all(d["status"] == "completed" for d in dispatches)
+    return bool(dispatches) and all(
+        d["status"] == "completed" and sum(int(d.get(k) or 0) for k in _SETTLED) >= int(d["enqueued"] or 0)
+        for d in dispatches
+    )
 
 
 def _send(admin: Api, campaign_id: str) -> dict[str, Any]:
