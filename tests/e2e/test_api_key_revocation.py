@@ -19,6 +19,7 @@ import pytest
 from bench._support import free_port, wait_until_ok
 from campaign_engine.api.auth import ADMIN_SCOPE, mint_token
 from campaign_engine.config import Settings
+from campaign_engine.graph.graph import Graph
 from tests.conftest import ADMIN_ID, TEST_JWT_SECRET
 from tests.support.processes import CliProcess
 
@@ -26,7 +27,8 @@ pytestmark = pytest.mark.e2e
 
 
 @pytest.fixture
-def two_apis(base_settings: Settings, tmp_path: Path) -> Iterator[list[str]]:
+def two_apis(base_settings: Settings, graph: Graph, tmp_path: Path) -> Iterator[list[str]]:
+    """Two API processes on an emptied graph: the listing below is of this test's key alone."""
     password = base_settings.neo4j_password.get_secret_value() if base_settings.neo4j_password else ""
     env = {
         **{k: v for k, v in os.environ.items() if not k.startswith(("CAMPAIGN_", "NEO4J_", "AUTH_"))},
