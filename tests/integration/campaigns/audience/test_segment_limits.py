@@ -17,6 +17,7 @@ import pytest
 from campaign_engine.config import Settings
 from campaign_engine.domain.segment import LIMITS, MAX_CONDITIONS, MAX_DEPTH, MAX_INLINED, Segment
 from campaign_engine.graph.graph import Graph
+from campaign_engine.graph.local_neo4j import JVM_OPTIONS_VARIABLE
 from campaign_engine.graph.rules.segment import compile_segment
 from campaign_engine.graph.rules.segment_check import check_segment
 from campaign_engine.graph.rules.segment_statements import SEGMENT_TEMPLATES, segment_query
@@ -34,11 +35,14 @@ LARGEST: dict[str, Any] = {
         {"memberOf": "two"},
     ]
 }
-# The target is 1 s. Measured on this 2-core machine shared with four other runs (load ~35, the suite's
-# C1-only Neo4j): 6.0 s of Neo4j CPU for export_segment_recipients, 4.8 s for audience_segment_page, so
-# what this test keeps today is the API's statement deadline (NEO4J_TX_TIMEOUT_SECONDS): an admitted rule
-# can always be read before the API ends its statement.
-_PLAN_BUDGET_SECONDS = Settings(_env_file=None).neo4j_tx_timeout_seconds
+# The target is 1 s; what this test keeps today is the API's statement deadline (NEO4J_TX_TIMEOUT_SECONDS):
+# an admitted rule can always be read before the API ends its statement, in the JVM production runs.
+# The suite's Neo4j compiles with C1 only (local_neo4j.py), which plans these at about twice the CPU
+# (this test alone on a quiet 2-core machine, Bolt threads, lower of two: export_segment_recipients
+# 7.8 s under C1, 3.9 s under C2; audience_segment_page 6.3 s and 2.7 s), so under C1 the deadline is
+# doubled. One run of the full suite measured 10.4 s under C1 with every JVM thread counted.
+_C1_ONLY = "TieredStopAtLevel=1" in os.environ.get(JVM_OPTIONS_VARIABLE, "")
+_PLAN_BUDGET_SECONDS = Settings(_env_file=None).neo4j_tx_timeout_seconds * (2 if _C1_ONLY else 1)
 # The two heaviest statements a segment is read with (both carry the rule twice or filter every arm).
 _HEAVIEST = ("export_segment_recipients", "audience_segment_page")
 
@@ -87,9 +91,14 @@ def test_a_rule_past_a_limit_is_bad_request_naming_it(api: TrpcClient, limit: st
     assert f"limit '{named}' is {LIMITS[named]}" in response.text, response.text
 
 
+# The JVM's own service threads: their CPU is compilation and collection, not this statement's planning.
+_SERVICE_THREADS = ("C1 CompilerThre", "C2 CompilerThre", "GC Thread", "G1 ", "VM Thread", "VM Periodic")
+
+
 def _neo4j_cpu(uri: str) -> float | None:
-    """CPU seconds of the local launcher serving ``uri`` (None: not ours to read). Planning is CPU in
-    one Bolt thread: timing it so holds on a machine shared with other runs, where wall time does not."""
+    """CPU seconds of the local launcher serving ``uri`` (None: not ours to read), less its JVM service
+    threads. Planning is CPU in one Bolt thread: timing it so holds on a machine shared with other runs,
+    where wall time does not, and leaves out the JIT compiling and collecting for the whole suite."""
     port = uri.rsplit(":", 1)[-1]
     for proc in Path("/proc").iterdir():
         try:
@@ -97,9 +106,18 @@ def _neo4j_cpu(uri: str) -> float | None:
         except OSError:
             continue
         if b"neo4j-launcher.jar" in b" ".join(argv) and port.encode() in argv:
-            fields = (proc / "stat").read_text().rsplit(")", 1)[1].split()
-            return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+            return sum(_thread_cpu(task) for task in (proc / "task").iterdir())
     return None
+
+
+def _thread_cpu(task: Path) -> float:
+    try:
+        if (task / "comm").read_text().startswith(_SERVICE_THREADS):
+            return 0.0
+        fields = (task / "stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:  # the thread ended while it was read
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def _plan_seconds(graph: Graph, text: str, uri: str) -> float:
@@ -118,11 +136,13 @@ def test_the_largest_admitted_rule_compiles_and_plans_within_its_budget(
     started = time.process_time()
     compiled = graph.read(lambda tx: check_segment(tx, segment, tenant_id="default", own_ref="c1"))
     compiling = time.process_time() - started
-    plans = {
-        name: _plan_seconds(graph, segment_query(name, compiled), base_settings.neo4j_uri)
+    uri = base_settings.neo4j_uri
+    plans = {  # the lower of two plannings: the first may pay for planner code paths not yet run
+        name: min(_plan_seconds(graph, segment_query(name, compiled), uri) for _ in (1, 2))
         for name in _HEAVIEST
     }
     worst = max(plans, key=plans.__getitem__)
+    print(f"compiled in {compiling:.3f} s; planned (Neo4j CPU s): {plans}")
     assert compiling + plans[worst] < _PLAN_BUDGET_SECONDS, (compiling, plans)
 
 
