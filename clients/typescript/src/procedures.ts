@@ -2460,6 +2460,10 @@ export interface DeliveryPage {
 export interface DeliveryAttempt {
   eventId: string;
   type: string;
+  /**
+   * when the event occurred: replay from it to send it again (null: an older attempt)
+   */
+  occurredAt?: string | null;
   at: string;
   /**
    * null: no answer
