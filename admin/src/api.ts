@@ -28,6 +28,8 @@ export type {
   NotificationOverride,
   RecipientExplanation,
   RuleVerdict,
+  Segment,
+  SegmentExplanation,
   VariantStats,
 } from "../../clients/typescript/src/procedures";
 import type {
@@ -210,6 +212,7 @@ const PROCEDURE_KINDS = {
   "campaigns.resumeDispatch": "mutation",
   "campaigns.chooseVariant": "mutation",
   "campaigns.explainRecipient": "query",
+  "campaigns.previewSegment": "mutation",
   "profiles.get": "query",
   "campaigns.listAwaitingApproval": "query",
   "campaigns.approveDispatch": "mutation",
