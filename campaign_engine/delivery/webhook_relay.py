@@ -226,6 +226,8 @@ def _attempt_round(
         "retryAt": retry_at,
         "eventIds": [row["eventId"] for row in round_],
         "types": [row["type"] for row in round_],
+        # When each event occurred (its order key's first part): what a replay of it starts from.
+        "occurredAts": [str(row["orderKey"]).partition("|")[0] for row in round_],
         "statusCodes": [a.status_code if isinstance(a, Answered) else 0 for a in answers],
         "errors": ["" if isinstance(a, Answered) else type(a).__name__ for a in answers],
     }
@@ -244,10 +246,11 @@ def _pending(tx: Tx, *, endpoint_id: str, limit: int) -> list[dict[str, Any]]:
     are read lazily, so a queue of long batches costs the round what it sends."""
     events: list[dict[str, Any]] = []
     for batch in tx.run(statement("webhook_relay_pending"), endpointId=endpoint_id, limit=limit):
-        lists = (batch["idx"], batch["eventIds"], batch["types"], batch["bodies"], batch["recipientKeys"])
-        for index, event_id, type_, body, recipient in zip(*lists, strict=True):
+        lists = (batch["idx"], batch["eventIds"], batch["types"], batch["bodies"], batch["recipientKeys"],
+                 batch["orderKeys"])  # fmt: skip
+        for index, event_id, type_, body, recipient, order_key in zip(*lists, strict=True):
             events.append({"batchKey": batch["batchKey"], "index": index, "eventId": event_id, "type": type_,
-                           "body": body, "recipientKey": recipient})  # fmt: skip
+                           "body": body, "recipientKey": recipient, "orderKey": order_key})  # fmt: skip
         if len(events) >= limit:
             break
     return events[:limit]

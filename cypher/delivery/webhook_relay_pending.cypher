@@ -7,4 +7,5 @@ WHERE b.endpointId = $endpointId AND b.queueKey > ''
 WITH b ORDER BY b.endpointId, b.queueKey LIMIT $limit
 WITH b, [i IN range(0, size(b.sent) - 1) WHERE NOT b.sent[i]][..$limit] AS idx
 RETURN b.queueKey AS batchKey, idx, [i IN idx | b.eventIds[i]] AS eventIds, [i IN idx | b.types[i]] AS types,
-       [i IN idx | b.bodies[i]] AS bodies, [i IN idx | b.recipientKeys[i]] AS recipientKeys
+       [i IN idx | b.bodies[i]] AS bodies, [i IN idx | b.recipientKeys[i]] AS recipientKeys,
+       [i IN idx | b.orderKeys[i]] AS orderKeys

@@ -74,6 +74,9 @@ class EndpointList(BaseModel):
 class DeliveryAttempt(CamelModel):
     event_id: str
     type: str
+    occurred_at: str | None = Field(
+        None, description="when the event occurred: replay from it to send it again (null: an older attempt)"
+    )
     at: str
     status_code: Annotated[int | None, Field(description="null: no answer")] = None
     latency_ms: int
@@ -250,8 +253,10 @@ def list_attempts(graph: Graph, *, endpoint_id: str, cursor: str | None, limit: 
             for i in (j for j in indexes if r["orderKey"] != key or j < start):
                 status = int(r["statusCodes"][i]) or None
                 delivered = status is not None and 200 <= status < 300
+                occurred = r["occurredAts"][i] if i < len(r["occurredAts"]) else None
                 found.append((r["orderKey"], i, {
-                    "eventId": r["eventIds"][i], "type": r["types"][i], "at": r["at"], "statusCode": status,
+                    "eventId": r["eventIds"][i], "type": r["types"][i], "occurredAt": occurred, "at": r["at"],
+                    "statusCode": status,
                     "latencyMs": r["latencyMs"], "error": r["errors"][i] or None,
                     "nextRetryAt": None if delivered else r["retryAt"],
                 }))  # fmt: skip

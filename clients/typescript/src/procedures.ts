@@ -1474,6 +1474,10 @@ export interface AudiencePage {
 export interface AudienceRecord {
   profileId: string;
   did: string | null;
+  /**
+   * a static member (removeAudience removes them); false: a match of the campaign's live segment now, in the audience only while the rule matches them
+   */
+  member: boolean;
 }
 /**
  * This interface was referenced by `Procedures`'s JSON-Schema
@@ -2456,6 +2460,10 @@ export interface DeliveryPage {
 export interface DeliveryAttempt {
   eventId: string;
   type: string;
+  /**
+   * when the event occurred: replay from it to send it again (null: an older attempt)
+   */
+  occurredAt?: string | null;
   at: string;
   /**
    * null: no answer
