@@ -11,6 +11,6 @@ USING INDEX SEEK m:IN_CAMPAIGN_AUDIENCE(campaignId, profileId)
 WHERE m.campaignId = $campaignId AND m.profileId > $cursor
 {{TENANT_VIEW}}
 WITH p, m, c, view WHERE {{AUDIENCE_AGE_OK}}
-RETURN p.profileId AS profileId, p.did AS did
+RETURN p.profileId AS profileId, p.did AS did, true AS member
 ORDER BY m.campaignId, m.profileId
 LIMIT $limit

@@ -20,7 +20,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from campaign_engine.campaigns.definitions import shown_before
 from campaign_engine.domain.audience import (
@@ -75,6 +75,10 @@ class Removed(BaseModel):
 class AudienceRecord(CamelModel):
     profile_id: str
     did: str | None
+    member: bool = Field(
+        description="a static member (removeAudience removes them); false: a match of the campaign's live"
+        " segment now, in the audience only while the rule matches them"
+    )
 
 
 class AudiencePage(CamelModel):
@@ -315,6 +319,6 @@ def get_audience(
         return [row.data() for row in rows]
 
     rows = graph.read(tx_fn)
-    page = [AudienceRecord(profile_id=row["profileId"], did=row["did"]) for row in rows[:limit]]
+    page = [AudienceRecord(profile_id=r["profileId"], did=r["did"], member=r["member"]) for r in rows[:limit]]
     has_more = len(rows) > limit
     return AudiencePage(records=page, cursor=page[-1].profile_id if has_more else None, has_more=has_more)

@@ -1474,6 +1474,10 @@ export interface AudiencePage {
 export interface AudienceRecord {
   profileId: string;
   did: string | null;
+  /**
+   * a static member (removeAudience removes them); false: a match of the campaign's live segment now, in the audience only while the rule matches them
+   */
+  member: boolean;
 }
 /**
  * This interface was referenced by `Procedures`'s JSON-Schema

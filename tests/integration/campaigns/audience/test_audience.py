@@ -224,7 +224,7 @@ def test_get_audience_keyset_pages_and_reapplies_the_policy(base_settings: Setti
         assert error_code(too_big) == "BAD_REQUEST"
     assert seen == ["p00", "p01", "p02", "p04", "p05", "p06"]
     assert pages == 3
-    assert page["records"][-1] == {"profileId": "p06", "did": "did:plc:06"}
+    assert page["records"][-1] == {"profileId": "p06", "did": "did:plc:06", "member": True}
 
 
 def test_get_audience_page_seeks_and_orders_by_the_membership_index(graph: Graph) -> None:

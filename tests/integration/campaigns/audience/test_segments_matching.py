@@ -8,6 +8,7 @@ import pytest
 
 from campaign_engine.campaigns import definitions
 from campaign_engine.campaigns.audience.explain import explain_recipient
+from campaign_engine.campaigns.audience.members import get_audience
 from campaign_engine.campaigns.audience.segments import preview_segment
 from campaign_engine.campaigns.audience.stats import get_stats
 from campaign_engine.campaigns.sending.dispatch import preview_dispatch
@@ -60,6 +61,24 @@ def test_remind_those_who_did_not_see_it_is_member_of_and_not_engaged(graph: Gra
     _segmented(graph, "over", {"memberOf": "tagged"})
     assert _audience(graph, "over") == ["d"]
     assert get_stats(graph, campaign_id="over", policy=_policy()).audience == 1
+
+
+def test_get_audience_tells_static_members_from_segment_matches(graph: Graph) -> None:
+    """The console offers removal only where removeAudience can remove: a static member (one who also
+    matches is still one), never a match of the rule alone; a campaign without a segment has members only."""
+    _profiles(graph, ["a", "b", "c"])
+    _tag(graph, ["b", "c"], "beta")
+    _segmented(graph, "mixed", {"tag": "beta"})
+    add_members(graph, "mixed", ["a", "c"])
+    make_campaign(graph, "plain")
+    add_members(graph, "plain", ["b"])
+
+    def marked(campaign_id: str) -> list[tuple[str, bool]]:
+        page = get_audience(graph, campaign_id=campaign_id, cursor=None, limit=10, policy=_policy())
+        return [(r.profile_id, r.member) for r in page.records]
+
+    assert marked("mixed") == [("a", True), ("b", False), ("c", True)]
+    assert marked("plain") == [("b", True)]
 
 
 def test_a_profile_reached_twice_by_a_seek_is_one_member_and_no_match_is_skipped(graph: Graph) -> None:
