@@ -181,7 +181,7 @@ def explain_in_console(page: Page, profile_id: str) -> None:
 # --- roles: what each role sees, tenant admins' grants and keys, two-person approval ------
 TENANT = "alpha"
 TENANT_MEMBERS = ["a1", "a2", "a3"]
-AUTUMN = {
+AUTUMN: dict[str, Any] = {
     "id": "autumn",
     "name": "Autumn news",
     "channels": ["inApp", "notify"],

@@ -727,6 +727,7 @@ class LambdaEmulator:
         for container in self._containers.values():
             container.stop()
         self._containers.clear()
+        self._sqs.close()
 
     def __enter__(self) -> LambdaEmulator:
         return self

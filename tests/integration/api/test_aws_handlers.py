@@ -96,6 +96,7 @@ def lambda_env(
     finally:
         package_logger.setLevel(level)
         metrics.record_to(recorder)
+        client.close()
         if aws._table.cache_info().currsize:
             aws._table().close()
         if aws._graph.cache_info().currsize:

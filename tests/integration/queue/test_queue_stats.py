@@ -51,12 +51,15 @@ def test_local_queue_reports_each_state_and_the_oldest_age(tmp_path: Path) -> No
 
 def test_sqs_reports_its_three_approximate_counts(moto_endpoint: str, sqs_env: None) -> None:  # noqa: F811
     client: SQSClient = make_sqs_client(moto_endpoint, MOTO_REGION)
-    url = client.create_queue(QueueName="stats-test")["QueueUrl"]
-    queue = SqsQueue(client, url)
-    queue.send_batch(["a", "b", "c"])
-    queue.send_batch(["d"], delay_seconds=900)
-    queue.receive(max_messages=1)
-    stats = queue.stats()
+    try:
+        url = client.create_queue(QueueName="stats-test")["QueueUrl"]
+        queue = SqsQueue(client, url)
+        queue.send_batch(["a", "b", "c"])
+        queue.send_batch(["d"], delay_seconds=900)
+        queue.receive(max_messages=1)
+        stats = queue.stats()
+    finally:
+        client.close()  # its pool's sockets would warn when collected, in a later test
     assert (stats.visible, stats.in_flight, stats.delayed) == (2, 1, 1)
     assert stats.oldest_age_seconds is None  # not an SQS attribute: AWS/SQS ApproximateAgeOfOldestMessage
 

@@ -27,8 +27,11 @@ if TYPE_CHECKING:
 
 
 @pytest.fixture
-def client(moto_endpoint: str, sqs_env: None) -> SQSClient:  # noqa: F811
-    return make_sqs_client(moto_endpoint, MOTO_REGION)
+def client(moto_endpoint: str, sqs_env: None) -> Iterator[SQSClient]:  # noqa: F811
+    """A client closed after the test: an open pool's sockets warn when collected, in a later test."""
+    sqs = make_sqs_client(moto_endpoint, MOTO_REGION)
+    yield sqs
+    sqs.close()
 
 
 def _create(client: SQSClient, **attributes: str) -> str:
@@ -201,8 +204,11 @@ def test_any_failed_entry_fails_the_send(partial_failure_endpoint: str, sqs_env:
     client = make_sqs_client(partial_failure_endpoint, MOTO_REGION)
     queue = SqsQueue(client, f"{partial_failure_endpoint}/123456789012/delivery")
 
-    with pytest.raises(QueueError, match="InternalError"):
-        queue.send_batch([f'"{i}"' for i in range(3)])
+    try:
+        with pytest.raises(QueueError, match="InternalError"):
+            queue.send_batch([f'"{i}"' for i in range(3)])
+    finally:
+        client.close()
     assert _PartialFailureSqs.batches[-1] == ["0", "1", "2"]
 
 
