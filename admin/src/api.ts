@@ -16,6 +16,7 @@ export type {
   ChannelCap,
   ChannelExplanation,
   ContentVariant,
+  DeliveryAttempt,
   DispatchPreview,
   Grant,
   Me,
@@ -29,6 +30,7 @@ export type {
   RecipientExplanation,
   RuleVerdict,
   VariantStats,
+  EndpointPublic as WebhookEndpoint,
 } from "../../clients/typescript/src/procedures";
 import type {
   ApiKeyPublic,
@@ -227,4 +229,11 @@ const PROCEDURE_KINDS = {
   "tenants.updateLayout": "mutation",
   "tenants.previewLayout": "query",
   "campaigns.duplicate": "mutation",
+  "webhookEndpoints.list": "query",
+  "webhookEndpoints.create": "mutation",
+  "webhookEndpoints.update": "mutation",
+  "webhookEndpoints.delete": "mutation",
+  "webhookEndpoints.rotateSecret": "mutation",
+  "webhookEndpoints.deliveries": "query",
+  "webhookEndpoints.replay": "mutation",
 } as const satisfies { [P in ProcedurePath]?: ProcedureKind<P> };

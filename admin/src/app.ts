@@ -1,5 +1,6 @@
 // The admin console's entry and router. Routes live in the URL fragment: #/ (campaigns), #/new,
-// #/c/<id>, #/approvals, #/access, #/tenant[/<id>], #/layout, #/import; each draws one screen module.
+// #/c/<id>, #/approvals, #/access, #/tenant[/<id>], #/layout, #/import, #/webhooks; each draws one
+// screen module.
 // The sign-in link of `campaign-engine dev` carries `#token=...`, which is read once and then cleared
 // (tab.ts). The header names the tenant the token acts in and its role there; a control the role may
 // not use is not offered, by the server's own table (access.ts), and a note says which role it needs.
@@ -19,6 +20,7 @@ import { finishSignIn, returningFromProvider } from "./oidc";
 import { actIn, actingTenant, api, can, currentGeneration, currentSession, drawsSignIn, forget, holdToken, navigated, takeFragmentToken, token } from "./tab";
 import { renderAccess } from "./tenant";
 import { renderTransfer } from "./transfer";
+import { renderWebhooks } from "./webhooks";
 
 function kit(session: Session): Kit {
   return { api, session, guarded, errorBox, button, announce, shell, generation: currentGeneration, can, roleNote };
@@ -67,6 +69,7 @@ function draw(s: Session): void {
   else if (hash === "/access") renderAccess(kit(s));
   else if (hash === "/layout") void renderLayout(kit(s));
   else if (hash === "/import") renderTransfer(kit(s));
+  else if (hash === "/webhooks") void renderWebhooks(kit(s));
   else if (hash === "/tenant" || hash.startsWith("/tenant/")) void renderTenantSettings(kit(s), hash.startsWith("/tenant/") ? decodeURIComponent(hash.slice(8)) || null : null);
   else if (hash.startsWith("/c/")) void renderCampaign(kit(s), decodeURIComponent(hash.slice(3)));
   else void renderList(kit(s));

@@ -72,6 +72,9 @@ const MESSAGES: Row[] = [
   // Keys and grants
   { path: /^expiresAt$/, noun: "the expiry", when: [[/past/, "The expiry must be in the future."]] },
   { path: /^subject$/, noun: "the profile id" },
+  // Event webhooks (the URL passes the egress rules: the API's reason in words)
+  { path: /^url$/, noun: "the endpoint URL", when: [HTTPS] },
+  { path: /^events$/, noun: "the events", codes: { too_short: "Choose at least one event, or All events." } },
 ];
 
 /** Sentences by pydantic error type, for any field a row names. `{N}` comes from the API's message. */
@@ -148,6 +151,11 @@ const DOING: Record<string, string> = {
   "access.revoke": "Revoking a role",
   "apiKeys.create": "Creating an API key",
   "apiKeys.revoke": "Revoking an API key",
+  "webhookEndpoints.create": "Creating an event webhook",
+  "webhookEndpoints.update": "Changing an event webhook",
+  "webhookEndpoints.delete": "Deleting an event webhook",
+  "webhookEndpoints.rotateSecret": "Rotating a webhook secret",
+  "webhookEndpoints.replay": "Replaying events",
 };
 
 /** Every reason code the API answers, as the admin reads it (``reasonSentence``; an unknown code keeps

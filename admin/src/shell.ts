@@ -73,6 +73,7 @@ export function shell(title: string, ...content: (Node | null)[]): void {
     can("tenants.get") ? h("a", { href: "#/tenant" }, "Tenant settings") : null,
     can("tenants.previewLayout") ? h("a", { href: "#/layout" }, "Email layout") : null,
     can("profiles.upsert") || can("audit.list") ? h("a", { href: "#/import" }, "Import and export") : null,
+    can("webhookEndpoints.list") ? h("a", { href: "#/webhooks" }, "Event webhooks") : null,
   ];
   replace(app,
     h("header", { className: "top" }, h("a", { href: "#/", className: "brand" }, "Campaigns admin"), h("nav", { "aria-label": "Main" }, ...links), whoami(), signOutButton),

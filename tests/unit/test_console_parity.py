@@ -43,13 +43,6 @@ NOT_YET_ON_A_SCREEN = {
     "suppressions.get",
     "suppressions.list",
     "suppressions.remove",
-    "webhookEndpoints.create",
-    "webhookEndpoints.delete",
-    "webhookEndpoints.deliveries",
-    "webhookEndpoints.list",
-    "webhookEndpoints.replay",
-    "webhookEndpoints.rotateSecret",
-    "webhookEndpoints.update",
 }
 
 

@@ -274,7 +274,8 @@ def list_attempts(graph: Graph, *, endpoint_id: str, cursor: str | None, limit: 
 
 
 def replay_endpoint(graph: Graph, *, endpoint_id: str, since: datetime, audit: AuditContext) -> int:
-    """Queue again every event recorded for the endpoint since ``since``; returns how many."""
+    """Queue again every event recorded for the endpoint since ``since``; returns how many. The endpoint
+    counts as touched, so the process kicks its relay as it does for new events."""
     stamp = format_ts(since)
 
     def audit_tx(tx: Tx) -> None:
@@ -289,8 +290,11 @@ def replay_endpoint(graph: Graph, *, endpoint_id: str, since: datetime, audit: A
         batches, events, last = graph.write(_replay_step, endpoint_id=endpoint_id, since=stamp, after=after)
         total += events
         if batches < _REPLAY_BATCH:
-            return total
+            break
         after = last
+    if total:  # the relay starts at once (the API kicks it after the request), not at the next sweep
+        subscribers_for(graph).touch([endpoint_id])
+    return total
 
 
 def _replay_step(tx: Tx, *, endpoint_id: str, since: str, after: str) -> tuple[int, int, str]:

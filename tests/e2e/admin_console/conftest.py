@@ -20,7 +20,7 @@ from campaign_engine.api.app import create_app
 from campaign_engine.config import Settings
 from campaign_engine.dev_stack import devidp_command, oidc_env
 from campaign_engine.graph.graph import Graph
-from tests.conftest import ADMIN_ID, free_port
+from tests.conftest import ADMIN_ID, TEST_SECRETS_KEY, free_port
 from tests.support.browser import chromium
 from tests.support.concurrency import wait_for
 from tests.support.delivery import WEBHOOK_SECRET, inbox_server
@@ -86,6 +86,7 @@ def stack(base_settings: Settings, graph: Graph, tmp_path: Path) -> Iterator[tup
                 "CAMPAIGN_QUEUE_VISIBILITY_SECONDS": "5",
                 "CAMPAIGN_DELIVERY_RETRY_SECONDS": "0",
                 "CAMPAIGN_WORKER_THREADS": "2",
+                "CAMPAIGN_SECRETS_KEY": TEST_SECRETS_KEY,  # the relay signs event webhooks with it
             }
         )
         children = [

@@ -89,6 +89,12 @@ def test_events_the_api_records_arrive_within_two_seconds_of_its_answer(stack: S
             lambda: len(_first_arrivals(receiver, "campaignId")) >= _EVENTS,
             timeout=_ARRIVE_WITHIN,
         )
+        # A replay is kicked like new events: with no sweep here, they would otherwise never come again.
+        first = min(r["event"]["occurredAt"] for r in receiver.received)
+        replay = {"id": created["id"], "since": first}
+        queued = ok(api.mutate("webhookEndpoints.replay", replay, as_=ADMIN_ID, admin=True))["queued"]
+        assert queued >= _EVENTS
+        wait_for("the replayed events", lambda: len(receiver.received) >= 2 * _EVENTS, timeout=_ARRIVE_WITHIN)
     arrived = _first_arrivals(receiver, "campaignId")
     latencies = [arrived[campaign_id] - at for campaign_id, at in answered.items()]
     assert _p95(latencies) < _P95_SECONDS, sorted(round(s, 2) for s in latencies)
