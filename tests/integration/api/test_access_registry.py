@@ -100,6 +100,32 @@ def _seed(api: TrpcClient, graph: Graph, clock: StepClock) -> Seeded:
     return Seeded(dispatch_id=started["dispatchId"], key_id=live["id"], endpoint_id=endpoint["id"])
 
 
+_NODES = "MATCH (n) RETURN elementId(n) AS id, labels(n) AS labels, properties(n) AS props"
+_RELATIONSHIPS = (
+    "MATCH (a)-[r]->(b) RETURN elementId(a) AS a, elementId(b) AS b, type(r) AS type, properties(r) AS props"
+)
+_RESTORE_NODES = "UNWIND $nodes AS n CREATE (x:$(n.labels)) SET x = n.props, x.restoreId = n.id"
+_RESTORE_RELATIONSHIPS = """
+UNWIND $relationships AS r
+MATCH (a {restoreId: r.a}), (b {restoreId: r.b})
+CREATE (a)-[x:$(r.type)]->(b) SET x = r.props
+"""
+
+
+class Restorer:
+    """A's and B's data as ``_seed`` made it, put back in three statements: a mutation that succeeded
+    changed it, and seeding again through the API cost a third of the test (127 seeds, 43 s)."""
+
+    def __init__(self, graph: Graph) -> None:
+        self.nodes, self.relationships = graph.run(_NODES), graph.run(_RELATIONSHIPS)
+
+    def restore(self, graph: Graph) -> None:
+        graph.run("MATCH (n) DETACH DELETE n")
+        graph.run(_RESTORE_NODES, nodes=self.nodes)
+        graph.run(_RESTORE_RELATIONSHIPS, relationships=self.relationships)
+        graph.run("MATCH (n) REMOVE n.restoreId")
+
+
 def _inputs(seeded: Seeded) -> dict[str, Any]:
     """A valid input naming A's data, for every procedure."""
     campaign = {"campaignId": REF}
@@ -234,6 +260,7 @@ def test_every_procedure_answers_every_credential_as_its_table_says(
 ) -> None:
     api, clock = harness
     seeded = _seed(api, graph, clock)
+    seed = Restorer(graph)
     inputs = _inputs(seeded)
     procedures = {p.path: p for router in ROUTERS for p in router.procedures}
     assert set(procedures) == set(inputs), "every procedure needs a sample input here"
@@ -282,8 +309,7 @@ def test_every_procedure_answers_every_credential_as_its_table_says(
                     f"B changed A's data: {where}"
                 )
             if code == "OK" and procedure.kind == "mutation":
-                seeded = _seed(api, graph, clock)  # the next caller meets A's data as it was
-                inputs = _inputs(seeded)
+                seed.restore(graph)  # the next caller meets A's data as it was
             if code == "OK":
                 before = _fingerprint(graph)
             checked += 1
