@@ -81,7 +81,7 @@ const MESSAGES: Row[] = [
   { path: /^expiresAt$/, noun: "the expiry", when: [[/past/, "The expiry must be in the future."]] },
   { path: /^subject$/, noun: "the profile id" },
   // Event webhooks (the URL passes the egress rules: the API's reason in words)
-  { path: /^url$/, noun: "the endpoint URL", when: [HTTPS] },
+  { path: /^url$/, noun: "the endpoint URL", when: [HTTPS, [/http\(s\) URL|not valid|no host/, "The endpoint URL must be a web address like https://crm.school.example/hooks."]] },
   { path: /^events$/, noun: "the events", codes: { too_short: "Choose at least one event, or All events." } },
 ];
 

@@ -71,11 +71,11 @@ export function deliveriesSection(kit: Kit, id: string, changed: () => void): { 
     const action = !canReplay ? null : a.occurredAt ? replay : h("span", { className: "muted" }, "sent before this console could replay it");
     return h("tr", { "data-event": a.eventId, "data-type": a.type, "data-state": delivered(a) ? "delivered" : "failed" },
       h("th", { scope: "row" }, h("code", {}, a.type), h("br", {}), h("small", { className: "muted" }, a.eventId)),
-      h("td", { "data-field": "status" }, ...statusCell(a)),
-      h("td", { "data-field": "http" }, a.statusCode ? String(a.statusCode) : "–"),
-      h("td", { "data-field": "latency" }, `${a.latencyMs} ms`),
-      h("td", { "data-field": "attempts" }, String(n)),
-      h("td", {}, timeEl(a.at)),
+      h("td", { "data-field": "status", "data-label": "Status" }, ...statusCell(a)),
+      h("td", { "data-field": "http", "data-label": "HTTP status" }, a.statusCode ? String(a.statusCode) : "–"),
+      h("td", { "data-field": "latency", "data-label": "Latency" }, `${a.latencyMs} ms`),
+      h("td", { "data-field": "attempts", "data-label": "Attempts" }, String(n)),
+      h("td", { "data-label": "When" }, timeEl(a.at)),
       h("td", {}, action));
   };
 
@@ -114,7 +114,7 @@ export function deliveriesSection(kit: Kit, id: string, changed: () => void): { 
     h("p", { className: "hint" }, "Each event sent to this endpoint, newest first, with its last attempt. An event is retried until a 2xx answer; every attempt carries the same webhook-id, so the receiver can drop a repeat."),
     canReplay ? h("p", { className: "hint" }, "Replay sends the event again, and every event after it, in order.") : null,
     h("div", { className: "actions" }, refresh),
-    h("div", { className: "table-wrap" }, h("table", { id: "deliveries-table" }, h("caption", { className: "visually-hidden" }, "Recent deliveries, newest first"),
+    h("div", { className: "table-wrap" }, h("table", { id: "deliveries-table", className: "stacked" }, h("caption", { className: "visually-hidden" }, "Recent deliveries, newest first"),
       h("thead", {}, h("tr", {}, ...["Event", "Status", "HTTP status", "Latency", "Attempts", "When", ""].map((t) => h("th", { scope: "col" }, t)))), body)),
     older, out);
   void load();

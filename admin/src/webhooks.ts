@@ -126,10 +126,10 @@ export async function renderWebhooks(kit: Kit): Promise<void> {
   const endpointRow = (e: WebhookEndpoint): HTMLElement =>
     h("tr", { "data-endpoint": e.id, "data-state": e.enabled ? "enabled" : "disabled", "aria-current": e.id === open ? "true" : null },
       h("th", { scope: "row" }, h("span", { className: "url" }, e.url), e.description ? h("small", { className: "muted" }, h("br", {}), e.description) : null),
-      h("td", { "data-field": "events" }, eventsText(e.events)),
-      h("td", { "data-field": "state" }, state(e)),
-      h("td", { "data-field": "pending" }, String(e.pending ?? 0)),
-      h("td", {}, timeEl(e.createdAt)),
+      h("td", { "data-field": "events", "data-label": "Events" }, eventsText(e.events)),
+      h("td", { "data-field": "state", "data-label": "State" }, state(e)),
+      h("td", { "data-field": "pending", "data-label": "Waiting" }, String(e.pending ?? 0)),
+      h("td", { "data-label": "Created" }, timeEl(e.createdAt)),
       h("td", {}, kit.button("Manage", () => show(e.id), { "aria-label": `Manage ${e.url}` })));
 
   function show(id: string): void {
@@ -146,7 +146,7 @@ export async function renderWebhooks(kit: Kit): Promise<void> {
   kit.shell("Event webhooks",
     h("p", { className: "hint" }, `The systems tenant ${tenantId} tells what happens: each subscribed event is POSTed to the endpoint, signed per Standard Webhooks with its secret, retried until it answers 2xx.`),
     secretSlot,
-    h("div", { className: "table-wrap" }, h("table", { id: "webhooks-table" }, h("caption", {}, `Endpoints of ${tenantId}`),
+    h("div", { className: "table-wrap" }, h("table", { id: "webhooks-table", className: "stacked" }, h("caption", {}, `Endpoints of ${tenantId}`),
       h("thead", {}, h("tr", {}, ...["URL", "Events", "State", "Waiting", "Created", ""].map((t) => h("th", { scope: "col" }, t)))), body)),
     out, panel,
     kit.can("webhookEndpoints.create") ? createForm(kit, secretSlot, async (id) => {
