@@ -1,6 +1,6 @@
 // One event-webhook endpoint's recent deliveries (webhookEndpoints.deliveries): each event with its last
 // attempt's outcome (delivered, refused with its HTTP status, or no answer and why), the latency in ms,
-// how many attempts the page holds and when, newest first. Replay (webhookEndpoints.replay) takes a
+// its attempts among those read (50 a page; "Show older" reads on) and when, newest first. Replay (webhookEndpoints.replay) takes a
 // time, so it sends again the event from when it occurred, with its own webhook-id, and every later one
 // in order; an attempt recorded before the API said when its event occurred offers no Replay.
 import type { DeliveryAttempt } from "./api";
@@ -11,6 +11,15 @@ import { timeEl } from "./time";
 const PAGE = 50;
 const POLL_MS = 2000;
 const POLL_ROUNDS = 30; // a minute of re-reading after an action, then the Refresh button
+
+/** Replaces a table body's rows; a control focused in it keeps focus (found again by its aria-label), so
+ *  a re-read while someone tabs through the rows does not throw them back to the top of the page. */
+export function redrawRows(body: HTMLElement, rows: HTMLElement[]): void {
+  const focused = document.activeElement;
+  const label = focused instanceof HTMLElement && body.contains(focused) ? focused.getAttribute("aria-label") : null;
+  replace(body, ...rows);
+  if (label) body.querySelector<HTMLElement>(`[aria-label="${CSS.escape(label)}"]`)?.focus();
+}
 
 /** Attempts grouped by event, newest event first; the newest attempt of each leads. */
 interface Delivery {
@@ -47,12 +56,13 @@ export function deliveriesSection(kit: Kit, id: string, changed: () => void): { 
   const canReplay = kit.can("webhookEndpoints.replay");
   let attempts: DeliveryAttempt[] = [];
   let cursor: string | null = null;
+  let drawn = false;
   let rounds = 0;
   let timer: number | undefined;
 
   const draw = (): void => {
     const rows = grouped(attempts).map(({ last, attempts: n }) => deliveryRow(last, n));
-    replace(body, ...rows);
+    redrawRows(body, rows);
     if (!rows.length) body.appendChild(h("tr", {}, h("td", { colspan: 7 }, "No deliveries yet: events this endpoint subscribes to appear here within seconds.")));
     older.hidden = cursor === null;
   };
@@ -84,9 +94,12 @@ export function deliveriesSection(kit: Kit, id: string, changed: () => void): { 
     const input = { id, limit: PAGE, ...(more && cursor ? { cursor } : {}) };
     const page = await kit.guarded(null, () => kit.api.call("webhookEndpoints.deliveries", input), (err) => replace(out, kit.errorBox(err)));
     if (!page || mine !== kit.generation()) return;
-    attempts = more ? [...attempts, ...page.records] : page.records;
+    const next = more ? [...attempts, ...page.records] : page.records;
+    const same = drawn && JSON.stringify(next) === JSON.stringify(attempts) && (page.cursor ?? null) === cursor;
+    attempts = next;
     cursor = page.cursor ?? null;
-    draw();
+    drawn = true;
+    if (!same) draw(); // a re-read that found nothing new leaves the rows (and the focus) alone
   };
   const alive = (): boolean => mine === kit.generation() && section.isConnected;
   /** Re-reads deliveries and the endpoint for a while: what an action or a new event brings shows by itself. */

@@ -9,7 +9,7 @@ import { ApiError, type WebhookEndpoint } from "./api";
 import { field, h, replace, uid } from "./dom";
 import type { Kit } from "./kit";
 import { timeEl } from "./time";
-import { deliveriesSection } from "./webhook_deliveries";
+import { deliveriesSection, redrawRows } from "./webhook_deliveries";
 
 /** The event types webhookEndpoints.create accepts (domain/webhook_events.py's EVENT_TYPES; a unit
  *  test holds the two lists equal), `*` aside: "All events". */
@@ -106,12 +106,16 @@ export async function renderWebhooks(kit: Kit): Promise<void> {
   const panel = h("div", { id: "webhook-endpoint" });
   let open: string | null = null;
   let endpoints: WebhookEndpoint[] = [];
+  let listed = false;
 
   const load = async (): Promise<void> => {
     const list = await kit.guarded(null, () => kit.api.call("webhookEndpoints.list", undefined), (err) => replace(out, kit.errorBox(err)));
     if (!list || mine !== kit.generation()) return;
+    const same = listed && JSON.stringify(list.records) === JSON.stringify(endpoints);
     endpoints = list.records;
-    replace(body, ...endpoints.map(endpointRow));
+    listed = true;
+    if (same) return; // nothing new: the rows (and the focus in them) stay
+    redrawRows(body, endpoints.map(endpointRow));
     if (!endpoints.length) body.appendChild(h("tr", {}, h("td", { colspan: 6 }, "No endpoints yet.")));
     if (open && !endpoints.some((e) => e.id === open)) {
       open = null;
@@ -136,7 +140,7 @@ export async function renderWebhooks(kit: Kit): Promise<void> {
     const e = endpoints.find((x) => x.id === id);
     if (!e) return;
     open = id;
-    replace(body, ...endpoints.map(endpointRow));
+    redrawRows(body, endpoints.map(endpointRow));
     const deliveries = deliveriesSection(kit, id, () => void load());
     replace(panel, endpointPanel(kit, e, { reload: load, secretSlot, deliveries: deliveries.section }));
     deliveries.watch();
