@@ -29,6 +29,8 @@ export type {
   NotificationOverride,
   RecipientExplanation,
   RuleVerdict,
+  Segment,
+  SegmentExplanation,
   VariantStats,
   EndpointPublic as WebhookEndpoint,
 } from "../../clients/typescript/src/procedures";
@@ -212,6 +214,7 @@ const PROCEDURE_KINDS = {
   "campaigns.resumeDispatch": "mutation",
   "campaigns.chooseVariant": "mutation",
   "campaigns.explainRecipient": "query",
+  "campaigns.previewSegment": "mutation",
   "profiles.get": "query",
   "campaigns.listAwaitingApproval": "query",
   "campaigns.approveDispatch": "mutation",

@@ -106,7 +106,7 @@ export async function renderCampaign(kit: Kit, id: string): Promise<void> {
   kit.shell(page.current.name,
     h("div", { className: "campaign-head" }, h("p", {}, "Status: ", statusBadge, " · id ", h("code", {}, id), campaign.priority && campaign.priority !== "normal" ? h("span", { className: `badge priority-${campaign.priority}`, id: "campaign-priority" }, campaign.priority) : null), lifecycle, lifecycleOut, held, duplicate),
     h("nav", { className: "sections", "aria-label": "Campaign sections" }, ...[["definition", "Definition"], ["audience", "Audience"], ["test", "Test"], ["review", "Review and send"], ["progress", "Progress"], ["stats", "Stats"], ["explain", "Explain a recipient"]].map(([a, l]) => h("a", { href: `#/c/${encodeURIComponent(id)}`, "data-target": a ?? "", onclick: jump as EventListener }, l ?? ""))),
-    definition, audience.element, test, review, progress.element, stats.element, explainSection(kit.api, id, kit.guarded, kit.errorBox));
+    definition, audience.element, test, review, progress.element, stats.element, explainSection(kit.api, id, kit.guarded, kit.errorBox, () => page.current.segment));
   await Promise.all([audience.show(), poll()]);
 }
 

@@ -3,8 +3,9 @@
 // saying what will happen, then every rule in the order the sends apply it, each named in words with
 // what is true of this profile, then what already happened to it. The server owns every rule; this
 // screen only words them. Times are the admin's local time, UTC on hover.
-import type { Api, ChannelExplanation, ProfileFacts, RecipientExplanation, RuleVerdict } from "./api";
+import type { Api, ChannelExplanation, ProfileFacts, RecipientExplanation, RuleVerdict, Segment } from "./api";
 import { field, h, replace } from "./dom";
+import { segmentVerdicts } from "./segment_words";
 import { timeEl } from "./time";
 
 type Child = Node | string;
@@ -36,6 +37,7 @@ function joined(source: string | null | undefined): string {
     connections: "added as a connection of a profile",
     all: "added with everyone",
     selfEnrolled: "who joined by themselves",
+    segment: "matched by the live segment",
   };
   return known[source] ?? `added by ${source}`;
 }
@@ -221,12 +223,13 @@ function guardianLines(x: RecipientExplanation): HTMLElement | null {
   return lines.length ? h("ul", { id: "explain-guardian", "aria-label": "Guardian routing" }, ...lines.map((l) => h("li", {}, ...l))) : null;
 }
 
-function view(x: RecipientExplanation, profile: ProfileFacts | null): HTMLElement {
+function view(x: RecipientExplanation, profile: ProfileFacts | null, rule: Segment | null | undefined): HTMLElement {
   const facts = Object.entries(x.past ?? {}).filter((entry): entry is [string, string] => typeof entry[1] === "string");
   return h("div", {},
     h("p", { id: "explain-member" }, x.member
       ? h("span", {}, `${x.profileId} is a member, ${joined(x.memberSource)}`, ...(x.memberAddedAt ? [" on ", when(x.memberAddedAt)] : []), ".")
       : `${x.profileId} is not a member of the audience.`),
+    segmentVerdicts(x.segment, rule, x.profileId),
     guardianLines(x),
     ...x.channels.map((c) => channelView(x, profile, c)),
     // The A/B content variant every channel serves this profile, and why.
@@ -243,6 +246,8 @@ export function explainSection(
   campaignId: string,
   run: <T>(control: HTMLButtonElement | null, work: () => Promise<T>, onError: (err: unknown) => void) => Promise<T | undefined>,
   errorBox: (err: unknown) => HTMLElement,
+  /** The campaign's live segment as last read or saved: its verdicts are worded from it. */
+  segment: () => Segment | null | undefined = () => null,
 ): HTMLElement {
   const input = h("input", { type: "text", name: "profile-id", autocomplete: "off", spellcheck: "false", required: true, maxlength: 128 });
   const out = h("div", { id: "explain-result", "aria-live": "polite" });
@@ -264,7 +269,7 @@ export function explainSection(
     void run(submit, () => both, (err) => {
       if (mine === latest) replace(out, errorBox(err));
     }).then((answer) => {
-      if (answer && mine === latest) replace(out, view(answer[0], answer[1]));
+      if (answer && mine === latest) replace(out, view(answer[0], answer[1], segment()));
     });
   });
   return h("section", { id: "explain", "aria-labelledby": "explain-h" }, h("h2", { id: "explain-h" }, "Explain a recipient"), form, out);

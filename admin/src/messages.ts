@@ -53,6 +53,14 @@ const MESSAGES: Row[] = [
   // Rules the API checks across fields, reported on the whole definition.
   { path: /^$/, noun: "the end", at: ["endsAt"], when: [[/endsAt must be after startsAt/, "The end must be after the start."]] },
   { path: /^$/, noun: "the channels", at: ["channels"], when: [[/channel '(\w+)' needs/, (_n, i) => `The ${channelName(i.message)} channel is on but has nothing to send: write its content or turn the channel off.`]] },
+  // A live segment's rule (domain/segment.py): a condition's value, then the rule as a whole (its limits).
+  { path: /^segment\b.*\.tag$/, noun: "the tag", codes: { string_pattern_mismatch: "A tag is lower-case letters, digits and dashes, like news or year-7." } },
+  { path: /^segment\b.*\.(memberOf|campaignId)$/, noun: "the campaign id", codes: { string_pattern_mismatch: "A campaign id is lower-case letters, digits and dashes, like spring-launch." } },
+  { path: /^segment\b.*\.locale$/, noun: "the language tag", codes: { string_pattern_mismatch: "A language tag is letters, digits and dashes, like fr or en-GB." } },
+  { path: /^segment\b.*\.timeZone$/, noun: "the time zone", codes: { string_pattern_mismatch: "Write a time zone like Europe/Paris." } },
+  { path: /^segment\b.*\.(ageAtLeast|ageBelow)$/, noun: "the age" },
+  { path: /^segment\b.*\.connectedTo$/, noun: "the profile id" },
+  { path: /^segment\b/, noun: "the rule" },
   // Tenant settings (domain/tenant.py)
   { path: /^tenantId$/, noun: "the tenant id", codes: { duplicate: (_n, i) => `A tenant with the id ${quoted(i.message)} already exists: choose another id.` } },
   { path: /^(layout\.)?logoUrl$/, noun: "the logo URL", when: [HTTPS] },
@@ -73,7 +81,7 @@ const MESSAGES: Row[] = [
   { path: /^expiresAt$/, noun: "the expiry", when: [[/past/, "The expiry must be in the future."]] },
   { path: /^subject$/, noun: "the profile id" },
   // Event webhooks (the URL passes the egress rules: the API's reason in words)
-  { path: /^url$/, noun: "the endpoint URL", when: [HTTPS] },
+  { path: /^url$/, noun: "the endpoint URL", when: [HTTPS, [/http\(s\) URL|not valid|no host/, "The endpoint URL must be a web address like https://crm.school.example/hooks."]] },
   { path: /^events$/, noun: "the events", codes: { too_short: "Choose at least one event, or All events." } },
 ];
 

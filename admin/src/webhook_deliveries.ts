@@ -1,6 +1,6 @@
 // One event-webhook endpoint's recent deliveries (webhookEndpoints.deliveries): each event with its last
 // attempt's outcome (delivered, refused with its HTTP status, or no answer and why), the latency in ms,
-// how many attempts the page holds and when, newest first. Replay (webhookEndpoints.replay) takes a
+// its attempts among those read (50 a page; "Show older" reads on) and when, newest first. Replay (webhookEndpoints.replay) takes a
 // time, so it sends again the event from when it occurred, with its own webhook-id, and every later one
 // in order; an attempt recorded before the API said when its event occurred offers no Replay.
 import type { DeliveryAttempt } from "./api";
@@ -11,6 +11,15 @@ import { timeEl } from "./time";
 const PAGE = 50;
 const POLL_MS = 2000;
 const POLL_ROUNDS = 30; // a minute of re-reading after an action, then the Refresh button
+
+/** Replaces a table body's rows; a control focused in it keeps focus (found again by its aria-label), so
+ *  a re-read while someone tabs through the rows does not throw them back to the top of the page. */
+export function redrawRows(body: HTMLElement, rows: HTMLElement[]): void {
+  const focused = document.activeElement;
+  const label = focused instanceof HTMLElement && body.contains(focused) ? focused.getAttribute("aria-label") : null;
+  replace(body, ...rows);
+  if (label) body.querySelector<HTMLElement>(`[aria-label="${CSS.escape(label)}"]`)?.focus();
+}
 
 /** Attempts grouped by event, newest event first; the newest attempt of each leads. */
 interface Delivery {
@@ -47,12 +56,13 @@ export function deliveriesSection(kit: Kit, id: string, changed: () => void): { 
   const canReplay = kit.can("webhookEndpoints.replay");
   let attempts: DeliveryAttempt[] = [];
   let cursor: string | null = null;
+  let drawn = false;
   let rounds = 0;
   let timer: number | undefined;
 
   const draw = (): void => {
     const rows = grouped(attempts).map(({ last, attempts: n }) => deliveryRow(last, n));
-    replace(body, ...rows);
+    redrawRows(body, rows);
     if (!rows.length) body.appendChild(h("tr", {}, h("td", { colspan: 7 }, "No deliveries yet: events this endpoint subscribes to appear here within seconds.")));
     older.hidden = cursor === null;
   };
@@ -71,11 +81,11 @@ export function deliveriesSection(kit: Kit, id: string, changed: () => void): { 
     const action = !canReplay ? null : a.occurredAt ? replay : h("span", { className: "muted" }, "sent before this console could replay it");
     return h("tr", { "data-event": a.eventId, "data-type": a.type, "data-state": delivered(a) ? "delivered" : "failed" },
       h("th", { scope: "row" }, h("code", {}, a.type), h("br", {}), h("small", { className: "muted" }, a.eventId)),
-      h("td", { "data-field": "status" }, ...statusCell(a)),
-      h("td", { "data-field": "http" }, a.statusCode ? String(a.statusCode) : "–"),
-      h("td", { "data-field": "latency" }, `${a.latencyMs} ms`),
-      h("td", { "data-field": "attempts" }, String(n)),
-      h("td", {}, timeEl(a.at)),
+      h("td", { "data-field": "status", "data-label": "Status" }, ...statusCell(a)),
+      h("td", { "data-field": "http", "data-label": "HTTP status" }, a.statusCode ? String(a.statusCode) : "–"),
+      h("td", { "data-field": "latency", "data-label": "Latency" }, `${a.latencyMs} ms`),
+      h("td", { "data-field": "attempts", "data-label": "Attempts" }, String(n)),
+      h("td", { "data-label": "When" }, timeEl(a.at)),
       h("td", {}, action));
   };
 
@@ -84,9 +94,12 @@ export function deliveriesSection(kit: Kit, id: string, changed: () => void): { 
     const input = { id, limit: PAGE, ...(more && cursor ? { cursor } : {}) };
     const page = await kit.guarded(null, () => kit.api.call("webhookEndpoints.deliveries", input), (err) => replace(out, kit.errorBox(err)));
     if (!page || mine !== kit.generation()) return;
-    attempts = more ? [...attempts, ...page.records] : page.records;
+    const next = more ? [...attempts, ...page.records] : page.records;
+    const same = drawn && JSON.stringify(next) === JSON.stringify(attempts) && (page.cursor ?? null) === cursor;
+    attempts = next;
     cursor = page.cursor ?? null;
-    draw();
+    drawn = true;
+    if (!same) draw(); // a re-read that found nothing new leaves the rows (and the focus) alone
   };
   const alive = (): boolean => mine === kit.generation() && section.isConnected;
   /** Re-reads deliveries and the endpoint for a while: what an action or a new event brings shows by itself. */
@@ -114,7 +127,7 @@ export function deliveriesSection(kit: Kit, id: string, changed: () => void): { 
     h("p", { className: "hint" }, "Each event sent to this endpoint, newest first, with its last attempt. An event is retried until a 2xx answer; every attempt carries the same webhook-id, so the receiver can drop a repeat."),
     canReplay ? h("p", { className: "hint" }, "Replay sends the event again, and every event after it, in order.") : null,
     h("div", { className: "actions" }, refresh),
-    h("div", { className: "table-wrap" }, h("table", { id: "deliveries-table" }, h("caption", { className: "visually-hidden" }, "Recent deliveries, newest first"),
+    h("div", { className: "table-wrap" }, h("table", { id: "deliveries-table", className: "stacked" }, h("caption", { className: "visually-hidden" }, "Recent deliveries, newest first"),
       h("thead", {}, h("tr", {}, ...["Event", "Status", "HTTP status", "Latency", "Attempts", "When", ""].map((t) => h("th", { scope: "col" }, t)))), body)),
     older, out);
   void load();

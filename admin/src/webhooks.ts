@@ -9,7 +9,7 @@ import { ApiError, type WebhookEndpoint } from "./api";
 import { field, h, replace, uid } from "./dom";
 import type { Kit } from "./kit";
 import { timeEl } from "./time";
-import { deliveriesSection } from "./webhook_deliveries";
+import { deliveriesSection, redrawRows } from "./webhook_deliveries";
 
 /** The event types webhookEndpoints.create accepts (domain/webhook_events.py's EVENT_TYPES; a unit
  *  test holds the two lists equal), `*` aside: "All events". */
@@ -106,12 +106,16 @@ export async function renderWebhooks(kit: Kit): Promise<void> {
   const panel = h("div", { id: "webhook-endpoint" });
   let open: string | null = null;
   let endpoints: WebhookEndpoint[] = [];
+  let listed = false;
 
   const load = async (): Promise<void> => {
     const list = await kit.guarded(null, () => kit.api.call("webhookEndpoints.list", undefined), (err) => replace(out, kit.errorBox(err)));
     if (!list || mine !== kit.generation()) return;
+    const same = listed && JSON.stringify(list.records) === JSON.stringify(endpoints);
     endpoints = list.records;
-    replace(body, ...endpoints.map(endpointRow));
+    listed = true;
+    if (same) return; // nothing new: the rows (and the focus in them) stay
+    redrawRows(body, endpoints.map(endpointRow));
     if (!endpoints.length) body.appendChild(h("tr", {}, h("td", { colspan: 6 }, "No endpoints yet.")));
     if (open && !endpoints.some((e) => e.id === open)) {
       open = null;
@@ -126,17 +130,17 @@ export async function renderWebhooks(kit: Kit): Promise<void> {
   const endpointRow = (e: WebhookEndpoint): HTMLElement =>
     h("tr", { "data-endpoint": e.id, "data-state": e.enabled ? "enabled" : "disabled", "aria-current": e.id === open ? "true" : null },
       h("th", { scope: "row" }, h("span", { className: "url" }, e.url), e.description ? h("small", { className: "muted" }, h("br", {}), e.description) : null),
-      h("td", { "data-field": "events" }, eventsText(e.events)),
-      h("td", { "data-field": "state" }, state(e)),
-      h("td", { "data-field": "pending" }, String(e.pending ?? 0)),
-      h("td", {}, timeEl(e.createdAt)),
+      h("td", { "data-field": "events", "data-label": "Events" }, eventsText(e.events)),
+      h("td", { "data-field": "state", "data-label": "State" }, state(e)),
+      h("td", { "data-field": "pending", "data-label": "Waiting" }, String(e.pending ?? 0)),
+      h("td", { "data-label": "Created" }, timeEl(e.createdAt)),
       h("td", {}, kit.button("Manage", () => show(e.id), { "aria-label": `Manage ${e.url}` })));
 
   function show(id: string): void {
     const e = endpoints.find((x) => x.id === id);
     if (!e) return;
     open = id;
-    replace(body, ...endpoints.map(endpointRow));
+    redrawRows(body, endpoints.map(endpointRow));
     const deliveries = deliveriesSection(kit, id, () => void load());
     replace(panel, endpointPanel(kit, e, { reload: load, secretSlot, deliveries: deliveries.section }));
     deliveries.watch();
@@ -146,7 +150,7 @@ export async function renderWebhooks(kit: Kit): Promise<void> {
   kit.shell("Event webhooks",
     h("p", { className: "hint" }, `The systems tenant ${tenantId} tells what happens: each subscribed event is POSTed to the endpoint, signed per Standard Webhooks with its secret, retried until it answers 2xx.`),
     secretSlot,
-    h("div", { className: "table-wrap" }, h("table", { id: "webhooks-table" }, h("caption", {}, `Endpoints of ${tenantId}`),
+    h("div", { className: "table-wrap" }, h("table", { id: "webhooks-table", className: "stacked" }, h("caption", {}, `Endpoints of ${tenantId}`),
       h("thead", {}, h("tr", {}, ...["URL", "Events", "State", "Waiting", "Created", ""].map((t) => h("th", { scope: "col" }, t)))), body)),
     out, panel,
     kit.can("webhookEndpoints.create") ? createForm(kit, secretSlot, async (id) => {

@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 from pydantic import BaseModel, ValidationError
 
+from campaign_engine.campaigns.audience.segments import SegmentInput
 from campaign_engine.domain.campaign import CampaignCreate
 from campaign_engine.domain.errors import validation_issues
 from campaign_engine.domain.reasons import REASON_CODES
@@ -118,6 +119,30 @@ def test_every_tenant_setting_error_is_a_sentence_naming_the_field(tmp_path: Pat
     assert by_path["frequencyCaps.notify.windowSeconds"] == "The notification cap window is required."
     for issue, said in zip(issues, worded, strict=True):
         assert said["message"] != issue["message"], f"no row words {issue}"
+
+
+def test_every_segment_error_is_a_sentence_and_a_limit_keeps_its_name(tmp_path: Path) -> None:
+    """The segment builder shows these where its count would be: a bad value names the field, a rule past
+    a limit keeps the API's own naming of the limit."""
+    bad: list[dict[str, Any]] = [
+        {"segment": {"all": [{"tag": "Chess"}, {"locale": "fr_FR"}, {"ageAtLeast": 200}]}},
+        {"segment": {"all": [{"memberOf": "Spring"}, {"timeZone": "Paris time"}, {"ageBelow": "ten"}]}},
+        {"segment": {"all": [{"tag": f"t{i}"} for i in range(7)]}},
+    ]
+    issues = [issue for data in bad for issue in _issues(SegmentInput, data)]
+    worded = _worded(issues, tmp_path)
+    by_path = {".".join(map(str, w["path"])): w["message"] for w in worded}
+    assert by_path["segment.all.0.tag"].startswith("A tag is lower-case letters")
+    assert by_path["segment.all.1.locale"].startswith("A language tag is")
+    assert by_path["segment.all.2.ageAtLeast"] == "The age can be at most 130."
+    assert by_path["segment.all.0.memberOf"].startswith("A campaign id is")
+    assert by_path["segment.all.1.timeZone"] == "Write a time zone like Europe/Paris."
+    assert by_path["segment"] == (
+        "The rule: a segment has at most 6 conditions (found 7); limit 'conditions' is 6."
+    )
+    for issue, said in zip(issues, worded, strict=True):
+        assert said["message"] != issue["message"], f"no row words {issue}"
+        assert "should" not in said["message"] and "Value error" not in said["message"], said
 
 
 def test_every_reason_code_the_api_answers_has_words_in_the_console(tmp_path: Path) -> None:

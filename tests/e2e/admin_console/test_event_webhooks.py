@@ -72,8 +72,15 @@ def test_a_tenant_admin_subscribes_an_endpoint_sees_its_deliveries_replays_and_r
             creating.get_by_role("button", name="Create endpoint").click()  # nothing filled: said, not sent
             refused = page.locator("#webhook-create-result [role='alert']")
             expect(refused).to_contain_text("nothing was created")
-            creating.get_by_label("Endpoint URL").fill(hook)
+            typed = creating.get_by_label("Endpoint URL")
+            typed.fill("crm.school.example/hooks")  # the API refuses it: said in words on the field
             creating.get_by_label("campaign.created").check()
+            creating.get_by_role("button", name="Create endpoint").click()
+            expect(page.locator(f"#{typed.get_attribute('id')}-error")).to_have_text(
+                "The endpoint URL must be a web address like https://crm.school.example/hooks."
+            )
+            assert trpc(url, admin, "webhookEndpoints.list", None, mutation=False)["records"] == []
+            typed.fill(hook)
             creating.get_by_role("button", name="Create endpoint").click()
             secret = page.locator("#webhook-secret").input_value()
             assert secret.startswith("whsec_")
@@ -131,13 +138,18 @@ def test_a_tenant_admin_subscribes_an_endpoint_sees_its_deliveries_replays_and_r
             rotated = page.locator("#webhook-secret").input_value()
             assert rotated.startswith("whsec_") and rotated != secret
             receiver.secrets[:] = [rotated]  # the receiver switched: the old secret verifies nothing here
+            earlier = page.get_by_role("button", name=f"Replay campaign.created {event_id}")
+            earlier.focus()  # someone on the rows while the screen re-reads them
             trpc(url, admin, "campaigns.update", {"campaignId": AUTUMN["id"], "name": "Autumn news, updated"})
             wait_for("the event after the rotation", lambda: len(receiver.received) == 3)
             after = receiver.received[2]
             assert after["event"]["type"] == "campaign.updated" and after["verifiedBy"] == [rotated]
             updated = page.locator(f"#deliveries-table tr[data-event='{after['id']}']")
             expect(updated.locator("[data-field='status']")).to_have_text("Delivered")
+            expect(earlier).to_be_focused()  # the new row came in around it
+            assert page.evaluate("document.documentElement.scrollWidth") <= 390  # the table scrolls
             shot(page, "webhooks-phone", "viewport")
+            shot(page, "webhooks-phone-deliveries", "#deliveries")
             assert_accessible(page, "webhooks-phone")
             watch.assert_clean()
         finally:

@@ -38,6 +38,12 @@ from tests.e2e.admin_console.journey_explain import (
     pause_resume_and_list,
     remind_the_unseen,
 )
+from tests.e2e.admin_console.journey_segments import (
+    build_and_save_a_segment,
+    builder_at_phone_width,
+    follow_up_rule_in_words,
+    viewer_reads_the_rule,
+)
 from tests.e2e.admin_console.journey_send import (
     go_live_and_send_a_test,
     read_the_stats,
@@ -84,6 +90,10 @@ def test_admin_journey_in_chromium(
         pause_resume_and_list(page)
         at_phone_width(page, url)
         remind_the_unseen(page, url, admin_token)
+        follow_up_rule_in_words(page, url, admin_token)
+        build_and_save_a_segment(page, url, admin_token)
+        builder_at_phone_width(page, url)
+        viewer_reads_the_rule(browser, url, settings)
         assert page.evaluate("window.__cspViolations") == []
         watch.assert_clean()
     finally:
