@@ -1,8 +1,8 @@
 """The admin journey's live segments, on the reminder draft the journey just made: its rule in words, the
 audience's static members apart from the rule's matches (Remove only on a member), a rule built in the
 builder with its live count (equal to an independent count of the seeded profiles), a rule past a limit
-refused naming it, the rule saved, explain's verdict per condition, a viewer's read-only rule, and the
-builder at phone width."""
+refused naming it, the rule saved, explain's verdict per condition, a new campaign created with its
+rule, a viewer's read-only rule, and the builder at phone width."""
 
 from __future__ import annotations
 
@@ -167,6 +167,27 @@ def build_and_save_a_segment(page: Page, url: str, admin_token: str) -> None:
         ("all.0", True), ("all.1.any.0", True), ("all.1.any.1", False)]  # fmt: skip
     assert_accessible(page, "explain with segment verdicts")
     shot(page, "explain-segment", "#explain")
+
+
+def create_with_a_segment(page: Page, url: str, admin_token: str) -> None:
+    """A new campaign carries its rule from the start: built beside the composer, counted, created with
+    the campaign, and read back in words on its page."""
+    page.goto(f"{url}/admin#/new")
+    page.get_by_label("Campaign id").fill("chess-club")
+    page.get_by_label("Name", exact=True).fill("Chess club")
+    page.get_by_label("Title", exact=True).fill("Chess club")
+    page.get_by_label(re.compile(r"^Title \(banner")).fill("Chess club")
+    page.get_by_label(re.compile(r"^Body \(banner")).fill("Thursdays at four")
+    live = page.locator(".new-segment")
+    expect(live.locator("#segment-count")).to_contain_text("Add a condition")
+    live.get_by_role("button", name="Add condition").click()
+    live.get_by_label("Condition 1: tag").fill("chess")
+    expect(live.locator("#segment-count [data-matches]")).to_have_text(str(len(CHESS)))
+    page.get_by_role("button", name="Create campaign").click()
+    expect(page.get_by_role("heading", name="Chess club")).to_be_visible()
+    expect(page.locator("#segment-words")).to_have_text("Also everyone who has tag chess, when it is sent.")
+    stored = trpc(url, admin_token, "campaigns.get", {"campaignId": "chess-club"}, mutation=False)
+    assert _set(stored["segment"]) == {"tag": "chess"}
 
 
 def viewer_reads_the_rule(browser: Browser, url: str, settings: Settings) -> None:

@@ -41,6 +41,7 @@ from tests.e2e.admin_console.journey_explain import (
 from tests.e2e.admin_console.journey_segments import (
     build_and_save_a_segment,
     builder_at_phone_width,
+    create_with_a_segment,
     follow_up_rule_in_words,
     viewer_reads_the_rule,
 )
@@ -92,6 +93,7 @@ def test_admin_journey_in_chromium(
         remind_the_unseen(page, url, admin_token)
         follow_up_rule_in_words(page, url, admin_token)
         build_and_save_a_segment(page, url, admin_token)
+        create_with_a_segment(page, url, admin_token)
         builder_at_phone_width(page, url)
         viewer_reads_the_rule(browser, url, settings)
         assert page.evaluate("window.__cspViolations") == []
