@@ -13,6 +13,7 @@ from campaign_engine.domain.camel import CamelModel
 from campaign_engine.domain.patterns import INTERNAL_PATH_PATTERN
 
 __all__ = [
+    "OMIT_ABSENT",
     "Action",
     "AppStoreAction",
     "CapgoUpdateAction",
@@ -23,6 +24,7 @@ __all__ = [
     "StrictModel",
     "Text",
     "Translation",
+    "absent",
 ]
 
 _INTERNAL_PATH = re.compile(INTERNAL_PATH_PATTERN)
@@ -52,13 +54,14 @@ class StrictModel(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
-def _absent(value: object) -> bool:
+def absent(value: object) -> bool:
+    """Whether an optional field holds nothing: such a field is left out on the wire."""
     return value is None
 
 
 # An optional field left out stays out on the wire (a card, a stored definition): never ``null``,
 # which LearnCard's validators refuse where they expect a string or an object.
-_OMIT_ABSENT = Field(default=None, exclude_if=_absent)
+OMIT_ABSENT = Field(default=None, exclude_if=absent)
 
 
 class StrictCamel(StrictModel, CamelModel):
@@ -68,8 +71,8 @@ class StrictCamel(StrictModel, CamelModel):
 class Media(StrictModel):
     type: Literal["image", "gif", "youtube"]
     url: HttpsUrl
-    aspect: Annotated[str, StringConstraints(pattern=r"^\d{1,2}:\d{1,2}$")] | None = _OMIT_ABSENT
-    alt: Annotated[Text, Field(max_length=300)] | None = _OMIT_ABSENT
+    aspect: Annotated[str, StringConstraints(pattern=r"^\d{1,2}:\d{1,2}$")] | None = OMIT_ABSENT
+    alt: Annotated[Text, Field(max_length=300)] | None = OMIT_ABSENT
 
 
 class InternalLink(StrictModel):
@@ -86,9 +89,9 @@ class AppStoreAction(StrictCamel):
     """This app's store page, resolved per platform by the app; the URLs override its own links."""
 
     type: Literal["appStore"]
-    ios_url: HttpsUrl | None = _OMIT_ABSENT
-    android_url: HttpsUrl | None = _OMIT_ABSENT
-    web_url: HttpsUrl | None = _OMIT_ABSENT
+    ios_url: HttpsUrl | None = OMIT_ABSENT
+    android_url: HttpsUrl | None = OMIT_ABSENT
+    web_url: HttpsUrl | None = OMIT_ABSENT
 
 
 class CapgoUpdateAction(StrictModel):
@@ -181,17 +184,17 @@ class Message(StrictCamel):
     phone. ``id`` names it for the app's dismissal and frequency state (a card carries the campaign's
     id when the author gave none, ``CampaignCard``)."""
 
-    id: Annotated[str, StringConstraints(min_length=1, max_length=100)] | None = _OMIT_ABSENT
+    id: Annotated[str, StringConstraints(min_length=1, max_length=100)] | None = OMIT_ABSENT
     title: Annotated[Text, Field(min_length=1, max_length=120)]
-    body: Annotated[str, Field(max_length=2000)] | None = _OMIT_ABSENT
+    body: Annotated[str, Field(max_length=2000)] | None = OMIT_ABSENT
     presentation: Literal["modal", "banner", "toast"] = "modal"
     dismissible: bool = True
     frequency: Literal["once", "session", "always"] | EveryDays = "once"
     priority: Annotated[int, Field(ge=0, le=1000)] = 0
-    media: Media | None = _OMIT_ABSENT
-    emoji: Annotated[str, Field(max_length=16)] | None = _OMIT_ABSENT
+    media: Media | None = OMIT_ABSENT
+    emoji: Annotated[str, Field(max_length=16)] | None = OMIT_ABSENT
     actions: Annotated[list[Action], Field(max_length=3)] = []
-    targeting: Annotated[Predicate, AfterValidator(_shallow)] | None = _OMIT_ABSENT
+    targeting: Annotated[Predicate, AfterValidator(_shallow)] | None = OMIT_ABSENT
     """Who the app shows it to, on the device (omitted: everyone the campaign reaches)."""
     enabled: bool = True
 

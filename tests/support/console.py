@@ -219,5 +219,29 @@ def signed_in(browser: Browser, url: str, token: str) -> tuple[Any, Page, Watch]
     return context, page, watch
 
 
+def author_writes_autumn(browser: Browser, url: str, ana: str) -> None:
+    """An author composes AUTUMN and adds its audience (TENANT_MEMBERS) in the console: no Go live."""
+    context, page, watch = signed_in(browser, url, ana)
+    try:
+        page.get_by_role("link", name="New campaign").first.click()
+        message, notification = AUTUMN["message"], AUTUMN["notification"]
+        page.get_by_label("Campaign id").fill(str(AUTUMN["id"]))
+        page.get_by_label("Name").fill(str(AUTUMN["name"]))
+        page.get_by_label("Title", exact=True).fill(message["title"])
+        page.locator("[data-path='notification.title']").fill(notification["title"])
+        page.locator("[data-path='notification.body']").fill(notification["body"])
+        page.get_by_role("button", name="Create campaign").click()
+        expect(page.get_by_role("heading", name=str(AUTUMN["name"]))).to_be_visible()
+        audience = page.locator("#audience")
+        audience.get_by_label("Source type").select_option("profileIds")
+        audience.get_by_label(re.compile("^Profile ids, DIDs")).fill("\n".join(TENANT_MEMBERS))
+        audience.get_by_role("button", name="Add to audience").click()
+        expect(page.locator("#audience-added")).to_have_text(str(len(TENANT_MEMBERS)))
+        expect(page.get_by_role("button", name="Go live")).to_have_count(0)  # a publisher's
+        watch.assert_clean()
+    finally:
+        context.close()
+
+
 def read_mail(path: Path) -> Any:
     return email.message_from_bytes(path.read_bytes(), policy=email.policy.default)

@@ -13,6 +13,7 @@ from pydantic import Field, model_validator
 
 from campaign_engine.domain.camel import CamelModel
 from campaign_engine.domain.campaign import Message
+from campaign_engine.domain.content import OMIT_ABSENT, absent
 
 __all__ = ["CampaignCard", "EngagementState", "EventKind", "EventResult", "MyCampaign", "MyCampaigns"]
 
@@ -20,19 +21,24 @@ EventKind = Literal["shown", "clicked", "dismissed"]
 
 
 class CampaignCard(CamelModel):
-    """The public projection of a campaign: what any eligible user may read."""
+    """The public projection of a campaign: what any eligible user may read. A field without a value is
+    left out, never ``null``: LearnCard's validators refuse ``null`` where they expect a string."""
 
     campaign_id: str
     name: str
-    message: Message | None
+    message: Message | None = OMIT_ABSENT
     locale: str | None = Field(
-        default=None, description="the language of `message`: the best match for the reader's locale"
+        default=None,
+        exclude_if=absent,
+        description="the language of `message`: the best match for the reader's locale",
     )
     variant_id: str | None = Field(
-        default=None, description="the A/B content variant of `message` this reader is assigned"
+        default=None,
+        exclude_if=absent,
+        description="the A/B content variant of `message` this reader is assigned",
     )
-    starts_at: str | None
-    ends_at: str | None
+    starts_at: str | None = OMIT_ABSENT
+    ends_at: str | None = OMIT_ABSENT
 
     @model_validator(mode="after")
     def _message_named(self) -> CampaignCard:
@@ -63,8 +69,8 @@ class EngagementState(CamelModel):
 
 
 class MyCampaign(CampaignCard):
-    state: EngagementState | None = None
-    test_id: str | None = None
+    state: EngagementState | None = OMIT_ABSENT
+    test_id: str | None = OMIT_ABSENT
 
 
 class MyCampaigns(CamelModel):

@@ -10,6 +10,8 @@ confirmed token. Nothing is enqueued: the sweeper (local worker loop, Lambda sch
   announcement is worse than none, and the admin sees why;
 - the campaign is no longer live (paused, archived; a deleted one takes its Dispatches with it):
   ``cancelled`` with the reason;
+- a critical campaign whose tenant has since forbidden critical ones (``allowCritical``): ``failed``,
+  as a dispatch then is refused: nothing may skip quiet hours on an allowance withdrawn;
 - the recomputed preview differs from the confirmed token (definition or recipients changed):
   ``needs_review``, unless the admin chose ``onChange: "send_current"``;
 - otherwise ``sending``: from here it is an ordinary dispatch, and its first page jobs are enqueued
@@ -55,7 +57,7 @@ from campaign_engine.graph.audit import AuditContext, record_audit
 from campaign_engine.graph.cypher import statement
 from campaign_engine.graph.graph import Graph, Tx
 from campaign_engine.graph.locks import lock_campaign
-from campaign_engine.graph.tenant_lane import tenant_lane
+from campaign_engine.graph.tenant_lane import require_critical_allowed, tenant_lane
 from campaign_engine.graph.webhook_outbox import record_dispatch_events
 from campaign_engine.queue.port import Queue
 
@@ -103,6 +105,8 @@ def schedule_dispatch(
         locked = lock_campaign(tx, data.campaign_id)
         if locked is None:
             raise NotFound(f"campaign '{campaign_ref(data.campaign_id)}' not found")
+        if locked.get("priority") == "critical":  # as dispatch asks; and again when it fires
+            require_critical_allowed(tx, locked.get("tenantId"))
         if tx.run(statement(_PENDING), campaignId=data.campaign_id).single() is not None:
             raise Conflict("this campaign already has a scheduled dispatch; cancel it first")
         share = data.experiment.test_share if data.experiment else None
@@ -261,7 +265,7 @@ def _fire_one(
     With ``graph``, a start records ``dispatch.started`` and a refusal ``dispatch.failed`` in this
     transaction, as a confirmed dispatch and a failed walk do."""
     stamp = format_ts(now)
-    lock_campaign(tx, campaign_id)
+    locked = lock_campaign(tx, campaign_id) or {}
     dispatches = tx.run(statement(_SCHEDULED), scheduleId=schedule_id).data()
     if not dispatches:
         return "already_decided", []
@@ -276,6 +280,14 @@ def _fire_one(
     status = computed.campaign.get("status")
     if status != "live":
         return _decide(tx, schedule_id, "cancelled", f"campaign_{status}", stamp), []
+    if locked.get("priority") == "critical" and not tenant_lane(tx, locked.get("tenantId"))[0]:
+        # The tenant forbade critical campaigns after this was scheduled: nothing skips quiet hours now.
+        record_dispatch_events(tx, graph, "dispatch.failed", [d["dispatch"]["id"] for d in dispatches],
+                               now=stamp, reason="critical_not_allowed")  # fmt: skip
+        reason = (
+            "the tenant no longer allows critical campaigns (allowCritical): make it normal, schedule again"
+        )
+        return _decide(tx, schedule_id, "failed", reason, stamp), []
     if computed.preview.preview_token != first["previewToken"] and first.get("onChange") != "send_current":
         reason = "the campaign or its recipients changed since the preview was confirmed"
         return _decide(tx, schedule_id, "needs_review", reason, stamp), []

@@ -181,7 +181,10 @@ def update_endpoint(
         return dict(row["e"])
 
     node = graph.write(tx_fn)
-    subscribers_for(graph).invalidate()
+    subscribers = subscribers_for(graph)
+    subscribers.invalidate()
+    if props.get("enabled") is True:  # resumed: its queue goes out at once (the kick), not at the sweep
+        subscribers.touch([endpoint_id])
     return _public(node)
 
 

@@ -1190,7 +1190,8 @@ export interface Discovered {
   campaigns: CampaignCard[];
 }
 /**
- * The public projection of a campaign: what any eligible user may read.
+ * The public projection of a campaign: what any eligible user may read. A field without a value is
+ * left out, never ``null``: LearnCard's validators refuse ``null`` where they expect a string.
  *
  * This interface was referenced by `Procedures`'s JSON-Schema
  * via the `definition` "CampaignCard".
@@ -1198,7 +1199,7 @@ export interface Discovered {
 export interface CampaignCard {
   campaignId: string;
   name: string;
-  message: Message | null;
+  message?: Message | null;
   /**
    * the language of `message`: the best match for the reader's locale
    */
@@ -1207,8 +1208,8 @@ export interface CampaignCard {
    * the A/B content variant of `message` this reader is assigned
    */
   variantId?: string | null;
-  startsAt: string | null;
-  endsAt: string | null;
+  startsAt?: string | null;
+  endsAt?: string | null;
 }
 /**
  * This interface was referenced by `Procedures`'s JSON-Schema
@@ -1493,7 +1494,7 @@ export interface MyCampaigns {
 export interface MyCampaign {
   campaignId: string;
   name: string;
-  message: Message | null;
+  message?: Message | null;
   /**
    * the language of `message`: the best match for the reader's locale
    */
@@ -1502,8 +1503,8 @@ export interface MyCampaign {
    * the A/B content variant of `message` this reader is assigned
    */
   variantId?: string | null;
-  startsAt: string | null;
-  endsAt: string | null;
+  startsAt?: string | null;
+  endsAt?: string | null;
   state?: EngagementState | null;
   testId?: string | null;
 }

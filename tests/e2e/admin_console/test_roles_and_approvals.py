@@ -25,6 +25,7 @@ from tests.support.console import (
     TENANT_MEMBERS,
     assert_accessible,
     assert_every_control_labelled,
+    author_writes_autumn,
     shot,
     signed_in,
     tenant_alpha,
@@ -208,30 +209,6 @@ def _cards(url: str, settings: Settings, member: str) -> list[str]:
     return [str(c["message"]["title"]) for c in cards if c["campaignId"] == "autumn"]
 
 
-def _ana_writes_autumn(browser: Browser, url: str, ana: str) -> None:
-    """The author composes AUTUMN and adds its audience in the console, as an author does."""
-    context, page, watch = signed_in(browser, url, ana)
-    try:
-        page.get_by_role("link", name="New campaign").first.click()
-        message, notification = AUTUMN["message"], AUTUMN["notification"]
-        page.get_by_label("Campaign id").fill(str(AUTUMN["id"]))
-        page.get_by_label("Name").fill(str(AUTUMN["name"]))
-        page.get_by_label("Title", exact=True).fill(message["title"])
-        page.locator("[data-path='notification.title']").fill(notification["title"])
-        page.locator("[data-path='notification.body']").fill(notification["body"])
-        page.get_by_role("button", name="Create campaign").click()
-        expect(page.get_by_role("heading", name=str(AUTUMN["name"]))).to_be_visible()
-        audience = page.locator("#audience")
-        audience.get_by_label("Source type").select_option("profileIds")
-        audience.get_by_label(re.compile("^Profile ids, DIDs")).fill("\n".join(TENANT_MEMBERS))
-        audience.get_by_role("button", name="Add to audience").click()
-        expect(page.locator("#audience-added")).to_have_text(str(len(TENANT_MEMBERS)))
-        expect(page.get_by_role("button", name="Go live")).to_have_count(0)  # a publisher's
-        watch.assert_clean()
-    finally:
-        context.close()
-
-
 def test_a_second_publisher_approves_a_waiting_send(
     stack: tuple[str, Settings, Path], browser: Browser
 ) -> None:
@@ -241,7 +218,7 @@ def test_a_second_publisher_approves_a_waiting_send(
     ana = tenant_token(settings, "ana", "author")
     # ana writes the campaign in the console; pia takes it live and asks for the send: she may send it
     # but not approve it. Its in-app card reaches three members: the go-live waits for a second publisher.
-    _ana_writes_autumn(browser, url, ana)
+    author_writes_autumn(browser, url, ana)
     trpc(url, pia, "campaigns.setStatus", {"campaignId": "autumn", "status": "live"})
     assert _cards(url, settings, "a1") == []
 

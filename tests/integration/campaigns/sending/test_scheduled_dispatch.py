@@ -168,3 +168,22 @@ def test_cancel_and_the_rules_of_a_schedule(api: TrpcClient, graph: Graph, queue
     assert fire(graph, queue, IN_AN_HOUR) == {}
     assert statuses(api, "c1") == [("cancelled", "cancelled")]
     assert queue.receive(max_messages=10) == []
+
+
+def test_a_critical_schedule_fails_at_its_time_once_its_tenant_forbids_critical(
+    api: TrpcClient, graph: Graph, queue: LocalQueue
+) -> None:
+    make_campaign(graph, "c1", priority="critical")
+    make_campaign(graph, "c2", priority="critical")
+    add_members(graph, "c1", ["p1"])
+    add_members(graph, "c2", ["p1"])
+    ok(schedule(api, "c1", IN_AN_HOUR.isoformat()))
+    forbid = {"tenantId": "default", "allowCritical": False}
+    assert ok(api.mutate("tenants.update", forbid, as_=ADMIN_ID, admin=True))["allowCritical"] is False
+    refused = schedule(api, "c2", IN_AN_HOUR.isoformat())  # refused at once, as a dispatch is
+    assert error_code(refused) == "FORBIDDEN" and "allowCritical" in refused.text
+    # The one scheduled before fails at its time, saying why; nothing is enqueued.
+    assert list(fire(graph, queue, IN_AN_HOUR).values()) == ["failed"]
+    assert queue.receive(max_messages=10) == []
+    [(status, error)] = statuses(api, "c1")
+    assert status == "failed" and error is not None and "allowCritical" in error

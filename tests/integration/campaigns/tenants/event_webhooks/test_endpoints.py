@@ -18,6 +18,7 @@ from tests.support.api import TrpcClient, api_client, ok
 from tests.support.delivery import (
     StepClock,
     ThreadServer,
+    drain,
     make_campaign,
 )
 from tests.support.event_webhooks import EventReceiver, Stack
@@ -52,8 +53,9 @@ def test_an_endpoint_failing_for_days_is_disabled_and_says_so(stack: Stack, grap
     receiver = EventReceiver(down=True)
     with (
         ThreadServer(receiver.app()) as endpoint,
-        api_client(stack.settings, graph, clock=stack.clock, dispatch_queue=stack.queues.dispatch) as api,
-    ):
+        api_client(stack.settings, graph, clock=stack.clock, dispatch_queue=stack.queues.dispatch,
+                   webhooks_queue=stack.queues.webhooks) as api,
+    ):  # fmt: skip
         created = ok(api.mutate("webhookEndpoints.create", {"url": f"{endpoint.url}/events", "events": ["*"]},
                                 as_=ADMIN_ID, admin=True))  # fmt: skip
         receiver.secrets.append(created["secret"])
@@ -82,7 +84,7 @@ def test_an_endpoint_failing_for_days_is_disabled_and_says_so(stack: Stack, grap
                 "webhookEndpoints.update", {"id": created["id"], "enabled": True}, as_=ADMIN_ID, admin=True
             )
         )
-        stack.run()
+        drain(stack.worker.handle, stack.queues)  # the API's kick, no sweep: resumed at once
         assert [r["event"]["type"] for r in receiver.received] == ["campaign.created"]  # nothing was lost
         row = ok(api.query("webhookEndpoints.list", as_=ADMIN_ID, admin=True))["records"][0]
         assert row["enabled"] and row["disabledReason"] is None and row["failures"] == 0
