@@ -31,6 +31,7 @@ export type {
   RuleVerdict,
   Segment,
   SegmentExplanation,
+  Suppression,
   VariantStats,
   EndpointPublic as WebhookEndpoint,
 } from "../../clients/typescript/src/procedures";
@@ -239,4 +240,11 @@ const PROCEDURE_KINDS = {
   "webhookEndpoints.rotateSecret": "mutation",
   "webhookEndpoints.deliveries": "query",
   "webhookEndpoints.replay": "mutation",
+  "campaigns.scheduleDispatch": "mutation",
+  "campaigns.cancelScheduledDispatch": "mutation",
+  "campaigns.listUncertainEmails": "query",
+  "campaigns.delete": "mutation",
+  "suppressions.list": "query",
+  "suppressions.get": "query",
+  "suppressions.remove": "mutation",
 } as const satisfies { [P in ProcedurePath]?: ProcedureKind<P> };

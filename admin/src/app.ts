@@ -1,5 +1,5 @@
 // The admin console's entry and router. Routes live in the URL fragment: #/ (campaigns), #/new,
-// #/c/<id>, #/approvals, #/access, #/tenant[/<id>], #/layout, #/import, #/webhooks; each draws one
+// #/c/<id>, #/approvals, #/access, #/tenant[/<id>], #/layout, #/import, #/webhooks, #/suppressions; each draws one
 // screen module.
 // The sign-in link of `campaign-engine dev` carries `#token=...`, which is read once and then cleared
 // (tab.ts). The header names the tenant the token acts in and its role there; a control the role may
@@ -15,6 +15,7 @@ import { renderLayout } from "./layout";
 import { renderTenantSettings } from "./settings";
 import { button, errorBox, guarded, roleNote, shell } from "./shell";
 import { renderSignIn } from "./signin";
+import { renderSuppressions } from "./suppressions";
 import { announce } from "./status";
 import { finishSignIn, returningFromProvider } from "./oidc";
 import { actIn, actingTenant, api, can, currentGeneration, currentSession, drawsSignIn, forget, holdToken, navigated, takeFragmentToken, token } from "./tab";
@@ -70,6 +71,7 @@ function draw(s: Session): void {
   else if (hash === "/layout") void renderLayout(kit(s));
   else if (hash === "/import") renderTransfer(kit(s));
   else if (hash === "/webhooks") void renderWebhooks(kit(s));
+  else if (hash === "/suppressions") void renderSuppressions(kit(s));
   else if (hash === "/tenant" || hash.startsWith("/tenant/")) void renderTenantSettings(kit(s), hash.startsWith("/tenant/") ? decodeURIComponent(hash.slice(8)) || null : null);
   else if (hash.startsWith("/c/")) void renderCampaign(kit(s), decodeURIComponent(hash.slice(3)));
   else void renderList(kit(s));

@@ -57,7 +57,7 @@ function row(kit: Kit, item: AwaitingApproval, reload: () => void): HTMLElement 
     approve.disabled = true;
     replace(out, h("p", { className: "ok" }, publish
       ? `Approved by ${done.approvedBy}: members now see this revision.`
-      : `Approved by ${done.approvedBy} for ${done.recipients} recipients. ${item.requestedBy ?? "The requester"} (or another publisher than you) can now confirm the send on the campaign's page.`));
+      : `Approved by ${done.approvedBy} for ${done.recipients} recipients. ${item.requestedBy ?? "The requester"} (or another publisher than you) can now ${item.action === "schedule" ? "schedule" : "confirm"} the send on the campaign's page.`));
     kit.announce(`Approved ${item.name}.`);
     window.setTimeout(reload, 1500);
   }));

@@ -1,8 +1,9 @@
-// One campaign's page (#/c/<id>): its status and lifecycle, a duplicate, and one section each for the
+// One campaign's page (#/c/<id>): its status and lifecycle, a duplicate, a delete, and one section each for the
 // definition, the audience, a test send, the review and send, live progress, stats and "explain a
 // recipient" (each in its own campaign_*.ts module, sharing the CampaignPage of kit.ts).
 import type { Status } from "./api";
 import { audienceSection } from "./campaign_audience";
+import { deleteControl } from "./campaign_delete";
 import { definitionSection } from "./campaign_definition";
 import { progressSection } from "./campaign_progress";
 import { reviewSection, testSection } from "./campaign_send";
@@ -76,6 +77,7 @@ export async function renderCampaign(kit: Kit, id: string): Promise<void> {
   const progress = progressSection(page);
   const stats = statsSection(page);
 
+  let dueTimer = 0;
   async function poll(): Promise<void> {
     if (!page.onScreen()) return;
     const [dispatches] = await Promise.all([kit.api.call("campaigns.listDispatches", { campaignId: id }).catch(() => null), stats.refresh()]);
@@ -84,6 +86,12 @@ export async function renderCampaign(kit: Kit, id: string): Promise<void> {
     // Poll while anything is sending; the list and stats answer in one batched request.
     if (dispatches.some((d) => d.status === "sending" || inFlight(d))) window.setTimeout(() => void poll(), 1000);
     else kit.announce("No dispatch is sending.");
+    // A scheduled one: read again when it is due (the sweeper starts it within a minute), at most hourly.
+    const due = dispatches.filter((d) => d.status === "scheduled" && d.sendAt).map((d) => Date.parse(d.sendAt ?? ""));
+    window.clearTimeout(dueTimer); // one watch of the schedule, however many polls ran
+    if (due.length && !dispatches.some((d) => d.status === "sending")) {
+      dueTimer = window.setTimeout(() => void poll(), Math.min(Math.max(Math.min(...due) - Date.now(), 10_000), 3_600_000));
+    }
   }
 
   // Duplicate: the definition, translations included, into a new draft; never the
@@ -104,7 +112,7 @@ export async function renderCampaign(kit: Kit, id: string): Promise<void> {
     : null;
 
   kit.shell(page.current.name,
-    h("div", { className: "campaign-head" }, h("p", {}, "Status: ", statusBadge, " · id ", h("code", {}, id), campaign.priority && campaign.priority !== "normal" ? h("span", { className: `badge priority-${campaign.priority}`, id: "campaign-priority" }, campaign.priority) : null), lifecycle, lifecycleOut, held, duplicate),
+    h("div", { className: "campaign-head" }, h("p", {}, "Status: ", statusBadge, " · id ", h("code", {}, id), campaign.priority && campaign.priority !== "normal" ? h("span", { className: `badge priority-${campaign.priority}`, id: "campaign-priority" }, campaign.priority) : null), lifecycle, lifecycleOut, held, duplicate, deleteControl(kit, campaign)),
     h("nav", { className: "sections", "aria-label": "Campaign sections" }, ...[["definition", "Definition"], ["audience", "Audience"], ["test", "Test"], ["review", "Review and send"], ["progress", "Progress"], ["stats", "Stats"], ["explain", "Explain a recipient"]].map(([a, l]) => h("a", { href: `#/c/${encodeURIComponent(id)}`, "data-target": a ?? "", onclick: jump as EventListener }, l ?? ""))),
     definition, audience.element, test, review, progress.element, stats.element, explainSection(kit.api, id, kit.guarded, kit.errorBox, () => page.current.segment));
   await Promise.all([audience.show(), poll()]);

@@ -1,9 +1,12 @@
 // A campaign page's Dispatch progress section: each dispatch's bars (progress.ts), with the admin's
-// decisions on it: resume a paused or failed send, or choose an A/B test wave's variant now.
+// decisions on it: resume a paused or failed send, choose an A/B test wave's variant now, or cancel a
+// scheduled one (schedule_notice.ts); and the recipients of an uncertain email (uncertain_emails.ts).
 import type { Dispatch } from "./api";
 import { h, replace } from "./dom";
 import type { CampaignPage } from "./kit";
 import { progressView } from "./progress";
+import { scheduleNotice } from "./schedule_notice";
+import { uncertainSection } from "./uncertain_emails";
 
 export interface ProgressSection {
   element: HTMLElement;
@@ -20,10 +23,36 @@ export function progressSection(page: CampaignPage): ProgressSection {
       return;
     }
     const planned = page.planned;
-    replace(progressOut, ...dispatches.map((d) =>
-      progressView(d, planned ? (d.channel === "email" ? planned.emailRecipientCount : planned.notificationRecipientCount) : 0,
+    const cancel = kit.can("campaigns.cancelScheduledDispatch") ? cancelControl : undefined;
+    replace(progressOut, ...dispatches.map((d) => {
+      const article = progressView(d, planned ? (d.channel === "email" ? planned.emailRecipientCount : planned.notificationRecipientCount) : 0,
         kit.can("campaigns.resumeDispatch") ? resumeControl : undefined,
-        kit.can("campaigns.chooseVariant") ? chooseControl : undefined)));
+        kit.can("campaigns.chooseVariant") ? chooseControl : undefined,
+        (x) => scheduleNotice(x, cancel));
+      const uncertain = uncertainKept(d);
+      if (uncertain) article.append(uncertain);
+      return article;
+    }));
+  }
+  /** An uncertain list keeps what was read across redraws while its count stays the same. */
+  const uncertainLists = new Map<string, { count: number; element: HTMLElement | null }>();
+  function uncertainKept(d: Dispatch): HTMLElement | null {
+    const kept = uncertainLists.get(d.dispatchId);
+    if (kept && kept.count === (d.uncertain ?? 0)) return kept.element;
+    const element = uncertainSection(kit, d);
+    uncertainLists.set(d.dispatchId, { count: d.uncertain ?? 0, element });
+    return element;
+  }
+  /** Cancel a scheduled send before it fires: every channel of it, audited; refused once it fired. */
+  function cancelControl(d: Dispatch): HTMLElement {
+    const out = h("div", {});
+    const b: HTMLButtonElement = kit.button("Cancel the scheduled send", () => void kit.guarded(b, () => kit.api.call("campaigns.cancelScheduledDispatch", { dispatchId: d.dispatchId }), (err) => replace(out, kit.errorBox(err))).then((done) => {
+      if (done) {
+        kit.announce("Scheduled send cancelled.");
+        void page.poll();
+      }
+    }), { id: `cancel-${d.dispatchId}` });
+    return h("div", { className: "actions" }, b, out);
   }
   /** Decide a test wave now, for one variant: the admin's decision, audited. */
   function chooseControl(d: Dispatch): HTMLElement {

@@ -6,6 +6,7 @@ import { ApiError, type DispatchPreview } from "./api";
 import { h, replace } from "./dom";
 import type { CampaignPage, Kit } from "./kit";
 import { reasonSentence } from "./messages";
+import { scheduleChoice } from "./campaign_schedule";
 import { timeEl } from "./time";
 
 export function testSection(page: CampaignPage): HTMLElement {
@@ -59,7 +60,8 @@ export function reviewSection(page: CampaignPage): HTMLElement {
       p.blockedReason ? h("p", { role: "alert", className: "error", id: "review-blocked" }, `Blocked: ${reasonSentence(p.blockedReason)}`) : null,
       fallbackOnly ? h("div", { className: "field check" }, accept, h("label", { for: accept.id }, `Send the base content to the ${untranslatedTotal(p)} recipients without a translation`)) : null,
       h("p", { className: "hint" }, "Confirming sends exactly this: if anything changed since the review, the server refuses and you review again."),
-      kit.can("campaigns.dispatch") ? confirm : kit.roleNote("Sending", "campaigns.dispatch"), confirmOut);
+      kit.can("campaigns.dispatch") ? confirm : kit.roleNote("Sending", "campaigns.dispatch"), confirmOut,
+      scheduleChoice(page, p, () => (fallbackOnly ? accept.checked : undefined), (err, scheduling) => dispatchRefusal(kit, err, scheduling)));
   }));
   return h("section", { id: "review", "aria-labelledby": "review-h" }, h("h2", { id: "review-h" }, "Review and send"),
     kit.can("campaigns.previewDispatch") ? reviewBtn : kit.roleNote("Reviewing a send", "campaigns.previewDispatch"), reviewOut);
@@ -110,14 +112,14 @@ function planReview(p: DispatchPreview): HTMLElement | null {
 /** A refused dispatch, explained. Under the tenant's approval policy a large send is FORBIDDEN until a
  *  second publisher approves it (the server has then listed it under Approvals), and an approval made
  *  before a change is CONFLICT: both say what happens next, with the server's own words below. */
-function dispatchRefusal(kit: Kit, err: unknown): HTMLElement {
+function dispatchRefusal(kit: Kit, err: unknown, scheduling = false): HTMLElement {
   if (err instanceof ApiError && (err.code === "FORBIDDEN" || err.code === "CONFLICT") && err.message.includes("approveDispatch")) {
     const stale = err.code === "CONFLICT";
     // The refusal names who may approve ("by another publisher than pia and ana:").
     const who = /by (another publisher[^:]*):/.exec(err.message)?.[1];
-    return h("div", { role: "alert", className: "notice awaiting", id: "dispatch-awaits" },
+    return h("div", { role: "alert", className: "notice awaiting", id: scheduling ? "schedule-awaits" : "dispatch-awaits" },
       h("p", {}, h("strong", {}, stale ? "The approval is stale. " : "Waiting for another publisher. "),
-        stale ? "The campaign changed after it was approved: review again and have the new preview approved." : "It is listed under Approvals; once another publisher approves it, confirm the send again here."),
+        stale ? "The campaign changed after it was approved: review again and have the new preview approved." : `It is listed under Approvals; once another publisher approves it, ${scheduling ? "schedule it" : "confirm the send"} again here.`),
       !stale && who ? h("p", { id: "may-approve" }, `Who may approve: ${who}.`) : null,
       h("p", { className: "api-message" }, `The server said: ${err.message}`),
       kit.can("campaigns.listAwaitingApproval") ? h("p", {}, h("a", { href: "#/approvals" }, "Open approvals")) : null);

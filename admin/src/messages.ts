@@ -80,6 +80,10 @@ const MESSAGES: Row[] = [
   // Keys and grants
   { path: /^expiresAt$/, noun: "the expiry", when: [[/past/, "The expiry must be in the future."]] },
   { path: /^subject$/, noun: "the profile id" },
+  // A scheduled send (sending/schedule_input.py); under an approval policy a change always holds it.
+  { path: /^sendAt\b/, noun: "the send time" },
+  { path: /^maxLateSeconds$/, noun: "how late it may start", codes: { less_than_equal: "It may start at most 7 days (10080 minutes) late.", greater_than_equal: "How late it may start cannot be negative." } },
+  { path: /^onChange$/, noun: "what a change does", when: [[/approval policy/, "This tenant approves large sends, so a change before the send must hold it for review: choose “Hold it for review”."]] },
   // Event webhooks (the URL passes the egress rules: the API's reason in words)
   { path: /^url$/, noun: "the endpoint URL", when: [HTTPS, [/http\(s\) URL|not valid|no host/, "The endpoint URL must be a web address like https://crm.school.example/hooks."]] },
   { path: /^events$/, noun: "the events", codes: { too_short: "Choose at least one event, or All events." } },
@@ -164,6 +168,10 @@ const DOING: Record<string, string> = {
   "webhookEndpoints.delete": "Deleting an event webhook",
   "webhookEndpoints.rotateSecret": "Rotating a webhook secret",
   "webhookEndpoints.replay": "Replaying events",
+  "campaigns.scheduleDispatch": "Scheduling a send",
+  "campaigns.cancelScheduledDispatch": "Cancelling a scheduled send",
+  "campaigns.delete": "Deleting a campaign",
+  "suppressions.remove": "Removing a suppression",
 };
 
 /** Every reason code the API answers, as the admin reads it (``reasonSentence``; an unknown code keeps

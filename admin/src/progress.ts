@@ -156,7 +156,12 @@ function liveEstimate(d: Dispatch): HTMLElement | null {
  *  `resume` builds the control that resumes a paused or failed one (absent: the caller may not);
  *  `choose` the controls that decide a test wave now. */
 export function progressView(d: Dispatch, planned: number, resume?: (d: Dispatch) => HTMLElement | null,
-  choose?: (d: Dispatch) => HTMLElement | null): HTMLElement {
+  choose?: (d: Dispatch) => HTMLElement | null, schedule?: (d: Dispatch) => HTMLElement | null): HTMLElement {
+  const heading = h("h3", {}, `${d.channel === "email" ? "Email" : "Notifications"}: `, h("span", { className: "dispatch-status" }, STATUS[d.status] ?? d.status));
+  // A schedule that never started (waiting, missed, cancelled, held): its notice, no bars of nothing.
+  if (d.sendAt && !d.startedAt) {
+    return h("article", { className: `dispatch ${d.status}`, "data-channel": d.channel, "data-status": d.status }, heading, schedule ? schedule(d) : null);
+  }
   const all = fields(d);
   const numbers = Object.keys(all).filter((k) => typeof all[k] === "number" && !NOT_COUNTERS.has(k))
     .filter((k) => all[k] !== 0 || !OTHER_CHANNEL[d.channel]?.has(k));
@@ -167,9 +172,9 @@ export function progressView(d: Dispatch, planned: number, resume?: (d: Dispatch
   const done = settled(d);
   const total = Math.max(d.enqueued, done, d.status === "sending" ? planned : 0, 1);
   const barId = `bar-${d.dispatchId}`;
+  if (d.status !== "sending" && inFlight(d)) heading.append(` (${d.enqueued - done} awaiting their inbox)`);
   return h("article", { className: `dispatch ${d.status}`, "data-channel": d.channel, "data-status": d.status },
-    h("h3", {}, `${d.channel === "email" ? "Email" : "Notifications"}: `, h("span", { className: "dispatch-status" }, STATUS[d.status] ?? d.status),
-      d.status !== "sending" && inFlight(d) ? ` (${d.enqueued - done} awaiting their inbox)` : ""),
+    heading,
     h("label", { for: barId }, `${done} of ${total} recipients reached or settled`),
     h("progress", { id: barId, max: total, value: done }),
     counterList(d, moving, `counters-${d.channel}`),
@@ -178,6 +183,7 @@ export function progressView(d: Dispatch, planned: number, resume?: (d: Dispatch
       d.startedAt ? h("span", {}, "Started ", timeEl(d.startedAt)) : null,
       d.finishedAt ? h("span", {}, " · finished ", timeEl(d.finishedAt)) : null,
       d.nextPageAt && d.status === "sending" ? h("span", {}, " · next wave at ", timeEl(d.nextPageAt)) : null),
+    d.sendAt && schedule ? schedule(d) : null,
     liveEstimate(d),
     pauseNotice(d, resume),
     testWaveNotice(d, choose),

@@ -74,6 +74,7 @@ export function shell(title: string, ...content: (Node | null)[]): void {
     can("tenants.previewLayout") ? h("a", { href: "#/layout" }, "Email layout") : null,
     can("profiles.upsert") || can("audit.list") ? h("a", { href: "#/import" }, "Import and export") : null,
     can("webhookEndpoints.list") ? h("a", { href: "#/webhooks" }, "Event webhooks") : null,
+    can("suppressions.list") ? h("a", { href: "#/suppressions" }, "Suppressions") : null,
   ];
   replace(app,
     h("header", { className: "top" }, h("a", { href: "#/", className: "brand" }, "Campaigns admin"), h("nav", { "aria-label": "Main" }, ...links), whoami(), signOutButton),
