@@ -118,9 +118,15 @@ export function segmentBuilder(kit: Kit, initial: Segment | null | undefined, pr
   }
 
   let numbered = 0;
-  function draw(): void {
+  // A redraw replaces every control: focus goes back to the control the change was made from, so a
+  // keyboard user stays where they were (a new condition's value, a changed kind, the group's Add).
+  const focusable = new Map<Item, HTMLElement>();
+  let kindChanged: Item | null = null;
+  function draw(focus?: Item): void {
     numbered = 0;
+    focusable.clear();
     replace(tree, groupView(root, null, "Rule"));
+    if (focus) focusable.get(focus)?.focus();
     changed();
   }
 
@@ -144,10 +150,12 @@ export function segmentBuilder(kit: Kit, initial: Segment | null | undefined, pr
     const legend = h("legend", {}, `${name}: ${groupWords(group.op, group.negated)}`);
     const add = (item: Item): void => {
       group.children.push(item);
-      draw();
+      draw(item.kind === "group" ? item.children[0] : item);
     };
     const children = group.children.map((child, i) =>
       child.kind === "group" ? groupView(child, group, `${name}, group ${i + 1}`) : conditionView(child, group));
+    const addCondition = kit.button("Add condition", () => add({ kind: "condition", key: "tag", value: "", event: "shown", negated: false }));
+    focusable.set(group, addCondition);
     return h("fieldset", { className: "segment-group", "data-op": group.op },
       legend,
       h("div", { className: "segment-group-head" },
@@ -155,11 +163,11 @@ export function segmentBuilder(kit: Kit, initial: Segment | null | undefined, pr
         h("div", { className: "field check" }, not, h("label", { for: not.id }, `Not (${name.toLowerCase()})`))),
       ...children,
       h("div", { className: "actions" },
-        kit.button("Add condition", () => add({ kind: "condition", key: "tag", value: "", event: "shown", negated: false })),
+        addCondition,
         kit.button("Add group", () => add({ kind: "group", op: "any", negated: false, children: [{ kind: "condition", key: "tag", value: "", event: "shown", negated: false }] })),
         parent ? kit.button(`Remove ${name.toLowerCase()}`, () => {
           parent.children.splice(parent.children.indexOf(group), 1);
-          draw();
+          draw(parent);
         }) : null));
   }
 
@@ -182,7 +190,9 @@ export function segmentBuilder(kit: Kit, initial: Segment | null | undefined, pr
     };
     kind.addEventListener("change", () => {
       item.key = kind.value as ConditionKey;
-      draw(); // the value's label and type follow the condition
+      kindChanged = item;
+      draw(item); // the value's label and type follow the condition
+      kindChanged = null;
     });
     value.addEventListener("input", () => {
       item.value = value.value;
@@ -200,13 +210,14 @@ export function segmentBuilder(kit: Kit, initial: Segment | null | undefined, pr
       changed();
     });
     say();
+    focusable.set(item, kindChanged === item ? kind : value);
     return h("div", { className: "segment-condition", "data-condition": item.key, "data-n": String(n) },
       field(`Condition ${n}`, kind).row, valueField.row, eventRow,
       h("div", { className: "field check" }, not, h("label", { for: not.id }, `Not (condition ${n})`)),
       words,
       h("div", { className: "actions" }, kit.button(`Remove condition ${n}`, () => {
         parent.children.splice(parent.children.indexOf(item), 1);
-        draw();
+        draw(parent);
       })));
   }
 

@@ -721,7 +721,6 @@ class LambdaEmulator:
     ) -> dict[str, Any]:
         return http_event(method, path, query=query, headers=headers, body=body, region=self.region)
 
-
     def close(self) -> None:
         for container in self._containers.values():
             container.stop()

@@ -187,6 +187,7 @@ def save_through_a_conflict_and_an_outage(page: Page, url: str, admin_token: str
 
 def preview_the_email(page: Page) -> None:
     """The email, rendered by the server with the worker's renderer, in the sandboxed frame."""
+    expect(page.get_by_label("Preview variant")).to_be_hidden()  # no variants: no empty select
     page.get_by_role("button", name="Render email preview").click()
     expect(page.locator("#email-subject")).to_have_text("Spring is here")
     frame = page.frame_locator("#email-frame")
@@ -200,6 +201,8 @@ def preview_the_email(page: Page) -> None:
 def build_the_audience(page: Page) -> None:
     """Audience: preview, add and remove by several sources; a paged member list."""
     audience = page.locator("#audience")
+    audience.get_by_label("Source type").select_option("all")  # everyone: no value to type
+    expect(audience.get_by_label(re.compile("^Profile ids, DIDs"))).to_be_hidden()
     audience.get_by_label("Source type").select_option("profileIds")
     audience.get_by_label(re.compile("^Profile ids, DIDs")).fill("\n".join([*MEMBERS[:11], "ghost-1"]))
     audience.get_by_role("button", name="Preview count").click()

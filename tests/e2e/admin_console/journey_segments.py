@@ -108,7 +108,10 @@ def build_and_save_a_segment(page: Page, url: str, admin_token: str) -> None:
     builder.get_by_role("button", name="Add group").first.click()  # "any of these", one condition
     group = builder.locator("fieldset.segment-group fieldset.segment-group")
     expect(group.locator("legend")).to_have_text("Rule, group 2: any of these")
+    # Focus stays where the keyboard was: on the new condition's value, then on the kind just changed.
+    expect(_condition(page, 2).get_by_label("Condition 2: tag")).to_be_focused()
     _condition(page, 2).get_by_label("Condition 2", exact=True).select_option("locale")
+    expect(_condition(page, 2).get_by_label("Condition 2", exact=True)).to_be_focused()
     _condition(page, 2).get_by_label(re.compile("^Condition 2: language tag")).fill("fr")
     expect(_condition(page, 2).locator(".segment-condition-words")).to_have_text("Everyone who speaks French")
     group.get_by_role("button", name="Add condition").click()
