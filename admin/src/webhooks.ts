@@ -181,6 +181,10 @@ function createForm(kit: Kit, secretSlot: HTMLElement, created: (id: string) => 
     void kit.guarded(create, () => kit.api.call("webhookEndpoints.create", input), (err) => failed(kit, err, out, { url: urlRow.error, events: eventsError })).then(async (made) => {
       if (!made) return;
       url.value = description.value = "";
+      for (const box of picker.fieldset.querySelectorAll("input")) {
+        box.checked = false;
+        box.disabled = false;
+      }
       replace(out);
       await created(made.id);
       showSecretOnce(kit, secretSlot, made.secret, `Endpoint ${input.url} created.`);

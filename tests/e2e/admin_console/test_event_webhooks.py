@@ -83,6 +83,7 @@ def test_a_tenant_admin_subscribes_an_endpoint_sees_its_deliveries_replays_and_r
             typed.fill(hook)
             creating.get_by_role("button", name="Create endpoint").click()
             secret = page.locator("#webhook-secret").input_value()
+            expect(creating.get_by_label("campaign.created")).not_to_be_checked()  # the form is blank again
             assert secret.startswith("whsec_")
             receiver.secrets.append(secret)
             row = page.locator("#webhooks-table tr[data-endpoint]")
