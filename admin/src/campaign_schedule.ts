@@ -17,9 +17,12 @@ type Refusal = (err: unknown, scheduling: boolean) => HTMLElement;
 const SCHEDULABLE_BLOCKS = new Set(["not_started", "missing_translation"]);
 
 /** The Schedule form for preview `p`; `fallback()` is the review's "send the base content" box. */
-export function scheduleChoice(page: CampaignPage, p: DispatchPreview, fallback: () => boolean | undefined, refusal: Refusal): HTMLElement {
+export function scheduleChoice(page: CampaignPage, p: DispatchPreview, fallback: () => boolean | undefined, refusal: Refusal): HTMLElement | null {
   const { kit, id } = page;
-  if (!kit.can("campaigns.scheduleDispatch")) return kit.roleNote("Scheduling a send", "campaigns.scheduleDispatch");
+  if (!kit.can("campaigns.scheduleDispatch")) {
+    // One note for a role that may do neither: the send's own says which role sending needs.
+    return kit.can("campaigns.dispatch") ? kit.roleNote("Scheduling a send", "campaigns.scheduleDispatch") : null;
+  }
   const out = h("div", { id: "schedule-result", "aria-live": "polite" });
   const errors = new Map<string, HTMLElement>();
 
