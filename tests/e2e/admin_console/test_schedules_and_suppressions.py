@@ -5,7 +5,9 @@ completed. A worker's abandoned email claim (written as the claim transaction wr
 sweeper's own step) makes the email dispatch's uncertain recipient listed under it. A tenant admin
 deletes a campaign after a confirmation naming it, lists suppressed addresses (detailed only where
 alpha's sends caused them) and looks one up, but may not lift one: a suppression covers every tenant,
-so a platform admin removes it (at phone width), after a confirmation saying what removing means."""
+so a platform admin removes it (at phone width), after a confirmation saying what removing means. Under
+an approval policy, the review says in words that a change must hold a schedule for review and that a
+large one waits for a second publisher, and schedules it once approved."""
 
 from __future__ import annotations
 
@@ -60,6 +62,12 @@ WINTER: dict[str, Any] = {
         "ctaLabel": "Read it",
     },
 }
+SPRING: dict[str, Any] = {
+    "id": "spring",
+    "name": "Spring fair",
+    "channels": ["notify"],
+    "notification": {"title": "Spring fair", "body": "Come to the spring fair"},
+}
 PARIS = ZoneInfo("Europe/Paris")
 
 
@@ -82,10 +90,10 @@ def _seed(url: str, settings: Settings) -> tuple[str, str]:
     return publisher, platform
 
 
-def _schedule_in_an_hour(page: Page) -> datetime:
+def _schedule_in_an_hour(page: Page, recipients: str = "3", *, confirm: bool = True) -> datetime:
     """Review, then Schedule for the next whole minute an hour from now in the admin's (Paris) time."""
     page.locator("#review").get_by_role("button", name="Review dispatch").click()
-    expect(page.locator("#review-recipients")).to_have_text("3")
+    expect(page.locator("#review-recipients")).to_have_text(recipients)
     expect(page.locator("#schedule")).not_to_have_attribute("open", "")  # the review drawn anew
     page.locator("#schedule summary").click()
     local = (datetime.now(PARIS) + timedelta(hours=1, minutes=1)).replace(second=0, microsecond=0)
@@ -94,8 +102,9 @@ def _schedule_in_an_hour(page: Page) -> datetime:
     send_at = local.astimezone(UTC)
     # The UTC instant is echoed under the field as it is typed: what is sent is what was read.
     expect(page.locator("#schedule")).to_contain_text(send_at.strftime("%Y-%m-%d %H:%M:00 UTC"))
-    page.get_by_role("button", name="Schedule", exact=True).click()
-    expect(page.locator("#schedule-done")).to_contain_text("Scheduled for")
+    if confirm:
+        page.get_by_role("button", name="Schedule", exact=True).click()
+        expect(page.locator("#schedule-done")).to_contain_text("Scheduled for")
     return send_at
 
 
@@ -278,6 +287,56 @@ def _platform_admin_removes_at_phone_width(browser: Browser, url: str, platform:
         context.close()
 
 
+def _a_large_schedule_waits_for_approval(
+    browser: Browser, url: str, settings: Settings, platform: str
+) -> None:
+    """Under the tenant's approval policy: onChange must be review, and the schedule waits for a second
+    publisher's approval of its preview (listed as a scheduled send), then goes through."""
+    publisher = tenant_token(settings, "pia", "publisher")
+    trpc(url, publisher, "campaigns.create", SPRING)
+    trpc(url, publisher, "campaigns.addAudience", {"campaignId": "spring",
+         "source": {"type": "profileIds", "profileIds": READERS}})  # fmt: skip
+    trpc(url, publisher, "campaigns.setStatus", {"campaignId": "spring", "status": "live"})
+    trpc(url, platform, "tenants.update", {"tenantId": TENANT, "approval": {"minRecipients": 2}})
+    context, page, watch = signed_in(browser, url, publisher)
+    try:
+        page.goto(f"{url}/admin#/c/spring")
+        expect(page.get_by_role("heading", name="Spring fair")).to_be_visible()
+        _schedule_in_an_hour(page, confirm=False)
+        page.get_by_label("If the campaign or its recipients change before then").select_option(
+            "send_current"
+        )
+        page.get_by_role("button", name="Schedule", exact=True).click()
+        expect(page.locator("#schedule-on-change-error")).to_have_text(
+            "This tenant approves large sends, so a change before the send must hold it for review:"
+            " choose “Hold it for review”."
+        )
+        page.get_by_label("If the campaign or its recipients change before then").select_option("review")
+        page.get_by_role("button", name="Schedule", exact=True).click()
+        waits = page.locator("#schedule-awaits")
+        expect(waits).to_contain_text("Waiting for another publisher")
+        expect(waits).to_contain_text("schedule it again here")
+        expect(page.locator("#may-approve")).to_contain_text("pia")
+        [held] = trpc(url, publisher, "campaigns.listAwaitingApproval", None, mutation=False)["records"]
+        assert held["action"] == "schedule"
+        second = tenant_token(settings, "pat", "publisher")
+        trpc(
+            url,
+            second,
+            "campaigns.approveDispatch",
+            {"campaignId": "spring", "previewToken": held["previewToken"]},
+        )
+        page.get_by_role("button", name="Schedule", exact=True).click()  # the same review, approved now
+        expect(page.locator("#schedule-done")).to_contain_text("Scheduled for")
+        article = page.locator("#progress-list article[data-channel='notify']")
+        expect(article).to_have_attribute("data-status", "scheduled")
+        expect(article.locator(".schedule-pending")).to_contain_text("Approved by pat.")
+        shot(page, "schedule-approved", "#review")
+        watch.assert_clean()
+    finally:
+        context.close()
+
+
 def test_schedule_cancel_fire_uncertain_delete_and_suppressions(
     stack: tuple[str, Settings, Path], browser: Browser, graph: Graph
 ) -> None:
@@ -287,3 +346,4 @@ def test_schedule_cancel_fire_uncertain_delete_and_suppressions(
     _suppress(graph, settings)
     _admin_deletes_and_reads_suppressions(browser, url, settings)
     _platform_admin_removes_at_phone_width(browser, url, platform)
+    _a_large_schedule_waits_for_approval(browser, url, settings, platform)
