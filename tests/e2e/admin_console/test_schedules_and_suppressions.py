@@ -332,6 +332,11 @@ def _a_large_schedule_waits_for_approval(
         expect(article).to_have_attribute("data-status", "scheduled")
         expect(article.locator(".schedule-pending")).to_contain_text("Approved by pat.")
         shot(page, "schedule-approved", "#review")
+        page.set_viewport_size({"width": 390, "height": 844})  # the review and progress on a phone
+        page.locator("#schedule").scroll_into_view_if_needed()
+        assert page.evaluate("document.documentElement.scrollWidth") <= 390
+        shot(page, "schedule-phone", "viewport")
+        assert_accessible(page, "schedule at phone width")
         watch.assert_clean()
     finally:
         context.close()
