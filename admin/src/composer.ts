@@ -2,7 +2,7 @@
 // shown beside the fields they name (tRPC `data.issues[].path`), in the words of messages.ts.
 import type { Action, Campaign, Channel, Definition, Issue, Message } from "./api";
 import { field, h, replace } from "./dom";
-import { echoUtc, zoneName } from "./time";
+import { echoUtc, instant, localInput, zoneName } from "./time";
 import { variantsEditor } from "./ab_variants";
 import { NOTIFY_BODY_MAX, NOTIFY_TITLE_MAX, previews } from "./composer_previews";
 import { translationsEditor } from "./translations";
@@ -31,17 +31,6 @@ function text(el: Control): string | undefined {
   const value = el.value.trim();
   return value === "" ? undefined : value;
 }
-/** `datetime-local` holds local wall time; the API wants an instant with an offset. */
-function instant(el: HTMLInputElement): string | undefined {
-  return el.value ? new Date(el.value).toISOString() : undefined;
-}
-function localInput(value: string | null | undefined): string {
-  if (!value) return "";
-  const d = new Date(value);
-  const pad = (n: number): string => String(n).padStart(2, "0");
-  return `${d.getFullYear()}-${pad(d.getMonth() + 1)}-${pad(d.getDate())}T${pad(d.getHours())}:${pad(d.getMinutes())}`;
-}
-
 export function composer(existing: Campaign | null): Composer {
   const errors = new Map<string, HTMLElement>();
   const rows: HTMLElement[] = [];

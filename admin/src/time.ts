@@ -42,3 +42,14 @@ export function echoUtc(control: HTMLInputElement, hint: HTMLElement, empty = "e
   control.addEventListener("input", show);
   show();
 }
+
+/** `datetime-local` holds local wall time; the API wants an instant with an offset. */
+export function instant(el: HTMLInputElement): string | undefined {
+  return el.value ? new Date(el.value).toISOString() : undefined;
+}
+export function localInput(value: string | null | undefined): string {
+  if (!value) return "";
+  const d = new Date(value);
+  const pad = (n: number): string => String(n).padStart(2, "0");
+  return `${d.getFullYear()}-${pad(d.getMonth() + 1)}-${pad(d.getDate())}T${pad(d.getHours())}:${pad(d.getMinutes())}`;
+}
