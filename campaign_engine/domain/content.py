@@ -20,8 +20,10 @@ __all__ = [
     "EmailCopy",
     "HttpsUrl",
     "Message",
+    "MessageId",
     "NotificationCopy",
     "StrictModel",
+    "Targeting",
     "Text",
     "Translation",
     "absent",
@@ -179,12 +181,18 @@ def _shallow(predicate: Predicate) -> Predicate:
     return predicate
 
 
+Targeting = Annotated[Predicate, AfterValidator(_shallow)]
+"""Who the app shows a message to, on the device: LearnCard's targeting predicate, nested at most
+``_TARGETING_DEPTH`` levels."""
+MessageId = Annotated[str, StringConstraints(min_length=1, max_length=100)]
+
+
 class Message(StrictCamel):
     """The in-app message: LearnCard's InAppMessage. Limits keep it renderable as a toast on a small
     phone. ``id`` names it for the app's dismissal and frequency state (a card carries the campaign's
     id when the author gave none, ``CampaignCard``)."""
 
-    id: Annotated[str, StringConstraints(min_length=1, max_length=100)] | None = OMIT_ABSENT
+    id: MessageId | None = OMIT_ABSENT
     title: Annotated[Text, Field(min_length=1, max_length=120)]
     body: Annotated[str, Field(max_length=2000)] | None = OMIT_ABSENT
     presentation: Literal["modal", "banner", "toast"] = "modal"
@@ -194,7 +202,7 @@ class Message(StrictCamel):
     media: Media | None = OMIT_ABSENT
     emoji: Annotated[str, Field(max_length=16)] | None = OMIT_ABSENT
     actions: Annotated[list[Action], Field(max_length=3)] = []
-    targeting: Annotated[Predicate, AfterValidator(_shallow)] | None = OMIT_ABSENT
+    targeting: Targeting | None = OMIT_ABSENT
     """Who the app shows it to, on the device (omitted: everyone the campaign reaches)."""
     enabled: bool = True
 

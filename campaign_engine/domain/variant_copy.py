@@ -31,8 +31,10 @@ from campaign_engine.domain.content import (
     HttpsUrl,
     Media,
     Message,
+    MessageId,
     NotificationCopy,
     StrictModel,
+    Targeting,
     Text,
 )
 from campaign_engine.domain.locale import normalized
@@ -59,8 +61,10 @@ class _Override(StrictModel):
 
 
 class MessageOverride(_Override):
-    """The in-app message fields a variant overrides (``Message``'s limits)."""
+    """The in-app message fields a variant overrides (``Message``'s limits), LearnCard's ``id`` and
+    ``targeting`` among them: a variant may show itself to other devices, or keep its own dismissal state."""
 
+    id: MessageId | None = None
     title: Annotated[Text, Field(min_length=1, max_length=120)] | None = None
     body: Annotated[str, Field(max_length=2000)] | None = None
     presentation: Literal["modal", "banner", "toast"] | None = None
@@ -70,6 +74,7 @@ class MessageOverride(_Override):
     media: Media | None = None
     emoji: Annotated[str, Field(max_length=16)] | None = None
     actions: Annotated[list[Action], Field(max_length=3)] | None = None
+    targeting: Targeting | None = None
     enabled: bool | None = None
 
 

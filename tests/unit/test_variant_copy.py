@@ -67,9 +67,35 @@ def test_the_stored_json_and_the_parsed_definition_merge_alike() -> None:
     assert overridden(stored, "email", "fr", "B") == [] == overridden(stored, "email", "en", "A")
 
 
+def test_a_variant_may_target_other_devices_and_name_its_own_message() -> None:
+    """LearnCard's ``targeting`` and ``id`` are message fields like the others: a variant may override
+    them alone, and keeps every other field of the base card."""
+    targeting = {"platform": ["ios"]}
+    b = {"id": "B", "message": {"targeting": targeting, "id": "spring-b"}}
+    campaign = CampaignPublic.model_validate(_campaign(variants=[{"id": "A"}, b]))
+    stored = json.loads(json.dumps(campaign.wire()))
+    card = wire_variant_copy(stored, "message", "en", "B")
+    assert card == {**campaign.wire()["message"], "targeting": targeting, "id": "spring-b"}
+    assert card["title"] == "Card" and "targeting" not in wire_variant_copy(stored, "message", "en", "A")
+    assert overridden(stored, "message", "en", "B") == ["id", "targeting"]
+
+
 @pytest.mark.parametrize(
     "variant",
     [
+        {
+            "id": "B",
+            "message": {
+                "targeting": {
+                    "not": {
+                        "not": {
+                            "not": {"not": {"not": {"not": {"not": {"not": {"not": {"platform": ["ios"]}}}}}}}
+                        }
+                    }
+                }
+            },
+        },  # nests past its depth
+        {"id": "B", "message": {"id": ""}},
         {"id": "B", "email": {}},  # overrides nothing
         {"id": "B", "email": {"subject": ""}},  # the field's own limits
         {"id": "B", "email": {"subject": "x" * 151}},

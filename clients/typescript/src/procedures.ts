@@ -1066,12 +1066,14 @@ export interface ContentVariant {
   } | null;
 }
 /**
- * The in-app message fields a variant overrides (``Message``'s limits).
+ * The in-app message fields a variant overrides (``Message``'s limits), LearnCard's ``id`` and
+ * ``targeting`` among them: a variant may show itself to other devices, or keep its own dismissal state.
  *
  * This interface was referenced by `Procedures`'s JSON-Schema
  * via the `definition` "MessageOverride".
  */
 export interface MessageOverride {
+  id?: string | null;
   title?: string | null;
   body?: string | null;
   presentation?: ("modal" | "banner" | "toast") | null;
@@ -1081,6 +1083,8 @@ export interface MessageOverride {
   media?: Media | null;
   emoji?: string | null;
   actions?: Action[] | null;
+  targeting?:
+    PlatformPredicate | RolePredicate | VersionPredicate | AllPredicate | AnyPredicate | NotPredicate | null;
   enabled?: boolean | null;
 }
 /**

@@ -216,7 +216,10 @@ def builder_at_phone_width(page: Page, url: str) -> None:
     page.goto(f"{url}/admin#/c/{REMINDER}")
     expect(page.locator("#segment-count [data-matches]")).to_be_visible()
     assert page.evaluate("document.documentElement.scrollWidth") <= 390
-    page.locator("#segment").scroll_into_view_if_needed()
+    # The page's reads and the debounced count redraw the section: scroll once they have settled (a full
+    # run under load found the section replaced while Playwright waited for it to be stable).
+    page.wait_for_load_state("networkidle")
+    page.locator("#segment").evaluate("section => section.scrollIntoView()")
     shot(page, "phone-segment", "#segment")
     assert_accessible(page, "segment builder at phone width")
 
