@@ -11,8 +11,27 @@ const PAGE = 50;
 
 const REASON_WORDS: Record<string, string> = {
   claim_abandoned: "the worker sending it stopped before it recorded the answer",
-  timeout: "no answer in time after the request left",
+  unreadable_answer: "the provider's answer could not be read",
+  unreadable_result: "the provider's answer for this message could not be read",
+  error: "the request failed after it left",
 };
+/** Reasons with a detail after a colon: the kind in words, the API's detail kept in brackets. */
+const REASON_KINDS: Record<string, string> = {
+  transport: "the connection failed after the request left",
+  http: "the provider answered with HTTP status",
+  postmark: "the provider answered with error code",
+  error: "the connection failed after the message was sent",
+};
+
+/** An uncertain reason in words ("transport:ReadTimeout" → "the connection failed ... (ReadTimeout)"). */
+function reasonWords(reason: string): string {
+  const known = REASON_WORDS[reason];
+  if (known) return known;
+  const [kind = "", detail = ""] = reason.split(/:(.*)/s);
+  const words = REASON_KINDS[kind];
+  if (!words) return reason.replace(/_/g, " ");
+  return kind === "http" || kind === "postmark" ? `${words} ${detail}` : `${words} (${detail})`;
+}
 
 /** What "uncertain" means, in one sentence (the progress shows it beside the list). */
 export const UNCERTAIN_MEANS = "Uncertain: the email provider may or may not have accepted the message, and the engine never sends it to these recipients again (a second attempt could deliver it twice).";
@@ -39,7 +58,7 @@ export function uncertainSection(kit: Kit, d: Dispatch): HTMLElement | null {
     table.hidden = false;
     body.append(...page.items.map((item) => h("tr", { "data-profile": item.profileId },
       h("th", { scope: "row" }, h("code", {}, item.profileId)),
-      h("td", {}, item.reason ? REASON_WORDS[item.reason] ?? item.reason.replace(/_/g, " ") : "–"),
+      h("td", { title: item.reason ?? "" }, item.reason ? reasonWords(item.reason) : "–"),
       h("td", {}, item.claimedAt ? timeEl(item.claimedAt) : "–"))));
     after = page.nextAfter ?? null;
     more.hidden = after === null;

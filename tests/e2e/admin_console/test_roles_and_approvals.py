@@ -66,7 +66,7 @@ def test_each_role_sees_only_what_it_may_do(stack: tuple[str, Settings, Path], b
         expect(page.locator("#members tbody tr")).to_have_count(3)
         for name in ("Go live", "Archive", "Save changes", "Preview count", "Add to audience",
                      "Remove from audience", "Remove", "Save segment", "Send test to me",
-                     "Review dispatch"):  # fmt: skip
+                     "Review dispatch", "Delete campaign…"):  # fmt: skip
             expect(page.get_by_role("button", name=name, exact=True)).to_have_count(0)
         expect(page.get_by_label("Name")).to_be_disabled()
         expect(page.locator("#review .role-note")).to_have_text(

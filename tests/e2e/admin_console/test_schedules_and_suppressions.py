@@ -288,10 +288,11 @@ def _platform_admin_removes_at_phone_width(browser: Browser, url: str, platform:
 
 
 def _a_large_schedule_waits_for_approval(
-    browser: Browser, url: str, settings: Settings, platform: str
+    browser: Browser, url: str, settings: Settings, graph: Graph, platform: str
 ) -> None:
     """Under the tenant's approval policy: onChange must be review, and the schedule waits for a second
-    publisher's approval of its preview (listed as a scheduled send), then goes through."""
+        publisher's approval of its preview (listed as a scheduled send), then goes through; when the sweeper
+    runs too late for it, it is missed, and the progress says so with the reason."""
     publisher = tenant_token(settings, "pia", "publisher")
     trpc(url, publisher, "campaigns.create", SPRING)
     trpc(url, publisher, "campaigns.addAudience", {"campaignId": "spring",
@@ -302,7 +303,7 @@ def _a_large_schedule_waits_for_approval(
     try:
         page.goto(f"{url}/admin#/c/spring")
         expect(page.get_by_role("heading", name="Spring fair")).to_be_visible()
-        _schedule_in_an_hour(page, confirm=False)
+        send_at = _schedule_in_an_hour(page, confirm=False)
         page.get_by_label("If the campaign or its recipients change before then").select_option(
             "send_current"
         )
@@ -337,6 +338,17 @@ def _a_large_schedule_waits_for_approval(
         assert page.evaluate("document.documentElement.scrollWidth") <= 390
         shot(page, "schedule-phone", "viewport")
         assert_accessible(page, "schedule at phone width")
+        # The machine was down past sendAt + maxLateSeconds (60 minutes): missed, and the page says why.
+        queue = local_queues(Path(settings.campaign_local_queue_path)).dispatch
+        late = send_at + timedelta(minutes=61)
+        assert list(
+            fire_due(graph, queue, now=late, settings=DispatchSettings.from_settings(settings)).values()
+        ) == ["missed"]
+        page.reload()
+        outcome = page.locator("#progress-list article[data-status='missed'] .schedule-outcome")
+        expect(outcome).to_contain_text("Missed: nothing was sent, because nothing could start it in time")
+        expect(outcome).to_contain_text("the sweeper ran 3660 s after sendAt")
+        shot(page, "schedule-missed-phone", "#progress")
         watch.assert_clean()
     finally:
         context.close()
@@ -351,4 +363,4 @@ def test_schedule_cancel_fire_uncertain_delete_and_suppressions(
     _suppress(graph, settings)
     _admin_deletes_and_reads_suppressions(browser, url, settings)
     _platform_admin_removes_at_phone_width(browser, url, platform)
-    _a_large_schedule_waits_for_approval(browser, url, settings, platform)
+    _a_large_schedule_waits_for_approval(browser, url, settings, graph, platform)
