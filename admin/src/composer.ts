@@ -105,6 +105,8 @@ export function composer(existing: Campaign | null): Composer {
   excludeMinors.checked = def?.excludeMinors ?? true;
   const discoverable = input("checkbox");
   discoverable.checked = def?.discoverable ?? false;
+  // The lane the send waits in: critical skips quiet hours and caps (a publisher's, where the tenant allows).
+  const sendPriority = select([["normal", "Normal"], ["bulk", "Bulk: after normal and critical sends"], ["critical", "Critical: skips quiet hours and frequency caps"]], def?.priority ?? "normal");
   // Minors the age policy excludes get nothing, or their consenting guardians get it instead,
   // with the guardian copy below where it is given (never naming the child).
   const minors = select([["exclude", "Exclude them (nobody gets it in their place)"], ["guardians", "Send to their guardians instead"]], def?.minors ?? "exclude");
@@ -184,6 +186,7 @@ export function composer(existing: Campaign | null): Composer {
       add("startsAt", `Starts at (your time, ${zoneName()})`, startsAt, " "), add("endsAt", `Ends at (your time, ${zoneName()})`, endsAt, " "),
       checkbox("excludeMinors", "Exclude minors (age policy)", excludeMinors),
       checkbox("discoverable", "Discoverable: people may join it themselves", discoverable),
+      add("priority", "Send priority", sendPriority, "Critical needs the publisher role and the tenant's allowance; it never skips opt-outs, suppressions, the age policy or consent."),
       add("minors", "Members the age policy excludes", minors)),
     guardianSlot,
   );
@@ -243,6 +246,7 @@ export function composer(existing: Campaign | null): Composer {
       channels: channels(),
       excludeMinors: excludeMinors.checked,
       discoverable: discoverable.checked,
+      priority: sendPriority.value as NonNullable<Definition["priority"]>,
     };
     const desc = text(description);
     if (desc) out.description = desc;

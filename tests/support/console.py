@@ -230,6 +230,10 @@ def author_writes_autumn(browser: Browser, url: str, ana: str) -> None:
         page.get_by_label("Title", exact=True).fill(message["title"])
         page.locator("[data-path='notification.title']").fill(notification["title"])
         page.locator("[data-path='notification.body']").fill(notification["body"])
+        page.get_by_label("Send priority").select_option("critical")  # a publisher's choice, not hers
+        page.get_by_role("button", name="Create campaign").click()
+        expect(page.locator("main [role=alert]").first).to_contain_text("publisher")
+        page.get_by_label("Send priority").select_option("normal")
         page.get_by_role("button", name="Create campaign").click()
         expect(page.get_by_role("heading", name=str(AUTUMN["name"]))).to_be_visible()
         audience = page.locator("#audience")
