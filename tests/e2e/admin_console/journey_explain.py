@@ -205,15 +205,15 @@ def remind_the_unseen(page: Page, url: str, admin_token: str) -> None:
     reminder = trpc(url, admin_token, "campaigns.get", {"campaignId": f"{CAMPAIGN}-reminder"},
                     mutation=False)  # fmt: skip
     unseen = {"engaged": {"campaignId": CAMPAIGN, "event": "shown"}, "not": True}
-    assert _set(reminder["segment"]) == {"all": [{"memberOf": CAMPAIGN}, unseen]}
+    assert without_nulls(reminder["segment"]) == {"all": [{"memberOf": CAMPAIGN}, unseen]}
     counted = trpc(url, admin_token, "campaigns.previewSegment", {"segment": reminder["segment"]})
     assert counted == {"matches": 9}
 
 
-def _set(value: Any) -> Any:
+def without_nulls(value: Any) -> Any:
     """``value`` without its null fields, at any depth (answers spell every optional field)."""
     if isinstance(value, dict):
-        return {k: _set(v) for k, v in value.items() if v is not None}
+        return {k: without_nulls(v) for k, v in value.items() if v is not None}
     if isinstance(value, list):
-        return [_set(v) for v in value]
+        return [without_nulls(v) for v in value]
     return value

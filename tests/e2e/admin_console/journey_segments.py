@@ -15,6 +15,7 @@ from playwright.sync_api import Browser, Locator, Page, expect
 from campaign_engine.api.auth import mint_token
 from campaign_engine.config import Settings
 from tests.e2e.admin_console.journey_compose import CAMPAIGN, MEMBERS
+from tests.e2e.admin_console.journey_explain import without_nulls
 from tests.support.console import (
     assert_accessible,
     assert_every_control_labelled,
@@ -146,7 +147,9 @@ def build_and_save_a_segment(page: Page, url: str, admin_token: str) -> None:
     builder.get_by_role("button", name="Save segment").click()
     expect(page.locator("#segment-result")).to_contain_text("Segment saved")
     saved = trpc(url, admin_token, "campaigns.get", {"campaignId": REMINDER}, mutation=False)["segment"]
-    assert _set(saved) == {"all": [{"tag": "chess"}, {"any": [{"locale": "fr"}, {"ageAtLeast": AGE}]}]}
+    assert without_nulls(saved) == {
+        "all": [{"tag": "chess"}, {"any": [{"locale": "fr"}, {"ageAtLeast": AGE}]}]
+    }
     # The list follows the saved rule, under the campaign's age policy (it excludes minors: chess-ana).
     adults = [p["profileId"] for p in matching if (_age(p["dob"], today) or 0) >= 18]
     assert 0 < len(adults) < expected
@@ -190,7 +193,7 @@ def create_with_a_segment(page: Page, url: str, admin_token: str) -> None:
     expect(page.get_by_role("heading", name="Chess club")).to_be_visible()
     expect(page.locator("#segment-words")).to_have_text("Also everyone who has tag chess, when it is sent.")
     stored = trpc(url, admin_token, "campaigns.get", {"campaignId": "chess-club"}, mutation=False)
-    assert _set(stored["segment"]) == {"tag": "chess"}
+    assert without_nulls(stored["segment"]) == {"tag": "chess"}
 
 
 def viewer_reads_the_rule(browser: Browser, url: str, settings: Settings) -> None:
@@ -222,12 +225,3 @@ def builder_at_phone_width(page: Page, url: str) -> None:
     page.locator("#segment").scroll_into_view_if_needed()
     shot(page, "phone-segment", "#segment")
     assert_accessible(page, "segment builder at phone width")
-
-
-def _set(value: Any) -> Any:
-    """``value`` without its null fields, at any depth (answers spell every optional field)."""
-    if isinstance(value, dict):
-        return {k: _set(v) for k, v in value.items() if v is not None}
-    if isinstance(value, list):
-        return [_set(v) for v in value]
-    return value
