@@ -78,18 +78,28 @@ function untranslatedTotal(p: DispatchPreview): number {
   return Object.values(p.untranslated ?? {}).reduce<number>((sum, n) => sum + (n ?? 0), 0);
 }
 
-/** Per channel, how many recipients get each language, and who gets the base content for want of theirs. */
+/** Per channel, how many recipients get each language, and who gets the base content for want of theirs.
+ *  Routed guardians are counted by the guardian copy they are served (its own translations, not the
+ *  campaign's) and shown apart in their own column. */
 function languagesReview(p: DispatchPreview): HTMLElement | null {
   const channels = Object.entries(p.localeCounts ?? {});
   if (!channels.length) return null;
   const missing = Object.entries(p.untranslated ?? {});
+  const guardians = p.guardianLocaleCounts ?? {};
+  const routed = Object.keys(guardians).length > 0;
+  const guardiansIn = (channel: string, tag: string): number => (guardians as Record<string, Record<string, number> | undefined>)[channel]?.[tag] ?? 0;
+  const ofGuardians = (tag: string): string => {
+    const n = p.guardianUntranslated?.[tag] ?? 0;
+    return n ? `, ${n} of them guardians` : "";
+  };
   return h("div", { id: "review-languages" },
     h("div", { className: "table-wrap" }, h("table", { id: "locale-counts" }, h("caption", {}, "Recipients by language served"),
-      h("thead", {}, h("tr", {}, ...["Channel", "Language", "Recipients"].map((t) => h("th", { scope: "col" }, t)))),
+      h("thead", {}, h("tr", {}, ...["Channel", "Language", "Recipients", ...(routed ? ["Of them guardians (guardian copy)"] : [])].map((t) => h("th", { scope: "col" }, t)))),
       h("tbody", {}, ...channels.flatMap(([channel, counts]) => Object.entries(counts ?? {}).map(([tag, n]) =>
-        h("tr", { "data-channel": channel, "data-locale": tag }, h("th", { scope: "row" }, channel), h("td", { lang: tag }, tag), h("td", {}, String(n ?? 0)))))))),
+        h("tr", { "data-channel": channel, "data-locale": tag }, h("th", { scope: "row" }, channel), h("td", { lang: tag }, tag), h("td", {}, String(n ?? 0)),
+          routed ? h("td", { className: "guardians" }, String(guardiansIn(channel, tag))) : null)))))),
     missing.length
-      ? h("p", { id: "review-untranslated" }, "No translation for: ", ...missing.map(([tag, n], i) => h("span", { "data-locale": tag }, `${i ? ", " : ""}${tag} (${n ?? 0})`)), " — they get the base content.")
+      ? h("p", { id: "review-untranslated" }, "No translation for: ", ...missing.map(([tag, n], i) => h("span", { "data-locale": tag }, `${i ? ", " : ""}${tag} (${n ?? 0}${ofGuardians(tag)})`)), " — they get the base content.")
       : h("p", { className: "hint", id: "review-untranslated" }, "Every recipient's language has a translation or is the base."));
 }
 
