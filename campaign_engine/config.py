@@ -111,11 +111,11 @@ class Settings(BaseSettings):
     # --- dispatch ------------------------------------------------------------------------------
     campaign_dispatch_page_size: int = Field(default=1000, ge=1, le=10_000)
     campaign_dispatch_delay_seconds: int = Field(default=60, ge=0)
+    campaign_deadline_min_delay_seconds: int = Field(default=0, ge=0)  # deliverBy's shortest wave gap
     campaign_email_page_size: int = Field(default=500, ge=1, le=1000)
     campaign_preview_max_recipients: int = Field(default=10_000, ge=1)
-    # The share of any campaign's recipients (translated or not: a campaign with no translations
-    # serves its base language to everyone) who may get the base content though they read another
-    # language before a send needs acceptFallback (blockedReason missing_translation).
+    # The share of a campaign's recipients (translated or not) who may get the base content though they
+    # read another language before a send needs acceptFallback (blockedReason missing_translation).
     campaign_untranslated_max_share: float = Field(default=0.05, ge=0.0, le=1.0)
     # The fewest test recipients an experiment's test wave may give any variant: a smaller test wave
     # cannot tell its arms apart, so preview, dispatch and scheduleDispatch refuse it.
