@@ -2438,10 +2438,10 @@ export interface ChallengesInput {
 export interface CreateInputValidation {
   url: string;
   /**
-   * event types (dispatch.started, dispatch.paused, dispatch.resumed, dispatch.completed, dispatch.failed, recipient.notified, recipient.emailed, recipient.email_rejected, recipient.email_clicked, recipient.bounced, recipient.complained, recipient.unsubscribed, campaign.created, campaign.updated, campaign.status_changed, campaign.deleted, approval.requested, approval.granted) or '*' for all
+   * event types (dispatch.started, dispatch.paused, dispatch.resumed, dispatch.completed, dispatch.failed, dispatch.late, recipient.notified, recipient.emailed, recipient.email_rejected, recipient.email_clicked, recipient.bounced, recipient.complained, recipient.unsubscribed, campaign.created, campaign.updated, campaign.status_changed, campaign.deleted, approval.requested, approval.granted) or '*' for all
    *
    * @minItems 1
-   * @maxItems 18
+   * @maxItems 19
    */
   events: [
     (
@@ -2451,6 +2451,7 @@ export interface CreateInputValidation {
           | "dispatch.resumed"
           | "dispatch.completed"
           | "dispatch.failed"
+          | "dispatch.late"
           | "recipient.notified"
           | "recipient.emailed"
           | "recipient.email_rejected"
@@ -2474,6 +2475,7 @@ export interface CreateInputValidation {
           | "dispatch.resumed"
           | "dispatch.completed"
           | "dispatch.failed"
+          | "dispatch.late"
           | "recipient.notified"
           | "recipient.emailed"
           | "recipient.email_rejected"
@@ -2637,6 +2639,7 @@ export interface UpdateInput {
               | "dispatch.resumed"
               | "dispatch.completed"
               | "dispatch.failed"
+              | "dispatch.late"
               | "recipient.notified"
               | "recipient.emailed"
               | "recipient.email_rejected"
@@ -2660,6 +2663,7 @@ export interface UpdateInput {
               | "dispatch.resumed"
               | "dispatch.completed"
               | "dispatch.failed"
+              | "dispatch.late"
               | "recipient.notified"
               | "recipient.emailed"
               | "recipient.email_rejected"
