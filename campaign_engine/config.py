@@ -159,6 +159,9 @@ class Settings(BaseSettings):
     notifications_format: Literal["standard", "learncard"] = "standard"  # delivery/notify/lcn.py
     campaign_did: str | None = None  # the engine's own DID; unset, did:web:<DOMAIN_NAME>
     campaign_did_key: SecretStr | None = None  # base64url Ed25519 seeds: the signing key[,the previous]
+    # The reference inbox's trusted senders of LearnCard's format (space- or comma-separated DIDs, as
+    # LearnCard's AUTHORIZED_DIDS); unset, the engine's own DID (inbox/learncard.py).
+    inbox_authorized_dids: str = ""
     campaign_allow_private_webhooks: bool = False
     # Receiver ports beyond 443 and 80 that webhook POSTs may reach (comma-separated or a JSON list);
     # local development reaches any port (egress/policy.py).

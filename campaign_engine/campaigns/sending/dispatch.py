@@ -115,6 +115,16 @@ class DispatchPreview(CamelModel):
     guardian_email_recipient_count: int = Field(
         default=0, description="of emailRecipientCount, the routed guardians"
     )
+    guardian_locale_counts: dict[str, dict[str, int]] = Field(
+        default_factory=dict,
+        description="of localeCounts, the routed guardians: per channel, the language of the guardian "
+        "copy served -> guardians",
+    )
+    guardian_untranslated: dict[str, int] = Field(
+        default_factory=dict,
+        description="of untranslated, the routed guardians: a language the guardian copy has no "
+        "translation for -> guardians who get its base",
+    )
     in_app_recipient_count: int = Field(
         default=0, description="members who see the in-app card (a campaign with one); the token pins them"
     )
@@ -202,6 +212,8 @@ def compute_preview(
         guardian_recipient_count=len(tally.guardians),
         guardian_notification_recipient_count=tally.guardian_notify,
         guardian_email_recipient_count=tally.guardian_email,
+        guardian_locale_counts={ch: dict(sorted(c.items())) for ch, c in tally.guardian_locales.items() if c},
+        guardian_untranslated=dict(sorted(tally.guardian_untranslated.items())),
         in_app_recipient_count=tally.in_app,
     )
     assert tally.shown is not None

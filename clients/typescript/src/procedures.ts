@@ -1808,6 +1808,22 @@ export interface DispatchPreview {
    */
   guardianEmailRecipientCount?: number;
   /**
+   * of localeCounts, the routed guardians: per channel, the language of the guardian copy served -> guardians
+   */
+  guardianLocaleCounts?: {
+    [k: string]:
+      | {
+          [k: string]: number | undefined;
+        }
+      | undefined;
+  };
+  /**
+   * of untranslated, the routed guardians: a language the guardian copy has no translation for -> guardians who get its base
+   */
+  guardianUntranslated?: {
+    [k: string]: number | undefined;
+  };
+  /**
    * members who see the in-app card (a campaign with one); the token pins them
    */
   inAppRecipientCount?: number;
