@@ -26,6 +26,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from campaign_engine.campaigns.sending import deadline as deadlines
 from campaign_engine.campaigns.sending.approval import (
     ApprovalMissing,
     ApprovalPolicy,
@@ -35,13 +36,6 @@ from campaign_engine.campaigns.sending.approval import (
     fallback_approved,
     reach_cap,
     record_refusal,
-)
-from campaign_engine.campaigns.sending.deadline import (
-    DeadlineVerdict,
-    DeliverBy,
-    check_deliver_by,
-    judge,
-    meet,
 )
 from campaign_engine.campaigns.sending.dispatch_settings import DispatchSettings
 from campaign_engine.campaigns.sending.plan import ChannelPlan, forecast
@@ -131,7 +125,7 @@ class DispatchPreview(CamelModel):
     plan: dict[str, ChannelPlan] = Field(
         default_factory=dict, description="per walked channel, the forecast if confirmed now (plan.py)"
     )
-    deadline: DeadlineVerdict | None = Field(
+    deadline: deadlines.DeadlineVerdict | None = Field(
         default=None, description="asked with deliverBy: whether the plan meets it, and who would be late"
     )
 
@@ -227,11 +221,11 @@ def preview_dispatch(
     now: datetime,
     settings: DispatchSettings,
     experiment: Experiment | None = None,
-    deliver_by: DeliverBy | None = None,
+    deliver_by: deadlines.DeliverBy | None = None,
 ) -> DispatchPreview:
     """With ``experiment``, also the test wave's size per variant (checked as ``dispatch`` would
     check it); with ``deliver_by``, the deadline's verdict and the plan paced to it (``deadline.py``)."""
-    check_deliver_by(deliver_by, start=now)
+    deadlines.check_deliver_by(deliver_by, start=now)
 
     def tx_fn(tx: Tx) -> _Computed:
         computed = compute_preview(
@@ -248,10 +242,9 @@ def preview_dispatch(
         preview.plan = forecast(tx, campaign=computed.campaign, counts=counts, zones=computed.zones,
                                 pace=settings.pace, now=now, experiment=experiment)  # fmt: skip
         if deliver_by is not None:
-            preview.deadline, preview.plan = judge(
+            preview.deadline, preview.plan = deadlines.judge(
                 campaign=computed.campaign, plans=preview.plan, zones=computed.zones, pace=settings.pace,
-                now=now, deliver_by=deliver_by, experiment=experiment,
-            )  # fmt: skip
+                now=now, deliver_by=deliver_by, experiment=experiment)  # fmt: skip
         return computed
 
     computed = graph.read(tx_fn)
@@ -298,7 +291,7 @@ def dispatch(
     approval_policy: ApprovalPolicy | None = None,
     accept_fallback: bool = False,
     experiment: Experiment | None = None,
-    deliver_by: DeliverBy | None = None,
+    deliver_by: deadlines.DeliverBy | None = None,
     accept_late: bool = False,
 ) -> DispatchStarted:
     """Confirm a send; under ``approval_policy`` a large one needs its approval (``approval.py``), and
@@ -309,7 +302,7 @@ def dispatch(
     wave (``test_wave.py``), refused before anything is written when the campaign cannot run it.
     ``deliver_by``: paced to meet it, or PRECONDITION_FAILED with nothing written unless ``accept_late``
     (``deadline.py``); the audit entry keeps both and the late count."""
-    check_deliver_by(deliver_by, start=now)
+    deadlines.check_deliver_by(deliver_by, start=now)
     # Ids are drawn outside the tx function: a driver retry keeps them.
     ids: dict[DeliveryChannel, str] = {ch: f"dsp_{uuid.uuid4().hex}" for ch in _WALKED_CHANNELS}
     stamp = format_ts(now)
@@ -350,7 +343,7 @@ def dispatch(
         planned = forecast(tx, campaign=computed.campaign, zones=computed.zones, pace=settings.pace, now=now,
                            counts=reviewed(computed).reach, experiment=experiment)  # fmt: skip
         # A deadline refused here rolls the supersede back with the rest: nothing is written.
-        planned, keep, late = meet(campaign=computed.campaign, plans=planned, zones=computed.zones,
+        planned, keep, late = deadlines.meet(campaign=computed.campaign, plans=planned, zones=computed.zones,
                                    pace=settings.pace, now=now, deliver_by=deliver_by,
                                    accept_late=accept_late, experiment=experiment)  # fmt: skip
         rows: list[dict[str, Any]] = [
