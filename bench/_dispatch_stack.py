@@ -200,7 +200,15 @@ class Admin:
         )
 
     def query(self, proc: str, data: dict[str, object]) -> Any:
-        reply = self._client.get(f"/trpc/{proc}", params={"input": json.dumps(data)})
+        """A read, asked again (up to 5 times) while the API answers 503 "try again": on a loaded
+        machine a cold database's first preview can outlast the API's graph timeout."""
+        for _ in range(4):
+            reply = self._client.get(f"/trpc/{proc}", params={"input": json.dumps(data)})
+            if reply.status_code != 503:
+                break
+            time.sleep(2.0)
+        else:
+            reply = self._client.get(f"/trpc/{proc}", params={"input": json.dumps(data)})
         return self._data(reply)
 
     def mutate(self, proc: str, data: dict[str, object]) -> Any:
