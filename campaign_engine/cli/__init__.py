@@ -61,6 +61,7 @@ def _sweep(args: argparse.Namespace) -> int:
 
 def _inbox(args: argparse.Namespace) -> int:
     from campaign_engine.inbox.app import serve_inbox
+    from campaign_engine.inbox.learncard import sender_check_for
 
     settings = load_settings()
     settings.require_webhooks()
@@ -70,6 +71,7 @@ def _inbox(args: argparse.Namespace) -> int:
         port=args.port,
         db_path=Path(args.db),
         secret=settings.notifications_webhook_secret.get_secret_value(),
+        learncard=sender_check_for(settings),
     )
     return 0
 
