@@ -13,9 +13,10 @@ It is a bare ASGI handler in front of the FastAPI app (``_SendEndpoint``): routi
 the middleware stack and the response classes cost more CPU per POST than verifying and storing, and
 this endpoint is the reference receiver's whole hot path. Everything else is served by FastAPI.
 
-A POST with an ``Authorization`` header is LearnCard's format instead (an ``LCNNotification`` with the
-sender's DID-auth bearer, answered ``true``), accepted by ``inbox/learncard.py`` into the same store,
-so the listing shows both; the Standard Webhooks path pays one header lookup for it.
+A POST with an ``Authorization`` header and no Standard Webhooks signature is LearnCard's format
+instead (an ``LCNNotification`` with the sender's DID-auth bearer, answered ``true``), accepted by
+``inbox/learncard.py`` into the same store, so the listing shows both; the Standard Webhooks path pays
+one header lookup for it.
 
 The listing endpoint is unauthenticated: this receiver is for local runs and tests on loopback.
 """
@@ -85,7 +86,7 @@ def create_inbox_app(
         """One POST: ``body`` is None when it exceeded the cap. Returns (status, JSON answer)."""
         if body is None:
             return _refuse(413, "payload too large")
-        if lcn is not None and b"authorization" in headers:
+        if lcn is not None and b"authorization" in headers and b"webhook-signature" not in headers:
             return await lcn.accept(body, headers[b"authorization"])
         if not verify(
             secret,

@@ -62,12 +62,16 @@ def test_minors_are_routed_to_their_guardians_from_the_composer_to_the_review(
         page.get_by_label("Guardians' email heading").fill("Class trip")
         page.get_by_label("Guardians' email body").fill("The class travels on Friday.")
         page.get_by_label("Guardians' email button label").fill("Details")
+        _guardian_copy_in_french_and_in_app_with_its_preview(page)
         assert_every_control_labelled(page)
         page.get_by_role("button", name="Create campaign").click()
         expect(page.get_by_role("heading", name="Class trip")).to_be_visible()
         stored = trpc(url, admin_token, "campaigns.get", {"campaignId": "class-trip"}, mutation=False)
         assert stored["minors"] == "guardians"
         assert stored["guardianCopy"]["email"]["subject"] == "Your child's class travels on Friday"
+        assert stored["guardianCopy"]["message"]["title"] == "Class trip on Friday"
+        french = stored["guardianCopy"]["translations"]["fr"]
+        assert (french["email"]["subject"], french["message"]["title"]) == (FR_SUBJECT, "Sortie de classe")
         audience = page.locator("#audience")
         audience.get_by_label("Source type").select_option("profileIds")
         audience.get_by_label(re.compile("^Profile ids, DIDs")).fill("fam-kid")
@@ -77,6 +81,8 @@ def test_minors_are_routed_to_their_guardians_from_the_composer_to_the_review(
         expect(page.locator("#campaign-status")).to_have_text("live")
         page.get_by_role("button", name="Review dispatch").click()
         expect(page.locator("#review-guardians")).to_have_text("1 (notify 1, email 1)")
+        guardians = page.locator("#locale-counts tr[data-channel='email'][data-locale='en'] td.guardians")
+        expect(guardians).to_have_text("1")  # the routed guardian's language, counted apart
         assert_accessible(page, "review with guardians")
         page.get_by_role("button", name="Confirm and send to 1").click()
         expect(page.locator("#review-result")).to_contain_text("started")
@@ -105,6 +111,35 @@ def test_minors_are_routed_to_their_guardians_from_the_composer_to_the_review(
         watch.assert_clean()
     finally:
         context.close()
+
+
+FR_SUBJECT = "La classe part en sortie vendredi"
+
+
+def _guardian_copy_in_french_and_in_app_with_its_preview(page: Page) -> None:
+    """The guardians' in-app copy and a French translation of their copy, and the preview of what a
+    guardian reads: a French guardian's email and card in the French guardian copy, their notification
+    the campaign's own (the guardian copy has none), a Dutch one the base guardian copy."""
+    page.get_by_label("Guardians' in-app title", exact=True).fill("Class trip on Friday")
+    page.get_by_label("Add a guardian translation").fill("fr")
+    page.get_by_role("button", name="Add guardian language").click()
+    page.get_by_label("Guardians' in-app title (fr)").fill("Sortie de classe")
+    for label, value in [("subject", FR_SUBJECT), ("heading", "Sortie de classe"),
+                         ("body", "La classe part vendredi."), ("button label", "Détails")]:  # fmt: skip
+        page.get_by_label(f"Guardians' email {label} (fr)").fill(value)
+    preview = page.locator("#guardian-preview")
+    page.get_by_label("A guardian whose language is").select_option("fr")
+    email = preview.locator("[data-channel='email']")
+    expect(email).to_have_attribute("data-served", "fr")
+    expect(email).to_contain_text(f"Subject: {FR_SUBJECT}")
+    expect(preview.locator("[data-channel='message']")).to_contain_text("Sortie de classe")
+    notification = preview.locator("[data-channel='notification']")
+    expect(notification).to_have_attribute("data-source", "campaign")
+    expect(preview).to_contain_text("nothing fills in a child's name")
+    assert_accessible(page, "guardian copy with its preview")
+    shot(page, "guardian-copy-preview", "#guardian-copy")
+    page.get_by_label("A guardian whose language is").select_option("en")
+    expect(email).to_contain_text("Subject: Your child's class travels on Friday")
 
 
 def test_ab_variants_are_composed_and_their_stats_charted_side_by_side(

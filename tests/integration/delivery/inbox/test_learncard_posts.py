@@ -128,8 +128,12 @@ def test_the_engines_notification_is_stored_once_and_answered_true(
 
 def test_the_standard_format_is_served_beside_it(inbox: str, engine: EngineDid) -> None:
     assert post(inbox, announcement()).json() == {"sent": True}
+    # A signed standard POST that also carries an Authorization header (a proxy's) stays standard.
+    with httpx.Client(headers={"authorization": "Basic cHJveHk6cHJveHk="}) as proxied:
+        answer = post(inbox, announcement(metadata={"campaignId": "c-2"}), client=proxied)
+    assert answer.json() == {"sent": True}
     assert _post(inbox, _body(engine.did), BearerTokens(engine).for_url(inbox)).content == b"true"
-    assert sorted("to" in item for item in inbox_of(inbox, "p-1")) == [False, True]
+    assert sorted("to" in item for item in inbox_of(inbox, "p-1")) == [False, False, True]
 
 
 def _claims(did: str, now: float, **overrides: Any) -> dict[str, Any]:
