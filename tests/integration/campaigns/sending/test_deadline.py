@@ -6,6 +6,7 @@ feasible; sent and audited with acceptLate; judged again when a schedule fires."
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
 from dataclasses import replace
 from datetime import timedelta
@@ -14,7 +15,9 @@ from typing import Any
 
 import pytest
 
-from campaign_engine.campaigns.sending.deadline import PreconditionFailed
+from campaign_engine.campaigns.sending.approval import ApprovalPolicy, ApprovalStale
+from campaign_engine.campaigns.sending.approve import approve_dispatch
+from campaign_engine.campaigns.sending.deadline import PreconditionFailed, pin
 from campaign_engine.campaigns.sending.dispatch import dispatch, preview_dispatch
 from campaign_engine.campaigns.sending.dispatch_reads import get_dispatch
 from campaign_engine.campaigns.sending.dispatch_settings import DispatchSettings
@@ -183,9 +186,31 @@ def test_accept_late_sends_and_the_audit_entry_records_it_with_the_late_count(
     assert (detail["acceptLate"], detail["late"], detail["deliverBy"]) == (True, 50, "2026-03-01 12:00 UTC")
 
 
-def _audit() -> AuditContext:
-    return AuditContext.begin(actor=ADMIN_ID, procedure="campaigns.dispatch", request_id="r1", now=NOW,
+def _audit(actor: str = ADMIN_ID) -> AuditContext:
+    return AuditContext.begin(actor=actor, procedure="campaigns.dispatch", request_id="r1", now=NOW,
                               tenant_id="default")  # fmt: skip
+
+
+def test_an_approval_pins_the_deadline_and_a_send_asking_another_is_refused(
+    graph: Graph, tmp_path: Path
+) -> None:
+    make_campaign(graph, "c1")
+    add_members(graph, "c1", MEMBERS)
+    token = preview_dispatch(graph, campaign_id="c1", now=NOW, settings=SETTINGS).preview_token
+    by = NOW + timedelta(seconds=2)  # late for 50: approved with acceptLate
+    approve_dispatch(graph, campaign_id="c1", preview_token=token, approver="p-approver", now=NOW,
+                     settings=SETTINGS, deadline=pin(by, True))  # fmt: skip
+    queues = local_queues(tmp_path / "q.sqlite3")
+    policy = ApprovalPolicy(min_recipients=10)
+    send: dict[str, Any] = {"campaign_id": "c1", "expected_token": token, "now": NOW, "settings": SETTINGS,
+                            "audit": _audit("p-dispatcher"), "approval_policy": policy}  # fmt: skip
+    pinned = re.escape("pinned deliverBy 2026-03-01T12:00:02.000000Z with acceptLate")
+    for asked, late in ((by + timedelta(minutes=5), True), (by, False), (None, False)):
+        with pytest.raises(ApprovalStale, match=pinned):
+            dispatch(graph, queues.dispatch, **send, deliver_by=asked, accept_late=late)
+    started = dispatch(graph, queues.dispatch, **send, deliver_by=by, accept_late=True)
+    kept = get_dispatch(graph, started.dispatch_id)
+    assert kept.approved_by == "p-approver" and kept.deadline is not None and kept.deadline.accept_late
 
 
 @pytest.fixture
