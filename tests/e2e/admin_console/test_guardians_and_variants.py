@@ -99,6 +99,10 @@ def test_minors_are_routed_to_their_guardians_from_the_composer_to_the_review(
         )
         email = page.locator("#explain .explain-channel[data-channel='email'] .explain-verdict")
         expect(email).to_contain_text(re.compile(r"^Received the email as the guardian of fam-kid on "))
+        expect(page.locator("#explain-language")).to_contain_text("the email in en")
+        expect(page.locator("#explain-language")).to_contain_text(
+            "as a routed guardian, over the guardian copy"
+        )
         explain_in_console(page, "fam-kid")
         expect(page.locator("#explain-guardian")).to_contain_text(
             "fam-kid's guardian fam-parent receives it in their place."
