@@ -35,17 +35,16 @@ import json
 import threading
 from collections import OrderedDict
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
-from datetime import UTC, datetime
+from dataclasses import replace
 from typing import Any
 
 from pydantic import ValidationError
 
 from campaign_engine.domain import segment as limits
-from campaign_engine.domain.age_policy import adult_dob_cutoff
 from campaign_engine.domain.segment import ENGAGED_PROPERTY, Segment, condition_of
 from campaign_engine.graph.cypher import statement
 from campaign_engine.graph.graph import Statements
+from campaign_engine.graph.rules.segment_compiled import Arm, CompiledSegment
 from campaign_engine.graph.rules.segment_facts import (
     fact_seeks,
     own_list,
@@ -66,42 +65,6 @@ __all__ = [
 
 # Index counts stop here: an estimate only has to rank the candidates of one `all`.
 _ESTIMATE_CAP = 20_000
-
-
-@dataclass(frozen=True)
-class Arm:
-    """One seek a compiled segment finds candidates with (``segment_statements.py`` spells it)."""
-
-    match: str  # MATCH ... binding p (with its index hint)
-    where: str  # the anchor's own index predicate
-    order: str  # the keyset order key (an index-ordered one where there is one)
-    estimate: int
-    exact: bool = False  # what the seek finds meets its condition: the arm need not test it again
-    residual: str | None = None  # what the arm must still test (None: the whole rule)
-
-
-@dataclass(frozen=True)
-class CompiledSegment:
-    """A segment as Cypher: ``predicate`` and ``arms`` are fixed text (hashable, so statements built
-    from them are cached); ``params`` are the values, with age cutoffs computed per evaluation."""
-
-    predicate: str
-    arms: tuple[Arm, ...]
-    leaves: tuple[tuple[str, str, bool, str], ...]
-    """(path, condition, negated, predicate of the condition alone) per leaf, for explainRecipient."""
-    values: tuple[tuple[str, Any], ...] = field(compare=False)
-    ages: tuple[tuple[str, int], ...] = field(compare=False)
-
-    @property
-    def size(self) -> int:
-        """Characters of the rule's own text (limit 'compiled size'): the predicate and every seek."""
-        return len(self.predicate) + sum(
-            len(a.match) + len(a.where) + len(a.residual or "") for a in self.arms
-        )
-
-    def params(self, now: datetime) -> dict[str, Any]:
-        today = now.astimezone(UTC).date()
-        return {**dict(self.values), **{name: adult_dob_cutoff(today, years) for name, years in self.ages}}
 
 
 def segment_of(campaign: Mapping[str, Any]) -> Segment | None:
