@@ -276,3 +276,19 @@ def test_a_schedule_is_judged_when_scheduled_and_again_when_it_fires(api: TrpcCl
     got = ok(_call(api, "getDispatch", {"dispatchId": scheduled["dispatchId"]}, query=True))
     assert got["status"] == "failed" and got["lastError"].endswith("without acceptLate, so nothing was sent")
     assert got["lastError"].startswith("250 recipients would get it after 2026-03-01 13:00 UTC")
+
+
+def test_a_paced_send_is_measured_with_its_own_pause_not_the_configured_one(graph: Graph) -> None:
+    # A completed 3-page send paced to no pause took 3 s: 50/s. Taking the configured 60 s pauses off
+    # its 3 s would have measured it at 500/s, and every later deadline would look ten times easier.
+    start = NOW - timedelta(minutes=5)
+    graph.run(
+        "CREATE (:Dispatch {id: 'paced', channel: 'notify', status: 'completed', startedAt: $start,"
+        " lastOutcomeAt: $end, finishedAt: $end, pages: 3, acknowledged: 150, rejected: 0, suppressed: 0,"
+        " waveDelaySeconds: 0})",
+        start=format_ts(start), end=format_ts(start + timedelta(seconds=3)),
+    )  # fmt: skip
+    make_campaign(graph, "c1")
+    add_members(graph, "c1", MEMBERS)
+    plan = preview_dispatch(graph, campaign_id="c1", now=NOW, settings=SETTINGS).plan["notify"]
+    assert (plan.rate_source, plan.rate) == ("measured", 50.0)
