@@ -64,8 +64,14 @@ members): the first N bench profiles become guardians of one minor each, and the
 between a campaign whose N members are those adults and a ``minors: "guardians"`` campaign whose N
 members are the minors, replaced by their guardians (``bench/_guardians.py``); both rates per round,
 their ratio (routed / static) and the medians, in the RESULT line too.
+``--format learncard`` (LearnCard's format within 10% of the standard one): the run's engine DID is a
+did:key the inbox trusts, a second tenant's ``notificationFormat`` is ``learncard``, and after the rounds
+above (and a warm-up of that tenant) the rounds alternate between a standard and a LearnCard campaign of
+N, the order swapped every round (``bench/_dispatch_formats.py``). Both rates per round, their ratio
+(learncard / standard), the worker's, inbox's and Neo4j's CPU per recipient in each format, and what
+one JWT signed or verified per POST would cost against them, in the RESULT line too.
 Usage: ``.venv/bin/python -m bench.dispatch [--profiles N] [--compare M] [--rounds R] [--cap]
-[--baseline-ref REF] [--events] [--languages 3] [--segment] [--guardians]``,
+[--baseline-ref REF] [--events] [--languages 3] [--segment] [--guardians] [--format learncard]``,
 e.g. ``--profiles 1000000 --compare 20000 --rounds 1``.
 """
 
@@ -79,6 +85,7 @@ from pathlib import Path
 
 from cryptography.fernet import Fernet
 
+from bench._dispatch_formats import did_env, with_formats
 from bench._dispatch_modes import delete_largest, with_events, with_languages, with_segment
 from bench._dispatch_rounds import alternate, baseline_release, measure_rounds, with_cap
 from bench._dispatch_stack import (
@@ -147,6 +154,12 @@ def main() -> int:
     parser.add_argument(
         "--segment", action="store_true", help="then alternate static-member and live-segment rounds"
     )
+    parser.add_argument(
+        "--format",
+        choices=["standard", "learncard"],
+        default="standard",
+        help="learncard: then alternate standard and LearnCard-format rounds",
+    )
     args = parser.parse_args()
     if args.baseline_ref and (args.compare or args.cap or args.time_cap):
         parser.error("--baseline-ref measures --profiles rounds only (no --compare, --cap or --time-cap)")
@@ -166,6 +179,8 @@ def main() -> int:
         deadline *= 2
     if args.guardians:  # and again
         deadline *= 2
+    if args.format == "learncard":  # and again
+        deadline *= 2
     # A million profiles and their relationships outgrow a 256 MB page cache many times over.
     pagecache = "256m" if largest <= 100_000 else "1g"
 
@@ -182,6 +197,8 @@ def main() -> int:
         env = child_env(uri, queue_path, inbox_url)
         if args.events:  # endpoint secrets are stored sealed
             env["CAMPAIGN_SECRETS_KEY"] = Fernet.generate_key().decode()
+        if args.format == "learncard":  # the engine's DID: the worker signs, the inbox trusts it
+            env.update(did_env())
         api_env = {
             **env,
             "AUTH_JWT_SECRET": JWT_SECRET,
@@ -233,6 +250,11 @@ def main() -> int:
                 api_peak, worker_peak = peak_rss_mb(api_pid), peak_rss_mb(worker.pid)
                 print(f"{procs.peak_rss()} (whole run)")
                 ratio = cap_result = events_result = languages_result = segment_result = guardians_result = ""
+                format_result = ""
+                if args.format == "learncard":
+                    format_result = with_formats(
+                        graph, admin, procs, base, env, n=n, rounds=args.rounds, give_up=give_up
+                    )
                 if args.segment:
                     segment_result = with_segment(graph, admin, n=n, rounds=args.rounds, give_up=give_up)
                 if args.guardians:
@@ -280,7 +302,7 @@ def main() -> int:
                     f"shared_ceiling_per_s={median.shared_ceiling:.0f} "
                     f"shared_efficiency={median.shared_efficiency:.2f} "
                     f"api_peak_rss_mb={api_peak:.0f} worker_peak_rss_mb={worker_peak:.0f}{ratio}{cap_result}"
-                    f"{baseline}{events_result}{languages_result}{segment_result}{guardians_result}",
+                    f"{baseline}{events_result}{languages_result}{segment_result}{guardians_result}{format_result}",
                     flush=True,
                 )
                 delete_largest(admin, procs, "bench-1", n)

@@ -111,23 +111,20 @@ class Settings(BaseSettings):
     # --- dispatch ------------------------------------------------------------------------------
     campaign_dispatch_page_size: int = Field(default=1000, ge=1, le=10_000)
     campaign_dispatch_delay_seconds: int = Field(default=60, ge=0)
+    campaign_deadline_min_delay_seconds: int = Field(default=0, ge=0)  # deliverBy's shortest wave gap
     campaign_email_page_size: int = Field(default=500, ge=1, le=1000)
     campaign_preview_max_recipients: int = Field(default=10_000, ge=1)
-    # The share of any campaign's recipients (translated or not: a campaign with no translations
-    # serves its base language to everyone) who may get the base content though they read another
-    # language before a send needs acceptFallback (blockedReason missing_translation).
+    # The share of a campaign's recipients (translated or not) who may get the base content though they
+    # read another language before a send needs acceptFallback (blockedReason missing_translation).
     campaign_untranslated_max_share: float = Field(default=0.05, ge=0.0, le=1.0)
-    # The fewest test recipients an experiment's test wave may give any variant: a smaller test wave
-    # cannot tell its arms apart, so preview, dispatch and scheduleDispatch refuse it.
+    # The fewest test recipients a test wave may give any variant (fewer cannot tell its arms apart).
     campaign_experiment_min_per_variant: int = Field(default=50, ge=1, le=1_000_000)
     # Sweeper page budget: a `sending` dispatch untouched for (wave delay <= 900 s) + this is re-armed.
     campaign_dispatch_stuck_seconds: int = Field(default=300, ge=1)
-    # Consecutive failed attempts at one page (job raised, or re-armed by the sweeper without progress)
-    # before its Dispatch becomes `failed`; campaigns.resumeDispatch resumes it from its cursor.
+    # Failed attempts in a row at one page (raised, or re-armed without progress) before it is `failed`.
     campaign_dispatch_max_page_failures: int = Field(default=5, ge=1, le=1000)
-    # The health guard (domain/dispatch_health.py): a sending Dispatch whose own hard-bounce,
-    # complaint or rejection rate crosses its limit, once this many emails were accepted (attempts
-    # answered, for rejections), pauses before its next page. Tenants may override the three limits.
+    # The health guard (domain/dispatch_health.py): past this many accepted emails (answered, for rejections)
+    # a send whose own rate crosses its limit pauses before its next page; tenants may override limits.
     campaign_guard_min_sample: int = Field(default=100, ge=1, le=10_000_000)
     campaign_guard_max_hard_bounce_rate: float = Field(default=0.02, ge=0, le=1)
     campaign_guard_max_complaint_rate: float = Field(default=0.001, ge=0, le=1)
@@ -159,6 +156,9 @@ class Settings(BaseSettings):
     notifications_format: Literal["standard", "learncard"] = "standard"  # delivery/notify/lcn.py
     campaign_did: str | None = None  # the engine's own DID; unset, did:web:<DOMAIN_NAME>
     campaign_did_key: SecretStr | None = None  # base64url Ed25519 seeds: the signing key[,the previous]
+    # The reference inbox's trusted senders of LearnCard's format (space- or comma-separated DIDs, as
+    # LearnCard's AUTHORIZED_DIDS); unset, the engine's own DID (inbox/learncard.py).
+    inbox_authorized_dids: str = ""
     campaign_allow_private_webhooks: bool = False
     # Receiver ports beyond 443 and 80 that webhook POSTs may reach (comma-separated or a JSON list);
     # local development reaches any port (egress/policy.py).

@@ -17,6 +17,7 @@ import sys
 import time
 from pathlib import Path
 
+from campaign_engine.api.dev_subjects import SUBJECTS_PATH
 from campaign_engine.config import Settings
 from campaign_engine.did.engine import new_seed
 
@@ -166,6 +167,8 @@ def devidp_command(*, port: int, api_origins: list[str], admins: str, token_ttl:
     return [
         "node", str(_DEVIDP), "--port", str(port), "--client-id", DEVIDP_CLIENT_ID,
         "--audience", _DEVIDP_AUDIENCE, "--admins", admins, "--access-token-ttl", str(token_ttl),
+        # who it may sign in, read from the API on each sign-in (api/dev_subjects.py)
+        "--subjects-url", f"{api_origins[0]}{SUBJECTS_PATH}",
         *(arg for uri in redirects for arg in ("--redirect-uri", uri)),
     ]  # fmt: skip
 

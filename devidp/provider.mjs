@@ -2,13 +2,16 @@
 //
 // One public client (no secret; authorization code with PKCE, S256 only), whose access tokens are JWTs
 // for one resource, the API (`--audience`), signed RS256 with a key drawn at start and served at /jwks,
-// where the API verifies them (AUTH_JWKS_URL). The sign-in page takes a profile id: the dev users are the
-// platform admins (`--admins`, offered as a button) and every subject granted a role in a tenant (typed);
-// what each may do is the API's call, by CAMPAIGN_ADMIN_PROFILE_IDS and the grants. Consent is implied:
-// the console is the only client. Nothing is logged per request: no code, token or cookie reaches a log.
+// where the API verifies them (AUTH_JWKS_URL). It signs in the dev users only: the platform admins and
+// every subject granted a role in a tenant, read again from the API on each sign-in (`--subjects-url`,
+// the API's development-only /dev/sign-in-subjects: grants change while make dev runs), each offered as
+// a button; a typed id outside them is refused. Without an answer from the API only `--admins` may sign
+// in. What each may do is the API's call, by CAMPAIGN_ADMIN_PROFILE_IDS and the grants. Consent is
+// implied: the console is the only client. Nothing is logged per request: no code, token or cookie.
 //
 //   node devidp/provider.mjs --port 9400 --client-id console --audience http://127.0.0.1:8000 \
-//     --redirect-uri http://127.0.0.1:8000/admin --redirect-uri http://127.0.0.1:8000/admin/oidc-silent
+//     --redirect-uri http://127.0.0.1:8000/admin --redirect-uri http://127.0.0.1:8000/admin/oidc-silent \
+//     --subjects-url http://127.0.0.1:8000/dev/sign-in-subjects
 import { generateKeyPairSync, randomBytes } from "node:crypto";
 import { createServer } from "node:http";
 import { parseArgs } from "node:util";
@@ -23,6 +26,7 @@ const { values: args } = parseArgs({
     audience: { type: "string" },
     admins: { type: "string", default: "" },
     "access-token-ttl": { type: "string", default: "3600" },
+    "subjects-url": { type: "string" },
   },
 });
 if (!args.audience || !args["redirect-uri"].length) {
@@ -84,13 +88,35 @@ function page(title, body) {
   return `<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1"><link rel="icon" href="data:,"><title>${escape(title)}</title></head><body><main><h1>${escape(title)}</h1>${body}</main></body></html>`;
 }
 
-function loginPage(uid, problem = "") {
-  const quick = admins.map((id) => `<button type="submit" name="profileId" value="${escape(id)}">Sign in as ${escape(id)} (platform admin)</button>`).join(" ");
+/** The dev users now: id -> what they hold ("platform admin", "publisher in acme"); `reached` says
+ *  whether the API answered (else only the configured admins). */
+async function devUsers() {
+  const users = new Map(admins.map((id) => [id, ["platform admin"]]));
+  if (!args["subjects-url"]) return { users, reached: false };
+  try {
+    const answer = await fetch(args["subjects-url"], { signal: AbortSignal.timeout(5000) });
+    if (!answer.ok) return { users, reached: false };
+    const body = await answer.json();
+    for (const id of body.admins ?? []) users.set(id, ["platform admin"]);
+    for (const g of body.granted ?? []) {
+      const held = users.get(g.subject) ?? [];
+      if (!held.includes("platform admin")) held.push(`${g.role} in ${g.tenantId}`);
+      users.set(g.subject, held);
+    }
+    return { users, reached: true };
+  } catch {
+    return { users, reached: false };
+  }
+}
+
+function loginPage(uid, { users, reached }, problem = "") {
+  const quick = [...users].map(([id, held]) => `<li><button type="submit" name="profileId" value="${escape(id)}">Sign in as ${escape(id)} (${escape(held.join(", "))})</button></li>`).join("");
   return page("Sign in to the campaigns console", `
-<p>The local identity provider of <code>make dev</code>. Sign in as a platform admin, or as anyone granted a role in a tenant (their profile id).</p>
+<p>The local identity provider of <code>make dev</code>. It signs in the dev users only: the platform admins and everyone granted a role in a tenant (under Access and keys). Anyone else is refused: grant them a role first.</p>
+${reached ? "" : `<p role="status">The API did not answer, so only the platform admins are offered.</p>`}
 ${problem ? `<p role="alert">${escape(problem)}</p>` : ""}
 <form method="post" action="/interaction/${escape(uid)}/login">
-<p>${quick}</p>
+<ul id="dev-users">${quick}</ul>
 <p><label for="profile-id">Profile id</label> <input id="profile-id" name="typedId" autocomplete="username" spellcheck="false"></p>
 <p><button type="submit">Sign in</button></p>
 </form>`);
@@ -111,7 +137,7 @@ async function interaction(req, res, uid, action) {
   if (details.uid !== uid) throw new errors.SessionNotFound("interaction mismatch");
   if (req.method === "GET") {
     res.writeHead(200, { "content-type": "text/html; charset=utf-8", "cache-control": "no-store" });
-    res.end(loginPage(uid));
+    res.end(loginPage(uid, await devUsers()));
     return;
   }
   if (req.method !== "POST" || action !== "login") {
@@ -120,9 +146,15 @@ async function interaction(req, res, uid, action) {
   }
   const form = await readForm(req);
   const profileId = (form.get("profileId") || form.get("typedId") || "").trim();
+  const known = await devUsers(); // read again: a grant made or revoked since the page was drawn counts
   if (!/^[A-Za-z0-9._:@-]{1,128}$/.test(profileId)) {
     res.writeHead(400, { "content-type": "text/html; charset=utf-8", "cache-control": "no-store" });
-    res.end(loginPage(uid, "Type a profile id: letters, digits and . _ : @ - only."));
+    res.end(loginPage(uid, known, "Type a profile id: letters, digits and . _ : @ - only."));
+    return;
+  }
+  if (!known.users.has(profileId)) {
+    res.writeHead(403, { "content-type": "text/html; charset=utf-8", "cache-control": "no-store" });
+    res.end(loginPage(uid, known, `${profileId} is not a dev user: only the platform admins and subjects granted a role may sign in here. Grant them a role under Access and keys first.`));
     return;
   }
   const grant = new provider.Grant({ accountId: profileId, clientId: details.params.client_id });

@@ -5,6 +5,7 @@ import { h, replace } from "./dom";
 import type { Kit } from "./kit";
 import { showSaveError } from "./save_refusal";
 import { segmentBuilder } from "./segment_builder";
+import { knowCampaignNames } from "./segment_words";
 
 export function renderNew(kit: Kit): void {
   if (!kit.can("campaigns.create")) {
@@ -13,6 +14,7 @@ export function renderNew(kit: Kit): void {
   }
   const form = composer(null);
   const segment = segmentBuilder(kit, null);
+  void knowCampaignNames(kit); // a rule typed here names campaigns by name in its words
   const out = h("div", {});
   const save = kit.button("Create campaign", () => {
     form.clearIssues();

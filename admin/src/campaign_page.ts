@@ -12,11 +12,14 @@ import { field, h, replace } from "./dom";
 import { explainSection } from "./explain";
 import type { CampaignPage, Kit } from "./kit";
 import { inFlight } from "./progress";
+import { campaignsNamed, knowCampaignNames } from "./segment_words";
 
 export async function renderCampaign(kit: Kit, id: string): Promise<void> {
   const mine = kit.generation();
   const campaign = await kit.guarded(null, () => kit.api.call("campaigns.get", { campaignId: id }), (err) => kit.shell("Campaign", kit.errorBox(err)));
   if (!campaign || mine !== kit.generation()) return;
+  await knowCampaignNames(kit, campaignsNamed(campaign.segment)); // the rule's words name campaigns
+  if (mine !== kit.generation()) return;
 
   const statusBadge = h("span", { className: `badge ${campaign.status}`, id: "campaign-status" }, campaign.status);
   const lifecycleOut = h("div", {});

@@ -8,6 +8,7 @@
 import { ApiError, type DispatchPreview } from "./api";
 import { field, h, replace } from "./dom";
 import type { CampaignPage } from "./kit";
+import type { Experiment } from "./review_experiment";
 import { echoUtc, timeEl, zoneName } from "./time";
 
 type Refusal = (err: unknown, scheduling: boolean) => HTMLElement;
@@ -16,8 +17,10 @@ type Refusal = (err: unknown, scheduling: boolean) => HTMLElement;
  *  translations once accepted; any other block stops a schedule as it stops a send. */
 const SCHEDULABLE_BLOCKS = new Set(["not_started", "missing_translation"]);
 
-/** The Schedule form for preview `p`; `fallback()` is the review's "send the base content" box. */
-export function scheduleChoice(page: CampaignPage, p: DispatchPreview, fallback: () => boolean | undefined, refusal: Refusal): HTMLElement | null {
+/** The Schedule form for preview `p`; `fallback()` is the review's "send the base content" box and
+ *  `experiment()` its A/B test wave (review_experiment.ts), both carried by the schedule as chosen. */
+export function scheduleChoice(page: CampaignPage, p: DispatchPreview, fallback: () => boolean | undefined, refusal: Refusal,
+  experiment: () => Experiment | undefined = () => undefined, deadline: () => object = () => ({})): HTMLElement | null {
   const { kit, id } = page;
   if (!kit.can("campaigns.scheduleDispatch")) {
     // One note for a role that may do neither: the send's own says which role sending needs.
@@ -88,10 +91,11 @@ export function scheduleChoice(page: CampaignPage, p: DispatchPreview, fallback:
     const minutes = Number(late.value || "60");
     const sendAt = theirs.checked ? { localTime: when.value, perRecipient: true as const } : new Date(when.value).toISOString();
     const accept = fallback();
+    const wave = experiment();
     void kit.guarded(go, () => kit.api.call("campaigns.scheduleDispatch", {
       campaignId: id, expectedPreviewToken: p.previewToken, sendAt,
       maxLateSeconds: Math.round(minutes * 60), onChange: onChange.value as "review" | "send_current",
-      ...(accept === undefined ? {} : { acceptFallback: accept }),
+      ...(accept === undefined ? {} : { acceptFallback: accept }), ...(wave ? { experiment: wave } : {}), ...deadline(),
     }), (err) => {
       const placed = placeIssues(err, say, { sendAt: when, maxLateSeconds: late, onChange });
       replace(out, placed ? h("p", { role: "alert", className: "error" }, "Fix the marked fields: nothing was scheduled.") : refusal(err, true));

@@ -7,6 +7,8 @@ import { h, replace } from "./dom";
 import type { CampaignPage, Kit } from "./kit";
 import { reasonSentence } from "./messages";
 import { scheduleChoice } from "./campaign_schedule";
+import { type Experiment, experimentChoice } from "./review_experiment";
+import { deliverByChoice } from "./deliver_by";
 import { timeEl } from "./time";
 
 export function testSection(page: CampaignPage): HTMLElement {
@@ -28,8 +30,14 @@ export function reviewSection(page: CampaignPage): HTMLElement {
     // Too many recipients without their language block the send until the admin accepts, explicitly,
     // that they get the base content (missing_translation, lifted by acceptFallback).
     const fallbackOnly = p.blockedReason === "missing_translation";
+    const wave = experimentChoice(page, p); // the A/B test wave, for a campaign with variants
+    const experiment = (): { experiment?: Experiment } => {
+      const x = wave.value();
+      return x ? { experiment: x } : {};
+    };
+    const deadline = deliverByChoice(page, p); // "Deliver by", its verdict and "accept late"
     const accept = h("input", { type: "checkbox", id: "accept-fallback", name: "accept-fallback" });
-    const confirm: HTMLButtonElement = kit.button(`Confirm and send to ${p.recipientCount}`, () => void kit.guarded(confirm, () => kit.api.call("campaigns.dispatch", { campaignId: id, expectedPreviewToken: p.previewToken, ...(fallbackOnly ? { acceptFallback: accept.checked } : {}) }), (err) => replace(confirmOut, dispatchRefusal(kit, err))).then((started) => {
+    const confirm: HTMLButtonElement = kit.button(`Confirm and send to ${p.recipientCount}`, () => void kit.guarded(confirm, () => kit.api.call("campaigns.dispatch", { campaignId: id, expectedPreviewToken: p.previewToken, ...(fallbackOnly ? { acceptFallback: accept.checked } : {}), ...experiment(), ...deadline.value() }), (err) => replace(confirmOut, deadline.refusal(err) ?? wave.refusal(err) ?? dispatchRefusal(kit, err))).then((started) => {
       if (started) {
         replace(confirmOut, h("p", { className: "ok" }, `Dispatch ${started.dispatchId} started (${started.channels.join(", ")}).`));
         confirm.disabled = true;
@@ -59,9 +67,11 @@ export function reviewSection(page: CampaignPage): HTMLElement {
       planReview(p),
       p.blockedReason ? h("p", { role: "alert", className: "error", id: "review-blocked" }, `Blocked: ${reasonSentence(p.blockedReason)}`) : null,
       fallbackOnly ? h("div", { className: "field check" }, accept, h("label", { for: accept.id }, `Send the base content to the ${untranslatedTotal(p)} recipients without a translation`)) : null,
+      wave.element,
+      deadline.element,
       h("p", { className: "hint" }, "Confirming sends exactly this: if anything changed since the review, the server refuses and you review again."),
       kit.can("campaigns.dispatch") ? confirm : kit.roleNote("Sending", "campaigns.dispatch"), confirmOut,
-      scheduleChoice(page, p, () => (fallbackOnly ? accept.checked : undefined), (err, scheduling) => dispatchRefusal(kit, err, scheduling)));
+      scheduleChoice(page, p, () => (fallbackOnly ? accept.checked : undefined), (err, scheduling) => deadline.refusal(err) ?? wave.refusal(err) ?? dispatchRefusal(kit, err, scheduling), () => wave.value(), deadline.value));
   }));
   return h("section", { id: "review", "aria-labelledby": "review-h" }, h("h2", { id: "review-h" }, "Review and send"),
     kit.can("campaigns.previewDispatch") ? reviewBtn : kit.roleNote("Reviewing a send", "campaigns.previewDispatch"), reviewOut);
@@ -78,18 +88,28 @@ function untranslatedTotal(p: DispatchPreview): number {
   return Object.values(p.untranslated ?? {}).reduce<number>((sum, n) => sum + (n ?? 0), 0);
 }
 
-/** Per channel, how many recipients get each language, and who gets the base content for want of theirs. */
+/** Per channel, how many recipients get each language, and who gets the base content for want of theirs.
+ *  Routed guardians are counted by the guardian copy they are served (its own translations, not the
+ *  campaign's) and shown apart in their own column. */
 function languagesReview(p: DispatchPreview): HTMLElement | null {
   const channels = Object.entries(p.localeCounts ?? {});
   if (!channels.length) return null;
   const missing = Object.entries(p.untranslated ?? {});
+  const guardians = p.guardianLocaleCounts ?? {};
+  const routed = Object.keys(guardians).length > 0;
+  const guardiansIn = (channel: string, tag: string): number => (guardians as Record<string, Record<string, number> | undefined>)[channel]?.[tag] ?? 0;
+  const ofGuardians = (tag: string): string => {
+    const n = p.guardianUntranslated?.[tag] ?? 0;
+    return n ? `, ${n} of them guardians` : "";
+  };
   return h("div", { id: "review-languages" },
     h("div", { className: "table-wrap" }, h("table", { id: "locale-counts" }, h("caption", {}, "Recipients by language served"),
-      h("thead", {}, h("tr", {}, ...["Channel", "Language", "Recipients"].map((t) => h("th", { scope: "col" }, t)))),
+      h("thead", {}, h("tr", {}, ...["Channel", "Language", "Recipients", ...(routed ? ["Of them guardians (guardian copy)"] : [])].map((t) => h("th", { scope: "col" }, t)))),
       h("tbody", {}, ...channels.flatMap(([channel, counts]) => Object.entries(counts ?? {}).map(([tag, n]) =>
-        h("tr", { "data-channel": channel, "data-locale": tag }, h("th", { scope: "row" }, channel), h("td", { lang: tag }, tag), h("td", {}, String(n ?? 0)))))))),
+        h("tr", { "data-channel": channel, "data-locale": tag }, h("th", { scope: "row" }, channel), h("td", { lang: tag }, tag), h("td", {}, String(n ?? 0)),
+          routed ? h("td", { className: "guardians" }, String(guardiansIn(channel, tag))) : null)))))),
     missing.length
-      ? h("p", { id: "review-untranslated" }, "No translation for: ", ...missing.map(([tag, n], i) => h("span", { "data-locale": tag }, `${i ? ", " : ""}${tag} (${n ?? 0})`)), " — they get the base content.")
+      ? h("p", { id: "review-untranslated" }, "No translation for: ", ...missing.map(([tag, n], i) => h("span", { "data-locale": tag }, `${i ? ", " : ""}${tag} (${n ?? 0}${ofGuardians(tag)})`)), " — they get the base content.")
       : h("p", { className: "hint", id: "review-untranslated" }, "Every recipient's language has a translation or is the base."));
 }
 

@@ -5,6 +5,7 @@ import { field, h, replace } from "./dom";
 import { echoUtc, instant, localInput, zoneName } from "./time";
 import { variantsEditor } from "./ab_variants";
 import { NOTIFY_BODY_MAX, NOTIFY_TITLE_MAX, previews } from "./composer_previews";
+import { guardianCopyEditor } from "./guardian_copy";
 import { translationsEditor } from "./translations";
 
 type Control = HTMLInputElement | HTMLSelectElement | HTMLTextAreaElement;
@@ -111,15 +112,6 @@ export function composer(existing: Campaign | null): Composer {
   // with the guardian copy below where it is given (never naming the child).
   const minors = select([["exclude", "Exclude them (nobody gets it in their place)"], ["guardians", "Send to their guardians instead"]], def?.minors ?? "exclude");
   minors.id = "minors";
-  const gc = def?.guardianCopy ?? undefined;
-  const gnTitle = input("text", { value: gc?.notification?.title ?? "" });
-  const gnBody = h("textarea", { rows: 2 });
-  gnBody.value = gc?.notification?.body ?? "";
-  const geSubject = input("text", { maxlength: 150, value: gc?.email?.subject ?? "" });
-  const geTitle = input("text", { maxlength: 200, value: gc?.email?.title ?? "" });
-  const geBody = h("textarea", { rows: 4, maxlength: 20000 });
-  geBody.value = gc?.email?.body ?? "";
-  const geCta = input("text", { maxlength: 40, value: gc?.email?.ctaLabel ?? "" });
   const guardianSlot = h("div", { id: "guardian-copy-slot" });
 
   const checkbox = (path: string, label: string, box: HTMLInputElement): HTMLElement => {
@@ -142,14 +134,8 @@ export function composer(existing: Campaign | null): Composer {
     languages: () => [translations.locale.value.trim() || "en", ...translations.tags()],
   }, (path, error) => errors.set(path, error), () => onChange.forEach((f) => f()));
 
-  const guardianFieldset = h("fieldset", { id: "guardian-copy" }, h("legend", {}, "Copy for guardians (optional; otherwise they read the copy above)"),
-    h("p", { className: "hint" }, "Guardians read this instead of the campaign's copy. Never name the child or carry learner data: it goes to inboxes and mail providers."),
-    add("guardianCopy.notification.title", "Guardians' notification title", gnTitle),
-    add("guardianCopy.notification.body", "Guardians' notification body", gnBody),
-    add("guardianCopy.email.subject", "Guardians' email subject", geSubject),
-    add("guardianCopy.email.title", "Guardians' email heading", geTitle),
-    add("guardianCopy.email.body", "Guardians' email body", geBody),
-    add("guardianCopy.email.ctaLabel", "Guardians' email button label", geCta));
+  const guardian = guardianCopyEditor(def?.guardianCopy ?? undefined, add, () => read(), () => readMessage(), () => onChange.forEach((f) => f()));
+  onChange.push(guardian.render);
   const form = h(
     "div",
     { className: "composer" },
@@ -191,7 +177,7 @@ export function composer(existing: Campaign | null): Composer {
     guardianSlot,
   );
   // The guardian copy is on the page only while minors go to their guardians.
-  const showGuardianCopy = (): void => replace(guardianSlot, minors.value === "guardians" ? guardianFieldset : null);
+  const showGuardianCopy = (): void => replace(guardianSlot, minors.value === "guardians" ? guardian.element : null);
   minors.addEventListener("change", showGuardianCopy);
   showGuardianCopy();
 
@@ -264,15 +250,8 @@ export function composer(existing: Campaign | null): Composer {
     out.variants = variants.read() as NonNullable<Definition["variants"]> | null;
     out.minors = minors.value as "exclude" | "guardians";
     // Guardian copy: a channel with any field typed is sent whole, for the API to name a missing one;
-    // existing translations of the guardian copy (set through the API) are kept.
-    const guardianCopy: NonNullable<Definition["guardianCopy"]> = {};
-    if (text(gnTitle) || text(gnBody)) guardianCopy.notification = { title: gnTitle.value, body: gnBody.value };
-    if (text(geSubject) || text(geTitle) || text(geBody) || text(geCta)) {
-      guardianCopy.email = { subject: geSubject.value, title: geTitle.value, body: geBody.value, ctaLabel: geCta.value };
-    }
-    if (gc?.message) guardianCopy.message = gc.message;
-    if (gc?.translations) guardianCopy.translations = gc.translations;
-    out.guardianCopy = guardianCopy.notification || guardianCopy.email || guardianCopy.message ? guardianCopy : null;
+    // what the API stored that the form does not edit is kept (guardian_copy.ts).
+    out.guardianCopy = guardian.read();
     const s = instant(startsAt);
     if (s) out.startsAt = s;
     const e = instant(endsAt);
@@ -283,6 +262,7 @@ export function composer(existing: Campaign | null): Composer {
   const preview = previews(readMessage, () => ({ title: nTitle.value, body: nBody.value }));
   onChange.push(preview.render);
   preview.render();
+  guardian.render();
   const element = h("div", { className: "composer-layout" }, form, preview.element);
 
   function clearIssues(): void {

@@ -2,9 +2,53 @@
 // would say ("has tag news", "speaks French", "is at least 30", "is in the audience of campaign launch"),
 // a whole rule as nested lists, and explainRecipient's verdict per condition. The server owns the rule
 // and its evaluation; this module only words what it stores and answers, so the builder, a viewer's
-// read-only rule and the explanation say the same thing the same way.
+// read-only rule and the explanation say the same thing the same way. A rule stores campaigns by id;
+// the words name them by the tenant's names, read once per tenant (`knowCampaignNames`).
 import type { Segment, SegmentExplanation } from "./api";
 import { h } from "./dom";
+import type { Kit } from "./kit";
+
+/** The acting tenant's campaign names by id, and the tenant they were read for. */
+const names = new Map<string, string>();
+let namesOf: string | null = null;
+/** The most campaigns read for names: beyond this a rule names the rest by id. */
+const MAX_NAMED = 2000;
+
+/** Reads the names of the tenant's campaigns once per tenant (campaigns.list, 200 at a time), or again
+ *  when `ids` names a campaign not read yet (created since). A failed read leaves the ids as they are. */
+export async function knowCampaignNames(kit: Kit, ids: readonly string[] = []): Promise<void> {
+  const tenant = kit.session.me.tenantId;
+  if (namesOf === tenant && ids.every((id) => names.has(id))) return;
+  if (!kit.can("campaigns.list")) return;
+  try {
+    const read = new Map<string, string>();
+    let cursor: string | null | undefined;
+    do {
+      const page = await kit.api.call("campaigns.list", { limit: 200, ...(cursor ? { cursor } : {}) });
+      for (const c of page.records) read.set(c.id, c.name);
+      cursor = page.hasMore ? page.cursor : null;
+    } while (cursor && read.size < MAX_NAMED);
+    names.clear();
+    for (const [id, name] of read) names.set(id, name);
+    namesOf = tenant;
+  } catch {
+    // The words fall back to the ids: a name is a courtesy, never a reason to fail the screen.
+  }
+}
+
+/** The campaign ids a rule names (memberOf, engaged), for `knowCampaignNames`. */
+export function campaignsNamed(segment: Segment | null | undefined): string[] {
+  if (!segment) return [];
+  const own = [segment.memberOf, segment.engaged?.campaignId].filter((x): x is string => Boolean(x));
+  const inner = [...(segment.all ?? []), ...(segment.any ?? []), ...(typeof segment.not === "object" && segment.not ? [segment.not] : [])];
+  return [...own, ...inner.flatMap(campaignsNamed)];
+}
+
+/** "campaign “Spring launch”" for a campaign of the tenant; "campaign spring-launch" for an id it lacks. */
+function campaign(id: string | null | undefined): string {
+  const name = id ? names.get(id) : undefined;
+  return name ? `campaign “${name}”` : `campaign ${id ?? ""}`;
+}
 
 export type ConditionKey = "tag" | "connectedTo" | "locale" | "timeZone" | "ageAtLeast" | "ageBelow" | "memberOf" | "engaged";
 export type EngagedEvent = NonNullable<Segment["engaged"]>["event"];
@@ -66,10 +110,10 @@ export function conditionWords(node: Segment, negated: boolean = node.not === tr
     case "ageBelow":
       return `${not("is", "is not")} younger than ${String(node.ageBelow)}`;
     case "memberOf":
-      return `${not("is", "is not")} in the audience of campaign ${node.memberOf ?? ""}`;
+      return `${not("is", "is not")} in the audience of ${campaign(node.memberOf)}`;
     case "engaged": {
       const event = node.engaged ? EVENTS[node.engaged.event] : undefined;
-      return `${event ? event[negated ? 2 : 1] : "engaged with"} campaign ${node.engaged?.campaignId ?? ""}`;
+      return `${event ? event[negated ? 2 : 1] : "engaged with"} ${campaign(node.engaged?.campaignId)}`;
     }
     default:
       return "matches a rule this console cannot word";

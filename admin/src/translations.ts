@@ -1,5 +1,6 @@
 // The composer's translations: the base content's language, and per language its message,
-// notification and email copy beside the base fields. A language is a BCP 47 tag (typed, with common
+// notification and email copy beside the base fields, and the labels of the in-app buttons (each the
+// base message's button at that position, with only its label translated). A language is a BCP 47 tag (typed, with common
 // suggestions); right-to-left languages get right-to-left text fields. What the server does with them
 // (the lookup, the fallbacks, the limits) is the API's: this only edits the `translations` map.
 import type { EmailCopy, Message, NotificationCopy } from "./api";
@@ -49,6 +50,8 @@ const FIELDS: [string, string, "input" | "textarea"][] = [
   ["notification.title", "Notification title", "input"], ["notification.body", "Notification body", "textarea"],
   ["email.subject", "Email subject", "input"], ["email.title", "Email heading", "input"],
   ["email.body", "Email body", "textarea"], ["email.ctaLabel", "Email button label", "input"],
+  // The in-app buttons: only their labels are translated, by position (the API refuses anything else).
+  ...[0, 1, 2].map((i): [string, string, "input"] => [`message.actions.${i}.label`, `In-app button ${i + 1} label`, "input"]),
 ];
 
 function value(c: Control | undefined): string {
@@ -80,6 +83,7 @@ export function translationsEditor(
       "message.title": t.message?.title, "message.body": t.message?.body ?? undefined,
       "notification.title": t.notification?.title, "notification.body": t.notification?.body,
       "email.subject": t.email?.subject, "email.title": t.email?.title, "email.body": t.email?.body, "email.ctaLabel": t.email?.ctaLabel,
+      ...Object.fromEntries((t.message?.actions ?? []).map((a, i) => [`message.actions.${i}.label`, a.label])),
     };
     const rowsOut = FIELDS.map(([key, label, kind]) => {
       const control: Control = kind === "input" ? h("input", { type: "text" }) : h("textarea", { rows: 3 });
@@ -135,6 +139,8 @@ export function translationsEditor(
       const mt = value(fields["message.title"]);
       if (mt) {
         const m: Message = { ...(baseMessage ?? {}), title: mt };
+        // The base message's buttons, each with its label in this language (else the base label).
+        m.actions = (baseMessage?.actions ?? []).map((a, i) => ({ ...a, label: value(fields[`message.actions.${i}.label`]) || a.label }));
         const mb = value(fields["message.body"]);
         if (mb) m.body = mb;
         else delete m.body;

@@ -14,7 +14,7 @@ import { deliveriesSection, redrawRows } from "./webhook_deliveries";
 /** The event types webhookEndpoints.create accepts (domain/webhook_events.py's EVENT_TYPES; a unit
  *  test holds the two lists equal), `*` aside: "All events". */
 export const EVENT_TYPES = [
-  "dispatch.started", "dispatch.paused", "dispatch.resumed", "dispatch.completed", "dispatch.failed",
+  "dispatch.started", "dispatch.paused", "dispatch.resumed", "dispatch.completed", "dispatch.failed", "dispatch.late",
   "recipient.notified", "recipient.emailed", "recipient.email_rejected", "recipient.email_clicked",
   "recipient.bounced", "recipient.complained", "recipient.unsubscribed",
   "campaign.created", "campaign.updated", "campaign.status_changed", "campaign.deleted",

@@ -28,6 +28,7 @@ from campaign_engine.api.app_standin import app_standin_router
 from campaign_engine.api.auth import TokenVerifier
 from campaign_engine.api.clicks import clicks_router
 from campaign_engine.api.context import RateLimiter, Services
+from campaign_engine.api.dev_subjects import dev_subjects_router
 from campaign_engine.api.event_kick import KickAfterEvents
 from campaign_engine.api.exports import exports_router
 from campaign_engine.api.imports import imports_router
@@ -263,6 +264,8 @@ def create_app(
     app.include_router(exports_router(services))
     if settings.campaign_local_development:  # make dev's app origin is this API: its /m/<id> stand-in
         app.include_router(app_standin_router(graph=the_graph, tenant_id=settings.campaign_default_tenant_id))
+        # make dev's OpenID provider signs in only its dev users: the admins and the granted subjects.
+        app.include_router(dev_subjects_router(graph=the_graph, admins=settings.admin_profile_ids))
     # The console at /admin: static files, tRPC only; signing in with the organisation's provider if set.
     app.include_router(admin_console_router(oidc=OidcClient.from_settings(settings)))
 

@@ -46,12 +46,16 @@ __all__ = ["PageTally", "PassStep", "advance_pass", "page_delay", "readiness_par
 _UTC = ZoneInfo("UTC")
 
 
-def page_delay(wave_delay: int, *, sent: int) -> int:
+def page_delay(wave_delay: int, *, sent: int, paced: int | None = None) -> int:
     """The pause before the next page: the wave delay after a page that sent (or claimed) anyone, none
     after a page that only read. Waves pace sends, not reads: a pass of a per-recipient schedule reads
     the whole audience to find one zone's recipients, and pacing its empty pages by the wave delay
-    would stretch a pass past ``maxLateSeconds`` and miss the recipients it was walking towards."""
-    return wave_delay if sent else 0
+    would stretch a pass past ``maxLateSeconds`` and miss the recipients it was walking towards.
+    ``paced``: the Dispatch's ``waveDelaySeconds``, shorter to meet its deadline (``deadline.py``); a
+    pause only ever shortens, so the rate never rises above what the forecast assumed."""
+    if not sent:
+        return 0
+    return wave_delay if paced is None else min(wave_delay, int(paced))
 
 
 def readiness_params(

@@ -67,6 +67,8 @@ class SweepResult:
     """Delivered events and attempts older than ``CAMPAIGN_EVENT_RETENTION_DAYS`` this sweep deleted."""
     webhooks: list[str] = field(default_factory=list)
     """Event-webhook endpoints this sweep enqueued a relay job for."""
+    late: list[str] = field(default_factory=list)
+    """Dispatches this sweep found behind their deadline (``dispatch.late`` raised, once each)."""
 
 
 def stuck_window_seconds(*, delay_seconds: int, page_budget_seconds: int) -> int:

@@ -59,9 +59,11 @@ def verify_jwt(
     leeway: float = 30,
     require_exp: bool = False,
     audience: str | None = None,
+    now: float | None = None,
 ) -> VerifiedJwt:
     """``token``'s claims once its signature verifies with a key of its issuer's DID; ``DidError`` for
-    anything else (the message holds no token)."""
+    anything else (the message holds no token). ``now`` (epoch seconds) replaces the system clock for
+    ``exp`` and ``nbf``, so a caller with its own clock judges expiry by that clock alone."""
     issuer = issuer_of(token)
     kid = jwt.get_unverified_header(token).get("kid")
     methods = keys.verification_keys(issuer)
@@ -80,7 +82,13 @@ def verify_jwt(
                 issuer=issuer,
                 audience=audience,
                 leeway=leeway,
-                options={"require": required, "verify_aud": audience is not None},
+                options={
+                    "require": required,
+                    "verify_aud": audience is not None,
+                    "verify_exp": now is None,
+                    "verify_nbf": now is None,
+                    "verify_iat": now is None,
+                },
             )
         except jwt.InvalidSignatureError:
             continue  # another of the DID's keys may have signed it
@@ -88,8 +96,22 @@ def verify_jwt(
             raise DidError("the token expired") from None
         except jwt.PyJWTError as exc:
             raise DidError(f"the token is invalid ({type(exc).__name__})") from None
+        if now is not None:
+            _check_times(claims, now, leeway)
         return VerifiedJwt(issuer=issuer, kid=method.id, claims=claims)
     raise DidError("the token's signature does not verify")
+
+
+def _check_times(claims: dict[str, Any], now: float, leeway: float) -> None:
+    """PyJWT's ``exp``/``nbf`` checks against ``now`` instead of the system clock."""
+    exp, nbf = claims.get("exp"), claims.get("nbf")
+    for value in (exp, nbf):
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int | float)):
+            raise DidError("the token is invalid (DecodeError)")
+    if exp is not None and exp <= now - leeway:
+        raise DidError("the token expired")
+    if nbf is not None and nbf > now + leeway:
+        raise DidError("the token is invalid (ImmatureSignatureError)")
 
 
 def sign_jwt(claims: Mapping[str, Any], key: Ed25519PrivateKey, kid: str) -> str:

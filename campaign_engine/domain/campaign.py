@@ -41,6 +41,7 @@ from campaign_engine.domain.content import (
     StrictModel,
     Text,
     Translation,
+    check_translated_actions,
 )
 from campaign_engine.domain.guardian_copy import GuardianCopy, Minors
 from campaign_engine.domain.locale import normalized
@@ -235,6 +236,9 @@ class CampaignDefinition(StrictModel, CamelModel):
             if normalized(tag) in seen:
                 raise ValueError(f"translations: '{tag}' repeats the base locale or another translation")
             seen.add(normalized(tag))
+            translated = (self.translations or {})[tag].message
+            if translated is not None:
+                check_translated_actions(self.message, translated, f"translations['{tag}'].message.actions")
         if self.variants:
             base = {"message": self.message, "notification": self.notification, "email": self.email}
             check_variants(self.variants, base=base, translations=self.translations or {})

@@ -27,6 +27,7 @@ __all__ = [
     "Text",
     "Translation",
     "absent",
+    "check_translated_actions",
 ]
 
 _INTERNAL_PATH = re.compile(INTERNAL_PATH_PATTERN)
@@ -237,3 +238,21 @@ class Translation(StrictModel):
         if self.message is None and self.notification is None and self.email is None:
             raise ValueError("a translation has message, notification or email content")
         return self
+
+
+def check_translated_actions(base: Message | None, translated: Message, where: str) -> None:
+    """A translation's in-app actions are the base message's, in the same order, with only their labels
+    translated: the same number, and at each position the same target, style and closing. A reader's
+    language may change what a button says, never what it does (``ValueError`` naming the position)."""
+    own = base.actions if base is not None else []
+    if len(translated.actions) != len(own):
+        raise ValueError(
+            f"{where}: a translation has the base message's {len(own)} action(s), in the same order, "
+            f"with their labels translated (it has {len(translated.actions)})"
+        )
+    for i, (mine, theirs) in enumerate(zip(translated.actions, own, strict=True)):
+        if mine.model_dump(exclude={"label"}) != theirs.model_dump(exclude={"label"}):
+            raise ValueError(
+                f"{where}[{i}]: only the label is translated; the action, style and closeOnComplete "
+                "are the base message's"
+            )

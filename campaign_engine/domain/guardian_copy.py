@@ -25,7 +25,14 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field, model_validator
 
-from campaign_engine.domain.content import EmailCopy, Message, NotificationCopy, StrictModel, Translation
+from campaign_engine.domain.content import (
+    EmailCopy,
+    Message,
+    NotificationCopy,
+    StrictModel,
+    Translation,
+    check_translated_actions,
+)
 from campaign_engine.domain.locale import normalized
 from campaign_engine.domain.variants import MAX_TRANSLATIONS, ContentField, LanguageTag
 
@@ -57,6 +64,10 @@ class GuardianCopy(StrictModel):
             if normalized(tag) in seen:
                 raise ValueError(f"guardianCopy.translations: '{tag}' repeats another translation")
             seen.add(normalized(tag))
+            if content.message is not None and self.message is not None:
+                check_translated_actions(
+                    self.message, content.message, f"guardianCopy.translations['{tag}'].message.actions"
+                )
             for field in _FIELDS:
                 if getattr(content, field) is not None and getattr(self, field) is None:
                     raise ValueError(

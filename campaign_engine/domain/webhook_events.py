@@ -40,6 +40,7 @@ EventType = Literal[
     "dispatch.resumed",
     "dispatch.completed",
     "dispatch.failed",
+    "dispatch.late",
     "recipient.notified",
     "recipient.emailed",
     "recipient.email_rejected",

@@ -13,6 +13,11 @@ It is a bare ASGI handler in front of the FastAPI app (``_SendEndpoint``): routi
 the middleware stack and the response classes cost more CPU per POST than verifying and storing, and
 this endpoint is the reference receiver's whole hot path. Everything else is served by FastAPI.
 
+A POST with an ``Authorization`` header and no Standard Webhooks signature is LearnCard's format
+instead (an ``LCNNotification`` with the sender's DID-auth bearer, answered ``true``), accepted by
+``inbox/learncard.py`` into the same store, so the listing shows both; the Standard Webhooks path pays
+one header lookup for it.
+
 The listing endpoint is unauthenticated: this receiver is for local runs and tests on loopback.
 """
 
@@ -34,6 +39,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from campaign_engine.domain.notification import AnnouncementPayload
 from campaign_engine.domain.types import Clock, system_clock
 from campaign_engine.domain.webhook_signature import DEFAULT_TOLERANCE_SECONDS, secret_bytes, verify
+from campaign_engine.inbox.learncard import LearnCardAcceptance, SenderCheck
 from campaign_engine.inbox.store import InboxStore
 
 __all__ = ["MAX_BODY_BYTES", "create_inbox_app", "serve_inbox"]
@@ -43,7 +49,7 @@ log = logging.getLogger(__name__)
 MAX_BODY_BYTES = 256 * 1024
 SEND_PATH = "/api/notifications/send"
 _SENT = b'{"sent":true}'
-_SIGNATURE_HEADERS = (b"webhook-id", b"webhook-timestamp", b"webhook-signature")
+_HEADERS = (b"webhook-id", b"webhook-timestamp", b"webhook-signature", b"authorization")
 
 _Accept = Callable[[bytes | None, dict[bytes, bytes]], Awaitable[tuple[int, bytes]]]
 
@@ -55,10 +61,12 @@ def create_inbox_app(
     clock: Clock = system_clock,
     tolerance: int = DEFAULT_TOLERANCE_SECONDS,
     store: InboxStore | None = None,
+    learncard: SenderCheck | None = None,
 ) -> FastAPI:
     """Open (or create) the inbox at ``db_path``; the store closes when the app shuts down.
 
     ``store`` (tests) replaces the one opened at ``db_path``; the app closes it all the same.
+    ``learncard``: whom LearnCard-format POSTs are accepted from (None: that format is refused).
     """
     secret_bytes(secret)  # fail at start on an empty or malformed secret, not at the first POST
     if store is None:
@@ -68,13 +76,18 @@ def create_inbox_app(
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
         yield
         store.close()
+        if learncard is not None:
+            learncard.close()
 
     app = FastAPI(title="campaign-engine inbox", lifespan=lifespan, docs_url=None, redoc_url=None)
+    lcn = None if learncard is None else LearnCardAcceptance(learncard, store)
 
     async def accept(body: bytes | None, headers: dict[bytes, bytes]) -> tuple[int, bytes]:
         """One POST: ``body`` is None when it exceeded the cap. Returns (status, JSON answer)."""
         if body is None:
             return _refuse(413, "payload too large")
+        if lcn is not None and b"authorization" in headers and b"webhook-signature" not in headers:
+            return await lcn.accept(body, headers[b"authorization"])
         if not verify(
             secret,
             msg_id=headers.get(b"webhook-id", b"").decode("latin-1"),
@@ -130,14 +143,16 @@ def create_inbox_app(
     return app
 
 
-def serve_inbox(*, host: str, port: int, db_path: Path, secret: str) -> None:
+def serve_inbox(
+    *, host: str, port: int, db_path: Path, secret: str, learncard: SenderCheck | None = None
+) -> None:
     """Run the inbox in the foreground until interrupted (``campaign-engine inbox``)."""
     import uvicorn  # imported here: only this entry point needs the server
 
     # No access log: query strings name profiles. log_config=None: the process's own logging
     # (configured by the CLI: JSON lines, redacted) renders uvicorn's records too.
     uvicorn.run(
-        create_inbox_app(db_path=db_path, secret=secret),
+        create_inbox_app(db_path=db_path, secret=secret, learncard=learncard),
         host=host,
         port=port,
         access_log=False,
@@ -160,7 +175,7 @@ class _SendEndpoint:
             body = await _read_capped(receive, MAX_BODY_BYTES)
         except _Disconnected:
             return  # the client went away: nothing to answer
-        headers = {name: value for name, value in scope["headers"] if name in _SIGNATURE_HEADERS}
+        headers = {name: value for name, value in scope["headers"] if name in _HEADERS}
         status, content = await self._accept(body, headers)
         await send(
             {

@@ -118,17 +118,28 @@ class InboxStore:
         """Queue ``payload`` for the next group commit. The future resolves only after that COMMIT:
         True for the first receipt of its key, False for a duplicate (counted, no second effect)."""
         meta = payload.metadata
-        now = format_ts(self._clock())
-        row: _Row = (
-            payload.sender,
-            payload.recipient,
-            meta.campaign_id,
-            meta.campaign_created_at,
-            meta.campaign_test_id or "",
-            payload_json(payload).decode(),
-            now,
-            now,
+        return self.submit_row(
+            sender=payload.sender,
+            recipient=payload.recipient,
+            campaign_id=meta.campaign_id,
+            campaign_created_at=meta.campaign_created_at,
+            test_id=meta.campaign_test_id or "",
+            payload=payload_json(payload).decode(),
         )
+
+    def submit_row(
+        self,
+        *,
+        sender: str,
+        recipient: str,
+        campaign_id: str,
+        campaign_created_at: str,
+        test_id: str,
+        payload: str,
+    ) -> Future[bool]:
+        """``submit`` of any format: its deduplication key and the JSON kept (and listed) for it."""
+        now = format_ts(self._clock())
+        row: _Row = (sender, recipient, campaign_id, campaign_created_at, test_id, payload, now, now)
         future: Future[bool] = Future()
         with self._close_lock:
             if self._closed:

@@ -137,6 +137,11 @@ DISPATCHES = MetricDef(
     "campaign_engine_dispatches", "gauge", "Dispatches by channel and status, counted at scrape time",
     ("channel", "status"), "Count",
 )  # fmt: skip
+DISPATCHES_LATE = MetricDef(
+    "campaign_engine_dispatches_late", "counter",
+    "Dispatches whose live estimate fell behind their deadline (deliverBy), once each, by channel",
+    ("channel",), "Count",
+)  # fmt: skip
 GRAPH_STATEMENT_TIMEOUTS = MetricDef(
     "campaign_engine_graph_statement_timeouts", "counter",
     "Graph transactions Neo4j ended at their deadline (NEO4J_TX_TIMEOUT_SECONDS and its worker twin),"
@@ -155,6 +160,7 @@ METRICS: tuple[MetricDef, ...] = (
     QUEUE_MESSAGES,
     QUEUE_OLDEST_AGE,
     DISPATCHES,
+    DISPATCHES_LATE,
     GRAPH_STATEMENT_TIMEOUTS,
 )
 
@@ -299,6 +305,11 @@ def email_provider_call(provider: str, outcomes: Iterable[str], seconds: float) 
 def guard_paused(channel: Channel, rate: str) -> None:
     """A Dispatch the health guard paused, after the pause committed."""
     current_recorder().add(GUARD_PAUSES, {"channel": channel, "rate": rate}, 1)
+
+
+def dispatch_late(channel: str) -> None:
+    """A Dispatch fell behind its deadline, after ``lateAt`` committed (``deadline_watch.py``)."""
+    current_recorder().add(DISPATCHES_LATE, {"channel": channel}, 1)
 
 
 def graph_statement_timeout(phase: DeadlinePhase) -> None:

@@ -9,6 +9,7 @@ from dataclasses import replace
 from datetime import timedelta
 
 from campaign_engine.campaigns.deletion import reap_deleted_campaigns
+from campaign_engine.campaigns.sending.deadline_watch import raise_late
 from campaign_engine.campaigns.sending.dispatch_settings import DispatchSettings
 from campaign_engine.campaigns.sending.schedule import fire_due
 from campaign_engine.config import Settings
@@ -147,10 +148,12 @@ def run_sweep(
     expired = expire_feedback_records(graph, before=dedup_since)
     retained_since = format_ts(now - timedelta(days=settings.campaign_event_retention_days))
     events_expired = expire_delivered(graph, before=retained_since)
+    late = raise_late(graph, now=now)  # before the relay: a dispatch.late event goes out with this sweep
     relayed = [] if webhooks_queue is None else enqueue_due(graph, webhooks_queue, now=now)
     return replace(
-        result, scheduled=fired, feedback_expired=expired, events_expired=events_expired, webhooks=relayed
-    )
+        result, scheduled=fired, feedback_expired=expired, events_expired=events_expired, webhooks=relayed,
+        late=late,
+    )  # fmt: skip
 
 
 def build_worker(

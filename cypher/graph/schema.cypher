@@ -29,6 +29,8 @@ CREATE INDEX campaign_status IF NOT EXISTS FOR (c:Campaign) ON (c.status);
 CREATE INDEX dispatch_status IF NOT EXISTS FOR (d:Dispatch) ON (d.status);
 // The forecast's measured rate reads the newest finished Dispatches of a channel (sending/plan_rates).
 CREATE INDEX dispatch_channel_finished IF NOT EXISTS FOR (d:Dispatch) ON (d.channel, d.finishedAt);
+// The deadline watch reads the Dispatches whose deliverBy is recent (sending/deadline_due).
+CREATE INDEX dispatch_deliver_by IF NOT EXISTS FOR (d:Dispatch) ON (d.deliverByAt);
 // Audience pages (getAudience, dispatch pages) seek and order memberships by (campaignId, profileId).
 CREATE INDEX audience_member IF NOT EXISTS FOR ()-[m:IN_CAMPAIGN_AUDIENCE]-() ON (m.campaignId, m.profileId);
 // A live segment's tag seek (graph/rules/segment.py) reads a tag's profiles in profileId order after a cursor,

@@ -8,5 +8,6 @@ CREATE (d:Dispatch {id: row.id, scheduleId: $scheduleId, channel: row.channel, s
                     approvedAt: $approvedAt, reachCap: row.reachCap, cursor: null, pages: 0, enqueued: 0,
                     acknowledged: 0, rejected: 0, suppressed: 0, emailed: 0, throttled: 0, uncertain: 0,
                     lastProgressAt: $now, campaignCreatedAt: c.createdAt})-[:DISPATCH_OF]->(c)
+SET d += row.deadline
 RETURN d {.*, campaignId: c.id} AS dispatch
 ORDER BY d.channel DESC

@@ -1,4 +1,3 @@
-
 MATCH (c:Campaign {id: $campaignId})
 SET c.revision = c.revision + 1
 WITH c
@@ -9,5 +8,7 @@ CALL (c) {
 }
 MATCH (d:Dispatch {scheduleId: $scheduleId, status: 'scheduled'})-[:DISPATCH_OF]->(c)
 SET d.status = 'sending', d.startedAt = $now, d.lastProgressAt = $now
+// A deadline's pace and forecast, judged as it fires (campaigns/sending/schedule_deadline.py).
+SET d += coalesce($fields[d.channel], {})
 RETURN d.id AS id, d.channel AS channel
 ORDER BY channel DESC

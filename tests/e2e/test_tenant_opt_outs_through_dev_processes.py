@@ -6,12 +6,16 @@ A parent both schools hold gets both schools' email. They unsubscribe from River
 one-click POST; Riverside's next email does not reach them while Northside's does, and the page of that
 link names Riverside. Then "from every organisation" (``scope=all``) on the page stops both.
 
-The module's stack also carries the health guard's proof (``test_the_guard_pauses_...``): its worker and
-API are restarted with waves of 20 and the Postmark webhook's credentials, then put back."""
+The module's stack also carries a LearnCard-format tenant's notifications, verified by the reference
+inbox against the API's DID document beside a standard tenant's, and the health guard's proof
+(``test_the_guard_pauses_...``): its worker and API are restarted with waves of 20 and the Postmark
+webhook's credentials, then put back."""
 
 from __future__ import annotations
 
+import json
 import re
+import sqlite3
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from email import policy
@@ -21,6 +25,7 @@ from email.utils import parseaddr
 from functools import partial
 from pathlib import Path
 from typing import Any, cast
+from urllib.parse import quote
 
 import httpx
 import pytest
@@ -142,6 +147,76 @@ def _journey(dev_stack: Stack, dev_admin: Api, clients: ExitStack) -> None:
     mail = _mail(dev_stack.mailbox)
     assert {("north-neighbour", "north-3 news"), ("river-neighbour", "river-3 news")} <= mail
     assert not {("parent", "north-3 news"), ("parent", "river-3 news")} & mail
+
+
+# --- LearnCard's format through make dev's processes ----------------------------------------------
+
+
+def _notify(api: Api, campaign: str) -> str:
+    """One notify campaign of the caller's tenant to all its members, dispatched; its dispatch id."""
+    copy = {"title": f"{campaign} news", "body": "Read on"}
+    api.mutate(
+        "campaigns.create", {"id": campaign, "name": campaign, "channels": ["notify"], "notification": copy}
+    )
+    api.mutate("campaigns.addAudience", {"campaignId": campaign, "source": {"type": "all"}})
+    api.mutate("campaigns.setStatus", {"campaignId": campaign, "status": "live"})
+    preview = api.query("campaigns.previewDispatch", {"campaignId": campaign})
+    started = api.mutate(
+        "campaigns.dispatch", {"campaignId": campaign, "expectedPreviewToken": preview["previewToken"]}
+    )
+    return str(started["dispatchIds"]["notify"])
+
+
+def _stored(db: Path, campaign: str) -> dict[str, dict[str, Any]]:
+    conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=30)
+    try:
+        rows = conn.execute(
+            "SELECT recipient, payload, receive_count FROM notifications WHERE campaign_id = ?", (campaign,)
+        ).fetchall()
+    finally:
+        conn.close()
+    return {str(r[0]): {**json.loads(r[1]), "receiveCount": r[2]} for r in rows}
+
+
+def test_a_learncard_tenant_is_delivered_to_the_reference_inbox_beside_a_standard_one(
+    dev_stack: Stack, dev_admin: Api
+) -> None:
+    """``make dev`` as it runs with LearnCard's format: the worker signs with the env file's
+    ``CAMPAIGN_DID_KEY``, the reference inbox trusts the engine's DID (``did:web:<DOMAIN_NAME>``) and
+    verifies every bearer against the API's ``/.well-known/did.json``. A tenant's ``notificationFormat``
+    changes its own sends only: the other tenant's arrive in the standard format, in the same inbox."""
+    settings = Settings(_env_file=dev_stack.env_file)  # type: ignore[call-arg]
+    formats = {"lcn": "learncard", "std": None}
+    people = {f"{tenant}-{i}": tenant for tenant in formats for i in range(3)}
+    dev_admin.mutate("profiles.upsert", {"profiles": [
+        {"profileId": pid, "tenants": [tenant], "dob": "1980-01-01"} for pid, tenant in people.items()
+    ]})  # fmt: skip
+    dispatches = {}
+    with ExitStack() as clients:
+        for tenant, fmt in formats.items():
+            record = {"tenantId": tenant, "name": tenant, **({"notificationFormat": fmt} if fmt else {})}
+            dev_admin.mutate("tenants.create", record)
+            token = mint_token(settings, profile_id="admin", scope=ADMIN_SCOPE, tenant_id=tenant)
+            api = Api(dev_stack.api_url, token, patience=60)
+            clients.enter_context(api.client)
+            dispatches[tenant] = (api, _notify(api, f"{tenant}-news"))
+        for tenant, (api, dispatch_id) in dispatches.items():
+            _wait(f"{tenant}'s members notified", lambda api=api, d=dispatch_id: api.query(
+                "campaigns.getDispatch", {"dispatchId": d})["acknowledged"] == 3)  # fmt: skip
+    did = "did:web:" + quote(f"127.0.0.1:{dev_stack.api_port}", safe="")
+    assert httpx.get(f"{dev_stack.api_url}/.well-known/did.json", timeout=30).json()["id"] == did
+    learncard, standard = _stored(dev_stack.inbox_db, "lcn-news"), _stored(dev_stack.inbox_db, "std-news")
+    assert sorted(learncard) == ["lcn-0", "lcn-1", "lcn-2"] and sorted(standard) == [
+        "std-0",
+        "std-1",
+        "std-2",
+    ]
+    for pid, item in learncard.items():
+        assert item["type"] == "ANNOUNCEMENT" and item["from"] == {"did": did}
+        assert item["to"]["profileId"] == pid and item["message"]["title"] == "lcn-news news"
+        assert item["receiveCount"] == 1
+    for pid, item in standard.items():
+        assert item["recipient"] == pid and "from" not in item and item["receiveCount"] == 1
 
 
 # --- the health guard through make dev's processes ------------------------------------------------

@@ -16,6 +16,7 @@ from campaign_engine.campaigns.sending.approval import Approved, policy_of
 from campaign_engine.campaigns.sending.approval_awaiting import AwaitingList, awaiting
 from campaign_engine.campaigns.sending.approve import approve_dispatch
 from campaign_engine.campaigns.sending.choose_variant import choose_variant as choose
+from campaign_engine.campaigns.sending.deadline import DeliverBy, pin
 from campaign_engine.campaigns.sending.resume import resume_dispatch as resume
 from campaign_engine.campaigns.sending.schedule import cancel_scheduled, schedule_dispatch
 from campaign_engine.campaigns.sending.schedule_input import ScheduleInput
@@ -55,11 +56,23 @@ class DispatchInput(CampaignRef):
         description="an A/B test wave: testShare of the recipients get their variant first; after "
         "decideAfterSeconds the variant with the highest rate of metric wins and the rest get only it",
     )
+    deliver_by: DeliverBy | None = Field(
+        default=None,
+        description="deliver to everyone by then: an RFC 3339 instant, or {localTime, timeZone} or "
+        "{localTime, perRecipient: true} (that time in each recipient's zone); the send is paced to meet "
+        "it, or refused (PRECONDITION_FAILED) naming the binding constraint and how many would be late",
+    )
+    accept_late: bool = Field(
+        default=False, description="send although deliverBy cannot be met (recorded in the audit trail)"
+    )
 
 
 class PreviewInput(CampaignRef):
     experiment: Experiment | None = Field(
         default=None, description="also report the test wave's recipients per variant"
+    )
+    deliver_by: DeliverBy | None = Field(
+        default=None, description="also judge this deadline: the plan's verdict and who would be late"
     )
 
 
@@ -70,6 +83,10 @@ class ApproveInput(CampaignRef):
         description="approve a missing_translation preview as it is: readers without their language get "
         "the base content; pinned, so the send needs no acceptFallback of its own",
     )
+    deliver_by: DeliverBy | None = Field(
+        default=None, description="the send's deadline as approved: the send must ask exactly this one"
+    )
+    accept_late: bool = Field(default=False, description="lateness accepted, as approved (pinned too)")
 
 
 class DispatchRef(CamelModel):
@@ -103,6 +120,7 @@ def preview_dispatch(ctx: Context, data: PreviewInput) -> dispatching.DispatchPr
         now=ctx.services.clock(),
         settings=ctx.services.dispatch_settings,
         experiment=data.experiment,
+        deliver_by=data.deliver_by,
     )
 
 
@@ -120,6 +138,8 @@ def dispatch(ctx: Context, data: DispatchInput) -> dispatching.DispatchStarted:
         approval_policy=policy_of(ctx.services.graph, ctx.tenant_id),
         accept_fallback=data.accept_fallback,
         experiment=data.experiment,
+        deliver_by=data.deliver_by,
+        accept_late=data.accept_late,
     )
 
 
@@ -138,6 +158,7 @@ def approve(ctx: Context, data: ApproveInput) -> Approved:
         settings=ctx.services.dispatch_settings,
         audit=ctx.audit(),
         accept_fallback=data.accept_fallback,
+        deadline=pin(data.deliver_by, data.accept_late),
     )
 
 

@@ -26,6 +26,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from campaign_engine.campaigns.sending import deadline as deadlines
 from campaign_engine.campaigns.sending.approval import (
     ApprovalMissing,
     ApprovalPolicy,
@@ -108,11 +109,24 @@ class DispatchPreview(CamelModel):
     guardian_email_recipient_count: int = Field(
         default=0, description="of emailRecipientCount, the routed guardians"
     )
+    guardian_locale_counts: dict[str, dict[str, int]] = Field(
+        default_factory=dict,
+        description="of localeCounts, the routed guardians: per channel, the language of the guardian "
+        "copy served -> guardians",
+    )
+    guardian_untranslated: dict[str, int] = Field(
+        default_factory=dict,
+        description="of untranslated, the routed guardians: a language the guardian copy has no "
+        "translation for -> guardians who get its base",
+    )
     in_app_recipient_count: int = Field(
         default=0, description="members who see the in-app card (a campaign with one); the token pins them"
     )
     plan: dict[str, ChannelPlan] = Field(
         default_factory=dict, description="per walked channel, the forecast if confirmed now (plan.py)"
+    )
+    deadline: deadlines.DeadlineVerdict | None = Field(
+        default=None, description="asked with deliverBy: whether the plan meets it, and who would be late"
     )
 
 
@@ -192,6 +206,8 @@ def compute_preview(
         guardian_recipient_count=len(tally.guardians),
         guardian_notification_recipient_count=tally.guardian_notify,
         guardian_email_recipient_count=tally.guardian_email,
+        guardian_locale_counts={ch: dict(sorted(c.items())) for ch, c in tally.guardian_locales.items() if c},
+        guardian_untranslated=dict(sorted(tally.guardian_untranslated.items())),
         in_app_recipient_count=tally.in_app,
     )
     assert tally.shown is not None
@@ -205,9 +221,11 @@ def preview_dispatch(
     now: datetime,
     settings: DispatchSettings,
     experiment: Experiment | None = None,
+    deliver_by: deadlines.DeliverBy | None = None,
 ) -> DispatchPreview:
     """With ``experiment``, also the test wave's size per variant (checked as ``dispatch`` would
-    check it)."""
+    check it); with ``deliver_by``, the deadline's verdict and the plan paced to it (``deadline.py``)."""
+    deadlines.check_deliver_by(deliver_by, start=now)
 
     def tx_fn(tx: Tx) -> _Computed:
         computed = compute_preview(
@@ -223,6 +241,10 @@ def preview_dispatch(
         counts = {"notify": preview.notification_recipient_count, "email": preview.email_recipient_count}
         preview.plan = forecast(tx, campaign=computed.campaign, counts=counts, zones=computed.zones,
                                 pace=settings.pace, now=now, experiment=experiment)  # fmt: skip
+        if deliver_by is not None:
+            preview.deadline, preview.plan = deadlines.judge(
+                campaign=computed.campaign, plans=preview.plan, zones=computed.zones, pace=settings.pace,
+                now=now, deliver_by=deliver_by, experiment=experiment)  # fmt: skip
         return computed
 
     computed = graph.read(tx_fn)
@@ -269,13 +291,18 @@ def dispatch(
     approval_policy: ApprovalPolicy | None = None,
     accept_fallback: bool = False,
     experiment: Experiment | None = None,
+    deliver_by: deadlines.DeliverBy | None = None,
+    accept_late: bool = False,
 ) -> DispatchStarted:
     """Confirm a send; under ``approval_policy`` a large one needs its approval (``approval.py``), and
     the dispatcher is the audit actor. The preview (a pass over the whole audience) is read *before*
     the campaign lock and re-verified under it by the lock counter, so adds, enrolments and edits of
     the campaign wait for a node read, not for the audience walk. After
     ``_UNLOCKED_ATTEMPTS`` lost races it is computed under the lock, as before. ``experiment``: a test
-    wave (``test_wave.py``), refused before anything is written when the campaign cannot run it."""
+    wave (``test_wave.py``), refused before anything is written when the campaign cannot run it.
+    ``deliver_by``: paced to meet it, or PRECONDITION_FAILED with nothing written unless ``accept_late``
+    (``deadline.py``); the audit entry keeps both and the late count."""
+    deadlines.check_deliver_by(deliver_by, start=now)
     # Ids are drawn outside the tx function: a driver retry keeps them.
     ids: dict[DeliveryChannel, str] = {ch: f"dsp_{uuid.uuid4().hex}" for ch in _WALKED_CHANNELS}
     stamp = format_ts(now)
@@ -303,7 +330,7 @@ def dispatch(
         approval = check_approval(
             tx, policy=approval_policy, campaign=computed.campaign, expected_token=expected_token,
             current=reviewed(computed), dispatcher=audit.actor if audit else None,
-            accept_fallback=accept_fallback,
+            accept_fallback=accept_fallback, deadline=deadlines.pin(deliver_by, accept_late),
         )  # fmt: skip
         approved: dict[str, Any] = {"approvedBy": approval.approved_by if approval else None,
                     "approvedAt": approval.approved_at if approval else None}  # fmt: skip
@@ -315,8 +342,13 @@ def dispatch(
         tx.run(statement(_SUPERSEDE), campaignId=campaign_id, now=stamp).consume()
         planned = forecast(tx, campaign=computed.campaign, zones=computed.zones, pace=settings.pace, now=now,
                            counts=reviewed(computed).reach, experiment=experiment)  # fmt: skip
+        # A deadline refused here rolls the supersede back with the rest: nothing is written.
+        planned, keep, late = deadlines.meet(campaign=computed.campaign, plans=planned, zones=computed.zones,
+                                   pace=settings.pace, now=now, deliver_by=deliver_by,
+                                   accept_late=accept_late, experiment=experiment)  # fmt: skip
         rows: list[dict[str, Any]] = [
-            {"id": ids[ch], "channel": ch, "plan": planned[ch].stored()} for ch in walked
+            {"id": ids[ch], "channel": ch, "plan": {**planned[ch].stored(), **keep.get(ch, {})}}
+            for ch in walked
         ]
         caps = {ids[ch]: reach_cap(approval_policy, approval, ch) for ch in walked}
         row = tx.run(
@@ -331,8 +363,8 @@ def dispatch(
         tested = {"experiment": experiment.model_dump(by_alias=True)} if experiment else {}
         record_audit(tx, audit, target_type="campaign", target_id=campaign_id, campaign=locked,
                      revision_before=locked["revision"], revision_after=locked["revision"] + 1,
-                     detail={"dispatchIds": [r["id"] for r in rows],
-                             "recipients": preview.recipient_count, **approved, **tested})  # fmt: skip
+                     detail={"dispatchIds": [r["id"] for r in rows], "recipients": preview.recipient_count,
+                             **approved, **tested, **late})  # fmt: skip
         return str(row["createdAt"]), walked, job_lane(locked.get("priority"), locked.get("tenantId"), weight)
 
     try:

@@ -9,6 +9,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field
 
+from campaign_engine.campaigns.sending.deadline_watch import behind
 from campaign_engine.campaigns.sending.plan_live import LivePlan, live_plan
 from campaign_engine.domain.ab_variants import Experiment
 from campaign_engine.domain.camel import CamelModel
@@ -21,6 +22,7 @@ from campaign_engine.graph.graph import Graph
 
 __all__ = [
     "ApprovalExceeded",
+    "DeadlineOut",
     "DispatchPublic",
     "PauseReason",
     "TestDecision",
@@ -80,6 +82,26 @@ class TestDecision(CamelModel):
     rates: list[VariantRateOut]
     decided_by: Annotated[str, Field(description="an admin's id, or system:test-wave")]
     decided_at: str
+
+
+class DeadlineOut(CamelModel):
+    """A send's deadline (``campaigns/sending/deadline.py``) and how it is keeping to it."""
+
+    deliver_by: str | dict[str, Any]
+    """As the caller gave it: an instant, or ``{localTime, timeZone | perRecipient}``."""
+    label: str
+    """How it reads: ``2026-12-07 07:00 UTC``, ``07:00 on 2026-12-07 in their time``."""
+    latest_at: str
+    """The last recipient's deadline (for local times, the latest of their zones')."""
+    accept_late: bool
+    late_forecast: int
+    """Recipients of this channel the confirmation foresaw getting it late (accepted with acceptLate)."""
+    wave_delay_seconds: int | None = None
+    """The pause between waves it is paced to (null: the configured one)."""
+    late_at: str | None = None
+    """When the live estimate first fell behind the deadline (``dispatch.late`` was raised then)."""
+    behind_seconds: int | None = None
+    """While sending: how far the live estimate finishes past ``latestAt`` (null: on time or done)."""
 
 
 class DispatchPublic(CamelModel):
@@ -145,6 +167,8 @@ class DispatchPublic(CamelModel):
     decision: TestDecision | None = None
     # The review's forecast kept at the confirmation, re-estimated from the progress so far (plan_live.py).
     plan: LivePlan | None = None
+    # A deadline (deliverBy), its pace, and whether the send fell behind it.
+    deadline: DeadlineOut | None = None
 
 
 _GET = "dispatch_get"  # cypher/sending/dispatch_get.cypher
@@ -172,8 +196,22 @@ def dispatch_from_node(node: dict[str, Any]) -> DispatchPublic:
     wire = {**node, "dispatchId": node["id"], "perRecipient": per_recipient, "pauseReason": reason,
             "experiment": json.loads(node["experiment"]) if node.get("experiment") else None,
             "decision": json.loads(node["decision"]) if node.get("decision") else None,
-            "plan": live_plan(node)}  # fmt: skip
+            "plan": live_plan(node), "deadline": _deadline(node)}  # fmt: skip
     return DispatchPublic.model_validate(wire)
+
+
+def _deadline(node: dict[str, Any]) -> DeadlineOut | None:
+    spelled = node.get("deliverBy")
+    if not spelled:
+        return None
+    judged = behind(node) if node.get("status") == "sending" else None
+    over = round(judged[1]) if judged is not None and judged[1] > 0 else None
+    return DeadlineOut(
+        deliver_by=json.loads(spelled) if spelled.startswith("{") else spelled, label=node["deliverByLabel"],
+        latest_at=node["deliverByAt"], accept_late=bool(node.get("acceptLate")),
+        late_forecast=int(node.get("lateForecast") or 0), wave_delay_seconds=node.get("waveDelaySeconds"),
+        late_at=node.get("lateAt"), behind_seconds=over,
+    )  # fmt: skip
 
 
 def get_dispatch(graph: Graph, dispatch_id: str) -> DispatchPublic:

@@ -46,6 +46,7 @@ class DispatchSettings:
                 page_size=settings.campaign_dispatch_page_size,
                 email_page_size=settings.campaign_email_page_size,
                 wave_delay=settings.campaign_dispatch_delay_seconds,
+                min_delay=settings.campaign_deadline_min_delay_seconds,
                 caps=settings.campaign_frequency_caps,
             ),
         )

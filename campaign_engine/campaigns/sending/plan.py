@@ -56,7 +56,9 @@ MIN_MEASURED = 100
 _KEEP = 5  # newest qualifying sends averaged per channel
 _SCAN = 50  # newest finished Dispatches read per channel (bounded whatever the history)
 
-ShapingKind = Literal["waves", "quiet_hours", "test_wave", "backlog", "higher_lanes", "frequency_cap"]
+ShapingKind = Literal[
+    "waves", "quiet_hours", "test_wave", "backlog", "higher_lanes", "frequency_cap", "deadline"
+]
 
 
 class Shaping(CamelModel):
@@ -88,6 +90,7 @@ class Pace:
     page_size: int = 1000  # CAMPAIGN_DISPATCH_PAGE_SIZE
     email_page_size: int = 500  # CAMPAIGN_EMAIL_PAGE_SIZE
     wave_delay: int = 60  # CAMPAIGN_DISPATCH_DELAY_SECONDS
+    min_delay: int = 0  # CAMPAIGN_DEADLINE_MIN_DELAY_SECONDS: the shortest a deadline may pace to
     caps: Mapping[str, Mapping[CapChannel, ChannelCap]] = field(default_factory=dict)
 
     def page(self, channel: str) -> int:
@@ -104,7 +107,10 @@ def measured_rates(tx: Tx, channels: list[DeliveryChannel], *, wave_delay: int) 
             if kept == _KEEP or int(send["sent"] or 0) < MIN_MEASURED:
                 continue
             elapsed = (parse_ts(send["endedAt"]) - parse_ts(send["startedAt"])).total_seconds()
-            waits = max(0, int(send["pages"] or 0) - 1) * wave_delay
+            paced = send.get("waveDelay")  # a send paced to its deadline waited less (deadline.py)
+            waits = max(0, int(send["pages"] or 0) - 1) * (
+                wave_delay if paced is None else min(wave_delay, int(paced))
+            )
             sent += int(send["sent"])
             active += max(elapsed - waits, elapsed / 10, 0.001)
             kept += 1

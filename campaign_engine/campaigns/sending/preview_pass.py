@@ -59,6 +59,13 @@ class Tally:
     guardian_notify: int = 0
     guardian_email: int = 0
     guardians: set[str] = field(default_factory=set)
+    # The routed guardians by the language of the copy they are served (guardian_copy.py), per channel,
+    # and who among them reads another language than the one served (also in ``untranslated``).
+    guardian_locales: dict[str, Counter[str]] = field(
+        default_factory=lambda: {"notify": Counter(), "email": Counter()}
+    )
+    guardian_untranslated: Counter[str] = field(default_factory=Counter)
+    guardians_fell_back: set[str] = field(default_factory=set)
     shown: TokenDigest | None = None
     """With an in-app card: the token of who sees it alone, which a ``publish`` request pins
     (``approval_publish.py``): a send in flight changes the whole preview, never this one."""
@@ -220,7 +227,9 @@ def _routed_entries(row: Any, languages: _Languages, tally: Tally) -> list[tuple
         tally.notify += 1
         tally.guardian_notify += 1
         tally.locales["notify"][served] += 1
+        tally.guardian_locales["notify"][served] += 1
         tally.guardians.add(str(pid))
+        _guardian_fell_back(tally, languages, str(pid), locale, served)
         entry = f"guardian\x1f{pid}\x1fnotify\x1f{served}\x1f{','.join(via)}"
         out.append((str(min(via)), f"{pid}\x1f0", entry))
     for pid, address, locale, via in row["emailRows"]:
@@ -228,7 +237,22 @@ def _routed_entries(row: Any, languages: _Languages, tally: Tally) -> list[tuple
         tally.email += 1
         tally.guardian_email += 1
         tally.locales["email"][served] += 1
+        tally.guardian_locales["email"][served] += 1
         tally.guardians.add(str(pid))
+        _guardian_fell_back(tally, languages, str(pid), locale, served)
         entry = f"guardian\x1f{pid}\x1femail\x1f{address}\x1f{served}\x1f{','.join(via)}"
         out.append((str(min(via)), f"{pid}\x1f1", entry))
     return out
+
+
+def _guardian_fell_back(
+    tally: Tally, languages: _Languages, pid: str, locale: str | None, served: str
+) -> None:
+    """A guardian served the base guardian copy though they read another language is an untranslated
+    reader, whatever the campaign's own translations hold: counted once, by their language."""
+    fell_back = languages.untranslated(locale, served)
+    if fell_back is None or pid in tally.guardians_fell_back:
+        return
+    tally.guardians_fell_back.add(pid)
+    tally.untranslated[fell_back] += 1
+    tally.guardian_untranslated[fell_back] += 1

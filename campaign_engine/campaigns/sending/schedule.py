@@ -14,6 +14,8 @@ confirmed token. Nothing is enqueued: the sweeper (local worker loop, Lambda sch
   as a dispatch then is refused: nothing may skip quiet hours on an allowance withdrawn;
 - the recomputed preview differs from the confirmed token (definition or recipients changed):
   ``needs_review``, unless the admin chose ``onChange: "send_current"``;
+- a deadline (``deliverBy``) the send can no longer meet, unless scheduled with ``acceptLate``:
+  ``failed`` with the verdict's words (``schedule_deadline.py``);
 - otherwise ``sending``: from here it is an ordinary dispatch, and its first page jobs are enqueued
   after the commit (a lost enqueue is re-armed by the sweeper, as for ``dispatch``).
 
@@ -41,9 +43,11 @@ from campaign_engine.campaigns.sending.approval import (
     reach_cap,
     record_refusal,
 )
+from campaign_engine.campaigns.sending.deadline import check_deliver_by, kept, pin, refuse_late
 from campaign_engine.campaigns.sending.dispatch import compute_preview, reviewed, start_pages
 from campaign_engine.campaigns.sending.dispatch_reads import DispatchPublic, dispatch_from_node
 from campaign_engine.campaigns.sending.dispatch_settings import DispatchSettings
+from campaign_engine.campaigns.sending.schedule_deadline import at_fire, judged
 from campaign_engine.campaigns.sending.schedule_input import ScheduleInput
 from campaign_engine.campaigns.sending.send_blocks import why_blocked
 from campaign_engine.campaigns.sending.test_wave import check_experiment, experiment_json, start_test
@@ -92,6 +96,7 @@ def schedule_dispatch(
     send_at = data.instant()
     if send_at <= now:
         raise BadRequest("sendAt is in the past; dispatch now instead, or choose a later time")
+    check_deliver_by(data.deliver_by, start=send_at)
     if approval_policy is not None and data.on_change != "review":
         raise BadRequest(
             "this tenant requires approval of large sends: onChange must be 'review'",
@@ -132,7 +137,7 @@ def schedule_dispatch(
             tx, policy=approval_policy, campaign=computed.campaign,
             expected_token=data.expected_preview_token, current=reviewed(computed),
             dispatcher=audit.actor if audit else None, action="schedule",
-            accept_fallback=data.accept_fallback,
+            accept_fallback=data.accept_fallback, deadline=pin(data.deliver_by, data.accept_late),
         )  # fmt: skip
         approved: dict[str, Any] = {"approvedBy": approval.approved_by if approval else None,
                     "approvedAt": approval.approved_at if approval else None}  # fmt: skip
@@ -141,17 +146,33 @@ def schedule_dispatch(
             check_experiment(tx, computed.campaign, data.experiment, walked=list(channels),
                              test_wave=computed.preview.test_wave,
                              min_per_variant=settings.experiment_min_per_variant)  # fmt: skip
+        keep: dict[str, dict[str, Any]] = {}
+        late: dict[str, Any] = {}
+        if data.deliver_by is not None:  # judged as if it started at sendAt; again when it fires
+            verdict, _ = judged(tx, computed, start=send_at, settings=settings, deliver_by=data.deliver_by,
+                                experiment=data.experiment)  # fmt: skip
+            refuse_late(verdict, accept_late=data.accept_late)
+            keep = {
+                ch: kept(verdict, data.deliver_by, accept_late=data.accept_late, channel=ch)
+                for ch in channels
+            }
+            late = {"deliverBy": verdict.deliver_by, "acceptLate": data.accept_late, "late": verdict.late}
         record_audit(tx, audit, target_type="campaign", target_id=data.campaign_id, campaign=locked,
                      revision_before=locked["revision"], revision_after=locked["revision"],
                      detail={"scheduleId": schedule_id, "sendAt": format_ts(send_at),
-                             **approved})  # fmt: skip
+                             **approved, **late})  # fmt: skip
         return [
             dict(record["dispatch"])
             for record in tx.run(
                 statement(_CREATE_SCHEDULED),
                 campaignId=data.campaign_id,
                 dispatches=[
-                    {"id": ids[ch], "channel": ch, "reachCap": reach_cap(approval_policy, approval, ch)}
+                    {
+                        "id": ids[ch],
+                        "channel": ch,
+                        "reachCap": reach_cap(approval_policy, approval, ch),
+                        "deadline": keep.get(ch, {}),
+                    }
                     for ch in channels
                 ],
                 scheduleId=schedule_id,
@@ -306,8 +327,14 @@ def _fire_one(
                              min_per_variant=settings.experiment_min_per_variant)  # fmt: skip
         except BadRequest as refused:
             return _decide(tx, schedule_id, "failed", str(refused), stamp), []
+    late, keep = at_fire(tx, computed, first, now=now, settings=settings, experiment=experiment)
+    if late is not None:
+        record_dispatch_events(tx, graph, "dispatch.failed", [d["dispatch"]["id"] for d in dispatches],
+                               now=stamp, reason="deadline")  # fmt: skip
+        return _decide(tx, schedule_id, "failed", late, stamp), []
     created_at = str(dispatches[0]["createdAt"])
-    started = tx.run(statement(_START), campaignId=campaign_id, scheduleId=schedule_id, now=stamp).data()
+    started = tx.run(statement(_START), campaignId=campaign_id, scheduleId=schedule_id, now=stamp,
+                     fields=keep).data()  # fmt: skip
     start_test(tx, campaign_id=campaign_id, experiment=experiment, dispatch_ids=[r["id"] for r in started],
                now=now)  # fmt: skip
     record_dispatch_events(tx, graph, "dispatch.started", [r["id"] for r in started], now=stamp,

@@ -80,6 +80,12 @@ class ScheduleInput(CamelModel):
         default=None, description="an A/B test wave: kept on the Dispatches until the send starts"
     )
     """Send although the preview says ``missing_translation``: those readers get the base."""
+    deliver_by: UtcDatetime | WallClockAt | None = Field(
+        default=None,
+        description="deliver to everyone by then (as in dispatch): judged at scheduling and again when "
+        "it fires; a deadline it can no longer meet then fails the schedule unless acceptLate",
+    )
+    accept_late: bool = False
 
     @model_validator(mode="after")
     def _readable_send_at(self) -> ScheduleInput:

@@ -18,7 +18,16 @@ from campaign_engine.graph.audit import AuditContext, record_audit
 from campaign_engine.graph.cypher import statement
 from campaign_engine.graph.graph import Graph, Tx
 
-__all__ = ["Grant", "GrantList", "grant_role", "list_grants", "revoke_role", "roles_of", "tenants_of"]
+__all__ = [
+    "Grant",
+    "GrantList",
+    "grant_role",
+    "granted_subjects",
+    "list_grants",
+    "revoke_role",
+    "roles_of",
+    "tenants_of",
+]
 
 # Role names are api/access.py's; this layer stores them and does not rank them.
 _ROLES_OF = "access_roles_of"  # cypher/tenants/access_roles_of.cypher
@@ -26,6 +35,7 @@ _GRANT = "access_grant"  # cypher/tenants/access_grant.cypher
 _REVOKE = "access_revoke"  # cypher/tenants/access_revoke.cypher
 _LIST = "access_list"  # cypher/tenants/access_list.cypher
 _TENANTS_OF = "access_tenants_of"  # cypher/tenants/access_tenants_of.cypher
+_SUBJECTS = "access_subjects"  # cypher/tenants/access_subjects.cypher
 
 
 class Grant(CamelModel):
@@ -89,5 +99,15 @@ def revoke_role(graph: Graph, *, tenant_id: str, subject: str, role: str, audit:
 def list_grants(graph: Graph, *, tenant_id: str) -> GrantList:
     def tx_fn(tx: Tx) -> list[dict[str, Any]]:
         return [dict(row["grant"]) for row in tx.run(statement(_LIST), tenantId=tenant_id)]
+
+    return GrantList(records=[Grant.model_validate(row) for row in graph.read(tx_fn)])
+
+
+def granted_subjects(graph: Graph, *, limit: int) -> GrantList:
+    """Every tenant's grants, at most ``limit``: who make dev's OpenID provider may sign in
+    (``api/dev_subjects.py``); no procedure reads across tenants this way."""
+
+    def tx_fn(tx: Tx) -> list[dict[str, Any]]:
+        return [dict(row["grant"]) for row in tx.run(statement(_SUBJECTS), limit=limit)]
 
     return GrantList(records=[Grant.model_validate(row) for row in graph.read(tx_fn)])

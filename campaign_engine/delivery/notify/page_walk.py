@@ -146,7 +146,7 @@ class PageWorker:
 
         full = read >= self._page_size
         cursor = last if read else job.cursor
-        delay = page_delay(self._delay, sent=len(bodies))
+        delay = page_delay(self._delay, sent=len(bodies), paced=dispatch.get("waveDelaySeconds"))
         long_gap = full and delay > MAX_DELAY_SECONDS
         next_at = format_ts(now + timedelta(seconds=delay)) if long_gap else None
         step = self._graph.write(

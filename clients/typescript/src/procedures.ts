@@ -595,6 +595,14 @@ export interface ApproveInput {
    * approve a missing_translation preview as it is: readers without their language get the base content; pinned, so the send needs no acceptFallback of its own
    */
   acceptFallback?: boolean;
+  /**
+   * the send's deadline as approved: the send must ask exactly this one
+   */
+  deliverBy?: string | WallClockAt | null;
+  /**
+   * lateness accepted, as approved (pinned too)
+   */
+  acceptLate?: boolean;
 }
 /**
  * This interface was referenced by `Procedures`'s JSON-Schema
@@ -685,6 +693,7 @@ export interface DispatchPublic {
   decideAt?: string | null;
   decision?: TestDecision | null;
   plan?: LivePlan | null;
+  deadline?: DeadlineOut | null;
 }
 /**
  * Why the health guard paused a Dispatch: the rate over its limit, and as a sentence.
@@ -768,6 +777,26 @@ export interface LivePlan {
   rate: number | null;
   finishesAt: string;
   error: number | null;
+}
+/**
+ * A send's deadline (``campaigns/sending/deadline.py``) and how it is keeping to it.
+ *
+ * This interface was referenced by `Procedures`'s JSON-Schema
+ * via the `definition` "DeadlineOut".
+ */
+export interface DeadlineOut {
+  deliverBy:
+    | string
+    | {
+        [k: string]: unknown | undefined;
+      };
+  label: string;
+  latestAt: string;
+  acceptLate: boolean;
+  lateForecast: number;
+  waveDelaySeconds?: number | null;
+  lateAt?: string | null;
+  behindSeconds?: number | null;
 }
 /**
  * This interface was referenced by `Procedures`'s JSON-Schema
@@ -1230,6 +1259,14 @@ export interface DispatchInput {
    * an A/B test wave: testShare of the recipients get their variant first; after decideAfterSeconds the variant with the highest rate of metric wins and the rest get only it
    */
   experiment?: Experiment | null;
+  /**
+   * deliver to everyone by then: an RFC 3339 instant, or {localTime, timeZone} or {localTime, perRecipient: true} (that time in each recipient's zone); the send is paced to meet it, or refused (PRECONDITION_FAILED) naming the binding constraint and how many would be late
+   */
+  deliverBy?: string | WallClockAt | null;
+  /**
+   * send although deliverBy cannot be met (recorded in the audit trail)
+   */
+  acceptLate?: boolean;
 }
 /**
  * This interface was referenced by `Procedures`'s JSON-Schema
@@ -1714,6 +1751,10 @@ export interface PreviewInput {
    * also report the test wave's recipients per variant
    */
   experiment?: Experiment | null;
+  /**
+   * also judge this deadline: the plan's verdict and who would be late
+   */
+  deliverBy?: string | WallClockAt | null;
 }
 /**
  * This interface was referenced by `Procedures`'s JSON-Schema
@@ -1775,6 +1816,22 @@ export interface DispatchPreview {
    */
   guardianEmailRecipientCount?: number;
   /**
+   * of localeCounts, the routed guardians: per channel, the language of the guardian copy served -> guardians
+   */
+  guardianLocaleCounts?: {
+    [k: string]:
+      | {
+          [k: string]: number | undefined;
+        }
+      | undefined;
+  };
+  /**
+   * of untranslated, the routed guardians: a language the guardian copy has no translation for -> guardians who get its base
+   */
+  guardianUntranslated?: {
+    [k: string]: number | undefined;
+  };
+  /**
    * members who see the in-app card (a campaign with one); the token pins them
    */
   inAppRecipientCount?: number;
@@ -1784,6 +1841,10 @@ export interface DispatchPreview {
   plan?: {
     [k: string]: ChannelPlan | undefined;
   };
+  /**
+   * asked with deliverBy: whether the plan meets it, and who would be late
+   */
+  deadline?: DeadlineVerdict | null;
 }
 /**
  * This interface was referenced by `Procedures`'s JSON-Schema
@@ -1802,8 +1863,39 @@ export interface ChannelPlan {
  * via the `definition` "Shaping".
  */
 export interface Shaping {
-  kind: "waves" | "quiet_hours" | "test_wave" | "backlog" | "higher_lanes" | "frequency_cap";
+  kind: "waves" | "quiet_hours" | "test_wave" | "backlog" | "higher_lanes" | "frequency_cap" | "deadline";
   addsSeconds: number;
+  message: string;
+}
+/**
+ * This interface was referenced by `Procedures`'s JSON-Schema
+ * via the `definition` "DeadlineVerdict".
+ */
+export interface DeadlineVerdict {
+  deliverBy: string;
+  latestAt: string;
+  met: boolean;
+  late: number;
+  lateByChannel?: {
+    [k: string]: number | undefined;
+  };
+  binding?: ("quiet_hours" | "test_wave" | "already_passed" | "rate") | null;
+  reasons?: LateReason[];
+  waveDelaySeconds?: {
+    [k: string]: number | undefined;
+  };
+  finishesAt?: {
+    [k: string]: string | undefined;
+  };
+  message: string;
+}
+/**
+ * This interface was referenced by `Procedures`'s JSON-Schema
+ * via the `definition` "LateReason".
+ */
+export interface LateReason {
+  kind: "quiet_hours" | "test_wave" | "already_passed" | "rate";
+  recipients: number;
   message: string;
 }
 /**
@@ -1895,6 +1987,11 @@ export interface ScheduleInput {
    * an A/B test wave: kept on the Dispatches until the send starts
    */
   experiment?: Experiment | null;
+  /**
+   * deliver to everyone by then (as in dispatch): judged at scheduling and again when it fires; a deadline it can no longer meet then fails the schedule unless acceptLate
+   */
+  deliverBy?: string | WallClockAt | null;
+  acceptLate?: boolean;
 }
 /**
  * This interface was referenced by `Procedures`'s JSON-Schema
@@ -2365,10 +2462,10 @@ export interface ChallengesInput {
 export interface CreateInputValidation {
   url: string;
   /**
-   * event types (dispatch.started, dispatch.paused, dispatch.resumed, dispatch.completed, dispatch.failed, recipient.notified, recipient.emailed, recipient.email_rejected, recipient.email_clicked, recipient.bounced, recipient.complained, recipient.unsubscribed, campaign.created, campaign.updated, campaign.status_changed, campaign.deleted, approval.requested, approval.granted) or '*' for all
+   * event types (dispatch.started, dispatch.paused, dispatch.resumed, dispatch.completed, dispatch.failed, dispatch.late, recipient.notified, recipient.emailed, recipient.email_rejected, recipient.email_clicked, recipient.bounced, recipient.complained, recipient.unsubscribed, campaign.created, campaign.updated, campaign.status_changed, campaign.deleted, approval.requested, approval.granted) or '*' for all
    *
    * @minItems 1
-   * @maxItems 18
+   * @maxItems 19
    */
   events: [
     (
@@ -2378,6 +2475,7 @@ export interface CreateInputValidation {
           | "dispatch.resumed"
           | "dispatch.completed"
           | "dispatch.failed"
+          | "dispatch.late"
           | "recipient.notified"
           | "recipient.emailed"
           | "recipient.email_rejected"
@@ -2401,6 +2499,7 @@ export interface CreateInputValidation {
           | "dispatch.resumed"
           | "dispatch.completed"
           | "dispatch.failed"
+          | "dispatch.late"
           | "recipient.notified"
           | "recipient.emailed"
           | "recipient.email_rejected"
@@ -2564,6 +2663,7 @@ export interface UpdateInput {
               | "dispatch.resumed"
               | "dispatch.completed"
               | "dispatch.failed"
+              | "dispatch.late"
               | "recipient.notified"
               | "recipient.emailed"
               | "recipient.email_rejected"
@@ -2587,6 +2687,7 @@ export interface UpdateInput {
               | "dispatch.resumed"
               | "dispatch.completed"
               | "dispatch.failed"
+              | "dispatch.late"
               | "recipient.notified"
               | "recipient.emailed"
               | "recipient.email_rejected"

@@ -59,6 +59,7 @@ def stack(base_settings: Settings, graph: Graph, tmp_path: Path) -> Iterator[tup
                 "campaign_app_origins": ORIGINS,
                 "campaign_dispatch_page_size": 5,  # 12 recipients: three pages per channel
                 "campaign_dispatch_delay_seconds": 0,
+                "campaign_experiment_min_per_variant": 2,  # a test wave of a few readers in the review
             }
         )
         keep = ("CAMPAIGN_", "NOTIFICATIONS_", "NEO4J_", "AUTH_", "AWS_", "SMTP_", "EMAIL_", "DOMAIN_")
@@ -83,6 +84,7 @@ def stack(base_settings: Settings, graph: Graph, tmp_path: Path) -> Iterator[tup
                 "CAMPAIGN_APP_ORIGINS": json.dumps(ORIGINS),
                 "CAMPAIGN_DISPATCH_PAGE_SIZE": "5",
                 "CAMPAIGN_DISPATCH_DELAY_SECONDS": "0",
+                "CAMPAIGN_EXPERIMENT_MIN_PER_VARIANT": "2",
                 "CAMPAIGN_QUEUE_VISIBILITY_SECONDS": "5",
                 "CAMPAIGN_DELIVERY_RETRY_SECONDS": "0",
                 "CAMPAIGN_WORKER_THREADS": "2",

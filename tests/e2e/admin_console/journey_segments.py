@@ -61,11 +61,13 @@ def follow_up_rule_in_words(page: Page, url: str, admin_token: str) -> None:
     page.set_viewport_size({"width": 1280, "height": 900})  # the journey comes from phone width
     expect(page.get_by_role("heading", name="Spring launch 2026 (reminder)")).to_be_visible()
     words = page.locator("#segment-words")
+    # The rule stores the campaign's id; its words name the tenant's campaign by its name.
+    name = trpc(url, admin_token, "campaigns.get", {"campaignId": CAMPAIGN}, mutation=False)["name"]
     expect(words.locator("li[data-condition]")).to_have_text(
-        [f"is in the audience of campaign {CAMPAIGN}", f"was not shown campaign {CAMPAIGN}"]
+        [f"is in the audience of campaign “{name}”", f"was not shown campaign “{name}”"]
     )
     expect(_condition(page, 2).locator(".segment-condition-words")).to_have_text(
-        f"Everyone who was not shown campaign {CAMPAIGN}"
+        f"Everyone who was not shown campaign “{name}”"
     )
     unseen = len(MEMBERS) - len(SHOWN)
     expect(page.locator("#segment-count [data-matches]")).to_have_text(str(unseen))

@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 import re
+from collections import Counter
 from pathlib import Path
 
 import pytest
-from playwright.sync_api import Browser, expect
+from playwright.sync_api import Browser, Page, expect
 
 from campaign_engine.api.auth import ADMIN_SCOPE, mint_token
 from campaign_engine.config import Settings
-from campaign_engine.domain.ab_variants import assigned_variant
+from campaign_engine.domain.ab_variants import assigned_variant, in_test_wave
 from tests.conftest import ADMIN_ID
 from tests.support.console import (
     assert_accessible,
@@ -61,12 +62,16 @@ def test_minors_are_routed_to_their_guardians_from_the_composer_to_the_review(
         page.get_by_label("Guardians' email heading").fill("Class trip")
         page.get_by_label("Guardians' email body").fill("The class travels on Friday.")
         page.get_by_label("Guardians' email button label").fill("Details")
+        _guardian_copy_in_french_and_in_app_with_its_preview(page)
         assert_every_control_labelled(page)
         page.get_by_role("button", name="Create campaign").click()
         expect(page.get_by_role("heading", name="Class trip")).to_be_visible()
         stored = trpc(url, admin_token, "campaigns.get", {"campaignId": "class-trip"}, mutation=False)
         assert stored["minors"] == "guardians"
         assert stored["guardianCopy"]["email"]["subject"] == "Your child's class travels on Friday"
+        assert stored["guardianCopy"]["message"]["title"] == "Class trip on Friday"
+        french = stored["guardianCopy"]["translations"]["fr"]
+        assert (french["email"]["subject"], french["message"]["title"]) == (FR_SUBJECT, "Sortie de classe")
         audience = page.locator("#audience")
         audience.get_by_label("Source type").select_option("profileIds")
         audience.get_by_label(re.compile("^Profile ids, DIDs")).fill("fam-kid")
@@ -76,6 +81,8 @@ def test_minors_are_routed_to_their_guardians_from_the_composer_to_the_review(
         expect(page.locator("#campaign-status")).to_have_text("live")
         page.get_by_role("button", name="Review dispatch").click()
         expect(page.locator("#review-guardians")).to_have_text("1 (notify 1, email 1)")
+        guardians = page.locator("#locale-counts tr[data-channel='email'][data-locale='en'] td.guardians")
+        expect(guardians).to_have_text("1")  # the routed guardian's language, counted apart
         assert_accessible(page, "review with guardians")
         page.get_by_role("button", name="Confirm and send to 1").click()
         expect(page.locator("#review-result")).to_contain_text("started")
@@ -92,6 +99,10 @@ def test_minors_are_routed_to_their_guardians_from_the_composer_to_the_review(
         )
         email = page.locator("#explain .explain-channel[data-channel='email'] .explain-verdict")
         expect(email).to_contain_text(re.compile(r"^Received the email as the guardian of fam-kid on "))
+        expect(page.locator("#explain-language")).to_contain_text("the email in en")
+        expect(page.locator("#explain-language")).to_contain_text(
+            "as a routed guardian, over the guardian copy"
+        )
         explain_in_console(page, "fam-kid")
         expect(page.locator("#explain-guardian")).to_contain_text(
             "fam-kid's guardian fam-parent receives it in their place."
@@ -104,6 +115,35 @@ def test_minors_are_routed_to_their_guardians_from_the_composer_to_the_review(
         watch.assert_clean()
     finally:
         context.close()
+
+
+FR_SUBJECT = "La classe part en sortie vendredi"
+
+
+def _guardian_copy_in_french_and_in_app_with_its_preview(page: Page) -> None:
+    """The guardians' in-app copy and a French translation of their copy, and the preview of what a
+    guardian reads: a French guardian's email and card in the French guardian copy, their notification
+    the campaign's own (the guardian copy has none), a Dutch one the base guardian copy."""
+    page.get_by_label("Guardians' in-app title", exact=True).fill("Class trip on Friday")
+    page.get_by_label("Add a guardian translation").fill("fr")
+    page.get_by_role("button", name="Add guardian language").click()
+    page.get_by_label("Guardians' in-app title (fr)").fill("Sortie de classe")
+    for label, value in [("subject", FR_SUBJECT), ("heading", "Sortie de classe"),
+                         ("body", "La classe part vendredi."), ("button label", "Détails")]:  # fmt: skip
+        page.get_by_label(f"Guardians' email {label} (fr)").fill(value)
+    preview = page.locator("#guardian-preview")
+    page.get_by_label("A guardian whose language is").select_option("fr")
+    email = preview.locator("[data-channel='email']")
+    expect(email).to_have_attribute("data-served", "fr")
+    expect(email).to_contain_text(f"Subject: {FR_SUBJECT}")
+    expect(preview.locator("[data-channel='message']")).to_contain_text("Sortie de classe")
+    notification = preview.locator("[data-channel='notification']")
+    expect(notification).to_have_attribute("data-source", "campaign")
+    expect(preview).to_contain_text("nothing fills in a child's name")
+    assert_accessible(page, "guardian copy with its preview")
+    shot(page, "guardian-copy-preview", "#guardian-copy")
+    page.get_by_label("A guardian whose language is").select_option("en")
+    expect(email).to_contain_text("Subject: Your child's class travels on Friday")
 
 
 def test_ab_variants_are_composed_and_their_stats_charted_side_by_side(
@@ -182,6 +222,69 @@ def test_ab_variants_are_composed_and_their_stats_charted_side_by_side(
         expect(page.locator("#explain-variant")).to_contain_text("the keyed hash of (campaign, profile)")
         assert_accessible(page, "stats per variant")
         shot(page, "stats-variants", "#stats")
+        _a_test_wave_is_run_from_the_review(page, url, admin_token)
         watch.assert_clean()
     finally:
         context.close()
+
+
+WAVE = [f"wave{i:02d}" for i in range(24)]
+WAVE_VARIANTS = [{"id": "A"}, {"id": "B", "message": {"title": "Challenger"}}]
+
+
+def _a_test_wave_is_run_from_the_review(page: Page, url: str, token: str) -> None:
+    """The review's A/B test wave: a share too small for the stack's two per variant refused in words,
+    a larger one counted per variant as the keyed draw counts it, the send confirmed with it (the
+    dispatch says it is testing), and the admin's decision shown once made."""
+    trpc(url, token, "profiles.upsert", {"profiles": [{"profileId": p, "dob": "1990-01-01"} for p in WAVE]})
+    trpc(url, token, "campaigns.create", {
+        "id": "wave-console", "name": "Wave", "channels": ["inApp", "notify"],
+        "message": {"title": "Control"}, "notification": {"title": "News", "body": "Read it"},
+        "variants": WAVE_VARIANTS,
+    })  # fmt: skip
+    trpc(url, token, "campaigns.addAudience",
+         {"campaignId": "wave-console", "source": {"type": "profileIds", "profileIds": WAVE}})  # fmt: skip
+    trpc(url, token, "campaigns.setStatus", {"campaignId": "wave-console", "status": "live"})
+
+    def wave(share: float) -> Counter[str]:
+        return Counter(
+            str(assigned_variant(WAVE_VARIANTS, campaign_id="wave-console", profile_id=p))
+            for p in WAVE
+            if in_test_wave("wave-console", p, share)
+        )
+
+    assert min(wave(0.05)["A"], wave(0.05)["B"]) < 2 <= min(wave(0.5)["A"], wave(0.5)["B"])
+    page.goto(f"{url}/admin#/c/wave-console")
+    expect(page.get_by_role("heading", name="Wave", exact=True)).to_be_visible()
+    page.get_by_role("button", name="Review dispatch").click()
+    expect(page.locator("#review-recipients")).to_have_text(str(len(WAVE)))
+    page.get_by_label(re.compile("^Test the 2 variants")).check()
+    expect(page.get_by_label("The variant wins on").locator("option")).to_have_text(
+        ["In-app clicks", "In-app views"]  # no email channel: nothing to measure email clicks on
+    )
+    page.get_by_label("Test wave (% of the recipients)").fill("5")
+    expect(page.locator("#experiment-refused")).to_have_attribute("data-refusal", "too_few_per_variant")
+    expect(page.locator("#experiment-refused")).to_contain_text("too small to tell the variants apart")
+    page.get_by_label("Test wave (% of the recipients)").fill("50")
+    for arm in ("A", "B"):
+        row = page.locator(f"#experiment-wave tr[data-variant='{arm}'] td")
+        expect(row).to_have_text(str(wave(0.5)[arm]))
+    page.get_by_label("Decide after (hours)").fill("2")
+    assert_every_control_labelled(page)
+    assert_accessible(page, "review with a test wave")
+    shot(page, "review-test-wave", "#review")
+    page.get_by_role("button", name=f"Confirm and send to {len(WAVE)}").click()
+    expect(page.locator("#review-result")).to_contain_text("started")
+    expect(page.locator("[id^='testing-']")).to_contain_text(
+        re.compile(r"50(\.0)?% of the recipients get their variant first")
+    )
+    stored = trpc(url, token, "campaigns.listDispatches", {"campaignId": "wave-console"}, mutation=False)
+    [sent] = stored
+    assert sent["experiment"] == {"testShare": 0.5, "metric": "clicked", "decideAfterSeconds": 7200}
+    page.locator("[id^='testing-']").get_by_role("button", name="Choose B now").click()
+    expect(page.locator("[id^='decision-']")).to_contain_text("Variant B won on in-app clicks")
+    page.set_viewport_size({"width": 390, "height": 844})
+    assert page.evaluate("document.documentElement.scrollWidth") <= 390
+    assert_accessible(page, "test wave decided at phone width")
+    shot(page, "phone-test-wave-decided", "#progress")
+    page.set_viewport_size({"width": 1280, "height": 900})

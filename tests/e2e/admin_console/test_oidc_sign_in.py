@@ -41,7 +41,9 @@ def _sign_in(page: Page, url: str, idp: Idp, profile_id: str, *, screenshot: str
         shot(page, screenshot, "viewport")
     if profile_id == ADMIN_ID:
         page.get_by_role("button", name=f"Sign in as {ADMIN_ID} (platform admin)").click()
-    else:
+    else:  # offered once granted (the provider reads the grants on each sign-in), and typed here
+        offered = f"Sign in as {profile_id} (publisher in {NEW_TENANT})"
+        expect(page.locator("#dev-users")).to_contain_text(offered)
         page.get_by_label("Profile id").fill(profile_id)
         page.get_by_role("button", name="Sign in", exact=True).click()
     expect(page.get_by_role("heading", name="Campaigns", exact=True)).to_be_visible()
@@ -51,6 +53,21 @@ def _sign_in(page: Page, url: str, idp: Idp, profile_id: str, *, screenshot: str
     claims = _claims(token)
     assert (claims["sub"], claims["iss"]) == (profile_id, idp.issuer)
     return token
+
+
+def _refused_before_the_grant(page: Page, url: str, idp: Idp) -> None:
+    """A typed id that is neither a platform admin nor granted a role: the provider refuses it, says
+    why on its page, and offers only the dev users (here the platform admin)."""
+    page.goto(f"{url}/admin")
+    page.get_by_role("button", name=f"Sign in with {idp.issuer.removeprefix('http://')}").click()
+    expect(page.get_by_role("heading", name="Sign in to the campaigns console")).to_be_visible()
+    expect(page.get_by_role("main")).to_contain_text("It signs in the dev users only")
+    expect(page.locator("#dev-users button")).to_have_text([f"Sign in as {ADMIN_ID} (platform admin)"])
+    page.get_by_label("Profile id").fill(PUBLISHER)
+    page.get_by_role("button", name="Sign in", exact=True).click()
+    expect(page.get_by_role("alert")).to_contain_text(f"{PUBLISHER} is not a dev user")
+    assert_accessible(page, "the provider refusing an id without a grant")
+    shot(page, "oidc-provider-refuses", "viewport")
 
 
 def test_people_sign_in_with_the_provider_and_act_in_the_tenant_picked(
@@ -66,6 +83,11 @@ def test_people_sign_in_with_the_provider_and_act_in_the_tenant_picked(
         page.on("request", lambda r: seen.append(r.url))
         admin_token = _sign_in(page, url, idp, ADMIN_ID, screenshot="oidc-provider-sign-in")
         expect(page.locator("#whoami-role")).to_have_text("platform admin")
+
+        # The provider signs in the dev users only: before the grant, the publisher-to-be is refused.
+        phone_page = phone.new_page()
+        phone_page.on("request", lambda r: seen.append(r.url))
+        _refused_before_the_grant(phone_page, url, idp)
 
         # A new tenant, then the header's picker acts in it on every screen.
         page.goto(f"{url}/admin#/tenant")
@@ -91,8 +113,6 @@ def test_people_sign_in_with_the_provider_and_act_in_the_tenant_picked(
         shot(page, "oidc-acting-tenant", "viewport")
 
         # The publisher: a fresh browser at phone width, the provider's page, then their own tenant.
-        phone_page = phone.new_page()
-        phone_page.on("request", lambda r: seen.append(r.url))
         first = _sign_in(phone_page, url, idp, PUBLISHER)
         expect(phone_page.locator("#whoami-tenant")).to_have_text(NEW_TENANT)
         expect(phone_page.locator("#whoami-role")).to_have_text("publisher")

@@ -75,6 +75,9 @@ def test_translations_are_edited_previewed_reviewed_and_the_layout_with_its_prev
         page.get_by_label("Heading", exact=True).fill("Spring is here")
         page.locator("[data-path='email.body']").fill("New features for everyone.")
         page.get_by_label("Button label", exact=True).fill("Read more")
+        page.get_by_label("Action 1 label", exact=True).fill("Open in the app")
+        page.get_by_label("Action 1 kind", exact=True).select_option("externalLink")
+        page.get_by_label("Action 1 path or URL", exact=True).fill("https://example.com/spring")
         expect(page.get_by_label("Base content language")).to_have_value("en")
         picker = page.get_by_label("Add a translation")
         picker.fill("en")
@@ -88,6 +91,8 @@ def test_translations_are_edited_previewed_reviewed_and_the_layout_with_its_prev
             page.locator(f"[data-path='translations.{tag}.notification.title']").fill(copy["subject"])
             page.locator(f"[data-path='translations.{tag}.notification.body']").fill(copy["body"])
             page.locator(f"[data-path='translations.{tag}.message.title']").fill(copy["title"])
+        # The in-app button's label in Spanish; Arabic leaves it empty and keeps the base label.
+        page.get_by_label("In-app button 1 label (es)").fill("Abrir en la app")
         # Right-to-left text fields for Arabic, left-to-right for Spanish.
         expect(page.locator("[data-path='translations.ar.email.body']")).to_have_attribute("dir", "rtl")
         expect(page.locator("[data-path='translations.ar.email.body']")).to_have_attribute("lang", "ar")
@@ -104,6 +109,11 @@ def test_translations_are_edited_previewed_reviewed_and_the_layout_with_its_prev
         stored = trpc(url, admin_token, "campaigns.get", {"campaignId": "spring-langs"}, mutation=False)
         assert stored["locale"] == "en" and set(stored["translations"]) == {"es", "ar"}
         assert stored["translations"]["ar"]["email"]["subject"] == ARABIC["subject"]
+        buttons = {tag: stored["translations"][tag]["message"]["actions"] for tag in ("es", "ar")}
+        assert [(a["label"], a["action"]["url"]) for a in buttons["es"]] == [
+            ("Abrir en la app", "https://example.com/spring")
+        ]
+        assert [a["label"] for a in buttons["ar"]] == ["Open in the app"]
 
         # --- each language previewed: the Arabic email is right to left in the preview document
         page.get_by_label("Preview language").select_option("ar")
@@ -128,6 +138,9 @@ def test_translations_are_edited_previewed_reviewed_and_the_layout_with_its_prev
         expect(page.locator("#audience-added")).to_have_text(str(len(LOCALES)))
         page.get_by_role("button", name="Go live").click()
         expect(page.locator("#campaign-status")).to_have_text("live")
+        reader = mint_token(settings, profile_id="l-mx")  # es-MX reads es: the card's button in Spanish
+        [card] = trpc(url, reader, "campaigns.getMyCampaigns", None, mutation=False)["campaigns"]
+        assert [a["label"] for a in card["message"]["actions"]] == ["Abrir en la app"]
         page.get_by_role("button", name="Review dispatch").click()
         review = trpc(
             url, admin_token, "campaigns.previewDispatch", {"campaignId": "spring-langs"}, mutation=False

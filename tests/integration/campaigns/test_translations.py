@@ -298,3 +298,39 @@ def test_a_scheduled_send_keeps_its_accepted_fallback_until_it_fires(
     queues = local_queues(tmp_path / "q.sqlite3")
     fired = fire_due(graph, queues.dispatch, now=NOW + timedelta(hours=1), settings=DISPATCH_SETTINGS)
     assert list(fired.values()) == ["sending"]
+
+
+def test_in_app_action_labels_are_translated_and_only_their_labels(
+    base_settings: Settings, graph: Graph
+) -> None:
+    """A translation's in-app buttons are the base message's, in order, with their labels translated:
+    a different number of buttons or another target is refused naming the position, and the Spanish
+    reader's card carries the Spanish label on the base button's target."""
+    opens = {"type": "externalLink", "url": "https://example.com/spring"}
+    base = {"title": "Spring", "actions": [{"label": "Read more", "action": opens}, {"label": "Later",
+            "action": {"type": "dismiss"}, "style": "dismiss"}]}  # fmt: skip
+    spanish = {"title": "Primavera", "actions": [{"label": "Leer más", "action": opens}, {"label": "Luego",
+               "action": {"type": "dismiss"}, "style": "dismiss"}]}  # fmt: skip
+    campaign = {"id": "buttons", "name": "Buttons", "channels": ["inApp"], "message": base,
+                "translations": {"es": {"message": spanish}}}  # fmt: skip
+    with api_client(base_settings, graph) as api:
+        elsewhere = {**spanish["actions"][0], "action": {"type": "externalLink", "url": "https://evil.test/"}}
+        for actions, where in [
+            (spanish["actions"][:1], "translations['es'].message.actions"),  # a button missing
+            ([elsewhere, spanish["actions"][1]], "translations['es'].message.actions[0]"),  # another target
+        ]:
+            bad = {**campaign, "translations": {"es": {"message": {**spanish, "actions": actions}}}}
+            answer = api.mutate("campaigns.create", bad, as_=ADMIN_ID, admin=True)
+            assert error_code(answer) == "BAD_REQUEST" and where in answer.text, actions
+        ok(api.mutate("campaigns.create", campaign, as_=ADMIN_ID, admin=True))
+        ok(api.mutate("profiles.upsert", {"profiles": [{"profileId": "r-es", "locale": "es-MX"}]},
+                      as_=ADMIN_ID, admin=True))  # fmt: skip
+        source = {"type": "profileIds", "profileIds": ["r-es"]}
+        ok(api.mutate("campaigns.addAudience", {"campaignId": "buttons", "source": source}, as_=ADMIN_ID,
+                      admin=True))  # fmt: skip
+        ok(api.mutate("campaigns.setStatus", {"campaignId": "buttons", "status": "live"}, as_=ADMIN_ID,
+                      admin=True))  # fmt: skip
+        [card] = ok(api.query("campaigns.getMyCampaigns", as_="r-es"))["campaigns"]
+    labels = [(a["label"], a["action"]["type"]) for a in card["message"]["actions"]]
+    assert labels == [("Leer más", "externalLink"), ("Luego", "dismiss")]
+    assert card["message"]["actions"][0]["action"]["url"] == "https://example.com/spring"

@@ -1,7 +1,8 @@
 """Routing announcements for minors to their guardians, read without a send, against real Neo4j: the
 routed set and its token whatever the page size, the routing's plan (per excluded member, never a
 profile scan), explain's path from child to guardian, the campaign's minors and guardian copy kept by
-get, update and duplicate, and the routed guardian's in-app card."""
+get, update and duplicate, the routed guardian's in-app card, and the review's language counts by the
+guardian copy each guardian is served."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ import pytest
 from campaign_engine.campaigns.audience.explain import explain_recipient
 from campaign_engine.campaigns.engagement.cards import my_campaigns
 from campaign_engine.campaigns.engagement.events import record_event
+from campaign_engine.campaigns.sending.dispatch import preview_dispatch
 from campaign_engine.config import Settings
 from campaign_engine.domain.errors import NotFound
 from campaign_engine.graph.graph import Graph
@@ -26,6 +28,7 @@ from tests.support.delivery import (
 from tests.support.email import EMAIL_COPY
 from tests.support.guardian_routing import (
     ADULT,
+    DISPATCH_SETTINGS,
     GUARDIAN_COPY,
     MINOR,
     _bare,
@@ -216,3 +219,33 @@ def test_a_routed_guardian_sees_the_in_app_card_in_the_guardian_copy_and_records
     with pytest.raises(NotFound):
         record_event(graph, profile_id="g2", campaign_id="app", event="shown", action_id=None, test_id=None,
                      policy=policy)  # fmt: skip
+
+
+def test_the_review_counts_a_routed_guardian_by_the_language_of_the_copy_they_are_served(
+    graph: Graph,
+) -> None:
+    """A guardian's language counts by the guardian copy's translations, never the campaign's: a
+    French guardian of a campaign translated into French, whose guardian copy is not, reads the base
+    guardian copy and is counted untranslated; a Spanish one reads the Spanish notification but the
+    base email, and is one untranslated reader for both channels. Guardians are also counted apart."""
+    french = {"notification": {"title": "Grande nouvelle", "body": "Du nouveau"},
+              "email": {**EMAIL_COPY, "subject": "Nouvelles"}}  # fmt: skip
+    make_campaign(graph, "c1", channels=["notify", "email"], email=EMAIL_COPY, minors="guardians",
+                  guardianCopy=GUARDIAN_COPY, translations={"fr": french})  # fmt: skip
+    hook = "http://127.0.0.1:9/hook"
+    _profiles(graph, ["a-fr"], campaign="c1", dob=ADULT, member=True, hook=hook, locale="fr-FR")
+    _profiles(graph, ["k1"], campaign="c1", dob=MINOR, member=True, hook=hook, isManaged=True)
+    _profiles(graph, ["g-fr"], campaign="c1", dob=ADULT, member=False, hook=hook, locale="fr-FR")
+    _profiles(graph, ["g-es"], campaign="c1", dob=ADULT, member=False, hook=hook, locale="es-MX")
+    _link(graph, "g-fr", "k1")
+    _link(graph, "g-es", "k1")
+    preview = preview_dispatch(graph, campaign_id="c1", now=NOW, settings=DISPATCH_SETTINGS)
+    assert preview.locale_counts == {"notify": {"en": 1, "es": 1, "fr": 1}, "email": {"en": 2, "fr": 1}}
+    assert preview.guardian_locale_counts == {"notify": {"en": 1, "es": 1}, "email": {"en": 2}}
+    assert preview.untranslated == preview.guardian_untranslated == {"es": 1, "fr": 1}
+    assert preview.blocked_reason == "missing_translation"  # two of three readers get the base
+    # The explanation names the language the guardian is served, as the review counts it.
+    kw: dict[str, Any] = {"campaign_id": "c1", "now": NOW, "adult_age": 18}
+    french = explain_recipient(graph, profile_id="g-fr", **kw).language
+    assert french.served == {"notification": "en", "email": "en"} and "guardian copy" in french.why
+    assert explain_recipient(graph, profile_id="a-fr", **kw).language.served["email"] == "fr"

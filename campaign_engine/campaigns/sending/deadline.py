@@ -1,0 +1,369 @@
+"""A send's deadline (``deliverBy``): whether the forecast meets it, the pace that does, and who is late.
+
+``dispatch`` and ``scheduleDispatch`` accept ``deliverBy``: an instant, or a wall-clock time in one zone
+or in each recipient's own (``{"localTime": ..., "perRecipient": true}``, as a local ``sendAt``). The
+judge walks the forecast's model (``plan.py``: the rate and its source, this send's share of its lane,
+the test wave and its decision, quiet hours in the recipients' zones, waves of a page) recipient group
+by recipient group, and counts who would get it after their own deadline.
+
+Pacing: the only thing it moves is the pause between waves. It keeps the configured
+``CAMPAIGN_DISPATCH_DELAY_SECONDS`` when that meets the deadline, else the longest pause that does, down
+to ``CAMPAIGN_DEADLINE_MIN_DELAY_SECONDS``; it never sends faster than the rate (measured or the
+configured limit), so a deadline the rate cannot meet is refused (PRECONDITION_FAILED) naming the
+binding constraint and how many recipients would be late, unless the caller accepts lateness
+(``acceptLate``), and then it sends at the shortest pause. Within a group, recipients of every zone are
+assumed spread evenly through the group's pages (the walk's order is the membership index's, not the
+zones'), so a count may be off by a page's share; quiet hours and a decision time are exact.
+
+One module past 350 lines on purpose: the verdict, the walk that counts who is late and the pace it
+chooses must change together, as must what a Dispatch keeps of them.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections import Counter
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any, Literal
+from zoneinfo import ZoneInfo
+
+from campaign_engine.campaigns.sending.plan import ChannelPlan, Pace, Shaping
+from campaign_engine.campaigns.sending.schedule_input import WallClockAt
+from campaign_engine.domain.ab_variants import Experiment
+from campaign_engine.domain.camel import CamelModel
+from campaign_engine.domain.campaign import UtcDatetime
+from campaign_engine.domain.errors import BadRequest, CampaignError
+from campaign_engine.domain.priority import skips_pacing_rules
+from campaign_engine.domain.schedule import QuietHours, known_zone, parse_wall_clock, ready_at
+from campaign_engine.domain.types import format_ts, parse_ts
+
+__all__ = [
+    "Deadline",
+    "DeadlineVerdict",
+    "DeliverBy",
+    "LateReason",
+    "PreconditionFailed",
+    "check_deliver_by",
+    "judge",
+    "kept",
+    "meet",
+    "pin",
+    "read_deliver_by",
+    "refuse_late",
+]
+
+DeliverBy = UtcDatetime | WallClockAt
+"""What ``deliverBy`` accepts: an RFC 3339 instant, or ``{localTime, timeZone | perRecipient}``."""
+
+LateKind = Literal["quiet_hours", "test_wave", "already_passed", "rate"]
+
+
+class PreconditionFailed(CampaignError):
+    """The send cannot keep a promise its caller asked for (a deadline); nothing was written."""
+
+    code = "PRECONDITION_FAILED"
+
+
+class LateReason(CamelModel):
+    kind: LateKind
+    recipients: int
+    message: str
+
+
+class DeadlineVerdict(CamelModel):
+    deliver_by: str
+    """How the deadline reads: ``2026-12-07 07:00 UTC``, ``07:00 in their time``."""
+    latest_at: str
+    """The last recipient's deadline (the instant for one; the latest zone's for local times)."""
+    met: bool
+    late: int
+    """Recipients who would get it after their deadline, over the walked channels."""
+    late_by_channel: dict[str, int] = {}
+    binding: LateKind | None = None
+    """What makes most of them late."""
+    reasons: list[LateReason] = []
+    wave_delay_seconds: dict[str, int] = {}
+    """Per channel, the pause between waves the send keeps to meet it (the configured one if it does)."""
+    finishes_at: dict[str, str] = {}
+    message: str
+
+
+@dataclass(frozen=True)
+class Deadline:
+    label: str
+    instant: datetime | None = None
+    local: datetime | None = None  # naive: the same wall clock in each recipient's zone
+
+    @classmethod
+    def of(cls, value: DeliverBy) -> Deadline:
+        if isinstance(value, datetime):
+            return cls(label=value.strftime("%Y-%m-%d %H:%M UTC"), instant=value)
+        if value.per_recipient:
+            local = parse_wall_clock(value.local_time).local
+            return cls(label=f"{local:%H:%M} on {local:%Y-%m-%d} in their time", local=local)
+        return cls(label=f"{value.local_time.replace('T', ' ')} {value.time_zone}", instant=value.instant())
+
+    def at(self, zone: ZoneInfo) -> datetime:
+        if self.instant is not None:
+            return self.instant
+        assert self.local is not None
+        return parse_wall_clock(self.local.isoformat()).at(zone)
+
+
+def kept(verdict: DeadlineVerdict, value: DeliverBy, *, accept_late: bool, channel: str) -> dict[str, Any]:
+    """What a Dispatch keeps of its deadline: the caller's spelling (getDispatch answers it), the last
+    recipient's deadline (the live check's), whether lateness was accepted, the late count the verdict
+    foresaw on this channel and the pause between waves it paced to (the page walks keep to it)."""
+    spelled = pin(value, accept_late)[0]
+    return {"deliverBy": spelled, "deliverByLabel": verdict.deliver_by, "deliverByAt": verdict.latest_at,
+            "acceptLate": accept_late, "lateForecast": verdict.late_by_channel.get(channel, 0),
+            "waveDelaySeconds": verdict.wave_delay_seconds.get(channel)}  # fmt: skip
+
+
+def meet(
+    *,
+    campaign: Mapping[str, Any],
+    plans: dict[str, ChannelPlan],
+    zones: Mapping[str, Counter[str]],
+    pace: Pace,
+    now: datetime,
+    deliver_by: DeliverBy | None,
+    accept_late: bool,
+    experiment: Experiment | None = None,
+) -> tuple[dict[str, ChannelPlan], dict[str, dict[str, Any]], dict[str, Any]]:
+    """A confirmation's deadline: the plans paced to it, what each channel's Dispatch keeps, and what
+    the audit entry records (``acceptLate``, the late count); PRECONDITION_FAILED when refused."""
+    if deliver_by is None:
+        return plans, {}, {}
+    verdict, paced = judge(campaign=campaign, plans=plans, zones=zones, pace=pace, now=now,
+                           deliver_by=deliver_by, experiment=experiment)  # fmt: skip
+    refuse_late(verdict, accept_late=accept_late)
+    keep = {ch: kept(verdict, deliver_by, accept_late=accept_late, channel=ch) for ch in paced}
+    return paced, keep, {"deliverBy": verdict.deliver_by, "acceptLate": accept_late, "late": verdict.late}
+
+
+def pin(value: DeliverBy | None, accept_late: bool) -> tuple[str | None, bool]:
+    """What an approval pins of a send's deadline: its spelling and whether lateness is accepted."""
+    if value is None:
+        return None, False  # lateness of no deadline accepts nothing
+    return (
+        format_ts(value) if isinstance(value, datetime) else value.model_dump_json(by_alias=True)
+    ), accept_late
+
+
+def read_deliver_by(spelled: str) -> DeliverBy:
+    """The deadline a Dispatch kept (``kept``), as the caller gave it."""
+    if spelled.startswith("{"):
+        return WallClockAt.model_validate_json(spelled)
+    return parse_ts(spelled)
+
+
+def refuse_late(verdict: DeadlineVerdict, *, accept_late: bool) -> None:
+    """PRECONDITION_FAILED naming the binding constraint and the late count, unless lateness is accepted."""
+    if not verdict.met and not accept_late:
+        raise PreconditionFailed(f"{verdict.message}. Nothing was sent: choose a later deliverBy, or send "
+                                 "with acceptLate")  # fmt: skip
+
+
+@dataclass
+class _Tally:
+    late: Counter[LateKind]
+    finish: datetime
+
+
+def _sent_by(seconds: float, k: int, rate: float, page: int, delay: int) -> float:
+    """Recipients of a run of ``k`` sent ``seconds`` after it starts (pages of ``page``, ``delay`` apart)."""
+    if seconds <= 0:
+        return 0.0
+    cycle = page / rate + delay
+    full = math.floor(seconds / cycle)
+    return min(float(k), full * page + min(page, (seconds - full * cycle) * rate))
+
+
+def _run(k: int, rate: float, page: int, delay: int) -> float:
+    return k / rate + max(0, math.ceil(k / page) - 1) * delay if k else 0.0
+
+
+def _groups(
+    zones: Counter[ZoneInfo], start: datetime, quiet: QuietHours | None
+) -> list[tuple[datetime, Counter[ZoneInfo]]]:
+    by: dict[datetime, Counter[ZoneInfo]] = {}
+    for zone, k in zones.items():
+        at = start if quiet is None else max(start, ready_at(wave=start, now=start, zone=zone, quiet=quiet))
+        by.setdefault(at, Counter())[zone] += k
+    return sorted(by.items(), key=lambda g: g[0])
+
+
+def _scaled(zones: Counter[ZoneInfo], n: int) -> Counter[ZoneInfo]:
+    total = sum(zones.values())
+    if not total or total == n:
+        return Counter(zones)
+    out = Counter({z: math.floor(k * n / total) for z, k in zones.items()})
+    out[max(zones, key=lambda z: zones[z])] += n - sum(out.values())
+    return out
+
+
+@dataclass(frozen=True)
+class _Channel:
+    n: int
+    rate: float
+    page: int
+    zones: Counter[ZoneInfo]
+    quiet: QuietHours | None
+    tested: int
+    decide: datetime | None
+
+
+def _walk(ch: _Channel, deadline: Deadline, *, now: datetime, delay: int) -> _Tally:
+    """Who is late, by what holds them: each group of recipients sent in turn from when it may be."""
+    late: Counter[LateKind] = Counter()
+    segments: list[tuple[datetime, Counter[ZoneInfo], LateKind | None]] = []
+    start = now
+    if ch.tested:  # the test wave first, the rest after the decision (plan.py)
+        segments.append((now, _scaled(ch.zones, ch.tested), None))
+        start = now + timedelta(seconds=_run(ch.tested, ch.rate, ch.page, delay))
+        start = max(start, ch.decide or start)
+    for at, zones in _groups(_scaled(ch.zones, ch.n - ch.tested), start, ch.quiet):
+        held: LateKind | None = "quiet_hours" if at > start else "test_wave" if ch.tested else None
+        segments.append((at, zones, held))
+    t = now
+    for at, zones, held in segments:
+        t = max(t, at)
+        k = sum(zones.values())
+        for zone, kz in zones.items():
+            due = deadline.at(zone)
+            if due <= now:
+                late["already_passed"] += kz
+            elif held is not None and t >= due:
+                late[held] += kz
+            else:
+                sent = _sent_by((due - t).total_seconds(), k, ch.rate, ch.page, delay)
+                late["rate"] += kz - min(kz, math.floor(kz * sent / k + 1e-9))
+        t += timedelta(seconds=_run(k, ch.rate, ch.page, delay))
+    return _Tally(late=late, finish=t)
+
+
+def _pace(ch: _Channel, deadline: Deadline, *, now: datetime, most: int, least: int) -> tuple[int, _Tally]:
+    """The longest pause in [least, most] that leaves nobody late, else ``least`` (late as it is)."""
+    tally = _walk(ch, deadline, now=now, delay=most)
+    if not sum(tally.late.values()) or least >= most:
+        return most, tally
+    shortest = _walk(ch, deadline, now=now, delay=least)
+    if sum(shortest.late.values()):
+        return least, shortest
+    lo, hi = least, most  # late(lo) == 0 < late(hi)
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if sum(_walk(ch, deadline, now=now, delay=mid).late.values()):
+            hi = mid
+        else:
+            lo = mid
+    return lo, _walk(ch, deadline, now=now, delay=lo)
+
+
+def judge(
+    *,
+    campaign: Mapping[str, Any],
+    plans: Mapping[str, ChannelPlan],
+    zones: Mapping[str, Counter[str]],
+    pace: Pace,
+    now: datetime,
+    deliver_by: DeliverBy,
+    experiment: Experiment | None = None,
+) -> tuple[DeadlineVerdict, dict[str, ChannelPlan]]:
+    """The verdict on ``deliverBy`` for a send starting at ``now`` with the forecast ``plans``, and the
+    plans as paced to meet it (a ``deadline`` shaping where the pause was shortened)."""
+    deadline = Deadline.of(deliver_by)
+    definition = json.loads(campaign["definition"])
+    window = (
+        None
+        if skips_pacing_rules(str(campaign.get("priority") or "normal"))
+        else definition.get("quietHours")
+    )
+    quiet = None if not window else QuietHours(*(parse_wall_clock(f"2000-01-01T{window[k]}").local.time()
+                                                 for k in ("start", "end")))  # fmt: skip
+    fallback = known_zone(str(definition.get("timeZone") or "")) or ZoneInfo("UTC")
+    latest = deadline.instant
+    late_by: dict[str, int] = {}
+    kinds: Counter[LateKind] = Counter()
+    delays: dict[str, int] = {}
+    finishes: dict[str, str] = {}
+    paced: dict[str, ChannelPlan] = {}
+    for channel, plan in plans.items():
+        n = plan.recipients
+        seen: Counter[ZoneInfo] = Counter()
+        for name, k in zones.get(channel, Counter()).items():
+            seen[known_zone(name) or fallback] += k
+        if n > sum(seen.values()):
+            seen[fallback] += n - sum(seen.values())
+        seen = _scaled(seen, n)
+        tested = 0 if experiment is None else min(n, round(n * experiment.test_share))
+        decide = None if experiment is None else now + timedelta(seconds=experiment.decide_after_seconds)
+        ch = _Channel(n=n, rate=plan.rate, page=pace.page(channel), zones=seen, quiet=quiet, tested=tested,
+                      decide=decide)  # fmt: skip
+        delay, tally = _pace(
+            ch, deadline, now=now, most=pace.wave_delay, least=min(pace.min_delay, pace.wave_delay)
+        )
+        if deadline.local is not None and seen:
+            last = max(deadline.at(z) for z in seen)
+            latest = last if latest is None else max(latest, last)
+        late_by[channel] = sum(tally.late.values())
+        kinds.update(tally.late)
+        delays[channel] = delay
+        finishes[channel] = format_ts(tally.finish) if n else plan.finishes_at
+        shaped = list(plan.shaped_by)
+        if delay < pace.wave_delay and n:
+            saved = (math.ceil(n / ch.page) - 1) * (pace.wave_delay - delay)
+            why = f"waves {delay} s apart instead of {pace.wave_delay} s to deliver by {deadline.label}"
+            shaped.append(Shaping(kind="deadline", adds_seconds=-saved, message=why))
+        paced[channel] = plan.model_copy(update={"finishes_at": finishes[channel], "shaped_by": shaped})
+    late = sum(late_by.values())
+    reasons = [LateReason(kind=kind, recipients=count, message=_why(kind, count, window, plans, delays))
+               for kind, count in kinds.most_common() if count]  # fmt: skip
+    head = f"{late:,} recipients would get it after {deadline.label}"
+    message = f"{head}: " + "; ".join(r.message for r in reasons) if reasons else (
+        f"every recipient gets it by {deadline.label}")  # fmt: skip
+    verdict = DeadlineVerdict(
+        deliver_by=deadline.label, latest_at=format_ts(latest or now), met=late == 0, late=late,
+        late_by_channel=late_by, binding=reasons[0].kind if reasons else None, reasons=reasons,
+        wave_delay_seconds=delays, finishes_at=finishes, message=message,
+    )  # fmt: skip
+    return verdict, paced
+
+
+def _why(
+    kind: LateKind,
+    count: int,
+    window: Mapping[str, str] | None,
+    plans: Mapping[str, ChannelPlan],
+    delays: Mapping[str, int],
+) -> str:
+    if kind == "quiet_hours" and window:
+        return f"quiet hours end at {window['end']} for {count:,} of them"
+    if kind == "test_wave":
+        return f"{count:,} of them wait for the test wave's decision"
+    if kind == "already_passed":
+        return f"the deadline has already passed in the zone of {count:,} of them"
+    rates = ", ".join(f"{ch} {p.rate:g}/s ({p.rate_source} rate), waves {delays[ch]} s apart"
+                      for ch, p in plans.items())  # fmt: skip
+    return f"the sending rate ({rates}) reaches {count:,} of them too late"
+
+
+def check_deliver_by(deliver_by: DeliverBy | None, *, start: datetime) -> None:
+    """BAD_REQUEST when the deadline is no deadline: an instant (or one zone's time) not after the start."""
+    if deliver_by is None:
+        return
+    deadline = Deadline.of(deliver_by)
+    if deadline.instant is not None and deadline.instant <= start:
+        raise BadRequest(
+            "deliverBy is not after the send starts",
+            issues=[{"path": ["deliverBy"], "message": "must be after the send starts"}],
+        )
+    if deadline.local is not None and deadline.at(ZoneInfo("Etc/GMT+12")) <= start:
+        raise BadRequest(
+            "deliverBy has passed in every zone when the send starts",
+            issues=[{"path": ["deliverBy"], "message": "must be after the send starts"}],
+        )

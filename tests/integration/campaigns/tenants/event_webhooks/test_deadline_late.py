@@ -1,0 +1,86 @@
+"""``dispatch.late`` on real components (Neo4j, the local queue, the worker, loopback receivers): a send
+whose receivers answer after its deadline is announced once through event webhooks, counted by the
+metric, and getDispatch says when it fell behind. Falling behind is made deterministic by the clock: the
+receivers' answers are recorded a minute after a deadline ten seconds out."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from datetime import timedelta
+from pathlib import Path
+
+from campaign_engine.campaigns.sending.dispatch import dispatch
+from campaign_engine.campaigns.sending.dispatch_reads import get_dispatch
+from campaign_engine.campaigns.sending.dispatch_settings import DispatchSettings
+from campaign_engine.campaigns.sending.plan import Pace
+from campaign_engine.domain.types import format_ts
+from campaign_engine.observability import metrics
+from campaign_engine.observability.metrics import MetricDef
+from tests.support.delivery import NOW, ThreadServer, add_members, inbox_server, make_campaign
+from tests.support.event_webhooks import EventReceiver, Stack, _endpoint
+
+SETTINGS = DispatchSettings(adult_age=18, max_recipients=1000, pace=Pace(page_size=500, wave_delay=0))
+
+
+class Counted:
+    def __init__(self) -> None:
+        self.late: list[Mapping[str, str]] = []
+
+    def add(self, metric: MetricDef, labels: Mapping[str, str], value: float) -> None:
+        if metric is metrics.DISPATCHES_LATE:
+            self.late.append(dict(labels))
+
+
+def test_a_send_that_falls_behind_its_deadline_raises_dispatch_late_once(
+    stack: Stack, tmp_path: Path
+) -> None:
+    receiver = EventReceiver()
+    counted = Counted()
+    previous = metrics.record_to(counted)
+    try:
+        with ThreadServer(receiver.app()) as endpoint, inbox_server(tmp_path) as inbox:
+            _, secret = _endpoint(stack, endpoint, events=["dispatch.late", "dispatch.completed"])
+            receiver.secrets.append(secret)
+            make_campaign(stack.graph, "c1")
+            add_members(stack.graph, "c1", [f"p{i:03d}" for i in range(150)],
+                        webhook=f"{inbox.url}/api/notifications/send")  # fmt: skip
+            by = NOW + timedelta(seconds=10)  # 150 at the configured 50/s: 3 s, feasible
+            started = dispatch(stack.graph, stack.queues.dispatch, campaign_id="c1", expected_token=None,
+                               now=NOW, settings=SETTINGS, deliver_by=by)  # fmt: skip
+            stack.later(60)  # the receivers answer at +60 s
+            stack.run()
+            stack.later(60)
+            stack.run()  # a later sweep raises nothing more
+    finally:
+        metrics.record_to(previous)
+    events = receiver.unique()
+    late = [e for e in events.values() if e["type"] == "dispatch.late"]
+    assert len(late) == 1 and [e["type"] for e in events.values()].count("dispatch.completed") == 1
+    assert late[0]["data"] == {
+        "campaignId": "c1", "dispatchId": started.dispatch_id, "channel": "notify",
+        "deliverBy": "2026-03-01 12:00 UTC", "latestAt": format_ts(by),
+        "expectedFinishAt": format_ts(NOW + timedelta(seconds=60)), "behindSeconds": 50,
+    }  # fmt: skip
+    assert counted.late == [{"channel": "notify"}]
+    got = get_dispatch(stack.graph, started.dispatch_id)
+    assert got.acknowledged == 150 and got.deadline is not None
+    assert got.deadline.late_at == format_ts(NOW + timedelta(seconds=60))
+
+
+def test_a_send_on_time_raises_nothing(stack: Stack, tmp_path: Path) -> None:
+    receiver = EventReceiver()
+    with ThreadServer(receiver.app()) as endpoint, inbox_server(tmp_path) as inbox:
+        _, secret = _endpoint(stack, endpoint, events=["dispatch.late", "dispatch.completed"])
+        receiver.secrets.append(secret)
+        make_campaign(stack.graph, "c1")
+        add_members(stack.graph, "c1", [f"p{i:03d}" for i in range(150)],
+                    webhook=f"{inbox.url}/api/notifications/send")  # fmt: skip
+        started = dispatch(stack.graph, stack.queues.dispatch, campaign_id="c1", expected_token=None, now=NOW,
+                           settings=SETTINGS, deliver_by=NOW + timedelta(seconds=10))  # fmt: skip
+        stack.later(2)
+        stack.run()
+        stack.later(600)
+        stack.run()
+    assert [e["type"] for e in receiver.unique().values()] == ["dispatch.completed"]
+    got = get_dispatch(stack.graph, started.dispatch_id).deadline
+    assert got is not None and got.late_at is None
