@@ -15,7 +15,8 @@ from typing import Any
 
 import pytest
 
-from campaign_engine.campaigns.sending.approval import ApprovalPolicy, ApprovalStale
+from campaign_engine.campaigns.sending.approval import ApprovalMissing, ApprovalPolicy, ApprovalStale
+from campaign_engine.campaigns.sending.approval_awaiting import awaiting
 from campaign_engine.campaigns.sending.approve import approve_dispatch
 from campaign_engine.campaigns.sending.deadline import PreconditionFailed, pin
 from campaign_engine.campaigns.sending.dispatch import dispatch, preview_dispatch
@@ -277,6 +278,30 @@ def test_a_schedule_is_judged_when_scheduled_and_again_when_it_fires(api: TrpcCl
     got = ok(_call(api, "getDispatch", {"dispatchId": scheduled["dispatchId"]}, query=True))
     assert got["status"] == "failed" and got["lastError"].endswith("without acceptLate, so nothing was sent")
     assert got["lastError"].startswith("250 recipients would get it after 2026-03-01 13:00 UTC")
+
+
+def test_a_held_send_asks_its_deadline_and_the_approval_pins_what_was_asked(
+    graph: Graph, tmp_path: Path
+) -> None:
+    make_campaign(graph, "c1")
+    add_members(graph, "c1", MEMBERS)
+    token = preview_dispatch(graph, campaign_id="c1", now=NOW, settings=SETTINGS).preview_token
+    by = NOW + timedelta(minutes=10)
+    queues = local_queues(tmp_path / "q.sqlite3")
+    policy = ApprovalPolicy(min_recipients=10)
+    send: dict[str, Any] = {"campaign_id": "c1", "expected_token": token, "now": NOW, "settings": SETTINGS,
+                            "audit": _audit("p-dispatcher"), "approval_policy": policy}  # fmt: skip
+    send["deliver_by"] = by
+    with pytest.raises(ApprovalMissing):
+        dispatch(graph, queues.dispatch, **send)
+    [asked] = awaiting(graph, tenant_id="default").records
+    assert (asked.deliver_by, asked.accept_late) == (format_ts(by), False)
+    # The approver approves the request as listed: its deadline is pinned without being typed again.
+    approve_dispatch(
+        graph, campaign_id="c1", preview_token=token, approver="p-approver", now=NOW, settings=SETTINGS
+    )
+    started = dispatch(graph, queues.dispatch, **send)
+    assert get_dispatch(graph, started.dispatch_id).approved_by == "p-approver"
 
 
 def test_a_paced_send_is_measured_with_its_own_pause_not_the_configured_one(graph: Graph) -> None:
