@@ -25,7 +25,6 @@ SKIP_PARTS = {".venv", "node_modules", "__pycache__", "target"}
 NOT_YET_SPLIT = {
     "tests/e2e/test_delivery_processes.py": 538,
     "tests/integration/campaigns/sending/test_test_wave.py": 369,
-    "tests/support/lambda_emulator.py": 896,
 }
 
 
