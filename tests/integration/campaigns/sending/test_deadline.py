@@ -41,7 +41,8 @@ from tests.support.delivery import (
     local_queues,
     make_campaign,
 )
-from tests.support.email import add_email_members, make_email_campaign
+from tests.support.email import add_email_members, email_settings, make_email_campaign
+from tests.support.postmark_standin import PostmarkStandin
 
 # 50 recipients a page at the configured 50/s (nothing measured in a fresh graph): a page takes 1 s.
 SETTINGS = DispatchSettings(adult_age=18, max_recipients=2000, pace=Pace(page_size=50, wave_delay=60))
@@ -292,3 +293,30 @@ def test_a_paced_send_is_measured_with_its_own_pause_not_the_configured_one(grap
     add_members(graph, "c1", MEMBERS)
     plan = preview_dispatch(graph, campaign_id="c1", now=NOW, settings=SETTINGS).plan["notify"]
     assert (plan.rate_source, plan.rate) == ("measured", 50.0)
+
+
+def test_an_email_walk_keeps_the_paced_pause_and_sends_each_reader_once(
+    base_settings: Settings, graph: Graph, tmp_path: Path
+) -> None:
+    make_email_campaign(graph, "mail")
+    readers = [f"r{i:03d}" for i in range(60)]
+    add_email_members(graph, "mail", readers)
+    queues = local_queues(tmp_path / "q.sqlite3")
+    # 3 pages of 20 at 20/s take 3 s: by +3 s only with no pause between waves.
+    paced = replace(SETTINGS, pace=replace(SETTINGS.pace, email_page_size=20))
+    started = dispatch(graph, queues.dispatch, campaign_id="mail", expected_token=None, now=NOW,
+                       settings=paced, deliver_by=NOW + timedelta(seconds=3))  # fmt: skip
+    assert get_dispatch(graph, started.dispatch_id).deadline.wave_delay_seconds == 0  # type: ignore[union-attr]
+    with PostmarkStandin() as postmark:
+        settings = email_settings(base_settings, postmark.url, postmark.token, campaign_email_page_size=20,
+                                  campaign_dispatch_delay_seconds=600)  # fmt: skip
+        worker = build_worker(settings, graph, queues=queues, clock=StepClock(NOW + timedelta(seconds=1)),
+                              sweep_every=None)  # fmt: skip
+        try:
+            drain(worker.handle, queues)
+        finally:
+            worker.close()
+    done = get_dispatch(graph, started.dispatch_id)
+    assert (done.status, done.emailed) == ("completed", 60)
+    sent_to = [m["To"].split("@")[0] for m in postmark.accepted]
+    assert sorted(sent_to) == readers  # each reader exactly once
