@@ -595,6 +595,14 @@ export interface ApproveInput {
    * approve a missing_translation preview as it is: readers without their language get the base content; pinned, so the send needs no acceptFallback of its own
    */
   acceptFallback?: boolean;
+  /**
+   * the send's deadline as approved: the send must ask exactly this one
+   */
+  deliverBy?: string | WallClockAt | null;
+  /**
+   * lateness accepted, as approved (pinned too)
+   */
+  acceptLate?: boolean;
 }
 /**
  * This interface was referenced by `Procedures`'s JSON-Schema
