@@ -79,6 +79,15 @@ export function deliverByChoice(page: CampaignPage, p: DispatchPreview): Deliver
   return { element, value, refusal };
 }
 
+/** The deadline a held send asked for, on its approval request: approving pins it (and acceptLate). */
+export function askedDeadline(spelled: string | null, acceptLate: boolean): HTMLElement | null {
+  if (!spelled) return null;
+  const local = spelled.startsWith("{") ? (JSON.parse(spelled) as { localTime?: string; timeZone?: string | null }) : null;
+  const when = local ? `${(local.localTime ?? "").replace("T", " ")} ${local.timeZone ?? "in each recipient's own time"}` : timeEl(spelled);
+  return h("p", { "data-field": "deliverBy" }, "Deliver by ", when,
+    acceptLate ? ", sending anyway if some get it late" : "", ". Approving approves this deadline too.");
+}
+
 /** A dispatch behind its deadline, in words: "behind: expected to finish 07:40, 40 min after its
  *  deadline"; null for one on time or without a deadline. */
 export function deadlineNotice(d: Dispatch): HTMLElement | null {

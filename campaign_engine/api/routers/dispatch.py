@@ -84,7 +84,9 @@ class ApproveInput(CampaignRef):
         "the base content; pinned, so the send needs no acceptFallback of its own",
     )
     deliver_by: DeliverBy | None = Field(
-        default=None, description="the send's deadline as approved: the send must ask exactly this one"
+        default=None,
+        description="the send's deadline as approved (absent: the one the held send asked): the send "
+        "must then ask exactly this one",
     )
     accept_late: bool = Field(default=False, description="lateness accepted, as approved (pinned too)")
 
@@ -158,7 +160,7 @@ def approve(ctx: Context, data: ApproveInput) -> Approved:
         settings=ctx.services.dispatch_settings,
         audit=ctx.audit(),
         accept_fallback=data.accept_fallback,
-        deadline=pin(data.deliver_by, data.accept_late),
+        deadline=None if data.deliver_by is None else pin(data.deliver_by, data.accept_late),
     )
 
 

@@ -165,6 +165,7 @@ def request_publish(tx: Tx, node: dict[str, Any], current: Reviewed, *, audit: A
         previewToken=current.token, shownToken=current.shown_token, recipients=current.in_app,
         revision=node["revision"], action="publish",
         acceptFallback=False, untranslated=json.dumps(current.untranslated, sort_keys=True),
+        deliverBy=None, acceptLate=False,
     ).consume()  # fmt: skip
     record_audit(tx, audit, target_type="campaign", target_id=node["id"], campaign=node,
                  revision_before=node["revision"], revision_after=node["revision"],
@@ -227,6 +228,8 @@ def check_approval(
                 "action": action,
                 "acceptFallback": accept_fallback,
                 "untranslated": json.dumps(current.untranslated, sort_keys=True),
+                "deliverBy": deadline[0],
+                "acceptLate": deadline[1],
             },
         )
     pinned = (approval.get("deliverBy"), bool(approval.get("acceptLate")))

@@ -596,7 +596,7 @@ export interface ApproveInput {
    */
   acceptFallback?: boolean;
   /**
-   * the send's deadline as approved: the send must ask exactly this one
+   * the send's deadline as approved (absent: the one the held send asked): the send must then ask exactly this one
    */
   deliverBy?: string | WallClockAt | null;
   /**
@@ -1677,6 +1677,14 @@ export interface AwaitingApproval {
    * the requester asked to send the fallback
    */
   acceptFallback?: boolean;
+  /**
+   * the deadline the requester asked (an instant, or {localTime, ...} as JSON)
+   */
+  deliverBy?: string | null;
+  /**
+   * the requester asked to send although some are late
+   */
+  acceptLate?: boolean;
   /**
    * people an approval would not count for: the requesters and everyone who changed the campaign since its last approved send
    */

@@ -283,6 +283,12 @@ def _a_test_wave_is_run_from_the_review(page: Page, url: str, token: str) -> Non
     assert sent["experiment"] == {"testShare": 0.5, "metric": "clicked", "decideAfterSeconds": 7200}
     page.locator("[id^='testing-']").get_by_role("button", name="Choose B now").click()
     expect(page.locator("[id^='decision-']")).to_contain_text("Variant B won on in-app clicks")
+    # Decided: a second test would serve some readers another variant, so the review refuses one.
+    page.get_by_role("button", name="Review dispatch").click()
+    expect(page.get_by_label(re.compile("^Test the 2 variants"))).not_to_be_checked()  # the new review
+    page.get_by_label(re.compile("^Test the 2 variants")).check()
+    expect(page.locator("#experiment-refused")).to_have_attribute("data-refusal", "decided")
+    expect(page.locator("#experiment-refused")).to_contain_text("already decided an A/B test")
     page.set_viewport_size({"width": 390, "height": 844})
     assert page.evaluate("document.documentElement.scrollWidth") <= 390
     assert_accessible(page, "test wave decided at phone width")

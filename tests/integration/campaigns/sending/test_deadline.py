@@ -15,7 +15,8 @@ from typing import Any
 
 import pytest
 
-from campaign_engine.campaigns.sending.approval import ApprovalPolicy, ApprovalStale
+from campaign_engine.campaigns.sending.approval import ApprovalMissing, ApprovalPolicy, ApprovalStale
+from campaign_engine.campaigns.sending.approval_awaiting import awaiting
 from campaign_engine.campaigns.sending.approve import approve_dispatch
 from campaign_engine.campaigns.sending.deadline import PreconditionFailed, pin
 from campaign_engine.campaigns.sending.dispatch import dispatch, preview_dispatch
@@ -41,7 +42,8 @@ from tests.support.delivery import (
     local_queues,
     make_campaign,
 )
-from tests.support.email import add_email_members, make_email_campaign
+from tests.support.email import add_email_members, email_settings, make_email_campaign
+from tests.support.postmark_standin import PostmarkStandin
 
 # 50 recipients a page at the configured 50/s (nothing measured in a fresh graph): a page takes 1 s.
 SETTINGS = DispatchSettings(adult_age=18, max_recipients=2000, pace=Pace(page_size=50, wave_delay=60))
@@ -278,6 +280,30 @@ def test_a_schedule_is_judged_when_scheduled_and_again_when_it_fires(api: TrpcCl
     assert got["lastError"].startswith("250 recipients would get it after 2026-03-01 13:00 UTC")
 
 
+def test_a_held_send_asks_its_deadline_and_the_approval_pins_what_was_asked(
+    graph: Graph, tmp_path: Path
+) -> None:
+    make_campaign(graph, "c1")
+    add_members(graph, "c1", MEMBERS)
+    token = preview_dispatch(graph, campaign_id="c1", now=NOW, settings=SETTINGS).preview_token
+    by = NOW + timedelta(minutes=10)
+    queues = local_queues(tmp_path / "q.sqlite3")
+    policy = ApprovalPolicy(min_recipients=10)
+    send: dict[str, Any] = {"campaign_id": "c1", "expected_token": token, "now": NOW, "settings": SETTINGS,
+                            "audit": _audit("p-dispatcher"), "approval_policy": policy}  # fmt: skip
+    send["deliver_by"] = by
+    with pytest.raises(ApprovalMissing):
+        dispatch(graph, queues.dispatch, **send)
+    [asked] = awaiting(graph, tenant_id="default").records
+    assert (asked.deliver_by, asked.accept_late) == (format_ts(by), False)
+    # The approver approves the request as listed: its deadline is pinned without being typed again.
+    approve_dispatch(
+        graph, campaign_id="c1", preview_token=token, approver="p-approver", now=NOW, settings=SETTINGS
+    )
+    started = dispatch(graph, queues.dispatch, **send)
+    assert get_dispatch(graph, started.dispatch_id).approved_by == "p-approver"
+
+
 def test_a_paced_send_is_measured_with_its_own_pause_not_the_configured_one(graph: Graph) -> None:
     # A completed 3-page send paced to no pause took 3 s: 50/s. Taking the configured 60 s pauses off
     # its 3 s would have measured it at 500/s, and every later deadline would look ten times easier.
@@ -292,3 +318,30 @@ def test_a_paced_send_is_measured_with_its_own_pause_not_the_configured_one(grap
     add_members(graph, "c1", MEMBERS)
     plan = preview_dispatch(graph, campaign_id="c1", now=NOW, settings=SETTINGS).plan["notify"]
     assert (plan.rate_source, plan.rate) == ("measured", 50.0)
+
+
+def test_an_email_walk_keeps_the_paced_pause_and_sends_each_reader_once(
+    base_settings: Settings, graph: Graph, tmp_path: Path
+) -> None:
+    make_email_campaign(graph, "mail")
+    readers = [f"r{i:03d}" for i in range(60)]
+    add_email_members(graph, "mail", readers)
+    queues = local_queues(tmp_path / "q.sqlite3")
+    # 3 pages of 20 at 20/s take 3 s: by +3 s only with no pause between waves.
+    paced = replace(SETTINGS, pace=replace(SETTINGS.pace, email_page_size=20))
+    started = dispatch(graph, queues.dispatch, campaign_id="mail", expected_token=None, now=NOW,
+                       settings=paced, deliver_by=NOW + timedelta(seconds=3))  # fmt: skip
+    assert get_dispatch(graph, started.dispatch_id).deadline.wave_delay_seconds == 0  # type: ignore[union-attr]
+    with PostmarkStandin() as postmark:
+        settings = email_settings(base_settings, postmark.url, postmark.token, campaign_email_page_size=20,
+                                  campaign_dispatch_delay_seconds=600)  # fmt: skip
+        worker = build_worker(settings, graph, queues=queues, clock=StepClock(NOW + timedelta(seconds=1)),
+                              sweep_every=None)  # fmt: skip
+        try:
+            drain(worker.handle, queues)
+        finally:
+            worker.close()
+    done = get_dispatch(graph, started.dispatch_id)
+    assert (done.status, done.emailed) == ("completed", 60)
+    sent_to = [m["To"].split("@")[0] for m in postmark.accepted]
+    assert sorted(sent_to) == readers  # each reader exactly once
