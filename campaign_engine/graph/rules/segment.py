@@ -12,7 +12,8 @@ its ``segment`` matches at that moment. ``compile_segment`` turns the rule tree 
   connection and an engagement seek their node by its unique key and expand; locale, zone and age seek
   ``profile_locale``, ``profile_time_zone`` and ``profile_dob`` and, for a tenant's campaign, the
   same facts on its views (``tenant_view_*``). So a page costs the segment's candidates, never all
-  profiles.
+  profiles. Each arm carries what a candidate it finds must still meet (its ``residual``: the
+  conditions its path through the rule leaves open), which it tests once the seek has found ``p``.
 
 Every fact is read as the campaign's tenant reads it (docs/people.md, ``segment_facts.py``): its view's
 property over the shared one, its own tag and connection lists once its view named them, never another
@@ -136,33 +137,28 @@ class _Compiler:
         return 0 if row is None or row["n"] is None else int(row["n"])
 
     # A compiled rule: (predicate, arms or None when it cannot be sought)
-    def rule(
-        self, node: Segment, path: str, visiting: frozenset[str], top: bool
-    ) -> tuple[str, list[Arm] | None]:
+    def rule(self, node: Segment, path: str, visiting: frozenset[str]) -> tuple[str, list[Arm] | None]:
+        """The node's predicate and its arms (None: it cannot be sought), each arm's ``residual`` what a
+        candidate it finds must still meet to match the node: an arm tests only the conditions its own
+        path through the rule leaves open, not the whole rule (each condition an arm tests costs its
+        planning, and the largest admitted rule's arms tested all six)."""
         if isinstance(node.not_, Segment):
-            inner, _ = self.rule(node.not_, f"{path}.not", visiting, False)
+            inner, _ = self.rule(node.not_, f"{path}.not", visiting)
             return f"(NOT {inner})", None
         if node.all is not None:
-            parts = [self.rule(child, f"{path}.all.{i}", visiting, False) for i, child in enumerate(node.all)]
+            parts = [self.rule(child, f"{path}.all.{i}", visiting) for i, child in enumerate(node.all)]
             sought = [(k, arms) for k, (_, arms) in enumerate(parts) if arms is not None]
             chosen = min(sought, key=lambda ka: sum(a.estimate for a in ka[1])) if sought else None
             predicate = "(" + " AND ".join(p for p, _ in parts) + ")"
             if chosen is None:
                 return predicate, None
-            k, best = chosen
-            if top and len(best) == 1 and best[0].exact:  # the seek is one of the conditions: test the rest
-                rest = [p for i, (p, _) in enumerate(parts) if i != k]
-                best = [replace(best[0], residual="(" + " AND ".join(rest) + ")" if rest else "true")]
-            return predicate, best
+            k, best = chosen  # what the chosen child's arms find must meet every other child too
+            rest = [p for i, (p, _) in enumerate(parts) if i != k]
+            return predicate, [replace(arm, residual=_and(arm.residual or "true", *rest)) for arm in best]
         if node.any is not None:
-            parts = [self.rule(child, f"{path}.any.{i}", visiting, False) for i, child in enumerate(node.any)]
+            # An arm finds candidates for its own branch: meeting that branch, they meet the any.
+            parts = [self.rule(child, f"{path}.any.{i}", visiting) for i, child in enumerate(node.any)]
             arms = None if any(a is None for _, a in parts) else [x for _, a in parts for x in a or []]
-            if top and arms is not None:  # each arm finds one branch's matches: it tests that branch alone
-                arms = [  # or nothing, where the branch is one condition its one seek finds exactly
-                    replace(arm, residual="true" if _exactly(child, found) else branch)
-                    for child, (branch, found) in zip(node.any, parts, strict=True)
-                    for arm in found or []
-                ]
             return "(" + " OR ".join(p for p, _ in parts) + ")", arms
         condition = condition_of(node)
         assert condition is not None
@@ -171,9 +167,11 @@ class _Compiler:
         self.leaves.append((path.lstrip("."), _wire_name(condition), node.negated, predicate))
         if node.negated:
             return f"(NOT {predicate})", None
-        if top and len(arms) == 1 and arms[0].exact:  # the whole rule is what the seek finds
-            return predicate, [replace(arms[0], residual="true")]
-        return predicate, arms
+        exact = len(arms) == 1 and arms[0].exact  # what the one seek finds is what the condition matches
+        return predicate, [
+            arm if arm.residual is not None else replace(arm, residual="true" if exact else predicate)
+            for arm in arms
+        ]
 
     def condition(
         self, node: Segment, condition: str, visiting: frozenset[str], path: str
@@ -265,10 +263,10 @@ class _Compiler:
         ]  # fmt: skip
         inner = segment_of(target)
         if inner is not None and self._fits(inner, ref, path):
-            arms = [replace(arms[0], exact=False)]  # its members are only some of whom it matches
-            self._inlined += 1
+            arms = [replace(arms[0], residual="true")]  # a member meets the memberOf; so does the inner
+            self._inlined += 1  # segment's match, each inner arm testing what its path leaves open
             leaves = len(self.leaves)
-            inner_predicate, inner_arms = self.rule(inner, "", visiting | {ref}, False)
+            inner_predicate, inner_arms = self.rule(inner, "", visiting | {ref})
             del self.leaves[leaves:]  # the explanation names this memberOf, not the other campaign's rules
             predicate = f"({predicate} OR {inner_predicate})"
             arms += inner_arms or []
@@ -294,14 +292,10 @@ class _Compiler:
         return False
 
 
-def _exactly(node: Segment, arms: list[Arm] | None) -> bool:
-    """Whether ``arms`` find exactly whom ``node`` matches: one condition, not negated, one exact seek."""
-    return (
-        condition_of(node) is not None
-        and not node.negated
-        and arms is not None
-        and [a.exact for a in arms] == [True]
-    )
+def _and(*tests: str) -> str:
+    """The conjunction of ``tests``, ``true`` dropped."""
+    kept = [t for t in tests if t != "true"]
+    return "true" if not kept else kept[0] if len(kept) == 1 else "(" + " AND ".join(kept) + ")"
 
 
 def _wire_name(condition: str) -> str:
@@ -316,7 +310,7 @@ def compile_segment(
     refuse a ``memberOf`` expansion past the limits (saving, previewing) instead of inlining no more."""
     compiler = _Compiler(tx, tenant_id, strict=strict)
     visiting = frozenset({own_ref}) if own_ref else frozenset()
-    predicate, arms = compiler.rule(segment, "", visiting, True)
+    predicate, arms = compiler.rule(segment, "", visiting)
     tenant = compiler._tenant_param()
     # The predicate reads p's view once (segment_facts.with_view); an arm binds it once before its tests.
     return CompiledSegment(
