@@ -1,7 +1,10 @@
 """A send's deadline (``campaigns/sending/deadline.py``) on the real graph, local queue and worker: refused
 with the binding constraint and the late count when infeasible by construction (the rate, quiet hours in
 the recipients' zones), nothing written; paced (shorter waves, never a faster rate) and met when
-feasible; sent and audited with acceptLate; judged again when a schedule fires."""
+feasible; sent and audited with acceptLate; judged again when a schedule fires.
+
+One module past 350 lines on purpose: the refusal, pacing, approval and schedule proofs of one rule
+share its settings and API fixture, and read best side by side."""
 
 from __future__ import annotations
 
