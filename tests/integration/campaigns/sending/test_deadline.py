@@ -1,7 +1,10 @@
 """A send's deadline (``campaigns/sending/deadline.py``) on the real graph, local queue and worker: refused
 with the binding constraint and the late count when infeasible by construction (the rate, quiet hours in
 the recipients' zones), nothing written; paced (shorter waves, never a faster rate) and met when
-feasible; sent and audited with acceptLate; judged again when a schedule fires."""
+feasible; sent and audited with acceptLate; judged again when a schedule fires.
+
+One module past 350 lines on purpose: the refusal, pacing, approval and schedule proofs of one rule
+share its settings and API fixture, and read best side by side."""
 
 from __future__ import annotations
 
@@ -345,3 +348,23 @@ def test_an_email_walk_keeps_the_paced_pause_and_sends_each_reader_once(
     assert (done.status, done.emailed) == ("completed", 60)
     sent_to = [m["To"].split("@")[0] for m in postmark.accepted]
     assert sorted(sent_to) == readers  # each reader exactly once
+
+
+def test_a_schedule_that_still_meets_its_deadline_starts_paced_with_its_forecast(
+    api: TrpcClient, graph: Graph, tmp_path: Path
+) -> None:
+    make_campaign(graph, "c1")
+    add_members(graph, "c1", MEMBERS)
+    send_at = NOW + timedelta(hours=1)
+    token = ok(_call(api, "previewDispatch", {"campaignId": "c1"}, query=True))["previewToken"]
+    data = {"campaignId": "c1", "sendAt": format_ts(send_at), "expectedPreviewToken": token,
+            "deliverBy": format_ts(send_at + timedelta(seconds=30))}  # fmt: skip
+    (scheduled,) = ok(_call(api, "scheduleDispatch", data))
+    settings = DispatchSettings.from_settings(
+        api.settings.model_copy(update={"campaign_dispatch_page_size": 50})
+    )
+    queue = local_queues(tmp_path / "fire.sqlite3").dispatch
+    assert list(fire_due(graph, queue, now=send_at, settings=settings).values()) == ["sending"]
+    got = get_dispatch(graph, scheduled["dispatchId"])
+    assert got.status == "sending" and got.deadline is not None and got.deadline.wave_delay_seconds == 13
+    assert got.plan is not None and parse_ts(got.plan.forecast_finishes_at) == send_at + timedelta(seconds=29)
