@@ -6,6 +6,8 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 LAUNCHER := infra/neo4j/target/neo4j-launcher.jar
+# Its class-data-sharing archive: every Neo4j the suite and make dev start maps it (local_neo4j.py).
+CLASS_ARCHIVE := infra/neo4j/target/neo4j-launcher.jsa
 # The admin console (admin/): npm ci from the committed lock, then esbuild into the package (gitignored).
 ADMIN_MODULES := admin/node_modules/.package-lock.json
 ADMIN_ASSETS := campaign_engine/api/admin_static/manifest.json
@@ -29,6 +31,9 @@ install: $(STAMP)
 $(LAUNCHER): infra/neo4j/pom.xml $(wildcard infra/neo4j/src/main/java/dev/campaignengine/neo4j/*.java)
 	cd infra/neo4j && mvn -q -B package -DskipTests
 
+$(CLASS_ARCHIVE): $(LAUNCHER) | $(STAMP)
+	$(BIN)/campaign-engine neo4j archive
+
 $(ADMIN_MODULES): admin/package.json admin/package-lock.json
 	cd admin && npm ci --no-audit --no-fund --loglevel=error
 	touch $@
@@ -48,7 +53,7 @@ system-deps:
 	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
 	  else echo "install Debian's chromium package (sudo apt-get install chromium)" >&2; exit 1; fi; }
 
-dev: $(STAMP) $(LAUNCHER) $(ADMIN_ASSETS) $(DEVIDP_MODULES)
+dev: $(STAMP) $(LAUNCHER) $(CLASS_ARCHIVE) $(ADMIN_ASSETS) $(DEVIDP_MODULES)
 	$(BIN)/campaign-engine dev
 
 lint: $(STAMP)
@@ -63,7 +68,7 @@ typecheck: $(STAMP) $(ADMIN_MODULES)
 docs: $(STAMP)
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --site-dir .local/site
 
-test: $(STAMP) $(LAUNCHER) $(ADMIN_ASSETS) $(DEVIDP_MODULES) system-deps lint typecheck docs
+test: $(STAMP) $(LAUNCHER) $(CLASS_ARCHIVE) $(ADMIN_ASSETS) $(DEVIDP_MODULES) system-deps lint typecheck docs
 	$(BIN)/pytest -q --durations=15 -n $(TEST_WORKERS) --dist loadgroup
 
 unit: $(STAMP)
@@ -76,10 +81,10 @@ lambda-package: $(STAMP)
 # A seeded chaos run (bench/chaos.py): make dev's processes, faults at moments the seed picks, then the
 # delivery promises checked. SEED=2 MINUTES=5 make chaos; the same command reproduces a failing seed.
 # Not part of `make bench` (it checks, it does not measure); its short run is in `make test`.
-chaos: $(STAMP) $(LAUNCHER) $(ADMIN_ASSETS)
+chaos: $(STAMP) $(LAUNCHER) $(CLASS_ARCHIVE) $(ADMIN_ASSETS)
 	$(BIN)/python -m bench.chaos --seed $${SEED:-1} --minutes $${MINUTES:-10} --recipients $${RECIPIENTS:-20000}
 
-bench: $(STAMP) $(LAUNCHER)
+bench: $(STAMP) $(LAUNCHER) $(CLASS_ARCHIVE)
 	@for script in bench/*.py; do \
 	  case "$$script" in */__init__.py|*/_*|*/chaos.py) continue;; esac; \
 	  echo "== $$script"; $(BIN)/python -m bench.$$(basename $$script .py) || exit 1; \

@@ -140,6 +140,7 @@ def sweep_handler(event: Mapping[str, Any], context: Any) -> dict[str, Any]:
             "failed": len(result.failed),
             "scheduled": len(result.scheduled),
             "webhooks": len(result.webhooks),
+            "late": len(result.late),  # dispatch.late raised (campaigns/sending/deadline_watch.py)
         }
         log.info("sweeper.ran", extra=counts)
         return counts

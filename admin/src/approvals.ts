@@ -8,6 +8,7 @@ import { ApiError, type AwaitingApproval } from "./api";
 import { h, replace } from "./dom";
 import { timeEl } from "./time";
 import type { Kit } from "./kit";
+import { askedDeadline } from "./deliver_by";
 
 /** A stored time in the admin's local time with its zone, UTC on hover (time.ts). */
 function when(value: string | null): Node | string {
@@ -74,6 +75,7 @@ function row(kit: Kit, item: AwaitingApproval, reload: () => void): HTMLElement 
       h("dt", {}, "Who may approve"), h("dd", { "data-field": "mayApprove" }, item.mayApprove ?? "another publisher")),
     changeList(item),
     untranslatedList(item),
+    askedDeadline(item.deliverBy ?? null, item.acceptLate ?? false),
     item.changedSince ? h("p", { className: "notice", "data-field": "changedSince" }, "Edited since this was requested: approving this preview will be refused. The requester reviews and sends again to ask for a new approval.") : null,
     waiting,
     approvable

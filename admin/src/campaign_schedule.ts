@@ -20,7 +20,7 @@ const SCHEDULABLE_BLOCKS = new Set(["not_started", "missing_translation"]);
 /** The Schedule form for preview `p`; `fallback()` is the review's "send the base content" box and
  *  `experiment()` its A/B test wave (review_experiment.ts), both carried by the schedule as chosen. */
 export function scheduleChoice(page: CampaignPage, p: DispatchPreview, fallback: () => boolean | undefined, refusal: Refusal,
-  experiment: () => Experiment | undefined = () => undefined): HTMLElement | null {
+  experiment: () => Experiment | undefined = () => undefined, deadline: () => object = () => ({})): HTMLElement | null {
   const { kit, id } = page;
   if (!kit.can("campaigns.scheduleDispatch")) {
     // One note for a role that may do neither: the send's own says which role sending needs.
@@ -95,7 +95,7 @@ export function scheduleChoice(page: CampaignPage, p: DispatchPreview, fallback:
     void kit.guarded(go, () => kit.api.call("campaigns.scheduleDispatch", {
       campaignId: id, expectedPreviewToken: p.previewToken, sendAt,
       maxLateSeconds: Math.round(minutes * 60), onChange: onChange.value as "review" | "send_current",
-      ...(accept === undefined ? {} : { acceptFallback: accept }), ...(wave ? { experiment: wave } : {}),
+      ...(accept === undefined ? {} : { acceptFallback: accept }), ...(wave ? { experiment: wave } : {}), ...deadline(),
     }), (err) => {
       const placed = placeIssues(err, say, { sendAt: when, maxLateSeconds: late, onChange });
       replace(out, placed ? h("p", { role: "alert", className: "error" }, "Fix the marked fields: nothing was scheduled.") : refusal(err, true));

@@ -8,6 +8,7 @@ import type { CampaignPage, Kit } from "./kit";
 import { reasonSentence } from "./messages";
 import { scheduleChoice } from "./campaign_schedule";
 import { type Experiment, experimentChoice } from "./review_experiment";
+import { deliverByChoice } from "./deliver_by";
 import { timeEl } from "./time";
 
 export function testSection(page: CampaignPage): HTMLElement {
@@ -34,8 +35,9 @@ export function reviewSection(page: CampaignPage): HTMLElement {
       const x = wave.value();
       return x ? { experiment: x } : {};
     };
+    const deadline = deliverByChoice(page, p); // "Deliver by", its verdict and "accept late"
     const accept = h("input", { type: "checkbox", id: "accept-fallback", name: "accept-fallback" });
-    const confirm: HTMLButtonElement = kit.button(`Confirm and send to ${p.recipientCount}`, () => void kit.guarded(confirm, () => kit.api.call("campaigns.dispatch", { campaignId: id, expectedPreviewToken: p.previewToken, ...(fallbackOnly ? { acceptFallback: accept.checked } : {}), ...experiment() }), (err) => replace(confirmOut, wave.refusal(err) ?? dispatchRefusal(kit, err))).then((started) => {
+    const confirm: HTMLButtonElement = kit.button(`Confirm and send to ${p.recipientCount}`, () => void kit.guarded(confirm, () => kit.api.call("campaigns.dispatch", { campaignId: id, expectedPreviewToken: p.previewToken, ...(fallbackOnly ? { acceptFallback: accept.checked } : {}), ...experiment(), ...deadline.value() }), (err) => replace(confirmOut, deadline.refusal(err) ?? wave.refusal(err) ?? dispatchRefusal(kit, err))).then((started) => {
       if (started) {
         replace(confirmOut, h("p", { className: "ok" }, `Dispatch ${started.dispatchId} started (${started.channels.join(", ")}).`));
         confirm.disabled = true;
@@ -66,9 +68,10 @@ export function reviewSection(page: CampaignPage): HTMLElement {
       p.blockedReason ? h("p", { role: "alert", className: "error", id: "review-blocked" }, `Blocked: ${reasonSentence(p.blockedReason)}`) : null,
       fallbackOnly ? h("div", { className: "field check" }, accept, h("label", { for: accept.id }, `Send the base content to the ${untranslatedTotal(p)} recipients without a translation`)) : null,
       wave.element,
+      deadline.element,
       h("p", { className: "hint" }, "Confirming sends exactly this: if anything changed since the review, the server refuses and you review again."),
       kit.can("campaigns.dispatch") ? confirm : kit.roleNote("Sending", "campaigns.dispatch"), confirmOut,
-      scheduleChoice(page, p, () => (fallbackOnly ? accept.checked : undefined), (err, scheduling) => wave.refusal(err) ?? dispatchRefusal(kit, err, scheduling), () => wave.value()));
+      scheduleChoice(page, p, () => (fallbackOnly ? accept.checked : undefined), (err, scheduling) => deadline.refusal(err) ?? wave.refusal(err) ?? dispatchRefusal(kit, err, scheduling), () => wave.value(), deadline.value));
   }));
   return h("section", { id: "review", "aria-labelledby": "review-h" }, h("h2", { id: "review-h" }, "Review and send"),
     kit.can("campaigns.previewDispatch") ? reviewBtn : kit.roleNote("Reviewing a send", "campaigns.previewDispatch"), reviewOut);

@@ -223,6 +223,8 @@ function guardianLines(x: RecipientExplanation): HTMLElement | null {
   return lines.length ? h("ul", { id: "explain-guardian", "aria-label": "Guardian routing" }, ...lines.map((l) => h("li", {}, ...l))) : null;
 }
 
+const CONTENT_WORDS: Record<string, string> = { message: "the in-app card", notification: "the notification", email: "the email" };
+
 function view(x: RecipientExplanation, profile: ProfileFacts | null, rule: Segment | null | undefined): HTMLElement {
   const facts = Object.entries(x.past ?? {}).filter((entry): entry is [string, string] => typeof entry[1] === "string");
   return h("div", {},
@@ -232,6 +234,9 @@ function view(x: RecipientExplanation, profile: ProfileFacts | null, rule: Segme
     segmentVerdicts(x.segment, rule, x.profileId),
     guardianLines(x),
     ...x.channels.map((c) => channelView(x, profile, c)),
+    // The language each content is served in (a routed guardian's: the guardian copy's), and why.
+    x.language ? h("p", { id: "explain-language", "data-guardian": String(x.language.why.includes("routed guardian")) },
+      `Reads ${Object.entries(x.language.served).map(([field, tag]) => `${CONTENT_WORDS[field] ?? field} in ${tag ?? "?"}`).join(", ")}: ${x.language.why}.`) : null,
     // The A/B content variant every channel serves this profile, and why.
     x.variant ? h("p", { id: "explain-variant", "data-variant": x.variant.variantId }, `Variant ${x.variant.variantId}: ${x.variant.why}.`) : null,
     h("h3", {}, "What already happened"),

@@ -6,6 +6,7 @@ import { h } from "./dom";
 import { words } from "./explain";
 import { reasonSentence } from "./messages";
 import { timeEl } from "./time";
+import { deadlineNotice } from "./deliver_by";
 
 /** What moves on each channel as it goes well: recipients handed on, and recipients reached. */
 const MOVING: Record<string, string[]> = { notify: ["enqueued", "acknowledged"], email: ["enqueued", "emailed"] };
@@ -185,6 +186,7 @@ export function progressView(d: Dispatch, planned: number, resume?: (d: Dispatch
       d.nextPageAt && d.status === "sending" ? h("span", {}, " · next wave at ", timeEl(d.nextPageAt)) : null),
     d.sendAt && schedule ? schedule(d) : null,
     liveEstimate(d),
+    deadlineNotice(d),
     pauseNotice(d, resume),
     testWaveNotice(d, choose),
     d.lastError ? h("p", { className: "error" }, `Last error: ${d.lastError}`) : null,

@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import argparse
 import os
+import socket
 import sys
+import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -142,8 +144,15 @@ def _dispatch_watch(args: argparse.Namespace) -> int:
 
 
 def _neo4j(args: argparse.Namespace) -> int:
-    from campaign_engine.graph.local_neo4j import LocalNeo4j
+    from campaign_engine.graph.local_neo4j import LocalNeo4j, build_class_archive
 
+    if args.action == "archive":  # a throwaway store of its own on a free port, removed after
+        with tempfile.TemporaryDirectory() as work, socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            port = probe.getsockname()[1]
+            probe.close()
+            print(f"class archive written: {build_class_archive(Path(work), port)}")
+        return 0
     server = LocalNeo4j(data_dir=Path(args.data), port=args.port, heap=args.heap)
     if args.action == "start":
         server.start(detached=True)
@@ -212,7 +221,7 @@ def _parser() -> argparse.ArgumentParser:
     token.set_defaults(run=_token)
 
     neo4j = commands.add_parser("neo4j", help="control the local Neo4j launcher")
-    neo4j.add_argument("action", choices=["start", "stop", "status"])
+    neo4j.add_argument("action", choices=["start", "stop", "status", "archive"])
     neo4j.add_argument("--data", default=str(_LOCAL / "neo4j"))
     neo4j.add_argument("--port", type=int, default=7687)
     neo4j.add_argument("--heap", default="1g")

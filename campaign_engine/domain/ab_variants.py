@@ -40,7 +40,7 @@ from typing import Annotated, Any, Literal
 from pydantic import ConfigDict, Field, StringConstraints
 
 from campaign_engine.domain.camel import CamelModel
-from campaign_engine.domain.content import StrictModel, Translation
+from campaign_engine.domain.content import StrictModel, Translation, check_translated_action_list
 from campaign_engine.domain.locale import normalized
 from campaign_engine.domain.reasons import DecisionReason
 from campaign_engine.domain.variant_copy import (
@@ -114,6 +114,7 @@ def check_variants(
         for tag in own:
             if tag not in campaign_tags:
                 raise ValueError(f"{where}.translations: the campaign has no '{tag}' translation")
+            _check_buttons(variant, own[tag], base.get("message"), f"{where}.translations['{tag}']")
         for field in _FIELDS:
             has = {tag for tag, content in translations.items() if getattr(content, field) is not None}
             overridden = {campaign_tags[tag] for tag, content in own.items() if getattr(content, field)}
@@ -122,6 +123,17 @@ def check_variants(
             if not overridden <= has:
                 extra = ", ".join(sorted(overridden - has))
                 raise ValueError(f"{where}.translations: the campaign has no {field} in {extra}")
+
+
+def _check_buttons(variant: ContentVariant, override: TranslationOverride, base: object, where: str) -> None:
+    """A variant's buttons in a language are its own (else the campaign's ``base`` message's), with
+    only their labels translated (``check_translated_action_list``)."""
+    translated = override.message.actions if override.message is not None else None
+    if translated is None:
+        return
+    mine = variant.message.actions if variant.message is not None else None
+    buttons = mine if mine is not None else getattr(base, "actions", None) or []
+    check_translated_action_list(buttons, translated, f"{where}.message.actions")
 
 
 def unit_point(campaign_id: str, profile_id: str, *, purpose: str = "variant") -> float:

@@ -5,6 +5,7 @@ rules, variants, routing) and the content's limits each have a module of their o
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from typing import Annotated, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstraints, model_validator
@@ -27,6 +28,7 @@ __all__ = [
     "Text",
     "Translation",
     "absent",
+    "check_translated_action_list",
     "check_translated_actions",
 ]
 
@@ -241,16 +243,20 @@ class Translation(StrictModel):
 
 
 def check_translated_actions(base: Message | None, translated: Message, where: str) -> None:
-    """A translation's in-app actions are the base message's, in the same order, with only their labels
-    translated: the same number, and at each position the same target, style and closing. A reader's
-    language may change what a button says, never what it does (``ValueError`` naming the position)."""
-    own = base.actions if base is not None else []
-    if len(translated.actions) != len(own):
+    """A translation's in-app actions are the base message's (``check_translated_action_list``)."""
+    check_translated_action_list(base.actions if base is not None else [], translated.actions, where)
+
+
+def check_translated_action_list(own: Sequence[Action], translated: Sequence[Action], where: str) -> None:
+    """Translated actions are ``own``, in the same order, with only their labels translated: the same
+    number, and at each position the same target, style and closing. A reader's language may change
+    what a button says, never what it does (``ValueError`` naming the position)."""
+    if len(translated) != len(own):
         raise ValueError(
             f"{where}: a translation has the base message's {len(own)} action(s), in the same order, "
-            f"with their labels translated (it has {len(translated.actions)})"
+            f"with their labels translated (it has {len(translated)})"
         )
-    for i, (mine, theirs) in enumerate(zip(translated.actions, own, strict=True)):
+    for i, (mine, theirs) in enumerate(zip(translated, own, strict=True)):
         if mine.model_dump(exclude={"label"}) != theirs.model_dump(exclude={"label"}):
             raise ValueError(
                 f"{where}[{i}]: only the label is translated; the action, style and closeOnComplete "

@@ -58,7 +58,7 @@ MAX_DEPTH = 4  # levels of all / any / not
 MAX_NODES = 50  # rules of any kind
 MAX_CONDITIONS = 6  # leaf conditions, counting those of the memberOf campaigns' segments inlined
 MAX_INLINED = 2  # memberOf campaigns whose own segments join one compiled rule
-MAX_COMPILED_BYTES = 4_000  # the compiled rule's text: its predicate and the seeks it is found with
+MAX_COMPILED_BYTES = 2_700  # the compiled rule's text: its predicate and its seeks with what they test
 
 LIMITS: dict[str, int] = {
     "depth": MAX_DEPTH,

@@ -11,7 +11,8 @@ CALL (r) {
 RETURN c.id AS campaignId, c.createdAt AS createdAt, c.name AS name, r.action AS action,
        r.previewToken AS previewToken, r.recipients AS recipients, r.requestedBy AS requestedBy,
        r.requestedAt AS requestedAt, c.revision <> r.revision AS changedSince,
-       r.untranslated AS untranslated, r.acceptFallback AS acceptFallback,
+       r.untranslated AS untranslated, r.acceptFallback AS acceptFallback, r.deliverBy AS deliverBy,
+       coalesce(r.acceptLate, false) AS acceptLate,
        x.approvedBy AS approvedBy, x.approvedAt AS approvedAt, x.previewToken AS approvedPreviewToken,
        CASE WHEN r.action = 'publish' THEN c.definition END AS draft,
        CASE WHEN r.action = 'publish' THEN c.shownDefinition END AS shown

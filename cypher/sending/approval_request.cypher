@@ -6,6 +6,8 @@ ON CREATE SET r.tenantId = c.tenantId, r.requestedBy = $requestedBy, r.requested
               r.recipients = $recipients, r.revision = $revision, r.fresh = true,
               r.acceptFallback = $acceptFallback, r.untranslated = $untranslated,
               r.shownToken = $shownToken
+// The deadline the requester asked (deliverBy, acceptLate): the approval pins it unless told otherwise.
+SET r.deliverBy = $deliverBy, r.acceptLate = $acceptLate
 WITH c, r, coalesce(r.fresh, false) AS created
 REMOVE r.fresh
 RETURN created, c {.id, .ref, .tenantId} AS campaign, coalesce(r.requestedAt, $requestedAt) AS at

@@ -8,9 +8,10 @@ envelope, undeclared methods answered 405 with ``Allow``. Per operation it runs 
 phase (boundaries, missing input, undeclared methods, wrong content types) and its fuzzing phase; a fixed
 seed and a bounded number of examples make it repeatable and about half a minute long (2 cores).
 
-The document is built at import from the same registry ``create_app`` serves (schemathesis generates
-one pytest test per operation at collection, before any server runs; its fixture-loaded variant does not
-run under pytest 9.2), and ``test_the_fuzzed_document_is_the_served_one`` proves it is the served one.
+The document is built at import from the same registry ``create_app`` serves (pytest lists one test
+per operation at collection, before any server runs; ``tests/support/fuzz.py`` builds each operation's
+cases only on the worker that runs it), and ``test_the_fuzzed_document_is_the_served_one`` proves it is
+the served one.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from campaign_engine.api.openapi import POST_QUERY_SUFFIX, build_openapi
 from campaign_engine.config import Settings
 from campaign_engine.graph.graph import Graph
 from tests.conftest import ADMIN_ID
+from tests.support.fuzz import operation_labels, run_operation
 from tests.support.servers import serve_in_thread
 
 # pytest-xdist: the module's server keeps what the calls made: its cases run on one worker, in order.
@@ -196,8 +198,12 @@ def _sent_before(case: schemathesis.Case) -> bool:
     return False
 
 
-@schema.parametrize()
-def test_every_operation_keeps_the_documented_contract(case: schemathesis.Case, served: Served) -> None:
+@pytest.mark.parametrize("operation", operation_labels(schema))
+def test_every_operation_keeps_the_documented_contract(operation: str, served: Served) -> None:
+    run_operation(schema, operation, _keeps_the_contract, served=served)
+
+
+def _keeps_the_contract(case: schemathesis.Case, served: Served) -> None:
     if _sent_before(case):
         return
     # No `checks=`: schemathesis runs every check its configuration enables, and that is all of them.

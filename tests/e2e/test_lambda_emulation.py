@@ -1,6 +1,6 @@
 """serverless.yml run as AWS Lambda would run it: a notify + email campaign to 1,200 recipients.
 
-``tests/support/lambda_emulator.py`` reads the deployment file itself: it creates the queues it declares
+``tests/support/lambda_emulator/`` reads the deployment file itself: it creates the queues it declares
 on a real SQS-compatible server (moto) with their visibility timeouts and redrive policies, runs each
 function in its own process with its declared environment and handler, feeds the SQS workers the
 records Lambda's event source mapping would build (and deletes what they did not report as failed),

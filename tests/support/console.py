@@ -83,7 +83,7 @@ class Watch:
     # purpose (a user token: 403, an invalid field: 400, an edit conflict: 409, an unknown profile to
     # explain: 404, a graph outage the test stages: 503, a token the server refuses: 401); only those are
     # allowed.
-    expected_api_errors = (403, 400, 409, 404, 503, 401)
+    expected_api_errors: tuple[int, ...] = (403, 400, 409, 404, 503, 401)
 
     def _console(self, message: ConsoleMessage) -> None:
         where = str(message.location.get("url", ""))

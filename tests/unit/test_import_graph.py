@@ -2,8 +2,9 @@
 
 Layers, lowest first (docs/architecture.md, "Layers"). ``domain`` imports nothing of ours; ``config`` only
 domain leaves; ``graph``, ``queue`` and ``egress`` are the base adapters (the database, the queue port and
-its two backends, the one safe HTTP client); ``unsubscribe``, ``inbox`` and ``did`` sit on them; the use
-cases ``campaigns``, ``delivery`` and ``feedback`` share a layer and therefore never import each other;
+its two backends, the one safe HTTP client); ``unsubscribe`` and ``did`` sit on them; the use
+cases ``campaigns``, ``delivery`` and ``feedback`` and the reference receiver ``inbox`` (which verifies
+a LearnCard sender's bearer with ``did``) share a layer and therefore never import each other;
 ``wiring`` is the composition root above them that every edge builds through; ``api`` is the HTTP edge;
 ``aws`` (Lambda handlers), ``dev_stack`` and ``watch`` start or call it; ``cli`` starts them all. There
 are no sideways imports at all, and no cycles. Every import counts, including the lazy ones inside
@@ -25,11 +26,11 @@ LAYERS = {
     "queue": 2,
     "egress": 2,
     "unsubscribe": 3,
-    "inbox": 3,
     "did": 3,  # DID resolution and EdDSA JWTs: did:web documents come through egress
     "campaigns": 4,
     "delivery": 4,
     "feedback": 4,
+    "inbox": 4,  # the reference receiver: verifies a LearnCard sender's DID-auth bearer with did
     "wiring": 5,
     "api": 6,
     "aws": 7,

@@ -108,3 +108,33 @@ def test_a_variant_may_target_other_devices_and_name_its_own_message() -> None:
 def test_a_variant_override_is_refused_where_its_field_would_be(variant: dict[str, Any]) -> None:
     with pytest.raises(ValidationError):
         CampaignPublic.model_validate(_campaign(variants=[{"id": "A"}, variant]))
+
+
+OPEN = {"label": "Open", "action": {"type": "externalLink", "url": "https://example.com/open"}}
+SHOP = {"label": "Shop", "action": {"type": "externalLink", "url": "https://example.com/shop"}}
+
+
+def _buttons(variant: dict[str, Any]) -> dict[str, Any]:
+    es = {"message": {"title": "Tarjeta", "actions": [{**OPEN, "label": "Abrir"}]}, "email": ES_EMAIL}
+    return _campaign(message={"title": "Card", "actions": [OPEN]}, translations={"es": es},
+                     variants=[{"id": "A"}, variant])  # fmt: skip
+
+
+def test_a_variants_buttons_in_a_language_are_its_own_with_only_the_labels_translated() -> None:
+    """A variant testing another button translates that button's label; a translation that points a
+    button elsewhere than the variant's own (or, without its own, the campaign's) is refused."""
+    spanish_shop = {"message": {"actions": [{**SHOP, "label": "Comprar"}]}}
+    campaign = CampaignPublic.model_validate(
+        _buttons({"id": "B", "message": {"actions": [SHOP]}, "translations": {"es": spanish_shop}})
+    )
+    tag, message = campaign.content("message", "es-MX", "B")
+    assert (tag, [(a.label, str(a.action.url)) for a in message.actions]) == (
+        "es",
+        [("Comprar", "https://example.com/shop")],
+    )
+    for variant in (
+        {"id": "B", "message": {"actions": [SHOP]}, "translations": {"es": {"message": {"actions": [OPEN]}}}},
+        {"id": "B", "translations": {"es": spanish_shop}},  # no buttons of its own: the campaign's
+    ):
+        with pytest.raises(ValidationError, match=r"translations\['es'\]\.message\.actions\[0\]"):
+            CampaignPublic.model_validate(_buttons(variant))

@@ -16,7 +16,7 @@ from campaign_engine.campaigns.sending.approval import Approved, policy_of
 from campaign_engine.campaigns.sending.approval_awaiting import AwaitingList, awaiting
 from campaign_engine.campaigns.sending.approve import approve_dispatch
 from campaign_engine.campaigns.sending.choose_variant import choose_variant as choose
-from campaign_engine.campaigns.sending.deadline import DeliverBy
+from campaign_engine.campaigns.sending.deadline import DeliverBy, pin
 from campaign_engine.campaigns.sending.resume import resume_dispatch as resume
 from campaign_engine.campaigns.sending.schedule import cancel_scheduled, schedule_dispatch
 from campaign_engine.campaigns.sending.schedule_input import ScheduleInput
@@ -83,6 +83,12 @@ class ApproveInput(CampaignRef):
         description="approve a missing_translation preview as it is: readers without their language get "
         "the base content; pinned, so the send needs no acceptFallback of its own",
     )
+    deliver_by: DeliverBy | None = Field(
+        default=None,
+        description="the send's deadline as approved (absent: the one the held send asked): the send "
+        "must then ask exactly this one",
+    )
+    accept_late: bool = Field(default=False, description="lateness accepted, as approved (pinned too)")
 
 
 class DispatchRef(CamelModel):
@@ -154,6 +160,7 @@ def approve(ctx: Context, data: ApproveInput) -> Approved:
         settings=ctx.services.dispatch_settings,
         audit=ctx.audit(),
         accept_fallback=data.accept_fallback,
+        deadline=None if data.deliver_by is None else pin(data.deliver_by, data.accept_late),
     )
 
 

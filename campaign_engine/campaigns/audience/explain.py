@@ -42,7 +42,7 @@ from campaign_engine.domain.camel import CamelModel
 from campaign_engine.domain.dispatch import send_blocked
 from campaign_engine.domain.errors import NotFound
 from campaign_engine.domain.frequency_cap import CapChannel, ChannelCap, cap_params
-from campaign_engine.domain.guardian_copy import routes_guardians
+from campaign_engine.domain.guardian_copy import guardian_source, routes_guardians
 from campaign_engine.domain.locale import language_of
 from campaign_engine.domain.priority import skips_pacing_rules
 from campaign_engine.domain.reasons import BlockedReason
@@ -250,6 +250,8 @@ def explain_recipient(
         guardian = guardian_route(children, member=membership is not None or in_segment, passes=passes)
         excluded = not profile["campaignAgeOk"] or not profile["emailAgeOk"]
         routed = guardians if (membership is not None or in_segment) and excluded else None
+    # A routed guardian (who is no member) reads the guardian copy, in its languages.
+    as_guardian = guardian is not None and membership is None and not in_segment
     return RecipientExplanation(
         campaign_id=campaign_id,
         profile_id=profile_id,
@@ -258,7 +260,7 @@ def explain_recipient(
         member_added_at=(membership or {}).get("addedAt"),
         channels=[_channel("notify", notify), _channel("email", email)],
         past=PastSend.model_validate(state) if state else None,
-        language=(language := _language(definition, row["locale"])),
+        language=(language := _language(definition, row["locale"], guardian=as_guardian)),
         variant=_variant(
             definition,
             campaign_id=campaign_id,
@@ -314,10 +316,13 @@ def _segment(
 _CONTENT: tuple[ContentField, ...] = ("message", "notification", "email")
 
 
-def _language(definition: dict[str, Any], locale: str | None) -> LanguageChoice:
+def _language(definition: dict[str, Any], locale: str | None, *, guardian: bool = False) -> LanguageChoice:
+    """``guardian``: the reader is a routed guardian, served over ``guardian_source`` as the sends do."""
     base = definition.get("locale", "en")
     served = {
-        field: served_locale(wire_languages(definition, field), locale)
+        field: served_locale(
+            wire_languages(guardian_source(definition, field)[0] if guardian else definition, field), locale
+        )
         for field in _CONTENT
         if definition.get(field)
     }
@@ -328,6 +333,8 @@ def _language(definition: dict[str, Any], locale: str | None) -> LanguageChoice:
     else:
         picked = sorted(set(served.values()))
         why = f"{locale} is served {', '.join(picked)} (RFC 4647 lookup: the most specific tag it has)"
+    if guardian:
+        why += "; as a routed guardian, over the guardian copy's languages where it has that content"
     return LanguageChoice(locale=locale, served=served, why=why)
 
 

@@ -9,7 +9,8 @@ An approval pins one preview token, and the token digests the definition, its re
 recipient and their languages (``dispatch.py``), so any change since voids it: the dispatch then
 answers CONFLICT naming the stale approval. It also pins ``acceptFallback`` (readers without their
 language get the base content: the send needs no second flag) and the reach per channel it showed,
-which caps the walk (``approval_reach.py``). Checks run inside the dispatch's own locked transaction,
+which caps the walk (``approval_reach.py``), and a deadline (``deliverBy``, ``acceptLate``): a send
+asking another is refused as stale. Checks run inside the dispatch's own locked transaction,
 against the preview computed there, so no edit can slip between approval and send.
 """
 
@@ -164,6 +165,7 @@ def request_publish(tx: Tx, node: dict[str, Any], current: Reviewed, *, audit: A
         previewToken=current.token, shownToken=current.shown_token, recipients=current.in_app,
         revision=node["revision"], action="publish",
         acceptFallback=False, untranslated=json.dumps(current.untranslated, sort_keys=True),
+        deliverBy=None, acceptLate=False,
     ).consume()  # fmt: skip
     record_audit(tx, audit, target_type="campaign", target_id=node["id"], campaign=node,
                  revision_before=node["revision"], revision_after=node["revision"],
@@ -190,6 +192,7 @@ def check_approval(
     dispatcher: str | None,
     action: ApprovalAction = "dispatch",
     accept_fallback: bool = False,
+    deadline: tuple[str | None, bool] = (None, False),
 ) -> Approval | None:
     """Inside the dispatch's lock, after its token check: None when the policy does not apply; the
     approval it goes out with; or FORBIDDEN / CONFLICT naming what is missing. The approval is used up."""
@@ -225,7 +228,15 @@ def check_approval(
                 "action": action,
                 "acceptFallback": accept_fallback,
                 "untranslated": json.dumps(current.untranslated, sort_keys=True),
+                "deliverBy": deadline[0],
+                "acceptLate": deadline[1],
             },
+        )
+    pinned = (approval.get("deliverBy"), bool(approval.get("acceptLate")))
+    if pinned != deadline:  # the deadline, and lateness accepted, are part of what was approved
+        raise ApprovalStale(
+            f"the approval of {ref} by {approval['approvedBy']} pinned deliverBy {_spoken(pinned)}; this "
+            f"send asks {_spoken(deadline)}: send with what was approved, or have this approved"
         )
     if approval["approvedBy"] == dispatcher:
         raise ApprovalMissing(
@@ -237,6 +248,10 @@ def check_approval(
         approved_by=approval["approvedBy"], approved_at=approval["approvedAt"],
         accept_fallback=bool(approval.get("acceptFallback")), reach=json.loads(approval.get("reach") or "{}"),
     )  # fmt: skip
+
+
+def _spoken(deadline: tuple[str | None, bool]) -> str:
+    return f"{deadline[0] or 'none'}{' with acceptLate' if deadline[1] else ''}"
 
 
 def record_refusal(

@@ -41,6 +41,10 @@ class AwaitingApproval(CamelModel):
         "acceptFallback to send it so",
     )
     accept_fallback: bool = Field(default=False, description="the requester asked to send the fallback")
+    deliver_by: str | None = Field(
+        default=None, description="the deadline the requester asked (an instant, or {localTime, ...} as JSON)"
+    )
+    accept_late: bool = Field(default=False, description="the requester asked to send although some are late")
     not_by: list[str] = Field(
         default_factory=list,
         description="people an approval would not count for: the requesters and everyone who changed "

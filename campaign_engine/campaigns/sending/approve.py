@@ -44,6 +44,7 @@ def record_approval(
     approver: str,
     now: datetime,
     audit: AuditContext | None,
+    deadline: tuple[str | None, bool] = (None, False),
 ) -> Approved:
     """Inside the campaign's lock: the approver saw exactly the current preview and counts as a second
     person for it; otherwise FORBIDDEN naming who may approve, and nothing is recorded."""
@@ -62,14 +63,16 @@ def record_approval(
     record = tx.run(
         statement(_APPROVE), campaignId=campaign["id"], previewToken=preview_token, approver=approver,
         now=format_ts(now), recipients=current.recipients, acceptFallback=accept_fallback,
-        reach=json.dumps(current.reach, sort_keys=True),
+        reach=json.dumps(current.reach, sort_keys=True), deliverBy=deadline[0], acceptLate=deadline[1],
     ).single()  # fmt: skip
     assert record is not None
     record_audit(tx, audit, target_type="campaign", target_id=campaign["id"], campaign=campaign,
                  revision_before=campaign["revision"], revision_after=campaign["revision"],
                  detail={"approved": preview_token, "recipients": current.recipients,
                          "notBy": excluded, "acceptFallback": accept_fallback,
-                         "untranslated": current.untranslated, "published": gated(campaign)})  # fmt: skip
+                         "untranslated": current.untranslated, "published": gated(campaign),
+                         **({"deliverBy": deadline[0], "acceptLate": deadline[1]} if deadline[0] else {}),
+                         })  # fmt: skip
     actions = tx.run(_ACTIONS, campaignId=campaign["id"]).single(strict=True)["actions"]
     if gated(campaign):  # the approver saw exactly this revision: it is the one people see now
         promote(tx, campaign, now=now)
@@ -119,6 +122,18 @@ def _approve_shown(
     )  # fmt: skip
 
 
+_REQUESTED_DEADLINE = (
+    "MATCH (r:DispatchApprovalRequest {campaignId: $campaignId, previewToken: $previewToken}) "
+    "WHERE r.deliverBy IS NOT NULL RETURN r.deliverBy AS deliverBy, r.acceptLate AS acceptLate LIMIT 1"
+)
+
+
+def _requested(tx: Tx, campaign_id: str, preview_token: str) -> tuple[str | None, bool]:
+    """The deadline a held send of this preview asked for: what its approval pins, unless told otherwise."""
+    row = tx.run(_REQUESTED_DEADLINE, campaignId=campaign_id, previewToken=preview_token).single()
+    return (None, False) if row is None else (row["deliverBy"], bool(row["acceptLate"]))
+
+
 def approve_dispatch(
     graph: Graph,
     *,
@@ -129,10 +144,13 @@ def approve_dispatch(
     settings: DispatchSettings,
     audit: AuditContext | None = None,
     accept_fallback: bool = False,
+    deadline: tuple[str | None, bool] | None = None,
 ) -> Approved:
     """Approve the send of exactly this preview (``approval.py``): under the campaign lock, so the
     preview the approver saw is the campaign's at the approval's commit. ``accept_fallback`` approves
-    a ``missing_translation`` preview as it is (its readers get the base content) and is pinned."""
+    a ``missing_translation`` preview as it is (its readers get the base content) and is pinned, as is
+    ``deadline`` (``deadline.pin``: deliverBy and acceptLate; None: the one the held send asked), which
+    the send must then ask as approved."""
 
     def tx_fn(tx: Tx) -> Approved:
         locked = lock_campaign(tx, campaign_id)
@@ -145,10 +163,11 @@ def approve_dispatch(
         # A gated campaign's approval shows its revision in the app, whether or not it can be sent.
         if blocked is not None and not (accept_fallback and fallback) and (fallback or not gated(locked)):
             raise BadRequest(why_blocked(blocked))
+        asked = deadline if deadline is not None else _requested(tx, campaign_id, preview_token)
         return record_approval(
             tx, graph, campaign=locked, preview_token=preview_token, current=reviewed(computed),
             accept_fallback=accept_fallback and blocked == "missing_translation", approver=approver,
-            now=now, audit=audit,
+            now=now, audit=audit, deadline=asked,
         )  # fmt: skip
 
     return graph.write(tx_fn)

@@ -50,6 +50,7 @@ __all__ = [
     "judge",
     "kept",
     "meet",
+    "pin",
     "read_deliver_by",
     "refuse_late",
 ]
@@ -116,7 +117,7 @@ def kept(verdict: DeadlineVerdict, value: DeliverBy, *, accept_late: bool, chann
     """What a Dispatch keeps of its deadline: the caller's spelling (getDispatch answers it), the last
     recipient's deadline (the live check's), whether lateness was accepted, the late count the verdict
     foresaw on this channel and the pause between waves it paced to (the page walks keep to it)."""
-    spelled = format_ts(value) if isinstance(value, datetime) else value.model_dump_json(by_alias=True)
+    spelled = pin(value, accept_late)[0]
     return {"deliverBy": spelled, "deliverByLabel": verdict.deliver_by, "deliverByAt": verdict.latest_at,
             "acceptLate": accept_late, "lateForecast": verdict.late_by_channel.get(channel, 0),
             "waveDelaySeconds": verdict.wave_delay_seconds.get(channel)}  # fmt: skip
@@ -142,6 +143,15 @@ def meet(
     refuse_late(verdict, accept_late=accept_late)
     keep = {ch: kept(verdict, deliver_by, accept_late=accept_late, channel=ch) for ch in paced}
     return paced, keep, {"deliverBy": verdict.deliver_by, "acceptLate": accept_late, "late": verdict.late}
+
+
+def pin(value: DeliverBy | None, accept_late: bool) -> tuple[str | None, bool]:
+    """What an approval pins of a send's deadline: its spelling and whether lateness is accepted."""
+    if value is None:
+        return None, False  # lateness of no deadline accepts nothing
+    return (
+        format_ts(value) if isinstance(value, datetime) else value.model_dump_json(by_alias=True)
+    ), accept_late
 
 
 def read_deliver_by(spelled: str) -> DeliverBy:

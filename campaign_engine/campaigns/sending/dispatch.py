@@ -330,7 +330,7 @@ def dispatch(
         approval = check_approval(
             tx, policy=approval_policy, campaign=computed.campaign, expected_token=expected_token,
             current=reviewed(computed), dispatcher=audit.actor if audit else None,
-            accept_fallback=accept_fallback,
+            accept_fallback=accept_fallback, deadline=deadlines.pin(deliver_by, accept_late),
         )  # fmt: skip
         approved: dict[str, Any] = {"approvedBy": approval.approved_by if approval else None,
                     "approvedAt": approval.approved_at if approval else None}  # fmt: skip

@@ -107,7 +107,10 @@ def measured_rates(tx: Tx, channels: list[DeliveryChannel], *, wave_delay: int) 
             if kept == _KEEP or int(send["sent"] or 0) < MIN_MEASURED:
                 continue
             elapsed = (parse_ts(send["endedAt"]) - parse_ts(send["startedAt"])).total_seconds()
-            waits = max(0, int(send["pages"] or 0) - 1) * wave_delay
+            paced = send.get("waveDelay")  # a send paced to its deadline waited less (deadline.py)
+            waits = max(0, int(send["pages"] or 0) - 1) * (
+                wave_delay if paced is None else min(wave_delay, int(paced))
+            )
             sent += int(send["sent"])
             active += max(elapsed - waits, elapsed / 10, 0.001)
             kept += 1

@@ -43,7 +43,7 @@ from campaign_engine.campaigns.sending.approval import (
     reach_cap,
     record_refusal,
 )
-from campaign_engine.campaigns.sending.deadline import check_deliver_by, kept, refuse_late
+from campaign_engine.campaigns.sending.deadline import check_deliver_by, kept, pin, refuse_late
 from campaign_engine.campaigns.sending.dispatch import compute_preview, reviewed, start_pages
 from campaign_engine.campaigns.sending.dispatch_reads import DispatchPublic, dispatch_from_node
 from campaign_engine.campaigns.sending.dispatch_settings import DispatchSettings
@@ -137,7 +137,7 @@ def schedule_dispatch(
             tx, policy=approval_policy, campaign=computed.campaign,
             expected_token=data.expected_preview_token, current=reviewed(computed),
             dispatcher=audit.actor if audit else None, action="schedule",
-            accept_fallback=data.accept_fallback,
+            accept_fallback=data.accept_fallback, deadline=pin(data.deliver_by, data.accept_late),
         )  # fmt: skip
         approved: dict[str, Any] = {"approvedBy": approval.approved_by if approval else None,
                     "approvedAt": approval.approved_at if approval else None}  # fmt: skip

@@ -105,7 +105,7 @@ class PageSettler:
             return "throttled"
         cursor = page.last if page.read else job.cursor
         done = not full
-        delay = page_delay(self._delay, sent=len(page.claimed))
+        delay = page_delay(self._delay, sent=len(page.claimed), paced=page.wave_delay)
         long_gap = not done and delay > MAX_DELAY_SECONDS
         next_at = format_ts(now + timedelta(seconds=delay)) if long_gap else None
         step = self._graph.write(

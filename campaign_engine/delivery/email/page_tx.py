@@ -92,6 +92,8 @@ class ClaimedPage:
     """The campaign's test wave as this claim read it: which variant each claim is served."""
     hold_until: str | None = None
     """An undecided test wave's decision time: the end of this pass waits for it (``test_wave_page``)."""
+    wave_delay: int | None = None
+    """The Dispatch's pause between waves paced to its deadline (``readiness.page_delay``)."""
 
 
 class PageTransactions:
@@ -216,6 +218,7 @@ class PageTransactions:
             job, claim_id, read=read, last=last, claimed=claimed, tally=tally,
             tenant_id=campaign.get("tenantId"), campaign_ref=campaign.get("ref") or campaign.get("id"),
             ab_test=campaign.get("abTest"), hold_until=None if wave is None else wave.decide_at,
+            wave_delay=dispatch.get("waveDelaySeconds"),
         )  # fmt: skip
 
     def record(self, tx: Tx, page: ClaimedPage, results: Sequence[SendResult], *, now: str) -> int:

@@ -172,11 +172,11 @@ class EmailWorker:
         # Checked before the claim too: a provider that must not be used (transactional stream, bad
         # token) or cannot be reached makes this raise with nothing claimed; the job is redelivered.
         self._provider.verify()
-        return self._walk(job, content, paced=opened.dispatch.get("waveDelaySeconds"))
+        return self._walk(job, content)
 
     # --- the pipeline ------------------------------------------------------------------------------
 
-    def _walk(self, job: PageJob, content: EmailVariants, *, paced: int | None = None) -> EmailPageOutcome:
+    def _walk(self, job: PageJob, content: EmailVariants) -> EmailPageOutcome:
         deadline = time.monotonic() + self._run_seconds
         totals = WalkTotals()
         started = time.perf_counter()
@@ -253,7 +253,7 @@ class EmailWorker:
                 if committed is not None:
                     wait((committed,))  # a claim ahead that found nothing to do: its commit ends it
                 if verdict == "next":  # if this send fails the job's retry sends it again (see notify)
-                    delay = page_delay(self._delay, sent=len(page.claimed), paced=paced)
+                    delay = page_delay(self._delay, sent=len(page.claimed), paced=page.wave_delay)
                     send_pages(self._pages, [next_job], delay_seconds=delay)
                 return totals.outcome(verdict, retry_in_seconds=self._settler.retry_in(results))
             if verdict in ("throttled", "failed"):

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["FactSeek", "fact_seeks", "own_list", "own_list_of_p", "view_fact", "with_view"]
+__all__ = ["FactSeek", "bind_view", "fact_seeks", "own_list", "own_list_of_p", "view_fact", "with_view"]
 
 VIEW = "segP"  # p's view in the campaign's tenant, as ``with_view`` binds it
 
@@ -28,6 +28,13 @@ def with_view(body: str, tenant: str) -> str:
         " {})"
     )
     return f"any({VIEW} IN [{view}] WHERE {body})"
+
+
+def bind_view(tenant: str) -> str:
+    """The clause binding ``p``'s view of tenant ``$tenant`` as ``segP`` (null without one) for the
+    rule's text (``CompiledSegment.rule``): an optional expansion the planner solves with the arm's own
+    match, where ``with_view``'s list is a subquery of its own (about 0.07 s of planning per arm)."""
+    return f"OPTIONAL MATCH (p)-[:HAS_VIEW]->({VIEW}:TenantView) WHERE {VIEW}.tenantId = ${tenant}"
 
 
 def own_list(person: str, edge: str, tenant: str, kind: str = "tags") -> str:

@@ -595,6 +595,14 @@ export interface ApproveInput {
    * approve a missing_translation preview as it is: readers without their language get the base content; pinned, so the send needs no acceptFallback of its own
    */
   acceptFallback?: boolean;
+  /**
+   * the send's deadline as approved (absent: the one the held send asked): the send must then ask exactly this one
+   */
+  deliverBy?: string | WallClockAt | null;
+  /**
+   * lateness accepted, as approved (pinned too)
+   */
+  acceptLate?: boolean;
 }
 /**
  * This interface was referenced by `Procedures`'s JSON-Schema
@@ -1669,6 +1677,14 @@ export interface AwaitingApproval {
    * the requester asked to send the fallback
    */
   acceptFallback?: boolean;
+  /**
+   * the deadline the requester asked (an instant, or {localTime, ...} as JSON)
+   */
+  deliverBy?: string | null;
+  /**
+   * the requester asked to send although some are late
+   */
+  acceptLate?: boolean;
   /**
    * people an approval would not count for: the requesters and everyone who changed the campaign since its last approved send
    */

@@ -99,6 +99,10 @@ def test_minors_are_routed_to_their_guardians_from_the_composer_to_the_review(
         )
         email = page.locator("#explain .explain-channel[data-channel='email'] .explain-verdict")
         expect(email).to_contain_text(re.compile(r"^Received the email as the guardian of fam-kid on "))
+        expect(page.locator("#explain-language")).to_contain_text("the email in en")
+        expect(page.locator("#explain-language")).to_contain_text(
+            "as a routed guardian, over the guardian copy"
+        )
         explain_in_console(page, "fam-kid")
         expect(page.locator("#explain-guardian")).to_contain_text(
             "fam-kid's guardian fam-parent receives it in their place."
@@ -279,6 +283,12 @@ def _a_test_wave_is_run_from_the_review(page: Page, url: str, token: str) -> Non
     assert sent["experiment"] == {"testShare": 0.5, "metric": "clicked", "decideAfterSeconds": 7200}
     page.locator("[id^='testing-']").get_by_role("button", name="Choose B now").click()
     expect(page.locator("[id^='decision-']")).to_contain_text("Variant B won on in-app clicks")
+    # Decided: a second test would serve some readers another variant, so the review refuses one.
+    page.get_by_role("button", name="Review dispatch").click()
+    expect(page.get_by_label(re.compile("^Test the 2 variants"))).not_to_be_checked()  # the new review
+    page.get_by_label(re.compile("^Test the 2 variants")).check()
+    expect(page.locator("#experiment-refused")).to_have_attribute("data-refusal", "decided")
+    expect(page.locator("#experiment-refused")).to_contain_text("already decided an A/B test")
     page.set_viewport_size({"width": 390, "height": 844})
     assert page.evaluate("document.documentElement.scrollWidth") <= 390
     assert_accessible(page, "test wave decided at phone width")

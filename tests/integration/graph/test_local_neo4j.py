@@ -1,5 +1,5 @@
-"""The local launcher: readiness, the suite's JVM options, and no orphan when the parent that started it
-dies."""
+"""The local launcher: readiness, the suite's JVM options, its class archive mapped, and no orphan when
+the parent that started it dies."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import sys
 import time
 from pathlib import Path
 
-from campaign_engine.graph.local_neo4j import JVM_OPTIONS_VARIABLE
+from campaign_engine.graph.local_neo4j import JVM_OPTIONS_VARIABLE, class_archive
 from tests.conftest import free_port
 
 _PARENT = """
@@ -48,6 +48,9 @@ def test_launcher_exits_when_its_parent_is_killed(tmp_path: Path) -> None:
     argv = Path(f"/proc/{java_pid}/cmdline").read_bytes().split(b"\0")
     assert os.environ[JVM_OPTIONS_VARIABLE] == "-XX:TieredStopAtLevel=1"  # tests/conftest.py's
     assert b"-XX:TieredStopAtLevel=1" in argv[: argv.index(b"-jar")]  # a JVM option, before the jar
+    # make builds the class archive before the suite; a JVM that could not use it would map none.
+    assert class_archive().exists(), "no class archive: make test builds it (make infra/neo4j/target/...)"
+    assert str(class_archive()) in Path(f"/proc/{java_pid}/maps").read_text(), "the JVM ignored its archive"
 
     parent.send_signal(signal.SIGKILL)
     parent.wait()

@@ -244,3 +244,8 @@ def test_the_review_counts_a_routed_guardian_by_the_language_of_the_copy_they_ar
     assert preview.guardian_locale_counts == {"notify": {"en": 1, "es": 1}, "email": {"en": 2}}
     assert preview.untranslated == preview.guardian_untranslated == {"es": 1, "fr": 1}
     assert preview.blocked_reason == "missing_translation"  # two of three readers get the base
+    # The explanation names the language the guardian is served, as the review counts it.
+    kw: dict[str, Any] = {"campaign_id": "c1", "now": NOW, "adult_age": 18}
+    french = explain_recipient(graph, profile_id="g-fr", **kw).language
+    assert french.served == {"notification": "en", "email": "en"} and "guardian copy" in french.why
+    assert explain_recipient(graph, profile_id="a-fr", **kw).language.served["email"] == "fr"

@@ -1,6 +1,6 @@
 """Rules with a budget, against the real Neo4j: a rule at every limit is admitted and one past it is
 BAD_REQUEST naming the limit (through the API, as the console shows it); the largest rule the limits
-admit compiles and its heaviest statements plan within the API's statement deadline; and a rule's values are
+admit compiles and every statement it feeds plans in under a second; and a rule's values are
 parameters, so two rules of one shape are one statement text (one plan in Neo4j's cache)."""
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from campaign_engine.graph.graph import Graph
 from campaign_engine.graph.local_neo4j import JVM_OPTIONS_VARIABLE
 from campaign_engine.graph.rules.segment import compile_segment
 from campaign_engine.graph.rules.segment_check import check_segment
-from campaign_engine.graph.rules.segment_statements import SEGMENT_TEMPLATES, segment_query
+from campaign_engine.graph.rules.segment_statements import SEGMENT_TEMPLATES, count_query, segment_query
 from tests.conftest import ADMIN_ID
 from tests.support.api import TrpcClient, api_client, error_code, ok
 from tests.support.delivery import make_campaign
@@ -35,16 +35,20 @@ LARGEST: dict[str, Any] = {
         {"memberOf": "two"},
     ]
 }
-# The target is 1 s; what this test keeps today is the API's statement deadline (NEO4J_TX_TIMEOUT_SECONDS):
-# an admitted rule can always be read before the API ends its statement, in the JVM production runs.
-# The suite's Neo4j compiles with C1 only (local_neo4j.py), which plans these at about twice the CPU
-# (this test alone on a quiet 2-core machine, Bolt threads, lower of two: export_segment_recipients
-# 7.8 s under C1, 3.9 s under C2; audience_segment_page 6.3 s and 2.7 s), so under C1 the deadline is
-# doubled. One run of the full suite measured 10.4 s under C1 with every JVM thread counted.
+# The largest admitted rule plans in under 1 s of CPU on this machine in the JVM production runs (C2),
+# for every statement it feeds: the audience page, the export, the preview count, the dispatch
+# confirmation (this test alone on a 2-core machine shared with other work, Bolt threads, lower of two:
+# export_segment_recipients 0.61 s, dispatch_preview 0.60 s, audience_segment_page 0.54 s,
+# count_matches 0.22 s; the shape before, the whole rule in every seek's WHERE, planned the export in
+# 3.4 s and the audience page in 3.7 s). The suite's Neo4j compiles with C1 only (local_neo4j.py), which
+# plans these at 2.1 to 2.5 times the CPU (export and audience page 1.37 s alone), so under C1 the
+# budget is 2.5 times as large: the shape before planned its export in 6.2 s under C1, and fails it.
 _C1_ONLY = "TieredStopAtLevel=1" in os.environ.get(JVM_OPTIONS_VARIABLE, "")
-_PLAN_BUDGET_SECONDS = Settings(_env_file=None).neo4j_tx_timeout_seconds * (2 if _C1_ONLY else 1)
-# The two heaviest statements a segment is read with (both carry the rule twice or filter every arm).
-_HEAVIEST = ("export_segment_recipients", "audience_segment_page")
+_C1_FACTOR = 2.5
+_PLAN_BUDGET_SECONDS = 1.0 * (_C1_FACTOR if _C1_ONLY else 1)
+# The reads of a segment a request waits for: getAudience, the export, previewSegment, the dispatch
+# confirmation's preview.
+_READS = ("audience_segment_page", "export_segment_recipients", "count_matches", "dispatch_preview")
 
 
 @pytest.fixture
@@ -137,9 +141,11 @@ def test_the_largest_admitted_rule_compiles_and_plans_within_its_budget(
     compiled = graph.read(lambda tx: check_segment(tx, segment, tenant_id="default", own_ref="c1"))
     compiling = time.process_time() - started
     uri = base_settings.neo4j_uri
+    texts = {
+        n: count_query(n, compiled) if n == "count_matches" else segment_query(n, compiled) for n in _READS
+    }
     plans = {  # the lower of two plannings: the first may pay for planner code paths not yet run
-        name: min(_plan_seconds(graph, segment_query(name, compiled), uri) for _ in (1, 2))
-        for name in _HEAVIEST
+        name: min(_plan_seconds(graph, text, uri) for _ in (1, 2)) for name, text in texts.items()
     }
     worst = max(plans, key=plans.__getitem__)
     print(f"compiled in {compiling:.3f} s; planned (Neo4j CPU s): {plans}")

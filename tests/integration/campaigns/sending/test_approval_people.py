@@ -1,19 +1,22 @@
-"""Two different people, whatever the credential or the copy: an API key approves as its minter, and a
-copy's source editors count as the copy's (the tenant policy of ``test_approval.py``: two recipients
-or more need a second publisher)."""
+"""Two different people, whatever the credential or the copy: an API key approves as its minter, a
+copy's source editors count as the copy's, and a test wave waits for the same second publisher (the
+tenant policy of ``test_approval.py``: two recipients or more need a second publisher)."""
 
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 from campaign_engine.api.auth import ADMIN_SCOPE, mint_token
 from campaign_engine.api.context import TENANT_HEADER
+from campaign_engine.config import Settings
 from campaign_engine.graph.graph import Graph
 from tests.conftest import ADMIN_ID
 from tests.integration.campaigns.sending.test_approval import (
     CAMPAIGN,
     TENANT,
     Person,
+    _approval_api,
     _message,
     _profiles,
     _trail,
@@ -148,3 +151,42 @@ def test_a_copy_carries_the_editors_of_its_source(api: TrpcClient, graph: Graph)
     assert [(e["actor"], json.loads(e["detail"])) for e in copied] == [("pol", {"editors": ["pia"]})]
     approved = [e for e in _trail(graph) if e["procedure"] == "campaigns.approveDispatch"]
     assert [(e["actor"], json.loads(e["detail"])["notBy"]) for e in approved] == [("quy", ["pol", "pia"])]
+
+
+def test_a_test_wave_waits_for_the_second_publisher_like_the_send_it_starts(
+    base_settings: Settings, graph: Graph, tmp_path: Path
+) -> None:
+    """The review's test wave goes through the approval as its send does: the preview's token is the
+    same with the experiment, the requester's send with it is FORBIDDEN (nothing started), and once
+    another publisher approved that preview the same send starts testing."""
+    settings = base_settings.model_copy(update={"campaign_experiment_min_per_variant": 1})
+    members = [f"w{i}" for i in range(12)]
+    with _approval_api(settings, graph, tmp_path) as api:
+        pia, pol = Person(api, "pia", "publisher"), Person(api, "pol", "publisher")
+        _profiles(api, *members)
+        variants = [{"id": "A"}, {"id": "B", "message": {"title": "B"}}]
+        ok(pia.mutate("campaigns.create", {**CAMPAIGN, "variants": variants}))
+        source = {"type": "profileIds", "profileIds": members}
+        ok(pia.mutate("campaigns.addAudience", {"campaignId": "launch", "source": source}))
+        ok(pia.mutate("campaigns.setStatus", {"campaignId": "launch", "status": "live"}))
+        experiment = {"testShare": 0.5, "metric": "clicked", "decideAfterSeconds": 3600}
+        preview = ok(
+            pia.query("campaigns.previewDispatch", {"campaignId": "launch", "experiment": experiment})
+        )
+        assert preview["previewToken"] == pia.token() and min(preview["testWave"].values()) >= 1
+        send = {
+            "campaignId": "launch",
+            "expectedPreviewToken": preview["previewToken"],
+            "experiment": experiment,
+        }
+        refused = pia.mutate("campaigns.dispatch", send)
+        assert error_code(refused) == "FORBIDDEN" and "approveDispatch" in _message(refused)
+        assert graph.run("MATCH (d:Dispatch) RETURN count(d) AS n")[0]["n"] == 0
+        ok(
+            pol.mutate(
+                "campaigns.approveDispatch", {"campaignId": "launch", "previewToken": preview["previewToken"]}
+            )
+        )
+        ok(pia.mutate("campaigns.dispatch", send))
+    rows = graph.run("MATCH (d:Dispatch) RETURN d.phase AS phase, d.approvedBy AS by")
+    assert {(r["phase"], r["by"]) for r in rows} == {("testing", "pol")}

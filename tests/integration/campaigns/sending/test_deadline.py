@@ -1,11 +1,15 @@
 """A send's deadline (``campaigns/sending/deadline.py``) on the real graph, local queue and worker: refused
 with the binding constraint and the late count when infeasible by construction (the rate, quiet hours in
 the recipients' zones), nothing written; paced (shorter waves, never a faster rate) and met when
-feasible; sent and audited with acceptLate; judged again when a schedule fires."""
+feasible; sent and audited with acceptLate; judged again when a schedule fires.
+
+One module past 350 lines on purpose: the refusal, pacing, approval and schedule proofs of one rule
+share its settings and API fixture, and read best side by side."""
 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
 from dataclasses import replace
 from datetime import timedelta
@@ -14,7 +18,10 @@ from typing import Any
 
 import pytest
 
-from campaign_engine.campaigns.sending.deadline import PreconditionFailed
+from campaign_engine.campaigns.sending.approval import ApprovalMissing, ApprovalPolicy, ApprovalStale
+from campaign_engine.campaigns.sending.approval_awaiting import awaiting
+from campaign_engine.campaigns.sending.approve import approve_dispatch
+from campaign_engine.campaigns.sending.deadline import PreconditionFailed, pin
 from campaign_engine.campaigns.sending.dispatch import dispatch, preview_dispatch
 from campaign_engine.campaigns.sending.dispatch_reads import get_dispatch
 from campaign_engine.campaigns.sending.dispatch_settings import DispatchSettings
@@ -38,7 +45,8 @@ from tests.support.delivery import (
     local_queues,
     make_campaign,
 )
-from tests.support.email import add_email_members, make_email_campaign
+from tests.support.email import add_email_members, email_settings, make_email_campaign
+from tests.support.postmark_standin import PostmarkStandin
 
 # 50 recipients a page at the configured 50/s (nothing measured in a fresh graph): a page takes 1 s.
 SETTINGS = DispatchSettings(adult_age=18, max_recipients=2000, pace=Pace(page_size=50, wave_delay=60))
@@ -183,9 +191,31 @@ def test_accept_late_sends_and_the_audit_entry_records_it_with_the_late_count(
     assert (detail["acceptLate"], detail["late"], detail["deliverBy"]) == (True, 50, "2026-03-01 12:00 UTC")
 
 
-def _audit() -> AuditContext:
-    return AuditContext.begin(actor=ADMIN_ID, procedure="campaigns.dispatch", request_id="r1", now=NOW,
+def _audit(actor: str = ADMIN_ID) -> AuditContext:
+    return AuditContext.begin(actor=actor, procedure="campaigns.dispatch", request_id="r1", now=NOW,
                               tenant_id="default")  # fmt: skip
+
+
+def test_an_approval_pins_the_deadline_and_a_send_asking_another_is_refused(
+    graph: Graph, tmp_path: Path
+) -> None:
+    make_campaign(graph, "c1")
+    add_members(graph, "c1", MEMBERS)
+    token = preview_dispatch(graph, campaign_id="c1", now=NOW, settings=SETTINGS).preview_token
+    by = NOW + timedelta(seconds=2)  # late for 50: approved with acceptLate
+    approve_dispatch(graph, campaign_id="c1", preview_token=token, approver="p-approver", now=NOW,
+                     settings=SETTINGS, deadline=pin(by, True))  # fmt: skip
+    queues = local_queues(tmp_path / "q.sqlite3")
+    policy = ApprovalPolicy(min_recipients=10)
+    send: dict[str, Any] = {"campaign_id": "c1", "expected_token": token, "now": NOW, "settings": SETTINGS,
+                            "audit": _audit("p-dispatcher"), "approval_policy": policy}  # fmt: skip
+    pinned = re.escape("pinned deliverBy 2026-03-01T12:00:02.000000Z with acceptLate")
+    for asked, late in ((by + timedelta(minutes=5), True), (by, False), (None, False)):
+        with pytest.raises(ApprovalStale, match=pinned):
+            dispatch(graph, queues.dispatch, **send, deliver_by=asked, accept_late=late)
+    started = dispatch(graph, queues.dispatch, **send, deliver_by=by, accept_late=True)
+    kept = get_dispatch(graph, started.dispatch_id)
+    assert kept.approved_by == "p-approver" and kept.deadline is not None and kept.deadline.accept_late
 
 
 @pytest.fixture
@@ -251,3 +281,90 @@ def test_a_schedule_is_judged_when_scheduled_and_again_when_it_fires(api: TrpcCl
     got = ok(_call(api, "getDispatch", {"dispatchId": scheduled["dispatchId"]}, query=True))
     assert got["status"] == "failed" and got["lastError"].endswith("without acceptLate, so nothing was sent")
     assert got["lastError"].startswith("250 recipients would get it after 2026-03-01 13:00 UTC")
+
+
+def test_a_held_send_asks_its_deadline_and_the_approval_pins_what_was_asked(
+    graph: Graph, tmp_path: Path
+) -> None:
+    make_campaign(graph, "c1")
+    add_members(graph, "c1", MEMBERS)
+    token = preview_dispatch(graph, campaign_id="c1", now=NOW, settings=SETTINGS).preview_token
+    by = NOW + timedelta(minutes=10)
+    queues = local_queues(tmp_path / "q.sqlite3")
+    policy = ApprovalPolicy(min_recipients=10)
+    send: dict[str, Any] = {"campaign_id": "c1", "expected_token": token, "now": NOW, "settings": SETTINGS,
+                            "audit": _audit("p-dispatcher"), "approval_policy": policy}  # fmt: skip
+    send["deliver_by"] = by
+    with pytest.raises(ApprovalMissing):
+        dispatch(graph, queues.dispatch, **send)
+    [asked] = awaiting(graph, tenant_id="default").records
+    assert (asked.deliver_by, asked.accept_late) == (format_ts(by), False)
+    # The approver approves the request as listed: its deadline is pinned without being typed again.
+    approve_dispatch(
+        graph, campaign_id="c1", preview_token=token, approver="p-approver", now=NOW, settings=SETTINGS
+    )
+    started = dispatch(graph, queues.dispatch, **send)
+    assert get_dispatch(graph, started.dispatch_id).approved_by == "p-approver"
+
+
+def test_a_paced_send_is_measured_with_its_own_pause_not_the_configured_one(graph: Graph) -> None:
+    # A completed 3-page send paced to no pause took 3 s: 50/s. Taking the configured 60 s pauses off
+    # its 3 s would have measured it at 500/s, and every later deadline would look ten times easier.
+    start = NOW - timedelta(minutes=5)
+    graph.run(
+        "CREATE (:Dispatch {id: 'paced', channel: 'notify', status: 'completed', startedAt: $start,"
+        " lastOutcomeAt: $end, finishedAt: $end, pages: 3, acknowledged: 150, rejected: 0, suppressed: 0,"
+        " waveDelaySeconds: 0})",
+        start=format_ts(start), end=format_ts(start + timedelta(seconds=3)),
+    )  # fmt: skip
+    make_campaign(graph, "c1")
+    add_members(graph, "c1", MEMBERS)
+    plan = preview_dispatch(graph, campaign_id="c1", now=NOW, settings=SETTINGS).plan["notify"]
+    assert (plan.rate_source, plan.rate) == ("measured", 50.0)
+
+
+def test_an_email_walk_keeps_the_paced_pause_and_sends_each_reader_once(
+    base_settings: Settings, graph: Graph, tmp_path: Path
+) -> None:
+    make_email_campaign(graph, "mail")
+    readers = [f"r{i:03d}" for i in range(60)]
+    add_email_members(graph, "mail", readers)
+    queues = local_queues(tmp_path / "q.sqlite3")
+    # 3 pages of 20 at 20/s take 3 s: by +3 s only with no pause between waves.
+    paced = replace(SETTINGS, pace=replace(SETTINGS.pace, email_page_size=20))
+    started = dispatch(graph, queues.dispatch, campaign_id="mail", expected_token=None, now=NOW,
+                       settings=paced, deliver_by=NOW + timedelta(seconds=3))  # fmt: skip
+    assert get_dispatch(graph, started.dispatch_id).deadline.wave_delay_seconds == 0  # type: ignore[union-attr]
+    with PostmarkStandin() as postmark:
+        settings = email_settings(base_settings, postmark.url, postmark.token, campaign_email_page_size=20,
+                                  campaign_dispatch_delay_seconds=600)  # fmt: skip
+        worker = build_worker(settings, graph, queues=queues, clock=StepClock(NOW + timedelta(seconds=1)),
+                              sweep_every=None)  # fmt: skip
+        try:
+            drain(worker.handle, queues)
+        finally:
+            worker.close()
+    done = get_dispatch(graph, started.dispatch_id)
+    assert (done.status, done.emailed) == ("completed", 60)
+    sent_to = [m["To"].split("@")[0] for m in postmark.accepted]
+    assert sorted(sent_to) == readers  # each reader exactly once
+
+
+def test_a_schedule_that_still_meets_its_deadline_starts_paced_with_its_forecast(
+    api: TrpcClient, graph: Graph, tmp_path: Path
+) -> None:
+    make_campaign(graph, "c1")
+    add_members(graph, "c1", MEMBERS)
+    send_at = NOW + timedelta(hours=1)
+    token = ok(_call(api, "previewDispatch", {"campaignId": "c1"}, query=True))["previewToken"]
+    data = {"campaignId": "c1", "sendAt": format_ts(send_at), "expectedPreviewToken": token,
+            "deliverBy": format_ts(send_at + timedelta(seconds=30))}  # fmt: skip
+    (scheduled,) = ok(_call(api, "scheduleDispatch", data))
+    settings = DispatchSettings.from_settings(
+        api.settings.model_copy(update={"campaign_dispatch_page_size": 50})
+    )
+    queue = local_queues(tmp_path / "fire.sqlite3").dispatch
+    assert list(fire_due(graph, queue, now=send_at, settings=settings).values()) == ["sending"]
+    got = get_dispatch(graph, scheduled["dispatchId"])
+    assert got.status == "sending" and got.deadline is not None and got.deadline.wave_delay_seconds == 13
+    assert got.plan is not None and parse_ts(got.plan.forecast_finishes_at) == send_at + timedelta(seconds=29)

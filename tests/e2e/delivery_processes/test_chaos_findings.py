@@ -1,5 +1,5 @@
 """What the chaos run (``bench/chaos.py``) found, each held by a small deterministic case on the real
-worker process (the fixtures of ``test_delivery_processes.py``).
+worker process (this folder's ``conftest.py``).
 
 Seed 4 (``python -m bench.chaos --seed 4 --minutes 3``): after queue messages were delivered twice and
 the campaign was paused, the stopped notify Dispatch had ``acknowledged + suppressed`` far above
@@ -23,22 +23,12 @@ from campaign_engine.campaigns import definitions
 from campaign_engine.campaigns.sending.dispatch_reads import get_dispatch
 from campaign_engine.delivery.notify.page_walk import PageWorker
 from campaign_engine.domain.dispatch import PageJob, parse_job
-from tests.e2e.test_delivery_processes import (  # noqa: F401 - fixtures
-    PAGE_SIZE,
-    Stack,
-    _Clock,
-    campaign,
-    inbox,
-    profile_ids,
-    stack,
-    utc_now,
-    wait_for,
-)
+from tests.support.delivery_processes import PAGE_SIZE, Stack, campaign, profile_ids, utc_now, wait_for
 
 pytestmark = pytest.mark.e2e
 
 
-def test_a_delivery_delivered_twice_after_a_pause_is_suppressed_once(stack: Stack) -> None:  # noqa: F811
+def test_a_delivery_delivered_twice_after_a_pause_is_suppressed_once(stack: Stack) -> None:
     members = profile_ids("x", 30)
     campaign(stack.graph, "cx", members)
     dispatch_id = stack.dispatch("cx")
@@ -46,7 +36,7 @@ def test_a_delivery_delivered_twice_after_a_pause_is_suppressed_once(stack: Stac
     # campaign is paused; then the worker rechecks them away.
     dispatch_queue, delivery_queue = stack.queue("dispatch"), stack.queue("delivery")
     pages = PageWorker(
-        graph=stack.graph, delivery_queue=delivery_queue, dispatch_queue=dispatch_queue, clock=_Clock(),
+        graph=stack.graph, delivery_queue=delivery_queue, dispatch_queue=dispatch_queue, clock=utc_now,
         page_size=PAGE_SIZE, delay_seconds=0, adult_age=18,
     )  # fmt: skip
     [message] = dispatch_queue.receive(max_messages=10)
