@@ -95,9 +95,9 @@ def _publisher_schedules_cancels_and_sends(
         expect(page.get_by_role("heading", name="Winter term")).to_be_visible()
         page.locator("#review").get_by_role("button", name="Review dispatch").click()
         page.locator("#schedule summary").click()
-        page.get_by_label("Each recipient's own local time").check()
+        page.locator("#schedule").get_by_label("Each recipient's own local time").check()
         expect(page.locator("#schedule")).to_contain_text("in their own zone")
-        page.get_by_label("My time (Europe/Paris)").check()
+        page.locator("#schedule").get_by_label("My time (Europe/Paris)").check()
         page.get_by_role("button", name="Schedule", exact=True).click()  # no time typed: said, not sent
         expect(page.locator("#schedule")).to_contain_text("Choose the date and time to send at.")
         send_at = schedule_in_an_hour(page)
