@@ -87,6 +87,19 @@ def test_the_recipients_export_of_a_segment_holds_members_matches_and_those_reac
     assert notified == get_stats(graph, campaign_id="c1", policy=_policy()).notified == 2
 
 
+def test_the_export_says_segment_for_whom_the_audience_holds_now(graph: Graph) -> None:
+    """A row is a match now when the audience page holds it: someone the campaign reached who still
+    carries the tag but has left the campaign's tenant is no member of its audience, so 'reached'."""
+    _profiles(graph, ["f", "g"])
+    _tag(graph, ["f", "g"], "beta")
+    _segmented(graph, "c1", {"tag": "beta"})
+    _state(graph, "c1", "f", notifiedAt="2026-02-01T00:00:00.000000Z")
+    graph.run("MATCH (p:Profile {profileId: 'f'}) SET p.tenants = ['other']")
+    rows = list(recipient_rows(graph, campaign_id="c1", policy=_policy(), page=1))
+    assert [(r["profileId"], r["source"]) for r in rows] == [("f", "reached"), ("g", "segment")]
+    assert _audience(graph, "c1") == ["g"]
+
+
 def test_segment_campaigns_and_tags_saved_before_their_keys_are_backfilled(graph: Graph) -> None:
     _profiles(graph, ["m1"])
     _tag(graph, ["m1"], "beta")
