@@ -68,6 +68,11 @@ _POSITIVE_DATA_ALSO_REFUSED = {
     # sendAt must lie in the future and a timeZone must exist in the tz database (the schema gives
     # the shapes: a date-time, or a wall-clock time and a zone name).
     "campaigns.scheduleDispatch": "sendAt in the future; timeZone must exist in the tz database",
+    # deliverBy lies between 1970 and 9999 and after the send's start, and its zone must exist (the
+    # schema gives the shapes: a date-time, or a wall-clock time with a zone or per recipient).
+    "campaigns.previewDispatch": "deliverBy between 1970 and 9999, after the start; its timeZone exists",
+    "campaigns.dispatch": "deliverBy between 1970 and 9999, after the start; its timeZone exists",
+    "campaigns.approveDispatch": "deliverBy between 1970 and 9999, after the start; its timeZone exists",
     # profileId must not repeat within one call (uniqueness of one property across items), and
     # timeZone must name a zone the tz database has (the schema gives its shape).
     "profiles.upsert": "unique profileIds across rows; timeZone must exist in the tz database; "
