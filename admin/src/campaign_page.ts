@@ -98,20 +98,25 @@ export async function renderCampaign(kit: Kit, id: string): Promise<void> {
   }
 
   // Duplicate: the definition, translations included, into a new draft; never the
-  // audience, state or dispatches.
+  // audience, state or dispatches. Folded away (it is not what a campaign page is for), and the copy is
+  // named apart from its original so the list tells them apart.
   const dupId = h("input", { type: "text", name: "duplicate-id", id: "duplicate-id", maxlength: 64, autocomplete: "off", spellcheck: "false", value: `${id}-copy` });
+  const dupName = h("input", { type: "text", name: "duplicate-name", id: "duplicate-name", maxlength: 200, value: `${campaign.name} (copy)` });
   const dupOut = h("div", { id: "duplicate-result" });
   const dupBtn: HTMLButtonElement = kit.button("Duplicate", () => {
     const newId = dupId.value.trim();
-    void kit.guarded(dupBtn, () => kit.api.call("campaigns.duplicate", { campaignId: id, id: newId }), (err) => replace(dupOut, kit.errorBox(err))).then((copy) => {
+    const name = dupName.value.trim() || null;
+    void kit.guarded(dupBtn, () => kit.api.call("campaigns.duplicate", { campaignId: id, id: newId, name }), (err) => replace(dupOut, kit.errorBox(err))).then((copy) => {
       if (!copy) return;
-      kit.announce(`Duplicated as ${copy.id}.`);
+      kit.announce(`Duplicated as ${copy.name}.`);
       location.hash = `#/c/${encodeURIComponent(copy.id)}`;
     });
   }, { id: "duplicate-button" });
   const duplicate = kit.can("campaigns.duplicate")
-    ? h("div", { className: "inline-form", role: "group", "aria-label": "Duplicate the campaign" },
-      field("Id of the copy", dupId, "A new draft with this definition and its translations; no audience.").row, h("div", { className: "actions" }, dupBtn), dupOut)
+    ? h("details", { className: "duplicate", id: "duplicate" }, h("summary", {}, "Duplicate this campaign"),
+      h("div", { className: "inline-form", role: "group", "aria-label": "Duplicate the campaign" },
+        field("Id of the copy", dupId, "A new draft with this definition and its translations; no audience.").row,
+        field("Name of the copy", dupName).row, h("div", { className: "actions" }, dupBtn), dupOut))
     : null;
 
   kit.shell(page.current.name,

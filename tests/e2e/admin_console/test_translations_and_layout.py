@@ -180,10 +180,15 @@ def test_translations_are_edited_previewed_reviewed_and_the_layout_with_its_prev
         assert str(by_to["l-mx@example.com"]["Subject"]) == SPANISH["subject"]
         assert str(by_to["l-fr@example.com"]["Subject"]) == "Spring news"  # no French: the base
 
-        # --- duplicate: a new draft with the translations, no audience
+        # --- duplicate (folded away): a new draft with the translations, no audience, named apart
+        expect(page.get_by_label("Id of the copy")).to_be_hidden()
+        page.locator("#duplicate summary").click()
         page.get_by_label("Id of the copy").fill("spring-langs-2")
+        name = trpc(url, admin_token, "campaigns.get", {"campaignId": "spring-langs"}, mutation=False)["name"]
+        expect(page.get_by_label("Name of the copy")).to_have_value(f"{name} (copy)")
         page.get_by_role("button", name="Duplicate").click()
         expect(page.locator("#campaign-status")).to_have_text("draft")
+        expect(page.get_by_role("heading", name=f"{name} (copy)")).to_be_visible()
         expect(page.locator("code", has_text="spring-langs-2")).to_be_visible()
         expect(page.locator("[data-path='translations.ar.email.subject']")).to_have_value(ARABIC["subject"])
         expect(page.locator("#members tbody")).to_have_text("No members yet.")  # never the audience
