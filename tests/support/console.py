@@ -226,7 +226,7 @@ def author_writes_autumn(browser: Browser, url: str, ana: str) -> None:
         page.get_by_role("link", name="New campaign").first.click()
         message, notification = AUTUMN["message"], AUTUMN["notification"]
         page.get_by_label("Campaign id").fill(str(AUTUMN["id"]))
-        page.get_by_label("Name").fill(str(AUTUMN["name"]))
+        page.get_by_label("Name", exact=True).fill(str(AUTUMN["name"]))
         page.get_by_label("Title", exact=True).fill(message["title"])
         page.locator("[data-path='notification.title']").fill(notification["title"])
         page.locator("[data-path='notification.body']").fill(notification["body"])

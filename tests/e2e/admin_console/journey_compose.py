@@ -82,7 +82,7 @@ def compose_through_field_errors(page: Page) -> None:
     expect(page.get_by_role("heading", name="New campaign")).to_be_visible()
     assert_every_control_labelled(page)
     page.get_by_label("Campaign id").fill("Spring Launch!")
-    page.get_by_label("Name").fill("Spring launch")
+    page.get_by_label("Name", exact=True).fill("Spring launch")
     page.get_by_label("Email", exact=True).check()
     page.get_by_label("Title", exact=True).fill("Spring is here")
     page.get_by_label("Body", exact=True).first.fill("New features for everyone.")
@@ -145,7 +145,7 @@ def save_through_a_conflict_and_an_outage(page: Page, url: str, admin_token: str
         "name": "Spring launch 2026",
     }
     trpc(url, admin_token, "campaigns.update", edit)
-    page.get_by_label("Name").fill("Spring launch (mine)")
+    page.get_by_label("Name", exact=True).fill("Spring launch (mine)")
     page.get_by_role("button", name="Save changes").click()
     conflict = page.locator(".conflict")
     expect(conflict).to_contain_text("changed since you opened it")
@@ -155,7 +155,7 @@ def save_through_a_conflict_and_an_outage(page: Page, url: str, admin_token: str
     expect(conflict.get_by_role("button", name="Keep mine and save over theirs")).to_be_visible()
     shot(page, "conflict", "#definition")
     conflict.get_by_role("button", name="Reload their version").click()
-    expect(page.get_by_label("Name")).to_have_value("Spring launch 2026")
+    expect(page.get_by_label("Name", exact=True)).to_have_value("Spring launch 2026")
     page.get_by_label("Description (admins only)").fill("The spring announcement")
     # The graph is out for one save: the console says nothing was changed, and the retry saves.
     outage = partial(api_failure, "SERVICE_UNAVAILABLE", 503, "the graph database is unavailable")

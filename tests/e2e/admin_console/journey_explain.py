@@ -179,7 +179,7 @@ def at_phone_width(page: Page, url: str) -> None:
     # A campaign id already taken: said on the id field, at phone width.
     page.goto(f"{url}/admin#/new")
     page.get_by_label("Campaign id").fill(CAMPAIGN)
-    page.get_by_label("Name").fill("Spring again")
+    page.get_by_label("Name", exact=True).fill("Spring again")
     page.get_by_label("Title", exact=True).fill("Spring again")
     page.get_by_label(re.compile(r"^Title \(banner")).fill("Spring again")
     page.get_by_label(re.compile(r"^Body \(banner")).fill("Once more.")

@@ -68,7 +68,7 @@ def test_each_role_sees_only_what_it_may_do(stack: tuple[str, Settings, Path], b
                      "Remove from audience", "Remove", "Save segment", "Send test to me",
                      "Review dispatch", "Delete campaign…"):  # fmt: skip
             expect(page.get_by_role("button", name=name, exact=True)).to_have_count(0)
-        expect(page.get_by_label("Name")).to_be_disabled()
+        expect(page.get_by_label("Name", exact=True)).to_be_disabled()
         expect(page.locator("#review .role-note")).to_have_text(
             "Reviewing a send needs the author role; you are a viewer."
         )
@@ -91,7 +91,7 @@ def test_each_role_sees_only_what_it_may_do(stack: tuple[str, Settings, Path], b
         expect(page.locator("#whoami-role")).to_have_text("author")
         page.get_by_role("link", name="New campaign").first.click()
         page.get_by_label("Campaign id").fill("winter")
-        page.get_by_label("Name").fill("Winter news")
+        page.get_by_label("Name", exact=True).fill("Winter news")
         page.get_by_label("Notification (inbox/push)").uncheck()
         page.get_by_label("Title", exact=True).fill("Winter is coming")
         page.get_by_role("button", name="Create campaign").click()

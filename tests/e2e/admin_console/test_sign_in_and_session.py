@@ -125,7 +125,7 @@ def test_an_ending_session_warns_then_renews_in_place_keeping_unsaved_edits(
 
         page.get_by_role("link", name="New campaign").first.click()
         page.get_by_label("Campaign id").fill(name)
-        page.get_by_label("Name").fill("Typed before the end")
+        page.get_by_label("Name", exact=True).fill("Typed before the end")
         page.get_by_label("Title", exact=True).fill("Still here")
         page.get_by_label(re.compile(r"^Title \(banner")).fill("Still here")
         page.get_by_label(re.compile(r"^Body \(banner")).fill("Nothing typed is lost.")
@@ -135,7 +135,7 @@ def test_an_ending_session_warns_then_renews_in_place_keeping_unsaved_edits(
         expect(dialog.get_by_role("heading")).to_have_text("Your session has ended")
         expect(dialog).to_contain_text("Nothing is lost")
         assert page.evaluate("location.hash") == "#/new"  # the page stays; the sign-in screen never shows
-        expect(page.get_by_label("Name")).to_have_value("Typed before the end")
+        expect(page.get_by_label("Name", exact=True)).to_have_value("Typed before the end")
         shot(page, f"session-renew-{'phone' if width < 600 else 'desktop'}", "viewport")
         assert_accessible(page, "session renewal dialog")
 
@@ -153,7 +153,7 @@ def test_an_ending_session_warns_then_renews_in_place_keeping_unsaved_edits(
         expect(dialog.get_by_role("heading")).to_have_text("Renew your session")
         dialog.get_by_role("button", name="Not now").click()
         expect(dialog).to_be_hidden()
-        expect(page.get_by_label("Name")).to_have_value("Typed before the end")
+        expect(page.get_by_label("Name", exact=True)).to_have_value("Typed before the end")
         expect(page.get_by_label("Campaign id")).to_have_value(name)
 
         # A fresh sign-in link opened in this tab renews as well, with the page left as it is.
@@ -164,7 +164,7 @@ def test_an_ending_session_warns_then_renews_in_place_keeping_unsaved_edits(
             f"sessionStorage.getItem('campaign-engine.admin-token') === {json.dumps(third)}"
         )
         expect(warning).to_be_hidden()
-        expect(page.get_by_label("Name")).to_have_value("Typed before the end")
+        expect(page.get_by_label("Name", exact=True)).to_have_value("Typed before the end")
 
         # The server refuses the token as the campaign is saved (revoked, or its clock ahead of ours): the
         # save waits for a new token and then goes through by itself, with nothing clicked again.
