@@ -4,8 +4,9 @@ Without it an event waits for the sweep (about a minute). Both processes that re
 their commits: the worker after each batch of jobs (``delivery/jobs.py``), the API after each request
 (``api/event_kick.py``; the same app in the Lambda handler). A kick sends one ``RelayJob`` per touched
 endpoint to the relay's durable queue, so delivery stays at least once, through the queue, on the relay's
-unchanged retry schedule; a job that finds the endpoint busy, or nothing queued because the transaction
-that touched it rolled back, is a no-op, and a send that fails is made up by the sweep.
+unchanged retry schedule; a job that finds the endpoint busy (its relay looks again as it lets go), or
+nothing queued because the transaction that touched it rolled back, is a no-op, and a send that fails is
+made up by the sweep.
 
 Endpoints the caller's own work touched (its ``touched_scope``, passed as ``committed``) get a job at once:
 that work has returned, so committed. Those another thread touched outside any scope (the process's set)

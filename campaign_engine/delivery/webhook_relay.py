@@ -125,7 +125,10 @@ class WebhookRelay:
             pending = self._graph.read(_pending, endpoint_id=endpoint_id, limit=self._batch)
             if not pending:
                 self._release(endpoint_id, token)
-                return RelayResult(delivered=delivered)
+                # A kick's job for events queued since that read found the lease held and did nothing:
+                # looking again after letting go sends them now, not at the next sweep.
+                more = bool(self._graph.read(_pending, endpoint_id=endpoint_id, limit=1))
+                return RelayResult(delivered=delivered, more=more)
             seen: set[str] = set()
             round_ = []
             for row in pending:  # the first queued event of each recipient

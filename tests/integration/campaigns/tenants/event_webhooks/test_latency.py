@@ -17,7 +17,13 @@ from contextlib import contextmanager
 
 import pytest
 
-from campaign_engine.graph.graph import Graph
+from campaign_engine.delivery import webhook_relay
+from campaign_engine.domain.dispatch import RelayJob
+from campaign_engine.domain.types import format_ts
+from campaign_engine.domain.webhook_events import Event
+from campaign_engine.graph.graph import Graph, Tx
+from campaign_engine.graph.webhook_outbox import record_events
+from campaign_engine.wiring.worker import build_webhook_relay
 from tests.conftest import ADMIN_ID
 from tests.support.api import api_client, ok
 from tests.support.concurrency import wait_for
@@ -163,3 +169,33 @@ def test_a_kick_the_queue_refuses_fails_no_request_and_the_sweep_delivers(
         assert receiver.received == []  # nothing kicked: the sweep's to deliver
         stack.run()
     assert [r["event"]["data"]["campaignId"] for r in receiver.received] == ["c1"]
+
+
+def test_events_queued_while_the_relay_lets_go_leave_at_once(
+    stack: Stack, graph: Graph, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The relay found nothing queued; before it let go an event came and its kick's job found the lease
+    held, so did nothing. The relay, letting go, looks again: the event leaves now, not at the sweep."""
+    receiver = EventReceiver()
+    relay = build_webhook_relay(stack.settings, graph, stack.queues, clock=stack.clock)
+    read_pending = webhook_relay._pending
+    in_the_gap: list[object] = []
+
+    def pending(tx: Tx, *, endpoint_id: str, limit: int) -> list[dict[str, object]]:
+        rows = read_pending(tx, endpoint_id=endpoint_id, limit=limit)
+        if not rows and not in_the_gap:  # the relay's last read, still holding the lease
+            event = Event.of("campaign.created", format_ts(stack.clock()), campaignId="late")
+            graph.write(lambda w: record_events(w, graph, "default", [event]))
+            in_the_gap.append(relay.run(endpoint_id))  # the kick's job: the lease is held
+        return rows
+
+    with ThreadServer(receiver.app()) as endpoint:
+        endpoint_id, secret = _endpoint(stack, endpoint, events=["campaign.created"])
+        receiver.secrets.append(secret)
+        monkeypatch.setattr(webhook_relay, "_pending", pending)
+        result = relay.handle(RelayJob(endpoint_id=endpoint_id))
+        assert in_the_gap == [webhook_relay.RelayResult()]  # the job in the gap did nothing
+        assert result.more
+        drain(stack.worker.handle, stack.queues)  # no sweep: only the follow-up job can send it
+        relay.close()
+    assert [r["event"]["data"]["campaignId"] for r in receiver.received] == ["late"]
