@@ -258,7 +258,8 @@ def run_dispatch(
             flush=True,
         )
     elapsed = time.perf_counter() - previewed
-    print_forecast(campaign_id, preview["plan"]["notify"], elapsed, done=acknowledged == n)
+    if "plan" in preview:  # a --baseline-ref release may predate the forecast
+        print_forecast(campaign_id, preview["plan"]["notify"], elapsed, done=acknowledged == n)
     return dispatch_id, elapsed, acknowledged
 
 
