@@ -42,7 +42,7 @@ from campaign_engine.domain.ab_variants import Experiment
 from campaign_engine.domain.camel import CamelModel
 from campaign_engine.domain.errors import BadRequest, CampaignError
 from campaign_engine.domain.priority import skips_pacing_rules
-from campaign_engine.domain.schedule import QuietHours, known_zone, parse_wall_clock
+from campaign_engine.domain.schedule import QuietHours, WallClock, known_zone, parse_wall_clock
 from campaign_engine.domain.types import format_ts, parse_ts
 
 __all__ = [
@@ -82,6 +82,8 @@ class DeadlineVerdict(CamelModel):
     late: int
     """Recipients who would get it after their deadline, over the walked channels."""
     late_by_channel: dict[str, int] = {}
+    late_by_zone: dict[str, int] = {}
+    """Recipients who would be late, per IANA zone (their own, else the campaign's), most first."""
     binding: LateKind | None = None
     """What makes most of them late."""
     reasons: list[LateReason] = []
@@ -155,9 +157,11 @@ def judge(
     now: datetime,
     deliver_by: DeliverBy,
     experiment: Experiment | None = None,
+    local_start: WallClock | None = None,
 ) -> tuple[DeadlineVerdict, dict[str, ChannelPlan]]:
     """The verdict on ``deliverBy`` for a send starting at ``now`` with the forecast ``plans``, and the
-    plans as paced to meet it (a ``deadline`` shaping where the pause was shortened)."""
+    plans as paced to meet it (a ``deadline`` shaping where the pause was shortened). ``local_start``:
+    a per-recipient schedule's wall clock, each zone's own start."""
     deadline = Deadline.of(deliver_by)
     definition = json.loads(campaign["definition"])
     window = (
@@ -171,6 +175,7 @@ def judge(
     latest = deadline.instant
     late_by: dict[str, int] = {}
     kinds: Counter[LateKind] = Counter()
+    by_zone: Counter[str] = Counter()
     delays: dict[str, int] = {}
     finishes: dict[str, str] = {}
     paced: dict[str, ChannelPlan] = {}
@@ -185,7 +190,7 @@ def judge(
         tested = 0 if experiment is None else min(n, round(n * experiment.test_share))
         decide = None if experiment is None else now + timedelta(seconds=experiment.decide_after_seconds)
         ch = Channel(n=n, rate=plan.rate, page=pace.page(channel), zones=seen, quiet=quiet, tested=tested,
-                      decide=decide)  # fmt: skip
+                     decide=decide, local=local_start)  # fmt: skip
         delay, tally = paced_delay(
             ch, deadline, now=now, most=pace.wave_delay, least=min(pace.min_delay, pace.wave_delay)
         )
@@ -194,6 +199,7 @@ def judge(
             latest = last if latest is None else max(latest, last)
         late_by[channel] = sum(tally.late.values())
         kinds.update(tally.late)
+        by_zone.update({zone.key: k for zone, k in tally.zones.items() if k})
         delays[channel] = delay
         finishes[channel] = format_ts(tally.finish) if n else plan.finishes_at
         shaped = list(plan.shaped_by)
@@ -206,11 +212,14 @@ def judge(
     reasons = [LateReason(kind=kind, recipients=count, message=_why(kind, count, window, plans, delays))
                for kind, count in kinds.most_common() if count]  # fmt: skip
     head = f"{late:,} recipients would get it after {deadline.label}"
+    if by_zone and deadline.local is not None:  # each zone has its own deadline: say whose it is
+        head += " (" + ", ".join(f"{k:,} in {zone}" for zone, k in by_zone.most_common()) + ")"
     message = f"{head}: " + "; ".join(r.message for r in reasons) if reasons else (
         f"every recipient gets it by {deadline.label}")  # fmt: skip
     verdict = DeadlineVerdict(
         deliver_by=deadline.label, latest_at=format_ts(latest or now), met=late == 0, late=late,
-        late_by_channel=late_by, binding=reasons[0].kind if reasons else None, reasons=reasons,
+        late_by_channel=late_by, late_by_zone=dict(by_zone.most_common()),
+        binding=reasons[0].kind if reasons else None, reasons=reasons,
         wave_delay_seconds=delays, finishes_at=finishes, message=message,
     )  # fmt: skip
     return verdict, paced
@@ -234,8 +243,12 @@ def _why(
     return f"the sending rate ({rates}) reaches {count:,} of them too late"
 
 
-def check_deliver_by(deliver_by: DeliverBy | None, *, start: datetime) -> None:
-    """BAD_REQUEST when the deadline is no deadline: an instant (or one zone's time) not after the start."""
+def check_deliver_by(
+    deliver_by: DeliverBy | None, *, start: datetime, local_start: str | None = None
+) -> None:
+    """BAD_REQUEST when the deadline is no deadline: an instant (or one zone's time) not after the start,
+    or a time in each recipient's own zone not after a per-recipient ``local_start`` (the same wall
+    clock in every zone: no zone could meet it)."""
     if deliver_by is None:
         return
     deadline = Deadline.of(deliver_by)
@@ -244,7 +257,10 @@ def check_deliver_by(deliver_by: DeliverBy | None, *, start: datetime) -> None:
             "deliverBy is not after the send starts",
             issues=[{"path": ["deliverBy"], "message": "must be after the send starts"}],
         )
-    if deadline.local is not None and deadline.at(ZoneInfo("Etc/GMT+12")) <= start:
+    local_passed = local_start is not None and (
+        deadline.local is not None and deadline.local <= parse_wall_clock(local_start).local
+    )
+    if local_passed or (deadline.local is not None and deadline.at(ZoneInfo("Etc/GMT+12")) <= start):
         raise BadRequest(
             "deliverBy has passed in every zone when the send starts",
             issues=[{"path": ["deliverBy"], "message": "must be after the send starts"}],

@@ -1,5 +1,12 @@
 """The walk behind a deadline's verdict (``deadline.py``): each group of recipients sent in turn from
 when it may be, who is late by then and why, and the longest pause between waves that leaves nobody late.
+
+Each zone is judged against its own deadline from its own start: a per-recipient schedule
+(``sendAt: {localTime, perRecipient}``) starts each zone at its local time, quiet hours at their end.
+A group that waits is walked in a pass of its own over the whole audience, as the page walks do
+(``delivery/readiness.py``): a pass reads every page and pauses after each that sent, so a small group
+is spread over as many waves as the audience has pages. Within a group, recipients of every zone are
+assumed spread evenly through its pages (the walk's order is the membership index's, not the zones').
 """
 
 from __future__ import annotations
@@ -13,7 +20,7 @@ from zoneinfo import ZoneInfo
 
 from campaign_engine.campaigns.sending.schedule_input import WallClockAt
 from campaign_engine.domain.campaign import UtcDatetime
-from campaign_engine.domain.schedule import QuietHours, parse_wall_clock, ready_at
+from campaign_engine.domain.schedule import QuietHours, WallClock, parse_wall_clock, ready_at
 
 __all__ = ["Channel", "Deadline", "DeliverBy", "LateKind", "Tally", "paced_delay", "scaled", "walk"]
 
@@ -35,7 +42,8 @@ class Deadline:
             return cls(label=value.strftime("%Y-%m-%d %H:%M UTC"), instant=value)
         if value.per_recipient:
             local = parse_wall_clock(value.local_time).local
-            return cls(label=f"{local:%H:%M} on {local:%Y-%m-%d} in their time", local=local)
+            clock = f"{local:%H:%M:%S}" if local.second else f"{local:%H:%M}"
+            return cls(label=f"{clock} on {local:%Y-%m-%d} in their time", local=local)
         return cls(label=f"{value.local_time.replace('T', ' ')} {value.time_zone}", instant=value.instant())
 
     def at(self, zone: ZoneInfo) -> datetime:
@@ -49,27 +57,39 @@ class Deadline:
 class Tally:
     late: Counter[LateKind]
     finish: datetime
+    zones: Counter[ZoneInfo]
 
 
-def _sent_by(seconds: float, k: int, rate: float, page: int, delay: int) -> float:
-    """Recipients of a run of ``k`` sent ``seconds`` after it starts (pages of ``page``, ``delay`` apart)."""
-    if seconds <= 0:
+def _sent_by(seconds: float, k: int, rate: float, pages: int, delay: int) -> float:
+    """Recipients of a run of ``k`` over ``pages`` sending pages (``delay`` apart) sent ``seconds`` after
+    it starts; each page sends an even share of the run."""
+    if seconds <= 0 or not k:
         return 0.0
-    cycle = page / rate + delay
+    per = k / pages
+    cycle = per / rate + delay
     full = math.floor(seconds / cycle)
-    return min(float(k), full * page + min(page, (seconds - full * cycle) * rate))
+    return min(float(k), full * per + min(per, (seconds - full * cycle) * rate))
 
 
-def _run(k: int, rate: float, page: int, delay: int) -> float:
-    return k / rate + max(0, math.ceil(k / page) - 1) * delay if k else 0.0
+def _run(k: int, rate: float, pages: int, delay: int) -> float:
+    return k / rate + max(0, pages - 1) * delay if k else 0.0
+
+
+def _pages(k: int, n: int, page: int) -> int:
+    """Pages that send in a pass sending ``k`` of an audience of ``n``: each page of the audience that
+    holds one of them, ``k`` spread evenly (the whole audience: ``ceil(n / page)``)."""
+    return min(k, math.ceil(n / page)) if k else 0
 
 
 def _groups(
-    zones: Counter[ZoneInfo], start: datetime, quiet: QuietHours | None
+    zones: Counter[ZoneInfo], start: datetime, quiet: QuietHours | None, local: WallClock | None = None
 ) -> list[tuple[datetime, Counter[ZoneInfo]]]:
+    """Recipients by when they may first receive: their zone's local start (a per-recipient schedule),
+    then the end of quiet hours it lands in; never before ``start``."""
     by: dict[datetime, Counter[ZoneInfo]] = {}
     for zone, k in zones.items():
-        at = start if quiet is None else max(start, ready_at(wave=start, now=start, zone=zone, quiet=quiet))
+        wave = start if local is None else max(start, local.at(zone))
+        at = wave if quiet is None else max(wave, ready_at(wave=wave, now=wave, zone=zone, quiet=quiet))
         by.setdefault(at, Counter())[zone] += k
     return sorted(by.items(), key=lambda g: g[0])
 
@@ -92,35 +112,47 @@ class Channel:
     quiet: QuietHours | None
     tested: int
     decide: datetime | None
+    local: WallClock | None = None
 
 
 def walk(ch: Channel, deadline: Deadline, *, now: datetime, delay: int) -> Tally:
-    """Who is late, by what holds them: each group of recipients sent in turn from when it may be."""
+    """Who is late, by what holds them and in which zone: each group of recipients sent in turn from
+    when it may be, each zone against its own deadline."""
     late: Counter[LateKind] = Counter()
-    segments: list[tuple[datetime, Counter[ZoneInfo], LateKind | None]] = []
+    zoned: Counter[ZoneInfo] = Counter()
+    segments: list[tuple[datetime, Counter[ZoneInfo], LateKind | None, int]] = []
     start = now
     if ch.tested:  # the test wave first, the rest after the decision (plan.py)
-        segments.append((now, scaled(ch.zones, ch.tested), None))
-        start = now + timedelta(seconds=_run(ch.tested, ch.rate, ch.page, delay))
+        pages = math.ceil(ch.tested / ch.page)
+        segments.append((now, scaled(ch.zones, ch.tested), None, pages))
+        start = now + timedelta(seconds=_run(ch.tested, ch.rate, pages, delay))
         start = max(start, ch.decide or start)
-    for at, zones in _groups(scaled(ch.zones, ch.n - ch.tested), start, ch.quiet):
-        held: LateKind | None = "quiet_hours" if at > start else "test_wave" if ch.tested else None
-        segments.append((at, zones, held))
+    rest = ch.n - ch.tested
+    for at, zones in _groups(scaled(ch.zones, rest), start, ch.quiet, ch.local):
+        own = start if ch.local is None else max(start, min(ch.local.at(z) for z in zones))
+        held: LateKind | None = "quiet_hours" if at > own else "test_wave" if ch.tested else None
+        segments.append((at, zones, held, _pages(sum(zones.values()), rest, ch.page)))
     t = now
-    for at, zones, held in segments:
+    for at, zones, held, pages in segments:
         t = max(t, at)
         k = sum(zones.values())
         for zone, kz in zones.items():
             due = deadline.at(zone)
-            if due <= now:
+            own = now if ch.local is None else max(now, ch.local.at(zone))
+            if due <= own:
                 late["already_passed"] += kz
-            elif held is not None and t >= due:
+                zoned[zone] += kz
+                continue
+            if held is not None and t >= due:
                 late[held] += kz
-            else:
-                sent = _sent_by((due - t).total_seconds(), k, ch.rate, ch.page, delay)
-                late["rate"] += kz - min(kz, math.floor(kz * sent / k + 1e-9))
-        t += timedelta(seconds=_run(k, ch.rate, ch.page, delay))
-    return Tally(late=late, finish=t)
+                zoned[zone] += kz
+                continue
+            sent = _sent_by((due - t).total_seconds(), k, ch.rate, pages, delay)
+            missed = kz - min(kz, math.floor(kz * sent / k + 1e-9))
+            late["rate"] += missed
+            zoned[zone] += missed
+        t += timedelta(seconds=_run(k, ch.rate, pages, delay))
+    return Tally(late=late, finish=t, zones=zoned)
 
 
 def paced_delay(
