@@ -1887,6 +1887,9 @@ export interface DeadlineVerdict {
   lateByChannel?: {
     [k: string]: number | undefined;
   };
+  lateByZone?: {
+    [k: string]: number | undefined;
+  };
   binding?: ("quiet_hours" | "test_wave" | "already_passed" | "rate") | null;
   reasons?: LateReason[];
   waveDelaySeconds?: {
