@@ -171,6 +171,17 @@ class ScriptedQueue:
         self.inner.change_visibility(receipt, timeout_seconds=timeout_seconds)
 
 
+def refusing_deliveries(queues: Queues, script: Sequence[bool]) -> Queues:
+    """``queues`` with the delivery queue's sends refused as ``script`` says; the relay's queue (by default
+    the delivery queue) goes around the script: a relay kick of an endpoint an earlier test on this
+    process touched would otherwise take a scripted answer meant for a page's sends."""
+    return Queues(
+        dispatch=queues.dispatch,
+        delivery=ScriptedQueue(queues.delivery, script),
+        webhooks_queue=queues.delivery,
+    )
+
+
 class ThreadServer:
     def __init__(self, app: FastAPI) -> None:
         self.port = free_port()

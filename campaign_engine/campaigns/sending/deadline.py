@@ -15,8 +15,7 @@ binding constraint and how many recipients would be late, unless the caller acce
 assumed spread evenly through the group's pages (the walk's order is the membership index's, not the
 zones'), so a count may be off by a page's share; quiet hours and a decision time are exact.
 
-One module past 350 lines on purpose: the verdict, the walk that counts who is late and the pace it
-chooses must change together, as must what a Dispatch keeps of them.
+The walk that counts who is late and the pause it paces to are ``deadline_walk.py``.
 """
 
 from __future__ import annotations
@@ -25,19 +24,25 @@ import json
 import math
 from collections import Counter
 from collections.abc import Mapping
-from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any, Literal
+from typing import Any
 from zoneinfo import ZoneInfo
 
+from campaign_engine.campaigns.sending.deadline_walk import (
+    Channel,
+    Deadline,
+    DeliverBy,
+    LateKind,
+    paced_delay,
+    scaled,
+)
 from campaign_engine.campaigns.sending.plan import ChannelPlan, Pace, Shaping
 from campaign_engine.campaigns.sending.schedule_input import WallClockAt
 from campaign_engine.domain.ab_variants import Experiment
 from campaign_engine.domain.camel import CamelModel
-from campaign_engine.domain.campaign import UtcDatetime
 from campaign_engine.domain.errors import BadRequest, CampaignError
 from campaign_engine.domain.priority import skips_pacing_rules
-from campaign_engine.domain.schedule import QuietHours, known_zone, parse_wall_clock, ready_at
+from campaign_engine.domain.schedule import QuietHours, WallClock, known_zone, parse_wall_clock
 from campaign_engine.domain.types import format_ts, parse_ts
 
 __all__ = [
@@ -54,11 +59,6 @@ __all__ = [
     "read_deliver_by",
     "refuse_late",
 ]
-
-DeliverBy = UtcDatetime | WallClockAt
-"""What ``deliverBy`` accepts: an RFC 3339 instant, or ``{localTime, timeZone | perRecipient}``."""
-
-LateKind = Literal["quiet_hours", "test_wave", "already_passed", "rate"]
 
 
 class PreconditionFailed(CampaignError):
@@ -82,6 +82,8 @@ class DeadlineVerdict(CamelModel):
     late: int
     """Recipients who would get it after their deadline, over the walked channels."""
     late_by_channel: dict[str, int] = {}
+    late_by_zone: dict[str, int] = {}
+    """Recipients who would be late, per IANA zone (their own, else the campaign's), most first."""
     binding: LateKind | None = None
     """What makes most of them late."""
     reasons: list[LateReason] = []
@@ -89,28 +91,6 @@ class DeadlineVerdict(CamelModel):
     """Per channel, the pause between waves the send keeps to meet it (the configured one if it does)."""
     finishes_at: dict[str, str] = {}
     message: str
-
-
-@dataclass(frozen=True)
-class Deadline:
-    label: str
-    instant: datetime | None = None
-    local: datetime | None = None  # naive: the same wall clock in each recipient's zone
-
-    @classmethod
-    def of(cls, value: DeliverBy) -> Deadline:
-        if isinstance(value, datetime):
-            return cls(label=value.strftime("%Y-%m-%d %H:%M UTC"), instant=value)
-        if value.per_recipient:
-            local = parse_wall_clock(value.local_time).local
-            return cls(label=f"{local:%H:%M} on {local:%Y-%m-%d} in their time", local=local)
-        return cls(label=f"{value.local_time.replace('T', ' ')} {value.time_zone}", instant=value.instant())
-
-    def at(self, zone: ZoneInfo) -> datetime:
-        if self.instant is not None:
-            return self.instant
-        assert self.local is not None
-        return parse_wall_clock(self.local.isoformat()).at(zone)
 
 
 def kept(verdict: DeadlineVerdict, value: DeliverBy, *, accept_late: bool, channel: str) -> dict[str, Any]:
@@ -168,102 +148,6 @@ def refuse_late(verdict: DeadlineVerdict, *, accept_late: bool) -> None:
                                  "with acceptLate")  # fmt: skip
 
 
-@dataclass
-class _Tally:
-    late: Counter[LateKind]
-    finish: datetime
-
-
-def _sent_by(seconds: float, k: int, rate: float, page: int, delay: int) -> float:
-    """Recipients of a run of ``k`` sent ``seconds`` after it starts (pages of ``page``, ``delay`` apart)."""
-    if seconds <= 0:
-        return 0.0
-    cycle = page / rate + delay
-    full = math.floor(seconds / cycle)
-    return min(float(k), full * page + min(page, (seconds - full * cycle) * rate))
-
-
-def _run(k: int, rate: float, page: int, delay: int) -> float:
-    return k / rate + max(0, math.ceil(k / page) - 1) * delay if k else 0.0
-
-
-def _groups(
-    zones: Counter[ZoneInfo], start: datetime, quiet: QuietHours | None
-) -> list[tuple[datetime, Counter[ZoneInfo]]]:
-    by: dict[datetime, Counter[ZoneInfo]] = {}
-    for zone, k in zones.items():
-        at = start if quiet is None else max(start, ready_at(wave=start, now=start, zone=zone, quiet=quiet))
-        by.setdefault(at, Counter())[zone] += k
-    return sorted(by.items(), key=lambda g: g[0])
-
-
-def _scaled(zones: Counter[ZoneInfo], n: int) -> Counter[ZoneInfo]:
-    total = sum(zones.values())
-    if not total or total == n:
-        return Counter(zones)
-    out = Counter({z: math.floor(k * n / total) for z, k in zones.items()})
-    out[max(zones, key=lambda z: zones[z])] += n - sum(out.values())
-    return out
-
-
-@dataclass(frozen=True)
-class _Channel:
-    n: int
-    rate: float
-    page: int
-    zones: Counter[ZoneInfo]
-    quiet: QuietHours | None
-    tested: int
-    decide: datetime | None
-
-
-def _walk(ch: _Channel, deadline: Deadline, *, now: datetime, delay: int) -> _Tally:
-    """Who is late, by what holds them: each group of recipients sent in turn from when it may be."""
-    late: Counter[LateKind] = Counter()
-    segments: list[tuple[datetime, Counter[ZoneInfo], LateKind | None]] = []
-    start = now
-    if ch.tested:  # the test wave first, the rest after the decision (plan.py)
-        segments.append((now, _scaled(ch.zones, ch.tested), None))
-        start = now + timedelta(seconds=_run(ch.tested, ch.rate, ch.page, delay))
-        start = max(start, ch.decide or start)
-    for at, zones in _groups(_scaled(ch.zones, ch.n - ch.tested), start, ch.quiet):
-        held: LateKind | None = "quiet_hours" if at > start else "test_wave" if ch.tested else None
-        segments.append((at, zones, held))
-    t = now
-    for at, zones, held in segments:
-        t = max(t, at)
-        k = sum(zones.values())
-        for zone, kz in zones.items():
-            due = deadline.at(zone)
-            if due <= now:
-                late["already_passed"] += kz
-            elif held is not None and t >= due:
-                late[held] += kz
-            else:
-                sent = _sent_by((due - t).total_seconds(), k, ch.rate, ch.page, delay)
-                late["rate"] += kz - min(kz, math.floor(kz * sent / k + 1e-9))
-        t += timedelta(seconds=_run(k, ch.rate, ch.page, delay))
-    return _Tally(late=late, finish=t)
-
-
-def _pace(ch: _Channel, deadline: Deadline, *, now: datetime, most: int, least: int) -> tuple[int, _Tally]:
-    """The longest pause in [least, most] that leaves nobody late, else ``least`` (late as it is)."""
-    tally = _walk(ch, deadline, now=now, delay=most)
-    if not sum(tally.late.values()) or least >= most:
-        return most, tally
-    shortest = _walk(ch, deadline, now=now, delay=least)
-    if sum(shortest.late.values()):
-        return least, shortest
-    lo, hi = least, most  # late(lo) == 0 < late(hi)
-    while hi - lo > 1:
-        mid = (lo + hi) // 2
-        if sum(_walk(ch, deadline, now=now, delay=mid).late.values()):
-            hi = mid
-        else:
-            lo = mid
-    return lo, _walk(ch, deadline, now=now, delay=lo)
-
-
 def judge(
     *,
     campaign: Mapping[str, Any],
@@ -273,9 +157,11 @@ def judge(
     now: datetime,
     deliver_by: DeliverBy,
     experiment: Experiment | None = None,
+    local_start: WallClock | None = None,
 ) -> tuple[DeadlineVerdict, dict[str, ChannelPlan]]:
     """The verdict on ``deliverBy`` for a send starting at ``now`` with the forecast ``plans``, and the
-    plans as paced to meet it (a ``deadline`` shaping where the pause was shortened)."""
+    plans as paced to meet it (a ``deadline`` shaping where the pause was shortened). ``local_start``:
+    a per-recipient schedule's wall clock, each zone's own start."""
     deadline = Deadline.of(deliver_by)
     definition = json.loads(campaign["definition"])
     window = (
@@ -289,6 +175,7 @@ def judge(
     latest = deadline.instant
     late_by: dict[str, int] = {}
     kinds: Counter[LateKind] = Counter()
+    by_zone: Counter[str] = Counter()
     delays: dict[str, int] = {}
     finishes: dict[str, str] = {}
     paced: dict[str, ChannelPlan] = {}
@@ -299,12 +186,12 @@ def judge(
             seen[known_zone(name) or fallback] += k
         if n > sum(seen.values()):
             seen[fallback] += n - sum(seen.values())
-        seen = _scaled(seen, n)
+        seen = scaled(seen, n)
         tested = 0 if experiment is None else min(n, round(n * experiment.test_share))
         decide = None if experiment is None else now + timedelta(seconds=experiment.decide_after_seconds)
-        ch = _Channel(n=n, rate=plan.rate, page=pace.page(channel), zones=seen, quiet=quiet, tested=tested,
-                      decide=decide)  # fmt: skip
-        delay, tally = _pace(
+        ch = Channel(n=n, rate=plan.rate, page=pace.page(channel), zones=seen, quiet=quiet, tested=tested,
+                     decide=decide, local=local_start)  # fmt: skip
+        delay, tally = paced_delay(
             ch, deadline, now=now, most=pace.wave_delay, least=min(pace.min_delay, pace.wave_delay)
         )
         if deadline.local is not None and seen:
@@ -312,6 +199,7 @@ def judge(
             latest = last if latest is None else max(latest, last)
         late_by[channel] = sum(tally.late.values())
         kinds.update(tally.late)
+        by_zone.update({zone.key: k for zone, k in tally.zones.items() if k})
         delays[channel] = delay
         finishes[channel] = format_ts(tally.finish) if n else plan.finishes_at
         shaped = list(plan.shaped_by)
@@ -324,11 +212,14 @@ def judge(
     reasons = [LateReason(kind=kind, recipients=count, message=_why(kind, count, window, plans, delays))
                for kind, count in kinds.most_common() if count]  # fmt: skip
     head = f"{late:,} recipients would get it after {deadline.label}"
+    if by_zone and deadline.local is not None:  # each zone has its own deadline: say whose it is
+        head += " (" + ", ".join(f"{k:,} in {zone}" for zone, k in by_zone.most_common()) + ")"
     message = f"{head}: " + "; ".join(r.message for r in reasons) if reasons else (
         f"every recipient gets it by {deadline.label}")  # fmt: skip
     verdict = DeadlineVerdict(
         deliver_by=deadline.label, latest_at=format_ts(latest or now), met=late == 0, late=late,
-        late_by_channel=late_by, binding=reasons[0].kind if reasons else None, reasons=reasons,
+        late_by_channel=late_by, late_by_zone=dict(by_zone.most_common()),
+        binding=reasons[0].kind if reasons else None, reasons=reasons,
         wave_delay_seconds=delays, finishes_at=finishes, message=message,
     )  # fmt: skip
     return verdict, paced
@@ -352,8 +243,12 @@ def _why(
     return f"the sending rate ({rates}) reaches {count:,} of them too late"
 
 
-def check_deliver_by(deliver_by: DeliverBy | None, *, start: datetime) -> None:
-    """BAD_REQUEST when the deadline is no deadline: an instant (or one zone's time) not after the start."""
+def check_deliver_by(
+    deliver_by: DeliverBy | None, *, start: datetime, local_start: str | None = None
+) -> None:
+    """BAD_REQUEST when the deadline is no deadline: an instant (or one zone's time) not after the start,
+    or a time in each recipient's own zone not after a per-recipient ``local_start`` (the same wall
+    clock in every zone: no zone could meet it)."""
     if deliver_by is None:
         return
     deadline = Deadline.of(deliver_by)
@@ -362,7 +257,10 @@ def check_deliver_by(deliver_by: DeliverBy | None, *, start: datetime) -> None:
             "deliverBy is not after the send starts",
             issues=[{"path": ["deliverBy"], "message": "must be after the send starts"}],
         )
-    if deadline.local is not None and deadline.at(ZoneInfo("Etc/GMT+12")) <= start:
+    local_passed = local_start is not None and (
+        deadline.local is not None and deadline.local <= parse_wall_clock(local_start).local
+    )
+    if local_passed or (deadline.local is not None and deadline.at(ZoneInfo("Etc/GMT+12")) <= start):
         raise BadRequest(
             "deliverBy has passed in every zone when the send starts",
             issues=[{"path": ["deliverBy"], "message": "must be after the send starts"}],

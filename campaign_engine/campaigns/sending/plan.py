@@ -13,7 +13,9 @@ the ``rate`` it assumes (recipients/s) and ``rateSource``, and ``shapedBy``, wha
   rate of a small machine, as the settings give no rate of their own.
 - Quiet hours (not for a critical campaign): the recipients' zones, counted by the preview pass, are
   grouped by when each may first receive (``domain/schedule.py:ready_at``); the walk sends each group
-  in turn, a later group no sooner than its quiet hours end.
+  in turn, a later group no sooner than its quiet hours end. A per-recipient schedule groups them
+  by their own local start the same way. A group after the first is a pass over the whole audience
+  (``delivery/readiness.py``): it pauses after each page holding one of its recipients.
 - A test wave (an experiment asked about): its share is sent first; the rest waits for the decision
   (``decideAfterSeconds``) and then goes out.
 - The lane's backlog: other campaigns' Dispatches still sending. Those of the same lane share the
@@ -41,7 +43,7 @@ from campaign_engine.domain.camel import CamelModel
 from campaign_engine.domain.dispatch import DeliveryChannel
 from campaign_engine.domain.frequency_cap import DEFAULT_TENANT, CapChannel, ChannelCap
 from campaign_engine.domain.priority import LANE_RANK, skips_pacing_rules
-from campaign_engine.domain.schedule import QuietHours, known_zone, ready_at
+from campaign_engine.domain.schedule import QuietHours, WallClock, known_zone, ready_at
 from campaign_engine.domain.types import format_ts, parse_ts
 from campaign_engine.graph.cypher import statement
 from campaign_engine.graph.graph import Tx
@@ -128,20 +130,37 @@ def _duration(n: int, rate: float, page: int, delay: int) -> float:
 
 
 def _groups(
-    zones: Counter[str], n: int, *, start: datetime, fallback: ZoneInfo, quiet: QuietHours | None
+    zones: Counter[str],
+    n: int,
+    *,
+    start: datetime,
+    fallback: ZoneInfo,
+    quiet: QuietHours | None,
+    local: WallClock | None = None,
 ) -> list[tuple[datetime, int]]:
     """Recipients by the instant they may first receive, earliest first (all at ``start`` without
-    quiet hours); recipients the pass saw without a zone (routed guardians) get the campaign's zone."""
-    if quiet is None:
+    quiet hours or a per-recipient ``local`` start); recipients the pass saw without a zone (routed
+    guardians) get the campaign's zone."""
+    if quiet is None and local is None:
         return [(start, n)]
+
+    def first(zone: ZoneInfo) -> datetime:
+        wave = start if local is None else max(start, local.at(zone))
+        return max(wave, ready_at(wave=wave, now=wave, zone=zone, quiet=quiet))
+
     by: Counter[datetime] = Counter()
     for name, k in zones.items():
-        zone = known_zone(name) or fallback
-        by[ready_at(wave=start, now=start, zone=zone, quiet=quiet)] += k
+        by[first(known_zone(name) or fallback)] += k
     rest = n - sum(zones.values())
     if rest > 0:
-        by[ready_at(wave=start, now=start, zone=fallback, quiet=quiet)] += rest
+        by[first(fallback)] += rest
     return sorted((max(at, start), k) for at, k in by.items())
+
+
+def _pass(k: int, n: int, rate: float, page: int, delay: int) -> float:
+    """A pass sending ``k`` of an audience of ``n``: it reads every page and pauses after each page that
+    sent (``delivery/readiness.py``), so ``k`` spread evenly pause ``min(k, pages) - 1`` times."""
+    return k / rate + max(0, min(k, math.ceil(n / page)) - 1) * delay if k else 0.0
 
 
 def forecast(
@@ -153,8 +172,10 @@ def forecast(
     pace: Pace,
     now: datetime,
     experiment: Experiment | None = None,
+    local_start: WallClock | None = None,
 ) -> dict[str, ChannelPlan]:
-    """The plan of each channel the campaign walks (``counts``: its recipients) if confirmed at ``now``."""
+    """The plan of each channel the campaign walks (``counts``: its recipients) if confirmed at ``now``;
+    ``local_start``: a per-recipient schedule's wall clock, each zone starting at its own."""
     walked = campaign.get("channels") or []
     channels: list[DeliveryChannel] = [ch for ch in ("notify", "email") if ch in walked]
     definition = json.loads(campaign["definition"])
@@ -202,7 +223,8 @@ def forecast(
                 f"a test wave of {tested} first; the rest waits for the decision "
                 f"{experiment.decide_after_seconds} s after the start")))  # fmt: skip
             n -= tested
-        groups = _groups(zones.get(channel, Counter()), n, start=t, fallback=fallback, quiet=quiet)
+        groups = _groups(zones.get(channel, Counter()), n, start=t, fallback=fallback, quiet=quiet,
+                         local=local_start)  # fmt: skip
         first = True
         waited_quiet = 0.0
         for at, k in groups:
@@ -212,7 +234,7 @@ def forecast(
             if first and experiment is None:
                 start = t
             first = False
-            t += timedelta(seconds=_duration(k, rate, page, delay))
+            t += timedelta(seconds=_pass(k, n, rate, page, delay))
         if quiet is not None and window:
             late = sum(k for at, k in groups if at > groups[0][0])
             shaped.append(Shaping(kind="quiet_hours", adds_seconds=round(waited_quiet), message=(

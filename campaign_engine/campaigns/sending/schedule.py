@@ -96,7 +96,7 @@ def schedule_dispatch(
     send_at = data.instant()
     if send_at <= now:
         raise BadRequest("sendAt is in the past; dispatch now instead, or choose a later time")
-    check_deliver_by(data.deliver_by, start=send_at)
+    check_deliver_by(data.deliver_by, start=send_at, local_start=data.local_time())
     if approval_policy is not None and data.on_change != "review":
         raise BadRequest(
             "this tenant requires approval of large sends: onChange must be 'review'",
@@ -150,7 +150,7 @@ def schedule_dispatch(
         late: dict[str, Any] = {}
         if data.deliver_by is not None:  # judged as if it started at sendAt; again when it fires
             verdict, _ = judged(tx, computed, start=send_at, settings=settings, deliver_by=data.deliver_by,
-                                experiment=data.experiment)  # fmt: skip
+                                experiment=data.experiment, local_time=data.local_time())  # fmt: skip
             refuse_late(verdict, accept_late=data.accept_late)
             keep = {
                 ch: kept(verdict, data.deliver_by, accept_late=data.accept_late, channel=ch)

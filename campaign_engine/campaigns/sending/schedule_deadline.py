@@ -1,5 +1,6 @@
 """A scheduled send's deadline: judged when it is scheduled (as if it started at ``sendAt``) and again
 when it fires, from the state then (recipients added, a lane's backlog, a rate measured meanwhile).
+A per-recipient schedule is judged zone by zone from each zone's own local start.
 
 A schedule whose deadline can no longer be met when it fires fails with the verdict's words, unless
 it was scheduled with ``acceptLate``; one that can is paced to it, and keeps its forecast like a
@@ -23,6 +24,7 @@ from campaign_engine.campaigns.sending.dispatch import _Computed, reviewed
 from campaign_engine.campaigns.sending.dispatch_settings import DispatchSettings
 from campaign_engine.campaigns.sending.plan import ChannelPlan, forecast
 from campaign_engine.domain.ab_variants import Experiment
+from campaign_engine.domain.schedule import parse_wall_clock
 from campaign_engine.graph.graph import Tx
 
 __all__ = ["at_fire", "judged"]
@@ -36,12 +38,15 @@ def judged(
     settings: DispatchSettings,
     deliver_by: DeliverBy,
     experiment: Experiment | None,
+    local_time: str | None,
 ) -> tuple[DeadlineVerdict, dict[str, ChannelPlan]]:
-    """The verdict on ``deliver_by`` for the reviewed send if it started at ``start``."""
+    """The verdict on ``deliver_by`` for the reviewed send if it started at ``start``; ``local_time``: a
+    per-recipient schedule's wall clock, each zone judged from its own start."""
+    local = None if local_time is None else parse_wall_clock(local_time)
     plans = forecast(tx, campaign=computed.campaign, counts=reviewed(computed).reach, zones=computed.zones,
-                     pace=settings.pace, now=start, experiment=experiment)  # fmt: skip
+                     pace=settings.pace, now=start, experiment=experiment, local_start=local)  # fmt: skip
     return judge(campaign=computed.campaign, plans=plans, zones=computed.zones, pace=settings.pace, now=start,
-                 deliver_by=deliver_by, experiment=experiment)  # fmt: skip
+                 deliver_by=deliver_by, experiment=experiment, local_start=local)  # fmt: skip
 
 
 def at_fire(
@@ -59,7 +64,7 @@ def at_fire(
     deliver_by = read_deliver_by(str(first["deliverBy"]))
     accept = bool(first.get("acceptLate"))
     verdict, plans = judged(tx, computed, start=now, settings=settings, deliver_by=deliver_by,
-                            experiment=experiment)  # fmt: skip
+                            experiment=experiment, local_time=first.get("sendLocalTime"))  # fmt: skip
     if not verdict.met and not accept:
         return f"{verdict.message}; scheduled without acceptLate, so nothing was sent", {}
     return None, {ch: {**plan.stored(), **kept(verdict, deliver_by, accept_late=accept, channel=ch)}

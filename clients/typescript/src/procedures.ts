@@ -1892,6 +1892,9 @@ export interface DeadlineVerdict {
   lateByChannel?: {
     [k: string]: number | undefined;
   };
+  lateByZone?: {
+    [k: string]: number | undefined;
+  };
   binding?: ("quiet_hours" | "test_wave" | "already_passed" | "rate") | null;
   reasons?: LateReason[];
   waveDelaySeconds?: {
@@ -2233,7 +2236,14 @@ export interface GuardianIn {
  */
 export interface UpsertResult {
   created: number;
+  /**
+   * existing profiles whose stored facts the rows changed
+   */
   updated: number;
+  /**
+   * existing profiles that already held every fact their row names
+   */
+  unchanged?: number;
   missingConnections: number;
   /**
    * GUARDIAN_OF links created or whose consent changed

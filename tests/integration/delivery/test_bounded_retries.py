@@ -24,7 +24,6 @@ from tests.conftest import ADMIN_ID
 from tests.support.api import TrpcClient, api_client, error_code, ok
 from tests.support.delivery import (
     NOW,
-    ScriptedQueue,
     StepClock,
     add_members,
     delivery_settings,
@@ -34,6 +33,7 @@ from tests.support.delivery import (
     local_queues,
     make_campaign,
     notified,
+    refusing_deliveries,
     start_dispatch,
 )
 from tests.support.email import (
@@ -69,7 +69,7 @@ def _resume(api: TrpcClient, dispatch_id: str) -> Any:
 def _fail_dispatch(settings: Settings, graph: Graph, queues: Queues, clock: StepClock) -> None:
     """Run the dispatch queue's page jobs through the job table while every delivery send is refused,
     until the limit fails their Dispatch."""
-    refusing = Queues(dispatch=queues.dispatch, delivery=ScriptedQueue(queues.delivery, [False] * 100))
+    refusing = refusing_deliveries(queues, [False] * 100)
     table = build_job_table(settings, graph, refusing, clock=clock)
     try:
         for _ in range(settings.campaign_dispatch_max_page_failures):
@@ -87,7 +87,7 @@ def test_a_page_that_keeps_failing_fails_its_dispatch_and_is_not_rearmed(
     add_members(graph, "c1", ["p1", "p2"])
     dispatch_id = start_dispatch(graph, queues.dispatch).dispatch_id
     clock = StepClock(NOW + timedelta(seconds=1000))  # long after the last progress (at NOW)
-    refusing = Queues(dispatch=queues.dispatch, delivery=ScriptedQueue(queues.delivery, [False] * 10))
+    refusing = refusing_deliveries(queues, [False] * 10)
     table = build_job_table(settings, graph, refusing, clock=clock)
     try:
         for attempt in (1, 2):
@@ -123,9 +123,7 @@ def test_progress_between_failures_resets_the_count(
     queues = local_queues(tmp_path / "q.sqlite3", max_receives=10)
     make_campaign(graph, "c1")
     # Pages p0-p1 and p2-p3 each fail twice, then go through: 4 failures in all, never 3 in a row.
-    flaky = Queues(
-        dispatch=queues.dispatch, delivery=ScriptedQueue(queues.delivery, [False, False, True, False, False])
-    )
+    flaky = refusing_deliveries(queues, [False, False, True, False, False])
     with inbox_server(tmp_path) as inbox:
         add_members(graph, "c1", members, webhook=f"{inbox.url}/api/notifications/send")
         dispatch_id = start_dispatch(graph, queues.dispatch).dispatch_id
@@ -151,7 +149,7 @@ def test_resume_continues_from_the_cursor_and_completes_exactly_once(
     make_campaign(graph, "c1")
     clock = StepClock()
     # The first page goes through; the second fails twice, the limit.
-    failing = Queues(dispatch=queues.dispatch, delivery=ScriptedQueue(queues.delivery, [True, False, False]))
+    failing = refusing_deliveries(queues, [True, False, False])
     with inbox_server(tmp_path) as inbox:
         add_members(graph, "c1", members, webhook=f"{inbox.url}/api/notifications/send")
         dispatch_id = start_dispatch(graph, queues.dispatch).dispatch_id

@@ -152,9 +152,10 @@ def test_quiet_hours_in_the_recipients_zones_refuse_a_local_deadline_unless_acce
     verdict = preview_dispatch(graph, campaign_id="quiet", now=NOW, settings=SETTINGS, deliver_by=by).deadline
     assert verdict is not None and (verdict.late, verdict.binding) == (30, "quiet_hours")
     assert verdict.message == (
-        "30 recipients would get it after 07:00 on 2026-03-02 in their time: "
-        "quiet hours end at 07:00 for 30 of them"
+        "30 recipients would get it after 07:00 on 2026-03-02 in their time (20 in Australia/Sydney, "
+        "10 in Asia/Tokyo): quiet hours end at 07:00 for 30 of them"
     )
+    assert verdict.late_by_zone == {"Australia/Sydney": 20, "Asia/Tokyo": 10}
     assert verdict.latest_at == "2026-03-02T12:00:00.000000Z"  # 07:00 in New York, the last zone
     with pytest.raises(PreconditionFailed, match="quiet hours end at 07:00 for 30 of them"):
         dispatch(graph, local_queues_stub(), campaign_id="quiet", expected_token=None, now=NOW,
