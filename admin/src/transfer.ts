@@ -16,6 +16,8 @@ interface ImportReport {
   rows: number;
   created: number;
   updated: number;
+  /** Existing profiles that already held every fact their row names (a dry run does not compare: 0). */
+  unchanged: number;
   rejected: Rejection[];
   rejectedCount: number;
   unknownColumns: string[];
@@ -63,7 +65,8 @@ export function recipientsDownload(kit: Kit, campaignId: string): HTMLElement | 
 function reportView(report: ImportReport): HTMLElement {
   const [create, update] = report.dryRun ? ["would create", "would update"] : ["created", "updated"];
   const summary = h("p", { id: "import-summary", className: report.rejectedCount ? "notice" : "ok" },
-    `${report.rows} rows read: ${create} ${report.created}, ${update} ${report.updated}, rejected ${report.rejectedCount}.`,
+    `${report.rows} rows read: ${create} ${report.created}, ${update} ${report.updated}, `
+      + (report.dryRun ? "" : `unchanged ${report.unchanged}, `) + `rejected ${report.rejectedCount}.`,
     report.dryRun ? " Nothing was written (dry run)." : "");
   const unknown = report.unknownColumns.length
     ? h("p", { id: "import-unknown", className: "muted" }, `Ignored columns: ${report.unknownColumns.join(", ")}.`)

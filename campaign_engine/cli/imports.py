@@ -125,7 +125,8 @@ def _profiles_import(args: argparse.Namespace) -> int:
     for generated in result.webhook_secrets:  # shown this once: the graph holds them only sealed
         print(json.dumps({"profileId": generated.profile_id, "webhookSecret": generated.secret}))
     print(
-        f"created={result.created} updated={result.updated} missingConnections={result.missing_connections}"
+        f"created={result.created} updated={result.updated} unchanged={result.unchanged} "
+        f"missingConnections={result.missing_connections}"
     )
     return 0
 

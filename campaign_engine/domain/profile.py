@@ -223,7 +223,8 @@ class WebhookSecretOut(CamelModel):
 
 class UpsertResult(CamelModel):
     created: int
-    updated: int
+    updated: int = Field(description="existing profiles whose stored facts the rows changed")
+    unchanged: int = Field(0, description="existing profiles that already held every fact their row names")
     missing_connections: int
     guardian_links: Annotated[
         int, Field(description="GUARDIAN_OF links created or whose consent changed")

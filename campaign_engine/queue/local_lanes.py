@@ -69,14 +69,10 @@ def pick(conn: sqlite3.Connection, name: str, *, now: float, taken: str) -> Pick
     candidates: list[tuple[int, str, float]] = []
     key: tuple[int, str] = (-1, "")
     while True:
-        row = conn.execute(
-            "SELECT lane, grp FROM messages WHERE name = ? AND (lane, grp) > (?, ?)"
-            " ORDER BY lane, grp LIMIT 1",
-            (name, *key),
-        ).fetchone()
-        if row is None or (candidates and row[0] > candidates[0][0]):
+        found = _next_pair(conn, name, key)
+        if found is None or (candidates and found[0] > candidates[0][0]):
             break
-        key = (int(row[0]), str(row[1]))
+        key = found
         visible = conn.execute(
             "SELECT weight FROM messages WHERE name = ? AND lane = ? AND grp = ? AND visible_at <= ?"
             " AND id NOT IN (SELECT value FROM json_each(?)) LIMIT 1",
@@ -100,6 +96,23 @@ def pick(conn: sqlite3.Connection, name: str, *, now: float, taken: str) -> Pick
     )
     best = min(candidates, key=lambda c: (max(float(finishes.get(c[1], 0.0)), clock), c[1]))
     return Pick(lane, best[1], max(best[2], 1e-6), max(float(finishes.get(best[1], 0.0)), clock))
+
+
+def _next_pair(conn: sqlite3.Connection, name: str, after: tuple[int, str]) -> tuple[int, str] | None:
+    """The (lane, group) after ``after`` that has a message: the next group of the lane, else the first of
+    a later lane, each one seek. A row-value comparison ``(lane, grp) > (?, ?)`` would read every message of
+    the group it starts from (about 10 ms a receive behind 20,000 of them, on SQLite 3.40)."""
+    lane, group = after
+    row = conn.execute(
+        "SELECT grp FROM messages WHERE name = ? AND lane = ? AND grp > ? ORDER BY grp LIMIT 1",
+        (name, lane, group),
+    ).fetchone()
+    if row is not None:
+        return lane, str(row[0])
+    row = conn.execute(
+        "SELECT lane, grp FROM messages WHERE name = ? AND lane > ? ORDER BY lane, grp LIMIT 1", (name, lane)
+    ).fetchone()
+    return None if row is None else (int(row[0]), str(row[1]))
 
 
 def charge(conn: sqlite3.Connection, name: str, chosen: Pick, served: int) -> None:

@@ -68,7 +68,8 @@ class RowRejection(BaseModel):
 class CsvImportReport(CamelModel):
     rows: int = Field(description="data rows read (the header excluded)")
     created: int
-    updated: int
+    updated: int = Field(description="existing profiles the file changed (dry run: every existing one)")
+    unchanged: int = Field(description="existing profiles that already held every fact their row names")
     rejected: list[RowRejection] = Field(description=f"up to {MAX_LISTED} rejected rows, by line")
     rejected_count: Annotated[int, Field(description="every rejected row")]
     unknown_columns: list[str]
@@ -83,6 +84,7 @@ class _Tally:
     rows: int = 0
     created: int = 0
     updated: int = 0
+    unchanged: int = 0
     rejected: list[RowRejection] = field(default_factory=list)
     rejected_count: int = 0
 
@@ -195,6 +197,7 @@ class _Written:
 
     created: int = 0
     updated: int = 0
+    unchanged: int = 0
     rejected: list[tuple[int, str | None, str]] = field(default_factory=list)
 
 
@@ -265,12 +268,12 @@ def import_csv(
                 (line, None, f"{exc.message} (re-run the file to retry these rows)") for line, _ in writable
             )
             return written
-        written.created, written.updated = result.created, result.updated
+        written.created, written.updated, written.unchanged = result.created, result.updated, result.unchanged
         return written
 
     def settled(written: _Written) -> None:
-        tally.created += written.created
-        tally.updated += written.updated
+        tally.created, tally.updated = tally.created + written.created, tally.updated + written.updated
+        tally.unchanged += written.unchanged
         for rejection in written.rejected:
             tally.reject(*rejection)
             if rejection[0] in link_lines:
@@ -338,6 +341,7 @@ def import_csv(
         rows=tally.rows,
         created=tally.created,
         updated=tally.updated,
+        unchanged=tally.unchanged,
         rejected=sorted(tally.rejected, key=lambda r: r.line),
         rejected_count=tally.rejected_count,
         unknown_columns=[name for name in names if name not in COLUMNS],

@@ -121,7 +121,7 @@ def upsert_profiles(
     if not platform and any(r["tenants"] is not None for r in unsealed):
         raise Forbidden("tenants is set by platform credentials; a tenant's profiles join it by themselves")
 
-    def tx_fn(tx: Tx) -> tuple[int, int, int, list[WebhookSecretOut], int]:
+    def tx_fn(tx: Tx) -> tuple[int, int, int, int, list[WebhookSecretOut], int]:
         if not platform:
             held = tx.run(statement(_FOREIGN), ids=ids, tenant=tenant_id).single()
             if held is not None and held["foreign"]:
@@ -138,36 +138,42 @@ def upsert_profiles(
         rows = sealed if platform else unsealed
         record = tx.run(statement("upsert_profiles"), rows=rows, tenant=tenant_id).single()
         assert record is not None
+        # Unchanged: an existing profile whose stored facts (a tenant's: its view's) were the row's already.
+        unchanged = set(record["unchanged"])
         if not platform:
-            write_views(tx, sealed, tenant_id=tenant_id)
+            unchanged -= write_views(tx, sealed, tenant_id=tenant_id)
         missing = 0
         if with_connections:
             linked = tx.run(statement("upsert_connections"), rows=with_connections, tenant=scope).single()
             missing = int(linked["missing"]) if linked is not None else 0
-        detail: dict[str, Any] = {"count": len(ids), "created": int(record["created"]),
-                                  "profileIds": ids[:AUDIT_IDS_CAP]}  # fmt: skip
+        created = int(record["created"])
+        detail: dict[str, Any] = {"count": len(ids), "created": created,
+                                  "updated": len(ids) - created - len(unchanged),
+                                  "unchanged": len(unchanged), "profileIds": ids[:AUDIT_IDS_CAP]}  # fmt: skip
         if links:
             detail["guardianLinks"] = set_guardians(tx, links, tenant=scope, adult_age=adult_age,
                                                     provenance=provenance)  # fmt: skip
         record_audit(tx, audit, target_type="profile", target_id=ids[0] if len(ids) == 1 else "batch",
                      detail=detail)  # fmt: skip
         return (
-            int(record["created"]),
+            created,
             int(record["total"]),
+            len(unchanged),
             missing,
             generated,
             detail.get("guardianLinks", 0),
         )
 
     try:
-        created, total, missing, generated, guardian_links = graph.write(tx_fn)
+        created, total, unchanged, missing, generated, guardian_links = graph.write(tx_fn)
     except ConstraintError as exc:
         raise BadRequest(
             "a did is already used by another profile; nothing in this batch was written"
         ) from exc
     return UpsertResult(
         created=created,
-        updated=total - created,
+        updated=total - created - unchanged,
+        unchanged=unchanged,
         missing_connections=missing,
         webhook_secrets=generated,
         guardian_links=guardian_links,
@@ -314,7 +320,7 @@ def import_jsonl(
     Batches before the bad one stay written (each batch is atomic); the message says where to resume.
     Each batch is its own transaction, so each committed batch has its own audit entry.
     """
-    created = updated = missing = 0
+    created = updated = unchanged = missing = 0
     generated: list[WebhookSecretOut] = []
     for first_line, rows in _batches(lines, batch_size):
         try:
@@ -331,9 +337,14 @@ def import_jsonl(
         generated += result.webhook_secrets
         created += result.created
         updated += result.updated
+        unchanged += result.unchanged
         missing += result.missing_connections
         if progress is not None:
             progress(len(rows))
     return UpsertResult(
-        created=created, updated=updated, missing_connections=missing, webhook_secrets=generated
+        created=created,
+        updated=updated,
+        unchanged=unchanged,
+        missing_connections=missing,
+        webhook_secrets=generated,
     )

@@ -55,7 +55,8 @@ class RosterImportReport(CamelModel):
     format: RosterFormat
     rows: int = Field(description="data rows read (the header excluded)")
     created: int
-    updated: int
+    updated: int = Field(description="existing profiles the file changed (dry run: every existing one)")
+    unchanged: int = Field(description="existing profiles that already held every fact their row names")
     skipped: int = Field(description="rows of other roles, or status tobedeleted")
     guardian_links: Annotated[int, Field(description="links created or changed")]
     rejected: list[RowRejection] = Field(description=f"up to {MAX_LISTED} rejected rows, by line")
@@ -65,7 +66,7 @@ class RosterImportReport(CamelModel):
 
 class _Report:
     def __init__(self) -> None:
-        self.rows = self.created = self.updated = self.skipped = self.count = 0
+        self.rows = self.created = self.updated = self.unchanged = self.skipped = self.count = 0
         self.rejected: list[RowRejection] = []
 
     def reject(self, line: int, column: str | None, reason: str) -> None:
@@ -235,6 +236,7 @@ def import_roster(
         rows=report.rows,
         created=report.created,
         updated=report.updated,
+        unchanged=report.unchanged,
         skipped=report.skipped,
         guardian_links=written,
         rejected=sorted(report.rejected, key=lambda r: r.line),
@@ -287,3 +289,4 @@ def _write_profiles(
         return
     report.created += result.created
     report.updated += result.updated
+    report.unchanged += result.unchanged

@@ -89,10 +89,13 @@ def view_row(profile: ProfileIn) -> dict[str, Any]:
     }
 
 
-def write_views(tx: Tx, rows: list[dict[str, Any]], *, tenant_id: str) -> None:
-    """Writes the rows (sorted by profileId, their profiles written and locked) into the views."""
-    if rows:
-        tx.run(statement(_UPSERT_VIEWS), rows=rows, tenant=tenant_id).consume()
+def write_views(tx: Tx, rows: list[dict[str, Any]], *, tenant_id: str) -> set[str]:
+    """Writes the rows (sorted by profileId, their profiles written and locked) into the views; answers
+    the profileIds whose view did not already hold what their row names (the others are unchanged)."""
+    if not rows:
+        return set()
+    record = tx.run(statement(_UPSERT_VIEWS), rows=rows, tenant=tenant_id).single()
+    return set() if record is None else set(record["changed"])
 
 
 def merged(profile: dict[str, Any], view: dict[str, Any] | None) -> dict[str, Any]:

@@ -2231,7 +2231,14 @@ export interface GuardianIn {
  */
 export interface UpsertResult {
   created: number;
+  /**
+   * existing profiles whose stored facts the rows changed
+   */
   updated: number;
+  /**
+   * existing profiles that already held every fact their row names
+   */
+  unchanged?: number;
   missingConnections: number;
   /**
    * GUARDIAN_OF links created or whose consent changed

@@ -59,7 +59,7 @@ def test_profiles_are_imported_from_csv_and_exports_download_in_the_console(
 
         page.get_by_label("Dry run").uncheck()
         page.get_by_role("button", name="Import").click()
-        expect(summary).to_contain_text("3 rows read: created 1, updated 1, rejected 1.")
+        expect(summary).to_contain_text("3 rows read: created 1, updated 1, unchanged 0, rejected 1.")
         expect(page.locator("#import-unknown")).to_have_text("Ignored columns: homeroom.")
         rejected = page.locator("#import-rejections tbody tr")
         expect(rejected).to_have_count(1)
@@ -67,6 +67,8 @@ def test_profiles_are_imported_from_csv_and_exports_download_in_the_console(
         expect(rejected.locator("td").nth(1)).to_have_text("email")
         assert trpc(url, ana, "profiles.get", {"profileId": "a1"}, mutation=False)["locale"] == "es-MX"
         shot(page, "import-report")
+        page.get_by_role("button", name="Import").click()  # the same file again: nothing to change
+        expect(summary).to_contain_text("3 rows read: created 0, updated 0, unchanged 2, rejected 1.")
         assert_accessible(page, "import")
 
         with page.expect_download() as audit:

@@ -8,9 +8,12 @@ idle joins at the lane's clock and gets its share from then on, no burst for the
 from __future__ import annotations
 
 import sqlite3
+import time
 from collections import Counter
+from contextlib import closing
 from pathlib import Path
 
+from campaign_engine.queue import local_lanes
 from campaign_engine.queue.local import LocalQueue
 from campaign_engine.queue.port import Lane
 
@@ -66,6 +69,34 @@ def test_a_tenant_that_joins_late_gets_its_share_from_then_on_not_a_burst(tmp_pa
     served = _groups(queue, 20)
 
     assert served == Counter({"a": 100, "c": 100})  # half each, not gamma first for 20 receives
+
+
+def _pick_steps(path: Path) -> int:
+    """SQLite virtual-machine instructions one choice of whom to serve runs (a progress handler's count)."""
+    steps = 0
+
+    def count() -> int:
+        nonlocal steps
+        steps += 1
+        return 0  # go on
+
+    with closing(sqlite3.connect(path)) as conn:
+        conn.set_progress_handler(count, 1)
+        assert local_lanes.pick(conn, "delivery", now=time.time(), taken="[]") is not None
+    return steps
+
+
+def test_choosing_whom_to_serve_seeks_whatever_the_backlog(tmp_path: Path) -> None:
+    """Every receive chooses a (lane, group) first: that costs a few seeks per group with work, the same
+    behind 20 messages as behind 20,000, never a read of a group's backlog."""
+    costs = []
+    for backlog in (10, 10_000):
+        queue = _queue(tmp_path / f"{backlog}.sqlite3")
+        for lane in (Lane(NORMAL, "alpha"), Lane(NORMAL, "gamma"), Lane(BULK, "beta")):
+            queue.send_batch(["x"] * backlog, lane=lane)
+        costs.append(_pick_steps(tmp_path / f"{backlog}.sqlite3"))
+
+    assert costs[1] <= 1.2 * costs[0], costs
 
 
 def test_a_queue_file_from_before_lanes_keeps_its_messages_in_the_normal_lane(tmp_path: Path) -> None:

@@ -45,8 +45,9 @@ def test_upsert_creates_then_updates_idempotently(api: TrpcClient) -> None:
     }
     first = ok(upsert(api, row, {"profileId": "p2"}))
     assert [s["profileId"] for s in first.pop("webhookSecrets")] == ["p1"]  # its own receiver's secret
-    assert first == {"created": 2, "updated": 0, "missingConnections": 0, "guardianLinks": 0}
-    again = {"created": 0, "updated": 1, "missingConnections": 0, "guardianLinks": 0, "webhookSecrets": []}
+    assert first == {"created": 2, "updated": 0, "unchanged": 0, "missingConnections": 0, "guardianLinks": 0}
+    again = {"created": 0, "updated": 0, "unchanged": 1, "missingConnections": 0, "guardianLinks": 0,
+             "webhookSecrets": []}  # fmt: skip
     assert ok(upsert(api, row)) == again  # the same webhook keeps its secret: nothing answered
     profile = ok(get(api, "p1"))
     assert profile["tags"] == ["beta", "teachers"]

@@ -210,10 +210,12 @@ def _keys(graph: Graph, query: str) -> Any:
 def test_the_imports_write_alphas_view(api: TrpcClient, graph: Graph) -> None:
     beta, platform = _member(api, "beta", "viewer"), _platform(api)
     beta_before, shared_before, stored = beta.get(), platform.get(), _stored_shared(graph)
-    for _, writer in _alpha_writers(api):
+    for index, (_, writer) in enumerate(_alpha_writers(api)):
         csv = "profileId,email,locale,timeZone,dob,tags\np1,p1@csv.example,fr,Europe/Paris,1982-03-03,csv\n"
         report = writer.upload("/imports/profiles", csv)
-        assert (report["updated"], report["rejectedCount"]) == (1, 0)
+        # The first writer fills alpha's view; each later one finds it holding the row already.
+        expected = (1, 0) if index == 0 else (0, 1)
+        assert (report["updated"], report["unchanged"], report["rejectedCount"]) == (*expected, 0)
         # No links here: guardian links of a tenant are campaigns/profiles/guardians.py's to test.
         roster = "sourcedId,role,email\np3,student,\np1,parent,p1@roster.example\n"
         report = writer.upload("/imports/roster", roster, format="oneroster")
