@@ -216,7 +216,7 @@ def test_ab_variants_are_composed_and_their_stats_charted_side_by_side(
             expect(table.locator(f"td[data-variant='{arm}'][data-stat='clicked']")).to_have_text(
                 re.compile(rf"^{taken} \(")
             )
-        expect(page.locator("#variant-chart rect.variant-bar")).to_have_count(2 * 8)  # two arms, eight steps
+        expect(page.locator("#variant-chart rect.variant-bar")).to_have_count(2 * 9)  # two arms, nine steps
         explain_in_console(page, members[0])  # which arm, and why, in the explanation
         expect(page.locator("#explain-variant")).to_have_attribute("data-variant", str(arms[members[0]]))
         expect(page.locator("#explain-variant")).to_contain_text("the keyed hash of (campaign, profile)")
