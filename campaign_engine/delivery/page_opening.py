@@ -7,10 +7,17 @@ message that moved the cursor last, which enqueues its lost successor again; a c
 longer send (``guard_reason``) stops the walk; a test wave whose decision is due is decided, and the
 Dispatch and campaign are read again, since the rest pass starts on this page. What follows (the
 health guard, the page read or claim) differs by channel and stays in each walk.
+
+A page that opens hands the Dispatch it read to ``watch`` (the wiring gives the deadline's live check,
+``campaigns/sending/deadline_watch.py:note_late``): the walk already holds the progress the live estimate
+is computed from, so a send that fell behind its deadline is announced at its next page, not at the
+next sweep. It costs one comparison per page; a failing check is logged and left to the sweep.
 """
 
 from __future__ import annotations
 
+import logging
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal
@@ -28,7 +35,12 @@ from campaign_engine.domain.types import Clock, format_ts
 from campaign_engine.graph.graph import Graph
 from campaign_engine.queue.port import Queue
 
-__all__ = ["ClosedPage", "OpenPage", "open_page"]
+__all__ = ["ClosedPage", "OpenPage", "PageWatch", "open_page"]
+
+log = logging.getLogger(__name__)
+
+PageWatch = Callable[[Mapping[str, Any], datetime], object]
+"""Told each Dispatch a page opened on, with the page's instant (the deadline's live check)."""
 
 
 @dataclass(frozen=True)
@@ -51,7 +63,13 @@ class ClosedPage:
 
 
 def open_page(
-    graph: Graph, job: PageJob, *, clock: Clock, dispatch_queue: Queue, wave_delay: int
+    graph: Graph,
+    job: PageJob,
+    *,
+    clock: Clock,
+    dispatch_queue: Queue,
+    wave_delay: int,
+    watch: PageWatch | None = None,
 ) -> OpenPage | ClosedPage:
     now = clock()
     stamp = format_ts(now)
@@ -74,4 +92,9 @@ def open_page(
         # A campaign deleted in between raises here and the job is retried: its retry finds it gone.
         assert dispatch is not None
         assert campaign is not None
+    if watch is not None:
+        try:
+            watch(dispatch, now)
+        except Exception:  # the sweep judges it again: a page is never held up by its announcement
+            log.warning("dispatch.late_check_failed dispatch_id=%s", job.dispatch_id, exc_info=True)
     return OpenPage(now=now, stamp=stamp, dispatch=dispatch, campaign=campaign)

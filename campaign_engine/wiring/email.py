@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from functools import partial
+
+from campaign_engine.campaigns.sending.deadline_watch import note_late
 from campaign_engine.config import Settings
 from campaign_engine.delivery.email.page_walk import EmailWorker
 from campaign_engine.delivery.email.postmark import PostmarkProvider
@@ -75,4 +78,5 @@ def build_email_worker(
         run_seconds=settings.campaign_email_run_seconds,
         frequency_caps=tenants.frequency_caps(),
         guard=health_guard(settings, graph),
+        watch=partial(note_late, graph),  # a send behind its deadline is announced at its next page
     )

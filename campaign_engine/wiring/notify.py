@@ -3,6 +3,9 @@ the per-recipient notification worker with its signing poster."""
 
 from __future__ import annotations
 
+from functools import partial
+
+from campaign_engine.campaigns.sending.deadline_watch import note_late
 from campaign_engine.config import ConfigError, Settings
 from campaign_engine.delivery.notify.formats import Formats
 from campaign_engine.delivery.notify.gate import SendGate
@@ -49,6 +52,7 @@ def build_page_worker(
         delay_seconds=settings.campaign_dispatch_delay_seconds,
         adult_age=settings.campaign_adult_age,
         guard=health_guard(settings, graph),
+        watch=partial(note_late, graph),  # a send behind its deadline is announced at its next page
     )
 
 

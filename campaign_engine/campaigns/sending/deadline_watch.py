@@ -1,9 +1,14 @@
 """While sending: a Dispatch whose live estimate finishes after its deadline raises ``dispatch.late``.
 
-Each sweep reads the Dispatches with a ``deliverBy`` of the last ``WATCH_DAYS`` not yet late, sending or
+The page walks ask first (``note_late``, given to them by the wiring as ``page_opening.py``'s watch):
+each page opens on the Dispatch it read, which holds the progress the live estimate is computed from,
+so the check is one comparison per page and a write only for a send that just fell behind. The sweep
+is the backstop (a send whose last page is walked, whose receivers still answer):
+each sweep reads the Dispatches with a ``deliverBy`` of the last ``WATCH_DAYS`` not yet late, sending or
 with a completed walk whose receivers are still answering, and judges each by its live estimate
 (``plan_live.py``: the rate so far and the recipients left; never before now while some are left).
-One behind is marked ``lateAt`` under a condition only one transaction can meet, and in that transaction
+One behind is marked ``lateAt`` under the Dispatch's write lock, taken before ``lateAt`` is read
+(``cypher/sending/deadline_late.cypher``), so two workers and a sweeper mark it once; in that transaction
 the ``dispatch.late`` event goes to the outbox (event webhooks deliver it), so it is raised once per
 Dispatch whatever the sweepers; the metric ``campaign_engine_dispatches_late_total`` counts it after
 the commit. ``getDispatch`` then says when it fell behind and by how much (``dispatch_reads.py``).
@@ -23,7 +28,7 @@ from campaign_engine.graph.graph import Graph, Tx
 from campaign_engine.graph.webhook_outbox import record_dispatch_events
 from campaign_engine.observability import metrics
 
-__all__ = ["behind", "raise_late"]
+__all__ = ["behind", "note_late", "raise_late"]
 
 log = logging.getLogger(__name__)
 
@@ -44,26 +49,30 @@ def behind(node: Mapping[str, Any], *, now: datetime | None = None) -> tuple[dat
 
 def raise_late(graph: Graph, *, now: datetime) -> list[str]:
     """Mark and announce every sending Dispatch now behind its deadline; returns their ids."""
-    stamp = format_ts(now)
     since = format_ts(now - timedelta(days=WATCH_DAYS))
 
     def read(tx: Tx) -> list[dict[str, Any]]:
         return [dict(r["dispatch"]) for r in tx.run(statement("deadline_due"), since=since, limit=_BATCH)]
 
     rows = graph.read(read)
-    raised: list[str] = []
-    for node in rows:
-        judged = behind(node, now=now)
-        if judged is None or judged[1] <= 0:
-            continue
-        finish, over = judged
-        channel = graph.write(_mark, node, finish=finish, over=over, stamp=stamp, graph=graph)
-        if channel is None:
-            continue  # another sweeper marked it, or it stopped meanwhile
-        metrics.dispatch_late(channel)
-        log.warning("dispatch.late dispatch_id=%s behind_s=%d", node["id"], round(over))
-        raised.append(str(node["id"]))
-    return raised
+    return [str(node["id"]) for node in rows if note_late(graph, node, now)]
+
+
+def note_late(graph: Graph, node: Mapping[str, Any], now: datetime) -> bool:
+    """Mark and announce ``node`` if its live estimate at ``now`` finishes past its deadline and nobody
+    has yet; True when this call did. Without a deadline, or once marked, no statement is run."""
+    if node.get("lateAt") or not node.get("deliverByAt"):
+        return False
+    judged = behind(node, now=now)
+    if judged is None or judged[1] <= 0:
+        return False
+    finish, over = judged
+    channel = graph.write(_mark, node, finish=finish, over=over, stamp=format_ts(now), graph=graph)
+    if channel is None:
+        return False  # another worker or sweeper marked it, or it stopped meanwhile
+    metrics.dispatch_late(channel)
+    log.warning("dispatch.late dispatch_id=%s behind_s=%d", node["id"], round(over))
+    return True
 
 
 def _mark(

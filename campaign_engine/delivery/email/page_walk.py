@@ -59,7 +59,7 @@ from campaign_engine.delivery.email.provider import EmailProvider, SendResult, s
 from campaign_engine.delivery.email.render import EmailConfigError
 from campaign_engine.delivery.email.walk_outcome import EmailPageOutcome, Outcome, WalkTotals
 from campaign_engine.delivery.health_guard import HealthGuard, pause, paused, system_audit
-from campaign_engine.delivery.page_opening import ClosedPage, open_page
+from campaign_engine.delivery.page_opening import ClosedPage, PageWatch, open_page
 from campaign_engine.delivery.readiness import page_delay
 from campaign_engine.domain.campaign import campaign_from_node
 from campaign_engine.domain.dispatch import PageJob
@@ -97,7 +97,9 @@ class EmailWorker:
         run_seconds: float = 0.0,
         frequency_caps: Mapping[str, Mapping[CapChannel, ChannelCap]] | None = None,
         guard: HealthGuard | None = None,
+        watch: PageWatch | None = None,
     ) -> None:
+        self._watch = watch  # told each Dispatch a page opens on (page_opening.py)
         self._graph = graph
         self._provider = provider
         self._tokens = tokens
@@ -150,9 +152,8 @@ class EmailWorker:
 
         Raises (message redelivered) only before anything is claimed; once a claim committed, every
         message of it gets an outcome recorded, whatever the provider does."""
-        opened = open_page(
-            self._graph, job, clock=self._clock, dispatch_queue=self._pages, wave_delay=self._delay
-        )
+        opened = open_page(self._graph, job, clock=self._clock, dispatch_queue=self._pages,
+                           wave_delay=self._delay, watch=self._watch)  # fmt: skip
         if isinstance(opened, ClosedPage):
             if opened.outcome == "stopped":
                 reason = opened.reason.split(":")[0]

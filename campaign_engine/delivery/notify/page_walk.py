@@ -28,7 +28,7 @@ from typing import Any, Literal
 
 from campaign_engine.delivery.approval_reach import over_reach, pause_over_reach
 from campaign_engine.delivery.health_guard import HealthGuard, pause, paused, system_audit
-from campaign_engine.delivery.page_opening import ClosedPage, open_page
+from campaign_engine.delivery.page_opening import ClosedPage, PageWatch, open_page
 from campaign_engine.delivery.readiness import PageTally, advance_pass, page_delay, readiness_params
 from campaign_engine.delivery.test_wave_page import WaveFilter
 from campaign_engine.domain.dispatch import DeliveryJob, PageJob, delivery_id, job_json
@@ -74,7 +74,9 @@ class PageWorker:
         delay_seconds: int,
         adult_age: int,
         guard: HealthGuard | None = None,
+        watch: PageWatch | None = None,
     ) -> None:
+        self._watch = watch  # told each Dispatch a page opens on (page_opening.py)
         self._graph = graph
         self._guard = guard  # asked before every page: the receivers' rejection rate
         self._deliveries = delivery_queue
@@ -88,9 +90,8 @@ class PageWorker:
 
     def handle_page(self, job: PageJob) -> PageOutcome:
         """Process one page job. Raises ``QueueError`` when enqueueing fails: the job must be retried."""
-        opened = open_page(
-            self._graph, job, clock=self._clock, dispatch_queue=self._pages, wave_delay=self._delay
-        )
+        opened = open_page(self._graph, job, clock=self._clock, dispatch_queue=self._pages,
+                           wave_delay=self._delay, watch=self._watch)  # fmt: skip
         if isinstance(opened, ClosedPage):
             if opened.outcome == "stopped":
                 log.info("dispatch.stopped dispatch_id=%s reason=%s", job.dispatch_id, opened.reason)

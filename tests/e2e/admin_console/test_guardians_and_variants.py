@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from datetime import datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -216,7 +217,7 @@ def test_ab_variants_are_composed_and_their_stats_charted_side_by_side(
             expect(table.locator(f"td[data-variant='{arm}'][data-stat='clicked']")).to_have_text(
                 re.compile(rf"^{taken} \(")
             )
-        expect(page.locator("#variant-chart rect.variant-bar")).to_have_count(2 * 8)  # two arms, eight steps
+        expect(page.locator("#variant-chart rect.variant-bar")).to_have_count(2 * 9)  # two arms, nine steps
         explain_in_console(page, members[0])  # which arm, and why, in the explanation
         expect(page.locator("#explain-variant")).to_have_attribute("data-variant", str(arms[members[0]]))
         expect(page.locator("#explain-variant")).to_contain_text("the keyed hash of (campaign, profile)")
@@ -226,6 +227,27 @@ def test_ab_variants_are_composed_and_their_stats_charted_side_by_side(
         watch.assert_clean()
     finally:
         context.close()
+
+
+def _the_forecast_waits_for_the_decision(page: Page) -> None:
+    """With the test wave chosen the review asks again: its forecast sends the rest after the decision
+    (two hours), and the deadline's verdict counts that wait (an hour away is too late for some)."""
+    plan = page.locator("#review-plan .plan[data-channel='notify']")
+    expect(plan.locator("li[data-kind='test_wave']")).to_contain_text("7200 s after the start")
+    starts, finishes = (plan.locator("time").nth(i).get_attribute("datetime") for i in (0, 1))
+    assert starts and finishes
+    waited = datetime.fromisoformat(finishes) - datetime.fromisoformat(starts)
+    assert waited >= timedelta(hours=2), waited
+    in_an_hour = page.evaluate(
+        "() => { const d = new Date(Date.now() + 3600e3);"
+        " d.setMinutes(d.getMinutes() - d.getTimezoneOffset()); return d.toISOString().slice(0, 16); }"
+    )
+    page.get_by_label("Deliver by (optional)").fill(in_an_hour)
+    expect(page.locator("#deliver-by-late")).to_contain_text("Too late for some")
+    page.get_by_label("Deliver by (optional)").fill("")
+    expect(page.locator("#deliver-by-verdict")).to_be_empty()
+    expect(plan.locator("li[data-kind='test_wave']")).to_have_count(1)
+    expect(plan.locator("li[data-kind='deadline']")).to_have_count(0)
 
 
 WAVE = [f"wave{i:02d}" for i in range(24)]
@@ -270,6 +292,7 @@ def _a_test_wave_is_run_from_the_review(page: Page, url: str, token: str) -> Non
         row = page.locator(f"#experiment-wave tr[data-variant='{arm}'] td")
         expect(row).to_have_text(str(wave(0.5)[arm]))
     page.get_by_label("Decide after (hours)").fill("2")
+    _the_forecast_waits_for_the_decision(page)
     assert_every_control_labelled(page)
     assert_accessible(page, "review with a test wave")
     shot(page, "review-test-wave", "#review")
