@@ -31,8 +31,15 @@ _MARK = "SLOW-CALLBACK "
 
 
 class WatchedApi:
-    def __init__(self, base: str, log: Path) -> None:
-        self.base, self.log = base, log
+    def __init__(self, base: str, log: Path, pid: int) -> None:
+        self.base, self.log, self.pid = base, log, pid
+
+    def peak_rss_mb(self) -> float:
+        """The process's peak resident memory so far (``VmHWM``, Linux /proc), in MiB."""
+        for line in Path(f"/proc/{self.pid}/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+        raise AssertionError("no VmHWM")
 
     def slow(self) -> list[str]:
         """The slow callbacks the API's loop reported so far."""
@@ -61,7 +68,7 @@ def watched_api(env: Mapping[str, str], log: Path, *, start_timeout: float = 90.
                 except httpx.TransportError:
                     pass
                 time.sleep(0.1)
-            yield WatchedApi(base, log)
+            yield WatchedApi(base, log, proc.pid)
         finally:
             proc.send_signal(signal.SIGTERM)
             try:
