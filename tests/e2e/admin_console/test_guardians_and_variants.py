@@ -73,6 +73,9 @@ def test_minors_are_routed_to_their_guardians_from_the_composer_to_the_review(
         assert stored["guardianCopy"]["message"]["title"] == "Class trip on Friday"
         french = stored["guardianCopy"]["translations"]["fr"]
         assert (french["email"]["subject"], french["message"]["title"]) == (FR_SUBJECT, "Sortie de classe")
+        [button] = stored["guardianCopy"]["message"]["actions"]
+        assert button == {**stored["message"]["actions"][0], "label": "See the trip plan"}
+        assert french["message"]["actions"] == [{**button, "label": "Voir le programme"}]
         audience = page.locator("#audience")
         audience.get_by_label("Source type").select_option("profileIds")
         audience.get_by_label(re.compile("^Profile ids, DIDs")).fill("fam-kid")
@@ -93,6 +96,11 @@ def test_minors_are_routed_to_their_guardians_from_the_composer_to_the_review(
             m for m in map(read_mail, mailbox.glob("*.eml")) if str(m["To"]) == "fam-parent@example.com"
         )
         assert str(mail["Subject"]) == "Your child's class travels on Friday"
+        # The guardian's in-app card: the campaign's button under the guardians' label.
+        parent = mint_token(settings, profile_id="fam-parent")
+        [card] = trpc(url, parent, "campaigns.getMyCampaigns", None, mutation=False)["campaigns"]
+        assert [a["label"] for a in card["message"]["actions"]] == ["See the trip plan"]
+        assert card["message"]["actions"][0]["action"] == button["action"]
         # Explained in sentences: the guardian received it as one; the child's routes, each guardian's.
         explain_in_console(page, "fam-parent")
         expect(page.locator("#explain-guardian")).to_contain_text(
@@ -125,10 +133,16 @@ def _guardian_copy_in_french_and_in_app_with_its_preview(page: Page) -> None:
     """The guardians' in-app copy and a French translation of their copy, and the preview of what a
     guardian reads: a French guardian's email and card in the French guardian copy, their notification
     the campaign's own (the guardian copy has none), a Dutch one the base guardian copy."""
+    page.get_by_label("Action 1 label", exact=True).fill("Details")
+    page.get_by_label("Action 1 kind", exact=True).select_option("externalLink")
+    page.get_by_label("Action 1 path or URL", exact=True).fill("https://example.com/trip")
     page.get_by_label("Guardians' in-app title", exact=True).fill("Class trip on Friday")
+    # The campaign's button, labelled for guardians (and again in French): what it does stays the same.
+    page.get_by_label("Guardians' in-app button 1 label", exact=True).fill("See the trip plan")
     page.get_by_label("Add a guardian translation").fill("fr")
     page.get_by_role("button", name="Add guardian language").click()
     page.get_by_label("Guardians' in-app title (fr)").fill("Sortie de classe")
+    page.get_by_label("Guardians' in-app button 1 label (fr)").fill("Voir le programme")
     for label, value in [("subject", FR_SUBJECT), ("heading", "Sortie de classe"),
                          ("body", "La classe part vendredi."), ("button label", "Détails")]:  # fmt: skip
         page.get_by_label(f"Guardians' email {label} (fr)").fill(value)
@@ -138,6 +152,7 @@ def _guardian_copy_in_french_and_in_app_with_its_preview(page: Page) -> None:
     expect(email).to_have_attribute("data-served", "fr")
     expect(email).to_contain_text(f"Subject: {FR_SUBJECT}")
     expect(preview.locator("[data-channel='message']")).to_contain_text("Sortie de classe")
+    expect(preview.locator("[data-channel='message']")).to_contain_text("[Voir le programme]")
     notification = preview.locator("[data-channel='notification']")
     expect(notification).to_have_attribute("data-source", "campaign")
     expect(preview).to_contain_text("nothing fills in a child's name")
