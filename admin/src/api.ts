@@ -27,6 +27,7 @@ export type {
   EmailOverride,
   MessageOverride,
   NotificationOverride,
+  PreviewInput,
   RecipientExplanation,
   RuleVerdict,
   Segment,

@@ -1,5 +1,5 @@
 // The admin console's entry and router. Routes live in the URL fragment: #/ (campaigns), #/new,
-// #/c/<id>, #/approvals, #/access, #/tenant[/<id>], #/layout, #/import, #/webhooks, #/suppressions; each draws one
+// #/c/<id>, #/approvals, #/access, #/tenant[/<id>], #/layout[/<id>], #/import, #/webhooks, #/suppressions; each draws one
 // screen module.
 // The sign-in link of `campaign-engine dev` carries `#token=...`, which is read once and then cleared
 // (tab.ts). The header names the tenant the token acts in and its role there; a control the role may
@@ -68,7 +68,7 @@ function draw(s: Session): void {
   if (hash === "/new") renderNew(kit(s));
   else if (hash === "/approvals") void renderApprovals(kit(s));
   else if (hash === "/access") renderAccess(kit(s));
-  else if (hash === "/layout") void renderLayout(kit(s));
+  else if (hash === "/layout" || hash.startsWith("/layout/")) void renderLayout(kit(s), hash.startsWith("/layout/") ? decodeURIComponent(hash.slice(8)) || null : null);
   else if (hash === "/import") renderTransfer(kit(s));
   else if (hash === "/webhooks") void renderWebhooks(kit(s));
   else if (hash === "/suppressions") void renderSuppressions(kit(s));

@@ -30,12 +30,28 @@ export function reviewSection(page: CampaignPage): HTMLElement {
     // Too many recipients without their language block the send until the admin accepts, explicitly,
     // that they get the base content (missing_translation, lifted by acceptFallback).
     const fallbackOnly = p.blockedReason === "missing_translation";
-    const wave = experimentChoice(page, p); // the A/B test wave, for a campaign with variants
+    // The forecast follows the choices below: asked again with the test wave and the deadline chosen
+    // (the wave's decision delays the rest), the review's own without either.
+    const planOut = h("div", { id: "review-forecast" }, planReview(p));
+    let planAsked = 0;
+    const replan = (): void => {
+      const mine = (planAsked += 1);
+      const { deliverBy } = deadline.value();
+      const choices = { ...experiment(), ...(deliverBy ? { deliverBy } : {}) };
+      if (!Object.keys(choices).length) return replace(planOut, planReview(p));
+      void kit.api.call("campaigns.previewDispatch", { campaignId: id, ...choices }).then((answer) => {
+        if (mine === planAsked && page.onScreen()) replace(planOut, planReview(answer));
+      }, () => undefined); // the choice's own section shows a refusal
+    };
+    const wave = experimentChoice(page, p, () => {
+      deadline.check();
+      replan();
+    }); // the A/B test wave, for a campaign with variants
     const experiment = (): { experiment?: Experiment } => {
       const x = wave.value();
       return x ? { experiment: x } : {};
     };
-    const deadline = deliverByChoice(page, p); // "Deliver by", its verdict and "accept late"
+    const deadline = deliverByChoice(page, p, experiment, replan); // "Deliver by", its verdict and "accept late"
     const accept = h("input", { type: "checkbox", id: "accept-fallback", name: "accept-fallback" });
     const confirm: HTMLButtonElement = kit.button(`Confirm and send to ${p.recipientCount}`, () => void kit.guarded(confirm, () => kit.api.call("campaigns.dispatch", { campaignId: id, expectedPreviewToken: p.previewToken, ...(fallbackOnly ? { acceptFallback: accept.checked } : {}), ...experiment(), ...deadline.value() }), (err) => replace(confirmOut, deadline.refusal(err) ?? wave.refusal(err) ?? dispatchRefusal(kit, err))).then((started) => {
       if (started) {
@@ -64,7 +80,7 @@ export function reviewSection(page: CampaignPage): HTMLElement {
           `${p.guardianRecipientCount} (notify ${p.guardianNotificationRecipientCount ?? 0}, email ${p.guardianEmailRecipientCount ?? 0})`),
       ] : [])),
       languagesReview(p),
-      planReview(p),
+      planOut,
       p.blockedReason ? h("p", { role: "alert", className: "error", id: "review-blocked" }, `Blocked: ${reasonSentence(p.blockedReason)}`) : null,
       fallbackOnly ? h("div", { className: "field check" }, accept, h("label", { for: accept.id }, `Send the base content to the ${untranslatedTotal(p)} recipients without a translation`)) : null,
       wave.element,

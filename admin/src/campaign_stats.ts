@@ -1,5 +1,5 @@
 // A campaign page's Stats section: distinct profiles at each step as plain SVG bars (with a table for
-// screen readers), the A/B variants side by side, a follow-up draft for those who never saw the
+// screen readers; "Unsubscribed": opted out through this campaign's email link), the A/B variants side by side, a follow-up draft for those who never saw the
 // campaign, and the recipients download.
 import type { Campaign, Definition, Stats, VariantStats } from "./api";
 import { h, replace, svg } from "./dom";
@@ -55,7 +55,7 @@ function reminderOf(c: Campaign): Definition & { id: string } {
 }
 
 function chart(s: Stats): Node {
-  const steps: [string, number][] = [["Audience", s.audience], ["Notified", s.notified], ["Emailed", s.emailed], ["Email clicks", s.emailClicked], ["Shown", s.shown], ["Clicked", s.clicked], ["Dismissed", s.dismissed]];
+  const steps: [string, number][] = [["Audience", s.audience], ["Notified", s.notified], ["Emailed", s.emailed], ["Email clicks", s.emailClicked], ["Shown", s.shown], ["Clicked", s.clicked], ["Dismissed", s.dismissed], ["Unsubscribed", s.unsubscribed]];
   const max = Math.max(1, ...steps.map(([, v]) => v));
   const rowH = 28;
   const labelW = 90;
@@ -75,6 +75,7 @@ function chart(s: Stats): Node {
 const VARIANT_STEPS: [string, keyof VariantStats][] = [
   ["Recipients", "recipients"], ["Notified", "notified"], ["Emailed", "emailed"], ["Shown", "shown"],
   ["Clicked", "clicked"], ["Email clicked", "emailClicked"], ["Bounced", "bounced"], ["Complained", "complained"],
+  ["Unsubscribed", "unsubscribed"],
 ];
 
 function variantChart(variants: Record<string, VariantStats | undefined>): Node | null {

@@ -3,10 +3,13 @@
 // would be late and why), the refusal in words (PRECONDITION_FAILED names the binding constraint and
 // the late count) and an explicit "accept late" choice. campaigns.dispatch and scheduleDispatch take
 // both as `deliverBy` and `acceptLate`; under an approval policy the approval pins them too. The
-// progress says when a send fell behind its deadline (getDispatch's `deadline`).
+// progress says when a send fell behind its deadline (getDispatch's `deadline`). The verdict is asked
+// with the review's test wave too (the decision's wait delays the rest); each change tells the review
+// (``changed``), which asks again for its forecast.
 import { ApiError, type Dispatch, type DispatchPreview } from "./api";
 import { field, h, replace } from "./dom";
 import type { CampaignPage } from "./kit";
+import type { Experiment } from "./review_experiment";
 import { localText, timeEl, zoneName } from "./time";
 
 type DeliverBy = string | { localTime: string; perRecipient: true };
@@ -17,10 +20,12 @@ export interface DeliverByChoice {
   value(): { deliverBy?: DeliverBy; acceptLate?: boolean };
   /** A refused send or schedule that is about the deadline, in words; null for any other refusal. */
   refusal(err: unknown): HTMLElement | null;
+  /** Asks for the verdict again (the test wave changed). */
+  check(): void;
 }
 
 /** The deadline's fieldset for the review of preview `p` (module comment). */
-export function deliverByChoice(page: CampaignPage, p: DispatchPreview): DeliverByChoice {
+export function deliverByChoice(page: CampaignPage, p: DispatchPreview, experiment: () => { experiment?: Experiment }, changed: () => void): DeliverByChoice {
   const { kit, id } = page;
   const mine = h("input", { type: "radio", name: "deliver-by-zone", id: "deliver-by-mine", value: "mine", checked: true });
   const theirs = h("input", { type: "radio", name: "deliver-by-zone", id: "deliver-by-theirs", value: "theirs" });
@@ -43,7 +48,7 @@ export function deliverByChoice(page: CampaignPage, p: DispatchPreview): Deliver
       replace(verdict);
       return;
     }
-    void kit.api.call("campaigns.previewDispatch", { campaignId: id, deliverBy: chosen }).then((answer) => {
+    void kit.api.call("campaigns.previewDispatch", { campaignId: id, deliverBy: chosen, ...experiment() }).then((answer) => {
       if (mineAsked !== asked) return;
       const d = answer.deadline;
       if (!d) return replace(verdict);
@@ -60,8 +65,12 @@ export function deliverByChoice(page: CampaignPage, p: DispatchPreview): Deliver
       if (mineAsked === asked) replace(verdict, err instanceof ApiError && err.code === "BAD_REQUEST" ? h("p", { role: "alert", className: "error" }, err.message) : kit.errorBox(err));
     });
   }
-  for (const control of [when, mine, theirs]) control.addEventListener("change", check);
-  when.addEventListener("input", check);
+  const recheck = (): void => {
+    check();
+    changed();
+  };
+  for (const control of [when, mine, theirs]) control.addEventListener("change", recheck);
+  when.addEventListener("input", recheck);
 
   function refusal(err: unknown): HTMLElement | null {
     if (!(err instanceof ApiError) || err.code !== "PRECONDITION_FAILED") return null;
@@ -76,7 +85,7 @@ export function deliverByChoice(page: CampaignPage, p: DispatchPreview): Deliver
     h("div", { className: "field check" }, theirs, h("label", { for: theirs.id }, "Each recipient's own local time")),
     verdict,
     h("div", { className: "field check" }, late, h("label", { for: late.id }, "Send anyway if some get it late")));
-  return { element, value, refusal };
+  return { element, value, refusal, check };
 }
 
 /** The deadline a held send asked for, on its approval request: approving pins it (and acceptLate). */

@@ -3,13 +3,13 @@
 // language (`guardianCopy.translations`), and a preview of what a guardian reads on each channel in a
 // chosen language. A guardian's language is picked by the one rule (served_locale) over the guardian
 // copy's own languages where it has that channel; a channel it leaves out is the campaign's own copy.
-// Fields the API set that the form does not edit (an in-app message's presentation or buttons, a
-// hero image) are kept on save.
+// The guardians' in-app message has the campaign's buttons, each with a label of its own where one is
+// typed (and per language: the API holds them to the campaign's actions, in order). Fields the API
+// set that the form does not edit (an in-app message's presentation, a hero image) are kept on save.
 import type { Definition, EmailCopy, Message, NotificationCopy } from "./api";
 import { h, replace } from "./dom";
-import { isRtl } from "./translations";
+import { BUTTON_LABEL_FIELDS, type Control, TAG, isRtl, labelledActions, languageControl, languageFieldset } from "./translations";
 
-type Control = HTMLInputElement | HTMLTextAreaElement;
 type GuardianCopy = NonNullable<Definition["guardianCopy"]>;
 type Copy = { message?: Message | null; notification?: NotificationCopy | null; email?: EmailCopy | null };
 /** The composer's `add`: a labelled field registered for the API's errors at `path`. */
@@ -20,8 +20,18 @@ const FIELDS: [string, string, "input" | "textarea"][] = [
   ["notification.title", "notification title", "input"], ["notification.body", "notification body", "textarea"],
   ["email.subject", "email subject", "input"], ["email.title", "email heading", "input"],
   ["email.body", "email body", "textarea"], ["email.ctaLabel", "email button label", "input"],
+  ...BUTTON_LABEL_FIELDS.map(([key, i]): [string, string, "input"] => [key, `in-app button ${i + 1} label`, "input"]),
 ];
-const TAG = /^[A-Za-z]{2,8}(-[A-Za-z0-9]{1,8})*$/;
+
+/** A copy's field values by FIELDS key (the in-app buttons' labels by position). */
+function valuesOf(c: Copy | undefined): Record<string, string | null | undefined> {
+  return {
+    "message.title": c?.message?.title, "message.body": c?.message?.body,
+    "notification.title": c?.notification?.title, "notification.body": c?.notification?.body,
+    "email.subject": c?.email?.subject, "email.title": c?.email?.title, "email.body": c?.email?.body, "email.ctaLabel": c?.email?.ctaLabel,
+    ...Object.fromEntries((c?.message?.actions ?? []).map((a, i) => [`message.actions.${i}.label`, a.label])),
+  };
+}
 
 export interface GuardianCopyEditor {
   element: HTMLElement;
@@ -35,12 +45,15 @@ function trimmed(c: Control | undefined): string {
   return c ? c.value.trim() : "";
 }
 
-/** One copy's fields read over `kept` (what the API stored for it), each channel only when typed. */
+/** One copy's fields read over `kept` (what the API stored for it), each channel only when typed; the
+ *  in-app message's buttons are `baseMessage`'s (the campaign's, or the guardian copy's for a language)
+ *  with the labels typed here. */
 function readCopy(fields: Record<string, Control>, kept: Copy | undefined, baseMessage: Message | undefined): Copy {
   const out: Copy = {};
   const title = trimmed(fields["message.title"]);
   if (title) {
     const m: Message = { ...(kept?.message ?? baseMessage ?? {}), title };
+    m.actions = labelledActions(baseMessage?.actions, (i) => trimmed(fields[`message.actions.${i}.label`]));
     const body = trimmed(fields["message.body"]);
     if (body) m.body = body;
     else delete m.body;
@@ -75,14 +88,10 @@ export function servedTag(requested: string, base: string, tags: string[]): stri
 export function guardianCopyEditor(gc: GuardianCopy | undefined, add: Add, campaign: () => Definition,
   campaignMessage: () => Message | undefined, changed: () => void): GuardianCopyEditor {
   const base: Record<string, Control> = {};
-  const present: Record<string, string | null | undefined> = {
-    "message.title": gc?.message?.title, "message.body": gc?.message?.body,
-    "notification.title": gc?.notification?.title, "notification.body": gc?.notification?.body,
-    "email.subject": gc?.email?.subject, "email.title": gc?.email?.title, "email.body": gc?.email?.body, "email.ctaLabel": gc?.email?.ctaLabel,
-  };
+  const present = valuesOf(gc ?? undefined);
   const baseRows = FIELDS.map(([key, label, kind]) => {
     const control: Control = kind === "input" ? h("input", { type: "text" }) : h("textarea", { rows: key === "email.body" ? 4 : 2 });
-    control.value = present[key] ?? "";
+    control.value = present[key] ?? ""; // in the campaign's base language, as typed above
     base[key] = control;
     return add(`guardianCopy.${key}`, `Guardians' ${label}`, control);
   });
@@ -96,24 +105,14 @@ export function guardianCopyEditor(gc: GuardianCopy | undefined, add: Add, campa
 
   function addRow(tag: string, t: Copy = {}): void {
     const fields: Record<string, Control> = {};
-    const values: Record<string, string | null | undefined> = {
-      "message.title": t.message?.title, "message.body": t.message?.body,
-      "notification.title": t.notification?.title, "notification.body": t.notification?.body,
-      "email.subject": t.email?.subject, "email.title": t.email?.title, "email.body": t.email?.body, "email.ctaLabel": t.email?.ctaLabel,
-    };
+    const values = valuesOf(t);
     const made = FIELDS.map(([key, label, kind]) => {
-      const control: Control = kind === "input" ? h("input", { type: "text" }) : h("textarea", { rows: 2 });
-      control.value = values[key] ?? "";
-      control.lang = tag;
-      if (isRtl(tag)) control.dir = "rtl";
+      const control = languageControl(tag, kind, values[key], 2);
       fields[key] = control;
       return add(`guardianCopy.translations.${tag}.${key}`, `Guardians' ${label} (${tag})`, control);
     });
-    const remove = h("button", { type: "button", className: "secondary", "aria-label": `Remove guardian language ${tag}` }, `Remove ${tag}`);
-    const fieldset = h("fieldset", { className: "translation guardian-translation", "data-lang": tag, lang: tag }, h("legend", {}, `Guardians, ${tag}`), ...made, remove);
-    remove.addEventListener("click", () => {
+    const fieldset = languageFieldset(tag, `Guardians, ${tag}`, "translation guardian-translation", made, "guardian language", () => {
       rows.delete(tag);
-      fieldset.remove();
       changed();
     });
     rows.set(tag, fields);

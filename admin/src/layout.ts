@@ -1,5 +1,6 @@
-// Email layout (#/layout): a tenant's logo, colours, footer text and postal address and
-// sender name, edited by the tenant's own admins (tenants.updateLayout) with the email rendered by the
+// Email layout (#/layout, #/layout/<id>): a tenant's logo, colours, footer text and postal address and
+// sender name, edited by the tenant's own admins (the one editor of the branding: tenant settings shows
+// the logo and colours read-only and links here) (tenants.updateLayout) with the email rendered by the
 // server before saving (tenants.previewLayout: the worker's renderer and From rule, the proposed layout
 // over the stored one). Copy is plain text; the renderer escapes it. An emptied field is sent as null,
 // which clears it. A BAD_REQUEST issue is shown on the field its path names, and nothing is saved.
@@ -20,7 +21,12 @@ const FIELDS: [LayoutKey, string, string, number][] = [
   ["senderName", "Sender name", "The From name recipients see; the address stays the tenant's sender (up to 100 characters).", 100],
 ];
 
-export async function renderLayout(kit: Kit): Promise<void> {
+/** The route of ``tenantId``'s layout: tenant settings links here for its logo and colours. */
+export function layoutHref(tenantId: string): string {
+  return `#/layout/${encodeURIComponent(tenantId)}`;
+}
+
+export async function renderLayout(kit: Kit, wanted: string | null = null): Promise<void> {
   const me = kit.session.me;
   if (!kit.session.can("tenants.previewLayout")) {
     kit.shell("Email layout", h("p", { className: "hint role-note" }, `The email layout needs ${roleName(kit.session.needs("tenants.previewLayout"))}.`));
@@ -34,8 +40,9 @@ export async function renderLayout(kit: Kit): Promise<void> {
   };
   // A platform admin edits any tenant's layout (its own by default); a tenant admin only its own.
   let picker: HTMLElement | null = null;
+  const first = me.platform && wanted ? wanted : me.tenantId;
   if (me.platform) {
-    const tenant = h("input", { type: "text", name: "tenant", value: me.tenantId, autocomplete: "off", spellcheck: "false" });
+    const tenant = h("input", { type: "text", name: "tenant", value: first, autocomplete: "off", spellcheck: "false" });
     picker = h("form", { className: "toolbar", "aria-label": "Tenant whose layout to edit" }, field("Tenant", tenant, "Platform admins edit any tenant's layout.").row, h("button", { type: "submit" }, "Show tenant"));
     picker.addEventListener("submit", (ev) => {
       ev.preventDefault();
@@ -43,7 +50,7 @@ export async function renderLayout(kit: Kit): Promise<void> {
     });
   }
   kit.shell("Email layout", picker, editor);
-  await show(me.tenantId);
+  await show(first);
 }
 
 function layoutEditor(kit: Kit, tenant: Tenant): HTMLElement {

@@ -5,6 +5,8 @@
 // per variant, and says a refusal in words: too few per variant, a test already decided, a metric the
 // campaign cannot measure. The preview token is the same with or without the test wave, so the review
 // (and an approval of it under the tenant's two-person policy) stands; the dispatch carries the choice.
+// Each change also tells the review (``changed``), which asks again for its forecast with the test wave
+// (the rest waits for the decision, so "finishes at" moves) and for the deadline's verdict.
 import { ApiError, type Campaign, type DispatchPreview } from "./api";
 import { field, h, replace } from "./dom";
 import type { CampaignPage } from "./kit";
@@ -32,7 +34,7 @@ const METRICS: { value: Experiment["metric"]; label: string; fits(c: Campaign): 
 ];
 
 /** The test wave's fieldset for the review of preview `p` (module comment). */
-export function experimentChoice(page: CampaignPage, p: DispatchPreview): ExperimentChoice {
+export function experimentChoice(page: CampaignPage, p: DispatchPreview, changed: () => void): ExperimentChoice {
   const { kit, id } = page;
   const variants = page.current.variants ?? [];
   const metrics = METRICS.filter((m) => m.fits(page.current));
@@ -73,18 +75,26 @@ export function experimentChoice(page: CampaignPage, p: DispatchPreview): Experi
     }
   }
   let timer: number | undefined;
+  const recheck = (): void => {
+    void check();
+    changed();
+  };
   const later = (): void => {
     window.clearTimeout(timer);
-    timer = window.setTimeout(() => void check(), 300);
+    timer = window.setTimeout(recheck, 300);
   };
   on.addEventListener("change", () => {
     rows.hidden = !on.checked;
-    if (on.checked) void check();
-    else replace(out);
+    if (on.checked) recheck();
+    else {
+      asked += 1; // an answer still on its way is about the test just turned off
+      replace(out);
+      changed();
+    }
   });
   share.addEventListener("input", later);
   hours.addEventListener("input", later);
-  metric.addEventListener("change", () => void check());
+  metric.addEventListener("change", recheck);
 
   const element = h("fieldset", { id: "experiment", className: "experiment" }, h("legend", {}, "A/B test wave"),
     metrics.length

@@ -1,10 +1,12 @@
-// Tenant settings (#/tenant, #/tenant/<id>): a tenant's record (tenants.get): its name, branding, app
-// origin, sender, email click tracking, frequency caps and approval policy. A tenant's admins read their own; platform admins
+// Tenant settings (#/tenant, #/tenant/<id>): a tenant's record (tenants.get): its name, branding (the
+// logo and colours shown read-only: they are edited in one place, the email layout screen, which
+// previews them; tenants.update still takes them for API callers), app origin, sender, email click tracking, frequency caps and approval policy. A tenant's admins read their own; platform admins
 // pick any tenant (tenants.list), edit it (tenants.update, a patch of the fields changed: an emptied
 // optional field is sent as null, which clears it) and create one (tenants.create). The server
 // validates: a BAD_REQUEST issue is shown on the field its path names, and nothing is saved.
 import { tenantsChanged } from "./acting";
 import { roleName } from "./access";
+import { layoutHref } from "./layout";
 import { ApiError, type ChannelCap, type Issue, type Tenant, type TenantInput } from "./api";
 import { field, h, replace } from "./dom";
 import { timeEl } from "./time";
@@ -13,11 +15,13 @@ import type { Kit } from "./kit";
 type Control = HTMLInputElement;
 /** Text fields of the record, by wire name: label and hint. */
 type TextKey = "name" | "logoUrl" | "primaryColor" | "textColor" | "appOrigin" | "emailFrom";
+/** Shown here, edited on the email layout screen (with its preview): never sent by this form. */
+const BRANDING: ReadonlySet<TextKey> = new Set(["logoUrl", "primaryColor", "textColor"]);
 const TEXT_FIELDS: [TextKey, string, string][] = [
   ["name", "Display name", "The email header and the sender name of the tenant's branding."],
-  ["logoUrl", "Logo URL", "An https image URL; empty: no logo."],
-  ["primaryColor", "Primary colour", "#rgb or #rrggbb; empty: the built-in default."],
-  ["textColor", "Text colour", "#rgb or #rrggbb; empty: the built-in default."],
+  ["logoUrl", "Logo URL", "Empty: no logo."],
+  ["primaryColor", "Primary colour", "Empty: the built-in default."],
+  ["textColor", "Text colour", "Empty: the built-in default."],
   ["appOrigin", "App origin", "Exactly https://host[:port]: every email CTA is <origin>/m/<campaignId>."],
   ["emailFrom", "Email sender", "news@school.example or School <news@school.example>; empty: the deployment's EMAIL_FROM."],
 ];
@@ -62,10 +66,17 @@ function recordForm(kit: Kit, tenant: Tenant, saving: () => void, saved: (t: Ten
     errors.set(path, error);
     rows.push(row);
   };
+  const brandingRows: HTMLElement[] = [];
   for (const [key, label, hint] of TEXT_FIELDS) {
     const value = tenant[key];
-    add(key, label, h("input", { type: "text", value: typeof value === "string" ? value : "", autocomplete: "off", spellcheck: "false" }), hint);
+    const control = h("input", { type: "text", value: typeof value === "string" ? value : "", autocomplete: "off", spellcheck: "false" });
+    add(key, label, control, hint);
+    if (!BRANDING.has(key)) continue;
+    control.readOnly = true;
+    brandingRows.push(rows.pop() as HTMLElement);
   }
+  const brandingLink = h("p", { className: "hint", id: "branding-link" }, "The logo and colours are edited with a preview under ",
+    h("a", { href: layoutHref(tenant.tenantId) }, `Email layout of ${tenant.tenantId}`), ".");
   const capRows: HTMLElement[] = [];
   for (const channel of CAP_CHANNELS) {
     const cap = tenant.frequencyCaps?.[channel];
@@ -134,6 +145,7 @@ function recordForm(kit: Kit, tenant: Tenant, saving: () => void, saved: (t: Ten
     const changes: Partial<TenantInput> = {};
     const local: string[] = [];
     for (const [key] of TEXT_FIELDS) {
+      if (BRANDING.has(key)) continue;
       const now = (inputs.get(key)?.value ?? "").trim();
       const was = tenant[key] ?? "";
       if (now === was) continue;
@@ -192,7 +204,8 @@ function recordForm(kit: Kit, tenant: Tenant, saving: () => void, saved: (t: Ten
     h("h2", { id: "tenant-record-h" }, `${tenant.name} `, h("span", { className: "muted id" }, tenant.tenantId)),
     h("p", { className: "muted" }, "Created ", when(tenant.createdAt), " · updated ", h("span", { id: "tenant-updated" }, when(tenant.updatedAt))),
     h("form", { className: "tenant-form", "aria-label": `Settings of ${tenant.tenantId}`, onsubmit: ((ev: Event) => ev.preventDefault()) as EventListener },
-      h("h3", {}, "Name and branding"), ...rows,
+      h("h3", {}, "Name, app and sender"), ...rows,
+      h("h3", {}, "Logo and colours"), ...brandingRows, brandingLink,
       h("h3", {}, "Email clicks"), trackingRow,
       h("h3", {}, "Notifications"), formatRow,
       h("h3", {}, "Frequency caps"), h("p", { className: "hint" }, "Across campaigns, per profile and channel. The default tenant's caps apply to every tenant without its own for that channel."), ...capRows,

@@ -6,7 +6,7 @@
 import type { EmailCopy, Message, NotificationCopy } from "./api";
 import { field, h, uid } from "./dom";
 
-type Control = HTMLInputElement | HTMLTextAreaElement;
+export type Control = HTMLInputElement | HTMLTextAreaElement;
 type Translation = { message?: Message | null; notification?: NotificationCopy | null; email?: EmailCopy | null };
 
 /** Suggested in the language picker; any well-formed BCP 47 tag may be typed. */
@@ -18,10 +18,40 @@ export const COMMON_LANGUAGES: [string, string][] = [
 ];
 // Languages written right to left (their primary subtag), as domain/locale.py `direction` knows them.
 const RTL = new Set(["ar", "he", "iw", "fa", "ur", "ps", "sd", "ug", "yi", "dv", "ckb", "ku", "syr"]);
-const TAG = /^[A-Za-z]{2,8}(-[A-Za-z0-9]{1,8})*$/;
+/** A well-formed BCP 47 tag, as the language pickers accept one. */
+export const TAG = /^[A-Za-z]{2,8}(-[A-Za-z0-9]{1,8})*$/;
 
 export function isRtl(tag: string): boolean {
   return RTL.has((tag.split("-")[0] ?? "").toLowerCase());
+}
+
+/** The in-app buttons' label fields: only labels are translated (or given to guardians), by position;
+ *  the API refuses anything else. */
+export const BUTTON_LABEL_FIELDS: [string, number][] = [0, 1, 2].map((i) => [`message.actions.${i}.label`, i]);
+
+/** One language's text control: its value, ``lang``, and right to left where the language is. */
+export function languageControl(tag: string, kind: "input" | "textarea", value: string | null | undefined, rows: number): Control {
+  const control: Control = kind === "input" ? h("input", { type: "text" }) : h("textarea", { rows });
+  control.value = value ?? "";
+  control.lang = tag;
+  if (isRtl(tag)) control.dir = "rtl";
+  return control;
+}
+
+/** One language's fieldset: its fields and a "Remove" button that calls ``removed`` and takes it away. */
+export function languageFieldset(tag: string, legend: string, className: string, made: HTMLElement[], what: string, removed: () => void): HTMLElement {
+  const remove = h("button", { type: "button", className: "secondary", "aria-label": `Remove ${what} ${tag}` }, `Remove ${tag}`);
+  const fieldset = h("fieldset", { className, "data-lang": tag, lang: tag }, h("legend", {}, legend), ...made, remove);
+  remove.addEventListener("click", () => {
+    fieldset.remove();
+    removed();
+  });
+  return fieldset;
+}
+
+/** ``own``'s buttons (the base message's), each labelled by its field where one is typed. */
+export function labelledActions(own: Message["actions"] | undefined, label: (i: number) => string): NonNullable<Message["actions"]> {
+  return (own ?? []).map((a, i) => ({ ...a, label: label(i) || a.label }));
 }
 
 /** The parts of the base content a translation keeps (everything but its words). */
@@ -50,8 +80,7 @@ const FIELDS: [string, string, "input" | "textarea"][] = [
   ["notification.title", "Notification title", "input"], ["notification.body", "Notification body", "textarea"],
   ["email.subject", "Email subject", "input"], ["email.title", "Email heading", "input"],
   ["email.body", "Email body", "textarea"], ["email.ctaLabel", "Email button label", "input"],
-  // The in-app buttons: only their labels are translated, by position (the API refuses anything else).
-  ...[0, 1, 2].map((i): [string, string, "input"] => [`message.actions.${i}.label`, `In-app button ${i + 1} label`, "input"]),
+  ...BUTTON_LABEL_FIELDS.map(([key, i]): [string, string, "input"] => [key, `In-app button ${i + 1} label`, "input"]),
 ];
 
 function value(c: Control | undefined): string {
@@ -86,10 +115,7 @@ export function translationsEditor(
       ...Object.fromEntries((t.message?.actions ?? []).map((a, i) => [`message.actions.${i}.label`, a.label])),
     };
     const rowsOut = FIELDS.map(([key, label, kind]) => {
-      const control: Control = kind === "input" ? h("input", { type: "text" }) : h("textarea", { rows: 3 });
-      control.value = present[key] ?? "";
-      control.lang = tag;
-      if (rtl) control.dir = "rtl";
+      const control = languageControl(tag, kind, present[key], 3);
       control.id = uid(`tr-${tag}`);
       control.dataset["lang"] = tag;
       control.dataset["field"] = key;
@@ -102,16 +128,12 @@ export function translationsEditor(
       register(path, made.error);
       return made.row;
     });
-    const remove = h("button", { type: "button", className: "secondary", "aria-label": `Remove language ${tag}` }, `Remove ${tag}`);
-    const fieldset = h("fieldset", { className: "translation", "data-lang": tag, lang: tag },
-      h("legend", {}, `${tag}${rtl ? " (right to left)" : ""}`), ...rowsOut, remove);
-    const row: Row = { tag, fieldset, fields };
-    remove.addEventListener("click", () => {
+    const fieldset = languageFieldset(tag, `${tag}${rtl ? " (right to left)" : ""}`, "translation", rowsOut, "language", () => {
       rows.splice(rows.indexOf(row), 1);
       for (const key of Object.keys(fields)) controls.delete(`translations.${tag}.${key}`);
-      fieldset.remove();
       changed();
     });
+    const row: Row = { tag, fieldset, fields };
     rows.push(row);
     list.appendChild(fieldset);
   }
@@ -140,7 +162,7 @@ export function translationsEditor(
       if (mt) {
         const m: Message = { ...(baseMessage ?? {}), title: mt };
         // The base message's buttons, each with its label in this language (else the base label).
-        m.actions = (baseMessage?.actions ?? []).map((a, i) => ({ ...a, label: value(fields[`message.actions.${i}.label`]) || a.label }));
+        m.actions = labelledActions(baseMessage?.actions, (i) => value(fields[`message.actions.${i}.label`]));
         const mb = value(fields["message.body"]);
         if (mb) m.body = mb;
         else delete m.body;

@@ -19,6 +19,7 @@ from typing import Any
 
 from fastapi import FastAPI
 from fastapi.responses import JSONResponse, Response
+from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.types import ASGIApp, Receive, Scope, Send
 
@@ -212,8 +213,8 @@ def create_app(
 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
-        if not start_now:
-            startup.begin()
+        if not start_now:  # the first attempt's graph I/O on a thread: the loop never waits on the graph
+            await run_in_threadpool(startup.begin)
         yield
         startup.close()
         services.engagement.close()  # their batch threads, before the graph they use
@@ -280,7 +281,7 @@ def create_app(
         )
 
     @app.get("/healthz", include_in_schema=False)
-    def healthz() -> dict[str, str]:
+    async def healthz() -> dict[str, str]:  # on the loop: a liveness probe never waits for a thread
         return {"status": "ok"}
 
     @app.get("/readyz", include_in_schema=False)

@@ -28,7 +28,7 @@ from campaign_engine.api.context import Context, Services
 from campaign_engine.api.errors import envelope_for
 from campaign_engine.api.routers.audience import ACCESS as AUDIENCE_ACCESS
 from campaign_engine.api.routers.audit import ACCESS as AUDIT_ACCESS
-from campaign_engine.api.trpc import request_context
+from campaign_engine.api.trpc import request_context_async
 from campaign_engine.campaigns.audience.exports import (
     AUDIT_COLUMNS,
     RECIPIENT_COLUMNS,
@@ -114,8 +114,8 @@ def _instant(name: str, text: str | None) -> datetime | None:
 def exports_router(services: Services) -> APIRouter:
     router = APIRouter()
 
-    def context(request: Request, procedure: str) -> Context:
-        return replace(request_context(services, request), procedure=procedure)
+    async def context(request: Request, procedure: str) -> Context:
+        return replace(await request_context_async(services, request), procedure=procedure)
 
     @router.get("/exports/campaigns/{campaign_id}/recipients.{kind}", response_class=Response)
     async def recipients(request: Request, campaign_id: str, kind: str) -> Response:
@@ -124,7 +124,7 @@ def exports_router(services: Services) -> APIRouter:
         try:
             if kind not in _MEDIA:
                 raise NotFound("exports are recipients.csv or recipients.ndjson")
-            ctx = context(request, procedure)
+            ctx = await context(request, procedure)
             ctx.require(AUDIENCE_ACCESS["getAudience"])
             storage_id = await run_in_threadpool(ctx.campaign, campaign_id)  # NOT_FOUND for another tenant's
         except CampaignError as exc:
@@ -139,7 +139,7 @@ def exports_router(services: Services) -> APIRouter:
         """The tenant's audit trail, newest first, ``from`` inclusive and ``to`` exclusive."""
         procedure = "exports.audit"
         try:
-            ctx = context(request, procedure)
+            ctx = await context(request, procedure)
             ctx.require(AUDIT_ACCESS["list"])
             since = _instant("from", request.query_params.get("from"))
             until = _instant("to", request.query_params.get("to"))

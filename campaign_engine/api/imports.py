@@ -26,7 +26,7 @@ from campaign_engine.api.auth import Caller
 from campaign_engine.api.context import Context, Services
 from campaign_engine.api.errors import envelope_for
 from campaign_engine.api.routers.profiles import ACCESS as PROFILE_ACCESS
-from campaign_engine.api.trpc import request_context
+from campaign_engine.api.trpc import request_context_async
 from campaign_engine.campaigns.profiles.csv_import import CsvImportReport, Utf8Check, import_csv
 from campaign_engine.campaigns.profiles.roster_import import RosterFormat, RosterImportReport, import_roster
 from campaign_engine.domain.errors import BadRequest, CampaignError, PayloadTooLarge, UnsupportedMediaType
@@ -87,7 +87,7 @@ def imports_router(services: Services) -> APIRouter:
     async def import_profiles(request: Request, dryRun: bool = False) -> JSONResponse:
         ctx: Context | None = None
         try:
-            ctx = replace(request_context(services, request), procedure=_PROCEDURE)
+            ctx = replace(await request_context_async(services, request), procedure=_PROCEDURE)
             caller, text = await _csv_upload(ctx, request)
             with text:
                 report = await run_in_threadpool(
@@ -112,7 +112,7 @@ def imports_router(services: Services) -> APIRouter:
     ) -> JSONResponse:
         ctx: Context | None = None
         try:
-            ctx = replace(request_context(services, request), procedure=_ROSTER)
+            ctx = replace(await request_context_async(services, request), procedure=_ROSTER)
             caller, text = await _csv_upload(ctx, request)
             with text:
                 report = await run_in_threadpool(

@@ -45,7 +45,7 @@ from campaign_engine.domain.errors import (
 from campaign_engine.observability import metrics
 from campaign_engine.observability.request_id import REQUEST_ID_HEADER, request_id_from
 
-__all__ = ["Procedure", "ProcedureRouter", "TrpcEndpoint", "request_context"]
+__all__ = ["Procedure", "ProcedureRouter", "TrpcEndpoint", "request_context", "request_context_async"]
 
 log = logging.getLogger(__name__)
 
@@ -181,12 +181,7 @@ class TrpcEndpoint:
                 envelope, status_code=status, headers=_with_no_store(self._allow(status, paths))
             )
 
-        # Off the event loop only when verifying may wait (a key set, an API key's record); an HS256
-        # check is microseconds.
-        if self.services.verifier.may_block(request.headers.get("authorization")):
-            ctx = await run_in_threadpool(self._context, request)
-        else:
-            ctx = self._context(request)
+        ctx = await request_context_async(self.services, request)
         results = [
             await self._measured(ctx, request.method, path, value)
             for path, value in zip(paths, inputs, strict=True)
@@ -215,9 +210,6 @@ class TrpcEndpoint:
         known = [self.procedures[path] for path in paths if path in self.procedures]
         methods = {method for procedure in known for method in METHODS[procedure.kind]} or {"GET", "POST"}
         return {"allow": ", ".join(sorted({"HEAD", *methods}))}
-
-    def _context(self, request: Request) -> Context:
-        return request_context(self.services, request)
 
     def _label(self, path: str) -> str:
         """The metric label of ``path``: a registered procedure, else one fixed value (bounded set)."""
@@ -331,6 +323,14 @@ def request_context(services: Services, request: Request) -> Context:
         request_id=_request_id(request),
         tenant_picked=picked,
     )
+
+
+async def request_context_async(services: Services, request: Request) -> Context:
+    """``request_context`` off the event loop when verifying may wait (a key set, an API key's record and
+    ``lastUsedAt``, a DID): a slow graph never stalls the loop. An HS256 check stays on it."""
+    if services.verifier.may_block(request.headers.get("authorization")):
+        return await run_in_threadpool(request_context, services, request)
+    return request_context(services, request)
 
 
 def _request_id(request: Request) -> str:

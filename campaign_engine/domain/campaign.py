@@ -244,6 +244,10 @@ class CampaignDefinition(StrictModel, CamelModel):
             check_variants(self.variants, base=base, translations=self.translations or {})
         if self.guardian_copy is not None:
             self.guardian_copy.check_base_locale(self.locale)
+            if self.guardian_copy.message is not None:  # the campaign's buttons, labelled for guardians
+                check_translated_actions(
+                    self.message, self.guardian_copy.message, "guardianCopy.message.actions"
+                )
         return self
 
     def variant(self, field: ContentField, requested: str | None) -> tuple[str, Any]:

@@ -13,6 +13,11 @@ the campaign's own content for that channel (with the campaign's translations an
 guardian's language is chosen by ``served_locale`` on the guardian's own locale, over the base and the
 guardian translations that have the channel, as for any reader.
 
+The guardian copy's in-app message carries the campaign's buttons: the same actions in the same order,
+only their labels its own (``CampaignDefinition`` checks it against the campaign's message, by the rule
+translations follow, ``check_translated_action_list``), and its translations label them again. Words
+for guardians may differ; what a button does may not.
+
 Copy is sent as written: there are no placeholders, so nothing in it can interpolate a child's data.
 It must not name the children either (the README's rule on private learner data): a guardian's
 announcement says why it reaches them ("your child's class"), never who.

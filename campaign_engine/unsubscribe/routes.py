@@ -151,13 +151,19 @@ def unsubscribe_router(
             log.warning("unsubscribe.tenant_name_unavailable")
             return None
 
-    async def opt_out(link: UnsubscribeLink, scope: Scope) -> bool:
+    async def opt_out(link: UnsubscribeLink, scope: Scope, procedure: str) -> bool:
         """False when the graph cannot record it now. Whether a profile was found is deliberately
         ignored: answers must not reveal it."""
         try:
             await run_in_threadpool(
                 lambda: opt_out_by_unsubscribe_id(
-                    graph, link.unsubscribe_id, now=clock(), tenant_id=link.tenant_id, scope=scope
+                    graph,
+                    link.unsubscribe_id,
+                    now=clock(),
+                    tenant_id=link.tenant_id,
+                    scope=scope,
+                    campaign=link.campaign,
+                    procedure=procedure,
                 )
             )
         except ServiceUnavailable:
@@ -193,7 +199,7 @@ def unsubscribe_router(
             return _plain("Expected the form body List-Unsubscribe=One-Click.", status=400)
         if scope is None:
             return _plain("The scope must be tenant or all.", status=400)
-        if not await opt_out(link, scope):
+        if not await opt_out(link, scope, "unsubscribe.oneClick"):
             return _plain(
                 "Unsubscribing is unavailable right now; nothing changed. Try again later.", status=503
             )
@@ -216,7 +222,7 @@ def unsubscribe_router(
         scope = _scope(_form_fields(request.headers.get("content-type", ""), body or b""))
         if body is None or scope is None:
             return _page("invalid", language=language, status=400)
-        if not await opt_out(link, scope):
+        if not await opt_out(link, scope, "unsubscribe.page"):
             return _page("unavailable", language=language, status=503)
         name = await name_of(link)
         return _page("done", language=language, status=200, link=link, tenant_name=name, scope=scope)

@@ -5,7 +5,9 @@
 // bounced/complained are set by provider feedback on the send it names (cypher/feedback_link.cypher).
 // capped: profiles the frequency cap held back on a channel (notify_cap, email_page) that have not
 // received the campaign on that channel since. emailClicked: recipients whose tracked email CTA was
-// followed (emailClickedAt, set once per recipient by campaigns/engagement/email_clicks.py). guardians:
+// followed (emailClickedAt, set once per recipient by campaigns/engagement/email_clicks.py).
+// unsubscribed: recipients who opted out through this campaign's link (unsubscribedAt, set by
+// cypher/unsubscribe/opt_out_campaign.cypher on the campaign's own tenant's opt-outs only). guardians:
 // of notified and emailed, the guardians reached in place of excluded members (the walks mark
 // their state notifyRouted / emailRouted, cypher/delivery/guardian_mark.cypher).
 MATCH (c:Campaign {id: $campaignId})
@@ -26,6 +28,7 @@ CALL (c) {
          count(DISTINCT CASE WHEN s.bouncedAt IS NOT NULL THEN p END) AS bounced,
          count(DISTINCT CASE WHEN s.complainedAt IS NOT NULL THEN p END) AS complained,
          count(DISTINCT CASE WHEN s.emailClickedAt IS NOT NULL THEN p END) AS emailClicked,
+         count(DISTINCT CASE WHEN s.unsubscribedAt IS NOT NULL THEN p END) AS unsubscribed,
          count(DISTINCT CASE WHEN (s.notifyCappedAt IS NOT NULL AND s.notifiedAt IS NULL)
                                OR (s.emailCappedAt IS NOT NULL AND s.emailedAt IS NULL) THEN p END) AS capped,
          count(DISTINCT CASE WHEN s.notifyRouted AND s.notifiedAt IS NOT NULL THEN p END) AS guardiansNotified,
@@ -44,10 +47,11 @@ CALL (c) {
        count(DISTINCT CASE WHEN s.clickedCount > 0 THEN p END) AS clicked,
        count(DISTINCT CASE WHEN s.emailClickedAt IS NOT NULL THEN p END) AS emailClicked,
        count(DISTINCT CASE WHEN s.bouncedAt IS NOT NULL THEN p END) AS bounced,
-       count(DISTINCT CASE WHEN s.complainedAt IS NOT NULL THEN p END) AS complained
+       count(DISTINCT CASE WHEN s.complainedAt IS NOT NULL THEN p END) AS complained,
+       count(DISTINCT CASE WHEN s.unsubscribedAt IS NOT NULL THEN p END) AS unsubscribed
   RETURN collect(CASE WHEN id IS NULL THEN null ELSE {id: id, recipients: recipients, notified: notified,
                  emailed: emailed, shown: shown, clicked: clicked, emailClicked: emailClicked,
-                 bounced: bounced, complained: complained} END) AS variantRows
+                 bounced: bounced, complained: complained, unsubscribed: unsubscribed} END) AS variantRows
 }
 RETURN audience, enrolled, shown, clicked, dismissed, notified, emailed, bounced, complained, capped,
-       emailClicked, variantRows, c.abVariants AS abVariants, guardiansNotified, guardiansEmailed
+       emailClicked, unsubscribed, variantRows, c.abVariants AS abVariants, guardiansNotified, guardiansEmailed

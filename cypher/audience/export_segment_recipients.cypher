@@ -30,6 +30,6 @@ RETURN p.profileId AS profileId,
        s.notifiedAt AS notifiedAt, s.notifyCappedAt AS notifyCappedAt,
        s.emailedAt AS emailedAt, s.emailOutcome AS emailOutcome, s.emailOutcomeReason AS emailOutcomeReason,
        s.emailCappedAt AS emailCappedAt, s.bouncedAt AS bouncedAt, s.complainedAt AS complainedAt,
-       s.emailClickedAt AS emailClickedAt,
+       s.emailClickedAt AS emailClickedAt, s.unsubscribedAt AS unsubscribedAt,
        coalesce(s.shownCount, 0) AS shown, coalesce(s.clickedCount, 0) AS clicked,
        coalesce(s.dismissedCount, 0) AS dismissed, s.variantId AS variantId

@@ -12,6 +12,7 @@ from __future__ import annotations
 import email
 import email.policy
 from email.utils import formatdate, make_msgid
+from urllib.parse import unquote
 
 import pytest
 
@@ -19,7 +20,7 @@ from campaign_engine.delivery.email.compose import EmailContent, compose_email, 
 from campaign_engine.delivery.email.provider import OutgoingEmail
 from campaign_engine.delivery.email.smtp_message import PageAssembler, build_message, dot_stuffed
 from campaign_engine.domain.campaign import CampaignPublic
-from campaign_engine.unsubscribe.tokens import UnsubscribeTokens
+from campaign_engine.unsubscribe.tokens import LinkCampaign, UnsubscribeLink, UnsubscribeTokens
 
 SENDER = "Announcements <news@sender.test>"
 TOKENS = UnsubscribeTokens("test-secret-" + "s" * 40)
@@ -232,3 +233,26 @@ def test_pages_of_one_walk_reuse_their_templates_and_stay_exact() -> None:
     assert assembler._templates == templates  # the second page built no template
     assert len(templates) == len(languages)
     assert assembler.spliced == 2 * 3 * len(languages)
+
+
+def test_the_unsubscribe_link_names_its_campaign_and_a_self_tests_none() -> None:
+    shared = content("Plain news", "One")
+
+    def link_of(message: OutgoingEmail) -> UnsubscribeLink:
+        token = message.headers["List-Unsubscribe"].split("token=", 1)[1].rstrip(">")
+        return TOKENS.read_link(unquote(token))
+
+    sent = compose_email(
+        shared, key="p0", to="a@example.com", unsubscribe_id="u0", tokens=TOKENS, domain_name="c.test"
+    )
+    assert link_of(sent).campaign == LinkCampaign("c-1", "2026-01-01T00:00:00.000000Z")
+    test = compose_email(
+        shared,
+        key="t0",
+        to="a@example.com",
+        unsubscribe_id="u0",
+        tokens=TOKENS,
+        domain_name="c.test",
+        test=True,
+    )
+    assert (link_of(test).tenant_id, link_of(test).campaign) == ("default", None)

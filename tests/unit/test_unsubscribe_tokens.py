@@ -16,6 +16,8 @@ from campaign_engine.unsubscribe.i18n import choose_language
 from campaign_engine.unsubscribe.tokens import (
     UNSUBSCRIBE_SALT,
     InvalidUnsubscribeToken,
+    LinkCampaign,
+    UnsubscribeLink,
     UnsubscribeTokens,
     list_unsubscribe_headers,
     unsubscribe_url,
@@ -208,3 +210,29 @@ def test_a_link_names_the_tenant_whose_email_carried_it() -> None:
     for forged in ({"v": 2, "u": UID, "t": "river"}, {"v": 3, "u": UID}, {"v": 3, "u": UID, "t": ""}):
         with pytest.raises(InvalidUnsubscribeToken):
             tokens.read_link(_signer().dumps(forged))
+
+
+def test_a_link_names_the_campaign_whose_email_carried_it() -> None:
+    tokens = UnsubscribeTokens(SECRET)
+    fair = LinkCampaign("river~fair", "2026-01-01T00:00:00.000000Z")
+    token = tokens.issue_for_campaign(UID, "river", fair)
+    assert tokens.read_link(token) == UnsubscribeLink(UID, "river", fair)
+    # Signed plain with the constant head hashed once; itsdangerous reads the same object.
+    assert _signer().loads(token) == {"v": 4, "t": "river", "c": "river~fair", "a": fair.created_at, "u": UID}
+    assert tokens.issue_for_campaign("other", "river", fair) != token  # cached head, another recipient
+    for forged in (
+        {"v": 4, "u": UID, "t": "river"},
+        {"v": 4, "u": UID, "t": "river", "c": "river~fair"},
+        {"v": 3, "u": UID, "t": "river", "c": "river~fair", "a": fair.created_at},
+        {"v": 4, "u": UID, "c": "river~fair", "a": fair.created_at},
+        {"v": 4, "u": UID, "t": "river", "c": "", "a": fair.created_at},
+    ):
+        with pytest.raises(InvalidUnsubscribeToken):
+            tokens.read_link(_signer().dumps(forged))
+
+
+def test_a_link_too_long_to_name_its_campaign_names_only_its_tenant() -> None:
+    tokens = UnsubscribeTokens(SECRET)
+    long = LinkCampaign("c" * 128, "2026-01-01T00:00:00.000000Z")
+    link = tokens.read_link(tokens.issue_for_campaign("u" * 128, "t" * 128, long))
+    assert (link.tenant_id, link.campaign) == ("t" * 128, None)

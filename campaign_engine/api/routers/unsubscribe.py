@@ -48,5 +48,7 @@ def unsubscribe_from_announcements(ctx: Context, data: UnsubscribeInput) -> Ok:
         now=ctx.services.clock(),
         tenant_id=link.tenant_id,
         scope=data.scope,
+        campaign=link.campaign,
+        procedure="campaigns.unsubscribeFromAnnouncements",
     )
     return Ok()

@@ -31,7 +31,7 @@ RECIPIENT_COLUMNS = (
     "profileId", "source", "selfEnrolled", "addedAt", "eligibleNow",
     "notifiedAt", "notifyCappedAt",
     "emailedAt", "emailOutcome", "emailOutcomeReason", "emailCappedAt", "bouncedAt", "complainedAt",
-    "emailClickedAt", "shown", "clicked", "dismissed", "variantId",
+    "emailClickedAt", "unsubscribedAt", "shown", "clicked", "dismissed", "variantId",
 )  # fmt: skip
 AUDIT_COLUMNS = (
     "at", "actor", "tenantId", "procedure", "requestId", "targetType", "targetId", "campaignId",

@@ -5,7 +5,9 @@ count. ``notified`` and ``emailed`` are written by the delivery workers (zero un
 (hard bounces) and ``complained`` by provider feedback on the send it names, found by the provider's
 message id (``feedback/store.py``). ``capped``: profiles the frequency cap held back on a channel and
 that have not received the campaign on it since (``CAMPAIGN_FREQUENCY_CAPS``). ``emailClicked``:
-recipients who followed the email's tracked CTA at least once (``emailClickedAt``). No
+recipients who followed the email's tracked CTA at least once (``emailClickedAt``). ``unsubscribed``:
+recipients who opted out of the tenant's email through this campaign's unsubscribe link (a link names
+its campaign, signed; an opt-out through another tenant's link or an older link counts for none). No
 client procedure can set any of them. ``variants``: the same per A/B content variant.
 ``guardians``: of ``notified`` and ``emailed``, the guardians reached in place of excluded minors.
 """
@@ -41,6 +43,7 @@ class VariantStats(CamelModel):
     email_clicked: int = 0
     bounced: int = 0
     complained: int = 0
+    unsubscribed: int = 0
 
 
 class GuardianStats(BaseModel):
@@ -63,6 +66,9 @@ class CampaignStats(CamelModel):
     complained: int
     capped: int
     email_clicked: int
+    unsubscribed: int = Field(
+        description="recipients who opted out of the tenant's email through this campaign's unsubscribe link"
+    )
     variants: dict[str, VariantStats] = Field(
         default_factory=dict,
         description="per A/B content variant id: each of the campaign's variants (zeros until it reaches"

@@ -36,6 +36,7 @@ from campaign_engine.domain.campaign import CampaignPublic, EmailCopy
 from campaign_engine.domain.tenancy import campaign_ref
 from campaign_engine.domain.variants import served_locale
 from campaign_engine.unsubscribe.tokens import (
+    LinkCampaign,
     UnsubscribeTokens,
     click_url,
     list_unsubscribe_headers,
@@ -315,6 +316,17 @@ def _escaped(link: str) -> str:
     return str(escape(link)) if _HTML_SPECIAL.search(link) else link
 
 
+def _unsubscribe_token(
+    content: EmailContent, unsubscribe_id: str, tokens: UnsubscribeTokens, *, test: bool
+) -> str:
+    """The link names the campaign, so the opt-out counts for it (getStats' ``unsubscribed``); a
+    self-test's counts for none (no recipient of the campaign received it)."""
+    if test or not content.campaign_created_at:
+        return tokens.issue(unsubscribe_id, content.tenant_id)
+    campaign = LinkCampaign(content.campaign_id, content.campaign_created_at)
+    return tokens.issue_for_campaign(unsubscribe_id, content.tenant_id, campaign)
+
+
 def compose_email(
     content: EmailContent,
     *,
@@ -331,7 +343,7 @@ def compose_email(
     token for the campaign's tenant (opting out of that tenant's email only), the web-view link its
     view token of this campaign, a tracked CTA its click token (a
     self-test's, ``test``, redirects and records nothing)."""
-    link = unsubscribe_url(domain_name, tokens.issue(unsubscribe_id, content.tenant_id))
+    link = unsubscribe_url(domain_name, _unsubscribe_token(content, unsubscribe_id, tokens, test=test))
     view = web_view_url(domain_name, tokens.web_view.issue(unsubscribe_id, content.campaign_id))
     body = content.body_template
     text_fills: tuple[str, ...] = (link, view)

@@ -1582,6 +1582,10 @@ export interface CampaignStats {
   capped: number;
   emailClicked: number;
   /**
+   * recipients who opted out of the tenant's email through this campaign's unsubscribe link
+   */
+  unsubscribed: number;
+  /**
    * per A/B content variant id: each of the campaign's variants (zeros until it reaches someone) and any variant recorded before the variants were edited; {} without variants
    */
   variants?: {
@@ -1605,6 +1609,7 @@ export interface VariantStats {
   emailClicked?: number;
   bounced?: number;
   complained?: number;
+  unsubscribed?: number;
 }
 /**
  * Guardians reached in place of members the age policy excludes, per channel

@@ -131,12 +131,20 @@ def read_the_stats(page: Page, url: str, settings: Settings, admin_token: str, m
         return int(trpc(url, admin_token, "campaigns.getStats", ask, mutation=False)["emailClicked"])
 
     wait_for("the click recorded", lambda: clicked() == 1)
+    # A recipient unsubscribes with the mail client's one-click button (RFC 8058, anonymous): the link
+    # names this campaign, so its stats count the opt-out.
+    leaving = next(m for m in sent if str(m["To"]) == "m010@example.com")
+    one_click = urlsplit(str(leaving["List-Unsubscribe"]).strip("<>"))
+    left = httpx.post(f"{url}{one_click.path}?{one_click.query}", content="List-Unsubscribe=One-Click",
+                      headers={"content-type": "application/x-www-form-urlencoded"})  # fmt: skip
+    assert left.status_code == 200, left.text
+    assert trpc(url, admin_token, "campaigns.getStats", ask, mutation=False)["unsubscribed"] == 1
     page.get_by_role("button", name="Refresh stats").click()
     stats = page.locator("#stats")
     expect(stats.locator("[data-stat='email-clicks']")).to_have_text("1")
     expect(stats.locator("[data-stat='shown']")).to_have_text("3")
     for name, value in (("audience", "12"), ("notified", "12"), ("emailed", "12"), ("clicked", "1"),
-                        ("dismissed", "1")):  # fmt: skip
+                        ("dismissed", "1"), ("unsubscribed", "1")):  # fmt: skip
         expect(stats.locator(f"[data-stat='{name}']")).to_have_text(value)
     expect(stats.locator("svg rect.bar-audience")).to_have_attribute("width", "200")
     shot(page, "stats", "#stats")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from datetime import datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -72,6 +73,9 @@ def test_minors_are_routed_to_their_guardians_from_the_composer_to_the_review(
         assert stored["guardianCopy"]["message"]["title"] == "Class trip on Friday"
         french = stored["guardianCopy"]["translations"]["fr"]
         assert (french["email"]["subject"], french["message"]["title"]) == (FR_SUBJECT, "Sortie de classe")
+        [button] = stored["guardianCopy"]["message"]["actions"]
+        assert button == {**stored["message"]["actions"][0], "label": "See the trip plan"}
+        assert french["message"]["actions"] == [{**button, "label": "Voir le programme"}]
         audience = page.locator("#audience")
         audience.get_by_label("Source type").select_option("profileIds")
         audience.get_by_label(re.compile("^Profile ids, DIDs")).fill("fam-kid")
@@ -92,6 +96,11 @@ def test_minors_are_routed_to_their_guardians_from_the_composer_to_the_review(
             m for m in map(read_mail, mailbox.glob("*.eml")) if str(m["To"]) == "fam-parent@example.com"
         )
         assert str(mail["Subject"]) == "Your child's class travels on Friday"
+        # The guardian's in-app card: the campaign's button under the guardians' label.
+        parent = mint_token(settings, profile_id="fam-parent")
+        [card] = trpc(url, parent, "campaigns.getMyCampaigns", None, mutation=False)["campaigns"]
+        assert [a["label"] for a in card["message"]["actions"]] == ["See the trip plan"]
+        assert card["message"]["actions"][0]["action"] == button["action"]
         # Explained in sentences: the guardian received it as one; the child's routes, each guardian's.
         explain_in_console(page, "fam-parent")
         expect(page.locator("#explain-guardian")).to_contain_text(
@@ -124,10 +133,16 @@ def _guardian_copy_in_french_and_in_app_with_its_preview(page: Page) -> None:
     """The guardians' in-app copy and a French translation of their copy, and the preview of what a
     guardian reads: a French guardian's email and card in the French guardian copy, their notification
     the campaign's own (the guardian copy has none), a Dutch one the base guardian copy."""
+    page.get_by_label("Action 1 label", exact=True).fill("Details")
+    page.get_by_label("Action 1 kind", exact=True).select_option("externalLink")
+    page.get_by_label("Action 1 path or URL", exact=True).fill("https://example.com/trip")
     page.get_by_label("Guardians' in-app title", exact=True).fill("Class trip on Friday")
+    # The campaign's button, labelled for guardians (and again in French): what it does stays the same.
+    page.get_by_label("Guardians' in-app button 1 label", exact=True).fill("See the trip plan")
     page.get_by_label("Add a guardian translation").fill("fr")
     page.get_by_role("button", name="Add guardian language").click()
     page.get_by_label("Guardians' in-app title (fr)").fill("Sortie de classe")
+    page.get_by_label("Guardians' in-app button 1 label (fr)").fill("Voir le programme")
     for label, value in [("subject", FR_SUBJECT), ("heading", "Sortie de classe"),
                          ("body", "La classe part vendredi."), ("button label", "Détails")]:  # fmt: skip
         page.get_by_label(f"Guardians' email {label} (fr)").fill(value)
@@ -137,6 +152,7 @@ def _guardian_copy_in_french_and_in_app_with_its_preview(page: Page) -> None:
     expect(email).to_have_attribute("data-served", "fr")
     expect(email).to_contain_text(f"Subject: {FR_SUBJECT}")
     expect(preview.locator("[data-channel='message']")).to_contain_text("Sortie de classe")
+    expect(preview.locator("[data-channel='message']")).to_contain_text("[Voir le programme]")
     notification = preview.locator("[data-channel='notification']")
     expect(notification).to_have_attribute("data-source", "campaign")
     expect(preview).to_contain_text("nothing fills in a child's name")
@@ -216,7 +232,7 @@ def test_ab_variants_are_composed_and_their_stats_charted_side_by_side(
             expect(table.locator(f"td[data-variant='{arm}'][data-stat='clicked']")).to_have_text(
                 re.compile(rf"^{taken} \(")
             )
-        expect(page.locator("#variant-chart rect.variant-bar")).to_have_count(2 * 8)  # two arms, eight steps
+        expect(page.locator("#variant-chart rect.variant-bar")).to_have_count(2 * 9)  # two arms, nine steps
         explain_in_console(page, members[0])  # which arm, and why, in the explanation
         expect(page.locator("#explain-variant")).to_have_attribute("data-variant", str(arms[members[0]]))
         expect(page.locator("#explain-variant")).to_contain_text("the keyed hash of (campaign, profile)")
@@ -226,6 +242,27 @@ def test_ab_variants_are_composed_and_their_stats_charted_side_by_side(
         watch.assert_clean()
     finally:
         context.close()
+
+
+def _the_forecast_waits_for_the_decision(page: Page) -> None:
+    """With the test wave chosen the review asks again: its forecast sends the rest after the decision
+    (two hours), and the deadline's verdict counts that wait (an hour away is too late for some)."""
+    plan = page.locator("#review-plan .plan[data-channel='notify']")
+    expect(plan.locator("li[data-kind='test_wave']")).to_contain_text("7200 s after the start")
+    starts, finishes = (plan.locator("time").nth(i).get_attribute("datetime") for i in (0, 1))
+    assert starts and finishes
+    waited = datetime.fromisoformat(finishes) - datetime.fromisoformat(starts)
+    assert waited >= timedelta(hours=2), waited
+    in_an_hour = page.evaluate(
+        "() => { const d = new Date(Date.now() + 3600e3);"
+        " d.setMinutes(d.getMinutes() - d.getTimezoneOffset()); return d.toISOString().slice(0, 16); }"
+    )
+    page.get_by_label("Deliver by (optional)").fill(in_an_hour)
+    expect(page.locator("#deliver-by-late")).to_contain_text("Too late for some")
+    page.get_by_label("Deliver by (optional)").fill("")
+    expect(page.locator("#deliver-by-verdict")).to_be_empty()
+    expect(plan.locator("li[data-kind='test_wave']")).to_have_count(1)
+    expect(plan.locator("li[data-kind='deadline']")).to_have_count(0)
 
 
 WAVE = [f"wave{i:02d}" for i in range(24)]
@@ -270,6 +307,7 @@ def _a_test_wave_is_run_from_the_review(page: Page, url: str, token: str) -> Non
         row = page.locator(f"#experiment-wave tr[data-variant='{arm}'] td")
         expect(row).to_have_text(str(wave(0.5)[arm]))
     page.get_by_label("Decide after (hours)").fill("2")
+    _the_forecast_waits_for_the_decision(page)
     assert_every_control_labelled(page)
     assert_accessible(page, "review with a test wave")
     shot(page, "review-test-wave", "#review")

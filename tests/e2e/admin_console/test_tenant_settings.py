@@ -1,5 +1,6 @@
-"""Tenant settings: a platform admin creates a tenant and edits another's colour, caps and approval
-policy (a bad origin and a half-filled cap refused on their fields, nothing saved), a tenant admin reads
+"""Tenant settings: a platform admin creates a tenant and edits another's caps and approval policy
+(its colour on the email layout screen, the one editor of the logo and colours, which settings links
+to; a bad origin and a half-filled cap refused on their fields, nothing saved), a tenant admin reads
 its record without a save control, a viewer is not offered the screen."""
 
 from __future__ import annotations
@@ -76,7 +77,17 @@ def test_tenant_settings_are_edited_by_platform_admins_and_read_by_tenant_admins
         expect(page.locator("#approval-sentence")).to_have_text(
             "No approval policy: a publisher sends alone, whatever the audience."
         )
-        record.get_by_label("Primary colour").fill("#0b7285")
+        # The logo and colours are edited in one place, the email layout screen (with its preview):
+        # here they are read-only, with a link there.
+        expect(record.get_by_label("Primary colour")).not_to_be_editable()
+        record.get_by_role("link", name=f"Email layout of {TENANT}").click()
+        layout = page.locator("#layout-form")
+        expect(page.locator("#layout-tenant")).to_contain_text("How Alpha's announcement emails look")
+        layout.get_by_label("Primary colour").fill("#0b7285")
+        page.get_by_role("button", name="Save layout").click()
+        expect(page.locator("#layout-result")).to_have_text("Saved the layout of Alpha.")
+        page.go_back()
+        expect(record.get_by_label("Primary colour")).to_have_value("#0b7285")
         record.get_by_label("Approval from (recipients)").fill("50")
         expect(record.get_by_label("Track email clicks")).to_be_checked()  # on by default
         record.get_by_label("Track email clicks").uncheck()
@@ -104,7 +115,7 @@ def test_tenant_settings_are_edited_by_platform_admins_and_read_by_tenant_admins
         message = refused.json()["error"]["data"]["issues"][0]["message"]
         origin = record.get_by_label("App origin")
         origin.fill(bad)
-        record.get_by_label("Text colour").fill("#222")
+        record.get_by_label("Email sender").fill("news@alpha.example")
         record.get_by_role("button", name="Save tenant settings").click()
         error = page.locator(f"#{origin.get_attribute('id')}-error")
         expect(error).to_have_text(
@@ -116,7 +127,7 @@ def test_tenant_settings_are_edited_by_platform_admins_and_read_by_tenant_admins
         expect(page.locator("#tenant-result [role='alert']")).to_contain_text("Not saved")
         expect(page.locator("#tenant-saved")).to_be_empty()
         after = trpc(url, platform, "tenants.get", {"tenantId": TENANT}, mutation=False)
-        assert after == stored  # neither the origin nor the valid text colour sent with it was written
+        assert after == stored  # neither the origin nor the valid sender sent with it was written
         shot(page, "tenant-bad-origin", "#tenant-record")
         assert_accessible(page, "tenant-bad-origin")
 
@@ -134,17 +145,19 @@ def test_tenant_settings_are_edited_by_platform_admins_and_read_by_tenant_admins
         expect(page.locator("#tenant-saved")).to_contain_text(f"Saved the settings of {TENANT}")
         capped = trpc(url, platform, "tenants.get", {"tenantId": TENANT}, mutation=False)
         assert capped["frequencyCaps"] == {"notify": {"max": 3, "windowSeconds": 86400}}
-        assert capped["appOrigin"] == "https://app.alpha.example" and capped["textColor"] == "#222"
+        assert (
+            capped["appOrigin"] == "https://app.alpha.example" and capped["emailFrom"] == "news@alpha.example"
+        )
         assert capped["primaryColor"] == "#0b7285" and capped["approval"] == {"minRecipients": 50}
 
         # Emptying an optional field clears it (null); emptying a cap clears the caps ({}).
-        record.get_by_label("Text colour").fill("")
+        record.get_by_label("Email sender").fill("")
         record.get_by_label("Notification cap: at most").fill("")
         record.get_by_label("Notification cap window (seconds)").fill("")
         record.get_by_role("button", name="Save tenant settings").click()
         expect(page.locator("#tenant-saved")).to_contain_text(f"Saved the settings of {TENANT}")
         cleared = trpc(url, platform, "tenants.get", {"tenantId": TENANT}, mutation=False)
-        assert cleared["textColor"] is None and cleared["frequencyCaps"] == {}
+        assert cleared["emailFrom"] is None and cleared["frequencyCaps"] == {}
         assert cleared["appOrigin"] == "https://app.alpha.example" and cleared["primaryColor"] == "#0b7285"
         watch.assert_clean()
     finally:
@@ -156,6 +169,9 @@ def test_tenant_settings_are_edited_by_platform_admins_and_read_by_tenant_admins
         page.get_by_role("link", name="Tenant settings").click()
         record = page.locator(f"#tenant-record[data-tenant='{TENANT}']")
         expect(record.get_by_label("Primary colour")).to_have_value("#0b7285")
+        expect(record.get_by_role("link", name=f"Email layout of {TENANT}")).to_have_attribute(
+            "href", f"#/layout/{TENANT}"
+        )
         expect(record.get_by_label("Approval from (recipients)")).to_have_value("50")
         expect(page.locator("#approval-sentence")).to_have_text(
             "Sends reaching 50 recipients need a second publisher."

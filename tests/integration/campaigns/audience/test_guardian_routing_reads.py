@@ -249,3 +249,52 @@ def test_the_review_counts_a_routed_guardian_by_the_language_of_the_copy_they_ar
     french = explain_recipient(graph, profile_id="g-fr", **kw).language
     assert french.served == {"notification": "en", "email": "en"} and "guardian copy" in french.why
     assert explain_recipient(graph, profile_id="a-fr", **kw).language.served["email"] == "fr"
+
+
+READ = {"label": "Read it", "style": "primary", "action": {"type": "internalLink", "path": "/news"}}
+
+
+def test_the_guardian_copy_labels_the_campaigns_buttons_and_the_guardians_card_says_so(
+    base_settings: Settings, graph: Graph
+) -> None:
+    """The guardian copy's in-app message has the campaign's buttons with its own labels (and its
+    translations' labels); another action, style or count is refused, and a routed guardian's card
+    carries the guardian label on the campaign's action."""
+    admin = {"as_": ADMIN_ID, "admin": True}
+    base = {"id": "fam-app", "name": "Families", "channels": ["inApp"], "minors": "guardians",
+            "message": {"title": "In app", "actions": [READ]}}  # fmt: skip
+
+    def guardian(*actions: dict[str, Any]) -> dict[str, Any]:
+        return {"guardianCopy": {"message": {"title": "For families", "actions": list(actions)}}}
+
+    elsewhere = {**READ, "action": {"type": "internalLink", "path": "/other"}}
+    with api_client(base_settings, graph) as api:
+        for bad in (
+            guardian(),
+            guardian(elsewhere),
+            guardian({**READ, "style": "secondary"}),
+            guardian(READ, READ),
+        ):
+            refused = api.mutate("campaigns.create", {**base, **bad}, **admin)
+            assert error_code(refused) == "BAD_REQUEST", bad
+            assert "guardianCopy.message.actions" in refused.text
+        labelled = guardian({**READ, "label": "See your child's class news"})
+        labelled["guardianCopy"]["translations"] = {
+            "es": {"message": {"title": "Para familias", "actions": [{**READ, "label": "Ver las noticias"}]}}
+        }
+        created = ok(api.mutate("campaigns.create", {**base, **labelled}, **admin))
+        assert created["guardianCopy"]["message"]["actions"][0]["label"] == "See your child's class news"
+    graph.run("MATCH (c:Campaign {id: 'fam-app'}) SET c.status = 'live'")
+    _profiles(graph, ["kid"], campaign="fam-app", dob=MINOR, member=True, hook="http://127.0.0.1:9/h",
+              isManaged=True)  # fmt: skip
+    _profiles(graph, ["mum"], campaign="fam-app", dob=ADULT, member=False, hook="http://127.0.0.1:9/h")
+    _profiles(graph, ["papa"], campaign="fam-app", dob=ADULT, member=False, hook="http://127.0.0.1:9/h",
+              locale="es")  # fmt: skip
+    for parent in ("mum", "papa"):
+        _link(graph, parent, "kid", "granted")
+    policy = Policy(now=NOW, adult_age=18, domain="campaigns.test")
+    for parent, label in (("mum", "See your child's class news"), ("papa", "Ver las noticias")):
+        [card] = my_campaigns(graph, profile_id=parent, include_tests=False, policy=policy).campaigns
+        assert card.message is not None
+        [button] = card.message.model_dump(by_alias=True, mode="json")["actions"]
+        assert (button["label"], button["action"], button["style"]) == (label, READ["action"], "primary")

@@ -37,6 +37,7 @@ def test_stats_count_distinct_profiles(base_settings: Settings, graph: Graph) ->
             "complained": 0,
             "capped": 0,
             "emailClicked": 0,
+            "unsubscribed": 0,
             "variants": {},  # no A/B variants
             "guardians": {"notified": 0, "emailed": 0},  # nobody routed to guardians
         }
@@ -83,6 +84,7 @@ def test_stats_count_distinct_profiles(base_settings: Settings, graph: Graph) ->
             "complained": 0,
             "capped": 0,
             "emailClicked": 0,
+            "unsubscribed": 0,
             "variants": {},
             "guardians": {"notified": 0, "emailed": 0},
         }

@@ -269,7 +269,8 @@ def test_every_path_serves_each_reader_the_same_variant_and_stats_count_it(
             arm: {"recipients": count(arm, readers), "notified": count(arm, readers),
                   "emailed": count(arm, readers), "shown": count(arm, saw), "clicked": count(arm, clicked),
                   "emailClicked": count(arm, marks["emailClickedAt"]),
-                  "bounced": count(arm, marks["bouncedAt"]), "complained": count(arm, marks["complainedAt"])}
+                  "bounced": count(arm, marks["bouncedAt"]), "complained": count(arm, marks["complainedAt"]),
+                  "unsubscribed": 0}
             for arm in ("A", "B")
         }  # fmt: skip
         assert stats["variants"] == expected

@@ -1,0 +1,213 @@
+"""A day of mixed load, measured (not a test): the product under what a deployment sees at once.
+
+    .venv/bin/python -m bench.load [--minutes 10] [--app-rps 200] [--users 20000] [--profiles 100000]
+        [--recipients 100000] [--dispatch-at 60] [--import-rows 50000] [--admin-every 10] [--alone 20000]
+
+``make dev``'s processes, each its own: the API (``campaign-engine serve``), the worker, the reference
+inbox, on a local Neo4j this starts (or ``NEO4J_URI``, whose bench campaigns are deleted first).
+``--profiles`` people belong to two tenants (``default`` and ``bench``). For ``--minutes``: app traffic
+(``getMyCampaigns`` and ``recordEvent`` in turn at ``--app-rps`` over ``--users`` users of a live
+in-app campaign), an admin round every ``--admin-every`` seconds (``getStats``, ``previewDispatch``
+of the app campaign, an export of its recipients), one ``--import-rows`` CSV import at 30 s, and a
+``--recipients`` notify dispatch started at ``--dispatch-at`` seconds. Before the load, a dispatch of
+``--alone`` recipients on the same processes gives the rate alone (after one warm-up dispatch).
+
+Prints per procedure p50/p95/p99 and errors, the dispatch's rate against its rate alone, each
+process's peak and final resident memory and its growth over the last half, and
+``RESULT app_p99_ms=… errors=… dispatch_ratio=… rss_growth_mb=… lost=… duplicates=…`` (lost and
+duplicates: the loaded dispatch's recipients as the inbox recorded them, each must be there once).
+Targets (a quiet 2-core machine, 10 minutes): getMyCampaigns p99 < 150 ms, 0 server errors, ratio
+at least 0.6, growth < 50 MB. On a shared machine try it short: ``--minutes 2 --app-rps 50``.
+Email is not part of the dispatch yet: notify only.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sqlite3
+import tempfile
+import threading
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+
+from bench._dispatch_stack import (
+    ADMIN,
+    JWT_SECRET,
+    TENANT,
+    Admin,
+    child_env,
+    forget_earlier_runs,
+    neo4j_pid,
+    run_dispatch,
+    seed,
+    spawn,
+    stop,
+)
+from bench._load_traffic import Latencies, Memory, admin_traffic, app_traffic, one_import
+from bench._support import PROFILE_ID_CYPHER, SEED_BATCH, api_process, free_port, neo4j_uri, wait_until_ok
+from campaign_engine.api.auth import ADMIN_SCOPE, mint_token
+from campaign_engine.campaigns import definitions
+from campaign_engine.config import Settings
+from campaign_engine.domain.campaign import CampaignCreate
+from campaign_engine.graph.graph import Graph, open_graph
+from campaign_engine.graph.schema import apply_schema
+
+APP_CAMPAIGN = "load-app"
+_PEOPLE = f"""
+UNWIND range($first, $last) AS i
+WITH {PROFILE_ID_CYPHER} AS id
+MERGE (p:Profile {{profileId: id}})
+  ON CREATE SET p.announcementPushOptOut = false, p.announcementEmailOptOut = false, p.isManaged = false,
+                p.isServiceProfile = false, p.dob = '1990-01-01', p.campaignStateLock = 0
+SET p.tenants = ['default', $tenant]
+"""
+_APP_MEMBERS = f"""
+MATCH (c:Campaign {{id: $campaignId}})
+UNWIND range($first, $last) AS i
+MATCH (p:Profile {{profileId: {PROFILE_ID_CYPHER}}})
+MERGE (p)-[:IN_CAMPAIGN_AUDIENCE {{campaignId: c.id, profileId: p.profileId, source: 'bench',
+                                  addedAt: '2026-01-01T00:00:00.000000Z', selfEnrolled: false}}]->(c)
+"""
+
+
+def _seed_people(graph: Graph, profiles: int, users: int) -> None:
+    """``profiles`` people ``bench-0000000``... in both tenants; the first ``users`` are the app's."""
+    for first in range(0, profiles, SEED_BATCH):
+        graph.run(
+            _PEOPLE, first=first, last=min(first + SEED_BATCH, profiles) - 1, prefix="bench-", tenant=TENANT
+        )
+    now = datetime.now(UTC)
+    data = {"id": APP_CAMPAIGN, "name": "App", "channels": ["inApp"], "message": {"title": "Welcome back"}}
+    definitions.create_campaign(graph, data=CampaignCreate.model_validate(data), tenant_id="default", now=now)
+    definitions.set_status(graph, campaign_id=APP_CAMPAIGN, status="live", now=now)
+    for first in range(0, users, SEED_BATCH):
+        graph.run(_APP_MEMBERS, first=first, last=min(first + SEED_BATCH, users) - 1, prefix="bench-",
+                  campaignId=APP_CAMPAIGN)  # fmt: skip
+
+
+def _inbox_counts(db: Path, campaign_id: str, expected: int) -> tuple[int, int]:
+    """(lost, duplicates) of ``campaign_id`` in the reference inbox's durable file."""
+    conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=30)
+    try:
+        rows = conn.execute(
+            "SELECT count(DISTINCT recipient), coalesce(sum(receive_count - 1), 0) FROM notifications "
+            "WHERE campaign_id = ? AND test_id = ''",
+            (campaign_id,),
+        ).fetchone()
+    finally:
+        conn.close()
+    return expected - int(rows[0]), int(rows[1])
+
+
+async def _load(
+    args: argparse.Namespace, base: str, settings: Settings, memory: Memory
+) -> tuple[Latencies, float, float]:
+    stats = Latencies()
+    start = time.monotonic()
+    until = start + args.minutes * 60
+    users = [f"bench-{i:07d}" for i in range(args.users)]
+    admin_token = mint_token(settings, profile_id=ADMIN, scope=ADMIN_SCOPE, tenant_id="default")
+    import_token = mint_token(settings, profile_id=ADMIN, scope=ADMIN_SCOPE, tenant_id=TENANT)
+    await asyncio.gather(
+        app_traffic(
+            base, settings, rps=args.app_rps, users=users, campaign=APP_CAMPAIGN, until=until, stats=stats
+        ),
+        admin_traffic(
+            base,
+            admin_token,
+            every=args.admin_every,
+            campaigns=(APP_CAMPAIGN, APP_CAMPAIGN),
+            until=until,
+            stats=stats,
+        ),
+        one_import(base, import_token, args.import_rows, at=start + 30, stats=stats),
+        memory.sample(every=2.0, until=until),
+    )
+    return stats, start, time.monotonic()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--minutes", type=float, default=10)
+    parser.add_argument("--app-rps", type=float, default=200)
+    parser.add_argument("--users", type=int, default=20_000)
+    parser.add_argument("--profiles", type=int, default=100_000)
+    parser.add_argument("--recipients", type=int, default=100_000)
+    parser.add_argument("--dispatch-at", type=float, default=60)
+    parser.add_argument("--import-rows", type=int, default=50_000)
+    parser.add_argument("--admin-every", type=float, default=10)
+    parser.add_argument("--alone", type=int, default=20_000)
+    args = parser.parse_args()
+    settings = Settings(auth_jwt_secret=JWT_SECRET, _env_file=None)
+    with (
+        tempfile.TemporaryDirectory(prefix="bench-load-") as tmp_name,
+        neo4j_uri(heap="1g", pagecache="512m") as uri,
+    ):
+        tmp = Path(tmp_name)
+        graph = open_graph(Settings(neo4j_uri=uri, _env_file=None))
+        apply_schema(graph)
+        forget_earlier_runs(graph)
+        graph.run("MATCH (c:Campaign {id: $id}) DETACH DELETE c", id=APP_CAMPAIGN)
+        _seed_people(graph, max(args.profiles, args.recipients, args.users), args.users)
+        seed(graph, "bench-warm", min(args.alone, 5_000))
+        seed(graph, "bench-alone", args.alone)
+        seed(graph, "bench-load", args.recipients)
+        inbox_url = f"http://127.0.0.1:{free_port()}"
+        env = child_env(uri, tmp / "queue.sqlite3", inbox_url)
+        api_env = {**env, "AUTH_JWT_SECRET": JWT_SECRET, "CAMPAIGN_ADMIN_PROFILE_IDS": ADMIN,
+                   "CAMPAIGN_ENV_FILE": "",
+                   "CAMPAIGN_PREVIEW_MAX_RECIPIENTS": str(max(args.recipients, args.users) + 1)}  # fmt: skip
+        inbox_db = tmp / "inbox.sqlite3"
+        inbox = spawn(
+            ["inbox", "--port", inbox_url.rsplit(":", 1)[1], "--db", str(inbox_db)], env, tmp / "inbox.log"
+        )
+        worker = None
+        try:
+            wait_until_ok(f"{inbox_url}/healthz", inbox, timeout=30, log=str(tmp / "inbox.log"))
+            worker = spawn(["worker"], env, tmp / "worker.log")
+            with api_process(api_env, log=tmp / "api.log") as (base, api_pid):
+                admin = Admin(base)
+                give_up = time.monotonic() + 3600
+                run_dispatch(graph, admin, "bench-warm", min(args.alone, 5_000), give_up)
+                _, alone_s, _ = run_dispatch(graph, admin, "bench-alone", args.alone, give_up)
+                alone_rate = args.alone / alone_s
+                print(f"dispatch alone: {args.alone:,} recipients at {alone_rate:,.0f}/s", flush=True)
+                pids = {"api": api_pid, "worker": worker.pid, "inbox": inbox.pid}
+                if (db := neo4j_pid()) is not None:
+                    pids["neo4j"] = db
+                memory = Memory(pids)
+                loaded: dict[str, float] = {}
+
+                def dispatch_later() -> None:
+                    time.sleep(args.dispatch_at)
+                    _, seconds, done = run_dispatch(graph, admin, "bench-load", args.recipients, give_up)
+                    loaded.update(seconds=seconds, done=done)
+
+                sender = threading.Thread(target=dispatch_later, daemon=True)
+                sender.start()
+                stats, start, end = asyncio.run(_load(args, base, settings, memory))
+                sender.join()
+                admin.close()
+        finally:
+            if worker is not None:
+                stop(worker)
+            stop(inbox)
+        lost, duplicates = _inbox_counts(inbox_db, "bench-load", args.recipients)
+        graph.close()
+    rate = loaded["done"] / loaded["seconds"]
+    errors = sum(stats.errors.values())
+    growth = max(memory.growth_over_last_half(name, start, end) for name in memory.pids)
+    print(stats.table())
+    print(f"dispatch under load: {loaded['done']:,.0f} recipients in {loaded['seconds']:.1f} s "
+          f"({rate:,.0f}/s), {rate / alone_rate:.2f} of its rate alone")  # fmt: skip
+    print(memory.table(start, end))
+    print(f"RESULT app_p99_ms={stats.p('campaigns.getMyCampaigns', 99):.0f} errors={errors} "
+          f"dispatch_ratio={rate / alone_rate:.2f} rss_growth_mb={growth:.0f} lost={lost} "
+          f"duplicates={duplicates} "
+          f"minutes={args.minutes:g} app_rps={args.app_rps:g} recipients={args.recipients}")  # fmt: skip
+
+
+if __name__ == "__main__":
+    main()
