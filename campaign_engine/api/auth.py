@@ -201,10 +201,21 @@ class TokenVerifier:
 
     def may_block(self, authorization: str | None) -> bool:
         """True when verifying may wait on the network: JWKS mode (the key set), an API key (its record
-        in the graph), or a DID-auth token (its profile and nonce in the graph, maybe its DID document)."""
-        if self._jwks is not None or authorization is None:
-            return self._jwks is not None
-        return KEY_PREFIX in authorization or (self._did_auth is not None and _is_did_token(authorization))
+        in the graph), or a DID-auth token (its profile and nonce in the graph, maybe its DID document).
+        A token verified before never does: it is answered from memory, in any mode."""
+        if authorization is None:
+            return False
+        _, _, token = authorization.partition(" ")
+        if self._remembered(token.strip()) is not None:
+            return False
+        if self._jwks is not None or KEY_PREFIX in authorization:
+            return True
+        return self._did_auth is not None and _is_did_token(authorization)
+
+    def _remembered(self, token: str) -> Caller | None:
+        """The caller of a JWT that verified and has not expired (never an API key's or a DID's)."""
+        remembered = self._verified.get(token)
+        return remembered[0] if remembered is not None and time.time() < remembered[1] else None
 
     def verify(self, authorization: str | None) -> Caller | None:
         """None without an Authorization header; ``Unauthorized`` for anything malformed or invalid."""
@@ -216,11 +227,11 @@ class TokenVerifier:
             raise Unauthorized("expected 'Authorization: Bearer <token>'")
         if is_api_key(token):
             return self._key_caller(token)
+        remembered = self._remembered(token)  # first: an app's every call, one dict read
+        if remembered is not None:
+            return remembered
         if self._did_auth is not None and _is_did_token(token):
-            return self._did_caller(self._did_auth, token)  # before the memory: never remembered
-        remembered = self._verified.get(token)
-        if remembered is not None and time.time() < remembered[1]:
-            return remembered[0]
+            return self._did_caller(self._did_auth, token)  # never remembered, so never answered above
         claims = self._decode(token)
         subject = claims.get("sub")
         if not isinstance(subject, str) or not subject:

@@ -99,6 +99,19 @@ def test_a_remembered_token_still_expires(base_settings: Settings) -> None:
         verifier.verify(f"Bearer {token}")
 
 
+def test_a_token_verified_before_is_answered_on_the_loop_even_beside_a_key_set(
+    base_settings: Settings, jwks_server: _JwksServer, signing_key: rsa.RSAPrivateKey
+) -> None:
+    """A key set may be fetched, so its first check of a token runs on a thread; a token that verified
+    before is answered from memory and stays on the loop (a thread hop is a share of a cheap call)."""
+    verifier = TokenVerifier(_jwks_settings(base_settings, jwks_server.url))
+    token, other = _rs256(signing_key), _rs256(signing_key, sub="someone-else")
+    assert verifier.may_block(f"Bearer {token}")  # not verified yet
+    assert verifier.verify(f"Bearer {token}") is not None
+    assert not verifier.may_block(f"Bearer {token}")
+    assert verifier.may_block(f"Bearer {other}") and not verifier.may_block(None)
+
+
 def test_beside_a_key_set_a_secret_signs_hs256_tokens_and_nothing_else(
     base_settings: Settings, graph: Graph, jwks_server: _JwksServer, signing_key: rsa.RSAPrivateKey
 ) -> None:
