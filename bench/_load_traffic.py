@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import re
 import statistics
 import time
 from collections import defaultdict
@@ -120,6 +121,19 @@ async def admin_traffic(
             except httpx.HTTPError:
                 stats.note("exports.recipients", begun, None)
             await asyncio.sleep(max(0.0, started + every - time.monotonic()))
+
+
+async def probe_health(base: str, *, every: float, until: float, stats: Latencies) -> None:
+    """``/healthz`` every ``every`` seconds, as a load balancer would: the event loop's own latency."""
+    async with httpx.AsyncClient(base_url=base, timeout=10) as client:
+        while time.monotonic() < until:
+            await timed(client, stats, "healthz", "GET", "/healthz")
+            await asyncio.sleep(every)
+
+
+def slow_callbacks(log: str) -> list[float]:
+    """The seconds of each slow callback a watched API logged (``tests/support/watched_loop.py``)."""
+    return [float(m) for m in re.findall(r"^SLOW-CALLBACK .* took ([0-9.]+) seconds", log, flags=re.M)]
 
 
 def import_body(rows: int) -> bytes:

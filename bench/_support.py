@@ -179,16 +179,22 @@ def rss_mb(pid: int) -> float:
 
 
 @contextmanager
-def api_process(env: dict[str, str], *, log: Path | None = None) -> Iterator[tuple[str, int]]:
+def api_process(
+    env: dict[str, str], *, log: Path | None = None, watched: bool = False
+) -> Iterator[tuple[str, int]]:
     """``campaign-engine serve`` (uvicorn) in its own process, as deployed; yields its base URL and pid
-    once /readyz answers 200. ``env`` is added to this process's environment."""
+    once /readyz answers 200. ``env`` is added to this process's environment. ``watched``: the same app
+    on a loop that logs each slow callback (``tests/support/watched_loop.py``, 100 ms) into ``log``."""
     port = free_port()
     exe = shutil.which("campaign-engine", path=str(Path(sys.executable).parent))
     argv = [exe] if exe else [sys.executable, "-m", "campaign_engine.cli"]
+    command = [*argv, "serve", "--host", "127.0.0.1", "--port", str(port)]
+    if watched:
+        command = [sys.executable, "-m", "tests.support.watched_loop", str(port)]
     log_path = log or Path(tempfile.mkstemp(prefix="bench-api-", suffix=".log")[1])
     with log_path.open("wb") as out:
         proc = subprocess.Popen(
-            [*argv, "serve", "--host", "127.0.0.1", "--port", str(port)],
+            command,
             env={**os.environ, "METRICS_PUBLIC": "true", **env}, stdout=out, stderr=subprocess.STDOUT,
         )  # fmt: skip
         base = f"http://127.0.0.1:{port}"

@@ -66,7 +66,8 @@ def one_pass(base: str, token: str, first: int, count: int, *, new: bool) -> flo
         timeout=600,
     )
     seconds = time.perf_counter() - start
-    answer.raise_for_status()
+    if answer.status_code != 200:
+        raise RuntimeError(f"{answer.status_code}: {answer.text[:500]}")
     report = answer.json()
     bad = sum(1 for i in range(first, first + count) if i % 100 == 99)
     good = count - bad

@@ -2,6 +2,7 @@
 
     .venv/bin/python -m bench.load [--minutes 10] [--app-rps 200] [--users 20000] [--profiles 100000]
         [--recipients 100000] [--dispatch-at 60] [--import-rows 50000] [--admin-every 10] [--alone 20000]
+        [--watch-loop]
 
 ``make dev``'s processes, each its own: the API (``campaign-engine serve``), the worker, the reference
 inbox, on a local Neo4j this starts (or ``NEO4J_URI``, whose bench campaigns are deleted first).
@@ -11,6 +12,9 @@ in-app campaign), an admin round every ``--admin-every`` seconds (``getStats``, 
 of the app campaign, an export of its recipients), one ``--import-rows`` CSV import at 30 s, and a
 ``--recipients`` notify dispatch started at ``--dispatch-at`` seconds. Before the load, a dispatch of
 ``--alone`` recipients on the same processes gives the rate alone (after one warm-up dispatch).
+``/healthz`` is probed ten times a second throughout. ``--watch-loop`` runs the API on a loop with
+asyncio's slow-callback detection (debug, 100 ms; ``tests/support/watched_loop.py``) and counts what
+it reported: nothing should block the loop, whatever the mix.
 
 Prints per procedure p50/p95/p99 and errors, the dispatch's rate against its rate alone, each
 process's peak and final resident memory and its growth over the last half, and
@@ -45,7 +49,15 @@ from bench._dispatch_stack import (
     spawn,
     stop,
 )
-from bench._load_traffic import Latencies, Memory, admin_traffic, app_traffic, one_import
+from bench._load_traffic import (
+    Latencies,
+    Memory,
+    admin_traffic,
+    app_traffic,
+    one_import,
+    probe_health,
+    slow_callbacks,
+)
 from bench._support import PROFILE_ID_CYPHER, SEED_BATCH, api_process, free_port, neo4j_uri, wait_until_ok
 from campaign_engine.api.auth import ADMIN_SCOPE, mint_token
 from campaign_engine.campaigns import definitions
@@ -124,6 +136,7 @@ async def _load(
         ),
         one_import(base, import_token, args.import_rows, at=start + 30, stats=stats),
         memory.sample(every=2.0, until=until),
+        probe_health(base, every=0.1, until=until, stats=stats),
     )
     return stats, start, time.monotonic()
 
@@ -139,6 +152,7 @@ def main() -> None:
     parser.add_argument("--import-rows", type=int, default=50_000)
     parser.add_argument("--admin-every", type=float, default=10)
     parser.add_argument("--alone", type=int, default=20_000)
+    parser.add_argument("--watch-loop", action="store_true", help="the API's loop logs slow callbacks")
     args = parser.parse_args()
     settings = Settings(auth_jwt_secret=JWT_SECRET, _env_file=None)
     with (
@@ -167,7 +181,7 @@ def main() -> None:
         try:
             wait_until_ok(f"{inbox_url}/healthz", inbox, timeout=30, log=str(tmp / "inbox.log"))
             worker = spawn(["worker"], env, tmp / "worker.log")
-            with api_process(api_env, log=tmp / "api.log") as (base, api_pid):
+            with api_process(api_env, log=tmp / "api.log", watched=args.watch_loop) as (base, api_pid):
                 admin = Admin(base)
                 give_up = time.monotonic() + 3600
                 run_dispatch(graph, admin, "bench-warm", min(args.alone, 5_000), give_up)
@@ -195,6 +209,7 @@ def main() -> None:
                 stop(worker)
             stop(inbox)
         lost, duplicates = _inbox_counts(inbox_db, "bench-load", args.recipients)
+        slow = slow_callbacks((tmp / "api.log").read_text(errors="replace"))
         graph.close()
     rate = loaded["done"] / loaded["seconds"]
     errors = sum(stats.errors.values())
@@ -203,9 +218,15 @@ def main() -> None:
     print(f"dispatch under load: {loaded['done']:,.0f} recipients in {loaded['seconds']:.1f} s "
           f"({rate:,.0f}/s), {rate / alone_rate:.2f} of its rate alone")  # fmt: skip
     print(memory.table(start, end))
+    if args.watch_loop:
+        print(
+            f"slow callbacks (100 ms) on the API's loop: {len(slow)}, "
+            f"the longest {max(slow, default=0):.3f} s"
+        )
     print(f"RESULT app_p99_ms={stats.p('campaigns.getMyCampaigns', 99):.0f} errors={errors} "
           f"dispatch_ratio={rate / alone_rate:.2f} rss_growth_mb={growth:.0f} lost={lost} "
-          f"duplicates={duplicates} "
+          f"duplicates={duplicates} healthz_p99_ms={stats.p('healthz', 99):.0f} "
+          f"slow_callbacks={len(slow) if args.watch_loop else 'unwatched'} "
           f"minutes={args.minutes:g} app_rps={args.app_rps:g} recipients={args.recipients}")  # fmt: skip
 
 

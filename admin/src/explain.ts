@@ -194,6 +194,7 @@ const PAST: Record<string, string> = {
   bouncedAt: "Bounced",
   complainedAt: "Complained (marked as spam)",
   emailClickedAt: "First clicked the email's link",
+  unsubscribedAt: "Unsubscribed through this campaign's email",
   shownFirstAt: "First shown in the app",
   clickedFirstAt: "First clicked",
   dismissedFirstAt: "First dismissed",

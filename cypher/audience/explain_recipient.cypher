@@ -34,5 +34,5 @@ RETURN c {.status, .channels, .startsAt, .endsAt, .excludeMinors, .definition, .
        } END AS profile,
        notifyCap, emailCap,
        s {.notifiedAt, .emailClaimedAt, .emailedAt, .emailOutcome, .emailOutcomeReason, .emailOutcomeAt,
-          .bouncedAt, .complainedAt, .emailClickedAt, .shownFirstAt, .clickedFirstAt, .dismissedFirstAt,
+          .bouncedAt, .complainedAt, .emailClickedAt, .unsubscribedAt, .shownFirstAt, .clickedFirstAt, .dismissedFirstAt,
           .notifyCappedAt, .emailCappedAt, .variantId} AS state

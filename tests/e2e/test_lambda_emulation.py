@@ -10,6 +10,8 @@ The test talks to the product only through that emulation (tRPC over the emulate
 results back through the API, the reference inbox and the Postmark stand-in; the ``graph`` fixture only
 wipes the session's Neo4j first. A first, small test holds the emulator itself to Lambda's rules for
 settling a batch (partial failures, errors, timeouts, redrive), which the campaign test relies on.
+A third runs the lanes as deployed: a critical send started while a bulk one is mid-send is walked and
+delivered first, on its lane's own queues and event source mappings.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ import json
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +31,7 @@ from cryptography.fernet import Fernet
 
 from campaign_engine.api.auth import ADMIN_SCOPE, mint_token
 from campaign_engine.config import Settings
+from campaign_engine.domain.types import parse_ts
 from campaign_engine.graph.graph import Graph
 from tests.conftest import ADMIN_ID, TEST_JWT_SECRET
 from tests.support.delivery import WEBHOOK_SECRET, ThreadServer, inbox_server
@@ -50,6 +54,10 @@ QUEUES = {
     "DeliveryDeadLetterQueue",
     "WebhookQueue",
     "WebhookDeadLetterQueue",
+    "CriticalDispatchQueue",
+    "BulkDispatchQueue",
+    "CriticalDeliveryQueue",
+    "BulkDeliveryQueue",
 }
 
 
@@ -301,3 +309,60 @@ def test_an_event_the_api_function_records_is_queued_for_the_relay_before_any_sw
         aws.run_until(lambda: bool(receiver.received), timeout=60)
     assert [r["event"]["data"]["campaignId"] for r in receiver.received] == ["soon"]
     assert aws.errors == []
+
+
+def _send(api: Trpc, campaign: str, priority: str, ids: list[str]) -> tuple[str, datetime]:
+    """A live notify campaign of ``priority`` to ``ids``, dispatched: its notify Dispatch's id, and the
+    instant its dispatch call was made (the inbox stamps each first POST on the same clock)."""
+    copy = {"title": "T", "body": "B"}
+    api.mutate("campaigns.create", {"id": campaign, "name": campaign, "channels": ["notify"],
+                                    "priority": priority, "notification": copy})  # fmt: skip
+    source = {"type": "profileIds", "profileIds": ids}
+    api.mutate("campaigns.addAudience", {"campaignId": campaign, "source": source})
+    api.mutate("campaigns.setStatus", {"campaignId": campaign, "status": "live"})
+    token = api.query("campaigns.previewDispatch", {"campaignId": campaign})["previewToken"]
+    called = datetime.now(UTC)
+    started = api.mutate("campaigns.dispatch", {"campaignId": campaign, "expectedPreviewToken": token})
+    return str(started["dispatchIds"]["notify"]), called
+
+
+def test_a_critical_send_overtakes_a_bulk_one_mid_send_on_its_lanes_queues(
+    aws: LambdaEmulator, base_settings: Settings, inbox: ThreadServer
+) -> None:
+    api = Trpc(aws, mint_token(base_settings, profile_id=ADMIN_ID, scope=ADMIN_SCOPE))
+    bulk_ids = [profile_id(i) for i in range(800)]  # eight pages of 100
+    critical_ids = [profile_id(i) for i in range(800, 850)]
+    api.mutate("profiles.upsert", {"profiles": [{"profileId": p, "dob": "1990-01-01"}
+                                                for p in bulk_ids + critical_ids]})  # fmt: skip
+    bulk, _ = _send(api, "lanes-bulk", "bulk", bulk_ids)
+
+    def got(dispatch_id: str) -> Any:
+        return api.query("campaigns.getDispatch", {"dispatchId": dispatch_id})
+
+    while got(bulk)["acknowledged"] < 100:  # mid-send: a page delivered (run_until waits for idle)
+        aws.turn()
+    critical, called = _send(api, "lanes-critical", "critical", critical_ids)
+    waiting = 0
+    while got(critical)["acknowledged"] < len(critical_ids):
+        aws.turn()
+        waiting = len(bulk_ids) - got(bulk)["acknowledged"]
+        assert waiting > 0, "every bulk recipient had it before the critical send was done"
+    with httpx.Client(base_url=inbox.url, timeout=10) as client:
+        first = min(
+            parse_ts(client.get("/api/notifications", params={"profileId": p}).json()["notifications"][0][
+                "firstReceivedAt"])
+            for p in critical_ids
+        )  # fmt: skip
+    first_page = (aws.first_handed["CriticalDispatchQueue"] - called).total_seconds()
+    first_post = (first - called).total_seconds()
+    print(f"critical: first page {first_page:.2f} s and first POST {first_post:.2f} s after its dispatch "
+          f"call; all delivered with {waiting} bulk still waiting")  # fmt: skip
+    assert first_page <= 5.0
+    aws.run_until(lambda: aws.queues_empty() and got(bulk)["acknowledged"] == len(bulk_ids), timeout=600)
+    assert aws.errors == []
+    assert aws.queue_attributes("CriticalDispatchQueue")["RedrivePolicy"]  # as declared, with its DLQ
+    with httpx.Client(base_url=inbox.url, timeout=10) as client:  # every recipient exactly once
+        for pid in bulk_ids + critical_ids:
+            answer = client.get("/api/notifications", params={"profileId": pid})
+            (stored,) = answer.json()["notifications"]
+            assert stored["receiveCount"] == 1

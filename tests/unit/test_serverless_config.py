@@ -14,11 +14,12 @@ not at its first cold start. tests/e2e/test_lambda_emulation.py runs the same fi
 from __future__ import annotations
 
 import importlib.util
+import json
 import subprocess
 import sys
 from pathlib import Path
 from types import ModuleType
-from typing import Any
+from typing import Any, get_origin
 
 import pytest
 
@@ -65,13 +66,22 @@ def _settings(config: dict[str, Any], function: str) -> Settings:
         "DispatchQueue": "https://sqs.example/dispatch",
         "DeliveryQueue": "https://sqs.example/delivery",
         "WebhookQueue": "https://sqs.example/webhooks",
+        **{
+            f"{lane}{kind}Queue": f"https://sqs.example/{lane}-{kind}".lower()
+            for lane in ("Critical", "Bulk")
+            for kind in ("Dispatch", "Delivery")
+        },
     }
     env = {
         name: resolve_value(value, stage=STAGE, ssm=ssm, refs=refs, arns={})
         for name, value in function_environment(config, function).items()
     }
-    # model_validate: these values only, nothing from this process's environment or a dotenv file.
-    return Settings.model_validate({name.lower(): value for name, value in env.items()})
+    # model_validate: these values only, nothing from this process's environment or a dotenv file; a
+    # mapping field reads its JSON as the environment source would.
+    mappings = {n for n, f in Settings.model_fields.items() if get_origin(f.annotation) is dict}
+    return Settings.model_validate(
+        {n.lower(): json.loads(v) if n.lower() in mappings else v for n, v in env.items()}
+    )
 
 
 def _res(config: dict[str, Any], name: str, kind: str) -> dict[str, Any]:
@@ -140,7 +150,7 @@ def test_worker_egress_path_is_complete(config: dict[str, Any]) -> None:
 def test_queue_wiring(config: dict[str, Any], function: str, queue: str, dlq: str, handler: str) -> None:
     spec = config["functions"][function]
     assert spec["handler"] == handler
-    (event,) = spec["events"]
+    event, *_lanes = spec["events"]  # the main queue, then the lanes' own (test_lanes_have_queues_...)
     assert event["sqs"]["arn"] == {"Fn::GetAtt": [queue, "Arn"]}
     assert event["sqs"]["functionResponseType"] == "ReportBatchItemFailures"
     properties = _res(config, queue, "AWS::SQS::Queue")
@@ -210,7 +220,9 @@ def test_email_is_configured_where_it_is_sent_and_nowhere_else(config: dict[str,
         assert settings.campaign_email_provider == "postmark"
         assert settings.campaign_email_page_size <= 500  # one Postmark batch; the timeout below fits it
     page_events = config["functions"]["pageWorker"]["events"]
-    assert [e["sqs"]["arn"] for e in page_events] == [{"Fn::GetAtt": ["DispatchQueue", "Arn"]}]
+    assert [e["sqs"]["arn"] for e in page_events] == [
+        {"Fn::GetAtt": [f"{lane}DispatchQueue", "Arn"]} for lane in ("", "Critical", "Bulk")
+    ]
     for function in ("deliveryWorker", "sweeper"):
         env = function_environment(config, function)
         assert not {"POSTMARK_API_KEY", "CAMPAIGN_UNSUBSCRIBE_SECRET"} & env.keys(), function
@@ -273,3 +285,30 @@ def test_deployment_page_lists_every_ssm_parameter(config: dict[str, Any]) -> No
     section = page.split("\n## AWS Lambda\n", 1)[1].split("\n## ", 1)[0]
     for name in sorted(ssm_parameter_names(config, stage="<stage>")):
         assert f"`{name}`" in section, name
+
+
+def test_lanes_have_queues_and_event_sources_of_their_own(config: dict[str, Any]) -> None:
+    """docs/lanes.md: critical and bulk page and delivery jobs travel on queues of their own, each with
+    its own event source mapping (bulk capped so it never holds every instance), dead-lettering as
+    their main queue does; the functions know the lanes' URLs and may use the queues."""
+    resources = config["resources"]["Resources"]
+    statements = config["provider"]["iam"]["role"]["statements"]
+    allowed = [arn for statement in statements for arn in statement["Resource"]]
+    for kind, function in (("Dispatch", "pageWorker"), ("Delivery", "deliveryWorker")):
+        main = _res(config, f"{kind}Queue", "AWS::SQS::Queue")
+        events = {e["sqs"]["arn"]["Fn::GetAtt"][0]: e["sqs"] for e in config["functions"][function]["events"]}
+        for lane in ("Critical", "Bulk"):
+            name = f"{lane}{kind}Queue"
+            properties = _res(config, name, "AWS::SQS::Queue")
+            assert properties["RedrivePolicy"] == main["RedrivePolicy"]
+            assert properties["VisibilityTimeout"] == main["VisibilityTimeout"]
+            assert events[name]["functionResponseType"] == "ReportBatchItemFailures"
+            assert {"Fn::GetAtt": [name, "Arn"]} in allowed
+        assert events[f"Bulk{kind}Queue"]["maximumConcurrency"] == 2
+        assert "maximumConcurrency" not in events[f"Critical{kind}Queue"]
+    settings = _settings(config, "pageWorker")
+    assert settings.campaign_lane_queue_urls == {
+        kind: {lane: f"https://sqs.example/{lane}-{kind}" for lane in ("critical", "bulk")}
+        for kind in ("dispatch", "delivery")
+    }
+    assert set(resources) >= {"CriticalDispatchQueue", "BulkDeliveryQueue"}

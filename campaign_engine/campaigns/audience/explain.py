@@ -88,6 +88,8 @@ class PastSend(CamelModel):
     complained_at: str | None = None
     email_clicked_at: str | None = None
     """The first click on the email's tracked CTA."""
+    unsubscribed_at: str | None = None
+    """When they opted out of the tenant's email through this campaign's unsubscribe link."""
     shown_first_at: str | None = None
     clicked_first_at: str | None = None
     dismissed_first_at: str | None = None

@@ -28,7 +28,7 @@ file's profiles, through ``campaigns/profiles/guardians.py`` (the same checks as
 from __future__ import annotations
 
 import csv
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Annotated, Any, Literal
 
 from pydantic import Field, ValidationError
@@ -75,7 +75,12 @@ class _Report:
             self.rejected.append(RowRejection(line=line, column=column, reason=reason))
 
 
-def _rows(text: Iterable[str], required: tuple[str, ...]) -> Iterator[tuple[int, dict[str, str]]]:
+def _rows(
+    text: Iterable[str], required: tuple[str, ...], report: _Report
+) -> Iterator[tuple[int, dict[str, str]]]:
+    """The data rows with their lines; BAD_REQUEST for a header that cannot be read (before any row),
+    and a rejection where the file stops being CSV (e.g. a NUL byte): the rows after it are not read,
+    those before it are imported, as the CSV import does."""
     reader = csv.DictReader(_lines(text))
     try:
         header = [name.strip() for name in reader.fieldnames or []]
@@ -85,9 +90,12 @@ def _rows(text: Iterable[str], required: tuple[str, ...]) -> Iterator[tuple[int,
         raise BadRequest(f"the header has no {', '.join(missing)} column (it has: {', '.join(header)[:200]})")
     reader.fieldnames = header
     start = reader.line_num + 1
-    for cells in reader:
-        line, start = start, reader.line_num + 1
-        yield line, {k: (v or "").strip() for k, v in cells.items() if isinstance(k, str)}
+    try:
+        for cells in reader:
+            line, start = start, reader.line_num + 1
+            yield line, {k: (v or "").strip() for k, v in cells.items() if isinstance(k, str)}
+    except csv.Error as exc:
+        report.reject(start, None, f"not CSV from here on ({exc}); the rows after it were not read")
 
 
 def _valid_id(value: str) -> bool:
@@ -99,12 +107,17 @@ def _valid_id(value: str) -> bool:
 
 
 def _oneroster(
-    text: Iterable[str], report: _Report, consent: Consent | None
-) -> tuple[list[tuple[int, ProfileIn]], list[tuple[str, LinkPair]]]:
+    text: Iterable[str],
+    report: _Report,
+    consent: Consent | None,
+    write: Callable[[list[tuple[int, ProfileIn]]], None],
+) -> list[tuple[str, LinkPair]]:
+    """Reads the file once, handing its profiles to ``write`` ``_BATCH`` at a time as they come (memory
+    holds one batch, plus each user's role and agents for the links), and answers the link pairs."""
     profiles: list[tuple[int, ProfileIn]] = []
     agents: list[tuple[int, str, str, list[str]]] = []  # line, id, role, agent ids
     role_of: dict[str, str] = {}
-    for line, cells in _rows(text, ("sourcedId",)):
+    for line, cells in _rows(text, ("sourcedId",), report):
         report.rows += 1
         sid, role = cells.get("sourcedId", ""), (cells.get("role") or cells.get("roles") or "").lower()
         if cells.get("status", "").lower() == "tobedeleted" or (
@@ -134,8 +147,13 @@ def _oneroster(
             report.reject(line, "agentSourcedIds", f"'{bad[0]}' is not another user's sourcedId")
             continue
         profiles.append((line, profile))
+        if len(profiles) >= _BATCH:
+            write(profiles)
+            profiles = []
         role_of[sid] = role
         agents.append((line, sid, role, ids))
+    if profiles:
+        write(profiles)
     pairs: list[tuple[str, LinkPair]] = []
     for line, sid, role, ids in agents:
         for agent in ids:
@@ -150,12 +168,12 @@ def _oneroster(
                 )
                 continue
             pairs.append((student, LinkPair(guardian, consent, line, "agentSourcedIds")))
-    return profiles, pairs
+    return pairs
 
 
 def _sds(text: Iterable[str], report: _Report, consent: Consent | None) -> list[tuple[str, LinkPair]]:
     pairs: list[tuple[str, LinkPair]] = []
-    for line, cells in _rows(text, _SDS_COLUMNS):
+    for line, cells in _rows(text, _SDS_COLUMNS, report):
         report.rows += 1
         student, guardian, role = (cells.get(name, "") for name in _SDS_COLUMNS)
         for column, value in (("userSourcedId", student), ("relationshipUserSourcedId", guardian)):
@@ -192,32 +210,21 @@ def import_roster(
     clock: Clock = system_clock,
     adult_age: int = 18,
 ) -> RosterImportReport:
-    """Read ``text`` (a file's lines) in ``format`` and import it; see the module docstring. BAD_REQUEST
-    only for a file that cannot be read as a whole (no header, a required column missing)."""
+    """Read ``text`` (a file's lines) in ``format`` and import it, writing its profiles a batch at a time
+    as they are read; see the module docstring. BAD_REQUEST only for a file whose header cannot be read
+    (none, a required column missing), before anything is written."""
     report = _Report()
     consent: Consent | None = "granted" if consent_collected else None
     scope = None if platform else tenant_id
-    profiles: list[tuple[int, ProfileIn]] = []
-    try:
-        if format == "oneroster":
-            profiles, pairs = _oneroster(text, report, consent)
-        else:
-            pairs = _sds(text, report, consent)
-    except csv.Error as exc:
-        raise BadRequest(f"the file is not CSV ({exc}); nothing was imported") from exc
-    rejected_before = {r.line for r in report.rejected}
-    for start in range(0, len(profiles), _BATCH):
-        _write_profiles(
-            graph,
-            profiles[start : start + _BATCH],
-            report,
-            tenant_id=tenant_id,
-            platform=platform,
-            dry_run=dry_run,
-            audit=audit,
-            clock=clock,
-        )
-    refused = {r.line for r in report.rejected} - rejected_before  # taken outside the tenant
+    handed: set[str] = set()  # the profileIds handed to the writes: a dry run's guardians may name them
+    refused: set[int] = set()  # lines taken outside the tenant: they link nothing
+
+    def write(rows: list[tuple[int, ProfileIn]]) -> None:
+        refused.update(_write_profiles(graph, rows, report, tenant_id=tenant_id, platform=platform,
+                                       dry_run=dry_run, audit=audit, clock=clock))  # fmt: skip
+        handed.update(p.profile_id for _, p in rows)
+
+    pairs = _oneroster(text, report, consent, write) if format == "oneroster" else _sds(text, report, consent)
     source: Source = format
     written = import_links(
         graph,
@@ -229,7 +236,7 @@ def import_roster(
         reject=report.reject,
         dry_run=dry_run,
         new_tenant=tenant_id,
-        assume_existing=frozenset(p.profile_id for _, p in profiles),
+        assume_existing=frozenset(handed),
     )
     return RosterImportReport(
         format=format,
@@ -255,10 +262,12 @@ def _write_profiles(
     dry_run: bool,
     audit: AuditContext | None,
     clock: Clock,
-) -> None:
+) -> list[int]:
+    """Writes one batch; answers the lines it refused."""
     latest = {p.profile_id: (line, p) for line, p in rows}  # a sourcedId repeated: its last row
     existing = graph.read(_existing, sorted(latest), None if platform else tenant_id)
     writable = []
+    refused: list[int] = []
     for line, profile in sorted(latest.values()):
         if profile.profile_id in existing and existing[profile.profile_id] and profile.named("emails"):
             # an existing profile keeps its addresses: a roster must not undo a verification made elsewhere
@@ -268,10 +277,11 @@ def _write_profiles(
             writable.append(profile)
         else:
             report.reject(line, "sourcedId", "this sourcedId is taken outside this tenant")
+            refused.append(line)
     if dry_run or not writable:
         known = sum(1 for p in writable if p.profile_id in existing)
         report.created, report.updated = report.created + len(writable) - known, report.updated + known
-        return
+        return refused
     entry = None if audit is None else audit.next_entry(clock())
     try:
         result = upsert_profiles(
@@ -286,7 +296,8 @@ def _write_profiles(
     except (Conflict, BadRequest) as exc:
         for line, _ in latest.values():
             report.reject(line, None, f"{exc.message} (re-run the file to retry these rows)")
-        return
+        return refused + [line for line, _ in latest.values()]
     report.created += result.created
     report.updated += result.updated
     report.unchanged += result.unchanged
+    return refused

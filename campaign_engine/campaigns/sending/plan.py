@@ -8,9 +8,10 @@ the ``rate`` it assumes (recipients/s) and ``rateSource``, and ``shapedBy``, wha
 - ``rate`` is ``measured`` when this deployment completed a send on the channel recently: recipients
   over active seconds (start to the last outcome, less the wave delays) of its newest completed
   Dispatches of at least ``MIN_MEASURED`` recipients that waited for no one (quiet hours, local times,
-  a test wave); one index-backed read of at most ``_SCAN`` Dispatches per channel
-  (``cypher/sending/plan_rates.cypher``). Otherwise ``configured``: ``CONFIGURED_RATE``, a conservative
-  rate of a small machine, as the settings give no rate of their own.
+  a test wave): the median of the newest three of a size comparable to this send's, else the pooled
+  rate of the newest five (``measured_rates``); one index-backed read of at most ``_SCAN`` Dispatches
+  per channel (``cypher/sending/plan_rates.cypher``). Otherwise ``configured``: ``CONFIGURED_RATE``, a
+  conservative rate of a small machine, as the settings give no rate of their own.
 - Quiet hours (not for a critical campaign): the recipients' zones, counted by the preview pass, are
   grouped by when each may first receive (``domain/schedule.py:ready_at``); the walk sends each group
   in turn, a later group no sooner than its quiet hours end. A per-recipient schedule groups them
@@ -31,6 +32,7 @@ from __future__ import annotations
 
 import json
 import math
+import statistics
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -55,7 +57,9 @@ __all__ = ["CONFIGURED_RATE", "MIN_MEASURED", "ChannelPlan", "Pace", "Shaping", 
 CONFIGURED_RATE: dict[str, float] = {"notify": 50.0, "email": 20.0}
 # A send smaller than this is not measured: its fixed costs (first page, queue hops) dominate its rate.
 MIN_MEASURED = 100
-_KEEP = 5  # newest qualifying sends averaged per channel
+_KEEP = 5  # newest qualifying sends averaged per channel when none is of a comparable size
+_COMPARABLE = 3  # newest sends of a comparable size whose median rate is taken
+_SCALE = 4  # comparable: within this factor of the send's recipients
 _SCAN = 50  # newest finished Dispatches read per channel (bounded whatever the history)
 
 ShapingKind = Literal[
@@ -99,26 +103,39 @@ class Pace:
         return self.email_page_size if channel == "email" else self.page_size
 
 
-def measured_rates(tx: Tx, channels: list[DeliveryChannel], *, wave_delay: int) -> dict[str, float]:
-    """Per channel with a recent qualifying send, its rate in recipients per active second."""
+def measured_rates(
+    tx: Tx, channels: list[DeliveryChannel], *, wave_delay: int, sizes: Mapping[str, int] | None = None
+) -> dict[str, float]:
+    """Per channel with a recent qualifying send, its rate in recipients per active second: the median
+    of the newest ``_COMPARABLE`` sends of a size comparable to ``sizes[channel]`` (within a factor of
+    ``_SCALE``), else the pooled rate of the newest ``_KEEP``. A rate follows the size (fixed costs weigh
+    on a small send, a large one runs warm) and the deployment's current speed; a pooled average of
+    sends of any size lagged a deployment that doubled its rate as its JIT warmed."""
     out: dict[str, float] = {}
     for row in tx.run(statement("plan_rates"), channels=channels, scan=_SCAN):
-        sent = active = 0.0
-        kept = 0
-        for send in row["sends"]:
-            if kept == _KEEP or int(send["sent"] or 0) < MIN_MEASURED:
-                continue
-            elapsed = (parse_ts(send["endedAt"]) - parse_ts(send["startedAt"])).total_seconds()
-            paced = send.get("waveDelay")  # a send paced to its deadline waited less (deadline.py)
-            waits = max(0, int(send["pages"] or 0) - 1) * (
-                wave_delay if paced is None else min(wave_delay, int(paced))
-            )
-            sent += int(send["sent"])
-            active += max(elapsed - waits, elapsed / 10, 0.001)
-            kept += 1
-        if kept:
-            out[str(row["channel"])] = sent / active
+        channel = str(row["channel"])
+        runs = [run for run in (_active(send, wave_delay) for send in row["sends"]) if run is not None]
+        size = (sizes or {}).get(channel, 0)
+        alike = [r for r in runs if size and size / _SCALE <= r[0] <= size * _SCALE][:_COMPARABLE]
+        if alike:
+            out[channel] = statistics.median(sent / active for sent, active in alike)
+        elif runs:
+            newest = runs[:_KEEP]
+            out[channel] = sum(r[0] for r in newest) / sum(r[1] for r in newest)
     return out
+
+
+def _active(send: Mapping[str, Any], wave_delay: int) -> tuple[int, float] | None:
+    """(recipients, active seconds) of a qualifying send, None for one too small to measure."""
+    sent = int(send["sent"] or 0)
+    if sent < MIN_MEASURED:
+        return None
+    elapsed = (parse_ts(send["endedAt"]) - parse_ts(send["startedAt"])).total_seconds()
+    paced = send.get("waveDelay")  # a send paced to its deadline waited less (deadline.py)
+    waits = max(0, int(send["pages"] or 0) - 1) * (
+        wave_delay if paced is None else min(wave_delay, int(paced))
+    )
+    return sent, max(elapsed - waits, elapsed / 10, 0.001)
 
 
 def _backlog(tx: Tx, channels: list[DeliveryChannel], campaign_id: str) -> list[dict[str, Any]]:
@@ -180,7 +197,7 @@ def forecast(
     channels: list[DeliveryChannel] = [ch for ch in ("notify", "email") if ch in walked]
     definition = json.loads(campaign["definition"])
     weight = tenant_lane(tx, campaign.get("tenantId"))[1] or 1
-    rates = measured_rates(tx, channels, wave_delay=pace.wave_delay)
+    rates = measured_rates(tx, channels, wave_delay=pace.wave_delay, sizes=counts)
     backlog = _backlog(tx, channels, str(campaign["id"]))
     priority = str(campaign.get("priority") or "normal")
     tenant = str(campaign.get("tenantId") or "")

@@ -1372,6 +1372,7 @@ export interface PastSend {
   bouncedAt?: string | null;
   complainedAt?: string | null;
   emailClickedAt?: string | null;
+  unsubscribedAt?: string | null;
   shownFirstAt?: string | null;
   clickedFirstAt?: string | null;
   dismissedFirstAt?: string | null;

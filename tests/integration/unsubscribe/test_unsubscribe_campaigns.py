@@ -1,8 +1,8 @@
 """An opt-out counts for the campaign whose email carried the link (a version-4 link names it,
-signed): getStats' ``unsubscribed``, the recipients export's ``unsubscribedAt`` and the opt-out's audit
-entry. Only in the campaign's own tenant: a person shared by two tenants who leaves one never counts in
-the other's stats or names a campaign in its trail. Older links keep working and count for none. Real
-app, real Neo4j."""
+signed): getStats' ``unsubscribed``, the recipients export's ``unsubscribedAt``, explain's past and the
+opt-out's audit entry. Only in the campaign's own tenant: a person shared by two tenants who leaves one
+never counts in the other's stats or names a campaign in its trail. Older links keep working and count
+for none. Real app, real Neo4j."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ import pytest
 from pydantic import SecretStr
 
 from campaign_engine.campaigns import definitions
+from campaign_engine.campaigns.audience.explain import explain_recipient
 from campaign_engine.campaigns.audience.exports import recipient_rows
 from campaign_engine.campaigns.audience.stats import get_stats
 from campaign_engine.config import Settings
@@ -29,6 +30,7 @@ SECRET = "integration-unsubscribe-secret-0123456789abcdef"
 UID = "5d0f3c1e-2b7d-4c55-9d0e-7f1d2a3b4c5d"
 ONE_CLICK = {"content-type": "application/x-www-form-urlencoded"}
 NOW = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
+NOW_STAMP = "2026-03-01T12:00:00.000000Z"
 TENANTS = ("north", "river")
 
 
@@ -108,6 +110,18 @@ def _one_click(api: TrpcClient, token: str, body: str = "List-Unsubscribe=One-Cl
 def test_an_opt_out_counts_for_its_campaign_in_its_tenant_only(api: TrpcClient, graph: Graph) -> None:
     _one_click(api, _link(graph, "river"))
     assert _counts(graph) == {"north": 0, "river": 1}
+    explained = {
+        tenant: explain_recipient(
+            graph,
+            campaign_id=_campaign(graph, tenant).campaign_id,
+            profile_id="parent",
+            now=NOW,
+            adult_age=18,
+        ).past
+        for tenant in TENANTS
+    }
+    assert explained["river"] is not None and explained["river"].unsubscribed_at == NOW_STAMP
+    assert explained["north"] is not None and explained["north"].unsubscribed_at is None
     assert _trail(graph, "river") == [
         {
             "actor": "parent", "via": "unsubscribeLink", "procedure": "unsubscribe.oneClick",

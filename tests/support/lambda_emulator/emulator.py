@@ -10,6 +10,7 @@ import time
 import uuid
 from collections import Counter
 from collections.abc import Callable, Mapping
+from datetime import UTC, datetime
 from pathlib import Path
 from types import TracebackType
 from typing import Any, cast
@@ -39,7 +40,10 @@ class LambdaEmulator:
     ``ssm`` maps parameter names (after ``${sls:stage}``) to values; ``overrides`` replaces resolved
     environment variables in every function (the test documents why each one differs from production).
     A turn polls each SQS event source once, or up to ``polls_per_turn[function]`` times while it finds
-    messages: Lambda scales an event source's concurrent batches with the backlog.
+    messages: Lambda scales an event source's concurrent batches with the backlog. A function's sources
+    are polled in rounds, one poll of each per round, as Lambda runs each mapping on pollers of its own
+    (a queue per lane: a critical job never waits for a bulk backlog to drain); a source declaring
+    ``maximumConcurrency`` is polled at most that many times a turn.
     """
 
     def __init__(
@@ -71,6 +75,8 @@ class LambdaEmulator:
         self.invocations: list[Invocation] = []
         self.cold_starts: Counter[str] = Counter()
         self.turns = 0
+        self.first_handed: dict[str, datetime] = {}
+        """Per queue, when its event source first handed a message to its function (a page's start)."""
         self._containers: dict[str, Container] = {}
         self.functions = {name: self._function(name) for name in config["functions"]}
 
@@ -209,6 +215,7 @@ class LambdaEmulator:
         messages = self.queues.receive(source.queue, source.batch_size)
         if not messages:
             return 0
+        self.first_handed.setdefault(source.queue, datetime.now(UTC))
         arn = self.queues.arns[source.queue]
         event = {"Records": [sqs_record(m, arn, self.region) for m in messages]}
         invocation = self.invoke(source.function, event)
@@ -249,12 +256,20 @@ class LambdaEmulator:
         self.turns += 1
         handled = 0
         for function in self.functions.values():
-            for source in function.sqs:
-                for _ in range(self._polls_per_turn.get(function.name, 1)):
+            budget = self._polls_per_turn.get(function.name, 1)
+            caps = [min(budget, source.max_concurrency or budget) for source in function.sqs]
+            polls = [0] * len(function.sqs)
+            for _ in range(budget):
+                found = False
+                for i, source in enumerate(function.sqs):
+                    if polls[i] >= caps[i]:
+                        continue
                     got = self.poll(source)
                     handled += got
-                    if not got:
-                        break
+                    polls[i] = polls[i] + 1 if got else caps[i]  # an empty source waits for the next turn
+                    found = found or bool(got)
+                if not found:
+                    break
         if self.turns % self.sweep_every_turns == 0:
             self.tick_schedules()
         return handled

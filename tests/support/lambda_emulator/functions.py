@@ -18,6 +18,8 @@ class SqsSource:
     queue: str  # logical name in resources
     batch_size: int
     report_failures: bool
+    max_concurrency: int | None = None
+    """``maximumConcurrency``: at most this many batches of this mapping at once (polls per turn)."""
 
 
 @dataclass
@@ -72,6 +74,9 @@ def read_function(
                     queue=queue_name,
                     batch_size=int(settings.get("batchSize", 10)),
                     report_failures=settings.get("functionResponseType") == "ReportBatchItemFailures",
+                    max_concurrency=(
+                        int(settings["maximumConcurrency"]) if "maximumConcurrency" in settings else None
+                    ),
                 )
             )
         elif kind == "schedule":

@@ -50,6 +50,7 @@ def load_serverless(path: Path = REPO_ROOT / "serverless.yml") -> dict[str, Any]
 
 _SSM = re.compile(r"\$\{ssm:([^{}]*(?:\$\{sls:stage\}[^{}]*)*)\}")
 _VARIABLE = re.compile(r"\$\{([^{}]+)\}")
+_SUB = re.compile(r"\$\{([A-Za-z][A-Za-z0-9]*)(\.Arn)?\}")  # Fn::Sub's ${Resource} and ${Resource.Arn}
 
 
 def _strings(value: Any) -> Iterator[str]:
@@ -97,6 +98,8 @@ def resolve_value(
             return refs[value["Ref"]]
         if set(value) == {"Fn::GetAtt"} and value["Fn::GetAtt"][1] == "Arn":
             return arns[value["Fn::GetAtt"][0]]
+        if set(value) == {"Fn::Sub"} and isinstance(value["Fn::Sub"], str):  # ${Name}: its Ref
+            return _SUB.sub(lambda m: arns[m[1]] if m[2] else refs[m[1]], value["Fn::Sub"])
         raise ValueError(f"cannot resolve {value!r}")
     if isinstance(value, bool):
         return "true" if value else "false"

@@ -119,3 +119,24 @@ def test_a_test_wave_adds_its_decision_time_before_the_rest(graph: Graph) -> Non
     assert parse_ts(tested.finishes_at) == NOW + timedelta(seconds=600 + 120 / rate)
     [wave] = tested.shaped_by
     assert (wave.kind, wave.adds_seconds) == ("test_wave", round(600 - 30 / rate))
+
+
+def test_the_measured_rate_is_the_median_of_the_newest_sends_of_a_comparable_size(graph: Graph) -> None:
+    # Three 150-recipient sends (3 s, 3 s, then 0.5 s: 50/s, 50/s, 300/s), then five 10,000-recipient
+    # sends at 1,000/s, the newest. A pooled average of the newest five would say 1,000/s for this
+    # 150-recipient send; those of its size say 50/s (the median: the 300/s outlier is left out).
+    runs = [(150, 3.0), (150, 3.0), (150, 0.5)] + [(10_000, 10.0)] * 5
+    start = NOW - timedelta(hours=1)
+    for i, (sent, seconds) in enumerate(runs):
+        begun = start + timedelta(minutes=i)
+        graph.run(
+            "CREATE (:Dispatch {id: $id, channel: 'notify', status: 'completed', startedAt: $start,"
+            " lastOutcomeAt: $end, finishedAt: $end, pages: 1, acknowledged: $sent, rejected: 0,"
+            " suppressed: 0})",
+            id=f"past-{i}", start=format_ts(begun), end=format_ts(begun + timedelta(seconds=seconds)),
+            sent=sent,
+        )  # fmt: skip
+    make_campaign(graph, "c1")
+    add_members(graph, "c1", MEMBERS)
+    plan = preview_dispatch(graph, campaign_id="c1", now=NOW, settings=SETTINGS).plan["notify"]
+    assert (plan.rate_source, plan.rate) == ("measured", 50.0)
