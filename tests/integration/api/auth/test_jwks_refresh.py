@@ -11,7 +11,7 @@ from cryptography.hazmat.primitives.asymmetric import ec, rsa
 from jwt.algorithms import ECAlgorithm
 
 from campaign_engine.api.app import create_app
-from campaign_engine.api.auth import JwksKeys
+from campaign_engine.api.jwks import JwksKeys
 from campaign_engine.config import Settings
 from campaign_engine.domain.errors import CampaignError, ServiceUnavailable
 from campaign_engine.graph.graph import Graph
