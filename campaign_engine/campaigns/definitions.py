@@ -26,6 +26,7 @@ from pydantic import ValidationError
 from campaign_engine.domain.camel import CamelModel
 from campaign_engine.domain.campaign import (
     CLEARABLE_FIELDS,
+    STORED,
     CampaignCreate,
     CampaignDefinition,
     CampaignPatch,
@@ -116,7 +117,7 @@ def shown_before(node: dict[str, Any], *, going_live: bool, now: datetime) -> di
 
 
 def load_definition(node: dict[str, Any]) -> CampaignDefinition:
-    return CampaignDefinition.model_validate(json.loads(node["definition"]))
+    return CampaignDefinition.model_validate(json.loads(node["definition"]), context=STORED)
 
 
 # The storage id (domain/tenancy.py): the ref itself while no other tenant's campaign holds or held it,
@@ -201,7 +202,7 @@ def list_campaigns(
     page = [campaign_from_node(node) for node in nodes[:limit]]
     has_more = len(nodes) > limit
     cursor_out = campaign_ref(page[-1].id) if page and has_more else None
-    return CampaignPage(records=page, cursor=cursor_out, has_more=has_more)
+    return CampaignPage.model_construct(records=page, cursor=cursor_out, has_more=has_more)  # read STORED
 
 
 _SAVE = "campaign_save"  # cypher/campaigns/campaign_save.cypher

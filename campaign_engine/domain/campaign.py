@@ -21,6 +21,7 @@ from pydantic import (
     Field,
     PlainSerializer,
     StringConstraints,
+    ValidationInfo,
     WithJsonSchema,
     field_validator,
     model_validator,
@@ -55,6 +56,7 @@ from campaign_engine.domain.variants import MAX_TRANSLATIONS, ContentField, Lang
 
 __all__ = [
     "CLEARABLE_FIELDS",
+    "STORED",
     "CampaignCreate",
     "CampaignDefinition",
     "CampaignPatch",
@@ -224,7 +226,7 @@ class CampaignDefinition(StrictModel, CamelModel):
         return channels
 
     @model_validator(mode="after")
-    def _content_and_window(self) -> CampaignDefinition:
+    def _content_and_window(self, info: ValidationInfo) -> CampaignDefinition:
         for channel in self.channels:
             field = _CONTENT_FOR_CHANNEL[channel]
             if getattr(self, field) is None:
@@ -237,14 +239,14 @@ class CampaignDefinition(StrictModel, CamelModel):
                 raise ValueError(f"translations: '{tag}' repeats the base locale or another translation")
             seen.add(normalized(tag))
             translated = (self.translations or {})[tag].message
-            if translated is not None:
+            if translated is not None and not _stored(info):
                 check_translated_actions(self.message, translated, f"translations['{tag}'].message.actions")
         if self.variants:
             base = {"message": self.message, "notification": self.notification, "email": self.email}
             check_variants(self.variants, base=base, translations=self.translations or {})
         if self.guardian_copy is not None:
             self.guardian_copy.check_base_locale(self.locale)
-            if self.guardian_copy.message is not None:  # the campaign's buttons, labelled for guardians
+            if self.guardian_copy.message is not None and not _stored(info):  # the campaign's buttons
                 check_translated_actions(
                     self.message, self.guardian_copy.message, "guardianCopy.message.actions"
                 )
@@ -374,6 +376,16 @@ class CampaignPublic(CampaignDefinition):
         return self.id
 
 
+STORED = {"stored": True}
+"""Validation context of a definition read back from the graph: rules on a translation's or the guardian
+copy's buttons came after campaigns were stored without them, so a stored campaign is read as written;
+a write (create, or an update, which validates the patched whole) must meet them."""
+
+
+def _stored(info: ValidationInfo) -> bool:
+    return isinstance(info.context, dict) and info.context.get("stored") is True
+
+
 def campaign_from_node(node: Mapping[str, Any]) -> CampaignPublic:
     """A stored Campaign node (definition JSON plus lifecycle properties) as admins read it."""
     return CampaignPublic.model_validate(
@@ -385,5 +397,6 @@ def campaign_from_node(node: Mapping[str, Any]) -> CampaignPublic:
             "createdAt": node["createdAt"],
             "updatedAt": node["updatedAt"],
             "revision": node["revision"],
-        }
+        },
+        context=STORED,
     )

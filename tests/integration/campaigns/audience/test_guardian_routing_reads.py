@@ -6,6 +6,7 @@ guardian copy each guardian is served."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -298,3 +299,34 @@ def test_the_guardian_copy_labels_the_campaigns_buttons_and_the_guardians_card_s
         assert card.message is not None
         [button] = card.message.model_dump(by_alias=True, mode="json")["actions"]
         assert (button["label"], button["action"], button["style"]) == (label, READ["action"], "primary")
+
+
+def test_a_campaign_stored_before_the_button_rules_is_read_as_written_and_edited_to_them(
+    base_settings: Settings, graph: Graph
+) -> None:
+    """Campaigns stored before a translation's and the guardian copy's buttons had to be the campaign's
+    stay readable (admins, the card read, explain); the next edit must meet the rules."""
+    admin = {"as_": ADMIN_ID, "admin": True}
+    base = {"id": "older", "name": "Families", "channels": ["inApp"], "minors": "guardians",
+            "message": {"title": "In app", "actions": [READ]}}  # fmt: skip
+    with api_client(base_settings, graph) as api:
+        ok(api.mutate("campaigns.create", base, **admin))
+        graph.run(  # as an older release stored it: guardian and Spanish messages without the buttons
+            "MATCH (c:Campaign {id: 'older'}) SET c.definition = $definition",
+            definition=json.dumps({**{k: v for k, v in base.items() if k != "id"},
+                                   "guardianCopy": {"message": {"title": "For families"}},
+                                   "translations": {"es": {"message": {"title": "En la app"}}}}),
+        )  # fmt: skip
+        read = ok(api.query("campaigns.get", {"campaignId": "older"}, **admin))
+        assert read["guardianCopy"]["message"]["title"] == "For families"
+        assert [c["id"] for c in ok(api.query("campaigns.list", {}, **admin))["records"]] == ["older"]
+        refused = api.mutate("campaigns.update", {"campaignId": "older", "name": "Families 2"}, **admin)
+        assert error_code(refused) == "BAD_REQUEST" and "message.actions" in refused.text
+    graph.run("MATCH (c:Campaign {id: 'older'}) SET c.status = 'live'")
+    _profiles(graph, ["kid"], campaign="older", dob=MINOR, member=True, hook="http://127.0.0.1:9/h",
+              isManaged=True)  # fmt: skip
+    _profiles(graph, ["mum"], campaign="older", dob=ADULT, member=False, hook="http://127.0.0.1:9/h")
+    _link(graph, "mum", "kid", "granted")
+    policy = Policy(now=NOW, adult_age=18, domain="campaigns.test")
+    [card] = my_campaigns(graph, profile_id="mum", include_tests=False, policy=policy).campaigns
+    assert card.message is not None and card.message.title == "For families"
