@@ -95,7 +95,7 @@ def _rows(
             line, start = start, reader.line_num + 1
             yield line, {k: (v or "").strip() for k, v in cells.items() if isinstance(k, str)}
     except csv.Error as exc:
-        report.reject(reader.line_num, None, f"not CSV from here on ({exc}); the rows after it were not read")
+        report.reject(start, None, f"not CSV from here on ({exc}); the rows after it were not read")
 
 
 def _valid_id(value: str) -> bool:

@@ -306,3 +306,22 @@ def test_a_tenant_links_only_within_itself(api: TrpcClient, graph: Graph) -> Non
     assert report["guardianLinks"] == 0 and _pairs(graph) == []  # k1's set had a bad link: left as it was
     entries = graph.run("MATCH (a:AuditEntry {procedure: 'imports.roster'}) RETURN a.tenantId AS t")
     assert entries == []
+
+
+def test_a_roster_that_stops_being_csv_keeps_the_rows_before_it(api: TrpcClient, graph: Graph) -> None:
+    """Profiles are written as they are read, a batch at a time: where the file stops being CSV (here a
+    field past the csv reader's 128 KiB limit) the rows before it are imported and the report says
+    where reading stopped."""
+    rows = [f"g{i:04d},guardian,g{i}@example.com" for i in range(1500)]  # more than one batch
+    body = (
+        "sourcedId,role,email\r\n"
+        + "\r\n".join(rows)
+        + "\r\nbad,guardian,"
+        + "x" * 200_000
+        + "\r\nlate,guardian,\r\n"
+    )
+    report = _post(api, "/imports/roster", body, format="oneroster")
+    assert (report["created"], report["rejectedCount"]) == (1500, 1), report
+    assert report["rejected"][0]["line"] == 1502 and "not CSV from here on" in report["rejected"][0]["reason"]
+    [found] = graph.run("MATCH (p:Profile) WHERE p.profileId STARTS WITH 'g' RETURN count(p) AS n")
+    assert found["n"] == 1500 and graph.run("MATCH (p:Profile {profileId: 'late'}) RETURN p") == []
