@@ -26,7 +26,6 @@ from pydantic import ValidationError
 from campaign_engine.domain.camel import CamelModel
 from campaign_engine.domain.campaign import (
     CLEARABLE_FIELDS,
-    STORED,
     CampaignCreate,
     CampaignDefinition,
     CampaignPatch,
@@ -35,6 +34,7 @@ from campaign_engine.domain.campaign import (
     allowed_transition,
     campaign_from_node,
 )
+from campaign_engine.domain.content import STORED
 from campaign_engine.domain.errors import BadRequest, Conflict, NotFound, bad_request_from
 from campaign_engine.domain.priority import priority_change
 from campaign_engine.domain.tenancy import campaign_ref, namespaced_id

@@ -36,6 +36,7 @@ from campaign_engine.domain.ab_variants import (
 )
 from campaign_engine.domain.camel import CamelModel
 from campaign_engine.domain.content import (
+    STORED,
     EmailCopy,
     Message,
     NotificationCopy,
@@ -43,6 +44,7 @@ from campaign_engine.domain.content import (
     Text,
     Translation,
     check_translated_actions,
+    stored,
 )
 from campaign_engine.domain.guardian_copy import GuardianCopy, Minors
 from campaign_engine.domain.locale import normalized
@@ -56,7 +58,6 @@ from campaign_engine.domain.variants import MAX_TRANSLATIONS, ContentField, Lang
 
 __all__ = [
     "CLEARABLE_FIELDS",
-    "STORED",
     "CampaignCreate",
     "CampaignDefinition",
     "CampaignPatch",
@@ -239,14 +240,14 @@ class CampaignDefinition(StrictModel, CamelModel):
                 raise ValueError(f"translations: '{tag}' repeats the base locale or another translation")
             seen.add(normalized(tag))
             translated = (self.translations or {})[tag].message
-            if translated is not None and not _stored(info):
+            if translated is not None and not stored(info):
                 check_translated_actions(self.message, translated, f"translations['{tag}'].message.actions")
         if self.variants:
             base = {"message": self.message, "notification": self.notification, "email": self.email}
             check_variants(self.variants, base=base, translations=self.translations or {})
         if self.guardian_copy is not None:
             self.guardian_copy.check_base_locale(self.locale)
-            if self.guardian_copy.message is not None and not _stored(info):  # the campaign's buttons
+            if self.guardian_copy.message is not None and not stored(info):  # the campaign's buttons
                 check_translated_actions(
                     self.message, self.guardian_copy.message, "guardianCopy.message.actions"
                 )
@@ -374,16 +375,6 @@ class CampaignPublic(CampaignDefinition):
 
     def storage_id(self) -> str:
         return self.id
-
-
-STORED = {"stored": True}
-"""Validation context of a definition read back from the graph: rules on a translation's or the guardian
-copy's buttons came after campaigns were stored without them, so a stored campaign is read as written;
-a write (create, or an update, which validates the patched whole) must meet them."""
-
-
-def _stored(info: ValidationInfo) -> bool:
-    return isinstance(info.context, dict) and info.context.get("stored") is True
 
 
 def campaign_from_node(node: Mapping[str, Any]) -> CampaignPublic:

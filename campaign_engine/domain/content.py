@@ -8,13 +8,22 @@ import re
 from collections.abc import Sequence
 from typing import Annotated, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstraints, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    StringConstraints,
+    ValidationInfo,
+    model_validator,
+)
 
 from campaign_engine.domain.camel import CamelModel
 from campaign_engine.domain.patterns import INTERNAL_PATH_PATTERN
 
 __all__ = [
     "OMIT_ABSENT",
+    "STORED",
     "Action",
     "AppStoreAction",
     "CapgoUpdateAction",
@@ -262,3 +271,14 @@ def check_translated_action_list(own: Sequence[Action], translated: Sequence[Act
                 f"{where}[{i}]: only the label is translated; the action, style and closeOnComplete "
                 "are the base message's"
             )
+
+
+STORED = {"stored": True}
+"""Validation context of a definition read back from the graph: the rules on a translation's and the
+guardian copy's buttons came after campaigns were stored without them, so a stored campaign is read as
+written; a write (a create, or an update, which validates the patched whole) must meet them."""
+
+
+def stored(info: ValidationInfo) -> bool:
+    """Validating a definition read back from the graph (``STORED``), not a write."""
+    return isinstance(info.context, dict) and info.context.get("stored") is True
