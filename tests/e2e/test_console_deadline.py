@@ -51,7 +51,7 @@ def test_deliver_by_says_who_would_be_late_refuses_then_sends_accepting_it(
             page.locator("#deliver-by-at").fill("2026-03-01T12:01")
             late = page.locator("#deliver-by-late")
             expect(late).to_contain_text(
-                "150 recipients would get it after 12:01 on 2026-03-01 in their time: "
+                "150 recipients would get it after 12:01 on 2026-03-01 in their time (150 in UTC): "
                 "quiet hours end at 13:00 for 150 of them"
             )
             shot(page, "review-deadline-late", "#review")
