@@ -7,7 +7,8 @@ page where they find the send behind, without the sweep, and two of them racing 
 from __future__ import annotations
 
 import threading
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from datetime import timedelta
 from pathlib import Path
 
@@ -35,28 +36,35 @@ class Counted:
             self.late.append(dict(labels))
 
 
-def test_a_send_that_falls_behind_its_deadline_raises_dispatch_late_once(
-    stack: Stack, tmp_path: Path
-) -> None:
-    receiver = EventReceiver()
-    counted = Counted()
+@contextmanager
+def _sending_c1(stack: Stack, tmp_path: Path, events: list[str]) -> Iterator[tuple[EventReceiver, Counted]]:
+    """An endpoint for ``events`` and its receiver, the metric recorded, and campaign c1 with 150 members
+    on a real inbox."""
+    receiver, counted = EventReceiver(), Counted()
     previous = metrics.record_to(counted)
     try:
         with ThreadServer(receiver.app()) as endpoint, inbox_server(tmp_path) as inbox:
-            _, secret = _endpoint(stack, endpoint, events=["dispatch.late", "dispatch.completed"])
+            _, secret = _endpoint(stack, endpoint, events=events)
             receiver.secrets.append(secret)
             make_campaign(stack.graph, "c1")
             add_members(stack.graph, "c1", [f"p{i:03d}" for i in range(150)],
                         webhook=f"{inbox.url}/api/notifications/send")  # fmt: skip
-            by = NOW + timedelta(seconds=10)  # 150 at the configured 50/s: 3 s, feasible
-            started = dispatch(stack.graph, stack.queues.dispatch, campaign_id="c1", expected_token=None,
-                               now=NOW, settings=SETTINGS, deliver_by=by)  # fmt: skip
-            stack.later(60)  # the receivers answer at +60 s
-            stack.run()
-            stack.later(60)
-            stack.run()  # a later sweep raises nothing more
+            yield receiver, counted
     finally:
         metrics.record_to(previous)
+
+
+def test_a_send_that_falls_behind_its_deadline_raises_dispatch_late_once(
+    stack: Stack, tmp_path: Path
+) -> None:
+    with _sending_c1(stack, tmp_path, ["dispatch.late", "dispatch.completed"]) as (receiver, counted):
+        by = NOW + timedelta(seconds=10)  # 150 at the configured 50/s: 3 s, feasible
+        started = dispatch(stack.graph, stack.queues.dispatch, campaign_id="c1", expected_token=None,
+                           now=NOW, settings=SETTINGS, deliver_by=by)  # fmt: skip
+        stack.later(60)  # the receivers answer at +60 s
+        stack.run()
+        stack.later(60)
+        stack.run()  # a later sweep raises nothing more
     events = receiver.unique()
     late = [e for e in events.values() if e["type"] == "dispatch.late"]
     assert len(late) == 1 and [e["type"] for e in events.values()].count("dispatch.completed") == 1
@@ -72,13 +80,7 @@ def test_a_send_that_falls_behind_its_deadline_raises_dispatch_late_once(
 
 
 def test_a_send_on_time_raises_nothing(stack: Stack, tmp_path: Path) -> None:
-    receiver = EventReceiver()
-    with ThreadServer(receiver.app()) as endpoint, inbox_server(tmp_path) as inbox:
-        _, secret = _endpoint(stack, endpoint, events=["dispatch.late", "dispatch.completed"])
-        receiver.secrets.append(secret)
-        make_campaign(stack.graph, "c1")
-        add_members(stack.graph, "c1", [f"p{i:03d}" for i in range(150)],
-                    webhook=f"{inbox.url}/api/notifications/send")  # fmt: skip
+    with _sending_c1(stack, tmp_path, ["dispatch.late", "dispatch.completed"]) as (receiver, _):
         started = dispatch(stack.graph, stack.queues.dispatch, campaign_id="c1", expected_token=None, now=NOW,
                            settings=SETTINGS, deliver_by=NOW + timedelta(seconds=10))  # fmt: skip
         stack.later(2)
@@ -100,27 +102,15 @@ def _late_queued(graph: Graph) -> int:
 def test_the_page_walk_raises_dispatch_late_at_the_page_it_finds_the_send_behind_without_the_sweep(
     stack: Stack, tmp_path: Path
 ) -> None:
-    receiver = EventReceiver()
-    counted = Counted()
-    previous = metrics.record_to(counted)
-    try:
-        with ThreadServer(receiver.app()) as endpoint, inbox_server(tmp_path) as inbox:
-            _, secret = _endpoint(stack, endpoint, events=["dispatch.late"])
-            receiver.secrets.append(secret)
-            make_campaign(stack.graph, "c1")
-            add_members(stack.graph, "c1", [f"p{i:03d}" for i in range(150)],
-                        webhook=f"{inbox.url}/api/notifications/send")  # fmt: skip
-            started = dispatch(stack.graph, stack.queues.dispatch, campaign_id="c1", expected_token=None,
-                               now=NOW, settings=SETTINGS,
-                               deliver_by=NOW + timedelta(seconds=10))  # fmt: skip
-            stack.later(60)  # the first page opens at +60 s, 50 s past the deadline, nobody sent yet
-            drain(stack.worker.handle, stack.queues, rounds=2000)  # the worker alone: no sweep ran
-            got = get_dispatch(stack.graph, started.dispatch_id).deadline
-            assert got is not None and got.late_at == format_ts(NOW + timedelta(seconds=60))
-            assert _late_queued(stack.graph) == 1 and counted.late == [{"channel": "notify"}]
-            stack.run()  # the sweep relays it and raises nothing more
-    finally:
-        metrics.record_to(previous)
+    with _sending_c1(stack, tmp_path, ["dispatch.late"]) as (receiver, counted):
+        started = dispatch(stack.graph, stack.queues.dispatch, campaign_id="c1", expected_token=None,
+                           now=NOW, settings=SETTINGS, deliver_by=NOW + timedelta(seconds=10))  # fmt: skip
+        stack.later(60)  # the first page opens at +60 s, 50 s past the deadline, nobody sent yet
+        drain(stack.worker.handle, stack.queues, rounds=2000)  # the worker alone: no sweep ran
+        got = get_dispatch(stack.graph, started.dispatch_id).deadline
+        assert got is not None and got.late_at == format_ts(NOW + timedelta(seconds=60))
+        assert _late_queued(stack.graph) == 1 and counted.late == [{"channel": "notify"}]
+        stack.run()  # the sweep relays it and raises nothing more
     assert [e["type"] for e in receiver.unique().values()] == ["dispatch.late"]
     assert counted.late == [{"channel": "notify"}]
 
