@@ -8,8 +8,8 @@ the ``rate`` it assumes (recipients/s) and ``rateSource``, and ``shapedBy``, wha
 - ``rate`` is ``measured`` when this deployment completed a send on the channel recently: recipients
   over active seconds (start to the last outcome, less the wave delays) of its newest completed
   Dispatches of at least ``MIN_MEASURED`` recipients that waited for no one (quiet hours, local times,
-  a test wave): the median of the newest three of a size comparable to this send's, else the pooled
-  rate of the newest five (``measured_rates``); one index-backed read of at most ``_SCAN`` Dispatches
+  a test wave): the median of the newest three of a size comparable to this send's, else the median
+  of the newest five (``measured_rates``); one index-backed read of at most ``_SCAN`` Dispatches
   per channel (``cypher/sending/plan_rates.cypher``). Otherwise ``configured``: ``CONFIGURED_RATE``, a
   conservative rate of a small machine, as the settings give no rate of their own.
 - Quiet hours (not for a critical campaign): the recipients' zones, counted by the preview pass, are
@@ -57,7 +57,7 @@ __all__ = ["CONFIGURED_RATE", "MIN_MEASURED", "ChannelPlan", "Pace", "Shaping", 
 CONFIGURED_RATE: dict[str, float] = {"notify": 50.0, "email": 20.0}
 # A send smaller than this is not measured: its fixed costs (first page, queue hops) dominate its rate.
 MIN_MEASURED = 100
-_KEEP = 5  # newest qualifying sends averaged per channel when none is of a comparable size
+_KEEP = 5  # newest qualifying sends whose median is taken when none is of a comparable size
 _COMPARABLE = 3  # newest sends of a comparable size whose median rate is taken
 _SCALE = 4  # comparable: within this factor of the send's recipients
 _SCAN = 50  # newest finished Dispatches read per channel (bounded whatever the history)
@@ -108,9 +108,9 @@ def measured_rates(
 ) -> dict[str, float]:
     """Per channel with a recent qualifying send, its rate in recipients per active second: the median
     of the newest ``_COMPARABLE`` sends of a size comparable to ``sizes[channel]`` (within a factor of
-    ``_SCALE``), else the pooled rate of the newest ``_KEEP``. A rate follows the size (fixed costs weigh
-    on a small send, a large one runs warm) and the deployment's current speed; a pooled average of
-    sends of any size lagged a deployment that doubled its rate as its JIT warmed."""
+    ``_SCALE``), else the median of the newest ``_KEEP``. A rate follows the size (fixed costs weigh on
+    a small send, a large one runs warm) and the deployment's current speed; a pooled average (recipients
+    over seconds) let one cold, slow send weigh by its length and lagged a deployment whose JIT warmed."""
     out: dict[str, float] = {}
     for row in tx.run(statement("plan_rates"), channels=channels, scan=_SCAN):
         channel = str(row["channel"])
@@ -119,9 +119,8 @@ def measured_rates(
         alike = [r for r in runs if size and size / _SCALE <= r[0] <= size * _SCALE][:_COMPARABLE]
         if alike:
             out[channel] = statistics.median(sent / active for sent, active in alike)
-        elif runs:
-            newest = runs[:_KEEP]
-            out[channel] = sum(r[0] for r in newest) / sum(r[1] for r in newest)
+        elif runs:  # the median, not the pooled rate: a slow cold send would weigh by its length
+            out[channel] = statistics.median(sent / active for sent, active in runs[:_KEEP])
     return out
 
 

@@ -121,11 +121,8 @@ def test_a_test_wave_adds_its_decision_time_before_the_rest(graph: Graph) -> Non
     assert (wave.kind, wave.adds_seconds) == ("test_wave", round(600 - 30 / rate))
 
 
-def test_the_measured_rate_is_the_median_of_the_newest_sends_of_a_comparable_size(graph: Graph) -> None:
-    # Three 150-recipient sends (3 s, 3 s, then 0.5 s: 50/s, 50/s, 300/s), then five 10,000-recipient
-    # sends at 1,000/s, the newest. A pooled average of the newest five would say 1,000/s for this
-    # 150-recipient send; those of its size say 50/s (the median: the 300/s outlier is left out).
-    runs = [(150, 3.0), (150, 3.0), (150, 0.5)] + [(10_000, 10.0)] * 5
+def _past_sends(graph: Graph, runs: list[tuple[int, float]]) -> None:
+    """Completed notify Dispatches, oldest first: (recipients, seconds to the last outcome)."""
     start = NOW - timedelta(hours=1)
     for i, (sent, seconds) in enumerate(runs):
         begun = start + timedelta(minutes=i)
@@ -136,7 +133,24 @@ def test_the_measured_rate_is_the_median_of_the_newest_sends_of_a_comparable_siz
             id=f"past-{i}", start=format_ts(begun), end=format_ts(begun + timedelta(seconds=seconds)),
             sent=sent,
         )  # fmt: skip
+
+
+def test_the_measured_rate_is_the_median_of_the_newest_sends_of_a_comparable_size(graph: Graph) -> None:
+    # Three 150-recipient sends (3 s, 3 s, then 0.5 s: 50/s, 50/s, 300/s), then five 10,000-recipient
+    # sends at 1,000/s, the newest. A pooled average of the newest five would say 1,000/s for this
+    # 150-recipient send; those of its size say 50/s (the median: the 300/s outlier is left out).
+    _past_sends(graph, [(150, 3.0), (150, 3.0), (150, 0.5)] + [(10_000, 10.0)] * 5)
     make_campaign(graph, "c1")
     add_members(graph, "c1", MEMBERS)
     plan = preview_dispatch(graph, campaign_id="c1", now=NOW, settings=SETTINGS).plan["notify"]
     assert (plan.rate_source, plan.rate) == ("measured", 50.0)
+
+
+def test_with_no_send_of_its_size_the_rate_is_the_median_not_the_pooled_rate(graph: Graph) -> None:
+    # Five 10,000-recipient sends, the oldest cold (50 s: 200/s), the others at 1,000/s; this send of
+    # 150 has none of its size. Pooled, the cold one weighs by its length: 50,000 / 90 s = 556/s.
+    _past_sends(graph, [(10_000, 50.0)] + [(10_000, 10.0)] * 4)
+    make_campaign(graph, "c1")
+    add_members(graph, "c1", MEMBERS)
+    plan = preview_dispatch(graph, campaign_id="c1", now=NOW, settings=SETTINGS).plan["notify"]
+    assert (plan.rate_source, plan.rate) == ("measured", 1000.0)
