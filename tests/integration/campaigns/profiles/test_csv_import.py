@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from campaign_engine.api import imports
 from campaign_engine.api.auth import ADMIN_SCOPE, mint_token
 from campaign_engine.config import Settings
 from campaign_engine.graph.graph import Graph
@@ -143,6 +144,23 @@ def test_a_file_that_cannot_be_read_is_refused_whole(api: TrpcClient, graph: Gra
         assert answer.status_code == status, answer.text
         assert words in answer.json()["error"]["message"]
     assert _dump(graph) == []  # the valid row before the bad byte was not written either
+
+
+def test_a_file_past_the_upload_limit_is_refused_before_any_row_is_written(
+    api: TrpcClient, graph: Graph, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """PAYLOAD_TOO_LARGE as soon as the body passes ``MAX_IMPORT_BYTES`` (256 MiB; lowered here so the
+    test sends kilobytes), with nothing written though its first rows were good; a file of exactly the
+    limit is imported."""
+    rows = "profileId,email\n" + "".join(f"s{i},s{i}@example.com\n" for i in range(100))
+    monkeypatch.setattr(imports, "MAX_IMPORT_BYTES", len(rows.encode()))
+    too_large = _post(api, rows + "s100,s100@example.com\n", _admin(api))
+    assert (too_large.status_code, error_code(too_large)) == (413, "PAYLOAD_TOO_LARGE")
+    assert "split it" in too_large.json()["error"]["message"]
+    assert _dump(graph) == []
+    at_the_limit = _post(api, rows, _admin(api))
+    assert at_the_limit.status_code == 200, at_the_limit.text
+    assert len(_dump(graph)) == 100
 
 
 def test_rejections_are_all_counted_and_the_first_thousand_listed(api: TrpcClient, graph: Graph) -> None:
