@@ -39,7 +39,9 @@ def test_every_admin_mutation_commits_exactly_one_entry_with_its_revisions(
 
     _, entry = call("profiles.upsert", _profiles(ADMIN_ID, *MEMBERS))
     assert (entry["targetType"], entry["targetId"]) == ("profile", "batch")
-    assert entry["detail"] == '{"count":4,"created":4,"profileIds":["admin-1","m1","m2","m3"]}'
+    assert entry["detail"] == (
+        '{"count":4,"created":4,"profileIds":["admin-1","m1","m2","m3"],"unchanged":0,"updated":0}'
+    )
 
     created, entry = call("campaigns.create", CAMPAIGN, request_id="req-create-1")
     assert (entry["targetType"], entry["targetId"], entry["campaignId"]) == ("campaign", "c1", "c1")
