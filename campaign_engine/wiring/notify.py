@@ -100,4 +100,5 @@ def build_notification_worker(
         tenant_names=tenants.names(),  # the payload's sender: the campaign's tenant
         secret_box=settings.secret_box(),  # a malformed CAMPAIGN_SECRETS_KEY stops the worker at start
         formats=formats,
+        expect_tenant=tenants.expect,
     )

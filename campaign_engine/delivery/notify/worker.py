@@ -30,7 +30,7 @@ import json
 import logging
 import threading
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, NamedTuple
@@ -85,8 +85,7 @@ class _Send:
 
 
 class _Recheck(NamedTuple):
-    """One job's recheck: why it must not be sent (None = send), its own webhook and sealed secrets, its
-    campaign's copy."""
+    """One job's recheck: why it must not be sent (None = send), its webhook, sealed secrets and copy."""
 
     blocked: str | None
     webhook: str | None
@@ -118,10 +117,10 @@ class NotificationWorker:
         secret_box: SecretBox | None = None,
         tenant_names: Mapping[str, str] | None = None,
         formats: Formats | None = None,
+        expect_tenant: Callable[[str], object] = lambda tenant: None,
     ) -> None:
-        # ``clock`` decides eligibility (injectable in tests). The ANNOUNCEMENT's ``sender`` field is the
-        # campaign tenant's display name (``tenant_names``, a live view of the tenant records), else
-        # ``sender_name`` (NOTIFICATIONS_SENDER); ``sender`` is the port the POSTs go through.
+        # The ANNOUNCEMENT's ``sender`` is the campaign tenant's name (``tenant_names``, a live view of the
+        # records), else ``sender_name`` (NOTIFICATIONS_SENDER); ``sender`` is the port POSTs go through.
         self._graph = graph
         self._clock = clock
         self._webhooks = sender
@@ -138,6 +137,7 @@ class NotificationWorker:
         self._caps = frequency_caps if frequency_caps is not None else {}
         self._tenant_names = tenant_names if tenant_names is not None else {}
         self._formats = formats if formats is not None else Formats()
+        self._expect_tenant = expect_tenant  # TenantDirectory.expect: a tenant made a moment ago is read
 
     def close(self) -> None:
         """Close the sender (its connections and event loop): the worker owns the sender it was given."""
@@ -258,6 +258,8 @@ class NotificationWorker:
         ).single(strict=True)
         count_capped(tx, record["capped"])  # capped ones were marked by this statement, counted here
         copies = {row[0]: (row[1], row[2], row[3], row[4]) for row in record["campaigns"]}
+        for tenant in {row[4] for row in record["campaigns"] if row[4]}:  # before the batch copies its
+            self._expect_tenant(tenant)  # tenants' names and formats: one made a moment ago is read now
         by_id = {j.delivery_id: j for j in jobs}
         rows: dict[str, _Recheck] = {}
         columns = (record["deliveryIds"], record["blocked"], record["webhooks"], record["webhookKeys"],
@@ -292,8 +294,7 @@ class NotificationWorker:
         if row.definition not in copies:
             copies[row.definition] = json.loads(row.definition)
         definition = copies[row.definition]
-        # A routed guardian reads the guardian copy where it has a notification, in
-        # the language their own locale is served by the one rule; else the campaign's, as anyone.
+        # A routed guardian reads the guardian copy where it has one, in their own locale's language.
         source, own = guardian_source(definition, "notification") if job.routed_from else (definition, False)
         locale = served_locale(wire_languages(source, "notification"), row.locale)
         variants = definition.get("variants")
@@ -344,7 +345,6 @@ class NotificationWorker:
         return self._box.open(row.keys).signing(int(now.timestamp()))
 
 
-# Held back at the recheck: by the frequency cap, or already acknowledged for this very dispatch (a
-# redelivered message: the first delivery counted it, so counting it suppressed too would count the
-# recipient twice); anything else is a suppression.
+# Held back at the recheck: by the frequency cap, or acknowledged for this dispatch already (a redelivery,
+# counted by its first delivery: counting it suppressed too would count it twice); else a suppression.
 _HELD: dict[str, Verdict] = {"capped": "capped", "duplicate": "duplicate"}

@@ -15,6 +15,8 @@ from pydantic import SecretStr
 
 from campaign_engine.campaigns.sending.dispatch_reads import get_dispatch
 from campaign_engine.config import Settings
+from campaign_engine.delivery.notify.page_walk import PageWorker
+from campaign_engine.delivery.notify.worker import NotificationWorker
 from campaign_engine.did.engine import new_seed
 from campaign_engine.domain.dispatch import DeliveryJob, parse_job
 from campaign_engine.domain.tenant import TenantCreate
@@ -47,12 +49,19 @@ def _settings(base: Settings, **extra: Any) -> Settings:
     )
 
 
-def _send(settings: Settings, graph: Graph, queues: Queues) -> None:
-    pages = build_page_worker(settings, graph, queues, clock=StepClock())
+def _send(
+    settings: Settings,
+    graph: Graph,
+    queues: Queues,
+    workers: tuple[PageWorker, NotificationWorker] | None = None,
+) -> None:
+    """Walk the dispatch pages, then send one batch (with ``workers`` built earlier, as a running
+    process has them)."""
+    pages, worker = workers or (build_page_worker(settings, graph, queues, clock=StepClock()), None)
     for message in queues.dispatch.receive(max_messages=10):
         pages.handle_page(parse_job(message.body))  # type: ignore[arg-type]
         queues.dispatch.delete(message.receipt)
-    worker = build_notification_worker(settings, graph, clock=StepClock())
+    worker = worker or build_notification_worker(settings, graph, clock=StepClock())
     try:
         batch = queues.delivery.receive(max_messages=10)
         items = [Received(m, parse_job(m.body)) for m in batch]
@@ -118,19 +127,23 @@ def test_a_tenants_format_changes_only_its_own_sends(
     base_settings: Settings, graph: Graph, tmp_path: Path
 ) -> None:
     settings = _settings(base_settings)  # the deployment's format: standard
+    queues = local_queues(tmp_path / "q.sqlite3")
+    workers = (  # a worker process running already: its records loaded a moment ago
+        build_page_worker(settings, graph, queues, clock=StepClock()),
+        build_notification_worker(settings, graph, clock=StepClock()),
+    )
+    assert "lc" not in tenants_of(graph, settings).records()
     lc = TenantCreate.model_validate(
         {"tenantId": "lc", "name": "LearnCard", "notificationFormat": "learncard"}
     )
-    create_tenant(graph, data=lc, now=NOW, audit=None)
-    tenants_of(graph, settings).invalidate()
+    create_tenant(graph, data=lc, now=NOW, audit=None)  # by the API: the worker's cache is not told
     receiver = ScriptedReceiver([(200, b"true", "application/json")])
-    queues = local_queues(tmp_path / "q.sqlite3")
     with ThreadServer(receiver.app()) as server:
         for campaign, tenant in (("in-lc", "lc"), ("in-default", "default")):
             make_campaign(graph, campaign, tenant_id=tenant)
             add_members(graph, campaign, [f"{tenant}-member"], webhook=f"{server.url}/hook", tenants=[tenant])
             start_dispatch(graph, queues.dispatch, campaign)
-        _send(settings, graph, queues)
+        _send(settings, graph, queues, workers)
     shapes = {}
     for post in receiver.received:
         body = json.loads(post["body"])

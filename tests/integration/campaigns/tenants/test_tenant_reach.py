@@ -14,10 +14,10 @@ from campaign_engine.campaigns.self_test import send_test_to_me
 from campaign_engine.config import Settings
 from campaign_engine.delivery.email.compose import compose_email, email_content_for
 from campaign_engine.domain.campaign import campaign_from_node
-from campaign_engine.domain.tenant import TenantPatch
+from campaign_engine.domain.tenant import TenantCreate, TenantPatch
 from campaign_engine.graph.graph import Graph
 from campaign_engine.graph.tenant_directory import TenantDirectory, tenants_of
-from campaign_engine.graph.tenants import update_tenant
+from campaign_engine.graph.tenants import create_tenant, update_tenant
 from campaign_engine.unsubscribe.tokens import UnsubscribeTokens
 from campaign_engine.wiring import build_email_self_tester
 from tests.conftest import ADMIN_ID
@@ -95,6 +95,33 @@ def test_an_edit_reaches_every_process_rendered_email_within_the_ttl(
             content, key="p1", to="p1@example.com", unsubscribe_id="u1", tokens=tokens, domain_name="c.test"
         )
         assert message.sender == "Acme <news@acme.example>"
+
+
+def test_a_tenant_created_after_the_load_is_read_at_once_and_a_missing_one_once_a_second(
+    graph: Graph,
+) -> None:
+    """The TTL covers edits; a tenant the cache lacks is read again at its first lookup (its campaign
+    can only be sent once its record exists), and a tenant without a record at most once a second."""
+    elapsed = [0.0]
+    directory = TenantDirectory(
+        graph, default_tenant="default", ttl_seconds=3600, monotonic=lambda: elapsed[0]
+    )
+    assert "fresh" not in directory.records()
+
+    def create(tenant_id: str) -> None:
+        data = TenantCreate.model_validate({"tenantId": tenant_id, "name": tenant_id.title(), "emailFrom":
+                                            f"{tenant_id} <news@{tenant_id}.example>"})  # fmt: skip
+        create_tenant(graph, data=data, now=NOW, audit=None)
+
+    create("fresh")
+    assert directory.names()["fresh"] == "Fresh"  # within the TTL of the load that lacked it
+    assert directory.email_from("fresh") == "fresh <news@fresh.example>"
+    assert directory.names().get("ghost") is None  # looked for now, and not found
+    create("ghost")
+    elapsed[0] = 0.9
+    assert directory.names().get("ghost") is None and directory.email_from("ghost") is None  # not yet
+    elapsed[0] = 1.0
+    assert directory.names().get("ghost") == "Ghost"
 
 
 def test_caps_come_from_the_records_with_the_default_tenants_as_star(
