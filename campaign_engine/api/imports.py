@@ -27,7 +27,8 @@ from campaign_engine.api.context import Context, Services
 from campaign_engine.api.errors import envelope_for
 from campaign_engine.api.routers.profiles import ACCESS as PROFILE_ACCESS
 from campaign_engine.api.trpc import request_context_async
-from campaign_engine.campaigns.profiles.csv_import import CsvImportReport, Utf8Check, import_csv
+from campaign_engine.campaigns.profiles.csv_import import CsvImportReport, import_csv
+from campaign_engine.campaigns.profiles.import_text import Utf8Check
 from campaign_engine.campaigns.profiles.roster_import import RosterFormat, RosterImportReport, import_roster
 from campaign_engine.domain.errors import BadRequest, CampaignError, PayloadTooLarge, UnsupportedMediaType
 

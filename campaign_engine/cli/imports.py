@@ -187,7 +187,7 @@ def _roster_import(args: argparse.Namespace) -> int:
 
 def _not_utf8_at(path: Path) -> int | None:
     """The 1-based offset of the first byte of ``path`` that is not UTF-8, or None."""
-    from campaign_engine.campaigns.profiles.csv_import import Utf8Check
+    from campaign_engine.campaigns.profiles.import_text import Utf8Check
 
     check = Utf8Check()
     with path.open("rb") as raw:

@@ -27,15 +27,15 @@ would create at the real run.
 
 from __future__ import annotations
 
-import codecs
 import csv
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Annotated, Any
 
 from pydantic import BaseModel, Field, ValidationError
 
 from campaign_engine.campaigns.profiles.guardians import LinkPair, LinkRow, Provenance, import_links
+from campaign_engine.campaigns.profiles.import_text import without_bom
 from campaign_engine.campaigns.profiles.import_writer import BatchWriter
 from campaign_engine.campaigns.profiles.records import upsert_profiles
 from campaign_engine.domain.camel import CamelModel
@@ -47,7 +47,7 @@ from campaign_engine.graph.audit import AuditContext
 from campaign_engine.graph.cypher import statement
 from campaign_engine.graph.graph import Graph, Tx
 
-__all__ = ["COLUMNS", "CsvImportReport", "RowRejection", "Utf8Check", "import_csv"]
+__all__ = ["COLUMNS", "CsvImportReport", "RowRejection", "import_csv"]
 
 COLUMNS = ("profileId", "email", "emailVerified", "dob", "locale", "timeZone", "tags", "guardians")
 MAX_LISTED = 1000  # rejections listed in the answer; all are counted
@@ -92,32 +92,6 @@ class _Tally:
         self.rejected_count += 1
         if len(self.rejected) < MAX_LISTED:
             self.rejected.append(RowRejection(line=line, column=column, reason=reason))
-
-
-class Utf8Check:
-    """Where the first byte that is not UTF-8 is, fed block by block as a file or a body arrives, so a
-    file is refused before any of its rows is written (the import reads it only once it is whole)."""
-
-    def __init__(self) -> None:
-        self._decoder = codecs.getincrementaldecoder("utf-8")("strict")
-        self._offset = 0
-
-    def feed(self, block: bytes) -> int | None:
-        """None, or the 1-based offset of the first bad byte."""
-        try:
-            self._decoder.decode(block)
-        except UnicodeDecodeError as exc:
-            return self._offset + exc.start + 1
-        self._offset += len(block)
-        return None
-
-    def end(self) -> int | None:
-        """None, or the offset of a character the file ends inside."""
-        try:
-            self._decoder.decode(b"", final=True)
-        except UnicodeDecodeError:
-            return self._offset
-        return None
 
 
 def _flag(text: str) -> bool | None:
@@ -179,15 +153,6 @@ def _rejection(exc: ValidationError) -> tuple[str | None, str]:
     return column, message
 
 
-def _lines(text: Iterable[str]) -> Iterator[str]:
-    """``text`` without a leading byte-order mark: spreadsheets write one, and callers decode plain utf-8."""
-    first = True
-    for chunk in text:
-        if first:
-            chunk, first = chunk.removeprefix("\ufeff"), False
-        yield chunk
-
-
 _EXISTING = "csv_import_existing"  # cypher/profiles/csv_import_existing.cypher
 
 
@@ -221,7 +186,7 @@ def import_csv(
     """Read ``text`` (lines with their endings, as a text file iterates) and import it; see the module
     docstring. BAD_REQUEST only for a file that cannot be read as a whole (no header, no profileId
     column, not CSV); every row-level problem is in the report."""
-    reader = csv.DictReader(_lines(text), restkey="\x00extra")
+    reader = csv.DictReader(without_bom(text), restkey="\x00extra")
     try:
         header = reader.fieldnames
     except csv.Error as exc:

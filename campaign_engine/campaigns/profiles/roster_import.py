@@ -33,8 +33,9 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field, ValidationError
 
-from campaign_engine.campaigns.profiles.csv_import import MAX_LISTED, RowRejection, _existing, _lines
+from campaign_engine.campaigns.profiles.csv_import import MAX_LISTED, RowRejection, _existing
 from campaign_engine.campaigns.profiles.guardians import LinkPair, LinkRow, Provenance, Source, import_links
+from campaign_engine.campaigns.profiles.import_text import without_bom
 from campaign_engine.campaigns.profiles.records import upsert_profiles
 from campaign_engine.domain.camel import CamelModel
 from campaign_engine.domain.errors import BadRequest, Conflict
@@ -81,7 +82,7 @@ def _rows(
     """The data rows with their lines; BAD_REQUEST for a header that cannot be read (before any row),
     and a rejection where the file stops being CSV (e.g. a NUL byte): the rows after it are not read,
     those before it are imported, as the CSV import does."""
-    reader = csv.DictReader(_lines(text))
+    reader = csv.DictReader(without_bom(text))
     try:
         header = [name.strip() for name in reader.fieldnames or []]
     except csv.Error as exc:
