@@ -48,10 +48,15 @@ HTTP_STATUS: dict[TrpcCode, int] = {
 
 
 def error_envelope(
-    code: TrpcCode, message: str, *, path: str | None, issues: list[dict[str, Any]] | None = None
+    code: TrpcCode,
+    message: str,
+    *,
+    path: str | None,
+    issues: list[dict[str, Any]] | None = None,
+    extra: dict[str, Any] | None = None,
 ) -> tuple[int, dict[str, Any]]:
     status = HTTP_STATUS[code]
-    data: dict[str, Any] = {"code": code, "httpStatus": status}
+    data: dict[str, Any] = {**(extra or {}), "code": code, "httpStatus": status}
     if path is not None:
         data["path"] = path
     if issues is not None:
@@ -62,5 +67,5 @@ def error_envelope(
 def envelope_for(exc: BaseException, *, path: str | None) -> tuple[int, dict[str, Any]]:
     """Our errors keep their message; anything else becomes a generic INTERNAL_SERVER_ERROR."""
     if isinstance(exc, CampaignError):
-        return error_envelope(exc.code, exc.message, path=path, issues=exc.issues)
+        return error_envelope(exc.code, exc.message, path=path, issues=exc.issues, extra=exc.data)
     return error_envelope("INTERNAL_SERVER_ERROR", "Internal server error", path=path)

@@ -47,14 +47,18 @@ TrpcCode = Literal[
 
 
 class CampaignError(Exception):
-    """Base of every error a caller may see. ``issues`` carries field-level details for BAD_REQUEST."""
+    """Base of every error a caller may see. ``issues`` carries field-level details for BAD_REQUEST;
+    ``data``, what else a client acts on (an import cut short: what it committed), beside them."""
 
     code: ClassVar[TrpcCode] = "INTERNAL_SERVER_ERROR"
 
-    def __init__(self, message: str, *, issues: list[dict[str, Any]] | None = None) -> None:
+    def __init__(
+        self, message: str, *, issues: list[dict[str, Any]] | None = None, data: dict[str, Any] | None = None
+    ) -> None:
         super().__init__(message)
         self.message = message
         self.issues = issues
+        self.data = data
 
 
 class BadRequest(CampaignError):

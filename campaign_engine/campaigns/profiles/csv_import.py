@@ -28,7 +28,7 @@ would create at the real run.
 from __future__ import annotations
 
 import csv
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Annotated, Any
 
@@ -36,10 +36,10 @@ from pydantic import BaseModel, Field, ValidationError
 
 from campaign_engine.campaigns.profiles.guardians import LinkPair, LinkRow, Provenance, import_links
 from campaign_engine.campaigns.profiles.import_text import without_bom
-from campaign_engine.campaigns.profiles.import_writer import BatchWriter
+from campaign_engine.campaigns.profiles.import_writer import BatchWriter, Committed
 from campaign_engine.campaigns.profiles.records import upsert_profiles
 from campaign_engine.domain.camel import CamelModel
-from campaign_engine.domain.errors import BadRequest, Conflict
+from campaign_engine.domain.errors import BadRequest, Conflict, ServiceUnavailable
 from campaign_engine.domain.profile import GuardianIn, ProfileIn, ProfileUpsert
 from campaign_engine.domain.types import Clock, system_clock
 from campaign_engine.domain.webhook_keys import SecretBox
@@ -156,10 +156,46 @@ def _rejection(exc: ValidationError) -> tuple[str | None, str]:
 _EXISTING = "csv_import_existing"  # cypher/profiles/csv_import_existing.cypher
 
 
+def _valid_rows(
+    reader: csv.DictReader[str], tally: _Tally, links: list[LinkRow], link_lines: set[int]
+) -> Iterator[tuple[int, ProfileIn]]:
+    """Each valid row with its line, in file order; every other row rejected in ``tally``, each row's
+    guardian cell kept in ``links`` (its line in ``link_lines``)."""
+    start = reader.line_num + 1
+    try:
+        for cells in reader:
+            line, start = start, reader.line_num + 1
+            tally.rows += 1
+            cells.pop("\x00extra", None)  # cells past the header's: ignored like unknown columns
+            row = _row_input({k: v for k, v in cells.items() if v is not None}, line, tally)
+            if row is None:
+                continue
+            try:
+                profile = ProfileIn.model_validate(row)
+            except ValidationError as exc:
+                tally.reject(line, *_rejection(exc))
+                continue
+            cell = (cells.get("guardians") or "").strip()
+            if cell:
+                link = guardian_cell(profile.profile_id, cell, line)
+                if isinstance(link, str):
+                    tally.reject(line, "guardians", link)
+                    continue
+                if link.pairs:
+                    links.append(link)
+                    link_lines.add(line)
+            yield line, profile
+    except csv.Error as exc:  # e.g. a NUL byte: what was read before it is imported, the rest is not
+        tally.reject(reader.line_num, None, f"not CSV from here on ({exc}); the rows after it were not read")
+
+
 @dataclass
 class _Written:
     """One batch's outcome, applied to the report on the parsing thread."""
 
+    seq: int
+    lines: list[int] = field(default_factory=list)
+    """The lines it committed."""
     created: int = 0
     updated: int = 0
     unchanged: int = 0
@@ -205,9 +241,9 @@ def import_csv(
     link_lines: set[int] = set()  # the lines that name guardians, and those of them later refused
     unwritten: set[int] = set()
 
-    def write(rows: list[tuple[int, ProfileIn]]) -> _Written:
+    def write(seq: int, rows: list[tuple[int, ProfileIn]]) -> _Written:
         """One batch, on a writer thread (dry runs: on this one, in order); touches no shared state."""
-        written = _Written()
+        written = _Written(seq)
         # A platform credential may write any profile, so only a dry run (which counts created and updated
         # without writing) needs to know which exist; the write itself answers that.
         ids = [p.profile_id for _, p in rows]
@@ -234,74 +270,56 @@ def import_csv(
             )
             return written
         written.created, written.updated, written.unchanged = result.created, result.updated, result.unchanged
+        written.lines = [line for line, _ in writable]
         return written
 
     def settled(written: _Written) -> None:
         tally.created, tally.updated = tally.created + written.created, tally.updated + written.updated
         tally.unchanged += written.unchanged
+        committed.add(written.seq, written.lines)
         for rejection in written.rejected:
             tally.reject(*rejection)
             if rejection[0] in link_lines:
                 unwritten.add(rejection[0])
 
     writer: BatchWriter[_Written] = BatchWriter(settled, in_flight=1 if dry_run else 2)
+    committed, submitted = Committed(), [0]
 
     def flush() -> None:
         if not batch:
             return
-        rows = sorted(batch.values())
+        rows, seq = sorted(batch.values()), submitted[0]
         batch.clear()
-        writer.submit(frozenset(p.profile_id for _, p in rows), lambda: write(rows))
+        submitted[0] += 1
+        writer.submit(frozenset(p.profile_id for _, p in rows), lambda: write(seq, rows))
 
-    start = reader.line_num + 1
-    try:
+    try:  # the graph stopped answering: the answer says which batches committed
         try:
-            for cells in reader:
-                line, start = start, reader.line_num + 1
-                tally.rows += 1
-                cells.pop("\x00extra", None)  # cells past the header's: ignored like unknown columns
-                row = _row_input({k: v for k, v in cells.items() if v is not None}, line, tally)
-                if row is None:
-                    continue
-                try:
-                    profile = ProfileIn.model_validate(row)
-                except ValidationError as exc:
-                    tally.reject(line, *_rejection(exc))
-                    continue
-                cell = (cells.get("guardians") or "").strip()
-                if cell:
-                    link = guardian_cell(profile.profile_id, cell, line)
-                    if isinstance(link, str):
-                        tally.reject(line, "guardians", link)
-                        continue
-                    if link.pairs:
-                        links.append(link)
-                        link_lines.add(line)
+            for line, profile in _valid_rows(reader, tally, links, link_lines):
                 if profile.profile_id in batch:  # in file order: the earlier row is written first
                     flush()
                 batch[profile.profile_id] = (line, profile)
                 if len(batch) >= _BATCH:
                     flush()
-        except csv.Error as exc:  # e.g. a NUL byte: what was read before it is imported, the rest is not
-            why = f"not CSV from here on ({exc}); the rows after it were not read"
-            tally.reject(reader.line_num, None, why)
-        flush()
-    finally:
-        writer.close()
-    # A row refused when its batch was written links nothing, however many rejections the report lists.
-    provenance = Provenance(source="csv", now=clock(), audit=audit)
-    written = import_links(
-        graph,
-        [r for r in links if r.pairs[0].line not in unwritten],
-        tenant=scope,
-        adult_age=adult_age,
-        clock=clock,
-        provenance=provenance,
-        reject=tally.reject,
-        dry_run=dry_run,
-        new_tenant=tenant_id,
-        assume_existing=frozenset(counted),
-    )
+            flush()
+        finally:
+            writer.close()
+        # A row refused when its batch was written links nothing, however many rejections the report lists.
+        provenance = Provenance(source="csv", now=clock(), audit=audit)
+        written = import_links(
+            graph,
+            [r for r in links if r.pairs[0].line not in unwritten],
+            tenant=scope,
+            adult_age=adult_age,
+            clock=clock,
+            provenance=provenance,
+            reject=tally.reject,
+            dry_run=dry_run,
+            new_tenant=tenant_id,
+            assume_existing=frozenset(counted),
+        )
+    except ServiceUnavailable as exc:
+        raise committed.cut(exc) from exc
     return CsvImportReport(
         rows=tally.rows,
         created=tally.created,

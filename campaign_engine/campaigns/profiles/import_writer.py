@@ -6,6 +6,10 @@ while the next batch waits. ``BatchWriter`` runs up to ``in_flight`` batches at 
 threads while the caller parses the next one. Outcomes are handed back in submission order, on the
 caller's thread, so the report is built in one place. A batch that names a profile still being written
 by an earlier one waits for it: a repeated profileId keeps file order (its last row wins).
+
+An import the graph stops answering mid-way (an outage, a statement past its deadline) has committed
+some batches and not others. ``Committed`` keeps which lines those were, and ``Committed.cut`` turns the
+failure into the SERVICE_UNAVAILABLE the client reads: how many rows, which lines, the rest not written.
 """
 
 from __future__ import annotations
@@ -15,7 +19,9 @@ from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Generic, TypeVar
 
-__all__ = ["BatchWriter"]
+from campaign_engine.domain.errors import ServiceUnavailable
+
+__all__ = ["BatchWriter", "Committed"]
 
 T = TypeVar("T")
 
@@ -38,7 +44,8 @@ class BatchWriter(Generic[T]):
         self._flying.append((ids, self._pool.submit(write)))
 
     def close(self) -> None:
-        """Wait for every batch and hand back its outcome; the first failure is raised after all ended."""
+        """Wait for every batch and hand back its outcome; the first failure is raised after all ended,
+        and after the outcomes of the batches that did commit beside it were handed back."""
         try:
             while self._flying:
                 self._settle_oldest()
@@ -50,8 +57,46 @@ class BatchWriter(Generic[T]):
         try:
             outcome = future.result()
         except BaseException:
-            for _, rest in self._flying:  # let the others end before the error leaves
-                rest.exception()
+            for _, rest in self._flying:  # let the others end before the error leaves; what they
+                if rest.exception() is None:  # committed is reported (Committed) like any other batch
+                    self._done(rest.result())
             self._flying.clear()
             raise
         self._done(outcome)
+
+
+class Committed:
+    """The lines of an import's committed batches, as ranges: a batch that follows the last one added
+    (``seq``, its place in submission order) extends its range; one after a batch that failed starts
+    a new range."""
+
+    def __init__(self) -> None:
+        self.rows = 0
+        self._ranges: list[list[int]] = []
+        self._last_seq = -2
+
+    def add(self, seq: int, lines: list[int]) -> None:
+        if not lines:
+            self._last_seq = seq
+            return
+        first, last = min(lines), max(lines)
+        if self._ranges and seq == self._last_seq + 1:
+            self._ranges[-1][1] = max(self._ranges[-1][1], last)
+        else:
+            self._ranges.append([first, last])
+        self.rows += len(lines)
+        self._last_seq = seq
+
+    def cut(self, exc: ServiceUnavailable) -> ServiceUnavailable:
+        """The failure as the client reads it: ``data.committed`` = ``{rows, lines}``. (An import stops at
+        its first failure, so there are at most as many ranges as batches in flight, plus one.)"""
+        if not self.rows:
+            done = "nothing was imported"
+        else:
+            spans = ", ".join(f"{a}-{b}" if a != b else str(a) for a, b in self._ranges)
+            done = f"{self.rows} rows were committed (the valid rows of lines {spans}) and no others"
+        message = (
+            f"The import stopped ({exc.message}): {done}; guardian links were not applied. Re-run the"
+            " whole file: every write is an idempotent upsert"
+        )
+        return ServiceUnavailable(message, data={"committed": {"rows": self.rows, "lines": self._ranges}})

@@ -28,6 +28,7 @@ file's profiles, through ``campaigns/profiles/guardians.py`` (the same checks as
 from __future__ import annotations
 
 import csv
+import itertools
 from collections.abc import Callable, Iterable, Iterator
 from typing import Annotated, Any, Literal
 
@@ -36,9 +37,10 @@ from pydantic import Field, ValidationError
 from campaign_engine.campaigns.profiles.csv_import import MAX_LISTED, RowRejection, _existing
 from campaign_engine.campaigns.profiles.guardians import LinkPair, LinkRow, Provenance, Source, import_links
 from campaign_engine.campaigns.profiles.import_text import without_bom
+from campaign_engine.campaigns.profiles.import_writer import Committed
 from campaign_engine.campaigns.profiles.records import upsert_profiles
 from campaign_engine.domain.camel import CamelModel
-from campaign_engine.domain.errors import BadRequest, Conflict
+from campaign_engine.domain.errors import BadRequest, Conflict, ServiceUnavailable
 from campaign_engine.domain.profile import Consent, GuardianIn, ProfileIn, ProfileUpsert
 from campaign_engine.domain.types import Clock, system_clock
 from campaign_engine.graph.audit import AuditContext
@@ -220,25 +222,34 @@ def import_roster(
     handed: set[str] = set()  # the profileIds handed to the writes: a dry run's guardians may name them
     refused: set[int] = set()  # lines taken outside the tenant: they link nothing
 
-    def write(rows: list[tuple[int, ProfileIn]]) -> None:
-        refused.update(_write_profiles(graph, rows, report, tenant_id=tenant_id, platform=platform,
-                                       dry_run=dry_run, audit=audit, clock=clock))  # fmt: skip
-        handed.update(p.profile_id for _, p in rows)
+    committed, batches = Committed(), itertools.count()
 
-    pairs = _oneroster(text, report, consent, write) if format == "oneroster" else _sds(text, report, consent)
+    def write(rows: list[tuple[int, ProfileIn]]) -> None:
+        lost = _write_profiles(graph, rows, report, tenant_id=tenant_id, platform=platform, dry_run=dry_run,
+                               audit=audit, clock=clock)  # fmt: skip
+        refused.update(lost)
+        handed.update(p.profile_id for _, p in rows)
+        committed.add(next(batches), [] if dry_run else [line for line, _ in rows if line not in lost])
+
     source: Source = format
-    written = import_links(
-        graph,
-        _link_rows([(s, p) for s, p in pairs if p.line not in refused]),
-        tenant=scope,
-        adult_age=adult_age,
-        clock=clock,
-        provenance=Provenance(source, clock(), audit),
-        reject=report.reject,
-        dry_run=dry_run,
-        new_tenant=tenant_id,
-        assume_existing=frozenset(handed),
-    )
+    try:  # the graph stopped answering: the answer says which batches committed
+        pairs = (
+            _oneroster(text, report, consent, write) if format == "oneroster" else _sds(text, report, consent)
+        )
+        written = import_links(
+            graph,
+            _link_rows([(s, p) for s, p in pairs if p.line not in refused]),
+            tenant=scope,
+            adult_age=adult_age,
+            clock=clock,
+            provenance=Provenance(source, clock(), audit),
+            reject=report.reject,
+            dry_run=dry_run,
+            new_tenant=tenant_id,
+            assume_existing=frozenset(handed),
+        )
+    except ServiceUnavailable as exc:
+        raise committed.cut(exc) from exc
     return RosterImportReport(
         format=format,
         rows=report.rows,
