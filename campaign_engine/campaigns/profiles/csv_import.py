@@ -186,7 +186,7 @@ def _valid_rows(
                     link_lines.add(line)
             yield line, profile
     except csv.Error as exc:  # e.g. a NUL byte: what was read before it is imported, the rest is not
-        tally.reject(reader.line_num, None, f"not CSV from here on ({exc}); the rows after it were not read")
+        tally.reject(start, None, f"not CSV from here on ({exc}); the rows after it were not read")
 
 
 @dataclass

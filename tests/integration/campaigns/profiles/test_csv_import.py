@@ -146,6 +146,26 @@ def test_a_file_that_cannot_be_read_is_refused_whole(api: TrpcClient, graph: Gra
     assert _dump(graph) == []  # the valid row before the bad byte was not written either
 
 
+def test_a_file_that_stops_being_csv_keeps_the_rows_before_it(api: TrpcClient, graph: Graph) -> None:
+    """Where the file stops being CSV (a field past the csv reader's 128 KiB limit) the rows before it
+    are imported, the rows after it are not read, and the report names the line the bad row starts on."""
+    body = (
+        "profileId,email\r\n"
+        + "".join(f"s{i},s{i}@example.com\r\n" for i in range(5))  # lines 2-6
+        + 'bad,"multi\r\nline '
+        + "x" * 200_000
+        + '"\r\n'  # line 7, and the field runs on past it
+        + "late,late@example.com\r\n"
+    )
+    answer = _post(api, body, _admin(api))
+    assert answer.status_code == 200, answer.text
+    report = answer.json()
+    assert (report["created"], report["rejectedCount"]) == (5, 1), report
+    assert report["rejected"][0]["line"] == 7 and "not CSV from here on" in report["rejected"][0]["reason"]
+    assert sorted(r["id"] for r in _dump(graph)) == [f"s{i}" for i in range(5)]
+    assert graph.run("MATCH (p:Profile) WHERE p.profileId IN ['bad', 'late'] RETURN p") == []
+
+
 def test_a_file_past_the_upload_limit_is_refused_before_any_row_is_written(
     api: TrpcClient, graph: Graph, monkeypatch: pytest.MonkeyPatch
 ) -> None:
