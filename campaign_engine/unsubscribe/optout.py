@@ -87,7 +87,7 @@ def opt_out_by_unsubscribe_id(
     never reveals whether its profile exists. The first opt-out is a ``recipient.unsubscribed`` event
     and an audit entry (``procedure``: the edge it came through) for each tenant it stops: the link's
     tenant only, or every tenant the profile belongs to; it counts for ``campaign`` (the link's) when
-    it stops that campaign's tenant.
+    it stops that campaign's tenant, whose event and audit entry then name the campaign.
     """
     stamp = format_ts(now)
     one_tenant = tenant_id is not None and scope == "tenant"
@@ -108,11 +108,13 @@ def opt_out_by_unsubscribe_id(
                 createdAt=campaign.created_at, tenantId=tenant_id, tenants=tenants, now=stamp,
             ).single()  # fmt: skip
         for tenant in tenants:
-            event = Event.of("recipient.unsubscribed", stamp, profileId=row["profileId"], channel="email")
-            record_events(tx, graph, tenant, [event])
             named: dict[str, Any] | None = None
+            ref = None
             if counted is not None and tenant == tenant_id:
-                named = dict(counted["campaign"])
+                named, ref = dict(counted["campaign"]), counted["campaignId"]
+            event = Event.of("recipient.unsubscribed", stamp, profileId=row["profileId"], channel="email",
+                             campaignId=ref)  # fmt: skip
+            record_events(tx, graph, tenant, [event])
             audit = AuditContext(
                 actor=row["profileId"], procedure=procedure, request_id=request_id, at=stamp,
                 tenant_id=tenant, entry_id=uuid.uuid5(uuid.NAMESPACE_OID, f"{request_id}:{tenant}").hex,

@@ -1,8 +1,8 @@
 """An opt-out counts for the campaign whose email carried the link (a version-4 link names it,
-signed): getStats' ``unsubscribed``, the recipients export's ``unsubscribedAt``, explain's past and the
-opt-out's audit entry. Only in the campaign's own tenant: a person shared by two tenants who leaves one
-never counts in the other's stats or names a campaign in its trail. Older links keep working and count
-for none. Real app, real Neo4j."""
+signed): getStats' ``unsubscribed``, the recipients export's ``unsubscribedAt``, explain's past, the
+opt-out's audit entry and its event. Only in the campaign's own tenant: a person shared by two tenants
+who leaves one never counts in the other's stats or names a campaign in its trail or events. Older links
+keep working and count for none. Real app, real Neo4j."""
 
 from __future__ import annotations
 
@@ -24,6 +24,10 @@ from campaign_engine.graph.graph import Graph
 from campaign_engine.graph.rules.policy import Policy
 from campaign_engine.unsubscribe.tokens import LinkCampaign, UnsubscribeTokens
 from tests.conftest import ADMIN_ID
+from tests.integration.unsubscribe.test_unsubscribe_per_tenant import (
+    _subscribe_everywhere,
+    _unsubscribed_events,
+)
 from tests.support.api import TrpcClient, api_client, ok
 
 SECRET = "integration-unsubscribe-secret-0123456789abcdef"
@@ -141,6 +145,7 @@ def test_an_opt_out_counts_for_its_campaign_in_its_tenant_only(api: TrpcClient, 
 def test_every_organisation_names_the_campaign_only_in_its_tenants_trail(
     api: TrpcClient, graph: Graph
 ) -> None:
+    _subscribe_everywhere(graph, api.settings)
     done = api.http.post(
         "/campaigns/unsubscribe/browser", params={"token": _link(graph, "river")}, content="scope=all",
         headers=ONE_CLICK,
@@ -159,6 +164,10 @@ def test_every_organisation_names_the_campaign_only_in_its_tenants_trail(
         None,
         "all",
     )
+    assert _unsubscribed_events(graph) == [
+        ("north", {"profileId": "parent", "channel": "email"}),
+        ("river", {"profileId": "parent", "channel": "email", "campaignId": "fair"}),
+    ]
 
 
 def test_a_link_counts_only_for_a_campaign_of_its_own_tenant_and_incarnation(
