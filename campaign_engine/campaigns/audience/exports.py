@@ -19,6 +19,7 @@ from campaign_engine.domain.ab_variants import TestWave, served_variant
 from campaign_engine.graph.audit import list_audit
 from campaign_engine.graph.cypher import statement
 from campaign_engine.graph.graph import Graph, Tx
+from campaign_engine.graph.rows import plain_rows
 from campaign_engine.graph.rules.policy import Policy
 from campaign_engine.graph.rules.segment import CompiledSegment, compile_for
 from campaign_engine.graph.rules.segment_statements import segment_query
@@ -64,8 +65,7 @@ def recipient_rows(
         params = {**policy.params(), **compiled.params(policy.now)}
 
     def read(tx: Tx, cursor: str) -> list[dict[str, Any]]:
-        rows = tx.run(text, campaignId=campaign_id, cursor=cursor, limit=page, **params)
-        return [row.data() for row in rows]
+        return plain_rows(tx.run(text, campaignId=campaign_id, cursor=cursor, limit=page, **params))
 
     cursor = ""
     while True:

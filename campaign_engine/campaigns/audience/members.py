@@ -40,6 +40,7 @@ from campaign_engine.graph.audit import AuditContext, record_audit
 from campaign_engine.graph.cypher import statement
 from campaign_engine.graph.graph import Graph, Tx
 from campaign_engine.graph.locks import lock_campaign, lock_profiles
+from campaign_engine.graph.rows import plain_rows
 from campaign_engine.graph.rules.policy import Policy
 from campaign_engine.graph.rules.segment import compile_for
 from campaign_engine.graph.rules.segment_statements import segment_query
@@ -316,7 +317,7 @@ def get_audience(
             **policy.params(),
             **(segment.params(policy.now) if segment else {}),
         )
-        return [row.data() for row in rows]
+        return plain_rows(rows)
 
     rows = graph.read(tx_fn)
     page = [AudienceRecord(profile_id=r["profileId"], did=r["did"], member=r["member"]) for r in rows[:limit]]
