@@ -21,15 +21,14 @@ import time
 from collections.abc import Callable
 from datetime import UTC, datetime
 
+from bench._dispatch_send import run_dispatch, warm_up
 from bench._dispatch_stack import (
     SECRET,
     TENANT,
     Admin,
     Processes,
     cpu_seconds,
-    run_dispatch,
     seed,
-    warm_up,
 )
 from bench._support import side_by_side
 from campaign_engine.delivery.notify.lcn import REUSE_SECONDS, BearerTokens, lcn_body, learncard_did

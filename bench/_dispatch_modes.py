@@ -6,12 +6,12 @@ import time
 from datetime import UTC, datetime
 from typing import Literal
 
+from bench._dispatch_send import run_dispatch
 from bench._dispatch_stack import (
     TENANT,
     Admin,
     Processes,
     cpu_seconds,
-    run_dispatch,
     seed,
 )
 from bench._event_sink import EventSink

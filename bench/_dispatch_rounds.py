@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
+from bench._dispatch_send import run_dispatch, warm_up
 from bench._dispatch_stack import (
     BATCH,
     CONCURRENCY,
@@ -23,11 +24,9 @@ from bench._dispatch_stack import (
     cpu_seconds,
     notified_count,
     paused,
-    run_dispatch,
     seed,
     spawn,
     stop,
-    warm_up,
 )
 from bench._support import (
     api_process,

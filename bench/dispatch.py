@@ -88,6 +88,7 @@ from cryptography.fernet import Fernet
 from bench._dispatch_formats import did_env, with_formats
 from bench._dispatch_modes import delete_largest, with_events, with_languages, with_segment
 from bench._dispatch_rounds import alternate, baseline_release, measure_rounds, with_cap
+from bench._dispatch_send import run_dispatch, warm_up
 from bench._dispatch_stack import (
     ADMIN,
     DEFAULT_CAP,
@@ -100,11 +101,9 @@ from bench._dispatch_stack import (
     child_env,
     forget_earlier_runs,
     neo4j_pid,
-    run_dispatch,
     seed,
     spawn,
     stop,
-    warm_up,
 )
 from bench._guardians import with_guardians
 from bench._support import (

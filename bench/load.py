@@ -36,6 +36,7 @@ import time
 from datetime import UTC, datetime
 from pathlib import Path
 
+from bench._dispatch_send import run_dispatch
 from bench._dispatch_stack import (
     ADMIN,
     JWT_SECRET,
@@ -44,7 +45,6 @@ from bench._dispatch_stack import (
     child_env,
     forget_earlier_runs,
     neo4j_pid,
-    run_dispatch,
     seed,
     spawn,
     stop,
