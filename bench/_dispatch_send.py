@@ -1,7 +1,9 @@
 """The dispatch ``bench.dispatch`` (and ``bench.load``) times, from preview to the last ``notifiedAt``
-through the API process, the review's forecast beside it, and the warm-up before the measured rounds."""
+(and, for a notify + email campaign, to its email Dispatch's end) through the API process, the review's
+forecast beside each channel, and the warm-up before the measured rounds."""
 
 import time
+from dataclasses import dataclass
 from typing import Any
 
 from bench._dispatch_stack import TENANT, Admin, seed
@@ -17,16 +19,41 @@ SETTLED = 1.1
 MAX_WARMUP_ROUNDS = 30
 
 
+@dataclass
+class Sent:
+    """One dispatch as ``send`` waited for it, per channel: the seconds from the dispatch call to the
+    channel's end (or to the cap) and the recipients it reached (notified; emailed)."""
+
+    dispatch_id: str
+    seconds: dict[str, float]
+    reached: dict[str, int]
+
+    @property
+    def elapsed(self) -> float:
+        """To the end of the last channel: the campaign's send."""
+        return max(self.seconds.values())
+
+
 def run_dispatch(
     graph: Graph, admin: Admin, campaign_id: str, n: int, give_up: float, *, time_cap: float | None = None
 ) -> tuple[str, float, int]:
-    """Preview ``campaign_id``, dispatch it with the token, and wait until all ``n`` members have
-    ``notifiedAt``, or ``time_cap`` seconds after the dispatch call. Returns the Dispatch id, the
-    seconds from the dispatch call to the last ``notifiedAt`` (or to the cap) and how many were notified.
+    """``send``: the Dispatch id, the seconds from the dispatch call until every channel ended (or to
+    the cap) and how many were notified."""
+    sent = send(graph, admin, campaign_id, n, give_up, time_cap=time_cap)
+    return sent.dispatch_id, sent.elapsed, sent.reached["notify"]
 
-    Progress is read from the Dispatch's ``acknowledged`` counter (one node; it moves in the same
-    transaction as each first ``notifiedAt``): counting the campaign's CAMPAIGN_STATE relationships
-    ten times a second would load the database under test with up to N reads per poll.
+
+def send(
+    graph: Graph, admin: Admin, campaign_id: str, n: int, give_up: float, *, time_cap: float | None = None
+) -> Sent:
+    """Preview ``campaign_id``, dispatch it with the token, and wait until all ``n`` members have
+    ``notifiedAt`` and, for a notify + email campaign, its email Dispatch is ``completed`` (every
+    member's email has an outcome), or ``time_cap`` seconds after the dispatch call.
+
+    Progress is read from each channel's Dispatch (one node: ``acknowledged`` moves in the same
+    transaction as each first ``notifiedAt``, ``emailed`` with each page's outcomes): counting the
+    campaign's CAMPAIGN_STATE relationships ten times a second would load the database under test with
+    up to N reads per poll.
     """
     started = time.perf_counter()
     preview = admin.query("campaigns.previewDispatch", {"campaignId": campaign_id})
@@ -37,11 +64,27 @@ def run_dispatch(
     confirm = {"campaignId": campaign_id, "expectedPreviewToken": preview["previewToken"]}
     answer = admin.mutate("campaigns.dispatch", {**confirm, **({"acceptFallback": True} if blocked else {})})
     confirmed = time.perf_counter()
-    dispatch_id = str(answer["dispatchId"])
-    while (acknowledged := get_dispatch(graph, dispatch_id).acknowledged) < n:
+    ids: dict[str, str] = answer.get("dispatchIds") or {"notify": answer["dispatchId"]}  # older releases
+    if "email" in ids and preview["emailRecipientCount"] != n:
+        raise RuntimeError(f"{campaign_id}: unexpected preview {preview}")
+    seconds: dict[str, float] = {}
+    reached = dict.fromkeys(ids, 0)
+    while True:
+        for channel in sorted(ids.keys() - seconds.keys()):
+            record = get_dispatch(graph, ids[channel])
+            reached[channel] = record.acknowledged if channel == "notify" else record.emailed
+            if record.status in ("failed", "stopped", "cancelled"):
+                raise RuntimeError(
+                    f"{campaign_id}: the {channel} Dispatch {record.status}: {record.last_error}"
+                )
+            if (reached[channel] >= n) if channel == "notify" else (record.status == "completed"):
+                seconds[channel] = time.perf_counter() - previewed
+        if len(seconds) == len(ids):
+            break
         if time.monotonic() > give_up:
-            raise RuntimeError(f"{campaign_id}: not all {n} notified before the deadline")
+            raise RuntimeError(f"{campaign_id}: not all {n} sent ({reached}) before the deadline")
         if time_cap is not None and time.perf_counter() - previewed > time_cap:
+            seconds.update(dict.fromkeys(ids.keys() - seconds.keys(), time.perf_counter() - previewed))
             break
         time.sleep(0.1)
     if n >= 100_000:
@@ -50,15 +93,17 @@ def run_dispatch(
             f"{confirmed - previewed:.1f}s",
             flush=True,
         )
-    elapsed = time.perf_counter() - previewed
-    if "plan" in preview:  # a --baseline-ref release may predate the forecast
-        print_forecast(campaign_id, preview["plan"]["notify"], elapsed, done=acknowledged == n)
-    return dispatch_id, elapsed, acknowledged
+    plans = preview.get("plan", {})  # a --baseline-ref release may predate the forecast
+    for channel in [ch for ch in ids if ch in plans]:
+        print_forecast(campaign_id if channel == "notify" else f"{campaign_id} {channel}",
+                       plans[channel], seconds[channel], done=reached[channel] == n)  # fmt: skip
+    return Sent(str(answer["dispatchId"]), seconds, reached)
 
 
 def print_forecast(campaign_id: str, plan: dict[str, Any], elapsed: float, *, done: bool) -> None:
-    """The review's forecast (``plan.notify``: from the preview's instant, which the dispatch call
-    follows at once) next to the actual seconds from the dispatch call to the last ``notifiedAt``."""
+    """The review's forecast of a channel (``plan.notify``, ``plan.email``: from the preview's instant,
+    which the dispatch call follows at once) next to the actual seconds from the dispatch call to the
+    channel's end (the last ``notifiedAt``; the email Dispatch ``completed``)."""
     forecast = (parse_ts(plan["finishesAt"]) - parse_ts(plan["startsAt"])).total_seconds()
     actual = f"actual {elapsed:.1f}s" if done else f"stopped at {elapsed:.1f}s"
     print(

@@ -10,19 +10,25 @@ inbox, on a local Neo4j this starts (or ``NEO4J_URI``, whose bench campaigns are
 (``getMyCampaigns`` and ``recordEvent`` in turn at ``--app-rps`` over ``--users`` users of a live
 in-app campaign), an admin round every ``--admin-every`` seconds (``getStats``, ``previewDispatch``
 of the app campaign, an export of its recipients), one ``--import-rows`` CSV import at 30 s, and a
-``--recipients`` notify dispatch started at ``--dispatch-at`` seconds. Before the load, a dispatch of
-``--alone`` recipients on the same processes gives the rate alone (after one warm-up dispatch).
+``--recipients`` notify + email dispatch started at ``--dispatch-at`` seconds. Every profile has a
+verified primary address; the worker sends email through the SMTP provider to the pipelining SMTP sink
+(``bench/_smtp_sink.py``), in its own process as a relay is, which records every recipient. Before the
+load, a dispatch of ``--alone`` recipients of the same shape (notify + email) on the same processes
+gives the rate alone (after one warm-up dispatch). A dispatch ends when both channels did: every
+recipient notified and the email Dispatch ``completed``.
 ``/healthz`` is probed ten times a second throughout. ``--watch-loop`` runs the API on a loop with
 asyncio's slow-callback detection (debug, 100 ms; ``tests/support/watched_loop.py``) and counts what
 it reported: nothing should block the loop, whatever the mix.
 
-Prints per procedure p50/p95/p99 and errors, the dispatch's rate against its rate alone, each
-process's peak and final resident memory and its growth over the last half, and
-``RESULT app_p99_ms=… errors=… dispatch_ratio=… rss_growth_mb=… lost=… duplicates=…`` (lost and
-duplicates: the loaded dispatch's recipients as the inbox recorded them, each must be there once).
+Prints per procedure p50/p95/p99 and errors, the dispatch's rate against its rate alone (recipients
+over the seconds until both channels ended) and each channel's, each process's peak and final resident
+memory and its growth over the last half, and ``RESULT app_p99_ms=… errors=… dispatch_ratio=…
+rss_growth_mb=… lost=… duplicates=… email_lost=… email_duplicates=… notify_per_s=… email_per_s=…
+notify_ratio=… email_ratio=…`` (lost and duplicates: the loaded dispatch's recipients as the inbox
+recorded them, email_lost and email_duplicates as the sink did, emptied right before it: each must be
+there once; the per-channel rates are under load, their ratios to the same channel alone).
 Targets (a quiet 2-core machine, 10 minutes): getMyCampaigns p99 < 150 ms, 0 server errors, ratio
 at least 0.6, growth < 50 MB. On a shared machine try it short: ``--minutes 2 --app-rps 50``.
-Email is not part of the dispatch yet: notify only.
 """
 
 from __future__ import annotations
@@ -33,10 +39,11 @@ import sqlite3
 import tempfile
 import threading
 import time
+from collections import Counter
 from datetime import UTC, datetime
 from pathlib import Path
 
-from bench._dispatch_send import run_dispatch
+from bench._dispatch_send import Sent, send
 from bench._dispatch_stack import (
     ADMIN,
     JWT_SECRET,
@@ -58,6 +65,7 @@ from bench._load_traffic import (
     probe_health,
     slow_callbacks,
 )
+from bench._smtp_sink import sink_process
 from bench._support import PROFILE_ID_CYPHER, SEED_BATCH, api_process, free_port, neo4j_uri, wait_until_ok
 from campaign_engine.api.auth import ADMIN_SCOPE, mint_token
 from campaign_engine.campaigns import definitions
@@ -73,7 +81,10 @@ WITH {PROFILE_ID_CYPHER} AS id
 MERGE (p:Profile {{profileId: id}})
   ON CREATE SET p.announcementPushOptOut = false, p.announcementEmailOptOut = false, p.isManaged = false,
                 p.isServiceProfile = false, p.dob = '1990-01-01', p.campaignStateLock = 0
-SET p.tenants = ['default', $tenant]
+SET p.tenants = ['default', $tenant],
+    p.campaignUnsubscribeId = coalesce(p.campaignUnsubscribeId, randomUUID())
+MERGE (p)-[:HAS_CONTACT_METHOD]->(m:ContactMethod {{type: 'email', value: id + '@example.com'}})
+SET m.isPrimary = true, m.isVerified = true
 """
 _APP_MEMBERS = f"""
 MATCH (c:Campaign {{id: $campaignId}})
@@ -85,7 +96,9 @@ MERGE (p)-[:IN_CAMPAIGN_AUDIENCE {{campaignId: c.id, profileId: p.profileId, sou
 
 
 def _seed_people(graph: Graph, profiles: int, users: int) -> None:
-    """``profiles`` people ``bench-0000000``... in both tenants; the first ``users`` are the app's."""
+    """``profiles`` people ``bench-0000000``... in both tenants, each with a verified primary address
+    (``<profileId>@example.com``) and, as ``upsert_profiles`` gives one, an unsubscribe id (so no email
+    claim allocates one); the first ``users`` are the app's."""
     for first in range(0, profiles, SEED_BATCH):
         graph.run(
             _PEOPLE, first=first, last=min(first + SEED_BATCH, profiles) - 1, prefix="bench-", tenant=TENANT
@@ -111,6 +124,27 @@ def _inbox_counts(db: Path, campaign_id: str, expected: int) -> tuple[int, int]:
     finally:
         conn.close()
     return expected - int(rows[0]), int(rows[1])
+
+
+def _sink_counts(addresses: list[str], expected: int) -> tuple[int, int, int]:
+    """(lost, duplicates, strays) of the loaded dispatch's email at the sink, emptied right before it:
+    each of its recipients' addresses once, none other."""
+    received = Counter(addresses)
+    wanted = {f"bench-{i:07d}@example.com" for i in range(expected)}
+    return (
+        len(wanted - received.keys()),
+        sum(received.values()) - len(received),
+        len(received.keys() - wanted),
+    )
+
+
+def _rates(sent: Sent) -> dict[str, float]:
+    """Per channel: the recipients it reached over its seconds from the dispatch call to its end."""
+    return {channel: sent.reached[channel] / sent.seconds[channel] for channel in sent.reached}
+
+
+def _said(rates: dict[str, float]) -> str:
+    return ", ".join(f"{channel} {rate:,.0f}/s" for channel, rate in rates.items())
 
 
 async def _load(
@@ -156,6 +190,7 @@ def main() -> None:
     args = parser.parse_args()
     settings = Settings(auth_jwt_secret=JWT_SECRET, _env_file=None)
     with (
+        sink_process() as sink,  # first: a spawned child inherits no threads or drivers
         tempfile.TemporaryDirectory(prefix="bench-load-") as tmp_name,
         neo4j_uri(heap="1g", pagecache="512m") as uri,
     ):
@@ -165,11 +200,11 @@ def main() -> None:
         forget_earlier_runs(graph)
         graph.run("MATCH (c:Campaign {id: $id}) DETACH DELETE c", id=APP_CAMPAIGN)
         _seed_people(graph, max(args.profiles, args.recipients, args.users), args.users)
-        seed(graph, "bench-warm", min(args.alone, 5_000))
-        seed(graph, "bench-alone", args.alone)
-        seed(graph, "bench-load", args.recipients)
+        seed(graph, "bench-warm", min(args.alone, 5_000), email=True)
+        seed(graph, "bench-alone", args.alone, email=True)
+        seed(graph, "bench-load", args.recipients, email=True)
         inbox_url = f"http://127.0.0.1:{free_port()}"
-        env = child_env(uri, tmp / "queue.sqlite3", inbox_url)
+        env = child_env(uri, tmp / "queue.sqlite3", inbox_url, smtp_port=sink.port)
         api_env = {**env, "AUTH_JWT_SECRET": JWT_SECRET, "CAMPAIGN_ADMIN_PROFILE_IDS": ADMIN,
                    "CAMPAIGN_ENV_FILE": "",
                    "CAMPAIGN_PREVIEW_MAX_RECIPIENTS": str(max(args.recipients, args.users) + 1)}  # fmt: skip
@@ -184,20 +219,21 @@ def main() -> None:
             with api_process(api_env, log=tmp / "api.log", watched=args.watch_loop) as (base, api_pid):
                 admin = Admin(base)
                 give_up = time.monotonic() + 3600
-                run_dispatch(graph, admin, "bench-warm", min(args.alone, 5_000), give_up)
-                _, alone_s, _ = run_dispatch(graph, admin, "bench-alone", args.alone, give_up)
-                alone_rate = args.alone / alone_s
-                print(f"dispatch alone: {args.alone:,} recipients at {alone_rate:,.0f}/s", flush=True)
+                send(graph, admin, "bench-warm", min(args.alone, 5_000), give_up)
+                alone = send(graph, admin, "bench-alone", args.alone, give_up)
+                alone_rate = args.alone / alone.elapsed
+                print(f"dispatch alone: {args.alone:,} recipients at {alone_rate:,.0f}/s "
+                      f"({_said(_rates(alone))})", flush=True)  # fmt: skip
+                sink.reset()  # forget what the warm-up and the dispatch alone emailed: it counts the load's
                 pids = {"api": api_pid, "worker": worker.pid, "inbox": inbox.pid}
                 if (db := neo4j_pid()) is not None:
                     pids["neo4j"] = db
                 memory = Memory(pids)
-                loaded: dict[str, float] = {}
+                loaded: list[Sent] = []
 
                 def dispatch_later() -> None:
                     time.sleep(args.dispatch_at)
-                    _, seconds, done = run_dispatch(graph, admin, "bench-load", args.recipients, give_up)
-                    loaded.update(seconds=seconds, done=done)
+                    loaded.append(send(graph, admin, "bench-load", args.recipients, give_up))
 
                 sender = threading.Thread(target=dispatch_later, daemon=True)
                 sender.start()
@@ -209,14 +245,22 @@ def main() -> None:
                 stop(worker)
             stop(inbox)
         lost, duplicates = _inbox_counts(inbox_db, "bench-load", args.recipients)
+        mailed = sink.addresses()
+        email_lost, email_duplicates, strays = _sink_counts(mailed, args.recipients)
         slow = slow_callbacks((tmp / "api.log").read_text(errors="replace"))
         graph.close()
-    rate = loaded["done"] / loaded["seconds"]
+    [under] = loaded
+    rate = under.reached["notify"] / under.elapsed
+    channel_rates, alone_rates = _rates(under), _rates(alone)
     errors = sum(stats.errors.values())
     growth = max(memory.growth_over_last_half(name, start, end) for name in memory.pids)
     print(stats.table())
-    print(f"dispatch under load: {loaded['done']:,.0f} recipients in {loaded['seconds']:.1f} s "
-          f"({rate:,.0f}/s), {rate / alone_rate:.2f} of its rate alone")  # fmt: skip
+    print(f"dispatch under load: {under.reached['notify']:,} recipients in {under.elapsed:.1f} s "
+          f"({rate:,.0f}/s), {rate / alone_rate:.2f} of its rate alone; {_said(channel_rates)}, "
+          + ", ".join(f"{ch} {channel_rates[ch] / alone_rates[ch]:.2f}" for ch in channel_rates)
+          + " of the same channel's alone")  # fmt: skip
+    print(f"email at the sink: {len(mailed):,} messages, {args.recipients - email_lost:,} of the "
+          f"{args.recipients:,} recipients, {strays} other addresses")  # fmt: skip
     print(memory.table(start, end))
     if args.watch_loop:
         print(
@@ -225,7 +269,11 @@ def main() -> None:
         )
     print(f"RESULT app_p99_ms={stats.p('campaigns.getMyCampaigns', 99):.0f} errors={errors} "
           f"dispatch_ratio={rate / alone_rate:.2f} rss_growth_mb={growth:.0f} lost={lost} "
-          f"duplicates={duplicates} healthz_p99_ms={stats.p('healthz', 99):.0f} "
+          f"duplicates={duplicates} email_lost={email_lost} email_duplicates={email_duplicates} "
+          f"notify_per_s={channel_rates['notify']:.0f} email_per_s={channel_rates['email']:.0f} "
+          f"notify_ratio={channel_rates['notify'] / alone_rates['notify']:.2f} "
+          f"email_ratio={channel_rates['email'] / alone_rates['email']:.2f} "
+          f"healthz_p99_ms={stats.p('healthz', 99):.0f} "
           f"slow_callbacks={len(slow) if args.watch_loop else 'unwatched'} "
           f"minutes={args.minutes:g} app_rps={args.app_rps:g} recipients={args.recipients}")  # fmt: skip
 
