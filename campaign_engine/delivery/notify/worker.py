@@ -163,6 +163,8 @@ class NotificationWorker:
         rows = recheck(
             self._read_recheck, [job for _, job in jobs.values()], now=now, caps=caps if capped else None
         )
+        for tenant in {row.tenant_id for row in rows.values() if row.tenant_id}:  # outside the recheck's
+            self._expect_tenant(tenant)  # transaction, before names and formats are copied below
         sends: list[_Send] = []
         copies: dict[str, Any] = {}  # one parse of a campaign's definition per batch, not per recipient
         names = dict(self._tenant_names)  # the senders, read once per batch like the caps
@@ -258,8 +260,6 @@ class NotificationWorker:
         ).single(strict=True)
         count_capped(tx, record["capped"])  # capped ones were marked by this statement, counted here
         copies = {row[0]: (row[1], row[2], row[3], row[4]) for row in record["campaigns"]}
-        for tenant in {row[4] for row in record["campaigns"] if row[4]}:  # before the batch copies its
-            self._expect_tenant(tenant)  # tenants' names and formats: one made a moment ago is read now
         by_id = {j.delivery_id: j for j in jobs}
         rows: dict[str, _Recheck] = {}
         columns = (record["deliveryIds"], record["blocked"], record["webhooks"], record["webhookKeys"],
