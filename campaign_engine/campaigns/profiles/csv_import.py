@@ -28,6 +28,7 @@ would create at the real run.
 from __future__ import annotations
 
 import csv
+import itertools
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Annotated, Any
@@ -283,14 +284,13 @@ def import_csv(
                 unwritten.add(rejection[0])
 
     writer: BatchWriter[_Written] = BatchWriter(settled, in_flight=1 if dry_run else 2)
-    committed, submitted = Committed(), [0]
+    committed, batches = Committed(), itertools.count()
 
     def flush() -> None:
         if not batch:
             return
-        rows, seq = sorted(batch.values()), submitted[0]
+        rows, seq = sorted(batch.values()), next(batches)
         batch.clear()
-        submitted[0] += 1
         writer.submit(frozenset(p.profile_id for _, p in rows), lambda: write(seq, rows))
 
     try:  # the graph stopped answering: the answer says which batches committed
