@@ -84,10 +84,14 @@ def _alpha_fingerprint(graph: Graph) -> str:
 
 
 def _call(url: str, path: str, data: Any, headers: dict[str, str], *, query: bool = False) -> Any:
+    # A first call compiles its statements on a database that may still be starting beside three
+    # others: httpx's 5 s default read timeout failed the module's set-up on a loaded run.
     if query:
-        response = httpx.get(f"{url}/trpc/{path}", params={"input": json.dumps(data)}, headers=headers)
+        response = httpx.get(
+            f"{url}/trpc/{path}", params={"input": json.dumps(data)}, headers=headers, timeout=60
+        )
     else:
-        response = httpx.post(f"{url}/trpc/{path}", json=data, headers=headers)
+        response = httpx.post(f"{url}/trpc/{path}", json=data, headers=headers, timeout=60)
     assert response.status_code == 200, response.text
     return response.json()["result"]["data"]
 
