@@ -27,6 +27,7 @@ from campaign_engine.api.openapi import build_openapi
 from campaign_engine.config import Settings
 from campaign_engine.graph.graph import Graph
 from tests.conftest import ADMIN_ID
+from tests.support.api import ok
 from tests.support.fuzz import operation_labels, run_operation
 from tests.support.servers import serve_in_thread
 
@@ -83,17 +84,10 @@ def _alpha_fingerprint(graph: Graph) -> str:
     return hashlib.sha256(canonical.encode()).hexdigest()
 
 
-def _call(url: str, path: str, data: Any, headers: dict[str, str], *, query: bool = False) -> Any:
-    # A first call compiles its statements on a database that may still be starting beside three
-    # others: httpx's 5 s default read timeout failed the module's set-up on a loaded run.
-    if query:
-        response = httpx.get(
-            f"{url}/trpc/{path}", params={"input": json.dumps(data)}, headers=headers, timeout=60
-        )
-    else:
-        response = httpx.post(f"{url}/trpc/{path}", json=data, headers=headers, timeout=60)
-    assert response.status_code == 200, response.text
-    return response.json()["result"]["data"]
+def _call(url: str, path: str, data: Any, headers: dict[str, str]) -> Any:
+    # A first call compiles its statements on a cold database beside three busy workers: httpx's 5 s
+    # default read timeout failed the module's set-up on a loaded run.
+    return ok(httpx.post(f"{url}/trpc/{path}", json=data, headers=headers, timeout=60))
 
 
 @pytest.fixture(scope="module")
