@@ -19,16 +19,22 @@ import pytest
 
 from campaign_engine.config import Settings
 from campaign_engine.graph.graph import Graph, open_graph
-from campaign_engine.graph.local_neo4j import JVM_OPTIONS_VARIABLE, LocalNeo4j, repo_root
+from campaign_engine.graph.local_neo4j import JVM_OPTIONS_VARIABLE, SETTINGS_VARIABLE, LocalNeo4j, repo_root
 from campaign_engine.graph.schema import apply_schema
 
 TEST_JWT_SECRET = "test-jwt-secret-0123456789abcdef-0123456789"
 TEST_SECRETS_KEY = "9wtul5TLI0PLslIFwCMngMc1E-C7aJASuP4YVKUeqtU="  # Fernet: seals receivers\' secrets
 ADMIN_ID = "admin-1"
 
-# Every Neo4j the suite starts (its own, the dev stacks', the chaos run's) lives for minutes at most:
-# compiled by C1 only, it reaches its answers with about a fifth less CPU (local_neo4j.py).
+# Every Neo4j the suite starts (its own, the dev stacks', the chaos run's) spends most of its CPU
+# compiling statements, not running them (db.stats QUERIES over 138 graph tests: 197 s compiling, 46 s
+# executing). Compiled by C1 only, it reaches its answers with less CPU in a short life
+# (local_neo4j.py). Each test empties the graph, so every statistic swings between nothing and a few
+# rows, and Neo4j's replanning (a cached plan 10 s old whose statistics moved by 75 %) compiled the
+# same statements again and again: here a plan stays for the run (277 s of Neo4j CPU before, 247 s
+# after, over those tests on two workers).
 os.environ.setdefault(JVM_OPTIONS_VARIABLE, "-XX:TieredStopAtLevel=1")
+os.environ.setdefault(SETTINGS_VARIABLE, "dbms.cypher.min_replan_interval=1h")
 
 
 UNGROUPED = pytest.StashKey[set[str]]()

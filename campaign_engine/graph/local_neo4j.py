@@ -5,10 +5,13 @@ and waits for its readiness line plus a driver ``verify_connectivity``. The chil
 stdin: when the parent dies the pipe closes and the launcher shuts down instead of orphaning the store.
 A detached start (``campaign-engine neo4j start``) records the pid in ``<data>/launcher.pid``.
 
-``CAMPAIGN_NEO4J_JVM_OPTIONS`` adds JVM options to every launcher a process (and its children) starts.
-The test suite sets ``-XX:TieredStopAtLevel=1``: its databases live for seconds to minutes, where the
-optimising compiler's work never pays back (on two cores it took about a fifth of the CPU the suite's
-graph tests spent). Benchmarks and ``make dev`` leave it unset.
+``CAMPAIGN_NEO4J_JVM_OPTIONS`` adds JVM options to every launcher a process (and its children) starts,
+and ``CAMPAIGN_NEO4J_SETTINGS`` (``name=value`` pairs, space-separated) raw Neo4j settings. The test
+suite sets ``-XX:TieredStopAtLevel=1``: its databases live for seconds to minutes, where the
+optimising compiler's work costs more than it returns while many start at once. It also sets
+``dbms.cypher.min_replan_interval``: its graph is emptied before every test, and Neo4j's replanning on
+moved statistics recompiled its statements all day (``tests/conftest.py``). Benchmarks and ``make
+dev`` leave both unset.
 
 ``build_class_archive`` writes a dynamic class-data-sharing archive of the launcher
 (``neo4j-launcher.jsa`` beside its jar, made by ``make`` once): a JVM mapping it skips loading and
@@ -33,6 +36,7 @@ import neo4j
 
 __all__ = [
     "JVM_OPTIONS_VARIABLE",
+    "SETTINGS_VARIABLE",
     "LocalNeo4j",
     "build_class_archive",
     "build_launcher",
@@ -42,6 +46,7 @@ __all__ = [
 ]
 
 JVM_OPTIONS_VARIABLE = "CAMPAIGN_NEO4J_JVM_OPTIONS"
+SETTINGS_VARIABLE = "CAMPAIGN_NEO4J_SETTINGS"
 
 
 def repo_root() -> Path:
@@ -100,6 +105,7 @@ class LocalNeo4j:
             *os.environ.get(JVM_OPTIONS_VARIABLE, "").split(), *sharing, *extra_options,
             "-jar", str(jar), "--data", str(self.data_dir), "--port", str(self.port),
             "--pagecache", self.pagecache, "--watch-stdin", "false" if detached else "true",
+            "--settings", os.environ.get(SETTINGS_VARIABLE, ""),
         ]  # fmt: skip
         log_path = self.data_dir / "launcher.log"
         offset = log_path.stat().st_size if log_path.exists() else 0

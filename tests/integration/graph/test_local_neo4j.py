@@ -1,5 +1,5 @@
-"""The local launcher: readiness, the suite's JVM options, its class archive mapped, and no orphan when
-the parent that started it dies."""
+"""The local launcher: readiness, JVM options and Neo4j settings from the environment, its class archive
+mapped, and no orphan when the parent that started it dies."""
 
 from __future__ import annotations
 
@@ -10,7 +10,9 @@ import sys
 import time
 from pathlib import Path
 
-from campaign_engine.graph.local_neo4j import JVM_OPTIONS_VARIABLE, class_archive
+import neo4j
+
+from campaign_engine.graph.local_neo4j import JVM_OPTIONS_VARIABLE, SETTINGS_VARIABLE, class_archive
 from tests.conftest import free_port
 
 _PARENT = """
@@ -35,19 +37,34 @@ def _alive(pid: int) -> bool:
 
 
 def test_launcher_exits_when_its_parent_is_killed(tmp_path: Path) -> None:
+    # A JVM option and a setting of this test's own, beside the suite's (tests/conftest.py).
+    env = {**os.environ, JVM_OPTIONS_VARIABLE: "-XX:+UseStringDeduplication"}
+    env[SETTINGS_VARIABLE] = f"{os.environ[SETTINGS_VARIABLE]} db.transaction.timeout=17s"
     parent = subprocess.Popen(
-        [sys.executable, "-c", _PARENT, str(tmp_path / "db"), str(free_port())],
+        [sys.executable, "-c", _PARENT, str(tmp_path / "db"), str(port := free_port())],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         text=True,
+        env=env,
     )
     assert parent.stdout is not None
     java_pid = int(parent.stdout.readline())
     assert _alive(java_pid)
     assert "NEO4J READY" in (tmp_path / "db" / "launcher.log").read_text()
     argv = Path(f"/proc/{java_pid}/cmdline").read_bytes().split(b"\0")
-    assert os.environ[JVM_OPTIONS_VARIABLE] == "-XX:TieredStopAtLevel=1"  # tests/conftest.py's
-    assert b"-XX:TieredStopAtLevel=1" in argv[: argv.index(b"-jar")]  # a JVM option, before the jar
+    assert b"-XX:+UseStringDeduplication" in argv[: argv.index(b"-jar")]  # a JVM option, before the jar
+    config = (tmp_path / "db" / "neo4j.conf").read_text().splitlines()
+    assert {"dbms.cypher.min_replan_interval=1h", "db.transaction.timeout=17s"} <= set(config), config
+    # The database runs with them, not only its file.
+    with neo4j.GraphDatabase.driver(f"bolt://127.0.0.1:{port}", auth=None) as driver:
+        records, _, _ = driver.execute_query(
+            "SHOW SETTINGS YIELD name, value WHERE name IN $names RETURN name, value",
+            names=["dbms.cypher.min_replan_interval", "db.transaction.timeout"],
+        )
+    assert {r["name"]: r["value"] for r in records} == {
+        "dbms.cypher.min_replan_interval": "1h",
+        "db.transaction.timeout": "17s",
+    }
     # make builds the class archive before the suite; a JVM that could not use it would map none.
     assert class_archive().exists(), "no class archive: make test builds it (make infra/neo4j/target/...)"
     assert str(class_archive()) in Path(f"/proc/{java_pid}/maps").read_text(), "the JVM ignored its archive"

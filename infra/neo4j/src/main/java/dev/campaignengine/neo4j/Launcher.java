@@ -12,9 +12,10 @@ import org.neo4j.graphdb.GraphDatabaseService;
 /**
  * Runs Neo4j Community embedded with Bolt on 127.0.0.1 only and auth disabled, for local runs and tests.
  *
- * <p>Arguments: {@code --data DIR --port N [--pagecache 64m] [--tx-memory 512m] [--watch-stdin false]}; the heap is set by the
- * caller with -Xmx. Prints {@code NEO4J READY bolt://127.0.0.1:N} once Bolt accepts queries. Shuts
- * down cleanly on SIGTERM and when stdin closes, so a crashed parent never leaves an orphan holding
+ * <p>Arguments: {@code --data DIR --port N [--pagecache 64m] [--tx-memory 512m] [--watch-stdin false]
+ * [--settings "name=value name=value"]}; the heap is set by the caller with -Xmx. {@code --settings} adds or
+ * overrides raw Neo4j settings (the test suite's query-cache policy). Prints {@code NEO4J READY
+ * bolt://127.0.0.1:N} once Bolt accepts queries. Shuts down cleanly on SIGTERM and when stdin closes, so a crashed parent never leaves an orphan holding
  * the store lock.
  */
 public final class Launcher {
@@ -38,6 +39,16 @@ public final class Launcher {
         config.put("server.http.enabled", "false");
         config.put("server.https.enabled", "false");
         config.put("db.tx_log.rotation.retention_policy", "2 files");
+        for (String setting : opts.getOrDefault("--settings", "").trim().split("\\s+")) {
+            if (setting.isEmpty()) {
+                continue;
+            }
+            int equals = setting.indexOf('=');
+            if (equals <= 0) {
+                throw new IllegalArgumentException("a setting is name=value: " + setting);
+            }
+            config.put(setting.substring(0, equals), setting.substring(equals + 1));
+        }
 
         // Raw setting names through a properties file: the typed Setting constants move between releases.
         Path conf = data.resolve("neo4j.conf");
