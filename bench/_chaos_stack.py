@@ -41,9 +41,15 @@ _PACE = {
 
 
 class Stack:
-    """The processes of one chaos run under ``work``. ``env`` is what every child gets."""
+    """The processes of one chaos run under ``work``. ``env`` is what every child gets.
 
-    def __init__(self, work: Path, *, page_size: int, delay_seconds: int) -> None:
+    ``graph_uri`` names a running Neo4j to use instead of one of the stack's own (the test session's,
+    emptied by the caller): a JVM start and a first compile of every statement saved per stack, most of
+    what an end-to-end module costs. Such a stack never stops or restarts that graph."""
+
+    def __init__(
+        self, work: Path, *, page_size: int, delay_seconds: int, graph_uri: str | None = None
+    ) -> None:
         self.work = work
         self.logs = work / "logs"
         self.logs.mkdir(parents=True, exist_ok=True)
@@ -51,7 +57,13 @@ class Stack:
         self._ports = HeldPorts()
         self.api_port, self.inbox_port, self.catcher_port = (self._ports.take() for _ in range(3))
         self.metrics_port = self._ports.take()
-        self.neo4j = LocalNeo4j(data_dir=work / "neo4j", port=self._ports.take(), heap="1g", pagecache="256m")
+        self.neo4j: LocalNeo4j | None = None
+        if graph_uri is None:
+            self.neo4j = LocalNeo4j(
+                data_dir=work / "neo4j", port=self._ports.take(), heap="1g", pagecache="256m"
+            )
+            graph_uri = self.neo4j.uri
+        self.graph_uri = graph_uri
         self.inbox_db = work / "inbox.sqlite3"
         self.mailbox = work / "mail"
         self.webhook_front = WebhookFront(("127.0.0.1", self.inbox_port))
@@ -63,9 +75,10 @@ class Stack:
                 port=self.api_port,
                 inbox_url=self.webhook_front.url,
                 smtp_port=self.smtp_front.port,
-                neo4j_port=self.neo4j.port,
+                neo4j_port=0,  # replaced by the URI below: the stack's own graph or the one it was given
                 metrics_port=self.metrics_port,
             ),
+            "NEO4J_URI": self.graph_uri,
             **_PACE,
             "CAMPAIGN_DISPATCH_PAGE_SIZE": str(page_size),
             "CAMPAIGN_EMAIL_PAGE_SIZE": str(min(page_size, 1000)),
@@ -105,8 +118,9 @@ class Stack:
     def start(self) -> None:
         self.smtp_front.start()
         self.webhook_front.start()
-        self._ports.release(self.neo4j.port)
-        self.neo4j.start(timeout=600)
+        if self.neo4j:
+            self._ports.release(self.neo4j.port)
+            self.neo4j.start(timeout=600)
         self._ports.release(self.inbox_port)
         self._ports.release(self.catcher_port)
         inbox = self._spawn("inbox", "inbox", "--port", str(self.inbox_port), "--db", str(self.inbox_db))
@@ -148,6 +162,8 @@ class Stack:
     def restart_neo4j(self) -> None:
         """Not started again once the run ends; one that a start in flight brings up anyway exits with
         this process (the launcher watches its stdin, a pipe from us)."""
+        if self.neo4j is None:
+            raise RuntimeError("this stack uses a graph it did not start; it does not restart it")
         self.neo4j.stop()
         if self._closed:
             raise RuntimeError("the run is ending; Neo4j not started again")
@@ -173,7 +189,8 @@ class Stack:
             except subprocess.TimeoutExpired:
                 proc.kill()
                 proc.wait(timeout=10)
-        self.neo4j.stop()
+        if self.neo4j:
+            self.neo4j.stop()
         self.webhook_front.stop()
         self.smtp_front.stop()
         self._ports.close()

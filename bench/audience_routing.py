@@ -130,12 +130,20 @@ def _send(admin: Api, campaign_id: str) -> dict[str, Any]:
     return dict(preview)
 
 
-def run(work: Path, *, profiles: int, page_size: int, say: Callable[[str], None] = print) -> dict[str, Any]:
-    """The whole check on a fresh stack under ``work``; its figures."""
+def run(
+    work: Path,
+    *,
+    profiles: int,
+    page_size: int,
+    say: Callable[[str], None] = print,
+    graph_uri: str | None = None,
+) -> dict[str, Any]:
+    """The whole check on a fresh stack under ``work``; its figures. ``graph_uri``: an empty running
+    Neo4j to use instead of the stack's own (the test's)."""
     fixture = families(profiles)
     source = work / "families.jsonl"
     source.write_text("".join(json.dumps(row) + "\n" for row in fixture.rows))
-    stack = Stack(work / "dev", page_size=page_size, delay_seconds=1)
+    stack = Stack(work / "dev", page_size=page_size, delay_seconds=1, graph_uri=graph_uri)
     figures: dict[str, Any] = {"profiles": len(fixture.rows)}
     try:
         stack.start()

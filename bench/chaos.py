@@ -237,7 +237,7 @@ def run(args: argparse.Namespace, work: Path) -> Result:
         started = time.monotonic()
         stack.start()
         print(
-            f"stack up in {time.monotonic() - started:.1f} s (Neo4j {stack.neo4j.uri}, API {stack.api_url})"
+            f"stack up in {time.monotonic() - started:.1f} s (Neo4j {stack.graph_uri}, API {stack.api_url})"
         )
         started = time.monotonic()
         print(stack.cli("profiles", "import", str(work / "profiles.jsonl")).strip().splitlines()[-1], end="")

@@ -18,9 +18,11 @@ from bench._chaos_stack import Stack
 from bench.chaos import Api
 from campaign_engine.api.auth import ADMIN_SCOPE, mint_token
 from campaign_engine.config import Settings
+from campaign_engine.graph.graph import Graph
 from campaign_engine.graph.local_neo4j import LocalNeo4j
 from tests.conftest import free_port
 from tests.support.browser import chromium
+from tests.support.dev_stacks import on_session_graph
 
 NEO4J_START_TIMEOUT = 240.0  # a JVM start on a loaded 2-core machine
 
@@ -32,15 +34,14 @@ def browser() -> Iterator[Browser]:
 
 
 @pytest.fixture(scope="module")
-def dev_stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
-    """``make dev``'s processes (its own Neo4j, inbox, SMTP catcher, worker, API) for one module: a
-    module's journey reads the whole graph (audience ``all``), so modules do not share one."""
-    running = Stack(tmp_path_factory.mktemp("dev"), page_size=100, delay_seconds=0)
-    try:
-        running.start()
+def dev_stack(
+    tmp_path_factory: pytest.TempPathFactory, neo4j_uri: str, session_graph: Graph
+) -> Iterator[Stack]:
+    """``make dev``'s processes (inbox, SMTP catcher, worker, API) for one module, on the session's
+    Neo4j (``tests/support/dev_stacks.py``)."""
+    running = Stack(tmp_path_factory.mktemp("dev"), page_size=100, delay_seconds=0, graph_uri=neo4j_uri)
+    with on_session_graph(running, session_graph):
         yield running
-    finally:
-        running.stop()
 
 
 @pytest.fixture

@@ -27,7 +27,9 @@ import pytest
 from bench._chaos_stack import Stack
 from bench.chaos import Api
 from campaign_engine.domain.ab_variants import in_test_wave
+from campaign_engine.graph.graph import Graph
 from tests.support.concurrency import wait_for
+from tests.support.dev_stacks import on_session_graph
 
 pytestmark = pytest.mark.e2e
 
@@ -38,16 +40,15 @@ SHARE = 0.2
 
 
 @pytest.fixture(scope="module")
-def dev_stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
+def dev_stack(
+    tmp_path_factory: pytest.TempPathFactory, neo4j_uri: str, session_graph: Graph
+) -> Iterator[Stack]:
     """The conftest's dev stack, with a test wave of a few readers allowed (the evidence rule has its
     own test, ``tests/integration/campaigns/sending/test_test_wave.py``)."""
-    running = Stack(tmp_path_factory.mktemp("dev"), page_size=100, delay_seconds=0)
+    running = Stack(tmp_path_factory.mktemp("dev"), page_size=100, delay_seconds=0, graph_uri=neo4j_uri)
     running.env["CAMPAIGN_EXPERIMENT_MIN_PER_VARIANT"] = "1"
-    try:
-        running.start()
+    with on_session_graph(running, session_graph):
         yield running
-    finally:
-        running.stop()
 
 
 def _email(tag: str) -> dict[str, Any]:
