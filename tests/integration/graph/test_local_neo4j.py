@@ -47,34 +47,41 @@ def test_launcher_exits_when_its_parent_is_killed(tmp_path: Path) -> None:
         text=True,
         env=env,
     )
-    assert parent.stdout is not None
-    java_pid = int(parent.stdout.readline())
-    assert _alive(java_pid)
-    assert "NEO4J READY" in (tmp_path / "db" / "launcher.log").read_text()
-    argv = Path(f"/proc/{java_pid}/cmdline").read_bytes().split(b"\0")
-    assert b"-XX:+UseStringDeduplication" in argv[: argv.index(b"-jar")]  # a JVM option, before the jar
-    config = (tmp_path / "db" / "neo4j.conf").read_text().splitlines()
-    assert {"dbms.cypher.min_replan_interval=1h", "db.transaction.timeout=17s"} <= set(config), config
-    # The database runs with them, not only its file.
-    with neo4j.GraphDatabase.driver(f"bolt://127.0.0.1:{port}", auth=None) as driver:
-        records, _, _ = driver.execute_query(
-            "SHOW SETTINGS YIELD name, value WHERE name IN $names RETURN name, value",
-            names=["dbms.cypher.min_replan_interval", "db.transaction.timeout"],
+    try:
+        assert parent.stdout is not None
+        java_pid = int(parent.stdout.readline())
+        assert _alive(java_pid)
+        assert "NEO4J READY" in (tmp_path / "db" / "launcher.log").read_text()
+        argv = Path(f"/proc/{java_pid}/cmdline").read_bytes().split(b"\0")
+        assert b"-XX:+UseStringDeduplication" in argv[: argv.index(b"-jar")]  # a JVM option, before the jar
+        config = (tmp_path / "db" / "neo4j.conf").read_text().splitlines()
+        assert {"dbms.cypher.min_replan_interval=1h", "db.transaction.timeout=17s"} <= set(config), config
+        # The database runs with them, not only its file.
+        with neo4j.GraphDatabase.driver(f"bolt://127.0.0.1:{port}", auth=None) as driver:
+            records, _, _ = driver.execute_query(
+                "SHOW SETTINGS YIELD name, value WHERE name IN $names RETURN name, value",
+                names=["dbms.cypher.min_replan_interval", "db.transaction.timeout"],
+            )
+        assert {r["name"]: r["value"] for r in records} == {
+            "dbms.cypher.min_replan_interval": "1h",
+            "db.transaction.timeout": "17s",
+        }
+        # make builds the class archive before the suite; a JVM that could not use it would map none.
+        assert class_archive().exists(), "no class archive: make test builds it (make infra/neo4j/target/...)"
+        assert str(class_archive()) in Path(f"/proc/{java_pid}/maps").read_text(), (
+            "the JVM ignored its archive"
         )
-    assert {r["name"]: r["value"] for r in records} == {
-        "dbms.cypher.min_replan_interval": "1h",
-        "db.transaction.timeout": "17s",
-    }
-    # make builds the class archive before the suite; a JVM that could not use it would map none.
-    assert class_archive().exists(), "no class archive: make test builds it (make infra/neo4j/target/...)"
-    assert str(class_archive()) in Path(f"/proc/{java_pid}/maps").read_text(), "the JVM ignored its archive"
 
-    parent.send_signal(signal.SIGKILL)
-    parent.wait()
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline and _alive(java_pid):
-        time.sleep(0.2)
-    assert not _alive(java_pid), "the launcher outlived its parent"
-    assert parent.stdin is not None
-    parent.stdin.close()
-    parent.stdout.close()
+        parent.send_signal(signal.SIGKILL)
+        parent.wait()
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and _alive(java_pid):
+            time.sleep(0.2)
+        assert not _alive(java_pid), "the launcher outlived its parent"
+    finally:  # a failed check must not leave the launcher's parent (and its pipes) to a later test
+        if parent.poll() is None:
+            parent.kill()
+            parent.wait()
+        for stream in (parent.stdin, parent.stdout):
+            if stream is not None:
+                stream.close()
