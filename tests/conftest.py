@@ -28,13 +28,15 @@ ADMIN_ID = "admin-1"
 
 # Every Neo4j the suite starts (its own, the dev stacks', the chaos run's) spends most of its CPU
 # compiling statements, not running them (db.stats QUERIES over 138 graph tests: 197 s compiling, 46 s
-# executing). Compiled by C1 only, it reaches its answers with less CPU in a short life
-# (local_neo4j.py). Each test empties the graph, so every statistic swings between nothing and a few
-# rows, and Neo4j's replanning (a cached plan 10 s old whose statistics moved by 75 %) compiled the
-# same statements again and again: here a plan stays for the run (277 s of Neo4j CPU before, 247 s
-# after, over those tests on two workers).
+# executing). Compiled by C1 only, one that lives for seconds to minutes reaches its answers with less
+# CPU (local_neo4j.py); a worker's session Neo4j serves the whole run, where C2's faster planner pays
+# back its own compile (SESSION_JIT). Each test empties the graph, so every statistic swings between
+# nothing and a few rows, and Neo4j's replanning (a cached plan 10 s old whose statistics moved by
+# 75 %) compiled the same statements again and again: here a plan stays for the run (277 s of Neo4j
+# CPU before, 247 s after, over those tests on two workers).
 os.environ.setdefault(JVM_OPTIONS_VARIABLE, "-XX:TieredStopAtLevel=1")
 os.environ.setdefault(SETTINGS_VARIABLE, "dbms.cypher.min_replan_interval=1h")
+SESSION_JIT = ("-XX:TieredStopAtLevel=4",)  # the JVM's default, tiered up to C2, over the C1 above
 
 
 UNGROUPED = pytest.StashKey[set[str]]()
@@ -105,7 +107,9 @@ def neo4j_uri(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
             yield container.get_connection_url()
         return
     data_dir = _neo4j_dir(tmp_path_factory)
-    server = LocalNeo4j(data_dir=data_dir, port=free_port(), heap="1g", pagecache="128m")
+    server = LocalNeo4j(
+        data_dir=data_dir, port=free_port(), heap="1g", pagecache="128m", jvm_options=SESSION_JIT
+    )
     server.start(timeout=300)  # a JVM start on a loaded 2-core machine can outlast the 120 s default
     try:
         yield server.uri

@@ -8,7 +8,8 @@ A detached start (``campaign-engine neo4j start``) records the pid in ``<data>/l
 ``CAMPAIGN_NEO4J_JVM_OPTIONS`` adds JVM options to every launcher a process (and its children) starts,
 and ``CAMPAIGN_NEO4J_SETTINGS`` (``name=value`` pairs, space-separated) raw Neo4j settings. The test
 suite sets ``-XX:TieredStopAtLevel=1``: its databases live for seconds to minutes, where the
-optimising compiler's work costs more than it returns while many start at once. It also sets
+optimising compiler's work costs more than it returns while many start at once; only each worker's
+session database, which serves the whole run, compiles with C2 (``jvm_options``). It also sets
 ``dbms.cypher.min_replan_interval``: its graph is emptied before every test, and Neo4j's replanning on
 moved statistics recompiled its statements all day (``tests/conftest.py``). Benchmarks and ``make
 dev`` leave both unset.
@@ -80,6 +81,8 @@ class LocalNeo4j:
     port: int = 7687
     heap: str = "1g"
     pagecache: str = "256m"
+    jvm_options: tuple[str, ...] = ()
+    """This launcher's own JVM options, after the environment's: a later ``-XX`` flag wins."""
     process: subprocess.Popen[bytes] | None = None
 
     @property
@@ -102,7 +105,7 @@ class LocalNeo4j:
             raise RuntimeError("the local Neo4j launcher needs a Java 17 runtime (java on PATH)")
         args = [
             java, f"-Xmx{self.heap}", f"-Xms{self.heap}", "-XX:+UseG1GC",
-            *os.environ.get(JVM_OPTIONS_VARIABLE, "").split(), *sharing, *extra_options,
+            *os.environ.get(JVM_OPTIONS_VARIABLE, "").split(), *self.jvm_options, *sharing, *extra_options,
             "-jar", str(jar), "--data", str(self.data_dir), "--port", str(self.port),
             "--pagecache", self.pagecache, "--watch-stdin", "false" if detached else "true",
             "--settings", os.environ.get(SETTINGS_VARIABLE, ""),

@@ -17,7 +17,6 @@ import pytest
 from campaign_engine.config import Settings
 from campaign_engine.domain.segment import LIMITS, MAX_CONDITIONS, MAX_DEPTH, MAX_INLINED, Segment
 from campaign_engine.graph.graph import Graph
-from campaign_engine.graph.local_neo4j import JVM_OPTIONS_VARIABLE
 from campaign_engine.graph.rules.segment import compile_segment
 from campaign_engine.graph.rules.segment_check import check_segment
 from campaign_engine.graph.rules.segment_statements import SEGMENT_TEMPLATES, count_query, segment_query
@@ -40,12 +39,12 @@ LARGEST: dict[str, Any] = {
 # confirmation (this test alone on a 2-core machine shared with other work, Bolt threads, lower of two:
 # export_segment_recipients 0.61 s, dispatch_preview 0.60 s, audience_segment_page 0.54 s,
 # count_matches 0.22 s; the shape before, the whole rule in every seek's WHERE, planned the export in
-# 3.4 s and the audience page in 3.7 s). The suite's Neo4j compiles with C1 only (local_neo4j.py), which
-# plans these at 2.1 to 2.5 times the CPU (export and audience page 1.37 s alone), so under C1 the
-# budget is 2.5 times as large: the shape before planned its export in 6.2 s under C1, and fails it.
-_C1_ONLY = "TieredStopAtLevel=1" in os.environ.get(JVM_OPTIONS_VARIABLE, "")
-_C1_FACTOR = 2.5
-_PLAN_BUDGET_SECONDS = 1.0 * (_C1_FACTOR if _C1_ONLY else 1)
+# 3.4 s and the audience page in 3.7 s). The suite's Neo4j may meet this test before C2 has compiled its
+# planner (tests/conftest.py: SESSION_JIT), and a planner compiled by C1 only plans these at 2.1 to 2.5
+# times the CPU (export and audience page 1.37 s alone), so the budget is 2.5 times as large: the shape
+# before planned its export in 6.2 s under C1, and fails it.
+_COLD_JIT_FACTOR = 2.5
+_PLAN_BUDGET_SECONDS = 1.0 * _COLD_JIT_FACTOR
 # The reads of a segment a request waits for: getAudience, the export, previewSegment, the dispatch
 # confirmation's preview.
 _READS = ("audience_segment_page", "export_segment_recipients", "count_matches", "dispatch_preview")
