@@ -75,10 +75,9 @@ class Stack:
                 port=self.api_port,
                 inbox_url=self.webhook_front.url,
                 smtp_port=self.smtp_front.port,
-                neo4j_port=0,  # replaced by the URI below: the stack's own graph or the one it was given
+                neo4j_uri=self.graph_uri,
                 metrics_port=self.metrics_port,
             ),
-            "NEO4J_URI": self.graph_uri,
             **_PACE,
             "CAMPAIGN_DISPATCH_PAGE_SIZE": str(page_size),
             "CAMPAIGN_EMAIL_PAGE_SIZE": str(min(page_size, 1000)),

@@ -113,7 +113,7 @@ def child_env(
     port: int,
     inbox_url: str,
     smtp_port: int,
-    neo4j_port: int,
+    neo4j_uri: str,
     metrics_port: int,
 ) -> dict[str, str]:
     """The environment of every child of ``make dev`` (inbox, catcher, worker, API): this process's own
@@ -124,7 +124,7 @@ def child_env(
         # (POST /webhooks/postmark answers 404 without them) and SES_FEEDBACK_TOPIC_ARNS.
         **os.environ,
         "CAMPAIGN_ENV_FILE": str(env_file),
-        "NEO4J_URI": f"bolt://127.0.0.1:{neo4j_port}",
+        "NEO4J_URI": neo4j_uri,
         "NOTIFICATIONS_WEBHOOK_URL": f"{inbox_url}/api/notifications/send",
         "CAMPAIGN_ALLOW_PRIVATE_WEBHOOKS": "true",
         # How every process knows this is local development: email may link to the loopback DOMAIN_NAME.
@@ -201,7 +201,8 @@ def run_dev(*, host: str, port: int) -> int:
     neo4j_port = int(os.environ.get("NEO4J_PORT", "7687"))
     idp_port = int(os.environ.get("OIDC_PORT", "9400"))
     issuer = f"http://127.0.0.1:{idp_port}"
-    env_file = dev_env(neo4j_uri=f"bolt://127.0.0.1:{neo4j_port}", extra=oidc_env(issuer))
+    neo4j_uri = f"bolt://127.0.0.1:{neo4j_port}"
+    env_file = dev_env(neo4j_uri=neo4j_uri, extra=oidc_env(issuer))
     # Each child configures its own logging the same way (JSON lines unless LOG_FORMAT says otherwise).
     configure_logging(Settings(_env_file=env_file))
     env = child_env(
@@ -210,7 +211,7 @@ def run_dev(*, host: str, port: int) -> int:
         port=port,
         inbox_url=f"http://127.0.0.1:{inbox_port}",
         smtp_port=smtp_port,
-        neo4j_port=neo4j_port,
+        neo4j_uri=neo4j_uri,
         metrics_port=int(os.environ.get("METRICS_PORT", "9464")),
     )
     # Ctrl-C, a closed terminal or a plain `kill` all stop everything we started: installed

@@ -15,8 +15,8 @@ import org.neo4j.graphdb.GraphDatabaseService;
  * <p>Arguments: {@code --data DIR --port N [--pagecache 64m] [--tx-memory 512m] [--watch-stdin false]
  * [--settings "name=value name=value"]}; the heap is set by the caller with -Xmx. {@code --settings} adds or
  * overrides raw Neo4j settings (the test suite's query-cache policy). Prints {@code NEO4J READY
- * bolt://127.0.0.1:N} once Bolt accepts queries. Shuts down cleanly on SIGTERM and when stdin closes, so a crashed parent never leaves an orphan holding
- * the store lock.
+ * bolt://127.0.0.1:N} once Bolt accepts queries. Shuts down cleanly on SIGTERM and when stdin closes,
+ * so a crashed parent never leaves an orphan holding the store lock.
  */
 public final class Launcher {
     private Launcher() {}
