@@ -216,6 +216,9 @@ def create_app(
         if not start_now:  # the first attempt's graph I/O on a thread: the loop never waits on the graph
             await run_in_threadpool(startup.begin)
         yield
+        await run_in_threadpool(shut_down)  # joins threads and says goodbye to the graph: not on the loop
+
+    def shut_down() -> None:
         startup.close()
         services.engagement.close()  # their batch threads, before the graph they use
         clicks.close()

@@ -10,6 +10,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from starlette.concurrency import run_in_threadpool
+
 from campaign_engine.api.access import ROLES, Access, Role, highest, role_satisfies
 from campaign_engine.api.auth import Caller, TokenVerifier
 from campaign_engine.campaigns.engagement.service import EngagementService
@@ -116,6 +118,22 @@ class Context:
             what = self.procedure or "this procedure"
             raise Forbidden(f"{what} needs the {access} role in tenant '{tenant}'")
         return caller
+
+    async def require_async(self, access: Access, *, tenant_id: str | None = None) -> Caller | None:
+        """``require`` for the event loop: when it reads the caller's roles from the graph (``role_in``),
+        on a worker thread, so a slow graph never stalls the loop; inline when it reads none."""
+        if self._reads_roles(access):
+            return await run_in_threadpool(lambda: self.require(access, tenant_id=tenant_id))
+        return self.require(access, tenant_id=tenant_id)
+
+    def _reads_roles(self, access: Access) -> bool:
+        """Whether ``require(access)`` reads the graph: a signed-in caller other than a platform admin,
+        held to a tenant role (or to ``user`` in a tenant a header picked)."""
+        if access in ("public", "platform") or self.caller is None or self.auth_error is not None:
+            return False
+        if self.caller.is_admin:
+            return False
+        return self.tenant_picked if access == "user" else True
 
     def role_in(self, tenant_id: str) -> Role | None:
         """The caller's highest role in ``tenant_id``: their signed claims there, and their grants."""

@@ -125,7 +125,7 @@ def exports_router(services: Services) -> APIRouter:
             if kind not in _MEDIA:
                 raise NotFound("exports are recipients.csv or recipients.ndjson")
             ctx = await context(request, procedure)
-            ctx.require(AUDIENCE_ACCESS["getAudience"])
+            await ctx.require_async(AUDIENCE_ACCESS["getAudience"])
             storage_id = await run_in_threadpool(ctx.campaign, campaign_id)  # NOT_FOUND for another tenant's
         except CampaignError as exc:
             return _refused(exc, procedure)
@@ -140,7 +140,7 @@ def exports_router(services: Services) -> APIRouter:
         procedure = "exports.audit"
         try:
             ctx = await context(request, procedure)
-            ctx.require(AUDIT_ACCESS["list"])
+            await ctx.require_async(AUDIT_ACCESS["list"])
             since = _instant("from", request.query_params.get("from"))
             until = _instant("to", request.query_params.get("to"))
             if since is not None and until is not None and since >= until:

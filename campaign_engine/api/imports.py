@@ -73,7 +73,7 @@ async def _spooled_text(request: Request) -> io.TextIOWrapper:
 async def _csv_upload(ctx: Context, request: Request) -> tuple[Caller, io.TextIOWrapper]:
     """What both imports check first: the caller may upsert profiles, the body is CSV; then the body,
     spooled and checked to be UTF-8 before any row is read."""
-    caller = ctx.require(PROFILE_ACCESS["upsert"])
+    caller = await ctx.require_async(PROFILE_ACCESS["upsert"])  # roles: off the loop
     assert caller is not None  # not a public route
     media = request.headers.get("content-type", "").split(";")[0].strip().lower()
     if media not in ("text/csv", "application/csv"):

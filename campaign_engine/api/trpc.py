@@ -32,6 +32,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 from campaign_engine.api.access import PEOPLE_ONLY, Access
+from campaign_engine.api.auth import Caller
 from campaign_engine.api.context import TENANT_HEADER, Context, RateLimiter, Services, acting_tenant
 from campaign_engine.api.errors import envelope_for, error_envelope
 from campaign_engine.api.trpc_input import NO_INPUT, RequestError, request_inputs, unwrapped
@@ -254,7 +255,7 @@ class TrpcEndpoint:
 
     def _run(self, procedure: Procedure, ctx: Context, raw: Any) -> bytes:
         """A synchronous handler, in a worker thread: authorize, limit, validate, handle, encode."""
-        limiter = self._authorize(procedure, ctx)
+        limiter = self._authorize(procedure, ctx.require(procedure.access))
         if limiter is not None:
             limiter.hit(ctx.user().profile_id)
         return self._encode(procedure, procedure.handler(*self._arguments(procedure, ctx, raw)))
@@ -265,14 +266,13 @@ class TrpcEndpoint:
         The call is counted before its work is issued, query or mutation: an over-limit call costs its
         count and nothing else, so a batch of refused getMyCampaigns calls reads no graph.
         """
-        limiter = self._authorize(procedure, ctx)
+        limiter = self._authorize(procedure, await ctx.require_async(procedure.access))  # roles: a thread
         if limiter is not None:
             await limiter.hit_async(ctx.user().profile_id)
         return self._encode(procedure, await procedure.handler(*self._arguments(procedure, ctx, raw)))
 
-    def _authorize(self, procedure: Procedure, ctx: Context) -> RateLimiter | None:
-        """Raises unless the caller may run ``procedure``; returns the limiter their call counts against."""
-        caller = ctx.require(procedure.access)
+    def _authorize(self, procedure: Procedure, caller: Caller | None) -> RateLimiter | None:
+        """Raises unless ``caller`` may run ``procedure``; returns the limiter their call counts against."""
         if procedure.access == "public":
             return None
         if caller is not None and caller.is_api_key and procedure.path in PEOPLE_ONLY:
