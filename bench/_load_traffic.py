@@ -5,18 +5,31 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import json
-import re
+import multiprocessing
 import statistics
 import time
 from collections import defaultdict
+from collections.abc import Callable
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
+from typing import TypeVar
+from urllib.parse import urlsplit
 
 import httpx
 
+from bench._http import Connection
 from bench._support import rss_mb
 from campaign_engine.api.auth import mint_token
 from campaign_engine.config import Settings
+from tests.support.watched_loop import on_the_loop
+
+T = TypeVar("T")
+
+# A connection idle this long is not reused: uvicorn closes keep-alive connections idle for 5 s (its
+# default), and a request written to one it closed is lost, an error of the client's, not the server's.
+_KEEP_ALIVE_SECONDS = 4.0
 
 
 @dataclass
@@ -26,13 +39,42 @@ class Latencies:
     seconds: dict[str, list[float]] = field(default_factory=lambda: defaultdict(list))
     errors: dict[str, int] = field(default_factory=lambda: defaultdict(int))
     refused: dict[str, int] = field(default_factory=lambda: defaultdict(int))
+    at: dict[str, list[float]] = field(default_factory=lambda: defaultdict(list))  # monotonic, per call
+    failures: dict[str, int] = field(default_factory=lambda: defaultdict(int))  # why, for each error
 
-    def note(self, name: str, started: float, status: int | None) -> None:
+    def note(self, name: str, started: float, status: int | None, failure: str = "") -> None:
         self.seconds[name].append(time.perf_counter() - started)
+        self.at[name].append(time.monotonic())
         if status is None or status >= 500:
             self.errors[name] += 1
+            self.failures[failure or f"HTTP {status}"] += 1
         elif status >= 400:
             self.refused[name] += 1
+
+    def merge(self, other: Latencies) -> None:
+        """Adds the readings of ``other`` (e.g. those of a client in another process)."""
+        for name, values in other.seconds.items():
+            self.seconds[name].extend(values)
+        for name, n in other.errors.items():
+            self.errors[name] += n
+        for name, n in other.refused.items():
+            self.refused[name] += n
+        for name, values in other.at.items():
+            self.at[name].extend(values)
+        for why, n in other.failures.items():
+            self.failures[why] += n
+
+    def timeline(self, name: str, start: float, *, step: float) -> str:
+        """``name``'s calls, p50 and p99 per ``step`` seconds since ``start``: when the latency moved."""
+        windows: dict[int, list[float]] = defaultdict(list)
+        for at, seconds in zip(self.at.get(name, []), self.seconds.get(name, []), strict=True):
+            windows[int((at - start) // step)].append(seconds * 1000)
+        lines = [f"{name} over time ({step:g} s windows): from s, calls, p50 ms, p99 ms"]
+        for k in sorted(windows):
+            values = sorted(windows[k])
+            lines.append(f"  {k * step:>6.0f} {len(values):>6} {values[len(values) // 2]:>8.1f} "
+                         f"{values[min(len(values) - 1, len(values) * 99 // 100)]:>8.1f}")  # fmt: skip
+        return "\n".join(lines)
 
     def p(self, name: str, q: int) -> float:
         values = self.seconds.get(name) or [0.0]
@@ -47,6 +89,7 @@ class Latencies:
                 f"{name:34} {len(self.seconds[name]):>7} {self.p(name, 50):>8.1f} {self.p(name, 95):>8.1f} "
                 f"{self.p(name, 99):>8.1f} {self.errors[name]:>5} {self.refused[name]:>5}"
             )
+        lines += [f"  error: {n} x {why}" for why, n in sorted(self.failures.items())]
         return "\n".join(lines)
 
 
@@ -57,45 +100,83 @@ async def timed(
     try:
         answer = await client.request(method, url, **kw)  # type: ignore[arg-type]
         status: int | None = answer.status_code
-    except httpx.HTTPError:
-        status = None
+    except httpx.HTTPError as exc:
+        stats.note(name, started, None, f"{type(exc).__name__}: {exc}"[:80])
+        return
     stats.note(name, started, status)
 
 
-async def app_traffic(
-    base: str,
-    settings: Settings,
-    *,
-    rps: float,
-    users: list[str],
-    campaign: str,
-    until: float,
-    stats: Latencies,
-) -> None:
+def app_traffic(
+    base: str, jwt_secret: str, *, rps: float, users: list[str], campaign: str, until: float
+) -> Latencies:
     """getMyCampaigns and recordEvent in turn at ``rps`` calls a second (an open loop: a slow answer
-    does not slow the arrivals), each as one of ``users`` with their own token."""
-    tokens: dict[str, str] = {}
-    limits = httpx.Limits(max_connections=256, max_keepalive_connections=256)
-    async with httpx.AsyncClient(base_url=base, timeout=30, limits=limits) as client:
-        tasks: set[asyncio.Task[None]] = set()
-        start, calls = time.monotonic(), 0
-        while time.monotonic() < until:
-            user = users[calls % len(users)]
-            token = tokens.get(user) or tokens.setdefault(user, mint_token(settings, profile_id=user))
-            headers = {"authorization": f"Bearer {token}"}
-            if calls % 2 == 0:
-                path = "/trpc/campaigns.getMyCampaigns"
-                job = timed(client, stats, "campaigns.getMyCampaigns", "GET", path, headers=headers)
+    does not slow the arrivals), each as one of ``users`` with their own token. Runs in a process of
+    its own (``in_own_process``) on the light client (``bench/_http.py``): httpx costs 3-6 ms of CPU a
+    request, so 200 requests/s on the bench's own loop starved it (it reached 102/s) and its latencies
+    counted the client's backlog as the server's. ``until`` is ``time.monotonic()``, system-wide."""
+    return asyncio.run(_app_traffic(base, jwt_secret, rps, users, campaign, until))
+
+
+async def _app_traffic(
+    base: str, jwt_secret: str, rps: float, users: list[str], campaign: str, until: float
+) -> Latencies:
+    stats = Latencies()
+    settings = Settings(auth_jwt_secret=jwt_secret, _env_file=None)
+    host, port = urlsplit(base).hostname or "127.0.0.1", urlsplit(base).port or 80
+    idle: list[tuple[Connection, float]] = []  # most recently used last, with when it was
+    tokens: dict[str, dict[str, str]] = {}
+
+    async def call(n: int) -> None:
+        user = users[n % len(users)]
+        headers = tokens.get(user) or tokens.setdefault(
+            user, {"authorization": f"Bearer {mint_token(settings, profile_id=user)}"}
+        )
+        name = "campaigns.getMyCampaigns" if n % 2 == 0 else "campaigns.recordEvent"
+        started = time.perf_counter()
+        connection = None
+        while idle and connection is None:
+            connection, since = idle.pop()
+            if time.monotonic() - since > _KEEP_ALIVE_SECONDS:  # the server may have closed it by now
+                with contextlib.suppress(OSError):
+                    await connection.close()
+                connection = None
+        try:
+            connection = connection or await Connection.open(host, port)
+            if n % 2 == 0:
+                reply = await connection.get(f"/trpc/{name}", headers)
             else:
                 body = {"campaignId": campaign, "event": "shown"}
-                job = timed(client, stats, "campaigns.recordEvent", "POST", "/trpc/campaigns.recordEvent",
-                            json=body, headers=headers)  # fmt: skip
-            task = asyncio.create_task(job)
-            tasks.add(task)
-            task.add_done_callback(tasks.discard)
-            calls += 1
-            await asyncio.sleep(max(0.0, start + calls / rps - time.monotonic()))
-        await asyncio.gather(*tasks)
+                reply = await connection.post_json(f"/trpc/{name}", body, headers)
+        except (OSError, ValueError, asyncio.IncompleteReadError) as exc:
+            stats.note(name, started, None, f"{type(exc).__name__}: {exc}"[:80])
+            if connection is not None:
+                with contextlib.suppress(OSError):
+                    await connection.close()
+            return
+        stats.note(name, started, reply.status)
+        idle.append((connection, time.monotonic()))
+
+    tasks: set[asyncio.Task[None]] = set()
+    start, calls = time.monotonic(), 0
+    while time.monotonic() < until:
+        task = asyncio.create_task(call(calls))
+        tasks.add(task)
+        task.add_done_callback(tasks.discard)
+        calls += 1
+        await asyncio.sleep(max(0.0, start + calls / rps - time.monotonic()))
+    await asyncio.gather(*tasks)
+    for connection, _ in idle:
+        with contextlib.suppress(OSError):
+            await connection.close()
+    return stats
+
+
+async def in_own_process(function: Callable[..., T], *args: object, **kwargs: object) -> T:
+    """``function(*args, **kwargs)`` in a spawned process of its own, awaited without blocking the
+    caller's loop: its CPU and its loop are not the bench's."""
+    loop = asyncio.get_running_loop()
+    with ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("spawn")) as pool:
+        return await loop.run_in_executor(pool, functools.partial(function, *args, **kwargs))
 
 
 async def admin_traffic(
@@ -132,8 +213,9 @@ async def probe_health(base: str, *, every: float, until: float, stats: Latencie
 
 
 def slow_callbacks(log: str) -> list[float]:
-    """The seconds of each slow callback a watched API logged (``tests/support/watched_loop.py``)."""
-    return [float(m) for m in re.findall(r"^SLOW-CALLBACK .* took ([0-9.]+) seconds", log, flags=re.M)]
+    """The seconds of the API's loop's own in each slow callback a watched API logged: asyncio's wall
+    time less what a busy machine explains (``tests/support/watched_loop.py:on_the_loop``)."""
+    return [on_the_loop(line) for line in log.splitlines() if line.startswith("SLOW-CALLBACK ")]
 
 
 def import_body(rows: int) -> bytes:
