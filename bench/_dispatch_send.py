@@ -3,7 +3,7 @@
 forecast beside each channel, and the warm-up before the measured rounds."""
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from bench._dispatch_stack import TENANT, Admin, seed
@@ -27,6 +27,10 @@ class Sent:
     dispatch_id: str
     seconds: dict[str, float]
     reached: dict[str, int]
+    plans: dict[str, Any] = field(default_factory=dict)
+    """The review's forecast per channel (``plan`` of the preview right before the dispatch call)."""
+    called_at: float = 0.0
+    """The wall-clock instant (``time.time()``) of the dispatch call, to set receivers' times against."""
 
     @property
     def elapsed(self) -> float:
@@ -47,8 +51,8 @@ def send(
     graph: Graph, admin: Admin, campaign_id: str, n: int, give_up: float, *, time_cap: float | None = None
 ) -> Sent:
     """Preview ``campaign_id``, dispatch it with the token, and wait until all ``n`` members have
-    ``notifiedAt`` and, for a notify + email campaign, its email Dispatch is ``completed`` (every
-    member's email has an outcome), or ``time_cap`` seconds after the dispatch call.
+    ``notifiedAt`` (notify) and its email Dispatch is ``completed`` (every member's email has an outcome),
+    for each channel the campaign walks, or ``time_cap`` seconds after the dispatch call.
 
     Progress is read from each channel's Dispatch (one node: ``acknowledged`` moves in the same
     transaction as each first ``notifiedAt``, ``emailed`` with each page's outcomes): counting the
@@ -58,15 +62,15 @@ def send(
     started = time.perf_counter()
     preview = admin.query("campaigns.previewDispatch", {"campaignId": campaign_id})
     blocked = preview["blockedReason"]  # only a one-language campaign over --languages' locales falls back
-    if preview["notificationRecipientCount"] != n or blocked not in (None, "missing_translation"):
+    plans = preview.get("plan") or {}  # a --baseline-ref release may predate the forecast: notify only
+    counts = {"notify": preview["notificationRecipientCount"], "email": preview.get("emailRecipientCount")}
+    if any(counts[ch] != n for ch in plans or ["notify"]) or blocked not in (None, "missing_translation"):
         raise RuntimeError(f"{campaign_id}: unexpected preview {preview}")
-    previewed = time.perf_counter()
+    called_at, previewed = time.time(), time.perf_counter()
     confirm = {"campaignId": campaign_id, "expectedPreviewToken": preview["previewToken"]}
     answer = admin.mutate("campaigns.dispatch", {**confirm, **({"acceptFallback": True} if blocked else {})})
     confirmed = time.perf_counter()
     ids: dict[str, str] = answer.get("dispatchIds") or {"notify": answer["dispatchId"]}  # older releases
-    if "email" in ids and preview["emailRecipientCount"] != n:
-        raise RuntimeError(f"{campaign_id}: unexpected preview {preview}")
     seconds: dict[str, float] = {}
     reached = dict.fromkeys(ids, 0)
     while True:
@@ -93,11 +97,10 @@ def send(
             f"{confirmed - previewed:.1f}s",
             flush=True,
         )
-    plans = preview.get("plan", {})  # a --baseline-ref release may predate the forecast
     for channel in [ch for ch in ids if ch in plans]:
         print_forecast(campaign_id if channel == "notify" else f"{campaign_id} {channel}",
                        plans[channel], seconds[channel], done=reached[channel] == n)  # fmt: skip
-    return Sent(str(answer["dispatchId"]), seconds, reached)
+    return Sent(str(answer["dispatchId"]), seconds, reached, plans, called_at)
 
 
 def print_forecast(campaign_id: str, plan: dict[str, Any], elapsed: float, *, done: bool) -> None:

@@ -32,6 +32,10 @@ class SinkProcess:
         """The recipient of every stored message, in order."""
         return list(self._ask("addresses"))
 
+    def arrivals(self) -> list[tuple[str, float]]:
+        """(recipient, ``time.time()`` it arrived) of every stored message, in order."""
+        return list(self._ask("arrivals"))
+
     def cpu_seconds(self) -> float:
         return float(self._ask("cpu"))
 
@@ -53,10 +57,12 @@ def _serve(conn: Connection, pipelining: bool) -> None:
             command = await loop.run_in_executor(None, conn.recv)
             if command == "addresses":
                 conn.send(state.received)
+            elif command == "arrivals":
+                conn.send(list(zip(state.received, state.received_at, strict=True)))
             elif command == "cpu":
                 conn.send(time.process_time())
             elif command == "reset":
-                state.received = []
+                state.received, state.received_at = [], []
                 state.count = 0
                 conn.send(None)
             else:  # "stop"

@@ -31,6 +31,10 @@ class StandinProcess:
         """The ``To`` of every accepted message, in order."""
         return list(self._ask("addresses"))
 
+    def arrivals(self) -> list[tuple[str, float]]:
+        """(``To``, ``time.time()`` it was accepted) of every accepted message, in order."""
+        return list(self._ask("arrivals"))
+
     def sample(self, count: int) -> list[dict[str, Any]]:
         """The first ``count`` accepted messages, whole."""
         return list(self._ask("sample", count))
@@ -46,6 +50,10 @@ def _serve(conn: Connection) -> None:
             command, *args = conn.recv()
             if command == "addresses":
                 conn.send([str(m["To"]) for m in standin.accepted])
+            elif command == "arrivals":
+                # strict=False: the server's thread may have appended one list and not yet the other
+                both = zip(standin.accepted, standin.accepted_at, strict=False)
+                conn.send([(str(m["To"]), t) for m, t in both])
             elif command == "sample":
                 conn.send(standin.accepted[: args[0]])
             elif command == "reset":

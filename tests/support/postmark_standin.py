@@ -64,6 +64,8 @@ class PostmarkStandin:
         self.error_codes: dict[str, int] = {}
         """Lower-cased recipient address -> Postmark ErrorCode answered for that message."""
         self.accepted: list[dict[str, Any]] = []
+        self.accepted_at: list[float] = []
+        """When each of ``accepted`` was (``time.time()``), in the same order."""
         self.batch_calls = 0
         self.stream_calls = 0
         self._script: list[ScriptedAnswer] = []
@@ -82,6 +84,7 @@ class PostmarkStandin:
             self._script.clear()
             self.error_codes = {}
             self.accepted = []
+            self.accepted_at = []
             self.batch_calls = 0
             self.stream_calls = 0
 
@@ -254,6 +257,7 @@ def _result_for(standin: PostmarkStandin, message: Any) -> dict[str, Any]:
     message_id = str(uuid.uuid4())
     with standin._lock:
         standin.accepted.append({**message, "MessageID": message_id})
+        standin.accepted_at.append(time.time())
     return {
         "To": to,
         "SubmittedAt": "2024-01-01T00:00:00.0000000-05:00",

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -37,6 +38,8 @@ class SinkState:
     """Keep every message's recipient (tests); the bench only counts."""
     received: list[str] = field(default_factory=list)
     """The recipient of every message whose text arrived complete, in order."""
+    received_at: list[float] = field(default_factory=list)
+    """When each of ``received`` arrived (``time.time()``), in the same order."""
     count: int = 0
     connections: int = 0
     max_commands_per_read: int = 0
@@ -134,6 +137,7 @@ class _Session(asyncio.Protocol):
         self._stored += 1
         if state.record:
             state.received.extend(self._rcpts)
+            state.received_at.extend([time.time()] * len(self._rcpts))
         if any(self._cut(a, "dot", out) for a in self._rcpts):
             return False
         state.queue_ids += 1
