@@ -176,9 +176,8 @@ async def _warm_up(base: str, settings: Settings, users: list[str]) -> None:
 
 
 async def _load(
-    args: argparse.Namespace, base: str, settings: Settings, memory: Memory
+    args: argparse.Namespace, base: str, settings: Settings, memory: Memory, users: list[str]
 ) -> tuple[Latencies, float, float]:
-    users = [f"bench-{i:07d}" for i in range(args.users)]
     admin_token = mint_token(settings, profile_id=ADMIN, scope=ADMIN_SCOPE, tenant_id="default")
     stats = Latencies()
     start = time.monotonic()
@@ -278,10 +277,11 @@ def main() -> None:
                             refused.append(str(exc)[:160])
                             print(f"dispatch refused, tried again: {refused[-1]}", flush=True)
 
-                asyncio.run(_warm_up(base, settings, [f"bench-{i:07d}" for i in range(args.users)]))
+                users = [f"bench-{i:07d}" for i in range(args.users)]
+                asyncio.run(_warm_up(base, settings, users))
                 sender = threading.Thread(target=dispatch_later, daemon=True)
                 sender.start()
-                stats, start, end = asyncio.run(_load(args, base, settings, memory))
+                stats, start, end = asyncio.run(_load(args, base, settings, memory, users))
                 sender.join()
                 admin.close()
         finally:
