@@ -1,12 +1,12 @@
-"""The walk behind a deadline's verdict (``deadline.py``): each group of recipients sent in turn from
-when it may be, who is late by then and why, and the longest pause between waves that leaves nobody late.
+"""The walk behind a deadline's verdict (``deadline.py``): each group of recipients sent from when it
+may be, who is late by then and why, and the longest pause between waves that leaves nobody late.
 
 Each zone is judged against its own deadline from its own start: a per-recipient schedule
 (``sendAt: {localTime, perRecipient}``) starts each zone at its local time, quiet hours at their end.
-A group that waits is walked in a pass of its own over the whole audience, as the page walks do
-(``delivery/readiness.py``): a pass reads every page and pauses after each that sent, so a small group
-is spread over as many waves as the audience has pages. Within a group, recipients of every zone are
-assumed spread evenly through its pages (the walk's order is the membership index's, not the zones').
+The groups are walked as the worker walks pages (``pass_model.py``): a group whose time comes while a
+pass runs is sent on that pass's later pages and the next pass's earlier ones. Within a group,
+recipients of every zone are assumed spread evenly through its pages (the walk's order is the
+membership index's, not the zones').
 """
 
 from __future__ import annotations
@@ -14,10 +14,11 @@ from __future__ import annotations
 import math
 from collections import Counter
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Literal
 from zoneinfo import ZoneInfo
 
+from campaign_engine.campaigns.sending.pass_model import Stretch, finish, passes, sent_by
 from campaign_engine.campaigns.sending.schedule_input import WallClockAt
 from campaign_engine.domain.campaign import UtcDatetime
 from campaign_engine.domain.schedule import QuietHours, WallClock, parse_wall_clock, ready_at
@@ -60,27 +61,6 @@ class Tally:
     zones: Counter[ZoneInfo]
 
 
-def _sent_by(seconds: float, k: int, rate: float, pages: int, delay: int) -> float:
-    """Recipients of a run of ``k`` over ``pages`` sending pages (``delay`` apart) sent ``seconds`` after
-    it starts; each page sends an even share of the run."""
-    if seconds <= 0 or not k:
-        return 0.0
-    per = k / pages
-    cycle = per / rate + delay
-    full = math.floor(seconds / cycle)
-    return min(float(k), full * per + min(per, (seconds - full * cycle) * rate))
-
-
-def _run(k: int, rate: float, pages: int, delay: int) -> float:
-    return k / rate + max(0, pages - 1) * delay if k else 0.0
-
-
-def _pages(k: int, n: int, page: int) -> int:
-    """Pages that send in a pass sending ``k`` of an audience of ``n``: each page of the audience that
-    holds one of them, ``k`` spread evenly (the whole audience: ``ceil(n / page)``)."""
-    return min(k, math.ceil(n / page)) if k else 0
-
-
 def _groups(
     zones: Counter[ZoneInfo], start: datetime, quiet: QuietHours | None, local: WallClock | None = None
 ) -> list[tuple[datetime, Counter[ZoneInfo]]]:
@@ -116,26 +96,27 @@ class Channel:
 
 
 def walk(ch: Channel, deadline: Deadline, *, now: datetime, delay: int) -> Tally:
-    """Who is late, by what holds them and in which zone: each group of recipients sent in turn from
-    when it may be, each zone against its own deadline."""
+    """Who is late, by what holds them and in which zone: the walk's passes (``pass_model.py``) from
+    when each group may be sent, each zone against its own deadline."""
     late: Counter[LateKind] = Counter()
     zoned: Counter[ZoneInfo] = Counter()
-    segments: list[tuple[datetime, Counter[ZoneInfo], LateKind | None, int]] = []
+    runs: list[tuple[Counter[ZoneInfo], LateKind | None, list[tuple[Stretch, float]]]] = []
     start = now
     if ch.tested:  # the test wave first, the rest after the decision (plan.py)
-        pages = math.ceil(ch.tested / ch.page)
-        segments.append((now, scaled(ch.zones, ch.tested), None, pages))
-        start = now + timedelta(seconds=_run(ch.tested, ch.rate, pages, delay))
-        start = max(start, ch.decide or start)
+        tested = passes([(now, ch.tested)], ch.tested, start=now, rate=ch.rate, page=ch.page, delay=delay)
+        runs.append((scaled(ch.zones, ch.tested), None, [(s, s.shares[0] / s.per) for s in tested]))
+        start = max(finish(tested) or now, ch.decide or now)
     rest = ch.n - ch.tested
-    for at, zones in _groups(scaled(ch.zones, rest), start, ch.quiet, ch.local):
+    groups = _groups(scaled(ch.zones, rest), start, ch.quiet, ch.local)
+    walked = passes([(at, sum(zones.values())) for at, zones in groups], rest, start=start, rate=ch.rate,
+                    page=ch.page, delay=delay)  # fmt: skip
+    for g, (at, zones) in enumerate(groups):
         own = start if ch.local is None else max(start, min(ch.local.at(z) for z in zones))
         held: LateKind | None = "quiet_hours" if at > own else "test_wave" if ch.tested else None
-        segments.append((at, zones, held, _pages(sum(zones.values()), rest, ch.page)))
-    t = now
-    for at, zones, held, pages in segments:
-        t = max(t, at)
+        runs.append((zones, held, [(s, s.shares[g] / s.per) for s in walked if g in s.shares]))
+    for zones, held, stretches in runs:
         k = sum(zones.values())
+        first = min((s.at for s, _ in stretches), default=None)
         for zone, kz in zones.items():
             due = deadline.at(zone)
             own = now if ch.local is None else max(now, ch.local.at(zone))
@@ -143,16 +124,16 @@ def walk(ch: Channel, deadline: Deadline, *, now: datetime, delay: int) -> Tally
                 late["already_passed"] += kz
                 zoned[zone] += kz
                 continue
-            if held is not None and t >= due:
+            if held is not None and first is not None and first >= due:
                 late[held] += kz
                 zoned[zone] += kz
                 continue
-            sent = _sent_by((due - t).total_seconds(), k, ch.rate, pages, delay)
-            missed = kz - min(kz, math.floor(kz * sent / k + 1e-9))
+            sent = sum(part * sent_by(s, (due - s.at).total_seconds()) for s, part in stretches)
+            missed = kz - min(kz, math.floor(kz * sent / k + 1e-9)) if k else 0
             late["rate"] += missed
             zoned[zone] += missed
-        t += timedelta(seconds=_run(k, ch.rate, pages, delay))
-    return Tally(late=late, finish=t, zones=zoned)
+    ends = [t for t in (finish([s for _, _, run in runs for s, _ in run]),) if t is not None]
+    return Tally(late=late, finish=ends[0] if ends else now, zones=zoned)
 
 
 def paced_delay(

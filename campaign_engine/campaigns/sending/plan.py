@@ -13,10 +13,10 @@ the ``rate`` it assumes (recipients/s) and ``rateSource``, and ``shapedBy``, wha
   per channel (``cypher/sending/plan_rates.cypher``). Otherwise ``configured``: ``CONFIGURED_RATE``, a
   conservative rate of a small machine, as the settings give no rate of their own.
 - Quiet hours (not for a critical campaign): the recipients' zones, counted by the preview pass, are
-  grouped by when each may first receive (``domain/schedule.py:ready_at``); the walk sends each group
-  in turn, a later group no sooner than its quiet hours end. A per-recipient schedule groups them
-  by their own local start the same way. A group after the first is a pass over the whole audience
-  (``delivery/readiness.py``): it pauses after each page holding one of its recipients.
+  grouped by when each may first receive (``domain/schedule.py:ready_at``). A per-recipient schedule
+  groups them by their own local start the same way. The groups are walked as the worker walks pages
+  (``pass_model.py``): a group whose time comes while a pass runs goes out on that pass's later pages
+  and the next pass's earlier ones, and a pass pauses after each page that sent.
 - A test wave (an experiment asked about): its share is sent first; the rest waits for the decision
   (``decideAfterSeconds``) and then goes out.
 - The lane's backlog: other campaigns' Dispatches still sending. Those of the same lane share the
@@ -40,6 +40,7 @@ from datetime import datetime, time, timedelta
 from typing import Any, Literal
 from zoneinfo import ZoneInfo
 
+from campaign_engine.campaigns.sending.pass_model import finish, passes
 from campaign_engine.domain.ab_variants import Experiment
 from campaign_engine.domain.camel import CamelModel
 from campaign_engine.domain.dispatch import DeliveryChannel
@@ -153,7 +154,7 @@ def _groups(
     fallback: ZoneInfo,
     quiet: QuietHours | None,
     local: WallClock | None = None,
-) -> list[tuple[datetime, int]]:
+) -> list[tuple[datetime, float]]:
     """Recipients by the instant they may first receive, earliest first (all at ``start`` without
     quiet hours or a per-recipient ``local`` start); recipients the pass saw without a zone (routed
     guardians) get the campaign's zone."""
@@ -171,12 +172,6 @@ def _groups(
     if rest > 0:
         by[first(fallback)] += rest
     return sorted((max(at, start), k) for at, k in by.items())
-
-
-def _pass(k: int, n: int, rate: float, page: int, delay: int) -> float:
-    """A pass sending ``k`` of an audience of ``n``: it reads every page and pauses after each page that
-    sent (``delivery/readiness.py``), so ``k`` spread evenly pause ``min(k, pages) - 1`` times."""
-    return k / rate + max(0, min(k, math.ceil(n / page)) - 1) * delay if k else 0.0
 
 
 def forecast(
@@ -241,21 +236,18 @@ def forecast(
             n -= tested
         groups = _groups(zones.get(channel, Counter()), n, start=t, fallback=fallback, quiet=quiet,
                          local=local_start)  # fmt: skip
-        first = True
-        waited_quiet = 0.0
-        for at, k in groups:
-            if at > t:
-                waited_quiet += (at - t).total_seconds()
-                t = at
-            if first and experiment is None:
-                start = t
-            first = False
-            t += timedelta(seconds=_pass(k, n, rate, page, delay))
+        walked = passes(groups, n, start=t, rate=rate, page=page, delay=delay)
+        if walked and experiment is None:
+            start = walked[0].at
+        ends = finish(walked) or t
         if quiet is not None and window:
             late = sum(k for at, k in groups if at > groups[0][0])
-            shaped.append(Shaping(kind="quiet_hours", adds_seconds=round(waited_quiet), message=(
+            plain = finish(passes([(t, n)], n, start=t, rate=rate, page=page, delay=delay)) or t
+            adds = round((ends - plain).total_seconds())
+            shaped.append(Shaping(kind="quiet_hours", adds_seconds=adds, message=(
                 f"quiet hours {window['start']}-{window['end']} in recipients' local time: "
                 f"{late} recipients wait for them to end")))  # fmt: skip
+        t = ends
         pages = math.ceil(max(n, 1) / page)
         if delay and pages > 1:
             shaped.append(Shaping(kind="waves", adds_seconds=(pages - 1) * delay,
