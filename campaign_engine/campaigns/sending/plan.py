@@ -105,7 +105,7 @@ class Pace:
 
 
 def measured_rates(
-    tx: Tx, channels: list[DeliveryChannel], *, wave_delay: int, sizes: Mapping[str, int] | None = None
+    tx: Tx, channels: list[DeliveryChannel], *, pace: Pace, sizes: Mapping[str, int] | None = None
 ) -> dict[str, float]:
     """Per channel with a recent qualifying send, its rate in recipients per active second: the median
     of the newest ``_COMPARABLE`` sends of a size comparable to ``sizes[channel]`` (within a factor of
@@ -115,7 +115,8 @@ def measured_rates(
     out: dict[str, float] = {}
     for row in tx.run(statement("plan_rates"), channels=channels, scan=_SCAN):
         channel = str(row["channel"])
-        runs = [run for run in (_active(send, wave_delay) for send in row["sends"]) if run is not None]
+        page = pace.page(channel)
+        runs = [run for run in (_active(send, pace.wave_delay, page) for send in row["sends"]) if run]
         size = (sizes or {}).get(channel, 0)
         alike = [r for r in runs if size and size / _SCALE <= r[0] <= size * _SCALE][:_COMPARABLE]
         if alike:
@@ -125,16 +126,17 @@ def measured_rates(
     return out
 
 
-def _active(send: Mapping[str, Any], wave_delay: int) -> tuple[int, float] | None:
+def _active(send: Mapping[str, Any], wave_delay: int, page: int) -> tuple[int, float] | None:
     """(recipients, active seconds) of a qualifying send, None for one too small to measure."""
     sent = int(send["sent"] or 0)
     if sent < MIN_MEASURED:
         return None
     elapsed = (parse_ts(send["endedAt"]) - parse_ts(send["startedAt"])).total_seconds()
     paced = send.get("waveDelay")  # a send paced to its deadline waited less (deadline.py)
-    waits = max(0, int(send["pages"] or 0) - 1) * (
-        wave_delay if paced is None else min(wave_delay, int(paced))
-    )
+    # The pauses before the last outcome: one after each page but the last that sent. ``pages`` also
+    # counts the read that found nothing after a full last page, which came after the last outcome.
+    pauses = max(0, min(int(send["pages"] or 0), math.ceil(sent / page)) - 1)
+    waits = pauses * (wave_delay if paced is None else min(wave_delay, int(paced)))
     return sent, max(elapsed - waits, elapsed / 10, 0.001)
 
 
@@ -191,7 +193,7 @@ def forecast(
     channels: list[DeliveryChannel] = [ch for ch in ("notify", "email") if ch in walked]
     definition = json.loads(campaign["definition"])
     weight = tenant_lane(tx, campaign.get("tenantId"))[1] or 1
-    rates = measured_rates(tx, channels, wave_delay=pace.wave_delay, sizes=counts)
+    rates = measured_rates(tx, channels, pace=pace, sizes=counts)
     backlog = _backlog(tx, channels, str(campaign["id"]))
     priority = str(campaign.get("priority") or "normal")
     tenant = str(campaign.get("tenantId") or "")

@@ -154,3 +154,20 @@ def test_with_no_send_of_its_size_the_rate_is_the_median_not_the_pooled_rate(gra
     add_members(graph, "c1", MEMBERS)
     plan = preview_dispatch(graph, campaign_id="c1", now=NOW, settings=SETTINGS).plan["notify"]
     assert (plan.rate_source, plan.rate) == ("measured", 1000.0)
+
+
+def test_the_pause_after_a_full_last_page_is_not_taken_from_the_measured_sending_time(graph: Graph) -> None:
+    # 1,000 recipients over pages of 500 with 60 s waves: 100 s of sending and one pause before the last
+    # outcome (160 s), then the pause after the full last page and a read that found nothing (3 pages).
+    began = NOW - timedelta(hours=1)
+    graph.run(
+        "CREATE (:Dispatch {id: 'past', channel: 'notify', status: 'completed', startedAt: $start,"
+        " lastOutcomeAt: $end, finishedAt: $done, pages: 3, acknowledged: 1000, rejected: 0, suppressed: 0})",
+        start=format_ts(began), end=format_ts(began + timedelta(seconds=160)),
+        done=format_ts(began + timedelta(seconds=220)),
+    )  # fmt: skip
+    make_campaign(graph, "c1")
+    add_members(graph, "c1", MEMBERS)
+    paced = replace(SETTINGS, pace=Pace(page_size=500, wave_delay=60))
+    plan = preview_dispatch(graph, campaign_id="c1", now=NOW, settings=paced).plan["notify"]
+    assert (plan.rate_source, plan.rate) == ("measured", 10.0)  # taking two pauses off would say 25/s
