@@ -6,6 +6,8 @@ SET d.casLock = coalesce(d.casLock, 0) + 1,
     d.rejected = coalesce(d.rejected, 0) + $rejected,
     d.uncertain = coalesce(d.uncertain, 0) + $uncertain,
     d.throttled = coalesce(d.throttled, 0) + $throttled,
+    d.lastOutcomeAt = CASE WHEN $emailed + $rejected + $uncertain > 0 AND coalesce(d.lastOutcomeAt, '') < $now
+                           THEN $now ELSE d.lastOutcomeAt END,
     d.lastError = coalesce($lastError, d.lastError)
 WITH d
 WHERE d.status = 'sending' AND coalesce(d.cursor, '') = $expected

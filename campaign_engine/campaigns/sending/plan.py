@@ -4,7 +4,9 @@
 the ``rate`` it assumes (recipients/s) and ``rateSource``, and ``shapedBy``, what moves it. The model:
 
 - A channel sends ``n`` recipients at ``rate``, plus the wave delay (``CAMPAIGN_DISPATCH_DELAY_SECONDS``)
-  after every page that sent but the last: ``n / rate + (pages - 1) * delay``.
+  after every page that sent but the last: ``n / rate + (pages - 1) * delay``. ``finishesAt`` is when
+  the last recipient is sent; the Dispatch completes one wave delay later when its last page was full
+  (one more read finds nothing).
 - ``rate`` is ``measured`` when this deployment completed a send on the channel recently: recipients
   over active seconds (start to the last outcome, less the wave delays) of its newest completed
   Dispatches of at least ``MIN_MEASURED`` recipients that waited for no one (quiet hours, local times,

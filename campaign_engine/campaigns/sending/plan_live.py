@@ -46,6 +46,8 @@ def live_plan(node: Mapping[str, Any]) -> LivePlan | None:
     started = parse_ts(node["startedAt"])
     marks = [node.get(k) for k in ("lastOutcomeAt", "lastProgressAt", "finishedAt")]
     at = max(parse_ts(m) for m in marks if m) if any(marks) else started
+    if sent >= recipients and node.get("lastOutcomeAt"):  # the forecast's finish is the last one sent
+        at = parse_ts(node["lastOutcomeAt"])
     forecast = parse_ts(node["planFinishesAt"])
     elapsed = (at - started).total_seconds()
     if sent == 0 or elapsed <= 0:

@@ -1,6 +1,7 @@
 """The forecast's walk (``campaigns/sending/pass_model.py``) against the real worker's, on the real graph,
-local queue and reference inbox: recipients whose quiet hours end while a pass runs go out on that
-pass's later pages and the next pass's earlier ones, and the forecast and a deadline's verdict say so.
+local queue, reference inbox and Postmark stand-in: recipients whose quiet hours end while a pass runs
+go out on that pass's later pages and the next pass's earlier ones, and the forecast and a deadline's
+verdict say so; a send's finish is its last outcome, not the read after a full last page.
 
 The worker keeps its real wave delay; one stepping clock drives it and the queue's delays, and moves on
 a second at a time whenever no message is due, so every page is read at the instant the walk set.
@@ -18,7 +19,7 @@ from campaign_engine.campaigns.sending.dispatch_reads import get_dispatch
 from campaign_engine.campaigns.sending.dispatch_settings import DispatchSettings
 from campaign_engine.campaigns.sending.plan import Pace
 from campaign_engine.config import Settings
-from campaign_engine.domain.types import parse_ts
+from campaign_engine.domain.types import format_ts, parse_ts
 from campaign_engine.graph.graph import Graph
 from campaign_engine.queue.local import LocalQueue
 from campaign_engine.wiring import Queues, build_worker
@@ -32,6 +33,8 @@ from tests.support.delivery import (
     make_campaign,
     notified,
 )
+from tests.support.email import add_email_members, email_settings, make_email_campaign
+from tests.support.postmark_standin import PostmarkStandin
 
 WAVE = 60
 SETTINGS = DispatchSettings(adult_age=18, max_recipients=1000, pace=Pace(page_size=2, wave_delay=WAVE))
@@ -104,3 +107,37 @@ def test_quiet_hours_ending_mid_pass_send_on_its_later_pages_and_the_next_passes
     finish = (parse_ts(plan.finishes_at) - NOW).total_seconds()
     assert 300 <= finish < 301, plan
     assert verdict is not None and verdict.met and verdict.wave_delay_seconds == {"notify": WAVE}, verdict
+
+
+def test_an_email_sends_finish_is_its_last_outcome_not_the_read_after_its_full_last_page(
+    base_settings: Settings, graph: Graph, tmp_path: Path
+) -> None:
+    make_email_campaign(graph, "mail")
+    add_email_members(graph, "mail", [f"r{i:02d}" for i in range(40)])
+    clock = StepClock(NOW)
+    queues = _queues(tmp_path / "q.sqlite3", clock)
+    paced = DispatchSettings(
+        adult_age=18, max_recipients=1000, pace=Pace(email_page_size=20, wave_delay=WAVE)
+    )
+    started = dispatch(
+        graph, queues.dispatch, campaign_id="mail", expected_token=None, now=NOW, settings=paced
+    )
+    with PostmarkStandin() as postmark:
+        settings = email_settings(base_settings, postmark.url, postmark.token, campaign_email_page_size=20,
+                                  campaign_dispatch_delay_seconds=WAVE)  # fmt: skip
+        with _walk(settings, graph, queues, clock) as step:
+            for _ in range(600):
+                if not step() and get_dispatch(graph, started.dispatch_id).status == "completed":
+                    break
+        assert len(postmark.accepted) == 40
+    done = get_dispatch(graph, started.dispatch_id)
+    # Two full pages (0 and 60 s), the pause after the second and a read at 120 s that found nothing.
+    assert (done.status, done.emailed, done.finished_at) == (
+        "completed",
+        40,
+        format_ts(NOW + timedelta(seconds=120)),
+    )
+    live = done.plan
+    assert live is not None and live.finishes_at == format_ts(NOW + timedelta(seconds=WAVE)), live
+    # The forecast: 40 at the configured 20/s and one pause, 62 s, against the 60 s it took.
+    assert live.error is not None and abs(live.error - (62 / 60 - 1)) < 0.001, live
