@@ -216,8 +216,11 @@ def advance(
     next_page_at: str | None,
     counters: Mapping[str, int] | None = None,
     last_error: str | None = None,
+    pause: int = 0,
 ) -> bool:
-    """The CAS from the cursor this job read. True when this job won (and may schedule or finish)."""
+    """The CAS from the cursor this job read. True when this job won (and may schedule or finish).
+    ``pause``: the wave delay the walk keeps after this page; a page that sent records it on the
+    Dispatch (``waveDelayUsed``), so the forecast's measured rate takes off the pauses it really made."""
     counts: dict[str, Any] = {name: (counters or {}).get(name, 0) for name in _COUNTERS}
     record = tx.run(
         statement(_ADVANCE),
@@ -230,6 +233,7 @@ def advance(
         now=now,
         nextPageAt=next_page_at,
         lastError=last_error,
+        pause=pause,
         **counts,
     ).single()
     return record is not None

@@ -167,6 +167,7 @@ def advance_pass(
     last_error: str | None = None,
     graph: Graph | None = None,
     hold_until: str | None = None,
+    pause: int = 0,
 ) -> PassStep:
     """``advance``, counting this page's deferred members; the end of a walk that deferred someone
     starts the next pass instead of completing. With ``graph``, completing records ``dispatch.completed``
@@ -191,6 +192,7 @@ def advance_pass(
         next_page_at=next_pass_at or next_page_at,
         counters=counters,
         last_error=last_error,
+        pause=pause,
     )
     if won and wrap:
         tx.run(statement(_WRAP), dispatchId=job.dispatch_id).consume()

@@ -14,6 +14,7 @@ WHERE d.status = 'sending' AND coalesce(d.cursor, '') = $expected
 SET d.cursor = $cursor, d.cursorMessageId = $messageId, d.pages = d.pages + 1,
     d.enqueued = d.enqueued + $enqueued, d.lastProgressAt = $now, d.nextPageAt = $nextPageAt,
     d.pageFailures = 0, d.emailDeferrals = null,
+    d.waveDelayUsed = CASE WHEN $enqueued > 0 THEN $pause ELSE d.waveDelayUsed END,
     d.status = CASE WHEN $done THEN 'completed' ELSE d.status END,
     d.finishedAt = CASE WHEN $done THEN $now ELSE d.finishedAt END
 RETURN d.id AS id

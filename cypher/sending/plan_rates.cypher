@@ -13,7 +13,7 @@ CALL {
   WITH d WHERE d.status = 'completed' AND coalesce(d.pass, 1) = 1 AND coalesce(d.deferred, 0) = 0
            AND d.experiment IS NULL AND d.startedAt IS NOT NULL
   RETURN collect({startedAt: d.startedAt, endedAt: coalesce(d.lastOutcomeAt, d.finishedAt), pages: d.pages,
-                  waveDelay: d.waveDelaySeconds,
+                  waveDelay: d.waveDelaySeconds, used: d.waveDelayUsed,
                   sent: d.acknowledged + d.rejected + d.suppressed + coalesce(d.emailed, 0)
                         + coalesce(d.uncertain, 0) + coalesce(d.capped, 0)}) AS sends
 }

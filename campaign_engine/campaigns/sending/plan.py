@@ -134,10 +134,15 @@ def _active(send: Mapping[str, Any], wave_delay: int, page: int) -> tuple[int, f
     if sent < MIN_MEASURED:
         return None
     elapsed = (parse_ts(send["endedAt"]) - parse_ts(send["startedAt"])).total_seconds()
-    paced = send.get("waveDelay")  # a send paced to its deadline waited less (deadline.py)
     # The pauses before the last outcome: one after each page but the last that sent. ``pages`` also
     # counts the read that found nothing after a full last page, which came after the last outcome.
     pauses = max(0, min(int(send["pages"] or 0), math.ceil(sent / page)) - 1)
+    used = send.get("used")  # the pause the worker kept after its pages (dispatch_cursor.advance)
+    if used is not None:  # waves dominate a waved send (60 s against 0.4 s a page): no floor but noise
+        return sent, max(elapsed - pauses * int(used), elapsed / 10_000, 0.001)
+    # Sent before the worker recorded its pause: the configured one (or the deadline's, shorter), and a
+    # floor in case the worker kept a shorter one than this deployment's settings say.
+    paced = send.get("waveDelay")
     waits = pauses * (wave_delay if paced is None else min(wave_delay, int(paced)))
     return sent, max(elapsed - waits, elapsed / 10, 0.001)
 

@@ -117,6 +117,7 @@ class PageSettler:
             done=done,
             next_page_at=next_at,
             now=stamp,
+            pause=delay,
         )
         self._log(job, results)
         metrics.deliveries("email", tally(results))  # committed: the Dispatch counted them too

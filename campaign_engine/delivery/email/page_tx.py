@@ -279,6 +279,7 @@ class PageTransactions:
         done: bool,
         next_page_at: str | None,
         now: str,
+        pause: int = 0,
     ) -> PassStep:
         late = self.record(tx, page, results, now=now) if results else 0
         return advance_pass(
@@ -293,6 +294,7 @@ class PageTransactions:
             now=now,
             next_page_at=next_page_at,
             graph=self._graph,
+            pause=pause,
         )
 
     def record_and_defer(

@@ -161,6 +161,7 @@ class PageWorker:
             next_page_at=next_at,
             graph=self._graph,
             hold_until=None if wave is None else wave.decide_at,
+            pause=delay,
         )
         if not step.won:
             log.info("dispatch.page_lost_race dispatch_id=%s", job.dispatch_id)

@@ -171,3 +171,23 @@ def test_the_pause_after_a_full_last_page_is_not_taken_from_the_measured_sending
     paced = replace(SETTINGS, pace=Pace(page_size=500, wave_delay=60))
     plan = preview_dispatch(graph, campaign_id="c1", now=NOW, settings=paced).plan["notify"]
     assert (plan.rate_source, plan.rate) == ("measured", 10.0)  # taking two pauses off would say 25/s
+
+
+def test_a_waved_send_is_measured_with_the_pause_its_worker_recorded_not_floored(graph: Graph) -> None:
+    # 10,000 over pages of 1,000 at 2,700/s with 60 s waves: 3.7 s of sending in 543.7 s to the last
+    # outcome (nine pauses), eleven pages with the read after the full last one. Taking the configured
+    # pauses off, floored at a tenth of the time (for a worker that kept shorter ones), said 184/s; the
+    # worker records the pause it kept after its pages (waveDelayUsed), so the floor is not needed.
+    began = NOW - timedelta(hours=1)
+    graph.run(
+        "CREATE (:Dispatch {id: 'waved', channel: 'notify', status: 'completed', startedAt: $start,"
+        " lastOutcomeAt: $end, finishedAt: $done, pages: 11, acknowledged: 10000, rejected: 0, suppressed: 0,"
+        " waveDelayUsed: 60})",
+        start=format_ts(began), end=format_ts(began + timedelta(seconds=543.7)),
+        done=format_ts(began + timedelta(seconds=603.7)),
+    )  # fmt: skip
+    make_campaign(graph, "c1")
+    add_members(graph, "c1", MEMBERS)
+    waved = replace(SETTINGS, pace=Pace(page_size=1000, wave_delay=60))
+    plan = preview_dispatch(graph, campaign_id="c1", now=NOW, settings=waved).plan["notify"]
+    assert plan.rate_source == "measured" and abs(plan.rate - 10_000 / 3.7) < 1, plan

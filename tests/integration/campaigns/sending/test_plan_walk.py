@@ -137,6 +137,8 @@ def test_an_email_sends_finish_is_its_last_outcome_not_the_read_after_its_full_l
         40,
         format_ts(NOW + timedelta(seconds=120)),
     )
+    waved = graph.run("MATCH (d:Dispatch {id: $id}) RETURN d.waveDelayUsed AS used", id=started.dispatch_id)
+    assert waved[0]["used"] == WAVE  # the pause its worker kept: the next forecast's measured rate reads it
     live = done.plan
     assert live is not None and live.finishes_at == format_ts(NOW + timedelta(seconds=WAVE)), live
     # The forecast: 40 at the configured 20/s and one pause, 62 s, against the 60 s it took.
