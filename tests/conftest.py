@@ -21,6 +21,7 @@ from campaign_engine.config import Settings
 from campaign_engine.graph.graph import Graph, open_graph
 from campaign_engine.graph.local_neo4j import JVM_OPTIONS_VARIABLE, SETTINGS_VARIABLE, LocalNeo4j, repo_root
 from campaign_engine.graph.schema import apply_schema
+from campaign_engine.graph.webhook_outbox import subscribers_for
 
 TEST_JWT_SECRET = "test-jwt-secret-0123456789abcdef-0123456789"
 TEST_SECRETS_KEY = "9wtul5TLI0PLslIFwCMngMc1E-C7aJASuP4YVKUeqtU="  # Fernet: seals receivers\' secrets
@@ -145,8 +146,13 @@ def session_graph(base_settings: Settings) -> Iterator[Graph]:
 
 @pytest.fixture
 def graph(session_graph: Graph) -> Graph:
-    """The session's graph with every node and relationship removed before the test."""
+    """The session's graph with every node and relationship removed before the test, and this process's
+    view of its event-webhook endpoints forgotten: a test's endpoints, cached for seconds, and those it
+    touched would otherwise queue events and kick relay jobs into the next test's queues."""
     session_graph.run("MATCH (n) DETACH DELETE n")
+    view = subscribers_for(session_graph)
+    view.invalidate()
+    view.take_touched()
     return session_graph
 
 
