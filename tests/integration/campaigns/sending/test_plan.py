@@ -6,8 +6,9 @@ recipients' zones push the finish past their end, and a test wave adds its decis
 from __future__ import annotations
 
 from dataclasses import replace
-from datetime import timedelta
+from datetime import datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 from campaign_engine.campaigns.sending.dispatch import dispatch, preview_dispatch
 from campaign_engine.campaigns.sending.dispatch_reads import get_dispatch
@@ -123,16 +124,23 @@ def test_a_test_wave_adds_its_decision_time_before_the_rest(graph: Graph) -> Non
 
 def _past_sends(graph: Graph, runs: list[tuple[int, float]]) -> None:
     """Completed notify Dispatches, oldest first: (recipients, seconds to the last outcome)."""
-    start = NOW - timedelta(hours=1)
     for i, (sent, seconds) in enumerate(runs):
-        begun = start + timedelta(minutes=i)
-        graph.run(
-            "CREATE (:Dispatch {id: $id, channel: 'notify', status: 'completed', startedAt: $start,"
-            " lastOutcomeAt: $end, finishedAt: $end, pages: 1, acknowledged: $sent, rejected: 0,"
-            " suppressed: 0})",
-            id=f"past-{i}", start=format_ts(begun), end=format_ts(begun + timedelta(seconds=seconds)),
-            sent=sent,
-        )  # fmt: skip
+        _past_send(graph, sent, seconds, began=NOW - timedelta(hours=1, minutes=-i), id=f"past-{i}")
+
+
+def _past_send(
+    graph: Graph, sent: int, seconds: float, *, began: datetime, finished: float | None = None, **props: Any
+) -> None:
+    """A completed notify Dispatch of ``sent`` recipients whose last outcome came ``seconds`` after it
+    began and which completed ``finished`` seconds after it (then, by default); ``props`` (its
+    ``pages``, ``waveDelayUsed``) over one page."""
+    graph.run(
+        "CREATE (d:Dispatch {channel: 'notify', status: 'completed', startedAt: $start, lastOutcomeAt: $end,"
+        " finishedAt: $done, pages: 1, acknowledged: $sent, rejected: 0, suppressed: 0}) SET d += $props",
+        start=format_ts(began), end=format_ts(began + timedelta(seconds=seconds)),
+        done=format_ts(began + timedelta(seconds=seconds if finished is None else finished)), sent=sent,
+        props={"id": f"past-{sent}-{seconds}", **props},
+    )  # fmt: skip
 
 
 def test_the_measured_rate_is_the_median_of_the_newest_sends_of_a_comparable_size(graph: Graph) -> None:
@@ -159,13 +167,7 @@ def test_with_no_send_of_its_size_the_rate_is_the_median_not_the_pooled_rate(gra
 def test_the_pause_after_a_full_last_page_is_not_taken_from_the_measured_sending_time(graph: Graph) -> None:
     # 1,000 recipients over pages of 500 with 60 s waves: 100 s of sending and one pause before the last
     # outcome (160 s), then the pause after the full last page and a read that found nothing (3 pages).
-    began = NOW - timedelta(hours=1)
-    graph.run(
-        "CREATE (:Dispatch {id: 'past', channel: 'notify', status: 'completed', startedAt: $start,"
-        " lastOutcomeAt: $end, finishedAt: $done, pages: 3, acknowledged: 1000, rejected: 0, suppressed: 0})",
-        start=format_ts(began), end=format_ts(began + timedelta(seconds=160)),
-        done=format_ts(began + timedelta(seconds=220)),
-    )  # fmt: skip
+    _past_send(graph, 1000, 160, began=NOW - timedelta(hours=1), finished=220, pages=3)
     make_campaign(graph, "c1")
     add_members(graph, "c1", MEMBERS)
     paced = replace(SETTINGS, pace=Pace(page_size=500, wave_delay=60))
@@ -178,14 +180,9 @@ def test_a_waved_send_is_measured_with_the_pause_its_worker_recorded_not_floored
     # outcome (nine pauses), eleven pages with the read after the full last one. Taking the configured
     # pauses off, floored at a tenth of the time (for a worker that kept shorter ones), said 184/s; the
     # worker records the pause it kept after its pages (waveDelayUsed), so the floor is not needed.
-    began = NOW - timedelta(hours=1)
-    graph.run(
-        "CREATE (:Dispatch {id: 'waved', channel: 'notify', status: 'completed', startedAt: $start,"
-        " lastOutcomeAt: $end, finishedAt: $done, pages: 11, acknowledged: 10000, rejected: 0, suppressed: 0,"
-        " waveDelayUsed: 60})",
-        start=format_ts(began), end=format_ts(began + timedelta(seconds=543.7)),
-        done=format_ts(began + timedelta(seconds=603.7)),
-    )  # fmt: skip
+    _past_send(
+        graph, 10_000, 543.7, began=NOW - timedelta(hours=1), finished=603.7, pages=11, waveDelayUsed=60
+    )
     make_campaign(graph, "c1")
     add_members(graph, "c1", MEMBERS)
     waved = replace(SETTINGS, pace=Pace(page_size=1000, wave_delay=60))
