@@ -132,8 +132,8 @@ def walk(ch: Channel, deadline: Deadline, *, now: datetime, delay: int) -> Tally
             missed = kz - min(kz, math.floor(kz * sent / k + 1e-9)) if k else 0
             late["rate"] += missed
             zoned[zone] += missed
-    ends = [t for t in (finish([s for _, _, run in runs for s, _ in run]),) if t is not None]
-    return Tally(late=late, finish=ends[0] if ends else now, zones=zoned)
+    end = finish([s for _, _, run in runs for s, _ in run])
+    return Tally(late=late, finish=end or now, zones=zoned)
 
 
 def paced_delay(
