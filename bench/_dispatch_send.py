@@ -13,7 +13,11 @@ from campaign_engine.graph.graph import Graph
 
 # Warm-up: at least WARMUP_SECONDS of dispatching, then until a round is not SETTLED times faster than
 # the best before it (at most MAX_WARMUP_ROUNDS rounds). On a fresh JVM the rounds' rate kept climbing
-# for about 40 s (794/s in the first 10,000-recipient round, ~2,100/s from the seventh).
+# for about 40 s (794/s in the first 10,000-recipient round, ~2,100/s from the seventh). The warm-ups'
+# campaigns are named next to the rounds' ("bench-0-N", then "bench-1"): the first send to a campaign whose
+# id falls where no send's had cost Neo4j a one-off 1.3 core-s of Bolt work and 1.5-2.7 s of compiling, a
+# quarter of a 10,000-recipient round (every first round after "bench-warmup-N" warm-ups or named
+# "bench-zz-1" in 13 runs; none after "bench-warmup-9N" or "bench-0-N" ones).
 WARMUP_SECONDS = 60.0
 SETTLED = 1.1
 MAX_WARMUP_ROUNDS = 30
@@ -117,7 +121,7 @@ def print_forecast(campaign_id: str, plan: dict[str, Any], elapsed: float, *, do
 
 
 def warm_up(
-    graph: Graph, admin: Admin, size: int, give_up: float, *, label: str = "warmup", tenant: str = TENANT
+    graph: Graph, admin: Admin, size: int, give_up: float, *, label: str = "0", tenant: str = TENANT
 ) -> None:
     """Untimed dispatches of ``size`` recipients, each to a fresh campaign, until the rate settles."""
     best, dispatching = 0.0, 0.0
