@@ -14,6 +14,9 @@ answers (every Dispatch of the campaign, ``campaigns.getStats``).
   Every email Dispatch's recipients are accounted: ``emailed + rejected + uncertain`` of the audience
   once the sweeper has counted abandoned claims (a killed worker's). Dead-lettered messages: every
   recipient is deliverable, so any dead letter is one mismatch.
+- Each is checked per campaign (the bulk one and the critical one, whose emails carry their own subject)
+  and summed (``merge``): a critical send that overtook the bulk walk under the faults loses, repeats and
+  miscounts no one either.
 - stuck: Dispatches neither ``completed`` nor ``stopped`` (a pause stops one; its successor completes).
   A run whose driver gave up waiting (the API did not answer, a Dispatch did not end in time) counts
   what the receivers' own files show and is ``stuck`` (``gave_up``): a broken promise with its RESULT
@@ -40,6 +43,7 @@ __all__ = [
     "gave_up",
     "inbox_recipients",
     "inbox_resends",
+    "merge",
 ]
 
 _TERMINAL_OK = {"completed", "stopped"}
@@ -52,12 +56,13 @@ class Result:
     duplicate_emails: int = 0
     stuck: int = 0
     mismatches: list[str] = field(default_factory=list)
+    critical: int = 0  # the critical campaign's recipients, when merged with its result
 
     def line(self, faults: int) -> str:
         return (
             f"RESULT faults={faults} recipients={self.recipients} lost={self.lost} "
             f"duplicate_emails={self.duplicate_emails} counter_mismatches={len(self.mismatches)} "
-            f"stuck={self.stuck}"
+            f"stuck={self.stuck} critical={self.critical}"
         )
 
     @property
@@ -91,13 +96,15 @@ def inbox_resends(db: Path, campaign_id: str) -> int:
     return int(row[0])
 
 
-def caught_addresses(mailbox: Path) -> Counter[str]:
-    """Messages per ``To`` address in the catcher's mailbox (finished files only)."""
+def caught_addresses(mailbox: Path, *, subject: str | None = None) -> Counter[str]:
+    """Messages per ``To`` address in the catcher's mailbox (finished files only), of one ``subject``."""
     parser = BytesHeaderParser()
     found: Counter[str] = Counter()
     for path in mailbox.glob("*.eml"):
         with path.open("rb") as file:
-            found[parseaddr(str(parser.parse(file)["To"]))[1].lower()] += 1
+            headers = parser.parse(file)
+        if subject is None or str(headers["Subject"]) == subject:
+            found[parseaddr(str(headers["To"]))[1].lower()] += 1
     return found
 
 
@@ -164,6 +171,7 @@ def gave_up(
     mailbox: Path,
     campaign_id: str | None,
     dispatches: Callable[[], list[dict[str, Any]]] | None,
+    subject: str | None,
     why: str,
 ) -> Result:
     """The verdict of a run whose driver timed out: what the receivers hold, and ``stuck``: the
@@ -178,5 +186,17 @@ def gave_up(
             inbox = inbox_recipients(inbox_db, campaign_id)
     result = Result(recipients=len(audience), stuck=stuck, mismatches=[why])
     result.lost = len(set(audience) - set(inbox))
-    result.duplicate_emails = sum(1 for n in caught_addresses(mailbox).values() if n > 1)
+    result.duplicate_emails = sum(1 for n in caught_addresses(mailbox, subject=subject).values() if n > 1)
     return result
+
+
+def merge(bulk: Result, critical: Result) -> Result:
+    """The two campaigns' verdicts as one: the promises summed, the critical one's mismatches named."""
+    return Result(
+        recipients=bulk.recipients,
+        lost=bulk.lost + critical.lost,
+        duplicate_emails=bulk.duplicate_emails + critical.duplicate_emails,
+        stuck=bulk.stuck + critical.stuck,
+        mismatches=bulk.mismatches + [f"critical campaign: {m}" for m in critical.mismatches],
+        critical=critical.recipients,
+    )

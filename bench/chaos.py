@@ -12,14 +12,20 @@ SIGKILL of the worker and a new one, an API restart, a Neo4j restart, the inbox 
 the SMTP relay throttling or failing (``bench/_chaos_fronts.py``), every queue message delivered twice for
 a while, and a pause and resume through the API. Each is printed with its time after the dispatch.
 
+The campaign is a ``bulk`` one; a quarter into the window a ``critical`` campaign to the first
+``CRITICAL`` recipients (its own subject) is dispatched through the API while the bulk walk runs and the
+faults fall, so the lanes' preemption is under the same faults and checked by the same promises.
+
 The run then waits (bounded) for every Dispatch to end, the queue to drain and the sweeper to count
 abandoned email claims, resuming a ``failed`` Dispatch as an operator would (printed), and checks the
 promises (``bench/_chaos_checks.py``). It prints one line
-``RESULT faults=<n> recipients=<n> lost=<n> duplicate_emails=<n> counter_mismatches=<n> stuck=<n>`` and
-exits 1 if any but the first two is not zero. A failing seed fails again with the same command (the
-fault sequence is the seed's; the moments are the same to within the processes' own timing), and its
-folder with every process's log is kept. A run whose driver times out waiting (no API, a Dispatch that
-never ends) prints its RESULT line too, with ``stuck`` at least 1 (``_chaos_checks.gave_up``).
+``RESULT faults=<n> recipients=<n> lost=<n> duplicate_emails=<n> counter_mismatches=<n> stuck=<n>
+critical=<n>`` (the promises summed over both campaigns; ``recipients`` the bulk audience, ``critical``
+the critical one's) and exits 1 if any of lost, duplicate_emails, counter_mismatches or stuck is not
+zero. A failing seed fails again with the same command (the fault sequence is the seed's; the moments
+are the same to within the processes' own timing), and its folder with every process's log is kept.
+A run whose driver times out waiting (no API, a Dispatch that never ends) prints its RESULT line too,
+with ``stuck`` at least 1 (``_chaos_checks.gave_up``).
 """
 
 from __future__ import annotations
@@ -32,6 +38,7 @@ import signal
 import sqlite3
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -47,6 +54,7 @@ from bench._chaos_checks import (
     gave_up,
     inbox_recipients,
     inbox_resends,
+    merge,
 )
 from bench._chaos_faults import Injector, schedule
 from bench._chaos_stack import Stack
@@ -55,6 +63,8 @@ from campaign_engine.config import Settings
 
 DELAY_SECONDS = 2
 EMAIL_COPY = {"subject": "Chaos news", "title": "Hello", "body": "One\nTwo", "ctaLabel": "Open"}
+CRITICAL = 200  # the critical campaign's audience (at most a tenth of the bulk one's)
+CRITICAL_AT = 0.25  # its dispatch, as a share of the fault window after the bulk one's
 _RETRIED = {502, 503, 504}
 
 
@@ -112,21 +122,26 @@ def audience_file(path: Path, count: int) -> dict[str, str]:
 
 
 class Campaign:
-    """The run's one campaign, through the API: created, filled, made live and dispatched."""
+    """One of the run's campaigns, through the API: created, filled, made live and dispatched."""
 
-    def __init__(self, api: Api, campaign_id: str) -> None:
+    def __init__(self, api: Api, campaign_id: str, *, priority: str, subject: str) -> None:
         self.api = api
         self.id = campaign_id
+        self.priority = priority
+        self.subject = subject  # its emails' subject: how the catcher's mailbox tells the campaigns apart
 
-    def create(self) -> None:
+    def create(self, profile_ids: list[str] | None = None) -> None:
+        """Every profile of the tenant, or ``profile_ids``."""
         self.api.mutate(
             "campaigns.create",
             {
-                "id": self.id, "name": "Chaos", "channels": ["notify", "email"],
-                "notification": {"title": "Chaos", "body": "Still here"}, "email": EMAIL_COPY,
+                "id": self.id, "name": f"Chaos {self.priority}", "channels": ["notify", "email"],
+                "priority": self.priority, "notification": {"title": "Chaos", "body": "Still here"},
+                "email": {**EMAIL_COPY, "subject": self.subject},
             },
         )  # fmt: skip
-        self.api.mutate("campaigns.addAudience", {"campaignId": self.id, "source": {"type": "all"}})
+        source = {"type": "all"} if profile_ids is None else {"type": "profileIds", "profileIds": profile_ids}
+        self.api.mutate("campaigns.addAudience", {"campaignId": self.id, "source": source})
 
     def send(self) -> str:
         """Live, previewed and dispatched; the new dispatch ids. A preview gone stale before its confirm
@@ -181,9 +196,17 @@ def wait_for(what: str, done: Callable[[], bool], *, timeout: float, say: Callab
     return True
 
 
-def settle(stack: Stack, campaign: Campaign, injector: Injector, count: int, window: float) -> None:
-    """Waits, bounded, until every Dispatch ended and the last of each channel completed, the queue is
-    empty and every email has an outcome; a ``failed`` Dispatch is resumed as an operator would."""
+def settle(
+    stack: Stack,
+    campaign: Campaign,
+    critical: Campaign,
+    injector: Injector,
+    counts: dict[str, int],
+    window: float,
+) -> None:
+    """Waits, bounded, until every Dispatch of both campaigns ended and the last of each channel
+    completed, the queue is empty and every email has an outcome; a paused bulk campaign is resumed and
+    a ``failed`` Dispatch of either resumed, as an operator would. ``counts``: recipients by campaign."""
     say = injector.say
     if campaign.status() != "live" or injector.resume_failed:
         say(f"resume the paused campaign: new dispatch {campaign.send()}")
@@ -194,7 +217,7 @@ def settle(stack: Stack, campaign: Campaign, injector: Injector, count: int, win
         if worker.poll() is not None:
             stack.exits.append(f"worker pid {worker.pid} rc {worker.returncode}")
             say(f"the worker exited by itself ({stack.exits[-1]}); started worker pid {stack.start_worker()}")
-        found = campaign.dispatches()
+        found = campaign.dispatches() + critical.dispatches()
         for d in found:
             if d["status"] == "failed" and d["dispatchId"] not in resumed:
                 resumed.add(d["dispatchId"])
@@ -207,13 +230,35 @@ def settle(stack: Stack, campaign: Campaign, injector: Injector, count: int, win
     wait_for("the queue to drain", lambda: queue_depth(stack.queue_path) == 0, timeout=300, say=say)
 
     def outcomes() -> bool:
-        email = [d for d in campaign.dispatches() if d["channel"] == "email"]
-        return sum(int(d["emailed"]) + int(d["uncertain"]) + int(d["rejected"]) for d in email) >= count
+        def answered(c: Campaign) -> int:
+            email = [d for d in c.dispatches() if d["channel"] == "email"]
+            return sum(int(d["emailed"]) + int(d["uncertain"]) + int(d["rejected"]) for d in email)
+
+        return all(answered(c) >= counts[c.id] for c in (campaign, critical))
 
     # A claim a killed worker left without an outcome is counted uncertain by the sweeper (every minute)
     # once it is CAMPAIGN_EMAIL_UNCERTAIN_AFTER_SECONDS old.
     wait_for("every email to have an outcome", outcomes, timeout=200, say=say)
     say("settled")
+
+
+def send_later(injector: Injector, campaign: Campaign, at: float) -> threading.Thread:
+    """``campaign`` dispatched ``at`` seconds after the first dispatch, on a thread of its own (the API
+    calls retry through restarts); said when it went, or why it did not (the run is then not clean)."""
+
+    def go() -> None:
+        wait = injector.t0 + at - time.monotonic()
+        if wait > 0:
+            time.sleep(wait)
+        try:
+            injector.say(f"critical send dispatched {campaign.send()}")
+        except Exception as exc:  # reported as a broken run, never silently skipped
+            injector.failures.append(f"the critical send: {exc!r}")
+            injector.say(f"critical send FAILED: {exc!r}")
+
+    thread = threading.Thread(target=go, name="critical", daemon=True)
+    thread.start()
+    return thread
 
 
 def pacing(recipients: int, window: float) -> int:
@@ -231,7 +276,9 @@ def run(args: argparse.Namespace, work: Path) -> Result:
         print(f"  {fault.at:7.1f}s  {fault.kind}" + (f" ({fault.seconds:.1f} s)" if fault.seconds else ""))
     stack = Stack(work, page_size=page_size, delay_seconds=DELAY_SECONDS)
     audience = audience_file(work / "profiles.jsonl", args.recipients)
+    critical_audience = dict(list(audience.items())[: min(CRITICAL, max(1, args.recipients // 10))])
     campaign: Campaign | None = None
+    critical: Campaign | None = None
     injector: Injector | None = None
     try:
         started = time.monotonic()
@@ -245,26 +292,35 @@ def run(args: argparse.Namespace, work: Path) -> Result:
         token = mint_token(
             Settings(_env_file=stack.env_file), profile_id="admin", scope=ADMIN_SCOPE, ttl_seconds=6 * 3600
         )
-        campaign = Campaign(Api(stack.api_url, token), f"chaos-{args.seed}")
+        api = Api(stack.api_url, token)
+        campaign = Campaign(api, f"chaos-{args.seed}", priority="bulk", subject=EMAIL_COPY["subject"])
+        critical = Campaign(api, f"chaos-{args.seed}-critical", priority="critical", subject="Chaos: urgent")
         campaign.create()
+        critical.create(list(critical_audience))
         first = campaign.send()
         injector = Injector(stack, t0=time.monotonic(), pause=campaign.pause, resume=campaign.send)
         injector.say(f"dispatched {first}")
+        urgent = send_later(injector, critical, CRITICAL_AT * window)
         injector.inject_all(faults)
         injector.finish()
-        settle(stack, campaign, injector, args.recipients, window)
-        inbox, caught = inbox_recipients(stack.inbox_db, campaign.id), caught_addresses(stack.mailbox)
+        urgent.join(timeout=900)
+        counts = {campaign.id: len(audience), critical.id: len(critical_audience)}
+        settle(stack, campaign, critical, injector, counts, window)
         dead = dead_letters(stack.queue_path)
-        result = check(
-            audience=audience, inbox=inbox, caught=caught, dispatches=campaign.dispatches(),
-            stats=campaign.stats(), dead=dead,
-        )  # fmt: skip
+
+        def verdict(c: Campaign, people: dict[str, str]) -> Result:
+            caught = caught_addresses(stack.mailbox, subject=c.subject)
+            inbox = inbox_recipients(stack.inbox_db, c.id)
+            return check(audience=people, inbox=inbox, caught=caught, dispatches=c.dispatches(),
+                         stats=c.stats(), dead=dead if c is campaign else 0)  # fmt: skip
+
+        result = merge(verdict(campaign, audience), verdict(critical, critical_audience))
         result.mismatches += [f"a process exited by itself: {e}" for e in stack.exits]
         result.mismatches += [f"a fault could not be injected: {e}" for e in injector.failures]
         print("faults injected:")
         for line in sorted(injector.log, key=lambda line: float(line.split("s")[0])):
             print(line)
-        for d in campaign.dispatches():
+        for d in campaign.dispatches() + critical.dispatches():
             keys = (
                 "status",
                 "enqueued",
@@ -274,8 +330,10 @@ def run(args: argparse.Namespace, work: Path) -> Result:
                 "emailed",
                 "throttled",
                 "uncertain",
+                "startedAt",
+                "finishedAt",
             )
-            print(f"  {d['channel']} {d['dispatchId']}: " + " ".join(f"{k}={d[k]}" for k in keys))
+            print(f"  {d['channel']} {d['dispatchId']}: " + " ".join(f"{k}={d.get(k)}" for k in keys))
             # Each recipient is acknowledged or suppressed once at most; `enqueued` may miss a page per kill
             # (enqueued, then killed before the cursor CAS). Not a promise of the receiver contract (no
             # receiver sees it), so not in RESULT: `suppressed` adds one per delivery message rechecked away,
@@ -284,9 +342,13 @@ def run(args: argparse.Namespace, work: Path) -> Result:
             slack = page_size * sum(1 for f in injector.injected if f.kind == "kill_worker")
             if d["channel"] == "notify" and d["acknowledged"] + d["suppressed"] > d["enqueued"] + slack:
                 print(f"  NOTE {d['dispatchId']}: acknowledged + suppressed > enqueued: some counted twice")
-        resent = inbox_resends(stack.inbox_db, campaign.id)
-        print(f"inbox: {len(inbox)} recipients stored, {resent} POSTs of a stored one deduplicated")
-        print(f"catcher: {sum(caught.values())} messages to {len(caught)} addresses; dead letters: {dead}")
+        for c in (campaign, critical):
+            resent = inbox_resends(stack.inbox_db, c.id)
+            caught = caught_addresses(stack.mailbox, subject=c.subject)
+            print(f"{c.id}: the inbox stored {len(inbox_recipients(stack.inbox_db, c.id))} recipients "
+                  f"({resent} POSTs of a stored one deduplicated); the catcher {sum(caught.values())} "
+                  f"messages to {len(caught)} addresses")  # fmt: skip
+        print(f"dead letters: {dead}")
         for mismatch in result.mismatches:
             print(f"MISMATCH {mismatch}")
         print(result.line(len(injector.injected)), flush=True)
@@ -294,13 +356,19 @@ def run(args: argparse.Namespace, work: Path) -> Result:
     except TimeoutError as exc:  # the driver gave up waiting: a verdict all the same
         if campaign is not None:
             campaign.api.patience = 30  # asked briefly: the API may be what is missing
-        result = gave_up(
-            audience=audience,
-            inbox_db=stack.inbox_db,
-            mailbox=stack.mailbox,
-            campaign_id=None if campaign is None else campaign.id,
-            dispatches=None if campaign is None else campaign.dispatches,
-            why=f"the driver timed out: {exc}",
+        result = merge(
+            *(
+                gave_up(
+                    audience=people,
+                    inbox_db=stack.inbox_db,
+                    mailbox=stack.mailbox,
+                    campaign_id=None if c is None else c.id,
+                    dispatches=None if c is None else c.dispatches,
+                    subject=None if c is None else c.subject,
+                    why=f"the driver timed out: {exc}",
+                )
+                for c, people in ((campaign, audience), (critical, critical_audience))
+            )
         )
         print(f"MISMATCH {result.mismatches[0]}")
         print(result.line(0 if injector is None else len(injector.injected)), flush=True)
