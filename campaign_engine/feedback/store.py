@@ -9,7 +9,9 @@ no send of ours can be traced to opts out of every tenant.
 A suppression remembers the tenants whose sends the feedback that set its reason was about
 (``causedBy``, from the provider message ids), so a tenant reads the reason, the provider's detail and
 the dates only of suppressions its own sends caused, and of any other only that the address is
-suppressed.
+suppressed. Feedback that outran the record of its send names no tenant yet (its complaint opts out of
+every tenant, the safe side); the suppression keeps its message ids, and the send's tenant reads the
+reason once the record lands.
 
 One write transaction per record: the dedup node first (``feedback_record``), then the suppressions,
 then the profiles it concerns under their locks (ascending ``profileId``, as every profile writer), so
@@ -127,7 +129,12 @@ class FeedbackStore:
         if suppress:
             rows = [suppress[address] for address in sorted(suppress)]
             suppressed = tx.run(
-                statement("feedback_suppress"), rows=rows, source=feedback.source, now=now, tenants=tenants
+                statement("feedback_suppress"),
+                rows=rows,
+                source=feedback.source,
+                now=now,
+                tenants=tenants,
+                messageIds=list(feedback.message_ids),
             ).single(strict=True)["suppressed"]
         self._touch_profiles(tx, feedback, now, self._graph, tenants)
         return Applied(duplicate=False, suppressed=suppressed, reactivated=reactivated)

@@ -14,7 +14,11 @@ WHERE s.address > $cursor
           <-[:HAS_VIEW]-(p:Profile)
     WHERE $tenant IN p.tenants
   })
-WITH s, $tenant IS NULL OR $tenant IN coalesce(s.causedBy, []) AS detailed
+WITH s, $tenant IS NULL OR $tenant IN coalesce(s.causedBy, [])
+        OR (size(coalesce(s.causedBy, [])) = 0 AND EXISTS {
+          MATCH (:Profile)-[sent:CAMPAIGN_STATE]->(c:Campaign)
+          WHERE sent.emailProviderMessageId IN coalesce(s.causeMessageIds, []) AND c.tenantId = $tenant
+        }) AS detailed
 WHERE $reason IS NULL OR (detailed AND s.reason = $reason)
 RETURN CASE WHEN detailed
          THEN s {.address, .reason, .source, .detail, .suppressedAt, .lastFeedbackAt, .feedbackCount,

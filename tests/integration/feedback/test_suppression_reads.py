@@ -14,9 +14,11 @@ import pytest
 
 from campaign_engine.api.auth import mint_token
 from campaign_engine.config import Settings
+from campaign_engine.domain.types import format_ts
 from campaign_engine.feedback.events import AddressEvent, Feedback
 from campaign_engine.feedback.store import FeedbackStore
-from campaign_engine.graph.graph import Graph
+from campaign_engine.graph.feedback_marks import link_pending
+from campaign_engine.graph.graph import Graph, Tx
 from tests.conftest import ADMIN_ID
 from tests.support.api import TrpcClient, api_client, ok
 from tests.support.delivery import NOW, make_campaign
@@ -98,3 +100,30 @@ def test_a_suppression_no_send_of_a_tenant_caused_shows_no_tenant_why(api: TrpcC
     for tenant in ("north", "river"):
         assert _as_tenant(api, tenant, "suppressions.get", {"address": SHARED})["detailed"] is False
     assert ok(api.query("suppressions.get", {"address": SHARED}, as_=ADMIN_ID, admin=True))["detailed"]
+
+
+def test_a_bounce_that_outran_its_send_is_read_by_its_tenant_once_the_send_is_recorded(
+    api: TrpcClient, graph: Graph
+) -> None:
+    """The webhook arrives before the walk's record transaction wrote the message id: no tenant is known
+    then, so nobody reads why; the record of river's send (its message id and the pending feedback's
+    count, as the email walk writes them) gives river the reason, and north still reads none."""
+    _seed(graph)
+    _feedback(graph, SHARED, "bounce-late", "msg-late")
+    assert _as_tenant(api, "river", "suppressions.get", {"address": SHARED})["detailed"] is False
+
+    def record(tx: Tx) -> None:
+        tx.run(
+            "MATCH (p:Profile {profileId: 'parent'})-[s:CAMPAIGN_STATE]->(:Campaign {id: 'c-river'})"
+            " SET s.emailProviderMessageId = 'msg-late'"
+        ).consume()
+        link_pending(tx, None, ["msg-late"], now=format_ts(NOW))
+
+    graph.write(record)
+    mine = _as_tenant(api, "river", "suppressions.get", {"address": SHARED})
+    assert (mine["detailed"], mine["reason"]) == (True, "hard_bounce")
+    river = _as_tenant(api, "river", "suppressions.list", {"reason": "hard_bounce"})["records"]
+    assert [(r["address"], r["reason"]) for r in river] == [(SHARED, "hard_bounce")]
+    assert _as_tenant(api, "north", "suppressions.get", {"address": SHARED})["detailed"] is False
+    pending = graph.run("MATCH (f:PendingFeedback) RETURN count(f) AS n")[0]["n"]
+    assert pending == 0  # the record counted it, once
