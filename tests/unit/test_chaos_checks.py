@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
-from bench._chaos_checks import check
+from bench._chaos_checks import check, merge
 
 AUDIENCE = {f"p{i}": f"p{i}@example.com" for i in range(10)}
 
@@ -30,7 +30,7 @@ def clean() -> dict[str, Any]:
 def test_a_clean_run_passes() -> None:
     result = check(**clean())
     assert result.ok and result.line(7) == (
-        "RESULT faults=7 recipients=10 lost=0 duplicate_emails=0 counter_mismatches=0 stuck=0"
+        "RESULT faults=7 recipients=10 lost=0 duplicate_emails=0 counter_mismatches=0 stuck=0 critical=0"
     )
 
 
@@ -71,3 +71,12 @@ def test_every_broken_promise_is_seen() -> None:
         records[key] = value
         assert not check(**records).ok, (key, value)
         assert check(**records).mismatches, (key, value)
+
+
+def test_the_critical_campaigns_broken_promise_fails_the_merged_run() -> None:
+    bulk = check(**clean())
+    critical = check(**{**clean(), "inbox": Counter(list(AUDIENCE)[1:])})  # one never stored
+    merged = merge(bulk, critical)
+    assert not merged.ok and (merged.lost, merged.critical) == (1, 10)
+    assert merged.mismatches[0].startswith("critical campaign: ")
+    assert merged.line(3).endswith("lost=1 duplicate_emails=0 counter_mismatches=2 stuck=0 critical=10")
