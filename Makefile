@@ -13,9 +13,9 @@ ADMIN_MODULES := admin/node_modules/.package-lock.json
 ADMIN_ASSETS := campaign_engine/api/admin_static/manifest.json
 # make dev's OpenID provider (devidp/: node-oidc-provider), npm ci from its committed lock like admin/.
 DEVIDP_MODULES := devidp/node_modules/.package-lock.json
-# `make test` runs pytest-xdist workers, each a session with its own Neo4j (a 1 GiB heap). Much of the
-# suite waits on processes and sockets, so on 2 cores it runs more workers than cores, but each worker's
-# Neo4j compiles its own code and statements: three spend less CPU than four and finish sooner.
+# `make test` runs pytest-xdist workers, each a session with its own database, all in one Neo4j JVM
+# (1 GiB of heap per worker; tests/conftest.py). Much of the suite waits on processes and sockets, so
+# on 2 cores it runs more workers than cores, but each database plans its own statements.
 # TEST_WORKERS=0 runs it in one process.
 TEST_WORKERS ?= 3
 

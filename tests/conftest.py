@@ -1,7 +1,8 @@
 """Session fixtures shared by every test layer: one real Neo4j per test session, wiped per test.
 
-``make test`` runs pytest-xdist workers, each its own session: each starts its own Neo4j on a free port
-with data, queue files and temporary folders under its own ``tmp_path_factory`` base.
+``make test`` runs pytest-xdist workers, each its own session with its own database, queue files and
+temporary folders under its own ``tmp_path_factory`` base; the databases live in one Neo4j JVM that the
+controller starts (``pytest_configure``), a run without workers starts its own.
 
 Neo4j comes from, in order: ``NEO4J_URI`` (+ ``NEO4J_USER``/``NEO4J_PASSWORD``) if set; a testcontainers
 ``neo4j:5.26-community`` when a Docker engine answers a ping; else the local launcher in ``infra/neo4j``.
@@ -11,10 +12,15 @@ If none can start, the tests that need the graph error out: a missing Neo4j is a
 from __future__ import annotations
 
 import os
+import shutil
 import socket
+import tempfile
+import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
+import neo4j
 import pytest
 
 from campaign_engine.config import Settings
@@ -41,6 +47,35 @@ SESSION_JIT = ("-XX:TieredStopAtLevel=4",)  # the JVM's default, tiered up to C2
 
 
 UNGROUPED = pytest.StashKey[set[str]]()
+POOL_VARIABLE = "CAMPAIGN_TEST_NEO4J_URIS"
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Starts, in the xdist controller, one JVM holding a session database per worker (``gwK`` takes
+    the K-th of ``CAMPAIGN_TEST_NEO4J_URIS``). Three JVMs compiled the same Neo4j three times: the JIT
+    was half of their CPU. The start runs on a thread: workers spawn and collect meanwhile, and each
+    waits for its own database in ``neo4j_uri``."""
+    workers = getattr(config.option, "numprocesses", None)
+    if hasattr(config, "workerinput") or not isinstance(workers, int) or workers < 2:
+        return
+    if os.environ.get("NEO4J_URI") or os.environ.get(POOL_VARIABLE) or _docker_answers():
+        return
+    data_dir = Path(tempfile.mkdtemp(prefix="campaign-session-neo4j-"))
+    ports = [free_port() for _ in range(workers)]
+    server = LocalNeo4j(
+        data_dir=data_dir, port=ports[0], more_ports=tuple(ports[1:]), heap=f"{workers}g",
+        pagecache="128m", jvm_options=SESSION_JIT,
+    )  # fmt: skip
+    os.environ[POOL_VARIABLE] = ",".join(server.uris)
+    starting = threading.Thread(target=server.start, kwargs={"timeout": 300}, daemon=True)
+    starting.start()
+
+    def stop() -> None:
+        starting.join()
+        server.stop()
+        shutil.rmtree(data_dir, ignore_errors=True)
+
+    config.add_cleanup(stop)
 
 
 @pytest.hookimpl(trylast=True)
@@ -95,10 +130,35 @@ def _neo4j_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return Path(chosen) / worker if worker else Path(chosen)
 
 
+def _pooled_uri() -> str | None:
+    uris = os.environ.get(POOL_VARIABLE, "").split(",")
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "")
+    index = int(worker.removeprefix("gw")) if worker.removeprefix("gw").isdigit() else len(uris)
+    return uris[index] if index < len(uris) and uris[index] else None
+
+
+def _wait_for_bolt(uri: str, *, timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    with neo4j.GraphDatabase.driver(uri, auth=None) as driver:
+        while True:
+            try:
+                driver.verify_connectivity()
+                return
+            except (neo4j.exceptions.ServiceUnavailable, OSError):
+                if time.monotonic() > deadline:
+                    raise
+            time.sleep(0.25)
+
+
 @pytest.fixture(scope="session")
 def neo4j_uri(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     if os.environ.get("NEO4J_URI"):
         yield os.environ["NEO4J_URI"]
+        return
+    pooled = _pooled_uri()
+    if pooled is not None:
+        _wait_for_bolt(pooled, timeout=300)
+        yield pooled
         return
     if _docker_answers():
         from testcontainers.neo4j import Neo4jContainer

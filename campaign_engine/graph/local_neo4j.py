@@ -83,11 +83,18 @@ class LocalNeo4j:
     pagecache: str = "256m"
     jvm_options: tuple[str, ...] = ()
     """This launcher's own JVM options, after the environment's: a later ``-XX`` flag wins."""
+    more_ports: tuple[int, ...] = ()
+    """Further databases in the same JVM, one per port (``uris``), stored under ``data_dir``; they
+    share the heap, so size ``heap`` for all of them."""
     process: subprocess.Popen[bytes] | None = None
 
     @property
     def uri(self) -> str:
         return f"bolt://127.0.0.1:{self.port}"
+
+    @property
+    def uris(self) -> list[str]:
+        return [f"bolt://127.0.0.1:{port}" for port in (self.port, *self.more_ports)]
 
     @property
     def pid_file(self) -> Path:
@@ -106,7 +113,8 @@ class LocalNeo4j:
         args = [
             java, f"-Xmx{self.heap}", f"-Xms{self.heap}", "-XX:+UseG1GC",
             *os.environ.get(JVM_OPTIONS_VARIABLE, "").split(), *self.jvm_options, *sharing, *extra_options,
-            "-jar", str(jar), "--data", str(self.data_dir), "--port", str(self.port),
+            "-jar", str(jar), "--data", str(self.data_dir),
+            "--port", ",".join(str(port) for port in (self.port, *self.more_ports)),
             "--pagecache", self.pagecache, "--watch-stdin", "false" if detached else "true",
             "--settings", os.environ.get(SETTINGS_VARIABLE, ""),
         ]  # fmt: skip
@@ -134,7 +142,7 @@ class LocalNeo4j:
                 raise RuntimeError(f"Neo4j launcher exited early; see {log_path}")
             with log_path.open("rb") as log:
                 log.seek(offset)
-                announced = b"NEO4J READY" in log.read()
+                announced = log.read().count(b"NEO4J READY") > len(self.more_ports)
             if announced and self.ready():
                 return
             time.sleep(0.25)

@@ -1,5 +1,5 @@
 """The local launcher: readiness, JVM options and Neo4j settings from the environment, its class archive
-mapped, and no orphan when the parent that started it dies."""
+mapped, no orphan when the parent that started it dies, and separate databases in one JVM."""
 
 from __future__ import annotations
 
@@ -11,8 +11,14 @@ import time
 from pathlib import Path
 
 import neo4j
+import pytest
 
-from campaign_engine.graph.local_neo4j import JVM_OPTIONS_VARIABLE, SETTINGS_VARIABLE, class_archive
+from campaign_engine.graph.local_neo4j import (
+    JVM_OPTIONS_VARIABLE,
+    SETTINGS_VARIABLE,
+    LocalNeo4j,
+    class_archive,
+)
 from tests.conftest import free_port
 
 _PARENT = """
@@ -85,3 +91,28 @@ def test_launcher_exits_when_its_parent_is_killed(tmp_path: Path) -> None:
         for stream in (parent.stdin, parent.stdout):
             if stream is not None:
                 stream.close()
+
+
+def test_one_launcher_serves_a_separate_database_on_each_of_its_ports(tmp_path: Path) -> None:
+    """The suite's workers share one JVM (tests/conftest.py); a write by one must stay out of the
+    others' graphs, and one stop ends them all."""
+    server = LocalNeo4j(data_dir=tmp_path / "db", port=free_port(), more_ports=(free_port(),), heap="1g")
+    server.start()
+    try:
+        first, second = server.uris
+        with neo4j.GraphDatabase.driver(first, auth=None) as driver:
+            driver.execute_query("CREATE (:Only {on: 'first'})")
+        counts = []
+        for uri in server.uris:
+            with neo4j.GraphDatabase.driver(uri, auth=None) as driver:
+                records, _, _ = driver.execute_query("MATCH (n:Only) RETURN count(n) AS n")
+                counts.append(records[0]["n"])
+        assert counts == [1, 0]
+    finally:
+        server.stop()
+    assert not server.ready()
+    with (
+        neo4j.GraphDatabase.driver(second, auth=None) as driver,
+        pytest.raises(neo4j.exceptions.ServiceUnavailable),
+    ):
+        driver.verify_connectivity()

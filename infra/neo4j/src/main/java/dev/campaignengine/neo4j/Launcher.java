@@ -2,7 +2,9 @@ package dev.campaignengine.neo4j;
 
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.ArrayList;
 import java.util.HashMap;
+import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CountDownLatch;
 import org.neo4j.dbms.api.DatabaseManagementService;
@@ -12,10 +14,12 @@ import org.neo4j.graphdb.GraphDatabaseService;
 /**
  * Runs Neo4j Community embedded with Bolt on 127.0.0.1 only and auth disabled, for local runs and tests.
  *
- * <p>Arguments: {@code --data DIR --port N [--pagecache 64m] [--tx-memory 512m] [--watch-stdin false]
+ * <p>Arguments: {@code --data DIR --port N[,N...] [--pagecache 64m] [--tx-memory 512m] [--watch-stdin false]
  * [--settings "name=value name=value"]}; the heap is set by the caller with -Xmx. {@code --settings} adds or
- * overrides raw Neo4j settings (the test suite's query-cache policy). Prints {@code NEO4J READY
- * bolt://127.0.0.1:N} once Bolt accepts queries. Shuts down cleanly on SIGTERM and when stdin closes,
+ * overrides raw Neo4j settings (the test suite's query-cache policy). Several ports start as many
+ * databases in this one JVM, the first in DIR and the k-th in DIR/instance-k, each on its own port and
+ * page cache: the test suite's workers share one JIT's compiled Neo4j instead of compiling it once
+ * each. Prints {@code NEO4J READY bolt://127.0.0.1:N} for each port once Bolt accepts queries. Shuts down cleanly on SIGTERM and when stdin closes,
  * so a crashed parent never leaves an orphan holding the store lock.
  */
 public final class Launcher {
@@ -24,9 +28,40 @@ public final class Launcher {
     public static void main(String[] args) throws Exception {
         Map<String, String> opts = parse(args);
         Path data = Path.of(opts.getOrDefault("--data", ".local/neo4j")).toAbsolutePath();
-        int port = Integer.parseInt(opts.getOrDefault("--port", "7687"));
-        Files.createDirectories(data);
+        String[] ports = opts.getOrDefault("--port", "7687").split(",");
+        List<DatabaseManagementService> services = new ArrayList<>();
+        for (int i = 0; i < ports.length; i++) {
+            Path home = i == 0 ? data : data.resolve("instance-" + i);
+            services.add(start(home, Integer.parseInt(ports[i].trim()), opts));
+        }
+        CountDownLatch stopped = new CountDownLatch(1);
+        Thread shutdown = new Thread(() -> {
+            services.parallelStream().forEach(DatabaseManagementService::shutdown);
+            stopped.countDown();
+        }, "neo4j-shutdown");
+        Runtime.getRuntime().addShutdownHook(shutdown);
 
+        for (int i = 0; i < ports.length; i++) {
+            GraphDatabaseService db = services.get(i).database("neo4j");
+            db.executeTransactionally("RETURN 1");
+            System.out.println("NEO4J READY bolt://127.0.0.1:" + ports[i].trim());
+        }
+        System.out.flush();
+
+        if ("false".equals(opts.get("--watch-stdin"))) {
+            stopped.await(); // detached: only SIGTERM stops us
+            return;
+        }
+        // Parent gone (stdin closed) -> exit, which runs the shutdown hook.
+        while (System.in.read() != -1) {
+            // discard anything written to stdin
+        }
+        System.exit(0);
+    }
+
+    private static DatabaseManagementService start(Path data, int port, Map<String, String> opts)
+            throws Exception {
+        Files.createDirectories(data);
         Map<String, String> config = new HashMap<>();
         config.put("server.bolt.enabled", "true");
         config.put("server.bolt.listen_address", "127.0.0.1:" + port);
@@ -55,30 +90,7 @@ public final class Launcher {
         StringBuilder lines = new StringBuilder();
         config.forEach((key, value) -> lines.append(key).append('=').append(value).append('\n'));
         Files.writeString(conf, lines);
-        DatabaseManagementService service = new DatabaseManagementServiceBuilder(data)
-                .loadPropertiesFromFile(conf)
-                .build();
-        CountDownLatch stopped = new CountDownLatch(1);
-        Thread shutdown = new Thread(() -> {
-            service.shutdown();
-            stopped.countDown();
-        }, "neo4j-shutdown");
-        Runtime.getRuntime().addShutdownHook(shutdown);
-
-        GraphDatabaseService db = service.database("neo4j");
-        db.executeTransactionally("RETURN 1");
-        System.out.println("NEO4J READY bolt://127.0.0.1:" + port);
-        System.out.flush();
-
-        if ("false".equals(opts.get("--watch-stdin"))) {
-            stopped.await(); // detached: only SIGTERM stops us
-            return;
-        }
-        // Parent gone (stdin closed) -> exit, which runs the shutdown hook.
-        while (System.in.read() != -1) {
-            // discard anything written to stdin
-        }
-        System.exit(0);
+        return new DatabaseManagementServiceBuilder(data).loadPropertiesFromFile(conf).build();
     }
 
     private static Map<String, String> parse(String[] args) {
