@@ -28,6 +28,7 @@ from campaign_engine.graph.graph import Graph, open_graph
 from campaign_engine.graph.local_neo4j import JVM_OPTIONS_VARIABLE, SETTINGS_VARIABLE, LocalNeo4j, repo_root
 from campaign_engine.graph.schema import apply_schema
 from campaign_engine.graph.webhook_outbox import subscribers_for
+from tests.support.graph_tokens import create_tokens
 
 TEST_JWT_SECRET = "test-jwt-secret-0123456789abcdef-0123456789"
 TEST_SECRETS_KEY = "9wtul5TLI0PLslIFwCMngMc1E-C7aJASuP4YVKUeqtU="  # Fernet: seals receivers\' secrets
@@ -200,6 +201,7 @@ def session_graph(base_settings: Settings) -> Iterator[Graph]:
     # is a product bound, proved by test_statement_deadline.py on its own graph, not a bound on set-up.
     graph = open_graph(base_settings, tx_timeout=600)
     apply_schema(graph)
+    create_tokens(graph)
     yield graph
     graph.close()
 
