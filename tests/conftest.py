@@ -16,18 +16,23 @@ import shutil
 import socket
 import tempfile
 import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
-import neo4j
 import pytest
 
 from campaign_engine.config import Settings
 from campaign_engine.graph.graph import Graph, open_graph
-from campaign_engine.graph.local_neo4j import JVM_OPTIONS_VARIABLE, SETTINGS_VARIABLE, LocalNeo4j, repo_root
+from campaign_engine.graph.local_neo4j import (
+    JVM_OPTIONS_VARIABLE,
+    SETTINGS_VARIABLE,
+    LocalNeo4j,
+    bolt_answers,
+    repo_root,
+)
 from campaign_engine.graph.schema import apply_schema
 from campaign_engine.graph.webhook_outbox import subscribers_for
+from tests.support.concurrency import wait_for
 from tests.support.graph_tokens import create_tokens
 
 TEST_JWT_SECRET = "test-jwt-secret-0123456789abcdef-0123456789"
@@ -138,19 +143,6 @@ def _pooled_uri() -> str | None:
     return uris[index] if index < len(uris) and uris[index] else None
 
 
-def _wait_for_bolt(uri: str, *, timeout: float) -> None:
-    deadline = time.monotonic() + timeout
-    with neo4j.GraphDatabase.driver(uri, auth=None) as driver:
-        while True:
-            try:
-                driver.verify_connectivity()
-                return
-            except (neo4j.exceptions.ServiceUnavailable, OSError):
-                if time.monotonic() > deadline:
-                    raise
-            time.sleep(0.25)
-
-
 @pytest.fixture(scope="session")
 def neo4j_uri(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     if os.environ.get("NEO4J_URI"):
@@ -158,7 +150,7 @@ def neo4j_uri(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         return
     pooled = _pooled_uri()
     if pooled is not None:
-        _wait_for_bolt(pooled, timeout=300)
+        wait_for(f"this worker's database at {pooled}", lambda: bolt_answers(pooled), timeout=300, every=0.25)
         yield pooled
         return
     if _docker_answers():

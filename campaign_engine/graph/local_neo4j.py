@@ -39,6 +39,7 @@ __all__ = [
     "JVM_OPTIONS_VARIABLE",
     "SETTINGS_VARIABLE",
     "LocalNeo4j",
+    "bolt_answers",
     "build_class_archive",
     "build_launcher",
     "class_archive",
@@ -149,12 +150,7 @@ class LocalNeo4j:
         raise TimeoutError(f"Neo4j did not become ready on {self.uri} within {timeout:.0f}s")
 
     def ready(self) -> bool:
-        try:
-            with neo4j.GraphDatabase.driver(self.uri, auth=None) as driver:
-                driver.verify_connectivity()
-        except (neo4j.exceptions.ServiceUnavailable, OSError):
-            return False
-        return True
+        return bolt_answers(self.uri)
 
     def stop(self, *, timeout: float = 60.0) -> None:
         pid = self._pid()
@@ -209,6 +205,16 @@ class LocalNeo4j:
             return int(self.pid_file.read_text().strip())
         except (FileNotFoundError, ValueError):
             return None
+
+
+def bolt_answers(uri: str) -> bool:
+    """One connectivity check of a launcher's database, by its URI (a worker knows only its own)."""
+    try:
+        with neo4j.GraphDatabase.driver(uri, auth=None) as driver:
+            driver.verify_connectivity()
+    except (neo4j.exceptions.ServiceUnavailable, OSError):
+        return False
+    return True
 
 
 def _alive(pid: int) -> bool:

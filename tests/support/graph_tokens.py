@@ -14,7 +14,6 @@ by pattern, generously: a name that is no token (a map key, a variable) only add
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 from campaign_engine.graph.cypher import cypher_dir
 from campaign_engine.graph.graph import Graph
@@ -30,7 +29,7 @@ _MAP_KEY = re.compile(r"\b([a-z_][A-Za-z0-9_]*)\s*:")
 
 def _texts() -> list[str]:
     rules = repo_root() / "campaign_engine" / "graph" / "rules"
-    files = [*Path(cypher_dir()).rglob("*.cypher"), *rules.rglob("*.py")]
+    files = [*cypher_dir().rglob("*.cypher"), *rules.rglob("*.py")]
     return [_COMMENT.sub("", path.read_text()) for path in files]
 
 

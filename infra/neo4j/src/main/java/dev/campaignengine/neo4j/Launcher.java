@@ -19,8 +19,9 @@ import org.neo4j.graphdb.GraphDatabaseService;
  * overrides raw Neo4j settings (the test suite's query-cache policy). Several ports start as many
  * databases in this one JVM, the first in DIR and the k-th in DIR/instance-k, each on its own port and
  * page cache: the test suite's workers share one JIT's compiled Neo4j instead of compiling it once
- * each. Prints {@code NEO4J READY bolt://127.0.0.1:N} for each port once Bolt accepts queries. Shuts down cleanly on SIGTERM and when stdin closes,
- * so a crashed parent never leaves an orphan holding the store lock.
+ * each. Prints {@code NEO4J READY bolt://127.0.0.1:N} for each port once Bolt accepts queries. Shuts
+ * down cleanly on SIGTERM and when stdin closes, so a crashed parent never leaves an orphan holding the
+ * store lock.
  */
 public final class Launcher {
     private Launcher() {}
