@@ -31,6 +31,8 @@ from rich.progress_bar import ProgressBar
 from rich.table import Table
 from rich.text import Text
 
+from campaign_engine.egress.tls import shared_tls_context
+
 __all__ = ["ApiClient", "CannotWatch", "Unavailable", "watch_dispatch"]
 
 ENDED = frozenset({"completed", "stopped", "failed", "missed", "cancelled", "needs_review", "paused"})
@@ -63,6 +65,7 @@ class ApiClient:
             headers={"authorization": f"Bearer {token}"},
             transport=transport,
             timeout=timeout,
+            verify=shared_tls_context(trust_env=True),
         )
 
     def close(self) -> None:

@@ -34,6 +34,7 @@ from campaign_engine.graph.schema import apply_schema
 from campaign_engine.graph.webhook_outbox import subscribers_for
 from tests.support.concurrency import wait_for
 from tests.support.graph_tokens import create_tokens
+from tests.support.tls import share_default_tls_context
 
 TEST_JWT_SECRET = "test-jwt-secret-0123456789abcdef-0123456789"
 TEST_SECRETS_KEY = "9wtul5TLI0PLslIFwCMngMc1E-C7aJASuP4YVKUeqtU="  # Fernet: seals receivers\' secrets
@@ -50,6 +51,7 @@ ADMIN_ID = "admin-1"
 os.environ.setdefault(JVM_OPTIONS_VARIABLE, "-XX:TieredStopAtLevel=1")
 os.environ.setdefault(SETTINGS_VARIABLE, "dbms.cypher.min_replan_interval=1h")
 SESSION_JIT = ("-XX:TieredStopAtLevel=4",)  # the JVM's default, tiered up to C2, over the C1 above
+share_default_tls_context()
 
 
 UNGROUPED = pytest.StashKey[set[str]]()

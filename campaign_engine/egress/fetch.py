@@ -26,6 +26,7 @@ from campaign_engine.egress.policy import (
     Resolver,
     system_resolver,
 )
+from campaign_engine.egress.tls import tls_context
 
 __all__ = ["FetchFailed", "SafeGet"]
 
@@ -53,7 +54,9 @@ class SafeGet:
         self._max_bytes = max_bytes
         self._policy = AddressPolicy(resolver=resolver or system_resolver, allow_private=allow_private)
         self._resolver_pool = ThreadPoolExecutor(2, thread_name_prefix="safe-get-dns")
-        self._client = httpx.Client(verify=verify, trust_env=False, timeout=timeout, follow_redirects=False)
+        self._client = httpx.Client(
+            verify=tls_context(verify), trust_env=False, timeout=timeout, follow_redirects=False
+        )
 
     def get(self, url: str, *, accept: str = "application/json") -> bytes:
         """The body of a 200 answer to GET ``url``. Raises ``EgressBlocked`` (a final verdict) or

@@ -48,6 +48,7 @@ from campaign_engine.egress.policy import (
     checked_url,
     system_resolver,
 )
+from campaign_engine.egress.tls import tls_context
 
 __all__ = [
     "MAX_RESPONSE_BYTES",
@@ -85,7 +86,7 @@ class AsyncSafeTransport:
         max_response_bytes: int = MAX_RESPONSE_BYTES,
         resolver_threads: int = 16,
     ) -> None:
-        self._ssl_context = httpx.create_ssl_context(verify=verify, trust_env=False)
+        self._ssl_context = tls_context(verify)
         self._policy = AddressPolicy(resolver=resolver or system_resolver, allow_private=allow_private)
         self._rules = rules
         self._max_response_bytes = max_response_bytes

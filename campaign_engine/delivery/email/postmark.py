@@ -42,6 +42,7 @@ from campaign_engine.delivery.email.provider import (
     SendResult,
 )
 from campaign_engine.domain.errors import ServiceUnavailable
+from campaign_engine.egress.tls import shared_tls_context
 
 __all__ = ["MAX_BATCH", "REJECTING_CODES", "PostmarkProvider", "parse_retry_after"]
 
@@ -121,6 +122,7 @@ class PostmarkProvider:
         self._client = httpx.Client(
             base_url=base_url,
             transport=transport,
+            verify=shared_tls_context(trust_env=True),
             timeout=timeout,
             follow_redirects=False,
             headers={
