@@ -108,9 +108,12 @@ def _add_members(
         SET p.notificationsWebhook = $webhook, p += $props
         WITH p
         MATCH (c:Campaign {id: $campaignId})
-        MERGE (p)-[:IN_CAMPAIGN_AUDIENCE {campaignId: c.id, profileId: p.profileId,
-                                          addedAt: '2026-01-01T00:00:00.000000Z', source: 'test',
-                                          selfEnrolled: false}]->(c)
+        // By the pair, its facts set on creation: with the facts in the pattern the planner may seek a
+        // relationship index on them (every member of a seed shares them) with statistics of a tiny
+        // graph, and the suite keeps plans for its whole run.
+        MERGE (p)-[m:IN_CAMPAIGN_AUDIENCE]->(c)
+          ON CREATE SET m += {campaignId: c.id, profileId: p.profileId, source: 'test',
+                              addedAt: '2026-01-01T00:00:00.000000Z', selfEnrolled: false}
         """,
         ids=profile_ids,
         webhook=webhook,

@@ -79,9 +79,10 @@ def add_email_members(
         WITH p
         MATCH (c:Campaign {id: $campaignId})
         WHERE $member
-        MERGE (p)-[:IN_CAMPAIGN_AUDIENCE {campaignId: c.id, profileId: p.profileId,
-                                          addedAt: '2026-01-01T00:00:00.000000Z', source: 'test',
-                                          selfEnrolled: false}]->(c)
+        // By the pair, as delivery.add_members does (why: there).
+        MERGE (p)-[m:IN_CAMPAIGN_AUDIENCE]->(c)
+          ON CREATE SET m += {campaignId: c.id, profileId: p.profileId, source: 'test',
+                              addedAt: '2026-01-01T00:00:00.000000Z', selfEnrolled: false}
         """,
         ids=profile_ids,
         dob=dob,
