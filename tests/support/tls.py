@@ -16,9 +16,9 @@ import httpx._transports.default as httpx_transports
 
 from campaign_engine.egress.tls import shared_tls_context
 
-__all__ = ["share_default_tls_context"]
+__all__ = ["build_as_shipped", "share_default_tls_context"]
 
-_build = httpx_transports.create_ssl_context  # type: ignore[attr-defined]
+build_as_shipped = httpx_transports.create_ssl_context  # type: ignore[attr-defined]
 
 
 def _shared_or_built(
@@ -26,7 +26,7 @@ def _shared_or_built(
 ) -> ssl.SSLContext:
     if verify is True and cert is None:
         return shared_tls_context(trust_env=trust_env)
-    return _build(verify=verify, cert=cert, trust_env=trust_env)  # type: ignore[arg-type]
+    return build_as_shipped(verify=verify, cert=cert, trust_env=trust_env)  # type: ignore[arg-type]
 
 
 def share_default_tls_context() -> None:
