@@ -74,8 +74,8 @@ typecheck: $(STAMP) $(ADMIN_MODULES)
 docs: $(STAMP)
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --site-dir .local/site
 
-# What the suite needs, built side by side: pip and npm wait on the network while the class archive and
-# mypy use the cores (a fresh clone's set-up: 52 s this way, 93 s one after another).
+# What the suite needs, built side by side: the install and npm wait on the network while the class
+# archive and mypy use the cores (a fresh clone's set-up: 52 s this way, 93 s one after another).
 TEST_SETUP := $(STAMP) $(LAUNCHER) $(CLASS_ARCHIVE) $(ADMIN_ASSETS) $(DEVIDP_MODULES) system-deps lint typecheck docs
 
 test:
