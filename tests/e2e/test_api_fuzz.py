@@ -23,6 +23,7 @@ from typing import Any
 
 import httpx
 import pytest
+import requests
 import schemathesis
 from pydantic import SecretStr
 from schemathesis.checks import CHECKS, load_all_checks
@@ -33,7 +34,13 @@ from campaign_engine.api.openapi import POST_QUERY_SUFFIX, build_openapi
 from campaign_engine.config import Settings
 from campaign_engine.graph.graph import Graph
 from tests.conftest import ADMIN_ID
-from tests.support.fuzz import operation_labels, run_operation
+from tests.support.fuzz import (
+    keep_alive_session,
+    memoize_checks_config,
+    merged_afresh,
+    operation_labels,
+    run_operation,
+)
 from tests.support.servers import serve_in_thread
 
 # pytest-xdist: the module's server keeps what the calls made: its cases run on one worker, in order.
@@ -134,6 +141,7 @@ schema = schemathesis.openapi.from_dict(DOCUMENT, config=CONFIG)
 class Served:
     url: str
     headers: dict[str, str]
+    session: requests.Session  # keep_alive_session()
 
 
 @pytest.fixture(scope="module")
@@ -149,8 +157,8 @@ def served(base_settings: Settings, session_graph: Graph) -> Iterator[Served]:
         }
     )
     token = mint_token(settings, profile_id=ADMIN_ID, scope=ADMIN_SCOPE)
-    with serve_in_thread(create_app(settings, graph=session_graph)) as url:
-        yield Served(url=url, headers={"Authorization": f"Bearer {token}"})
+    with serve_in_thread(create_app(settings, graph=session_graph)) as url, keep_alive_session() as session:
+        yield Served(url=url, headers={"Authorization": f"Bearer {token}"}, session=session)
     session_graph.run("MATCH (n) DETACH DELETE n")
 
 
@@ -223,7 +231,7 @@ def _keeps_the_contract(case: schemathesis.Case, served: Served) -> None:
     if case.headers and any(name.lower() in _FRAMING for name in case.headers):
         case.headers = {k: v for k, v in case.headers.items() if k.lower() not in _FRAMING}
     # No `checks=`: schemathesis runs every check its configuration enables, and that is all of them.
-    case.call_and_validate(base_url=served.url, headers=served.headers)
+    case.call_and_validate(base_url=served.url, headers=served.headers, session=served.session)
 
 
 def test_the_fuzzed_document_is_the_served_one(served: Served) -> None:
@@ -240,6 +248,23 @@ def test_the_fuzzer_runs_every_built_in_check() -> None:
     names = {check.__name__ for check in CHECKS.get_all()}
     assert {"not_a_server_error", "negative_data_rejection", "unsupported_method"} <= names
     assert all(config.get_by_name(name=name).enabled for name in names)
+
+
+def test_each_case_is_validated_with_its_operations_own_check_settings() -> None:
+    """The memoized merge (tests/support/fuzz.py) answers what a fresh merge does, per operation and
+    phase: the waived status where the table waives it, the defaults elsewhere."""
+    memoize_checks_config()
+    config = schema.config
+    for label in operation_labels(schema):
+        operation = schema.find_operation_by_label(label)
+        for phase in ("examples", "coverage", "fuzzing", "stateful"):
+            first = config.checks_config_for(operation=operation, phase=phase)
+            assert config.checks_config_for(operation=operation, phase=phase) is first
+            assert repr(first) == repr(merged_afresh(config, operation=operation, phase=phase)), label
+    waived = config.checks_config_for(operation=schema.find_operation_by_label("POST /trpc/campaigns.update"))
+    assert "400" in waived.positive_data_acceptance.expected_statuses
+    plain = config.checks_config_for(operation=schema.find_operation_by_label("POST /trpc/access.grant"))
+    assert "400" not in plain.positive_data_acceptance.expected_statuses
 
 
 def test_a_boundary_is_found_in_its_innermost_content_object() -> None:

@@ -18,6 +18,7 @@ from typing import Any
 
 import httpx
 import pytest
+import requests
 import schemathesis
 from pydantic import SecretStr
 
@@ -28,7 +29,7 @@ from campaign_engine.config import Settings
 from campaign_engine.graph.graph import Graph
 from tests.conftest import ADMIN_ID
 from tests.support.api import ok
-from tests.support.fuzz import operation_labels, run_operation
+from tests.support.fuzz import keep_alive_session, operation_labels, run_operation
 from tests.support.servers import serve_in_thread
 
 # pytest-xdist: the module's server keeps what the calls made: its cases run on one worker, in order.
@@ -68,6 +69,7 @@ class Target:
     url: str
     headers: dict[str, str]
     graph: Graph
+    session: requests.Session  # keep_alive_session()
     ids: dict[str, list[str]]  # field name -> A's values
     markers: list[str]  # strings only A's data holds
 
@@ -99,7 +101,7 @@ def target(base_settings: Settings, session_graph: Graph) -> Iterator[Target]:
             "campaign_unsubscribe_secret": SecretStr("fuzz-unsubscribe-secret-0123456789abcdef"),
         }
     )
-    with serve_in_thread(create_app(settings, graph=session_graph)) as url:
+    with serve_in_thread(create_app(settings, graph=session_graph)) as url, keep_alive_session() as session:
         tokens = [mint_token(settings, profile_id=ADMIN_ID, scope=ADMIN_SCOPE, tenant_id=t) for t in (A, B)]
         platform_a, platform_b = ({"authorization": f"Bearer {token}"} for token in tokens)
         people = [
@@ -123,6 +125,7 @@ def target(base_settings: Settings, session_graph: Graph) -> Iterator[Target]:
             url=url,
             headers={"Authorization": f"Bearer {b_key['key']}"},
             graph=session_graph,
+            session=session,
             ids={
                 "campaignId": A_REFS,
                 "memberOf": A_REFS,  # a live segment's references, at any depth
@@ -172,7 +175,7 @@ def _keeps_a_apart(case: schemathesis.Case, target: Target) -> None:
         aimed = _aim(json.loads(raw) if isinstance(raw, str) else raw, target.ids, rng)
         case.query["input"] = json.dumps(aimed) if isinstance(raw, str) else aimed
     before = _alpha_fingerprint(target.graph)
-    response = case.call(base_url=target.url, headers=target.headers)
+    response = case.call(base_url=target.url, headers=target.headers, session=target.session)
     assert response.status_code < 500, response.text
     leaked = [marker for marker in target.markers if marker in response.text]
     assert not leaked, f"{case.operation.label} answered B with A's {leaked}: {response.text[:300]}"
