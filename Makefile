@@ -18,6 +18,8 @@ ADMIN_MODULES := admin/node_modules/.package-lock.json
 ADMIN_ASSETS := campaign_engine/api/admin_static/manifest.json
 # make dev's OpenID provider (devidp/: node-oidc-provider), npm ci from its committed lock like admin/.
 DEVIDP_MODULES := devidp/node_modules/.package-lock.json
+# The TypeScript client's packages (clients/typescript): `make client` and the suite's client test.
+CLIENT_MODULES := clients/typescript/node_modules/.package-lock.json
 # `make test` runs pytest-xdist workers, each a session with its own database, all in one Neo4j JVM
 # (1 GiB of heap per worker; tests/conftest.py). Much of the suite waits on processes and sockets, so
 # on 2 cores it runs more workers than cores, but each database plans its own statements.
@@ -74,9 +76,28 @@ typecheck: $(STAMP) $(ADMIN_MODULES)
 docs: $(STAMP)
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --site-dir .local/site
 
-# What the suite needs, built side by side: the install and npm wait on the network while the class
-# archive and mypy use the cores (a fresh clone's set-up: 52 s this way, 93 s one after another).
-TEST_SETUP := $(STAMP) $(LAUNCHER) $(CLASS_ARCHIVE) $(ADMIN_ASSETS) $(DEVIDP_MODULES) system-deps lint typecheck docs
+# The Node packages the suite's client tests drive (tRPC v10 and v11, LearnCard's receiver stack, the
+# TypeScript client), from their committed locks. LearnCard's published client takes `npm install
+# --no-save`: `npm ci` refuses its lock (tests/e2e/test_learncard_client.py says why). Each test still
+# installs what it finds missing, so `pytest` alone works too.
+TEST_CLIENT_MODULES := tests/e2e/trpc_client/node_modules/.package-lock.json \
+	tests/e2e/learncard_receiver/node_modules/.package-lock.json \
+	clients/typescript/test/v10/node_modules/.package-lock.json
+LEARNCARD_CLIENT_MODULES := tests/e2e/learncard_client/node_modules/.package-lock.json
+
+$(TEST_CLIENT_MODULES): %/node_modules/.package-lock.json: %/package-lock.json
+	cd $* && npm ci --no-audit --no-fund --loglevel=error
+	touch $@
+
+$(LEARNCARD_CLIENT_MODULES): tests/e2e/learncard_client/package-lock.json
+	cd tests/e2e/learncard_client && npm install --no-save --no-audit --no-fund --loglevel=error
+	touch $@
+
+# What the suite needs, built side by side: the installs wait on the network while the class archive and
+# mypy use the cores (a fresh clone's set-up: 52 s this way, 93 s one after another). The client tests'
+# packages are here too, so no worker waits on npm in the middle of the run.
+TEST_SETUP := $(STAMP) $(LAUNCHER) $(CLASS_ARCHIVE) $(ADMIN_ASSETS) $(DEVIDP_MODULES) $(CLIENT_MODULES) \
+	$(TEST_CLIENT_MODULES) $(LEARNCARD_CLIENT_MODULES) system-deps lint typecheck docs
 
 test:
 	$(MAKE) --no-print-directory --jobs=3 --output-sync=target $(TEST_SETUP)
@@ -104,11 +125,10 @@ bench: $(STAMP) $(LAUNCHER) $(CLASS_ARCHIVE)
 clean:
 	rm -rf .local infra/neo4j/target campaign_engine/api/admin_static
 
-# The TypeScript client's declarations (clients/typescript/src/procedures.ts), from the Python routers.
-CLIENT_MODULES := clients/typescript/node_modules/.package-lock.json
 $(CLIENT_MODULES): clients/typescript/package-lock.json
 	cd clients/typescript && npm ci --no-audit --no-fund --loglevel=error
 
+# The TypeScript client's declarations (clients/typescript/src/procedures.ts), from the Python routers.
 client: $(STAMP) $(CLIENT_MODULES)
 	$(BIN)/python -m campaign_engine.api.client_schema > clients/typescript/.schema.json
 	cd clients/typescript && node scripts/generate.mjs .schema.json src/procedures.ts && rm .schema.json
