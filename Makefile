@@ -78,8 +78,8 @@ docs: $(STAMP)
 
 # The Node packages the suite's client tests drive (tRPC v10 and v11, LearnCard's receiver stack, the
 # TypeScript client), from their committed locks. LearnCard's published client takes `npm install
-# --no-save`: `npm ci` refuses its lock (tests/e2e/test_learncard_client.py says why). Each test still
-# installs what it finds missing, so `pytest` alone works too.
+# --no-save --omit=peer` (tests/e2e/test_learncard_client.py says why). Each test still installs what it
+# finds missing, so `pytest` alone works too.
 TEST_CLIENT_MODULES := tests/e2e/trpc_client/node_modules/.package-lock.json \
 	tests/e2e/learncard_receiver/node_modules/.package-lock.json \
 	clients/typescript/test/v10/node_modules/.package-lock.json
@@ -90,7 +90,7 @@ $(TEST_CLIENT_MODULES): %/node_modules/.package-lock.json: %/package-lock.json
 	touch $@
 
 $(LEARNCARD_CLIENT_MODULES): tests/e2e/learncard_client/package-lock.json
-	cd tests/e2e/learncard_client && npm install --no-save --no-audit --no-fund --loglevel=error
+	cd tests/e2e/learncard_client && npm install --no-save --omit=peer --no-audit --no-fund --loglevel=error
 	touch $@
 
 # What the suite needs, built side by side: the installs wait on the network while the class archive and
