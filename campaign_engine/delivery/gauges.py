@@ -8,7 +8,7 @@ that seeks the ``dispatch_status`` index once per status.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Protocol, get_args
+from typing import Protocol, get_args, runtime_checkable
 
 from campaign_engine.domain.dispatch import DispatchStatus
 from campaign_engine.graph.cypher import statement
@@ -24,6 +24,7 @@ _STATUSES = list(get_args(DispatchStatus))
 _COUNT = "gauges_count"  # cypher/delivery/gauges_count.cypher
 
 
+@runtime_checkable
 class StatsQueue(Protocol):
     """A queue adapter that can report its depth (``LocalQueue``, ``SqsQueue``)."""
 

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from campaign_engine.config import ConfigError, Settings
 from campaign_engine.domain.priority import LANE_RANK
 from campaign_engine.queue.local import LocalQueue
 from campaign_engine.queue.port import Queue
-from campaign_engine.queue.sqs import SqsQueue, make_sqs_client
+
+if TYPE_CHECKING:
+    from campaign_engine.queue.sqs import SqsQueue
 
 __all__ = ["Queues", "build_delivery_queue", "build_dispatch_queue", "build_queues", "build_webhooks_queue"]
 
@@ -42,7 +45,12 @@ def _local(settings: Settings, name: str) -> LocalQueue:
 
 
 def _sqs(settings: Settings, url: str | None, variable: str, *, kind: str | None = None) -> SqsQueue:
-    """``kind``: ``dispatch`` or ``delivery``, whose lanes may have queues of their own (docs/lanes.md)."""
+    """``kind``: ``dispatch`` or ``delivery``, whose lanes may have queues of their own (docs/lanes.md).
+
+    boto3 is imported here, not at the top: a deployment on the local queue (``make dev``, one machine,
+    every process the suite starts) never loads it: a fifth of the CPU of importing the wiring."""
+    from campaign_engine.queue.sqs import SqsQueue, make_sqs_client
+
     if not url:
         raise ConfigError(f"{variable} must be set when CAMPAIGN_QUEUE_BACKEND=sqs")
     own = settings.campaign_lane_queue_urls.get(kind or "", {})

@@ -14,7 +14,7 @@ from campaign_engine.campaigns.sending.dispatch_settings import DispatchSettings
 from campaign_engine.campaigns.sending.schedule import fire_due
 from campaign_engine.config import Settings
 from campaign_engine.delivery.email.provider import EmailProvider
-from campaign_engine.delivery.gauges import scrape_gauges
+from campaign_engine.delivery.gauges import StatsQueue, scrape_gauges
 from campaign_engine.delivery.jobs import (
     JobTable,
     PageFailures,
@@ -35,7 +35,6 @@ from campaign_engine.observability.metrics_server import MetricsServer, start_me
 from campaign_engine.observability.metrics_serving import serving_registry
 from campaign_engine.queue.local import MAX_RECEIVE_BATCH, LocalQueue
 from campaign_engine.queue.port import Queue
-from campaign_engine.queue.sqs import SqsQueue
 from campaign_engine.wiring.email import build_email_worker
 from campaign_engine.wiring.notify import (
     build_notification_worker,
@@ -198,7 +197,7 @@ def start_worker_metrics(settings: Settings, graph: Graph, queues: Queues) -> Me
         return None
     settings.require_metrics()
     named = {"dispatch": queues.dispatch, "delivery": queues.delivery}
-    gauges = scrape_gauges(graph, {n: q for n, q in named.items() if isinstance(q, LocalQueue | SqsQueue)})
+    gauges = scrape_gauges(graph, {n: q for n, q in named.items() if isinstance(q, StatsQueue)})
     token = settings.metrics_bearer_token
     return start_metrics_server(
         serving_registry(gauges, multiprocess_dir=settings.prometheus_multiproc_dir),
