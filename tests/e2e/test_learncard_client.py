@@ -63,7 +63,7 @@ def learncard_client() -> Path:
     published (darwin-arm64 at 0.2.28 answers 404), which no lock can list; ``npm install --no-save``
     installs the lock's versions and leaves the lock as committed. ``--omit=peer`` leaves out the peer
     packages of LearnCard's React Native app (react-native, expo), which a Node client never loads:
-    half the files (517 MB of 874) and of the install's CPU. ``make test`` runs the same command."""
+    half the files (517 MB of 874) and of the install's CPU."""
     node, npm = _tool("node"), _tool("npm")
     probe = [node, "--input-type=module", "-e", "await import('@learncard/network-brain-client');"]
     if subprocess.run(probe, cwd=CLIENT_DIR, capture_output=True, timeout=60).returncode != 0:
