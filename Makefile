@@ -11,8 +11,10 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 LAUNCHER := infra/neo4j/target/neo4j-launcher.jar
-# Its class-data-sharing archive: every Neo4j the suite and make dev start maps it (local_neo4j.py).
-CLASS_ARCHIVE := infra/neo4j/target/neo4j-launcher.jsa
+# Its class-data-sharing archive, one per JDK build (local_neo4j.py): every Neo4j the suite and make dev
+# start maps it. Asked for on every run, as the launcher picks the newest JDK installed: a new one gets
+# its own archive (one `campaign-engine` start when it is already there).
+CLASS_ARCHIVE := class-archive
 # The admin console (admin/): npm ci from the committed lock, then esbuild into the package (gitignored).
 ADMIN_MODULES := admin/node_modules/.package-lock.json
 ADMIN_ASSETS := campaign_engine/api/admin_static/manifest.json
@@ -26,7 +28,7 @@ CLIENT_MODULES := clients/typescript/node_modules/.package-lock.json
 # TEST_WORKERS=0 runs it in one process.
 TEST_WORKERS ?= 3
 
-.PHONY: dev test lint typecheck docs unit bench chaos install system-deps clean lambda-package admin-assets client
+.PHONY: class-archive dev test lint typecheck docs unit bench chaos install system-deps clean lambda-package admin-assets client
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)

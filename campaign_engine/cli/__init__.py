@@ -151,7 +151,7 @@ def _neo4j(args: argparse.Namespace) -> int:
             probe.bind(("127.0.0.1", 0))
             port = probe.getsockname()[1]
             probe.close()
-            print(f"class archive written: {build_class_archive(Path(work), port)}")
+            print(f"class archive: {build_class_archive(Path(work), port)}")
         return 0
     server = LocalNeo4j(data_dir=Path(args.data), port=args.port, heap=args.heap)
     if args.action == "start":

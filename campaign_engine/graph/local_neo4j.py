@@ -14,18 +14,21 @@ session database, which serves the whole run, compiles with C2 (``jvm_options``)
 moved statistics recompiled its statements all day (``tests/conftest.py``). Benchmarks and ``make
 dev`` leave both unset.
 
+The launcher runs on the newest JDK installed, or on ``CAMPAIGN_NEO4J_JAVA`` (``local_jdk.py``).
+
 ``build_class_archive`` writes a dynamic class-data-sharing archive of the launcher
-(``neo4j-launcher.jsa`` beside its jar, made by ``make`` once): a JVM mapping it skips loading and
+(``neo4j-launcher.<JDK build>.jsa`` beside its jar, made by ``make``): a JVM mapping it skips loading and
 verifying the classes a start and a first query load. Measured on two loaded cores, a start and stop
 took 7.4 s of CPU and 18-31 s wall without it, 4.5 s and 6-7 s with it; the suite starts about twenty
-Neo4j processes. An archive the JVM cannot use (another JDK, a rebuilt jar) is ignored with a warning
-in the launcher's log, so a stale one costs speed, never correctness.
+Neo4j processes. An archive the JVM cannot use (a rebuilt jar) is ignored with a warning in the
+launcher's log, so a stale one costs speed, never correctness.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -35,10 +38,13 @@ from pathlib import Path
 
 import neo4j
 
+from campaign_engine.graph.local_jdk import Jdk, find_jdk
+
 __all__ = [
     "JVM_OPTIONS_VARIABLE",
     "SETTINGS_VARIABLE",
     "LocalNeo4j",
+    "archive_current",
     "bolt_answers",
     "build_class_archive",
     "build_launcher",
@@ -59,8 +65,16 @@ def launcher_jar() -> Path:
     return repo_root() / "infra" / "neo4j" / "target" / "neo4j-launcher.jar"
 
 
-def class_archive() -> Path:
-    return launcher_jar().with_suffix(".jsa")
+def class_archive(jdk: Jdk | None = None) -> Path:
+    """The launcher's class archive for ``jdk`` (the one ``find_jdk`` picks): one per runtime build,
+    so a newly installed JDK gets its own archive instead of a warning."""
+    build = re.sub(r"[^A-Za-z0-9.+-]", "_", (jdk or find_jdk()).build)
+    return launcher_jar().with_name(f"neo4j-launcher.{build}.jsa")
+
+
+def archive_current(jdk: Jdk | None = None) -> bool:
+    archive = class_archive(jdk)
+    return archive.exists() and archive.stat().st_mtime >= launcher_jar().stat().st_mtime
 
 
 def build_launcher() -> Path:
@@ -105,14 +119,12 @@ class LocalNeo4j:
         self, *, timeout: float = 120.0, detached: bool = False, extra_options: tuple[str, ...] = ()
     ) -> None:
         jar = build_launcher()
-        archive = class_archive()
-        sharing = [f"-XX:SharedArchiveFile={archive}"] if archive.exists() and not extra_options else []
+        jdk = find_jdk()
+        archive = class_archive(jdk)
+        sharing = [f"-XX:SharedArchiveFile={archive}"] if archive_current(jdk) and not extra_options else []
         self.data_dir.mkdir(parents=True, exist_ok=True)
-        java = shutil.which("java")
-        if java is None:
-            raise RuntimeError("the local Neo4j launcher needs a Java 17 runtime (java on PATH)")
         args = [
-            java, f"-Xmx{self.heap}", f"-Xms{self.heap}", "-XX:+UseG1GC",
+            str(jdk.java), *jdk.options(), f"-Xmx{self.heap}", f"-Xms{self.heap}", "-XX:+UseG1GC",
             *os.environ.get(JVM_OPTIONS_VARIABLE, "").split(), *self.jvm_options, *sharing, *extra_options,
             "-jar", str(jar), "--data", str(self.data_dir),
             "--port", ",".join(str(port) for port in (self.port, *self.more_ports)),
@@ -238,8 +250,11 @@ _WARM_UP = (
 
 def build_class_archive(work_dir: Path, port: int) -> Path:
     """Write ``class_archive()`` from one start, a warm-up and a clean stop of a throwaway store in
-    ``work_dir``; the file appears whole or not at all (processes that start meanwhile go without)."""
+    ``work_dir``; the file appears whole or not at all (processes that start meanwhile go without).
+    An archive already made by this JDK from this jar is kept (``make`` asks on every run)."""
     archive = class_archive()
+    if archive_current():
+        return archive
     partial = archive.with_suffix(".jsa.partial")
     server = LocalNeo4j(data_dir=work_dir, port=port, heap="512m", pagecache="32m")
     server.start(timeout=300.0, extra_options=(f"-XX:ArchiveClassesAtExit={partial}",))
