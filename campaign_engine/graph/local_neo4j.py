@@ -20,8 +20,8 @@ The launcher runs on the newest JDK installed, or on ``CAMPAIGN_NEO4J_JAVA`` (``
 (``neo4j-launcher.<JDK build>.jsa`` beside its jar, made by ``make``): a JVM mapping it skips loading and
 verifying the classes a start and a first query load. Measured on two loaded cores, a start and stop
 took 7.4 s of CPU and 18-31 s wall without it, 4.5 s and 6-7 s with it; the suite starts about twenty
-Neo4j processes. An archive the JVM cannot use (a rebuilt jar) is ignored with a warning in the
-launcher's log, so a stale one costs speed, never correctness.
+Neo4j processes. An archive older than the jar is not mapped (``archive_current``), so a stale one
+costs speed, never correctness.
 """
 
 from __future__ import annotations
@@ -252,8 +252,9 @@ def build_class_archive(work_dir: Path, port: int) -> Path:
     """Write ``class_archive()`` from one start, a warm-up and a clean stop of a throwaway store in
     ``work_dir``; the file appears whole or not at all (processes that start meanwhile go without).
     An archive already made by this JDK from this jar is kept (``make`` asks on every run)."""
-    archive = class_archive()
-    if archive_current():
+    jdk = find_jdk()
+    archive = class_archive(jdk)
+    if archive_current(jdk):
         return archive
     partial = archive.with_suffix(".jsa.partial")
     server = LocalNeo4j(data_dir=work_dir, port=port, heap="512m", pagecache="32m")
