@@ -175,7 +175,7 @@ def _client(
     face: str, answers: dict[str, list[str]], *, allow_private: bool = False
 ) -> tuple[Face, DictResolver]:
     resolver = DictResolver(answers)
-    return _webhook_client(face, allow_private=allow_private, timeout=0.5, resolver=resolver), resolver
+    return _webhook_client(face, allow_private=allow_private, timeout=5, resolver=resolver), resolver
 
 
 @dataclass
