@@ -31,8 +31,7 @@ def moto_endpoint() -> Iterator[str]:
     Its SQS reads the clock once per message per scan, and scans the whole queue several times per
     message sent or received (each computes every queue attribute, three of them counts over the
     messages): quadratic in the queue's depth. Its clock builds two datetimes and runs an import per
-    reading; here it is ``time.time()``, the same instant. The same server and answers for less CPU:
-    test_lambda_emulation.py's three tests took 102 s and 127 CPU-s before, 64 s and 89 CPU-s after."""
+    reading; here it is ``time.time()``, the same instant: the same server and answers for less CPU."""
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(moto.sqs.models, "unix_time", _unix_time)
         patch.setattr(moto.sqs.models, "unix_time_millis", _unix_time_millis)

@@ -3,9 +3,8 @@ literals, mixed answers, resolution errors and the request-level rules, each thr
 (``AsyncSafeTransport.post`` and the ``WebhookPoster`` the notification worker posts through).
 
 Without the rule a blocked-destination test fails with a connect error or timeout instead of the
-expected verdict. Its timeout (5 s) also bounds the resolution on the transport's own thread, which on a
-loaded 2-core machine once took longer than the 0.5 s it had: the verdict came back as "resolution timed
-out"."""
+expected verdict. Its timeout (5 s) also bounds the resolution on the transport's own thread, so it
+leaves a loaded 2-core machine time to schedule that thread."""
 
 from __future__ import annotations
 
