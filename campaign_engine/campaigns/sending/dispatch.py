@@ -57,7 +57,7 @@ from campaign_engine.domain.tenancy import campaign_ref
 from campaign_engine.domain.types import format_ts
 from campaign_engine.graph.audit import AuditContext, record_audit
 from campaign_engine.graph.cypher import statement
-from campaign_engine.graph.graph import Graph, Tx
+from campaign_engine.graph.graph import Graph, Statements, Tx
 from campaign_engine.graph.locks import lock_campaign
 from campaign_engine.graph.tenant_lane import require_critical_allowed, tenant_lane
 from campaign_engine.graph.webhook_outbox import record_dispatch_events
@@ -155,7 +155,7 @@ def reviewed(computed: _Computed) -> Reviewed:
 
 
 def compute_preview(
-    tx: Tx,
+    tx: Statements,
     *,
     campaign_id: str,
     now: datetime,
@@ -164,7 +164,8 @@ def compute_preview(
 ) -> _Computed:
     """The preview in one pass over the audience in keyset pages: the token is a running digest, so
     no recipient list is ever held whole. The campaign is read first; its
-    ``campaignStateLock`` is the version ``dispatch`` re-verifies under the lock."""
+    ``campaignStateLock`` is the version ``dispatch`` re-verifies under the lock. Read outside the lock,
+    each page is a statement (``Graph.read_by_statement``): a deadline bounds a page, not the walk."""
     record = tx.run("MATCH (c:Campaign {id: $id}) RETURN c {.*} AS campaign", id=campaign_id).single()
     if record is None:
         raise NotFound(f"campaign '{campaign_ref(campaign_id)}' not found")
@@ -227,11 +228,10 @@ def preview_dispatch(
     check it); with ``deliver_by``, the deadline's verdict and the plan paced to it (``deadline.py``)."""
     deadlines.check_deliver_by(deliver_by, start=now)
 
+    computed = graph.read_by_statement(compute_preview, campaign_id=campaign_id, now=now, settings=settings,
+                                       test_share=experiment.test_share if experiment else None)  # fmt: skip
+
     def tx_fn(tx: Tx) -> _Computed:
-        computed = compute_preview(
-            tx, campaign_id=campaign_id, now=now, settings=settings,
-            test_share=None if experiment is None else experiment.test_share,
-        )  # fmt: skip
         if experiment is not None:
             walked = [ch for ch in _WALKED_CHANNELS if ch in (computed.campaign.get("channels") or [])]
             check_experiment(tx, computed.campaign, experiment, walked=list(walked),
@@ -247,8 +247,7 @@ def preview_dispatch(
                 now=now, deliver_by=deliver_by, experiment=experiment)  # fmt: skip
         return computed
 
-    computed = graph.read(tx_fn)
-    return computed.preview
+    return graph.read(tx_fn).preview
 
 
 _WALKED_CHANNELS: tuple[DeliveryChannel, ...] = ("notify", "email")
@@ -370,7 +369,9 @@ def dispatch(
     try:
         for _ in range(_UNLOCKED_ATTEMPTS):
             try:
-                created_at, channels, lane = graph.write(tx_fn, graph.read(compute_preview, **args))
+                created_at, channels, lane = graph.write(
+                    tx_fn, graph.read_by_statement(compute_preview, **args)
+                )
                 break
             except _Changed:
                 log.info("dispatch.preview_raced campaign_id=%s", campaign_id)

@@ -23,7 +23,7 @@ from campaign_engine.domain.guardian_copy import guardian_source, routes_guardia
 from campaign_engine.domain.locale import language_of
 from campaign_engine.domain.variants import ContentField, served_locale, wire_languages
 from campaign_engine.graph.cypher import statement
-from campaign_engine.graph.graph import Tx
+from campaign_engine.graph.graph import Statements
 from campaign_engine.graph.rules.policy import policy_params
 from campaign_engine.graph.rules.routing import routed_query
 from campaign_engine.graph.rules.segment import compile_for
@@ -108,7 +108,13 @@ def _count_test_wave(tally: Tally, campaign: dict[str, Any], profiles: list[str]
 
 
 def pinned(
-    tx: Tx, *, campaign: dict[str, Any], now: datetime, adult_age: int, max_recipients: int, tally: Tally
+    tx: Statements,
+    *,
+    campaign: dict[str, Any],
+    now: datetime,
+    adult_age: int,
+    max_recipients: int,
+    tally: Tally,
 ) -> Iterator[str]:
     """The token's entries, one keyset page of members at a time, in ascending profileId and for each
     profile its notify entry before its email entry: a function of the two recipient sets alone, so
