@@ -254,14 +254,6 @@ class Graph:
         ):
             yield TimedSession(session, self.tx_timeout)
 
-    def read_by_statement(self, fn: Callable[Concatenate[TimedSession, P], R], *args: P.args,
-                          **kwargs: P.kwargs) -> R:  # fmt: skip
-        """``fn`` on ``autocommit_reads``: each statement a transaction with its own deadline, for a long
-        walk whose pages need no shared snapshot. One transaction would give none either: Neo4j reads
-        at read committed, so its statements see others' commits between them too."""
-        with self.autocommit_reads() as session:
-            return fn(session, *args, **kwargs)
-
     def run(self, cypher: str, **params: Any) -> list[dict[str, Any]]:
         """One auto-managed write query returning plain dicts (admin tasks, tests, benchmarks)."""
 

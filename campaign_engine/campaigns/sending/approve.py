@@ -9,8 +9,9 @@ from typing import Any
 from campaign_engine.campaigns.definitions import emit_event
 from campaign_engine.campaigns.sending.approval import Approved, Reviewed, approval_event, gated, promote
 from campaign_engine.campaigns.sending.approval_people import not_by, who_may_approve
-from campaign_engine.campaigns.sending.dispatch import compute_preview, reviewed
+from campaign_engine.campaigns.sending.dispatch import _Computed, compute_preview, reviewed
 from campaign_engine.campaigns.sending.dispatch_settings import DispatchSettings
+from campaign_engine.campaigns.sending.locked_preview import confirmed, read_by_statement, still_current
 from campaign_engine.campaigns.sending.send_blocks import why_blocked
 from campaign_engine.domain.errors import BadRequest, Conflict, Forbidden, NotFound
 from campaign_engine.domain.tenancy import campaign_ref
@@ -146,17 +147,19 @@ def approve_dispatch(
     accept_fallback: bool = False,
     deadline: tuple[str | None, bool] | None = None,
 ) -> Approved:
-    """Approve the send of exactly this preview (``approval.py``): under the campaign lock, so the
-    preview the approver saw is the campaign's at the approval's commit. ``accept_fallback`` approves
-    a ``missing_translation`` preview as it is (its readers get the base content) and is pinned, as is
-    ``deadline`` (``deadline.pin``: deliverBy and acceptLate; None: the one the held send asked), which
-    the send must then ask as approved."""
+    """Approve the send of exactly this preview (``approval.py``): verified under the campaign lock, so
+    the preview the approver saw is the campaign's at the approval's commit (``locked_preview.py``).
+    ``accept_fallback`` approves a ``missing_translation`` preview as it is (its readers get the base
+    content) and is pinned, as is ``deadline`` (``deadline.pin``: deliverBy and acceptLate; None: the
+    one the held send asked), which the send must then ask as approved."""
+    args: dict[str, Any] = {"campaign_id": campaign_id, "now": now, "settings": settings}
 
-    def tx_fn(tx: Tx) -> Approved:
+    def tx_fn(tx: Tx, read: _Computed | None) -> Approved:
         locked = lock_campaign(tx, campaign_id)
         if locked is None:
             raise NotFound(f"campaign '{campaign_ref(campaign_id)}' not found")
-        computed = compute_preview(tx, campaign_id=campaign_id, now=now, settings=settings)
+        still_current(read, locked)
+        computed = read or compute_preview(tx, **args)
         preview = computed.preview
         blocked = preview.blocked_reason
         fallback = blocked == "missing_translation"
@@ -170,4 +173,5 @@ def approve_dispatch(
             now=now, audit=audit, deadline=asked,
         )  # fmt: skip
 
-    return graph.write(tx_fn)
+    return confirmed(graph, tx_fn, lambda: read_by_statement(graph, compute_preview, **args),
+                     action="approval", campaign_id=campaign_id)  # fmt: skip

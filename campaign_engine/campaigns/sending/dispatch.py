@@ -38,6 +38,7 @@ from campaign_engine.campaigns.sending.approval import (
     record_refusal,
 )
 from campaign_engine.campaigns.sending.dispatch_settings import DispatchSettings
+from campaign_engine.campaigns.sending.locked_preview import confirmed, read_by_statement, still_current
 from campaign_engine.campaigns.sending.plan import ChannelPlan, forecast
 from campaign_engine.campaigns.sending.preview_pass import PREVIEW_PAGE, Tally, pinned
 from campaign_engine.campaigns.sending.send_blocks import blocked_reason, undeliverable, why_blocked
@@ -165,7 +166,7 @@ def compute_preview(
     """The preview in one pass over the audience in keyset pages: the token is a running digest, so
     no recipient list is ever held whole. The campaign is read first; its
     ``campaignStateLock`` is the version ``dispatch`` re-verifies under the lock. Read outside the lock,
-    each page is a statement (``Graph.read_by_statement``): a deadline bounds a page, not the walk."""
+    each page is a statement (``read_by_statement``): a deadline bounds a page, not the walk."""
     record = tx.run("MATCH (c:Campaign {id: $id}) RETURN c {.*} AS campaign", id=campaign_id).single()
     if record is None:
         raise NotFound(f"campaign '{campaign_ref(campaign_id)}' not found")
@@ -228,8 +229,8 @@ def preview_dispatch(
     check it); with ``deliver_by``, the deadline's verdict and the plan paced to it (``deadline.py``)."""
     deadlines.check_deliver_by(deliver_by, start=now)
 
-    computed = graph.read_by_statement(compute_preview, campaign_id=campaign_id, now=now, settings=settings,
-                                       test_share=experiment.test_share if experiment else None)  # fmt: skip
+    computed = read_by_statement(graph, compute_preview, campaign_id=campaign_id, now=now, settings=settings,
+                                 test_share=experiment.test_share if experiment else None)  # fmt: skip
 
     def tx_fn(tx: Tx) -> _Computed:
         if experiment is not None:
@@ -258,26 +259,6 @@ _SUPERSEDE = "dispatch_supersede"  # cypher/sending/dispatch_supersede.cypher
 _CREATE = "dispatch_create"  # cypher/sending/dispatch_create.cypher
 
 
-# Outside-the-lock previews tried before ``dispatch`` falls back to computing under the lock: each one is
-# wasted only if a locked campaign write (audience chunk, enrolment, edit, another confirmation) commits
-# while it reads.
-_UNLOCKED_ATTEMPTS = 3
-
-
-class _Changed(Exception):
-    """The campaign was written between the unlocked preview and the lock: compute again."""
-
-
-def _same_version(read: dict[str, Any], locked: dict[str, Any]) -> bool:
-    """``locked`` is the node as ``lock_campaign`` returned it, after its own increment. Every write
-    that can change a campaign's recipients or definition takes that lock, so an unchanged counter (and
-    incarnation) means the preview read outside the lock is still the one a locked read would give."""
-    return (
-        locked["createdAt"] == read["createdAt"]
-        and locked.get("campaignStateLock") == (read.get("campaignStateLock") or 0) + 1
-    )
-
-
 def dispatch(
     graph: Graph,
     queue: Queue,
@@ -296,9 +277,9 @@ def dispatch(
     """Confirm a send; under ``approval_policy`` a large one needs its approval (``approval.py``), and
     the dispatcher is the audit actor. The preview (a pass over the whole audience) is read *before*
     the campaign lock and re-verified under it by the lock counter, so adds, enrolments and edits of
-    the campaign wait for a node read, not for the audience walk. After
-    ``_UNLOCKED_ATTEMPTS`` lost races it is computed under the lock, as before. ``experiment``: a test
-    wave (``test_wave.py``), refused before anything is written when the campaign cannot run it.
+    the campaign wait for a node read, not for the audience walk (``locked_preview.py``).
+    ``experiment``: a test wave (``test_wave.py``), refused before anything is written when the
+    campaign cannot run it.
     ``deliver_by``: paced to meet it, or PRECONDITION_FAILED with nothing written unless ``accept_late``
     (``deadline.py``); the audit entry keeps both and the late count."""
     deadlines.check_deliver_by(deliver_by, start=now)
@@ -315,8 +296,7 @@ def dispatch(
         weight = tenant_lane(tx, locked.get("tenantId"))[1]
         if locked.get("priority") == "critical":  # the tenant may have forbidden it since it was set
             require_critical_allowed(tx, locked.get("tenantId"))
-        if read is not None and not _same_version(read.campaign, locked):
-            raise _Changed
+        still_current(read, locked)
         computed = read or compute_preview(tx, **args)
         preview = computed.preview
         if expected_token is not None and expected_token != preview.preview_token:
@@ -367,16 +347,10 @@ def dispatch(
         return str(row["createdAt"]), walked, job_lane(locked.get("priority"), locked.get("tenantId"), weight)
 
     try:
-        for _ in range(_UNLOCKED_ATTEMPTS):
-            try:
-                created_at, channels, lane = graph.write(
-                    tx_fn, graph.read_by_statement(compute_preview, **args)
-                )
-                break
-            except _Changed:
-                log.info("dispatch.preview_raced campaign_id=%s", campaign_id)
-        else:
-            created_at, channels, lane = graph.write(tx_fn, None)
+        created_at, channels, lane = confirmed(
+            graph, tx_fn, lambda: read_by_statement(graph, compute_preview, **args),
+            action="dispatch", campaign_id=campaign_id,
+        )  # fmt: skip
     except (ApprovalMissing, ApprovalStale) as refused:
         record_refusal(graph, audit, campaign_id=campaign_id, refused=refused)
         raise

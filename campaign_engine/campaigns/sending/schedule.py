@@ -25,6 +25,7 @@ until their own zone does (``delivery/readiness.py``), and ``maxLateSeconds`` al
 
 The schedule does not advance the campaign revision (``dispatch`` does): the token it holds must still
 match at fire time when nothing changed. One pending schedule per campaign keeps that token honest.
+Past 350 lines on purpose: confirming and firing apply one set of rules to one token.
 """
 
 from __future__ import annotations
@@ -44,9 +45,10 @@ from campaign_engine.campaigns.sending.approval import (
     record_refusal,
 )
 from campaign_engine.campaigns.sending.deadline import check_deliver_by, kept, pin, refuse_late
-from campaign_engine.campaigns.sending.dispatch import compute_preview, reviewed, start_pages
+from campaign_engine.campaigns.sending.dispatch import _Computed, compute_preview, reviewed, start_pages
 from campaign_engine.campaigns.sending.dispatch_reads import DispatchPublic, dispatch_from_node
 from campaign_engine.campaigns.sending.dispatch_settings import DispatchSettings
+from campaign_engine.campaigns.sending.locked_preview import confirmed, read_by_statement, still_current
 from campaign_engine.campaigns.sending.schedule_deadline import at_fire, judged
 from campaign_engine.campaigns.sending.schedule_input import ScheduleInput
 from campaign_engine.campaigns.sending.send_blocks import why_blocked
@@ -105,18 +107,20 @@ def schedule_dispatch(
     ids = {ch: f"dsp_{uuid.uuid4().hex}" for ch in _WALKED}
     schedule_id = f"sch_{uuid.uuid4().hex}"
     stamp = format_ts(now)
+    share = data.experiment.test_share if data.experiment else None
+    args: dict[str, Any] = {"campaign_id": data.campaign_id, "now": now, "settings": settings,
+                            "test_share": share}  # fmt: skip
 
-    def tx_fn(tx: Tx) -> list[dict[str, Any]]:
+    def tx_fn(tx: Tx, read: _Computed | None) -> list[dict[str, Any]]:
         locked = lock_campaign(tx, data.campaign_id)
         if locked is None:
             raise NotFound(f"campaign '{campaign_ref(data.campaign_id)}' not found")
+        still_current(read, locked)
         if locked.get("priority") == "critical":  # as dispatch asks; and again when it fires
             require_critical_allowed(tx, locked.get("tenantId"))
         if tx.run(statement(_PENDING), campaignId=data.campaign_id).single() is not None:
             raise Conflict("this campaign already has a scheduled dispatch; cancel it first")
-        share = data.experiment.test_share if data.experiment else None
-        computed = compute_preview(tx, campaign_id=data.campaign_id, now=now, settings=settings,
-                                   test_share=share)  # fmt: skip
+        computed = read or compute_preview(tx, **args)
         if data.expected_preview_token != computed.preview.preview_token:
             raise Conflict("the dispatch preview is stale; preview again and confirm the new token")
         reason = computed.preview.blocked_reason
@@ -189,7 +193,8 @@ def schedule_dispatch(
         ]
 
     try:
-        rows = graph.write(tx_fn)
+        rows = confirmed(graph, tx_fn, lambda: read_by_statement(graph, compute_preview, **args),
+                         action="schedule", campaign_id=data.campaign_id)  # fmt: skip
     except (ApprovalMissing, ApprovalStale) as refused:
         record_refusal(graph, audit, campaign_id=data.campaign_id, refused=refused)
         raise
