@@ -11,7 +11,7 @@ from campaign_engine.campaigns.sending.approval import Approved, Reviewed, appro
 from campaign_engine.campaigns.sending.approval_people import not_by, who_may_approve
 from campaign_engine.campaigns.sending.dispatch import _Computed, compute_preview, reviewed
 from campaign_engine.campaigns.sending.dispatch_settings import DispatchSettings
-from campaign_engine.campaigns.sending.locked_preview import confirmed, read_by_statement, still_current
+from campaign_engine.campaigns.sending.locked_preview import confirmed, still_current
 from campaign_engine.campaigns.sending.send_blocks import why_blocked
 from campaign_engine.domain.errors import BadRequest, Conflict, Forbidden, NotFound
 from campaign_engine.domain.tenancy import campaign_ref
@@ -173,5 +173,4 @@ def approve_dispatch(
             now=now, audit=audit, deadline=asked,
         )  # fmt: skip
 
-    return confirmed(graph, tx_fn, lambda: read_by_statement(graph, compute_preview, **args),
-                     action="approval", campaign_id=campaign_id)  # fmt: skip
+    return confirmed(graph, tx_fn, compute_preview, args, action="approval")

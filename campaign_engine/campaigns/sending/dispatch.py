@@ -347,10 +347,7 @@ def dispatch(
         return str(row["createdAt"]), walked, job_lane(locked.get("priority"), locked.get("tenantId"), weight)
 
     try:
-        created_at, channels, lane = confirmed(
-            graph, tx_fn, lambda: read_by_statement(graph, compute_preview, **args),
-            action="dispatch", campaign_id=campaign_id,
-        )  # fmt: skip
+        created_at, channels, lane = confirmed(graph, tx_fn, compute_preview, args, action="dispatch")
     except (ApprovalMissing, ApprovalStale) as refused:
         record_refusal(graph, audit, campaign_id=campaign_id, refused=refused)
         raise

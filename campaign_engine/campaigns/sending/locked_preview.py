@@ -64,13 +64,19 @@ def still_current(read: _Read | None, locked: dict[str, Any]) -> None:
 
 
 def confirmed(
-    graph: Graph, fn: Callable[[Tx, C | None], R], read: Callable[[], C], *, action: str, campaign_id: str
+    graph: Graph,
+    fn: Callable[[Tx, C | None], R],
+    compute: Callable[..., C],
+    args: dict[str, Any],
+    *,
+    action: str,
 ) -> R:
-    """``fn(tx, preview)`` in a write transaction, ``preview`` read by ``read`` before it; ``fn`` locks
-    the campaign and calls ``still_current`` first, and computes the preview itself when given None."""
+    """``fn(tx, preview)`` in a write transaction, ``preview`` being ``compute(**args)`` read by statement
+    before it; ``fn`` locks the campaign and calls ``still_current`` first, and computes the preview
+    itself, under the lock, when given None."""
     for _ in range(UNLOCKED_ATTEMPTS):
         try:
-            return graph.write(fn, read())
+            return graph.write(fn, read_by_statement(graph, compute, **args))
         except _Raced:
-            log.info("%s.preview_raced campaign_id=%s", action, campaign_id)
+            log.info("%s.preview_raced campaign_id=%s", action, args["campaign_id"])
     return graph.write(fn, None)

@@ -48,7 +48,7 @@ from campaign_engine.campaigns.sending.deadline import check_deliver_by, kept, p
 from campaign_engine.campaigns.sending.dispatch import _Computed, compute_preview, reviewed, start_pages
 from campaign_engine.campaigns.sending.dispatch_reads import DispatchPublic, dispatch_from_node
 from campaign_engine.campaigns.sending.dispatch_settings import DispatchSettings
-from campaign_engine.campaigns.sending.locked_preview import confirmed, read_by_statement, still_current
+from campaign_engine.campaigns.sending.locked_preview import confirmed, still_current
 from campaign_engine.campaigns.sending.schedule_deadline import at_fire, judged
 from campaign_engine.campaigns.sending.schedule_input import ScheduleInput
 from campaign_engine.campaigns.sending.send_blocks import why_blocked
@@ -193,8 +193,7 @@ def schedule_dispatch(
         ]
 
     try:
-        rows = confirmed(graph, tx_fn, lambda: read_by_statement(graph, compute_preview, **args),
-                         action="schedule", campaign_id=data.campaign_id)  # fmt: skip
+        rows = confirmed(graph, tx_fn, compute_preview, args, action="schedule")
     except (ApprovalMissing, ApprovalStale) as refused:
         record_refusal(graph, audit, campaign_id=data.campaign_id, refused=refused)
         raise
