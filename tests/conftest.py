@@ -40,16 +40,6 @@ TEST_JWT_SECRET = "test-jwt-secret-0123456789abcdef-0123456789"
 TEST_SECRETS_KEY = "9wtul5TLI0PLslIFwCMngMc1E-C7aJASuP4YVKUeqtU="  # Fernet: seals receivers\' secrets
 ADMIN_ID = "admin-1"
 
-# Every Neo4j the suite starts (its own, the dev stacks', the chaos run's) spends most of its CPU
-# compiling statements, not running them (db.stats QUERIES over 138 graph tests: 197 s compiling, 46 s
-# executing). Compiled by C1 only, one that lives for seconds to minutes reaches its answers with less
-# CPU (local_neo4j.py); a worker's session Neo4j serves the whole run, where C2's faster planner pays
-# back its own compile (SESSION_JIT). Each test empties the graph, so every statistic swings between
-# nothing and a few rows, and Neo4j's replanning (a cached plan 10 s old whose statistics moved by
-# 75 %) compiled the same statements again and again: here a plan stays for the run (277 s of Neo4j
-# CPU before, 247 s after, over those tests on two workers).
-os.environ.setdefault(JVM_OPTIONS_VARIABLE, "-XX:TieredStopAtLevel=1")
-os.environ.setdefault(SETTINGS_VARIABLE, "dbms.cypher.min_replan_interval=1h")
 SESSION_JIT = ("-XX:TieredStopAtLevel=4",)  # the JVM's default, tiered up to C2, over the C1 above
 share_default_tls_context()
 
@@ -63,6 +53,7 @@ def pytest_configure(config: pytest.Config) -> None:
     the K-th of ``CAMPAIGN_TEST_NEO4J_URIS``). Three JVMs compiled the same Neo4j three times: the JIT
     was half of their CPU. The start runs on a thread: workers spawn and collect meanwhile, and each
     waits for its own database in ``neo4j_uri``."""
+    _launcher_defaults()
     workers = getattr(config.option, "numprocesses", None)
     if hasattr(config, "workerinput") or not isinstance(workers, int) or workers < 2:
         return
@@ -84,6 +75,22 @@ def pytest_configure(config: pytest.Config) -> None:
         shutil.rmtree(data_dir, ignore_errors=True)
 
     config.add_cleanup(stop)
+
+
+def _launcher_defaults() -> None:
+    """The test run's Neo4j options, for every launcher it starts (its own, the dev stacks', the chaos
+    run's), set when pytest configures, never on import: a bench that imports test support must start
+    the Neo4j a deployment runs, not this one.
+
+    Every such Neo4j spends most of its CPU compiling statements, not running them (db.stats QUERIES
+    over 138 graph tests: 197 s compiling, 46 s executing). Compiled by C1 only, one that lives for
+    seconds to minutes reaches its answers with less CPU (local_neo4j.py); a worker's session Neo4j
+    serves the whole run, where C2's faster planner pays back its own compile (SESSION_JIT). Each test
+    empties the graph, so every statistic swings between nothing and a few rows, and Neo4j's replanning
+    (a cached plan 10 s old whose statistics moved by 75 %) compiled the same statements again and
+    again: here a plan stays for the run."""
+    os.environ.setdefault(JVM_OPTIONS_VARIABLE, "-XX:TieredStopAtLevel=1")
+    os.environ.setdefault(SETTINGS_VARIABLE, "dbms.cypher.min_replan_interval=1h")
 
 
 @pytest.hookimpl(trylast=True)
