@@ -186,7 +186,10 @@ async def admin_traffic(
     preview, and an export of its recipients read to the end."""
     sent, app = campaigns
     headers = {"authorization": f"Bearer {token}"}
-    async with httpx.AsyncClient(base_url=base, timeout=600, headers=headers) as client:
+    # A connection idle past uvicorn's keep-alive (a round's pause) is closed by the server: a request
+    # sent on it as it closes is lost (a ReadError of the client's), so the client forgets it first.
+    limits = httpx.Limits(keepalive_expiry=_KEEP_ALIVE_SECONDS)
+    async with httpx.AsyncClient(base_url=base, timeout=600, headers=headers, limits=limits) as client:
         while time.monotonic() < until:
             started = time.monotonic()
             await timed(client, stats, "campaigns.getStats", "GET", "/trpc/campaigns.getStats",
