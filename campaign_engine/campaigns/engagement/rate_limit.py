@@ -8,8 +8,11 @@ component to run for one counter. The price is one small write per limited call.
 Shape: a fixed one-minute window per profile, ``(:RateBucket {key: "<profileId>|<minute>", count,
 expiresAt})``. Fixed windows allow a burst of up to twice the limit across a minute boundary; that is
 acceptable for abuse protection and keeps each call a single statement. Expiry is cheap and bounded:
-whenever a call creates a new bucket, the same process deletes up to ``SWEEP`` expired buckets through
-the ``rate_bucket_expires`` index (best effort; a failed sweep only delays cleanup).
+a batch that creates a new bucket also deletes up to ``SWEEP`` expired buckets through the
+``rate_bucket_expires`` index, at most once every ``SWEEP_EVERY`` of the process (best effort; a failed
+sweep only delays cleanup). Nearly every batch of an app's traffic creates a bucket (a person calls a
+few times a minute), and a sweep per batch was a second write transaction on every call's path; a
+process thus deletes up to ``SWEEP`` buckets a second, more than it creates below 60,000 people a minute.
 
 Batched: concurrent calls in one process share one statement (``graph/coalesce.py``). The batch sums the
 hits per bucket, adds them in one ``MERGE`` per bucket (buckets in key order, so two processes' batches
@@ -26,7 +29,7 @@ from __future__ import annotations
 import logging
 from collections import Counter
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 from campaign_engine.domain.errors import ServiceUnavailable, TooManyRequests
 from campaign_engine.domain.types import Clock, format_ts
@@ -34,11 +37,12 @@ from campaign_engine.graph.coalesce import Coalescer
 from campaign_engine.graph.cypher import statement
 from campaign_engine.graph.graph import Graph
 
-__all__ = ["SWEEP", "GraphRateLimiter"]
+__all__ = ["SWEEP", "SWEEP_EVERY", "GraphRateLimiter"]
 
 log = logging.getLogger(__name__)
 
-SWEEP = 100
+SWEEP = 1000
+SWEEP_EVERY = timedelta(seconds=1)
 
 _HIT = "rate_limit_hit"  # cypher/engagement/rate_limit_hit.cypher
 
@@ -58,6 +62,7 @@ class GraphRateLimiter:
         self._limit = limit_per_minute
         self._clock = clock
         self._count = Coalescer(self._count_batch, name="rate-limit", max_batch=256)
+        self._next_sweep: datetime | None = None  # only the batch thread reads and writes it
 
     def hit(self, profile_id: str) -> None:
         self._check(self._count(self._hit(profile_id)))
@@ -80,7 +85,9 @@ class GraphRateLimiter:
         per_bucket = Counter(hit.key for hit in hits)
         buckets = [{"key": key, "hits": n} for key, n in sorted(per_bucket.items())]
         totals = self._add(buckets, expires_at=format_ts(now + timedelta(minutes=2)))
-        if any(totals[key] == n for key, n in per_bucket.items()):  # a bucket was born: tidy old ones
+        born = any(totals[key] == n for key, n in per_bucket.items())
+        if born and (self._next_sweep is None or now >= self._next_sweep):  # tidy old ones, now and then
+            self._next_sweep = now + SWEEP_EVERY
             self._sweep(format_ts(now))
         seen: Counter[str] = Counter()
         counts = []

@@ -7,9 +7,10 @@ from datetime import UTC, datetime, timedelta
 import neo4j
 import pytest
 
-from campaign_engine.campaigns.engagement.rate_limit import GraphRateLimiter
+from campaign_engine.campaigns.engagement.rate_limit import SWEEP, SWEEP_EVERY, GraphRateLimiter
 from campaign_engine.config import Settings
 from campaign_engine.domain.errors import ServiceUnavailable, TooManyRequests
+from campaign_engine.domain.types import format_ts
 from campaign_engine.graph.graph import Graph, open_graph
 from tests.conftest import ADMIN_ID, free_port
 from tests.support.api import api_client, error_code, ok
@@ -49,6 +50,28 @@ def test_a_new_minute_opens_a_new_window_and_old_buckets_are_swept(graph: Graph)
     limiter.hit("u2")  # a new bucket sweeps the expired ones
     keys = [row["key"] for row in graph.run("MATCH (b:RateBucket) RETURN b.key AS key")]
     assert keys == [f"u2|{int((NOW + timedelta(minutes=5)).timestamp() // 60)}"]
+
+
+def test_a_process_sweeps_at_most_once_a_second(graph: Graph) -> None:
+    """A sweep is a write of its own: a batch that creates a bucket sweeps only if the process's last
+    sweep is ``SWEEP_EVERY`` old, so an app's traffic (a new bucket in nearly every batch) pays one a
+    second, not one per batch."""
+    moments = [NOW]
+    limiter = GraphRateLimiter(graph, limit_per_minute=10, clock=lambda: moments[0])
+    graph.run("UNWIND range(1, $n) AS i CREATE (:RateBucket {key: 'old|' + i, count: 1, expiresAt: $at})",
+              n=3 * SWEEP, at=format_ts(NOW - timedelta(minutes=1)))  # fmt: skip
+
+    def expired() -> int:
+        return graph.run("MATCH (b:RateBucket) WHERE b.key STARTS WITH 'old|' RETURN count(b) AS n")[0]["n"]
+
+    limiter.hit("u1")
+    assert expired() == 2 * SWEEP
+    moments[0] = NOW + SWEEP_EVERY / 2
+    limiter.hit("u2")  # a new bucket, but the last sweep is recent
+    assert expired() == 2 * SWEEP
+    moments[0] = NOW + SWEEP_EVERY
+    limiter.hit("u3")
+    assert expired() == SWEEP
 
 
 def test_unreachable_store_fails_closed(base_settings: Settings) -> None:
