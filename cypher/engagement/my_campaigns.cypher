@@ -8,8 +8,12 @@
 // its approval (`shownSince`) or enrolled by themselves. A few property reads per membership expanded.
 // Each card's language is the campaign tenant's view of the caller over the shared locale
 // (docs/people.md): a property of the view the age policy already bound, so it costs nothing more.
+// replan=skip: an app call's plan seeks unique keys, which no statistic improves, and a replan under
+// load stalls the process's calls behind its compile (test_hot_plans.py).
+CYPHER replan=skip
 UNWIND $profileIds AS profileId
 MATCH (p:Profile {profileId: profileId})-[m:IN_CAMPAIGN_AUDIENCE]->(c:Campaign)
+USING INDEX p:Profile(profileId)
 WHERE c.status = 'live' AND c.hasInAppMessage
   AND {{CARD_SHOWN_TO_MEMBER}}
   AND (c.startsAt IS NULL OR c.startsAt <= $now) AND (c.endsAt IS NULL OR $now < c.endsAt)

@@ -5,6 +5,9 @@
 // campaign's tenant and that tenant's links only). One unique seek per caller and the expansion of
 // their GUARDIAN_OF links, which most callers have none of. The approved revision as in my_campaigns.
 // Each card in the language of the caller's view in the campaign's tenant over the shared locale.
+// replan=skip: an app call's plan seeks unique keys, which no statistic improves, and a replan under
+// load stalls the process's calls behind its compile (test_hot_plans.py).
+CYPHER replan=skip
 UNWIND $profileIds AS profileId
 MATCH (p:Profile {profileId: profileId})
 UNWIND [(p)-[:GUARDIAN_OF {consent: 'granted'}]->(child:Profile) | child] AS child

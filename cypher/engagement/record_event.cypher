@@ -13,6 +13,9 @@
 // caller checked for the events this statement refused (`segmentMatched`, campaigns/engagement/segment_reach.py).
 // A member records only on the card they see: under an approval policy the approved revision's, as in
 // my_campaigns (none while it awaits approval; none for a member added since).
+// replan=skip: an app call's plan seeks unique keys, which no statistic improves, and a replan under
+// load stalls the process's calls behind its compile (test_hot_plans.py).
+CYPHER replan=skip
 UNWIND $events AS event
 MATCH (p:Profile {profileId: event.profileId})
 MATCH (c:Campaign {id: event.campaignId}) USING INDEX c:Campaign(id)
