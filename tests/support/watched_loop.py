@@ -2,10 +2,15 @@
 
 asyncio's debug mode times each callback and task step the loop runs and logs ``Executing ... took``
 for any at or past ``slow_callback_duration`` (100 ms here): a route that does graph or network I/O
-on the loop shows up as soon as that I/O waits. The API runs in a child process (``python -m
-tests.support.watched_loop PORT``, its settings from the environment, as ``campaign-engine serve``
-reads them) so the test's own clients, worker and receivers never share its interpreter lock; each
-report is a line ``SLOW-CALLBACK ...`` in the child's log, which ``WatchedApi.slow`` reads back.
+on the loop shows up as soon as that I/O waits. The loop keeps that detection without the rest of the
+mode (``_WatchedLoop``): no deployment captures a stack for every future and handle, and a capture
+stats each file of the stack, every stat handing the interpreter lock to another thread and waiting
+for it back, which on a loaded process added its own slow callbacks to the product's.
+
+The API runs in a child process (``python -m tests.support.watched_loop PORT``, its settings from the
+environment, as ``campaign-engine serve`` reads them) so the test's own clients, worker and receivers
+never share its interpreter lock; each report is a line ``SLOW-CALLBACK ...`` in the child's log,
+which ``WatchedApi.slow`` reads back.
 
 asyncio times a callback in wall time, and on a loaded machine the loop thread may wait for a CPU in
 the middle of one, or for the interpreter lock while the thread holding it waits for a CPU. Each report
@@ -18,7 +23,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import os
 import re
 import signal
 import subprocess
@@ -203,22 +207,37 @@ def _watch_handles() -> _Handles:
     return handles
 
 
+class _WatchedLoop(asyncio.SelectorEventLoop):
+    """Debug mode's slow-callback timing (``_run_once`` reads ``_debug``) with ``get_debug()`` false:
+    futures, tasks and handles read that and capture no stack."""
+
+    def get_debug(self) -> bool:
+        return False
+
+
+def watched_loop() -> asyncio.AbstractEventLoop:
+    """A new loop that writes a ``SLOW-CALLBACK`` line on stdout for each callback of 100 ms or more,
+    with its split; call it once a process, on the thread that runs the loop."""
+    logger = logging.getLogger("asyncio")
+    logger.setLevel(logging.WARNING)
+    logger.addHandler(_Reports(_watch_handles()))
+    loop = _WatchedLoop()
+    loop.set_debug(True)
+    loop.slow_callback_duration = SLOW_CALLBACK_SECONDS
+    return loop
+
+
 def _main(port: int) -> None:
     import uvicorn
 
     from campaign_engine.api.app import create_app, freeze_startup_heap
 
-    logger = logging.getLogger("asyncio")
-    logger.setLevel(logging.WARNING)
-    logger.addHandler(_Reports(_watch_handles()))
+    loop = watched_loop()
     app = create_app(Settings())
     freeze_startup_heap()  # as ``campaign-engine serve`` does: no full collection re-scans the app
     server = uvicorn.Server(
         uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", loop="asyncio")
     )
-    loop = asyncio.new_event_loop()
-    loop.set_debug(True)
-    loop.slow_callback_duration = SLOW_CALLBACK_SECONDS
     try:
         loop.run_until_complete(server.serve())
     finally:
@@ -226,5 +245,4 @@ def _main(port: int) -> None:
 
 
 if __name__ == "__main__":
-    os.environ.setdefault("PYTHONASYNCIODEBUG", "1")
     _main(int(sys.argv[1]))
