@@ -26,7 +26,7 @@ CREATE CONSTRAINT tag_slug IF NOT EXISTS FOR (t:Tag) REQUIRE t.slug IS UNIQUE;
 CREATE CONSTRAINT rate_bucket_key IF NOT EXISTS FOR (b:RateBucket) REQUIRE b.key IS UNIQUE;
 CREATE INDEX contact_method_value IF NOT EXISTS FOR (m:ContactMethod) ON (m.type, m.value);
 CREATE INDEX campaign_status IF NOT EXISTS FOR (c:Campaign) ON (c.status);
-// getMyCampaigns reads the live campaigns with a segment on every call (live_segment_campaigns): a seek of
+// getMyCampaigns reads the live campaigns with a segment on every call (my_campaigns' segmentCampaigns): a seek of
 // those alone, not of every live campaign, so a call costs what the segments cost, not the deployment.
 CREATE INDEX campaign_status_segment IF NOT EXISTS FOR (c:Campaign) ON (c.status, c.hasSegment);
 CREATE INDEX dispatch_status IF NOT EXISTS FOR (d:Dispatch) ON (d.status);

@@ -1,9 +1,10 @@
 """What a signed-in user sees: ``getMyCampaigns``' cards, read for any number of profiles at once.
 
 Reads consume nothing: showing a campaign is recorded only when the client says so (``events.py``).
-``my_campaigns_of`` reads any number of profiles in one statement, for the batching service
-(``service.py``); ``my_campaigns`` is the same code with one profile. Cards are cached per process by
-(campaign id, version): the updatedAt of the revision shown (under an approval policy the approved one,
+``my_campaigns_of`` reads any number of profiles in one statement (memberships, routed guardians, own
+self-tests and the live segment campaigns in one round trip), for the batching service (``service.py``);
+``my_campaigns`` is the same code with one profile. Cards are cached per process by (campaign id,
+version): the updatedAt of the revision shown (under an approval policy the approved one,
 ``sending/approval_publish.py``); a definition never changes without a new updatedAt, so a cached card
 is never stale, and the hot read need not load or parse definitions.
 """
@@ -11,12 +12,14 @@ is never stale, and the hot read need not load or parse definitions.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Any
+from functools import cache
+from typing import Any, NamedTuple
 
 from campaign_engine.campaigns.engagement.guardian_cards import GUARDIAN_ROW, visible_as_guardian
 from campaign_engine.campaigns.engagement.models import CampaignCard, EngagementState, MyCampaign, MyCampaigns
+from campaign_engine.campaigns.engagement.own_tests import Viewer, tests_by_profile, visible_tests
 from campaign_engine.campaigns.engagement.segment_reach import visible_by_segment
 from campaign_engine.domain.ab_variants import Assignment, TestWave, assigned_variant
 from campaign_engine.domain.guardian_copy import guardian_source
@@ -24,10 +27,29 @@ from campaign_engine.domain.types import format_ts
 from campaign_engine.domain.variant_copy import wire_variant_copy
 from campaign_engine.domain.variants import served_locale, wire_languages
 from campaign_engine.graph.cypher import statement
-from campaign_engine.graph.graph import Graph, Statements, Tx
+from campaign_engine.graph.graph import Graph, Statements
 from campaign_engine.graph.rules.policy import Policy
+from campaign_engine.graph.rules.routing import ROUTED_GUARDIAN
 
-__all__ = ["CardCache", "card_from_node", "my_campaigns", "my_campaigns_of"]
+__all__ = ["CardCache", "Mine", "card_from_node", "my_campaigns", "my_campaigns_of", "statement_variants"]
+
+
+@cache
+def _read() -> str:
+    return statement("my_campaigns", ROUTED_GUARDIAN=ROUTED_GUARDIAN)
+
+
+def statement_variants(samples: Sequence[object]) -> Iterator[tuple[str, str]]:
+    """The one statement this module fills (tests EXPLAIN it)."""
+    yield "my_campaigns", _read()
+
+
+class Mine(NamedTuple):
+    """A reader's campaign cards in display order, and their own pending self-test rows (``own_tests.py``
+    decides which of those a viewer sees)."""
+
+    cards: list[MyCampaign]
+    tests: list[dict[str, Any]]
 
 
 def card_from_node(
@@ -154,48 +176,43 @@ def _with_state(card: MyCampaign, state: dict[str, Any] | None) -> MyCampaign:
 
 def my_campaigns_of(
     tx: Statements, profile_ids: Sequence[str], *, policy: Policy, cards: CardCache
-) -> dict[str, list[MyCampaign]]:
-    """Each profile's visible campaigns, in display order and its own language, read in one statement;
-    writes nothing. A campaign deleted between that statement and the card read is simply left out."""
-    result = tx.run(statement("my_campaigns"), profileIds=list(profile_ids), now=format_ts(policy.now),
-                    **policy.params())  # fmt: skip
-    visible: dict[str, list[Any]] = {record["profileId"]: record["visible"] for record in result}
-    for profile_id, reached in visible_by_segment(tx, profile_ids, policy=policy).items():
+) -> dict[str, Mine]:
+    """Each profile's visible campaigns, in display order and its own language, and its own self-tests,
+    read in one statement (more only for a live segment's rule or cards not cached yet); writes nothing.
+    A campaign deleted between that statement and the card read is simply left out."""
+    (read,) = tx.run(_read(), profileIds=list(profile_ids), now=format_ts(policy.now), **policy.params())
+    visible: dict[str, list[Any]] = dict(read["members"])
+    for profile_id, reached in visible_by_segment(
+        tx, read["segmentCampaigns"], profile_ids, policy=policy
+    ).items():
         visible.setdefault(profile_id, []).extend(reached)  # members are never in both
-    for profile_id, reached in visible_as_guardian(tx, profile_ids, policy=policy).items():
+    for profile_id, reached in visible_as_guardian(read["guardians"]).items():
         visible.setdefault(profile_id, []).extend(reached)  # a routed guardian is no member
     found = cards.fetch(tx, ((row[0], row[1]) for rows in visible.values() for row in rows))
-    mine: dict[str, list[MyCampaign]] = {}
-    for profile_id, rows in visible.items():
+    tests = tests_by_profile(read["tests"])
+    mine: dict[str, Mine] = {}
+    for profile_id in profile_ids:
         # Each row: [campaign id, version, state, abTest, locale]: the locale is the campaign tenant's
         # view of the reader over the shared one, so a person two tenants hold reads each in its own
         # language. No card for a reader waiting for a test's decision.
+        rows = visible.get(profile_id, [])
         served = ((found[cid].for_reader(locale, profile_id, test, routed=GUARDIAN_ROW in rest), state)
                   for cid, _, state, test, locale, *rest in rows if cid in found)  # fmt: skip
         entries = [(entry, state) for entry, state in served if entry is not None]
-        mine[profile_id] = [
+        shown = [
             _with_state(card, state) for (_, card), state in sorted(entries, key=lambda e: _order_key(e[0]))
         ]
+        mine[profile_id] = Mine(shown, tests.get(profile_id, []))
     return mine
 
 
 def my_campaigns(
     graph: Graph, *, profile_id: str, include_tests: bool, policy: Policy, cards: CardCache | None = None
 ) -> MyCampaigns:
-    """The caller's visible campaigns (pending self-tests first for an admin); writes nothing."""
+    """The caller's visible campaigns (every pending self-test of theirs first for an admin); writes
+    nothing."""
     card_cache = cards if cards is not None else CardCache()
-
-    def tx_fn(tx: Tx) -> tuple[list[MyCampaign], list[dict[str, Any]]]:
-        mine = my_campaigns_of(tx, [profile_id], policy=policy, cards=card_cache).get(profile_id, [])
-        tests = (
-            [r.data() for r in tx.run(statement("my_tests"), profileId=profile_id)] if include_tests else []
-        )
-        return mine, tests
-
-    mine, tests = graph.read(tx_fn)
-    out = [
-        MyCampaign.model_validate({**json.loads(test["snapshot"]), "campaignId": test["campaignId"],
-                                   "testId": test["testId"]})
-        for test in tests
-    ]  # fmt: skip
-    return MyCampaigns(campaigns=[*out, *mine])
+    found = graph.read(lambda tx: my_campaigns_of(tx, [profile_id], policy=policy, cards=card_cache))
+    mine = found[profile_id]
+    tests = visible_tests(mine.tests, Viewer(is_admin=True)) if include_tests else []
+    return MyCampaigns(campaigns=[*tests, *mine.cards])

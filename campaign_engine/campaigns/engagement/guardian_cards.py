@@ -12,9 +12,10 @@ each app start is not worth its cost yet).
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
+from functools import cache
+from typing import Any
 
 from campaign_engine.campaigns.engagement.segment_reach import Reached
-from campaign_engine.domain.types import format_ts
 from campaign_engine.graph.cypher import statement
 from campaign_engine.graph.graph import Statements
 from campaign_engine.graph.rules.policy import Policy
@@ -27,30 +28,27 @@ GUARDIAN_ROW = "guardian"
 reader is a routed guardian, who reads the guardian copy."""
 
 
-def _statement(name: str) -> str:
-    return statement(name, ROUTED_GUARDIAN=ROUTED_GUARDIAN)
+@cache
+def _routed_pairs() -> str:
+    return statement("routed_pairs", ROUTED_GUARDIAN=ROUTED_GUARDIAN)
 
 
 def statement_variants(samples: Sequence[object]) -> Iterator[tuple[str, str]]:
-    """Every statement this module fills (tests EXPLAIN them all)."""
-    for name in ("my_guardian_campaigns", "routed_pairs"):
-        yield name, _statement(name)
+    """The one statement this module fills (tests EXPLAIN it)."""
+    yield "routed_pairs", _routed_pairs()
 
 
-def visible_as_guardian(tx: Statements, profile_ids: Sequence[str], *, policy: Policy) -> Reached:
-    """The live, in-window in-app campaigns each profile sees as a routed guardian, with their state;
-    profiles who guard no member of such a campaign are absent."""
-    found: Reached = {}
-    rows = tx.run(
-        _statement("my_guardian_campaigns"),
-        profileIds=list(profile_ids), now=format_ts(policy.now), **policy.params(),
-    )  # fmt: skip
-    for record in rows:
-        found[record["profileId"]] = [
+def visible_as_guardian(rows: Iterable[Sequence[Any]]) -> Reached:
+    """The live, in-window in-app campaigns each profile sees as a routed guardian, with their state,
+    from the ``guardians`` part of ``cypher/engagement/my_campaigns.cypher`` (``[profileId, visible]``
+    pairs); profiles who guard no member of such a campaign are absent."""
+    return {
+        profile_id: [
             (cid, at, None if state is None else dict(state), None, locale, GUARDIAN_ROW)
-            for cid, at, state, locale in record["visible"]
+            for cid, at, state, locale in visible
         ]
-    return found
+        for profile_id, visible in rows
+    }
 
 
 def routed_pairs(tx: Statements, pairs: Iterable[tuple[str, str]], *, policy: Policy) -> set[tuple[str, str]]:
@@ -59,5 +57,5 @@ def routed_pairs(tx: Statements, pairs: Iterable[tuple[str, str]], *, policy: Po
     listed = sorted({(pid, cid) for pid, cid in pairs})
     if not listed:
         return set()
-    rows = tx.run(_statement("routed_pairs"), pairs=[list(p) for p in listed], **policy.params())
+    rows = tx.run(_routed_pairs(), pairs=[list(p) for p in listed], **policy.params())
     return {(str(r["profileId"]), str(r["campaignId"])) for r in rows}

@@ -9,15 +9,13 @@ as a platform admin does; one who lost the role no longer does.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from campaign_engine.campaigns.engagement.models import MyCampaign
-from campaign_engine.graph.cypher import statement
-from campaign_engine.graph.graph import Statements
 
-__all__ = ["TESTER_ROLES", "Viewer", "tests_of", "visible_tests"]
+__all__ = ["TESTER_ROLES", "Viewer", "tests_by_profile", "visible_tests"]
 
 TESTER_ROLES = frozenset({"author", "publisher", "admin"})  # the roles sendTestToMe accepts or outranks
 
@@ -37,11 +35,12 @@ class Viewer:
         return bool((set(granted) | claimed) & TESTER_ROLES)
 
 
-def tests_of(tx: Statements, profile_ids: Sequence[str]) -> dict[str, list[dict[str, Any]]]:
-    """Each profile's pending test snapshots, newest first (``cypher/engagement/my_tests_of.cypher``)."""
+def tests_by_profile(rows: Iterable[Mapping[str, Any]]) -> dict[str, list[dict[str, Any]]]:
+    """Each profile's pending test snapshots, newest first, from the ``tests`` part of
+    ``cypher/engagement/my_campaigns.cypher``."""
     found: dict[str, list[dict[str, Any]]] = {}
-    for record in tx.run(statement("my_tests_of"), profileIds=list(profile_ids)):
-        found.setdefault(record["profileId"], []).append(record.data())
+    for row in rows:
+        found.setdefault(row["profileId"], []).append(dict(row))
     return found
 
 

@@ -1,15 +1,15 @@
 """The in-app side of live segments: which of some profiles a campaign's segment matches now.
 
 A page walk reaches a segment's matches without a membership; the app must show them the same campaign
-and let them record what they did with it. ``getMyCampaigns`` asks ``visible_by_segment`` for the live
-in-app segment campaigns of its callers' tenants; ``recordEvent`` asks ``matched_pairs`` for the events
-the membership check refused. Both evaluate the rule per profile
-(``cypher/engagement/segment_reach.cypher``, one unique seek per profile), so the cost grows with the
-callers and the live segment campaigns of their tenants, never with a segment's size.
+and let them record what they did with it. ``getMyCampaigns`` asks ``visible_by_segment`` which callers
+the live in-app segment campaigns of their tenants match (its read finds those campaigns);
+``recordEvent`` asks ``matched_pairs`` for the events the membership check refused. Both evaluate the
+rule per profile (``cypher/engagement/segment_reach.cypher``, one unique seek per profile), so the cost
+grows with the callers and the live segment campaigns of their tenants, never with a segment's size.
 
 Compiled rules are kept per (campaign, updatedAt) and minute (``SegmentCache``): a rule's values are
-parameters evaluated at each read, so a cached rule is only stale in what compiling resolves (a
-campaign a ``memberOf``/``engaged`` condition names, created after the compile), for at most a minute.
+parameters evaluated at each read, so a cached rule is only stale in what compiling resolves (a campaign
+a ``memberOf``/``engaged`` condition names, created after the compile), for at most a minute.
 """
 
 from __future__ import annotations
@@ -17,7 +17,6 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from campaign_engine.domain.types import format_ts
 from campaign_engine.graph.cypher import statement
 from campaign_engine.graph.graph import Statements
 from campaign_engine.graph.rules.policy import Policy
@@ -47,16 +46,13 @@ def _matches(
     return list(tx.run(text, campaignId=campaign["id"], profileIds=list(profile_ids), **params))
 
 
-def visible_by_segment(tx: Statements, profile_ids: Sequence[str], *, policy: Policy) -> Reached:
-    """The live, in-window in-app campaigns each profile sees through a segment (not a membership), with
-    their state; profiles reached by none are absent."""
+def visible_by_segment(
+    tx: Statements, campaigns: Iterable[Mapping[str, Any]], profile_ids: Sequence[str], *, policy: Policy
+) -> Reached:
+    """Of the live, in-window in-app ``campaigns`` with a segment (the ``segmentCampaigns`` part of
+    ``cypher/engagement/my_campaigns.cypher``), those each profile sees through the rule (not a
+    membership), with their state; profiles reached by none are absent."""
     found: Reached = {}
-    campaigns = [
-        dict(record["campaign"])
-        for record in tx.run(
-            statement("live_segment_campaigns"), profileIds=list(profile_ids), now=format_ts(policy.now)
-        )
-    ]
     for campaign in campaigns:
         for record in _matches(tx, campaign, profile_ids, policy=policy):
             state = None if record["state"] is None else dict(record["state"])

@@ -11,12 +11,11 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
-from typing import Any
 
-from campaign_engine.campaigns.engagement.cards import CardCache, my_campaigns, my_campaigns_of
+from campaign_engine.campaigns.engagement.cards import CardCache, Mine, my_campaigns, my_campaigns_of
 from campaign_engine.campaigns.engagement.events import EventCall, record_event, record_events
-from campaign_engine.campaigns.engagement.models import EventKind, EventResult, MyCampaign, MyCampaigns
-from campaign_engine.campaigns.engagement.own_tests import Viewer, tests_of, visible_tests
+from campaign_engine.campaigns.engagement.models import EventKind, EventResult, MyCampaigns
+from campaign_engine.campaigns.engagement.own_tests import Viewer, visible_tests
 from campaign_engine.domain.errors import NotFound
 from campaign_engine.graph.coalesce import Coalescer
 from campaign_engine.graph.graph import Graph
@@ -24,13 +23,11 @@ from campaign_engine.graph.rules.policy import Policy
 
 __all__ = ["EngagementService"]
 
-_Read = tuple[list[MyCampaign], list[dict[str, Any]]]  # a caller's cards and own test rows
 _ANYONE = Viewer()
 
 
-def _shown(read: _Read, viewer: Viewer) -> MyCampaigns:
-    cards, tests = read
-    return MyCampaigns(campaigns=[*visible_tests(tests, viewer), *cards])
+def _shown(read: Mine, viewer: Viewer) -> MyCampaigns:
+    return MyCampaigns(campaigns=[*visible_tests(read.tests, viewer), *read.cards])
 
 
 class EngagementService:
@@ -46,7 +43,7 @@ class EngagementService:
         self._graph = graph
         self._policy = policy
         self._cards = CardCache()
-        self._reads: Coalescer[str, _Read] = Coalescer(self._read_batch, name="my-campaigns")
+        self._reads: Coalescer[str, Mine] = Coalescer(self._read_batch, name="my-campaigns")
         self._writes: Coalescer[EventCall, EventResult] = Coalescer(self._write_batch, name="record-event")
         self.profiles_read = 0  # batched reads issued, per profile: what refused calls must never add to
 
@@ -100,13 +97,13 @@ class EngagementService:
         self._reads.close()
         self._writes.close()
 
-    def _read_batch(self, profile_ids: list[str]) -> list[_Read]:
+    def _read_batch(self, profile_ids: list[str]) -> list[Mine]:
         self.profiles_read += len(profile_ids)  # only the one batch thread writes it
-        distinct = sorted(set(profile_ids))
         with self._graph.autocommit_reads() as session:
-            found = my_campaigns_of(session, distinct, policy=self._policy(), cards=self._cards)
-            tests = tests_of(session, distinct)
-        return [(found.get(profile_id, []), tests.get(profile_id, [])) for profile_id in profile_ids]
+            found = my_campaigns_of(
+                session, sorted(set(profile_ids)), policy=self._policy(), cards=self._cards
+            )
+        return [found[profile_id] for profile_id in profile_ids]
 
     def _write_batch(self, calls: list[EventCall]) -> list[EventResult | NotFound]:
         return record_events(self._graph, calls, policy=self._policy())

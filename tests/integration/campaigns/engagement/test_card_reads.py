@@ -5,8 +5,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from campaign_engine.graph.cypher import statement
+from campaign_engine.campaigns.engagement import cards
+from campaign_engine.domain.types import format_ts
 from campaign_engine.graph.graph import Graph
+from campaign_engine.graph.rules.policy import Policy
 from tests.support.delivery import NOW
 
 
@@ -24,10 +26,11 @@ def test_the_live_segment_read_touches_only_the_campaigns_with_a_segment(graph: 
         " hasSegment: i = 200, updatedAt: '2026-01-01T00:00:00Z', definition: '{}'})"
     )
     with graph.driver.session() as session:
+        policy = Policy(now=NOW, adult_age=18, domain="x")
         summary = session.run(
-            "PROFILE " + statement("live_segment_campaigns"), profileIds=["p1"], now=NOW.isoformat()
+            "PROFILE " + cards._read(), profileIds=["p1"], now=format_ts(NOW), **policy.params()
         )
-        rows = [record["campaign"]["id"] for record in summary]
+        rows = [campaign["id"] for record in summary for campaign in record["segmentCampaigns"]]
         profile = summary.consume().profile
     assert rows == ["c200"]
     assert profile is not None and _db_hits(profile) < 60, _db_hits(profile)

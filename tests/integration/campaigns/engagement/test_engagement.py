@@ -265,16 +265,17 @@ def test_batched_reads_keep_each_caller_apart_and_never_serve_a_stale_card(graph
     cards = CardCache()
     policy = Policy(now=NOW, adult_age=18, domain="x")
     found = graph.read(lambda tx: my_campaigns_of(tx, ["u1", "u2", "u3"], policy=policy, cards=cards))
-    assert {pid: [c.campaign_id for c in mine] for pid, mine in found.items()} == {
+    assert {pid: [c.campaign_id for c in mine.cards] for pid, mine in found.items()} == {
         "u1": ["a"],
         "u2": ["a", "b"],
+        "u3": [],
     }
 
     later = datetime(2026, 3, 1, 12, 5, tzinfo=UTC)
     patch = CampaignPatch.model_validate({"campaignId": "a", "message": {"title": "changed"}})
     definitions.update_campaign(graph, patch=patch, now=later)
     again = graph.read(lambda tx: my_campaigns_of(tx, ["u1"], policy=policy, cards=cards))
-    message = again["u1"][0].message
+    message = again["u1"].cards[0].message
     assert message is not None and message.title == "changed"
 
 
