@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from datetime import UTC, datetime, timedelta
 
 import neo4j
@@ -149,3 +150,20 @@ def test_an_over_limit_call_does_no_graph_work(base_settings: Settings, graph: G
         ok(api.query("campaigns.getMyCampaigns", as_="u2"))  # another profile's budget: read as usual
         assert engagement.profiles_read == 2
     limiter.close()
+
+
+def test_a_count_is_one_auto_commit_statement(graph: Graph, caplog: pytest.LogCaptureFixture) -> None:
+    """Every app call pays the count, so it is one round trip: no BEGIN or COMMIT message on the wire
+    (as a managed transaction sends), only the statement, whose commit the server makes."""
+    limiter = GraphRateLimiter(graph, limit_per_minute=5, clock=lambda: datetime.now(UTC))
+    try:
+        limiter.hit("p1")  # the sweep's statement, if any, runs with the first new bucket
+        caplog.clear()
+        with caplog.at_level(logging.DEBUG, logger="neo4j"):
+            limiter.hit("p1")
+    finally:
+        limiter.close()
+    sent = [r.getMessage() for r in caplog.records if "C: " in r.getMessage()]
+    assert any("C: RUN" in line and "RateBucket" in line for line in sent), sent
+    assert not any("C: BEGIN" in line or "C: COMMIT" in line for line in sent), sent
+    assert graph.run("MATCH (b:RateBucket) RETURN sum(b.count) AS n") == [{"n": 2}]
