@@ -1,8 +1,11 @@
-// recordEvent for a batch of events, after lock_profiles(all their profiles) in the same transaction:
-// the profile lock serialises every device of a profile, so "no state yet -> CREATE" cannot run twice
-// and no increment is lost. (Not MERGE: its locking variant also locks the campaign node, serialising
-// every recipient's events.) The caller passes each (profile, campaign) pair at most once per run, so
-// no row can miss a state another row of the same statement created. {{EVENT}} is one of
+// recordEvent for a batch of events, each profile's lock taken first: the batch's first statement locks
+// all its profiles ($lockIds, ascending, as graph/locks.py's lock_profiles does; a later statement of the
+// transaction passes none), in a unit subquery that runs to its end before any event is read, so a
+// batch is one round trip before its commit. The profile lock serialises every device of a profile,
+// so "no state yet -> CREATE" cannot run twice and no increment is lost. (Not MERGE: its locking
+// variant also locks the campaign node, serialising every recipient's events.) The caller passes each
+// (profile, campaign) pair at most once per run, so no row can miss a state another row of the same
+// statement created. {{EVENT}} is one of
 // shown|clicked|dismissed (a closed set checked in Python before substitution).
 // `variants`: the campaign's A/B variant ids and weights, so the caller stamps the state's
 // variantId on a profile's first event (campaigns/engagement/service.py), in this transaction.
@@ -16,6 +19,11 @@
 // replan=skip: an app call's plan seeks unique keys, which no statistic improves, and a replan under
 // load stalls the process's calls behind its compile (test_hot_plans.py).
 CYPHER replan=skip
+CALL () {
+  UNWIND $lockIds AS lockId
+  MATCH (locked:Profile {profileId: lockId})
+  SET locked.campaignStateLock = coalesce(locked.campaignStateLock, 0) + 1
+}
 UNWIND $events AS event
 MATCH (p:Profile {profileId: event.profileId})
 MATCH (c:Campaign {id: event.campaignId}) USING INDEX c:Campaign(id)

@@ -85,19 +85,24 @@ def record_events(
     """Records every event in one transaction under the sorted locks of all their profiles. An event
     whose caller may not record (no such live campaign, neither a member nor reached by it nor matched
     by its live segment, too young) gets ``NotFound``."""
-    now = format_ts(policy.now)
+    now, params = format_ts(policy.now), policy.params()
 
     def tx_fn(tx: Tx) -> dict[int, EngagementState | None]:
-        lock_profiles(tx, [call.profile_id for call in events])
         states: dict[int, EngagementState | None] = {}
         unstamped: dict[str, str] = {}  # state elementId -> the variant to stamp
+        # The first record statement takes every profile's lock before it reads an event (the order of
+        # graph/locks.py); the locks are held to the commit, so later statements pass none.
+        lock_ids = sorted({call.profile_id for call in events})
 
         def record(indexed: Iterable[tuple[int, EventCall]], *, segment_matched: bool) -> None:
+            nonlocal lock_ids
             for kind, members in _rounds(indexed):
                 rows = [{"index": index, "profileId": call.profile_id, "campaignId": call.campaign_id,
                          "actionId": call.action_id, "segmentMatched": segment_matched}
                         for index, call in members]  # fmt: skip
-                for found in tx.run(_record_query(kind), events=rows, now=now, **policy.params()):
+                result = tx.run(_record_query(kind), events=rows, lockIds=lock_ids, now=now, **params)
+                lock_ids = []
+                for found in result:
                     index = int(found["index"])
                     state = dict(found["state"])
                     states[index] = EngagementState.from_rel(state)

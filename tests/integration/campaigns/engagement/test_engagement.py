@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import logging
 import threading
 from datetime import UTC, datetime
 from typing import Any
+
+import pytest
 
 from campaign_engine.campaigns import definitions
 from campaign_engine.campaigns.engagement.cards import CardCache, my_campaigns_of
@@ -309,3 +312,24 @@ def test_refused_enrol_and_leave_take_no_campaign_lock(base_settings: Settings, 
         # The lock free again, an eligible caller enrols and leaves as before.
         assert ok(api.mutate("campaigns.enroll", {"campaignId": "open"}, as_="u1"))["created"] is True
         assert ok(api.mutate("campaigns.leave", {"campaignId": "open"}, as_="u1")) == {"left": True}
+
+
+def test_a_batch_of_events_locks_its_profiles_in_its_one_statement(
+    graph: Graph, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A batch of one kind of event is one statement before the commit: it takes every profile's lock
+    (graph/locks.py) before it reads an event, so no separate lock round trip precedes it."""
+    seed_profiles(graph, [{"profileId": "u1"}, {"profileId": "u2"}])
+    live_campaign(graph, "a")
+    add_member(graph, "a", "u1")
+    add_member(graph, "a", "u2")
+    policy = Policy(now=NOW, adult_age=18, domain="x")
+    calls = [EventCall("u2", "a", "shown"), EventCall("u1", "a", "shown")]
+    query = "MATCH (p:Profile) RETURN p.profileId AS id, p.campaignStateLock AS n ORDER BY id"
+    before = [row["n"] for row in graph.run(query)]
+    with caplog.at_level(logging.DEBUG, logger="neo4j"):
+        results = record_events(graph, calls, policy=policy)
+    assert all(isinstance(result, EventResult) and result.recorded for result in results), results
+    sent = [r.getMessage() for r in caplog.records if "C: RUN" in r.getMessage()]
+    assert len(sent) == 1 and "campaignStateLock" in sent[0], sent
+    assert [row["n"] for row in graph.run(query)] == [n + 1 for n in before]  # each lock taken once
