@@ -269,11 +269,14 @@ class Graph:
     def run_autocommit(self, cypher: str, **params: Any) -> list[dict[str, Any]]:
         """``run`` as one auto-commit statement: one round trip, no BEGIN or COMMIT, about half the
         driver CPU (the rate limit's count, on every app call). Retried as ``run`` is, so a statement
-        whose answer was cut off may apply twice: only for writes where that is harmless."""
+        whose answer was cut off may apply twice: only for writes where that is harmless. Values come
+        as the driver gives them (return plain values, not nodes)."""
 
         def attempt() -> list[dict[str, Any]]:
+            query = neo4j.Query(cypher, timeout=self.tx_timeout)
             with self.driver.session(database=self.database) as session:
-                return _plain(session.run(neo4j.Query(cypher, timeout=self.tx_timeout), params))
+                # dict(record), not .data(): its recursive conversion cost 3-4 us more a row.
+                return [dict(record) for record in session.run(query, params)]
 
         return self._retrying(attempt)
 
